@@ -1,0 +1,301 @@
+use std::fmt;
+
+/// The label that holds the metric name.
+pub const METRIC_NAME: &str = "__name__";
+
+/// One label pair.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Label {
+    pub name: String,
+    pub value: String,
+}
+
+impl Label {
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+}
+
+/// Why a label set cannot identify a series.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LabelError {
+    #[error("empty label set")]
+    Empty,
+    #[error("empty label name")]
+    EmptyName,
+    #[error("duplicate label name {0:?}")]
+    DuplicateName(String),
+    #[error("malformed label set encoding")]
+    Malformed,
+}
+
+/// A canonical label set: sorted by name, no empty values, no duplicate names.
+///
+/// Two label sets that name the same series are always equal, whatever order
+/// or empty labels the sender used, so `Labels` can key a series directly.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Labels(Vec<Label>);
+
+impl Labels {
+    /// The empty label set (valid as a query result, never as a stored series).
+    pub fn empty() -> Self {
+        Self(Vec::new())
+    }
+
+    /// Canonicalises `labels`: drops empty values, sorts by name, and rejects
+    /// duplicate or empty names. An empty result is allowed here; storage
+    /// rejects it on append.
+    pub fn new(mut labels: Vec<Label>) -> Result<Self, LabelError> {
+        labels.retain(|l| !l.value.is_empty());
+        labels.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        for pair in labels.windows(2) {
+            if pair[0].name == pair[1].name {
+                return Err(LabelError::DuplicateName(pair[0].name.clone()));
+            }
+        }
+        if labels.iter().any(|l| l.name.is_empty()) {
+            return Err(LabelError::EmptyName);
+        }
+        Ok(Self(labels))
+    }
+
+    /// Builds from `(name, value)` pairs; panics on invalid input, for tests and literals.
+    pub fn from_pairs<N: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (N, V)>,
+    ) -> Self {
+        let labels = pairs.into_iter().map(|(n, v)| Label::new(n, v)).collect();
+        match Self::new(labels) {
+            Ok(l) => l,
+            Err(e) => panic!("BUG: invalid literal label set: {e}"),
+        }
+    }
+
+    /// Checks what a stored series additionally needs: at least one label.
+    pub fn validate_for_storage(&self) -> Result<(), LabelError> {
+        if self.0.is_empty() {
+            return Err(LabelError::Empty);
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .binary_search_by(|l| l.name.as_str().cmp(name))
+            .ok()
+            .map(|i| self.0[i].value.as_str())
+    }
+
+    /// The metric name, if the set has one.
+    pub fn metric_name(&self) -> Option<&str> {
+        self.get(METRIC_NAME)
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Label> {
+        self.0.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn as_slice(&self) -> &[Label] {
+        &self.0
+    }
+
+    pub fn into_vec(self) -> Vec<Label> {
+        self.0
+    }
+
+    /// Sets (or with an empty value, removes) one label, keeping the set canonical.
+    pub fn set(&mut self, name: &str, value: &str) {
+        match self.0.binary_search_by(|l| l.name.as_str().cmp(name)) {
+            Ok(i) if value.is_empty() => {
+                self.0.remove(i);
+            }
+            Ok(i) => self.0[i].value = value.to_string(),
+            Err(_) if value.is_empty() => {}
+            Err(i) => self.0.insert(i, Label::new(name, value)),
+        }
+    }
+
+    /// Removes one label if present.
+    pub fn remove(&mut self, name: &str) {
+        self.set(name, "");
+    }
+
+    /// Appends the canonical binary form: `varint(count)` then per label
+    /// `varint(len) name varint(len) value`. Equal sets encode equally.
+    pub fn encode(&self, dst: &mut Vec<u8>) {
+        put_uvarint(dst, self.0.len() as u64);
+        for l in &self.0 {
+            put_uvarint(dst, l.name.len() as u64);
+            dst.extend_from_slice(l.name.as_bytes());
+            put_uvarint(dst, l.value.len() as u64);
+            dst.extend_from_slice(l.value.as_bytes());
+        }
+    }
+
+    /// Decodes [`Labels::encode`]'s form, returning the set and the rest of `src`.
+    /// The result is re-checked, so corrupt bytes never yield a non-canonical set.
+    pub fn decode(src: &[u8]) -> Result<(Self, &[u8]), LabelError> {
+        let (count, mut rest) = get_uvarint(src).ok_or(LabelError::Malformed)?;
+        if count > rest.len() as u64 {
+            return Err(LabelError::Malformed);
+        }
+        let mut labels = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let (name, r) = get_str(rest)?;
+            let (value, r) = get_str(r)?;
+            rest = r;
+            labels.push(Label::new(name, value));
+        }
+        let out = Self::new(labels)?;
+        if out.len() as u64 != count {
+            return Err(LabelError::Malformed);
+        }
+        Ok((out, rest))
+    }
+}
+
+fn get_str(src: &[u8]) -> Result<(&str, &[u8]), LabelError> {
+    let (len, rest) = get_uvarint(src).ok_or(LabelError::Malformed)?;
+    let len = usize::try_from(len).map_err(|_| LabelError::Malformed)?;
+    if len > rest.len() {
+        return Err(LabelError::Malformed);
+    }
+    let (s, rest) = rest.split_at(len);
+    let s = std::str::from_utf8(s).map_err(|_| LabelError::Malformed)?;
+    Ok((s, rest))
+}
+
+fn put_uvarint(dst: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        dst.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    dst.push(v as u8);
+}
+
+fn get_uvarint(src: &[u8]) -> Option<(u64, &[u8])> {
+    let mut v = 0u64;
+    for (i, &b) in src.iter().enumerate().take(10) {
+        v |= u64::from(b & 0x7f) << (7 * i);
+        if b < 0x80 {
+            return Some((v, &src[i + 1..]));
+        }
+    }
+    None
+}
+
+impl<'a> IntoIterator for &'a Labels {
+    type Item = &'a Label;
+    type IntoIter = std::slice::Iter<'a, Label>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+/// Prometheus' text form: `name{a="b", c="d"}`.
+impl fmt::Display for Labels {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.metric_name();
+        if let Some(n) = name {
+            f.write_str(n)?;
+        }
+        let rest: Vec<_> = self.0.iter().filter(|l| l.name != METRIC_NAME).collect();
+        if rest.is_empty() && name.is_some() {
+            return Ok(());
+        }
+        f.write_str("{")?;
+        for (i, l) in rest.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{}={:?}", l.name, l.value)?;
+        }
+        f.write_str("}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn labels_canonicalise_order_and_empty_values() {
+        let a = Labels::new(vec![
+            Label::new("b", "2"),
+            Label::new("a", "1"),
+            Label::new("c", ""),
+        ])
+        .unwrap();
+        let b = Labels::from_pairs([("a", "1"), ("b", "2")]);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn labels_reject_duplicates_and_empty_names() {
+        let dup = Labels::new(vec![Label::new("a", "1"), Label::new("a", "2")]);
+        assert_eq!(dup, Err(LabelError::DuplicateName("a".into())));
+        assert_eq!(
+            Labels::new(vec![Label::new("", "1")]),
+            Err(LabelError::EmptyName)
+        );
+        assert_eq!(
+            Labels::empty().validate_for_storage(),
+            Err(LabelError::Empty)
+        );
+    }
+
+    #[test]
+    fn labels_set_and_remove_keep_order() {
+        let mut l = Labels::from_pairs([("b", "2")]);
+        l.set("a", "1");
+        l.set("c", "3");
+        assert_eq!(l, Labels::from_pairs([("a", "1"), ("b", "2"), ("c", "3")]));
+        l.remove("b");
+        assert_eq!(l.get("b"), None);
+        assert_eq!(l.get("c"), Some("3"));
+    }
+
+    #[test]
+    fn labels_display_like_prometheus() {
+        let l = Labels::from_pairs([("__name__", "up"), ("job", "node")]);
+        assert_eq!(l.to_string(), r#"up{job="node"}"#);
+        assert_eq!(Labels::from_pairs([("__name__", "up")]).to_string(), "up");
+    }
+
+    #[test]
+    fn labels_decode_rejects_garbage() {
+        assert!(Labels::decode(&[5, 1]).is_err());
+        assert!(Labels::decode(&[]).is_err());
+        // Two labels with the same name are not canonical.
+        let mut bad = vec![2];
+        for _ in 0..2 {
+            bad.extend_from_slice(&[1, b'a', 1, b'x']);
+        }
+        assert!(Labels::decode(&bad).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn labels_encode_round_trips(pairs in proptest::collection::btree_map("[a-z_]{1,8}", "\\PC{1,12}", 0..10)) {
+            let l = Labels::from_pairs(pairs);
+            let mut buf = Vec::new();
+            l.encode(&mut buf);
+            buf.push(0xAA);
+            let (back, rest) = Labels::decode(&buf).unwrap();
+            prop_assert_eq!(back, l);
+            prop_assert_eq!(rest, &[0xAA][..]);
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Cairn's data model: label sets, matchers and samples.
+//!
+//! Pure types, shared by every other crate. No I/O, no async, no logging.
+
+mod labels;
+mod matcher;
+mod sample;
+
+pub use labels::{Label, LabelError, Labels, METRIC_NAME};
+pub use matcher::{MatchOp, Matcher, MatcherError};
+pub use sample::{STALE_NAN_BITS, Sample, is_stale_nan, stale_nan};
+
+/// Milliseconds since the Unix epoch, the unit of every timestamp in Cairn.
+pub type Timestamp = i64;
