@@ -1,0 +1,119 @@
+use cairn_model::Matcher;
+
+use crate::StorageError;
+
+/// Why a sample was not stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RejectReason {
+    /// Older than the retention period.
+    OutOfRetention,
+    /// Further in the future than storage accepts.
+    TooFarInFuture,
+}
+
+impl RejectReason {
+    /// Stable name for metrics labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OutOfRetention => "out_of_retention",
+            Self::TooFarInFuture => "too_far_in_future",
+        }
+    }
+}
+
+/// Operations beside reading and writing.
+pub trait Admin: Send + Sync {
+    /// Deletes samples of series matching `matchers` in `[mint, maxt]`.
+    /// Effective for queries at once; space is reclaimed in the background.
+    fn delete_series(&self, matchers: &[Matcher], mint: i64, maxt: i64)
+    -> Result<(), StorageError>;
+
+    /// Cardinality statistics of series with samples in `[mint, maxt]`,
+    /// each top list cut to `limit` entries.
+    fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError>;
+
+    /// Counters and gauges for self-monitoring.
+    fn stats(&self) -> StorageStats;
+}
+
+/// The body of `/api/v1/status/tsdb`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TsdbStatus {
+    pub num_series: u64,
+    pub num_label_pairs: u64,
+    pub min_time: Option<i64>,
+    pub max_time: Option<i64>,
+    pub series_count_by_metric_name: Vec<(String, u64)>,
+    pub label_value_count_by_label_name: Vec<(String, u64)>,
+    pub series_count_by_label_value_pair: Vec<(String, u64)>,
+}
+
+/// Self-monitoring figures, rendered by the HTTP layer as `cairn_*` metrics.
+#[derive(Debug, Clone, Default)]
+pub struct StorageStats {
+    pub samples_ingested_total: u64,
+    pub samples_rejected_total: Vec<(RejectReason, u64)>,
+    pub series_created_total: u64,
+    pub active_series: u64,
+    pub head_samples: u64,
+    pub storage_bytes: u64,
+    pub wal_bytes: u64,
+    pub parts: u64,
+    pub partitions: u64,
+    pub merges_total: u64,
+    pub merged_bytes_total: u64,
+    pub flushes_total: u64,
+}
+
+impl TsdbStatus {
+    /// Computes the cardinality lists from label sets, each series given once.
+    /// Lists are sorted by count descending, then by name.
+    pub fn from_series<'a>(
+        series: impl Iterator<Item = &'a cairn_model::Labels>,
+        limit: usize,
+    ) -> Self {
+        use std::collections::{HashMap, HashSet};
+        let mut by_metric: HashMap<&str, u64> = HashMap::new();
+        let mut by_pair: HashMap<(&str, &str), u64> = HashMap::new();
+        let mut num_series = 0;
+        for labels in series {
+            num_series += 1;
+            if let Some(name) = labels.metric_name() {
+                *by_metric.entry(name).or_default() += 1;
+            }
+            for l in labels {
+                *by_pair
+                    .entry((l.name.as_str(), l.value.as_str()))
+                    .or_default() += 1;
+            }
+        }
+        let mut values_by_name: HashMap<&str, HashSet<&str>> = HashMap::new();
+        for (name, value) in by_pair.keys() {
+            values_by_name.entry(name).or_default().insert(value);
+        }
+        let top = |v: Vec<(String, u64)>| {
+            let mut v = v;
+            v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+            v.truncate(limit);
+            v
+        };
+        Self {
+            num_series,
+            num_label_pairs: by_pair.len() as u64,
+            min_time: None,
+            max_time: None,
+            series_count_by_metric_name: top(by_metric
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect()),
+            label_value_count_by_label_name: top(values_by_name
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v.len() as u64))
+                .collect()),
+            series_count_by_label_value_pair: top(by_pair
+                .into_iter()
+                .map(|((n, v), c)| (format!("{n}={v}"), c))
+                .collect()),
+        }
+    }
+}

@@ -1,0 +1,46 @@
+use std::collections::BTreeMap;
+
+use cairn_model::{Labels, Sample};
+
+use crate::{RejectReason, StorageError};
+
+/// A sink for samples.
+pub trait Appendable: Send + Sync {
+    /// A new batch. Appenders are cheap; use one per request.
+    fn appender(&self) -> Box<dyn Appender + '_>;
+}
+
+/// One batch of writes.
+///
+/// Contract: nothing appended is visible to queries before [`Appender::commit`]
+/// returns `Ok`, and once it does every accepted sample is durable (it survives
+/// a crash of the process). The batch is all-or-nothing for durability; samples
+/// that storage can never keep (outside retention, too far in the future) are
+/// dropped and counted in the [`CommitReport`] rather than failing the batch.
+/// A second write of the same series and timestamp replaces the first.
+/// Dropping an appender without committing is a rollback.
+pub trait Appender: Send {
+    /// Adds samples of one series. `labels` must be canonical and non-empty.
+    /// Samples need not be sorted, and may be older than what is stored (backfill).
+    fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), StorageError>;
+
+    /// Makes the batch durable and visible.
+    fn commit(self: Box<Self>) -> Result<CommitReport, StorageError>;
+
+    /// Discards the batch.
+    fn rollback(self: Box<Self>);
+}
+
+/// What a commit stored and what it dropped, by reason.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommitReport {
+    pub samples_accepted: u64,
+    pub series_created: u64,
+    pub samples_rejected: BTreeMap<RejectReason, u64>,
+}
+
+impl CommitReport {
+    pub fn rejected_total(&self) -> u64 {
+        self.samples_rejected.values().sum()
+    }
+}

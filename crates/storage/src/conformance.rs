@@ -1,0 +1,448 @@
+//! The behaviour every storage implementation must show.
+//!
+//! Call [`run_all`] from an implementation's tests with a factory for a fresh,
+//! empty instance. Each case panics with its name on failure.
+
+use cairn_model::{Labels, MatchOp, Matcher, Sample, stale_nan};
+
+use crate::{Admin, Appendable, Queryable, SelectHints, collect_samples};
+
+/// Everything the suite needs.
+pub trait Storage: Queryable + Appendable + Admin {}
+impl<T: Queryable + Appendable + Admin> Storage for T {}
+
+type Case<S> = (&'static str, fn(&S));
+
+/// Runs every case, each on a fresh instance from `make`.
+pub fn run_all<S: Storage>(make: impl Fn() -> S) {
+    let cases: &[Case<S>] = &[
+        ("append_then_read_back", append_then_read_back),
+        ("series_sorted_by_labels", series_sorted_by_labels),
+        ("matchers_all_ops", matchers_all_ops),
+        ("range_bounds_inclusive", range_bounds_inclusive),
+        ("backfill_out_of_order", backfill_out_of_order),
+        (
+            "duplicate_timestamp_last_write_wins",
+            duplicate_timestamp_last_write_wins,
+        ),
+        ("special_values_bit_exact", special_values_bit_exact),
+        ("rollback_discards", rollback_discards),
+        ("invisible_until_commit", invisible_until_commit),
+        ("empty_label_set_rejected", empty_label_set_rejected),
+        ("label_names_and_values", label_names_and_values),
+        ("delete_whole_series", delete_whole_series),
+        ("delete_time_range", delete_time_range),
+        ("select_limit", select_limit),
+        ("querier_is_a_snapshot", querier_is_a_snapshot),
+        ("tsdb_status_counts", tsdb_status_counts),
+    ];
+    for (name, case) in cases {
+        let storage = make();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(&storage)));
+        if let Err(e) = result {
+            let msg = e
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_default();
+            panic!("storage conformance case {name} failed: {msg}");
+        }
+    }
+}
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    Labels::from_pairs(pairs.iter().copied())
+}
+
+fn samples(points: &[(i64, f64)]) -> Vec<Sample> {
+    points.iter().map(|&(t, v)| Sample::new(t, v)).collect()
+}
+
+fn write(s: &dyn Appendable, series: &[(Labels, Vec<Sample>)]) {
+    let mut app = s.appender();
+    for (l, ss) in series {
+        app.append(l, ss).expect("append");
+    }
+    app.commit().expect("commit");
+}
+
+fn eq(name: &str, value: &str) -> Matcher {
+    Matcher::equal(name, value)
+}
+
+fn m(op: MatchOp, name: &str, value: &str) -> Matcher {
+    Matcher::new(op, name, value).expect("valid matcher")
+}
+
+/// All series matching `matchers` in `[mint, maxt]` with their samples.
+pub fn read(
+    s: &dyn Queryable,
+    matchers: &[Matcher],
+    mint: i64,
+    maxt: i64,
+) -> Vec<(Labels, Vec<Sample>)> {
+    let q = s.querier(mint, maxt).expect("querier");
+    q.select(&SelectHints::default(), matchers)
+        .expect("select")
+        .map(|series| {
+            let mut series = series.expect("series");
+            (
+                series.labels,
+                collect_samples(series.samples.as_mut()).expect("samples"),
+            )
+        })
+        .collect()
+}
+
+fn append_then_read_back(s: &impl Storage) {
+    let a = labels(&[("__name__", "up"), ("job", "a")]);
+    write(
+        s,
+        &[(a.clone(), samples(&[(1000, 1.0), (2000, 2.0), (3000, 3.0)]))],
+    );
+    let got = read(s, &[eq("__name__", "up")], 0, 10_000);
+    assert_eq!(
+        got,
+        vec![(a, samples(&[(1000, 1.0), (2000, 2.0), (3000, 3.0)]))]
+    );
+}
+
+fn series_sorted_by_labels(s: &impl Storage) {
+    let names = ["c", "a", "b", "aa"];
+    let series: Vec<_> = names
+        .iter()
+        .map(|n| (labels(&[("__name__", "m"), ("x", n)]), samples(&[(1, 1.0)])))
+        .collect();
+    write(s, &series);
+    let got: Vec<String> = read(s, &[eq("__name__", "m")], 0, 10)
+        .into_iter()
+        .map(|(l, _)| l.get("x").unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(got, vec!["a", "aa", "b", "c"]);
+}
+
+fn matchers_all_ops(s: &impl Storage) {
+    write(
+        s,
+        &[
+            (
+                labels(&[("__name__", "m"), ("env", "prod"), ("dc", "1")]),
+                samples(&[(1, 1.0)]),
+            ),
+            (
+                labels(&[("__name__", "m"), ("env", "dev")]),
+                samples(&[(1, 2.0)]),
+            ),
+            (labels(&[("__name__", "m")]), samples(&[(1, 3.0)])),
+            (
+                labels(&[("__name__", "other"), ("env", "prod")]),
+                samples(&[(1, 4.0)]),
+            ),
+        ],
+    );
+    let count = |ms: &[Matcher]| read(s, ms, 0, 10).len();
+    let name = eq("__name__", "m");
+    assert_eq!(count(&[name.clone(), eq("env", "prod")]), 1);
+    assert_eq!(
+        count(&[name.clone(), m(MatchOp::NotEqual, "env", "prod")]),
+        2,
+        "!= includes missing label"
+    );
+    assert_eq!(
+        count(&[name.clone(), eq("env", "")]),
+        1,
+        "=\"\" selects series without the label"
+    );
+    assert_eq!(count(&[name.clone(), m(MatchOp::NotEqual, "env", "")]), 2);
+    assert_eq!(
+        count(&[name.clone(), m(MatchOp::RegexMatch, "env", "pr.*")]),
+        1
+    );
+    assert_eq!(
+        count(&[name.clone(), m(MatchOp::RegexMatch, "env", "prod|dev")]),
+        2
+    );
+    assert_eq!(
+        count(&[name.clone(), m(MatchOp::RegexMatch, "env", "rod")]),
+        0,
+        "regex is anchored"
+    );
+    assert_eq!(
+        count(&[name.clone(), m(MatchOp::RegexNoMatch, "env", "prod")]),
+        2
+    );
+    assert_eq!(
+        count(&[name.clone(), m(MatchOp::RegexMatch, "dc", ".*")]),
+        3
+    );
+    assert_eq!(
+        count(&[m(MatchOp::RegexMatch, "__name__", ".+"), eq("env", "prod")]),
+        2
+    );
+    assert_eq!(count(&[eq("__name__", "nope")]), 0);
+}
+
+fn range_bounds_inclusive(s: &impl Storage) {
+    let a = labels(&[("__name__", "r")]);
+    write(
+        s,
+        &[(
+            a.clone(),
+            samples(&[(10, 1.0), (20, 2.0), (30, 3.0), (40, 4.0)]),
+        )],
+    );
+    assert_eq!(
+        read(s, &[eq("__name__", "r")], 20, 30),
+        vec![(a, samples(&[(20, 2.0), (30, 3.0)]))]
+    );
+    assert!(
+        read(s, &[eq("__name__", "r")], 41, 100).is_empty(),
+        "no series without samples in range"
+    );
+}
+
+fn backfill_out_of_order(s: &impl Storage) {
+    let a = labels(&[("__name__", "b")]);
+    write(s, &[(a.clone(), samples(&[(5000, 5.0), (6000, 6.0)]))]);
+    write(s, &[(a.clone(), samples(&[(3000, 3.0), (1000, 1.0)]))]);
+    write(s, &[(a.clone(), samples(&[(5500, 5.5)]))]);
+    let got = read(s, &[eq("__name__", "b")], 0, 10_000);
+    assert_eq!(
+        got,
+        vec![(
+            a,
+            samples(&[
+                (1000, 1.0),
+                (3000, 3.0),
+                (5000, 5.0),
+                (5500, 5.5),
+                (6000, 6.0)
+            ])
+        )]
+    );
+}
+
+fn duplicate_timestamp_last_write_wins(s: &impl Storage) {
+    let a = labels(&[("__name__", "d")]);
+    write(s, &[(a.clone(), samples(&[(1000, 1.0), (2000, 2.0)]))]);
+    write(s, &[(a.clone(), samples(&[(1000, 10.0)]))]);
+    let got = read(s, &[eq("__name__", "d")], 0, 10_000);
+    assert_eq!(got, vec![(a, samples(&[(1000, 10.0), (2000, 2.0)]))]);
+}
+
+fn special_values_bit_exact(s: &impl Storage) {
+    let a = labels(&[("__name__", "special")]);
+    let nan_payload = f64::from_bits(0x7ff8_0000_dead_beef);
+    let input = samples(&[
+        (1, stale_nan()),
+        (2, f64::NAN),
+        (3, f64::INFINITY),
+        (4, f64::NEG_INFINITY),
+        (5, -0.0),
+        (6, nan_payload),
+        (7, f64::MIN_POSITIVE / 2.0),
+        (8, f64::MAX),
+    ]);
+    write(s, &[(a.clone(), input.clone())]);
+    assert_eq!(
+        read(s, &[eq("__name__", "special")], 0, 10),
+        vec![(a, input)]
+    );
+}
+
+fn rollback_discards(s: &impl Storage) {
+    let mut app = s.appender();
+    app.append(&labels(&[("__name__", "rb")]), &samples(&[(1, 1.0)]))
+        .expect("append");
+    app.rollback();
+    assert!(read(s, &[eq("__name__", "rb")], 0, 10).is_empty());
+}
+
+fn invisible_until_commit(s: &impl Storage) {
+    let mut app = s.appender();
+    app.append(&labels(&[("__name__", "late")]), &samples(&[(1, 1.0)]))
+        .expect("append");
+    assert!(read(s, &[eq("__name__", "late")], 0, 10).is_empty());
+    app.commit().expect("commit");
+    assert_eq!(read(s, &[eq("__name__", "late")], 0, 10).len(), 1);
+}
+
+fn empty_label_set_rejected(s: &impl Storage) {
+    let mut app = s.appender();
+    assert!(app.append(&Labels::empty(), &samples(&[(1, 1.0)])).is_err());
+}
+
+fn label_names_and_values(s: &impl Storage) {
+    write(
+        s,
+        &[
+            (
+                labels(&[("__name__", "m1"), ("a", "1"), ("b", "x")]),
+                samples(&[(1, 1.0)]),
+            ),
+            (
+                labels(&[("__name__", "m2"), ("a", "2"), ("c", "y")]),
+                samples(&[(1, 1.0)]),
+            ),
+            (
+                labels(&[("__name__", "m3"), ("a", "3")]),
+                samples(&[(100, 1.0)]),
+            ),
+        ],
+    );
+    let q = s.querier(0, 10).expect("querier");
+    assert_eq!(
+        q.label_names(&[], None).expect("names"),
+        vec!["__name__", "a", "b", "c"]
+    );
+    assert_eq!(
+        q.label_names(&[eq("__name__", "m1")], None).expect("names"),
+        vec!["__name__", "a", "b"]
+    );
+    assert_eq!(
+        q.label_values("a", &[], None).expect("values"),
+        vec!["1", "2"],
+        "m3 is outside the range"
+    );
+    assert_eq!(
+        q.label_values("a", &[], Some(1)).expect("values"),
+        vec!["1"]
+    );
+    assert_eq!(
+        q.label_values("__name__", &[eq("c", "y")], None)
+            .expect("values"),
+        vec!["m2"]
+    );
+    assert!(
+        q.label_values("missing", &[], None)
+            .expect("values")
+            .is_empty()
+    );
+}
+
+fn delete_whole_series(s: &impl Storage) {
+    write(
+        s,
+        &[
+            (
+                labels(&[("__name__", "del"), ("k", "1")]),
+                samples(&[(1, 1.0), (2, 2.0)]),
+            ),
+            (
+                labels(&[("__name__", "del"), ("k", "2")]),
+                samples(&[(1, 1.0)]),
+            ),
+        ],
+    );
+    s.delete_series(&[eq("k", "1")], i64::MIN, i64::MAX)
+        .expect("delete");
+    let got = read(s, &[eq("__name__", "del")], 0, 10);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0.get("k"), Some("2"));
+    let q = s.querier(0, 10).expect("querier");
+    assert_eq!(q.label_values("k", &[], None).expect("values"), vec!["2"]);
+    // Writing the series again after a delete brings it back with only new samples.
+    write(
+        s,
+        &[(
+            labels(&[("__name__", "del"), ("k", "1")]),
+            samples(&[(3, 3.0)]),
+        )],
+    );
+    assert_eq!(read(s, &[eq("k", "1")], 0, 10)[0].1, samples(&[(3, 3.0)]));
+}
+
+fn delete_time_range(s: &impl Storage) {
+    let a = labels(&[("__name__", "part")]);
+    write(
+        s,
+        &[(
+            a.clone(),
+            samples(&[(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)]),
+        )],
+    );
+    s.delete_series(&[eq("__name__", "part")], 2, 3)
+        .expect("delete");
+    assert_eq!(
+        read(s, &[eq("__name__", "part")], 0, 10),
+        vec![(a, samples(&[(1, 1.0), (4, 4.0)]))]
+    );
+}
+
+fn select_limit(s: &impl Storage) {
+    let series: Vec<_> = (0..10)
+        .map(|i| {
+            (
+                labels(&[("__name__", "lim"), ("i", &i.to_string())]),
+                samples(&[(1, 1.0)]),
+            )
+        })
+        .collect();
+    write(s, &series);
+    let q = s.querier(0, 10).expect("querier");
+    let hints = SelectHints {
+        limit: Some(3),
+        labels_only: true,
+        ..SelectHints::default()
+    };
+    assert_eq!(
+        q.select(&hints, &[eq("__name__", "lim")])
+            .expect("select")
+            .count(),
+        3
+    );
+}
+
+fn querier_is_a_snapshot(s: &impl Storage) {
+    let a = labels(&[("__name__", "snap")]);
+    write(s, &[(a.clone(), samples(&[(1, 1.0)]))]);
+    let q = s.querier(0, 10).expect("querier");
+    write(s, &[(a.clone(), samples(&[(2, 2.0)]))]);
+    let mut set = q
+        .select(&SelectHints::default(), &[eq("__name__", "snap")])
+        .expect("select");
+    let mut series = set.next().expect("one series").expect("ok");
+    assert_eq!(
+        collect_samples(series.samples.as_mut()).expect("samples"),
+        samples(&[(1, 1.0)])
+    );
+}
+
+fn tsdb_status_counts(s: &impl Storage) {
+    write(
+        s,
+        &[
+            (
+                labels(&[("__name__", "a"), ("job", "x")]),
+                samples(&[(1, 1.0)]),
+            ),
+            (
+                labels(&[("__name__", "a"), ("job", "y")]),
+                samples(&[(1, 1.0)]),
+            ),
+            (
+                labels(&[("__name__", "b"), ("job", "x")]),
+                samples(&[(1, 1.0)]),
+            ),
+        ],
+    );
+    let st = s.tsdb_status(0, 10, 10).expect("status");
+    assert_eq!(st.num_series, 3);
+    assert_eq!(
+        st.series_count_by_metric_name,
+        vec![("a".to_string(), 2), ("b".to_string(), 1)]
+    );
+    assert_eq!(
+        st.label_value_count_by_label_name,
+        vec![("__name__".to_string(), 2), ("job".to_string(), 2)]
+    );
+    assert_eq!(st.series_count_by_label_value_pair[..2], [("__name__=a".to_string(), 2), ("job=x".to_string(), 2)]);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn mem_storage_passes_conformance() {
+        super::run_all(crate::MemStorage::new);
+    }
+}

@@ -1,0 +1,30 @@
+//! The storage seam.
+//!
+//! Everything above storage (the PromQL engine, the HTTP API, later a cluster
+//! layer) sees data only through these traits, so the same engine can run over
+//! the embedded TSDB, the in-memory reference store, or remote storage nodes.
+//!
+//! - [`Queryable`] / [`Querier`]: select series by matchers in a time range and
+//!   iterate their samples block by block (one dynamic call per block, not per sample).
+//! - [`Appendable`] / [`Appender`]: batched writes, acknowledged only once durable.
+//! - [`Admin`]: deletes, status and statistics.
+//!
+//! [`MemStorage`] is the reference implementation; [`conformance`] is the suite
+//! every implementation must pass.
+
+mod admin;
+mod append;
+pub mod conformance;
+mod error;
+mod mem;
+mod query;
+
+pub use admin::{Admin, RejectReason, StorageStats, TsdbStatus};
+pub use append::{Appendable, Appender, CommitReport};
+pub use conformance::Storage;
+pub use error::{ErrorKind, StorageError};
+pub use mem::MemStorage;
+pub use query::{
+    Querier, Queryable, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, VecSampleBlocks,
+    collect_samples,
+};

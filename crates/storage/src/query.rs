@@ -1,0 +1,114 @@
+use cairn_model::{Labels, Matcher, Sample};
+
+use crate::StorageError;
+
+/// A source of data for queries.
+pub trait Queryable: Send + Sync {
+    /// A consistent view of samples in `[mint, maxt]` (ms, both ends inclusive).
+    ///
+    /// The view sees every sample committed before the call and none committed
+    /// after, for as long as it lives. Deleted series are invisible at once.
+    fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier>, StorageError>;
+}
+
+/// What the caller will do with selected series, so storage can skip work.
+#[derive(Debug, Clone, Default)]
+pub struct SelectHints {
+    /// Only label sets are needed (e.g. `/api/v1/series`); samples may be empty.
+    pub labels_only: bool,
+    /// Stop after this many series (applied as early as storage can).
+    pub limit: Option<usize>,
+    /// Evaluation step of a range query in ms, if any (pushdown information).
+    pub step_ms: Option<i64>,
+    /// The function the selector feeds, e.g. `rate` (pushdown information).
+    pub func: Option<String>,
+}
+
+/// A read view over a fixed time range, created by [`Queryable::querier`].
+pub trait Querier: Send + Sync {
+    /// Series matching all `matchers`, in ascending label order, each series
+    /// once. At least one matcher should not match the empty string;
+    /// storage may reject selecting everything.
+    fn select(&self, hints: &SelectHints, matchers: &[Matcher]) -> Result<SeriesSet, StorageError>;
+
+    /// Sorted label names of series matching `matchers` (all series if empty).
+    fn label_names(
+        &self,
+        matchers: &[Matcher],
+        limit: Option<usize>,
+    ) -> Result<Vec<String>, StorageError>;
+
+    /// Sorted values of label `name` among series matching `matchers`.
+    fn label_values(
+        &self,
+        name: &str,
+        matchers: &[Matcher],
+        limit: Option<usize>,
+    ) -> Result<Vec<String>, StorageError>;
+}
+
+/// Series from a select, sorted by labels.
+pub type SeriesSet = Box<dyn Iterator<Item = Result<Series, StorageError>> + Send>;
+
+/// One selected series: its labels and its samples in the querier's range.
+pub struct Series {
+    pub labels: Labels,
+    pub samples: Box<dyn SampleBlocks>,
+}
+
+/// Decoded samples of one series, block by block.
+///
+/// Contract: timestamps are strictly increasing within and across blocks, and
+/// lie inside the querier's range. A block is never empty.
+pub trait SampleBlocks: Send {
+    /// The next block, or `None` at the end. The slices are valid until the next call.
+    fn next_block(&mut self) -> Result<Option<SampleBlock<'_>>, StorageError>;
+}
+
+/// Parallel slices of timestamps and values, equally long.
+#[derive(Debug, Clone, Copy)]
+pub struct SampleBlock<'a> {
+    pub ts: &'a [i64],
+    pub vs: &'a [f64],
+}
+
+/// Drains `blocks` into a vector, for callers that need all samples at once.
+pub fn collect_samples(blocks: &mut dyn SampleBlocks) -> Result<Vec<Sample>, StorageError> {
+    let mut out = Vec::new();
+    while let Some(b) = blocks.next_block()? {
+        out.extend(b.ts.iter().zip(b.vs).map(|(&t, &v)| Sample::new(t, v)));
+    }
+    Ok(out)
+}
+
+/// [`SampleBlocks`] over samples already in memory, as one block.
+pub struct VecSampleBlocks {
+    ts: Vec<i64>,
+    vs: Vec<f64>,
+    done: bool,
+}
+
+impl VecSampleBlocks {
+    /// `samples` must be sorted by strictly increasing timestamp.
+    pub fn new(samples: impl IntoIterator<Item = Sample>) -> Self {
+        let (ts, vs) = samples.into_iter().map(|s| (s.t, s.v)).unzip();
+        Self {
+            ts,
+            vs,
+            done: false,
+        }
+    }
+}
+
+impl SampleBlocks for VecSampleBlocks {
+    fn next_block(&mut self) -> Result<Option<SampleBlock<'_>>, StorageError> {
+        if self.done || self.ts.is_empty() {
+            return Ok(None);
+        }
+        self.done = true;
+        Ok(Some(SampleBlock {
+            ts: &self.ts,
+            vs: &self.vs,
+        }))
+    }
+}
