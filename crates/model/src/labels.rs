@@ -64,9 +64,7 @@ impl Labels {
     }
 
     /// Builds from `(name, value)` pairs; panics on invalid input, for tests and literals.
-    pub fn from_pairs<N: Into<String>, V: Into<String>>(
-        pairs: impl IntoIterator<Item = (N, V)>,
-    ) -> Self {
+    pub fn from_pairs<N: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (N, V)>) -> Self {
         let labels = pairs.into_iter().map(|(n, v)| Label::new(n, v)).collect();
         match Self::new(labels) {
             Ok(l) => l,
@@ -232,12 +230,7 @@ mod tests {
 
     #[test]
     fn labels_canonicalise_order_and_empty_values() {
-        let a = Labels::new(vec![
-            Label::new("b", "2"),
-            Label::new("a", "1"),
-            Label::new("c", ""),
-        ])
-        .unwrap();
+        let a = Labels::new(vec![Label::new("b", "2"), Label::new("a", "1"), Label::new("c", "")]).unwrap();
         let b = Labels::from_pairs([("a", "1"), ("b", "2")]);
         assert_eq!(a, b);
     }
@@ -246,14 +239,8 @@ mod tests {
     fn labels_reject_duplicates_and_empty_names() {
         let dup = Labels::new(vec![Label::new("a", "1"), Label::new("a", "2")]);
         assert_eq!(dup, Err(LabelError::DuplicateName("a".into())));
-        assert_eq!(
-            Labels::new(vec![Label::new("", "1")]),
-            Err(LabelError::EmptyName)
-        );
-        assert_eq!(
-            Labels::empty().validate_for_storage(),
-            Err(LabelError::Empty)
-        );
+        assert_eq!(Labels::new(vec![Label::new("", "1")]), Err(LabelError::EmptyName));
+        assert_eq!(Labels::empty().validate_for_storage(), Err(LabelError::Empty));
     }
 
     #[test]

@@ -46,23 +46,14 @@ enum Kind {
 }
 
 impl Matcher {
-    pub fn new(
-        op: MatchOp,
-        name: impl Into<String>,
-        value: impl Into<String>,
-    ) -> Result<Self, MatcherError> {
+    pub fn new(op: MatchOp, name: impl Into<String>, value: impl Into<String>) -> Result<Self, MatcherError> {
         let name = name.into();
         let value = value.into();
         let kind = match op {
             MatchOp::Equal | MatchOp::NotEqual => Kind::Literal,
             MatchOp::RegexMatch | MatchOp::RegexNoMatch => compile(&value)?,
         };
-        Ok(Self {
-            name,
-            op,
-            value,
-            kind,
-        })
+        Ok(Self { name, op, value, kind })
     }
 
     /// `name="value"`, which cannot fail.
@@ -103,9 +94,7 @@ impl Matcher {
         match (&self.op, &self.kind) {
             (MatchOp::Equal, _) => Some(vec![self.value.as_str()]),
             (MatchOp::RegexMatch, Kind::Literal) => Some(vec![self.value.as_str()]),
-            (MatchOp::RegexMatch, Kind::Alternation(set)) => {
-                Some(set.iter().map(String::as_str).collect())
-            }
+            (MatchOp::RegexMatch, Kind::Alternation(set)) => Some(set.iter().map(String::as_str).collect()),
             _ => None,
         }
     }

@@ -25,8 +25,7 @@ impl RejectReason {
 pub trait Admin: Send + Sync {
     /// Deletes samples of series matching `matchers` in `[mint, maxt]`.
     /// Effective for queries at once; space is reclaimed in the background.
-    fn delete_series(&self, matchers: &[Matcher], mint: i64, maxt: i64)
-    -> Result<(), StorageError>;
+    fn delete_series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<(), StorageError>;
 
     /// Cardinality statistics of series with samples in `[mint, maxt]`,
     /// each top list cut to `limit` entries.
@@ -68,10 +67,7 @@ pub struct StorageStats {
 impl TsdbStatus {
     /// Computes the cardinality lists from label sets, each series given once.
     /// Lists are sorted by count descending, then by name.
-    pub fn from_series<'a>(
-        series: impl Iterator<Item = &'a cairn_model::Labels>,
-        limit: usize,
-    ) -> Self {
+    pub fn from_series<'a>(series: impl Iterator<Item = &'a cairn_model::Labels>, limit: usize) -> Self {
         use std::collections::{HashMap, HashSet};
         let mut by_metric: HashMap<&str, u64> = HashMap::new();
         let mut by_pair: HashMap<(&str, &str), u64> = HashMap::new();
@@ -82,9 +78,7 @@ impl TsdbStatus {
                 *by_metric.entry(name).or_default() += 1;
             }
             for l in labels {
-                *by_pair
-                    .entry((l.name.as_str(), l.value.as_str()))
-                    .or_default() += 1;
+                *by_pair.entry((l.name.as_str(), l.value.as_str())).or_default() += 1;
             }
         }
         let mut values_by_name: HashMap<&str, HashSet<&str>> = HashMap::new();
@@ -102,10 +96,7 @@ impl TsdbStatus {
             num_label_pairs: by_pair.len() as u64,
             min_time: None,
             max_time: None,
-            series_count_by_metric_name: top(by_metric
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect()),
+            series_count_by_metric_name: top(by_metric.into_iter().map(|(k, v)| (k.to_string(), v)).collect()),
             label_value_count_by_label_name: top(values_by_name
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v.len() as u64))

@@ -75,12 +75,7 @@ fn m(op: MatchOp, name: &str, value: &str) -> Matcher {
 }
 
 /// All series matching `matchers` in `[mint, maxt]` with their samples.
-pub fn read(
-    s: &dyn Queryable,
-    matchers: &[Matcher],
-    mint: i64,
-    maxt: i64,
-) -> Vec<(Labels, Vec<Sample>)> {
+pub fn read(s: &dyn Queryable, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<(Labels, Vec<Sample>)> {
     let q = s.querier(mint, maxt).expect("querier");
     q.select(&SelectHints::default(), matchers)
         .expect("select")
@@ -96,15 +91,9 @@ pub fn read(
 
 fn append_then_read_back(s: &impl Storage) {
     let a = labels(&[("__name__", "up"), ("job", "a")]);
-    write(
-        s,
-        &[(a.clone(), samples(&[(1000, 1.0), (2000, 2.0), (3000, 3.0)]))],
-    );
+    write(s, &[(a.clone(), samples(&[(1000, 1.0), (2000, 2.0), (3000, 3.0)]))]);
     let got = read(s, &[eq("__name__", "up")], 0, 10_000);
-    assert_eq!(
-        got,
-        vec![(a, samples(&[(1000, 1.0), (2000, 2.0), (3000, 3.0)]))]
-    );
+    assert_eq!(got, vec![(a, samples(&[(1000, 1.0), (2000, 2.0), (3000, 3.0)]))]);
 }
 
 fn series_sorted_by_labels(s: &impl Storage) {
@@ -129,15 +118,9 @@ fn matchers_all_ops(s: &impl Storage) {
                 labels(&[("__name__", "m"), ("env", "prod"), ("dc", "1")]),
                 samples(&[(1, 1.0)]),
             ),
-            (
-                labels(&[("__name__", "m"), ("env", "dev")]),
-                samples(&[(1, 2.0)]),
-            ),
+            (labels(&[("__name__", "m"), ("env", "dev")]), samples(&[(1, 2.0)])),
             (labels(&[("__name__", "m")]), samples(&[(1, 3.0)])),
-            (
-                labels(&[("__name__", "other"), ("env", "prod")]),
-                samples(&[(1, 4.0)]),
-            ),
+            (labels(&[("__name__", "other"), ("env", "prod")]), samples(&[(1, 4.0)])),
         ],
     );
     let count = |ms: &[Matcher]| read(s, ms, 0, 10).len();
@@ -154,31 +137,16 @@ fn matchers_all_ops(s: &impl Storage) {
         "=\"\" selects series without the label"
     );
     assert_eq!(count(&[name.clone(), m(MatchOp::NotEqual, "env", "")]), 2);
-    assert_eq!(
-        count(&[name.clone(), m(MatchOp::RegexMatch, "env", "pr.*")]),
-        1
-    );
-    assert_eq!(
-        count(&[name.clone(), m(MatchOp::RegexMatch, "env", "prod|dev")]),
-        2
-    );
+    assert_eq!(count(&[name.clone(), m(MatchOp::RegexMatch, "env", "pr.*")]), 1);
+    assert_eq!(count(&[name.clone(), m(MatchOp::RegexMatch, "env", "prod|dev")]), 2);
     assert_eq!(
         count(&[name.clone(), m(MatchOp::RegexMatch, "env", "rod")]),
         0,
         "regex is anchored"
     );
-    assert_eq!(
-        count(&[name.clone(), m(MatchOp::RegexNoMatch, "env", "prod")]),
-        2
-    );
-    assert_eq!(
-        count(&[name.clone(), m(MatchOp::RegexMatch, "dc", ".*")]),
-        3
-    );
-    assert_eq!(
-        count(&[m(MatchOp::RegexMatch, "__name__", ".+"), eq("env", "prod")]),
-        2
-    );
+    assert_eq!(count(&[name.clone(), m(MatchOp::RegexNoMatch, "env", "prod")]), 2);
+    assert_eq!(count(&[name.clone(), m(MatchOp::RegexMatch, "dc", ".*")]), 3);
+    assert_eq!(count(&[m(MatchOp::RegexMatch, "__name__", ".+"), eq("env", "prod")]), 2);
     assert_eq!(count(&[eq("__name__", "nope")]), 0);
 }
 
@@ -186,10 +154,7 @@ fn range_bounds_inclusive(s: &impl Storage) {
     let a = labels(&[("__name__", "r")]);
     write(
         s,
-        &[(
-            a.clone(),
-            samples(&[(10, 1.0), (20, 2.0), (30, 3.0), (40, 4.0)]),
-        )],
+        &[(a.clone(), samples(&[(10, 1.0), (20, 2.0), (30, 3.0), (40, 4.0)]))],
     );
     assert_eq!(
         read(s, &[eq("__name__", "r")], 20, 30),
@@ -211,13 +176,7 @@ fn backfill_out_of_order(s: &impl Storage) {
         got,
         vec![(
             a,
-            samples(&[
-                (1000, 1.0),
-                (3000, 3.0),
-                (5000, 5.0),
-                (5500, 5.5),
-                (6000, 6.0)
-            ])
+            samples(&[(1000, 1.0), (3000, 3.0), (5000, 5.0), (5500, 5.5), (6000, 6.0)])
         )]
     );
 }
@@ -244,10 +203,7 @@ fn special_values_bit_exact(s: &impl Storage) {
         (8, f64::MAX),
     ]);
     write(s, &[(a.clone(), input.clone())]);
-    assert_eq!(
-        read(s, &[eq("__name__", "special")], 0, 10),
-        vec![(a, input)]
-    );
+    assert_eq!(read(s, &[eq("__name__", "special")], 0, 10), vec![(a, input)]);
 }
 
 fn rollback_discards(s: &impl Storage) {
@@ -272,6 +228,8 @@ fn empty_label_set_rejected(s: &impl Storage) {
     assert!(app.append(&Labels::empty(), &samples(&[(1, 1.0)])).is_err());
 }
 
+const DAY_MS: i64 = 86_400_000;
+
 fn label_names_and_values(s: &impl Storage) {
     write(
         s,
@@ -286,7 +244,7 @@ fn label_names_and_values(s: &impl Storage) {
             ),
             (
                 labels(&[("__name__", "m3"), ("a", "3")]),
-                samples(&[(100, 1.0)]),
+                samples(&[(10 * DAY_MS, 1.0)]),
             ),
         ],
     );
@@ -304,20 +262,12 @@ fn label_names_and_values(s: &impl Storage) {
         vec!["1", "2"],
         "m3 is outside the range"
     );
+    assert_eq!(q.label_values("a", &[], Some(1)).expect("values"), vec!["1"]);
     assert_eq!(
-        q.label_values("a", &[], Some(1)).expect("values"),
-        vec!["1"]
-    );
-    assert_eq!(
-        q.label_values("__name__", &[eq("c", "y")], None)
-            .expect("values"),
+        q.label_values("__name__", &[eq("c", "y")], None).expect("values"),
         vec!["m2"]
     );
-    assert!(
-        q.label_values("missing", &[], None)
-            .expect("values")
-            .is_empty()
-    );
+    assert!(q.label_values("missing", &[], None).expect("values").is_empty());
 }
 
 fn delete_whole_series(s: &impl Storage) {
@@ -328,41 +278,24 @@ fn delete_whole_series(s: &impl Storage) {
                 labels(&[("__name__", "del"), ("k", "1")]),
                 samples(&[(1, 1.0), (2, 2.0)]),
             ),
-            (
-                labels(&[("__name__", "del"), ("k", "2")]),
-                samples(&[(1, 1.0)]),
-            ),
+            (labels(&[("__name__", "del"), ("k", "2")]), samples(&[(1, 1.0)])),
         ],
     );
-    s.delete_series(&[eq("k", "1")], i64::MIN, i64::MAX)
-        .expect("delete");
+    s.delete_series(&[eq("k", "1")], i64::MIN, i64::MAX).expect("delete");
     let got = read(s, &[eq("__name__", "del")], 0, 10);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].0.get("k"), Some("2"));
     let q = s.querier(0, 10).expect("querier");
     assert_eq!(q.label_values("k", &[], None).expect("values"), vec!["2"]);
     // Writing the series again after a delete brings it back with only new samples.
-    write(
-        s,
-        &[(
-            labels(&[("__name__", "del"), ("k", "1")]),
-            samples(&[(3, 3.0)]),
-        )],
-    );
+    write(s, &[(labels(&[("__name__", "del"), ("k", "1")]), samples(&[(3, 3.0)]))]);
     assert_eq!(read(s, &[eq("k", "1")], 0, 10)[0].1, samples(&[(3, 3.0)]));
 }
 
 fn delete_time_range(s: &impl Storage) {
     let a = labels(&[("__name__", "part")]);
-    write(
-        s,
-        &[(
-            a.clone(),
-            samples(&[(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)]),
-        )],
-    );
-    s.delete_series(&[eq("__name__", "part")], 2, 3)
-        .expect("delete");
+    write(s, &[(a.clone(), samples(&[(1, 1.0), (2, 2.0), (3, 3.0), (4, 4.0)]))]);
+    s.delete_series(&[eq("__name__", "part")], 2, 3).expect("delete");
     assert_eq!(
         read(s, &[eq("__name__", "part")], 0, 10),
         vec![(a, samples(&[(1, 1.0), (4, 4.0)]))]
@@ -385,12 +318,7 @@ fn select_limit(s: &impl Storage) {
         labels_only: true,
         ..SelectHints::default()
     };
-    assert_eq!(
-        q.select(&hints, &[eq("__name__", "lim")])
-            .expect("select")
-            .count(),
-        3
-    );
+    assert_eq!(q.select(&hints, &[eq("__name__", "lim")]).expect("select").count(), 3);
 }
 
 fn querier_is_a_snapshot(s: &impl Storage) {
@@ -412,18 +340,9 @@ fn tsdb_status_counts(s: &impl Storage) {
     write(
         s,
         &[
-            (
-                labels(&[("__name__", "a"), ("job", "x")]),
-                samples(&[(1, 1.0)]),
-            ),
-            (
-                labels(&[("__name__", "a"), ("job", "y")]),
-                samples(&[(1, 1.0)]),
-            ),
-            (
-                labels(&[("__name__", "b"), ("job", "x")]),
-                samples(&[(1, 1.0)]),
-            ),
+            (labels(&[("__name__", "a"), ("job", "x")]), samples(&[(1, 1.0)])),
+            (labels(&[("__name__", "a"), ("job", "y")]), samples(&[(1, 1.0)])),
+            (labels(&[("__name__", "b"), ("job", "x")]), samples(&[(1, 1.0)])),
         ],
     );
     let st = s.tsdb_status(0, 10, 10).expect("status");
@@ -436,7 +355,10 @@ fn tsdb_status_counts(s: &impl Storage) {
         st.label_value_count_by_label_name,
         vec![("__name__".to_string(), 2), ("job".to_string(), 2)]
     );
-    assert_eq!(st.series_count_by_label_value_pair[..2], [("__name__=a".to_string(), 2), ("job=x".to_string(), 2)]);
+    assert_eq!(
+        st.series_count_by_label_value_pair[..2],
+        [("__name__=a".to_string(), 2), ("job=x".to_string(), 2)]
+    );
 }
 
 #[cfg(test)]

@@ -42,23 +42,14 @@ impl StorageError {
             Self::LimitExceeded(_) => ErrorKind::Execution,
             Self::Unavailable(_) => ErrorKind::Unavailable,
             // Running out of disk space is worth a retry; other I/O failures are internal.
-            Self::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => {
-                ErrorKind::Unavailable
-            }
+            Self::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => ErrorKind::Unavailable,
             Self::Io { .. } | Self::Corrupt { .. } => ErrorKind::Internal,
         }
     }
 
     /// Helper for `map_err` on I/O calls: `.map_err(StorageError::io("open", &path))`.
-    pub fn io(
-        action: &'static str,
-        path: impl Into<PathBuf>,
-    ) -> impl FnOnce(std::io::Error) -> Self {
+    pub fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
-        move |source| Self::Io {
-            action,
-            path,
-            source,
-        }
+        move |source| Self::Io { action, path, source }
     }
 }

@@ -5,8 +5,8 @@ use cairn_model::{Labels, Matcher, Sample};
 use parking_lot::RwLock;
 
 use crate::{
-    Admin, Appendable, Appender, CommitReport, Querier, Queryable, SelectHints, Series, SeriesSet,
-    StorageError, StorageStats, TsdbStatus, VecSampleBlocks,
+    Admin, Appendable, Appender, CommitReport, Querier, Queryable, SelectHints, Series, SeriesSet, StorageError,
+    StorageStats, TsdbStatus, VecSampleBlocks,
 };
 
 type Data = BTreeMap<Labels, BTreeMap<i64, f64>>;
@@ -27,9 +27,7 @@ impl MemStorage {
 }
 
 pub(crate) fn matches_all(labels: &Labels, matchers: &[Matcher]) -> bool {
-    matchers
-        .iter()
-        .all(|m| m.matches(labels.get(&m.name).unwrap_or("")))
+    matchers.iter().all(|m| m.matches(labels.get(&m.name).unwrap_or("")))
 }
 
 impl Queryable for MemStorage {
@@ -41,9 +39,7 @@ impl Queryable for MemStorage {
             .map(|(l, s)| {
                 (
                     l.clone(),
-                    s.range(mint..=maxt)
-                        .map(|(&t, &v)| (t, v))
-                        .collect::<BTreeMap<_, _>>(),
+                    s.range(mint..=maxt).map(|(&t, &v)| (t, v)).collect::<BTreeMap<_, _>>(),
                 )
             })
             .filter(|(_, s)| !s.is_empty())
@@ -57,13 +53,8 @@ struct MemQuerier {
 }
 
 impl MemQuerier {
-    fn matching<'a>(
-        &'a self,
-        matchers: &'a [Matcher],
-    ) -> impl Iterator<Item = (&'a Labels, &'a BTreeMap<i64, f64>)> {
-        self.data
-            .iter()
-            .filter(move |(l, _)| matches_all(l, matchers))
+    fn matching<'a>(&'a self, matchers: &'a [Matcher]) -> impl Iterator<Item = (&'a Labels, &'a BTreeMap<i64, f64>)> {
+        self.data.iter().filter(move |(l, _)| matches_all(l, matchers))
     }
 }
 
@@ -76,20 +67,14 @@ impl Querier for MemQuerier {
             .map(|(l, s)| {
                 Ok(Series {
                     labels: l.clone(),
-                    samples: Box::new(VecSampleBlocks::new(
-                        s.iter().map(|(&t, &v)| Sample::new(t, v)),
-                    )),
+                    samples: Box::new(VecSampleBlocks::new(s.iter().map(|(&t, &v)| Sample::new(t, v)))),
                 })
             })
             .collect();
         Ok(Box::new(series.into_iter()))
     }
 
-    fn label_names(
-        &self,
-        matchers: &[Matcher],
-        limit: Option<usize>,
-    ) -> Result<Vec<String>, StorageError> {
+    fn label_names(&self, matchers: &[Matcher], limit: Option<usize>) -> Result<Vec<String>, StorageError> {
         let names: BTreeSet<&str> = self
             .matching(matchers)
             .flat_map(|(l, _)| l.iter().map(|l| l.name.as_str()))
@@ -107,10 +92,7 @@ impl Querier for MemQuerier {
         matchers: &[Matcher],
         limit: Option<usize>,
     ) -> Result<Vec<String>, StorageError> {
-        let values: BTreeSet<&str> = self
-            .matching(matchers)
-            .filter_map(|(l, _)| l.get(name))
-            .collect();
+        let values: BTreeSet<&str> = self.matching(matchers).filter_map(|(l, _)| l.get(name)).collect();
         Ok(values
             .into_iter()
             .take(limit.unwrap_or(usize::MAX))
@@ -135,12 +117,10 @@ struct MemAppender<'a> {
 
 impl Appender for MemAppender<'_> {
     fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), StorageError> {
-        labels
-            .validate_for_storage()
-            .map_err(|e| StorageError::InvalidSeries {
-                labels: labels.to_string(),
-                reason: e.to_string(),
-            })?;
+        labels.validate_for_storage().map_err(|e| StorageError::InvalidSeries {
+            labels: labels.to_string(),
+            reason: e.to_string(),
+        })?;
         self.pending.push((labels.clone(), samples.to_vec()));
         Ok(())
     }
@@ -165,12 +145,7 @@ impl Appender for MemAppender<'_> {
 }
 
 impl Admin for MemStorage {
-    fn delete_series(
-        &self,
-        matchers: &[Matcher],
-        mint: i64,
-        maxt: i64,
-    ) -> Result<(), StorageError> {
+    fn delete_series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<(), StorageError> {
         let mut data = self.data.write();
         for (_, samples) in data.iter_mut().filter(|(l, _)| matches_all(l, matchers)) {
             samples.retain(|&t, _| t < mint || t > maxt);

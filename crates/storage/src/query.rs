@@ -32,19 +32,15 @@ pub trait Querier: Send + Sync {
     fn select(&self, hints: &SelectHints, matchers: &[Matcher]) -> Result<SeriesSet, StorageError>;
 
     /// Sorted label names of series matching `matchers` (all series if empty).
-    fn label_names(
-        &self,
-        matchers: &[Matcher],
-        limit: Option<usize>,
-    ) -> Result<Vec<String>, StorageError>;
+    ///
+    /// Like Prometheus (block granularity), an implementation may consider
+    /// series with samples near but outside the range; the embedded TSDB's
+    /// granularity is the UTC day.
+    fn label_names(&self, matchers: &[Matcher], limit: Option<usize>) -> Result<Vec<String>, StorageError>;
 
     /// Sorted values of label `name` among series matching `matchers`.
-    fn label_values(
-        &self,
-        name: &str,
-        matchers: &[Matcher],
-        limit: Option<usize>,
-    ) -> Result<Vec<String>, StorageError>;
+    fn label_values(&self, name: &str, matchers: &[Matcher], limit: Option<usize>)
+    -> Result<Vec<String>, StorageError>;
 }
 
 /// Series from a select, sorted by labels.
@@ -92,11 +88,7 @@ impl VecSampleBlocks {
     /// `samples` must be sorted by strictly increasing timestamp.
     pub fn new(samples: impl IntoIterator<Item = Sample>) -> Self {
         let (ts, vs) = samples.into_iter().map(|s| (s.t, s.v)).unzip();
-        Self {
-            ts,
-            vs,
-            done: false,
-        }
+        Self { ts, vs, done: false }
     }
 }
 

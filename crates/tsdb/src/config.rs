@@ -1,0 +1,52 @@
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How the WAL reaches stable storage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalSync {
+    /// fsync before every commit returns: survives power loss, costs a disk flush per batch.
+    EveryCommit,
+    /// Written to the OS before commit returns (survives a process crash,
+    /// including kill -9) and fsynced at this interval (power loss may lose it).
+    Interval(Duration),
+}
+
+/// Engine settings. Only the binary parses flags; this is plain data with defaults.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub path: PathBuf,
+    /// Samples older than this are dropped on ingest and removed with their day partition.
+    pub retention: Duration,
+    pub wal_sync: WalSync,
+    /// Rows buffered per partition before they are sorted and compressed into an in-memory part.
+    pub max_rows_per_buffer: usize,
+    /// How often in-memory data is written to disk as parts (the WAL is truncated after).
+    pub flush_interval: Duration,
+    /// Flush early when in-memory parts exceed this many bytes in total.
+    pub max_in_memory_bytes: usize,
+    /// WAL segment size before rotation.
+    pub wal_segment_bytes: u64,
+    /// Samples further in the future than this are rejected.
+    pub max_future: Duration,
+    /// Background merges and retention run every this often.
+    pub maintenance_interval: Duration,
+    /// Run the background thread (tests turn it off to drive maintenance by hand).
+    pub background: bool,
+}
+
+impl Config {
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            retention: Duration::from_secs(31 * 86_400),
+            wal_sync: WalSync::Interval(Duration::from_secs(1)),
+            max_rows_per_buffer: 16_384,
+            flush_interval: Duration::from_secs(60),
+            max_in_memory_bytes: 64 << 20,
+            wal_segment_bytes: 64 << 20,
+            max_future: Duration::from_secs(2 * 86_400),
+            maintenance_interval: Duration::from_secs(5),
+            background: true,
+        }
+    }
+}

@@ -1,0 +1,465 @@
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cairn_model::{Labels, Matcher};
+use cairn_storage::{
+    Admin, Appendable, Appender, Querier, Queryable, RejectReason, StorageError, StorageStats, TsdbStatus,
+};
+use parking_lot::{Condvar, Mutex, RwLock};
+
+use crate::appender::TsdbAppender;
+use crate::config::{Config, WalSync};
+use crate::day::Day;
+use crate::partition::Partition;
+use crate::querier::TsdbQuerier;
+use crate::rows::Row;
+use crate::wal::{self, Wal, record};
+
+/// In-memory parts per partition before they are merged together.
+const MAX_MEMORY_PARTS: usize = 8;
+/// Disk parts per partition before a merge is started, and parts per merge.
+const MAX_DISK_PARTS: usize = 8;
+const MERGE_FAN_IN: usize = 6;
+
+/// The embedded engine. Cheap to share behind an `Arc`; closing flushes.
+pub struct Tsdb {
+    pub(crate) inner: Arc<Inner>,
+    background: Mutex<Option<JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub samples_ingested: AtomicU64,
+    pub out_of_retention: AtomicU64,
+    pub too_far_in_future: AtomicU64,
+    pub series_created: AtomicU64,
+    pub merges: AtomicU64,
+    pub merged_bytes: AtomicU64,
+    pub flushes: AtomicU64,
+}
+
+pub(crate) struct Inner {
+    pub config: Config,
+    pub wal: Wal,
+    partitions_dir: PathBuf,
+    pub partitions: RwLock<BTreeMap<Day, Arc<Partition>>>,
+    /// Serialises commits: sequence numbers, WAL order and row order agree.
+    pub commit_lock: Mutex<()>,
+    /// One flush, delete or close at a time.
+    flush_lock: Mutex<()>,
+    pub next_seq: AtomicU64,
+    pub counters: Counters,
+    stop: Mutex<bool>,
+    wake: Condvar,
+    /// Keeps other processes out of the data directory while open.
+    _lock_file: fs::File,
+}
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+impl Tsdb {
+    /// Opens (or creates) the data directory, replays the WAL with bounded
+    /// memory (flushing to parts as it goes) and starts background work.
+    pub fn open(config: Config) -> Result<Self, StorageError> {
+        let root = config.path.clone();
+        fs::create_dir_all(&root).map_err(StorageError::io("create", &root))?;
+        let lock_path = root.join("LOCK");
+        let lock_file = fs::File::create(&lock_path).map_err(StorageError::io("create", &lock_path))?;
+        lock_file.try_lock().map_err(|_| {
+            StorageError::Unavailable(format!(
+                "data directory {} is in use by another process",
+                root.display()
+            ))
+        })?;
+        let partitions_dir = root.join("partitions");
+        fs::create_dir_all(&partitions_dir).map_err(StorageError::io("create", &partitions_dir))?;
+        let oldest_day = Day::of(now_ms() - config.retention.as_millis() as i64);
+        let mut partitions = BTreeMap::new();
+        let mut max_seq = 0;
+        for entry in fs::read_dir(&partitions_dir).map_err(StorageError::io("list", &partitions_dir))? {
+            let path = entry.map_err(StorageError::io("list", &partitions_dir))?.path();
+            let Some(day) = path.file_name().and_then(|n| Day::parse(&n.to_string_lossy())) else {
+                continue;
+            };
+            if day < oldest_day {
+                fs::remove_dir_all(&path).map_err(StorageError::io("remove expired partition", &path))?;
+                continue;
+            }
+            let p = Partition::open(path, day)?;
+            max_seq = max_seq.max(p.parts.read().all().map(|x| x.meta().max_seq).max().unwrap_or(0));
+            max_seq = max_seq.max(p.tombstones.read().iter().map(|t| t.seq).max().unwrap_or(0));
+            partitions.insert(day, Arc::new(p));
+        }
+        let wal_dir = root.join("wal");
+        let wal = Wal::open(
+            &wal_dir,
+            config.wal_segment_bytes,
+            config.wal_sync == WalSync::EveryCommit,
+        )?;
+        let inner = Arc::new(Inner {
+            wal,
+            partitions_dir,
+            partitions: RwLock::new(partitions),
+            commit_lock: Mutex::new(()),
+            flush_lock: Mutex::new(()),
+            next_seq: AtomicU64::new(max_seq + 1),
+            counters: Counters::default(),
+            stop: Mutex::new(false),
+            wake: Condvar::new(),
+            _lock_file: lock_file,
+            config,
+        });
+        inner.replay_wal(&wal_dir)?;
+        let db = Self {
+            inner,
+            background: Mutex::new(None),
+        };
+        if db.inner.config.background {
+            let inner = db.inner.clone();
+            let handle = std::thread::Builder::new()
+                .name("cairn-tsdb-maintenance".into())
+                .spawn(move || inner.maintenance_loop())
+                .map_err(StorageError::io("spawn maintenance thread for", &root))?;
+            *db.background.lock() = Some(handle);
+        }
+        Ok(db)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.inner.config.path
+    }
+
+    /// Writes everything in memory to disk parts and truncates the WAL.
+    pub fn flush(&self) -> Result<(), StorageError> {
+        self.inner.flush()
+    }
+
+    /// Runs one round of merges, retention and WAL sync, as the background thread does.
+    pub fn maintain(&self) -> Result<(), StorageError> {
+        self.inner.maintain()
+    }
+
+    /// Merges all of every partition's disk parts into one (drops deleted data).
+    pub fn compact(&self) -> Result<(), StorageError> {
+        let partitions: Vec<_> = self.inner.partitions.read().values().cloned().collect();
+        for p in partitions {
+            let bytes = p.compact_all()?;
+            self.inner.counters.merged_bytes.fetch_add(bytes, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Stops background work and flushes. Also done on drop, ignoring errors.
+    pub fn close(&self) -> Result<(), StorageError> {
+        *self.inner.stop.lock() = true;
+        self.inner.wake.notify_all();
+        if let Some(h) = self.background.lock().take() {
+            let _ = h.join();
+        }
+        self.inner.flush()
+    }
+}
+
+impl Drop for Tsdb {
+    fn drop(&mut self) {
+        if let Err(e) = self.close() {
+            tracing::error!(error = %e, "flush on close failed; the WAL still holds the data");
+        }
+    }
+}
+
+impl Inner {
+    pub fn partition(&self, day: Day) -> Result<Arc<Partition>, StorageError> {
+        if let Some(p) = self.partitions.read().get(&day) {
+            return Ok(p.clone());
+        }
+        let mut map = self.partitions.write();
+        if let Some(p) = map.get(&day) {
+            return Ok(p.clone());
+        }
+        let p = Arc::new(Partition::create(self.partitions_dir.join(day.to_string()), day)?);
+        map.insert(day, p.clone());
+        Ok(p)
+    }
+
+    /// The oldest timestamp that is still inside retention.
+    pub fn min_valid_t(&self) -> i64 {
+        now_ms() - self.config.retention.as_millis() as i64
+    }
+
+    pub fn max_valid_t(&self) -> i64 {
+        now_ms() + self.config.max_future.as_millis() as i64
+    }
+
+    fn replay_wal(&self, wal_dir: &Path) -> Result<(), StorageError> {
+        let active = wal::list_segments(wal_dir)?.last().copied().unwrap_or(0);
+        let started = Instant::now();
+        let mut records = 0u64;
+        let min_t = self.min_valid_t();
+        wal::replay(wal_dir, active, |segment, payload| {
+            let days = record::decode_batch(payload).map_err(|reason| StorageError::Corrupt {
+                path: wal_dir.to_path_buf(),
+                reason: format!("undecodable record in segment {segment}: {reason}"),
+            })?;
+            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+            for d in days {
+                let day = Day(d.day);
+                if day.maxt() < min_t {
+                    continue;
+                }
+                let p = self.partition(day)?;
+                let rows: Vec<Row> = d.rows.iter().map(|&(id, t, v)| Row { id, t, v }).collect();
+                p.apply(&d.new_series, &rows, seq, self.config.max_rows_per_buffer)?;
+            }
+            records += 1;
+            // Bounded memory: flush to parts when in-memory data grows, and
+            // drop the segments replayed completely so far.
+            if self.memory_bytes() > self.config.max_in_memory_bytes as u64 {
+                let seq = self.seal_and_flush_all()?;
+                self.wal.remove_before(segment.min(seq))?;
+            }
+            Ok(())
+        })?;
+        self.flush()?;
+        if records > 0 {
+            tracing::info!(
+                records,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "replayed WAL"
+            );
+        }
+        Ok(())
+    }
+
+    pub fn memory_bytes(&self) -> u64 {
+        self.partitions.read().values().map(|p| p.memory_bytes()).sum()
+    }
+
+    /// Seals every row buffer and flushes every partition; the caller holds
+    /// the commit lock or is alone (replay). Returns the new WAL segment.
+    fn seal_and_flush_all(&self) -> Result<u64, StorageError> {
+        let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
+        for p in &partitions {
+            p.seal_rows()?;
+        }
+        let seq = self.wal.rotate()?;
+        for p in &partitions {
+            p.flush(seq)?;
+        }
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        Ok(seq)
+    }
+
+    /// Writes in-memory data to disk and truncates the WAL. Commits wait only
+    /// while row buffers are sealed and the WAL rotates, not during the writes.
+    pub fn flush(&self) -> Result<(), StorageError> {
+        let _flush = self.flush_lock.lock();
+        let (partitions, seq) = {
+            let _commits = self.commit_lock.lock();
+            let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
+            for p in &partitions {
+                p.seal_rows()?;
+            }
+            (partitions, self.wal.rotate()?)
+        };
+        for p in &partitions {
+            p.flush(seq)?;
+        }
+        self.wal.remove_before(seq)?;
+        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn maintain(&self) -> Result<(), StorageError> {
+        if let WalSync::Interval(_) = self.config.wal_sync {
+            self.wal.sync()?;
+        }
+        let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
+        for p in &partitions {
+            if p.merge_memory_parts(MAX_MEMORY_PARTS)? {
+                self.counters.merges.fetch_add(1, Ordering::Relaxed);
+            }
+            let bytes = p.merge_disk_parts(MAX_DISK_PARTS, MERGE_FAN_IN)?;
+            if bytes > 0 {
+                self.counters.merges.fetch_add(1, Ordering::Relaxed);
+                self.counters.merged_bytes.fetch_add(bytes, Ordering::Relaxed);
+            }
+        }
+        self.apply_retention()
+    }
+
+    fn apply_retention(&self) -> Result<(), StorageError> {
+        let oldest = Day::of(self.min_valid_t());
+        let expired: Vec<Arc<Partition>> = {
+            let mut map = self.partitions.write();
+            let keep = map.split_off(&oldest);
+            std::mem::replace(&mut *map, keep).into_values().collect()
+        };
+        for p in expired {
+            tracing::info!(day = %p.day, "dropping partition past retention");
+            p.remove_dir()?;
+        }
+        Ok(())
+    }
+
+    fn maintenance_loop(&self) {
+        let tick = match self.config.wal_sync {
+            WalSync::Interval(d) => d.min(self.config.maintenance_interval),
+            WalSync::EveryCommit => self.config.maintenance_interval,
+        }
+        .max(Duration::from_millis(10));
+        let mut last_flush = Instant::now();
+        let mut last_maintain = Instant::now();
+        loop {
+            {
+                let mut stop = self.stop.lock();
+                if *stop {
+                    return;
+                }
+                self.wake.wait_for(&mut stop, tick);
+                if *stop {
+                    return;
+                }
+            }
+            let result = (|| {
+                if let WalSync::Interval(_) = self.config.wal_sync {
+                    self.wal.sync()?;
+                }
+                let over_memory = self.memory_bytes() > self.config.max_in_memory_bytes as u64;
+                if over_memory || last_flush.elapsed() >= self.config.flush_interval {
+                    self.flush()?;
+                    last_flush = Instant::now();
+                }
+                if last_maintain.elapsed() >= self.config.maintenance_interval {
+                    self.maintain()?;
+                    last_maintain = Instant::now();
+                }
+                Ok::<_, StorageError>(())
+            })();
+            if let Err(e) = result {
+                tracing::error!(error = %e, "background maintenance failed; will retry");
+            }
+        }
+    }
+
+    /// Asks the background thread to look at memory now.
+    pub fn nudge(&self) {
+        self.wake.notify_all();
+    }
+
+    pub fn delete(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<(), StorageError> {
+        let _flush = self.flush_lock.lock();
+        let _commits = self.commit_lock.lock();
+        // Everything written so far goes to disk parts first, so the
+        // tombstone's sequence number orders it after all of it.
+        let wal_seq = self.seal_and_flush_all()?;
+        self.wal.remove_before(wal_seq)?;
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let partitions: Vec<_> = self
+            .partitions
+            .read()
+            .range(Day::of(mint)..=Day::of(maxt))
+            .map(|(_, p)| p.clone())
+            .collect();
+        for p in partitions {
+            let ids: Vec<u64> = {
+                let index = p.index.read();
+                index.select(matchers).iter().map(|l| index.id_of(l)).collect()
+            };
+            p.delete(&ids, mint, maxt, seq)?;
+        }
+        Ok(())
+    }
+}
+
+impl Appendable for Tsdb {
+    fn appender(&self) -> Box<dyn Appender + '_> {
+        Box::new(TsdbAppender::new(&self.inner))
+    }
+}
+
+impl Queryable for Tsdb {
+    fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier>, StorageError> {
+        if mint > maxt {
+            return Ok(Box::new(TsdbQuerier::new(Vec::new(), mint, maxt)));
+        }
+        let snaps = self
+            .inner
+            .partitions
+            .read()
+            .range(Day::of(mint)..=Day::of(maxt))
+            .map(|(_, p)| p.snapshot())
+            .collect();
+        Ok(Box::new(TsdbQuerier::new(snaps, mint, maxt)))
+    }
+}
+
+impl Admin for Tsdb {
+    fn delete_series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<(), StorageError> {
+        self.inner.delete(matchers, mint, maxt)
+    }
+
+    fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError> {
+        let mut series = std::collections::BTreeSet::<Labels>::new();
+        let mut min_time = None::<i64>;
+        let mut max_time = None::<i64>;
+        let partitions: Vec<_> = self
+            .inner
+            .partitions
+            .read()
+            .range(Day::of(mint)..=Day::of(maxt.max(mint)))
+            .map(|(_, p)| p.clone())
+            .collect();
+        for p in partitions {
+            for part in p.parts.read().all() {
+                min_time = Some(min_time.map_or(part.meta().mint, |m| m.min(part.meta().mint)));
+                max_time = Some(max_time.map_or(part.meta().maxt, |m| m.max(part.meta().maxt)));
+            }
+            let index = p.index.read();
+            series.extend(index.live().iter().map(|l| index.labels_of(l)));
+        }
+        let mut st = TsdbStatus::from_series(series.iter(), limit);
+        st.min_time = min_time;
+        st.max_time = max_time;
+        Ok(st)
+    }
+
+    fn stats(&self) -> StorageStats {
+        let c = &self.inner.counters;
+        let partitions: Vec<_> = self.inner.partitions.read().values().cloned().collect();
+        let today = Day::of(now_ms());
+        StorageStats {
+            samples_ingested_total: c.samples_ingested.load(Ordering::Relaxed),
+            samples_rejected_total: vec![
+                (RejectReason::OutOfRetention, c.out_of_retention.load(Ordering::Relaxed)),
+                (
+                    RejectReason::TooFarInFuture,
+                    c.too_far_in_future.load(Ordering::Relaxed),
+                ),
+            ],
+            series_created_total: c.series_created.load(Ordering::Relaxed),
+            active_series: partitions
+                .iter()
+                .filter(|p| p.day == today)
+                .map(|p| p.index.read().live().len())
+                .sum(),
+            head_samples: partitions.iter().map(|p| p.rows.lock().len() as u64).sum(),
+            storage_bytes: partitions.iter().map(|p| p.disk_bytes()).sum(),
+            wal_bytes: self.inner.wal.disk_bytes(),
+            parts: partitions.iter().map(|p| p.parts.read().all().count() as u64).sum(),
+            partitions: partitions.len() as u64,
+            merges_total: c.merges.load(Ordering::Relaxed),
+            merged_bytes_total: c.merged_bytes.load(Ordering::Relaxed),
+            flushes_total: c.flushes.load(Ordering::Relaxed),
+        }
+    }
+}

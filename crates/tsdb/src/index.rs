@@ -1,0 +1,398 @@
+//! A partition's series index: which series have samples in this day, their
+//! labels, and postings from label pairs to series.
+//!
+//! Held in memory per open partition (≈ labels bytes + ~40 bytes per series),
+//! persisted as immutable, checksummed segment files (docs/format/index.md)
+//! that hold the series added since the previous flush. Postings are rebuilt
+//! when a partition is opened. Bounding the index by day means a query over
+//! recent data never touches series that died long ago, and retention drops
+//! the index with its partition.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use cairn_codec::varint::{get_uvarint, put_uvarint};
+use cairn_model::{Labels, Matcher};
+use cairn_storage::StorageError;
+use roaring::RoaringBitmap;
+
+const MAGIC: &[u8; 8] = b"CAIRNIX1";
+
+#[derive(Clone, Copy)]
+struct Entry {
+    id: u64,
+    labels_at: u32,
+    labels_len: u32,
+}
+
+/// Local numbers (positions in `entries`) are dense u32s, so postings are
+/// compact roaring bitmaps; series ids are the stable 64-bit identities.
+#[derive(Default)]
+pub struct PartitionIndex {
+    arena: Vec<u8>,
+    entries: Vec<Entry>,
+    by_id: HashMap<u64, u32>,
+    postings: HashMap<Box<str>, BTreeMap<Box<str>, RoaringBitmap>>,
+    /// Series that are not deleted.
+    live: RoaringBitmap,
+    /// `entries[..persisted]` are in segment files already.
+    persisted: usize,
+}
+
+/// The 64-bit hash of a canonical label encoding: the preferred series id.
+pub fn hash_labels(encoded: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(encoded)
+}
+
+impl PartitionIndex {
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn live(&self) -> &RoaringBitmap {
+        &self.live
+    }
+
+    /// Finds the series with these canonical labels, probing from `hash`.
+    /// Returns its id and local number, or the id a new series would get.
+    pub fn lookup(&self, hash: u64, encoded: &[u8]) -> Result<(u64, u32), u64> {
+        let mut id = hash;
+        loop {
+            match self.by_id.get(&id) {
+                None => return Err(id),
+                Some(&local) if self.encoded(local) == encoded => return Ok((id, local)),
+                // A 64-bit hash collision: linear probing keeps ids unique per partition.
+                Some(_) => id = id.wrapping_add(1),
+            }
+        }
+    }
+
+    /// Adds a series (or revives a deleted one). Returns its local number.
+    pub fn insert(&mut self, id: u64, encoded: &[u8]) -> Result<u32, StorageError> {
+        if let Some(&local) = self.by_id.get(&id) {
+            self.live.insert(local);
+            return Ok(local);
+        }
+        let (labels, _) = Labels::decode(encoded).map_err(|e| StorageError::Corrupt {
+            path: "<index>".into(),
+            reason: format!("series {id:016x} has undecodable labels: {e}"),
+        })?;
+        let local = u32::try_from(self.entries.len())
+            .map_err(|_| StorageError::LimitExceeded("more than 2^32 series in one day".into()))?;
+        self.entries.push(Entry {
+            id,
+            labels_at: self.arena.len() as u32,
+            labels_len: encoded.len() as u32,
+        });
+        self.arena.extend_from_slice(encoded);
+        self.by_id.insert(id, local);
+        for l in &labels {
+            self.postings
+                .entry(l.name.as_str().into())
+                .or_default()
+                .entry(l.value.as_str().into())
+                .or_default()
+                .insert(local);
+        }
+        self.live.insert(local);
+        Ok(local)
+    }
+
+    /// Makes a deleted series visible again (it was written after the delete).
+    pub fn revive(&mut self, local: u32) {
+        self.live.insert(local);
+    }
+
+    pub fn mark_deleted(&mut self, local: u32) {
+        self.live.remove(local);
+    }
+
+    pub fn local_of(&self, id: u64) -> Option<u32> {
+        self.by_id.get(&id).copied()
+    }
+
+    pub fn id_of(&self, local: u32) -> u64 {
+        self.entries.get(local as usize).map_or(0, |e| e.id)
+    }
+
+    fn encoded(&self, local: u32) -> &[u8] {
+        self.entries
+            .get(local as usize)
+            .and_then(|e| {
+                self.arena
+                    .get(e.labels_at as usize..(e.labels_at + e.labels_len) as usize)
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn labels_of(&self, local: u32) -> Labels {
+        // The arena only ever holds encodings that decoded on insert.
+        Labels::decode(self.encoded(local)).map(|(l, _)| l).unwrap_or_default()
+    }
+
+    /// Live series matching every matcher.
+    pub fn select(&self, matchers: &[Matcher]) -> RoaringBitmap {
+        let mut result = self.live.clone();
+        // Positive, selective matchers first: they shrink the set the most.
+        let mut ordered: Vec<&Matcher> = matchers.iter().collect();
+        ordered.sort_by_key(|m| (m.matches_empty(), m.set_values().is_none()));
+        for m in ordered {
+            if result.is_empty() {
+                break;
+            }
+            let values = self.postings.get(m.name.as_str());
+            if m.matches_empty() {
+                // Series lacking the label match; remove those whose value does not.
+                if let Some(values) = values {
+                    for (v, bm) in values {
+                        if !m.matches(v) {
+                            result -= bm;
+                        }
+                    }
+                }
+            } else {
+                result &= self.matching_postings(m, values);
+            }
+        }
+        result
+    }
+
+    fn matching_postings(&self, m: &Matcher, values: Option<&BTreeMap<Box<str>, RoaringBitmap>>) -> RoaringBitmap {
+        let Some(values) = values else {
+            return RoaringBitmap::new();
+        };
+        let mut out = RoaringBitmap::new();
+        if let Some(set) = m.set_values() {
+            for v in set {
+                if let Some(bm) = values.get(v) {
+                    out |= bm;
+                }
+            }
+        } else if let Some(prefix) = m.literal_prefix() {
+            for (v, bm) in values.range::<str, _>((std::ops::Bound::Included(prefix), std::ops::Bound::Unbounded)) {
+                if !v.starts_with(prefix) {
+                    break;
+                }
+                if m.matches(v) {
+                    out |= bm;
+                }
+            }
+        } else {
+            for (v, bm) in values {
+                if m.matches(v) {
+                    out |= bm;
+                }
+            }
+        }
+        out
+    }
+
+    /// Label names used by `set` (all live series if `None`).
+    pub fn label_names(&self, set: Option<&RoaringBitmap>, out: &mut BTreeSet<String>) {
+        for (name, values) in &self.postings {
+            if out.contains(name.as_ref()) {
+                continue;
+            }
+            let used = values.values().any(|bm| match set {
+                Some(s) => !bm.is_disjoint(s),
+                None => !bm.is_disjoint(&self.live),
+            });
+            if used {
+                out.insert(name.to_string());
+            }
+        }
+    }
+
+    /// Values of label `name` among `set` (all live series if `None`).
+    pub fn label_values(&self, name: &str, set: Option<&RoaringBitmap>, out: &mut BTreeSet<String>) {
+        let Some(values) = self.postings.get(name) else {
+            return;
+        };
+        let set = set.unwrap_or(&self.live);
+        if (set.len() as usize) < values.len() / 4 {
+            // Few series, many values: read the series' own labels instead.
+            for local in set {
+                if let Some(v) = self.labels_of(local).get(name) {
+                    out.insert(v.to_string());
+                }
+            }
+            return;
+        }
+        for (v, bm) in values {
+            if !out.contains(v.as_ref()) && !bm.is_disjoint(set) {
+                out.insert(v.to_string());
+            }
+        }
+    }
+
+    /// Writes the series added since the last call as a new segment file
+    /// (tmp + fsync + rename). Returns false when there was nothing to write.
+    pub fn persist_new(&mut self, dir: &Path, seq: u64) -> Result<bool, StorageError> {
+        if self.persisted == self.entries.len() {
+            return Ok(false);
+        }
+        let mut buf = Vec::new();
+        buf.extend_from_slice(MAGIC);
+        for local in self.persisted..self.entries.len() {
+            let e = self.entries[local];
+            buf.extend_from_slice(&e.id.to_le_bytes());
+            let enc = self.encoded(local as u32);
+            put_uvarint(&mut buf, enc.len() as u64);
+            buf.extend_from_slice(enc);
+        }
+        let count = (self.entries.len() - self.persisted) as u64;
+        buf.extend_from_slice(&count.to_le_bytes());
+        buf.extend_from_slice(&cairn_codec::crc32c(&buf).to_le_bytes());
+        buf.extend_from_slice(MAGIC);
+        let path = dir.join(format!("index-{seq:020}.cidx"));
+        write_atomically(&path, &buf)?;
+        self.persisted = self.entries.len();
+        Ok(true)
+    }
+
+    /// Loads one segment file written by [`Self::persist_new`].
+    pub fn load_segment(&mut self, path: &Path) -> Result<(), StorageError> {
+        let bytes = fs::read(path).map_err(StorageError::io("read", path))?;
+        let corrupt = |reason: &str| StorageError::Corrupt {
+            path: path.to_path_buf(),
+            reason: reason.to_string(),
+        };
+        let n = bytes.len();
+        if n < 2 * MAGIC.len() + 12 || !bytes.starts_with(MAGIC) || !bytes.ends_with(MAGIC) {
+            return Err(corrupt("not an index segment (bad size or magic)"));
+        }
+        let body_end = n - MAGIC.len() - 4;
+        let crc_bytes = bytes.get(body_end..body_end + 4).and_then(|b| b.first_chunk::<4>());
+        let body = bytes.get(..body_end).unwrap_or_default();
+        if crc_bytes.map(|c| u32::from_le_bytes(*c)) != Some(cairn_codec::crc32c(body)) {
+            return Err(corrupt("checksum mismatch"));
+        }
+        let count_at = body_end - 8;
+        let count = bytes
+            .get(count_at..body_end)
+            .and_then(|b| b.first_chunk::<8>())
+            .map(|c| u64::from_le_bytes(*c))
+            .ok_or_else(|| corrupt("missing count"))?;
+        let mut src = bytes.get(MAGIC.len()..count_at).unwrap_or_default();
+        for _ in 0..count {
+            let (id, rest) = src.split_first_chunk::<8>().ok_or_else(|| corrupt("truncated entry"))?;
+            let (len, rest) = get_uvarint(rest).map_err(|_| corrupt("bad label length"))?;
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&l| l <= rest.len())
+                .ok_or_else(|| corrupt("label overrun"))?;
+            let (enc, rest) = rest.split_at(len);
+            self.insert(u64::from_le_bytes(*id), enc)?;
+            src = rest;
+        }
+        if !src.is_empty() {
+            return Err(corrupt("trailing bytes"));
+        }
+        self.persisted = self.entries.len();
+        Ok(())
+    }
+}
+
+/// Writes `bytes` to `path` so that a crash leaves either nothing or the whole file.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
+    let tmp = path.with_extension("tmp");
+    let mut f = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
+    f.write_all(bytes).map_err(StorageError::io("write", &tmp))?;
+    f.sync_all().map_err(StorageError::io("sync", &tmp))?;
+    fs::rename(&tmp, path).map_err(StorageError::io("rename", &tmp))?;
+    if let Some(dir) = path.parent() {
+        crate::wal::sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_model::MatchOp;
+
+    use super::*;
+
+    fn add(ix: &mut PartitionIndex, pairs: &[(&str, &str)]) -> u64 {
+        let mut enc = Vec::new();
+        Labels::from_pairs(pairs.iter().copied()).encode(&mut enc);
+        let id = ix.lookup(hash_labels(&enc), &enc).unwrap_err();
+        ix.insert(id, &enc).unwrap();
+        id
+    }
+
+    fn names(ix: &PartitionIndex, ms: &[Matcher]) -> Vec<String> {
+        let mut v: Vec<String> = ix.select(ms).iter().map(|l| ix.labels_of(l).to_string()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn index_selects_with_every_matcher_kind() {
+        let mut ix = PartitionIndex::default();
+        add(&mut ix, &[("__name__", "a"), ("job", "x")]);
+        add(&mut ix, &[("__name__", "a"), ("job", "y")]);
+        add(&mut ix, &[("__name__", "b")]);
+        let m = |op, n: &str, v: &str| Matcher::new(op, n, v).unwrap();
+        assert_eq!(names(&ix, &[m(MatchOp::Equal, "job", "x")]), vec![r#"a{job="x"}"#]);
+        assert_eq!(
+            names(&ix, &[m(MatchOp::NotEqual, "job", "x")]),
+            vec![r#"a{job="y"}"#, "b"]
+        );
+        assert_eq!(names(&ix, &[m(MatchOp::RegexMatch, "job", "x|y")]).len(), 2);
+        assert_eq!(
+            names(
+                &ix,
+                &[m(MatchOp::RegexMatch, "__name__", "a.*"), m(MatchOp::Equal, "job", "")]
+            )
+            .len(),
+            0
+        );
+        assert_eq!(names(&ix, &[m(MatchOp::RegexNoMatch, "job", ".+")]), vec!["b"]);
+    }
+
+    #[test]
+    fn index_resolves_hash_collisions_by_probing() {
+        let mut ix = PartitionIndex::default();
+        let mut a = Vec::new();
+        Labels::from_pairs([("__name__", "a")]).encode(&mut a);
+        let mut b = Vec::new();
+        Labels::from_pairs([("__name__", "b")]).encode(&mut b);
+        // Pretend both hash to 7.
+        ix.insert(7, &a).unwrap();
+        assert_eq!(ix.lookup(7, &b), Err(8));
+        ix.insert(8, &b).unwrap();
+        assert_eq!(ix.lookup(7, &b).unwrap().0, 8);
+        assert_eq!(ix.lookup(7, &a).unwrap().0, 7);
+    }
+
+    #[test]
+    fn index_segments_persist_and_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ix = PartitionIndex::default();
+        let a = add(&mut ix, &[("__name__", "a")]);
+        assert!(ix.persist_new(dir.path(), 1).unwrap());
+        assert!(!ix.persist_new(dir.path(), 2).unwrap(), "nothing new");
+        let b = add(&mut ix, &[("__name__", "b"), ("k", "v")]);
+        assert!(ix.persist_new(dir.path(), 3).unwrap());
+        let mut back = PartitionIndex::default();
+        for seq in [1, 3] {
+            back.load_segment(&dir.path().join(format!("index-{seq:020}.cidx")))
+                .unwrap();
+        }
+        assert_eq!(back.len(), 2);
+        assert_eq!(back.labels_of(back.local_of(a).unwrap()).to_string(), "a");
+        assert_eq!(back.labels_of(back.local_of(b).unwrap()).to_string(), r#"b{k="v"}"#);
+        // Every single-byte flip is detected.
+        let path = dir.path().join(format!("index-{:020}.cidx", 3));
+        let good = fs::read(&path).unwrap();
+        for at in 0..good.len() {
+            let mut bad = good.clone();
+            bad[at] ^= 0x20;
+            fs::write(&path, &bad).unwrap();
+            assert!(PartitionIndex::default().load_segment(&path).is_err(), "flip at {at}");
+        }
+    }
+}

@@ -1,0 +1,226 @@
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use cairn_storage::StorageError;
+
+use super::{ENTRY_BYTES, FOOTER_BYTES, MAGIC, PartMeta};
+
+/// Where a block lives inside a part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockRef {
+    pub id: u64,
+    pub mint: i64,
+    pub maxt: i64,
+    offset: u64,
+    len: u32,
+    pub count: u32,
+    crc: u32,
+}
+
+enum Data {
+    Memory(Vec<u8>),
+    File(File),
+}
+
+/// An immutable part, in memory or in a file. The block index is held in
+/// memory (48 bytes per block); blocks are read on demand.
+pub struct Part {
+    meta: PartMeta,
+    index: Vec<u8>,
+    data: Data,
+    path: Option<PathBuf>,
+    bytes: u64,
+}
+
+fn le_u64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(*b.get(at..at + 8)?.first_chunk::<8>()?))
+}
+
+fn le_u32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(*b.get(at..at + 4)?.first_chunk::<4>()?))
+}
+
+impl Part {
+    /// A part held in memory, as produced by [`super::PartWriter`] over a `Vec`.
+    pub fn from_bytes(bytes: Vec<u8>) -> Result<Self, StorageError> {
+        let corrupt = |reason: &str| StorageError::Corrupt {
+            path: PathBuf::from("<memory part>"),
+            reason: reason.to_string(),
+        };
+        let footer_at = bytes
+            .len()
+            .checked_sub(FOOTER_BYTES)
+            .ok_or_else(|| corrupt("too short"))?;
+        let footer = bytes.get(footer_at..).ok_or_else(|| corrupt("too short"))?;
+        let (meta, index_offset, entries) = parse_footer(footer).map_err(corrupt)?;
+        let index = bytes
+            .get(index_offset as usize..footer_at)
+            .ok_or_else(|| corrupt("index out of bounds"))?
+            .to_vec();
+        check_index(&index, entries, footer).map_err(corrupt)?;
+        Ok(Self {
+            meta,
+            index,
+            bytes: bytes.len() as u64,
+            data: Data::Memory(bytes),
+            path: None,
+        })
+    }
+
+    /// Opens a part file, verifying its footer and index checksums.
+    pub fn open(path: &Path) -> Result<Self, StorageError> {
+        let corrupt = |reason: &str| StorageError::Corrupt {
+            path: path.to_path_buf(),
+            reason: reason.to_string(),
+        };
+        let file = File::open(path).map_err(StorageError::io("open", path))?;
+        let len = file.metadata().map_err(StorageError::io("stat", path))?.len();
+        if len < (MAGIC.len() + FOOTER_BYTES) as u64 {
+            return Err(corrupt("file too short to be a part"));
+        }
+        let mut footer = [0u8; FOOTER_BYTES];
+        file.read_exact_at(&mut footer, len - FOOTER_BYTES as u64)
+            .map_err(StorageError::io("read footer of", path))?;
+        let (meta, index_offset, entries) = parse_footer(&footer).map_err(corrupt)?;
+        let index_len = entries
+            .checked_mul(ENTRY_BYTES as u64)
+            .filter(|&l| index_offset.checked_add(l) == Some(len - FOOTER_BYTES as u64))
+            .ok_or_else(|| corrupt("index size does not match file size"))?;
+        let mut index = vec![0u8; index_len as usize];
+        file.read_exact_at(&mut index, index_offset)
+            .map_err(StorageError::io("read index of", path))?;
+        check_index(&index, entries, &footer).map_err(corrupt)?;
+        Ok(Self {
+            meta,
+            index,
+            data: Data::File(file),
+            path: Some(path.to_path_buf()),
+            bytes: len,
+        })
+    }
+
+    pub fn meta(&self) -> &PartMeta {
+        &self.meta
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Size in bytes (file or memory).
+    pub fn size_bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    pub fn block_count(&self) -> usize {
+        self.index.len() / ENTRY_BYTES
+    }
+
+    /// The `i`th block in (id, mint) order.
+    pub fn block(&self, i: usize) -> Option<BlockRef> {
+        let e = self.index.get(i * ENTRY_BYTES..(i + 1) * ENTRY_BYTES)?;
+        Some(BlockRef {
+            id: le_u64(e, 0)?,
+            mint: le_u64(e, 8)? as i64,
+            maxt: le_u64(e, 16)? as i64,
+            offset: le_u64(e, 24)?,
+            len: le_u32(e, 32)?,
+            count: le_u32(e, 36)?,
+            crc: le_u32(e, 40)?,
+        })
+    }
+
+    fn block_id(&self, i: usize) -> u64 {
+        le_u64(&self.index, i * ENTRY_BYTES).unwrap_or(u64::MAX)
+    }
+
+    /// Blocks of series `id` that overlap `[mint, maxt]`, in time order.
+    pub fn blocks_of(&self, id: u64, mint: i64, maxt: i64) -> impl Iterator<Item = BlockRef> + '_ {
+        let n = self.block_count();
+        let start = partition_point(n, |i| self.block_id(i) < id);
+        (start..n)
+            .map_while(move |i| self.block(i).filter(|b| b.id == id))
+            .filter(move |b| b.maxt >= mint && b.mint <= maxt)
+    }
+
+    /// Whether the part has any block of series `id`.
+    pub fn contains(&self, id: u64) -> bool {
+        let n = self.block_count();
+        let i = partition_point(n, |i| self.block_id(i) < id);
+        i < n && self.block_id(i) == id
+    }
+
+    /// Decodes a block, appending to `ts` and `vs`.
+    pub fn read_block(&self, b: &BlockRef, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<(), StorageError> {
+        let mut owned = Vec::new();
+        let bytes: &[u8] = match &self.data {
+            Data::Memory(m) => m
+                .get(b.offset as usize..b.offset as usize + b.len as usize)
+                .ok_or_else(|| self.corrupt(b, "block out of bounds"))?,
+            Data::File(f) => {
+                owned.resize(b.len as usize, 0);
+                f.read_exact_at(&mut owned, b.offset)
+                    .map_err(StorageError::io("read block of", self.path.clone().unwrap_or_default()))?;
+                &owned
+            }
+        };
+        if cairn_codec::crc32c(bytes) != b.crc {
+            return Err(self.corrupt(b, "block checksum mismatch"));
+        }
+        let (t0, v0) = (ts.len(), vs.len());
+        let rest = cairn_codec::decode_timestamps(bytes, ts).map_err(|e| self.corrupt(b, &e.to_string()))?;
+        let rest = cairn_codec::decode_values(rest, vs).map_err(|e| self.corrupt(b, &e.to_string()))?;
+        if !rest.is_empty() || ts.len() - t0 != b.count as usize || vs.len() - v0 != b.count as usize {
+            return Err(self.corrupt(b, "block sample count mismatch"));
+        }
+        Ok(())
+    }
+
+    fn corrupt(&self, b: &BlockRef, reason: &str) -> StorageError {
+        StorageError::Corrupt {
+            path: self.path.clone().unwrap_or_else(|| PathBuf::from("<memory part>")),
+            reason: format!("{reason} (series {:016x}, block at offset {})", b.id, b.offset),
+        }
+    }
+}
+
+fn partition_point(n: usize, pred: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if pred(mid) { lo = mid + 1 } else { hi = mid }
+    }
+    lo
+}
+
+fn parse_footer(f: &[u8]) -> Result<(PartMeta, u64, u64), &'static str> {
+    let bad = "malformed footer";
+    if f.get(FOOTER_BYTES - 8..) != Some(&MAGIC[..]) {
+        return Err("bad magic: not a part file");
+    }
+    let body = f.get(..60).ok_or(bad)?;
+    if le_u32(f, 60).ok_or(bad)? != cairn_codec::crc32c(body) {
+        return Err("footer checksum mismatch");
+    }
+    let meta = PartMeta {
+        min_seq: le_u64(f, 16).ok_or(bad)?,
+        max_seq: le_u64(f, 24).ok_or(bad)?,
+        mint: le_u64(f, 32).ok_or(bad)? as i64,
+        maxt: le_u64(f, 40).ok_or(bad)? as i64,
+        samples: le_u64(f, 48).ok_or(bad)?,
+        blocks: le_u64(f, 8).ok_or(bad)?,
+    };
+    Ok((meta, le_u64(f, 0).ok_or(bad)?, meta.blocks))
+}
+
+fn check_index(index: &[u8], entries: u64, footer: &[u8]) -> Result<(), &'static str> {
+    if index.len() as u64 != entries * ENTRY_BYTES as u64 {
+        return Err("index size mismatch");
+    }
+    let want = le_u32(footer, 56).ok_or("malformed footer")?;
+    if cairn_codec::crc32c(index) != want {
+        return Err("index checksum mismatch");
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+use super::*;
+
+fn build(series: &[(u64, Vec<(i64, f64)>)]) -> Vec<u8> {
+    let mut w = PartWriter::new(Vec::new(), 1, 2).unwrap();
+    for (id, s) in series {
+        let ts: Vec<i64> = s.iter().map(|p| p.0).collect();
+        let vs: Vec<f64> = s.iter().map(|p| p.1).collect();
+        w.add_series(*id, &ts, &vs).unwrap();
+    }
+    w.finish().unwrap().0
+}
+
+fn read(part: &Part, id: u64, mint: i64, maxt: i64) -> Vec<(i64, u64)> {
+    let (mut ts, mut vs) = (Vec::new(), Vec::new());
+    for b in part.blocks_of(id, mint, maxt) {
+        part.read_block(&b, &mut ts, &mut vs).unwrap();
+    }
+    ts.into_iter().zip(vs.into_iter().map(f64::to_bits)).collect()
+}
+
+#[test]
+fn part_round_trips_in_memory_and_on_disk() {
+    let long: Vec<(i64, f64)> = (0..20_000).map(|i| (i * 15_000, i as f64)).collect();
+    let series = vec![
+        (3, vec![(1, 1.0), (2, f64::NAN)]),
+        (7, long.clone()),
+        (9, vec![(5, -0.0)]),
+    ];
+    let bytes = build(&series);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.cpart");
+    std::fs::write(&path, &bytes).unwrap();
+    for part in [Part::from_bytes(bytes).unwrap(), Part::open(&path).unwrap()] {
+        assert_eq!(part.meta().samples, 20_003);
+        assert_eq!(part.meta().mint, 0);
+        assert!(part.block_count() >= 5, "long series split into blocks");
+        let want: Vec<(i64, u64)> = long.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+        assert_eq!(read(&part, 7, i64::MIN, i64::MAX), want);
+        assert_eq!(
+            read(&part, 3, 0, 10),
+            vec![(1, 1f64.to_bits()), (2, f64::NAN.to_bits())]
+        );
+        assert_eq!(read(&part, 9, 0, 10), vec![(5, (-0.0f64).to_bits())]);
+        assert!(read(&part, 8, i64::MIN, i64::MAX).is_empty());
+        assert!(part.contains(9) && !part.contains(10));
+        // Only blocks overlapping the range are returned.
+        let blocks: Vec<_> = part.blocks_of(7, 0, 1000).collect();
+        assert_eq!(blocks.len(), 1);
+    }
+}
+
+#[test]
+fn part_open_rejects_every_single_byte_corruption_of_footer_and_index() {
+    let bytes = build(&[(1, vec![(1, 1.0), (2, 2.0)]), (2, vec![(3, 3.0)])]);
+    let index_start = bytes.len() - FOOTER_BYTES - 2 * ENTRY_BYTES;
+    for at in index_start..bytes.len() {
+        let mut bad = bytes.clone();
+        bad[at] ^= 0x01;
+        assert!(Part::from_bytes(bad).is_err(), "flip at {at} went unnoticed");
+    }
+}
+
+#[test]
+fn part_block_corruption_is_reported_on_read() {
+    let bytes = build(&[(1, vec![(1, 1.0), (2, 2.0)])]);
+    let mut bad = bytes.clone();
+    bad[MAGIC.len() + 1] ^= 0xff;
+    let part = Part::from_bytes(bad).unwrap();
+    let b = part.blocks_of(1, 0, 10).next().unwrap();
+    let err = part.read_block(&b, &mut Vec::new(), &mut Vec::new()).unwrap_err();
+    assert!(err.to_string().contains("checksum"), "{err}");
+}
+
+#[test]
+fn part_decoding_arbitrary_bytes_never_panics() {
+    let bytes = build(&[(1, vec![(1, 1.0), (2, 2.0)]), (5, vec![(3, 3.0)])]);
+    for cut in 0..bytes.len() {
+        let _ = Part::from_bytes(bytes[..cut].to_vec());
+    }
+}

@@ -1,0 +1,109 @@
+use std::io::Write;
+
+use super::{ENTRY_BYTES, MAGIC, MAX_BLOCK_SAMPLES};
+
+/// What a part's footer records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PartMeta {
+    /// Range of write sequence numbers whose data the part holds; a newer
+    /// sequence wins when two parts hold the same series and timestamp.
+    pub min_seq: u64,
+    pub max_seq: u64,
+    pub mint: i64,
+    pub maxt: i64,
+    pub samples: u64,
+    pub blocks: u64,
+}
+
+/// Streams a part: series in ascending id order, each with sorted, unique timestamps.
+pub struct PartWriter<W: Write> {
+    out: W,
+    offset: u64,
+    index: Vec<u8>,
+    meta: PartMeta,
+    last_id: Option<u64>,
+    scratch: Vec<u8>,
+}
+
+impl<W: Write> PartWriter<W> {
+    pub fn new(mut out: W, min_seq: u64, max_seq: u64) -> std::io::Result<Self> {
+        out.write_all(MAGIC)?;
+        Ok(Self {
+            out,
+            offset: MAGIC.len() as u64,
+            index: Vec::new(),
+            meta: PartMeta {
+                min_seq,
+                max_seq,
+                mint: i64::MAX,
+                maxt: i64::MIN,
+                samples: 0,
+                blocks: 0,
+            },
+            last_id: None,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Adds one series. Panics (a bug) if ids are not ascending or timestamps
+    /// are not strictly increasing.
+    pub fn add_series(&mut self, id: u64, ts: &[i64], vs: &[f64]) -> std::io::Result<()> {
+        assert!(
+            self.last_id.is_none_or(|last| last < id),
+            "BUG: part series ids must ascend"
+        );
+        assert_eq!(ts.len(), vs.len(), "BUG: timestamp and value counts differ");
+        debug_assert!(
+            ts.windows(2).all(|w| w[0] < w[1]),
+            "BUG: timestamps must strictly increase"
+        );
+        self.last_id = Some(id);
+        for (ts, vs) in ts.chunks(MAX_BLOCK_SAMPLES).zip(vs.chunks(MAX_BLOCK_SAMPLES)) {
+            self.scratch.clear();
+            cairn_codec::encode_timestamps(&mut self.scratch, ts);
+            cairn_codec::encode_values(&mut self.scratch, vs);
+            let (mint, maxt) = (ts[0], ts[ts.len() - 1]);
+            self.out.write_all(&self.scratch)?;
+            let e = &mut self.index;
+            e.extend_from_slice(&id.to_le_bytes());
+            e.extend_from_slice(&mint.to_le_bytes());
+            e.extend_from_slice(&maxt.to_le_bytes());
+            e.extend_from_slice(&self.offset.to_le_bytes());
+            e.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
+            e.extend_from_slice(&(ts.len() as u32).to_le_bytes());
+            e.extend_from_slice(&cairn_codec::crc32c(&self.scratch).to_le_bytes());
+            e.extend_from_slice(&0u32.to_le_bytes());
+            self.offset += self.scratch.len() as u64;
+            self.meta.mint = self.meta.mint.min(mint);
+            self.meta.maxt = self.meta.maxt.max(maxt);
+            self.meta.samples += ts.len() as u64;
+            self.meta.blocks += 1;
+        }
+        Ok(())
+    }
+
+    pub fn blocks(&self) -> usize {
+        self.index.len() / ENTRY_BYTES
+    }
+
+    /// Writes the index and footer; returns the writer and the part's metadata.
+    pub fn finish(mut self) -> std::io::Result<(W, PartMeta)> {
+        let index_offset = self.offset;
+        self.out.write_all(&self.index)?;
+        let mut footer = Vec::with_capacity(super::FOOTER_BYTES);
+        footer.extend_from_slice(&index_offset.to_le_bytes());
+        footer.extend_from_slice(&((self.index.len() / ENTRY_BYTES) as u64).to_le_bytes());
+        footer.extend_from_slice(&self.meta.min_seq.to_le_bytes());
+        footer.extend_from_slice(&self.meta.max_seq.to_le_bytes());
+        footer.extend_from_slice(&self.meta.mint.to_le_bytes());
+        footer.extend_from_slice(&self.meta.maxt.to_le_bytes());
+        footer.extend_from_slice(&self.meta.samples.to_le_bytes());
+        footer.extend_from_slice(&cairn_codec::crc32c(&self.index).to_le_bytes());
+        footer.extend_from_slice(&cairn_codec::crc32c(&footer).to_le_bytes());
+        footer.extend_from_slice(MAGIC);
+        debug_assert_eq!(footer.len(), super::FOOTER_BYTES);
+        self.out.write_all(&footer)?;
+        self.out.flush()?;
+        Ok((self.out, self.meta))
+    }
+}

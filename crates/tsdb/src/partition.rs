@@ -1,0 +1,455 @@
+//! One day of data: its series index, unflushed rows, parts and tombstones.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fs;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use cairn_storage::StorageError;
+use parking_lot::{Mutex, RwLock};
+
+use crate::day::Day;
+use crate::index::PartitionIndex;
+use crate::part::{Part, PartMeta, PartWriter};
+use crate::rows::{Row, RowBuffer, RowsSnapshot};
+use crate::series_reader::{Deleted, Ranked, SeriesReader, Source};
+use crate::tombstones::{self, Tombstone};
+use cairn_storage::SampleBlocks;
+
+/// The parts of a partition in write-sequence order; replaced as a whole
+/// (copy on write) so a query keeps the list it started with.
+#[derive(Default)]
+pub struct PartSet {
+    /// Flushed parts, older than every in-memory part.
+    pub disk: Vec<Arc<Part>>,
+    /// Compressed but not yet written to disk (their rows are still in the WAL).
+    pub memory: Vec<Arc<Part>>,
+}
+
+impl PartSet {
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Part>> {
+        self.disk.iter().chain(&self.memory)
+    }
+}
+
+pub struct Partition {
+    pub day: Day,
+    dir: PathBuf,
+    pub index: RwLock<PartitionIndex>,
+    pub rows: Mutex<RowBuffer>,
+    pub parts: RwLock<Arc<PartSet>>,
+    pub tombstones: RwLock<Arc<Vec<Tombstone>>>,
+}
+
+/// What a query sees of a partition.
+pub struct PartitionSnapshot {
+    pub partition: Arc<Partition>,
+    pub parts: Arc<PartSet>,
+    pub rows: RowsSnapshot,
+    pub tombstones: Arc<Vec<Tombstone>>,
+}
+
+fn part_file_name(min_seq: u64, max_seq: u64) -> String {
+    format!("part-{min_seq:020}-{max_seq:020}.cpart")
+}
+
+fn parse_part_name(name: &str) -> Option<(u64, u64)> {
+    let rest = name.strip_prefix("part-")?.strip_suffix(".cpart")?;
+    let (a, b) = rest.split_once('-')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+impl Partition {
+    pub fn create(dir: PathBuf, day: Day) -> Result<Self, StorageError> {
+        fs::create_dir_all(&dir).map_err(StorageError::io("create", &dir))?;
+        if let Some(parent) = dir.parent() {
+            crate::wal::sync_dir(parent)?;
+        }
+        Ok(Self {
+            day,
+            dir,
+            index: RwLock::default(),
+            rows: Mutex::default(),
+            parts: RwLock::default(),
+            tombstones: RwLock::default(),
+        })
+    }
+
+    /// Opens a partition directory: drops leftovers of interrupted writes
+    /// (`*.tmp`, merge inputs superseded by their output) and loads the rest.
+    pub fn open(dir: PathBuf, day: Day) -> Result<Self, StorageError> {
+        let mut part_names = Vec::new();
+        let mut index_files = Vec::new();
+        for entry in fs::read_dir(&dir).map_err(StorageError::io("list", &dir))? {
+            let path = entry.map_err(StorageError::io("list", &dir))?.path();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.ends_with(".tmp") {
+                fs::remove_file(&path).map_err(StorageError::io("remove", &path))?;
+            } else if let Some(range) = parse_part_name(&name) {
+                part_names.push((range, path));
+            } else if name.starts_with("index-") && name.ends_with(".cidx") {
+                index_files.push(path);
+            }
+        }
+        // A merge writes its output before deleting its inputs; inputs whose
+        // range lies inside another part's are such leftovers.
+        part_names.sort_by_key(|((lo, hi), _)| (*lo, std::cmp::Reverse(*hi)));
+        let mut parts = PartSet::default();
+        let mut covered_to: Option<u64> = None;
+        for ((_, hi), path) in part_names {
+            if covered_to.is_some_and(|c| hi <= c) {
+                fs::remove_file(&path).map_err(StorageError::io("remove superseded part", &path))?;
+                continue;
+            }
+            covered_to = Some(covered_to.map_or(hi, |c| c.max(hi)));
+            parts.disk.push(Arc::new(Part::open(&path)?));
+        }
+        index_files.sort();
+        let mut index = PartitionIndex::default();
+        for path in &index_files {
+            index.load_segment(path)?;
+        }
+        let tombs = tombstones::load(&dir)?;
+        let p = Self {
+            day,
+            dir,
+            index: RwLock::new(index),
+            rows: Mutex::default(),
+            parts: RwLock::new(Arc::new(parts)),
+            tombstones: RwLock::new(Arc::new(tombs)),
+        };
+        let ids: BTreeSet<u64> = p.tombstones.read().iter().map(|t| t.id).collect();
+        p.update_liveness(ids)?;
+        Ok(p)
+    }
+
+    pub fn snapshot(self: &Arc<Self>) -> PartitionSnapshot {
+        PartitionSnapshot {
+            partition: self.clone(),
+            parts: self.parts.read().clone(),
+            rows: self.rows.lock().snapshot(),
+            tombstones: self.tombstones.read().clone(),
+        }
+    }
+
+    /// Makes committed rows visible: registers new series, revives deleted
+    /// series written again, appends rows, and seals a full row buffer.
+    pub fn apply(
+        &self,
+        new_series: &[(u64, &[u8])],
+        rows: &[Row],
+        seq: u64,
+        max_rows: usize,
+    ) -> Result<(), StorageError> {
+        {
+            let mut index = self.index.write();
+            for (id, encoded) in new_series {
+                index.insert(*id, encoded)?;
+            }
+            let mut last = None;
+            for r in rows {
+                if last != Some(r.id) {
+                    last = Some(r.id);
+                    match index.local_of(r.id) {
+                        Some(local) => index.revive(local),
+                        None => {
+                            return Err(StorageError::Corrupt {
+                                path: self.dir.clone(),
+                                reason: format!("rows for series {:016x} that the index does not know", r.id),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        let full = {
+            let mut buf = self.rows.lock();
+            for &r in rows {
+                buf.push(seq, r);
+            }
+            buf.len() >= max_rows
+        };
+        if full {
+            self.seal_rows()?;
+        }
+        Ok(())
+    }
+
+    /// Compresses the row buffer into a new in-memory part.
+    pub fn seal_rows(&self) -> Result<(), StorageError> {
+        let mut rows = self.rows.lock();
+        if let Some(part) = rows.take_part()? {
+            let mut parts = self.parts.write();
+            let mut next = PartSet {
+                disk: parts.disk.clone(),
+                memory: parts.memory.clone(),
+            };
+            next.memory.push(Arc::new(part));
+            *parts = Arc::new(next);
+        }
+        Ok(())
+    }
+
+    pub fn memory_bytes(&self) -> u64 {
+        self.parts.read().memory.iter().map(|p| p.size_bytes()).sum::<u64>() + self.rows.lock().len() as u64 * 24
+    }
+
+    pub fn disk_bytes(&self) -> u64 {
+        let parts: u64 = self.parts.read().disk.iter().map(|p| p.size_bytes()).sum();
+        let other: u64 = fs::read_dir(&self.dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| !e.file_name().to_string_lossy().ends_with(".cpart"))
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0);
+        parts + other
+    }
+
+    /// Writes all in-memory parts as one disk part and persists new index
+    /// entries. Rows must have been sealed by the caller.
+    pub fn flush(&self, index_seq: u64) -> Result<(), StorageError> {
+        let memory = self.parts.read().memory.clone();
+        // Index first: a part must never reference series the index lacks.
+        self.index.write().persist_new(&self.dir, index_seq)?;
+        if memory.is_empty() {
+            return Ok(());
+        }
+        let written = self.write_merged(&memory)?;
+        let mut parts = self.parts.write();
+        let mut next = PartSet {
+            disk: parts.disk.clone(),
+            memory: parts.memory.clone(),
+        };
+        next.memory.retain(|p| !memory.iter().any(|m| Arc::ptr_eq(p, m)));
+        next.disk.extend(written);
+        *parts = Arc::new(next);
+        Ok(())
+    }
+
+    /// Merges the in-memory parts into one when there are many.
+    pub fn merge_memory_parts(&self, max_parts: usize) -> Result<bool, StorageError> {
+        let memory = self.parts.read().memory.clone();
+        if memory.len() <= max_parts {
+            return Ok(false);
+        }
+        let tombs = self.tombstones.read().clone();
+        let (bytes, _) = merge_parts(&memory, &tombs, Vec::new())?;
+        let merged = Arc::new(Part::from_bytes(bytes)?);
+        let mut parts = self.parts.write();
+        let mut next = PartSet {
+            disk: parts.disk.clone(),
+            memory: parts.memory.clone(),
+        };
+        let at = next.memory.iter().position(|p| Arc::ptr_eq(p, &memory[0])).unwrap_or(0);
+        next.memory.retain(|p| !memory.iter().any(|m| Arc::ptr_eq(p, m)));
+        next.memory.insert(at.min(next.memory.len()), merged);
+        *parts = Arc::new(next);
+        Ok(true)
+    }
+
+    /// Merges a run of adjacent disk parts when there are more than
+    /// `max_parts`: the run of up to `fan_in` parts with the fewest bytes, so
+    /// small fresh parts merge often and big old ones rarely (tiered merging).
+    /// Returns the bytes written.
+    pub fn merge_disk_parts(&self, max_parts: usize, fan_in: usize) -> Result<u64, StorageError> {
+        let disk = self.parts.read().disk.clone();
+        if disk.len() <= max_parts {
+            return Ok(0);
+        }
+        let width = fan_in.min(disk.len()).max(2);
+        let start = (0..=disk.len() - width)
+            .min_by_key(|&i| disk[i..i + width].iter().map(|p| p.size_bytes()).sum::<u64>())
+            .unwrap_or(0);
+        let inputs: Vec<Arc<Part>> = disk[start..start + width].to_vec();
+        self.replace_disk_parts(&inputs)
+    }
+
+    /// Rewrites every disk part into one, dropping deleted samples.
+    pub fn compact_all(&self) -> Result<u64, StorageError> {
+        let disk = self.parts.read().disk.clone();
+        if disk.is_empty() {
+            return Ok(0);
+        }
+        self.replace_disk_parts(&disk)
+    }
+
+    fn replace_disk_parts(&self, inputs: &[Arc<Part>]) -> Result<u64, StorageError> {
+        let written = self.write_merged(inputs)?;
+        let bytes = written.as_ref().map_or(0, |p| p.size_bytes());
+        {
+            let mut parts = self.parts.write();
+            let mut next = PartSet {
+                disk: parts.disk.clone(),
+                memory: parts.memory.clone(),
+            };
+            let at = next.disk.iter().position(|p| Arc::ptr_eq(p, &inputs[0])).unwrap_or(0);
+            next.disk.retain(|p| !inputs.iter().any(|m| Arc::ptr_eq(p, m)));
+            if let Some(w) = written {
+                next.disk.insert(at.min(next.disk.len()), w);
+            }
+            *parts = Arc::new(next);
+        }
+        for p in inputs {
+            if let Some(path) = p.path() {
+                fs::remove_file(path).map_err(StorageError::io("remove merged part", path))?;
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// Merges `inputs` into a new part file (tmp, fsync, rename); `None` if
+    /// nothing survived the merge (everything deleted).
+    fn write_merged(&self, inputs: &[Arc<Part>]) -> Result<Option<Arc<Part>>, StorageError> {
+        let min_seq = inputs.iter().map(|p| p.meta().min_seq).min().unwrap_or(0);
+        let max_seq = inputs.iter().map(|p| p.meta().max_seq).max().unwrap_or(0);
+        let path = self.dir.join(part_file_name(min_seq, max_seq));
+        let tmp = path.with_extension("tmp");
+        let file = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
+        let tombs = self.tombstones.read().clone();
+        let (writer, meta) = merge_parts(inputs, &tombs, BufWriter::with_capacity(1 << 20, file))?;
+        let file = writer
+            .into_inner()
+            .map_err(|e| StorageError::io("write", &tmp)(e.into_error()))?;
+        if meta.blocks == 0 {
+            drop(file);
+            fs::remove_file(&tmp).map_err(StorageError::io("remove", &tmp))?;
+            return Ok(None);
+        }
+        file.sync_all().map_err(StorageError::io("sync", &tmp))?;
+        fs::rename(&tmp, &path).map_err(StorageError::io("rename", &tmp))?;
+        crate::wal::sync_dir(&self.dir)?;
+        Ok(Some(Arc::new(Part::open(&path)?)))
+    }
+
+    /// Records deletions (durably) and hides series left without samples.
+    pub fn delete(&self, ids: &[u64], mint: i64, maxt: i64, seq: u64) -> Result<(), StorageError> {
+        let (mint, maxt) = (mint.max(self.day.mint()), maxt.min(self.day.maxt()));
+        if ids.is_empty() || mint > maxt {
+            return Ok(());
+        }
+        let new: Vec<Tombstone> = ids.iter().map(|&id| Tombstone { seq, id, mint, maxt }).collect();
+        tombstones::append(&self.dir, &new)?;
+        {
+            let mut t = self.tombstones.write();
+            let mut all = (**t).clone();
+            all.extend(new);
+            *t = Arc::new(all);
+        }
+        self.update_liveness(ids.iter().copied().collect())
+    }
+
+    /// Marks as deleted those of `ids` with no visible sample left in the parts.
+    fn update_liveness(&self, ids: BTreeSet<u64>) -> Result<(), StorageError> {
+        let parts = self.parts.read().clone();
+        let all: Vec<Arc<Part>> = parts.all().cloned().collect();
+        let tombs = self.tombstones.read().clone();
+        let by_id = tombstones_by_id(&tombs);
+        for id in ids {
+            let mut reader = SeriesReader::new(sources_of(&all, id, i64::MIN, i64::MAX, &by_id), i64::MIN, i64::MAX);
+            if !reader.has_samples()? {
+                let mut index = self.index.write();
+                if let Some(local) = index.local_of(id) {
+                    index.mark_deleted(local);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn remove_dir(&self) -> Result<(), StorageError> {
+        fs::remove_dir_all(&self.dir).map_err(StorageError::io("remove partition", &self.dir))
+    }
+}
+
+pub fn tombstones_by_id(tombs: &[Tombstone]) -> HashMap<u64, Vec<&Tombstone>> {
+    let mut m: HashMap<u64, Vec<&Tombstone>> = HashMap::new();
+    for t in tombs {
+        m.entry(t.id).or_default().push(t);
+    }
+    m
+}
+
+/// The blocks of series `id` in `parts` overlapping `[mint, maxt]`, each
+/// with the deletions that apply to it (tombstones written after the part's data).
+pub fn sources_of(
+    parts: &[Arc<Part>],
+    id: u64,
+    mint: i64,
+    maxt: i64,
+    tombs: &HashMap<u64, Vec<&Tombstone>>,
+) -> Vec<Ranked> {
+    let mut out = Vec::new();
+    for part in parts {
+        let max_seq = part.meta().max_seq;
+        let deleted: Vec<Deleted> = tombs
+            .get(&id)
+            .map(|ts| {
+                ts.iter()
+                    .filter(|t| t.seq >= max_seq)
+                    .map(|t| (t.mint, t.maxt))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for block in part.blocks_of(id, mint, maxt) {
+            if deleted.iter().any(|&(lo, hi)| lo <= block.mint && block.maxt <= hi) {
+                continue;
+            }
+            out.push(Ranked {
+                mint: block.mint,
+                maxt: block.maxt,
+                precedence: max_seq,
+                source: Source::Block {
+                    part: part.clone(),
+                    block,
+                    deleted: deleted.clone(),
+                },
+            });
+        }
+    }
+    out
+}
+
+/// Merges parts (given in write order) into one, newest write winning per
+/// timestamp and deleted samples dropped.
+pub fn merge_parts<W: Write>(inputs: &[Arc<Part>], tombs: &[Tombstone], out: W) -> Result<(W, PartMeta), StorageError> {
+    let min_seq = inputs.iter().map(|p| p.meta().min_seq).min().unwrap_or(0);
+    let max_seq = inputs.iter().map(|p| p.meta().max_seq).max().unwrap_or(0);
+    let io = |e| StorageError::io("write", "merged part")(e);
+    let mut w = PartWriter::new(out, min_seq, max_seq).map_err(io)?;
+    let mut ids: Vec<u64> = Vec::new();
+    for p in inputs {
+        let mut last = None;
+        for i in 0..p.block_count() {
+            if let Some(b) = p.block(i)
+                && last != Some(b.id)
+            {
+                ids.push(b.id);
+                last = Some(b.id);
+            }
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    let by_id = tombstones_by_id(tombs);
+    let (mut ts, mut vs) = (Vec::new(), Vec::new());
+    for id in ids {
+        let mut reader = SeriesReader::new(sources_of(inputs, id, i64::MIN, i64::MAX, &by_id), i64::MIN, i64::MAX);
+        ts.clear();
+        vs.clear();
+        while let Some(b) = reader.next_block()? {
+            ts.extend_from_slice(b.ts);
+            vs.extend_from_slice(b.vs);
+        }
+        if !ts.is_empty() {
+            w.add_series(id, &ts, &vs).map_err(io)?;
+        }
+    }
+    w.finish().map_err(io)
+}

@@ -1,0 +1,262 @@
+//! The write-ahead log: segmented, checksummed records of committed batches.
+//!
+//! Format (docs/format/wal.md): a directory of segment files named by a
+//! 20-digit sequence number; each record is `len: u32 LE | crc32c: u32 LE |
+//! payload`. A record is handed to the OS in one `write` before the commit
+//! returns, so it survives a crash of the process; fsync follows per
+//! [`WalSync`](crate::WalSync). Replay stops at a torn tail of the last
+//! segment and truncates it; damage anywhere else is an error, never silence.
+
+pub mod record;
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use cairn_storage::StorageError;
+use parking_lot::Mutex;
+
+const HEADER_BYTES: usize = 8;
+/// No single record may exceed this; larger lengths mean corruption.
+pub const MAX_RECORD_BYTES: usize = 1 << 30;
+
+pub struct Wal {
+    dir: PathBuf,
+    segment_bytes: u64,
+    sync_every_commit: bool,
+    active: Mutex<Segment>,
+}
+
+struct Segment {
+    seq: u64,
+    file: File,
+    bytes: u64,
+    needs_sync: bool,
+}
+
+fn segment_path(dir: &Path, seq: u64) -> PathBuf {
+    dir.join(format!("{seq:020}.wal"))
+}
+
+/// Sequence numbers of the segments in `dir`, ascending.
+pub fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
+    let mut seqs = Vec::new();
+    for entry in fs::read_dir(dir).map_err(StorageError::io("list", dir))? {
+        let entry = entry.map_err(StorageError::io("list", dir))?;
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if let Some(seq) = name.strip_suffix(".wal").and_then(|s| s.parse().ok()) {
+            seqs.push(seq);
+        }
+    }
+    seqs.sort_unstable();
+    Ok(seqs)
+}
+
+impl Wal {
+    /// Opens the log for appending to a fresh segment after every existing
+    /// one; existing segments are left for [`replay`] and [`Wal::remove_before`].
+    pub fn open(dir: &Path, segment_bytes: u64, sync_every_commit: bool) -> Result<Self, StorageError> {
+        fs::create_dir_all(dir).map_err(StorageError::io("create", dir))?;
+        let next = list_segments(dir)?.last().map_or(1, |s| s + 1);
+        let active = Segment::create(dir, next)?;
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            segment_bytes,
+            sync_every_commit,
+            active: Mutex::new(active),
+        })
+    }
+
+    /// Appends one record. On return the bytes are in the OS (and on disk, if
+    /// syncing every commit).
+    pub fn append(&self, payload: &[u8]) -> Result<(), StorageError> {
+        let mut frame = Vec::with_capacity(HEADER_BYTES + payload.len());
+        frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        frame.extend_from_slice(&cairn_codec::crc32c(payload).to_le_bytes());
+        frame.extend_from_slice(payload);
+        let mut seg = self.active.lock();
+        if seg.bytes > 0 && seg.bytes + frame.len() as u64 > self.segment_bytes {
+            let next = seg.seq + 1;
+            seg.sync(&self.dir)?;
+            *seg = Segment::create(&self.dir, next)?;
+        }
+        let path = segment_path(&self.dir, seg.seq);
+        seg.file
+            .write_all(&frame)
+            .map_err(StorageError::io("append to", &path))?;
+        seg.bytes += frame.len() as u64;
+        seg.needs_sync = true;
+        if self.sync_every_commit {
+            seg.sync(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// fsyncs the active segment if anything was written since the last sync.
+    pub fn sync(&self) -> Result<(), StorageError> {
+        self.active.lock().sync(&self.dir)
+    }
+
+    /// Starts a new segment and returns its sequence number: every record
+    /// appended before the call is in an older segment.
+    pub fn rotate(&self) -> Result<u64, StorageError> {
+        let mut seg = self.active.lock();
+        seg.sync(&self.dir)?;
+        let next = seg.seq + 1;
+        *seg = Segment::create(&self.dir, next)?;
+        Ok(next)
+    }
+
+    /// Deletes segments older than `seq` (their contents are on disk in parts).
+    pub fn remove_before(&self, seq: u64) -> Result<(), StorageError> {
+        for s in list_segments(&self.dir)?.into_iter().filter(|&s| s < seq) {
+            let path = segment_path(&self.dir, s);
+            fs::remove_file(&path).map_err(StorageError::io("remove", &path))?;
+        }
+        Ok(())
+    }
+
+    /// Total bytes of all segments on disk.
+    pub fn disk_bytes(&self) -> u64 {
+        fs::read_dir(&self.dir)
+            .map(|rd| rd.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
+            .unwrap_or(0)
+    }
+}
+
+impl Segment {
+    fn create(dir: &Path, seq: u64) -> Result<Self, StorageError> {
+        let path = segment_path(dir, seq);
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(StorageError::io("create", &path))?;
+        sync_dir(dir)?;
+        Ok(Self {
+            seq,
+            file,
+            bytes: 0,
+            needs_sync: false,
+        })
+    }
+
+    fn sync(&mut self, dir: &Path) -> Result<(), StorageError> {
+        if self.needs_sync {
+            self.file
+                .sync_data()
+                .map_err(StorageError::io("sync", segment_path(dir, self.seq)))?;
+            self.needs_sync = false;
+        }
+        Ok(())
+    }
+}
+
+/// fsyncs a directory so a created, renamed or removed entry is durable.
+pub fn sync_dir(dir: &Path) -> Result<(), StorageError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(StorageError::io("sync directory", dir))
+}
+
+/// Reads every record of the segments in `dir` with sequence below `until`,
+/// in order, calling `apply(segment_seq, payload)`. A torn or corrupt tail in
+/// the last segment is truncated away (a crash mid-write); corruption in any
+/// earlier segment is an error.
+pub fn replay(
+    dir: &Path,
+    until: u64,
+    mut apply: impl FnMut(u64, &[u8]) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    let segments: Vec<u64> = list_segments(dir)?.into_iter().filter(|&s| s < until).collect();
+    for (i, &seq) in segments.iter().enumerate() {
+        let is_last = i + 1 == segments.len();
+        let path = segment_path(dir, seq);
+        let file = File::open(&path).map_err(StorageError::io("open", &path))?;
+        let file_len = file.metadata().map_err(StorageError::io("stat", &path))?.len();
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut offset: u64 = 0;
+        let mut payload = Vec::new();
+        loop {
+            match read_record(&mut reader, file_len.saturating_sub(offset), &mut payload) {
+                Ok(Some(())) => {
+                    apply(seq, &payload)?;
+                    offset += (HEADER_BYTES + payload.len()) as u64;
+                }
+                Ok(None) => break,
+                Err(RecordError::Io(e)) => return Err(StorageError::io("read", &path)(e)),
+                Err(RecordError::Damaged(reason)) if is_last => {
+                    tracing::warn!(path = %path.display(), offset, reason, "truncating torn WAL tail");
+                    let f = OpenOptions::new()
+                        .write(true)
+                        .open(&path)
+                        .map_err(StorageError::io("open", &path))?;
+                    f.set_len(offset).map_err(StorageError::io("truncate", &path))?;
+                    f.sync_all().map_err(StorageError::io("sync", &path))?;
+                    break;
+                }
+                Err(RecordError::Damaged(reason)) => {
+                    return Err(StorageError::Corrupt {
+                        path,
+                        reason: format!("{reason} at offset {offset}; move the segment aside to start without it"),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+enum RecordError {
+    Io(std::io::Error),
+    /// Bytes that are not a whole, valid record: a torn write or corruption.
+    Damaged(&'static str),
+}
+
+/// Reads one record into `payload`. `Ok(None)` at a clean end of file.
+/// `remaining` is the file's length after the record start: it bounds the
+/// allocation, so a corrupt length cannot make replay allocate gigabytes.
+fn read_record(r: &mut impl Read, remaining: u64, payload: &mut Vec<u8>) -> Result<Option<()>, RecordError> {
+    use RecordError::Damaged;
+    let mut header = [0u8; HEADER_BYTES];
+    match read_full(r, &mut header).map_err(RecordError::Io)? {
+        0 => return Ok(None),
+        HEADER_BYTES => {}
+        _ => return Err(Damaged("truncated record header")),
+    }
+    let [l0, l1, l2, l3, c0, c1, c2, c3] = header;
+    let len = u32::from_le_bytes([l0, l1, l2, l3]) as usize;
+    let crc = u32::from_le_bytes([c0, c1, c2, c3]);
+    if len > MAX_RECORD_BYTES {
+        return Err(Damaged("record length out of range"));
+    }
+    if (HEADER_BYTES + len) as u64 > remaining {
+        return Err(Damaged("truncated record"));
+    }
+    payload.resize(len, 0);
+    if read_full(r, payload).map_err(RecordError::Io)? != len {
+        return Err(Damaged("truncated record"));
+    }
+    if cairn_codec::crc32c(payload) != crc {
+        return Err(Damaged("record checksum mismatch"));
+    }
+    Ok(Some(()))
+}
+
+/// Like `read_exact`, but reports how much was read before end of file.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match r.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,211 @@
+//! Restart, flush, merge, delete and retention behaviour of the engine.
+
+use std::time::Duration;
+
+use cairn_model::{Labels, Matcher, Sample};
+use cairn_storage::conformance::read;
+use cairn_storage::{Admin, Appendable, Queryable};
+use cairn_tsdb::{Config, Tsdb};
+
+const HOUR: i64 = 3_600_000;
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+fn config(dir: &std::path::Path) -> Config {
+    let mut c = Config::new(dir);
+    c.background = false;
+    c
+}
+
+fn series(i: usize) -> Labels {
+    Labels::from_pairs([("__name__", "m"), ("i", &i.to_string())])
+}
+
+/// Writes `n` series × `per` samples at 15 s spacing from `start`.
+fn write(db: &Tsdb, n: usize, per: usize, start: i64) {
+    let mut app = db.appender();
+    for i in 0..n {
+        let samples: Vec<Sample> = (0..per)
+            .map(|k| Sample::new(start + k as i64 * 15_000, (i * 1000 + k) as f64))
+            .collect();
+        app.append(&series(i), &samples).unwrap();
+    }
+    app.commit().unwrap();
+}
+
+fn all(db: &dyn Queryable) -> Vec<(Labels, Vec<Sample>)> {
+    read(db, &[Matcher::equal("__name__", "m")], i64::MIN / 2, i64::MAX / 2)
+}
+
+#[test]
+fn tsdb_data_survives_reopen_from_wal_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = now() - 2 * HOUR;
+    let before = {
+        let db = Tsdb::open(config(dir.path())).unwrap();
+        write(&db, 50, 20, start);
+        let got = all(&db);
+        // Simulate a crash: no flush, no close.
+        std::mem::forget(db);
+        got
+    };
+    assert_eq!(before.len(), 50);
+    // The forgotten instance still holds the lock file; a crashed process would not.
+    std::fs::remove_file(dir.path().join("LOCK")).ok();
+    let db = Tsdb::open(config(dir.path())).unwrap();
+    assert_eq!(all(&db), before);
+}
+
+#[test]
+fn tsdb_data_survives_flush_merge_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = now() - 20 * HOUR;
+    let mut c = config(dir.path());
+    c.max_rows_per_buffer = 100;
+    let expected = {
+        let db = Tsdb::open(c.clone()).unwrap();
+        for round in 0..30 {
+            write(&db, 20, 10, start + round * 150_000);
+            db.flush().unwrap();
+            db.maintain().unwrap();
+        }
+        let got = all(&db);
+        assert!(db.stats().merges_total > 0, "merges ran");
+        assert!(
+            db.stats().parts <= 16,
+            "merges bound the part count: {}",
+            db.stats().parts
+        );
+        db.close().unwrap();
+        got
+    };
+    assert_eq!(expected.len(), 20);
+    assert_eq!(expected[0].1.len(), 300);
+    let db = Tsdb::open(c).unwrap();
+    assert_eq!(all(&db), expected);
+    db.compact().unwrap();
+    assert_eq!(all(&db), expected);
+}
+
+#[test]
+fn tsdb_backfill_across_days_and_overwrites_merge_newest_wins() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Tsdb::open(config(dir.path())).unwrap();
+    let base = now() - 72 * HOUR;
+    write(&db, 3, 400, base); // spans ~1.7 h
+    db.flush().unwrap();
+    // Overwrite one timestamp of series 0 after the flush, and backfill two days earlier.
+    let mut app = db.appender();
+    app.append(
+        &series(0),
+        &[Sample::new(base, -1.0), Sample::new(base - 48 * HOUR, 7.0)],
+    )
+    .unwrap();
+    app.commit().unwrap();
+    let got = all(&db);
+    assert_eq!(got[0].1[0], Sample::new(base - 48 * HOUR, 7.0));
+    assert_eq!(got[0].1[1], Sample::new(base, -1.0));
+    assert_eq!(got[0].1.len(), 401);
+    db.flush().unwrap();
+    db.compact().unwrap();
+    assert_eq!(all(&db), got);
+}
+
+#[test]
+fn tsdb_delete_survives_reopen_and_compaction_reclaims_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = now() - 3 * HOUR;
+    {
+        let db = Tsdb::open(config(dir.path())).unwrap();
+        write(&db, 10, 200, start);
+        db.delete_series(&[Matcher::equal("i", "3")], i64::MIN, i64::MAX)
+            .unwrap();
+        assert_eq!(all(&db).len(), 9);
+        db.close().unwrap();
+    }
+    let db = Tsdb::open(config(dir.path())).unwrap();
+    let got = all(&db);
+    assert_eq!(got.len(), 9);
+    assert!(got.iter().all(|(l, _)| l.get("i") != Some("3")));
+    let q = db.querier(i64::MIN / 2, i64::MAX / 2).unwrap();
+    assert!(!q.label_values("i", &[], None).unwrap().contains(&"3".to_string()));
+    let before = db.stats().storage_bytes;
+    db.delete_series(&[Matcher::equal("__name__", "m")], i64::MIN, i64::MAX)
+        .unwrap();
+    db.compact().unwrap();
+    assert!(all(&db).is_empty());
+    assert!(db.stats().storage_bytes < before, "space reclaimed");
+}
+
+#[test]
+fn tsdb_rejects_samples_outside_retention_and_drops_old_partitions() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.retention = Duration::from_secs(2 * 86_400);
+    let db = Tsdb::open(c.clone()).unwrap();
+    let mut app = db.appender();
+    app.append(
+        &series(0),
+        &[Sample::new(now() - 10 * 24 * HOUR, 1.0), Sample::new(now(), 2.0)],
+    )
+    .unwrap();
+    let report = app.commit().unwrap();
+    assert_eq!(report.samples_accepted, 1);
+    assert_eq!(report.rejected_total(), 1);
+    drop(db);
+    // A partition from before the retention window is dropped on open.
+    let old_day = cairn_tsdb::Day::of(now() - 10 * 24 * HOUR).to_string();
+    std::fs::create_dir_all(dir.path().join("partitions").join(&old_day)).unwrap();
+    let db = Tsdb::open(c).unwrap();
+    assert!(!dir.path().join("partitions").join(old_day).exists());
+    assert_eq!(all(&db).len(), 1);
+}
+
+#[test]
+fn tsdb_second_open_of_same_directory_fails_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let _db = Tsdb::open(config(dir.path())).unwrap();
+    let err = Tsdb::open(config(dir.path())).err().expect("second open must fail");
+    assert!(err.to_string().contains("in use"), "{err}");
+}
+
+#[test]
+fn tsdb_corrupt_part_gives_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Tsdb::open(config(dir.path())).unwrap();
+        write(&db, 2, 10, now() - HOUR);
+        db.close().unwrap();
+    }
+    let part = walk(dir.path())
+        .into_iter()
+        .find(|p| p.extension().is_some_and(|e| e == "cpart"))
+        .unwrap();
+    let mut bytes = std::fs::read(&part).unwrap();
+    let n = bytes.len();
+    bytes[n - 20] ^= 0xff;
+    std::fs::write(&part, bytes).unwrap();
+    let err = Tsdb::open(config(dir.path())).err().expect("corrupt part must fail");
+    assert!(
+        err.to_string().contains("corrupt") && err.to_string().contains(".cpart"),
+        "{err}"
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
