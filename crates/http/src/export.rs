@@ -1,0 +1,295 @@
+//! `GET|POST /api/v1/export`: raw samples as JSON lines, compatible with
+//! VictoriaMetrics' export (and so its `/api/v1/import`):
+//!
+//! ```text
+//! {"metric":{"__name__":"up","job":"x"},"values":[1,2.5],"timestamps":[1700000000000,1700000015000]}
+//! ```
+//!
+//! Special values: VictoriaMetrics writes a staleness marker as JSON `null`
+//! (and its importer reads `null` back as a staleness marker), so we do the
+//! same. VictoriaMetrics drops other NaNs at ingestion and would print
+//! `NaN`/`Inf` bare, which is not JSON; we keep every line valid JSON by
+//! writing a non-stale NaN as the string `"NaN"` and infinities as `"+Inf"` /
+//! `"-Inf"`, the spelling the Prometheus API uses for sample values.
+//!
+//! The body is streamed: a blocking task walks the series and hands chunks of
+//! about `export_chunk_bytes` to the response through a bounded channel, so
+//! memory stays flat whatever the export size, and a client that disconnects
+//! stops the walk.
+
+use std::io::Write;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use cairn_model::{Matcher, is_stale_nan};
+use cairn_storage::{SelectHints, Series, SeriesSet, StorageError};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::{ApiError, AppState, LabelsJson, MAX_TIME, Params, parse_match_params, time_range};
+
+/// Chunks in flight between the walker and the connection.
+const CHANNEL_DEPTH: usize = 8;
+
+type Chunk = Result<Bytes, std::io::Error>;
+
+/// The response body: chunks from the blocking walker.
+struct ChunkStream(mpsc::Receiver<Chunk>);
+
+impl futures_core::Stream for ChunkStream {
+    type Item = Chunk;
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
+        self.0.poll_recv(cx)
+    }
+}
+
+pub async fn export(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+    let selectors = params.get_all("match[]");
+    if selectors.is_empty() {
+        return Err(ApiError::bad_data("no match[] parameter provided"));
+    }
+    let (start, end) = time_range(&params, state.default_start(), MAX_TIME)?;
+    let sets = parse_match_params(&selectors)?;
+    let storage = state.storage().clone();
+    let chunk_bytes = state.config().export_chunk_bytes.max(1);
+    let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
+    let (ready_tx, ready_rx) = oneshot::channel();
+    tokio::task::spawn_blocking(move || {
+        // Errors before the first byte become a proper error response.
+        let series = match open(&*storage, start, end, &sets) {
+            Ok(s) => {
+                let _ = ready_tx.send(Ok(()));
+                s
+            }
+            Err(e) => {
+                let _ = ready_tx.send(Err(e));
+                return;
+            }
+        };
+        if let Err(e) = stream(series, &tx, chunk_bytes) {
+            // Too late for a status code: abort the body so the client sees
+            // a broken transfer rather than a silently short export.
+            tracing::error!(error = %e, "export failed mid-stream");
+            let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
+        }
+    });
+    match ready_rx.await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(e.into()),
+        Err(_) => return Err(ApiError::internal("export task ended unexpectedly")),
+    }
+    Ok((
+        [(header::CONTENT_TYPE, "application/stream+json")],
+        Body::from_stream(ChunkStream(rx)),
+    )
+        .into_response())
+}
+
+/// Selects every matcher set and merges the results into one sorted,
+/// duplicate-free sequence of series.
+fn open(
+    storage: &dyn cairn_storage::Storage,
+    start: i64,
+    end: i64,
+    sets: &[Vec<Matcher>],
+) -> Result<MergedSeries, StorageError> {
+    let querier = storage.querier(start, end)?;
+    let hints = SelectHints::default();
+    let mut sources = Vec::with_capacity(sets.len());
+    for set in sets {
+        sources.push(querier.select(&hints, set)?.peekable());
+    }
+    // The series sets stay valid after the querier is dropped only if the
+    // implementation says so; keep it alive with them to be safe.
+    Ok(MergedSeries {
+        sources,
+        _querier: querier,
+    })
+}
+
+/// A k-way merge of sorted series sets; equal label sets (the same series
+/// selected by two `match[]`) are yielded once.
+struct MergedSeries {
+    sources: Vec<std::iter::Peekable<SeriesSet>>,
+    _querier: Box<dyn cairn_storage::Querier>,
+}
+
+impl Iterator for MergedSeries {
+    type Item = Result<Series, StorageError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // Errors surface first, in source order.
+        for src in &mut self.sources {
+            if matches!(src.peek(), Some(Err(_))) {
+                return src.next();
+            }
+        }
+        let min = self
+            .sources
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(i, s)| match s.peek() {
+                Some(Ok(series)) => Some((i, series.labels.clone())),
+                _ => None,
+            })
+            .min_by(|a, b| a.1.cmp(&b.1))?;
+        let (idx, labels) = min;
+        let out = self.sources[idx].next();
+        for (i, src) in self.sources.iter_mut().enumerate() {
+            if i != idx && matches!(src.peek(), Some(Ok(s)) if s.labels == labels) {
+                src.next();
+            }
+        }
+        out
+    }
+}
+
+/// Writes each series as one JSON line, flushing to `tx` every `chunk_bytes`.
+/// Returns early and quietly when the client went away.
+fn stream(series: MergedSeries, tx: &mpsc::Sender<Chunk>, chunk_bytes: usize) -> Result<(), StorageError> {
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk_bytes + 1024);
+    let flush = |buf: &mut Vec<u8>| -> bool {
+        let chunk = Bytes::from(std::mem::replace(buf, Vec::with_capacity(chunk_bytes + 1024)));
+        tx.blocking_send(Ok(chunk)).is_ok()
+    };
+    let mut values = Vec::new();
+    let mut timestamps = Vec::new();
+    for s in series {
+        let mut s = s?;
+        values.clear();
+        timestamps.clear();
+        while let Some(block) = s.samples.next_block()? {
+            timestamps.extend_from_slice(block.ts);
+            values.extend_from_slice(block.vs);
+        }
+        if timestamps.is_empty() {
+            continue; // VictoriaMetrics skips series without samples in range.
+        }
+        write_line(&mut buf, &s.labels, &values, &timestamps);
+        if buf.len() >= chunk_bytes && !flush(&mut buf) {
+            return Ok(());
+        }
+    }
+    if !buf.is_empty() {
+        flush(&mut buf);
+    }
+    Ok(())
+}
+
+/// One export line, newline included.
+pub(crate) fn write_line(buf: &mut Vec<u8>, labels: &cairn_model::Labels, values: &[f64], timestamps: &[i64]) {
+    buf.extend_from_slice(b"{\"metric\":");
+    // Serialising strings into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *buf, &LabelsJson(labels));
+    buf.extend_from_slice(b",\"values\":[");
+    for (i, &v) in values.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        write_value(buf, v);
+    }
+    buf.extend_from_slice(b"],\"timestamps\":[");
+    for (i, t) in timestamps.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        let _ = write!(buf, "{t}");
+    }
+    buf.extend_from_slice(b"]}\n");
+}
+
+fn write_value(buf: &mut Vec<u8>, v: f64) {
+    if is_stale_nan(v) {
+        buf.extend_from_slice(b"null");
+    } else if v.is_nan() {
+        buf.extend_from_slice(b"\"NaN\"");
+    } else if v == f64::INFINITY {
+        buf.extend_from_slice(b"\"+Inf\"");
+    } else if v == f64::NEG_INFINITY {
+        buf.extend_from_slice(b"\"-Inf\"");
+    } else {
+        let _ = write!(buf, "{v}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_util::*;
+    use cairn_model::stale_nan;
+
+    #[tokio::test]
+    async fn export_lines() {
+        let app = TestApp::new();
+        app.write(&[
+            ("up", "x", &[(1_700_000_000_000, 1.0), (1_700_000_015_000, 2.5)]),
+            (
+                "up",
+                "y",
+                &[
+                    (1000, stale_nan()),
+                    (2000, f64::NAN),
+                    (3000, f64::INFINITY),
+                    (4000, f64::NEG_INFINITY),
+                    (5000, -0.125),
+                ],
+            ),
+            ("other", "x", &[(1000, 1e21)]),
+        ]);
+        let x = r#"{"metric":{"__name__":"up","job":"x"},"values":[1,2.5],"timestamps":[1700000000000,1700000015000]}"#;
+        let y = r#"{"metric":{"__name__":"up","job":"y"},"values":[null,"NaN","+Inf","-Inf",-0.125],"timestamps":[1000,2000,3000,4000,5000]}"#;
+        let other =
+            r#"{"metric":{"__name__":"other","job":"x"},"values":[1000000000000000000000],"timestamps":[1000]}"#;
+        let resp = app.get("/api/v1/export?match[]=up").await;
+        resp.check(200, &format!("{x}\n{y}\n"));
+        assert_eq!(resp.content_type(), "application/stream+json");
+        // Union of overlapping selectors, sorted and deduplicated.
+        app.post_form(
+            "/prometheus/api/v1/export",
+            "match[]=up&match[]={job=\"x\"}&match[]=up{job=\"y\"}",
+        )
+        .await
+        .check(200, &format!("{other}\n{x}\n{y}\n"));
+        // Time range.
+        app.get("/api/v1/export?match[]=up&start=2&end=3")
+            .await
+            .check(
+                200,
+                "{\"metric\":{\"__name__\":\"up\",\"job\":\"y\"},\"values\":[\"NaN\",\"+Inf\"],\"timestamps\":[2000,3000]}\n",
+            );
+        app.get("/api/v1/export?match[]=nothing").await.check(200, "");
+        // Every line is valid JSON.
+        let body = app.get("/api/v1/export?match[]={job=~\".%2B\"}").await.body;
+        for line in body.lines() {
+            serde_json::from_str::<serde_json::Value>(line).expect(line);
+        }
+    }
+
+    #[tokio::test]
+    async fn export_streams_in_chunks() {
+        let app = TestApp::with_config(crate::ApiConfig {
+            export_chunk_bytes: 16,
+            ..Default::default()
+        });
+        let samples: Vec<(i64, f64)> = (0..1000).map(|i| (i * 1000, i as f64)).collect();
+        let series: Vec<(String, Vec<(i64, f64)>)> = (0..50).map(|i| (format!("job{i:02}"), samples.clone())).collect();
+        let refs: Vec<TestSeries<'_>> = series.iter().map(|(j, s)| ("m", j.as_str(), s.as_slice())).collect();
+        app.write(&refs);
+        let body = app.get("/api/v1/export?match[]=m").await.body;
+        let lines: Vec<&str> = body.lines().collect();
+        assert_eq!(lines.len(), 50);
+        assert!(lines[49].starts_with(r#"{"metric":{"__name__":"m","job":"job49"}"#));
+    }
+
+    #[tokio::test]
+    async fn export_errors() {
+        let app = TestApp::new();
+        app.get("/api/v1/export")
+            .await
+            .check_error(400, "bad_data", "no match[] parameter provided");
+        app.get("/api/v1/export?match[]=up{").await.check_status(400);
+        app.get("/api/v1/export?match[]=up&end=bad").await.check_status(400);
+    }
+}

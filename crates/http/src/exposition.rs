@@ -1,0 +1,103 @@
+//! A tiny writer for the Prometheus text exposition format (version 0.0.4).
+
+use std::fmt::Write;
+
+/// `Content-Type` of the text format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Builds an exposition document family by family.
+#[derive(Debug, Default)]
+pub struct Exposition {
+    buf: String,
+}
+
+impl Exposition {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Starts a metric family: its `# HELP` and `# TYPE` lines.
+    /// `kind` is `counter`, `gauge`, `histogram`, `summary` or `untyped`.
+    pub fn family(&mut self, name: &str, help: &str, kind: &str) -> &mut Self {
+        let help = help.replace('\\', "\\\\").replace('\n', "\\n");
+        let _ = writeln!(self.buf, "# HELP {name} {help}");
+        let _ = writeln!(self.buf, "# TYPE {name} {kind}");
+        self
+    }
+
+    /// One sample line: `name{l="v",...} value`.
+    pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) -> &mut Self {
+        self.buf.push_str(name);
+        if !labels.is_empty() {
+            self.buf.push('{');
+            for (i, (k, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.buf.push(',');
+                }
+                self.buf.push_str(k);
+                self.buf.push_str("=\"");
+                escape_label_value(&mut self.buf, v);
+                self.buf.push('"');
+            }
+            self.buf.push('}');
+        }
+        self.buf.push(' ');
+        self.buf.push_str(&format_float(value));
+        self.buf.push('\n');
+        self
+    }
+
+    /// A family with a single unlabelled sample.
+    pub fn single(&mut self, name: &str, help: &str, kind: &str, value: f64) -> &mut Self {
+        self.family(name, help, kind).sample(name, &[], value)
+    }
+
+    pub fn finish(self) -> String {
+        self.buf
+    }
+}
+
+/// Escapes `\`, `"` and newlines, as the text format requires in label values.
+fn escape_label_value(dst: &mut String, v: &str) {
+    for c in v.chars() {
+        match c {
+            '\\' => dst.push_str("\\\\"),
+            '"' => dst.push_str("\\\""),
+            '\n' => dst.push_str("\\n"),
+            c => dst.push(c),
+        }
+    }
+}
+
+/// Values as the text format spells them (`NaN`, `+Inf`, `-Inf`).
+pub fn format_float(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "+Inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_families_and_escapes() {
+        let mut e = Exposition::new();
+        e.family("x_total", "Help with \\ and\nnewline.", "counter")
+            .sample("x_total", &[("a", "q\"b\\c\nd"), ("b", "")], 1.0)
+            .sample("x_total", &[], f64::INFINITY);
+        assert_eq!(
+            e.finish(),
+            "# HELP x_total Help with \\\\ and\\nnewline.\n\
+             # TYPE x_total counter\n\
+             x_total{a=\"q\\\"b\\\\c\\nd\",b=\"\"} 1\n\
+             x_total +Inf\n"
+        );
+    }
+}

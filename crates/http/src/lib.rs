@@ -1,0 +1,253 @@
+//! Cairn's Prometheus-compatible HTTP API over axum.
+//!
+//! [`router`] serves remote write, the series/labels metadata endpoints,
+//! VictoriaMetrics-style export, TSDB status, admin deletes, health checks and
+//! `/metrics`, each path also under a `/prometheus` prefix. Other crates (the
+//! PromQL engine) add their own endpoints with [`router_with`], reusing the
+//! helpers exported here: the error envelope ([`ApiError`]), the success
+//! envelope ([`Success`]), parameters ([`Params`], [`parse_time`],
+//! [`parse_match_params`], ...) and [`run_blocking`] for storage calls.
+
+mod admin;
+mod error;
+mod export;
+mod exposition;
+mod health;
+mod metrics;
+mod params;
+mod process;
+mod response;
+mod selector;
+mod series;
+mod status;
+#[cfg(test)]
+mod test_util;
+mod write;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use cairn_storage::Storage;
+
+pub use cairn_protocols::DecodeLimits;
+
+pub use error::{ApiError, ErrorType, storage_error};
+pub use exposition::Exposition;
+pub use metrics::HttpMetrics;
+pub use params::{
+    MAX_TIME, MIN_TIME, Params, invalid_param, limit_param, parse_date, parse_duration, parse_time, read_body,
+    time_param, time_range, unescape_label_name,
+};
+pub use response::{LabelsJson, Success, format_value, json_response};
+pub use selector::{parse_match_params, parse_selector};
+
+/// Tunables of the HTTP API.
+#[derive(Debug, Clone)]
+pub struct ApiConfig {
+    /// Largest accepted request body (compressed, for remote write); 413 past it.
+    /// Default 64 MiB.
+    pub max_request_body_bytes: usize,
+    /// Bounds on remote-write bodies after decompression and on their labels.
+    /// Default: [`DecodeLimits::default`] (64 MiB decompressed, 256 labels per
+    /// series, 1 KiB names, 16 KiB values).
+    pub remote_write_limits: DecodeLimits,
+    /// Limit applied to `/api/v1/series` when the request gives none
+    /// (a warning is added when it truncates). Default `None`: unlimited, as Prometheus.
+    pub default_series_limit: Option<usize>,
+    /// Limit applied to `/api/v1/labels` and `/api/v1/label/{name}/values` when
+    /// the request gives none. Default `None`.
+    pub default_label_limit: Option<usize>,
+    /// How far back series/labels/values/export/status look when no `start`
+    /// is given, in ms. Default `None`: the whole time range, as Prometheus.
+    pub metadata_lookback_ms: Option<i64>,
+    /// Size at which the export stream hands a chunk to the connection. Default 64 KiB.
+    pub export_chunk_bytes: usize,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        Self {
+            max_request_body_bytes: 64 << 20,
+            remote_write_limits: DecodeLimits::default(),
+            default_series_limit: None,
+            default_label_limit: None,
+            metadata_lookback_ms: None,
+            export_chunk_bytes: 64 << 10,
+        }
+    }
+}
+
+/// Everything handlers share. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    storage: Arc<dyn Storage>,
+    ready: Arc<AtomicBool>,
+    config: Arc<ApiConfig>,
+    metrics: Arc<HttpMetrics>,
+}
+
+impl AppState {
+    /// A state over opened storage; it starts ready (see [`AppState::set_ready`]).
+    pub fn new(storage: Arc<dyn Storage>, config: ApiConfig) -> Self {
+        Self {
+            storage,
+            ready: Arc::new(AtomicBool::new(true)),
+            config: Arc::new(config),
+            metrics: Arc::new(HttpMetrics::new()),
+        }
+    }
+
+    pub fn storage(&self) -> &Arc<dyn Storage> {
+        &self.storage
+    }
+
+    pub fn config(&self) -> &ApiConfig {
+        &self.config
+    }
+
+    pub fn metrics(&self) -> &Arc<HttpMetrics> {
+        &self.metrics
+    }
+
+    /// Whether `/-/ready` answers 200 (true) or 503 (false), e.g. false while
+    /// shutting down so load balancers drain the instance.
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// The flag itself, for code that owns the lifecycle.
+    pub fn ready_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.ready)
+    }
+
+    /// Default `start` for metadata endpoints: [`MIN_TIME`], or now minus
+    /// the configured lookback.
+    pub fn default_start(&self) -> i64 {
+        match self.config.metadata_lookback_ms {
+            Some(lookback) => now_ms().saturating_sub(lookback).max(MIN_TIME),
+            None => MIN_TIME,
+        }
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Runs synchronous storage work on the blocking pool, so fsyncs and long
+/// scans never stall the async workers. A panic in `f` becomes a 500.
+pub async fn run_blocking<T, F>(f: F) -> Result<T, ApiError>
+where
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(error = %e, "blocking API task failed");
+            Err(ApiError::internal(format!("internal error: {e}")))
+        }
+    }
+}
+
+/// The built-in API routes, unprefixed and without middleware.
+pub fn api_routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/write", post(write::remote_write))
+        .route("/api/v1/series", get(series::series).post(series::series))
+        .route("/api/v1/labels", get(series::labels).post(series::labels))
+        .route("/api/v1/label/{name}/values", get(series::label_values))
+        .route("/api/v1/export", get(export::export).post(export::export))
+        .route("/api/v1/status/tsdb", get(status::tsdb_status))
+        .route(
+            "/api/v1/admin/tsdb/delete_series",
+            post(admin::delete_series).put(admin::delete_series),
+        )
+        .route("/-/healthy", get(health::healthy))
+        .route("/-/ready", get(health::ready))
+        .route("/metrics", get(metrics::metrics_handler))
+}
+
+/// The full API: [`api_routes`] at `/` and under `/prometheus`, with request
+/// metrics, the body limit and the JSON 404/405 fallbacks.
+pub fn router(state: AppState) -> Router {
+    router_with(state, Router::new())
+}
+
+/// [`router`] plus `extra` routes (e.g. `/api/v1/query` from the PromQL
+/// crate), which get the same prefix, metrics, limits and fallbacks.
+pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
+    let routes = api_routes().merge(extra);
+    Router::new()
+        .merge(routes.clone())
+        .nest("/prometheus", routes)
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
+        .layer(DefaultBodyLimit::max(state.config.max_request_body_bytes))
+        .with_state(state)
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!("no such endpoint: {}", uri.path()))
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        ErrorType::MethodNotAllowed,
+        format!("method {method} not allowed for {}", uri.path()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_util::*;
+
+    #[tokio::test]
+    async fn unknown_paths_are_404_envelopes() {
+        let app = TestApp::new();
+        app.get("/api/v1/nope")
+            .await
+            .check_error(404, "not_found", "no such endpoint: /api/v1/nope");
+        app.get("/prometheus/nope")
+            .await
+            .check_error(404, "not_found", "no such endpoint: /prometheus/nope");
+    }
+
+    #[tokio::test]
+    async fn wrong_method_is_405_envelope() {
+        let app = TestApp::new();
+        app.post_form("/api/v1/label/job/values", "").await.check_error(
+            405,
+            "method_not_allowed",
+            "method POST not allowed for /api/v1/label/job/values",
+        );
+    }
+
+    #[tokio::test]
+    async fn extra_routes_get_prefix_and_metrics() {
+        use axum::routing::get;
+        let app = TestApp::new();
+        let extra = axum::Router::new().route("/api/v1/query", get(|| async { "q" }));
+        let router = crate::router_with(app.state.clone(), extra);
+        let app = app.with_router(router);
+        app.get("/api/v1/query").await.check(200, "q");
+        app.get("/prometheus/api/v1/query").await.check(200, "q");
+        let metrics = app.get("/metrics").await.body;
+        assert!(
+            metrics.contains(r#"cairn_http_requests_total{handler="/api/v1/query",code="200"} 2"#),
+            "{metrics}"
+        );
+    }
+}

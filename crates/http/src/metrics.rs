@@ -1,0 +1,348 @@
+//! Self-monitoring: HTTP and remote-write counters kept here, storage stats and
+//! process figures, all rendered at `/metrics`.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use cairn_storage::{RejectReason, StorageStats};
+use parking_lot::Mutex;
+
+use crate::exposition::{CONTENT_TYPE, Exposition};
+use crate::{AppState, process};
+
+/// Upper bounds (seconds) of the request duration histogram.
+const DURATION_BUCKETS: [f64; 13] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    /// Non-cumulative counts per bucket; the last slot is `+Inf`.
+    buckets: [u64; DURATION_BUCKETS.len() + 1],
+    sum: f64,
+    count: u64,
+}
+
+impl Histogram {
+    fn observe(&mut self, v: f64) {
+        let i = DURATION_BUCKETS
+            .iter()
+            .position(|&b| v <= b)
+            .unwrap_or(DURATION_BUCKETS.len());
+        self.buckets[i] += 1;
+        self.sum += v;
+        self.count += 1;
+    }
+}
+
+/// Counters the HTTP layer keeps itself.
+#[derive(Debug, Default)]
+pub struct HttpMetrics {
+    requests: Mutex<BTreeMap<(String, u16), u64>>,
+    durations: Mutex<BTreeMap<String, Histogram>>,
+    rw_samples: AtomicU64,
+    rw_series: AtomicU64,
+    rw_samples_rejected: Mutex<BTreeMap<&'static str, u64>>,
+    rw_rejected_requests: Mutex<BTreeMap<&'static str, u64>>,
+}
+
+impl HttpMetrics {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records one finished request.
+    pub fn observe_request(&self, handler: &str, code: u16, seconds: f64) {
+        *self.requests.lock().entry((handler.to_string(), code)).or_default() += 1;
+        self.durations
+            .lock()
+            .entry(handler.to_string())
+            .or_default()
+            .observe(seconds);
+    }
+
+    /// Records samples a remote-write request stored.
+    pub fn remote_write_accepted(&self, samples: u64, series: u64) {
+        self.rw_samples.fetch_add(samples, Ordering::Relaxed);
+        self.rw_series.fetch_add(series, Ordering::Relaxed);
+    }
+
+    /// Records samples storage dropped from a remote-write request.
+    pub fn remote_write_samples_rejected(&self, reason: RejectReason, samples: u64) {
+        *self.rw_samples_rejected.lock().entry(reason.as_str()).or_default() += samples;
+    }
+
+    /// Records a remote-write request answered with an error.
+    pub fn remote_write_request_rejected(&self, reason: &'static str) {
+        *self.rw_rejected_requests.lock().entry(reason).or_default() += 1;
+    }
+
+    /// Samples accepted through remote write so far.
+    pub fn remote_write_samples(&self) -> u64 {
+        self.rw_samples.load(Ordering::Relaxed)
+    }
+
+    fn render(&self, e: &mut Exposition) {
+        e.family(
+            "cairn_http_requests_total",
+            "HTTP requests by handler and status code.",
+            "counter",
+        );
+        for ((handler, code), n) in self.requests.lock().iter() {
+            let code = code.to_string();
+            e.sample(
+                "cairn_http_requests_total",
+                &[("handler", handler), ("code", &code)],
+                *n as f64,
+            );
+        }
+        e.family(
+            "cairn_http_request_duration_seconds",
+            "HTTP request latency by handler.",
+            "histogram",
+        );
+        for (handler, h) in self.durations.lock().iter() {
+            let mut cumulative = 0;
+            for (i, n) in h.buckets.iter().enumerate() {
+                cumulative += n;
+                let le = DURATION_BUCKETS
+                    .get(i)
+                    .map_or_else(|| "+Inf".to_string(), ToString::to_string);
+                e.sample(
+                    "cairn_http_request_duration_seconds_bucket",
+                    &[("handler", handler), ("le", &le)],
+                    cumulative as f64,
+                );
+            }
+            e.sample(
+                "cairn_http_request_duration_seconds_sum",
+                &[("handler", handler)],
+                h.sum,
+            );
+            e.sample(
+                "cairn_http_request_duration_seconds_count",
+                &[("handler", handler)],
+                h.count as f64,
+            );
+        }
+        e.single(
+            "cairn_remote_write_samples_total",
+            "Samples stored through remote write.",
+            "counter",
+            self.rw_samples.load(Ordering::Relaxed) as f64,
+        );
+        e.single(
+            "cairn_remote_write_series_total",
+            "Series entries received through remote write.",
+            "counter",
+            self.rw_series.load(Ordering::Relaxed) as f64,
+        );
+        e.family(
+            "cairn_remote_write_samples_rejected_total",
+            "Remote-write samples storage dropped, by reason.",
+            "counter",
+        );
+        for (reason, n) in self.rw_samples_rejected.lock().iter() {
+            e.sample(
+                "cairn_remote_write_samples_rejected_total",
+                &[("reason", reason)],
+                *n as f64,
+            );
+        }
+        e.family(
+            "cairn_remote_write_rejected_requests_total",
+            "Remote-write requests answered with an error, by reason.",
+            "counter",
+        );
+        for (reason, n) in self.rw_rejected_requests.lock().iter() {
+            e.sample(
+                "cairn_remote_write_rejected_requests_total",
+                &[("reason", reason)],
+                *n as f64,
+            );
+        }
+    }
+}
+
+fn render_storage(e: &mut Exposition, s: &StorageStats) {
+    e.single(
+        "cairn_storage_samples_ingested_total",
+        "Samples stored.",
+        "counter",
+        s.samples_ingested_total as f64,
+    );
+    e.family(
+        "cairn_storage_samples_rejected_total",
+        "Samples storage dropped, by reason.",
+        "counter",
+    );
+    for (reason, n) in &s.samples_rejected_total {
+        e.sample(
+            "cairn_storage_samples_rejected_total",
+            &[("reason", reason.as_str())],
+            *n as f64,
+        );
+    }
+    let counters: [(&str, &str, u64); 4] = [
+        (
+            "cairn_storage_series_created_total",
+            "Series created.",
+            s.series_created_total,
+        ),
+        ("cairn_storage_merges_total", "Part merges completed.", s.merges_total),
+        (
+            "cairn_storage_merged_bytes_total",
+            "Bytes written by merges.",
+            s.merged_bytes_total,
+        ),
+        (
+            "cairn_storage_flushes_total",
+            "Flushes of in-memory data to parts.",
+            s.flushes_total,
+        ),
+    ];
+    for (name, help, v) in counters {
+        e.single(name, help, "counter", v as f64);
+    }
+    let gauges: [(&str, &str, u64); 6] = [
+        (
+            "cairn_storage_active_series",
+            "Series with recent samples.",
+            s.active_series,
+        ),
+        ("cairn_storage_head_samples", "Samples held in memory.", s.head_samples),
+        ("cairn_storage_bytes", "Bytes of data on disk.", s.storage_bytes),
+        ("cairn_storage_wal_bytes", "Bytes of write-ahead log.", s.wal_bytes),
+        ("cairn_storage_parts", "Data parts on disk.", s.parts),
+        ("cairn_storage_partitions", "Time partitions on disk.", s.partitions),
+    ];
+    for (name, help, v) in gauges {
+        e.single(name, help, "gauge", v as f64);
+    }
+}
+
+/// `GET /metrics`: HTTP, storage and process metrics in the text format.
+pub async fn metrics_handler(State(state): State<AppState>) -> Response {
+    let storage = state.storage().clone();
+    let stats = match tokio::task::spawn_blocking(move || storage.stats()).await {
+        Ok(s) => s,
+        Err(e) => return crate::ApiError::internal(e.to_string()).into_response(),
+    };
+    let mut e = Exposition::new();
+    state.metrics().render(&mut e);
+    render_storage(&mut e, &stats);
+    process::render(&mut e);
+    ([(header::CONTENT_TYPE, CONTENT_TYPE)], e.finish()).into_response()
+}
+
+/// Middleware counting requests and their latency per route.
+pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let handler = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| {
+            let p = p.as_str();
+            p.strip_prefix("/prometheus").unwrap_or(p).to_string()
+        })
+        .unwrap_or_else(|| "unmatched".to_string());
+    let start = Instant::now();
+    let resp = next.run(req).await;
+    state
+        .metrics()
+        .observe_request(&handler, resp.status().as_u16(), start.elapsed().as_secs_f64());
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use crate::test_util::*;
+
+    /// Checks the text format: every sample line is `name{labels} value`, and
+    /// every sample belongs to a family with both HELP and TYPE.
+    fn check_exposition(text: &str) -> BTreeSet<String> {
+        let sample = regex::Regex::new(
+            r#"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*"(,[a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*")*)?\})? (NaN|[+-]Inf|-?[0-9.e+-]+)$"#,
+        )
+        .unwrap();
+        let mut help = BTreeSet::new();
+        let mut types = BTreeSet::new();
+        let mut samples = BTreeSet::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# HELP ") {
+                help.insert(rest.split(' ').next().unwrap().to_string());
+            } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+                let mut parts = rest.split(' ');
+                let name = parts.next().unwrap().to_string();
+                let kind = parts.next().unwrap();
+                assert!(
+                    ["counter", "gauge", "histogram", "summary", "untyped"].contains(&kind),
+                    "{line}"
+                );
+                assert!(types.insert(name), "duplicate TYPE: {line}");
+            } else {
+                let caps = sample
+                    .captures(line)
+                    .unwrap_or_else(|| panic!("bad sample line: {line:?}"));
+                samples.insert(caps[1].to_string());
+            }
+        }
+        assert_eq!(help, types, "every family needs HELP and TYPE");
+        for name in &samples {
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s).filter(|f| types.contains(*f)))
+                .unwrap_or(name);
+            assert!(types.contains(family), "{name} has no TYPE");
+        }
+        samples
+    }
+
+    #[tokio::test]
+    async fn metrics_are_valid_exposition() {
+        let app = TestApp::new();
+        app.write(&[("up", "a", &[(1000, 1.0)])]);
+        app.get("/api/v1/labels").await.check_status(200);
+        app.get("/api/v1/series").await.check_status(400);
+        let resp = app.get("/metrics").await;
+        resp.check_status(200);
+        assert_eq!(resp.content_type(), "text/plain; version=0.0.4; charset=utf-8");
+        let names = check_exposition(&resp.body);
+        for name in [
+            "cairn_http_requests_total",
+            "cairn_http_request_duration_seconds_bucket",
+            "cairn_storage_active_series",
+            "cairn_storage_samples_ingested_total",
+            "cairn_remote_write_samples_total",
+            "process_resident_memory_bytes",
+            "process_cpu_seconds_total",
+            "process_open_fds",
+            "process_start_time_seconds",
+        ] {
+            assert!(names.contains(name), "{name} missing in\n{}", resp.body);
+        }
+        assert!(
+            resp.body
+                .contains(r#"cairn_http_requests_total{handler="/api/v1/labels",code="200"} 1"#)
+        );
+        assert!(
+            resp.body
+                .contains(r#"cairn_http_requests_total{handler="/api/v1/series",code="400"} 1"#)
+        );
+        assert!(
+            resp.body
+                .contains(r#"cairn_http_request_duration_seconds_bucket{handler="/api/v1/labels",le="+Inf"} 1"#)
+        );
+        assert!(resp.body.contains("cairn_storage_active_series 1\n"));
+        // Prefixed paths count under the same handler.
+        app.get("/prometheus/api/v1/labels").await.check_status(200);
+        let body = app.get("/metrics").await.body;
+        assert!(body.contains(r#"cairn_http_requests_total{handler="/api/v1/labels",code="200"} 2"#));
+    }
+}
