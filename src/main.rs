@@ -1,1 +1,90 @@
-fn main() {}
+//! `cairn`: a Prometheus-compatible time series database in one binary.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+
+/// Cairn: a Prometheus-compatible time series database.
+///
+/// Starts with embedded storage in a local directory. Point Prometheus or
+/// vmagent remote_write at /api/v1/write and Grafana at this address.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    /// Directory for all data (WAL, partitions). Created if missing.
+    #[arg(long = "storage.path", default_value = "cairn-data")]
+    storage_path: PathBuf,
+
+    /// How long samples are kept, e.g. 15d, 4w, 1y (units: ms s m h d w y).
+    /// Whole days are dropped once they fall out of this window.
+    #[arg(long = "storage.retention", default_value = "31d", value_parser = duration)]
+    retention: Duration,
+
+    /// How often the WAL is fsynced. Every acknowledged write is in the OS
+    /// before the response (survives kill -9); this bounds loss on power
+    /// failure. 0 fsyncs before every acknowledgement.
+    #[arg(long = "storage.wal-fsync-interval", default_value = "1s", value_parser = duration)]
+    wal_fsync_interval: Duration,
+
+    /// How often in-memory data is written to disk as parts (the WAL is
+    /// truncated after each flush; shorter means faster restarts).
+    #[arg(long = "storage.flush-interval", default_value = "60s", value_parser = duration)]
+    flush_interval: Duration,
+
+    /// Flush to disk early when compressed in-memory data exceeds this many bytes.
+    #[arg(long = "storage.max-in-memory-bytes", default_value_t = 64 << 20)]
+    max_in_memory_bytes: usize,
+
+    /// Address to serve the HTTP API on.
+    #[arg(long = "http.listen-addr", default_value = "0.0.0.0:9090")]
+    listen_addr: SocketAddr,
+
+    /// Largest accepted request body in bytes (413 beyond it).
+    #[arg(long = "http.max-request-body-bytes", default_value_t = 64 << 20)]
+    max_request_body_bytes: usize,
+
+    /// Log filter, e.g. info, debug, cairn_tsdb=debug.
+    #[arg(long = "log.level", default_value = "info")]
+    log_level: String,
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    let ms = cairn_server::parse_duration(s)?;
+    u64::try_from(ms)
+        .map(Duration::from_millis)
+        .map_err(|_| format!("duration {s:?} must not be negative"))
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log_level).context("invalid --log.level")?)
+        .init();
+
+    let mut storage = cairn_tsdb::Config::new(&cli.storage_path);
+    storage.retention = cli.retention;
+    storage.wal_sync = if cli.wal_fsync_interval.is_zero() {
+        cairn_tsdb::WalSync::EveryCommit
+    } else {
+        cairn_tsdb::WalSync::Interval(cli.wal_fsync_interval)
+    };
+    storage.flush_interval = cli.flush_interval;
+    storage.max_in_memory_bytes = cli.max_in_memory_bytes;
+    let api = cairn_http::ApiConfig {
+        max_request_body_bytes: cli.max_request_body_bytes,
+        ..cairn_http::ApiConfig::default()
+    };
+    let config = cairn_server::ServerConfig {
+        listen_addr: cli.listen_addr,
+        storage,
+        api,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(cairn_server::run(config, cairn_server::shutdown_signal()))
+}
