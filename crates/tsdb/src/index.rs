@@ -256,44 +256,58 @@ impl PartitionIndex {
     /// Loads one segment file written by [`Self::persist_new`].
     pub fn load_segment(&mut self, path: &Path) -> Result<(), StorageError> {
         let bytes = fs::read(path).map_err(StorageError::io("read", path))?;
-        let corrupt = |reason: &str| StorageError::Corrupt {
+        let entries = decode_segment(&bytes).map_err(|reason| StorageError::Corrupt {
             path: path.to_path_buf(),
             reason: reason.to_string(),
-        };
-        let n = bytes.len();
-        if n < 2 * MAGIC.len() + 12 || !bytes.starts_with(MAGIC) || !bytes.ends_with(MAGIC) {
-            return Err(corrupt("not an index segment (bad size or magic)"));
-        }
-        let body_end = n - MAGIC.len() - 4;
-        let crc_bytes = bytes.get(body_end..body_end + 4).and_then(|b| b.first_chunk::<4>());
-        let body = bytes.get(..body_end).unwrap_or_default();
-        if crc_bytes.map(|c| u32::from_le_bytes(*c)) != Some(cairn_codec::crc32c(body)) {
-            return Err(corrupt("checksum mismatch"));
-        }
-        let count_at = body_end - 8;
-        let count = bytes
-            .get(count_at..body_end)
-            .and_then(|b| b.first_chunk::<8>())
-            .map(|c| u64::from_le_bytes(*c))
-            .ok_or_else(|| corrupt("missing count"))?;
-        let mut src = bytes.get(MAGIC.len()..count_at).unwrap_or_default();
-        for _ in 0..count {
-            let (id, rest) = src.split_first_chunk::<8>().ok_or_else(|| corrupt("truncated entry"))?;
-            let (len, rest) = get_uvarint(rest).map_err(|_| corrupt("bad label length"))?;
-            let len = usize::try_from(len)
-                .ok()
-                .filter(|&l| l <= rest.len())
-                .ok_or_else(|| corrupt("label overrun"))?;
-            let (enc, rest) = rest.split_at(len);
-            self.insert(u64::from_le_bytes(*id), enc)?;
-            src = rest;
-        }
-        if !src.is_empty() {
-            return Err(corrupt("trailing bytes"));
+        })?;
+        for (id, encoded) in entries {
+            self.insert(id, encoded)?;
         }
         self.persisted = self.entries.len();
         Ok(())
     }
+}
+
+/// Decodes an index segment into `(series id, canonical label encoding)`
+/// entries, verifying its checksum. Never panics, whatever the bytes.
+pub fn decode_segment(bytes: &[u8]) -> Result<Vec<(u64, &[u8])>, &'static str> {
+    let n = bytes.len();
+    if n < 2 * MAGIC.len() + 12 || !bytes.starts_with(MAGIC) || !bytes.ends_with(MAGIC) {
+        return Err("not an index segment (bad size or magic)");
+    }
+    let body_end = n - MAGIC.len() - 4;
+    let crc = bytes.get(body_end..body_end + 4).and_then(|b| b.first_chunk::<4>());
+    let body = bytes.get(..body_end).unwrap_or_default();
+    if crc.map(|c| u32::from_le_bytes(*c)) != Some(cairn_codec::crc32c(body)) {
+        return Err("checksum mismatch");
+    }
+    let count_at = body_end - 8;
+    let count = bytes
+        .get(count_at..body_end)
+        .and_then(|b| b.first_chunk::<8>())
+        .map(|c| u64::from_le_bytes(*c))
+        .ok_or("missing count")?;
+    let mut src = bytes.get(MAGIC.len()..count_at).unwrap_or_default();
+    if count > src.len() as u64 {
+        return Err("count exceeds segment size");
+    }
+    let mut out = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let (id, rest) = src.split_first_chunk::<8>().ok_or("truncated entry")?;
+        let (len, rest) = get_uvarint(rest).map_err(|_| "bad label length")?;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l <= rest.len())
+            .ok_or("label overrun")?;
+        let (encoded, rest) = rest.split_at(len);
+        Labels::decode(encoded).map_err(|_| "undecodable labels")?;
+        out.push((u64::from_le_bytes(*id), encoded));
+        src = rest;
+    }
+    if !src.is_empty() {
+        return Err("trailing bytes");
+    }
+    Ok(out)
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either nothing or the whole file.

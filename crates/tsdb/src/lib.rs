@@ -31,4 +31,12 @@ pub use config::{Config, WalSync};
 pub use day::Day;
 pub use engine::Tsdb;
 pub use part::{Part, PartWriter};
-pub use wal::record::decode_batch as decode_wal_record;
+
+/// Decoders of every on-disk format, for fuzzing and inspection tools. Each
+/// must return an error, never panic, on arbitrary bytes.
+pub mod formats {
+    pub use crate::index::decode_segment as decode_index_segment;
+    pub use crate::part::Part;
+    pub use crate::tombstones::decode as decode_tombstones;
+    pub use crate::wal::record::decode_batch as decode_wal_record;
+}

@@ -44,8 +44,7 @@ pub fn append(dir: &Path, tombs: &[Tombstone]) -> Result<(), StorageError> {
     crate::wal::sync_dir(dir)
 }
 
-/// Loads all tombstones. A torn last record (a crash before the delete was
-/// acknowledged) is ignored; a bad checksum elsewhere is corruption.
+/// Loads all tombstones of a partition directory.
 pub fn load(dir: &Path) -> Result<Vec<Tombstone>, StorageError> {
     let path = dir.join(FILE);
     let bytes = match fs::read(&path) {
@@ -53,6 +52,12 @@ pub fn load(dir: &Path) -> Result<Vec<Tombstone>, StorageError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(StorageError::io("read", &path)(e)),
     };
+    decode(&bytes).map_err(|reason| StorageError::Corrupt { path, reason })
+}
+
+/// Decodes a tombstone file. A torn last record (a crash before the delete
+/// was acknowledged) is ignored; a bad checksum elsewhere is corruption.
+pub fn decode(bytes: &[u8]) -> Result<Vec<Tombstone>, String> {
     let mut out = Vec::new();
     let whole = bytes.len() / RECORD_BYTES;
     for (i, rec) in bytes.chunks_exact(RECORD_BYTES).enumerate() {
@@ -69,10 +74,7 @@ pub fn load(dir: &Path) -> Result<Vec<Tombstone>, StorageError> {
             if i + 1 == whole && bytes.len() == whole * RECORD_BYTES {
                 break;
             }
-            return Err(StorageError::Corrupt {
-                path,
-                reason: format!("tombstone record {i} checksum mismatch"),
-            });
+            return Err(format!("tombstone record {i} checksum mismatch"));
         }
         if let (Some(seq), Some(id), Some(mint), Some(maxt)) = (word(0), word(8), word(16), word(24)) {
             out.push(Tombstone {

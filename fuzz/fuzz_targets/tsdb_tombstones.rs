@@ -1,0 +1,8 @@
+//! A tombstone file from arbitrary bytes must decode or fail cleanly.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = cairn_tsdb::formats::decode_tombstones(data);
+});
