@@ -183,15 +183,20 @@ impl Partition {
     pub fn seal_rows(&self) -> Result<(), StorageError> {
         let mut rows = self.rows.lock();
         if let Some(part) = rows.take_part()? {
-            let mut parts = self.parts.write();
-            let mut next = PartSet {
-                disk: parts.disk.clone(),
-                memory: parts.memory.clone(),
-            };
-            next.memory.push(Arc::new(part));
-            *parts = Arc::new(next);
+            self.edit_parts(|parts| parts.memory.push(Arc::new(part)));
         }
         Ok(())
+    }
+
+    /// Replaces the part list with an edited copy; snapshots keep the old one.
+    fn edit_parts(&self, edit: impl FnOnce(&mut PartSet)) {
+        let mut parts = self.parts.write();
+        let mut next = PartSet {
+            disk: parts.disk.clone(),
+            memory: parts.memory.clone(),
+        };
+        edit(&mut next);
+        *parts = Arc::new(next);
     }
 
     pub fn memory_bytes(&self) -> u64 {
@@ -222,14 +227,10 @@ impl Partition {
             return Ok(());
         }
         let written = self.write_merged(&memory)?;
-        let mut parts = self.parts.write();
-        let mut next = PartSet {
-            disk: parts.disk.clone(),
-            memory: parts.memory.clone(),
-        };
-        next.memory.retain(|p| !memory.iter().any(|m| Arc::ptr_eq(p, m)));
-        next.disk.extend(written);
-        *parts = Arc::new(next);
+        self.edit_parts(|parts| {
+            parts.memory.retain(|p| !contains(&memory, p));
+            parts.disk.extend(written);
+        });
         Ok(())
     }
 
@@ -242,15 +243,7 @@ impl Partition {
         let tombs = self.tombstones.read().clone();
         let (bytes, _) = merge_parts(&memory, &tombs, Vec::new())?;
         let merged = Arc::new(Part::from_bytes(bytes)?);
-        let mut parts = self.parts.write();
-        let mut next = PartSet {
-            disk: parts.disk.clone(),
-            memory: parts.memory.clone(),
-        };
-        let at = next.memory.iter().position(|p| Arc::ptr_eq(p, &memory[0])).unwrap_or(0);
-        next.memory.retain(|p| !memory.iter().any(|m| Arc::ptr_eq(p, m)));
-        next.memory.insert(at.min(next.memory.len()), merged);
-        *parts = Arc::new(next);
+        self.edit_parts(|parts| replace_run(&mut parts.memory, &memory, Some(merged)));
         Ok(true)
     }
 
@@ -283,19 +276,7 @@ impl Partition {
     fn replace_disk_parts(&self, inputs: &[Arc<Part>]) -> Result<u64, StorageError> {
         let written = self.write_merged(inputs)?;
         let bytes = written.as_ref().map_or(0, |p| p.size_bytes());
-        {
-            let mut parts = self.parts.write();
-            let mut next = PartSet {
-                disk: parts.disk.clone(),
-                memory: parts.memory.clone(),
-            };
-            let at = next.disk.iter().position(|p| Arc::ptr_eq(p, &inputs[0])).unwrap_or(0);
-            next.disk.retain(|p| !inputs.iter().any(|m| Arc::ptr_eq(p, m)));
-            if let Some(w) = written {
-                next.disk.insert(at.min(next.disk.len()), w);
-            }
-            *parts = Arc::new(next);
-        }
+        self.edit_parts(|parts| replace_run(&mut parts.disk, inputs, written));
         for p in inputs {
             if let Some(path) = p.path() {
                 fs::remove_file(path).map_err(StorageError::io("remove merged part", path))?;
@@ -365,6 +346,22 @@ impl Partition {
 
     pub fn remove_dir(&self) -> Result<(), StorageError> {
         fs::remove_dir_all(&self.dir).map_err(StorageError::io("remove partition", &self.dir))
+    }
+}
+
+fn contains(list: &[Arc<Part>], part: &Arc<Part>) -> bool {
+    list.iter().any(|p| Arc::ptr_eq(p, part))
+}
+
+/// Replaces the adjacent run `inputs` of `list` with `merged`, keeping the
+/// sequence order of the list.
+fn replace_run(list: &mut Vec<Arc<Part>>, inputs: &[Arc<Part>], merged: Option<Arc<Part>>) {
+    let at = inputs
+        .first()
+        .and_then(|first| list.iter().position(|p| Arc::ptr_eq(p, first)));
+    list.retain(|p| !contains(inputs, p));
+    if let Some(m) = merged {
+        list.insert(at.unwrap_or(list.len()).min(list.len()), m);
     }
 }
 
