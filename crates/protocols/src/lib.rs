@@ -1,0 +1,43 @@
+//! The wire protocols Cairn ingests, decoded into protocol-neutral batches.
+//!
+//! Each protocol is a sibling module that turns a request body into a
+//! [`WriteBatch`] of canonical series ([`SeriesSamples`]) plus [`metadata`]:
+//!
+//! - [`remote_write`]: Prometheus remote write 1.0 (snappy or zstd protobuf).
+//!
+//! The crate is pure: no I/O, no async, no storage. The HTTP layer picks the
+//! protocol by endpoint, hands the body to the protocol's decoder, answers a
+//! failure with the status of its [`ErrorKind`], and appends the batch.
+
+#![deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+#![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing))]
+
+mod batch;
+mod limits;
+pub mod metadata;
+pub mod remote_write;
+
+pub use batch::{SeriesSamples, WriteBatch};
+pub use limits::DecodeLimits;
+pub use metadata::{MetricMetadata, MetricType};
+
+/// How a protocol decode failure should be answered: one match for the HTTP
+/// layer, whichever protocol failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// The body's content encoding is not one the protocol accepts (HTTP 415).
+    UnsupportedEncoding,
+    /// The body is malformed, too large or names an invalid series (HTTP 400).
+    /// Retrying the same body cannot succeed.
+    BadData,
+}
+
+impl ErrorKind {
+    /// The HTTP status code for this kind of failure.
+    pub fn http_status(self) -> u16 {
+        match self {
+            Self::UnsupportedEncoding => 415,
+            Self::BadData => 400,
+        }
+    }
+}

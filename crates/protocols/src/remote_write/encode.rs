@@ -1,0 +1,177 @@
+//! Builds request bodies as Prometheus sends them: a protobuf
+//! `WriteRequest`, snappy block-compressed (or zstd, or identity).
+
+use cairn_model::{Label, Sample};
+use prost::encoding::{encode_varint, encoded_len_varint};
+
+use super::ContentEncoding;
+use crate::{MetricMetadata, SeriesSamples};
+
+/// Why a request could not be encoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// Snappy's block format cannot hold more than about 4 GiB.
+    #[error("encoded request is {0} bytes, too large for snappy")]
+    TooLarge(usize),
+    #[error("{encoding} compression failed: {reason}")]
+    Compress { encoding: ContentEncoding, reason: String },
+}
+
+/// Appends a snappy-compressed `WriteRequest` to `dst`, exactly as
+/// Prometheus sends it (`Content-Encoding: snappy`).
+///
+/// Labels go out in `Labels`' canonical (sorted) order; proto3 defaults
+/// (empty strings, zero timestamps, a `+0.0` value) are omitted as protobuf
+/// encoders do. Unlike Prometheus' encoder, a `-0.0` value is written rather
+/// than omitted, so it survives the round trip bit-exact.
+pub fn encode_write_request(
+    series: &[SeriesSamples],
+    metadata: &[MetricMetadata],
+    dst: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    encode_write_request_with(series, metadata, ContentEncoding::Snappy, dst)
+}
+
+/// Like [`encode_write_request`], compressed as `encoding` says.
+pub fn encode_write_request_with(
+    series: &[SeriesSamples],
+    metadata: &[MetricMetadata],
+    encoding: ContentEncoding,
+    dst: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    if encoding == ContentEncoding::Identity {
+        encode_protobuf(series, metadata, dst);
+        return Ok(());
+    }
+    let mut pb = Vec::new();
+    encode_protobuf(series, metadata, &mut pb);
+    let failed = |reason: String| EncodeError::Compress { encoding, reason };
+    match encoding {
+        ContentEncoding::Snappy => {
+            let max = snap::raw::max_compress_len(pb.len());
+            if max == 0 {
+                return Err(EncodeError::TooLarge(pb.len()));
+            }
+            let start = dst.len();
+            dst.resize(start + max, 0);
+            let out = dst.get_mut(start..).unwrap_or_default();
+            let n = snap::raw::Encoder::new()
+                .compress(&pb, out)
+                .map_err(|e| failed(e.to_string()))?;
+            dst.truncate(start + n);
+        }
+        ContentEncoding::Zstd => {
+            let out = zstd::bulk::compress(&pb, zstd::DEFAULT_COMPRESSION_LEVEL).map_err(|e| failed(e.to_string()))?;
+            dst.extend_from_slice(&out);
+        }
+        ContentEncoding::Identity => {}
+    }
+    Ok(())
+}
+
+// Field keys: (field number << 3) | wire type.
+const KEY_1_LEN: u8 = 0x0a;
+const KEY_2_LEN: u8 = 0x12;
+const KEY_3_LEN: u8 = 0x1a;
+const KEY_4_LEN: u8 = 0x22;
+const KEY_5_LEN: u8 = 0x2a;
+const KEY_1_FIXED64: u8 = 0x09;
+const KEY_1_VARINT: u8 = 0x08;
+const KEY_2_VARINT: u8 = 0x10;
+
+/// Appends the uncompressed `WriteRequest`.
+fn encode_protobuf(series: &[SeriesSamples], metadata: &[MetricMetadata], dst: &mut Vec<u8>) {
+    for s in series {
+        let len = series_len(s);
+        dst.reserve(len + 6);
+        dst.push(KEY_1_LEN);
+        encode_varint(len as u64, dst);
+        for l in &s.labels {
+            dst.push(KEY_1_LEN);
+            encode_varint(label_len(l) as u64, dst);
+            put_str(KEY_1_LEN, &l.name, dst);
+            put_str(KEY_2_LEN, &l.value, dst);
+        }
+        for smp in &s.samples {
+            dst.push(KEY_2_LEN);
+            encode_varint(sample_len(smp) as u64, dst);
+            if smp.v.to_bits() != 0 {
+                dst.push(KEY_1_FIXED64);
+                dst.extend_from_slice(&smp.v.to_le_bytes());
+            }
+            if smp.t != 0 {
+                dst.push(KEY_2_VARINT);
+                encode_varint(smp.t as u64, dst);
+            }
+        }
+    }
+    for m in metadata {
+        let kind = super::proto::MetricType::from(m.metric_type) as u64;
+        let len = if kind == 0 { 0 } else { 1 + encoded_len_varint(kind) }
+            + str_len(&m.metric_family_name)
+            + str_len(&m.help)
+            + str_len(&m.unit);
+        dst.push(KEY_3_LEN);
+        encode_varint(len as u64, dst);
+        if kind != 0 {
+            dst.push(KEY_1_VARINT);
+            encode_varint(kind, dst);
+        }
+        put_str(KEY_2_LEN, &m.metric_family_name, dst);
+        put_str(KEY_4_LEN, &m.help, dst);
+        put_str(KEY_5_LEN, &m.unit, dst);
+    }
+}
+
+fn put_str(key: u8, s: &str, dst: &mut Vec<u8>) {
+    if !s.is_empty() {
+        dst.push(key);
+        encode_varint(s.len() as u64, dst);
+        dst.extend_from_slice(s.as_bytes());
+    }
+}
+
+/// Encoded length of a string field, omitted when empty.
+fn str_len(s: &str) -> usize {
+    if s.is_empty() {
+        0
+    } else {
+        1 + encoded_len_varint(s.len() as u64) + s.len()
+    }
+}
+
+fn label_len(l: &Label) -> usize {
+    str_len(&l.name) + str_len(&l.value)
+}
+
+fn sample_len(s: &Sample) -> usize {
+    let v = if s.v.to_bits() != 0 { 9 } else { 0 };
+    let t = if s.t != 0 {
+        1 + encoded_len_varint(s.t as u64)
+    } else {
+        0
+    };
+    v + t
+}
+
+/// Encoded length of one `TimeSeries` body.
+fn series_len(s: &SeriesSamples) -> usize {
+    let labels: usize = s
+        .labels
+        .iter()
+        .map(|l| {
+            let n = label_len(l);
+            1 + encoded_len_varint(n as u64) + n
+        })
+        .sum();
+    let samples: usize = s
+        .samples
+        .iter()
+        .map(|smp| {
+            let n = sample_len(smp);
+            1 + encoded_len_varint(n as u64) + n
+        })
+        .sum();
+    labels + samples
+}
