@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use cairn_storage::StorageError;
@@ -267,7 +267,7 @@ impl Partition {
     /// Rewrites every disk part into one, dropping deleted samples.
     pub fn compact_all(&self) -> Result<u64, StorageError> {
         let disk = self.parts.read().disk.clone();
-        if disk.is_empty() {
+        if disk.is_empty() || (disk.len() == 1 && self.tombstones.read().is_empty()) {
             return Ok(0);
         }
         self.replace_disk_parts(&disk)
@@ -276,9 +276,11 @@ impl Partition {
     fn replace_disk_parts(&self, inputs: &[Arc<Part>]) -> Result<u64, StorageError> {
         let written = self.write_merged(inputs)?;
         let bytes = written.as_ref().map_or(0, |p| p.size_bytes());
+        let output = written.as_ref().and_then(|w| w.path().map(Path::to_path_buf));
         self.edit_parts(|parts| replace_run(&mut parts.disk, inputs, written));
         for p in inputs {
-            if let Some(path) = p.path() {
+            // Rewriting a single part keeps its name: the rename already replaced it.
+            if let Some(path) = p.path().filter(|&path| Some(path) != output.as_deref()) {
                 fs::remove_file(path).map_err(StorageError::io("remove merged part", path))?;
             }
         }

@@ -209,3 +209,20 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Found by `tsdb_agrees_with_reference_model`: compacting a lone part wrote
+/// its output under the input's name and then deleted it as an input.
+#[test]
+fn regress_compacting_single_part_with_tombstone_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = now() - HOUR;
+    let db = Tsdb::open(config(dir.path())).unwrap();
+    let mut app = db.appender();
+    app.append(&series(0), &[Sample::new(t, 1.0)]).unwrap();
+    app.commit().unwrap();
+    db.delete_series(&[Matcher::equal("i", "0")], t + 1, t + 1).unwrap();
+    db.compact().unwrap();
+    drop(db);
+    let db = Tsdb::open(config(dir.path())).unwrap();
+    assert_eq!(all(&db), vec![(series(0), vec![Sample::new(t, 1.0)])]);
+}

@@ -1,0 +1,94 @@
+//! Model-based test: random sequences of writes, flushes, merges, deletes and
+//! reopens against the TSDB and against `MemStorage`, the reference
+//! implementation; every read must agree.
+
+use cairn_model::{Labels, Matcher, Sample};
+use cairn_storage::conformance::read;
+use cairn_storage::{Admin, Appendable, MemStorage, Queryable};
+use cairn_tsdb::{Config, Tsdb};
+use proptest::prelude::*;
+
+const HOUR: i64 = 3_600_000;
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// (series, offset in 15 s steps, value)
+    Append(Vec<(u8, u16, i16)>),
+    Flush,
+    Maintain,
+    Compact,
+    Delete {
+        series: u8,
+        from: u16,
+        to: u16,
+    },
+    Reopen,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => proptest::collection::vec((0u8..6, 0u16..8000, any::<i16>()), 1..40).prop_map(Op::Append),
+        1 => Just(Op::Flush),
+        1 => Just(Op::Maintain),
+        1 => Just(Op::Compact),
+        1 => (0u8..6, 0u16..8000, 0u16..8000).prop_map(|(series, a, b)| Op::Delete { series, from: a.min(b), to: a.max(b) }),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+fn labels(series: u8) -> Labels {
+    Labels::from_pairs([("__name__", "m"), ("s", &series.to_string())])
+}
+
+fn config(dir: &std::path::Path) -> Config {
+    let mut c = Config::new(dir);
+    c.background = false;
+    c.max_rows_per_buffer = 50;
+    c
+}
+
+fn everything(s: &dyn Queryable) -> Vec<(Labels, Vec<Sample>)> {
+    read(s, &[Matcher::equal("__name__", "m")], i64::MIN / 2, i64::MAX / 2)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn tsdb_agrees_with_reference_model(ops in proptest::collection::vec(op(), 1..25)) {
+        let dir = tempfile::tempdir().unwrap();
+        // 8000 steps of 15 s span ~33 h: data lands in two or three day partitions.
+        let base = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64 - 40 * HOUR;
+        let t = |step: u16| base + i64::from(step) * 15_000;
+        let model = MemStorage::new();
+        let mut db = Some(Tsdb::open(config(dir.path())).unwrap());
+        for op in ops {
+            let d = db.as_ref().unwrap();
+            match op {
+                Op::Append(points) => {
+                    let (mut a, mut b) = (d.appender(), model.appender());
+                    for (s, step, v) in points {
+                        let sample = [Sample::new(t(step), f64::from(v))];
+                        a.append(&labels(s), &sample).unwrap();
+                        b.append(&labels(s), &sample).unwrap();
+                    }
+                    a.commit().unwrap();
+                    b.commit().unwrap();
+                }
+                Op::Flush => d.flush().unwrap(),
+                Op::Maintain => d.maintain().unwrap(),
+                Op::Compact => d.compact().unwrap(),
+                Op::Delete { series, from, to } => {
+                    let m = [Matcher::equal("s", series.to_string())];
+                    d.delete_series(&m, t(from), t(to)).unwrap();
+                    model.delete_series(&m, t(from), t(to)).unwrap();
+                }
+                Op::Reopen => {
+                    drop(db.take());
+                    db = Some(Tsdb::open(config(dir.path())).unwrap());
+                }
+            }
+            prop_assert_eq!(everything(db.as_ref().unwrap()), everything(&model));
+        }
+    }
+}
