@@ -1,0 +1,261 @@
+//! Codings for a stream of residuals (small signed integers: the misses of an
+//! [`crate::intseq`] model). The coding goes in the low nibble of the block's tag.
+
+use crate::Error;
+use crate::bits::{BitReader, BitWriter};
+use crate::cursor::Cursor;
+use crate::varint::{put_uvarint, put_varint, zigzag_decode, zigzag_encode};
+
+/// Residual streams shorter than this skip the zstd attempt: its frame overhead
+/// (~12 bytes) rarely pays off, and compressing every small block costs encode time.
+const ZSTD_MIN_RESIDUALS: usize = 256;
+const ZSTD_LEVEL: i32 = 3;
+/// The decoder refuses zstd payloads claiming to expand past both of these, which
+/// bounds what garbage can make it allocate; the encoder never writes such payloads.
+const MAX_ZSTD_EXPANSION: usize = 256;
+const ZSTD_RAW_LEN_ALWAYS_ALLOWED: usize = 1 << 20;
+
+/// The bit coding has six buckets. Bucket `i` is written as `i` one bits, a zero bit
+/// (left out for the last bucket), then the zigzagged residual in `bucket_widths(k)[i]`
+/// bits: bucket 0 is a zero residual in one bit, bucket 1 fits the block's typical
+/// residual in `k` bits, and wider buckets catch outliers.
+const BUCKETS: usize = 6;
+const MAX_K: u8 = 24;
+
+fn bucket_widths(k: u8) -> [u32; BUCKETS] {
+    let k = u32::from(k);
+    [0, k, k + 3, k + 7, k + 14, 64]
+}
+
+/// How the residual stream is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Coding {
+    /// One zigzag varint per residual.
+    Varint = 0,
+    /// `k: u8`, then the bucketed bit code above: one bit for a zero residual.
+    Bits = 1,
+    /// `uvarint raw_len, uvarint frame_len, zstd frame` of the varint stream.
+    ZstdVarint = 2,
+}
+
+impl Coding {
+    pub(crate) fn from_nibble(nibble: u8) -> Option<Self> {
+        match nibble {
+            0 => Some(Coding::Varint),
+            1 => Some(Coding::Bits),
+            2 => Some(Coding::ZstdVarint),
+            _ => None,
+        }
+    }
+}
+
+/// Appends `residuals` in the smallest of the codings tried and returns which.
+pub(crate) fn encode(dst: &mut Vec<u8>, residuals: &[i64]) -> Coding {
+    let mut varints = Vec::with_capacity(residuals.len());
+    for &r in residuals {
+        put_varint(&mut varints, r);
+    }
+    let mut bits = Vec::with_capacity(residuals.len() / 4);
+    write_bits(&mut bits, residuals);
+    let zstd = if residuals.len() >= ZSTD_MIN_RESIDUALS {
+        zstd_body(&varints)
+    } else {
+        None
+    };
+
+    let (coding, body) = match zstd {
+        Some(z) if z.len() < varints.len().min(bits.len()) => (Coding::ZstdVarint, z),
+        _ if bits.len() < varints.len() => (Coding::Bits, bits),
+        _ => (Coding::Varint, varints),
+    };
+    dst.extend_from_slice(&body);
+    coding
+}
+
+/// Writes `k` and the bit stream, with the `k` that makes it shortest.
+fn write_bits(dst: &mut Vec<u8>, residuals: &[i64]) {
+    // Residuals by significant bits of their zigzag code; that is all the cost needs.
+    let mut by_len = [0usize; 65];
+    for &r in residuals {
+        if let Some(n) = by_len.get_mut((64 - zigzag_encode(r).leading_zeros()) as usize) {
+            *n += 1;
+        }
+    }
+    let present: Vec<(u32, usize)> = (0..=64u32).zip(by_len).filter(|&(_, n)| n > 0).collect();
+    let cost = |k: u8| -> usize {
+        let widths = bucket_widths(k);
+        present
+            .iter()
+            .map(|&(len, n)| {
+                let bucket = bucket_for(&widths, len);
+                let width = widths.get(bucket).copied().unwrap_or(64);
+                let prefix = if bucket + 1 == BUCKETS { bucket } else { bucket + 1 };
+                n * (prefix + width as usize)
+            })
+            .sum()
+    };
+    let k = (1..=MAX_K).min_by_key(|&k| cost(k)).unwrap_or(MAX_K);
+    let widths = bucket_widths(k);
+
+    dst.push(k);
+    let mut w = BitWriter::new(dst);
+    for &r in residuals {
+        let z = zigzag_encode(r);
+        let bucket = bucket_for(&widths, 64 - z.leading_zeros());
+        w.write(u64::MAX, bucket as u32);
+        if bucket + 1 < BUCKETS {
+            w.write_bit(false);
+        }
+        w.write(z, widths.get(bucket).copied().unwrap_or(64));
+    }
+    w.finish();
+}
+
+/// The narrowest bucket holding a zigzag code of `len` significant bits.
+fn bucket_for(widths: &[u32; BUCKETS], len: u32) -> usize {
+    widths.iter().position(|&w| w >= len).unwrap_or(BUCKETS - 1)
+}
+
+/// The zstd coding's body, or `None` when zstd fails or would expand past what the
+/// decoder accepts.
+fn zstd_body(varints: &[u8]) -> Option<Vec<u8>> {
+    let frame = zstd::bulk::compress(varints, ZSTD_LEVEL).ok()?;
+    if !zstd_raw_len_allowed(varints.len(), frame.len()) {
+        return None;
+    }
+    let mut body = Vec::with_capacity(frame.len() + 2 * crate::varint::MAX_UVARINT_LEN);
+    put_uvarint(&mut body, varints.len() as u64);
+    put_uvarint(&mut body, frame.len() as u64);
+    body.extend_from_slice(&frame);
+    Some(body)
+}
+
+fn zstd_raw_len_allowed(raw_len: usize, frame_len: usize) -> bool {
+    raw_len <= ZSTD_RAW_LEN_ALWAYS_ALLOWED || raw_len <= frame_len.saturating_mul(MAX_ZSTD_EXPANSION)
+}
+
+pub(crate) fn decode(cur: &mut Cursor<'_>, n: usize, coding: Coding, out: &mut Vec<i64>) -> Result<(), Error> {
+    match coding {
+        Coding::Varint => {
+            // Every varint takes at least a byte.
+            if n > cur.remaining() {
+                return Err(Error::Corrupt {
+                    what: "residual count beyond input",
+                    offset: cur.offset(),
+                });
+            }
+            out.reserve(n);
+            for _ in 0..n {
+                out.push(cur.varint("residual")?);
+            }
+        }
+        Coding::Bits => {
+            let k_offset = cur.offset();
+            let k = cur.u8("bit coding parameter")?;
+            if !(1..=MAX_K).contains(&k) {
+                return Err(Error::Corrupt {
+                    what: "bit coding parameter",
+                    offset: k_offset,
+                });
+            }
+            let widths = bucket_widths(k);
+            // Every residual takes at least a bit.
+            if n > cur.remaining().saturating_mul(8) {
+                return Err(Error::Corrupt {
+                    what: "residual count beyond input",
+                    offset: cur.offset(),
+                });
+            }
+            out.reserve(n);
+            let mut r = BitReader::new(cur.rest(), cur.offset());
+            for _ in 0..n {
+                let mut bucket = 0;
+                while bucket + 1 < BUCKETS && r.read_bit()? {
+                    bucket += 1;
+                }
+                let width = widths.get(bucket).copied().unwrap_or(64);
+                out.push(zigzag_decode(r.read(width)?));
+            }
+            cur.advance(r.bytes_consumed());
+        }
+        Coding::ZstdVarint => {
+            let raw_len = cur.count("zstd raw length", usize::MAX)?;
+            let frame_offset = cur.offset();
+            let frame_len = cur.count("zstd frame length", cur.remaining())?;
+            let frame = cur.take(frame_len, "zstd frame")?;
+            if !zstd_raw_len_allowed(raw_len, frame_len) || n > raw_len {
+                return Err(Error::Corrupt {
+                    what: "zstd raw length",
+                    offset: frame_offset,
+                });
+            }
+            let raw = zstd::bulk::decompress(frame, raw_len).map_err(|_| Error::Corrupt {
+                what: "zstd frame",
+                offset: frame_offset,
+            })?;
+            if raw.len() != raw_len {
+                return Err(Error::Corrupt {
+                    what: "zstd raw length",
+                    offset: frame_offset,
+                });
+            }
+            let mut inner = Cursor::new(&raw);
+            decode(&mut inner, n, Coding::Varint, out)
+                .map_err(|e| e.relocated("zstd-compressed residual", frame_offset))?;
+            if inner.remaining() != 0 {
+                return Err(Error::Corrupt {
+                    what: "trailing bytes in zstd stream",
+                    offset: frame_offset,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Round-trips `residuals` and returns the coding chosen and the encoded size.
+    fn check(residuals: &[i64]) -> (Coding, usize) {
+        let mut buf = Vec::new();
+        let coding = encode(&mut buf, residuals);
+        let size = buf.len();
+        buf.push(0xee);
+        let mut cur = Cursor::new(&buf);
+        let mut out = Vec::new();
+        decode(&mut cur, residuals.len(), coding, &mut out).unwrap();
+        assert_eq!(out, residuals);
+        assert_eq!(cur.rest(), [0xee]);
+        (coding, size)
+    }
+
+    #[test]
+    fn bit_coding_picks_k_for_the_typical_residual() {
+        // Zigzag codes up to 15: k = 4, so 6 bits per non-zero residual, 1 per zero.
+        let jitter: Vec<i64> = (0..80).map(|i| [0, 3, -4, 7, -8][i % 5]).collect();
+        assert_eq!(check(&jitter), (Coding::Bits, 1 + (16 + 64 * 6) / 8));
+        // One outlier goes to a wide bucket instead of widening the others.
+        let mut outlier = jitter.clone();
+        outlier[40] = 1 << 40;
+        assert_eq!(check(&outlier), (Coding::Bits, 1 + (15 + 64 * 6 + 5 + 64) / 8 + 1));
+    }
+
+    #[test]
+    fn zstd_expansion_is_bounded() {
+        let mut body = Vec::new();
+        put_uvarint(&mut body, 1 << 40);
+        put_uvarint(&mut body, 1);
+        body.push(0);
+        let mut cur = Cursor::new(&body);
+        let err = decode(&mut cur, 5, Coding::ZstdVarint, &mut Vec::new()).unwrap_err();
+        assert_eq!(
+            err,
+            Error::Corrupt {
+                what: "zstd raw length",
+                offset: 6
+            }
+        );
+    }
+}
