@@ -1,0 +1,15 @@
+//! Ingestion benchmark for Cairn: replays a recorded node_exporter trace as a
+//! fleet of targets over Prometheus remote write and measures the server
+//! process from the outside (`/proc`, the data directory, HTTP).
+//!
+//! This crate knows only wire protocols (remote write in, Prometheus HTTP
+//! API out), never Cairn's storage or query internals, so the same harness
+//! measures any compatible server.
+
+pub mod fleet;
+pub mod procfs;
+pub mod sender;
+pub mod trace;
+
+/// The trace shipped with the project's benchmark data.
+pub const DEFAULT_TRACE: &str = "/work/shared/benchdata/node-exporter-trace.prom.gz";
