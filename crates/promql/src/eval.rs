@@ -1,0 +1,1018 @@
+//! The evaluator: every node is evaluated for all steps at once.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use cairn_model::{Label, Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
+use cairn_storage::{Queryable, SelectHints};
+use promql_parser::label::MatchOp as PMatchOp;
+use promql_parser::parser::{
+    AggregateExpr, AtModifier, BinaryExpr, Expr, LabelModifier, MatrixSelector, Offset, SubqueryExpr,
+    VectorMatchCardinality, VectorSelector,
+};
+
+use crate::value::{InstantSample, RangeSeries, SampleValue, Value};
+use crate::{EngineOptions, QueryError, QueryOptions, QueryResult};
+
+pub(crate) type Result<T> = std::result::Result<T, QueryError>;
+
+/// Default subquery step when none is given (Prometheus' evaluation interval).
+const DEFAULT_SUBQUERY_STEP: i64 = 60_000;
+
+/// One series of an intermediate result: points at evaluation steps (vectors)
+/// or raw samples (range vectors).
+#[derive(Debug, Clone)]
+pub(crate) struct Series {
+    pub labels: Labels,
+    /// Delayed `__name__` removal (Prometheus 3): dropped when the query ends.
+    pub drop_name: bool,
+    pub pts: Vec<(i64, f64)>,
+}
+
+pub(crate) enum Val {
+    /// One value per step.
+    Scalar(Vec<f64>),
+    Str(String),
+    Vector(Vec<Series>),
+    Matrix(Vec<Series>),
+}
+
+impl Val {
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Val::Scalar(_) => "scalar",
+            Val::Str(_) => "string",
+            Val::Vector(_) => "instant vector",
+            Val::Matrix(_) => "range vector",
+        }
+    }
+}
+
+/// The steps a node is evaluated at. `step == 0` means a single step.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ctx {
+    pub start: i64,
+    pub end: i64,
+    pub step: i64,
+}
+
+impl Ctx {
+    pub fn n(&self) -> usize {
+        if self.step == 0 || self.end < self.start {
+            if self.end < self.start { 0 } else { 1 }
+        } else {
+            ((self.end - self.start) / self.step) as usize + 1
+        }
+    }
+    pub fn ts(&self, i: usize) -> i64 {
+        self.start + i as i64 * self.step
+    }
+    pub fn idx(&self, t: i64) -> usize {
+        if self.step == 0 {
+            0
+        } else {
+            ((t - self.start) / self.step) as usize
+        }
+    }
+}
+
+/// Window parameters of a range-vector argument.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RangeArg {
+    pub range: i64,
+    pub offset: i64,
+    pub at: Option<i64>,
+}
+
+impl RangeArg {
+    /// `(start, end]` of the window evaluated at step time `ts`.
+    pub fn window(&self, ts: i64) -> (i64, i64) {
+        let end = self.at.unwrap_or(ts) - self.offset;
+        (end - self.range, end)
+    }
+}
+
+pub(crate) struct Ev<'a> {
+    q: &'a dyn Queryable,
+    pub lookback: i64,
+    pub qstart: i64,
+    pub qend: i64,
+    max_samples: usize,
+    samples: usize,
+    deadline: Instant,
+    cancel: Option<Arc<AtomicBool>>,
+    pub warnings: Vec<String>,
+    pub infos: Vec<String>,
+}
+
+pub(crate) struct RunSpec<'a> {
+    pub ast: &'a Expr,
+    pub start: i64,
+    pub end: i64,
+    pub step: i64,
+    pub instant: bool,
+}
+
+pub(crate) fn run(
+    opts: &EngineOptions,
+    qo: &QueryOptions,
+    q: &dyn Queryable,
+    spec: RunSpec<'_>,
+) -> Result<QueryResult> {
+    let lookback = qo.lookback_delta.unwrap_or(opts.lookback_delta).as_millis() as i64;
+    let timeout = qo.timeout.unwrap_or(opts.timeout);
+    let mut ev = Ev {
+        q,
+        lookback: if lookback <= 0 { 300_000 } else { lookback },
+        qstart: spec.start,
+        qend: spec.end,
+        max_samples: opts.max_samples,
+        samples: 0,
+        deadline: Instant::now() + timeout,
+        cancel: qo.cancel.clone(),
+        warnings: Vec::new(),
+        infos: Vec::new(),
+    };
+    let ctx = Ctx {
+        start: spec.start,
+        end: spec.end,
+        step: spec.step,
+    };
+    if !spec.instant && ctx.n() > opts.max_points_per_series {
+        return Err(QueryError::BadData(
+            "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"
+                .into(),
+        ));
+    }
+    let v = ev.eval(spec.ast, ctx)?;
+    let value = match v {
+        Val::Scalar(vs) => {
+            if spec.instant {
+                Value::Scalar {
+                    t: spec.start,
+                    v: vs.first().copied().unwrap_or(f64::NAN),
+                }
+            } else {
+                let floats = vs.iter().enumerate().map(|(i, &v)| Sample::new(ctx.ts(i), v)).collect();
+                Value::Matrix(vec![RangeSeries {
+                    metric: Labels::empty(),
+                    floats,
+                    histograms: Vec::new(),
+                }])
+            }
+        }
+        Val::Str(s) => Value::String { t: spec.start, s },
+        Val::Vector(ss) => {
+            let ss = cleanup(ss)?;
+            if spec.instant {
+                Value::Vector(
+                    ss.into_iter()
+                        .filter_map(|s| {
+                            s.pts.first().map(|&(t, v)| InstantSample {
+                                metric: s.labels,
+                                t,
+                                value: SampleValue::Float(v),
+                            })
+                        })
+                        .collect(),
+                )
+            } else {
+                let mut m: Vec<RangeSeries> = ss.into_iter().map(to_range_series).collect();
+                m.sort_by(|a, b| a.metric.cmp(&b.metric));
+                Value::Matrix(m)
+            }
+        }
+        Val::Matrix(ss) => {
+            let ss = cleanup(ss)?;
+            Value::Matrix(ss.into_iter().map(to_range_series).collect())
+        }
+    };
+    ev.warnings.dedup();
+    ev.infos.dedup();
+    Ok(QueryResult {
+        value,
+        warnings: ev.warnings,
+        infos: ev.infos,
+    })
+}
+
+fn to_range_series(s: Series) -> RangeSeries {
+    RangeSeries {
+        metric: s.labels,
+        floats: s.pts.into_iter().map(|(t, v)| Sample::new(t, v)).collect(),
+        histograms: Vec::new(),
+    }
+}
+
+/// Applies delayed name removal and rejects duplicate label sets (series with
+/// equal labels are merged when their points do not collide).
+fn cleanup(ss: Vec<Series>) -> Result<Vec<Series>> {
+    let mut out: Vec<Series> = Vec::with_capacity(ss.len());
+    let mut index: HashMap<Labels, usize> = HashMap::with_capacity(ss.len());
+    for mut s in ss {
+        if s.drop_name {
+            s.labels.remove(METRIC_NAME);
+            s.drop_name = false;
+        }
+        match index.get(&s.labels) {
+            Some(&i) => {
+                let existing = &mut out[i];
+                let ts: HashSet<i64> = existing.pts.iter().map(|p| p.0).collect();
+                if s.pts.iter().any(|p| ts.contains(&p.0)) {
+                    return Err(dup_labelset());
+                }
+                existing.pts.extend(s.pts);
+                existing.pts.sort_by_key(|p| p.0);
+            }
+            None => {
+                index.insert(s.labels.clone(), out.len());
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn dup_labelset() -> QueryError {
+    QueryError::Execution("vector cannot contain metrics with the same labelset".into())
+}
+
+pub(crate) fn labels_from(v: Vec<Label>) -> Labels {
+    Labels::new(v).unwrap_or_default()
+}
+
+fn duration_ms(d: &std::time::Duration) -> i64 {
+    d.as_millis() as i64
+}
+
+fn offset_ms(o: &Option<Offset>) -> i64 {
+    match o {
+        None => 0,
+        Some(Offset::Pos(d)) => duration_ms(d),
+        Some(Offset::Neg(d)) => -duration_ms(d),
+    }
+}
+
+fn system_time_ms(t: &SystemTime) -> i64 {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => d.as_millis() as i64,
+        Err(e) => -(e.duration().as_millis() as i64),
+    }
+}
+
+pub(crate) fn unwrap_parens(e: &Expr) -> &Expr {
+    match e {
+        Expr::Paren(p) => unwrap_parens(&p.expr),
+        e => e,
+    }
+}
+
+/// Accumulates per-step outputs into series keyed by labels.
+pub(crate) struct OutAcc {
+    index: HashMap<Labels, usize>,
+    pub series: Vec<Series>,
+}
+
+impl OutAcc {
+    pub fn new() -> Self {
+        Self {
+            index: HashMap::new(),
+            series: Vec::new(),
+        }
+    }
+    pub fn push(&mut self, labels: Labels, drop_name: bool, t: i64, v: f64) -> Result<()> {
+        if let Some(&i) = self.index.get(&labels) {
+            let s = &mut self.series[i];
+            if s.pts.last().is_some_and(|p| p.0 == t) {
+                return Err(dup_labelset());
+            }
+            s.drop_name |= drop_name;
+            s.pts.push((t, v));
+        } else {
+            self.index.insert(labels.clone(), self.series.len());
+            self.series.push(Series {
+                labels,
+                drop_name,
+                pts: vec![(t, v)],
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Iterates a vector's points step by step.
+pub(crate) struct StepIter {
+    cursors: Vec<usize>,
+}
+
+impl StepIter {
+    pub fn new(n: usize) -> Self {
+        Self { cursors: vec![0; n] }
+    }
+    /// Calls `f(series index, value)` for every series with a point at `t`.
+    pub fn at(&mut self, ss: &[Series], t: i64, mut f: impl FnMut(usize, f64)) {
+        for (i, s) in ss.iter().enumerate() {
+            let c = &mut self.cursors[i];
+            while *c < s.pts.len() && s.pts[*c].0 < t {
+                *c += 1;
+            }
+            if *c < s.pts.len() && s.pts[*c].0 == t {
+                f(i, s.pts[*c].1);
+            }
+        }
+    }
+}
+
+pub(crate) fn kahan_inc(inc: f64, sum: f64, c: f64) -> (f64, f64) {
+    let t = sum + inc;
+    let c = if t.is_infinite() {
+        0.0
+    } else if sum.abs() >= inc.abs() {
+        c + ((sum - t) + inc)
+    } else {
+        c + ((inc - t) + sum)
+    };
+    (t, c)
+}
+
+/// Go's `math.Max`/`math.Min` (NaN wins).
+pub(crate) fn go_max(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a == 0.0 && b == 0.0 {
+        if a.is_sign_negative() { b } else { a }
+    } else if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+pub(crate) fn go_min(a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        f64::NAN
+    } else if a == 0.0 && b == 0.0 {
+        if a.is_sign_negative() { a } else { b }
+    } else if a < b {
+        a
+    } else {
+        b
+    }
+}
+
+/// Prometheus' quantile over values (sorted in place, NaN first).
+pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
+    if values.is_empty() || q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    values.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
+        (true, true) => std::cmp::Ordering::Equal,
+        (true, false) => std::cmp::Ordering::Less,
+        (false, true) => std::cmp::Ordering::Greater,
+        _ => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
+    });
+    let n = values.len() as f64;
+    let rank = q * (n - 1.0);
+    let lower = rank.floor().max(0.0);
+    let upper = (lower + 1.0).min(n - 1.0);
+    let weight = rank - rank.floor();
+    values[lower as usize] * (1.0 - weight) + values[upper as usize] * weight
+}
+
+fn convert_matchers(vs: &VectorSelector) -> Result<Vec<Vec<Matcher>>> {
+    let conv = |ms: &[promql_parser::label::Matcher]| -> Result<Vec<Matcher>> {
+        let mut out = Vec::with_capacity(ms.len() + 1);
+        if let Some(name) = &vs.name {
+            out.push(Matcher::equal(METRIC_NAME, name.clone()));
+        }
+        for m in ms {
+            let op = match m.op {
+                PMatchOp::Equal => MatchOp::Equal,
+                PMatchOp::NotEqual => MatchOp::NotEqual,
+                PMatchOp::Re(_) => MatchOp::RegexMatch,
+                PMatchOp::NotRe(_) => MatchOp::RegexNoMatch,
+            };
+            out.push(
+                Matcher::new(op, m.name.clone(), m.value.clone()).map_err(|e| QueryError::BadData(e.to_string()))?,
+            );
+        }
+        Ok(out)
+    };
+    let mut sets = Vec::new();
+    if vs.matchers.or_matchers.is_empty() {
+        sets.push(conv(&vs.matchers.matchers)?);
+    } else {
+        for group in &vs.matchers.or_matchers {
+            sets.push(conv(group)?);
+        }
+    }
+    Ok(sets)
+}
+
+impl<'a> Ev<'a> {
+    pub(crate) fn check(&self) -> Result<()> {
+        if let Some(c) = &self.cancel
+            && c.load(Ordering::Relaxed)
+        {
+            return Err(QueryError::Canceled("expression evaluation"));
+        }
+        if Instant::now() > self.deadline {
+            return Err(QueryError::Timeout("expression evaluation"));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn add_samples(&mut self, n: usize) -> Result<()> {
+        self.samples += n;
+        if self.samples > self.max_samples {
+            return Err(QueryError::Execution(
+                "query processing would load too many samples into memory in query execution".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn at_ms(&self, at: &Option<AtModifier>) -> Option<i64> {
+        match at {
+            None => None,
+            Some(AtModifier::Start) => Some(self.qstart),
+            Some(AtModifier::End) => Some(self.qend),
+            Some(AtModifier::At(t)) => Some(system_time_ms(t)),
+        }
+    }
+
+    /// Streams the series selected by `vs` with samples in `[mint, maxt]`.
+    fn select(
+        &mut self,
+        vs: &VectorSelector,
+        mint: i64,
+        maxt: i64,
+        f: &mut dyn FnMut(&mut Self, Labels, Vec<(i64, f64)>) -> Result<()>,
+    ) -> Result<()> {
+        let sets = convert_matchers(vs)?;
+        let querier = self.q.querier(mint, maxt)?;
+        let hints = SelectHints::default();
+        if sets.len() == 1 {
+            let set = querier.select(&hints, &sets[0])?;
+            for s in set {
+                self.check()?;
+                let mut s = s?;
+                let mut pts = Vec::new();
+                while let Some(b) = s.samples.next_block()? {
+                    pts.extend(b.ts.iter().copied().zip(b.vs.iter().copied()));
+                }
+                self.add_samples(pts.len())?;
+                self.samples -= pts.len();
+                f(self, s.labels, pts)?;
+            }
+        } else {
+            // `{a="1" or b="2"}`: union of the alternatives.
+            let mut all: std::collections::BTreeMap<Labels, Vec<(i64, f64)>> = Default::default();
+            for ms in &sets {
+                for s in querier.select(&hints, ms)? {
+                    let mut s = s?;
+                    if all.contains_key(&s.labels) {
+                        continue;
+                    }
+                    let mut pts = Vec::new();
+                    while let Some(b) = s.samples.next_block()? {
+                        pts.extend(b.ts.iter().copied().zip(b.vs.iter().copied()));
+                    }
+                    all.insert(s.labels, pts);
+                }
+            }
+            for (l, pts) in all {
+                f(self, l, pts)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn eval(&mut self, e: &Expr, c: Ctx) -> Result<Val> {
+        self.check()?;
+        match e {
+            Expr::NumberLiteral(n) => Ok(Val::Scalar(vec![n.val; c.n()])),
+            Expr::StringLiteral(s) => Ok(Val::Str(s.val.clone())),
+            Expr::Paren(p) => self.eval(&p.expr, c),
+            Expr::Unary(u) => match self.eval(&u.expr, c)? {
+                Val::Scalar(mut v) => {
+                    v.iter_mut().for_each(|x| *x = -*x);
+                    Ok(Val::Scalar(v))
+                }
+                Val::Vector(mut ss) => {
+                    for s in &mut ss {
+                        s.drop_name = true;
+                        s.pts.iter_mut().for_each(|p| p.1 = -p.1);
+                    }
+                    Ok(Val::Vector(ss))
+                }
+                v => Err(QueryError::BadData(format!(
+                    "unary expression only allowed on expressions of type scalar or instant vector, got {}",
+                    v.kind()
+                ))),
+            },
+            Expr::VectorSelector(vs) => self.eval_vector_selector(vs, c, false),
+            Expr::MatrixSelector(_) | Expr::Subquery(_) => {
+                let mut out = Vec::new();
+                let ts = c.end;
+                let ra = self.range_series(e, c, &mut |ev, labels, drop_name, pts, ra| {
+                    let (ws, we) = ra.window(ts);
+                    let lo = pts.partition_point(|p| p.0 <= ws);
+                    let hi = pts.partition_point(|p| p.0 <= we);
+                    if hi > lo {
+                        ev.add_samples(hi - lo)?;
+                        out.push(Series {
+                            labels,
+                            drop_name,
+                            pts: pts[lo..hi].to_vec(),
+                        });
+                    }
+                    Ok(())
+                })?;
+                let _ = ra;
+                Ok(Val::Matrix(out))
+            }
+            Expr::Call(call) => crate::functions::call(self, call, c),
+            Expr::Aggregate(a) => self.eval_aggregate(a, c),
+            Expr::Binary(b) => self.eval_binary(b, c),
+            Expr::Extension(_) => Err(QueryError::Internal("extension expressions are not supported".into())),
+        }
+    }
+
+    pub(crate) fn eval_scalar(&mut self, e: &Expr, c: Ctx) -> Result<Vec<f64>> {
+        match self.eval(e, c)? {
+            Val::Scalar(v) => Ok(v),
+            v => Err(QueryError::BadData(format!("expected scalar, got {}", v.kind()))),
+        }
+    }
+
+    pub(crate) fn eval_vector(&mut self, e: &Expr, c: Ctx) -> Result<Vec<Series>> {
+        match self.eval(e, c)? {
+            Val::Vector(v) => Ok(v),
+            v => Err(QueryError::BadData(format!(
+                "expected instant vector, got {}",
+                v.kind()
+            ))),
+        }
+    }
+
+    /// Instant selector: the newest sample in `(t - lookback, t]` per step,
+    /// unless it is a stale marker. With `sample_ts`, the value is the
+    /// sample's timestamp in seconds (for `timestamp()`).
+    pub(crate) fn eval_vector_selector(&mut self, vs: &VectorSelector, c: Ctx, sample_ts: bool) -> Result<Val> {
+        let off = offset_ms(&vs.offset);
+        let at = self.at_ms(&vs.at);
+        let lookback = self.lookback;
+        let (mint, maxt) = match at {
+            Some(a) => (a - off - lookback + 1, a - off),
+            None => (c.start - off - lookback + 1, c.end - off),
+        };
+        let mut out = Vec::new();
+        let n = c.n();
+        self.select(vs, mint, maxt, &mut |ev, labels, samples| {
+            let mut pts = Vec::new();
+            let mut cursor = 0usize;
+            for i in 0..n {
+                let ts = c.ts(i);
+                let rt = at.unwrap_or(ts) - off;
+                if at.is_some() {
+                    cursor = samples.partition_point(|p| p.0 <= rt);
+                } else {
+                    while cursor < samples.len() && samples[cursor].0 <= rt {
+                        cursor += 1;
+                    }
+                }
+                if cursor > 0 {
+                    let (st, sv) = samples[cursor - 1];
+                    if st > rt - lookback && !is_stale_nan(sv) {
+                        pts.push((ts, if sample_ts { st as f64 / 1000.0 } else { sv }));
+                    }
+                }
+            }
+            if !pts.is_empty() {
+                ev.add_samples(pts.len())?;
+                out.push(Series {
+                    labels,
+                    drop_name: false,
+                    pts,
+                });
+            }
+            Ok(())
+        })?;
+        Ok(Val::Vector(out))
+    }
+
+    /// Streams the series of a range-vector expression (matrix selector or
+    /// subquery), each with all its samples needed for the steps of `c`
+    /// (stale markers removed), to `f(labels, drop_name, samples, window)`.
+    pub(crate) fn range_series(
+        &mut self,
+        e: &Expr,
+        c: Ctx,
+        f: &mut dyn FnMut(&mut Self, Labels, bool, &[(i64, f64)], RangeArg) -> Result<()>,
+    ) -> Result<RangeArg> {
+        match unwrap_parens(e) {
+            Expr::MatrixSelector(MatrixSelector { vs, range }) => {
+                let ra = RangeArg {
+                    range: duration_ms(range),
+                    offset: offset_ms(&vs.offset),
+                    at: self.at_ms(&vs.at),
+                };
+                let (mint, maxt) = match ra.at {
+                    Some(a) => (a - ra.offset - ra.range + 1, a - ra.offset),
+                    None => (c.start - ra.offset - ra.range + 1, c.end - ra.offset),
+                };
+                self.select(vs, mint, maxt, &mut |ev, labels, mut samples| {
+                    samples.retain(|p| !is_stale_nan(p.1));
+                    f(ev, labels, false, &samples, ra)
+                })?;
+                Ok(ra)
+            }
+            Expr::Subquery(sq) => {
+                let (series, ra) = self.eval_subquery(sq, c)?;
+                for s in series {
+                    self.check()?;
+                    f(self, s.labels, s.drop_name, &s.pts, ra)?;
+                }
+                Ok(ra)
+            }
+            other => Err(QueryError::BadData(format!(
+                "expected type range vector in call to function, got {}",
+                crate::value::type_name(other.value_type())
+            ))),
+        }
+    }
+
+    fn eval_subquery(&mut self, sq: &SubqueryExpr, c: Ctx) -> Result<(Vec<Series>, RangeArg)> {
+        let ra = RangeArg {
+            range: duration_ms(&sq.range),
+            offset: offset_ms(&sq.offset),
+            at: self.at_ms(&sq.at),
+        };
+        let step = sq
+            .step
+            .as_ref()
+            .map(duration_ms)
+            .filter(|&s| s > 0)
+            .unwrap_or(DEFAULT_SUBQUERY_STEP);
+        let ref_start = ra.at.unwrap_or(c.start) - ra.offset;
+        let ref_end = ra.at.unwrap_or(c.end) - ra.offset;
+        let mut start = step * ((ref_start - ra.range) / step);
+        if start <= ref_start - ra.range {
+            start += step;
+        }
+        if start > ref_end {
+            return Ok((Vec::new(), ra));
+        }
+        let inner = Ctx {
+            start,
+            end: ref_end,
+            step,
+        };
+        let series = match self.eval(&sq.expr, inner)? {
+            Val::Vector(ss) => ss,
+            Val::Scalar(vs) => vec![Series {
+                labels: Labels::empty(),
+                drop_name: false,
+                pts: vs.iter().enumerate().map(|(i, &v)| (inner.ts(i), v)).collect(),
+            }],
+            v => {
+                return Err(QueryError::BadData(format!(
+                    "subquery is only allowed on instant vector, got {}",
+                    v.kind()
+                )));
+            }
+        };
+        Ok((series, ra))
+    }
+
+    // ---------------------------------------------------------------- binary
+
+    fn eval_binary(&mut self, b: &BinaryExpr, c: Ctx) -> Result<Val> {
+        let op = b.op.to_string();
+        let return_bool = b.return_bool();
+        let lhs = self.eval(&b.lhs, c)?;
+        let rhs = self.eval(&b.rhs, c)?;
+        match (lhs, rhs) {
+            (Val::Scalar(l), Val::Scalar(r)) => {
+                let mut out = Vec::with_capacity(l.len());
+                for (a, b) in l.iter().zip(&r) {
+                    let (v, keep) = elem_binop(&op, *a, *b)?;
+                    out.push(if is_comparison(&op) {
+                        if keep { 1.0 } else { 0.0 }
+                    } else {
+                        v
+                    });
+                }
+                Ok(Val::Scalar(out))
+            }
+            (Val::Vector(v), Val::Scalar(s)) => Ok(Val::Vector(vector_scalar(&op, v, &s, false, return_bool, c)?)),
+            (Val::Scalar(s), Val::Vector(v)) => Ok(Val::Vector(vector_scalar(&op, v, &s, true, return_bool, c)?)),
+            (Val::Vector(l), Val::Vector(r)) => self.vector_vector(b, &op, return_bool, l, r, c),
+            (l, r) => Err(QueryError::BadData(format!(
+                "binary expression must contain only scalar and instant vector types, got {} and {}",
+                l.kind(),
+                r.kind()
+            ))),
+        }
+    }
+
+    fn vector_vector(
+        &mut self,
+        b: &BinaryExpr,
+        op: &str,
+        return_bool: bool,
+        lhs: Vec<Series>,
+        rhs: Vec<Series>,
+        c: Ctx,
+    ) -> Result<Val> {
+        let modifier = b.modifier.as_ref();
+        let (on, names): (bool, Vec<String>) = match modifier.and_then(|m| m.matching.as_ref()) {
+            Some(LabelModifier::Include(l)) => (true, l.labels.clone()),
+            Some(LabelModifier::Exclude(l)) => (false, l.labels.clone()),
+            None => (false, Vec::new()),
+        };
+        let card = modifier
+            .map(|m| m.card.clone())
+            .unwrap_or(VectorMatchCardinality::OneToOne);
+        let (fill_l, fill_r) = modifier
+            .map(|m| (m.fill_values.lhs, m.fill_values.rhs))
+            .unwrap_or((None, None));
+        let sig = |l: &Labels| -> String { signature(l, on, &names) };
+        let lsig: Vec<String> = lhs.iter().map(|s| sig(&s.labels)).collect();
+        let rsig: Vec<String> = rhs.iter().map(|s| sig(&s.labels)).collect();
+        let n = c.n();
+        let mut acc = OutAcc::new();
+        let mut li = StepIter::new(lhs.len());
+        let mut ri = StepIter::new(rhs.len());
+        let mut lcur: Vec<(usize, f64)> = Vec::new();
+        let mut rcur: Vec<(usize, f64)> = Vec::new();
+        let set_op = matches!(op, "and" | "or" | "unless");
+        let include: Vec<String> = match &card {
+            VectorMatchCardinality::ManyToOne(l) | VectorMatchCardinality::OneToMany(l) => l.labels.clone(),
+            _ => Vec::new(),
+        };
+        for i in 0..n {
+            if i % 256 == 0 {
+                self.check()?;
+            }
+            let t = c.ts(i);
+            lcur.clear();
+            rcur.clear();
+            li.at(&lhs, t, |j, v| lcur.push((j, v)));
+            ri.at(&rhs, t, |j, v| rcur.push((j, v)));
+            if set_op {
+                match op {
+                    "and" => {
+                        let rs: HashSet<&str> = rcur.iter().map(|&(j, _)| rsig[j].as_str()).collect();
+                        for &(j, v) in &lcur {
+                            if rs.contains(lsig[j].as_str()) {
+                                acc.push(lhs[j].labels.clone(), lhs[j].drop_name, t, v)?;
+                            }
+                        }
+                    }
+                    "or" => {
+                        let ls: HashSet<&str> = lcur.iter().map(|&(j, _)| lsig[j].as_str()).collect();
+                        for &(j, v) in &lcur {
+                            acc.push(lhs[j].labels.clone(), lhs[j].drop_name, t, v)?;
+                        }
+                        for &(j, v) in &rcur {
+                            if !ls.contains(rsig[j].as_str()) {
+                                acc.push(rhs[j].labels.clone(), rhs[j].drop_name, t, v)?;
+                            }
+                        }
+                    }
+                    _ => {
+                        let rs: HashSet<&str> = rcur.iter().map(|&(j, _)| rsig[j].as_str()).collect();
+                        for &(j, v) in &lcur {
+                            if !rs.contains(lsig[j].as_str()) {
+                                acc.push(lhs[j].labels.clone(), lhs[j].drop_name, t, v)?;
+                            }
+                        }
+                    }
+                }
+                continue;
+            }
+            if (lcur.is_empty() || rcur.is_empty()) && fill_l.is_none() && fill_r.is_none() {
+                continue;
+            }
+            let swapped = matches!(card, VectorMatchCardinality::OneToMany(_));
+            let (many, many_s, many_sig, one, one_s, one_sig) = if swapped {
+                (&rcur, &rhs, &rsig, &lcur, &lhs, &lsig)
+            } else {
+                (&lcur, &lhs, &lsig, &rcur, &rhs, &rsig)
+            };
+            let mut one_map: HashMap<&str, (usize, f64)> = HashMap::with_capacity(one.len());
+            for &(j, v) in one.iter() {
+                if let Some(&(dj, _)) = one_map.get(one_sig[j].as_str()) {
+                    let side = if swapped { "left" } else { "right" };
+                    let matched = match_labels(&one_s[j].labels, on, &names);
+                    return Err(QueryError::Execution(format!(
+                        "found duplicate series for the match group {} on the {side} hand-side of the operation: [{}, {}];many-to-many matching not allowed: matching labels must be unique on one side",
+                        matched, one_s[j].labels, one_s[dj].labels
+                    )));
+                }
+                one_map.insert(one_sig[j].as_str(), (j, v));
+            }
+            let mut matched: HashMap<&str, HashSet<Labels>> = HashMap::new();
+            let mut one_matched: HashSet<&str> = HashSet::new();
+            for &(j, mv) in many.iter() {
+                let s = many_sig[j].as_str();
+                let (oj, ov, one_labels) = match one_map.get(s) {
+                    Some(&(oj, ov)) => (Some(oj), ov, &one_s[oj].labels),
+                    None => {
+                        let fill = if swapped { fill_l } else { fill_r };
+                        match fill {
+                            Some(fv) => (None, fv, &many_s[j].labels),
+                            None => continue,
+                        }
+                    }
+                };
+                if oj.is_some() {
+                    one_matched.insert(s);
+                }
+                let (fl, fr) = if swapped { (ov, mv) } else { (mv, ov) };
+                let (mut v, keep) = elem_binop(op, fl, fr)?;
+                if return_bool {
+                    v = if keep { 1.0 } else { 0.0 };
+                } else if !keep {
+                    continue;
+                }
+                let metric = result_metric(&many_s[j].labels, one_labels, op, on, &names, &card, &include);
+                let set = matched.entry(s).or_default();
+                if matches!(card, VectorMatchCardinality::OneToOne) {
+                    if !set.is_empty() {
+                        return Err(QueryError::Execution(
+                            "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)"
+                                .into(),
+                        ));
+                    }
+                } else if set.contains(&metric) {
+                    return Err(QueryError::Execution(
+                        "multiple matches for labels: grouping labels must ensure unique matches".into(),
+                    ));
+                }
+                set.insert(metric.clone());
+                let drop = return_bool || (is_comparison(op) && many_s[j].drop_name);
+                acc.push(metric, drop, t, v)?;
+            }
+            // Fill in for unmatched series of the "one" side.
+            let fill_many = if swapped { fill_r } else { fill_l };
+            if let Some(fv) = fill_many {
+                for &(j, ov) in one.iter() {
+                    if one_matched.contains(one_sig[j].as_str()) {
+                        continue;
+                    }
+                    let (fl, fr) = if swapped { (ov, fv) } else { (fv, ov) };
+                    let (mut v, keep) = elem_binop(op, fl, fr)?;
+                    if return_bool {
+                        v = if keep { 1.0 } else { 0.0 };
+                    } else if !keep {
+                        continue;
+                    }
+                    let metric = result_metric(&one_s[j].labels, &one_s[j].labels, op, on, &names, &card, &include);
+                    acc.push(metric, return_bool, t, v)?;
+                }
+            }
+        }
+        Ok(Val::Vector(acc.series))
+    }
+
+    // ----------------------------------------------------------- aggregation
+
+    fn eval_aggregate(&mut self, a: &AggregateExpr, c: Ctx) -> Result<Val> {
+        let op = a.op.to_string();
+        let param = match &a.param {
+            Some(p) => Some(self.eval(p, c)?),
+            None => None,
+        };
+        let input = self.eval_vector(&a.expr, c)?;
+        crate::functions::aggregate(self, &op, a.modifier.as_ref(), param, input, c)
+    }
+}
+
+pub(crate) fn is_comparison(op: &str) -> bool {
+    matches!(op, "==" | "!=" | ">" | "<" | ">=" | "<=")
+}
+
+/// `(value, keep)` of `lhs op rhs`.
+pub(crate) fn elem_binop(op: &str, l: f64, r: f64) -> Result<(f64, bool)> {
+    Ok(match op {
+        "+" => (l + r, true),
+        "-" => (l - r, true),
+        "*" => (l * r, true),
+        "/" => (l / r, true),
+        "%" => (l % r, true),
+        "^" => (l.powf(r), true),
+        "atan2" => (l.atan2(r), true),
+        "==" => (l, l == r),
+        "!=" => (l, l != r),
+        ">" => (l, l > r),
+        "<" => (l, l < r),
+        ">=" => (l, l >= r),
+        "<=" => (l, l <= r),
+        _ => return Err(QueryError::BadData(format!("operator {op:?} not allowed here"))),
+    })
+}
+
+fn vector_scalar(op: &str, v: Vec<Series>, s: &[f64], swap: bool, return_bool: bool, c: Ctx) -> Result<Vec<Series>> {
+    let cmp = is_comparison(op);
+    let mut out = Vec::with_capacity(v.len());
+    for mut series in v {
+        let mut pts = Vec::with_capacity(series.pts.len());
+        for &(t, x) in &series.pts {
+            let sv = s[c.idx(t)];
+            let (l, r) = if swap { (sv, x) } else { (x, sv) };
+            let (mut val, keep) = elem_binop(op, l, r)?;
+            if cmp && swap {
+                val = r;
+            }
+            if return_bool {
+                pts.push((t, if keep { 1.0 } else { 0.0 }));
+            } else if keep {
+                pts.push((t, val));
+            }
+        }
+        if pts.is_empty() {
+            continue;
+        }
+        series.pts = pts;
+        if !cmp || return_bool {
+            series.drop_name = true;
+        }
+        out.push(series);
+    }
+    Ok(out)
+}
+
+/// The matching signature of a label set.
+pub(crate) fn signature(l: &Labels, on: bool, names: &[String]) -> String {
+    let mut s = String::new();
+    for lab in l.iter() {
+        let listed = names.iter().any(|n| n == &lab.name);
+        let use_it = if on { listed } else { !listed && lab.name != METRIC_NAME };
+        if use_it {
+            s.push_str(&lab.name);
+            s.push('\u{ff}');
+            s.push_str(&lab.value);
+            s.push('\u{ff}');
+        }
+    }
+    s
+}
+
+fn match_labels(l: &Labels, on: bool, names: &[String]) -> Labels {
+    labels_from(
+        l.iter()
+            .filter(|lab| {
+                let listed = names.iter().any(|n| n == &lab.name);
+                if on { listed } else { !listed && lab.name != METRIC_NAME }
+            })
+            .cloned()
+            .collect(),
+    )
+}
+
+fn result_metric(
+    lhs: &Labels,
+    rhs: &Labels,
+    op: &str,
+    on: bool,
+    names: &[String],
+    card: &VectorMatchCardinality,
+    include: &[String],
+) -> Labels {
+    let arithmetic = !is_comparison(op);
+    let mut v: Vec<Label> = lhs
+        .iter()
+        .filter(|l| {
+            if arithmetic && l.name == METRIC_NAME {
+                return false;
+            }
+            if matches!(card, VectorMatchCardinality::OneToOne) {
+                let listed = names.iter().any(|n| n == &l.name);
+                if on { listed } else { !listed }
+            } else {
+                true
+            }
+        })
+        .cloned()
+        .collect();
+    if !include.is_empty() {
+        v.retain(|l| !include.contains(&l.name));
+        for name in include {
+            if let Some(val) = rhs.get(name) {
+                v.push(Label::new(name.clone(), val));
+            }
+        }
+    }
+    labels_from(v)
+}

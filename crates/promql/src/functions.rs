@@ -1,0 +1,1311 @@
+//! Functions and aggregations.
+
+use std::collections::HashMap;
+
+use cairn_model::{Label, Labels, METRIC_NAME};
+use chrono::{DateTime, Datelike, Timelike};
+use promql_parser::label::MatchOp as PMatchOp;
+use promql_parser::parser::{Call, Expr, LabelModifier};
+
+use crate::QueryError;
+use crate::eval::{
+    Ctx, Ev, OutAcc, Result, Series, StepIter, Val, go_max, go_min, kahan_inc, labels_from, quantile, unwrap_parens,
+};
+
+fn arg_str(ev: &mut Ev, e: &Expr, c: Ctx) -> Result<String> {
+    match ev.eval(e, c)? {
+        Val::Str(s) => Ok(s),
+        v => Err(QueryError::BadData(format!("expected string, got {}", v.kind()))),
+    }
+}
+
+fn scalar_series(c: Ctx, f: impl Fn(i64) -> f64) -> Vec<f64> {
+    (0..c.n()).map(|i| f(c.ts(i))).collect()
+}
+
+pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
+    let name = call.func.name;
+    let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
+    let arg = |i: usize| -> Result<&Expr> {
+        args.get(i)
+            .copied()
+            .ok_or_else(|| QueryError::BadData(format!("missing argument {i} of {name}")))
+    };
+    match name {
+        "time" => Ok(Val::Scalar(scalar_series(c, |t| t as f64 / 1000.0))),
+        "pi" => Ok(Val::Scalar(vec![std::f64::consts::PI; c.n()])),
+        "vector" => {
+            let s = ev.eval_scalar(arg(0)?, c)?;
+            let pts = s.iter().enumerate().map(|(i, &v)| (c.ts(i), v)).collect();
+            Ok(Val::Vector(vec![Series {
+                labels: Labels::empty(),
+                drop_name: false,
+                pts,
+            }]))
+        }
+        "scalar" => {
+            let v = ev.eval_vector(arg(0)?, c)?;
+            let mut count = vec![0usize; c.n()];
+            let mut val = vec![f64::NAN; c.n()];
+            for s in &v {
+                for &(t, x) in &s.pts {
+                    let i = c.idx(t);
+                    count[i] += 1;
+                    val[i] = x;
+                }
+            }
+            Ok(Val::Scalar(
+                count
+                    .iter()
+                    .zip(val)
+                    .map(|(&n, v)| if n == 1 { v } else { f64::NAN })
+                    .collect(),
+            ))
+        }
+        "rate"
+        | "increase"
+        | "delta"
+        | "irate"
+        | "idelta"
+        | "deriv"
+        | "changes"
+        | "resets"
+        | "avg_over_time"
+        | "min_over_time"
+        | "max_over_time"
+        | "sum_over_time"
+        | "count_over_time"
+        | "last_over_time"
+        | "first_over_time"
+        | "present_over_time"
+        | "stddev_over_time"
+        | "stdvar_over_time"
+        | "mad_over_time"
+        | "ts_of_min_over_time"
+        | "ts_of_max_over_time"
+        | "ts_of_last_over_time"
+        | "ts_of_first_over_time" => range_fn(ev, name, arg(0)?, Vec::new(), c),
+        "predict_linear" => {
+            let s = ev.eval_scalar(arg(1)?, c)?;
+            range_fn(ev, name, arg(0)?, vec![s], c)
+        }
+        "quantile_over_time" => {
+            let q = ev.eval_scalar(arg(0)?, c)?;
+            if q.iter().any(|q| !(0.0..=1.0).contains(q)) {
+                let bad = q
+                    .iter()
+                    .find(|q| !(0.0..=1.0).contains(*q))
+                    .copied()
+                    .unwrap_or(f64::NAN);
+                ev.warnings.push(format!(
+                    "PromQL warning: quantile value should be between 0 and 1, got {}",
+                    fmt_go(bad)
+                ));
+            }
+            range_fn(ev, name, arg(1)?, vec![q], c)
+        }
+        "double_exponential_smoothing" | "holt_winters" => {
+            let sf = ev.eval_scalar(arg(1)?, c)?;
+            let tf = ev.eval_scalar(arg(2)?, c)?;
+            range_fn(ev, "double_exponential_smoothing", arg(0)?, vec![sf, tf], c)
+        }
+        "absent_over_time" => {
+            let mut present = vec![false; c.n()];
+            ev.range_series(arg(0)?, c, &mut |_, _, _, samples, ra| {
+                for (i, p) in present.iter_mut().enumerate() {
+                    let (ws, we) = ra.window(c.ts(i));
+                    let lo = samples.partition_point(|s| s.0 <= ws);
+                    let hi = samples.partition_point(|s| s.0 <= we);
+                    if hi > lo {
+                        *p = true;
+                    }
+                }
+                Ok(())
+            })?;
+            Ok(absent_result(arg(0)?, &present, c))
+        }
+        "absent" => {
+            let v = ev.eval_vector(arg(0)?, c)?;
+            let mut present = vec![false; c.n()];
+            for s in &v {
+                for &(t, _) in &s.pts {
+                    present[c.idx(t)] = true;
+                }
+            }
+            Ok(absent_result(arg(0)?, &present, c))
+        }
+        "timestamp" => {
+            let mut v = match unwrap_parens(arg(0)?) {
+                Expr::VectorSelector(vs) => match ev.eval_vector_selector(vs, c, true)? {
+                    Val::Vector(v) => v,
+                    _ => Vec::new(),
+                },
+                e => {
+                    let mut v = ev.eval_vector(e, c)?;
+                    for s in &mut v {
+                        s.pts.iter_mut().for_each(|p| p.1 = p.0 as f64 / 1000.0);
+                    }
+                    v
+                }
+            };
+            v.iter_mut().for_each(|s| s.drop_name = true);
+            Ok(Val::Vector(v))
+        }
+        "label_replace" => {
+            let mut v = ev.eval_vector(arg(0)?, c)?;
+            let dst = arg_str(ev, arg(1)?, c)?;
+            let repl = arg_str(ev, arg(2)?, c)?;
+            let src = arg_str(ev, arg(3)?, c)?;
+            let re = arg_str(ev, arg(4)?, c)?;
+            let re = regex::Regex::new(&format!("^(?s:{re})$")).map_err(|e| {
+                QueryError::Execution(format!("invalid regular expression in label_replace(): {re}: {e}"))
+            })?;
+            if dst.is_empty() {
+                return Err(QueryError::Execution(format!(
+                    "invalid destination label name in label_replace(): {dst}"
+                )));
+            }
+            for s in &mut v {
+                let sv = s.labels.get(&src).unwrap_or("").to_string();
+                if let Some(caps) = re.captures(&sv) {
+                    let mut out = String::new();
+                    caps.expand(&repl, &mut out);
+                    s.labels.set(&dst, &out);
+                    if dst == METRIC_NAME {
+                        s.drop_name = false;
+                    }
+                }
+            }
+            Ok(Val::Vector(v))
+        }
+        "label_join" => {
+            let mut v = ev.eval_vector(arg(0)?, c)?;
+            let dst = arg_str(ev, arg(1)?, c)?;
+            let sep = arg_str(ev, arg(2)?, c)?;
+            let mut srcs = Vec::new();
+            for a in &args[3..] {
+                srcs.push(arg_str(ev, a, c)?);
+            }
+            if dst.is_empty() {
+                return Err(QueryError::Execution(format!(
+                    "invalid destination label name in label_join(): {dst}"
+                )));
+            }
+            for s in &mut v {
+                let joined: Vec<&str> = srcs.iter().map(|n| s.labels.get(n).unwrap_or("")).collect();
+                let joined = joined.join(&sep);
+                s.labels.set(&dst, &joined);
+                if dst == METRIC_NAME {
+                    s.drop_name = false;
+                }
+            }
+            Ok(Val::Vector(v))
+        }
+        "sort" | "sort_desc" => {
+            let mut v = ev.eval_vector(arg(0)?, c)?;
+            if c.n() == 1 {
+                let key = |s: &Series| s.pts.first().map(|p| p.1).unwrap_or(f64::NAN);
+                let desc = name == "sort_desc";
+                v.sort_by(|a, b| {
+                    let (x, y) = (key(a), key(b));
+                    match (x.is_nan(), y.is_nan()) {
+                        (true, true) => std::cmp::Ordering::Equal,
+                        (true, false) => std::cmp::Ordering::Greater,
+                        (false, true) => std::cmp::Ordering::Less,
+                        _ if desc => y.partial_cmp(&x).unwrap_or(std::cmp::Ordering::Equal),
+                        _ => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
+                    }
+                });
+            }
+            Ok(Val::Vector(v))
+        }
+        "sort_by_label" | "sort_by_label_desc" => {
+            let mut v = ev.eval_vector(arg(0)?, c)?;
+            let mut names = Vec::new();
+            for a in &args[1..] {
+                names.push(arg_str(ev, a, c)?);
+            }
+            let desc = name == "sort_by_label_desc";
+            v.sort_by(|a, b| {
+                for n in &names {
+                    let (x, y) = (a.labels.get(n).unwrap_or(""), b.labels.get(n).unwrap_or(""));
+                    if x != y {
+                        let o = natural_cmp(x, y);
+                        return if desc { o.reverse() } else { o };
+                    }
+                }
+                let o = a.labels.cmp(&b.labels);
+                if desc { o.reverse() } else { o }
+            });
+            Ok(Val::Vector(v))
+        }
+        "histogram_quantile" => histogram_quantile(ev, arg(0)?, arg(1)?, c),
+        "clamp" | "clamp_min" | "clamp_max" | "round" => {
+            let mut v = ev.eval_vector(arg(0)?, c)?;
+            let a1 = match args.get(1) {
+                Some(e) => ev.eval_scalar(e, c)?,
+                None => vec![1.0; c.n()],
+            };
+            let a2 = match args.get(2) {
+                Some(e) => ev.eval_scalar(e, c)?,
+                None => Vec::new(),
+            };
+            for s in &mut v {
+                s.drop_name = true;
+                s.pts.retain_mut(|p| {
+                    let i = c.idx(p.0);
+                    match name {
+                        "clamp" => {
+                            let (lo, hi) = (a1[i], a2[i]);
+                            if hi < lo {
+                                return false;
+                            }
+                            p.1 = go_max(lo, go_min(hi, p.1));
+                        }
+                        "clamp_min" => p.1 = go_max(a1[i], p.1),
+                        "clamp_max" => p.1 = go_min(a1[i], p.1),
+                        _ => {
+                            let inv = 1.0 / a1[i];
+                            p.1 = (p.1 * inv + 0.5).floor() / inv;
+                        }
+                    }
+                    true
+                });
+            }
+            v.retain(|s| !s.pts.is_empty());
+            Ok(Val::Vector(v))
+        }
+        "day_of_month" | "day_of_week" | "day_of_year" | "days_in_month" | "hour" | "minute" | "month" | "year" => {
+            let mut v = match args.first() {
+                Some(e) => ev.eval_vector(e, c)?,
+                None => vec![Series {
+                    labels: Labels::empty(),
+                    drop_name: false,
+                    pts: (0..c.n()).map(|i| (c.ts(i), c.ts(i) as f64 / 1000.0)).collect(),
+                }],
+            };
+            for s in &mut v {
+                s.drop_name = true;
+                for p in &mut s.pts {
+                    p.1 = time_fn(name, p.1);
+                }
+            }
+            Ok(Val::Vector(v))
+        }
+        "abs" | "ceil" | "floor" | "exp" | "sqrt" | "ln" | "log2" | "log10" | "sgn" | "sin" | "cos" | "tan"
+        | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh" | "acosh" | "atanh" | "deg" | "rad" => {
+            let mut v = ev.eval_vector(arg(0)?, c)?;
+            let f: fn(f64) -> f64 = match name {
+                "abs" => f64::abs,
+                "ceil" => f64::ceil,
+                "floor" => f64::floor,
+                "exp" => f64::exp,
+                "sqrt" => f64::sqrt,
+                "ln" => f64::ln,
+                "log2" => f64::log2,
+                "log10" => f64::log10,
+                "sgn" => |x| {
+                    if x < 0.0 {
+                        -1.0
+                    } else if x > 0.0 {
+                        1.0
+                    } else {
+                        x
+                    }
+                },
+                "sin" => f64::sin,
+                "cos" => f64::cos,
+                "tan" => f64::tan,
+                "asin" => f64::asin,
+                "acos" => f64::acos,
+                "atan" => f64::atan,
+                "sinh" => f64::sinh,
+                "cosh" => f64::cosh,
+                "tanh" => f64::tanh,
+                "asinh" => f64::asinh,
+                "acosh" => f64::acosh,
+                "atanh" => f64::atanh,
+                "deg" => |x| x * 180.0 / std::f64::consts::PI,
+                _ => |x| x * std::f64::consts::PI / 180.0,
+            };
+            for s in &mut v {
+                s.drop_name = true;
+                s.pts.iter_mut().for_each(|p| p.1 = f(p.1));
+            }
+            Ok(Val::Vector(v))
+        }
+        _ => Err(QueryError::BadData(format!("function \"{name}\" is not supported"))),
+    }
+}
+
+fn absent_result(arg: &Expr, present: &[bool], c: Ctx) -> Val {
+    let pts: Vec<(i64, f64)> = present
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !**p)
+        .map(|(i, _)| (c.ts(i), 1.0))
+        .collect();
+    if pts.is_empty() {
+        return Val::Vector(Vec::new());
+    }
+    let vs = match arg {
+        Expr::VectorSelector(vs) => Some(vs),
+        Expr::MatrixSelector(ms) => Some(&ms.vs),
+        _ => None,
+    };
+    let mut labels: Vec<Label> = Vec::new();
+    if let Some(vs) = vs {
+        let mut has: HashMap<&str, bool> = HashMap::new();
+        for m in &vs.matchers.matchers {
+            if m.name == METRIC_NAME {
+                continue;
+            }
+            if matches!(m.op, PMatchOp::Equal) && !has.contains_key(m.name.as_str()) {
+                labels.retain(|l| l.name != m.name);
+                labels.push(Label::new(m.name.clone(), m.value.clone()));
+                has.insert(&m.name, true);
+            } else {
+                labels.retain(|l| l.name != m.name);
+            }
+        }
+    }
+    Val::Vector(vec![Series {
+        labels: labels_from(labels),
+        drop_name: false,
+        pts,
+    }])
+}
+
+fn time_fn(name: &str, v: f64) -> f64 {
+    if v.is_nan() || v.is_infinite() {
+        return v;
+    }
+    let Some(t) = DateTime::from_timestamp(v as i64, 0) else {
+        return f64::NAN;
+    };
+    match name {
+        "day_of_month" => t.day() as f64,
+        "day_of_week" => t.weekday().num_days_from_sunday() as f64,
+        "day_of_year" => t.ordinal() as f64,
+        "days_in_month" => {
+            let (y, m) = (t.year(), t.month());
+            let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+            let a = chrono::NaiveDate::from_ymd_opt(y, m, 1);
+            let b = chrono::NaiveDate::from_ymd_opt(ny, nm, 1);
+            match (a, b) {
+                (Some(a), Some(b)) => (b - a).num_days() as f64,
+                _ => f64::NAN,
+            }
+        }
+        "hour" => t.hour() as f64,
+        "minute" => t.minute() as f64,
+        "month" => t.month() as f64,
+        _ => t.year() as f64,
+    }
+}
+
+/// Go's `strconv.FormatFloat(v, 'f', -1, 64)`.
+pub(crate) fn fmt_go(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "+Inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let (ab, bb) = (a.as_bytes(), b.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while i < ab.len() && j < bb.len() {
+        if ab[i].is_ascii_digit() && bb[j].is_ascii_digit() {
+            let si = i;
+            while i < ab.len() && ab[i].is_ascii_digit() {
+                i += 1;
+            }
+            let sj = j;
+            while j < bb.len() && bb[j].is_ascii_digit() {
+                j += 1;
+            }
+            let na = a[si..i].trim_start_matches('0');
+            let nb = b[sj..j].trim_start_matches('0');
+            let o = na.len().cmp(&nb.len()).then_with(|| na.cmp(nb));
+            if o != std::cmp::Ordering::Equal {
+                return o;
+            }
+        } else {
+            if ab[i] != bb[j] {
+                return ab[i].cmp(&bb[j]);
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    (ab.len() - i).cmp(&(bb.len() - j))
+}
+
+fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -> Result<Val> {
+    let n = c.n();
+    let keep_name = matches!(name, "last_over_time" | "first_over_time");
+    let check_counter = matches!(name, "rate" | "increase");
+    let mut out = Vec::new();
+    let mut step_args = vec![0.0; scalars.len()];
+    let mut err: Option<QueryError> = None;
+    ev.range_series(m, c, &mut |ev, labels, drop_name, samples, ra| {
+        let mut pts = Vec::new();
+        for i in 0..n {
+            let ts = c.ts(i);
+            let (ws, we) = ra.window(ts);
+            let lo = samples.partition_point(|p| p.0 <= ws);
+            let hi = samples.partition_point(|p| p.0 <= we);
+            if lo >= hi {
+                continue;
+            }
+            for (a, s) in step_args.iter_mut().zip(&scalars) {
+                *a = s[i];
+            }
+            let w = &samples[lo..hi];
+            match range_value(name, w, ws, we, ra.range, ts, &step_args) {
+                Ok(Some(v)) => pts.push((ts, v)),
+                Ok(None) => {}
+                Err(e) => {
+                    err = Some(e);
+                    return Err(QueryError::Internal("aborted".into()));
+                }
+            }
+        }
+        if !pts.is_empty() {
+            if check_counter
+                && let Some(mn) = labels.metric_name()
+                && !["_total", "_sum", "_count", "_bucket"].iter().any(|s| mn.ends_with(s))
+            {
+                ev.infos.push(format!(
+                    "PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: {mn:?}"
+                ));
+            }
+            ev.add_samples(pts.len())?;
+            out.push(Series {
+                labels,
+                drop_name: if keep_name { drop_name } else { true },
+                pts,
+            });
+        }
+        Ok(())
+    })
+    .map_err(|e| err.take().unwrap_or(e))?;
+    Ok(Val::Vector(out))
+}
+
+fn range_value(
+    name: &str,
+    w: &[(i64, f64)],
+    ws: i64,
+    we: i64,
+    range: i64,
+    ts: i64,
+    args: &[f64],
+) -> Result<Option<f64>> {
+    let n = w.len();
+    let last = w[n - 1];
+    Ok(match name {
+        "rate" => extrapolated_rate(w, ws, we, range, true, true),
+        "increase" => extrapolated_rate(w, ws, we, range, true, false),
+        "delta" => extrapolated_rate(w, ws, we, range, false, false),
+        "irate" | "idelta" => {
+            if n < 2 {
+                return Ok(None);
+            }
+            let prev = w[n - 2];
+            let mut r = if name == "irate" && last.1 < prev.1 {
+                last.1
+            } else {
+                last.1 - prev.1
+            };
+            if name == "irate" {
+                let dt = last.0 - prev.0;
+                if dt == 0 {
+                    return Ok(None);
+                }
+                r /= dt as f64 / 1000.0;
+            }
+            Some(r)
+        }
+        "deriv" => {
+            if n < 2 {
+                return Ok(None);
+            }
+            Some(linear_regression(w, w[0].0).0)
+        }
+        "predict_linear" => {
+            if n < 2 {
+                return Ok(None);
+            }
+            let (slope, icpt) = linear_regression(w, ts);
+            Some(icpt + slope * args[0])
+        }
+        "changes" => {
+            let mut c = 0.0;
+            for p in w.windows(2) {
+                let (a, b) = (p[0].1, p[1].1);
+                if !(a == b || (a.is_nan() && b.is_nan())) {
+                    c += 1.0;
+                }
+            }
+            Some(c)
+        }
+        "resets" => Some(w.windows(2).filter(|p| p[1].1 < p[0].1).count() as f64),
+        "avg_over_time" => {
+            let (mut sum, mut count, mut mean, mut kc, mut incremental) = (w[0].1, 1.0f64, 0.0f64, 0.0f64, false);
+            for (i, p) in w[1..].iter().enumerate() {
+                count = (i + 2) as f64;
+                if !incremental {
+                    let (ns, nc) = kahan_inc(p.1, sum, kc);
+                    if !ns.is_infinite() {
+                        sum = ns;
+                        kc = nc;
+                        continue;
+                    }
+                    incremental = true;
+                    mean = sum / (count - 1.0);
+                    kc /= count - 1.0;
+                }
+                let q = (count - 1.0) / count;
+                let (m, c2) = kahan_inc(p.1 / count, q * mean, q * kc);
+                mean = m;
+                kc = c2;
+            }
+            Some(if incremental {
+                mean + kc
+            } else {
+                sum / count + kc / count
+            })
+        }
+        "sum_over_time" => {
+            let (mut s, mut c) = (0.0, 0.0);
+            for p in w {
+                (s, c) = kahan_inc(p.1, s, c);
+            }
+            Some(if s.is_infinite() { s } else { s + c })
+        }
+        "count_over_time" => Some(n as f64),
+        "min_over_time" | "max_over_time" => {
+            let mut v = w[0].1;
+            for p in &w[1..] {
+                let better = if name == "max_over_time" { p.1 > v } else { p.1 < v };
+                if better || v.is_nan() {
+                    v = p.1;
+                }
+            }
+            Some(v)
+        }
+        "ts_of_min_over_time" | "ts_of_max_over_time" => {
+            let (mut v, mut t) = (w[0].1, w[0].0);
+            for p in &w[1..] {
+                let better = if name == "ts_of_max_over_time" {
+                    p.1 >= v
+                } else {
+                    p.1 <= v
+                };
+                if better || v.is_nan() {
+                    v = p.1;
+                    t = p.0;
+                }
+            }
+            Some(t as f64 / 1000.0)
+        }
+        "last_over_time" => Some(last.1),
+        "first_over_time" => Some(w[0].1),
+        "ts_of_last_over_time" => Some(last.0 as f64 / 1000.0),
+        "ts_of_first_over_time" => Some(w[0].0 as f64 / 1000.0),
+        "present_over_time" => Some(1.0),
+        "stddev_over_time" | "stdvar_over_time" => {
+            let (mut count, mut mean, mut cmean, mut aux, mut caux) = (0.0, 0.0, 0.0, 0.0, 0.0);
+            for p in w {
+                count += 1.0;
+                let delta = p.1 - (mean + cmean);
+                (mean, cmean) = kahan_inc(delta / count, mean, cmean);
+                (aux, caux) = kahan_inc(delta * (p.1 - (mean + cmean)), aux, caux);
+            }
+            let var = (aux + caux) / count;
+            Some(if name == "stddev_over_time" { var.sqrt() } else { var })
+        }
+        "mad_over_time" => {
+            let mut vals: Vec<f64> = w.iter().map(|p| p.1).collect();
+            let median = quantile(0.5, &mut vals);
+            let mut dev: Vec<f64> = w.iter().map(|p| (p.1 - median).abs()).collect();
+            Some(quantile(0.5, &mut dev))
+        }
+        "quantile_over_time" => {
+            let mut vals: Vec<f64> = w.iter().map(|p| p.1).collect();
+            Some(quantile(args[0], &mut vals))
+        }
+        "double_exponential_smoothing" => {
+            let (sf, tf) = (args[0], args[1]);
+            if sf <= 0.0 || sf >= 1.0 {
+                return Err(QueryError::Execution(format!(
+                    "invalid smoothing factor. Expected: 0 < sf < 1, got: {sf:.6}"
+                )));
+            }
+            if tf <= 0.0 || tf >= 1.0 {
+                return Err(QueryError::Execution(format!(
+                    "invalid trend factor. Expected: 0 < tf < 1, got: {tf:.6}"
+                )));
+            }
+            if n < 2 {
+                return Ok(None);
+            }
+            let (mut s0, mut s1) = (0.0, w[0].1);
+            let mut b = w[1].1 - w[0].1;
+            for (i, p) in w.iter().enumerate().skip(1) {
+                let x = sf * p.1;
+                if i > 1 {
+                    b = tf * (s1 - s0) + (1.0 - tf) * b;
+                }
+                let y = (1.0 - sf) * (s1 + b);
+                s0 = s1;
+                s1 = x + y;
+            }
+            Some(s1)
+        }
+        _ => return Err(QueryError::BadData(format!("function \"{name}\" is not supported"))),
+    })
+}
+
+fn extrapolated_rate(
+    w: &[(i64, f64)],
+    range_start: i64,
+    range_end: i64,
+    range: i64,
+    counter: bool,
+    rate: bool,
+) -> Option<f64> {
+    if w.len() < 2 {
+        return None;
+    }
+    let n1 = w.len() - 1;
+    let (first_t, last_t) = (w[0].0, w[n1].0);
+    let mut result = w[n1].1 - w[0].1;
+    if counter {
+        let mut prev = w[0].1;
+        for p in &w[1..] {
+            if p.1 < prev {
+                result += prev;
+            }
+            prev = p.1;
+        }
+    }
+    let mut to_start = (first_t - range_start) as f64 / 1000.0;
+    let mut to_end = (range_end - last_t) as f64 / 1000.0;
+    let sampled = (last_t - first_t) as f64 / 1000.0;
+    let avg = sampled / n1 as f64;
+    let threshold = avg * 1.1;
+    let mut interval = sampled;
+    if to_start >= threshold {
+        to_start = avg / 2.0;
+    }
+    if counter && result > 0.0 && w[0].1 >= 0.0 {
+        let to_zero = sampled * (w[0].1 / result);
+        if to_zero < to_start {
+            to_start = to_zero;
+        }
+    }
+    interval += to_start;
+    if to_end >= threshold {
+        to_end = avg / 2.0;
+    }
+    interval += to_end;
+    let mut factor = interval / sampled;
+    if rate {
+        factor /= range as f64 / 1000.0;
+    }
+    Some(result * factor)
+}
+
+fn linear_regression(w: &[(i64, f64)], intercept_t: i64) -> (f64, f64) {
+    let (mut n, mut sx, mut cx, mut sy, mut cy, mut sxy, mut cxy, mut sx2, mut cx2) =
+        (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    let init_y = w[0].1;
+    let mut const_y = true;
+    for (i, p) in w.iter().enumerate() {
+        if const_y && i > 0 && p.1 != init_y {
+            const_y = false;
+        }
+        n += 1.0;
+        let x = (p.0 - intercept_t) as f64 / 1e3;
+        (sx, cx) = kahan_inc(x, sx, cx);
+        (sy, cy) = kahan_inc(p.1, sy, cy);
+        (sxy, cxy) = kahan_inc(x * p.1, sxy, cxy);
+        (sx2, cx2) = kahan_inc(x * x, sx2, cx2);
+    }
+    if const_y {
+        if init_y.is_infinite() {
+            return (f64::NAN, f64::NAN);
+        }
+        return (0.0, init_y);
+    }
+    sx += cx;
+    sy += cy;
+    sxy += cxy;
+    sx2 += cx2;
+    let cov = sxy - sx * sy / n;
+    let var = sx2 - sx * sx / n;
+    let slope = cov / var;
+    (slope, sy / n - slope * sx / n)
+}
+
+fn histogram_quantile(ev: &mut Ev, qe: &Expr, ve: &Expr, c: Ctx) -> Result<Val> {
+    let q = ev.eval_scalar(qe, c)?;
+    let v = ev.eval_vector(ve, c)?;
+    // Group series by labels without `le`.
+    let mut gidx: HashMap<Labels, usize> = HashMap::new();
+    let mut groups: Vec<Labels> = Vec::new();
+    let mut info: Vec<Option<(usize, f64)>> = Vec::with_capacity(v.len());
+    for s in &v {
+        let le = s.labels.get("le").and_then(|x| x.trim().parse::<f64>().ok());
+        match le {
+            Some(le) => {
+                let mut key = s.labels.clone();
+                key.remove("le");
+                let g = *gidx.entry(key.clone()).or_insert_with(|| {
+                    groups.push(key);
+                    groups.len() - 1
+                });
+                info.push(Some((g, le)));
+            }
+            None => {
+                let name = s.labels.metric_name().unwrap_or("");
+                ev.warnings.push(format!(
+                    "PromQL warning: bucket label \"le\" is missing or has a malformed value of \"{}\" for metric name \"{name}\"",
+                    s.labels.get("le").unwrap_or("")
+                ));
+                info.push(None);
+            }
+        }
+    }
+    let mut buckets: Vec<Vec<(f64, f64)>> = vec![Vec::new(); groups.len()];
+    let mut acc = OutAcc::new();
+    let mut it = StepIter::new(v.len());
+    for i in 0..c.n() {
+        let t = c.ts(i);
+        buckets.iter_mut().for_each(Vec::clear);
+        it.at(&v, t, |j, x| {
+            if let Some((g, le)) = info[j] {
+                buckets[g].push((le, x));
+            }
+        });
+        let qv = q[i];
+        if !(0.0..=1.0).contains(&qv) {
+            ev.warnings.push(format!(
+                "PromQL warning: quantile value should be between 0 and 1, got {}",
+                fmt_go(qv)
+            ));
+        }
+        for (g, b) in buckets.iter_mut().enumerate() {
+            if b.is_empty() {
+                continue;
+            }
+            let (r, forced) = bucket_quantile(qv, b);
+            if forced {
+                ev.infos.push(format!(
+                    "PromQL info: input to histogram_quantile needed to be fixed for monotonicity (see https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile) for metric name \"{}\"",
+                    groups[g].metric_name().unwrap_or("")
+                ));
+            }
+            acc.push(groups[g].clone(), true, t, r)?;
+        }
+    }
+    Ok(Val::Vector(acc.series))
+}
+
+fn almost_equal(a: f64, b: f64, eps: f64) -> bool {
+    const MIN_NORMAL: f64 = f64::MIN_POSITIVE;
+    if a == b {
+        return true;
+    }
+    let abs_sum = a.abs() + b.abs();
+    let diff = (a - b).abs();
+    if a == 0.0 || b == 0.0 || abs_sum < MIN_NORMAL {
+        return diff < eps * MIN_NORMAL;
+    }
+    diff / abs_sum.min(f64::MAX) < eps
+}
+
+fn bucket_quantile(q: f64, b: &mut [(f64, f64)]) -> (f64, bool) {
+    if q.is_nan() {
+        return (f64::NAN, false);
+    }
+    if q < 0.0 {
+        return (f64::NEG_INFINITY, false);
+    }
+    if q > 1.0 {
+        return (f64::INFINITY, false);
+    }
+    b.sort_by(|x, y| x.0.partial_cmp(&y.0).unwrap_or(std::cmp::Ordering::Equal));
+    if b.last().is_none_or(|l| l.0 != f64::INFINITY) {
+        return (f64::NAN, false);
+    }
+    // Coalesce equal upper bounds.
+    let mut merged: Vec<(f64, f64)> = Vec::with_capacity(b.len());
+    for &(le, c) in b.iter() {
+        match merged.last_mut() {
+            Some(last) if last.0 == le => last.1 += c,
+            _ => merged.push((le, c)),
+        }
+    }
+    let b = &mut merged;
+    let mut forced = false;
+    let mut prev = b[0].1;
+    for i in 1..b.len() {
+        let curr = b[i].1;
+        if curr == prev {
+            continue;
+        }
+        if almost_equal(prev, curr, 1e-12) {
+            b[i].1 = prev;
+            continue;
+        }
+        if curr < prev {
+            b[i].1 = prev;
+            forced = true;
+            continue;
+        }
+        prev = curr;
+    }
+    if b.len() < 2 {
+        return (f64::NAN, forced);
+    }
+    let obs = b[b.len() - 1].1;
+    if obs == 0.0 {
+        return (f64::NAN, forced);
+    }
+    let mut rank = q * obs;
+    let idx = b[..b.len() - 1].partition_point(|x| x.1 < rank);
+    if idx == b.len() - 1 {
+        return (b[b.len() - 2].0, forced);
+    }
+    if idx == 0 && b[0].0 <= 0.0 {
+        return (b[0].0, forced);
+    }
+    let mut start = 0.0;
+    let end = b[idx].0;
+    let mut count = b[idx].1;
+    if idx > 0 {
+        start = b[idx - 1].0;
+        count -= b[idx - 1].1;
+        rank -= b[idx - 1].1;
+    }
+    (start + (end - start) * (rank / count), forced)
+}
+
+// ------------------------------------------------------------ aggregation
+
+#[derive(Default, Clone)]
+struct Group {
+    seen: bool,
+    count: f64,
+    value: f64,
+    kahan: f64,
+    mean: f64,
+    incremental: bool,
+    values: Vec<f64>,
+}
+
+fn labels_hash(l: &Labels) -> u64 {
+    let mut b = Vec::with_capacity(256);
+    for lab in l.iter() {
+        b.extend_from_slice(lab.name.as_bytes());
+        b.push(0xff);
+        b.extend_from_slice(lab.value.as_bytes());
+        b.push(0xff);
+    }
+    xxhash_rust::xxh64::xxh64(&b, 0)
+}
+
+/// Go's container/heap over indices with a `less` function.
+fn heap_up(h: &mut [(usize, f64)], mut j: usize, less: &dyn Fn(f64, f64) -> bool) {
+    while j > 0 {
+        let i = (j - 1) / 2;
+        if !less(h[j].1, h[i].1) {
+            break;
+        }
+        h.swap(i, j);
+        j = i;
+    }
+}
+
+fn heap_down(h: &mut [(usize, f64)], i0: usize, less: &dyn Fn(f64, f64) -> bool) -> bool {
+    let n = h.len();
+    let mut i = i0;
+    loop {
+        let j1 = 2 * i + 1;
+        if j1 >= n {
+            break;
+        }
+        let mut j = j1;
+        if j1 + 1 < n && less(h[j1 + 1].1, h[j1].1) {
+            j = j1 + 1;
+        }
+        if !less(h[j].1, h[i].1) {
+            break;
+        }
+        h.swap(i, j);
+        i = j;
+    }
+    i > i0
+}
+
+pub(crate) fn aggregate(
+    ev: &mut Ev,
+    op: &str,
+    modifier: Option<&LabelModifier>,
+    param: Option<Val>,
+    input: Vec<Series>,
+    c: Ctx,
+) -> Result<Val> {
+    let (without, names): (bool, Vec<String>) = match modifier {
+        Some(LabelModifier::Include(l)) => (false, l.labels.clone()),
+        Some(LabelModifier::Exclude(l)) => (true, l.labels.clone()),
+        None => (false, Vec::new()),
+    };
+    let group_labels = |l: &Labels| -> Labels {
+        labels_from(
+            l.iter()
+                .filter(|lab| {
+                    let listed = names.iter().any(|n| n == &lab.name);
+                    if without {
+                        !listed && lab.name != METRIC_NAME
+                    } else {
+                        listed
+                    }
+                })
+                .cloned()
+                .collect(),
+        )
+    };
+    let mut gidx: HashMap<Labels, usize> = HashMap::new();
+    let mut groups: Vec<Labels> = Vec::new();
+    let mut gdrop: Vec<bool> = Vec::new();
+    let mut sgroup: Vec<usize> = Vec::with_capacity(input.len());
+    for s in &input {
+        let gl = group_labels(&s.labels);
+        let g = match gidx.get(&gl) {
+            Some(&g) => g,
+            None => {
+                gidx.insert(gl.clone(), groups.len());
+                groups.push(gl);
+                gdrop.push(false);
+                groups.len() - 1
+            }
+        };
+        gdrop[g] |= s.drop_name;
+        sgroup.push(g);
+    }
+    let n = c.n();
+    let mut it = StepIter::new(input.len());
+    let mut cur: Vec<(usize, f64)> = Vec::new();
+
+    let scalar_param = match &param {
+        Some(Val::Scalar(s)) => Some(s.clone()),
+        _ => None,
+    };
+
+    match op {
+        "count_values" => {
+            let label = match &param {
+                Some(Val::Str(s)) => s.clone(),
+                _ => return Err(QueryError::BadData("count_values needs a string parameter".into())),
+            };
+            if label.is_empty() {
+                return Err(QueryError::Execution(format!("invalid label name {label:?}")));
+            }
+            let mut acc = OutAcc::new();
+            for i in 0..n {
+                let t = c.ts(i);
+                cur.clear();
+                it.at(&input, t, |j, v| cur.push((j, v)));
+                let mut counts: Vec<(Labels, f64)> = Vec::new();
+                let mut idx: HashMap<Labels, usize> = HashMap::new();
+                for &(j, v) in &cur {
+                    let mut l = groups[sgroup[j]].clone();
+                    l.set(&label, &fmt_go(v));
+                    match idx.get(&l) {
+                        Some(&k) => counts[k].1 += 1.0,
+                        None => {
+                            idx.insert(l.clone(), counts.len());
+                            counts.push((l, 1.0));
+                        }
+                    }
+                }
+                for (l, cnt) in counts {
+                    acc.push(l, false, t, cnt)?;
+                }
+            }
+            Ok(Val::Vector(acc.series))
+        }
+        "topk" | "bottomk" | "limitk" | "limit_ratio" => {
+            let p = scalar_param.ok_or_else(|| QueryError::BadData(format!("{op} needs a scalar parameter")))?;
+            let mut out: Vec<Series> = Vec::new();
+            let mut out_idx: Vec<Option<usize>> = vec![None; input.len()];
+            let mut heaps: Vec<Vec<(usize, f64)>> = vec![Vec::new(); groups.len()];
+            let top_less = |a: f64, b: f64| a.is_nan() || a < b;
+            let bottom_less = |a: f64, b: f64| a.is_nan() || a > b;
+            for i in 0..n {
+                let t = c.ts(i);
+                let pv = p[i];
+                let mut k = 0usize;
+                let mut ratio = 0.0;
+                if op == "limit_ratio" {
+                    if pv.is_nan() {
+                        return Err(QueryError::Execution("Ratio value is NaN".into()));
+                    }
+                    ratio = pv;
+                    if !(-1.0..=1.0).contains(&pv) {
+                        ratio = pv.clamp(-1.0, 1.0);
+                        ev.warnings.push(format!(
+                            "PromQL warning: ratio value should be between -1 and 1, got {}, capping to {}",
+                            fmt_go(pv),
+                            fmt_go(ratio)
+                        ));
+                    }
+                    if ratio == 0.0 {
+                        continue;
+                    }
+                } else {
+                    if pv.is_nan() {
+                        return Err(QueryError::Execution(format!("Parameter value is NaN for {op}")));
+                    }
+                    if !(-9.223372036854776e18..9.223372036854776e18).contains(&pv) {
+                        return Err(QueryError::Execution(format!(
+                            "Scalar value {} overflows int64",
+                            fmt_go(pv)
+                        )));
+                    }
+                    let kk = pv as i64;
+                    if kk < 1 {
+                        continue;
+                    }
+                    k = (kk as usize).min(input.len());
+                }
+                cur.clear();
+                it.at(&input, t, |j, v| cur.push((j, v)));
+                heaps.iter_mut().for_each(Vec::clear);
+                let mut order: Vec<usize> = Vec::new();
+                for &(j, v) in &cur {
+                    let g = sgroup[j];
+                    let h = &mut heaps[g];
+                    if h.is_empty() {
+                        order.push(g);
+                    }
+                    match op {
+                        "topk" | "bottomk" => {
+                            let less: &dyn Fn(f64, f64) -> bool = if op == "topk" { &top_less } else { &bottom_less };
+                            if h.len() < k {
+                                h.push((j, v));
+                                let last = h.len() - 1;
+                                heap_up(h, last, less);
+                            } else {
+                                let replace = if op == "topk" {
+                                    h[0].1 < v || (h[0].1.is_nan() && !v.is_nan())
+                                } else {
+                                    h[0].1 > v || (h[0].1.is_nan() && !v.is_nan())
+                                };
+                                if replace {
+                                    h[0] = (j, v);
+                                    if k > 1 && !heap_down(h, 0, less) {
+                                        heap_up(h, 0, less);
+                                    }
+                                }
+                            }
+                        }
+                        "limitk" => {
+                            if h.len() < k {
+                                h.push((j, v));
+                            }
+                        }
+                        _ => {
+                            let off = labels_hash(&input[j].labels) as f64 / u64::MAX as f64;
+                            if (ratio >= 0.0 && off < ratio) || (ratio < 0.0 && off >= 1.0 + ratio) {
+                                h.push((j, v));
+                            }
+                        }
+                    }
+                }
+                // Groups in order of first appearance, like Prometheus.
+                let mut gorder: Vec<usize> = order;
+                gorder.sort_unstable();
+                gorder.dedup();
+                for g in gorder {
+                    let h = &mut heaps[g];
+                    if op == "topk" || op == "bottomk" {
+                        let less: &dyn Fn(f64, f64) -> bool = if op == "topk" { &top_less } else { &bottom_less };
+                        // sort.Sort(sort.Reverse(heap)) as insertion sort.
+                        for a in 1..h.len() {
+                            let mut b = a;
+                            while b > 0 && less(h[b - 1].1, h[b].1) {
+                                h.swap(b, b - 1);
+                                b -= 1;
+                            }
+                        }
+                    }
+                    for &(j, v) in h.iter() {
+                        let oi = match out_idx[j] {
+                            Some(oi) => oi,
+                            None => {
+                                out.push(Series {
+                                    labels: input[j].labels.clone(),
+                                    drop_name: input[j].drop_name,
+                                    pts: Vec::new(),
+                                });
+                                out_idx[j] = Some(out.len() - 1);
+                                out.len() - 1
+                            }
+                        };
+                        out[oi].pts.push((t, v));
+                    }
+                }
+            }
+            Ok(Val::Vector(out))
+        }
+        "sum" | "avg" | "count" | "min" | "max" | "group" | "stddev" | "stdvar" | "quantile" => {
+            if op == "quantile"
+                && let Some(p) = &scalar_param
+                && let Some(bad) = p.iter().find(|q| !(0.0..=1.0).contains(*q))
+            {
+                ev.warnings.push(format!(
+                    "PromQL warning: quantile value should be between 0 and 1, got {}",
+                    fmt_go(*bad)
+                ));
+            }
+            let mut state: Vec<Group> = vec![Group::default(); groups.len()];
+            let mut out: Vec<Series> = groups
+                .iter()
+                .zip(&gdrop)
+                .map(|(l, &d)| Series {
+                    labels: l.clone(),
+                    drop_name: d,
+                    pts: Vec::new(),
+                })
+                .collect();
+            let mut touched: Vec<usize> = Vec::new();
+            for i in 0..n {
+                if i % 256 == 0 {
+                    ev.check()?;
+                }
+                let t = c.ts(i);
+                touched.clear();
+                it.at(&input, t, |j, f| {
+                    let g = sgroup[j];
+                    let st = &mut state[g];
+                    if !st.seen {
+                        *st = Group {
+                            seen: true,
+                            count: 1.0,
+                            value: f,
+                            kahan: 0.0,
+                            mean: f,
+                            incremental: false,
+                            values: Vec::new(),
+                        };
+                        match op {
+                            "stddev" | "stdvar" => {
+                                st.value = 0.0;
+                            }
+                            "group" => st.value = 1.0,
+                            "quantile" => st.values.push(f),
+                            _ => {}
+                        }
+                        touched.push(g);
+                        return;
+                    }
+                    match op {
+                        "sum" => {
+                            (st.value, st.kahan) = kahan_inc(f, st.value, st.kahan);
+                            st.count += 1.0;
+                        }
+                        "avg" => {
+                            st.count += 1.0;
+                            if !st.incremental {
+                                let (nv, nc) = kahan_inc(f, st.value, st.kahan);
+                                if !nv.is_infinite() {
+                                    st.value = nv;
+                                    st.kahan = nc;
+                                    return;
+                                }
+                                st.incremental = true;
+                                st.mean = st.value / (st.count - 1.0);
+                                st.kahan /= st.count - 1.0;
+                            }
+                            if st.mean.is_infinite() {
+                                if f.is_infinite() && (st.mean > 0.0) == (f > 0.0) {
+                                    return;
+                                }
+                                if !f.is_infinite() && !f.is_nan() {
+                                    return;
+                                }
+                            }
+                            let cur_mean = st.mean + st.kahan;
+                            (st.mean, st.kahan) = kahan_inc(f / st.count - cur_mean / st.count, st.mean, st.kahan);
+                        }
+                        "count" => st.count += 1.0,
+                        "min" => {
+                            if st.value > f || st.value.is_nan() {
+                                st.value = f;
+                            }
+                        }
+                        "max" => {
+                            if st.value < f || st.value.is_nan() {
+                                st.value = f;
+                            }
+                        }
+                        "group" => {}
+                        "stddev" | "stdvar" => {
+                            st.count += 1.0;
+                            let delta = f - st.mean;
+                            st.mean += delta / st.count;
+                            st.value += delta * (f - st.mean);
+                        }
+                        _ => st.values.push(f),
+                    }
+                });
+                touched.sort_unstable();
+                for &g in &touched {
+                    let st = &mut state[g];
+                    let v = match op {
+                        "sum" => {
+                            if st.value.is_infinite() {
+                                st.value
+                            } else {
+                                st.value + st.kahan
+                            }
+                        }
+                        "avg" => {
+                            if st.incremental {
+                                st.mean + st.kahan
+                            } else {
+                                (st.value + st.kahan) / st.count
+                            }
+                        }
+                        "count" => st.count,
+                        "stddev" => (st.value / st.count).sqrt(),
+                        "stdvar" => st.value / st.count,
+                        "quantile" => {
+                            let q = scalar_param.as_ref().map(|p| p[i]).unwrap_or(f64::NAN);
+                            quantile(q, &mut st.values)
+                        }
+                        _ => st.value,
+                    };
+                    out[g].pts.push((t, v));
+                    st.seen = false;
+                    st.values.clear();
+                }
+            }
+            out.retain(|s| !s.pts.is_empty());
+            ev.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
+            Ok(Val::Vector(out))
+        }
+        _ => Err(QueryError::BadData(format!("aggregation \"{op}\" is not supported"))),
+    }
+}

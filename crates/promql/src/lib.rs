@@ -1,0 +1,217 @@
+//! Cairn's PromQL engine.
+//!
+//! Parses with `promql-parser`, evaluates with Prometheus 3 semantics over the
+//! storage seam ([`cairn_storage::Queryable`]); never sees the TSDB.
+//!
+//! Evaluation works like Prometheus' range evaluation: every node is evaluated
+//! for all steps of the query at once (an instant query is a range query with
+//! one step). Selectors stream series one at a time from storage and keep only
+//! the points at the evaluation steps (or, for range functions, only the
+//! function's result per step), so raw samples of all series are never
+//! materialised together.
+
+// Step loops index several parallel per-step arrays; callbacks take the evaluator.
+#![allow(clippy::needless_range_loop, clippy::type_complexity)]
+
+mod eval;
+mod functions;
+mod value;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use cairn_storage::{Queryable, StorageError};
+
+pub use value::{FloatHistogram, InstantSample, RangeSeries, SampleValue, Value};
+
+/// Engine-wide settings.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// How far back an instant selector looks for a sample. Default 5m.
+    pub lookback_delta: Duration,
+    /// Most samples a query may load or produce. Default 50 million.
+    pub max_samples: usize,
+    /// Per-query timeout. Default 2m.
+    pub timeout: Duration,
+    /// Most points per series a range query may return. Default 11,000.
+    pub max_points_per_series: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            lookback_delta: Duration::from_secs(300),
+            max_samples: 50_000_000,
+            timeout: Duration::from_secs(120),
+            max_points_per_series: 11_000,
+        }
+    }
+}
+
+/// Per-query overrides.
+#[derive(Debug, Clone, Default)]
+pub struct QueryOptions {
+    pub lookback_delta: Option<Duration>,
+    pub timeout: Option<Duration>,
+    /// Set to true to cancel the query (e.g. the client went away).
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+/// The result of a query, with Prometheus' annotations.
+#[derive(Debug, Clone)]
+pub struct QueryResult {
+    pub value: Value,
+    pub warnings: Vec<String>,
+    pub infos: Vec<String>,
+}
+
+/// How an error should be reported (maps to Prometheus' `errorType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    BadData,
+    Execution,
+    Timeout,
+    Canceled,
+    Unavailable,
+    Internal,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// The query does not parse or is invalid for this kind of query.
+    #[error("{0}")]
+    BadData(String),
+    /// Evaluation failed (duplicate label sets, too many samples, ...).
+    #[error("{0}")]
+    Execution(String),
+    #[error("query timed out in {0}")]
+    Timeout(&'static str),
+    #[error("query was canceled in {0}")]
+    Canceled(&'static str),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl QueryError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::BadData(_) => ErrorKind::BadData,
+            Self::Execution(_) => ErrorKind::Execution,
+            Self::Timeout(_) => ErrorKind::Timeout,
+            Self::Canceled(_) => ErrorKind::Canceled,
+            Self::Internal(_) => ErrorKind::Internal,
+            Self::Storage(e) => match e.kind() {
+                cairn_storage::ErrorKind::BadData => ErrorKind::BadData,
+                cairn_storage::ErrorKind::Execution => ErrorKind::Execution,
+                cairn_storage::ErrorKind::Unavailable => ErrorKind::Unavailable,
+                cairn_storage::ErrorKind::Internal => ErrorKind::Internal,
+            },
+        }
+    }
+}
+
+/// Parses a query, with Prometheus-style error text.
+pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
+    promql_parser::parser::parse(expr).map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))
+}
+
+/// The PromQL engine. Cheap to share; holds only settings.
+#[derive(Debug, Clone, Default)]
+pub struct Engine {
+    opts: EngineOptions,
+}
+
+impl Engine {
+    pub fn new(opts: EngineOptions) -> Self {
+        Self { opts }
+    }
+
+    pub fn options(&self) -> &EngineOptions {
+        &self.opts
+    }
+
+    /// Evaluates `expr` at `t` (ms).
+    pub fn instant(&self, q: &dyn Queryable, expr: &str, t: i64) -> Result<QueryResult, QueryError> {
+        self.instant_with(q, expr, t, &QueryOptions::default())
+    }
+
+    pub fn instant_with(
+        &self,
+        q: &dyn Queryable,
+        expr: &str,
+        t: i64,
+        qo: &QueryOptions,
+    ) -> Result<QueryResult, QueryError> {
+        let ast = parse(expr)?;
+        eval::run(
+            &self.opts,
+            qo,
+            q,
+            eval::RunSpec {
+                ast: &ast,
+                start: t,
+                end: t,
+                step: 0,
+                instant: true,
+            },
+        )
+    }
+
+    /// Evaluates `expr` at every `step` (ms) from `start` to `end` (ms, inclusive).
+    pub fn range(
+        &self,
+        q: &dyn Queryable,
+        expr: &str,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Result<QueryResult, QueryError> {
+        self.range_with(q, expr, start, end, step, &QueryOptions::default())
+    }
+
+    pub fn range_with(
+        &self,
+        q: &dyn Queryable,
+        expr: &str,
+        start: i64,
+        end: i64,
+        step: i64,
+        qo: &QueryOptions,
+    ) -> Result<QueryResult, QueryError> {
+        if step <= 0 {
+            return Err(QueryError::BadData(
+                "zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
+            ));
+        }
+        if end < start {
+            return Err(QueryError::BadData(
+                "end timestamp must not be before start time".into(),
+            ));
+        }
+        let ast = parse(expr)?;
+        use promql_parser::parser::value::ValueType;
+        let vt = ast.value_type();
+        if !matches!(vt, ValueType::Scalar | ValueType::Vector) {
+            return Err(QueryError::BadData(format!(
+                "invalid parameter \"query\": invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
+                value::type_name(vt)
+            )));
+        }
+        eval::run(
+            &self.opts,
+            qo,
+            q,
+            eval::RunSpec {
+                ast: &ast,
+                start,
+                end,
+                step,
+                instant: false,
+            },
+        )
+    }
+}

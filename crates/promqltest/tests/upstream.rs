@@ -1,0 +1,64 @@
+//! Runs every upstream Prometheus PromQL test script and reports
+//! passed / failed / skipped-by-feature counts. Set `PROMQLTEST_VERBOSE=1` to
+//! print every failure.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use cairn_promqltest::{Outcome, run_script};
+
+/// Ratchet: raise when more evals pass; a regression fails the test.
+const MIN_PASSED: usize = 855;
+
+#[test]
+fn upstream_promql_tests() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/promqltest/testdata");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("upstream test data not found at {}; skipping", dir.display());
+        return;
+    };
+    let mut files: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "test"))
+        .collect();
+    files.sort();
+    let verbose = std::env::var_os("PROMQLTEST_VERBOSE").is_some();
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    let mut features: BTreeMap<String, usize> = BTreeMap::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("read test file");
+        let name = f.file_name().unwrap_or_default().to_string_lossy().to_string();
+        let (mut p, mut fl, mut s) = (0, 0, 0);
+        for r in run_script(&text) {
+            match &r.outcome {
+                Outcome::Pass => p += 1,
+                Outcome::Fail(e) => {
+                    fl += 1;
+                    if verbose {
+                        println!("FAIL {name}:{} {}\n     {e}", r.line, r.query);
+                    }
+                }
+                Outcome::Skip(feat) => {
+                    s += 1;
+                    *features.entry(feat.clone()).or_default() += 1;
+                }
+            }
+        }
+        println!("{name:<28} passed {p:>4}  failed {fl:>4}  skipped {s:>4}");
+        passed += p;
+        failed += fl;
+        skipped += s;
+    }
+    println!("TOTAL                        passed {passed:>4}  failed {failed:>4}  skipped {skipped:>4}");
+    for (f, n) in &features {
+        println!("  skipped {n:>4} needing {f}");
+    }
+    let ran = passed + failed;
+    if ran > 0 {
+        println!(
+            "pass rate of evals not needing a skipped feature: {:.1}%",
+            100.0 * passed as f64 / ran as f64
+        );
+    }
+    assert!(passed >= MIN_PASSED, "passed {passed} < ratchet {MIN_PASSED}");
+}
