@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,8 @@ pub struct Client {
     http: reqwest::blocking::Client,
     url: String,
     pub max_retries: u32,
+    /// Set to stop retrying (e.g. the server was declared hung and killed).
+    pub abort: Arc<AtomicBool>,
 }
 
 /// What happened to one request.
@@ -47,7 +49,7 @@ impl Client {
             .timeout(Duration::from_secs(120))
             .pool_max_idle_per_host(64)
             .build()?;
-        Ok(Self { http, url: url.into(), max_retries: 10 })
+        Ok(Self { http, url: url.into(), max_retries: 10, abort: Arc::new(AtomicBool::new(false)) })
     }
 
     pub fn post(&self, body: &[u8]) -> Outcome {
@@ -75,7 +77,7 @@ impl Client {
                 }
                 Err(e) => (None, e.to_string()),
             };
-            if retries >= self.max_retries {
+            if retries >= self.max_retries || self.abort.load(Ordering::Relaxed) {
                 return Outcome::Failed { retries, status, message };
             }
             retries += 1;
@@ -163,9 +165,12 @@ pub struct SendReport {
 }
 
 /// Sends every request of `spool` to `url`, one worker thread per spool file,
-/// as fast as the server accepts.
-pub fn send_spool(spool: &Spool, url: &str, progress: Option<&(dyn Fn(u64) + Sync)>) -> anyhow::Result<SendReport> {
+/// as fast as the server accepts. `progress` sees the acknowledged sample
+/// count every 200 ms; returning `false` aborts the run (remaining requests
+/// count as failed), e.g. when the server stopped making progress.
+pub fn send_spool(spool: &Spool, url: &str, progress: Option<&(dyn Fn(u64) -> bool + Sync)>) -> anyhow::Result<SendReport> {
     let client = Client::new(url)?;
+    let abort = client.abort.clone();
     let acked = AtomicU64::new(0);
     let report = Mutex::new(SendReport::default());
     let start = Instant::now();
@@ -191,6 +196,11 @@ pub fn send_spool(spool: &Spool, url: &str, progress: Option<&(dyn Fn(u64) + Syn
                     r.read_exact(&mut body)?;
                     local.requests += 1;
                     local.samples_sent += n;
+                    if client.abort.load(Ordering::Relaxed) {
+                        local.failed_requests += 1;
+                        local.samples_failed += n;
+                        continue;
+                    }
                     match client.post(&body) {
                         Outcome::Ok { retries } => {
                             local.retries += u64::from(retries);
@@ -221,7 +231,9 @@ pub fn send_spool(spool: &Spool, url: &str, progress: Option<&(dyn Fn(u64) + Syn
         if let Some(p) = progress {
             while handles.iter().any(|h| !h.is_finished()) {
                 std::thread::sleep(Duration::from_millis(200));
-                p(acked.load(Ordering::Relaxed));
+                if !abort.load(Ordering::Relaxed) && !p(acked.load(Ordering::Relaxed)) {
+                    abort.store(true, Ordering::Relaxed);
+                }
             }
         }
         for h in handles {

@@ -75,6 +75,9 @@ struct Cli {
     idle_seconds: u64,
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Declare a server hung (and kill it) when no write is acknowledged for this long.
+    #[arg(long, default_value_t = 60)]
+    stall_seconds: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -271,25 +274,32 @@ impl Server {
                     .map(|(k, v)| Label::new(k.clone(), v.as_str().unwrap_or_default()))
                     .collect(),
             )?;
-            let ts: Vec<i64> = v["timestamps"].as_array().context("timestamps")?.iter().filter_map(Value::as_i64).collect();
-            let vals: Vec<f64> = v["values"]
-                .as_array()
+            // Numbers are parsed from the raw text: serde_json's default float
+            // parser is not correctly rounded and would invent 1-ulp mismatches.
+            let ts: Vec<i64> = raw_array(line, "timestamps").context("timestamps")?.iter().filter_map(|x| x.parse().ok()).collect();
+            let vals: Vec<f64> = raw_array(line, "values")
                 .context("values")?
                 .iter()
-                .map(|x| match x {
-                    Value::Number(n) => n.as_f64().unwrap_or(f64::NAN),
-                    Value::String(s) => match s.as_str() {
-                        "+Inf" | "Inf" => f64::INFINITY,
-                        "-Inf" => f64::NEG_INFINITY,
-                        _ => s.parse().unwrap_or(f64::NAN),
-                    },
-                    _ => f64::NAN,
+                .map(|x| match x.trim_matches('"') {
+                    "+Inf" | "Inf" => f64::INFINITY,
+                    "-Inf" => f64::NEG_INFINITY,
+                    t => t.parse().unwrap_or(f64::NAN),
                 })
                 .collect();
             out.push((labels, ts, vals));
         }
         Ok(out)
     }
+}
+
+/// The raw elements of the JSON array `"key":[...]` in an export line (the
+/// last occurrence, so label values cannot fake it).
+fn raw_array<'a>(line: &'a str, key: &str) -> Option<Vec<&'a str>> {
+    let pat = format!("\"{key}\":[");
+    let start = line.rfind(&pat)? + pat.len();
+    let end = start + line[start..].find(']')?;
+    let body = line[start..end].trim();
+    Some(if body.is_empty() { Vec::new() } else { body.split(',').map(str::trim).collect() })
 }
 
 impl Drop for Server {
@@ -404,6 +414,9 @@ fn verify(server: &Server, fleet: &Fleet, steps: u64, targets: &[usize]) -> anyh
                         let same = gv.to_bits() == ev.to_bits() || (gv.is_nan() && ev.is_nan());
                         if !same {
                             r.value_exact_mismatches += 1;
+                            if r.value_exact_mismatches <= 3 {
+                                r.examples.push(format!("not bit-exact: {l} @{et}: sent {ev:?} got {gv:?}"));
+                            }
                             let tol = 1e-9 * ev.abs().max(1e-300);
                             if !((gv - ev).abs() <= tol) && !(gv.is_nan() && ev.is_nan()) {
                                 r.value_mismatches_beyond_1e_9 += 1;
@@ -505,14 +518,43 @@ fn backfill(cli: &Cli, trace: Arc<Trace>) -> anyhow::Result<Value> {
         let cpu0 = procfs::cpu_seconds(pid, tck).unwrap_or(0.0);
         let mon = Monitor::start(pid);
         let total = spool.samples;
-        let progress = |acked: u64| {
-            print!("\r  ingesting: {:5.1}%", acked as f64 * 100.0 / total as f64);
-            let _ = std::io::stdout().flush();
+        let stall = Duration::from_secs(cli.stall_seconds);
+        let watch = Mutex::new((0u64, Instant::now(), None::<String>));
+        let progress = |acked: u64| -> bool {
+            let Ok(mut w) = watch.lock() else { return true };
+            if acked != w.0 {
+                *w = (acked, Instant::now(), None);
+                print!("\r  ingesting: {:5.1}%", acked as f64 * 100.0 / total as f64);
+                let _ = std::io::stdout().flush();
+                return true;
+            }
+            if w.1.elapsed() < stall {
+                return true;
+            }
+            let cpu = procfs::cpu_seconds(pid, tck).unwrap_or(0.0);
+            let msg = format!(
+                "STALLED: no write acknowledged for {} s at {acked}/{total} samples ({:.1}%); server CPU total {cpu:.1} s; killing it",
+                stall.as_secs(),
+                acked as f64 * 100.0 / total as f64
+            );
+            println!("\n  {msg}");
+            w.2 = Some(msg);
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            false
         };
         let send = sender::send_spool(&spool, &format!("{}/api/v1/write", srv.base()), Some(&progress))?;
         let cpu1 = procfs::cpu_seconds(pid, tck).unwrap_or(0.0);
         let ingest_rss = mon.finish();
         println!();
+        if let Some(msg) = watch.lock().ok().and_then(|w| w.2.clone()) {
+            let _ = srv.child.take().map(|mut c| c.wait());
+            results.insert(
+                kind.name().into(),
+                json!({ "failed": msg, "samples_acked": send.samples_acked, "samples_failed": send.samples_failed,
+                        "seconds_until_stall": send.elapsed.as_secs_f64() - stall.as_secs_f64() }),
+            );
+            continue;
+        }
         let rate = send.samples_acked as f64 / send.elapsed.as_secs_f64();
         let cpu_per_m = (cpu1 - cpu0) / (send.samples_acked as f64 / 1e6);
         println!(
@@ -780,6 +822,7 @@ fn main() -> anyhow::Result<()> {
     let mut report = if cli.footprint { footprint(&cli, trace)? } else { backfill(&cli, trace)? };
     report["date_utc_ms"] = json!(now_ms());
     report["command"] = json!(std::env::args().collect::<Vec<_>>().join(" "));
+    report["loadavg_at_end"] = json!(std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
     report["host_cores"] = json!(std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0));
     print_table(&report);
     std::fs::write(&cli.report, serde_json::to_string_pretty(&report)?)?;
