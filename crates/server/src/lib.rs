@@ -36,7 +36,7 @@ pub async fn run(
     let storage = Arc::new(OpeningStorage::default());
     let state = AppState::new(storage.clone(), config.api.clone());
     state.set_ready(false);
-    let app = cairn_http::router(state.clone());
+    let app = cairn_http::router_with(state.clone(), cairn_query_api::routes());
     let server = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
 
     let path = config.storage.path.clone();

@@ -1,0 +1,440 @@
+//! Prometheus' query endpoints over [`cairn_promql`]:
+//! `/api/v1/query`, `/api/v1/query_range` (GET and form POST),
+//! `/api/v1/format_query` and `/api/v1/status/buildinfo`.
+//!
+//! Mounted by `cairn-server` with `cairn_http::router_with(state, routes())`,
+//! so the paths also work under `/prometheus` and get request metrics.
+//! Responses are written by hand to match Prometheus' JSON byte for byte:
+//! timestamps as `sec.mmm` numbers and values as strings formatted like Go's
+//! `strconv.FormatFloat(v, 'f' or 'e', -1, 64)`.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use cairn_http::{
+    ApiError, AppState, ErrorType, Params, invalid_param, limit_param, parse_duration, run_blocking, time_param,
+};
+use cairn_model::Labels;
+use cairn_promql::{Engine, EngineOptions, ErrorKind, QueryError, QueryOptions, QueryResult, SampleValue, Value};
+
+/// Version reported by buildinfo: Grafana needs ≥ 2.24.0 for its cheap label endpoints.
+pub const PROMETHEUS_COMPAT_VERSION: &str = "3.0.0";
+
+/// The query routes, for [`cairn_http::router_with`].
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/query", get(query).post(query))
+        .route("/api/v1/query_range", get(query_range).post(query_range))
+        .route("/api/v1/format_query", get(format_query).post(format_query))
+        .route("/api/v1/status/buildinfo", get(buildinfo))
+}
+
+fn engine() -> Engine {
+    Engine::new(EngineOptions::default())
+}
+
+/// Sets the cancel flag when dropped, i.e. when the client goes away and
+/// axum drops the handler future.
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+fn query_error(e: QueryError) -> ApiError {
+    let kind = match e.kind() {
+        ErrorKind::BadData => ErrorType::BadData,
+        ErrorKind::Execution => ErrorType::Execution,
+        ErrorKind::Timeout => ErrorType::Timeout,
+        ErrorKind::Canceled => ErrorType::Canceled,
+        ErrorKind::Unavailable => ErrorType::Unavailable,
+        ErrorKind::Internal => ErrorType::Internal,
+    };
+    ApiError::new(kind, e.to_string())
+}
+
+fn duration_param(params: &Params, name: &str) -> Result<Option<Duration>, ApiError> {
+    match params.get(name) {
+        None => Ok(None),
+        Some(v) => {
+            let ms = parse_duration(v).map_err(|e| invalid_param(name, e))?;
+            if ms < 0 {
+                return Err(invalid_param(name, format!("cannot parse {v:?} to a valid duration")));
+            }
+            Ok(Some(Duration::from_millis(ms as u64)))
+        }
+    }
+}
+
+fn query_options(params: &Params, cancel: &Arc<AtomicBool>) -> Result<QueryOptions, ApiError> {
+    let default_timeout = EngineOptions::default().timeout;
+    let timeout = duration_param(params, "timeout")?.map(|t| t.min(default_timeout));
+    Ok(QueryOptions {
+        lookback_delta: duration_param(params, "lookback_delta")?.filter(|d| !d.is_zero()),
+        timeout,
+        cancel: Some(cancel.clone()),
+    })
+}
+
+async fn query(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+    let expr = params.get("query").unwrap_or("").to_string();
+    let t = time_param(&params, "time", cairn_http::now_ms())?;
+    let limit = limit_param(&params)?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let qo = query_options(&params, &cancel)?;
+    let _guard = CancelOnDrop(cancel);
+    let storage = state.storage().clone();
+    let res = run_blocking(move || {
+        engine()
+            .instant_with(storage.as_ref(), &expr, t, &qo)
+            .map_err(query_error)
+    })
+    .await?;
+    Ok(render(res, limit))
+}
+
+async fn query_range(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+    let expr = params.get("query").unwrap_or("").to_string();
+    let start = time_param_required(&params, "start")?;
+    let end = time_param_required(&params, "end")?;
+    if end < start {
+        return Err(invalid_param("end", "end timestamp must not be before start time"));
+    }
+    let step = match params.get("step") {
+        None => return Err(invalid_param("step", "cannot parse \"\" to a valid duration")),
+        Some(v) => parse_duration(v).map_err(|e| invalid_param("step", e))?,
+    };
+    if step <= 0 {
+        return Err(invalid_param(
+            "step",
+            "zero or negative query resolution step widths are not accepted. Try a positive integer",
+        ));
+    }
+    if (end - start) / step >= 11_000 {
+        return Err(ApiError::bad_data(
+            "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
+        ));
+    }
+    let limit = limit_param(&params)?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let qo = query_options(&params, &cancel)?;
+    let _guard = CancelOnDrop(cancel);
+    let storage = state.storage().clone();
+    let res = run_blocking(move || {
+        engine()
+            .range_with(storage.as_ref(), &expr, start, end, step, &qo)
+            .map_err(query_error)
+    })
+    .await?;
+    Ok(render(res, limit))
+}
+
+fn time_param_required(params: &Params, name: &str) -> Result<i64, ApiError> {
+    if params.get(name).is_none() {
+        return Err(invalid_param(name, "cannot parse \"\" to a valid timestamp"));
+    }
+    time_param(params, name, 0)
+}
+
+async fn format_query(params: Params) -> Result<Response, ApiError> {
+    let expr = params.get("query").unwrap_or("");
+    let ast = cairn_promql::parse(expr).map_err(query_error)?;
+    let mut body = String::from(r#"{"status":"success","data":"#);
+    push_json_str(&mut body, &ast.prettify());
+    body.push('}');
+    Ok(json(body))
+}
+
+async fn buildinfo() -> Response {
+    let mut body = String::from(r#"{"status":"success","data":{"version":"#);
+    push_json_str(&mut body, PROMETHEUS_COMPAT_VERSION);
+    body.push_str(r#","revision":"cairn","branch":"","buildUser":"","buildDate":"","goVersion":""}}"#);
+    json(body)
+}
+
+fn json(body: String) -> Response {
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// Renders a query result as Prometheus does.
+pub fn render(res: QueryResult, limit: Option<usize>) -> Response {
+    json(render_body(res, limit))
+}
+
+/// The JSON body of a successful query.
+pub fn render_body(mut res: QueryResult, limit: Option<usize>) -> String {
+    if let Some(limit) = limit {
+        let truncated = match &mut res.value {
+            Value::Vector(v) if v.len() > limit => {
+                v.truncate(limit);
+                true
+            }
+            Value::Matrix(m) if m.len() > limit => {
+                m.truncate(limit);
+                true
+            }
+            _ => false,
+        };
+        if truncated {
+            res.warnings.push("results truncated due to limit".into());
+        }
+    }
+    let mut b = String::with_capacity(256);
+    b.push_str(r#"{"status":"success","data":{"resultType":""#);
+    b.push_str(res.value.type_name());
+    b.push_str(r#"","result":"#);
+    match &res.value {
+        Value::Scalar { t, v } => {
+            b.push('[');
+            push_ts(&mut b, *t);
+            b.push(',');
+            push_value(&mut b, *v);
+            b.push(']');
+        }
+        Value::String { t, s } => {
+            b.push('[');
+            push_ts(&mut b, *t);
+            b.push(',');
+            push_json_str(&mut b, s);
+            b.push(']');
+        }
+        Value::Vector(v) => {
+            b.push('[');
+            for (i, s) in v.iter().enumerate() {
+                if i > 0 {
+                    b.push(',');
+                }
+                b.push_str(r#"{"metric":"#);
+                push_labels(&mut b, &s.metric);
+                match &s.value {
+                    SampleValue::Float(f) => {
+                        b.push_str(r#","value":["#);
+                        push_ts(&mut b, s.t);
+                        b.push(',');
+                        push_value(&mut b, *f);
+                        b.push(']');
+                    }
+                    SampleValue::Histogram(h) => {
+                        b.push_str(r#","histogram":["#);
+                        push_ts(&mut b, s.t);
+                        b.push(',');
+                        push_histogram(&mut b, h);
+                        b.push(']');
+                    }
+                }
+                b.push('}');
+            }
+            b.push(']');
+        }
+        Value::Matrix(m) => {
+            b.push('[');
+            for (i, s) in m.iter().enumerate() {
+                if i > 0 {
+                    b.push(',');
+                }
+                b.push_str(r#"{"metric":"#);
+                push_labels(&mut b, &s.metric);
+                if !s.floats.is_empty() {
+                    b.push_str(r#","values":["#);
+                    for (j, p) in s.floats.iter().enumerate() {
+                        if j > 0 {
+                            b.push(',');
+                        }
+                        b.push('[');
+                        push_ts(&mut b, p.t);
+                        b.push(',');
+                        push_value(&mut b, p.v);
+                        b.push(']');
+                    }
+                    b.push(']');
+                }
+                if !s.histograms.is_empty() {
+                    b.push_str(r#","histograms":["#);
+                    for (j, (t, h)) in s.histograms.iter().enumerate() {
+                        if j > 0 {
+                            b.push(',');
+                        }
+                        b.push('[');
+                        push_ts(&mut b, *t);
+                        b.push(',');
+                        push_histogram(&mut b, h);
+                        b.push(']');
+                    }
+                    b.push(']');
+                }
+                b.push('}');
+            }
+            b.push(']');
+        }
+    }
+    b.push('}');
+    if !res.warnings.is_empty() {
+        b.push_str(r#","warnings":"#);
+        push_str_array(&mut b, &res.warnings);
+    }
+    if !res.infos.is_empty() {
+        b.push_str(r#","infos":"#);
+        push_str_array(&mut b, &res.infos);
+    }
+    b.push('}');
+    b
+}
+
+fn push_str_array(b: &mut String, items: &[String]) {
+    b.push('[');
+    for (i, s) in items.iter().enumerate() {
+        if i > 0 {
+            b.push(',');
+        }
+        push_json_str(b, s);
+    }
+    b.push(']');
+}
+
+fn push_json_str(b: &mut String, s: &str) {
+    match serde_json::to_string(s) {
+        Ok(j) => b.push_str(&j),
+        Err(_) => b.push_str("\"\""),
+    }
+}
+
+fn push_labels(b: &mut String, l: &Labels) {
+    b.push('{');
+    for (i, lab) in l.iter().enumerate() {
+        if i > 0 {
+            b.push(',');
+        }
+        push_json_str(b, &lab.name);
+        b.push(':');
+        push_json_str(b, &lab.value);
+    }
+    b.push('}');
+}
+
+fn push_histogram(b: &mut String, h: &cairn_promql::FloatHistogram) {
+    b.push_str(r#"{"count":""#);
+    b.push_str(&format_value(h.count));
+    b.push_str(r#"","sum":""#);
+    b.push_str(&format_value(h.sum));
+    b.push('"');
+    if !h.buckets.is_empty() {
+        b.push_str(r#","buckets":["#);
+        for (i, (lo, hi, c)) in h.buckets.iter().enumerate() {
+            if i > 0 {
+                b.push(',');
+            }
+            let _ = write!(
+                b,
+                r#"[3,"{}","{}","{}"]"#,
+                format_value(*lo),
+                format_value(*hi),
+                format_value(*c)
+            );
+        }
+        b.push(']');
+    }
+    b.push('}');
+}
+
+/// Prometheus' `marshalTimestamp`: seconds with up to three decimals, no trailing-zero trimming.
+fn push_ts(b: &mut String, t: i64) {
+    let mut t = t;
+    if t < 0 {
+        b.push('-');
+        t = t.wrapping_neg();
+    }
+    let _ = write!(b, "{}", t / 1000);
+    let frac = t % 1000;
+    if frac != 0 {
+        let _ = write!(b, ".{frac:03}");
+    }
+}
+
+fn push_value(b: &mut String, v: f64) {
+    b.push('"');
+    b.push_str(&format_value(v));
+    b.push('"');
+}
+
+/// A sample value as Prometheus writes it: Go's `strconv.FormatFloat(v, f, -1, 64)`
+/// with `f = 'e'` when `|v| < 1e-6` or `|v| >= 1e21`, else `'f'`.
+pub fn format_value(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
+    }
+    let abs = v.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let s = format!("{v:e}");
+        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exp),
+        };
+        return if digits.len() < 2 {
+            format!("{mant}e{sign}0{digits}")
+        } else {
+            format!("{mant}e{sign}{digits}")
+        };
+    }
+    format!("{v}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_format_like_go() {
+        assert_eq!(format_value(1.0), "1");
+        assert_eq!(format_value(-0.0), "-0");
+        assert_eq!(format_value(1e-7), "1e-07");
+        assert_eq!(format_value(1.5e-7), "1.5e-07");
+        assert_eq!(format_value(1e6), "1000000");
+        assert_eq!(format_value(1e21), "1e+21");
+        assert_eq!(format_value(1.2345e100), "1.2345e+100");
+        assert_eq!(format_value(0.000001), "0.000001");
+        assert_eq!(format_value(f64::NEG_INFINITY), "-Inf");
+    }
+
+    #[test]
+    fn timestamps_format_like_prometheus() {
+        let f = |t| {
+            let mut s = String::new();
+            push_ts(&mut s, t);
+            s
+        };
+        assert_eq!(f(1_500), "1.500");
+        assert_eq!(f(1_005), "1.005");
+        assert_eq!(f(-1_050), "-1.050");
+        assert_eq!(f(1_000), "1");
+    }
+
+    #[test]
+    fn renders_vector() {
+        let res = QueryResult {
+            value: Value::Vector(vec![cairn_promql::InstantSample {
+                metric: Labels::from_pairs([("__name__", "up"), ("job", "a")]),
+                t: 1_000,
+                value: SampleValue::Float(1.0),
+            }]),
+            warnings: vec![],
+            infos: vec![],
+        };
+        assert_eq!(
+            render_body(res, None),
+            r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"up","job":"a"},"value":[1,"1"]}]}}"#
+        );
+    }
+}

@@ -1,0 +1,105 @@
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use cairn_http::{ApiConfig, AppState};
+use cairn_model::{Labels, Sample, stale_nan};
+use cairn_storage::{Appendable, MemStorage};
+use tower::ServiceExt;
+
+fn app() -> axum::Router {
+    let mem = MemStorage::new();
+    let mut a = mem.appender();
+    let l = Labels::from_pairs([("__name__", "up"), ("job", "a")]);
+    a.append(
+        &l,
+        &[
+            Sample::new(0, 1.0),
+            Sample::new(60_000, 0.0000001),
+            Sample::new(120_000, stale_nan()),
+        ],
+    )
+    .unwrap();
+    a.commit().unwrap();
+    let state = AppState::new(Arc::new(mem), ApiConfig::default());
+    cairn_http::router_with(state, cairn_query_api::routes())
+}
+
+async fn send(req: Request<Body>) -> (StatusCode, String) {
+    let resp = app().oneshot(req).await.unwrap();
+    let status = resp.status();
+    let body = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap();
+    (status, String::from_utf8(body.to_vec()).unwrap())
+}
+
+async fn get(uri: &str) -> (StatusCode, String) {
+    send(Request::get(uri).body(Body::empty()).unwrap()).await
+}
+
+#[tokio::test]
+async fn instant_query_vector() {
+    let (s, b) = get("/api/v1/query?query=up&time=60").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(
+        b,
+        r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"up","job":"a"},"value":[60,"1e-07"]}]}}"#
+    );
+    // Stale marker ends the series.
+    let (_, b) = get("/prometheus/api/v1/query?query=up&time=150.5").await;
+    assert_eq!(b, r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#);
+}
+
+#[tokio::test]
+async fn scalar_and_string() {
+    let (_, b) = get("/api/v1/query?query=1%2B1&time=1.5").await;
+    assert_eq!(
+        b,
+        r#"{"status":"success","data":{"resultType":"scalar","result":[1.500,"2"]}}"#
+    );
+    let (_, b) = get("/api/v1/query?query=%22x%22&time=2").await;
+    assert_eq!(
+        b,
+        r#"{"status":"success","data":{"resultType":"string","result":[2,"x"]}}"#
+    );
+}
+
+#[tokio::test]
+async fn range_query_post_form() {
+    let req = Request::post("/api/v1/query_range")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(Body::from("query=up*2&start=0&end=120&step=1m"))
+        .unwrap();
+    let (s, b) = send(req).await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    assert_eq!(
+        b,
+        r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"job":"a"},"values":[[0,"2"],[60,"2e-07"]]}]}}"#
+    );
+}
+
+#[tokio::test]
+async fn errors() {
+    let (s, b) = get("/api/v1/query?query=sum(").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{b}");
+    assert!(
+        b.starts_with(r#"{"status":"error","errorType":"bad_data","error":"invalid parameter \"query\""#),
+        "{b}"
+    );
+    let (s, b) = get("/api/v1/query_range?query=up&start=0&end=100000&step=1").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{b}");
+    assert!(b.contains("11,000 points"), "{b}");
+    let (s, _) = get("/api/v1/query_range?query=up&start=10&end=0&step=1").await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    let (s, b) = get("/api/v1/query?query=up%20%2B%20on()%20group_left%20up&time=0").await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+}
+
+#[tokio::test]
+async fn buildinfo_and_format() {
+    let (s, b) = get("/api/v1/status/buildinfo").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(b.contains(r#""version":"3.0.0""#), "{b}");
+    let (s, b) = get("/api/v1/format_query?query=sum%20by(job)(up)").await;
+    assert_eq!(s, StatusCode::OK);
+    assert!(b.starts_with(r#"{"status":"success","data":"sum by"#), "{b}");
+}
