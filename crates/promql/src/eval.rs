@@ -105,6 +105,7 @@ pub(crate) struct Ev<'a> {
     cancel: Option<Arc<AtomicBool>>,
     pub warnings: Vec<String>,
     pub infos: Vec<String>,
+    range_query: bool,
 }
 
 pub(crate) struct RunSpec<'a> {
@@ -134,6 +135,7 @@ pub(crate) fn run(
         cancel: qo.cancel.clone(),
         warnings: Vec::new(),
         infos: Vec::new(),
+        range_query: !spec.instant,
     };
     let ctx = Ctx {
         start: spec.start,
@@ -428,6 +430,15 @@ impl<'a> Ev<'a> {
             return Err(QueryError::Timeout("expression evaluation"));
         }
         Ok(())
+    }
+
+    pub(crate) fn sort_warning(&mut self) {
+        if self.range_query {
+            self.warnings.push(
+                "PromQL warning: sort is ineffective for range queries since results are always ordered by labels"
+                    .into(),
+            );
+        }
     }
 
     pub(crate) fn add_samples(&mut self, n: usize) -> Result<()> {
@@ -824,6 +835,7 @@ impl<'a> Ev<'a> {
             }
             let mut matched: HashMap<&str, HashSet<Labels>> = HashMap::new();
             let mut one_matched: HashSet<&str> = HashSet::new();
+            let mut one_seen: HashSet<&str> = HashSet::new();
             for &(j, mv) in many.iter() {
                 let s = many_sig[j].as_str();
                 let (oj, ov, one_labels) = match one_map.get(s) {
@@ -841,6 +853,13 @@ impl<'a> Ev<'a> {
                 }
                 let (fl, fr) = if swapped { (ov, mv) } else { (mv, ov) };
                 let (mut v, keep) = elem_binop(op, fl, fr)?;
+                let one_to_one = matches!(card, VectorMatchCardinality::OneToOne);
+                if one_to_one && oj.is_some() && !one_seen.insert(s) {
+                    return Err(QueryError::Execution(
+                        "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)"
+                            .into(),
+                    ));
+                }
                 if return_bool {
                     v = if keep { 1.0 } else { 0.0 };
                 } else if !keep {
@@ -848,12 +867,9 @@ impl<'a> Ev<'a> {
                 }
                 let metric = result_metric(&many_s[j].labels, one_labels, op, on, &names, &card, &include);
                 let set = matched.entry(s).or_default();
-                if matches!(card, VectorMatchCardinality::OneToOne) {
-                    if !set.is_empty() {
-                        return Err(QueryError::Execution(
-                            "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)"
-                                .into(),
-                        ));
+                if one_to_one {
+                    if !set.is_empty() && oj.is_none() {
+                        return Err(dup_labelset());
                     }
                 } else if set.contains(&metric) {
                     return Err(QueryError::Execution(

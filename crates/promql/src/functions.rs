@@ -33,6 +33,8 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
     };
     match name {
         "time" => Ok(Val::Scalar(scalar_series(c, |t| t as f64 / 1000.0))),
+        "start" => Ok(Val::Scalar(vec![ev.qstart as f64 / 1000.0; c.n()])),
+        "end" => Ok(Val::Scalar(vec![ev.qend as f64 / 1000.0; c.n()])),
         "pi" => Ok(Val::Scalar(vec![std::f64::consts::PI; c.n()])),
         "vector" => {
             let s = ev.eval_scalar(arg(0)?, c)?;
@@ -160,7 +162,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             let re = regex::Regex::new(&format!("^(?s:{re})$")).map_err(|e| {
                 QueryError::Execution(format!("invalid regular expression in label_replace(): {re}: {e}"))
             })?;
-            if dst.is_empty() {
+            if dst.is_empty() || dst.contains('\u{fffd}') {
                 return Err(QueryError::Execution(format!(
                     "invalid destination label name in label_replace(): {dst}"
                 )));
@@ -186,7 +188,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             for a in &args[3..] {
                 srcs.push(arg_str(ev, a, c)?);
             }
-            if dst.is_empty() {
+            if dst.is_empty() || dst.contains('\u{fffd}') {
                 return Err(QueryError::Execution(format!(
                     "invalid destination label name in label_join(): {dst}"
                 )));
@@ -203,6 +205,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
         }
         "sort" | "sort_desc" => {
             let mut v = ev.eval_vector(arg(0)?, c)?;
+            ev.sort_warning();
             if c.n() == 1 {
                 let key = |s: &Series| s.pts.first().map(|p| p.1).unwrap_or(f64::NAN);
                 let desc = name == "sort_desc";
@@ -221,6 +224,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
         }
         "sort_by_label" | "sort_by_label_desc" => {
             let mut v = ev.eval_vector(arg(0)?, c)?;
+            ev.sort_warning();
             let mut names = Vec::new();
             for a in &args[1..] {
                 names.push(arg_str(ev, a, c)?);
@@ -633,6 +637,9 @@ fn range_value(
             Some(if name == "stddev_over_time" { var.sqrt() } else { var })
         }
         "mad_over_time" => {
+            if w.iter().any(|p| p.1.is_nan()) {
+                return Ok(Some(f64::NAN));
+            }
             let mut vals: Vec<f64> = w.iter().map(|p| p.1).collect();
             let median = quantile(0.5, &mut vals);
             let mut dev: Vec<f64> = w.iter().map(|p| (p.1 - median).abs()).collect();
@@ -1075,7 +1082,7 @@ pub(crate) fn aggregate(
                     }
                 } else {
                     if pv.is_nan() {
-                        return Err(QueryError::Execution(format!("Parameter value is NaN for {op}")));
+                        return Err(QueryError::Execution("Parameter value is NaN".to_string()));
                     }
                     if !(-9.223372036854776e18..9.223372036854776e18).contains(&pv) {
                         return Err(QueryError::Execution(format!(
@@ -1211,7 +1218,7 @@ pub(crate) fn aggregate(
                         };
                         match op {
                             "stddev" | "stdvar" => {
-                                st.value = 0.0;
+                                st.value = if f.is_finite() { 0.0 } else { f64::NAN };
                             }
                             "group" => st.value = 1.0,
                             "quantile" => st.values.push(f),

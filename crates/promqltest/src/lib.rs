@@ -268,8 +268,7 @@ fn number_prefix(s: &str) -> Option<(f64, &str)> {
 fn number_re() -> &'static Regex {
     static RE: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"^[+-]?(?:[Ii]nf|NaN|nan|0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)")
-            .unwrap_or_else(|e| panic!("{e}"))
+        Regex::new(r"^[+-]?(?:[Ii]nf|NaN|nan|(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)").unwrap_or_else(|e| panic!("{e}"))
     })
 }
 
@@ -406,8 +405,8 @@ fn needs_feature(state: &State, query: &str, exp: &Expect) -> Option<String> {
         [
             mk(r"\bhistogram_(count|sum|avg|fraction|stddev|stdvar|quantiles)\s*\("),
             mk(r"\b(info|integral|start_timestamp|max_of|min_of)\s*\("),
-            mk(r"\[[^\]]*(\(|\)|[0-9smhdwy]\s*[-+*/%^]\s*[0-9(])[^\]]*\]|\b(offset|@)\s*-?\s*\(|\bstep\s*\(\s*\)|\brange\s*\(\s*\)"),
-            mk(r"\]\s*(anchored|smoothed)\b"),
+            mk(r"\[[^\]]*(\(|\)|[0-9smhdwy]\s*[-+*/%^]\s*[0-9(])[^\]]*\]|\b(offset|@)\s*-?\s*\(|(?i)\bstep\s*\(\s*\)|\brange\s*\(\s*\)"),
+            mk(r"\b(anchored|smoothed)\b"),
         ]
     });
     if query.contains("{{") || exp.has_histogram {
