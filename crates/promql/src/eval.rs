@@ -754,9 +754,12 @@ impl<'a> Ev<'a> {
         let card = modifier
             .map(|m| m.card.clone())
             .unwrap_or(VectorMatchCardinality::OneToOne);
-        let (fill_l, fill_r) = modifier
+        let (mut fill_l, mut fill_r) = modifier
             .map(|m| (m.fill_values.lhs, m.fill_values.rhs))
             .unwrap_or((None, None));
+        if matches!(card, VectorMatchCardinality::OneToMany(_)) {
+            std::mem::swap(&mut fill_l, &mut fill_r);
+        }
         let sig = |l: &Labels| -> String { signature(l, on, &names) };
         let lsig: Vec<String> = lhs.iter().map(|s| sig(&s.labels)).collect();
         let rsig: Vec<String> = rhs.iter().map(|s| sig(&s.labels)).collect();
@@ -895,7 +898,7 @@ impl<'a> Ev<'a> {
                         continue;
                     }
                     let metric = result_metric(&one_s[j].labels, &one_s[j].labels, op, on, &names, &card, &include);
-                    acc.push(metric, return_bool, t, v)?;
+                    acc.push(metric, true, t, v)?;
                 }
             }
         }
