@@ -128,10 +128,13 @@ impl Partition {
     }
 
     pub fn snapshot(self: &Arc<Self>) -> PartitionSnapshot {
+        // Sealing moves rows into a part while holding the rows lock, so
+        // holding it here sees each row exactly once: in the rows or in a part.
+        let rows = self.rows.lock();
         PartitionSnapshot {
             partition: self.clone(),
             parts: self.parts.read().clone(),
-            rows: self.rows.lock().snapshot(),
+            rows: rows.snapshot(),
             tombstones: self.tombstones.read().clone(),
         }
     }
@@ -199,8 +202,12 @@ impl Partition {
         *parts = Arc::new(next);
     }
 
+    /// Lock order everywhere: `rows` before `parts` (sealing holds `rows`
+    /// while it edits `parts`), so the two are read in separate statements here.
     pub fn memory_bytes(&self) -> u64 {
-        self.parts.read().memory.iter().map(|p| p.size_bytes()).sum::<u64>() + self.rows.lock().len() as u64 * 24
+        let rows = self.rows.lock().len() as u64 * 24;
+        let parts: u64 = self.parts.read().memory.iter().map(|p| p.size_bytes()).sum();
+        rows + parts
     }
 
     pub fn disk_bytes(&self) -> u64 {

@@ -155,8 +155,9 @@ impl Part {
     pub fn read_block(&self, b: &BlockRef, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<(), StorageError> {
         let mut owned = Vec::new();
         let bytes: &[u8] = match &self.data {
-            Data::Memory(m) => m
-                .get(b.offset as usize..b.offset as usize + b.len as usize)
+            Data::Memory(m) => usize::try_from(b.offset)
+                .ok()
+                .and_then(|start| m.get(start..start.checked_add(b.len as usize)?))
                 .ok_or_else(|| self.corrupt(b, "block out of bounds"))?,
             Data::File(f) => {
                 owned.resize(b.len as usize, 0);
@@ -215,7 +216,7 @@ fn parse_footer(f: &[u8]) -> Result<(PartMeta, u64, u64), &'static str> {
 }
 
 fn check_index(index: &[u8], entries: u64, footer: &[u8]) -> Result<(), &'static str> {
-    if index.len() as u64 != entries * ENTRY_BYTES as u64 {
+    if Some(index.len() as u64) != entries.checked_mul(ENTRY_BYTES as u64) {
         return Err("index size mismatch");
     }
     let want = le_u32(footer, 56).ok_or("malformed footer")?;

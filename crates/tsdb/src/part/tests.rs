@@ -78,3 +78,15 @@ fn part_decoding_arbitrary_bytes_never_panics() {
         let _ = Part::from_bytes(bytes[..cut].to_vec());
     }
 }
+
+/// Found by fuzz target tsdb_part: an index entry count whose byte size
+/// overflows u64 panicked in the size check.
+#[test]
+fn regress_fuzz_part_entry_count_overflow() {
+    let crash: &[u8] = &[
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 67, 78, 82, 73, 80,
+        47, 82, 174, 26, 67, 65, 73, 0, 0, 0, 10, 0, 0, 0, 0, 242, 0, 0, 0, 0, 0, 67, 79, 82, 73, 80, 30, 184, 66, 247,
+        237, 67, 65, 73, 82, 78, 80, 84, 49,
+    ];
+    assert!(Part::from_bytes(crash.to_vec()).is_err());
+}
