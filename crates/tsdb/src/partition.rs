@@ -40,6 +40,9 @@ pub struct Partition {
     pub rows: Mutex<RowBuffer>,
     pub parts: RwLock<Arc<PartSet>>,
     pub tombstones: RwLock<Arc<Vec<Tombstone>>>,
+    /// Serialises flushes, merges and compactions of this partition: each
+    /// picks parts from the list and replaces them, which must not interleave.
+    rewrite: Mutex<()>,
 }
 
 /// What a query sees of a partition.
@@ -73,6 +76,7 @@ impl Partition {
             rows: Mutex::default(),
             parts: RwLock::default(),
             tombstones: RwLock::default(),
+            rewrite: Mutex::new(()),
         })
     }
 
@@ -121,6 +125,7 @@ impl Partition {
             rows: Mutex::default(),
             parts: RwLock::new(Arc::new(parts)),
             tombstones: RwLock::new(Arc::new(tombs)),
+            rewrite: Mutex::new(()),
         };
         let ids: BTreeSet<u64> = p.tombstones.read().iter().map(|t| t.id).collect();
         p.update_liveness(ids)?;
@@ -227,6 +232,7 @@ impl Partition {
     /// Writes all in-memory parts as one disk part and persists new index
     /// entries. Rows must have been sealed by the caller.
     pub fn flush(&self, index_seq: u64) -> Result<(), StorageError> {
+        let _rewrite = self.rewrite.lock();
         let memory = self.parts.read().memory.clone();
         // Index first: a part must never reference series the index lacks.
         self.index.write().persist_new(&self.dir, index_seq)?;
@@ -243,6 +249,7 @@ impl Partition {
 
     /// Merges the in-memory parts into one when there are many.
     pub fn merge_memory_parts(&self, max_parts: usize) -> Result<bool, StorageError> {
+        let _rewrite = self.rewrite.lock();
         let memory = self.parts.read().memory.clone();
         if memory.len() <= max_parts {
             return Ok(false);
@@ -259,6 +266,7 @@ impl Partition {
     /// small fresh parts merge often and big old ones rarely (tiered merging).
     /// Returns the bytes written.
     pub fn merge_disk_parts(&self, max_parts: usize, fan_in: usize) -> Result<u64, StorageError> {
+        let _rewrite = self.rewrite.lock();
         let disk = self.parts.read().disk.clone();
         if disk.len() <= max_parts {
             return Ok(0);
@@ -273,6 +281,7 @@ impl Partition {
 
     /// Rewrites every disk part into one, dropping deleted samples.
     pub fn compact_all(&self) -> Result<u64, StorageError> {
+        let _rewrite = self.rewrite.lock();
         let disk = self.parts.read().disk.clone();
         if disk.is_empty() || (disk.len() == 1 && self.tombstones.read().is_empty()) {
             return Ok(0);
