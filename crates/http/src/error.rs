@@ -27,7 +27,7 @@ pub enum ErrorType {
     UnsupportedMediaType,
     /// 503 with Prometheus' `timeout` type, for the query engine's use.
     Timeout,
-    /// 499-like cancellation; rendered as 503 like Prometheus' `canceled`.
+    /// 499 (nginx's "client closed request", as Prometheus): the query was canceled.
     Canceled,
 }
 
@@ -52,7 +52,9 @@ impl ErrorType {
         match self {
             Self::BadData => StatusCode::BAD_REQUEST,
             Self::Execution => StatusCode::UNPROCESSABLE_ENTITY,
-            Self::Unavailable | Self::Timeout | Self::Canceled => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable | Self::Timeout => StatusCode::SERVICE_UNAVAILABLE,
+            // Prometheus' `statusClientClosedConnection` (nginx's 499).
+            Self::Canceled => StatusCode::from_u16(499).unwrap_or(StatusCode::SERVICE_UNAVAILABLE),
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
@@ -143,6 +145,22 @@ impl IntoResponse for ApiError {
 mod tests {
     use super::*;
     use std::path::PathBuf;
+
+    #[test]
+    fn error_types_map_to_prometheus_status_codes() {
+        let cases = [
+            (ErrorType::BadData, 400, "bad_data"),
+            (ErrorType::Execution, 422, "execution"),
+            (ErrorType::Canceled, 499, "canceled"),
+            (ErrorType::Timeout, 503, "timeout"),
+            (ErrorType::Unavailable, 503, "unavailable"),
+            (ErrorType::Internal, 500, "internal"),
+            (ErrorType::NotFound, 404, "not_found"),
+        ];
+        for (kind, status, name) in cases {
+            assert_eq!((kind.status().as_u16(), kind.as_str()), (status, name), "{kind:?}");
+        }
+    }
 
     #[test]
     fn storage_errors_map_by_kind() {

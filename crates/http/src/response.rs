@@ -64,18 +64,30 @@ impl Serialize for LabelsJson<'_> {
     }
 }
 
-/// A float as Prometheus writes sample values: a JSON string, with `NaN`,
-/// `+Inf` and `-Inf` for the special values.
+/// A sample value as Prometheus writes it (inside a JSON string): Go's
+/// `strconv.FormatFloat(v, 'f', -1, 64)`, but `'e'` form when `|v| < 1e-6` or
+/// `|v| >= 1e21` (`"1e-07"`, `"1e+21"`), and `NaN`, `+Inf`, `-Inf`.
 pub fn format_value(v: f64) -> String {
     if v.is_nan() {
-        "NaN".to_string()
-    } else if v == f64::INFINITY {
-        "+Inf".to_string()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".to_string()
-    } else {
-        v.to_string()
+        return "NaN".into();
     }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
+    }
+    let abs = v.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        // Rust's `{:e}` is the shortest round-trip mantissa, as Go's; only the
+        // exponent differs: Go writes a sign and at least two digits.
+        let s = format!("{v:e}");
+        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let (sign, digits) = match exp.strip_prefix('-') {
+            Some(d) => ('-', d),
+            None => ('+', exp),
+        };
+        let pad = if digits.len() < 2 { "0" } else { "" };
+        return format!("{mant}e{sign}{pad}{digits}");
+    }
+    format!("{v}")
 }
 
 #[cfg(test)]
@@ -98,11 +110,33 @@ mod tests {
     }
 
     #[test]
-    fn special_values_format_like_prometheus() {
-        assert_eq!(format_value(1.0), "1");
-        assert_eq!(format_value(2.5), "2.5");
-        assert_eq!(format_value(f64::NAN), "NaN");
-        assert_eq!(format_value(f64::INFINITY), "+Inf");
-        assert_eq!(format_value(f64::NEG_INFINITY), "-Inf");
+    fn values_format_like_prometheus() {
+        let cases = [
+            (1.0, "1"),
+            (2.5, "2.5"),
+            (-0.0, "-0"),
+            (0.0, "0"),
+            (0.1, "0.1"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (0.000001, "0.000001"),
+            (0.00000099, "9.9e-07"),
+            (1e-7, "1e-07"),
+            (-1.5e-7, "-1.5e-07"),
+            (5e-324, "5e-324"),
+            (1e6, "1000000"),
+            (123456789.125, "123456789.125"),
+            (1e20, "100000000000000000000"),
+            (999999999999999900000.0, "999999999999999900000"),
+            (1e21, "1e+21"),
+            (-1e21, "-1e+21"),
+            (1.2345e100, "1.2345e+100"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(format_value(v), want, "{v:?}");
+        }
     }
 }

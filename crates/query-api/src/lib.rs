@@ -19,7 +19,8 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use cairn_http::{
-    ApiError, AppState, ErrorType, Params, invalid_param, limit_param, parse_duration, run_blocking, time_param,
+    ApiError, AppState, ErrorType, Params, format_value, invalid_param, limit_param, parse_duration, run_blocking,
+    time_param,
 };
 use cairn_model::Labels;
 use cairn_promql::{Engine, EngineOptions, ErrorKind, QueryError, QueryOptions, QueryResult, SampleValue, Value};
@@ -365,48 +366,9 @@ fn push_value(b: &mut String, v: f64) {
     b.push('"');
 }
 
-/// A sample value as Prometheus writes it: Go's `strconv.FormatFloat(v, f, -1, 64)`
-/// with `f = 'e'` when `|v| < 1e-6` or `|v| >= 1e21`, else `'f'`.
-pub fn format_value(v: f64) -> String {
-    if v.is_nan() {
-        return "NaN".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
-    }
-    let abs = v.abs();
-    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        let s = format!("{v:e}");
-        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let (sign, digits) = match exp.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', exp),
-        };
-        return if digits.len() < 2 {
-            format!("{mant}e{sign}0{digits}")
-        } else {
-            format!("{mant}e{sign}{digits}")
-        };
-    }
-    format!("{v}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn values_format_like_go() {
-        assert_eq!(format_value(1.0), "1");
-        assert_eq!(format_value(-0.0), "-0");
-        assert_eq!(format_value(1e-7), "1e-07");
-        assert_eq!(format_value(1.5e-7), "1.5e-07");
-        assert_eq!(format_value(1e6), "1000000");
-        assert_eq!(format_value(1e21), "1e+21");
-        assert_eq!(format_value(1.2345e100), "1.2345e+100");
-        assert_eq!(format_value(0.000001), "0.000001");
-        assert_eq!(format_value(f64::NEG_INFINITY), "-Inf");
-    }
 
     #[test]
     fn timestamps_format_like_prometheus() {
