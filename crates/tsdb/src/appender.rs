@@ -44,10 +44,13 @@ impl Appender for TsdbAppender<'_> {
             labels: labels.to_string(),
             reason: e.to_string(),
         })?;
-        let mut encoded = Vec::with_capacity(128);
-        labels.encode(&mut encoded);
-        let hash = hash_labels(&encoded);
-        let mut current: Option<(Day, usize)> = None;
+        let mut buf = Vec::with_capacity(128);
+        labels.encode(&mut buf);
+        let hash = hash_labels(&buf);
+        // Moved into the first day's entry; only samples spanning days clone it.
+        let mut encoded = Some(buf);
+        // Where this series' samples go, per day touched (usually one).
+        let mut slots: Vec<(Day, usize)> = Vec::with_capacity(1);
         for s in samples {
             let reason = if s.t < self.min_t {
                 Some(RejectReason::OutOfRetention)
@@ -61,22 +64,28 @@ impl Appender for TsdbAppender<'_> {
                 continue;
             }
             let day = Day::of(s.t);
-            let list = self.by_day.entry(day).or_default();
-            let at = match current {
-                Some((d, i)) if d == day => i,
-                _ => {
+            let at = match slots.iter().find(|(d, _)| *d == day) {
+                Some(&(_, at)) => at,
+                None => {
+                    let encoded = match (encoded.take(), slots.first()) {
+                        (Some(e), _) => e,
+                        (None, Some((d, i))) => self.by_day[d][*i].encoded.clone(),
+                        (None, None) => unreachable!("BUG: label encoding taken without a slot"),
+                    };
+                    let list = self.by_day.entry(day).or_default();
                     list.push(Pending {
-                        encoded: encoded.clone(),
+                        encoded,
                         hash,
                         ts: Vec::with_capacity(samples.len()),
                         vs: Vec::with_capacity(samples.len()),
                     });
+                    slots.push((day, list.len() - 1));
                     list.len() - 1
                 }
             };
-            current = Some((day, at));
-            list[at].ts.push(s.t);
-            list[at].vs.push(s.v);
+            let p = &mut self.by_day.get_mut(&day).expect("BUG: slot without a day")[at];
+            p.ts.push(s.t);
+            p.vs.push(s.v);
         }
         Ok(())
     }

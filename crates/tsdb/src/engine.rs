@@ -285,7 +285,7 @@ impl Inner {
         }
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         for p in &partitions {
-            if p.merge_memory_parts(MAX_MEMORY_PARTS)? {
+            if p.merge_memory_parts(MAX_MEMORY_PARTS, MERGE_FAN_IN)? {
                 self.counters.merges.fetch_add(1, Ordering::Relaxed);
             }
             let bytes = p.merge_disk_parts(MAX_DISK_PARTS, MERGE_FAN_IN)?;

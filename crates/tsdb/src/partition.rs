@@ -247,36 +247,32 @@ impl Partition {
         Ok(())
     }
 
-    /// Merges the in-memory parts into one when there are many.
-    pub fn merge_memory_parts(&self, max_parts: usize) -> Result<bool, StorageError> {
+    /// Merges a run of adjacent in-memory parts when there are more than
+    /// `max_parts` (the run with the fewest bytes, as for disk parts), so
+    /// each sample is re-encoded a logarithmic, not linear, number of times.
+    pub fn merge_memory_parts(&self, max_parts: usize, fan_in: usize) -> Result<bool, StorageError> {
         let _rewrite = self.rewrite.lock();
         let memory = self.parts.read().memory.clone();
         if memory.len() <= max_parts {
             return Ok(false);
         }
+        let inputs = smallest_run(&memory, fan_in);
         let tombs = self.tombstones.read().clone();
-        let (bytes, _) = merge_parts(&memory, &tombs, Vec::new())?;
+        let (bytes, _) = merge_parts(inputs, &tombs, Vec::new())?;
         let merged = Arc::new(Part::from_bytes(bytes)?);
-        self.edit_parts(|parts| replace_run(&mut parts.memory, &memory, Some(merged)));
+        self.edit_parts(|parts| replace_run(&mut parts.memory, inputs, Some(merged)));
         Ok(true)
     }
 
     /// Merges a run of adjacent disk parts when there are more than
-    /// `max_parts`: the run of up to `fan_in` parts with the fewest bytes, so
-    /// small fresh parts merge often and big old ones rarely (tiered merging).
-    /// Returns the bytes written.
+    /// `max_parts` (see [`smallest_run`]). Returns the bytes written.
     pub fn merge_disk_parts(&self, max_parts: usize, fan_in: usize) -> Result<u64, StorageError> {
         let _rewrite = self.rewrite.lock();
         let disk = self.parts.read().disk.clone();
         if disk.len() <= max_parts {
             return Ok(0);
         }
-        let width = fan_in.min(disk.len()).max(2);
-        let start = (0..=disk.len() - width)
-            .min_by_key(|&i| disk[i..i + width].iter().map(|p| p.size_bytes()).sum::<u64>())
-            .unwrap_or(0);
-        let inputs: Vec<Arc<Part>> = disk[start..start + width].to_vec();
-        self.replace_disk_parts(&inputs)
+        self.replace_disk_parts(smallest_run(&disk, fan_in))
     }
 
     /// Rewrites every disk part into one, dropping deleted samples.
@@ -367,6 +363,16 @@ impl Partition {
     }
 }
 
+/// The adjacent run of up to `fan_in` parts with the fewest bytes: small
+/// fresh parts merge often and big old ones rarely (tiered merging).
+fn smallest_run(parts: &[Arc<Part>], fan_in: usize) -> &[Arc<Part>] {
+    let width = fan_in.min(parts.len()).max(2).min(parts.len());
+    let start = (0..=parts.len() - width)
+        .min_by_key(|&i| parts[i..i + width].iter().map(|p| p.size_bytes()).sum::<u64>())
+        .unwrap_or(0);
+    &parts[start..start + width]
+}
+
 fn contains(list: &[Arc<Part>], part: &Arc<Part>) -> bool {
     list.iter().any(|p| Arc::ptr_eq(p, part))
 }
@@ -438,24 +444,45 @@ pub fn merge_parts<W: Write>(inputs: &[Arc<Part>], tombs: &[Tombstone], out: W) 
     let max_seq = inputs.iter().map(|p| p.meta().max_seq).max().unwrap_or(0);
     let io = |e| StorageError::io("write", "merged part")(e);
     let mut w = PartWriter::new(out, min_seq, max_seq).map_err(io)?;
-    let mut ids: Vec<u64> = Vec::new();
-    for p in inputs {
-        let mut last = None;
-        for i in 0..p.block_count() {
-            if let Some(b) = p.block(i)
-                && last != Some(b.id)
-            {
-                ids.push(b.id);
-                last = Some(b.id);
+    let by_id = tombstones_by_id(tombs);
+    // One cursor per input walks its block index in (id, time) order, so the
+    // merge reads every index entry once instead of searching per series.
+    let mut cursors = vec![0usize; inputs.len()];
+    let (mut ts, mut vs) = (Vec::new(), Vec::new());
+    loop {
+        let next_id = inputs
+            .iter()
+            .zip(&cursors)
+            .filter_map(|(p, &c)| p.block(c).map(|b| b.id))
+            .min();
+        let Some(id) = next_id else { break };
+        let mut sources = Vec::new();
+        for (part, cursor) in inputs.iter().zip(cursors.iter_mut()) {
+            let max_seq = part.meta().max_seq;
+            let deleted: Vec<Deleted> = by_id
+                .get(&id)
+                .map(|ts| {
+                    ts.iter()
+                        .filter(|t| t.seq >= max_seq)
+                        .map(|t| (t.mint, t.maxt))
+                        .collect()
+                })
+                .unwrap_or_default();
+            while let Some(block) = part.block(*cursor).filter(|b| b.id == id) {
+                *cursor += 1;
+                sources.push(Ranked {
+                    mint: block.mint,
+                    maxt: block.maxt,
+                    precedence: max_seq,
+                    source: Source::Block {
+                        part: part.clone(),
+                        block,
+                        deleted: deleted.clone(),
+                    },
+                });
             }
         }
-    }
-    ids.sort_unstable();
-    ids.dedup();
-    let by_id = tombstones_by_id(tombs);
-    let (mut ts, mut vs) = (Vec::new(), Vec::new());
-    for id in ids {
-        let mut reader = SeriesReader::new(sources_of(inputs, id, i64::MIN, i64::MAX, &by_id), i64::MIN, i64::MAX);
+        let mut reader = SeriesReader::new(sources, i64::MIN, i64::MAX);
         ts.clear();
         vs.clear();
         while let Some(b) = reader.next_block()? {
