@@ -7,6 +7,12 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 
+/// The ingest path allocates many small, short-lived buffers (decoded labels,
+/// per-series batches); mimalloc handles that pattern markedly cheaper than
+/// glibc malloc (measured with `cairn-ingest-bench`, see docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Cairn: a Prometheus-compatible time series database.
 ///
 /// Starts with embedded storage in a local directory. Point Prometheus or
@@ -46,6 +52,29 @@ struct Cli {
     #[arg(long = "http.max-request-body-bytes", default_value_t = 64 << 20)]
     max_request_body_bytes: usize,
 
+    /// Maximum wall-clock time a query may run before it is aborted with a 503
+    /// `timeout` error (a request's `timeout` parameter can only shorten it).
+    /// Duration, units ms s m h d w y; default 2m.
+    #[arg(long = "query.timeout", default_value = "2m", value_parser = duration)]
+    query_timeout: Duration,
+
+    /// Maximum number of samples a single query may hold in memory at once,
+    /// loaded or produced; beyond it the query fails with a 422 `execution`
+    /// error. Count of samples; default 50000000.
+    #[arg(long = "query.max-samples", default_value_t = 50_000_000)]
+    query_max_samples: usize,
+
+    /// Maximum number of series a single query may select from storage,
+    /// summed over its selectors; beyond it the query fails with a 422
+    /// `execution` error. Count of series; default 1000000; 0 disables the limit.
+    #[arg(long = "query.max-series", default_value_t = 1_000_000)]
+    query_max_series: usize,
+
+    /// How far back an instant selector looks for the latest sample (staleness
+    /// window). Duration, units ms s m h d w y; default 5m.
+    #[arg(long = "query.lookback-delta", default_value = "5m", value_parser = duration)]
+    query_lookback_delta: Duration,
+
     /// Log filter, e.g. info, debug, cairn_tsdb=debug.
     #[arg(long = "log.level", default_value = "info")]
     log_level: String,
@@ -77,10 +106,21 @@ fn main() -> anyhow::Result<()> {
         max_request_body_bytes: cli.max_request_body_bytes,
         ..cairn_http::ApiConfig::default()
     };
+    if cli.query_lookback_delta.is_zero() {
+        anyhow::bail!("--query.lookback-delta must be positive");
+    }
+    let engine = cairn_server::EngineOptions {
+        timeout: cli.query_timeout,
+        max_samples: cli.query_max_samples,
+        max_series: cli.query_max_series,
+        lookback_delta: cli.query_lookback_delta,
+        ..cairn_server::EngineOptions::default()
+    };
     let config = cairn_server::ServerConfig {
         listen_addr: cli.listen_addr,
         storage,
         api,
+        engine,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -101,6 +101,8 @@ pub(crate) struct Ev<'a> {
     pub qend: i64,
     max_samples: usize,
     samples: usize,
+    max_series: usize,
+    series: usize,
     deadline: Instant,
     cancel: Option<Arc<AtomicBool>>,
     pub warnings: Vec<String>,
@@ -131,6 +133,8 @@ pub(crate) fn run(
         qend: spec.end,
         max_samples: opts.max_samples,
         samples: 0,
+        max_series: opts.max_series,
+        series: 0,
         deadline: Instant::now() + timeout,
         cancel: qo.cancel.clone(),
         warnings: Vec::new(),
@@ -451,6 +455,17 @@ impl<'a> Ev<'a> {
         Ok(())
     }
 
+    /// Counts one series selected from storage against `max_series`.
+    fn add_series(&mut self) -> Result<()> {
+        self.series += 1;
+        if self.max_series > 0 && self.series > self.max_series {
+            return Err(QueryError::Execution(
+                "query processing would load too many series".into(),
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn at_ms(&self, at: &Option<AtModifier>) -> Option<i64> {
         match at {
             None => None,
@@ -475,6 +490,7 @@ impl<'a> Ev<'a> {
             let set = querier.select(&hints, &sets[0])?;
             for s in set {
                 self.check()?;
+                self.add_series()?;
                 let mut s = s?;
                 let mut pts = Vec::new();
                 while let Some(b) = s.samples.next_block()? {
@@ -487,19 +503,26 @@ impl<'a> Ev<'a> {
         } else {
             // `{a="1" or b="2"}`: union of the alternatives.
             let mut all: std::collections::BTreeMap<Labels, Vec<(i64, f64)>> = Default::default();
+            let mut held = 0;
             for ms in &sets {
                 for s in querier.select(&hints, ms)? {
+                    self.check()?;
                     let mut s = s?;
                     if all.contains_key(&s.labels) {
                         continue;
                     }
+                    self.add_series()?;
                     let mut pts = Vec::new();
                     while let Some(b) = s.samples.next_block()? {
                         pts.extend(b.ts.iter().copied().zip(b.vs.iter().copied()));
                     }
+                    // All alternatives are held at once: count them together.
+                    self.add_samples(pts.len())?;
+                    held += pts.len();
                     all.insert(s.labels, pts);
                 }
             }
+            self.samples -= held;
             for (l, pts) in all {
                 f(self, l, pts)?;
             }

@@ -32,6 +32,10 @@ pub struct EngineOptions {
     pub lookback_delta: Duration,
     /// Most samples a query may load or produce. Default 50 million.
     pub max_samples: usize,
+    /// Most series a query may select from storage, counted over all its
+    /// selectors (a series selected twice counts twice). `0` disables the
+    /// limit. Default 1 million.
+    pub max_series: usize,
     /// Per-query timeout. Default 2m.
     pub timeout: Duration,
     /// Most points per series a range query may return. Default 11,000.
@@ -43,6 +47,7 @@ impl Default for EngineOptions {
         Self {
             lookback_delta: Duration::from_secs(300),
             max_samples: 50_000_000,
+            max_series: 1_000_000,
             timeout: Duration::from_secs(120),
             max_points_per_series: 11_000,
         }
@@ -213,5 +218,63 @@ impl Engine {
                 instant: false,
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_model::{Labels, Sample};
+    use cairn_storage::{Appendable, MemStorage};
+
+    fn storage(series: usize) -> MemStorage {
+        let s = MemStorage::new();
+        let mut app = s.appender();
+        for i in 0..series {
+            let labels = Labels::from_pairs([("__name__", "m"), ("i", &i.to_string())]);
+            app.append(&labels, &[Sample::new(1000, 1.0), Sample::new(2000, 2.0)])
+                .unwrap();
+        }
+        app.commit().unwrap();
+        s
+    }
+
+    fn engine(f: impl FnOnce(&mut EngineOptions)) -> Engine {
+        let mut opts = EngineOptions::default();
+        f(&mut opts);
+        Engine::new(opts)
+    }
+
+    #[test]
+    fn series_limit_counts_every_selected_series() {
+        let s = storage(3);
+        let ok = engine(|o| o.max_series = 3);
+        assert!(ok.instant(&s, "m", 2000).is_ok());
+        let err = ok.instant(&s, "m + ignoring(i) group_left m", 2000).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Execution);
+        assert_eq!(err.to_string(), "query processing would load too many series");
+        let err = engine(|o| o.max_series = 2).instant(&s, "m", 2000).unwrap_err();
+        assert_eq!(err.to_string(), "query processing would load too many series");
+        let err = engine(|o| o.max_series = 2)
+            .instant(&s, r#"{__name__="m" or i="0"}"#, 2000)
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Execution);
+        assert!(engine(|o| o.max_series = 0).instant(&s, "m", 2000).is_ok());
+    }
+
+    #[test]
+    fn sample_limit_and_timeout() {
+        let s = storage(3);
+        let err = engine(|o| o.max_samples = 1).instant(&s, "sum_over_time(m[5s])", 2000);
+        assert_eq!(err.unwrap_err().kind(), ErrorKind::Execution);
+        assert!(
+            engine(|o| o.max_samples = 5)
+                .instant(&s, "sum_over_time(m[5s])", 2000)
+                .is_ok()
+        );
+        let err = engine(|o| o.timeout = Duration::ZERO)
+            .instant(&s, "m", 2000)
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Timeout);
     }
 }

@@ -13,33 +13,35 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::{Extension, Router};
 use cairn_http::{
     ApiError, AppState, ErrorType, Params, format_value, invalid_param, limit_param, parse_duration, run_blocking,
     time_param,
 };
 use cairn_model::Labels;
-use cairn_promql::{Engine, EngineOptions, ErrorKind, QueryError, QueryOptions, QueryResult, SampleValue, Value};
+use cairn_promql::{Engine, ErrorKind, QueryError, QueryOptions, QueryResult, SampleValue, Value};
 
 /// Version reported by buildinfo: Grafana needs ≥ 2.24.0 for its cheap label endpoints.
 pub const PROMETHEUS_COMPAT_VERSION: &str = "3.0.0";
 
-/// The query routes, for [`cairn_http::router_with`].
-pub fn routes() -> Router<AppState> {
+pub use cairn_promql::EngineOptions;
+
+/// The query routes, for [`cairn_http::router_with`], evaluating with an
+/// engine built from `options` (limits, timeout, lookback).
+pub fn routes(options: EngineOptions) -> Router<AppState> {
     Router::new()
         .route("/api/v1/query", get(query).post(query))
         .route("/api/v1/query_range", get(query_range).post(query_range))
         .route("/api/v1/format_query", get(format_query).post(format_query))
         .route("/api/v1/status/buildinfo", get(buildinfo))
+        .layer(Extension(Arc::new(Engine::new(options))))
 }
 
-fn engine() -> Engine {
-    Engine::new(EngineOptions::default())
-}
+type SharedEngine = Extension<Arc<Engine>>;
 
 /// Sets the cancel flag when dropped, i.e. when the client goes away and
 /// axum drops the handler future.
@@ -76,9 +78,9 @@ fn duration_param(params: &Params, name: &str) -> Result<Option<Duration>, ApiEr
     }
 }
 
-fn query_options(params: &Params, cancel: &Arc<AtomicBool>) -> Result<QueryOptions, ApiError> {
-    let default_timeout = EngineOptions::default().timeout;
-    let timeout = duration_param(params, "timeout")?.map(|t| t.min(default_timeout));
+/// Per-query options; a `timeout` parameter can only shorten the engine's timeout.
+fn query_options(engine: &Engine, params: &Params, cancel: &Arc<AtomicBool>) -> Result<QueryOptions, ApiError> {
+    let timeout = duration_param(params, "timeout")?.map(|t| t.min(engine.options().timeout));
     Ok(QueryOptions {
         lookback_delta: duration_param(params, "lookback_delta")?.filter(|d| !d.is_zero()),
         timeout,
@@ -86,16 +88,20 @@ fn query_options(params: &Params, cancel: &Arc<AtomicBool>) -> Result<QueryOptio
     })
 }
 
-async fn query(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+async fn query(
+    State(state): State<AppState>,
+    Extension(engine): SharedEngine,
+    params: Params,
+) -> Result<Response, ApiError> {
     let expr = params.get("query").unwrap_or("").to_string();
     let t = time_param(&params, "time", cairn_http::now_ms())?;
     let limit = limit_param(&params)?;
     let cancel = Arc::new(AtomicBool::new(false));
-    let qo = query_options(&params, &cancel)?;
+    let qo = query_options(&engine, &params, &cancel)?;
     let _guard = CancelOnDrop(cancel);
     let storage = state.storage().clone();
     let res = run_blocking(move || {
-        engine()
+        engine
             .instant_with(storage.as_ref(), &expr, t, &qo)
             .map_err(query_error)
     })
@@ -103,7 +109,11 @@ async fn query(State(state): State<AppState>, params: Params) -> Result<Response
     Ok(render(res, limit))
 }
 
-async fn query_range(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+async fn query_range(
+    State(state): State<AppState>,
+    Extension(engine): SharedEngine,
+    params: Params,
+) -> Result<Response, ApiError> {
     let expr = params.get("query").unwrap_or("").to_string();
     let start = time_param_required(&params, "start")?;
     let end = time_param_required(&params, "end")?;
@@ -127,11 +137,11 @@ async fn query_range(State(state): State<AppState>, params: Params) -> Result<Re
     }
     let limit = limit_param(&params)?;
     let cancel = Arc::new(AtomicBool::new(false));
-    let qo = query_options(&params, &cancel)?;
+    let qo = query_options(&engine, &params, &cancel)?;
     let _guard = CancelOnDrop(cancel);
     let storage = state.storage().clone();
     let res = run_blocking(move || {
-        engine()
+        engine
             .range_with(storage.as_ref(), &expr, start, end, step, &qo)
             .map_err(query_error)
     })

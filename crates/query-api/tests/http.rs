@@ -8,6 +8,10 @@ use cairn_storage::{Appendable, MemStorage};
 use tower::ServiceExt;
 
 fn app() -> axum::Router {
+    app_with(cairn_query_api::EngineOptions::default())
+}
+
+fn app_with(options: cairn_query_api::EngineOptions) -> axum::Router {
     let mem = MemStorage::new();
     let mut a = mem.appender();
     let l = Labels::from_pairs([("__name__", "up"), ("job", "a")]);
@@ -22,11 +26,15 @@ fn app() -> axum::Router {
     .unwrap();
     a.commit().unwrap();
     let state = AppState::new(Arc::new(mem), ApiConfig::default());
-    cairn_http::router_with(state, cairn_query_api::routes())
+    cairn_http::router_with(state, cairn_query_api::routes(options))
 }
 
 async fn send(req: Request<Body>) -> (StatusCode, String) {
-    let resp = app().oneshot(req).await.unwrap();
+    send_to(app(), req).await
+}
+
+async fn send_to(app: axum::Router, req: Request<Body>) -> (StatusCode, String) {
+    let resp = app.oneshot(req).await.unwrap();
     let status = resp.status();
     let body = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap();
     (status, String::from_utf8(body.to_vec()).unwrap())
@@ -102,4 +110,45 @@ async fn buildinfo_and_format() {
     let (s, b) = get("/api/v1/format_query?query=sum%20by(job)(up)").await;
     assert_eq!(s, StatusCode::OK);
     assert!(b.starts_with(r#"{"status":"success","data":"sum by"#), "{b}");
+}
+
+#[tokio::test]
+async fn engine_options_are_applied() {
+    let get_with = |options, uri: &str| send_to(app_with(options), Request::get(uri).body(Body::empty()).unwrap());
+    let few_samples = cairn_query_api::EngineOptions {
+        max_samples: 1,
+        ..Default::default()
+    };
+    let (s, b) = get_with(few_samples, "/api/v1/query?query=count_over_time(up[2m])&time=60").await;
+    assert_eq!(
+        (s, b.as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            r#"{"status":"error","errorType":"execution","error":"query processing would load too many samples into memory in query execution"}"#
+        )
+    );
+    let no_series = cairn_query_api::EngineOptions {
+        max_series: 0,
+        ..Default::default()
+    };
+    let (s, _) = get_with(no_series, "/api/v1/query?query=up&time=60").await;
+    assert_eq!(s, StatusCode::OK);
+    let short_lookback = cairn_query_api::EngineOptions {
+        lookback_delta: std::time::Duration::from_secs(30),
+        ..Default::default()
+    };
+    let (_, b) = get_with(short_lookback, "/api/v1/query?query=up&time=100").await;
+    assert_eq!(b, r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#);
+    let no_time = cairn_query_api::EngineOptions {
+        timeout: std::time::Duration::ZERO,
+        ..Default::default()
+    };
+    let (s, b) = get_with(no_time, "/api/v1/query?query=up&time=60").await;
+    assert_eq!(
+        (s, b.as_str()),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"status":"error","errorType":"timeout","error":"query timed out in expression evaluation"}"#
+        )
+    );
 }

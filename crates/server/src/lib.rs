@@ -14,6 +14,7 @@ use cairn_tsdb::Tsdb;
 use crate::opening::OpeningStorage;
 
 pub use cairn_http::parse_duration;
+pub use cairn_query_api::EngineOptions;
 
 /// Everything the binary configures.
 #[derive(Debug, Clone)]
@@ -21,6 +22,8 @@ pub struct ServerConfig {
     pub listen_addr: SocketAddr,
     pub storage: cairn_tsdb::Config,
     pub api: ApiConfig,
+    /// PromQL engine limits and defaults (timeout, samples, series, lookback).
+    pub engine: EngineOptions,
 }
 
 /// Serves until `shutdown` resolves, then flushes storage and returns.
@@ -36,7 +39,7 @@ pub async fn run(
     let storage = Arc::new(OpeningStorage::default());
     let state = AppState::new(storage.clone(), config.api.clone());
     state.set_ready(false);
-    let app = cairn_http::router_with(state.clone(), cairn_query_api::routes());
+    let app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));
     let server = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
 
     let path = config.storage.path.clone();
