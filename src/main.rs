@@ -1,11 +1,12 @@
 //! `cairn`: a Prometheus-compatible time series database in one binary.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 
 /// The ingest path allocates many small, short-lived buffers (decoded labels,
 /// per-series batches); mimalloc handles that pattern markedly cheaper than
@@ -87,8 +88,25 @@ fn duration(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("duration {s:?} must not be negative"))
 }
 
+/// Every flag (name without `--`) with its effective value, given or default,
+/// for `/api/v1/status/flags`.
+fn effective_flags(command: &clap::Command, matches: &clap::ArgMatches) -> BTreeMap<String, String> {
+    command
+        .get_arguments()
+        .filter_map(|arg| {
+            let name = arg.get_long()?;
+            let values = matches.get_raw(arg.get_id().as_str())?;
+            let values: Vec<String> = values.map(|v| v.to_string_lossy().into_owned()).collect();
+            Some((name.to_string(), values.join(",")))
+        })
+        .collect()
+}
+
 fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+    let command = Cli::command();
+    let matches = command.clone().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let flags = effective_flags(&command, &matches);
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log_level).context("invalid --log.level")?)
         .init();
@@ -102,10 +120,11 @@ fn main() -> anyhow::Result<()> {
     };
     storage.flush_interval = cli.flush_interval;
     storage.max_in_memory_bytes = cli.max_in_memory_bytes;
-    let api = cairn_http::ApiConfig {
+    let mut api = cairn_http::ApiConfig {
         max_request_body_bytes: cli.max_request_body_bytes,
         ..cairn_http::ApiConfig::default()
     };
+    api.status.flags = flags;
     if cli.query_lookback_delta.is_zero() {
         anyhow::bail!("--query.lookback-delta must be positive");
     }

@@ -1,31 +1,38 @@
 //! Cairn's Prometheus-compatible HTTP API over axum.
 //!
 //! [`router`] serves remote write, the series/labels metadata endpoints,
-//! VictoriaMetrics-style export, TSDB status, admin deletes, health checks and
-//! `/metrics`, each path also under a `/prometheus` prefix. Other crates (the
+//! metric metadata (from remote write), VictoriaMetrics-style export, TSDB
+//! status, flags/config/runtime info, admin deletes, health checks, `/metrics`,
+//! and empty answers for rules, alerts, targets, alertmanagers and exemplars;
+//! each path also under a `/prometheus` prefix. Other crates (the
 //! PromQL engine) add their own endpoints with [`router_with`], reusing the
 //! helpers exported here: the error envelope ([`ApiError`]), the success
 //! envelope ([`Success`]), parameters ([`Params`], [`parse_time`],
 //! [`parse_match_params`], ...) and [`run_blocking`] for storage calls.
 
 mod admin;
+mod empty;
 mod error;
 mod export;
 mod exposition;
 mod health;
+mod metadata;
 mod metrics;
 mod params;
 mod process;
 mod response;
 mod selector;
 mod series;
+mod server_status;
 mod status;
 #[cfg(test)]
 mod test_util;
 mod write;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::SystemTime;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -36,10 +43,11 @@ pub use cairn_protocols::DecodeLimits;
 
 pub use error::{ApiError, ErrorType, storage_error};
 pub use exposition::Exposition;
+pub use metadata::{MetadataEntry, MetadataStore};
 pub use metrics::HttpMetrics;
 pub use params::{
-    MAX_TIME, MIN_TIME, Params, invalid_param, limit_param, parse_date, parse_duration, parse_time, read_body,
-    time_param, time_range, unescape_label_name,
+    MAX_TIME, MIN_TIME, Params, format_duration, format_rfc3339, invalid_param, limit_param, parse_date,
+    parse_duration, parse_time, read_body, time_param, time_range, unescape_label_name,
 };
 pub use response::{LabelsJson, Success, format_value, json_response};
 pub use selector::{parse_match_params, parse_selector};
@@ -65,6 +73,19 @@ pub struct ApiConfig {
     pub metadata_lookback_ms: Option<i64>,
     /// Size at which the export stream hands a chunk to the connection. Default 64 KiB.
     pub export_chunk_bytes: usize,
+    /// What the status endpoints report (flags, config, retention). Default empty.
+    pub status: StatusInfo,
+}
+
+/// The process' configuration as `/api/v1/status/*` report it.
+#[derive(Debug, Clone, Default)]
+pub struct StatusInfo {
+    /// `/api/v1/status/flags`: flag name (without `--`) → effective value.
+    pub flags: BTreeMap<String, String>,
+    /// `/api/v1/status/config`: the effective configuration as YAML.
+    pub config_yaml: String,
+    /// `storageRetention` of `/api/v1/status/runtimeinfo`, e.g. `31d`.
+    pub storage_retention: String,
 }
 
 impl Default for ApiConfig {
@@ -76,6 +97,7 @@ impl Default for ApiConfig {
             default_label_limit: None,
             metadata_lookback_ms: None,
             export_chunk_bytes: 64 << 10,
+            status: StatusInfo::default(),
         }
     }
 }
@@ -87,6 +109,8 @@ pub struct AppState {
     ready: Arc<AtomicBool>,
     config: Arc<ApiConfig>,
     metrics: Arc<HttpMetrics>,
+    metadata: Arc<MetadataStore>,
+    started: SystemTime,
 }
 
 impl AppState {
@@ -97,6 +121,8 @@ impl AppState {
             ready: Arc::new(AtomicBool::new(true)),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),
+            metadata: Arc::new(MetadataStore::new()),
+            started: SystemTime::now(),
         }
     }
 
@@ -110,6 +136,16 @@ impl AppState {
 
     pub fn metrics(&self) -> &Arc<HttpMetrics> {
         &self.metrics
+    }
+
+    /// Metric metadata learnt from remote write.
+    pub fn metadata(&self) -> &Arc<MetadataStore> {
+        &self.metadata
+    }
+
+    /// When this state was created (the server's start time).
+    pub fn started(&self) -> SystemTime {
+        self.started
     }
 
     /// Whether `/-/ready` answers 200 (true) or 503 (false), e.g. false while
@@ -169,7 +205,19 @@ pub fn api_routes() -> Router<AppState> {
         .route("/api/v1/labels", get(series::labels).post(series::labels))
         .route("/api/v1/label/{name}/values", get(series::label_values))
         .route("/api/v1/export", get(export::export).post(export::export))
+        .route("/api/v1/metadata", get(metadata::metadata))
         .route("/api/v1/status/tsdb", get(status::tsdb_status))
+        .route("/api/v1/status/flags", get(server_status::flags))
+        .route("/api/v1/status/config", get(server_status::config))
+        .route("/api/v1/status/runtimeinfo", get(server_status::runtime_info))
+        .route("/api/v1/rules", get(empty::rules))
+        .route("/api/v1/alerts", get(empty::alerts))
+        .route("/api/v1/targets", get(empty::targets))
+        .route("/api/v1/alertmanagers", get(empty::alertmanagers))
+        .route(
+            "/api/v1/query_exemplars",
+            get(empty::query_exemplars).post(empty::query_exemplars),
+        )
         .route(
             "/api/v1/admin/tsdb/delete_series",
             post(admin::delete_series).put(admin::delete_series),
@@ -233,6 +281,37 @@ mod tests {
             "method_not_allowed",
             "method POST not allowed for /api/v1/label/job/values",
         );
+    }
+
+    /// The label calls Grafana makes: `__name__` values with a time range
+    /// (GET only, as Prometheus), series with `match[]` by GET and POST.
+    #[tokio::test]
+    async fn grafana_label_and_series_calls() {
+        let app = TestApp::new();
+        app.write(&[("up", "a", &[(1000, 1.0)]), ("node_load1", "b", &[(5000, 1.0)])]);
+        for prefix in ["", "/prometheus"] {
+            app.get(&format!("{prefix}/api/v1/label/__name__/values?start=0&end=10"))
+                .await
+                .check(200, r#"{"status":"success","data":["node_load1","up"]}"#);
+            app.get(&format!("{prefix}/api/v1/label/__name__/values?start=0&end=2"))
+                .await
+                .check(200, r#"{"status":"success","data":["up"]}"#);
+            app.get(&format!(
+                "{prefix}/api/v1/label/__name__/values?match[]={{job=\"b\"}}&start=0&end=10"
+            ))
+            .await
+            .check(200, r#"{"status":"success","data":["node_load1"]}"#);
+            let up = r#"{"status":"success","data":[{"__name__":"up","job":"a"}]}"#;
+            app.get(&format!("{prefix}/api/v1/series?match[]=up&start=0&end=10"))
+                .await
+                .check(200, up);
+            app.post_form(&format!("{prefix}/api/v1/series"), "match%5B%5D=up&start=0&end=10")
+                .await
+                .check(200, up);
+            app.post_form(&format!("{prefix}/api/v1/labels"), "match%5B%5D=up&start=0&end=10")
+                .await
+                .check(200, r#"{"status":"success","data":["__name__","job"]}"#);
+        }
     }
 
     #[tokio::test]

@@ -223,6 +223,82 @@ pub(crate) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// The proleptic Gregorian `(year, month, day)` of a day count since 1970-01-01
+/// (inverse of [`days_from_civil`]).
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
+}
+
+/// A time as Go's `time.Time` marshals to JSON (RFC 3339 with up to nine
+/// fraction digits, trailing zeros dropped), in UTC.
+pub fn format_rfc3339(t: std::time::SystemTime) -> String {
+    let (secs, nanos) = match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
+        Err(e) => {
+            let d = e.duration();
+            let (s, n) = (-(d.as_secs() as i64), d.subsec_nanos());
+            if n == 0 { (s, 0) } else { (s - 1, 1_000_000_000 - n) }
+        }
+    };
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    let mut out = format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    );
+    if nanos != 0 {
+        let frac = format!("{nanos:09}");
+        out.push('.');
+        out.push_str(frac.trim_end_matches('0'));
+    }
+    out.push('Z');
+    out
+}
+
+/// A duration in ms as Prometheus prints one (`model.Duration.String`):
+/// `31d`, `1h30m`, `2w`, `1y`, `0s`; years and weeks only when exact.
+pub fn format_duration(ms: i64) -> String {
+    if ms == 0 {
+        return "0s".into();
+    }
+    let mut ms = ms;
+    let mut out = String::new();
+    if ms < 0 {
+        out.push('-');
+        ms = ms.saturating_neg();
+    }
+    const UNITS: [(&str, i64, bool); 7] = [
+        ("y", 365 * 86_400_000, true),
+        ("w", 7 * 86_400_000, true),
+        ("d", 86_400_000, false),
+        ("h", 3_600_000, false),
+        ("m", 60_000, false),
+        ("s", 1000, false),
+        ("ms", 1, false),
+    ];
+    for (unit, mult, exact) in UNITS {
+        if exact && ms % mult != 0 {
+            continue;
+        }
+        let v = ms / mult;
+        if v > 0 {
+            out.push_str(&format!("{v}{unit}"));
+            ms -= v * mult;
+        }
+    }
+    out
+}
+
 /// Parses a `YYYY-MM-DD` date to the millisecond range of that UTC day.
 pub fn parse_date(s: &str) -> Option<(i64, i64)> {
     let b = s.as_bytes();
@@ -432,6 +508,36 @@ mod tests {
             parse_time("foo").unwrap_err(),
             r#"cannot parse "foo" to a valid timestamp"#
         );
+    }
+
+    #[test]
+    fn formatted_times_and_durations() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let t = |ms: u64| format_rfc3339(UNIX_EPOCH + Duration::from_millis(ms));
+        assert_eq!(t(0), "1970-01-01T00:00:00Z");
+        assert_eq!(t(1_700_000_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(t(1_709_164_800_500), "2024-02-29T00:00:00.5Z");
+        assert_eq!(
+            format_rfc3339(UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789)),
+            "2023-11-14T22:13:20.123456789Z"
+        );
+        assert_eq!(
+            format_rfc3339(UNIX_EPOCH - Duration::from_millis(500)),
+            "1969-12-31T23:59:59.5Z"
+        );
+        for days in [-800_000, -1, 0, 59, 365, 11_016, 20_000, 2_932_896] {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+        assert_eq!(format_duration(31 * 86_400_000), "31d");
+        assert_eq!(format_duration(14 * 86_400_000), "2w");
+        assert_eq!(format_duration(365 * 86_400_000), "1y");
+        assert_eq!(format_duration(90 * 86_400_000), "90d");
+        assert_eq!(format_duration(5_400_000), "1h30m");
+        assert_eq!(format_duration(120_000), "2m");
+        assert_eq!(format_duration(1_500), "1s500ms");
+        assert_eq!(format_duration(0), "0s");
+        assert_eq!(parse_duration(&format_duration(93_784_005)), Ok(93_784_005));
     }
 
     #[test]

@@ -66,10 +66,12 @@ async fn handle(state: &AppState, req: Request) -> Result<(), Refusal> {
     let storage = state.storage().clone();
     let metrics = state.metrics().clone();
     let limits = state.config().remote_write_limits;
+    let metadata = state.metadata().clone();
     let joined = tokio::task::spawn_blocking(move || -> Result<(), Refusal> {
         let batch = decode_write_request(&body, encoding, &limits)
             .map_err(|e| ("bad_data", ApiError::bad_data(e.to_string())))?;
         drop(body);
+        metadata.record(&batch.metadata);
         let storage_refusal = |e: StorageError| {
             let reason = match e.kind() {
                 ErrorKind::BadData => "storage_bad_data",
@@ -162,6 +164,36 @@ mod tests {
             app.get("/api/v1/export?match[]=up").await.check(200, STORED);
             assert_eq!(app.state.metrics().remote_write_samples(), 3);
         }
+    }
+
+    #[tokio::test]
+    async fn metadata_is_served_from_remote_write() {
+        use cairn_protocols::{MetricMetadata, MetricType};
+        let app = TestApp::new();
+        let md = |name: &str, t, help: &str| MetricMetadata {
+            metric_family_name: name.into(),
+            metric_type: t,
+            help: help.into(),
+            unit: String::new(),
+        };
+        let mut out = Vec::new();
+        encode_write_request_with(
+            &[],
+            &[
+                md("up", MetricType::Gauge, "1 if the target is up."),
+                md("http_requests", MetricType::Counter, "Requests."),
+            ],
+            ContentEncoding::Snappy,
+            &mut out,
+        )
+        .unwrap();
+        app.post_raw("/api/v1/write", &[], out.clone()).await.check(204, "");
+        // A resend changes nothing.
+        app.post_raw("/api/v1/write", &[], out).await.check(204, "");
+        app.get("/api/v1/metadata").await.check(
+            200,
+            r#"{"status":"success","data":{"http_requests":[{"type":"counter","help":"Requests.","unit":""}],"up":[{"type":"gauge","help":"1 if the target is up.","unit":""}]}}"#,
+        );
     }
 
     #[tokio::test]

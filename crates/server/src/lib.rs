@@ -37,7 +37,10 @@ pub async fn run(
     tracing::info!(addr = %listener.local_addr()?, "listening");
 
     let storage = Arc::new(OpeningStorage::default());
-    let state = AppState::new(storage.clone(), config.api.clone());
+    let mut api = config.api.clone();
+    api.status.config_yaml = config_yaml(&config);
+    api.status.storage_retention = cairn_http::format_duration(ms(config.storage.retention));
+    let state = AppState::new(storage.clone(), api);
     state.set_ready(false);
     let app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));
     let server = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
@@ -63,6 +66,45 @@ pub async fn run(
     served.context("server failed")
 }
 
+fn ms(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// The effective configuration as YAML, for `/api/v1/status/config`.
+/// Cairn is configured by flags only; this mirrors them by section.
+pub fn config_yaml(config: &ServerConfig) -> String {
+    use std::fmt::Write as _;
+    // JSON strings are valid YAML double-quoted scalars.
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    let d = |d: std::time::Duration| cairn_http::format_duration(ms(d));
+    let st = &config.storage;
+    let fsync = match st.wal_sync {
+        cairn_tsdb::WalSync::EveryCommit => "0s".to_string(),
+        cairn_tsdb::WalSync::Interval(i) => d(i),
+    };
+    let e = &config.engine;
+    let mut y = String::new();
+    let _ = write!(
+        y,
+        "storage:\n  path: {}\n  retention: {}\n  wal_fsync_interval: {}\n  flush_interval: {}\n  \
+         max_in_memory_bytes: {}\n\
+         http:\n  listen_addr: {}\n  max_request_body_bytes: {}\n\
+         query:\n  timeout: {}\n  max_samples: {}\n  max_series: {}\n  lookback_delta: {}\n",
+        q(&st.path.display().to_string()),
+        d(st.retention),
+        fsync,
+        d(st.flush_interval),
+        st.max_in_memory_bytes,
+        q(&config.listen_addr.to_string()),
+        config.api.max_request_body_bytes,
+        d(e.timeout),
+        e.max_samples,
+        e.max_series,
+        d(e.lookback_delta),
+    );
+    y
+}
+
 /// Resolves on SIGINT or SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {
@@ -82,5 +124,27 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = term => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_yaml_mirrors_the_flags() {
+        let config = ServerConfig {
+            listen_addr: "127.0.0.1:9090".parse().unwrap(),
+            storage: cairn_tsdb::Config::new("/data/cairn"),
+            api: ApiConfig::default(),
+            engine: EngineOptions::default(),
+        };
+        assert_eq!(
+            config_yaml(&config),
+            "storage:\n  path: \"/data/cairn\"\n  retention: 31d\n  wal_fsync_interval: 1s\n  flush_interval: 1m\n  \
+             max_in_memory_bytes: 67108864\n\
+             http:\n  listen_addr: \"127.0.0.1:9090\"\n  max_request_body_bytes: 67108864\n\
+             query:\n  timeout: 2m\n  max_samples: 50000000\n  max_series: 1000000\n  lookback_delta: 5m\n"
+        );
     }
 }
