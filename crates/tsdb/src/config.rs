@@ -30,6 +30,9 @@ pub struct Config {
     pub max_future: Duration,
     /// Background merges and retention run every this often.
     pub maintenance_interval: Duration,
+    /// A partition without writes for this long has its parts merged into one
+    /// (best compression; old days end up as a single part each).
+    pub idle_merge_after: Duration,
     /// Run the background thread (tests turn it off to drive maintenance by hand).
     pub background: bool,
 }
@@ -46,6 +49,7 @@ impl Config {
             wal_segment_bytes: 64 << 20,
             max_future: Duration::from_secs(2 * 86_400),
             maintenance_interval: Duration::from_secs(5),
+            idle_merge_after: Duration::from_secs(10),
             background: true,
         }
     }

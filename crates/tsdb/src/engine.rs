@@ -288,7 +288,13 @@ impl Inner {
             if p.merge_memory_parts(MAX_MEMORY_PARTS, MERGE_FAN_IN)? {
                 self.counters.merges.fetch_add(1, Ordering::Relaxed);
             }
-            let bytes = p.merge_disk_parts(MAX_DISK_PARTS, MERGE_FAN_IN)?;
+            let mut bytes = p.merge_disk_parts(MAX_DISK_PARTS, MERGE_FAN_IN)?;
+            if bytes == 0
+                && p.rows.lock().len() == 0
+                && p.wants_idle_merge(self.config.idle_merge_after.as_millis() as i64)
+            {
+                bytes = p.compact_all()?;
+            }
             if bytes > 0 {
                 self.counters.merges.fetch_add(1, Ordering::Relaxed);
                 self.counters.merged_bytes.fetch_add(bytes, Ordering::Relaxed);

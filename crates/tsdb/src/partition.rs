@@ -40,6 +40,8 @@ pub struct Partition {
     pub rows: Mutex<RowBuffer>,
     pub parts: RwLock<Arc<PartSet>>,
     pub tombstones: RwLock<Arc<Vec<Tombstone>>>,
+    /// When rows were last applied (ms since the epoch), to find idle partitions.
+    pub last_write_ms: std::sync::atomic::AtomicI64,
     /// Serialises flushes, merges and compactions of this partition: each
     /// picks parts from the list and replaces them, which must not interleave.
     rewrite: Mutex<()>,
@@ -77,6 +79,7 @@ impl Partition {
             parts: RwLock::default(),
             tombstones: RwLock::default(),
             rewrite: Mutex::new(()),
+            last_write_ms: Default::default(),
         })
     }
 
@@ -126,6 +129,7 @@ impl Partition {
             parts: RwLock::new(Arc::new(parts)),
             tombstones: RwLock::new(Arc::new(tombs)),
             rewrite: Mutex::new(()),
+            last_write_ms: Default::default(),
         };
         let ids: BTreeSet<u64> = p.tombstones.read().iter().map(|t| t.id).collect();
         p.update_liveness(ids)?;
@@ -174,6 +178,8 @@ impl Partition {
                 }
             }
         }
+        self.last_write_ms
+            .store(crate::engine::now_ms(), std::sync::atomic::Ordering::Relaxed);
         let full = {
             let mut buf = self.rows.lock();
             for &r in rows {
@@ -273,6 +279,14 @@ impl Partition {
             return Ok(0);
         }
         self.replace_disk_parts(smallest_run(&disk, fan_in))
+    }
+
+    /// Whether nothing was written for `idle_ms` and all data is in several
+    /// disk parts: then one full merge gives the best compression for good.
+    pub fn wants_idle_merge(&self, idle_ms: i64) -> bool {
+        let idle = crate::engine::now_ms() - self.last_write_ms.load(std::sync::atomic::Ordering::Relaxed) >= idle_ms;
+        let parts = self.parts.read();
+        idle && parts.memory.is_empty() && parts.disk.len() > 1
     }
 
     /// Rewrites every disk part into one, dropping deleted samples.
