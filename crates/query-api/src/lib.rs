@@ -1,6 +1,6 @@
 //! Prometheus' query endpoints over [`cairn_promql`]:
 //! `/api/v1/query`, `/api/v1/query_range` (GET and form POST),
-//! `/api/v1/format_query` and `/api/v1/status/buildinfo`.
+//! `/api/v1/format_query`, `/api/v1/parse_query` and `/api/v1/status/buildinfo`.
 //!
 //! Mounted by `cairn-server` with `cairn_http::router_with(state, routes())`,
 //! so the paths also work under `/prometheus` and get request metrics.
@@ -37,6 +37,7 @@ pub fn routes(options: EngineOptions) -> Router<AppState> {
         .route("/api/v1/query", get(query).post(query))
         .route("/api/v1/query_range", get(query_range).post(query_range))
         .route("/api/v1/format_query", get(format_query).post(format_query))
+        .route("/api/v1/parse_query", get(parse_query).post(parse_query))
         .route("/api/v1/status/buildinfo", get(buildinfo))
         .layer(Extension(Arc::new(Engine::new(options))))
 }
@@ -163,6 +164,20 @@ async fn format_query(params: Params) -> Result<Response, ApiError> {
     push_json_str(&mut body, &ast.prettify());
     body.push('}');
     Ok(json(body))
+}
+
+/// The AST as JSON, in `promql-parser`'s rendering of Prometheus'
+/// `translateAST` shape (`{"type":"vectorSelector","name":"up",...}`). Known
+/// differences from Prometheus 3: selectors list only non-name matchers, and
+/// the newer `offsetExpr`/`rangeExpr`/`anchored`/`smoothed` fields are absent.
+async fn parse_query(params: Params) -> Result<Response, ApiError> {
+    let expr = params.get("query").unwrap_or("");
+    let ast = cairn_promql::parse(expr).map_err(query_error)?;
+    // Through `Value` (sorted maps), so keys come out sorted as Go's maps do.
+    let data = serde_json::to_value(&ast)
+        .and_then(|v| serde_json::to_string(&v))
+        .map_err(|e| ApiError::internal(format!("cannot encode AST: {e}")))?;
+    Ok(json(format!(r#"{{"status":"success","data":{data}}}"#)))
 }
 
 async fn buildinfo() -> Response {
