@@ -221,8 +221,10 @@ fn kill_9_during_ingestion_loses_no_acknowledged_sample() {
                 b // batches sent (some may be unacknowledged)
             })
         };
-        let kill_after = if rng.random_bool(0.3) {
-            Duration::from_millis(rng.random_range(2000..6500))
+        // Mostly short rounds; some long enough for flushes and the 5 s
+        // maintenance loop (merges) to be under way when the kill lands.
+        let kill_after = if rng.random_bool(0.2) {
+            Duration::from_millis(rng.random_range(2000..6000))
         } else {
             Duration::from_millis(rng.random_range(50..2000))
         };
