@@ -8,12 +8,6 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
-/// The ingest path allocates many small, short-lived buffers (decoded labels,
-/// per-series batches); mimalloc handles that pattern markedly cheaper than
-/// glibc malloc (measured with `cairn-ingest-bench`, see docs/benchmarks.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Cairn: a Prometheus-compatible time series database.
 ///
 /// Starts with embedded storage in a local directory. Point Prometheus or

@@ -93,7 +93,13 @@ impl Fleet {
         let phases = (0..cfg.targets)
             .map(|t| (mix(cfg.seed.wrapping_add(0x5EED) ^ t as u64) % cfg.interval_ms.max(1) as u64) as i64)
             .collect();
-        Self { trace, replay: Arc::new(Replay { cum, scale }), cfg, offsets, phases }
+        Self {
+            trace,
+            replay: Arc::new(Replay { cum, scale }),
+            cfg,
+            offsets,
+            phases,
+        }
     }
 
     fn period_of(n: usize) -> u64 {
@@ -153,7 +159,11 @@ impl Fleet {
         let total = *cum.last().unwrap_or(&0.0);
         let cycles = (u / period) as f64;
         let p = u % period;
-        let partial = if p < n { cum[p as usize] } else { 2.0 * total - cum[(2 * (n - 1) - p) as usize] };
+        let partial = if p < n {
+            cum[p as usize]
+        } else {
+            2.0 * total - cum[(2 * (n - 1) - p) as usize]
+        };
         cycles * 2.0 * total + partial
     }
 
@@ -196,7 +206,10 @@ impl Fleet {
             .iter()
             .enumerate()
             .map(|(s, l)| {
-                let samples = (k0..k1).zip(&ts).map(|(k, &t_ms)| Sample::new(t_ms, self.value(t, s, k))).collect();
+                let samples = (k0..k1)
+                    .zip(&ts)
+                    .map(|(k, &t_ms)| Sample::new(t_ms, self.value(t, s, k)))
+                    .collect();
                 SeriesSamples::new(l.clone(), samples)
             })
             .collect()
@@ -211,11 +224,29 @@ mod tests {
     fn toy_trace() -> Arc<Trace> {
         // 5 scrapes, a counter with a reset in the middle and a gauge.
         let series = vec![
-            TraceSeries { labels: Labels::from_pairs([("__name__", "c_total")]), monotonic: true, decimals: Some(1) },
-            TraceSeries { labels: Labels::from_pairs([("__name__", "g")]), monotonic: false, decimals: Some(0) },
+            TraceSeries {
+                labels: Labels::from_pairs([("__name__", "c_total")]),
+                monotonic: true,
+                decimals: Some(1),
+            },
+            TraceSeries {
+                labels: Labels::from_pairs([("__name__", "g")]),
+                monotonic: false,
+                decimals: Some(0),
+            },
         ];
-        let values = vec![vec![1.0, 5.0], vec![1.5, 6.0], vec![2.5, 7.0], vec![0.5, 6.0], vec![1.1, 4.0]];
-        Arc::new(Trace { series, values, recorded_ts: vec![0, 1, 2, 3, 4] })
+        let values = vec![
+            vec![1.0, 5.0],
+            vec![1.5, 6.0],
+            vec![2.5, 7.0],
+            vec![0.5, 6.0],
+            vec![1.1, 4.0],
+        ];
+        Arc::new(Trace {
+            series,
+            values,
+            recorded_ts: vec![0, 1, 2, 3, 4],
+        })
     }
 
     fn cfg(targets: usize) -> FleetConfig {

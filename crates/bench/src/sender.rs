@@ -38,9 +38,15 @@ pub struct Client {
 /// What happened to one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
-    Ok { retries: u32 },
+    Ok {
+        retries: u32,
+    },
     /// Rejected with a 4xx (not retried) or retries exhausted.
-    Failed { retries: u32, status: Option<u16>, message: String },
+    Failed {
+        retries: u32,
+        status: Option<u16>,
+        message: String,
+    },
 }
 
 impl Client {
@@ -49,7 +55,12 @@ impl Client {
             .timeout(Duration::from_secs(120))
             .pool_max_idle_per_host(64)
             .build()?;
-        Ok(Self { http, url: url.into(), max_retries: 10, abort: Arc::new(AtomicBool::new(false)) })
+        Ok(Self {
+            http,
+            url: url.into(),
+            max_retries: 10,
+            abort: Arc::new(AtomicBool::new(false)),
+        })
     }
 
     pub fn post(&self, body: &[u8]) -> Outcome {
@@ -71,14 +82,22 @@ impl Client {
                     let status = r.status().as_u16();
                     let text = r.text().unwrap_or_default();
                     if !(500..600).contains(&status) && status != 429 {
-                        return Outcome::Failed { retries, status: Some(status), message: text };
+                        return Outcome::Failed {
+                            retries,
+                            status: Some(status),
+                            message: text,
+                        };
                     }
                     (Some(status), text)
                 }
                 Err(e) => (None, e.to_string()),
             };
             if retries >= self.max_retries || self.abort.load(Ordering::Relaxed) {
-                return Outcome::Failed { retries, status, message };
+                return Outcome::Failed {
+                    retries,
+                    status,
+                    message,
+                };
             }
             retries += 1;
             std::thread::sleep(backoff);
@@ -104,9 +123,17 @@ impl Spool {
     /// series for `steps_per_request` consecutive scrapes; requests are
     /// ordered time chunk first, then target, like a remote-write queue
     /// catching up.
-    pub fn build(fleet: &Fleet, steps: u64, steps_per_request: u64, workers: usize, dir: &Path) -> anyhow::Result<Self> {
+    pub fn build(
+        fleet: &Fleet,
+        steps: u64,
+        steps_per_request: u64,
+        workers: usize,
+        dir: &Path,
+    ) -> anyhow::Result<Self> {
         let tmp = tempfile::Builder::new().prefix("cairn-bench-spool").tempdir_in(dir)?;
-        let files: Vec<PathBuf> = (0..workers).map(|w| tmp.path().join(format!("worker-{w}.bin"))).collect();
+        let files: Vec<PathBuf> = (0..workers)
+            .map(|w| tmp.path().join(format!("worker-{w}.bin")))
+            .collect();
         let totals = Mutex::new((0u64, 0u64, 0u64));
         std::thread::scope(|scope| -> anyhow::Result<()> {
             let mut handles = Vec::new();
@@ -147,7 +174,13 @@ impl Spool {
             Ok(())
         })?;
         let (requests, samples, bytes) = totals.into_inner().map_err(|_| anyhow::anyhow!("poisoned"))?;
-        Ok(Self { _dir: tmp, files, requests, samples, bytes })
+        Ok(Self {
+            _dir: tmp,
+            files,
+            requests,
+            samples,
+            bytes,
+        })
     }
 }
 
@@ -168,7 +201,11 @@ pub struct SendReport {
 /// as fast as the server accepts. `progress` sees the acknowledged sample
 /// count every 200 ms; returning `false` aborts the run (remaining requests
 /// count as failed), e.g. when the server stopped making progress.
-pub fn send_spool(spool: &Spool, url: &str, progress: Option<&(dyn Fn(u64) -> bool + Sync)>) -> anyhow::Result<SendReport> {
+pub fn send_spool(
+    spool: &Spool,
+    url: &str,
+    progress: Option<&(dyn Fn(u64) -> bool + Sync)>,
+) -> anyhow::Result<SendReport> {
     let client = Client::new(url)?;
     let abort = client.abort.clone();
     let acked = AtomicU64::new(0);
@@ -207,12 +244,18 @@ pub fn send_spool(spool: &Spool, url: &str, progress: Option<&(dyn Fn(u64) -> bo
                             local.samples_acked += n;
                             acked.fetch_add(n, Ordering::Relaxed);
                         }
-                        Outcome::Failed { retries, status, message } => {
+                        Outcome::Failed {
+                            retries,
+                            status,
+                            message,
+                        } => {
                             local.retries += u64::from(retries);
                             local.failed_requests += 1;
                             local.samples_failed += n;
                             if local.first_errors.len() < 5 {
-                                local.first_errors.push(format!("status {status:?}: {}", message.trim()));
+                                local
+                                    .first_errors
+                                    .push(format!("status {status:?}: {}", message.trim()));
                             }
                         }
                     }
@@ -260,7 +303,11 @@ mod tests {
 
     fn fleet() -> Fleet {
         let series = vec![
-            TraceSeries { labels: Labels::from_pairs([("__name__", "c_total")]), monotonic: true, decimals: Some(2) },
+            TraceSeries {
+                labels: Labels::from_pairs([("__name__", "c_total")]),
+                monotonic: true,
+                decimals: Some(2),
+            },
             TraceSeries {
                 labels: Labels::from_pairs([("__name__", "g"), ("x", "a b,\"c\"")]),
                 monotonic: false,
@@ -268,10 +315,21 @@ mod tests {
             },
         ];
         let values = vec![vec![1.0, 5.0], vec![1.25, 6.0], vec![2.5, 7.0]];
-        let trace = Arc::new(Trace { series, values, recorded_ts: vec![0, 1, 2] });
+        let trace = Arc::new(Trace {
+            series,
+            values,
+            recorded_ts: vec![0, 1, 2],
+        });
         Fleet::new(
             trace,
-            FleetConfig { targets: 3, start_ms: 1_700_000_000_000, interval_ms: 15_000, jitter_ms: 2, job: "node".into(), seed: 1 },
+            FleetConfig {
+                targets: 3,
+                start_ms: 1_700_000_000_000,
+                interval_ms: 15_000,
+                jitter_ms: 2,
+                job: "node".into(),
+                seed: 1,
+            },
         )
     }
 

@@ -104,7 +104,11 @@ impl Trace {
                     let name = labels.metric_name().unwrap_or_default().to_string();
                     let monotonic = is_monotonic(&name, &types);
                     index.insert(labels.clone(), series.len());
-                    series.push(TraceSeries { labels, monotonic, decimals: Some(0) });
+                    series.push(TraceSeries {
+                        labels,
+                        monotonic,
+                        decimals: Some(0),
+                    });
                     current.push(0.0);
                     series.len() - 1
                 }
@@ -122,7 +126,11 @@ impl Trace {
         if values.is_empty() || series.is_empty() {
             bail!("trace has no scrapes");
         }
-        Ok(Self { series, values, recorded_ts })
+        Ok(Self {
+            series,
+            values,
+            recorded_ts,
+        })
     }
 }
 
@@ -181,7 +189,10 @@ pub fn parse_sample_line(line: &str) -> anyhow::Result<(Labels, &str)> {
             }
             let eq = s.find('=').context("label without '='")?;
             let lname = s[..eq].trim();
-            s = s[eq + 1..].trim_start().strip_prefix('"').context("label value not quoted")?;
+            s = s[eq + 1..]
+                .trim_start()
+                .strip_prefix('"')
+                .context("label value not quoted")?;
             let mut value = String::new();
             let mut chars = s.char_indices();
             let end = loop {

@@ -49,7 +49,7 @@ impl Config {
             wal_segment_bytes: 64 << 20,
             max_future: Duration::from_secs(2 * 86_400),
             maintenance_interval: Duration::from_secs(5),
-            idle_merge_after: Duration::from_secs(10),
+            idle_merge_after: Duration::from_secs(60),
             background: true,
         }
     }

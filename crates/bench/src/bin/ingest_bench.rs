@@ -109,7 +109,10 @@ fn free_port() -> anyhow::Result<u16> {
 }
 
 fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 fn http() -> reqwest::blocking::Client {
@@ -126,7 +129,14 @@ impl Server {
             Kind::Vm => "vm-data",
         });
         std::fs::create_dir_all(&data)?;
-        Ok(Self { kind, bin: bin.to_path_buf(), log: root.join(format!("{}.log", kind.name())), data, port: free_port()?, child: None })
+        Ok(Self {
+            kind,
+            bin: bin.to_path_buf(),
+            log: root.join(format!("{}.log", kind.name())),
+            data,
+            port: free_port()?,
+            child: None,
+        })
     }
 
     fn base(&self) -> String {
@@ -143,13 +153,27 @@ impl Server {
         let addr = format!("127.0.0.1:{}", self.port);
         match self.kind {
             Kind::Cairn => {
-                cmd.arg("--storage.path").arg(&self.data).arg("--http.listen-addr").arg(&addr);
-                cmd.args(["--storage.flush-interval", "5s", "--storage.retention", "100y", "--log.level", "warn"]);
+                cmd.arg("--storage.path")
+                    .arg(&self.data)
+                    .arg("--http.listen-addr")
+                    .arg(&addr);
+                cmd.args([
+                    "--storage.flush-interval",
+                    "5s",
+                    "--storage.retention",
+                    "100y",
+                    "--log.level",
+                    "warn",
+                ]);
             }
             Kind::Vm => {
                 cmd.arg(format!("-storageDataPath={}", self.data.display()));
                 cmd.arg(format!("-httpListenAddr={addr}"));
-                cmd.args(["-retentionPeriod=100y", "-search.maxSeries=100000000", "-loggerLevel=ERROR"]);
+                cmd.args([
+                    "-retentionPeriod=100y",
+                    "-search.maxSeries=100000000",
+                    "-loggerLevel=ERROR",
+                ]);
             }
         }
         let child = cmd
@@ -171,7 +195,11 @@ impl Server {
         let c = http();
         loop {
             if let Some(st) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
-                bail!("{} exited during startup ({st}); see {}", self.kind.name(), self.log.display());
+                bail!(
+                    "{} exited during startup ({st}); see {}",
+                    self.kind.name(),
+                    self.log.display()
+                );
             }
             if c.get(&url).send().is_ok_and(|r| r.status().is_success()) {
                 return Ok(since.elapsed().as_secs_f64());
@@ -185,7 +213,9 @@ impl Server {
 
     /// SIGTERM and wait; returns seconds to exit.
     fn stop(&mut self) -> anyhow::Result<f64> {
-        let Some(mut child) = self.child.take() else { return Ok(0.0) };
+        let Some(mut child) = self.child.take() else {
+            return Ok(0.0);
+        };
         let t = Instant::now();
         Command::new("kill").args(["-TERM", &child.id().to_string()]).status()?;
         loop {
@@ -204,7 +234,12 @@ impl Server {
     }
 
     fn metrics_sum(&self, name: &str) -> Option<f64> {
-        let text = http().get(format!("{}/metrics", self.base())).send().ok()?.text().ok()?;
+        let text = http()
+            .get(format!("{}/metrics", self.base()))
+            .send()
+            .ok()?
+            .text()
+            .ok()?;
         let mut sum = None;
         for line in text.lines() {
             if line.starts_with(name) && line[name.len()..].starts_with(['{', ' ']) {
@@ -242,7 +277,11 @@ impl Server {
         let url = format!("{}/api/v1/series", self.base());
         let resp = http()
             .get(url)
-            .query(&[("match[]", "{__name__=~\".+\"}"), ("start", &(start / 1000).to_string()), ("end", &(end / 1000 + 1).to_string())])
+            .query(&[
+                ("match[]", "{__name__=~\".+\"}"),
+                ("start", &(start / 1000).to_string()),
+                ("end", &(end / 1000 + 1).to_string()),
+            ])
             .send()?;
         let status = resp.status();
         let text = resp.text()?;
@@ -256,7 +295,11 @@ impl Server {
     fn export(&self, selector: &str, start: i64, end: i64) -> anyhow::Result<Vec<(Labels, Vec<i64>, Vec<f64>)>> {
         let resp = http()
             .get(format!("{}/api/v1/export", self.base()))
-            .query(&[("match[]", selector), ("start", &(start / 1000).to_string()), ("end", &(end / 1000 + 1).to_string())])
+            .query(&[
+                ("match[]", selector),
+                ("start", &(start / 1000).to_string()),
+                ("end", &(end / 1000 + 1).to_string()),
+            ])
             .send()?;
         let status = resp.status();
         let text = resp.text()?;
@@ -276,7 +319,11 @@ impl Server {
             )?;
             // Numbers are parsed from the raw text: serde_json's default float
             // parser is not correctly rounded and would invent 1-ulp mismatches.
-            let ts: Vec<i64> = raw_array(line, "timestamps").context("timestamps")?.iter().filter_map(|x| x.parse().ok()).collect();
+            let ts: Vec<i64> = raw_array(line, "timestamps")
+                .context("timestamps")?
+                .iter()
+                .filter_map(|x| x.parse().ok())
+                .collect();
             let vals: Vec<f64> = raw_array(line, "values")
                 .context("values")?
                 .iter()
@@ -299,7 +346,11 @@ fn raw_array<'a>(line: &'a str, key: &str) -> Option<Vec<&'a str>> {
     let start = line.rfind(&pat)? + pat.len();
     let end = start + line[start..].find(']')?;
     let body = line[start..end].trim();
-    Some(if body.is_empty() { Vec::new() } else { body.split(',').map(str::trim).collect() })
+    Some(if body.is_empty() {
+        Vec::new()
+    } else {
+        body.split(',').map(str::trim).collect()
+    })
 }
 
 impl Drop for Server {
@@ -334,7 +385,11 @@ impl Monitor {
                 std::thread::sleep(Duration::from_millis(100));
             }
         });
-        Self { stop, samples, handle: Some(handle) }
+        Self {
+            stop,
+            samples,
+            handle: Some(handle),
+        }
     }
 
     fn finish(mut self) -> Vec<(f64, u64)> {
@@ -415,7 +470,8 @@ fn verify(server: &Server, fleet: &Fleet, steps: u64, targets: &[usize]) -> anyh
                         if !same {
                             r.value_exact_mismatches += 1;
                             if r.value_exact_mismatches <= 3 {
-                                r.examples.push(format!("not bit-exact: {l} @{et}: sent {ev:?} got {gv:?}"));
+                                r.examples
+                                    .push(format!("not bit-exact: {l} @{et}: sent {ev:?} got {gv:?}"));
                             }
                             let tol = 1e-9 * ev.abs().max(1e-300);
                             if !((gv - ev).abs() <= tol) && !(gv.is_nan() && ev.is_nan()) {
@@ -450,7 +506,10 @@ fn check_binary(kind: Kind, bin: &Path) -> anyhow::Result<()> {
         return Ok(());
     }
     match kind {
-        Kind::Cairn => bail!("{} not found: build it with `cargo build --release -p cairn`", bin.display()),
+        Kind::Cairn => bail!(
+            "{} not found: build it with `cargo build --release -p cairn`",
+            bin.display()
+        ),
         Kind::Vm => bail!(
             "{} not found: install VictoriaMetrics with `apt-get install -y victoria-metrics` (Debian package) or pass --vm-bin",
             bin.display()
@@ -476,7 +535,14 @@ fn backfill(cli: &Cli, trace: Arc<Trace>) -> anyhow::Result<Value> {
     let start_ms = end - steps as i64 * interval_ms;
     let fleet = Fleet::new(
         trace,
-        FleetConfig { targets: cli.targets, start_ms, interval_ms, jitter_ms: cli.jitter_ms, job: "node".into(), seed: cli.seed },
+        FleetConfig {
+            targets: cli.targets,
+            start_ms,
+            interval_ms,
+            jitter_ms: cli.jitter_ms,
+            job: "node".into(),
+            seed: cli.seed,
+        },
     );
     let series = fleet.total_series();
     println!(
@@ -509,7 +575,9 @@ fn backfill(cli: &Cli, trace: Arc<Trace>) -> anyhow::Result<Value> {
     for (kind, bin) in kinds(cli)? {
         check_binary(kind, &bin)?;
         println!("\n== {} ==", kind.name());
-        let root = tempfile::Builder::new().prefix("cairn-bench-").tempdir_in(&cli.work_dir)?;
+        let root = tempfile::Builder::new()
+            .prefix("cairn-bench-")
+            .tempdir_in(&cli.work_dir)?;
         let mut srv = Server::new(kind, &bin, root.path())?;
         let t0 = Instant::now();
         srv.start()?;
@@ -569,7 +637,7 @@ fn backfill(cli: &Cli, trace: Arc<Trace>) -> anyhow::Result<Value> {
         for e in &send.first_errors {
             println!("  error: {e}");
         }
-        let settle = srv.flush_and_settle(Duration::from_secs(if kind == Kind::Cairn { 12 } else { 5 }))?;
+        let settle = srv.flush_and_settle(Duration::from_secs(if kind == Kind::Cairn { 75 } else { 5 }))?;
         let cpu_settle = procfs::cpu_seconds(pid, tck).unwrap_or(0.0) - cpu1;
         let steady = steady_rss(pid, 10);
         let hwm = procfs::rss(pid).map_or(0, |r| r.1);
@@ -683,7 +751,9 @@ fn footprint(cli: &Cli, trace: Arc<Trace>) -> anyhow::Result<Value> {
     for (kind, bin) in kinds(cli)? {
         check_binary(kind, &bin)?;
         println!("\n== {} ==", kind.name());
-        let root = tempfile::Builder::new().prefix("cairn-bench-fp-").tempdir_in(&cli.work_dir)?;
+        let root = tempfile::Builder::new()
+            .prefix("cairn-bench-fp-")
+            .tempdir_in(&cli.work_dir)?;
         let mut srv = Server::new(kind, &bin, root.path())?;
         let t0 = Instant::now();
         srv.start()?;
@@ -694,7 +764,14 @@ fn footprint(cli: &Cli, trace: Arc<Trace>) -> anyhow::Result<Value> {
         let start_ms = (now_ms() / interval_ms + 1) * interval_ms;
         let fleet = Fleet::new(
             trace.clone(),
-            FleetConfig { targets, start_ms, interval_ms, jitter_ms: cli.jitter_ms, job: "node".into(), seed: cli.seed },
+            FleetConfig {
+                targets,
+                start_ms,
+                interval_ms,
+                jitter_ms: cli.jitter_ms,
+                job: "node".into(),
+                seed: cli.seed,
+            },
         );
         let labels: Vec<Vec<Labels>> = (0..targets).map(|t| fleet.target_labels(t)).collect();
         let client = Client::new(format!("{}/api/v1/write", srv.base()))?;
@@ -731,7 +808,11 @@ fn footprint(cli: &Cli, trace: Arc<Trace>) -> anyhow::Result<Value> {
         let ingest_s = began.elapsed().as_secs_f64();
         let cpu1 = procfs::cpu_seconds(pid, tck).unwrap_or(0.0);
         let rss = mon.finish();
-        let tail: Vec<u64> = rss.iter().filter(|x| x.0 >= ingest_s * 2.0 / 3.0).map(|x| x.1).collect();
+        let tail: Vec<u64> = rss
+            .iter()
+            .filter(|x| x.0 >= ingest_s * 2.0 / 3.0)
+            .map(|x| x.1)
+            .collect();
         let steady_ingest = median(tail);
         let peak = rss.iter().map(|x| x.1).max().unwrap_or(0);
         let idle_t = Instant::now();
@@ -803,7 +884,15 @@ fn print_table(report: &Value) {
     for (label, key, scale) in rows {
         let a = c[*key].as_f64().map(|x| x * scale);
         let b = v[*key].as_f64().map(|x| x * scale);
-        let f = |x: Option<f64>| x.map_or("-".to_string(), |x| if x.abs() >= 100.0 { format!("{x:.0}") } else { format!("{x:.3}") });
+        let f = |x: Option<f64>| {
+            x.map_or("-".to_string(), |x| {
+                if x.abs() >= 100.0 {
+                    format!("{x:.0}")
+                } else {
+                    format!("{x:.3}")
+                }
+            })
+        };
         let ratio = match (a, b) {
             (Some(a), Some(b)) if b != 0.0 => format!("{:.2}", a / b),
             _ => "-".into(),
@@ -819,7 +908,11 @@ fn main() -> anyhow::Result<()> {
     if cli.targets == 0 {
         bail!("--targets must be positive");
     }
-    let mut report = if cli.footprint { footprint(&cli, trace)? } else { backfill(&cli, trace)? };
+    let mut report = if cli.footprint {
+        footprint(&cli, trace)?
+    } else {
+        backfill(&cli, trace)?
+    };
     report["date_utc_ms"] = json!(now_ms());
     report["command"] = json!(std::env::args().collect::<Vec<_>>().join(" "));
     report["loadavg_at_end"] = json!(std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim());
