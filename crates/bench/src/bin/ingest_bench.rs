@@ -20,6 +20,9 @@ use cairn_model::{Label, Labels};
 use clap::Parser;
 use serde_json::{Value, json};
 
+/// One exported series: labels, timestamps (ms) and values.
+type ExportedSeries = (Labels, Vec<i64>, Vec<f64>);
+
 #[derive(Parser, Debug)]
 #[command(about = "Cairn vs VictoriaMetrics ingestion benchmark (remote write, loopback)")]
 struct Cli {
@@ -292,7 +295,7 @@ impl Server {
         Ok(v["data"].as_array().map_or(0, Vec::len))
     }
 
-    fn export(&self, selector: &str, start: i64, end: i64) -> anyhow::Result<Vec<(Labels, Vec<i64>, Vec<f64>)>> {
+    fn export(&self, selector: &str, start: i64, end: i64) -> anyhow::Result<Vec<ExportedSeries>> {
         let resp = http()
             .get(format!("{}/api/v1/export", self.base()))
             .query(&[
@@ -474,7 +477,8 @@ fn verify(server: &Server, fleet: &Fleet, steps: u64, targets: &[usize]) -> anyh
                                     .push(format!("not bit-exact: {l} @{et}: sent {ev:?} got {gv:?}"));
                             }
                             let tol = 1e-9 * ev.abs().max(1e-300);
-                            if !((gv - ev).abs() <= tol) && !(gv.is_nan() && ev.is_nan()) {
+                            let within = (gv - ev).abs() <= tol || (gv.is_nan() && ev.is_nan());
+                            if !within {
                                 r.value_mismatches_beyond_1e_9 += 1;
                                 if r.examples.len() < 5 {
                                     r.examples.push(format!("{l} @{et}: want {ev:e} got {gv:e}"));
