@@ -429,9 +429,12 @@ pub fn encode(series: &[SeriesSamples], encoding: ContentEncoding) -> Vec<u8> {
     out
 }
 
+/// Labels exactly as sent (any order, duplicates allowed) and `(t, v)` samples.
+pub type RawSeries<'a> = (Vec<(&'a str, &'a str)>, Vec<(i64, f64)>);
+
 /// A snappy remote-write body with labels exactly as given (any order,
 /// duplicates allowed), as a misbehaving or unsorted sender would send.
-pub fn encode_raw(series: &[(Vec<(&str, &str)>, Vec<(i64, f64)>)]) -> Vec<u8> {
+pub fn encode_raw(series: &[RawSeries<'_>]) -> Vec<u8> {
     let req = proto::WriteRequest {
         timeseries: series
             .iter()
