@@ -5,6 +5,7 @@ use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use cairn_storage::StorageError;
 use parking_lot::{Mutex, RwLock};
@@ -41,7 +42,9 @@ pub struct Partition {
     pub parts: RwLock<Arc<PartSet>>,
     pub tombstones: RwLock<Arc<Vec<Tombstone>>>,
     /// When rows were last applied (ms since the epoch), to find idle partitions.
-    pub last_write_ms: std::sync::atomic::AtomicI64,
+    pub last_write_ms: AtomicI64,
+    /// Tombstones up to this sequence number are merged out of all disk parts.
+    applied_tombstone_seq: AtomicU64,
     /// Serialises flushes, merges and compactions of this partition: each
     /// picks parts from the list and replaces them, which must not interleave.
     rewrite: Mutex<()>,
@@ -79,7 +82,8 @@ impl Partition {
             parts: RwLock::default(),
             tombstones: RwLock::default(),
             rewrite: Mutex::new(()),
-            last_write_ms: Default::default(),
+            last_write_ms: AtomicI64::default(),
+            applied_tombstone_seq: AtomicU64::default(),
         })
     }
 
@@ -121,6 +125,7 @@ impl Partition {
             index.load_segment(path)?;
         }
         let tombs = tombstones::load(&dir)?;
+        let applied = tombstones::load_applied(&dir)?;
         let p = Self {
             day,
             dir,
@@ -129,7 +134,8 @@ impl Partition {
             parts: RwLock::new(Arc::new(parts)),
             tombstones: RwLock::new(Arc::new(tombs)),
             rewrite: Mutex::new(()),
-            last_write_ms: Default::default(),
+            last_write_ms: AtomicI64::default(),
+            applied_tombstone_seq: AtomicU64::new(applied),
         };
         let ids: BTreeSet<u64> = p.tombstones.read().iter().map(|t| t.id).collect();
         p.update_liveness(ids)?;
@@ -178,8 +184,7 @@ impl Partition {
                 }
             }
         }
-        self.last_write_ms
-            .store(crate::engine::now_ms(), std::sync::atomic::Ordering::Relaxed);
+        self.last_write_ms.store(crate::engine::now_ms(), Ordering::Relaxed);
         let full = {
             let mut buf = self.rows.lock();
             for &r in rows {
@@ -281,22 +286,38 @@ impl Partition {
         self.replace_disk_parts(smallest_run(&disk, fan_in))
     }
 
-    /// Whether nothing was written for `idle_ms` and all data is in several
-    /// disk parts: then one full merge gives the best compression for good.
+    /// Whether nothing was written for `idle_ms` and the disk parts are
+    /// several or hold deleted samples: then one full merge gives the best
+    /// compression for good and reclaims the space of deletes.
     pub fn wants_idle_merge(&self, idle_ms: i64) -> bool {
-        let idle = crate::engine::now_ms() - self.last_write_ms.load(std::sync::atomic::Ordering::Relaxed) >= idle_ms;
+        let idle = crate::engine::now_ms() - self.last_write_ms.load(Ordering::Relaxed) >= idle_ms;
+        // Deletes not yet merged away also call for a full merge: that is
+        // how their space is reclaimed when no other merge touches the parts.
+        let unapplied = self.newest_tombstone_seq() > self.applied_tombstone_seq.load(Ordering::Relaxed);
         let parts = self.parts.read();
-        idle && parts.memory.is_empty() && parts.disk.len() > 1
+        idle && parts.memory.is_empty() && (parts.disk.len() > 1 || (unapplied && !parts.disk.is_empty()))
     }
 
     /// Rewrites every disk part into one, dropping deleted samples.
     pub fn compact_all(&self) -> Result<u64, StorageError> {
         let _rewrite = self.rewrite.lock();
         let disk = self.parts.read().disk.clone();
-        if disk.is_empty() || (disk.len() == 1 && self.tombstones.read().is_empty()) {
+        // Read before merging: a delete racing the merge only makes this lower.
+        let newest_tombstone = self.newest_tombstone_seq();
+        let applied = self.applied_tombstone_seq.load(Ordering::Relaxed);
+        if disk.is_empty() || (disk.len() == 1 && newest_tombstone <= applied) {
             return Ok(0);
         }
-        self.replace_disk_parts(&disk)
+        let bytes = self.replace_disk_parts(&disk)?;
+        if newest_tombstone > applied {
+            tombstones::store_applied(&self.dir, newest_tombstone)?;
+            self.applied_tombstone_seq.store(newest_tombstone, Ordering::Relaxed);
+        }
+        Ok(bytes)
+    }
+
+    fn newest_tombstone_seq(&self) -> u64 {
+        self.tombstones.read().iter().map(|t| t.seq).max().unwrap_or(0)
     }
 
     fn replace_disk_parts(&self, inputs: &[Arc<Part>]) -> Result<u64, StorageError> {

@@ -11,6 +11,9 @@ use std::path::Path;
 use cairn_storage::StorageError;
 
 const FILE: &str = "tombstones.log";
+/// The newest tombstone sequence number whose samples are merged out of all
+/// disk parts: `seq: u64 LE | crc32c: u32 LE`.
+const APPLIED_FILE: &str = "tombstones.applied";
 const RECORD_BYTES: usize = 36;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +45,36 @@ pub fn append(dir: &Path, tombs: &[Tombstone]) -> Result<(), StorageError> {
     f.write_all(&buf).map_err(StorageError::io("append to", &path))?;
     f.sync_all().map_err(StorageError::io("sync", &path))?;
     crate::wal::sync_dir(dir)
+}
+
+/// Records that tombstones up to `seq` are merged out (atomically replaced).
+pub fn store_applied(dir: &Path, seq: u64) -> Result<(), StorageError> {
+    let mut buf = seq.to_le_bytes().to_vec();
+    let crc = cairn_codec::crc32c(&buf);
+    buf.extend_from_slice(&crc.to_le_bytes());
+    crate::index::write_atomically(&dir.join(APPLIED_FILE), &buf)
+}
+
+/// The value [`store_applied`] last wrote, 0 if never.
+pub fn load_applied(dir: &Path) -> Result<u64, StorageError> {
+    let path = dir.join(APPLIED_FILE);
+    let bytes = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(StorageError::io("read", &path)(e)),
+    };
+    let seq = bytes.first_chunk::<8>().map(|b| u64::from_le_bytes(*b));
+    let crc = bytes
+        .get(8..12)
+        .and_then(|b| b.first_chunk::<4>())
+        .map(|b| u32::from_le_bytes(*b));
+    match (seq, crc) {
+        (Some(seq), Some(crc)) if bytes.len() == 12 && crc == cairn_codec::crc32c(&bytes[..8]) => Ok(seq),
+        _ => Err(StorageError::Corrupt {
+            path,
+            reason: "malformed applied-tombstone marker".into(),
+        }),
+    }
 }
 
 /// Loads all tombstones of a partition directory.

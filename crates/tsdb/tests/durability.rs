@@ -256,3 +256,36 @@ fn tsdb_wal_replay_flushes_as_it_goes() {
     assert_eq!(all(&db), before);
     assert_eq!(before[0].1.len(), 800);
 }
+
+/// Deleted samples are merged away by background maintenance alone, once
+/// the partition is idle, and stay deleted after a restart.
+#[test]
+fn tsdb_background_maintenance_reclaims_deleted_space() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.idle_merge_after = Duration::ZERO;
+    let db = Tsdb::open(c.clone()).unwrap();
+    write(&db, 20, 500, now() - 4 * HOUR);
+    db.flush().unwrap();
+    db.maintain().unwrap(); // a single part, no deletes: nothing to do
+    let before = db.stats().storage_bytes;
+    db.delete_series(
+        &[Matcher::new(cairn_model::MatchOp::RegexMatch, "i", "1.*").unwrap()],
+        i64::MIN,
+        i64::MAX,
+    )
+    .unwrap();
+    db.maintain().unwrap();
+    let after = db.stats().storage_bytes;
+    assert!(after < before, "space reclaimed in the background: {after} >= {before}");
+    let merges = db.stats().merges_total;
+    db.maintain().unwrap();
+    assert_eq!(
+        db.stats().merges_total,
+        merges,
+        "applied deletes do not trigger merges again"
+    );
+    drop(db);
+    let db = Tsdb::open(c).unwrap();
+    assert_eq!(all(&db).len(), 9, "series 1 and 10..19 stay deleted");
+}
