@@ -2,6 +2,7 @@
 //!
 //! Pure types, shared by every other crate. No I/O, no async, no logging.
 
+pub mod civil;
 mod labels;
 mod matcher;
 mod sample;

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use cairn_model::civil::{civil_from_days, days_from_civil};
+
 pub const DAY_MS: i64 = 86_400_000;
 
 /// A UTC day, counted from 1970-01-01. Partitions, their index and retention
@@ -32,35 +34,11 @@ impl Day {
         if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
             return None;
         }
-        let days = days_from_civil(y, m, d);
+        let days = days_from_civil(y, i64::from(m), i64::from(d));
         let day = Self(i32::try_from(days).ok()?);
         // Reject names like 2021-02-30 that do not round-trip.
         (day.to_string() == s).then_some(day)
     }
-}
-
-/// Howard Hinnant's days-from-civil algorithm (proleptic Gregorian calendar).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = m as i64;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d as i64 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 impl fmt::Display for Day {

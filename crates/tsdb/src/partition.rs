@@ -432,6 +432,20 @@ pub fn tombstones_by_id(tombs: &[Tombstone]) -> HashMap<u64, Vec<&Tombstone>> {
     m
 }
 
+/// Time ranges of series `id` deleted after a part with `max_seq` was written:
+/// the tombstones that hide samples of that part.
+fn deleted_ranges(tombs: &HashMap<u64, Vec<&Tombstone>>, id: u64, max_seq: u64) -> Vec<Deleted> {
+    tombs
+        .get(&id)
+        .map(|ts| {
+            ts.iter()
+                .filter(|t| t.seq >= max_seq)
+                .map(|t| (t.mint, t.maxt))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The blocks of series `id` in `parts` overlapping `[mint, maxt]`, each
 /// with the deletions that apply to it (tombstones written after the part's data).
 pub fn sources_of(
@@ -444,15 +458,7 @@ pub fn sources_of(
     let mut out = Vec::new();
     for part in parts {
         let max_seq = part.meta().max_seq;
-        let deleted: Vec<Deleted> = tombs
-            .get(&id)
-            .map(|ts| {
-                ts.iter()
-                    .filter(|t| t.seq >= max_seq)
-                    .map(|t| (t.mint, t.maxt))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let deleted = deleted_ranges(tombs, id, max_seq);
         for block in part.blocks_of(id, mint, maxt) {
             if deleted.iter().any(|&(lo, hi)| lo <= block.mint && block.maxt <= hi) {
                 continue;
@@ -494,15 +500,7 @@ pub fn merge_parts<W: Write>(inputs: &[Arc<Part>], tombs: &[Tombstone], out: W) 
         let mut sources = Vec::new();
         for (part, cursor) in inputs.iter().zip(cursors.iter_mut()) {
             let max_seq = part.meta().max_seq;
-            let deleted: Vec<Deleted> = by_id
-                .get(&id)
-                .map(|ts| {
-                    ts.iter()
-                        .filter(|t| t.seq >= max_seq)
-                        .map(|t| (t.mint, t.maxt))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let deleted = deleted_ranges(&by_id, id, max_seq);
             while let Some(block) = part.block(*cursor).filter(|b| b.id == id) {
                 *cursor += 1;
                 sources.push(Ranked {
