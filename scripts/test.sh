@@ -22,3 +22,7 @@ echo "fmt + clippy: $((SECONDS - start))s"
 start=$SECONDS
 cargo test --workspace --release
 echo "test suite: $((SECONDS - start))s"
+
+# The PromQL conformance report against Prometheus' own test scripts
+# (passed / failed / skipped per named feature), printed uncaptured.
+cargo test --release -p cairn-promqltest --test upstream -- --nocapture
