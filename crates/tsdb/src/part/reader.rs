@@ -144,13 +144,6 @@ impl Part {
             .filter(move |b| b.maxt >= mint && b.mint <= maxt)
     }
 
-    /// Whether the part has any block of series `id`.
-    pub fn contains(&self, id: u64) -> bool {
-        let n = self.block_count();
-        let i = partition_point(n, |i| self.block_id(i) < id);
-        i < n && self.block_id(i) == id
-    }
-
     /// Decodes a block, appending to `ts` and `vs`.
     pub fn read_block(&self, b: &BlockRef, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<(), StorageError> {
         let mut owned = Vec::new();
