@@ -14,7 +14,7 @@ use crate::day::Day;
 use crate::index::PartitionIndex;
 use crate::part::{Part, PartMeta, PartWriter};
 use crate::rows::{Row, RowBuffer, RowsSnapshot};
-use crate::series_reader::{Deleted, Ranked, SeriesReader, Source};
+use crate::series_reader::{Deleted, Ranked, SeriesReader};
 use crate::tombstones::{self, Tombstone};
 use cairn_storage::SampleBlocks;
 
@@ -463,16 +463,7 @@ pub fn sources_of(
             if deleted.iter().any(|&(lo, hi)| lo <= block.mint && block.maxt <= hi) {
                 continue;
             }
-            out.push(Ranked {
-                mint: block.mint,
-                maxt: block.maxt,
-                precedence: max_seq,
-                source: Source::Block {
-                    part: part.clone(),
-                    block,
-                    deleted: deleted.clone(),
-                },
-            });
+            out.push(Ranked::block(part, block, deleted.clone()));
         }
     }
     out
@@ -503,16 +494,7 @@ pub fn merge_parts<W: Write>(inputs: &[Arc<Part>], tombs: &[Tombstone], out: W) 
             let deleted = deleted_ranges(&by_id, id, max_seq);
             while let Some(block) = part.block(*cursor).filter(|b| b.id == id) {
                 *cursor += 1;
-                sources.push(Ranked {
-                    mint: block.mint,
-                    maxt: block.maxt,
-                    precedence: max_seq,
-                    source: Source::Block {
-                        part: part.clone(),
-                        block,
-                        deleted: deleted.clone(),
-                    },
-                });
+                sources.push(Ranked::block(part, block, deleted.clone()));
             }
         }
         let mut reader = SeriesReader::new(sources, i64::MIN, i64::MAX);

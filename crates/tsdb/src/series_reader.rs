@@ -30,6 +30,20 @@ pub struct Ranked {
 }
 
 impl Ranked {
+    /// A block of `part`; its precedence is the part's newest write sequence.
+    pub fn block(part: &Arc<Part>, block: BlockRef, deleted: Vec<Deleted>) -> Self {
+        Self {
+            mint: block.mint,
+            maxt: block.maxt,
+            precedence: part.meta().max_seq,
+            source: Source::Block {
+                part: part.clone(),
+                block,
+                deleted,
+            },
+        }
+    }
+
     pub fn rows(precedence: u64, rows: Vec<(i64, f64)>) -> Option<Self> {
         let (mint, maxt) = (rows.first()?.0, rows.last()?.0);
         Some(Self {
