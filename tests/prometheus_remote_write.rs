@@ -252,7 +252,7 @@ remote_write:
     assert!(
         !metrics
             .lines()
-            .any(|l| l.starts_with("cairn_remote_write_rejected_requests_total{") && !l.ends_with(" 0")),
+            .any(|l| l.starts_with("cairn_ingest_requests_rejected_total{") && !l.ends_with(" 0")),
         "{metrics}"
     );
     assert!(!prom.log().contains("non-recoverable error"), "{}", prom.log());

@@ -16,6 +16,7 @@ mod error;
 mod export;
 mod exposition;
 mod health;
+pub mod ingest;
 mod metadata;
 mod metrics;
 mod params;

@@ -2,17 +2,17 @@
 //! process figures, all rendered at `/metrics`.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use cairn_storage::{RejectReason, StorageStats};
+use cairn_storage::StorageStats;
 use parking_lot::Mutex;
 
 use crate::exposition::{CONTENT_TYPE, Exposition};
+use crate::ingest::Protocol;
 use crate::{AppState, process};
 
 /// Upper bounds (seconds) of the request duration histogram.
@@ -45,10 +45,16 @@ impl Histogram {
 pub struct HttpMetrics {
     requests: Mutex<BTreeMap<(String, u16), u64>>,
     durations: Mutex<BTreeMap<String, Histogram>>,
-    rw_samples: AtomicU64,
-    rw_series: AtomicU64,
-    rw_samples_rejected: Mutex<BTreeMap<&'static str, u64>>,
-    rw_rejected_requests: Mutex<BTreeMap<&'static str, u64>>,
+    ingest: Mutex<BTreeMap<Protocol, IngestCounters>>,
+}
+
+/// Per-protocol ingestion counters.
+#[derive(Debug, Default)]
+struct IngestCounters {
+    samples: u64,
+    series: u64,
+    samples_rejected: BTreeMap<&'static str, u64>,
+    requests_rejected: BTreeMap<&'static str, u64>,
 }
 
 impl HttpMetrics {
@@ -66,25 +72,42 @@ impl HttpMetrics {
             .observe(seconds);
     }
 
-    /// Records samples a remote-write request stored.
-    pub fn remote_write_accepted(&self, samples: u64, series: u64) {
-        self.rw_samples.fetch_add(samples, Ordering::Relaxed);
-        self.rw_series.fetch_add(series, Ordering::Relaxed);
+    /// Records samples and series entries a request of `protocol` stored.
+    pub fn ingest_accepted(&self, protocol: Protocol, samples: u64, series: u64) {
+        let mut ingest = self.ingest.lock();
+        let c = ingest.entry(protocol).or_default();
+        c.samples += samples;
+        c.series += series;
     }
 
-    /// Records samples storage dropped from a remote-write request.
-    pub fn remote_write_samples_rejected(&self, reason: RejectReason, samples: u64) {
-        *self.rw_samples_rejected.lock().entry(reason.as_str()).or_default() += samples;
+    /// Records samples of `protocol` that were dropped, by reason: storage's
+    /// (e.g. out of retention) or the protocol's (e.g. a string field).
+    pub fn ingest_samples_rejected(&self, protocol: Protocol, reason: &'static str, samples: u64) {
+        *self
+            .ingest
+            .lock()
+            .entry(protocol)
+            .or_default()
+            .samples_rejected
+            .entry(reason)
+            .or_default() += samples;
     }
 
-    /// Records a remote-write request answered with an error.
-    pub fn remote_write_request_rejected(&self, reason: &'static str) {
-        *self.rw_rejected_requests.lock().entry(reason).or_default() += 1;
+    /// Records a request (or connection line batch) of `protocol` answered with an error.
+    pub fn ingest_request_rejected(&self, protocol: Protocol, reason: &'static str) {
+        *self
+            .ingest
+            .lock()
+            .entry(protocol)
+            .or_default()
+            .requests_rejected
+            .entry(reason)
+            .or_default() += 1;
     }
 
-    /// Samples accepted through remote write so far.
-    pub fn remote_write_samples(&self) -> u64 {
-        self.rw_samples.load(Ordering::Relaxed)
+    /// Samples accepted through `protocol` so far.
+    pub fn ingest_samples(&self, protocol: Protocol) -> u64 {
+        self.ingest.lock().get(&protocol).map_or(0, |c| c.samples)
     }
 
     fn render(&self, e: &mut Exposition) {
@@ -130,41 +153,35 @@ impl HttpMetrics {
                 h.count as f64,
             );
         }
-        e.single(
-            "cairn_remote_write_samples_total",
-            "Samples stored through remote write.",
-            "counter",
-            self.rw_samples.load(Ordering::Relaxed) as f64,
-        );
-        e.single(
-            "cairn_remote_write_series_total",
-            "Series entries received through remote write.",
-            "counter",
-            self.rw_series.load(Ordering::Relaxed) as f64,
-        );
-        e.family(
-            "cairn_remote_write_samples_rejected_total",
-            "Remote-write samples storage dropped, by reason.",
-            "counter",
-        );
-        for (reason, n) in self.rw_samples_rejected.lock().iter() {
-            e.sample(
-                "cairn_remote_write_samples_rejected_total",
-                &[("reason", reason)],
-                *n as f64,
-            );
+        let ingest = self.ingest.lock();
+        let families: [(&str, &str); 2] = [
+            ("cairn_ingest_samples_total", "Samples stored, by protocol."),
+            ("cairn_ingest_series_total", "Series entries received, by protocol."),
+        ];
+        for (i, (name, help)) in families.into_iter().enumerate() {
+            e.family(name, help, "counter");
+            for (protocol, c) in ingest.iter() {
+                let v = if i == 0 { c.samples } else { c.series };
+                e.sample(name, &[("protocol", protocol.as_str())], v as f64);
+            }
         }
+        let name = "cairn_ingest_samples_rejected_total";
+        e.family(name, "Samples dropped, by protocol and reason.", "counter");
+        for (protocol, c) in ingest.iter() {
+            for (reason, n) in &c.samples_rejected {
+                e.sample(name, &[("protocol", protocol.as_str()), ("reason", reason)], *n as f64);
+            }
+        }
+        let name = "cairn_ingest_requests_rejected_total";
         e.family(
-            "cairn_remote_write_rejected_requests_total",
-            "Remote-write requests answered with an error, by reason.",
+            name,
+            "Write requests answered with an error, by protocol and reason.",
             "counter",
         );
-        for (reason, n) in self.rw_rejected_requests.lock().iter() {
-            e.sample(
-                "cairn_remote_write_rejected_requests_total",
-                &[("reason", reason)],
-                *n as f64,
-            );
+        for (protocol, c) in ingest.iter() {
+            for (reason, n) in &c.requests_rejected {
+                e.sample(name, &[("protocol", protocol.as_str()), ("reason", reason)], *n as f64);
+            }
         }
     }
 }
@@ -319,7 +336,6 @@ mod tests {
             "cairn_http_request_duration_seconds_bucket",
             "cairn_storage_active_series",
             "cairn_storage_samples_ingested_total",
-            "cairn_remote_write_samples_total",
             "process_resident_memory_bytes",
             "process_cpu_seconds_total",
             "process_open_fds",

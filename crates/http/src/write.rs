@@ -12,22 +12,16 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use cairn_protocols::remote_write::{ContentEncoding, decode_write_request};
-use cairn_storage::{ErrorKind, StorageError};
 
-use crate::{ApiError, AppState, ErrorType, read_body, storage_error};
-
-/// A refused request: the metrics reason and the answer.
-type Refusal = (&'static str, ApiError);
+use crate::ingest::{Protocol, Refusal, record_refusal, store_batch};
+use crate::{ApiError, AppState, ErrorType, read_body};
 
 pub async fn remote_write(State(state): State<AppState>, req: Request) -> Response {
     match handle(&state, req).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err((reason, err)) => {
-            state.metrics().remote_write_request_rejected(reason);
-            if err.kind != ErrorType::BadData {
-                tracing::warn!(reason, error = %err, "remote write refused");
-            }
-            err.into_response()
+        Err(refusal) => {
+            record_refusal(&state, Protocol::RemoteWrite, &refusal);
+            refusal.1.into_response()
         }
     }
 }
@@ -63,36 +57,13 @@ async fn handle(state: &AppState, req: Request) -> Result<(), Refusal> {
         )
     })?;
     let body = read_body(req, state).await.map_err(|e| ("too_large", e))?;
-    let storage = state.storage().clone();
-    let metrics = state.metrics().clone();
+    let state = state.clone();
     let limits = state.config().remote_write_limits;
-    let metadata = state.metadata().clone();
     let joined = tokio::task::spawn_blocking(move || -> Result<(), Refusal> {
         let batch = decode_write_request(&body, encoding, &limits)
             .map_err(|e| ("bad_data", ApiError::bad_data(e.to_string())))?;
         drop(body);
-        metadata.record(&batch.metadata);
-        let storage_refusal = |e: StorageError| {
-            let reason = match e.kind() {
-                ErrorKind::BadData => "storage_bad_data",
-                ErrorKind::Execution => "storage_limit",
-                ErrorKind::Unavailable => "storage_unavailable",
-                ErrorKind::Internal => "storage_internal",
-            };
-            (reason, storage_error(&e))
-        };
-        if !batch.series.is_empty() {
-            let mut app = storage.appender();
-            for s in &batch.series {
-                // An error drops `app`, which rolls the batch back.
-                app.append(&s.labels, &s.samples).map_err(storage_refusal)?;
-            }
-            let report = app.commit().map_err(storage_refusal)?;
-            metrics.remote_write_accepted(report.samples_accepted, batch.series.len() as u64);
-            for (reason, n) in &report.samples_rejected {
-                metrics.remote_write_samples_rejected(*reason, *n);
-            }
-        }
+        store_batch(&state, Protocol::RemoteWrite, &batch)?;
         if batch.histograms_rejected > 0 {
             return Err((
                 "native_histograms",
@@ -162,7 +133,10 @@ mod tests {
             };
             app.post_raw(path, &headers, body(encoding)).await.check(204, "");
             app.get("/api/v1/export?match[]=up").await.check(200, STORED);
-            assert_eq!(app.state.metrics().remote_write_samples(), 3);
+            assert_eq!(
+                app.state.metrics().ingest_samples(crate::ingest::Protocol::RemoteWrite),
+                3
+            );
         }
     }
 
@@ -241,10 +215,14 @@ mod tests {
         app.get("/api/v1/export?match[]=up").await.check(200, "");
         let metrics = app.get("/metrics").await.body;
         assert!(
-            metrics.contains("cairn_remote_write_rejected_requests_total{reason=\"unsupported_encoding\"} 1"),
+            metrics.contains(
+                "cairn_ingest_requests_rejected_total{protocol=\"remote_write\",reason=\"unsupported_encoding\"} 1"
+            ),
             "{metrics}"
         );
-        assert!(metrics.contains("cairn_remote_write_rejected_requests_total{reason=\"bad_data\"} 3"));
+        assert!(
+            metrics.contains("cairn_ingest_requests_rejected_total{protocol=\"remote_write\",reason=\"bad_data\"} 3")
+        );
     }
 
     #[tokio::test]
