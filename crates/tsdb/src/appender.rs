@@ -112,7 +112,7 @@ impl Appender for TsdbAppender<'_> {
             .map(|&d| db.partition(d))
             .collect::<Result<Vec<_>, _>>()?;
 
-        let _commit = db.commit_lock.lock();
+        let commit = db.commit_lock.lock();
         let seq = db.next_seq.fetch_add(1, Ordering::Relaxed);
         // Resolve series ids. New series get the first free id probing from
         // their hash, also avoiding ids given to other new series of this batch.
@@ -171,6 +171,7 @@ impl Appender for TsdbAppender<'_> {
         encode_batch(&mut payload, &groups);
         db.wal.append(&payload)?;
 
+        let mut full = Vec::new();
         for ((p, pending), (day_ids, day_new)) in partitions
             .iter()
             .zip(self.by_day.values())
@@ -183,7 +184,15 @@ impl Appender for TsdbAppender<'_> {
                 .collect();
             report.samples_accepted += rows.len() as u64;
             report.series_created += day_new.len() as u64;
-            p.apply(day_new, &rows, seq, db.config.max_rows_per_buffer)?;
+            if p.apply(day_new, &rows, seq, db.config.max_rows_per_buffer)? {
+                full.push(p);
+            }
+        }
+        drop(commit);
+        // Compression of full row buffers runs outside the commit lock, so
+        // the next commit proceeds meanwhile (on another core).
+        for p in full {
+            p.seal_rows()?;
         }
         db.counters
             .samples_ingested

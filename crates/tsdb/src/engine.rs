@@ -218,7 +218,9 @@ impl Inner {
                 }
                 let p = self.partition(day)?;
                 let rows: Vec<Row> = d.rows.iter().map(|&(id, t, v)| Row { id, t, v }).collect();
-                p.apply(&d.new_series, &rows, seq, self.config.max_rows_per_buffer)?;
+                if p.apply(&d.new_series, &rows, seq, self.config.max_rows_per_buffer)? {
+                    p.seal_rows()?;
+                }
             }
             records += 1;
             // Bounded memory: flush to parts when in-memory data grows, and

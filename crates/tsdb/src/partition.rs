@@ -48,6 +48,9 @@ pub struct Partition {
     /// Serialises flushes, merges and compactions of this partition: each
     /// picks parts from the list and replaces them, which must not interleave.
     rewrite: Mutex<()>,
+    /// Serialises seals, so parts are installed in commit order and a flush
+    /// (which seals under the commit lock) waits for a seal in progress.
+    seal: Mutex<()>,
 }
 
 /// What a query sees of a partition.
@@ -82,6 +85,7 @@ impl Partition {
             parts: RwLock::default(),
             tombstones: RwLock::default(),
             rewrite: Mutex::new(()),
+            seal: Mutex::new(()),
             last_write_ms: AtomicI64::default(),
             applied_tombstone_seq: AtomicU64::default(),
         })
@@ -134,6 +138,7 @@ impl Partition {
             parts: RwLock::new(Arc::new(parts)),
             tombstones: RwLock::new(Arc::new(tombs)),
             rewrite: Mutex::new(()),
+            seal: Mutex::new(()),
             last_write_ms: AtomicI64::default(),
             applied_tombstone_seq: AtomicU64::new(applied),
         };
@@ -155,14 +160,16 @@ impl Partition {
     }
 
     /// Makes committed rows visible: registers new series, revives deleted
-    /// series written again, appends rows, and seals a full row buffer.
+    /// series written again and appends rows. Returns whether the row buffer
+    /// is full: the caller then seals it with [`Self::seal_rows`] once it has
+    /// released the commit lock, so compression does not hold up commits.
     pub fn apply(
         &self,
         new_series: &[(u64, &[u8])],
         rows: &[Row],
         seq: u64,
         max_rows: usize,
-    ) -> Result<(), StorageError> {
+    ) -> Result<bool, StorageError> {
         {
             let mut index = self.index.write();
             for (id, encoded) in new_series {
@@ -185,25 +192,28 @@ impl Partition {
             }
         }
         self.last_write_ms.store(crate::engine::now_ms(), Ordering::Relaxed);
-        let full = {
-            let mut buf = self.rows.lock();
-            for &r in rows {
-                buf.push(seq, r);
-            }
-            buf.len() >= max_rows
-        };
-        if full {
-            self.seal_rows()?;
+        let mut buf = self.rows.lock();
+        for &r in rows {
+            buf.push(seq, r);
         }
-        Ok(())
+        Ok(buf.unsealed_len() >= max_rows)
     }
 
-    /// Compresses the row buffer into a new in-memory part.
+    /// Compresses the row buffer into a new in-memory part. The rows stay
+    /// visible to queries while they are compressed without the rows lock;
+    /// installing the part and dropping the rows is one step under it, so a
+    /// snapshot sees each row exactly once. Returns once every row appended
+    /// before the call is in a part.
     pub fn seal_rows(&self) -> Result<(), StorageError> {
+        let _seal = self.seal.lock();
+        let Some(sealing) = self.rows.lock().begin_seal() else {
+            return Ok(());
+        };
+        // On error the rows stay in the buffer's sealing slot and the next seal retries them.
+        let part = Arc::new(sealing.to_part()?);
         let mut rows = self.rows.lock();
-        if let Some(part) = rows.take_part()? {
-            self.edit_parts(|parts| parts.memory.push(Arc::new(part)));
-        }
+        self.edit_parts(|parts| parts.memory.push(part));
+        rows.end_seal();
         Ok(())
     }
 

@@ -3,6 +3,11 @@
 //!
 //! Rows live in chunks that are frozen once full, so a query's snapshot
 //! shares frozen chunks and copies at most one small tail chunk.
+//!
+//! Sealing happens in two steps so that compression runs without the lock:
+//! [`RowBuffer::begin_seal`] moves the rows aside (still visible to
+//! snapshots), the caller compresses them, and [`RowBuffer::end_seal`] drops
+//! them once the part that holds them is installed.
 
 use std::sync::Arc;
 
@@ -23,9 +28,20 @@ pub struct RowBuffer {
     frozen: Vec<Arc<Vec<Row>>>,
     tail: Vec<Row>,
     len: usize,
-    /// Sequence numbers of the commits whose rows are here.
+    /// Sequence numbers of the commits whose rows are in `frozen` and `tail`.
     pub min_seq: u64,
     pub max_seq: u64,
+    /// Rows being compressed into a part (older than `frozen` and `tail`).
+    sealing: Option<SealingRows>,
+}
+
+/// Rows taken by [`RowBuffer::begin_seal`], in commit order.
+#[derive(Clone)]
+pub struct SealingRows {
+    chunks: Vec<Arc<Vec<Row>>>,
+    len: usize,
+    min_seq: u64,
+    max_seq: u64,
 }
 
 /// A point-in-time copy of a [`RowBuffer`]: later appends are not seen.
@@ -35,7 +51,13 @@ pub struct RowsSnapshot {
 }
 
 impl RowBuffer {
+    /// Rows not yet in a part, including those being sealed.
     pub fn len(&self) -> usize {
+        self.len + self.sealing.as_ref().map_or(0, |s| s.len)
+    }
+
+    /// Rows appended since the last seal began.
+    pub fn unsealed_len(&self) -> usize {
         self.len
     }
 
@@ -55,27 +77,59 @@ impl RowBuffer {
     }
 
     pub fn snapshot(&self) -> RowsSnapshot {
-        let mut chunks = self.frozen.clone();
+        let mut chunks = self.sealing.as_ref().map_or_else(Vec::new, |s| s.chunks.clone());
+        chunks.extend(self.frozen.iter().cloned());
         if !self.tail.is_empty() {
             chunks.push(Arc::new(self.tail.clone()));
         }
         RowsSnapshot { chunks }
     }
 
-    /// Sorts and compresses all rows into an in-memory part and empties the buffer.
-    pub fn take_part(&mut self) -> Result<Option<Part>, StorageError> {
-        if self.len == 0 {
-            return Ok(None);
+    /// Moves every row aside for sealing; they stay visible to snapshots
+    /// until [`Self::end_seal`]. Rows of an earlier seal that failed are
+    /// taken again, ahead of the new ones. `None` if there is nothing to seal.
+    pub fn begin_seal(&mut self) -> Option<SealingRows> {
+        if self.len > 0 {
+            if !self.tail.is_empty() {
+                self.frozen.push(Arc::new(std::mem::take(&mut self.tail)));
+            }
+            let chunks = std::mem::take(&mut self.frozen);
+            let (len, min_seq, max_seq) = (self.len, self.min_seq, self.max_seq);
+            self.len = 0;
+            match &mut self.sealing {
+                Some(s) => {
+                    s.chunks.extend(chunks);
+                    s.len += len;
+                    s.max_seq = max_seq;
+                }
+                None => {
+                    self.sealing = Some(SealingRows {
+                        chunks,
+                        len,
+                        min_seq,
+                        max_seq,
+                    })
+                }
+            }
         }
+        self.sealing.clone()
+    }
+
+    /// Forgets the rows of the seal in progress: their part is installed.
+    pub fn end_seal(&mut self) {
+        self.sealing = None;
+    }
+}
+
+impl SealingRows {
+    /// Sorts and compresses the rows into an in-memory part.
+    pub fn to_part(&self) -> Result<Part, StorageError> {
         let mut rows: Vec<Row> = Vec::with_capacity(self.len);
-        for c in self.frozen.drain(..) {
-            rows.extend_from_slice(&c);
+        for c in &self.chunks {
+            rows.extend_from_slice(c);
         }
-        rows.append(&mut self.tail);
-        let (min_seq, max_seq) = (self.min_seq, self.max_seq);
-        self.len = 0;
-        let bytes = rows_to_part(rows, min_seq, max_seq)?;
-        Ok(Some(Part::from_bytes(bytes)?))
+        let bytes = rows_to_part(rows, self.min_seq, self.max_seq)?;
+        Part::from_bytes(bytes)
     }
 }
 
@@ -142,5 +196,54 @@ impl RowsSnapshot {
             *samples = kept;
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    fn row(t: i64) -> Row {
+        Row { id: 1, t, v: t as f64 }
+    }
+
+    fn visible(buf: &RowBuffer) -> Vec<i64> {
+        let wanted: HashSet<u64> = [1].into();
+        let got = buf.snapshot().collect(&wanted, i64::MIN, i64::MAX);
+        got.get(&1).map_or_else(Vec::new, |s| s.iter().map(|p| p.0).collect())
+    }
+
+    #[test]
+    fn rows_being_sealed_stay_visible_until_the_seal_ends() {
+        let mut buf = RowBuffer::default();
+        for t in 0..3000 {
+            buf.push(1, row(t));
+        }
+        let sealing = buf.begin_seal().unwrap();
+        assert_eq!((buf.len(), buf.unsealed_len()), (3000, 0));
+        buf.push(2, row(5000));
+        assert_eq!(visible(&buf).len(), 3001);
+        let part = sealing.to_part().unwrap();
+        assert_eq!((part.meta().min_seq, part.meta().max_seq), (1, 1));
+        buf.end_seal();
+        assert_eq!(visible(&buf), vec![5000]);
+        assert_eq!(buf.len(), 1);
+    }
+
+    #[test]
+    fn a_failed_seal_is_retried_with_the_newer_rows() {
+        let mut buf = RowBuffer::default();
+        buf.push(1, row(10));
+        buf.begin_seal().unwrap();
+        // No end_seal: the part was never installed.
+        buf.push(2, row(20));
+        let again = buf.begin_seal().unwrap();
+        let part = again.to_part().unwrap();
+        assert_eq!((part.meta().min_seq, part.meta().max_seq), (1, 2));
+        assert_eq!(visible(&buf), vec![10, 20]);
+        buf.end_seal();
+        assert!(buf.begin_seal().is_none());
     }
 }
