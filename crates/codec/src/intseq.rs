@@ -26,7 +26,7 @@ pub(crate) enum Model {
 /// Appends `xs` under `model` and returns the residual coding it chose, the smallest
 /// of those tried.
 pub(crate) fn encode(dst: &mut Vec<u8>, xs: &[i64], model: Model) -> Coding {
-    let mut head = Vec::with_capacity(2);
+    let mut head = HeadValues::default();
     let residuals: Vec<i64> = match (model, xs) {
         (_, []) => Vec::new(),
         (Model::Delta, [first, ..]) => {
@@ -37,7 +37,7 @@ pub(crate) fn encode(dst: &mut Vec<u8>, xs: &[i64], model: Model) -> Coding {
             head.push(*first);
             let mut ds = deltas(xs);
             head.extend(ds.next());
-            let mut prev_delta = head.get(1).copied().unwrap_or_default();
+            let mut prev_delta = head.second();
             ds.map(|d| {
                 let dod = d.wrapping_sub(prev_delta);
                 prev_delta = d;
@@ -52,7 +52,7 @@ pub(crate) fn encode(dst: &mut Vec<u8>, xs: &[i64], model: Model) -> Coding {
             let intervals = xs.len() as i128 - 1;
             let rounding = i128::from(2 * span.rem_euclid(intervals) >= intervals);
             let step = (span.div_euclid(intervals) + rounding) as i64;
-            let offsets: Vec<i64> = grid(*first, step)
+            let mut offsets: Vec<i64> = grid(*first, step)
                 .zip(xs)
                 .map(|(on_grid, x)| x.wrapping_sub(on_grid))
                 .collect();
@@ -61,17 +61,51 @@ pub(crate) fn encode(dst: &mut Vec<u8>, xs: &[i64], model: Model) -> Coding {
                 .fold((i64::MAX, i64::MIN), |(lo, hi), &o| (lo.min(o), hi.max(o)));
             let centre = ((i128::from(lo) + i128::from(hi)) / 2) as i64;
             head.extend([first.wrapping_add(centre), step]);
-            offsets.iter().map(|o| o.wrapping_sub(centre)).collect()
+            for o in &mut offsets {
+                *o = o.wrapping_sub(centre);
+            }
+            offsets
         }
         (Model::Grid, [only]) => {
             head.push(*only);
             vec![0]
         }
     };
-    for h in head {
+    for &h in head.as_slice() {
         put_varint(dst, h);
     }
     residuals::encode(dst, &residuals)
+}
+
+/// Up to two head values, without a heap allocation per block.
+#[derive(Default)]
+struct HeadValues {
+    values: [i64; 2],
+    len: usize,
+}
+
+impl HeadValues {
+    fn push(&mut self, v: i64) {
+        if let Some(slot) = self.values.get_mut(self.len) {
+            *slot = v;
+            self.len += 1;
+        }
+    }
+
+    fn extend(&mut self, vs: impl IntoIterator<Item = i64>) {
+        for v in vs {
+            self.push(v);
+        }
+    }
+
+    /// The second value (the first delta), 0 if there is none.
+    fn second(&self) -> i64 {
+        self.as_slice().get(1).copied().unwrap_or(0)
+    }
+
+    fn as_slice(&self) -> &[i64] {
+        self.values.get(..self.len).unwrap_or_default()
+    }
 }
 
 /// Appends `count` integers decoded from `cur` under `model` to `out`.

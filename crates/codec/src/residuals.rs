@@ -50,43 +50,62 @@ impl Coding {
 }
 
 /// Appends `residuals` in the smallest of the codings tried and returns which.
+///
+/// The sizes of the varint and bit codings are computed, not written, so only
+/// the winner is materialised: blocks are often a handful of samples, where
+/// trial encodings into scratch buffers would cost more than the encoding itself.
 pub(crate) fn encode(dst: &mut Vec<u8>, residuals: &[i64]) -> Coding {
-    let mut varints = Vec::with_capacity(residuals.len());
-    for &r in residuals {
-        put_varint(&mut varints, r);
-    }
-    let mut bits = Vec::with_capacity(residuals.len() / 4);
-    write_bits(&mut bits, residuals);
-    let zstd = if residuals.len() >= ZSTD_MIN_RESIDUALS {
-        zstd_body(&varints)
-    } else {
-        None
-    };
-
-    let (coding, body) = match zstd {
-        Some(z) if z.len() < varints.len().min(bits.len()) => (Coding::ZstdVarint, z),
-        _ if bits.len() < varints.len() => (Coding::Bits, bits),
-        _ => (Coding::Varint, varints),
-    };
-    dst.extend_from_slice(&body);
-    coding
-}
-
-/// Writes `k` and the bit stream, with the `k` that makes it shortest.
-fn write_bits(dst: &mut Vec<u8>, residuals: &[i64]) {
-    // Residuals by significant bits of their zigzag code; that is all the cost needs.
+    // Residuals by significant bits of their zigzag code; that is all either size needs.
     let mut by_len = [0usize; 65];
     for &r in residuals {
         if let Some(n) = by_len.get_mut((64 - zigzag_encode(r).leading_zeros()) as usize) {
             *n += 1;
         }
     }
-    let present: Vec<(u32, usize)> = (0..=64u32).zip(by_len).filter(|&(_, n)| n > 0).collect();
+    let varint_len: usize = (0..=64usize)
+        .zip(by_len)
+        .map(|(len, n)| n * len.div_ceil(7).max(1))
+        .sum();
+    let (k, bit_count) = best_k(&by_len);
+    let bits_len = 1 + bit_count.div_ceil(8);
+
+    if residuals.len() >= ZSTD_MIN_RESIDUALS {
+        let mut varints = Vec::with_capacity(varint_len);
+        for &r in residuals {
+            put_varint(&mut varints, r);
+        }
+        if let Some(z) = zstd_body(&varints).filter(|z| z.len() < varint_len.min(bits_len)) {
+            dst.extend_from_slice(&z);
+            return Coding::ZstdVarint;
+        }
+        if bits_len >= varint_len {
+            dst.extend_from_slice(&varints);
+            return Coding::Varint;
+        }
+    }
+    let start = dst.len();
+    if bits_len < varint_len {
+        write_bits(dst, residuals, k);
+        debug_assert_eq!(dst.len() - start, bits_len, "predicted bit coding length");
+        Coding::Bits
+    } else {
+        for &r in residuals {
+            put_varint(dst, r);
+        }
+        debug_assert_eq!(dst.len() - start, varint_len, "predicted varint coding length");
+        Coding::Varint
+    }
+}
+
+/// The `k` that makes the bit coding shortest, and that coding's length in bits
+/// (without the `k` byte), from the histogram of significant bits.
+fn best_k(by_len: &[usize; 65]) -> (u8, usize) {
     let cost = |k: u8| -> usize {
         let widths = bucket_widths(k);
-        present
-            .iter()
-            .map(|&(len, n)| {
+        (0..=64u32)
+            .zip(by_len)
+            .filter(|&(_, &n)| n > 0)
+            .map(|(len, &n)| {
                 let bucket = bucket_for(&widths, len);
                 let width = widths.get(bucket).copied().unwrap_or(64);
                 let prefix = if bucket + 1 == BUCKETS { bucket } else { bucket + 1 };
@@ -94,9 +113,15 @@ fn write_bits(dst: &mut Vec<u8>, residuals: &[i64]) {
             })
             .sum()
     };
-    let k = (1..=MAX_K).min_by_key(|&k| cost(k)).unwrap_or(MAX_K);
-    let widths = bucket_widths(k);
+    (1..=MAX_K)
+        .map(|k| (k, cost(k)))
+        .min_by_key(|&(_, c)| c)
+        .unwrap_or((MAX_K, cost(MAX_K)))
+}
 
+/// Writes `k` and the bit stream.
+fn write_bits(dst: &mut Vec<u8>, residuals: &[i64], k: u8) {
+    let widths = bucket_widths(k);
     dst.push(k);
     let mut w = BitWriter::new(dst);
     for &r in residuals {

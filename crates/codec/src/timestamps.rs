@@ -31,17 +31,18 @@ pub fn encode_timestamps(dst: &mut Vec<u8>, ts: &[i64]) {
         }
         return;
     }
-    let candidates = [(DELTA_OF_DELTA, Model::DeltaOfDelta), (GRID, Model::Grid)].map(|(transform, model)| {
-        let mut block = vec![0];
-        put_uvarint(&mut block, ts.len() as u64);
-        let coding = intseq::encode(&mut block, ts, model);
-        if let Some(t) = block.first_mut() {
+    let start = dst.len();
+    for (transform, model) in [(DELTA_OF_DELTA, Model::DeltaOfDelta), (GRID, Model::Grid)] {
+        let candidate = dst.len();
+        dst.push(0);
+        put_uvarint(dst, ts.len() as u64);
+        let coding = intseq::encode(dst, ts, model);
+        if let Some(t) = dst.get_mut(candidate) {
             *t = tag(transform, coding as u8);
         }
-        block
-    });
-    if let Some(smallest) = candidates.iter().min_by_key(|block| block.len()) {
-        dst.extend_from_slice(smallest);
+        if candidate > start {
+            crate::values::keep_smaller(dst, start, candidate);
+        }
     }
 }
 

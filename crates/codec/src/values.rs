@@ -29,29 +29,41 @@ pub fn encode_values(dst: &mut Vec<u8>, vs: &[f64]) {
         }
         return;
     }
-    let mut best = Vec::new();
-    best.push(tag(GORILLA, 0));
-    put_uvarint(&mut best, vs.len() as u64);
-    gorilla::encode(&mut best, vs);
+    // Candidates are written straight into `dst` one after another and the
+    // smaller one kept (moved down), so no block needs a scratch buffer.
+    let start = dst.len();
+    dst.push(tag(GORILLA, 0));
+    put_uvarint(dst, vs.len() as u64);
+    gorilla::encode(dst, vs);
 
     if let Some(dec) = Decimal::from_values(vs) {
         for (transform, model) in [
             (DECIMAL_DELTA, Model::Delta),
             (DECIMAL_DELTA_OF_DELTA, Model::DeltaOfDelta),
         ] {
-            let mut candidate = vec![0];
-            put_uvarint(&mut candidate, vs.len() as u64);
-            dec.write_header(&mut candidate);
-            let coding = intseq::encode(&mut candidate, &dec.mantissas, model);
-            if let Some(t) = candidate.first_mut() {
+            let candidate = dst.len();
+            dst.push(0);
+            put_uvarint(dst, vs.len() as u64);
+            dec.write_header(dst);
+            let coding = intseq::encode(dst, &dec.mantissas, model);
+            if let Some(t) = dst.get_mut(candidate) {
                 *t = tag(transform, coding as u8);
             }
-            if candidate.len() < best.len() {
-                best = candidate;
-            }
+            keep_smaller(dst, start, candidate);
         }
     }
-    dst.extend_from_slice(&best);
+}
+
+/// `dst[start..mid]` and `dst[mid..]` are two encodings of one block: keeps the
+/// shorter (the first on a tie) at `start`.
+pub(crate) fn keep_smaller(dst: &mut Vec<u8>, start: usize, mid: usize) {
+    let (first, second) = (mid - start, dst.len() - mid);
+    if second < first {
+        dst.copy_within(mid.., start);
+        dst.truncate(start + second);
+    } else {
+        dst.truncate(mid);
+    }
 }
 
 /// The bits shared by all values (0 for an empty block), if the block is short enough
