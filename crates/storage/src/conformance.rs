@@ -26,6 +26,7 @@ pub fn run_all<S: Storage>(make: impl Fn() -> S) {
             duplicate_timestamp_last_write_wins,
         ),
         ("special_values_bit_exact", special_values_bit_exact),
+        ("one_commit_many_appends", one_commit_many_appends),
         ("rollback_discards", rollback_discards),
         ("invisible_until_commit", invisible_until_commit),
         ("empty_label_set_rejected", empty_label_set_rejected),
@@ -187,6 +188,42 @@ fn duplicate_timestamp_last_write_wins(s: &impl Storage) {
     write(s, &[(a.clone(), samples(&[(1000, 10.0)]))]);
     let got = read(s, &[eq("__name__", "d")], 0, 10_000);
     assert_eq!(got, vec![(a, samples(&[(1000, 10.0), (2000, 2.0)]))]);
+}
+
+/// One commit appending a series twice, around another series, with samples
+/// that cross a UTC day boundary and come back, and a timestamp repeated
+/// within the commit (the later append wins).
+fn one_commit_many_appends(s: &impl Storage) {
+    const DAY: i64 = 86_400_000;
+    let a = labels(&[("__name__", "many"), ("s", "a")]);
+    let b = labels(&[("__name__", "many"), ("s", "b")]);
+    write(
+        s,
+        &[
+            (
+                a.clone(),
+                samples(&[(DAY - 1000, 1.0), (DAY + 1000, 2.0), (DAY - 500, 3.0)]),
+            ),
+            (b.clone(), samples(&[(DAY, 4.0)])),
+            (a.clone(), samples(&[(DAY + 1000, 5.0), (DAY + 2000, 6.0)])),
+        ],
+    );
+    let got = read(s, &[eq("__name__", "many")], 0, 2 * DAY);
+    assert_eq!(
+        got,
+        vec![
+            (
+                a,
+                samples(&[
+                    (DAY - 1000, 1.0),
+                    (DAY - 500, 3.0),
+                    (DAY + 1000, 5.0),
+                    (DAY + 2000, 6.0)
+                ])
+            ),
+            (b, samples(&[(DAY, 4.0)])),
+        ]
+    );
 }
 
 fn special_values_bit_exact(s: &impl Storage) {

@@ -1,4 +1,5 @@
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Range;
 use std::sync::atomic::Ordering;
 
 use cairn_model::{Labels, Sample};
@@ -10,17 +11,29 @@ use crate::index::hash_labels;
 use crate::rows::Row;
 use crate::wal::record::{DayBatch, SeriesRows, encode_batch};
 
-/// One series' samples for one day.
+/// One series' samples for one day: ranges into the appender's shared
+/// buffers, so buffering a series allocates nothing of its own.
 struct Pending {
-    encoded: Vec<u8>,
+    /// Canonical label encoding: `labels[encoded]`.
+    encoded: Range<usize>,
     hash: u64,
+    /// Samples: `DaySamples::{ts, vs}[samples]`.
+    samples: Range<usize>,
+}
+
+/// The samples of one day, of every series, series after series.
+#[derive(Default)]
+struct DaySamples {
+    series: Vec<Pending>,
     ts: Vec<i64>,
     vs: Vec<f64>,
 }
 
 pub struct TsdbAppender<'a> {
     db: &'a Inner,
-    by_day: BTreeMap<Day, Vec<Pending>>,
+    /// Label encodings of every appended series, one after another.
+    labels: Vec<u8>,
+    by_day: BTreeMap<Day, DaySamples>,
     rejected: BTreeMap<RejectReason, u64>,
     min_t: i64,
     max_t: i64,
@@ -30,6 +43,7 @@ impl<'a> TsdbAppender<'a> {
     pub fn new(db: &'a Inner) -> Self {
         Self {
             db,
+            labels: Vec::new(),
             by_day: BTreeMap::new(),
             rejected: BTreeMap::new(),
             min_t: db.min_valid_t(),
@@ -44,13 +58,12 @@ impl Appender for TsdbAppender<'_> {
             labels: labels.to_string(),
             reason: e.to_string(),
         })?;
-        let mut buf = Vec::with_capacity(128);
-        labels.encode(&mut buf);
-        let hash = hash_labels(&buf);
-        // Moved into the first day's entry; only samples spanning days clone it.
-        let mut encoded = Some(buf);
-        // Where this series' samples go, per day touched (usually one).
-        let mut slots: Vec<(Day, usize)> = Vec::with_capacity(1);
+        let start = self.labels.len();
+        labels.encode(&mut self.labels);
+        let encoded = start..self.labels.len();
+        let hash = hash_labels(&self.labels[encoded.clone()]);
+        // The day of the series' current run of samples (usually the only one).
+        let mut current: Option<Day> = None;
         for s in samples {
             let reason = if s.t < self.min_t {
                 Some(RejectReason::OutOfRetention)
@@ -64,28 +77,26 @@ impl Appender for TsdbAppender<'_> {
                 continue;
             }
             let day = Day::of(s.t);
-            let at = match slots.iter().find(|(d, _)| *d == day) {
-                Some(&(_, at)) => at,
-                None => {
-                    let encoded = match (encoded.take(), slots.first()) {
-                        (Some(e), _) => e,
-                        (None, Some((d, i))) => self.by_day[d][*i].encoded.clone(),
-                        (None, None) => unreachable!("BUG: label encoding taken without a slot"),
-                    };
-                    let list = self.by_day.entry(day).or_default();
-                    list.push(Pending {
-                        encoded,
-                        hash,
-                        ts: Vec::with_capacity(samples.len()),
-                        vs: Vec::with_capacity(samples.len()),
-                    });
-                    slots.push((day, list.len() - 1));
-                    list.len() - 1
-                }
-            };
-            let p = &mut self.by_day.get_mut(&day).expect("BUG: slot without a day")[at];
-            p.ts.push(s.t);
-            p.vs.push(s.v);
+            let d = self.by_day.entry(day).or_default();
+            // A series' samples for one day must be one contiguous range: start
+            // a new entry when the day changes or another series came in between.
+            let continues = current == Some(day)
+                && d.series
+                    .last()
+                    .is_some_and(|p| p.encoded == encoded && p.samples.end == d.ts.len());
+            if !continues {
+                d.series.push(Pending {
+                    encoded: encoded.clone(),
+                    hash,
+                    samples: d.ts.len()..d.ts.len(),
+                });
+                current = Some(day);
+            }
+            d.ts.push(s.t);
+            d.vs.push(s.v);
+            if let Some(p) = d.series.last_mut() {
+                p.samples.end = d.ts.len();
+            }
         }
         Ok(())
     }
@@ -112,35 +123,63 @@ impl Appender for TsdbAppender<'_> {
             .map(|&d| db.partition(d))
             .collect::<Result<Vec<_>, _>>()?;
 
+        // Known series are looked up before taking the commit lock (an id,
+        // once given, stays with its labels); only new ones are resolved under it.
+        let known: Vec<Vec<Option<u64>>> = partitions
+            .iter()
+            .zip(self.by_day.values())
+            .map(|(p, d)| {
+                let index = p.index.read();
+                d.series
+                    .iter()
+                    .map(|s| {
+                        index
+                            .lookup(s.hash, &self.labels[s.encoded.clone()])
+                            .ok()
+                            .map(|(id, _)| id)
+                    })
+                    .collect()
+            })
+            .collect();
+
         let commit = db.commit_lock.lock();
         let seq = db.next_seq.fetch_add(1, Ordering::Relaxed);
-        // Resolve series ids. New series get the first free id probing from
-        // their hash, also avoiding ids given to other new series of this batch.
+        // Resolve new series. They get the first free id probing from their
+        // hash, also avoiding ids given to other new series of this batch.
         let mut ids: Vec<Vec<u64>> = Vec::with_capacity(partitions.len());
         let mut new_series: Vec<Vec<(u64, &[u8])>> = Vec::with_capacity(partitions.len());
-        for (p, pending) in partitions.iter().zip(self.by_day.values()) {
-            let index = p.index.read();
-            let mut day_ids = Vec::with_capacity(pending.len());
-            let mut created: HashMap<u64, &[u8]> = HashMap::new();
+        for ((p, d), known) in partitions.iter().zip(self.by_day.values()).zip(known) {
             let mut day_new = Vec::new();
-            for s in pending {
-                let id = match index.lookup(s.hash, &s.encoded) {
-                    Ok((id, _)) => id,
-                    Err(mut id) => loop {
-                        match created.get(&id) {
-                            Some(&enc) if enc == s.encoded.as_slice() => break id,
-                            Some(_) => id = id.wrapping_add(1),
-                            None if index.local_of(id).is_some() => id = id.wrapping_add(1),
-                            None => {
-                                created.insert(id, &s.encoded);
-                                day_new.push((id, s.encoded.as_slice()));
-                                break id;
+            let day_ids = if known.iter().all(Option::is_some) {
+                known.into_iter().flatten().collect()
+            } else {
+                let index = p.index.read();
+                let mut created: HashMap<u64, &[u8]> = HashMap::new();
+                let mut day_ids = Vec::with_capacity(d.series.len());
+                for (s, known) in d.series.iter().zip(known) {
+                    let encoded = &self.labels[s.encoded.clone()];
+                    let id = match known
+                        .ok_or(())
+                        .or_else(|()| index.lookup(s.hash, encoded).map(|(id, _)| id))
+                    {
+                        Ok(id) => id,
+                        Err(mut id) => loop {
+                            match created.get(&id) {
+                                Some(&enc) if enc == encoded => break id,
+                                Some(_) => id = id.wrapping_add(1),
+                                None if index.local_of(id).is_some() => id = id.wrapping_add(1),
+                                None => {
+                                    created.insert(id, encoded);
+                                    day_new.push((id, encoded));
+                                    break id;
+                                }
                             }
-                        }
-                    },
-                };
-                day_ids.push(id);
-            }
+                        },
+                    };
+                    day_ids.push(id);
+                }
+                day_ids
+            };
             ids.push(day_ids);
             new_series.push(day_new);
         }
@@ -151,14 +190,15 @@ impl Appender for TsdbAppender<'_> {
             .iter()
             .zip(&ids)
             .zip(&new_series)
-            .map(|(((day, pending), day_ids), day_new)| {
-                let rows = pending
+            .map(|(((day, d), day_ids), day_new)| {
+                let rows = d
+                    .series
                     .iter()
                     .zip(day_ids)
                     .map(|(s, &id)| SeriesRows {
                         id,
-                        ts: &s.ts,
-                        vs: &s.vs,
+                        ts: &d.ts[s.samples.clone()],
+                        vs: &d.vs[s.samples.clone()],
                     })
                     .collect();
                 DayBatch {
@@ -172,15 +212,22 @@ impl Appender for TsdbAppender<'_> {
         db.wal.append(&payload)?;
 
         let mut full = Vec::new();
-        for ((p, pending), (day_ids, day_new)) in partitions
+        for ((p, d), (day_ids, day_new)) in partitions
             .iter()
             .zip(self.by_day.values())
             .zip(ids.iter().zip(&new_series))
         {
-            let rows: Vec<Row> = pending
+            let rows: Vec<Row> = d
+                .series
                 .iter()
                 .zip(day_ids)
-                .flat_map(|(s, &id)| s.ts.iter().zip(&s.vs).map(move |(&t, &v)| Row { id, t, v }))
+                .flat_map(|(s, &id)| {
+                    let samples = s.samples.clone();
+                    d.ts[samples.clone()]
+                        .iter()
+                        .zip(&d.vs[samples])
+                        .map(move |(&t, &v)| Row { id, t, v })
+                })
                 .collect();
             report.samples_accepted += rows.len() as u64;
             report.series_created += day_new.len() as u64;
