@@ -100,12 +100,24 @@ pub(crate) fn encode(dst: &mut Vec<u8>, residuals: &[i64]) -> Coding {
 /// The `k` that makes the bit coding shortest, and that coding's length in bits
 /// (without the `k` byte), from the histogram of significant bits.
 fn best_k(by_len: &[usize; 65]) -> (u8, usize) {
+    // Only the lengths present matter, usually a handful: gather them once
+    // rather than scanning all 65 for each of the 24 candidate `k`s.
+    let mut present = [(0u32, 0usize); 65];
+    let mut n_present = 0;
+    for (len, &n) in (0..=64u32).zip(by_len) {
+        if n > 0
+            && let Some(slot) = present.get_mut(n_present)
+        {
+            *slot = (len, n);
+            n_present += 1;
+        }
+    }
+    let present = present.get(..n_present).unwrap_or_default();
     let cost = |k: u8| -> usize {
         let widths = bucket_widths(k);
-        (0..=64u32)
-            .zip(by_len)
-            .filter(|&(_, &n)| n > 0)
-            .map(|(len, &n)| {
+        present
+            .iter()
+            .map(|&(len, n)| {
                 let bucket = bucket_for(&widths, len);
                 let width = widths.get(bucket).copied().unwrap_or(64);
                 let prefix = if bucket + 1 == BUCKETS { bucket } else { bucket + 1 };

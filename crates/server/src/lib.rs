@@ -2,6 +2,7 @@
 //! HTTP API already answers `/-/ready` with 503), serves the Prometheus API
 //! over it, and on shutdown stops accepting requests and flushes storage.
 
+mod memory;
 mod opening;
 
 use std::net::SocketAddr;
@@ -31,6 +32,8 @@ pub async fn run(
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    memory::limit_arenas();
+    memory::spawn_trimmer();
     let listener = tokio::net::TcpListener::bind(config.listen_addr)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen_addr))?;
