@@ -4,6 +4,8 @@
 //! [`WriteBatch`] of canonical series ([`SeriesSamples`]) plus [`metadata`]:
 //!
 //! - [`remote_write`]: Prometheus remote write 1.0 (snappy or zstd protobuf).
+//! - [`otlp`]: OpenTelemetry OTLP/HTTP metrics (protobuf), with Prometheus 3's
+//!   name translation.
 //!
 //! The crate is pure: no I/O, no async, no storage. The HTTP layer picks the
 //! protocol by endpoint, hands the body to the protocol's decoder, answers a
@@ -15,6 +17,7 @@
 mod batch;
 mod limits;
 pub mod metadata;
+pub mod otlp;
 pub mod remote_write;
 
 pub use batch::{SeriesSamples, WriteBatch};
