@@ -19,6 +19,7 @@ mod health;
 pub mod ingest;
 mod metadata;
 mod metrics;
+mod otlp;
 mod params;
 mod process;
 mod response;
@@ -202,6 +203,8 @@ where
 pub fn api_routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/write", post(write::remote_write))
+        .route("/opentelemetry/v1/metrics", post(otlp::otlp_metrics))
+        .route("/api/v1/otlp/v1/metrics", post(otlp::otlp_metrics))
         .route("/api/v1/series", get(series::series).post(series::series))
         .route("/api/v1/labels", get(series::labels).post(series::labels))
         .route("/api/v1/label/{name}/values", get(series::label_values))

@@ -226,5 +226,40 @@ impl DecodeError {
     }
 }
 
+/// The body of a successful export: an `ExportMetricsServiceResponse`,
+/// empty when everything was stored, else with `partial_success` saying how
+/// many points were rejected and why.
+pub fn encode_response(rejected: &Rejections) -> Vec<u8> {
+    use prost::Message;
+    let partial_success = (!rejected.is_empty()).then(|| proto::ExportMetricsPartialSuccess {
+        rejected_data_points: i64::try_from(rejected.total()).unwrap_or(i64::MAX),
+        error_message: rejected.message(),
+    });
+    proto::ExportMetricsServiceResponse { partial_success }.encode_to_vec()
+}
+
+/// gRPC status codes used in OTLP/HTTP error bodies.
+pub mod status_code {
+    pub const CANCELLED: i32 = 1;
+    pub const UNKNOWN: i32 = 2;
+    pub const INVALID_ARGUMENT: i32 = 3;
+    pub const NOT_FOUND: i32 = 5;
+    pub const RESOURCE_EXHAUSTED: i32 = 8;
+    pub const UNIMPLEMENTED: i32 = 12;
+    pub const INTERNAL: i32 = 13;
+    pub const UNAVAILABLE: i32 = 14;
+}
+
+/// The body of a failed export: a `google.rpc.Status` with a gRPC `code`
+/// and the message, as the OTLP/HTTP spec requires for 4xx and 5xx answers.
+pub fn encode_status(code: i32, message: &str) -> Vec<u8> {
+    use prost::Message;
+    proto::Status {
+        code,
+        message: message.to_string(),
+    }
+    .encode_to_vec()
+}
+
 #[cfg(test)]
 mod tests;

@@ -1048,3 +1048,20 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn responses_encode_as_the_spec_says() {
+    assert!(encode_response(&Rejections::default()).is_empty());
+    let mut r = Rejections::default();
+    r.add(RejectReason::MissingValue, 2, || "why".into());
+    let resp = ExportMetricsServiceResponse::decode(encode_response(&r).as_slice()).unwrap();
+    assert_eq!(
+        resp.partial_success,
+        Some(ExportMetricsPartialSuccess {
+            rejected_data_points: 2,
+            error_message: "rejected 2 data points: 2 missing_value (e.g. why)".into(),
+        })
+    );
+    let status = Status::decode(encode_status(status_code::INVALID_ARGUMENT, "bad").as_slice()).unwrap();
+    assert_eq!((status.code, status.message.as_str()), (3, "bad"));
+}
