@@ -10,6 +10,13 @@ use crate::varint::{put_uvarint, put_varint, zigzag_decode, zigzag_encode};
 /// (~12 bytes) rarely pays off, and compressing every small block costs encode time.
 const ZSTD_MIN_RESIDUALS: usize = 256;
 const ZSTD_LEVEL: i32 = 3;
+
+thread_local! {
+    /// One zstd context per thread: creating one costs more than compressing
+    /// a typical block (it showed as 2% of ingestion CPU when made per call).
+    static ZSTD: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
 /// The decoder refuses zstd payloads claiming to expand past both of these, which
 /// bounds what garbage can make it allocate; the encoder never writes such payloads.
 const MAX_ZSTD_EXPANSION: usize = 256;
@@ -55,18 +62,12 @@ impl Coding {
 /// the winner is materialised: blocks are often a handful of samples, where
 /// trial encodings into scratch buffers would cost more than the encoding itself.
 pub(crate) fn encode(dst: &mut Vec<u8>, residuals: &[i64]) -> Coding {
-    // Residuals by significant bits of their zigzag code; that is all either size needs.
-    let mut by_len = [0usize; 65];
-    for &r in residuals {
-        if let Some(n) = by_len.get_mut((64 - zigzag_encode(r).leading_zeros()) as usize) {
-            *n += 1;
-        }
-    }
-    let varint_len: usize = (0..=64usize)
-        .zip(by_len)
-        .map(|(len, n)| n * len.div_ceil(7).max(1))
+    let lengths = LengthHistogram::of(residuals);
+    let varint_len: usize = lengths
+        .iter()
+        .map(|(len, n)| n * (len as usize).div_ceil(7).max(1))
         .sum();
-    let (k, bit_count) = best_k(&by_len);
+    let (k, bit_count) = best_k(&lengths);
     let bits_len = 1 + bit_count.div_ceil(8);
 
     if residuals.len() >= ZSTD_MIN_RESIDUALS {
@@ -97,27 +98,53 @@ pub(crate) fn encode(dst: &mut Vec<u8>, residuals: &[i64]) -> Coding {
     }
 }
 
-/// The `k` that makes the bit coding shortest, and that coding's length in bits
-/// (without the `k` byte), from the histogram of significant bits.
-fn best_k(by_len: &[usize; 65]) -> (u8, usize) {
-    // Only the lengths present matter, usually a handful: gather them once
-    // rather than scanning all 65 for each of the 24 candidate `k`s.
-    let mut present = [(0u32, 0usize); 65];
-    let mut n_present = 0;
-    for (len, &n) in (0..=64u32).zip(by_len) {
-        if n > 0
-            && let Some(slot) = present.get_mut(n_present)
-        {
-            *slot = (len, n);
-            n_present += 1;
+/// How many residuals have a zigzag code of each significant-bit length:
+/// all that the sizes of both codings depend on. Blocks are often a few
+/// samples, so the lengths present are walked through a bit mask rather than
+/// by scanning all 65.
+struct LengthHistogram {
+    counts: [u32; 65],
+    present: u128,
+}
+
+impl LengthHistogram {
+    fn of(residuals: &[i64]) -> Self {
+        let mut h = Self {
+            counts: [0; 65],
+            present: 0,
+        };
+        for &r in residuals {
+            let len = 64 - zigzag_encode(r).leading_zeros();
+            if let Some(n) = h.counts.get_mut(len as usize) {
+                *n += 1;
+            }
+            h.present |= 1 << len;
         }
+        h
     }
-    let present = present.get(..n_present).unwrap_or_default();
+
+    /// `(length, count)` for each length present, shortest first.
+    fn iter(&self) -> impl Iterator<Item = (u32, usize)> + '_ {
+        let mut rest = self.present;
+        std::iter::from_fn(move || {
+            if rest == 0 {
+                return None;
+            }
+            let len = rest.trailing_zeros();
+            rest &= rest - 1;
+            Some((len, self.counts.get(len as usize).copied().unwrap_or(0) as usize))
+        })
+    }
+}
+
+/// The `k` that makes the bit coding shortest, and that coding's length in bits
+/// (without the `k` byte).
+fn best_k(lengths: &LengthHistogram) -> (u8, usize) {
     let cost = |k: u8| -> usize {
         let widths = bucket_widths(k);
-        present
+        lengths
             .iter()
-            .map(|&(len, n)| {
+            .map(|(len, n)| {
                 let bucket = bucket_for(&widths, len);
                 let width = widths.get(bucket).copied().unwrap_or(64);
                 let prefix = if bucket + 1 == BUCKETS { bucket } else { bucket + 1 };
@@ -156,7 +183,13 @@ fn bucket_for(widths: &[u32; BUCKETS], len: u32) -> usize {
 /// The zstd coding's body, or `None` when zstd fails or would expand past what the
 /// decoder accepts.
 fn zstd_body(varints: &[u8]) -> Option<Vec<u8>> {
-    let frame = zstd::bulk::compress(varints, ZSTD_LEVEL).ok()?;
+    let frame = ZSTD.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            *slot = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+        }
+        slot.as_mut()?.compress(varints).ok()
+    })?;
     if !zstd_raw_len_allowed(varints.len(), frame.len()) {
         return None;
     }
