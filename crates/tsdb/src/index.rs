@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
@@ -44,12 +45,35 @@ struct Entry {
 pub struct PartitionIndex {
     arena: Vec<u8>,
     entries: Vec<Entry>,
-    by_id: HashMap<u64, u32>,
+    by_id: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
     postings: HashMap<Box<str>, BTreeMap<Box<str>, RoaringBitmap>>,
     /// Series that are not deleted.
     live: RoaringBitmap,
     /// `entries[..persisted]` are in segment files already.
     persisted: usize,
+}
+
+/// Series ids are already xxh3 hashes of the labels (or a probe step from
+/// one): the id map uses them as they are instead of hashing them again
+/// (as Prometheus' head keys its series map by the labels' xxhash).
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u64 keys are hashed; fold anything else in deterministically.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        self.0 = id;
+    }
 }
 
 /// The 64-bit hash of a canonical label encoding: the preferred series id.
