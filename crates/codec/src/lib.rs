@@ -18,8 +18,8 @@ mod timestamps;
 mod values;
 pub mod varint;
 
-pub use timestamps::{decode_timestamps, encode_timestamps};
-pub use values::{decode_values, encode_values};
+pub use timestamps::{decode_timestamps, encode_timestamps, encode_timestamps_fast};
+pub use values::{decode_values, encode_values, encode_values_fast};
 
 /// Everything that can go wrong decoding a block. Offsets count bytes from the start
 /// of the slice handed to the decoder.

@@ -20,29 +20,49 @@ const GRID: u8 = 2;
 /// sorted, near-regular ones (a 15 s scrape grid with a few ms of jitter) cost close to
 /// nothing.
 pub fn encode_timestamps(dst: &mut Vec<u8>, ts: &[i64]) {
-    if let Some(delta) = constant_delta(ts) {
-        dst.push(tag(CONSTANT_DELTA, 0));
-        put_uvarint(dst, ts.len() as u64);
-        if let Some(&first) = ts.first() {
-            put_varint(dst, first);
-        }
-        if ts.len() > 1 {
-            put_varint(dst, delta);
-        }
+    if encode_constant_delta(dst, ts) {
         return;
     }
     let start = dst.len();
-    for (transform, model) in [(DELTA_OF_DELTA, Model::DeltaOfDelta), (GRID, Model::Grid)] {
-        let candidate = dst.len();
-        dst.push(0);
-        put_uvarint(dst, ts.len() as u64);
-        let coding = intseq::encode(dst, ts, model);
-        if let Some(t) = dst.get_mut(candidate) {
-            *t = tag(transform, coding as u8);
-        }
-        if candidate > start {
-            crate::values::keep_smaller(dst, start, candidate);
-        }
+    encode_model(dst, ts, DELTA_OF_DELTA, Model::DeltaOfDelta);
+    let candidate = dst.len();
+    encode_model(dst, ts, GRID, Model::Grid);
+    crate::values::keep_smaller(dst, start, candidate);
+}
+
+/// Like [`encode_timestamps`] but without trying the grid model: cheaper, for
+/// short-lived in-memory parts that a merge will re-encode. Decoded by
+/// [`decode_timestamps`] alike.
+pub fn encode_timestamps_fast(dst: &mut Vec<u8>, ts: &[i64]) {
+    if !encode_constant_delta(dst, ts) {
+        encode_model(dst, ts, DELTA_OF_DELTA, Model::DeltaOfDelta);
+    }
+}
+
+/// Writes the constant-delta coding if the timestamps are evenly spaced
+/// (and the block short enough); returns whether it did.
+fn encode_constant_delta(dst: &mut Vec<u8>, ts: &[i64]) -> bool {
+    let Some(delta) = constant_delta(ts) else {
+        return false;
+    };
+    dst.push(tag(CONSTANT_DELTA, 0));
+    put_uvarint(dst, ts.len() as u64);
+    if let Some(&first) = ts.first() {
+        put_varint(dst, first);
+    }
+    if ts.len() > 1 {
+        put_varint(dst, delta);
+    }
+    true
+}
+
+fn encode_model(dst: &mut Vec<u8>, ts: &[i64], transform: u8, model: Model) {
+    let at = dst.len();
+    dst.push(0);
+    put_uvarint(dst, ts.len() as u64);
+    let coding = intseq::encode(dst, ts, model);
+    if let Some(t) = dst.get_mut(at) {
+        *t = tag(transform, coding as u8);
     }
 }
 
@@ -117,6 +137,11 @@ mod tests {
 
     /// Round-trips `ts` after a prefix and before a suffix, returns the block's size.
     fn check(ts: &[i64]) -> usize {
+        let mut fast = Vec::new();
+        encode_timestamps_fast(&mut fast, ts);
+        let mut back = Vec::new();
+        assert!(decode_timestamps(&fast, &mut back).unwrap().is_empty());
+        assert_eq!(back, ts, "fast coding");
         let mut buf = vec![0xaa];
         encode_timestamps(&mut buf, ts);
         let size = buf.len() - 1;

@@ -21,20 +21,13 @@ const GORILLA: u8 = 3;
 /// Appends an encoded block of f64 values. Every bit pattern round-trips exactly: NaN
 /// payloads, the Prometheus stale marker, ±Inf, -0.0, subnormals.
 pub fn encode_values(dst: &mut Vec<u8>, vs: &[f64]) {
-    if let Some(bits) = constant_bits(vs) {
-        dst.push(tag(CONSTANT, 0));
-        put_uvarint(dst, vs.len() as u64);
-        if !vs.is_empty() {
-            dst.extend_from_slice(&bits.to_le_bytes());
-        }
+    if encode_constant(dst, vs) {
         return;
     }
     // Candidates are written straight into `dst` one after another and the
     // smaller one kept (moved down), so no block needs a scratch buffer.
     let start = dst.len();
-    dst.push(tag(GORILLA, 0));
-    put_uvarint(dst, vs.len() as u64);
-    gorilla::encode(dst, vs);
+    encode_gorilla(dst, vs);
 
     if let Some(dec) = Decimal::from_values(vs) {
         for (transform, model) in [
@@ -52,6 +45,35 @@ pub fn encode_values(dst: &mut Vec<u8>, vs: &[f64]) {
             keep_smaller(dst, start, candidate);
         }
     }
+}
+
+/// Like [`encode_values`] but with only the constant and Gorilla codings:
+/// several times cheaper, for short-lived in-memory parts that a merge will
+/// re-encode with [`encode_values`]. Decoded by [`decode_values`] alike.
+pub fn encode_values_fast(dst: &mut Vec<u8>, vs: &[f64]) {
+    if !encode_constant(dst, vs) {
+        encode_gorilla(dst, vs);
+    }
+}
+
+/// Writes the constant coding if every value has the same bits (and the
+/// block is short enough); returns whether it did.
+fn encode_constant(dst: &mut Vec<u8>, vs: &[f64]) -> bool {
+    let Some(bits) = constant_bits(vs) else {
+        return false;
+    };
+    dst.push(tag(CONSTANT, 0));
+    put_uvarint(dst, vs.len() as u64);
+    if !vs.is_empty() {
+        dst.extend_from_slice(&bits.to_le_bytes());
+    }
+    true
+}
+
+fn encode_gorilla(dst: &mut Vec<u8>, vs: &[f64]) {
+    dst.push(tag(GORILLA, 0));
+    put_uvarint(dst, vs.len() as u64);
+    gorilla::encode(dst, vs);
 }
 
 /// `dst[start..mid]` and `dst[mid..]` are two encodings of one block: keeps the
@@ -147,6 +169,11 @@ mod tests {
     /// Round-trips `vs` after a prefix and before a suffix; returns the block's tag
     /// and size.
     fn check(vs: &[f64]) -> (u8, usize) {
+        let mut fast = Vec::new();
+        encode_values_fast(&mut fast, vs);
+        let mut back = Vec::new();
+        assert!(decode_values(&fast, &mut back).unwrap().is_empty());
+        assert_eq!(bits(&back), bits(vs), "fast coding");
         let mut buf = vec![0xaa];
         encode_values(&mut buf, vs);
         let size = buf.len() - 1;

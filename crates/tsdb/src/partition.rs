@@ -12,7 +12,7 @@ use parking_lot::{Mutex, RwLock};
 
 use crate::day::Day;
 use crate::index::PartitionIndex;
-use crate::part::{Part, PartMeta, PartWriter};
+use crate::part::{BlockEncoding, Part, PartMeta, PartWriter};
 use crate::rows::{Row, RowBuffer, RowsSnapshot};
 use crate::series_reader::{Deleted, Ranked, SeriesReader};
 use crate::tombstones::{self, Tombstone};
@@ -279,7 +279,7 @@ impl Partition {
         }
         let inputs = smallest_run(&memory, fan_in);
         let tombs = self.tombstones.read().clone();
-        let (bytes, _) = merge_parts(inputs, &tombs, Vec::new())?;
+        let (bytes, _) = merge_parts(inputs, &tombs, Vec::new(), BlockEncoding::Fast)?;
         let merged = Arc::new(Part::from_bytes(bytes)?);
         self.edit_parts(|parts| replace_run(&mut parts.memory, inputs, Some(merged)));
         Ok(true)
@@ -353,7 +353,12 @@ impl Partition {
         let tmp = path.with_extension("tmp");
         let file = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
         let tombs = self.tombstones.read().clone();
-        let (writer, meta) = merge_parts(inputs, &tombs, BufWriter::with_capacity(1 << 20, file))?;
+        let (writer, meta) = merge_parts(
+            inputs,
+            &tombs,
+            BufWriter::with_capacity(1 << 20, file),
+            BlockEncoding::Compact,
+        )?;
         let file = writer
             .into_inner()
             .map_err(|e| StorageError::io("write", &tmp)(e.into_error()))?;
@@ -481,11 +486,18 @@ pub fn sources_of(
 
 /// Merges parts (given in write order) into one, newest write winning per
 /// timestamp and deleted samples dropped.
-pub fn merge_parts<W: Write>(inputs: &[Arc<Part>], tombs: &[Tombstone], out: W) -> Result<(W, PartMeta), StorageError> {
+pub fn merge_parts<W: Write>(
+    inputs: &[Arc<Part>],
+    tombs: &[Tombstone],
+    out: W,
+    encoding: BlockEncoding,
+) -> Result<(W, PartMeta), StorageError> {
     let min_seq = inputs.iter().map(|p| p.meta().min_seq).min().unwrap_or(0);
     let max_seq = inputs.iter().map(|p| p.meta().max_seq).max().unwrap_or(0);
     let io = |e| StorageError::io("write", "merged part")(e);
-    let mut w = PartWriter::new(out, min_seq, max_seq).map_err(io)?;
+    let mut w = PartWriter::new(out, min_seq, max_seq)
+        .map_err(io)?
+        .with_encoding(encoding);
     let by_id = tombstones_by_id(tombs);
     // One cursor per input walks its block index in (id, time) order, so the
     // merge reads every index entry once instead of searching per series.

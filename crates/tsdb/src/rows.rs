@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use crate::part::{Part, PartWriter};
+use crate::part::{BlockEncoding, Part, PartWriter};
 use cairn_storage::StorageError;
 
 #[derive(Debug, Clone, Copy)]
@@ -138,7 +138,10 @@ impl SealingRows {
 pub fn rows_to_part(mut rows: Vec<Row>, min_seq: u64, max_seq: u64) -> Result<Vec<u8>, StorageError> {
     // Stable sort keeps commit order among equal keys, so the last is the newest.
     rows.sort_by_key(|r| (r.id, r.t));
-    let mut w = PartWriter::new(Vec::with_capacity(rows.len() * 3), min_seq, max_seq).map_err(mem_io)?;
+    // In-memory parts are short-lived: a memory merge or the flush re-encodes them.
+    let mut w = PartWriter::new(Vec::with_capacity(rows.len() * 3), min_seq, max_seq)
+        .map_err(mem_io)?
+        .with_encoding(BlockEncoding::Fast);
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
     let mut i = 0;
     while i < rows.len() {

@@ -8,7 +8,7 @@ mod reader;
 mod writer;
 
 pub use reader::{BlockRef, Part};
-pub use writer::{PartMeta, PartWriter};
+pub use writer::{BlockEncoding, PartMeta, PartWriter};
 
 pub const MAGIC: &[u8; 8] = b"CAIRNPT1";
 pub const ENTRY_BYTES: usize = 48;

@@ -15,8 +15,18 @@ pub struct PartMeta {
     pub blocks: u64,
 }
 
+/// How hard a [`PartWriter`] works on compression.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockEncoding {
+    /// The smallest of every coding (disk parts, which live long).
+    Compact,
+    /// Only the cheap codings (in-memory parts, which a merge soon re-encodes).
+    Fast,
+}
+
 /// Streams a part: series in ascending id order, each with sorted, unique timestamps.
 pub struct PartWriter<W: Write> {
+    encoding: BlockEncoding,
     out: W,
     offset: u64,
     index: Vec<u8>,
@@ -29,6 +39,7 @@ impl<W: Write> PartWriter<W> {
     pub fn new(mut out: W, min_seq: u64, max_seq: u64) -> std::io::Result<Self> {
         out.write_all(MAGIC)?;
         Ok(Self {
+            encoding: BlockEncoding::Compact,
             out,
             offset: MAGIC.len() as u64,
             index: Vec::new(),
@@ -43,6 +54,12 @@ impl<W: Write> PartWriter<W> {
             last_id: None,
             scratch: Vec::new(),
         })
+    }
+
+    /// Uses `encoding` for the blocks written from now on.
+    pub fn with_encoding(mut self, encoding: BlockEncoding) -> Self {
+        self.encoding = encoding;
+        self
     }
 
     /// Adds one series. Panics (a bug) if ids are not ascending or timestamps
@@ -60,8 +77,16 @@ impl<W: Write> PartWriter<W> {
         self.last_id = Some(id);
         for (ts, vs) in ts.chunks(MAX_BLOCK_SAMPLES).zip(vs.chunks(MAX_BLOCK_SAMPLES)) {
             self.scratch.clear();
-            cairn_codec::encode_timestamps(&mut self.scratch, ts);
-            cairn_codec::encode_values(&mut self.scratch, vs);
+            match self.encoding {
+                BlockEncoding::Compact => {
+                    cairn_codec::encode_timestamps(&mut self.scratch, ts);
+                    cairn_codec::encode_values(&mut self.scratch, vs);
+                }
+                BlockEncoding::Fast => {
+                    cairn_codec::encode_timestamps_fast(&mut self.scratch, ts);
+                    cairn_codec::encode_values_fast(&mut self.scratch, vs);
+                }
+            }
             let (mint, maxt) = (ts[0], ts[ts.len() - 1]);
             self.out.write_all(&self.scratch)?;
             let e = &mut self.index;
