@@ -1,0 +1,46 @@
+//! OTLP metrics decoding of arbitrary bytes, identity and gzip, with default
+//! and tiny limits: it must return, never panic, hang or allocate past the
+//! limits; every series it yields must be storable and within the limits;
+//! and a body prost's full decoder accepts must decode here too (the
+//! hand-walked outer messages are never stricter than the schema).
+#![no_main]
+
+use cairn_protocols::DecodeLimits;
+use cairn_protocols::otlp::proto::ExportMetricsServiceRequest;
+use cairn_protocols::otlp::{ContentEncoding, decode_export_request};
+use libfuzzer_sys::fuzz_target;
+use prost::Message;
+
+const NOW_MS: i64 = 1_700_000_000_000;
+
+fuzz_target!(|data: &[u8]| {
+    let tiny = DecodeLimits {
+        max_decompressed_bytes: 4096,
+        max_labels_per_series: 4,
+        max_label_name_len: 8,
+        max_label_value_len: 8,
+    };
+    for encoding in [ContentEncoding::Identity, ContentEncoding::Gzip] {
+        for limits in [DecodeLimits::default(), tiny] {
+            let result = decode_export_request(data, encoding, &limits, NOW_MS);
+            if encoding == ContentEncoding::Identity
+                && limits == DecodeLimits::default()
+                && ExportMetricsServiceRequest::decode(data).is_ok()
+            {
+                assert!(result.is_ok(), "prost accepts what the walker refused: {result:?}");
+            }
+            let Ok(decoded) = result else {
+                continue;
+            };
+            for s in &decoded.batch.series {
+                assert!(!s.samples.is_empty());
+                assert!(s.labels.metric_name().is_some_and(|n| !n.is_empty()));
+                assert!(s.labels.len() <= limits.max_labels_per_series);
+                for l in &s.labels {
+                    assert!(l.name.len() <= limits.max_label_name_len || l.name == "__name__");
+                }
+            }
+            let _ = decoded.rejected.message();
+        }
+    }
+});
