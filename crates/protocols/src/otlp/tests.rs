@@ -1006,9 +1006,10 @@ mod properties {
                     let mut pairs: Vec<(String, String)> = attrs.clone();
                     pairs.push(("__name__".into(), name.clone()));
                     let labels = Labels::from_pairs(pairs);
-                    match want.iter_mut().find(|(l, _)| *l == labels) {
-                        Some((_, s)) => s.push(Sample::new(*t, *v)),
-                        None => want.push((labels, vec![Sample::new(*t, *v)])),
+                    // Consecutive points of one stream share a series.
+                    match want.last_mut() {
+                        Some((l, s)) if *l == labels => s.push(Sample::new(*t, *v)),
+                        _ => want.push((labels, vec![Sample::new(*t, *v)])),
                     }
                 }
                 otlp.push(gauge(name, "", data_points));
