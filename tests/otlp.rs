@@ -1,5 +1,5 @@
 //! OTLP/HTTP metrics end to end: the real `cairn` binary receives gzipped
-//! `ExportMetricsServiceRequest` bodies at both OTLP paths, and what it
+//! `ExportMetricsServiceRequest` bodies (and OTLP/JSON) at both OTLP paths, and what it
 //! stored is read back through `/api/v1/export`, `/api/v1/metadata` and
 //! PromQL.
 //!
@@ -323,16 +323,30 @@ fn otlp_refusals_carry_a_status_message() {
     assert_eq!(s.code, 3);
     assert!(s.message.contains("delta_temporality"), "{s:?}");
 
-    // OTLP/JSON is refused with 415.
+    // OTLP/JSON is stored the same way and answered in JSON.
+    let t = now_ms() / 1000 * 1000;
+    let json = format!(
+        r#"{{"resourceMetrics":[{{"resource":{{"attributes":[{{"key":"service.name","value":{{"stringValue":"web"}}}}]}},
+           "scopeMetrics":[{{"metrics":[{{"name":"process.cpu.time","unit":"s",
+             "sum":{{"aggregationTemporality":2,"isMonotonic":true,
+               "dataPoints":[{{"timeUnixNano":"{}","asDouble":4.25}}]}}}}]}}]}}]}}"#,
+        t as u64 * 1_000_000
+    );
     let r = server
         .client()
         .http
-        .post(format!("{}/opentelemetry/v1/metrics", server.url()))
+        .post(format!("{}/api/v1/otlp/v1/metrics", server.url()))
         .header("Content-Type", "application/json")
-        .body("{\"resourceMetrics\":[]}")
+        .body(json)
         .send()
         .expect("request");
-    assert_eq!(r.status().as_u16(), 415);
-    let s = Status::decode(r.bytes().expect("body").as_ref()).expect("status protobuf");
-    assert!(s.message.starts_with("OTLP/JSON is not supported yet"), "{s:?}");
+    assert_eq!(r.status().as_u16(), 200);
+    assert_eq!(r.text().expect("body"), "{}");
+    assert_eq!(
+        export(&server, "process_cpu_time_seconds_total"),
+        vec![(
+            "__name__=process_cpu_time_seconds_total,job=web".to_string(),
+            vec![(t, 4.25)]
+        )]
+    );
 }

@@ -1,11 +1,12 @@
 //! `POST /opentelemetry/v1/metrics` (VictoriaMetrics' path) and
 //! `POST /api/v1/otlp/v1/metrics` (Prometheus 3's): OTLP/HTTP metrics,
-//! `application/x-protobuf`, identity/gzip/deflate/zstd. Translation rules
-//! are in `cairn_protocols::otlp`.
+//! `application/x-protobuf` or `application/json` (OTLP/JSON),
+//! identity/gzip/deflate/zstd. Translation rules are in
+//! `cairn_protocols::otlp`.
 //!
 //! Answers follow the OTLP/HTTP specification, which is what OTLP exporters
-//! parse:
-//! - 200 with an `ExportMetricsServiceResponse` protobuf once the stored
+//! parse, in the request's encoding (protobuf, or JSON for a JSON request):
+//! - 200 with an `ExportMetricsServiceResponse` once the stored
 //!   points are durable: empty when every point was stored (byte-identical
 //!   to Prometheus' empty 200), with `partial_success` (rejected count and a
 //!   message naming each reason) when some were refused, e.g. delta sums or
@@ -14,8 +15,8 @@
 //!   the message reads as text even with curl): 400 for a malformed or
 //!   oversized body and when no point of a non-empty request could be stored
 //!   (the message says why; retrying cannot help), 413 over the body limit,
-//!   415 for `application/json` (OTLP/JSON is not supported yet) or any other
-//!   content type or an unknown `Content-Encoding`, and storage errors by
+//!   415 for any other content type or an unknown `Content-Encoding`, and
+//!   storage errors by
 //!   kind (503 makes exporters retry). Prometheus answers these with
 //!   `text/plain`, which OTLP exporters cannot decode, so their logs lose the
 //!   reason; Cairn follows the specification instead.
@@ -24,26 +25,58 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use cairn_protocols::otlp::{
-    CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, ContentEncoding, Rejections, decode_export_request, encode_response,
-    encode_status, status_code,
+    CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, ContentEncoding, Rejections, decode_export_request,
+    decode_export_request_json, encode_response, encode_response_json, encode_status, encode_status_json, status_code,
 };
 
 use crate::ingest::{Protocol, Refusal, record_refusal, store_batch};
 use crate::{ApiError, AppState, ErrorType, now_ms, read_body};
 
+/// The encoding of a request, and so of its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    Protobuf,
+    Json,
+}
+
 pub async fn otlp_metrics(State(state): State<AppState>, req: Request) -> Response {
-    match handle(&state, req).await {
-        Ok(rejected) => protobuf(StatusCode::OK, encode_response(&rejected)),
+    let format = format_of(&req);
+    match handle(&state, req, format).await {
+        Ok(rejected) => match format {
+            Some(Format::Json) => answer(StatusCode::OK, Format::Json, encode_response_json(&rejected)),
+            _ => answer(StatusCode::OK, Format::Protobuf, encode_response(&rejected)),
+        },
         Err(refusal) => {
             record_refusal(&state, Protocol::Otlp, &refusal);
             let err = refusal.1;
-            protobuf(err.status(), encode_status(grpc_code(err.kind), &err.message))
+            let code = grpc_code(err.kind);
+            match format {
+                Some(Format::Json) => answer(err.status(), Format::Json, encode_status_json(code, &err.message)),
+                _ => answer(err.status(), Format::Protobuf, encode_status(code, &err.message)),
+            }
         }
     }
 }
 
-fn protobuf(status: StatusCode, body: Vec<u8>) -> Response {
-    (status, [(header::CONTENT_TYPE, CONTENT_TYPE_PROTOBUF)], body).into_response()
+fn answer(status: StatusCode, format: Format, body: Vec<u8>) -> Response {
+    let content_type = match format {
+        Format::Protobuf => CONTENT_TYPE_PROTOBUF,
+        Format::Json => CONTENT_TYPE_JSON,
+    };
+    (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// The request's format from its media type (parameters and case ignored).
+fn format_of(req: &Request) -> Option<Format> {
+    let ct = req.headers().get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let media_type = ct.split(';').next()?.trim();
+    if media_type.eq_ignore_ascii_case(CONTENT_TYPE_PROTOBUF) {
+        Some(Format::Protobuf)
+    } else if media_type.eq_ignore_ascii_case(CONTENT_TYPE_JSON) {
+        Some(Format::Json)
+    } else {
+        None
+    }
 }
 
 /// The gRPC code of an error body, by the HTTP status class it goes with.
@@ -67,31 +100,17 @@ fn unsupported(message: String) -> Refusal {
 }
 
 /// Stores what can be stored; returns the points refused one by one.
-async fn handle(state: &AppState, req: Request) -> Result<Rejections, Refusal> {
-    let content_type = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let media_type = content_type
-        .as_deref()
-        .and_then(|ct| ct.split(';').next())
-        .map(|m| m.trim().to_ascii_lowercase());
-    match media_type.as_deref() {
-        Some(CONTENT_TYPE_PROTOBUF) => {}
-        Some(CONTENT_TYPE_JSON) => {
-            return Err(unsupported(
-                "OTLP/JSON is not supported yet: send application/x-protobuf \
-                 (the exporter's http/protobuf protocol)"
-                    .into(),
-            ));
-        }
-        _ => {
-            let got: String = content_type.unwrap_or_default().chars().take(64).collect();
-            return Err(unsupported(format!(
-                "unsupported Content-Type {got:?}: OTLP metrics must be application/x-protobuf"
-            )));
-        }
-    }
+async fn handle(state: &AppState, req: Request, format: Option<Format>) -> Result<Rejections, Refusal> {
+    let Some(format) = format else {
+        let got: String = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).chars().take(64).collect())
+            .unwrap_or_default();
+        return Err(unsupported(format!(
+            "unsupported Content-Type {got:?}: OTLP metrics must be application/x-protobuf or application/json"
+        )));
+    };
     let encoding_header = req
         .headers()
         .get(header::CONTENT_ENCODING)
@@ -106,8 +125,11 @@ async fn handle(state: &AppState, req: Request) -> Result<Rejections, Refusal> {
     let state = state.clone();
     let limits = state.config().remote_write_limits;
     let joined = tokio::task::spawn_blocking(move || -> Result<Rejections, Refusal> {
-        let decoded = decode_export_request(&body, encoding, &limits, now_ms())
-            .map_err(|e| (e.reason(), ApiError::bad_data(e.to_string())))?;
+        let decoded = match format {
+            Format::Protobuf => decode_export_request(&body, encoding, &limits, now_ms()),
+            Format::Json => decode_export_request_json(&body, encoding, &limits, now_ms()),
+        }
+        .map_err(|e| (e.reason(), ApiError::bad_data(e.to_string())))?;
         drop(body);
         let metrics = state.metrics();
         for (reason, points) in decoded.rejected.counts() {
@@ -319,10 +341,10 @@ mod tests {
         // (headers, body, status, message prefix)
         let cases: [BadCase<'_>; 5] = [
             (
-                vec![("content-type", "application/json")],
-                b"{}".to_vec(),
+                vec![("content-type", "text/plain")],
+                body.clone(),
                 415,
-                "OTLP/JSON is not supported yet",
+                "unsupported Content-Type \"text/plain\"",
             ),
             (vec![], body.clone(), 415, "unsupported Content-Type \"\""),
             (
@@ -371,6 +393,39 @@ mod tests {
             "{metrics}"
         );
         app.get("/opentelemetry/v1/metrics").await.check_status(405);
+    }
+
+    #[tokio::test]
+    async fn otlp_json_is_answered_in_json() {
+        let app = TestApp::new();
+        let json = ("content-type", "application/json");
+        let body = r#"{"resourceMetrics":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"web"}}]},
+            "scopeMetrics":[{"metrics":[
+              {"name":"up.time","unit":"s","gauge":{"dataPoints":[{"timeUnixNano":"1700000000000000000","asDouble":12.5}]}},
+              {"name":"d","sum":{"aggregationTemporality":1,"dataPoints":[{"asInt":"1"}]}}]}]}]}"#;
+        let resp = post(&app, "/api/v1/otlp/v1/metrics", &[json], body.as_bytes().to_vec()).await;
+        assert_eq!(resp.status, 200);
+        assert_eq!(resp.content_type, "application/json");
+        let v: serde_json::Value = serde_json::from_slice(&resp.body).unwrap();
+        assert_eq!(v["partialSuccess"]["rejectedDataPoints"], "1");
+        app.get("/api/v1/export?match[]=up_time_seconds").await.check(
+            200,
+            "{\"metric\":{\"__name__\":\"up_time_seconds\",\"job\":\"web\"},\"values\":[12.5],\"timestamps\":[1700000000000]}\n",
+        );
+        let resp = post(
+            &app,
+            "/opentelemetry/v1/metrics",
+            &[json],
+            b"{\"resourceMetrics\":7}".to_vec(),
+        )
+        .await;
+        assert_eq!((resp.status, resp.content_type.as_str()), (400, "application/json"));
+        let v: serde_json::Value = serde_json::from_slice(&resp.body).unwrap();
+        assert_eq!(v["code"], 3);
+        assert_eq!(
+            v["message"],
+            "malformed OTLP/JSON in request: resourceMetrics must be an array"
+        );
     }
 
     #[tokio::test]

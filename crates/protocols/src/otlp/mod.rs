@@ -1,6 +1,8 @@
 //! OTLP metrics over HTTP: `POST /opentelemetry/v1/metrics` and
-//! `/api/v1/otlp/v1/metrics` with an `ExportMetricsServiceRequest` protobuf
-//! body ([`proto`]), identity, gzip, deflate or zstd compressed.
+//! `/api/v1/otlp/v1/metrics` with an `ExportMetricsServiceRequest` body,
+//! protobuf ([`proto`], [`decode_export_request`]) or OTLP/JSON
+//! ([`decode_export_request_json`], read into the same structs), identity,
+//! gzip, deflate or zstd compressed.
 //!
 //! # Naming: Prometheus 3's translation
 //!
@@ -61,13 +63,14 @@
 //! whose bounds are not increasing; points whose labels break
 //! [`DecodeLimits`]. Prometheus instead drops such metrics with only a log
 //! line. A malformed body (bad framing, invalid UTF-8 in a string, bad
-//! compression, over the size limit) rejects the whole request
-//! ([`DecodeError`], HTTP 400; an unknown `Content-Encoding` is 415).
+//! compression, over the size limit, malformed JSON) rejects the whole
+//! request ([`DecodeError`], HTTP 400; an unknown `Content-Encoding` is 415).
 //!
 //! [`DecodeLimits`]: crate::DecodeLimits
 
 mod decode;
 mod decompress;
+mod json;
 pub mod naming;
 pub mod proto;
 pub mod value;
@@ -78,12 +81,13 @@ use std::fmt;
 
 pub use decode::decode_export_request;
 pub use decompress::ContentEncoding;
+pub use json::{decode_export_request_json, encode_response_json, encode_status_json};
 
 use crate::{ErrorKind, WriteBatch};
 
 /// The `Content-Type` of OTLP/HTTP protobuf requests and responses.
 pub const CONTENT_TYPE_PROTOBUF: &str = "application/x-protobuf";
-/// The `Content-Type` of OTLP/HTTP JSON requests (not supported yet).
+/// The `Content-Type` of OTLP/HTTP JSON requests and responses.
 pub const CONTENT_TYPE_JSON: &str = "application/json";
 
 /// Why a point was not stored; the `reason` of Cairn's ingest metrics.
@@ -202,6 +206,9 @@ pub enum DecodeError {
     /// says where: `resource_metrics 0 scope_metrics 1 metric 3`...
     #[error("malformed protobuf in {at}: {reason}")]
     BadProtobuf { at: String, reason: String },
+    /// The body is not a well-formed OTLP/JSON request. `at` says where.
+    #[error("malformed OTLP/JSON in {at}: {reason}")]
+    BadJson { at: String, reason: String },
 }
 
 impl DecodeError {
@@ -209,9 +216,11 @@ impl DecodeError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Self::UnsupportedEncoding(_) => ErrorKind::UnsupportedEncoding,
-            Self::Decompress { .. } | Self::TooLarge { .. } | Self::TooManySeries { .. } | Self::BadProtobuf { .. } => {
-                ErrorKind::BadData
-            }
+            Self::Decompress { .. }
+            | Self::TooLarge { .. }
+            | Self::TooManySeries { .. }
+            | Self::BadProtobuf { .. }
+            | Self::BadJson { .. } => ErrorKind::BadData,
         }
     }
 
@@ -222,6 +231,7 @@ impl DecodeError {
             Self::Decompress { .. } => "bad_compression",
             Self::TooLarge { .. } | Self::TooManySeries { .. } => "too_large",
             Self::BadProtobuf { .. } => "bad_protobuf",
+            Self::BadJson { .. } => "bad_json",
         }
     }
 }

@@ -1066,3 +1066,93 @@ fn responses_encode_as_the_spec_says() {
     let status = Status::decode(encode_status(status_code::INVALID_ARGUMENT, "bad").as_slice()).unwrap();
     assert_eq!((status.code, status.message.as_str()), (3, "bad"));
 }
+
+fn decode_json(body: &str) -> Result<Decoded, DecodeError> {
+    decode_export_request_json(
+        body.as_bytes(),
+        ContentEncoding::Identity,
+        &DecodeLimits::default(),
+        NOW_MS,
+    )
+}
+
+#[test]
+fn otlp_json_decodes_like_protobuf() {
+    let body = r#"{"resourceMetrics":[{
+      "resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},
+      "scopeMetrics":[{"scope":{"name":"s","version":"1"},"metrics":[
+        {"name":"http.requests","unit":"{request}","description":"d","sum":{"aggregationTemporality":2,"isMonotonic":true,
+          "dataPoints":[{"attributes":[{"key":"code","value":{"intValue":"200"}}],"timeUnixNano":"1700000000123456789","asInt":"7",
+                         "exemplars":[{"timeUnixNano":"1","asDouble":1,"traceId":"5b8efff798038103d269b633813fc60c"}]}]}},
+        {"name":"temp","unit":"Cel","gauge":{"dataPoints":[{"timeUnixNano":1700000000123456789,"asDouble":"-Infinity"}]}},
+        {"name":"lat","unit":"s","histogram":{"aggregation_temporality":"AGGREGATION_TEMPORALITY_CUMULATIVE",
+          "data_points":[{"time_unix_nano":"1700000000123456789","count":"3","sum":1.5,"bucketCounts":["1",2],"explicitBounds":[0.5]}]}},
+        {"name":"q","summary":{"dataPoints":[{"timeUnixNano":"1700000000123456789","count":"2","sum":3,"quantileValues":[{"quantile":0.5,"value":1}]}]}},
+        {"name":"b","gauge":{"dataPoints":[{"timeUnixNano":"1700000000123456789","asDouble":1,"flags":0,"attributes":[
+          {"key":"raw","value":{"bytesValue":"aGk="}},{"key":"flag","value":{"boolValue":true}},
+          {"key":"arr","value":{"arrayValue":{"values":[{"intValue":1},{"doubleValue":0.5}]}}},
+          {"key":"map","value":{"kvlistValue":{"values":[{"key":"k","value":{"stringValue":"v"}}]}}},
+          {"key":"none","value":{}}, {"key":"nil","value":null}]}]}},
+        {"name":"delta","sum":{"aggregationTemporality":1,"dataPoints":[{"asInt":1}]}},
+        {"name":"exp","exponentialHistogram":{"aggregationTemporality":2,"dataPoints":[{"count":"1"}]}}
+      ]}]}], "unknownKey": [1, 2]}"#;
+    let d = decode_json(body).unwrap();
+    assert_eq!(
+        show(&d),
+        [
+            r#"{__name__="http_requests_total",code="200",job="svc"} 1700000000123:7"#,
+            r#"{__name__="temp_celsius",job="svc"} 1700000000123:-inf"#,
+            r#"{__name__="lat_seconds_sum",job="svc"} 1700000000123:1.5"#,
+            r#"{__name__="lat_seconds_count",job="svc"} 1700000000123:3"#,
+            r#"{__name__="lat_seconds_bucket",job="svc",le="0.5"} 1700000000123:1"#,
+            r#"{__name__="lat_seconds_bucket",job="svc",le="+Inf"} 1700000000123:3"#,
+            r#"{__name__="q_sum",job="svc"} 1700000000123:3"#,
+            r#"{__name__="q_count",job="svc"} 1700000000123:2"#,
+            r#"{__name__="q",job="svc",quantile="0.5"} 1700000000123:1"#,
+            r#"{__name__="b",arr="[1,0.5]",flag="true",job="svc",map="{\"k\":\"v\"}",raw="aGk="} 1700000000123:1"#,
+        ]
+    );
+    assert_eq!(d.batch.exemplars_dropped, 1);
+    assert_eq!(
+        d.rejected.counts().collect::<Vec<_>>(),
+        vec![
+            (RejectReason::DeltaTemporality, 1),
+            (RejectReason::ExponentialHistogram, 1)
+        ]
+    );
+    assert_eq!(d.batch.metadata[0].help, "d");
+}
+
+#[test]
+fn otlp_json_errors_say_where() {
+    let check = |body: &str, want: &str| {
+        let err = decode_json(body).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::BadData);
+        assert!(err.to_string().starts_with(want), "{err}");
+    };
+    check("{", "malformed OTLP/JSON in body: EOF while parsing");
+    check("[]", "malformed OTLP/JSON in request: want an object");
+    check(
+        r#"{"resourceMetrics":{}}"#,
+        "malformed OTLP/JSON in request: resourceMetrics must be an array",
+    );
+    check(
+        r#"{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"m","gauge":{"dataPoints":[{"asInt":"x"}]}}]}]}]}"#,
+        "malformed OTLP/JSON in request resourceMetrics 0 scopeMetrics 0 metrics 0 (\"m\") gauge dataPoints 0: asInt must be an integer",
+    );
+    check(
+        r#"{"resourceMetrics":[{"resource":{"attributes":[{"key":"k","value":{"bytesValue":"!"}}]}}]}"#,
+        "malformed OTLP/JSON in request resourceMetrics 0 resource attributes 0 value: bytesValue must be base64",
+    );
+    // Empty bodies and empty objects are empty requests.
+    assert_eq!(decode_json("").unwrap(), Decoded::default());
+    assert_eq!(decode_json(" {} ").unwrap(), Decoded::default());
+    assert_eq!(encode_response_json(&Rejections::default()), b"{}");
+    let mut r = Rejections::default();
+    r.add(RejectReason::MissingValue, 1, || "x".into());
+    assert_eq!(
+        String::from_utf8(encode_response_json(&r)).unwrap(),
+        r#"{"partialSuccess":{"errorMessage":"rejected 1 data points: 1 missing_value (e.g. x)","rejectedDataPoints":"1"}}"#
+    );
+    assert_eq!(encode_status_json(3, "bad"), br#"{"code":3,"message":"bad"}"#);
+}
