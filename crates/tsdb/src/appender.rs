@@ -231,7 +231,7 @@ impl Appender for TsdbAppender<'_> {
                 .collect();
             report.samples_accepted += rows.len() as u64;
             report.series_created += day_new.len() as u64;
-            if p.apply(day_new, &rows, seq, db.config.max_rows_per_buffer)? {
+            if p.apply(day_new, &rows, seq, &db.config)? {
                 full.push(p);
             }
         }
@@ -240,6 +240,9 @@ impl Appender for TsdbAppender<'_> {
         // the next commit proceeds meanwhile (on another core).
         for p in full {
             p.seal_rows()?;
+            if p.memory_part_count() > crate::engine::MAX_MEMORY_PARTS {
+                db.nudge();
+            }
         }
         db.counters
             .samples_ingested

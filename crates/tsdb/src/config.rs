@@ -18,8 +18,13 @@ pub struct Config {
     /// Samples older than this are dropped on ingest and removed with their day partition.
     pub retention: Duration,
     pub wal_sync: WalSync,
-    /// Rows buffered per partition before they are sorted and compressed into an in-memory part.
+    /// Rows buffered per partition before they are sorted and compressed into
+    /// an in-memory part, at least (see `seal_rows_per_series`).
     pub max_rows_per_buffer: usize,
+    /// A row buffer also waits for this many rows per series of its partition
+    /// (bounded by a quarter of `max_in_memory_bytes`): sealing one sample per
+    /// series would make parts whose block index outweighs their samples.
+    pub seal_rows_per_series: usize,
     /// How often in-memory data is written to disk as parts (the WAL is truncated after).
     pub flush_interval: Duration,
     /// Flush early when in-memory parts exceed this many bytes in total.
@@ -44,6 +49,7 @@ impl Config {
             retention: Duration::from_secs(31 * 86_400),
             wal_sync: WalSync::Interval(Duration::from_secs(1)),
             max_rows_per_buffer: 16_384,
+            seal_rows_per_series: 8,
             flush_interval: Duration::from_secs(60),
             max_in_memory_bytes: 64 << 20,
             wal_segment_bytes: 64 << 20,
@@ -52,5 +58,30 @@ impl Config {
             idle_merge_after: Duration::from_secs(60),
             background: true,
         }
+    }
+}
+
+impl Config {
+    /// Rows a partition with `series` series buffers before sealing.
+    pub(crate) fn seal_rows(&self, series: usize) -> usize {
+        const ROW_BYTES: usize = 24;
+        let cap = (self.max_in_memory_bytes / 4 / ROW_BYTES).max(self.max_rows_per_buffer);
+        series
+            .saturating_mul(self.seal_rows_per_series)
+            .clamp(self.max_rows_per_buffer, cap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seal_size_grows_with_series_up_to_a_quarter_of_memory() {
+        let c = Config::new("/x");
+        assert_eq!(c.seal_rows(10), 16_384);
+        assert_eq!(c.seal_rows(20_000), 160_000);
+        // 64 MiB / 4 / 24 B per row.
+        assert_eq!(c.seal_rows(1_000_000), 699_050);
     }
 }

@@ -21,7 +21,7 @@ use crate::rows::Row;
 use crate::wal::{self, Wal, record};
 
 /// In-memory parts per partition before they are merged together.
-const MAX_MEMORY_PARTS: usize = 8;
+pub(crate) const MAX_MEMORY_PARTS: usize = 8;
 /// Disk parts per partition before a merge is started, and parts per merge.
 const MAX_DISK_PARTS: usize = 8;
 const MERGE_FAN_IN: usize = 6;
@@ -218,7 +218,7 @@ impl Inner {
                 }
                 let p = self.partition(day)?;
                 let rows: Vec<Row> = d.rows.iter().map(|&(id, t, v)| Row { id, t, v }).collect();
-                if p.apply(&d.new_series, &rows, seq, self.config.max_rows_per_buffer)? {
+                if p.apply(&d.new_series, &rows, seq, &self.config)? {
                     p.seal_rows()?;
                 }
             }
@@ -281,15 +281,23 @@ impl Inner {
         Ok(())
     }
 
+    /// Merges in-memory parts until no partition has more than [`MAX_MEMORY_PARTS`].
+    fn merge_memory_parts(&self) -> Result<(), StorageError> {
+        let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
+        for p in &partitions {
+            while p.merge_memory_parts(MAX_MEMORY_PARTS, MERGE_FAN_IN)? {
+                self.counters.merges.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
     fn maintain(&self) -> Result<(), StorageError> {
         if let WalSync::Interval(_) = self.config.wal_sync {
             self.wal.sync()?;
         }
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         for p in &partitions {
-            if p.merge_memory_parts(MAX_MEMORY_PARTS, MERGE_FAN_IN)? {
-                self.counters.merges.fetch_add(1, Ordering::Relaxed);
-            }
             let mut bytes = p.merge_disk_parts(MAX_DISK_PARTS, MERGE_FAN_IN)?;
             if bytes == 0
                 && p.rows.lock().len() == 0
@@ -342,6 +350,9 @@ impl Inner {
                 if let WalSync::Interval(_) = self.config.wal_sync {
                     self.wal.sync()?;
                 }
+                // Every wake, not only every maintenance interval: seals can
+                // add parts faster than one merge per interval removes them.
+                self.merge_memory_parts()?;
                 let over_memory = self.memory_bytes() > self.config.max_in_memory_bytes as u64;
                 if over_memory || last_flush.elapsed() >= self.config.flush_interval {
                     self.flush()?;

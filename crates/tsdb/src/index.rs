@@ -87,6 +87,11 @@ impl PartitionIndex {
         self.entries.len()
     }
 
+    /// Series known to this partition, deleted ones included.
+    pub fn series_count(&self) -> usize {
+        self.entries.len()
+    }
+
     pub fn live(&self) -> &RoaringBitmap {
         &self.live
     }

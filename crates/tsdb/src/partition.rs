@@ -168,9 +168,9 @@ impl Partition {
         new_series: &[(u64, &[u8])],
         rows: &[Row],
         seq: u64,
-        max_rows: usize,
+        config: &crate::Config,
     ) -> Result<bool, StorageError> {
-        {
+        let series = {
             let mut index = self.index.write();
             for (id, encoded) in new_series {
                 index.insert(*id, encoded)?;
@@ -190,13 +190,14 @@ impl Partition {
                     }
                 }
             }
-        }
+            index.series_count()
+        };
         self.last_write_ms.store(crate::engine::now_ms(), Ordering::Relaxed);
         let mut buf = self.rows.lock();
         for &r in rows {
             buf.push(seq, r);
         }
-        Ok(buf.unsealed_len() >= max_rows)
+        Ok(buf.unsealed_len() >= config.seal_rows(series))
     }
 
     /// Compresses the row buffer into a new in-memory part. The rows stay
@@ -266,6 +267,10 @@ impl Partition {
             parts.disk.extend(written);
         });
         Ok(())
+    }
+
+    pub fn memory_part_count(&self) -> usize {
+        self.parts.read().memory.len()
     }
 
     /// Merges a run of adjacent in-memory parts when there are more than

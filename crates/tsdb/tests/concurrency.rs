@@ -17,6 +17,7 @@ fn tsdb_queries_see_whole_commits_while_flushing_and_merging() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = Config::new(dir.path());
     c.max_rows_per_buffer = 97; // seal often, at odd points inside commits
+    c.seal_rows_per_series = 0;
     // The background thread also flushes, merges and samples memory, racing
     // the explicit calls below (this found a lock-order deadlock once).
     c.flush_interval = std::time::Duration::from_millis(30);

@@ -31,6 +31,7 @@ fn tsdb_passes_conformance_with_tiny_buffers() {
         let mut c = config(dir.path());
         // Every commit seals its rows into an in-memory part.
         c.max_rows_per_buffer = 1;
+        c.seal_rows_per_series = 0;
         let db = Tsdb::open(c).unwrap();
         dirs.borrow_mut().push(dir);
         db

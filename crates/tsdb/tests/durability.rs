@@ -67,6 +67,7 @@ fn tsdb_data_survives_flush_merge_and_reopen() {
     let start = now() - 20 * HOUR;
     let mut c = config(dir.path());
     c.max_rows_per_buffer = 100;
+    c.seal_rows_per_series = 0;
     let expected = {
         let db = Tsdb::open(c.clone()).unwrap();
         for round in 0..30 {
@@ -234,6 +235,7 @@ fn tsdb_wal_replay_flushes_as_it_goes() {
     let dir = tempfile::tempdir().unwrap();
     let mut c = config(dir.path());
     c.max_rows_per_buffer = 500;
+    c.seal_rows_per_series = 0;
     c.max_in_memory_bytes = 16 << 10;
     let start = now() - 5 * HOUR;
     let before = {

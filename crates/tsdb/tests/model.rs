@@ -44,6 +44,7 @@ fn config(dir: &std::path::Path) -> Config {
     let mut c = Config::new(dir);
     c.background = false;
     c.max_rows_per_buffer = 50;
+    c.seal_rows_per_series = 0;
     c
 }
 
