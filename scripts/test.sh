@@ -14,6 +14,16 @@ if ! command -v prometheus >/dev/null 2>&1; then
 fi
 prometheus --version 2>&1 | head -n 1
 
+# The OpenTelemetry Python SDK's OTLP/HTTP exporter is the real OTLP client of
+# tests/otlp.rs (Debian packages none; with CI set, that test fails rather than
+# skips when it is missing). Pinned to the versions the test was written against.
+otel_venv=target/otel-venv
+if ! "$otel_venv/bin/python" -c 'import opentelemetry.exporter.otlp.proto.http' >/dev/null 2>&1; then
+    python3 -m venv "$otel_venv"
+    "$otel_venv/bin/pip" install -q \
+        opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2
+fi
+
 start=$SECONDS
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings

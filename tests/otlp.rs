@@ -5,15 +5,20 @@
 //!
 //! No Debian package ships an OTLP client program (the OpenTelemetry
 //! Collector and the SDK exporters are not packaged; `golang-opentelemetry-
-//! otel-dev` is library source only), so the requests are built with the
+//! otel-dev` is library source only), so most requests are built with the
 //! prost structs of `cairn_protocols::otlp::proto`, the same protobuf schema
 //! every OTLP exporter serialises, and sent as the Collector's `otlphttp`
 //! exporter sends them (`Content-Type: application/x-protobuf`,
-//! `Content-Encoding: gzip`).
+//! `Content-Encoding: gzip`). One test drives a real client from PyPI, the
+//! OpenTelemetry Python SDK's OTLP/HTTP exporter (`tests/otlp_python_sdk.py`,
+//! installed by `scripts/test.sh` into `target/otel-venv`); without it that
+//! test prints `SKIPPED` and passes, except with `CI` set.
 
 mod common;
 
 use std::io::Write;
+use std::path::PathBuf;
+use std::process::Command;
 
 use cairn_model::is_stale_nan;
 use cairn_protocols::otlp::proto::*;
@@ -348,5 +353,101 @@ fn otlp_refusals_carry_a_status_message() {
             "__name__=process_cpu_time_seconds_total,job=web".to_string(),
             vec![(t, 4.25)]
         )]
+    );
+}
+
+/// The Python with the OpenTelemetry SDK: `CAIRN_OTEL_PYTHON`, else the
+/// virtualenv `scripts/test.sh` creates.
+fn otel_python() -> Option<PathBuf> {
+    let python = std::env::var_os("CAIRN_OTEL_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/otel-venv/bin/python"));
+    let ok = Command::new(&python)
+        .args(["-c", "import opentelemetry.exporter.otlp.proto.http"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ok.then_some(python)
+}
+
+#[test]
+fn otlp_python_sdk_exporter() {
+    let Some(python) = otel_python() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "the OpenTelemetry Python SDK is missing (scripts/test.sh installs it into target/otel-venv)"
+        );
+        println!("SKIPPED: OpenTelemetry Python SDK not installed (run scripts/test.sh)");
+        return;
+    };
+    let server = Server::start();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp_python_sdk.py");
+    let out = Command::new(&python)
+        .arg(&script)
+        .arg(format!("{}/opentelemetry/v1/metrics", server.url()))
+        .env_remove("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE")
+        .output()
+        .expect("run the Python exporter");
+    assert!(
+        out.status.success(),
+        "exporter failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The SDK exports on force_flush and again on shutdown: each series has
+    // the same cumulative value at one or more timestamps.
+    let values = |selector: &str| -> Vec<(String, Vec<f64>)> {
+        export(&server, selector)
+            .into_iter()
+            .map(|(labels, samples)| (labels, samples.into_iter().map(|(_, v)| v).collect()))
+            .collect()
+    };
+    let only = |selector: &str, labels: &str, want: f64| {
+        let got = values(selector);
+        assert_eq!(got.len(), 1, "{selector}: {got:?}");
+        assert_eq!(got[0].0, labels, "{selector}");
+        assert!(
+            !got[0].1.is_empty() && got[0].1.iter().all(|v| *v == want),
+            "{selector}: {got:?}"
+        );
+    };
+    let id = "instance=inst-1,job=pysvc";
+    only(
+        "http_requests_total",
+        &format!("__name__=http_requests_total,http_method=GET,{id}"),
+        5.0,
+    );
+    only("queue_depth", &format!("__name__=queue_depth,{id}"), 2.0);
+    only(
+        "room_temperature_celsius",
+        &format!("__name__=room_temperature_celsius,{id},room=lab"),
+        21.5,
+    );
+    only(
+        "request_duration_seconds_sum",
+        &format!("__name__=request_duration_seconds_sum,{id}"),
+        7.3,
+    );
+    only(
+        "request_duration_seconds_count",
+        &format!("__name__=request_duration_seconds_count,{id}"),
+        2.0,
+    );
+    for (le, want) in [("0", 0.0), ("5", 1.0), ("10", 2.0), ("+Inf", 2.0)] {
+        only(
+            &format!("request_duration_seconds_bucket{{le=\"{le}\"}}"),
+            &format!("__name__=request_duration_seconds_bucket,{id},le={le}"),
+            want,
+        );
+    }
+    let info = server.client().export(&["target_info"], None);
+    assert_eq!(info.len(), 1, "{info:?}");
+    let labels = &info[0].labels;
+    assert_eq!(labels.get("deployment_environment").map(String::as_str), Some("test"));
+    assert_eq!(labels.get("telemetry_sdk_language").map(String::as_str), Some("python"));
+    assert_eq!(labels.get("job").map(String::as_str), Some("pysvc"));
+    let metadata = server.client().get("/api/v1/metadata?metric=http_requests_total");
+    assert_eq!(
+        metadata.body,
+        r#"{"status":"success","data":{"http_requests_total":[{"type":"counter","help":"Requests served.","unit":"{request}"}]}}"#
     );
 }

@@ -1,4 +1,5 @@
-//! OTLP metrics decoding of arbitrary bytes, identity and gzip, with default
+//! OTLP metrics decoding of arbitrary bytes (protobuf, identity and gzip,
+//! and OTLP/JSON), with default
 //! and tiny limits: it must return, never panic, hang or allocate past the
 //! limits; every series it yields must be storable and within the limits;
 //! and a body prost's full decoder accepts must decode here too (the
@@ -7,7 +8,7 @@
 
 use cairn_protocols::DecodeLimits;
 use cairn_protocols::otlp::proto::ExportMetricsServiceRequest;
-use cairn_protocols::otlp::{ContentEncoding, decode_export_request};
+use cairn_protocols::otlp::{ContentEncoding, decode_export_request, decode_export_request_json};
 use libfuzzer_sys::fuzz_target;
 use prost::Message;
 
@@ -41,6 +42,12 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             let _ = decoded.rejected.message();
+        }
+    }
+    // OTLP/JSON: any bytes, never a panic; what decodes obeys the limits.
+    if let Ok(decoded) = decode_export_request_json(data, ContentEncoding::Identity, &tiny, NOW_MS) {
+        for s in &decoded.batch.series {
+            assert!(!s.samples.is_empty() && s.labels.len() <= tiny.max_labels_per_series);
         }
     }
 });
