@@ -10,10 +10,13 @@
 //! its default `translation_strategy: UnderscoreEscapingWithSuffixes`, not
 //! VictoriaMetrics' as-is names. Cairn is queried with PromQL by dashboards
 //! and alerts written for Prometheus, and the OpenTelemetry specification's
-//! Prometheus compatibility section defines this mapping; a user moving from
-//! Prometheus 3 keeps every series name, and one moving from VictoriaMetrics
-//! (whose `-opentelemetry.usePrometheusNaming` gives the same names) sets
-//! that flag's behaviour by default. The rules ([`naming`]):
+//! Prometheus compatibility section defines this mapping: names with units
+//! and `_total` are what PromQL functions, recording rules and the
+//! Prometheus-exporter path of the same metrics produce. A user moving from
+//! Prometheus 3 keeps every series name; one moving from VictoriaMetrics gets
+//! the names its `-opentelemetry.usePrometheusNaming` flag gives (its
+//! default keeps OTLP names with dots, which PromQL can only select with
+//! quoted UTF-8 names). The rules ([`naming`]):
 //!
 //! - metric `http.server.request.duration` (unit `s`, histogram) →
 //!   `http_server_request_duration_seconds_bucket{le}`, `_sum`, `_count`;
