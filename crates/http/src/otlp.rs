@@ -20,6 +20,12 @@
 //!   kind (503 makes exporters retry). Prometheus answers these with
 //!   `text/plain`, which OTLP exporters cannot decode, so their logs lose the
 //!   reason; Cairn follows the specification instead.
+//!
+//! Self-metrics: stored samples under `protocol="otlp"`; refused OTLP data
+//! points (one point may stand for many samples, e.g. a histogram's buckets)
+//! in `cairn_ingest_samples_rejected_total{protocol="otlp",reason}` by
+//! `RejectReason`; refused requests by reason (`bad_protobuf`, `bad_json`,
+//! `too_large`, `all_points_rejected`, ...).
 
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
