@@ -16,6 +16,7 @@ mod error;
 mod export;
 mod exposition;
 mod health;
+mod import;
 pub mod ingest;
 mod metadata;
 mod metrics;
@@ -205,6 +206,13 @@ pub fn api_routes() -> Router<AppState> {
         .route("/api/v1/write", post(write::remote_write))
         .route("/opentelemetry/v1/metrics", post(otlp::otlp_metrics))
         .route("/api/v1/otlp/v1/metrics", post(otlp::otlp_metrics))
+        .route("/api/v1/import", post(import::import_json))
+        .route("/api/v1/import/prometheus", post(import::import_prometheus))
+        .route(
+            "/api/v1/import/prometheus/metrics/job/{*rest}",
+            post(import::import_prometheus_job).put(import::import_prometheus_job),
+        )
+        .route("/api/v1/import/csv", post(import::import_csv))
         .route("/api/v1/series", get(series::series).post(series::series))
         .route("/api/v1/labels", get(series::labels).post(series::labels))
         .route("/api/v1/label/{name}/values", get(series::label_values))

@@ -4,6 +4,8 @@
 //! [`WriteBatch`] of canonical series ([`SeriesSamples`]) plus [`metadata`]:
 //!
 //! - [`remote_write`]: Prometheus remote write 1.0 (snappy or zstd protobuf).
+//! - [`prom_text`], [`json_lines`], [`csv`]: VictoriaMetrics-compatible text
+//!   imports (shared rules in [`text_import`]).
 //! - [`otlp`]: OpenTelemetry OTLP/HTTP metrics (protobuf), with Prometheus 3's
 //!   name translation.
 //!
@@ -15,10 +17,14 @@
 #![cfg_attr(test, allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing))]
 
 mod batch;
+pub mod csv;
+pub mod json_lines;
 mod limits;
 pub mod metadata;
 pub mod otlp;
+pub mod prom_text;
 pub mod remote_write;
+pub mod text_import;
 
 pub use batch::{SeriesSamples, WriteBatch};
 pub use limits::DecodeLimits;
