@@ -87,6 +87,14 @@ impl PartitionIndex {
         self.entries.len()
     }
 
+    /// Releases spare capacity (up to half of each growing buffer). A no-op
+    /// when already tight; costs a copy of the labels arena otherwise.
+    pub fn shrink_to_fit(&mut self) {
+        self.arena.shrink_to_fit();
+        self.entries.shrink_to_fit();
+        self.by_id.shrink_to_fit();
+    }
+
     /// Series known to this partition, deleted ones included.
     pub fn series_count(&self) -> usize {
         self.entries.len()

@@ -257,7 +257,14 @@ impl Partition {
         let _rewrite = self.rewrite.lock();
         let memory = self.parts.read().memory.clone();
         // Index first: a part must never reference series the index lacks.
-        self.index.write().persist_new(&self.dir, index_seq)?;
+        {
+            let mut index = self.index.write();
+            if !index.persist_new(&self.dir, index_seq)? {
+                // No new series since the last flush: the index has stopped
+                // growing for now, so its growth slack is only memory.
+                index.shrink_to_fit();
+            }
+        }
         if memory.is_empty() {
             return Ok(());
         }
