@@ -1,88 +1,187 @@
-//! `POST /api/v1/write`: Prometheus remote write 1.0.
+//! `POST /api/v1/write`: Prometheus remote write 1.0 and 2.0.
 //!
 //! Answers: 204 once every float sample is durable (or counted as dropped by
 //! storage, e.g. out of retention); 400 for a body the decoder refuses (its
 //! message), or after storing the floats when the request also carried native
 //! histograms, which Cairn cannot store yet (a 400 makes senders drop rather
 //! than retry, and the message says why); 413 for an oversized body; 415 for
-//! an unknown `Content-Encoding` or a remote write 2.0 body; storage errors by
-//! their kind, so `Unavailable` (503) makes senders retry.
+//! an unknown `Content-Encoding` or an unknown `proto` in the `Content-Type`;
+//! storage errors by their kind, so `Unavailable` (503) makes senders retry.
+//!
+//! Remote write 2.0 (`Content-Type: application/x-protobuf;proto=
+//! io.prometheus.write.v2.Request`) is answered the same way, plus the
+//! `X-Prometheus-Remote-Write-{Samples,Histograms,Exemplars}-Written`
+//! headers on every answer after the protocol is known. 1.0 stays the
+//! default when no `proto` is given.
 
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use cairn_protocols::remote_write::{ContentEncoding, decode_write_request};
+use cairn_protocols::WriteBatch;
+use cairn_protocols::remote_write::{
+    ContentEncoding, DecodeError, PROTO_V2, decode_write_request, decode_write_request_v2,
+};
 
 use crate::ingest::{Protocol, Refusal, record_refusal, store_batch};
 use crate::{ApiError, AppState, ErrorType, read_body};
 
-pub async fn remote_write(State(state): State<AppState>, req: Request) -> Response {
-    match handle(&state, req).await {
-        Ok(()) => StatusCode::NO_CONTENT.into_response(),
-        Err(refusal) => {
-            record_refusal(&state, Protocol::RemoteWrite, &refusal);
-            refusal.1.into_response()
-        }
-    }
+/// The remote write 2.0 response headers: what was written, on success and
+/// on refusal alike, as the 2.0 spec requires.
+pub const SAMPLES_WRITTEN: &str = "x-prometheus-remote-write-samples-written";
+pub const HISTOGRAMS_WRITTEN: &str = "x-prometheus-remote-write-histograms-written";
+pub const EXEMPLARS_WRITTEN: &str = "x-prometheus-remote-write-exemplars-written";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Version {
+    V1,
+    V2,
 }
 
-async fn handle(state: &AppState, req: Request) -> Result<(), Refusal> {
+pub async fn remote_write(State(state): State<AppState>, req: Request) -> Response {
+    let version = match version_of(&req) {
+        Ok(v) => v,
+        Err(refusal) => {
+            record_refusal(&state, Protocol::RemoteWrite, &refusal);
+            return refusal.1.into_response();
+        }
+    };
+    let protocol = match version {
+        Version::V1 => Protocol::RemoteWrite,
+        Version::V2 => Protocol::RemoteWrite2,
+    };
+    let (result, samples_written) = handle(&state, req, version).await;
+    let mut resp = match result {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(refusal) => {
+            record_refusal(&state, protocol, &refusal);
+            refusal.1.into_response()
+        }
+    };
+    if version == Version::V2 {
+        let headers = resp.headers_mut();
+        headers.insert(SAMPLES_WRITTEN, HeaderValue::from(samples_written));
+        // Cairn stores neither native histograms (refused) nor exemplars
+        // (accepted and counted), so none are ever written.
+        headers.insert(HISTOGRAMS_WRITTEN, HeaderValue::from(0u64));
+        headers.insert(EXEMPLARS_WRITTEN, HeaderValue::from(0u64));
+    }
+    resp
+}
+
+/// 1.0 unless the `Content-Type`'s `proto` parameter names 2.0; 415 for
+/// any other `proto`.
+fn version_of(req: &Request) -> Result<Version, Refusal> {
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
-    if content_type.contains("io.prometheus.write.v2.Request") {
-        return Err((
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let proto = content_type.split(';').skip(1).find_map(|param| {
+        let (k, v) = param.split_once('=')?;
+        k.trim()
+            .eq_ignore_ascii_case("proto")
+            .then(|| v.trim().trim_matches('"').to_string())
+    });
+    match proto.as_deref() {
+        None | Some("prometheus.WriteRequest") => Ok(Version::V1),
+        Some(PROTO_V2) => Ok(Version::V2),
+        Some(other) => Err((
             "unsupported_protocol",
             ApiError::new(
                 ErrorType::UnsupportedMediaType,
-                "remote write 2.0 is not supported; send remote write 1.0 (prometheus.WriteRequest)",
+                format!(
+                    "unsupported remote write protobuf {:?}: want prometheus.WriteRequest or {PROTO_V2}",
+                    other.chars().take(64).collect::<String>()
+                ),
             ),
-        ));
+        )),
     }
+}
+
+/// Stores what the body holds; returns the outcome and the float samples
+/// written (for the 2.0 headers).
+async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(), Refusal>, u64) {
     let encoding_header = match req.headers().get(header::CONTENT_ENCODING) {
         None => None,
-        Some(v) => Some(v.to_str().map_err(|_| {
-            (
-                "unsupported_encoding",
-                ApiError::new(ErrorType::UnsupportedMediaType, "Content-Encoding is not valid ASCII"),
-            )
-        })?),
+        Some(v) => match v.to_str() {
+            Ok(v) => Some(v.to_string()),
+            Err(_) => {
+                return (
+                    Err((
+                        "unsupported_encoding",
+                        ApiError::new(ErrorType::UnsupportedMediaType, "Content-Encoding is not valid ASCII"),
+                    )),
+                    0,
+                );
+            }
+        },
     };
-    let encoding = ContentEncoding::from_header(encoding_header).map_err(|e| {
-        (
-            "unsupported_encoding",
-            ApiError::new(ErrorType::UnsupportedMediaType, e.to_string()),
-        )
-    })?;
-    let body = read_body(req, state).await.map_err(|e| ("too_large", e))?;
+    let encoding = match ContentEncoding::from_header(encoding_header.as_deref()) {
+        Ok(e) => e,
+        Err(e) => {
+            return (
+                Err((
+                    "unsupported_encoding",
+                    ApiError::new(ErrorType::UnsupportedMediaType, e.to_string()),
+                )),
+                0,
+            );
+        }
+    };
+    let body = match read_body(req, state).await {
+        Ok(b) => b,
+        Err(e) => return (Err(("too_large", e)), 0),
+    };
     let state = state.clone();
     let limits = state.config().remote_write_limits;
-    let joined = tokio::task::spawn_blocking(move || -> Result<(), Refusal> {
-        let batch = decode_write_request(&body, encoding, &limits)
-            .map_err(|e| ("bad_data", ApiError::bad_data(e.to_string())))?;
+    let joined = tokio::task::spawn_blocking(move || -> (Result<(), Refusal>, u64) {
+        let decoded: Result<WriteBatch, DecodeError> = match version {
+            Version::V1 => decode_write_request(&body, encoding, &limits),
+            Version::V2 => decode_write_request_v2(&body, encoding, &limits),
+        };
+        let batch = match decoded {
+            Ok(b) => b,
+            Err(e) => return (Err(("bad_data", ApiError::bad_data(e.to_string()))), 0),
+        };
         drop(body);
-        store_batch(&state, Protocol::RemoteWrite, &batch)?;
-        if batch.histograms_rejected > 0 {
-            return Err((
-                "native_histograms",
-                ApiError::bad_data(format!(
-                    "native histograms are not supported yet: {} histogram samples were rejected \
-                     ({} float samples were stored)",
-                    batch.histograms_rejected,
-                    batch.sample_count()
-                )),
-            ));
+        let protocol = match version {
+            Version::V1 => Protocol::RemoteWrite,
+            Version::V2 => Protocol::RemoteWrite2,
+        };
+        let report = match store_batch(&state, protocol, &batch) {
+            Ok(r) => r,
+            Err(refusal) => return (Err(refusal), 0),
+        };
+        if batch.exemplars_dropped > 0 {
+            state
+                .metrics()
+                .ingest_samples_rejected(protocol, "exemplar_not_stored", batch.exemplars_dropped as u64);
         }
-        Ok(())
+        if batch.histograms_rejected > 0 {
+            state
+                .metrics()
+                .ingest_samples_rejected(protocol, "native_histogram", batch.histograms_rejected as u64);
+            return (
+                Err((
+                    "native_histograms",
+                    ApiError::bad_data(format!(
+                        "native histograms are not supported yet: {} histogram samples were rejected \
+                         ({} float samples were stored)",
+                        batch.histograms_rejected,
+                        batch.sample_count()
+                    )),
+                )),
+                report.samples_accepted,
+            );
+        }
+        (Ok(()), report.samples_accepted)
     })
     .await;
     match joined {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "remote write task failed");
-            Err(("internal", ApiError::internal(format!("internal error: {e}"))))
+            (Err(("internal", ApiError::internal(format!("internal error: {e}")))), 0)
         }
     }
 }
@@ -184,7 +283,7 @@ mod tests {
             "/api/v1/write",
             &[(
                 "content-type",
-                "application/x-protobuf;proto=io.prometheus.write.v2.Request",
+                "application/x-protobuf;proto=io.prometheus.write.v3.Request",
             )],
             body(ContentEncoding::Snappy),
         )
@@ -286,5 +385,169 @@ mod tests {
         app.post_form("/api/v1/series", &"match[]=up&".repeat(10))
             .await
             .check_status(413);
+    }
+}
+
+#[cfg(test)]
+mod v2_tests {
+    use cairn_model::stale_nan;
+    use cairn_protocols::remote_write::proto_v2::*;
+    use prost::Message;
+
+    use super::{EXEMPLARS_WRITTEN, HISTOGRAMS_WRITTEN, SAMPLES_WRITTEN};
+    use crate::test_util::*;
+
+    const V2: &str = "application/x-protobuf;proto=io.prometheus.write.v2.Request";
+
+    fn series(refs: Vec<u32>, samples: Vec<(i64, f64)>) -> TimeSeries {
+        TimeSeries {
+            labels_refs: refs,
+            samples: samples
+                .into_iter()
+                .map(|(t, v)| Sample {
+                    value: v,
+                    timestamp: t,
+                    start_timestamp: 0,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn request(timeseries: Vec<TimeSeries>) -> Vec<u8> {
+        let req = Request {
+            symbols: [
+                "",
+                "__name__",
+                "up",
+                "job",
+                "a",
+                "Whether the target is up.",
+                "trace_id",
+                "t1",
+            ]
+            .map(String::from)
+            .to_vec(),
+            timeseries,
+        };
+        snap::raw::Encoder::new().compress_vec(&req.encode_to_vec()).unwrap()
+    }
+
+    fn written(resp: &TestResponse) -> (String, String, String) {
+        let h = |name: &str| {
+            resp.headers
+                .get(name)
+                .map(|v| v.to_str().unwrap().to_string())
+                .unwrap_or_else(|| "missing".into())
+        };
+        (h(SAMPLES_WRITTEN), h(HISTOGRAMS_WRITTEN), h(EXEMPLARS_WRITTEN))
+    }
+
+    #[tokio::test]
+    async fn stores_samples_metadata_and_answers_written_headers() {
+        let app = TestApp::new();
+        let mut up = series(vec![1, 2, 3, 4], vec![(1000, 1.0), (2000, stale_nan())]);
+        up.metadata = Some(Metadata {
+            r#type: 2,
+            help_ref: 5,
+            unit_ref: 0,
+        });
+        up.exemplars = vec![Exemplar {
+            labels_refs: vec![6, 7],
+            value: 1.0,
+            timestamp: 1000,
+        }];
+        up.created_timestamp = 500;
+        let resp = app
+            .post_raw(
+                "/api/v1/write",
+                &[("content-type", V2), ("content-encoding", "snappy")],
+                request(vec![up]),
+            )
+            .await;
+        resp.check(204, "");
+        assert_eq!(written(&resp), ("2".into(), "0".into(), "0".into()));
+        app.get("/api/v1/export?match[]=up").await.check(
+            200,
+            "{\"metric\":{\"__name__\":\"up\",\"job\":\"a\"},\"values\":[1,null],\"timestamps\":[1000,2000]}\n",
+        );
+        app.get("/api/v1/metadata").await.check(
+            200,
+            r#"{"status":"success","data":{"up":[{"type":"gauge","help":"Whether the target is up.","unit":""}]}}"#,
+        );
+        let metrics = app.get("/metrics").await.body;
+        assert!(
+            metrics.contains(
+                "cairn_ingest_samples_rejected_total{protocol=\"remote_write_2\",reason=\"exemplar_not_stored\"} 1"
+            ),
+            "{metrics}"
+        );
+        // A 1.0 request without proto still works and gets no 2.0 headers.
+        let v1 = app
+            .post_raw(
+                "/api/v1/write",
+                &[
+                    ("content-type", "application/x-protobuf"),
+                    ("content-encoding", "identity"),
+                ],
+                Vec::new(),
+            )
+            .await;
+        v1.check(204, "");
+        assert_eq!(written(&v1).0, "missing");
+    }
+
+    #[tokio::test]
+    async fn histograms_are_refused_after_storing_floats_with_honest_headers() {
+        let app = TestApp::new();
+        let mut h = series(vec![1, 2], vec![]);
+        h.histograms = vec![Histogram { timestamp: 1000 }];
+        let resp = app
+            .post_raw(
+                "/api/v1/write",
+                &[("content-type", V2)],
+                request(vec![series(vec![1, 2, 3, 4], vec![(1000, 3.0)]), h]),
+            )
+            .await;
+        resp.check_error(
+            400,
+            "bad_data",
+            "native histograms are not supported yet: 1 histogram samples were rejected (1 float samples were stored)",
+        );
+        assert_eq!(written(&resp), ("1".into(), "0".into(), "0".into()));
+        app.get("/api/v1/export?match[]=up").await.check(
+            200,
+            "{\"metric\":{\"__name__\":\"up\",\"job\":\"a\"},\"values\":[3],\"timestamps\":[1000]}\n",
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_references_are_400_and_unknown_protos_415() {
+        let app = TestApp::new();
+        let resp = app
+            .post_raw(
+                "/api/v1/write",
+                &[("content-type", V2)],
+                request(vec![series(vec![1, 99], vec![(1, 1.0)])]),
+            )
+            .await;
+        resp.check_error(
+            400,
+            "bad_data",
+            "malformed protobuf in series 0: symbol reference 99 is outside the 8-entry symbols table",
+        );
+        assert_eq!(written(&resp), ("0".into(), "0".into(), "0".into()));
+        let resp = app
+            .post_raw(
+                "/api/v1/write",
+                &[(
+                    "content-type",
+                    "application/x-protobuf; proto=\"io.prometheus.write.v9.Request\"",
+                )],
+                Vec::new(),
+            )
+            .await;
+        resp.check_status(415);
+        app.get("/api/v1/export?match[]=up").await.check(200, "");
     }
 }

@@ -36,7 +36,7 @@ pub fn decode_write_request(
     decode_protobuf(&raw, limits)
 }
 
-fn decompress(body: &[u8], encoding: ContentEncoding, limit: usize) -> Result<Cow<'_, [u8]>, DecodeError> {
+pub(super) fn decompress(body: &[u8], encoding: ContentEncoding, limit: usize) -> Result<Cow<'_, [u8]>, DecodeError> {
     let too_large = |size: Option<u64>| DecodeError::TooLarge { encoding, limit, size };
     let failed = |reason: String| DecodeError::Decompress { encoding, reason };
     match encoding {
@@ -336,7 +336,7 @@ fn decode_sample(mut msg: &[u8]) -> Result<Sample, WireError> {
 
 /// Validates borrowed label pairs and builds the canonical set, allocating
 /// each kept name and value once.
-fn build_labels(raw: &[(&[u8], &[u8])], limits: &DecodeLimits) -> Result<Labels, InvalidSeriesReason> {
+pub(super) fn build_labels(raw: &[(&[u8], &[u8])], limits: &DecodeLimits) -> Result<Labels, InvalidSeriesReason> {
     let mut labels = Vec::with_capacity(raw.len());
     for (position, &(name, value)) in raw.iter().enumerate() {
         if name.len() > limits.max_label_name_len {
