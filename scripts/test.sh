@@ -14,6 +14,15 @@ if ! command -v prometheus >/dev/null 2>&1; then
 fi
 prometheus --version 2>&1 | head -n 1
 
+# vmctl (Debian's victoria-metrics package) is the real migration client of
+# tests/vmctl.rs, which also needs promtool (prometheus package) and script(1);
+# with CI set, that test fails rather than skips when they are missing.
+if ! command -v vmctl >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends victoria-metrics
+fi
+
 # The OpenTelemetry Python SDK's OTLP/HTTP exporter is the real OTLP client of
 # tests/otlp.rs (Debian packages none; with CI set, that test fails rather than
 # skips when it is missing). Pinned to the versions the test was written against.

@@ -33,6 +33,12 @@ use crate::{ApiError, AppState, ErrorType, Params, now_ms, parse_time, read_body
 /// Turns a decompressed body into lines, given the request's parameters.
 type Decode = Box<dyn FnOnce(&[u8], &DecodeLimits) -> Result<ImportResult, BodyError> + Send>;
 
+/// `GET /health`: VictoriaMetrics' liveness answer, which `vmctl` checks
+/// before it imports.
+pub async fn vm_health() -> &'static str {
+    "OK"
+}
+
 pub async fn import_json(State(state): State<AppState>, req: Request) -> Response {
     let params = query_params(&req);
     respond(

@@ -213,6 +213,8 @@ pub fn api_routes() -> Router<AppState> {
             post(import::import_prometheus_job).put(import::import_prometheus_job),
         )
         .route("/api/v1/import/csv", post(import::import_csv))
+        // VictoriaMetrics' liveness path, which vmctl checks before importing.
+        .route("/health", get(import::vm_health))
         .route("/api/v1/series", get(series::series).post(series::series))
         .route("/api/v1/labels", get(series::labels).post(series::labels))
         .route("/api/v1/label/{name}/values", get(series::label_values))

@@ -12,9 +12,13 @@
 //!   VictoriaMetrics writes and reads it), or one of the strings `"NaN"`,
 //!   `"Inf"`, `"+Inf"`, `"-Inf"` (any case; `Infinity` spelled out too),
 //!   which is what `/api/v1/export` writes, so export → import is exact to
-//!   the bit. Numbers are parsed with correct rounding.
+//!   the bit; or the bare tokens `NaN`, `Inf`, `+Inf`, `-Inf` (not JSON, but
+//!   what `vmctl` sends and VictoriaMetrics accepts). Numbers are parsed
+//!   with correct rounding.
 //! - Blank lines are skipped; a bad line is counted and skipped (see
 //!   [`crate::text_import`] for the partial acceptance rule).
+
+use std::borrow::Cow;
 
 use cairn_model::{Label, Sample, stale_nan};
 use serde_json::Value;
@@ -39,7 +43,8 @@ pub fn decode_json_lines(body: &[u8], extra: &[Label], limits: &DecodeLimits) ->
 }
 
 fn decode_line(line: &[u8], extra: &[Label], limits: &DecodeLimits) -> Result<SeriesSamples, String> {
-    let v: Value = serde_json::from_slice(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    let line = quote_bare_specials(line);
+    let v: Value = serde_json::from_slice(&line).map_err(|e| format!("invalid JSON: {e}"))?;
     let Value::Object(mut obj) = v else {
         return Err("want a JSON object".into());
     };
@@ -84,6 +89,61 @@ fn decode_line(line: &[u8], extra: &[Label], limits: &DecodeLimits) -> Result<Se
     Ok(SeriesSamples::new(labels, samples))
 }
 
+/// Quotes the bare `NaN` / `Inf` / `+Inf` / `-Inf` / `Infinity` tokens
+/// (any case) that `vmctl` writes outside strings, so a JSON parser reads
+/// them as the strings [`special_float`] understands. Borrows when there
+/// are none (the common case).
+fn quote_bare_specials(line: &[u8]) -> Cow<'_, [u8]> {
+    let mut out: Option<Vec<u8>> = None;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut i = 0;
+    while let Some(&b) = line.get(i) {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if b == b'"' {
+            in_string = true;
+        } else if matches!(b, b'N' | b'n' | b'I' | b'i' | b'+' | b'-') {
+            let len = line
+                .get(i..)
+                .unwrap_or_default()
+                .iter()
+                .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'+' | b'-' | b'.'))
+                .count();
+            let token = line.get(i..i + len).unwrap_or_default();
+            let bare = token
+                .strip_prefix(b"+")
+                .or_else(|| token.strip_prefix(b"-"))
+                .unwrap_or(token);
+            if [&b"nan"[..], b"inf", b"infinity"]
+                .iter()
+                .any(|w| bare.eq_ignore_ascii_case(w))
+            {
+                let buf = out.get_or_insert_with(|| line.get(..i).unwrap_or_default().to_vec());
+                buf.push(b'"');
+                buf.extend_from_slice(token);
+                buf.push(b'"');
+                i += len;
+                continue;
+            }
+        }
+        if let Some(buf) = out.as_mut() {
+            buf.push(b);
+        }
+        i += 1;
+    }
+    match out {
+        Some(buf) => Cow::Owned(buf),
+        None => Cow::Borrowed(line),
+    }
+}
+
 fn parse_value(v: &Value) -> Option<f64> {
     match v {
         Value::Null => Some(stale_nan()),
@@ -103,7 +163,7 @@ pub(crate) fn special_float(s: &str) -> Option<f64> {
     };
     if rest.eq_ignore_ascii_case("inf") || rest.eq_ignore_ascii_case("infinity") {
         Some(if negative { f64::NEG_INFINITY } else { f64::INFINITY })
-    } else if rest.eq_ignore_ascii_case("nan") && s.len() == 3 {
+    } else if rest.eq_ignore_ascii_case("nan") {
         Some(f64::NAN)
     } else {
         None
@@ -211,6 +271,27 @@ mod tests {
     }
 
     #[test]
+    fn bare_special_tokens_as_vmctl_writes_them() {
+        let r = decode(
+            r#"{"metric":{"__name__":"s","k":"NaN Inf"},"timestamps":[1,2,3,4,5,6],"values":[NaN,+Inf,-Inf,1e-300,-0.5,inf]}"#,
+        );
+        assert_eq!(r.first_error, None);
+        let s = &r.batch.series[0];
+        assert_eq!(s.labels.get("k"), Some("NaN Inf"));
+        let v: Vec<f64> = s.samples.iter().map(|x| x.v).collect();
+        assert!(v[0].is_nan() && !is_stale_nan(v[0]));
+        assert_eq!(
+            &v[1..],
+            &[f64::INFINITY, f64::NEG_INFINITY, 1e-300, -0.5, f64::INFINITY]
+        );
+        assert!(matches!(quote_bare_specials(br#"{"a":"\"NaN"}"#), Cow::Borrowed(_)));
+        assert_eq!(
+            quote_bare_specials(br#"[null,NaN,-1e5,"x\\",Infinity]"#).as_ref(),
+            br#"[null,"NaN",-1e5,"x\\","Infinity"]"#
+        );
+    }
+
+    #[test]
     fn special_floats() {
         for (s, want) in [
             ("Inf", f64::INFINITY),
@@ -220,7 +301,8 @@ mod tests {
             assert_eq!(special_float(s), Some(want));
         }
         assert!(special_float("nan").unwrap().is_nan());
-        for s in ["", "+", "-NaN", "1", "infinit"] {
+        assert!(special_float("-NaN").unwrap().is_nan());
+        for s in ["", "+", "1", "infinit"] {
             assert_eq!(special_float(s), None, "{s}");
         }
     }
