@@ -184,8 +184,9 @@ fn read_sample(
     if !rest.starts_with(|c: char| c.is_ascii_whitespace()) {
         return Err("want a space before the value".into());
     }
-    // An exemplar follows ` # ` after the value (and timestamp).
-    let (rest, exemplar) = match rest.find(" #") {
+    // An exemplar follows `#` after the value (and timestamp); past the
+    // labels no other `#` can appear.
+    let (rest, exemplar) = match rest.find('#') {
         Some(i) => (rest.get(..i).unwrap_or(rest), true),
         None => (rest, false),
     };

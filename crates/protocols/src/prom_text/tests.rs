@@ -73,6 +73,7 @@ fn sample_lines() {
     check("up -Inf 5", &[("__name__", "up")], 5, f64::NEG_INFINITY);
     check("up 1 2 # {trace_id=\"x\"} 1 3", &[("__name__", "up")], 2, 1.0);
     check("up 1 # {trace_id=\"x\"} 1", &[("__name__", "up")], NOW, 1.0);
+    check("up 1 7\t# {trace_id=\"x\"} 1", &[("__name__", "up")], 7, 1.0);
     check("x_created 1.7e9", &[("__name__", "x_created")], NOW, 1.7e9);
 }
 
