@@ -15,6 +15,20 @@ pub const ENTRY_BYTES: usize = 48;
 pub const FOOTER_BYTES: usize = 72;
 /// Longer series are split into several blocks so a reader decodes bounded chunks.
 pub const MAX_BLOCK_SAMPLES: usize = 8192;
+/// First byte of a block whose timestamps are those of an earlier block of the
+/// same part (series scraped together share every timestamp). No timestamp
+/// coding of cairn-codec starts with it. Followed by the earlier block's
+/// offset (u64 LE), the length of its timestamp bytes (u32 LE) and their
+/// crc32c (u32 LE); then the values.
+pub const SHARED_TIMESTAMPS: u8 = 0xf0;
+pub const SHARED_TIMESTAMPS_BYTES: usize = 17;
+/// Timestamp encodings shorter than a reference are never shared.
+const MIN_SHARED_TIMESTAMP_BYTES: usize = SHARED_TIMESTAMPS_BYTES + 1;
+/// Distinct timestamp columns a writer remembers (a fleet's targets × blocks);
+/// past this, new columns are written in full.
+const MAX_SHARED_COLUMNS: usize = 1 << 16;
+/// A reference to more timestamp bytes than any block can hold is corrupt.
+const MAX_TIMESTAMP_BYTES: u32 = (MAX_BLOCK_SAMPLES as u32) * 11 + 16;
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use cairn_storage::StorageError;
 
-use super::{ENTRY_BYTES, FOOTER_BYTES, MAGIC, PartMeta};
+use super::{
+    ENTRY_BYTES, FOOTER_BYTES, MAGIC, MAX_TIMESTAMP_BYTES, PartMeta, SHARED_TIMESTAMPS, SHARED_TIMESTAMPS_BYTES,
+};
 
 /// Where a block lives inside a part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -163,12 +165,53 @@ impl Part {
             return Err(self.corrupt(b, "block checksum mismatch"));
         }
         let (t0, v0) = (ts.len(), vs.len());
-        let rest = cairn_codec::decode_timestamps(bytes, ts).map_err(|e| self.corrupt(b, &e.to_string()))?;
-        let rest = cairn_codec::decode_values(rest, vs).map_err(|e| self.corrupt(b, &e.to_string()))?;
+        let rest = if bytes.first() == Some(&SHARED_TIMESTAMPS) {
+            let shared = self.read_shared_timestamps(b, bytes)?;
+            let after = cairn_codec::decode_timestamps(&shared, ts).map_err(|e| self.corrupt(b, &e.to_string()))?;
+            if !after.is_empty() {
+                ts.truncate(t0);
+                return Err(self.corrupt(b, "shared timestamps have trailing bytes"));
+            }
+            bytes.get(SHARED_TIMESTAMPS_BYTES..).unwrap_or_default()
+        } else {
+            cairn_codec::decode_timestamps(bytes, ts).map_err(|e| self.corrupt(b, &e.to_string()))?
+        };
+        let rest = cairn_codec::decode_values(rest, vs).map_err(|e| {
+            ts.truncate(t0);
+            self.corrupt(b, &e.to_string())
+        })?;
         if !rest.is_empty() || ts.len() - t0 != b.count as usize || vs.len() - v0 != b.count as usize {
             return Err(self.corrupt(b, "block sample count mismatch"));
         }
         Ok(())
+    }
+
+    /// The timestamp bytes another block of this part holds, for a block that
+    /// refers to them (see [`SHARED_TIMESTAMPS`]), checked against the crc the
+    /// reference carries.
+    fn read_shared_timestamps(&self, b: &BlockRef, block: &[u8]) -> Result<Vec<u8>, StorageError> {
+        let (offset, len, crc) = (|| Some((le_u64(block, 1)?, le_u32(block, 9)?, le_u32(block, 13)?)))()
+            .ok_or_else(|| self.corrupt(b, "truncated shared-timestamps reference"))?;
+        if len > MAX_TIMESTAMP_BYTES || offset >= b.offset {
+            return Err(self.corrupt(b, "shared-timestamps reference out of bounds"));
+        }
+        let shared = match &self.data {
+            Data::Memory(m) => usize::try_from(offset)
+                .ok()
+                .and_then(|start| m.get(start..start.checked_add(len as usize)?))
+                .ok_or_else(|| self.corrupt(b, "shared-timestamps reference out of bounds"))?
+                .to_vec(),
+            Data::File(f) => {
+                let mut owned = vec![0; len as usize];
+                f.read_exact_at(&mut owned, offset)
+                    .map_err(StorageError::io("read block of", self.path.clone().unwrap_or_default()))?;
+                owned
+            }
+        };
+        if cairn_codec::crc32c(&shared) != crc {
+            return Err(self.corrupt(b, "shared timestamps checksum mismatch"));
+        }
+        Ok(shared)
     }
 
     fn corrupt(&self, b: &BlockRef, reason: &str) -> StorageError {

@@ -89,3 +89,54 @@ fn regress_fuzz_part_entry_count_overflow() {
     ];
     assert!(Part::from_bytes(crash.to_vec()).is_err());
 }
+
+/// Series scraped together share every timestamp: later blocks refer to the
+/// first block's timestamp bytes instead of repeating them.
+#[test]
+fn shared_timestamp_columns_are_stored_once() {
+    // A 15 s grid with ±5 ms of pseudo-random scrape jitter.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let ts: Vec<i64> = (0..1000)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            i * 15_000 + (x % 11) as i64 - 5
+        })
+        .collect();
+    let series: Vec<(u64, Vec<(i64, f64)>)> = (0..50u64)
+        .map(|id| (id, ts.iter().map(|&t| (t, (t / 1000 + id as i64) as f64)).collect()))
+        .collect();
+    let bytes = build(&series);
+    let mut alone = PartWriter::new(Vec::new(), 1, 2).unwrap();
+    let (t, v): (Vec<i64>, Vec<f64>) = series[0].1.iter().copied().unzip();
+    alone.add_series(0, &t, &v).unwrap();
+    let ts_bytes = {
+        let mut b = Vec::new();
+        cairn_codec::encode_timestamps(&mut b, &ts);
+        b.len()
+    };
+    assert!(ts_bytes > 100, "a jittered column is worth sharing ({ts_bytes} B)");
+    let single = alone.finish().unwrap().0.len();
+    assert!(
+        bytes.len() < single * 50 - ts_bytes * 45,
+        "50 series: {} B, one series: {single} B, timestamps {ts_bytes} B",
+        bytes.len()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.cpart");
+    std::fs::write(&path, &bytes).unwrap();
+    for part in [Part::from_bytes(bytes.clone()).unwrap(), Part::open(&path).unwrap()] {
+        for (id, s) in &series {
+            let want: Vec<(i64, u64)> = s.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+            assert_eq!(read(&part, *id, i64::MIN, i64::MAX), want);
+        }
+    }
+    // Damage inside the shared column is caught when a referring block is read.
+    let mut bad = bytes;
+    bad[MAGIC.len() + 3] ^= 0x10;
+    let part = Part::from_bytes(bad).unwrap();
+    let b = part.blocks_of(7, i64::MIN, i64::MAX).next().unwrap();
+    let err = part.read_block(&b, &mut Vec::new(), &mut Vec::new()).unwrap_err();
+    assert!(err.to_string().contains("shared timestamps checksum mismatch"), "{err}");
+}

@@ -1,6 +1,8 @@
 use std::io::Write;
 
-use super::{ENTRY_BYTES, MAGIC, MAX_BLOCK_SAMPLES};
+use std::collections::HashMap;
+
+use super::{ENTRY_BYTES, MAGIC, MAX_BLOCK_SAMPLES, MAX_SHARED_COLUMNS, MIN_SHARED_TIMESTAMP_BYTES, SHARED_TIMESTAMPS};
 
 /// What a part's footer records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +35,10 @@ pub struct PartWriter<W: Write> {
     meta: PartMeta,
     last_id: Option<u64>,
     scratch: Vec<u8>,
+    /// Timestamp encodings already written, by hash: (block offset, bytes, crc).
+    /// Series scraped together have identical timestamps; later blocks refer
+    /// to the first instead of repeating it.
+    columns: HashMap<u64, (u64, Vec<u8>, u32)>,
 }
 
 impl<W: Write> PartWriter<W> {
@@ -53,6 +59,7 @@ impl<W: Write> PartWriter<W> {
             },
             last_id: None,
             scratch: Vec::new(),
+            columns: HashMap::new(),
         })
     }
 
@@ -78,14 +85,13 @@ impl<W: Write> PartWriter<W> {
         for (ts, vs) in ts.chunks(MAX_BLOCK_SAMPLES).zip(vs.chunks(MAX_BLOCK_SAMPLES)) {
             self.scratch.clear();
             match self.encoding {
-                BlockEncoding::Compact => {
-                    cairn_codec::encode_timestamps(&mut self.scratch, ts);
-                    cairn_codec::encode_values(&mut self.scratch, vs);
-                }
-                BlockEncoding::Fast => {
-                    cairn_codec::encode_timestamps_fast(&mut self.scratch, ts);
-                    cairn_codec::encode_values_fast(&mut self.scratch, vs);
-                }
+                BlockEncoding::Compact => cairn_codec::encode_timestamps(&mut self.scratch, ts),
+                BlockEncoding::Fast => cairn_codec::encode_timestamps_fast(&mut self.scratch, ts),
+            }
+            self.share_timestamps();
+            match self.encoding {
+                BlockEncoding::Compact => cairn_codec::encode_values(&mut self.scratch, vs),
+                BlockEncoding::Fast => cairn_codec::encode_values_fast(&mut self.scratch, vs),
             }
             let (mint, maxt) = (ts[0], ts[ts.len() - 1]);
             self.out.write_all(&self.scratch)?;
@@ -105,6 +111,31 @@ impl<W: Write> PartWriter<W> {
             self.meta.blocks += 1;
         }
         Ok(())
+    }
+
+    /// `scratch` holds this block's timestamp encoding: replaces it with a
+    /// reference when an earlier block has the same, else remembers it.
+    fn share_timestamps(&mut self) {
+        if self.scratch.len() < MIN_SHARED_TIMESTAMP_BYTES {
+            return;
+        }
+        let hash = xxhash_rust::xxh3::xxh3_64(&self.scratch);
+        match self.columns.get(&hash) {
+            Some((offset, bytes, crc)) if *bytes == self.scratch => {
+                let (offset, len, crc) = (*offset, bytes.len() as u32, *crc);
+                self.scratch.clear();
+                self.scratch.push(SHARED_TIMESTAMPS);
+                self.scratch.extend_from_slice(&offset.to_le_bytes());
+                self.scratch.extend_from_slice(&len.to_le_bytes());
+                self.scratch.extend_from_slice(&crc.to_le_bytes());
+            }
+            Some(_) => {} // a hash collision: write this column in full
+            None if self.columns.len() < MAX_SHARED_COLUMNS => {
+                let crc = cairn_codec::crc32c(&self.scratch);
+                self.columns.insert(hash, (self.offset, self.scratch.clone(), crc));
+            }
+            None => {}
+        }
     }
 
     pub fn blocks(&self) -> usize {
