@@ -205,13 +205,13 @@ fn encodings_and_refusals() {
     // Nothing from a refused request was stored.
     assert_eq!(good(&c), want);
     assert!(c.series(&[r#"{job=~"dup-ok|noname|mislabelled|bad-enc"}"#]).is_empty());
-    // Remote write 2.0 is refused with 415.
+    // A protobuf message type Cairn does not know is refused with 415.
     let r = c
         .http
         .post(format!("{}/api/v1/write", c.base))
         .header(
             "Content-Type",
-            "application/x-protobuf;proto=io.prometheus.write.v2.Request",
+            "application/x-protobuf;proto=io.prometheus.write.v3.Request",
         )
         .body(encode(&one("v2", 1.0), ContentEncoding::Snappy))
         .send()
