@@ -97,6 +97,10 @@ fn effective_flags(command: &clap::Command, matches: &clap::ArgMatches) -> BTree
 }
 
 fn main() -> anyhow::Result<()> {
+    // `cairn bench ...` is the load generator; everything else starts the server.
+    if std::env::args().nth(1).as_deref() == Some("bench") {
+        return cairn_bench::cli::main(std::env::args().skip(1));
+    }
     let command = Cli::command();
     let matches = command.clone().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());

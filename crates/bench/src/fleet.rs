@@ -198,6 +198,22 @@ impl Fleet {
         }
     }
 
+    /// Whether series `s` is cumulative (a counter or a summary/histogram part).
+    pub fn is_counter(&self, s: usize) -> bool {
+        !self.replay.cum[s].is_empty()
+    }
+
+    /// Counter series `s` of target `t` at scrape `k` as if the target had
+    /// restarted at scrape `k_reset` (its counters start again from 0 and
+    /// replay the same increments), rounded to the exporter's precision.
+    pub fn counter_since(&self, t: usize, s: usize, k_reset: u64, k: u64) -> f64 {
+        let v = self.value(t, s, k) - self.value(t, s, k_reset);
+        match self.replay.scale[s] {
+            Some(m) if (v * m).abs() < 1e15 => (v * m).round() / m,
+            _ => v,
+        }
+    }
+
     /// Series samples of target `t` for scrapes `k0..k1`, labels from
     /// [`Self::target_labels`].
     pub fn samples(&self, t: usize, labels: &[Labels], k0: u64, k1: u64) -> Vec<SeriesSamples> {

@@ -6,10 +6,17 @@
 //! API out), never Cairn's storage or query internals, so the same harness
 //! measures any compatible server.
 
+pub mod cli;
 pub mod fleet;
+pub mod histogram;
 pub mod procfs;
+pub mod query;
+pub mod report;
+pub mod rules;
+pub mod run;
 pub mod sender;
 pub mod trace;
+pub mod workload;
 
 /// The trace shipped with the project's benchmark data.
 pub const DEFAULT_TRACE: &str = "/work/shared/benchdata/node-exporter-trace.prom.gz";

@@ -33,6 +33,34 @@ pub struct Client {
     pub max_retries: u32,
     /// Set to stop retrying (e.g. the server was declared hung and killed).
     pub abort: Arc<AtomicBool>,
+    /// Tenant header and credentials added to every request.
+    pub access: Access,
+}
+
+/// Extra headers and credentials for a target (multi-tenant gateways,
+/// authenticating proxies).
+#[derive(Debug, Clone, Default)]
+pub struct Access {
+    /// `(name, value)` pairs, e.g. `("X-Scope-OrgID", "tenant-1")`.
+    pub headers: Vec<(String, String)>,
+    pub basic_auth: Option<(String, String)>,
+    pub bearer_token: Option<String>,
+}
+
+impl Access {
+    /// Adds these headers and credentials to a request.
+    pub fn apply(&self, mut rb: reqwest::blocking::RequestBuilder) -> reqwest::blocking::RequestBuilder {
+        for (k, v) in &self.headers {
+            rb = rb.header(k.as_str(), v.as_str());
+        }
+        if let Some((user, pass)) = &self.basic_auth {
+            rb = rb.basic_auth(user, Some(pass));
+        }
+        if let Some(token) = &self.bearer_token {
+            rb = rb.bearer_auth(token);
+        }
+        rb
+    }
 }
 
 /// What happened to one request.
@@ -60,6 +88,7 @@ impl Client {
             url: url.into(),
             max_retries: 10,
             abort: Arc::new(AtomicBool::new(false)),
+            access: Access::default(),
         })
     }
 
@@ -68,8 +97,8 @@ impl Client {
         let mut backoff = Duration::from_millis(50);
         loop {
             let resp = self
-                .http
-                .post(&self.url)
+                .access
+                .apply(self.http.post(&self.url))
                 .header("Content-Encoding", "snappy")
                 .header("Content-Type", "application/x-protobuf")
                 .header("User-Agent", "cairn-bench")

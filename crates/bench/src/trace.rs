@@ -14,7 +14,11 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use cairn_model::{Label, Labels};
 
-const MARKER: &str = "# PEERBENCH_SCRAPE";
+/// Marker line that starts each scrape of a trace.
+pub const MARKER: &str = "# PEERBENCH_SCRAPE";
+
+/// The node_exporter trace embedded in the binary (see [`Trace::embedded`]).
+pub const EMBEDDED_TRACE_ZST: &[u8] = include_bytes!("../data/node-exporter-trace.prom.zst");
 
 /// One series of the trace.
 #[derive(Debug, Clone)]
@@ -40,10 +44,32 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// Reads a gzip'd trace file.
+    /// Reads a trace file compressed with gzip (as recorded) or zstd (as
+    /// embedded), told apart by their magic bytes.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let f = std::fs::File::open(path).with_context(|| format!("open {}", path.display()))?;
-        Self::parse(flate2::read::GzDecoder::new(f)).with_context(|| format!("parse {}", path.display()))
+        let bytes = std::fs::read(path).with_context(|| format!("open {}", path.display()))?;
+        Self::from_compressed(&bytes).with_context(|| format!("parse {}", path.display()))
+    }
+
+    /// The trace shipped inside the binary (the 600-scrape node_exporter
+    /// recording of `/work/shared/benchdata`, 34.7 MB of text: 5.5 MB as
+    /// gzip, 0.33 MB as `zstd -19 --long=27`, since consecutive scrapes are
+    /// near-identical and a long window finds them).
+    pub fn embedded() -> anyhow::Result<Self> {
+        Self::from_compressed(EMBEDDED_TRACE_ZST).context("embedded trace")
+    }
+
+    /// Parses gzip'd or zstd'd trace bytes.
+    pub fn from_compressed(bytes: &[u8]) -> anyhow::Result<Self> {
+        match bytes {
+            [0x1f, 0x8b, ..] => Self::parse(flate2::read::GzDecoder::new(bytes)),
+            [0x28, 0xb5, 0x2f, 0xfd, ..] => {
+                let mut d = zstd::stream::read::Decoder::new(bytes)?;
+                d.window_log_max(31)?;
+                Self::parse(d)
+            }
+            _ => Self::parse(bytes),
+        }
     }
 
     pub fn scrapes(&self) -> usize {
@@ -257,6 +283,19 @@ s_count 3
         assert_eq!(decimal_places("3.365296e+06"), Some(0));
         assert_eq!(decimal_places("1.8177e-05"), Some(9));
         assert_eq!(decimal_places("NaN"), None);
+    }
+
+    #[test]
+    fn embedded_trace_is_the_recorded_one() {
+        let t = Trace::embedded().unwrap();
+        assert_eq!(t.scrapes(), 600);
+        assert_eq!(t.series_count(), 507);
+        let path = Path::new(crate::DEFAULT_TRACE);
+        if path.exists() {
+            let g = Trace::load(path).unwrap();
+            assert_eq!(g.recorded_ts, t.recorded_ts);
+            assert_eq!(g.series.len(), t.series.len());
+        }
     }
 
     #[test]

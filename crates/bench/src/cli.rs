@@ -1,0 +1,217 @@
+//! `cairn bench ...`: flags of the benchmark subcommands.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::run::RunConfig;
+use crate::sender::Access;
+use crate::workload::{Stage, parse_duration, parse_stages};
+
+/// A production-like benchmark of any Prometheus-compatible database:
+/// replays real node_exporter data over remote write while evaluating
+/// alerting rules as queries.
+#[derive(Parser, Debug)]
+#[command(name = "cairn bench")]
+pub struct BenchCli {
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Run the workload against one target.
+    Run(RunArgs),
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    parse_duration(s)
+}
+
+fn stages(s: &str) -> Result<Vec<Stage>, String> {
+    parse_stages(s)
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct WorkloadArgs {
+    /// Simulated node_exporter targets (507 series each).
+    #[arg(long, default_value_t = 100)]
+    pub targets: usize,
+    /// Scrape interval of every target.
+    #[arg(long, default_value = "15s", value_parser = duration)]
+    pub scrape_interval: Duration,
+    /// Percent of targets that get a new identity (instance label) every --churn-interval.
+    #[arg(long, default_value_t = 0.0)]
+    pub churn: f64,
+    #[arg(long, default_value = "10m", value_parser = duration)]
+    pub churn_interval: Duration,
+    /// Writers sending the same series, each with its own `replica` label.
+    #[arg(long, default_value_t = 1)]
+    pub replicas: usize,
+    /// Real-time run length.
+    #[arg(long, default_value = "5m", value_parser = duration)]
+    pub duration: Duration,
+    /// Instead of real time, write this past span (ending now) as fast as the target accepts.
+    #[arg(long, value_parser = duration)]
+    pub backfill: Option<Duration>,
+    /// Ramp stages `targets:duration,...`, e.g. 400:5m,500:10m,400:5m (the run lasts their sum).
+    #[arg(long, value_parser = stages)]
+    pub stages: Option<Vec<Stage>>,
+    /// Mean time between restarts of one target (its counters reset); 0 for never.
+    #[arg(long, default_value = "6h", value_parser = duration)]
+    pub reset_every: Duration,
+    /// Largest jitter of scrape timestamps around the grid.
+    #[arg(long, default_value = "20ms", value_parser = duration)]
+    pub jitter: Duration,
+    /// How often every rule is evaluated as an instant query.
+    #[arg(long, default_value = "15s", value_parser = duration)]
+    pub query_interval: Duration,
+    /// Prometheus rule file whose exprs are the read load (default: the embedded node_exporter alerts).
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// No read load at all.
+    #[arg(long)]
+    pub no_queries: bool,
+    /// Also run dashboard range queries over this window (e.g. 1h).
+    #[arg(long, value_parser = duration)]
+    pub range_queries: Option<Duration>,
+    /// Parallel remote-write connections.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Samples per remote-write request.
+    #[arg(long, default_value_t = 10_000)]
+    pub batch_samples: usize,
+    /// Seed for per-target offsets, phases and jitter.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A recorded trace (gzip or zstd) instead of the embedded one.
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+}
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct AccessArgs {
+    /// Tenant header `Name: value`, e.g. `X-Scope-OrgID: team-a` (repeatable).
+    #[arg(long = "header")]
+    pub headers: Vec<String>,
+    /// Shortcut for the Mimir/Cortex tenant header X-Scope-OrgID.
+    #[arg(long)]
+    pub tenant: Option<String>,
+    #[arg(long)]
+    pub basic_auth_user: Option<String>,
+    #[arg(long)]
+    pub basic_auth_password: Option<String>,
+    #[arg(long)]
+    pub bearer_token: Option<String>,
+}
+
+impl AccessArgs {
+    pub fn access(&self) -> anyhow::Result<Access> {
+        let mut headers = Vec::new();
+        for h in &self.headers {
+            let (k, v) = h
+                .split_once(':')
+                .ok_or_else(|| anyhow::anyhow!("--header {h:?}: expected `Name: value`"))?;
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        if let Some(t) = &self.tenant {
+            headers.push(("X-Scope-OrgID".into(), t.clone()));
+        }
+        Ok(Access {
+            headers,
+            basic_auth: self
+                .basic_auth_user
+                .clone()
+                .map(|u| (u, self.basic_auth_password.clone().unwrap_or_default())),
+            bearer_token: self.bearer_token.clone(),
+        })
+    }
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Remote-write URL, e.g. http://localhost:9090/api/v1/write.
+    #[arg(long)]
+    pub write_url: String,
+    /// Prometheus query API base URL, e.g. http://localhost:9090.
+    #[arg(long)]
+    pub query_url: Option<String>,
+    /// Name of the target in reports.
+    #[arg(long, default_value = "target")]
+    pub name: String,
+    /// PID of the target, to sample its CPU and RSS.
+    #[arg(long)]
+    pub pid: Option<u32>,
+    /// The target's data directory, to sample its disk use.
+    #[arg(long)]
+    pub data_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub access: AccessArgs,
+    /// Write the JSON report here.
+    #[arg(long)]
+    pub report_json: Option<PathBuf>,
+    /// No live progress line.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl WorkloadArgs {
+    /// A run configuration for this workload (URLs and target left empty).
+    pub fn config(&self, access: Access) -> anyhow::Result<RunConfig> {
+        let rules = if self.no_queries {
+            Vec::new()
+        } else {
+            match &self.rules {
+                Some(p) => crate::rules::parse_rules(&std::fs::read_to_string(p)?)?,
+                None => crate::rules::default_rules(),
+            }
+        };
+        Ok(RunConfig {
+            targets: self.targets,
+            interval: self.scrape_interval,
+            jitter: self.jitter,
+            churn_percent: self.churn,
+            churn_interval: self.churn_interval,
+            replicas: self.replicas,
+            duration: self.duration,
+            backfill: self.backfill,
+            stages: self.stages.clone().unwrap_or_default(),
+            reset_every: self.reset_every,
+            query_interval: self.query_interval,
+            rules,
+            range_window: if self.no_queries { None } else { self.range_queries },
+            access,
+            concurrency: self.concurrency,
+            batch_samples: self.batch_samples,
+            seed: self.seed,
+            trace: self.trace.clone(),
+            ..RunConfig::default()
+        })
+    }
+}
+
+/// Entry point of `cairn bench`: `args` starts with the word `bench`.
+pub fn main(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
+    let cli = BenchCli::parse_from(args);
+    match cli.command {
+        BenchCommand::Run(a) => {
+            let mut cfg = a.workload.config(a.access.access()?)?;
+            cfg.name = a.name.clone();
+            cfg.write_url = a.write_url.clone();
+            cfg.query_url = a.query_url.clone();
+            cfg.pid = a.pid;
+            cfg.data_dir = a.data_dir.clone();
+            cfg.progress = !a.quiet;
+            let report = crate::run::run(&cfg)?;
+            print!("{}", report.summary());
+            if let Some(p) = &a.report_json {
+                std::fs::write(p, serde_json::to_vec_pretty(&report)?)?;
+                eprintln!("JSON report: {}", p.display());
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The read side: Prometheus HTTP API instant and range queries.
+
+use std::time::Duration;
+
+use crate::sender::Access;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryKind {
+    Instant,
+    Range,
+}
+
+impl QueryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Instant => "instant",
+            Self::Range => "range",
+        }
+    }
+}
+
+/// Range queries of a node_exporter dashboard (the panels of a typical
+/// "Node Exporter Full" board), run over the `--range-window`.
+pub const DASHBOARD_QUERIES: &[(&str, &str)] = &[
+    (
+        "dashboard:cpu_busy",
+        r#"100 * (1 - avg by (instance) (rate(node_cpu_seconds_total{mode="idle"}[5m])))"#,
+    ),
+    (
+        "dashboard:memory_used",
+        "node_memory_MemTotal_bytes - node_memory_MemAvailable_bytes",
+    ),
+    (
+        "dashboard:network_rx",
+        r#"sum by (instance) (rate(node_network_receive_bytes_total{device!="lo"}[5m]))"#,
+    ),
+    (
+        "dashboard:disk_io",
+        "sum by (instance) (rate(node_disk_io_time_seconds_total[5m]))",
+    ),
+    ("dashboard:load1_top10", "topk(10, node_load1)"),
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("http: {0}")]
+    Http(#[from] reqwest::Error),
+    #[error("status {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("bad response: {0}")]
+    Body(String),
+}
+
+/// A blocking client of `/api/v1/query` and `/api/v1/query_range`.
+#[derive(Clone)]
+pub struct QueryClient {
+    http: reqwest::blocking::Client,
+    base: String,
+    access: Access,
+}
+
+impl QueryClient {
+    pub fn new(base: &str, access: Access) -> anyhow::Result<Self> {
+        Ok(Self {
+            http: reqwest::blocking::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()?,
+            base: base.trim_end_matches('/').to_string(),
+            access,
+        })
+    }
+
+    /// Runs an instant query at `at_ms`; returns the number of result series.
+    pub fn instant(&self, expr: &str, at_ms: i64) -> Result<usize, QueryError> {
+        let time = format!("{:.3}", at_ms as f64 / 1000.0);
+        self.get("/api/v1/query", &[("query", expr), ("time", &time)])
+    }
+
+    /// Runs a range query; returns the number of result series.
+    pub fn range(&self, expr: &str, start_ms: i64, end_ms: i64, step_ms: i64) -> Result<usize, QueryError> {
+        let (s, e, st) = (
+            format!("{:.3}", start_ms as f64 / 1000.0),
+            format!("{:.3}", end_ms as f64 / 1000.0),
+            format!("{:.3}", step_ms as f64 / 1000.0),
+        );
+        self.get(
+            "/api/v1/query_range",
+            &[("query", expr), ("start", &s), ("end", &e), ("step", &st)],
+        )
+    }
+
+    /// Any GET returning the Prometheus envelope; the `data` value as JSON.
+    pub fn get_json(&self, path: &str, params: &[(&str, &str)]) -> Result<serde_json::Value, QueryError> {
+        let resp = self
+            .access
+            .apply(self.http.get(format!("{}{path}", self.base)).query(params))
+            .send()?;
+        let status = resp.status().as_u16();
+        let body = resp.text()?;
+        if !(200..300).contains(&status) {
+            return Err(QueryError::Status {
+                status,
+                body: body.chars().take(300).collect(),
+            });
+        }
+        let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| QueryError::Body(e.to_string()))?;
+        if v["status"] != "success" {
+            return Err(QueryError::Body(body.chars().take(300).collect()));
+        }
+        Ok(v["data"].clone())
+    }
+
+    fn get(&self, path: &str, params: &[(&str, &str)]) -> Result<usize, QueryError> {
+        let data = self.get_json(path, params)?;
+        Ok(data["result"].as_array().map_or(0, Vec::len))
+    }
+}

@@ -1,0 +1,680 @@
+//! `cairn bench run`: writes a [`Workload`] over remote write (in real time
+//! at the scrape rate, or as a backfill as fast as the target accepts) while
+//! evaluating rule expressions as instant queries, and reports what the
+//! target did.
+//!
+//! Threads: one producer generates and encodes requests (routing each target
+//! to one sender so its samples arrive in time order), `concurrency` senders
+//! post them, one query thread runs the read load, and one sampler prints
+//! progress and samples the target process once a second.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use cairn_model::Labels;
+use cairn_protocols::SeriesSamples;
+
+use crate::fleet::{Fleet, FleetConfig};
+use crate::histogram::Histogram;
+use crate::procfs;
+use crate::query::{QueryClient, QueryKind};
+use crate::report::{GeneratorReport, LatencyReport, QueryReport, Report, TargetReport, TimelinePoint, WorkloadReport};
+use crate::rules::Rule;
+use crate::sender::{Access, Client, Outcome, encode};
+use crate::trace::Trace;
+use crate::workload::{Stage, Workload, WorkloadConfig};
+
+/// Everything `cairn bench run` needs.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    /// Name of the target in reports (e.g. `cairn`, `victoriametrics`).
+    pub name: String,
+    pub write_url: String,
+    /// Base URL of the Prometheus query API; no read load without it.
+    pub query_url: Option<String>,
+    pub targets: usize,
+    pub interval: Duration,
+    pub jitter: Duration,
+    pub churn_percent: f64,
+    pub churn_interval: Duration,
+    pub replicas: usize,
+    /// Real-time run length (ignored with stages, whose sum is the length).
+    pub duration: Duration,
+    /// Backfill this span ending now, as fast as the target accepts.
+    pub backfill: Option<Duration>,
+    pub stages: Vec<Stage>,
+    pub reset_every: Duration,
+    pub query_interval: Duration,
+    pub rules: Vec<Rule>,
+    /// Dashboard range queries over this window (none when `None`).
+    pub range_window: Option<Duration>,
+    pub access: Access,
+    pub concurrency: usize,
+    /// Samples per remote-write request (vmagent and Prometheus send ≤ 10k
+    /// in real time; a backfill sends a target's series for several scrapes).
+    pub batch_samples: usize,
+    pub job: String,
+    pub seed: u64,
+    /// Target process to sample (CPU, RSS) and its data directory (disk).
+    pub pid: Option<u32>,
+    pub data_dir: Option<PathBuf>,
+    /// Print the live progress line on stderr.
+    pub progress: bool,
+    /// A trace file instead of the embedded one.
+    pub trace: Option<PathBuf>,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        Self {
+            name: "target".into(),
+            write_url: String::new(),
+            query_url: None,
+            targets: 100,
+            interval: Duration::from_secs(15),
+            jitter: Duration::from_millis(20),
+            churn_percent: 0.0,
+            churn_interval: Duration::from_secs(600),
+            replicas: 1,
+            duration: Duration::from_secs(300),
+            backfill: None,
+            stages: Vec::new(),
+            reset_every: Duration::from_secs(6 * 3600),
+            query_interval: Duration::from_secs(15),
+            rules: Vec::new(),
+            range_window: None,
+            access: Access::default(),
+            concurrency: 4,
+            batch_samples: 10_000,
+            job: "node_exporter".into(),
+            seed: 1,
+            pid: None,
+            data_dir: None,
+            progress: true,
+            trace: None,
+        }
+    }
+}
+
+/// One encoded request waiting for a sender.
+struct Job {
+    body: Vec<u8>,
+    samples: u64,
+}
+
+/// Counters shared by all threads.
+#[derive(Default)]
+struct Shared {
+    generated: AtomicU64,
+    delivered: AtomicU64,
+    failed_samples: AtomicU64,
+    requests_ok: AtomicU64,
+    requests_failed: AtomicU64,
+    retries: AtomicU64,
+    bytes: AtomicU64,
+    queued: AtomicI64,
+    /// Newest data timestamp handed to the senders (ms).
+    data_time: AtomicI64,
+    /// Largest lag of the producer behind the scrape schedule (ms).
+    max_lag_ms: AtomicI64,
+    behind_warnings: AtomicU64,
+    stop: AtomicBool,
+    write_latency: Mutex<Histogram>,
+    errors: Mutex<Vec<String>>,
+    queries: Mutex<Vec<QueryStats>>,
+    query_rounds: AtomicU64,
+    query_rounds_late: AtomicU64,
+}
+
+struct QueryStats {
+    name: String,
+    kind: QueryKind,
+    expr: String,
+    latency: Histogram,
+    errors: u64,
+    last_error: Option<String>,
+    last_series: usize,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn note_error(shared: &Shared, msg: String) {
+    if let Ok(mut e) = shared.errors.lock()
+        && e.len() < 20
+    {
+        e.push(msg);
+    }
+}
+
+/// Runs the benchmark and returns its report.
+pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
+    anyhow::ensure!(cfg.concurrency > 0, "--concurrency must be at least 1");
+    anyhow::ensure!(cfg.replicas > 0, "--replicas must be at least 1");
+    anyhow::ensure!(!cfg.interval.is_zero(), "--scrape-interval must be positive");
+    let trace = Arc::new(match &cfg.trace {
+        Some(p) => Trace::load(p)?,
+        None => Trace::embedded()?,
+    });
+    let max_targets = cfg.stages.iter().map(|s| s.targets).max().unwrap_or(cfg.targets).max(1);
+    let span = match (cfg.backfill, cfg.stages.is_empty()) {
+        (Some(b), _) => b,
+        (None, false) => cfg.stages.iter().map(|s| s.duration).sum(),
+        (None, true) => cfg.duration,
+    };
+    let interval_ms = cfg.interval.as_millis() as i64;
+    let now = now_ms();
+    let start_ms = match cfg.backfill {
+        // Whole scrape intervals ending one interval ago, so every sample is in the past.
+        Some(_) => (now - span.as_millis() as i64 - interval_ms).div_euclid(interval_ms) * interval_ms,
+        None => now.div_euclid(interval_ms) * interval_ms,
+    };
+    let end_ms = start_ms + span.as_millis() as i64;
+    let fleet = Fleet::new(
+        trace.clone(),
+        FleetConfig {
+            targets: max_targets,
+            start_ms,
+            interval_ms,
+            jitter_ms: cfg.jitter.as_millis() as i64,
+            job: cfg.job.clone(),
+            seed: cfg.seed,
+        },
+    );
+    let workload = Arc::new(Workload::new(
+        fleet,
+        WorkloadConfig {
+            churn_percent: cfg.churn_percent,
+            churn_interval_ms: cfg.churn_interval.as_millis() as i64,
+            replicas: cfg.replicas,
+            reset_every_ms: cfg.reset_every.as_millis() as i64,
+            stages: cfg.stages.clone(),
+        },
+    ));
+
+    let shared = Arc::new(Shared::default());
+    shared.data_time.store(start_ms, Ordering::Relaxed);
+    {
+        let mut q = shared.queries.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        for r in &cfg.rules {
+            q.push(QueryStats {
+                name: r.name.clone(),
+                kind: QueryKind::Instant,
+                expr: r.expr.clone(),
+                latency: Histogram::default(),
+                errors: 0,
+                last_error: None,
+                last_series: 0,
+            });
+        }
+        if cfg.range_window.is_some() {
+            for (name, expr) in crate::query::DASHBOARD_QUERIES {
+                q.push(QueryStats {
+                    name: (*name).to_string(),
+                    kind: QueryKind::Range,
+                    expr: (*expr).to_string(),
+                    latency: Histogram::default(),
+                    errors: 0,
+                    last_error: None,
+                    last_series: 0,
+                });
+            }
+        }
+    }
+
+    let tck = procfs::clk_tck();
+    let own_pid = std::process::id();
+    let own_cpu0 = procfs::cpu_seconds(own_pid, tck).unwrap_or(0.0);
+    let target_cpu0 = cfg.pid.and_then(|p| procfs::cpu_seconds(p, tck));
+    let started = Instant::now();
+
+    let mut client = Client::new(cfg.write_url.clone())?;
+    client.access = cfg.access.clone();
+    let (senders, receivers): (Vec<SyncSender<Job>>, Vec<Receiver<Job>>) =
+        (0..cfg.concurrency).map(|_| sync_channel::<Job>(4)).unzip();
+
+    let timeline = std::thread::scope(|scope| -> anyhow::Result<Vec<TimelinePoint>> {
+        let mut workers = Vec::new();
+        for rx in receivers {
+            let (client, shared) = (client.clone(), shared.clone());
+            workers.push(scope.spawn(move || send_loop(&client, &rx, &shared)));
+        }
+        let querier = match &cfg.query_url {
+            Some(url) if !cfg.rules.is_empty() || cfg.range_window.is_some() => {
+                let qc = QueryClient::new(url, cfg.access.clone())?;
+                let shared = shared.clone();
+                let realtime = cfg.backfill.is_none();
+                Some(scope.spawn(move || query_loop(&qc, cfg, realtime, &shared)))
+            }
+            _ => None,
+        };
+        let sampler = {
+            let shared = shared.clone();
+            scope.spawn(move || sample_loop(cfg, &shared, tck, started))
+        };
+        let produced = produce(cfg, &workload, &senders, &shared, start_ms, end_ms);
+        drop(senders);
+        for w in workers {
+            w.join().map_err(|_| anyhow::anyhow!("sender thread panicked"))?;
+        }
+        shared.stop.store(true, Ordering::Relaxed);
+        if let Some(q) = querier {
+            q.join().map_err(|_| anyhow::anyhow!("query thread panicked"))?;
+        }
+        let timeline = sampler.join().map_err(|_| anyhow::anyhow!("sampler thread panicked"))?;
+        produced?;
+        Ok(timeline)
+    })?;
+
+    let elapsed = started.elapsed().as_secs_f64();
+    let own_cpu = procfs::cpu_seconds(own_pid, tck).unwrap_or(0.0) - own_cpu0;
+    let delivered = shared.delivered.load(Ordering::Relaxed);
+    let generated = shared.generated.load(Ordering::Relaxed);
+    let write_latency = shared
+        .write_latency
+        .lock()
+        .map(|h| LatencyReport::of(&h))
+        .unwrap_or_default();
+    let queries = shared
+        .queries
+        .lock()
+        .map(|q| {
+            q.iter()
+                .map(|s| QueryReport {
+                    name: s.name.clone(),
+                    kind: s.kind.as_str().to_string(),
+                    expr: s.expr.clone(),
+                    count: s.latency.count(),
+                    errors: s.errors,
+                    latency_ms: LatencyReport::of(&s.latency),
+                    last_error: s.last_error.clone(),
+                    last_series: s.last_series,
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    let mut all_queries = Histogram::default();
+    if let Ok(q) = shared.queries.lock() {
+        for s in q.iter() {
+            all_queries.merge(&s.latency);
+        }
+    }
+    let target = cfg.pid.map(|pid| {
+        let cpu = procfs::cpu_seconds(pid, tck).zip(target_cpu0).map(|(a, b)| a - b);
+        let peak_rss = timeline.iter().filter_map(|p| p.target_rss_bytes).max();
+        TargetReport {
+            pid,
+            cpu_seconds: cpu,
+            cpu_seconds_per_million_samples: cpu.filter(|_| delivered > 0).map(|c| c / (delivered as f64 / 1e6)),
+            rss_peak_bytes: peak_rss,
+            rss_last_bytes: timeline.iter().rev().find_map(|p| p.target_rss_bytes),
+            disk_last_bytes: cfg.data_dir.as_ref().map(|d| procfs::du_bytes(d)),
+            disk_bytes_per_sample: cfg
+                .data_dir
+                .as_ref()
+                .filter(|_| delivered > 0)
+                .map(|d| procfs::du_bytes(d) as f64 / delivered as f64),
+        }
+    });
+    Ok(Report {
+        name: cfg.name.clone(),
+        write_url: cfg.write_url.clone(),
+        query_url: cfg.query_url.clone(),
+        mode: if cfg.backfill.is_some() { "backfill" } else { "realtime" }.into(),
+        workload: WorkloadReport {
+            targets: max_targets,
+            series_per_target: trace.series_count(),
+            active_series: max_targets * trace.series_count() * cfg.replicas,
+            scrape_interval_s: cfg.interval.as_secs_f64(),
+            churn_percent: cfg.churn_percent,
+            churn_interval_s: cfg.churn_interval.as_secs_f64(),
+            replicas: cfg.replicas,
+            stages: cfg
+                .stages
+                .iter()
+                .map(|s| format!("{}:{}s", s.targets, s.duration.as_secs()))
+                .collect(),
+            data_span_s: span.as_secs_f64(),
+            data_start_ms: start_ms,
+            data_end_ms: end_ms,
+            query_interval_s: cfg.query_interval.as_secs_f64(),
+            rules: cfg.rules.len(),
+            concurrency: cfg.concurrency,
+            batch_samples: cfg.batch_samples,
+        },
+        elapsed_s: elapsed,
+        samples_generated: generated,
+        samples_delivered: delivered,
+        samples_failed: shared.failed_samples.load(Ordering::Relaxed),
+        samples_per_second: delivered as f64 / elapsed.max(1e-9),
+        requests: shared.requests_ok.load(Ordering::Relaxed) + shared.requests_failed.load(Ordering::Relaxed),
+        requests_rejected: shared.requests_failed.load(Ordering::Relaxed),
+        retries: shared.retries.load(Ordering::Relaxed),
+        bytes_sent: shared.bytes.load(Ordering::Relaxed),
+        write_latency_ms: write_latency,
+        query_latency_ms: LatencyReport::of(&all_queries),
+        query_errors: queries.iter().map(|q| q.errors).sum(),
+        query_rounds: shared.query_rounds.load(Ordering::Relaxed),
+        query_rounds_late: shared.query_rounds_late.load(Ordering::Relaxed),
+        queries,
+        generator: GeneratorReport {
+            cpu_seconds: own_cpu,
+            cpu_percent: 100.0 * own_cpu / elapsed.max(1e-9),
+            max_lag_s: shared.max_lag_ms.load(Ordering::Relaxed) as f64 / 1000.0,
+            behind_warnings: shared.behind_warnings.load(Ordering::Relaxed),
+        },
+        target,
+        timeline,
+        errors: shared.errors.lock().map(|e| e.clone()).unwrap_or_default(),
+    })
+}
+
+/// The labels of one target identity and replica, with their generation.
+type CachedLabels = (u64, Vec<Labels>);
+
+/// Generates every scrape of `[start_ms, end_ms)` and hands the encoded
+/// requests to the senders: in real time as each scrape falls due, or for a
+/// backfill in windows of several scrapes, as fast as the senders drain.
+fn produce(
+    cfg: &RunConfig,
+    w: &Workload,
+    senders: &[SyncSender<Job>],
+    shared: &Shared,
+    start_ms: i64,
+    end_ms: i64,
+) -> anyhow::Result<()> {
+    let targets = w.fleet.targets();
+    let interval_ms = cfg.interval.as_millis() as i64;
+    let mut next_k = vec![0u64; targets];
+    let mut label_cache: Vec<Vec<Option<CachedLabels>>> = vec![vec![None; cfg.replicas]; targets];
+    let mut batches: Vec<Vec<SeriesSamples>> = vec![Vec::new(); senders.len()];
+    let mut batch_samples = vec![0usize; senders.len()];
+    // Backfill windows: enough scrapes that one target's request is near the batch size.
+    let per_request = (cfg.batch_samples / w.fleet.series_per_target().max(1)).max(1) as i64;
+    let backfill_window = per_request * interval_ms;
+    let mut window_end = start_ms;
+    let mut last_warning = Instant::now() - Duration::from_secs(60);
+    while window_end < end_ms && !shared.stop.load(Ordering::Relaxed) {
+        window_end = if cfg.backfill.is_some() {
+            (window_end + backfill_window).min(end_ms)
+        } else {
+            // Real time: wait for the next tick, then send everything due.
+            std::thread::sleep(Duration::from_millis(200));
+            (now_ms() + 1).min(end_ms)
+        };
+        let mut oldest_due = i64::MAX;
+        for t in 0..targets {
+            let worker = t % senders.len();
+            loop {
+                let k0 = next_k[t];
+                let g0 = w.fleet.grid_point(t, k0);
+                if g0 >= window_end {
+                    break;
+                }
+                // A run of scrapes in one generation, within the window, all active or all not.
+                let active = t < w.active_targets(g0);
+                let generation = w.generation(t, g0);
+                let mut k1 = k0 + 1;
+                while w.fleet.grid_point(t, k1) < window_end
+                    && w.generation(t, w.fleet.grid_point(t, k1)) == generation
+                    && (t < w.active_targets(w.fleet.grid_point(t, k1))) == active
+                {
+                    k1 += 1;
+                }
+                next_k[t] = k1;
+                if !active {
+                    continue;
+                }
+                oldest_due = oldest_due.min(g0);
+                for (r, cached) in label_cache[t].iter_mut().enumerate() {
+                    if cached.as_ref().is_none_or(|(g, _)| *g != generation) {
+                        *cached = Some((generation, w.labels(t, generation, r)));
+                    }
+                    let labels = cached.as_ref().map(|(_, l)| l.as_slice()).unwrap_or_default();
+                    let series = w.samples(t, r, labels, k0, k1);
+                    batch_samples[worker] += series.iter().map(|s| s.samples.len()).sum::<usize>();
+                    batches[worker].extend(series);
+                    if batch_samples[worker] >= cfg.batch_samples {
+                        flush(
+                            &mut batches[worker],
+                            &mut batch_samples[worker],
+                            &senders[worker],
+                            shared,
+                        )?;
+                    }
+                }
+            }
+        }
+        for (i, s) in senders.iter().enumerate() {
+            flush(&mut batches[i], &mut batch_samples[i], s, shared)?;
+        }
+        shared.data_time.store(window_end, Ordering::Relaxed);
+        if cfg.backfill.is_none() && oldest_due != i64::MAX {
+            // Behind schedule: scrapes handed over more than one interval after they fell due.
+            let lag = now_ms() - oldest_due;
+            shared.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
+            if lag > interval_ms {
+                shared.behind_warnings.fetch_add(1, Ordering::Relaxed);
+                if last_warning.elapsed() > Duration::from_secs(10) {
+                    last_warning = Instant::now();
+                    eprintln!(
+                        "\nwarning: generator is {:.1} s behind the scrape schedule (target too slow or --concurrency too low)",
+                        lag as f64 / 1000.0
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn flush(
+    batch: &mut Vec<SeriesSamples>,
+    samples: &mut usize,
+    tx: &SyncSender<Job>,
+    shared: &Shared,
+) -> anyhow::Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let body = encode(batch)?;
+    let n = *samples as u64;
+    batch.clear();
+    *samples = 0;
+    shared.generated.fetch_add(n, Ordering::Relaxed);
+    shared.queued.fetch_add(1, Ordering::Relaxed);
+    tx.send(Job { body, samples: n }).context("sender threads stopped")?;
+    Ok(())
+}
+
+fn send_loop(client: &Client, rx: &Receiver<Job>, shared: &Shared) {
+    while let Ok(job) = rx.recv() {
+        shared.queued.fetch_sub(1, Ordering::Relaxed);
+        let t0 = Instant::now();
+        let outcome = client.post(&job.body);
+        let took = t0.elapsed();
+        shared.bytes.fetch_add(job.body.len() as u64, Ordering::Relaxed);
+        match outcome {
+            Outcome::Ok { retries } => {
+                shared.retries.fetch_add(u64::from(retries), Ordering::Relaxed);
+                shared.requests_ok.fetch_add(1, Ordering::Relaxed);
+                shared.delivered.fetch_add(job.samples, Ordering::Relaxed);
+                if let Ok(mut h) = shared.write_latency.lock() {
+                    h.record(took);
+                }
+            }
+            Outcome::Failed {
+                retries,
+                status,
+                message,
+            } => {
+                shared.retries.fetch_add(u64::from(retries), Ordering::Relaxed);
+                shared.requests_failed.fetch_add(1, Ordering::Relaxed);
+                shared.failed_samples.fetch_add(job.samples, Ordering::Relaxed);
+                let status = status.map_or("connection".to_string(), |s| s.to_string());
+                note_error(shared, format!("write {status}: {}", message.trim()));
+            }
+        }
+    }
+}
+
+fn query_loop(qc: &QueryClient, cfg: &RunConfig, realtime: bool, shared: &Shared) {
+    let mut next = Instant::now();
+    while !shared.stop.load(Ordering::Relaxed) {
+        if Instant::now() < next {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        next += cfg.query_interval;
+        // Real time evaluates at "now"; a backfill at the newest data written.
+        let at_ms = if realtime {
+            now_ms()
+        } else {
+            shared.data_time.load(Ordering::Relaxed)
+        };
+        let n = shared.queries.lock().map(|q| q.len()).unwrap_or(0);
+        for i in 0..n {
+            if shared.stop.load(Ordering::Relaxed) {
+                return;
+            }
+            let Some((kind, expr)) = shared
+                .queries
+                .lock()
+                .ok()
+                .and_then(|q| q.get(i).map(|s| (s.kind, s.expr.clone())))
+            else {
+                continue;
+            };
+            let t0 = Instant::now();
+            let result = match kind {
+                QueryKind::Instant => qc.instant(&expr, at_ms),
+                QueryKind::Range => {
+                    let window = cfg.range_window.unwrap_or(Duration::from_secs(3600)).as_millis() as i64;
+                    qc.range(
+                        &expr,
+                        at_ms - window,
+                        at_ms,
+                        (window / 240).max(cfg.interval.as_millis() as i64),
+                    )
+                }
+            };
+            let took = t0.elapsed();
+            if let Ok(mut q) = shared.queries.lock()
+                && let Some(s) = q.get_mut(i)
+            {
+                match result {
+                    Ok(series) => {
+                        s.latency.record(took);
+                        s.last_series = series;
+                    }
+                    Err(e) => {
+                        s.errors += 1;
+                        s.last_error = Some(e.to_string());
+                    }
+                }
+            }
+        }
+        shared.query_rounds.fetch_add(1, Ordering::Relaxed);
+        if Instant::now() > next {
+            shared.query_rounds_late.fetch_add(1, Ordering::Relaxed);
+            next = Instant::now();
+        }
+    }
+}
+
+/// Once a second: a progress line and a timeline point (until `stop`).
+fn sample_loop(cfg: &RunConfig, shared: &Shared, tck: u64, started: Instant) -> Vec<TimelinePoint> {
+    let mut points = Vec::new();
+    let mut last_delivered = 0;
+    let mut last_t = 0.0;
+    let mut last_cpu = cfg.pid.and_then(|p| procfs::cpu_seconds(p, tck));
+    let mut tick = 0u64;
+    loop {
+        let stop = shared.stop.load(Ordering::Relaxed);
+        if !stop {
+            std::thread::sleep(Duration::from_millis(250));
+            tick += 1;
+            if !tick.is_multiple_of(4) {
+                continue;
+            }
+        }
+        let t = started.elapsed().as_secs_f64();
+        let delivered = shared.delivered.load(Ordering::Relaxed);
+        let rate = (delivered - last_delivered) as f64 / (t - last_t).max(1e-9);
+        let cpu = cfg.pid.and_then(|p| procfs::cpu_seconds(p, tck));
+        let cpu_percent = cpu.zip(last_cpu).map(|(a, b)| 100.0 * (a - b) / (t - last_t).max(1e-9));
+        let rss = cfg.pid.and_then(procfs::rss).map(|(r, _)| r);
+        // du walks the directory: every 5 s is plenty.
+        let disk = cfg
+            .data_dir
+            .as_ref()
+            .filter(|_| points.len() % 5 == 0 || stop)
+            .map(|d| procfs::du_bytes(d));
+        let (q50, q99) = shared
+            .queries
+            .lock()
+            .map(|q| {
+                let mut h = Histogram::default();
+                for s in q.iter() {
+                    h.merge(&s.latency);
+                }
+                (h.quantile_ms(0.5), h.quantile_ms(0.99))
+            })
+            .unwrap_or_default();
+        let qerr: u64 = shared
+            .queries
+            .lock()
+            .map(|q| q.iter().map(|s| s.errors).sum())
+            .unwrap_or(0);
+        let point = TimelinePoint {
+            t_s: t,
+            samples_delivered: delivered,
+            samples_per_second: rate,
+            queue: shared.queued.load(Ordering::Relaxed).max(0) as u64,
+            write_errors: shared.requests_failed.load(Ordering::Relaxed),
+            query_errors: qerr,
+            query_p99_ms: q99,
+            target_cpu_percent: cpu_percent,
+            target_rss_bytes: rss,
+            disk_bytes: disk,
+        };
+        if cfg.progress {
+            let mut line = format!(
+                "\r[{:>6.1}s] sent {:>11} samples  {:>9.0}/s  errors {}  retries {}  queue {:>3}  query p50 {:.1} ms p99 {:.1} ms (errors {})",
+                t,
+                delivered,
+                rate,
+                point.write_errors,
+                shared.retries.load(Ordering::Relaxed),
+                point.queue,
+                q50,
+                q99,
+                qerr
+            );
+            if let Some(c) = cpu_percent {
+                line.push_str(&format!("  target cpu {c:.0}%"));
+            }
+            if let Some(r) = rss {
+                line.push_str(&format!(" rss {} MB", r >> 20));
+            }
+            eprint!("{line}\x1b[K");
+        }
+        points.push(point);
+        last_delivered = delivered;
+        last_t = t;
+        last_cpu = cpu;
+        if stop {
+            if cfg.progress {
+                eprintln!();
+            }
+            return points;
+        }
+    }
+}
