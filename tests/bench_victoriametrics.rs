@@ -1,0 +1,197 @@
+//! `cairn bench run --backfill` end to end against real targets: Debian's
+//! `victoria-metrics` (installed by scripts/test.sh) and a started `cairn`.
+//! Proves zero lost samples: what the bench reports as delivered equals the
+//! number of samples the target exports afterwards, series by series count.
+//!
+//! Without `victoria-metrics` the VictoriaMetrics test is skipped with a
+//! printed reason, or fails when `CI` is set.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+fn victoria_metrics() -> Option<PathBuf> {
+    ["/usr/bin/victoria-metrics", "/usr/local/bin/victoria-metrics"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
+}
+
+struct Vm {
+    child: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Vm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_vm(bin: &Path) -> Vm {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = common::free_port();
+    let child = Command::new(bin)
+        .arg(format!("-storageDataPath={}", dir.path().display()))
+        .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+        .arg("-retentionPeriod=100y")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start victoria-metrics");
+    let http = common::http_client(Duration::from_secs(5));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if http
+            .get(format!("http://127.0.0.1:{port}/health"))
+            .send()
+            .is_ok_and(|r| r.status().is_success())
+        {
+            return Vm { child, port, _dir: dir };
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("victoria-metrics did not become healthy");
+}
+
+/// Runs `cairn bench run --backfill` and returns its JSON report.
+fn bench(base: &str, extra: &[&str]) -> Value {
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let report = out_dir.path().join("report.json");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    cmd.args([
+        "bench",
+        "run",
+        "--write-url",
+        &format!("{base}/api/v1/write"),
+        "--query-url",
+        base,
+        "--targets",
+        "6",
+        "--replicas",
+        "2",
+        "--churn",
+        "50",
+        "--churn-interval",
+        "10m",
+        "--backfill",
+        "30m",
+        "--query-interval",
+        "1s",
+        "--quiet",
+        "--report-json",
+    ])
+    .arg(&report)
+    .args(extra);
+    let out = cmd.output().expect("run cairn bench");
+    assert!(
+        out.status.success(),
+        "cairn bench failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary = String::from_utf8_lossy(&out.stdout);
+    assert!(summary.contains("samples/s delivered"), "summary table: {summary}");
+    serde_json::from_slice(&std::fs::read(&report).expect("report written")).expect("report is JSON")
+}
+
+/// Total samples and distinct series the target exports for the bench's job.
+fn exported(base: &str) -> (u64, usize) {
+    let http = common::http_client(Duration::from_secs(120));
+    let body = http
+        .get(format!("{base}/api/v1/export"))
+        .query(&[("match[]", r#"{job="node_exporter"}"#)])
+        .send()
+        .expect("export")
+        .text()
+        .expect("export body");
+    let mut samples = 0u64;
+    let mut series = 0usize;
+    for line in body.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).expect("export line is JSON");
+        let n = v["values"].as_array().expect("values").len();
+        assert_eq!(n, v["timestamps"].as_array().expect("timestamps").len());
+        samples += n as u64;
+        series += 1;
+    }
+    (samples, series)
+}
+
+fn assert_nothing_lost(report: &Value, base: &str) {
+    let delivered = report["samples_delivered"].as_u64().expect("samples_delivered");
+    let generated = report["samples_generated"].as_u64().expect("samples_generated");
+    assert_eq!(report["samples_failed"], 0, "errors: {}", report["errors"]);
+    assert_eq!(report["requests_rejected"], 0);
+    assert_eq!(delivered, generated);
+    // 6 targets x 507 series x 2 replicas x 120 scrapes (30 min at 15 s).
+    assert_eq!(delivered, 6 * 507 * 2 * 120);
+    let (samples, series) = exported(base);
+    assert_eq!(
+        samples, delivered,
+        "target stores exactly what the bench says it delivered"
+    );
+    // Half the targets get a new identity at 10 and 20 minutes: 3 generations of 3 targets
+    // and 2 of the other 3 before the window wraps (50% of 6 = 3 per generation).
+    assert!(series > 6 * 507 * 2, "churn adds series: {series}");
+    assert_eq!(series % (507 * 2), 0, "whole targets x replicas: {series}");
+    // The read load ran: every embedded rule was evaluated at least once without errors.
+    let queries = report["queries"].as_array().expect("queries");
+    assert_eq!(queries.len(), 35);
+    assert!(queries.iter().all(|q| q["errors"] == 0), "query errors: {queries:?}");
+    assert!(queries.iter().all(|q| q["count"].as_u64() >= Some(1)));
+}
+
+#[test]
+fn bench_backfill_into_victoriametrics_loses_nothing() {
+    let Some(bin) = victoria_metrics() else {
+        assert!(
+            !in_ci(),
+            "victoria-metrics missing under CI (scripts/test.sh installs it)"
+        );
+        println!("SKIPPED: victoria-metrics not installed (apt-get install victoria-metrics)");
+        return;
+    };
+    let vm = start_vm(&bin);
+    let base = format!("http://127.0.0.1:{}", vm.port);
+    let report = bench(
+        &base,
+        &["--name", "victoriametrics", "--pid", &vm.child.id().to_string()],
+    );
+    let http = common::http_client(Duration::from_secs(30));
+    let flushed = http
+        .get(format!("{base}/internal/force_flush"))
+        .send()
+        .expect("force_flush");
+    assert!(flushed.status().is_success());
+    assert_nothing_lost(&report, &base);
+    assert!(report["target"]["rss_peak_bytes"].as_u64().is_some_and(|r| r > 0));
+}
+
+#[test]
+fn bench_backfill_into_cairn_loses_nothing() {
+    let server = common::Server::start();
+    let base = server.url();
+    let report = bench(
+        &base,
+        &[
+            "--name",
+            "cairn",
+            "--pid",
+            &server.pid().to_string(),
+            "--data-dir",
+            &server.data_dir.display().to_string(),
+        ],
+    );
+    assert_nothing_lost(&report, &base);
+    assert!(report["target"]["disk_last_bytes"].as_u64().is_some_and(|d| d > 0));
+}
