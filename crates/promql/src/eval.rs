@@ -13,6 +13,7 @@ use promql_parser::parser::{
     VectorMatchCardinality, VectorSelector,
 };
 
+use crate::select::{Budget, ReadOpts, Reduce, read_sharded};
 use crate::value::{InstantSample, RangeSeries, SampleValue, Value};
 use crate::{EngineOptions, QueryError, QueryOptions, QueryResult};
 
@@ -455,17 +456,6 @@ impl<'a> Ev<'a> {
         Ok(())
     }
 
-    /// Counts one series selected from storage against `max_series`.
-    fn add_series(&mut self) -> Result<()> {
-        self.series += 1;
-        if self.max_series > 0 && self.series > self.max_series {
-            return Err(QueryError::Execution(
-                "query processing would load too many series".into(),
-            ));
-        }
-        Ok(())
-    }
-
     pub(crate) fn at_ms(&self, at: &Option<AtModifier>) -> Option<i64> {
         match at {
             None => None,
@@ -475,59 +465,66 @@ impl<'a> Ev<'a> {
         }
     }
 
-    /// Streams the series selected by `vs` with samples in `[mint, maxt]`.
+    /// Reads the series selected by `vs` with samples in `[mint, maxt]`,
+    /// each reduced by `reduce` as soon as it is decoded (in parallel, see
+    /// `select.rs`); the results come back in label order.
     fn select(
         &mut self,
         vs: &VectorSelector,
         mint: i64,
         maxt: i64,
-        f: &mut dyn FnMut(&mut Self, Labels, Vec<(i64, f64)>) -> Result<()>,
-    ) -> Result<()> {
+        hints: SelectHints,
+        opts: ReadOpts,
+        reduce: &Reduce<'_>,
+    ) -> Result<Vec<Series>> {
         let sets = convert_matchers(vs)?;
         let querier = self.q.querier(mint, maxt)?;
-        let hints = SelectHints::default();
-        if sets.len() == 1 {
-            let set = querier.select(&hints, &sets[0])?;
-            for s in set {
-                self.check()?;
-                self.add_series()?;
-                let mut s = s?;
-                let mut pts = Vec::new();
-                while let Some(b) = s.samples.next_block()? {
-                    pts.extend(b.ts.iter().copied().zip(b.vs.iter().copied()));
-                }
-                self.add_samples(pts.len())?;
-                self.samples -= pts.len();
-                f(self, s.labels, pts)?;
-            }
+        let budget = Budget::new(
+            self.series,
+            self.max_series,
+            self.samples,
+            self.max_samples,
+            self.deadline,
+            self.cancel.as_deref(),
+        );
+        let result = if sets.len() == 1 {
+            read_sharded(querier.as_ref(), &hints, &sets[0], &budget, opts, reduce)
         } else {
-            // `{a="1" or b="2"}`: union of the alternatives.
-            let mut all: std::collections::BTreeMap<Labels, Vec<(i64, f64)>> = Default::default();
-            let mut held = 0;
+            // `{a="1" or b="2"}`: union of the alternatives. A series matched
+            // by several has the same samples in each, so its reductions are
+            // equal and the first is kept.
+            let mut all: std::collections::BTreeMap<Labels, Series> = Default::default();
+            let mut res = Ok(());
             for ms in &sets {
-                for s in querier.select(&hints, ms)? {
-                    self.check()?;
-                    let mut s = s?;
-                    if all.contains_key(&s.labels) {
-                        continue;
+                match read_sharded(querier.as_ref(), &hints, ms, &budget, opts, reduce) {
+                    Ok(ss) => {
+                        for s in ss {
+                            all.entry(s.labels.clone()).or_insert(s);
+                        }
                     }
-                    self.add_series()?;
-                    let mut pts = Vec::new();
-                    while let Some(b) = s.samples.next_block()? {
-                        pts.extend(b.ts.iter().copied().zip(b.vs.iter().copied()));
+                    Err(e) => {
+                        res = Err(e);
+                        break;
                     }
-                    // All alternatives are held at once: count them together.
-                    self.add_samples(pts.len())?;
-                    held += pts.len();
-                    all.insert(s.labels, pts);
                 }
             }
-            self.samples -= held;
-            for (l, pts) in all {
-                f(self, l, pts)?;
-            }
-        }
-        Ok(())
+            res.map(|()| all.into_values().collect())
+        };
+        self.series = budget.series.load(std::sync::atomic::Ordering::Relaxed);
+        self.samples = budget.samples.load(std::sync::atomic::Ordering::Relaxed);
+        result
+    }
+
+    /// A budget for parallel work outside selects (subquery reductions).
+    pub(crate) fn budget(&self) -> Budget<'_> {
+        Budget::new(
+            self.series,
+            self.max_series,
+            self.samples,
+            self.max_samples,
+            self.deadline,
+            self.cancel.as_deref(),
+        )
     }
 
     pub(crate) fn eval(&mut self, e: &Expr, c: Ctx) -> Result<Val> {
@@ -555,23 +552,17 @@ impl<'a> Ev<'a> {
             },
             Expr::VectorSelector(vs) => self.eval_vector_selector(vs, c, false),
             Expr::MatrixSelector(_) | Expr::Subquery(_) => {
-                let mut out = Vec::new();
                 let ts = c.end;
-                let ra = self.range_series(e, c, &mut |ev, labels, drop_name, pts, ra| {
+                let (out, _) = self.range_series(e, c, None, true, &|labels, drop_name, pts, ra| {
                     let (ws, we) = ra.window(ts);
                     let lo = pts.partition_point(|p| p.0 <= ws);
                     let hi = pts.partition_point(|p| p.0 <= we);
-                    if hi > lo {
-                        ev.add_samples(hi - lo)?;
-                        out.push(Series {
-                            labels,
-                            drop_name,
-                            pts: pts[lo..hi].to_vec(),
-                        });
-                    }
-                    Ok(())
+                    Ok((hi > lo).then(|| Series {
+                        labels,
+                        drop_name,
+                        pts: pts[lo..hi].to_vec(),
+                    }))
                 })?;
-                let _ = ra;
                 Ok(Val::Matrix(out))
             }
             Expr::Call(call) => crate::functions::call(self, call, c),
@@ -609,9 +600,16 @@ impl<'a> Ev<'a> {
             Some(a) => (a - off - lookback + 1, a - off),
             None => (c.start - off - lookback + 1, c.end - off),
         };
-        let mut out = Vec::new();
         let n = c.n();
-        self.select(vs, mint, maxt, &mut |ev, labels, samples| {
+        let hints = SelectHints {
+            step_ms: (c.step > 0).then_some(c.step),
+            ..SelectHints::default()
+        };
+        let opts = ReadOpts {
+            drop_stale: false,
+            count_output: true,
+        };
+        let out = self.select(vs, mint, maxt, hints, opts, &|labels, samples| {
             let mut pts = Vec::new();
             let mut cursor = 0usize;
             for i in 0..n {
@@ -631,28 +629,30 @@ impl<'a> Ev<'a> {
                     }
                 }
             }
-            if !pts.is_empty() {
-                ev.add_samples(pts.len())?;
-                out.push(Series {
-                    labels,
-                    drop_name: false,
-                    pts,
-                });
-            }
-            Ok(())
+            Ok((!pts.is_empty()).then_some(Series {
+                labels,
+                drop_name: false,
+                pts,
+            }))
         })?;
         Ok(Val::Vector(out))
     }
 
-    /// Streams the series of a range-vector expression (matrix selector or
+    /// Reads the series of a range-vector expression (matrix selector or
     /// subquery), each with all its samples needed for the steps of `c`
-    /// (stale markers removed), to `f(labels, drop_name, samples, window)`.
+    /// (stale markers removed), reduced at once by
+    /// `reduce(labels, drop_name, samples, window)`; results in label order
+    /// for selectors, in the subquery's order otherwise. `func` names the
+    /// function fed (a storage hint); with `count_output`, reduced points
+    /// count against `max_samples`.
     pub(crate) fn range_series(
         &mut self,
         e: &Expr,
         c: Ctx,
-        f: &mut dyn FnMut(&mut Self, Labels, bool, &[(i64, f64)], RangeArg) -> Result<()>,
-    ) -> Result<RangeArg> {
+        func: Option<&str>,
+        count_output: bool,
+        reduce: &(dyn Fn(Labels, bool, &[(i64, f64)], RangeArg) -> Result<Option<Series>> + Sync),
+    ) -> Result<(Vec<Series>, RangeArg)> {
         match unwrap_parens(e) {
             Expr::MatrixSelector(MatrixSelector { vs, range }) => {
                 let ra = RangeArg {
@@ -664,19 +664,31 @@ impl<'a> Ev<'a> {
                     Some(a) => (a - ra.offset - ra.range + 1, a - ra.offset),
                     None => (c.start - ra.offset - ra.range + 1, c.end - ra.offset),
                 };
-                self.select(vs, mint, maxt, &mut |ev, labels, mut samples| {
-                    samples.retain(|p| !is_stale_nan(p.1));
-                    f(ev, labels, false, &samples, ra)
+                let hints = SelectHints {
+                    step_ms: (c.step > 0).then_some(c.step),
+                    func: func.map(str::to_string),
+                    range_ms: Some(ra.range),
+                    ..SelectHints::default()
+                };
+                let opts = ReadOpts {
+                    drop_stale: true,
+                    count_output,
+                };
+                let out = self.select(vs, mint, maxt, hints, opts, &|labels, samples| {
+                    reduce(labels, false, samples, ra)
                 })?;
-                Ok(ra)
+                Ok((out, ra))
             }
             Expr::Subquery(sq) => {
                 let (series, ra) = self.eval_subquery(sq, c)?;
-                for s in series {
-                    self.check()?;
-                    f(self, s.labels, s.drop_name, &s.pts, ra)?;
+                let out = {
+                    let budget = self.budget();
+                    crate::select::reduce_all(series, &budget, &|s| reduce(s.labels, s.drop_name, &s.pts, ra))?
+                };
+                if count_output {
+                    self.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
                 }
-                Ok(ra)
+                Ok((out, ra))
             }
             other => Err(QueryError::BadData(format!(
                 "expected type range vector in call to function, got {}",

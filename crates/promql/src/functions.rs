@@ -112,18 +112,30 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             range_fn(ev, "double_exponential_smoothing", arg(0)?, vec![sf, tf], c)
         }
         "absent_over_time" => {
-            let mut present = vec![false; c.n()];
-            ev.range_series(arg(0)?, c, &mut |_, _, _, samples, ra| {
-                for (i, p) in present.iter_mut().enumerate() {
+            let n = c.n();
+            // Each series reports the steps it has a sample for, as points.
+            let (present_by_series, _) = ev.range_series(arg(0)?, c, None, false, &|labels, _, samples, ra| {
+                let mut pts = Vec::new();
+                for i in 0..n {
                     let (ws, we) = ra.window(c.ts(i));
                     let lo = samples.partition_point(|s| s.0 <= ws);
                     let hi = samples.partition_point(|s| s.0 <= we);
                     if hi > lo {
-                        *p = true;
+                        pts.push((c.ts(i), 1.0));
                     }
                 }
-                Ok(())
+                Ok((!pts.is_empty()).then_some(Series {
+                    labels,
+                    drop_name: false,
+                    pts,
+                }))
             })?;
+            let mut present = vec![false; n];
+            for s in &present_by_series {
+                for &(t, _) in &s.pts {
+                    present[c.idx(t)] = true;
+                }
+            }
             Ok(absent_result(arg(0)?, &present, c))
         }
         "absent" => {
@@ -455,16 +467,27 @@ fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -
     let n = c.n();
     let keep_name = matches!(name, "last_over_time" | "first_over_time");
     let check_counter = matches!(name, "rate" | "increase");
-    let mut out = Vec::new();
-    let mut step_args = vec![0.0; scalars.len()];
-    let mut err: Option<QueryError> = None;
-    ev.range_series(m, c, &mut |ev, labels, drop_name, samples, ra| {
+    let (out, _) = ev.range_series(m, c, Some(name), true, &|labels, drop_name, samples, ra| {
         let mut pts = Vec::new();
+        let mut step_args = vec![0.0; scalars.len()];
+        // Window bounds only move forward with the steps (unless `@` pins
+        // them), so two cursors slide over the samples once.
+        let (mut lo, mut hi) = (0usize, 0usize);
         for i in 0..n {
             let ts = c.ts(i);
             let (ws, we) = ra.window(ts);
-            let lo = samples.partition_point(|p| p.0 <= ws);
-            let hi = samples.partition_point(|p| p.0 <= we);
+            if ra.at.is_some() {
+                lo = samples.partition_point(|p| p.0 <= ws);
+                hi = samples.partition_point(|p| p.0 <= we);
+            } else {
+                while lo < samples.len() && samples[lo].0 <= ws {
+                    lo += 1;
+                }
+                hi = hi.max(lo);
+                while hi < samples.len() && samples[hi].0 <= we {
+                    hi += 1;
+                }
+            }
             if lo >= hi {
                 continue;
             }
@@ -472,34 +495,27 @@ fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -
                 *a = s[i];
             }
             let w = &samples[lo..hi];
-            match range_value(name, w, ws, we, ra.range, ts, &step_args) {
-                Ok(Some(v)) => pts.push((ts, v)),
-                Ok(None) => {}
-                Err(e) => {
-                    err = Some(e);
-                    return Err(QueryError::Internal("aborted".into()));
-                }
+            if let Some(v) = range_value(name, w, ws, we, ra.range, ts, &step_args)? {
+                pts.push((ts, v));
             }
         }
-        if !pts.is_empty() {
-            if check_counter
-                && let Some(mn) = labels.metric_name()
-                && !["_total", "_sum", "_count", "_bucket"].iter().any(|s| mn.ends_with(s))
+        Ok((!pts.is_empty()).then_some(Series {
+            labels,
+            drop_name: if keep_name { drop_name } else { true },
+            pts,
+        }))
+    })?;
+    if check_counter {
+        for s in &out {
+            if let Some(mn) = s.labels.metric_name()
+                && !["_total", "_sum", "_count", "_bucket"].iter().any(|x| mn.ends_with(x))
             {
                 ev.infos.push(format!(
                     "PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: {mn:?}"
                 ));
             }
-            ev.add_samples(pts.len())?;
-            out.push(Series {
-                labels,
-                drop_name: if keep_name { drop_name } else { true },
-                pts,
-            });
         }
-        Ok(())
-    })
-    .map_err(|e| err.take().unwrap_or(e))?;
+    }
     Ok(Val::Vector(out))
 }
 

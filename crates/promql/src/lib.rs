@@ -15,6 +15,7 @@
 
 mod eval;
 mod functions;
+mod select;
 mod value;
 
 use std::sync::Arc;

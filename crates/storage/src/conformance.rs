@@ -34,6 +34,7 @@ pub fn run_all<S: Storage>(make: impl Fn() -> S) {
         ("delete_whole_series", delete_whole_series),
         ("delete_time_range", delete_time_range),
         ("select_limit", select_limit),
+        ("select_shards_partition_series", select_shards_partition_series),
         ("querier_is_a_snapshot", querier_is_a_snapshot),
         ("tsdb_status_counts", tsdb_status_counts),
     ];
@@ -356,6 +357,40 @@ fn select_limit(s: &impl Storage) {
         ..SelectHints::default()
     };
     assert_eq!(q.select(&hints, &[eq("__name__", "lim")]).expect("select").count(), 3);
+}
+
+fn select_shards_partition_series(s: &impl Storage) {
+    let series: Vec<_> = (0..40)
+        .map(|i| {
+            (
+                labels(&[("__name__", "sh"), ("i", &i.to_string())]),
+                samples(&[(1, f64::from(i)), (2, 2.0)]),
+            )
+        })
+        .collect();
+    write(s, &series);
+    let q = s.querier(0, 10).expect("querier");
+    let whole: Vec<(Labels, Vec<Sample>)> = read(s, &[eq("__name__", "sh")], 0, 10);
+    assert_eq!(whole.len(), 40);
+    for count in [1, 2, 3] {
+        let mut union = Vec::new();
+        for index in 0..count {
+            let hints = SelectHints {
+                shard: Some(crate::Shard { index, count }),
+                ..SelectHints::default()
+            };
+            let mut last: Option<Labels> = None;
+            for x in q.select(&hints, &[eq("__name__", "sh")]).expect("select") {
+                let mut x = x.expect("series");
+                assert!(last.as_ref().is_none_or(|l| *l < x.labels), "shard not sorted");
+                last = Some(x.labels.clone());
+                let got = crate::collect_samples(x.samples.as_mut()).expect("samples");
+                union.push((x.labels, got));
+            }
+        }
+        union.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(union, whole, "shards of {count} must partition the select");
+    }
 }
 
 fn querier_is_a_snapshot(s: &impl Storage) {

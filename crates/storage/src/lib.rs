@@ -25,5 +25,6 @@ pub use conformance::Storage;
 pub use error::{ErrorKind, StorageError};
 pub use mem::MemStorage;
 pub use query::{
-    Querier, Queryable, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, VecSampleBlocks, collect_samples,
+    Querier, Queryable, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, Shard, VecSampleBlocks,
+    collect_samples,
 };

@@ -22,6 +22,35 @@ pub struct SelectHints {
     pub step_ms: Option<i64>,
     /// The function the selector feeds, e.g. `rate` (pushdown information).
     pub func: Option<String>,
+    /// Range of the range selector in ms, if any (pushdown information).
+    pub range_ms: Option<i64>,
+    /// Only the series of this shard (Prometheus' `ShardIndex`/`ShardCount`).
+    /// Implementations must honour it: callers read the shards of one select
+    /// in parallel and rely on them being disjoint and complete.
+    pub shard: Option<Shard>,
+}
+
+/// Slice `index` of `count` disjoint slices of a select's series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// Whether the series `labels` belongs to this shard. Every implementation
+    /// decides with this function, so the shards of a select partition it.
+    pub fn contains(&self, labels: &Labels) -> bool {
+        use std::hash::{Hash, Hasher};
+        if self.count <= 1 {
+            return true;
+        }
+        // SipHash with fixed keys: the same answer for the same labels in
+        // every call of the process (shards are never persisted).
+        let mut h = std::hash::DefaultHasher::new();
+        labels.hash(&mut h);
+        h.finish() % self.count as u64 == self.index as u64
+    }
 }
 
 /// A read view over a fixed time range, created by [`Queryable::querier`].

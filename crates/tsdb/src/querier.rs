@@ -31,6 +31,7 @@ impl Querier for TsdbQuerier {
                     .select(matchers)
                     .iter()
                     .map(|l| (index.id_of(l), index.labels_of(l)))
+                    .filter(|(_, labels)| hints.shard.is_none_or(|sh| sh.contains(labels)))
                     .collect()
             };
             if hints.labels_only {

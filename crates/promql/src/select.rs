@@ -1,0 +1,244 @@
+//! Reading a selector's series from storage on every core.
+//!
+//! One select is split into shards ([`cairn_storage::Shard`]); each shard is
+//! read by its own worker, which decodes one series at a time into a reused
+//! buffer and reduces it at once to what the query needs (its points at the
+//! steps, or a range function's result per step). Raw samples of many series
+//! are never held together. Each shard comes back sorted by labels, and the
+//! shards are merged by labels, so the result is the same series in the same
+//! order as a single sequential read: parallelism never changes an answer.
+//!
+//! Limits are shared by the workers: series and samples are counted in
+//! atomics against `max_series`/`max_samples`, every series checks the
+//! deadline and the cancel flag, and the first failing shard stops the others.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Instant;
+
+use cairn_model::{Labels, Matcher, is_stale_nan};
+use cairn_storage::{Querier, SelectHints, Shard};
+use rayon::prelude::*;
+
+use crate::QueryError;
+use crate::eval::{Result, Series};
+
+/// Turns one series' samples (sorted by time) into the node's output for it.
+/// Runs on worker threads.
+pub(crate) type Reduce<'f> = dyn Fn(Labels, &[(i64, f64)]) -> Result<Option<Series>> + Sync + 'f;
+
+/// Query-wide budget shared by the workers of a select.
+pub(crate) struct Budget<'a> {
+    pub series: AtomicUsize,
+    pub max_series: usize,
+    /// Samples held by the query: finished output plus raw samples in flight.
+    pub samples: AtomicUsize,
+    pub max_samples: usize,
+    pub deadline: Instant,
+    pub cancel: Option<&'a AtomicBool>,
+    /// Set when a worker failed, so the others stop early.
+    failed: AtomicBool,
+}
+
+impl<'a> Budget<'a> {
+    pub fn new(
+        series: usize,
+        max_series: usize,
+        samples: usize,
+        max_samples: usize,
+        deadline: Instant,
+        cancel: Option<&'a AtomicBool>,
+    ) -> Self {
+        Self {
+            series: AtomicUsize::new(series),
+            max_series,
+            samples: AtomicUsize::new(samples),
+            max_samples,
+            deadline,
+            cancel,
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    pub fn check(&self) -> Result<()> {
+        if self.cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(QueryError::Canceled("expression evaluation"));
+        }
+        if Instant::now() > self.deadline {
+            return Err(QueryError::Timeout("expression evaluation"));
+        }
+        Ok(())
+    }
+
+    fn add_series(&self) -> Result<()> {
+        let n = self.series.fetch_add(1, Ordering::Relaxed) + 1;
+        if self.max_series > 0 && n > self.max_series {
+            return Err(QueryError::Execution(
+                "query processing would load too many series".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn add_samples(&self, n: usize) -> Result<()> {
+        let total = self.samples.fetch_add(n, Ordering::Relaxed) + n;
+        if total > self.max_samples {
+            return Err(too_many_samples());
+        }
+        Ok(())
+    }
+
+    fn release_samples(&self, n: usize) {
+        self.samples.fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
+pub(crate) fn too_many_samples() -> QueryError {
+    QueryError::Execution("query processing would load too many samples into memory in query execution".into())
+}
+
+/// How a select's samples are prepared before [`Reduce`] sees them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ReadOpts {
+    /// Drop stale markers (range selectors never see them).
+    pub drop_stale: bool,
+    /// Count the reduced points against `max_samples`.
+    pub count_output: bool,
+}
+
+/// Reads every series of `matchers` through `reduce`, shard by shard on the
+/// rayon pool; returns the reduced series in label order.
+pub(crate) fn read_sharded(
+    querier: &dyn Querier,
+    hints: &SelectHints,
+    matchers: &[Matcher],
+    budget: &Budget<'_>,
+    opts: ReadOpts,
+    reduce: &Reduce<'_>,
+) -> Result<Vec<Series>> {
+    let count = rayon::current_num_threads().max(1);
+    if count == 1 {
+        return read_shard(querier, hints, matchers, budget, opts, reduce);
+    }
+    let shards: Vec<Result<Vec<Series>>> = (0..count)
+        .into_par_iter()
+        .map(|index| {
+            let hints = SelectHints {
+                shard: Some(Shard { index, count }),
+                ..hints.clone()
+            };
+            let r = read_shard(querier, &hints, matchers, budget, opts, reduce);
+            if r.is_err() {
+                budget.failed.store(true, Ordering::Relaxed);
+            }
+            r
+        })
+        .collect();
+    let mut parts = Vec::with_capacity(count);
+    for s in shards {
+        parts.push(s?);
+    }
+    Ok(merge_by_labels(parts))
+}
+
+/// Reads one shard sequentially.
+fn read_shard(
+    querier: &dyn Querier,
+    hints: &SelectHints,
+    matchers: &[Matcher],
+    budget: &Budget<'_>,
+    opts: ReadOpts,
+    reduce: &Reduce<'_>,
+) -> Result<Vec<Series>> {
+    let mut out = Vec::new();
+    let mut buf: Vec<(i64, f64)> = Vec::new();
+    for s in querier.select(hints, matchers)? {
+        if budget.failed.load(Ordering::Relaxed) {
+            // Another shard failed; its error is the query's.
+            break;
+        }
+        budget.check()?;
+        budget.add_series()?;
+        let mut s = s?;
+        buf.clear();
+        while let Some(b) = s.samples.next_block()? {
+            buf.extend(b.ts.iter().copied().zip(b.vs.iter().copied()));
+        }
+        if opts.drop_stale {
+            buf.retain(|p| !is_stale_nan(p.1));
+        }
+        budget.add_samples(buf.len())?;
+        let reduced = reduce(s.labels, &buf);
+        budget.release_samples(buf.len());
+        if let Some(series) = reduced? {
+            if opts.count_output {
+                budget.add_samples(series.pts.len())?;
+            }
+            out.push(series);
+        }
+    }
+    Ok(out)
+}
+
+/// Merges lists each sorted by labels into one sorted list.
+fn merge_by_labels(parts: Vec<Vec<Series>>) -> Vec<Series> {
+    let total = parts.iter().map(Vec::len).sum();
+    let mut out = Vec::with_capacity(total);
+    let mut queues: Vec<std::collections::VecDeque<Series>> = parts.into_iter().map(Into::into).collect();
+    loop {
+        let mut best: Option<usize> = None;
+        for (i, q) in queues.iter().enumerate() {
+            if let Some(s) = q.front()
+                && best.is_none_or(|b| queues[b].front().is_some_and(|x| s.labels < x.labels))
+            {
+                best = Some(i);
+            }
+        }
+        match best.and_then(|b| queues[b].pop_front()) {
+            Some(s) => out.push(s),
+            None => return out,
+        }
+    }
+}
+
+/// Applies `reduce` to in-memory series (a subquery's result) in parallel,
+/// keeping their order.
+pub(crate) fn reduce_all(
+    series: Vec<Series>,
+    budget: &Budget<'_>,
+    reduce: &(dyn Fn(Series) -> Result<Option<Series>> + Sync),
+) -> Result<Vec<Series>> {
+    let reduced: Vec<Result<Option<Series>>> = series
+        .into_par_iter()
+        .map(|s| {
+            budget.check()?;
+            reduce(s)
+        })
+        .collect();
+    let mut out = Vec::with_capacity(reduced.len());
+    for r in reduced {
+        if let Some(s) = r? {
+            out.push(s);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(name: &str) -> Series {
+        Series {
+            labels: Labels::from_pairs([("a", name)]),
+            drop_name: false,
+            pts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn merge_keeps_label_order() {
+        let merged = merge_by_labels(vec![vec![s("a"), s("d"), s("e")], vec![s("b"), s("c"), s("f")], vec![]]);
+        let got: Vec<&str> = merged.iter().map(|x| x.labels.get("a").unwrap_or("")).collect();
+        assert_eq!(got, ["a", "b", "c", "d", "e", "f"]);
+    }
+}
