@@ -49,6 +49,8 @@ fn start_vm(bin: &Path) -> Vm {
         .stderr(Stdio::null())
         .spawn()
         .expect("start victoria-metrics");
+    // Owned by `Vm` at once, so it is killed and reaped on every path.
+    let vm = Vm { child, port, _dir: dir };
     let http = common::http_client(Duration::from_secs(5));
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
@@ -57,7 +59,7 @@ fn start_vm(bin: &Path) -> Vm {
             .send()
             .is_ok_and(|r| r.status().is_success())
         {
-            return Vm { child, port, _dir: dir };
+            return vm;
         }
         std::thread::sleep(Duration::from_millis(100));
     }
