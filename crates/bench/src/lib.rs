@@ -18,5 +18,8 @@ pub mod sender;
 pub mod trace;
 pub mod workload;
 
+#[cfg(test)]
+mod wire_test;
+
 /// The trace shipped with the project's benchmark data.
 pub const DEFAULT_TRACE: &str = "/work/shared/benchdata/node-exporter-trace.prom.gz";
