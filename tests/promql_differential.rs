@@ -1,0 +1,514 @@
+//! Differential test of Cairn's PromQL engine against Prometheus itself
+//! (Debian's `prometheus` 2.42).
+//!
+//! Both servers get the same remote-write requests: a node_exporter fleet
+//! replayed from the recorded trace plus synthetic series (tests/differential/
+//! data.rs). Then every query of tests/differential/queries.txt and every
+//! alert rule of the shared alerts file runs on both, as instant queries at
+//! three times and as range queries with three steps, and the answers must be
+//! equal (values within 1e-9 relative; label sets exact; order where
+//! Prometheus defines it). Where Prometheus 3, which Cairn follows, differs
+//! from 2.42, the query is handled as a named exception (queries.rs,
+//! docs/promql-differences.md). The test prints a summary and fails on any
+//! unexplained difference.
+//!
+//! Without a `prometheus` binary the test prints `SKIPPED` and passes, unless
+//! `CI` is set, where that is a failure (scripts/test.sh installs it).
+
+mod common;
+#[path = "differential/compare.rs"]
+mod compare;
+#[path = "differential/data.rs"]
+mod data;
+#[path = "differential/queries.rs"]
+mod queries;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cairn_protocols::remote_write::ContentEncoding;
+use common::*;
+use compare::{Answer, Order};
+use queries::{Handling, Query};
+
+const ALERTS: &str = "/work/shared/benchdata/prometheus-benchmark-alerts.yaml";
+const MIN_QUERIES: usize = 300;
+
+fn prometheus_binary() -> Option<PathBuf> {
+    if let Ok(p) = std::env::var("CAIRN_TEST_PROMETHEUS") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin")])
+        .map(|d| d.join("prometheus"))
+        .find(|p| p.is_file())
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// A Prometheus process that accepts remote write; killed on drop.
+struct Prometheus {
+    child: Child,
+    log: PathBuf,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(bin: &Path) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = free_port();
+        let config = dir.path().join("prometheus.yml");
+        std::fs::write(&config, "global:\n  scrape_interval: 15s\n").expect("write config");
+        let log = dir.path().join("prometheus.log");
+        let log_file = std::fs::File::create(&log).expect("log file");
+        let child = Command::new(bin)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--web.enable-remote-write-receiver")
+            .arg("--log.level=warn")
+            .stdin(Stdio::null())
+            .stdout(log_file.try_clone().expect("clone"))
+            .stderr(log_file)
+            .spawn()
+            .expect("start prometheus");
+        let mut p = Self {
+            child,
+            log,
+            base: format!("http://127.0.0.1:{port}"),
+            _dir: dir,
+        };
+        p.wait_ready();
+        p
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    fn wait_ready(&mut self) {
+        let http = http_client(Duration::from_secs(2));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(st) = self.child.try_wait().expect("wait") {
+                panic!("prometheus exited with {st}:\n{}", self.log());
+            }
+            if http
+                .get(format!("{}/-/ready", self.base))
+                .send()
+                .is_ok_and(|r| r.status().is_success())
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "prometheus not ready:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One evaluation of a query: instant at a time or range with a step.
+#[derive(Debug, Clone, Copy)]
+enum Eval {
+    Instant { t_ms: i64 },
+    Range { start_ms: i64, end_ms: i64, step_ms: i64 },
+}
+
+impl Eval {
+    fn params(&self) -> Vec<(&'static str, String)> {
+        match *self {
+            Eval::Instant { t_ms } => vec![("time", ms_to_param(t_ms))],
+            Eval::Range {
+                start_ms,
+                end_ms,
+                step_ms,
+            } => vec![
+                ("start", ms_to_param(start_ms)),
+                ("end", ms_to_param(end_ms)),
+                ("step", ms_to_param(step_ms)),
+            ],
+        }
+    }
+
+    fn path(&self) -> &'static str {
+        match self {
+            Eval::Instant { .. } => "/api/v1/query",
+            Eval::Range { .. } => "/api/v1/query_range",
+        }
+    }
+
+    /// The earliest time an evaluation of a query reading `reach_ms` before
+    /// each step can touch.
+    fn earliest_ms(&self, reach_ms: i64) -> i64 {
+        match *self {
+            Eval::Instant { t_ms } => t_ms - reach_ms,
+            Eval::Range { start_ms, .. } => start_ms - reach_ms,
+        }
+    }
+
+    fn describe(&self, origin_ms: i64) -> String {
+        match *self {
+            Eval::Instant { t_ms } => format!("instant at end{:+.1}s", (t_ms - origin_ms) as f64 / 1000.0),
+            Eval::Range {
+                start_ms,
+                end_ms,
+                step_ms,
+            } => format!(
+                "range end{:+.1}s..end{:+.1}s step {}s",
+                (start_ms - origin_ms) as f64 / 1000.0,
+                (end_ms - origin_ms) as f64 / 1000.0,
+                step_ms / 1000
+            ),
+        }
+    }
+}
+
+/// Evaluation times at `.500` s (samples are at `.250`): the end of the data
+/// plus lookback, during host-00001's outage, and early, when long ranges
+/// reach before the first sample.
+fn evaluations(d: &data::Dataset) -> Vec<Eval> {
+    let (s, e) = (d.start_ms, d.end_ms);
+    vec![
+        Eval::Instant { t_ms: e + 90_500 },
+        Eval::Instant { t_ms: s + 3_300_500 },
+        Eval::Instant { t_ms: s + 1_500_500 },
+        Eval::Range {
+            start_ms: s + 600_500,
+            end_ms: e + 60_500,
+            step_ms: 60_000,
+        },
+        Eval::Range {
+            start_ms: s + 500,
+            end_ms: e + 300_500,
+            step_ms: 217_000,
+        },
+        Eval::Range {
+            start_ms: e - 1_199_500,
+            end_ms: e + 500,
+            step_ms: 15_000,
+        },
+    ]
+}
+
+fn ask(http: &reqwest::blocking::Client, base: &str, query: &str, ev: &Eval) -> Answer {
+    let mut form: Vec<(&str, String)> = ev.params();
+    form.push(("query", query.to_string()));
+    match http.post(format!("{base}{}", ev.path())).form(&form).send() {
+        Ok(r) => {
+            let status = r.status().as_u16();
+            let body = r.text().unwrap_or_default();
+            compare::parse(status, &body)
+        }
+        Err(e) => Answer::Error {
+            error_type: "request failed".into(),
+            message: e.to_string(),
+        },
+    }
+}
+
+/// Checks for exceptions whose answers are not compared one to one.
+fn check_special(q: &Query, handling: Handling, ev: &Eval, prom: &Answer, cairn: &Answer) -> Option<String> {
+    let instant = matches!(ev, Eval::Instant { .. });
+    match handling {
+        Handling::SortedByLabels => {
+            let d = compare::diff(prom, cairn, Order::None);
+            if d.is_some() || !instant {
+                return d;
+            }
+            let inner = q.prometheus.as_deref().unwrap_or_default();
+            let (names, desc) = queries::sort_labels(&q.cairn, inner);
+            let Answer::Vector(v) = cairn else { return None };
+            let key = |l: &compare::Labels| -> (Vec<String>, compare::Labels) {
+                (
+                    names.iter().map(|n| l.get(n).cloned().unwrap_or_default()).collect(),
+                    l.clone(),
+                )
+            };
+            let sorted = v.windows(2).all(|w| {
+                let (a, b) = (key(&w[0].0), key(&w[1].0));
+                if desc { a.0 >= b.0 } else { a.0 <= b.0 }
+            });
+            (!sorted).then(|| format!("    cairn's answer is not sorted by {names:?}"))
+        }
+        Handling::Subset => {
+            let k = queries::limitk_k(&q.cairn);
+            subset_diff(prom, cairn, k)
+        }
+        _ => compare::diff(prom, cairn, Order::None),
+    }
+}
+
+/// `cairn` must hold min(k, n) of `prom`'s series at every timestamp, with
+/// unchanged values.
+fn subset_diff(prom: &Answer, cairn: &Answer, k: usize) -> Option<String> {
+    let to_points = |a: &Answer| -> Option<BTreeMap<i64, BTreeMap<compare::Labels, f64>>> {
+        let mut m: BTreeMap<i64, BTreeMap<compare::Labels, f64>> = BTreeMap::new();
+        match a {
+            Answer::Vector(v) => {
+                for (l, t, x) in v {
+                    m.entry(*t).or_default().insert(l.clone(), *x);
+                }
+            }
+            Answer::Matrix(mx) => {
+                for (l, pts) in mx {
+                    for (t, x) in pts {
+                        m.entry(*t).or_default().insert(l.clone(), *x);
+                    }
+                }
+            }
+            _ => return None,
+        }
+        Some(m)
+    };
+    let (Some(p), Some(c)) = (to_points(prom), to_points(cairn)) else {
+        return compare::diff(prom, cairn, Order::None);
+    };
+    for (t, ps) in &p {
+        let cs = c.get(t).cloned().unwrap_or_default();
+        if cs.len() != k.min(ps.len()) {
+            return Some(format!(
+                "    @{t}: cairn has {} series, want min({k}, {})",
+                cs.len(),
+                ps.len()
+            ));
+        }
+        for (l, x) in &cs {
+            if !ps.get(l).is_some_and(|y| compare::same_value(*x, *y)) {
+                return Some(format!(
+                    "    @{t}: {} = {x} is not in the inner expression's answer",
+                    compare::show_labels(l)
+                ));
+            }
+        }
+    }
+    if let Some(t) = c.keys().find(|t| !p.contains_key(t)) {
+        return Some(format!(
+            "    @{t}: cairn has series where the inner expression has none"
+        ));
+    }
+    None
+}
+
+#[derive(Default)]
+struct ClassTally {
+    queries: usize,
+    evals: usize,
+    matched: usize,
+}
+
+#[test]
+fn promql_answers_match_prometheus() {
+    let Some(prom_bin) = prometheus_binary() else {
+        if in_ci() {
+            panic!(
+                "prometheus is not installed but CI is set: scripts/test.sh must install it (apt-get install prometheus)"
+            );
+        }
+        println!("SKIPPED: prometheus not installed (apt-get install prometheus); set CI=true to make this a failure");
+        return;
+    };
+    let trace_path = Path::new(cairn_bench::DEFAULT_TRACE);
+    if !trace_path.exists() {
+        if in_ci() {
+            panic!("benchmark trace {} missing but CI is set", trace_path.display());
+        }
+        println!("SKIPPED: benchmark trace {} missing", trace_path.display());
+        return;
+    }
+
+    // Queries first: a bad list fails before anything starts.
+    let list = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/differential/queries.txt");
+    let mut all = queries::load_list(&list);
+    all.extend(queries::load_alerts(Path::new(ALERTS)));
+    let mut seen = std::collections::HashSet::new();
+    for q in &all {
+        assert!(
+            seen.insert(q.cairn.clone()),
+            "{}: duplicate query {}",
+            q.origin,
+            q.cairn
+        );
+    }
+    assert!(
+        all.len() >= MIN_QUERIES,
+        "only {} queries, want at least {MIN_QUERIES}",
+        all.len()
+    );
+
+    let t0 = Instant::now();
+    let trace = Arc::new(cairn_bench::trace::Trace::load(trace_path).expect("load trace"));
+    let dataset = data::build(trace, now_ms());
+    let requests = dataset.requests();
+    let prom = Prometheus::start(&prom_bin);
+    let cairn = Server::start();
+    let http = http_client(Duration::from_secs(60));
+    let c = cairn.client();
+    for batch in &requests {
+        let body = encode(batch, ContentEncoding::Snappy);
+        let r = http
+            .post(format!("{}/api/v1/write", prom.base))
+            .header("Content-Type", "application/x-protobuf")
+            .header("Content-Encoding", "snappy")
+            .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+            .body(body.clone())
+            .send()
+            .expect("prometheus remote write");
+        let status = r.status().as_u16();
+        assert!(
+            status == 204 || status == 200,
+            "prometheus refused a write ({status}): {}\n{}",
+            r.text().unwrap_or_default(),
+            prom.log()
+        );
+        let r = c.post_write(body, Some("snappy"));
+        assert_eq!(r.status, 204, "cairn refused a write: {}", r.body);
+    }
+    println!(
+        "loaded {} series, {} samples in {} requests into both servers in {:.1}s",
+        dataset.series.len(),
+        dataset.samples(),
+        requests.len(),
+        t0.elapsed().as_secs_f64()
+    );
+
+    let evals = evaluations(&dataset);
+    // Both must hold the same series before queries mean anything.
+    let census = "count by (job) ({__name__=~\".+\"})";
+    let ev = Eval::Range {
+        start_ms: dataset.start_ms + 500,
+        end_ms: dataset.end_ms + 500,
+        step_ms: 300_000,
+    };
+    if let Some(d) = compare::diff(
+        &ask(&http, &prom.base, census, &ev),
+        &ask(&http, &cairn.url(), census, &ev),
+        Order::None,
+    ) {
+        panic!("the servers hold different data:\n{d}");
+    }
+
+    let t1 = Instant::now();
+    let mut tally: BTreeMap<String, ClassTally> = BTreeMap::new();
+    let mut by_exception: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut mismatches = Vec::new();
+    let mut both_failed = 0usize;
+    let mut skipped_by_exception = 0usize;
+    let cairn_base = cairn.url();
+    for q in &all {
+        let tl = tally.entry(q.class.clone()).or_default();
+        tl.queries += 1;
+        let handling = q.exception.and_then(queries::exception).map(|e| e.handling);
+        if let Some(e) = q.exception {
+            *by_exception.entry(e).or_default() += 1;
+        }
+        for ev in &evals {
+            if handling == Some(Handling::InsideData)
+                && ev.earliest_ms(queries::reach_ms(&q.cairn)) < dataset.start_ms + data::INTERVAL_MS
+            {
+                skipped_by_exception += 1;
+                continue;
+            }
+            tl.evals += 1;
+            let (p, a) = std::thread::scope(|s| {
+                let p = s.spawn(|| q.prometheus.as_deref().map(|pq| ask(&http, &prom.base, pq, ev)));
+                let a = ask(&http, &cairn_base, &q.cairn, ev);
+                (p.join().expect("prometheus query thread"), a)
+            });
+            let d = match (&p, handling) {
+                (None, _) => match &a {
+                    // Cairn-only: a range query over a range-vector expression fails in both.
+                    Answer::Error { error_type, message } => Some(format!("    cairn failed: {error_type}: {message}")),
+                    _ => None,
+                },
+                (Some(p), Some(h)) if h != Handling::Rewrite && h != Handling::Data => check_special(q, h, ev, p, &a),
+                (Some(p), _) => {
+                    let order = match (ev, queries::outer_call(&q.cairn)) {
+                        (Eval::Instant { .. }, Some("sort" | "sort_desc" | "topk" | "bottomk")) => Order::ByValue,
+                        _ => Order::None,
+                    };
+                    if matches!((p, &a), (Answer::Error { .. }, Answer::Error { .. })) {
+                        both_failed += 1;
+                    }
+                    compare::diff(p, &a, order)
+                }
+            };
+            match d {
+                None => tl.matched += 1,
+                Some(d) => mismatches.push(format!(
+                    "[{}] {} ({})\n  {}{}\n{d}",
+                    q.class,
+                    q.cairn,
+                    q.origin,
+                    ev.describe(dataset.end_ms),
+                    q.prometheus
+                        .as_deref()
+                        .filter(|p| *p != q.cairn)
+                        .map(|p| format!("; prometheus asked: {p}"))
+                        .unwrap_or_default()
+                )),
+            }
+        }
+    }
+
+    let mut report = String::new();
+    let (mut nq, mut ne, mut nm) = (0, 0, 0);
+    let _ = writeln!(report, "\n=== PromQL differential test: Cairn vs Prometheus 2.42 ===");
+    for (class, t) in &tally {
+        let _ = writeln!(
+            report,
+            "{class:<14} queries {:>4}  evaluations {:>5}  matched {:>5}",
+            t.queries, t.evals, t.matched
+        );
+        nq += t.queries;
+        ne += t.evals;
+        nm += t.matched;
+    }
+    let _ = writeln!(
+        report,
+        "TOTAL          queries {nq:>4}  evaluations {ne:>5}  matched {nm:>5} ({:.2}%), {both_failed} of them errors in both",
+        100.0 * nm as f64 / ne.max(1) as f64
+    );
+    let _ = writeln!(
+        report,
+        "documented exceptions (Prometheus 3 semantics, docs/promql-differences.md); {skipped_by_exception} evaluations skipped by them:"
+    );
+    for e in queries::EXCEPTIONS {
+        let _ = writeln!(
+            report,
+            "  {:<26} {:>2} queries  {}",
+            e.name,
+            by_exception.get(e.name).copied().unwrap_or(0),
+            e.reason
+        );
+    }
+    let _ = writeln!(
+        report,
+        "queries took {:.1}s (both servers; {} evaluations per query)",
+        t1.elapsed().as_secs_f64(),
+        evals.len()
+    );
+    let _ = writeln!(report, "mismatches: {}", mismatches.len());
+    for m in &mismatches {
+        let _ = writeln!(report, "--- {m}");
+    }
+    println!("{report}");
+    assert!(
+        mismatches.is_empty(),
+        "{} evaluations differ from Prometheus (see above)",
+        mismatches.len()
+    );
+}
