@@ -23,14 +23,54 @@ pub struct BenchCli {
 pub enum BenchCommand {
     /// Run the workload against one target.
     Run(RunArgs),
+    /// Run the same workload against two or more targets and print ratios.
+    Compare(CompareArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// A running target: `name=<write-url>[,<query-url>]` (repeatable).
+    #[arg(long = "target", id = "target_specs")]
+    pub target_specs: Vec<String>,
+    /// Start this `cairn` binary on a temporary directory as a target.
+    #[arg(long)]
+    pub start_cairn: Option<PathBuf>,
+    /// Start VictoriaMetrics (Debian's /usr/bin/victoria-metrics) on a temporary directory as a target.
+    #[arg(long)]
+    pub start_victoriametrics: bool,
+    /// Another victoria-metrics binary for --start-victoriametrics.
+    #[arg(long)]
+    pub victoriametrics_bin: Option<PathBuf>,
+    /// Where started targets keep their data (default: the system temp dir).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// Run against all targets at once instead of one after another.
+    #[arg(long)]
+    pub parallel: bool,
+    #[command(flatten)]
+    pub workload: WorkloadArgs,
+    #[command(flatten)]
+    pub access: AccessArgs,
+    /// Write all JSON reports here (an array).
+    #[arg(long)]
+    pub report_json: Option<PathBuf>,
+    /// Write a self-contained HTML page with plots here.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
     parse_duration(s)
 }
 
-fn stages(s: &str) -> Result<Vec<Stage>, String> {
-    parse_stages(s)
+/// A parsed `--stages` value (a newtype so clap takes it as one value).
+#[derive(Debug, Clone)]
+pub struct StageList(pub Vec<Stage>);
+
+fn stages(s: &str) -> Result<StageList, String> {
+    parse_stages(s).map(StageList)
 }
 
 #[derive(Args, Debug, Clone)]
@@ -57,7 +97,7 @@ pub struct WorkloadArgs {
     pub backfill: Option<Duration>,
     /// Ramp stages `targets:duration,...`, e.g. 400:5m,500:10m,400:5m (the run lasts their sum).
     #[arg(long, value_parser = stages)]
-    pub stages: Option<Vec<Stage>>,
+    pub stages: Option<StageList>,
     /// Mean time between restarts of one target (its counters reset); 0 for never.
     #[arg(long, default_value = "6h", value_parser = duration)]
     pub reset_every: Duration,
@@ -153,6 +193,9 @@ pub struct RunArgs {
     /// Write the JSON report here.
     #[arg(long)]
     pub report_json: Option<PathBuf>,
+    /// Write a self-contained HTML page with plots over time here.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
     /// No live progress line.
     #[arg(long)]
     pub quiet: bool,
@@ -178,7 +221,7 @@ impl WorkloadArgs {
             replicas: self.replicas,
             duration: self.duration,
             backfill: self.backfill,
-            stages: self.stages.clone().unwrap_or_default(),
+            stages: self.stages.clone().map(|s| s.0).unwrap_or_default(),
             reset_every: self.reset_every,
             query_interval: self.query_interval,
             rules,
@@ -211,7 +254,165 @@ pub fn main(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
                 std::fs::write(p, serde_json::to_vec_pretty(&report)?)?;
                 eprintln!("JSON report: {}", p.display());
             }
+            if let Some(p) = &a.report {
+                std::fs::write(p, crate::html::render(std::slice::from_ref(&report)))?;
+                eprintln!("HTML report: {}", p.display());
+            }
             Ok(())
         }
+        BenchCommand::Compare(a) => compare(&a),
+    }
+}
+
+fn compare(a: &CompareArgs) -> anyhow::Result<()> {
+    let base = a.workload.config(a.access.access()?)?;
+    let mut started = Vec::new();
+    let mut configs = Vec::new();
+    if let Some(bin) = &a.start_cairn {
+        let t = crate::targets::start_cairn(bin, a.work_dir.as_deref())?;
+        eprintln!("started cairn (pid {}) on {}", t.pid(), t.base_url());
+        started.push(t);
+    }
+    if a.start_victoriametrics {
+        let t = crate::targets::start_victoriametrics(a.victoriametrics_bin.as_deref(), a.work_dir.as_deref())?;
+        eprintln!("started victoriametrics (pid {}) on {}", t.pid(), t.base_url());
+        started.push(t);
+    }
+    for t in &started {
+        configs.push(RunConfig {
+            name: t.name.clone(),
+            write_url: t.write_url(),
+            query_url: Some(t.base_url()),
+            pid: Some(t.pid()),
+            data_dir: Some(t.data_dir.clone()),
+            ..base.clone()
+        });
+    }
+    for spec in &a.target_specs {
+        let (name, urls) = spec
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--target {spec:?}: expected name=<write-url>[,<query-url>]"))?;
+        let (write, query) = match urls.split_once(',') {
+            Some((w, q)) => (w.to_string(), Some(q.to_string())),
+            None => (urls.to_string(), None),
+        };
+        configs.push(RunConfig {
+            name: name.to_string(),
+            write_url: write,
+            query_url: query,
+            ..base.clone()
+        });
+    }
+    anyhow::ensure!(
+        configs.len() >= 2,
+        "compare needs two or more targets (--target, --start-cairn, --start-victoriametrics)"
+    );
+    let reports = if a.parallel {
+        std::thread::scope(|s| {
+            let handles: Vec<_> = configs
+                .iter()
+                .map(|c| {
+                    let c = RunConfig {
+                        progress: false,
+                        ..c.clone()
+                    };
+                    s.spawn(move || crate::run::run(&c))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().map_err(|_| anyhow::anyhow!("bench thread panicked"))?)
+                .collect::<anyhow::Result<Vec<_>>>()
+        })?
+    } else {
+        let mut out = Vec::new();
+        for c in &configs {
+            eprintln!("== {} ==", c.name);
+            let c = RunConfig {
+                progress: !a.quiet,
+                ..c.clone()
+            };
+            out.push(crate::run::run(&c)?);
+        }
+        out
+    };
+    drop(started);
+    for r in &reports {
+        print!("{}", r.summary());
+    }
+    print!("{}", crate::report::ratios(&reports));
+    if let Some(p) = &a.report_json {
+        std::fs::write(p, serde_json::to_vec_pretty(&reports)?)?;
+        eprintln!("JSON report: {}", p.display());
+    }
+    if let Some(p) = &a.report {
+        std::fs::write(p, crate::html::render(&reports))?;
+        eprintln!("HTML report: {}", p.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn flags_are_consistent() {
+        BenchCli::command().debug_assert();
+    }
+
+    #[test]
+    fn parses_a_full_run_command() {
+        let cli = BenchCli::try_parse_from([
+            "bench",
+            "run",
+            "--write-url",
+            "http://h:1/api/v1/write",
+            "--query-url",
+            "http://h:1",
+            "--targets",
+            "50",
+            "--scrape-interval",
+            "10s",
+            "--churn",
+            "5",
+            "--churn-interval",
+            "5m",
+            "--replicas",
+            "2",
+            "--stages",
+            "40:1m,60:2m",
+            "--tenant",
+            "t1",
+            "--header",
+            "X-A: b",
+            "--basic-auth-user",
+            "u",
+            "--basic-auth-password",
+            "p",
+            "--concurrency",
+            "8",
+        ])
+        .unwrap();
+        let BenchCommand::Run(a) = cli.command else {
+            panic!("not run")
+        };
+        let access = a.access.access().unwrap();
+        assert_eq!(
+            access.headers,
+            [
+                ("X-A".to_string(), "b".to_string()),
+                ("X-Scope-OrgID".to_string(), "t1".to_string())
+            ]
+        );
+        assert_eq!(access.basic_auth, Some(("u".into(), "p".into())));
+        let cfg = a.workload.config(access).unwrap();
+        assert_eq!(cfg.targets, 50);
+        assert_eq!(cfg.interval, Duration::from_secs(10));
+        assert_eq!(cfg.stages.len(), 2);
+        assert_eq!(cfg.replicas, 2);
+        assert_eq!(cfg.rules.len(), 35);
+        assert_eq!(cfg.concurrency, 8);
     }
 }

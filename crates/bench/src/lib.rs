@@ -9,12 +9,14 @@
 pub mod cli;
 pub mod fleet;
 pub mod histogram;
+pub mod html;
 pub mod procfs;
 pub mod query;
 pub mod report;
 pub mod rules;
 pub mod run;
 pub mod sender;
+pub mod targets;
 pub mod trace;
 pub mod workload;
 

@@ -224,3 +224,61 @@ impl Report {
         s
     }
 }
+
+/// A table of the main figures of each report and their ratio to the first.
+pub fn ratios(reports: &[Report]) -> String {
+    type Metric = fn(&Report) -> Option<f64>;
+    let metrics: [(&str, Metric); 9] = [
+        ("samples/s delivered", |r| Some(r.samples_per_second)),
+        ("samples failed", |r| Some(r.samples_failed as f64)),
+        ("write latency p99 ms", |r| Some(r.write_latency_ms.p99)),
+        ("query latency p50 ms", |r| Some(r.query_latency_ms.p50)),
+        ("query latency p99 ms", |r| Some(r.query_latency_ms.p99)),
+        ("query errors", |r| Some(r.query_errors as f64)),
+        ("CPU s / M samples", |r| {
+            r.target.as_ref().and_then(|t| t.cpu_seconds_per_million_samples)
+        }),
+        ("RSS peak MB", |r| {
+            r.target.as_ref().and_then(|t| t.rss_peak_bytes).map(|b| b as f64 / 1e6)
+        }),
+        ("disk B / sample", |r| {
+            r.target.as_ref().and_then(|t| t.disk_bytes_per_sample)
+        }),
+    ];
+    let mut s = String::new();
+    let _ = write!(s, "\n{:<24}", "");
+    for r in reports {
+        let _ = write!(s, " {:>16}", r.name);
+    }
+    let short = |n: &str| n.chars().take(7).collect::<String>();
+    for r in reports.iter().skip(1) {
+        let _ = write!(s, " {:>16}", format!("{}/{}", short(&r.name), short(&reports[0].name)));
+    }
+    s.push('\n');
+    for (name, f) in metrics {
+        let _ = write!(s, "{name:<24}");
+        for r in reports {
+            match f(r) {
+                Some(v) => {
+                    let _ = write!(s, " {v:>16.3}");
+                }
+                None => {
+                    let _ = write!(s, " {:>16}", "-");
+                }
+            }
+        }
+        let first = f(&reports[0]);
+        for r in reports.iter().skip(1) {
+            match (f(r), first) {
+                (Some(v), Some(b)) if b != 0.0 => {
+                    let _ = write!(s, " {:>16.2}", v / b);
+                }
+                _ => {
+                    let _ = write!(s, " {:>16}", "-");
+                }
+            }
+        }
+        s.push('\n');
+    }
+    s
+}

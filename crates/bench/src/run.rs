@@ -174,7 +174,8 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
     let start_ms = match cfg.backfill {
         // Whole scrape intervals ending one interval ago, so every sample is in the past.
         Some(_) => (now - span.as_millis() as i64 - interval_ms).div_euclid(interval_ms) * interval_ms,
-        None => now.div_euclid(interval_ms) * interval_ms,
+        // Real time starts at the next grid point, so no scrape is late at the start.
+        None => (now.div_euclid(interval_ms) + 1) * interval_ms,
     };
     let end_ms = start_ms + span.as_millis() as i64;
     let fleet = Fleet::new(
