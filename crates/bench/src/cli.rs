@@ -25,6 +25,24 @@ pub enum BenchCommand {
     Run(RunArgs),
     /// Run the same workload against two or more targets and print ratios.
     Compare(CompareArgs),
+    /// Record a new trace from a running exporter (same format as the embedded one).
+    Record(RecordArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RecordArgs {
+    /// Exporter URL, e.g. http://localhost:9100/metrics.
+    #[arg(long)]
+    pub url: String,
+    #[arg(long, default_value = "1s", value_parser = duration)]
+    pub interval: Duration,
+    #[arg(long, default_value = "10m", value_parser = duration)]
+    pub duration: Duration,
+    /// Output file (gzip'd), usable with `--trace`.
+    #[arg(long)]
+    pub out: PathBuf,
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -261,6 +279,18 @@ pub fn main(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
             Ok(())
         }
         BenchCommand::Compare(a) => compare(&a),
+        BenchCommand::Record(a) => {
+            let s = crate::record::record(&a.url, a.interval, a.duration, &a.out, !a.quiet)?;
+            let t = crate::trace::Trace::load(&a.out)?;
+            println!(
+                "recorded {} scrapes ({} failed), {} series per scrape, into {}",
+                s.scrapes,
+                s.failed,
+                t.series_count(),
+                a.out.display()
+            );
+            Ok(())
+        }
     }
 }
 

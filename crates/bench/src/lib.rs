@@ -12,6 +12,7 @@ pub mod histogram;
 pub mod html;
 pub mod procfs;
 pub mod query;
+pub mod record;
 pub mod report;
 pub mod rules;
 pub mod run;
