@@ -244,6 +244,7 @@ fn check_special(q: &Query, handling: Handling, ev: &Eval, prom: &Answer, cairn:
             });
             (!sorted).then(|| format!("    cairn's answer is not sorted by {names:?}"))
         }
+        Handling::TiesAtCut => ties_diff(prom, cairn, ev),
         Handling::Subset => {
             let k = queries::limitk_k(&q.cairn);
             subset_diff(prom, cairn, k)
@@ -252,29 +253,80 @@ fn check_special(q: &Query, handling: Handling, ev: &Eval, prom: &Answer, cairn:
     }
 }
 
-/// `cairn` must hold min(k, n) of `prom`'s series at every timestamp, with
-/// unchanged values.
-fn subset_diff(prom: &Answer, cairn: &Answer, k: usize) -> Option<String> {
-    let to_points = |a: &Answer| -> Option<BTreeMap<i64, BTreeMap<compare::Labels, f64>>> {
-        let mut m: BTreeMap<i64, BTreeMap<compare::Labels, f64>> = BTreeMap::new();
-        match a {
-            Answer::Vector(v) => {
-                for (l, t, x) in v {
+type PointsByTime = BTreeMap<i64, BTreeMap<compare::Labels, f64>>;
+
+/// A vector or matrix answer as timestamp → series → value.
+fn points_by_time(a: &Answer) -> Option<PointsByTime> {
+    let mut m: PointsByTime = BTreeMap::new();
+    match a {
+        Answer::Vector(v) => {
+            for (l, t, x) in v {
+                m.entry(*t).or_default().insert(l.clone(), *x);
+            }
+        }
+        Answer::Matrix(mx) => {
+            for (l, pts) in mx {
+                for (t, x) in pts {
                     m.entry(*t).or_default().insert(l.clone(), *x);
                 }
             }
-            Answer::Matrix(mx) => {
-                for (l, pts) in mx {
-                    for (t, x) in pts {
-                        m.entry(*t).or_default().insert(l.clone(), *x);
-                    }
-                }
-            }
-            _ => return None,
         }
-        Some(m)
+        _ => return None,
+    }
+    Some(m)
+}
+
+/// topk/bottomk with ties: at every timestamp the same values, and series
+/// that only one side selected must be tied in value with a series that
+/// only the other side selected. An instant answer must also come in the
+/// same value order.
+fn ties_diff(prom: &Answer, cairn: &Answer, ev: &Eval) -> Option<String> {
+    let (Some(p), Some(c)) = (points_by_time(prom), points_by_time(cairn)) else {
+        return compare::diff(prom, cairn, Order::None);
     };
-    let (Some(p), Some(c)) = (to_points(prom), to_points(cairn)) else {
+    let times: std::collections::BTreeSet<i64> = p.keys().chain(c.keys()).copied().collect();
+    let empty = BTreeMap::new();
+    for t in times {
+        let (ps, cs) = (p.get(&t).unwrap_or(&empty), c.get(&t).unwrap_or(&empty));
+        let only_p: Vec<f64> = ps
+            .iter()
+            .filter(|(l, _)| !cs.contains_key(*l))
+            .map(|(_, v)| *v)
+            .collect();
+        let only_c: Vec<f64> = cs
+            .iter()
+            .filter(|(l, _)| !ps.contains_key(*l))
+            .map(|(_, v)| *v)
+            .collect();
+        let shared_differ = ps
+            .iter()
+            .any(|(l, v)| cs.get(l).is_some_and(|w| !compare::same_value(*v, *w)));
+        let mut a = only_p.clone();
+        let mut b = only_c.clone();
+        a.sort_by(f64::total_cmp);
+        b.sort_by(f64::total_cmp);
+        let tied = a.len() == b.len() && a.iter().zip(&b).all(|(x, y)| compare::same_value(*x, *y));
+        if shared_differ || !tied {
+            return compare::diff(prom, cairn, Order::None)
+                .map(|d| format!("{d}    (not explained by ties at @{t})\n"));
+        }
+    }
+    if matches!(ev, Eval::Instant { .. })
+        && let (Answer::Vector(a), Answer::Vector(b)) = (prom, cairn)
+        && let Some(i) = a.iter().zip(b).position(|(x, y)| !compare::same_value(x.2, y.2))
+    {
+        return Some(format!(
+            "    value order differs at #{i}: prometheus {}, cairn {}",
+            a[i].2, b[i].2
+        ));
+    }
+    None
+}
+
+/// `cairn` must hold min(k, n) of `prom`'s series at every timestamp, with
+/// unchanged values.
+fn subset_diff(prom: &Answer, cairn: &Answer, k: usize) -> Option<String> {
+    let (Some(p), Some(c)) = (points_by_time(prom), points_by_time(cairn)) else {
         return compare::diff(prom, cairn, Order::None);
     };
     for (t, ps) in &p {
@@ -401,6 +453,10 @@ fn promql_answers_match_prometheus() {
         panic!("the servers hold different data:\n{d}");
     }
 
+    // CAIRN_DIFF_FILTER=<text> runs only queries containing the text.
+    if let Ok(f) = std::env::var("CAIRN_DIFF_FILTER") {
+        all.retain(|q| q.cairn.contains(&f));
+    }
     let t1 = Instant::now();
     let mut tally: BTreeMap<String, ClassTally> = BTreeMap::new();
     let mut by_exception: BTreeMap<&str, usize> = BTreeMap::new();
@@ -506,6 +562,17 @@ fn promql_answers_match_prometheus() {
         let _ = writeln!(report, "--- {m}");
     }
     println!("{report}");
+    // CAIRN_DIFF_HOLD_SECS=<n> keeps both servers up for n seconds to look
+    // into a difference by hand.
+    if let Some(secs) = std::env::var("CAIRN_DIFF_HOLD_SECS").ok().and_then(|s| s.parse().ok()) {
+        println!(
+            "holding for {secs}s: prometheus {} cairn {} (data end {})",
+            prom.base,
+            cairn.url(),
+            ms_to_param(dataset.end_ms)
+        );
+        std::thread::sleep(Duration::from_secs(secs));
+    }
     assert!(
         mismatches.is_empty(),
         "{} evaluations differ from Prometheus (see above)",

@@ -21,6 +21,9 @@ pub enum Handling {
     /// after the first sample of the data: the difference needs a window that
     /// reaches before a series' first sample.
     InsideData,
+    /// topk/bottomk: at every timestamp the selected values must be equal;
+    /// label sets may differ only between series tied at the cut.
+    TiesAtCut,
     /// No 2.42 equivalent: the query runs only on Cairn and must succeed.
     CairnOnly,
 }
@@ -78,6 +81,13 @@ pub const EXCEPTIONS: &[Exception] = &[
                  zero point after the 1.1-interval threshold check, 2.42 before it; the answers differ when a window \
                  reaches before the first sample of a counter that starts near zero, so these queries are compared \
                  only at evaluations whose windows lie inside the data",
+    },
+    Exception {
+        name: "topk-tie-breaking",
+        handling: Handling::TiesAtCut,
+        reason: "Prometheus 3 replaces the heap root and re-heapifies where 2.42 popped and pushed, so among series \
+                 tied at the k-th value another one may be kept; the selected values must be equal at every step, \
+                 and label sets may differ only between series tied at the cut",
     },
     Exception {
         name: "atan2-drops-name",
@@ -157,7 +167,7 @@ pub fn load_list(path: &Path) -> Vec<Query> {
             );
             let prometheus = match e.handling {
                 Handling::CairnOnly => None,
-                Handling::Data | Handling::InsideData => Some(cairn.clone()),
+                Handling::Data | Handling::InsideData | Handling::TiesAtCut => Some(cairn.clone()),
                 _ => prometheus,
             };
             out.push(Query {
