@@ -5,6 +5,7 @@
 //! later by range requests from object storage. Format: docs/format/part.md.
 
 mod reader;
+mod ts_cache;
 mod writer;
 
 pub use reader::{BlockRef, Part};

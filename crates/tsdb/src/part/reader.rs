@@ -167,8 +167,8 @@ impl Part {
         let (t0, v0) = (ts.len(), vs.len());
         let rest = if bytes.first() == Some(&SHARED_TIMESTAMPS) {
             let shared = self.read_shared_timestamps(b, bytes)?;
-            let after = cairn_codec::decode_timestamps(&shared, ts).map_err(|e| self.corrupt(b, &e.to_string()))?;
-            if !after.is_empty() {
+            let trailing = super::ts_cache::decode_shared(&shared, ts).map_err(|e| self.corrupt(b, &e.to_string()))?;
+            if trailing != 0 {
                 ts.truncate(t0);
                 return Err(self.corrupt(b, "shared timestamps have trailing bytes"));
             }
