@@ -932,7 +932,17 @@ impl<'a> Ev<'a> {
                     } else if !keep {
                         continue;
                     }
-                    let metric = result_metric(&one_s[j].labels, &one_s[j].labels, op, on, &names, &card, &include);
+                    // With no "many" series to copy labels from, the result
+                    // carries the one side's match labels (as one-to-one).
+                    let metric = result_metric(
+                        &one_s[j].labels,
+                        &one_s[j].labels,
+                        op,
+                        on,
+                        &names,
+                        &VectorMatchCardinality::OneToOne,
+                        &include,
+                    );
                     acc.push(metric, true, t, v)?;
                 }
             }
@@ -1069,4 +1079,50 @@ fn result_metric(
         }
     }
     labels_from(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_model::{Labels, Sample};
+    use cairn_storage::{Appendable, MemStorage};
+
+    use crate::{Engine, Value};
+
+    fn storage(series: &[(&[(&str, &str)], f64)]) -> MemStorage {
+        let s = MemStorage::new();
+        let mut app = s.appender();
+        for (labels, v) in series {
+            app.append(&Labels::from_pairs(labels.iter().copied()), &[Sample::new(0, *v)])
+                .unwrap();
+        }
+        app.commit().unwrap();
+        s
+    }
+
+    fn labels_of(v: &Value) -> Vec<String> {
+        let Value::Vector(v) = v else {
+            panic!("not a vector: {v:?}")
+        };
+        let mut out: Vec<String> = v.iter().map(|s| s.metric.to_string()).collect();
+        out.sort();
+        out
+    }
+
+    /// Upstream fill-modifier.test:131: a filled-in "many" side takes the one
+    /// side's match labels, not all of its labels.
+    #[test]
+    fn fill_group_left_missing_many_side_keeps_match_labels() {
+        let s = storage(&[
+            (&[("__name__", "l"), ("job", "foo"), ("instance", "a")], 10.0),
+            (&[("__name__", "r"), ("job", "foo"), ("instance", "a")], 100.0),
+            (&[("__name__", "r"), ("job", "foo"), ("instance", "c")], 300.0),
+        ]);
+        let r = Engine::default()
+            .instant(&s, "l + ignoring(job) group_left fill(0) r", 0)
+            .unwrap();
+        assert_eq!(
+            labels_of(&r.value),
+            vec![r#"{instance="a", job="foo"}"#, r#"{instance="c"}"#]
+        );
+    }
 }
