@@ -13,6 +13,7 @@
 // Step loops index several parallel per-step arrays; callbacks take the evaluator.
 #![allow(clippy::needless_range_loop, clippy::type_complexity)]
 
+mod escapes;
 mod eval;
 mod functions;
 mod select;
@@ -122,7 +123,8 @@ impl QueryError {
 
 /// Parses a query, with Prometheus-style error text.
 pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
-    promql_parser::parser::parse(expr).map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))
+    promql_parser::parser::parse(&escapes::normalize_byte_escapes(expr))
+        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))
 }
 
 /// The PromQL engine. Cheap to share; holds only settings.
