@@ -289,6 +289,31 @@ impl OutAcc {
             series: Vec::new(),
         }
     }
+    /// The index of the output series with `labels`, created empty if new.
+    pub fn slot(&mut self, labels: &Labels) -> usize {
+        if let Some(&i) = self.index.get(labels) {
+            return i;
+        }
+        self.index.insert(labels.clone(), self.series.len());
+        self.series.push(Series {
+            labels: labels.clone(),
+            drop_name: false,
+            pts: Vec::new(),
+        });
+        self.series.len() - 1
+    }
+
+    /// Appends a point to the output series at `slot` (from [`Self::slot`]).
+    pub fn push_at(&mut self, slot: usize, drop_name: bool, t: i64, v: f64) -> Result<()> {
+        let s = &mut self.series[slot];
+        if s.pts.last().is_some_and(|p| p.0 == t) {
+            return Err(dup_labelset());
+        }
+        s.drop_name |= drop_name;
+        s.pts.push((t, v));
+        Ok(())
+    }
+
     pub fn push(&mut self, labels: Labels, drop_name: bool, t: i64, v: f64) -> Result<()> {
         if let Some(&i) = self.index.get(&labels) {
             let s = &mut self.series[i];
@@ -795,9 +820,16 @@ impl<'a> Ev<'a> {
         if matches!(card, VectorMatchCardinality::OneToMany(_)) {
             std::mem::swap(&mut fill_l, &mut fill_r);
         }
-        let sig = |l: &Labels| -> String { signature(l, on, &names) };
-        let lsig: Vec<String> = lhs.iter().map(|s| sig(&s.labels)).collect();
-        let rsig: Vec<String> = rhs.iter().map(|s| sig(&s.labels)).collect();
+        // Signatures are interned once; per step, membership is a stamp
+        // (the step number + 1) in a vector indexed by signature id.
+        let mut sig_ids: HashMap<String, usize> = HashMap::new();
+        let mut intern = |l: &Labels| -> usize {
+            let next = sig_ids.len();
+            *sig_ids.entry(signature(l, on, &names)).or_insert(next)
+        };
+        let lsig: Vec<usize> = lhs.iter().map(|s| intern(&s.labels)).collect();
+        let rsig: Vec<usize> = rhs.iter().map(|s| intern(&s.labels)).collect();
+        let nsig = sig_ids.len();
         let n = c.n();
         let mut acc = OutAcc::new();
         let mut li = StepIter::new(lhs.len());
@@ -809,41 +841,57 @@ impl<'a> Ev<'a> {
             VectorMatchCardinality::ManyToOne(l) | VectorMatchCardinality::OneToMany(l) => l.labels.clone(),
             _ => Vec::new(),
         };
+        // Output slot of each input series copied through by a set operator,
+        // and of each result metric of a (many, one) pair: labels are built
+        // and hashed once per series, not once per step.
+        let mut lslot: Vec<Option<usize>> = vec![None; lhs.len()];
+        let mut rslot: Vec<Option<usize>> = vec![None; rhs.len()];
+        let mut pair_slot: HashMap<(usize, usize), usize> = HashMap::new();
+        let mut fill_slot: HashMap<usize, usize> = HashMap::new();
+        let mut stamp_a = vec![0usize; nsig];
+        let mut one_at: Vec<(usize, f64)> = vec![(0, 0.0); nsig];
+        let mut one_matched = vec![0usize; nsig];
+        let mut one_seen = vec![0usize; nsig];
+        let mut sig_used = vec![0usize; nsig];
+        // Per output slot: (stamp, signature) of its last insertion.
+        let mut slot_used: Vec<(usize, usize)> = Vec::new();
+        let swapped = matches!(card, VectorMatchCardinality::OneToMany(_));
+        let one_to_one = matches!(card, VectorMatchCardinality::OneToOne);
         for i in 0..n {
             if i % 256 == 0 {
                 self.check()?;
             }
+            let stamp = i + 1;
             let t = c.ts(i);
             lcur.clear();
             rcur.clear();
             li.at(&lhs, t, |j, v| lcur.push((j, v)));
             ri.at(&rhs, t, |j, v| rcur.push((j, v)));
             if set_op {
+                let copy = |acc: &mut OutAcc, side: &[Series], slots: &mut [Option<usize>], j: usize, v: f64| {
+                    let slot = *slots[j].get_or_insert_with(|| acc.slot(&side[j].labels));
+                    acc.push_at(slot, side[j].drop_name, t, v)
+                };
                 match op {
-                    "and" => {
-                        let rs: HashSet<&str> = rcur.iter().map(|&(j, _)| rsig[j].as_str()).collect();
-                        for &(j, v) in &lcur {
-                            if rs.contains(lsig[j].as_str()) {
-                                acc.push(lhs[j].labels.clone(), lhs[j].drop_name, t, v)?;
-                            }
+                    "and" | "unless" => {
+                        for &(j, _) in &rcur {
+                            stamp_a[rsig[j]] = stamp;
                         }
-                    }
-                    "or" => {
-                        let ls: HashSet<&str> = lcur.iter().map(|&(j, _)| lsig[j].as_str()).collect();
+                        let want = op == "and";
                         for &(j, v) in &lcur {
-                            acc.push(lhs[j].labels.clone(), lhs[j].drop_name, t, v)?;
-                        }
-                        for &(j, v) in &rcur {
-                            if !ls.contains(rsig[j].as_str()) {
-                                acc.push(rhs[j].labels.clone(), rhs[j].drop_name, t, v)?;
+                            if (stamp_a[lsig[j]] == stamp) == want {
+                                copy(&mut acc, &lhs, &mut lslot, j, v)?;
                             }
                         }
                     }
                     _ => {
-                        let rs: HashSet<&str> = rcur.iter().map(|&(j, _)| rsig[j].as_str()).collect();
                         for &(j, v) in &lcur {
-                            if !rs.contains(lsig[j].as_str()) {
-                                acc.push(lhs[j].labels.clone(), lhs[j].drop_name, t, v)?;
+                            stamp_a[lsig[j]] = stamp;
+                            copy(&mut acc, &lhs, &mut lslot, j, v)?;
+                        }
+                        for &(j, v) in &rcur {
+                            if stamp_a[rsig[j]] != stamp {
+                                copy(&mut acc, &rhs, &mut rslot, j, v)?;
                             }
                         }
                     }
@@ -853,15 +901,15 @@ impl<'a> Ev<'a> {
             if (lcur.is_empty() || rcur.is_empty()) && fill_l.is_none() && fill_r.is_none() {
                 continue;
             }
-            let swapped = matches!(card, VectorMatchCardinality::OneToMany(_));
             let (many, many_s, many_sig, one, one_s, one_sig) = if swapped {
                 (&rcur, &rhs, &rsig, &lcur, &lhs, &lsig)
             } else {
                 (&lcur, &lhs, &lsig, &rcur, &rhs, &rsig)
             };
-            let mut one_map: HashMap<&str, (usize, f64)> = HashMap::with_capacity(one.len());
             for &(j, v) in one.iter() {
-                if let Some(&(dj, _)) = one_map.get(one_sig[j].as_str()) {
+                let sg = one_sig[j];
+                if stamp_a[sg] == stamp {
+                    let dj = one_at[sg].0;
                     let side = if swapped { "left" } else { "right" };
                     let matched = match_labels(&one_s[j].labels, on, &names);
                     return Err(QueryError::Execution(format!(
@@ -869,60 +917,74 @@ impl<'a> Ev<'a> {
                         matched, one_s[j].labels, one_s[dj].labels
                     )));
                 }
-                one_map.insert(one_sig[j].as_str(), (j, v));
+                stamp_a[sg] = stamp;
+                one_at[sg] = (j, v);
             }
-            let mut matched: HashMap<&str, HashSet<Labels>> = HashMap::new();
-            let mut one_matched: HashSet<&str> = HashSet::new();
-            let mut one_seen: HashSet<&str> = HashSet::new();
             for &(j, mv) in many.iter() {
-                let s = many_sig[j].as_str();
-                let (oj, ov, one_labels) = match one_map.get(s) {
-                    Some(&(oj, ov)) => (Some(oj), ov, &one_s[oj].labels),
-                    None => {
-                        let fill = if swapped { fill_l } else { fill_r };
-                        match fill {
-                            Some(fv) => (None, fv, &many_s[j].labels),
-                            None => continue,
-                        }
+                let sg = many_sig[j];
+                let (oj, ov) = if stamp_a[sg] == stamp {
+                    let (oj, ov) = one_at[sg];
+                    (Some(oj), ov)
+                } else {
+                    let fill = if swapped { fill_l } else { fill_r };
+                    match fill {
+                        Some(fv) => (None, fv),
+                        None => continue,
                     }
                 };
                 if oj.is_some() {
-                    one_matched.insert(s);
+                    one_matched[sg] = stamp;
                 }
                 let (fl, fr) = if swapped { (ov, mv) } else { (mv, ov) };
                 let (mut v, keep) = elem_binop(op, fl, fr)?;
-                let one_to_one = matches!(card, VectorMatchCardinality::OneToOne);
-                if one_to_one && oj.is_some() && !one_seen.insert(s) {
-                    return Err(QueryError::Execution(
-                        "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)"
-                            .into(),
-                    ));
+                if one_to_one && oj.is_some() {
+                    if one_seen[sg] == stamp {
+                        return Err(QueryError::Execution(
+                            "multiple matches for labels: many-to-one matching must be explicit (group_left/group_right)"
+                                .into(),
+                        ));
+                    }
+                    one_seen[sg] = stamp;
                 }
                 if return_bool {
                     v = if keep { 1.0 } else { 0.0 };
                 } else if !keep {
                     continue;
                 }
-                let metric = result_metric(&many_s[j].labels, one_labels, op, on, &names, &card, &include);
-                let set = matched.entry(s).or_default();
+                let slot = *pair_slot.entry((j, oj.unwrap_or(usize::MAX))).or_insert_with(|| {
+                    let one_labels = oj.map_or(&many_s[j].labels, |oj| &one_s[oj].labels);
+                    acc.slot(&result_metric(
+                        &many_s[j].labels,
+                        one_labels,
+                        op,
+                        on,
+                        &names,
+                        &card,
+                        &include,
+                    ))
+                });
                 if one_to_one {
-                    if !set.is_empty() && oj.is_none() {
+                    if sig_used[sg] == stamp && oj.is_none() {
                         return Err(dup_labelset());
                     }
-                } else if set.contains(&metric) {
-                    return Err(QueryError::Execution(
-                        "multiple matches for labels: grouping labels must ensure unique matches".into(),
-                    ));
+                } else {
+                    slot_used.resize(acc.series.len(), (0, 0));
+                    if slot_used[slot] == (stamp, sg) {
+                        return Err(QueryError::Execution(
+                            "multiple matches for labels: grouping labels must ensure unique matches".into(),
+                        ));
+                    }
+                    slot_used[slot] = (stamp, sg);
                 }
-                set.insert(metric.clone());
+                sig_used[sg] = stamp;
                 let drop = return_bool || (is_comparison(op) && many_s[j].drop_name);
-                acc.push(metric, drop, t, v)?;
+                acc.push_at(slot, drop, t, v)?;
             }
             // Fill in for unmatched series of the "one" side.
             let fill_many = if swapped { fill_r } else { fill_l };
             if let Some(fv) = fill_many {
                 for &(j, ov) in one.iter() {
-                    if one_matched.contains(one_sig[j].as_str()) {
+                    if one_matched[one_sig[j]] == stamp {
                         continue;
                     }
                     let (fl, fr) = if swapped { (ov, fv) } else { (fv, ov) };
@@ -934,16 +996,18 @@ impl<'a> Ev<'a> {
                     }
                     // With no "many" series to copy labels from, the result
                     // carries the one side's match labels (as one-to-one).
-                    let metric = result_metric(
-                        &one_s[j].labels,
-                        &one_s[j].labels,
-                        op,
-                        on,
-                        &names,
-                        &VectorMatchCardinality::OneToOne,
-                        &include,
-                    );
-                    acc.push(metric, true, t, v)?;
+                    let slot = *fill_slot.entry(j).or_insert_with(|| {
+                        acc.slot(&result_metric(
+                            &one_s[j].labels,
+                            &one_s[j].labels,
+                            op,
+                            on,
+                            &names,
+                            &VectorMatchCardinality::OneToOne,
+                            &include,
+                        ))
+                    });
+                    acc.push_at(slot, true, t, v)?;
                 }
             }
         }
