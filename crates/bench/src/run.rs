@@ -528,7 +528,11 @@ fn send_loop(client: &Client, rx: &Receiver<Job>, shared: &Shared) {
 
 fn query_loop(qc: &QueryClient, cfg: &RunConfig, realtime: bool, shared: &Shared) {
     let mut next = Instant::now();
-    while !shared.stop.load(Ordering::Relaxed) {
+    // At least one whole round runs, even when a fast backfill finishes first,
+    // so every rule gets a latency figure.
+    let mut completed = 0u64;
+    let done = |completed: u64| completed > 0 && shared.stop.load(Ordering::Relaxed);
+    while !done(completed) {
         if Instant::now() < next {
             std::thread::sleep(Duration::from_millis(50));
             continue;
@@ -542,7 +546,7 @@ fn query_loop(qc: &QueryClient, cfg: &RunConfig, realtime: bool, shared: &Shared
         };
         let n = shared.queries.lock().map(|q| q.len()).unwrap_or(0);
         for i in 0..n {
-            if shared.stop.load(Ordering::Relaxed) {
+            if done(completed) {
                 return;
             }
             let Some((kind, expr)) = shared
@@ -582,6 +586,7 @@ fn query_loop(qc: &QueryClient, cfg: &RunConfig, realtime: bool, shared: &Shared
                 }
             }
         }
+        completed += 1;
         shared.query_rounds.fetch_add(1, Ordering::Relaxed);
         if Instant::now() > next {
             shared.query_rounds_late.fetch_add(1, Ordering::Relaxed);
