@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 
 use cairn_model::{Label, Labels, METRIC_NAME};
-use chrono::{DateTime, Datelike, Timelike};
 use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::{Call, Expr, LabelModifier};
 
@@ -396,28 +395,18 @@ fn time_fn(name: &str, v: f64) -> f64 {
     if v.is_nan() || v.is_infinite() {
         return v;
     }
-    let Some(t) = DateTime::from_timestamp(v as i64, 0) else {
-        return f64::NAN;
-    };
-    match name {
-        "day_of_month" => t.day() as f64,
-        "day_of_week" => t.weekday().num_days_from_sunday() as f64,
-        "day_of_year" => t.ordinal() as f64,
-        "days_in_month" => {
-            let (y, m) = (t.year(), t.month());
-            let (ny, nm) = if m == 12 { (y + 1, 1) } else { (y, m + 1) };
-            let a = chrono::NaiveDate::from_ymd_opt(y, m, 1);
-            let b = chrono::NaiveDate::from_ymd_opt(ny, nm, 1);
-            match (a, b) {
-                (Some(a), Some(b)) => (b - a).num_days() as f64,
-                _ => f64::NAN,
-            }
-        }
-        "hour" => t.hour() as f64,
-        "minute" => t.minute() as f64,
-        "month" => t.month() as f64,
-        _ => t.year() as f64,
-    }
+    // Go's int64(v) truncates toward zero; `as` does too (and saturates).
+    let t = crate::calendar::civil(v as i64);
+    (match name {
+        "day_of_month" => t.day,
+        "day_of_week" => t.weekday,
+        "day_of_year" => t.day_of_year,
+        "days_in_month" => t.days_in_month,
+        "hour" => t.hour,
+        "minute" => t.minute,
+        "month" => t.month,
+        _ => t.year,
+    }) as f64
 }
 
 /// Go's `strconv.FormatFloat(v, 'f', -1, 64)`.
@@ -925,17 +914,6 @@ fn bucket_quantile(q: f64, b: &mut [(f64, f64)]) -> (f64, bool) {
 
 // ------------------------------------------------------------ aggregation
 
-#[derive(Default, Clone)]
-struct Group {
-    seen: bool,
-    count: f64,
-    value: f64,
-    kahan: f64,
-    mean: f64,
-    incremental: bool,
-    values: Vec<f64>,
-}
-
 fn labels_hash(l: &Labels) -> u64 {
     let mut b = Vec::with_capacity(256);
     for lab in l.iter() {
@@ -1202,8 +1180,7 @@ pub(crate) fn aggregate(
                     fmt_go(*bad)
                 ));
             }
-            let mut state: Vec<Group> = vec![Group::default(); groups.len()];
-            let mut out: Vec<Series> = groups
+            let out: Vec<Series> = groups
                 .iter()
                 .zip(&gdrop)
                 .map(|(l, &d)| Series {
@@ -1212,120 +1189,10 @@ pub(crate) fn aggregate(
                     pts: Vec::new(),
                 })
                 .collect();
-            let mut touched: Vec<usize> = Vec::new();
-            for i in 0..n {
-                if i % 256 == 0 {
-                    ev.check()?;
-                }
-                let t = c.ts(i);
-                touched.clear();
-                it.at(&input, t, |j, f| {
-                    let g = sgroup[j];
-                    let st = &mut state[g];
-                    if !st.seen {
-                        *st = Group {
-                            seen: true,
-                            count: 1.0,
-                            value: f,
-                            kahan: 0.0,
-                            mean: f,
-                            incremental: false,
-                            values: Vec::new(),
-                        };
-                        match op {
-                            "stddev" | "stdvar" => {
-                                st.value = if f.is_finite() { 0.0 } else { f64::NAN };
-                            }
-                            "group" => st.value = 1.0,
-                            "quantile" => st.values.push(f),
-                            _ => {}
-                        }
-                        touched.push(g);
-                        return;
-                    }
-                    match op {
-                        "sum" => {
-                            (st.value, st.kahan) = kahan_inc(f, st.value, st.kahan);
-                            st.count += 1.0;
-                        }
-                        "avg" => {
-                            st.count += 1.0;
-                            if !st.incremental {
-                                let (nv, nc) = kahan_inc(f, st.value, st.kahan);
-                                if !nv.is_infinite() {
-                                    st.value = nv;
-                                    st.kahan = nc;
-                                    return;
-                                }
-                                st.incremental = true;
-                                st.mean = st.value / (st.count - 1.0);
-                                st.kahan /= st.count - 1.0;
-                            }
-                            if st.mean.is_infinite() {
-                                if f.is_infinite() && (st.mean > 0.0) == (f > 0.0) {
-                                    return;
-                                }
-                                if !f.is_infinite() && !f.is_nan() {
-                                    return;
-                                }
-                            }
-                            let cur_mean = st.mean + st.kahan;
-                            (st.mean, st.kahan) = kahan_inc(f / st.count - cur_mean / st.count, st.mean, st.kahan);
-                        }
-                        "count" => st.count += 1.0,
-                        "min" => {
-                            if st.value > f || st.value.is_nan() {
-                                st.value = f;
-                            }
-                        }
-                        "max" => {
-                            if st.value < f || st.value.is_nan() {
-                                st.value = f;
-                            }
-                        }
-                        "group" => {}
-                        "stddev" | "stdvar" => {
-                            st.count += 1.0;
-                            let delta = f - st.mean;
-                            st.mean += delta / st.count;
-                            st.value += delta * (f - st.mean);
-                        }
-                        _ => st.values.push(f),
-                    }
-                });
-                touched.sort_unstable();
-                for &g in &touched {
-                    let st = &mut state[g];
-                    let v = match op {
-                        "sum" => {
-                            if st.value.is_infinite() {
-                                st.value
-                            } else {
-                                st.value + st.kahan
-                            }
-                        }
-                        "avg" => {
-                            if st.incremental {
-                                st.mean + st.kahan
-                            } else {
-                                (st.value + st.kahan) / st.count
-                            }
-                        }
-                        "count" => st.count,
-                        "stddev" => (st.value / st.count).sqrt(),
-                        "stdvar" => st.value / st.count,
-                        "quantile" => {
-                            let q = scalar_param.as_ref().map(|p| p[i]).unwrap_or(f64::NAN);
-                            quantile(q, &mut st.values)
-                        }
-                        _ => st.value,
-                    };
-                    out[g].pts.push((t, v));
-                    st.seen = false;
-                    st.values.clear();
-                }
-            }
-            out.retain(|s| !s.pts.is_empty());
+            let out = {
+                let budget = ev.budget();
+                crate::aggregate::simple(&budget, op, &input, &sgroup, out, scalar_param.as_deref(), c)?
+            };
             ev.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
             Ok(Val::Vector(out))
         }

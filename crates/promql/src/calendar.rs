@@ -1,0 +1,120 @@
+//! UTC calendar fields of a Unix time, for the PromQL time functions
+//! (`hour()`, `day_of_week()`, `year()`, ...).
+//!
+//! Prometheus converts with Go's `time.Unix(int64(v), 0).UTC()`, which works
+//! for any int64 second, far beyond the years a date library such as chrono
+//! represents (`hour(vector(1e15))` is 1 in Prometheus). Civil dates are
+//! therefore computed directly with Howard Hinnant's `civil_from_days`
+//! algorithm (proleptic Gregorian calendar, exact for every i64 day).
+
+/// The UTC calendar fields of one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Civil {
+    pub year: i64,
+    /// 1..=12
+    pub month: i64,
+    /// 1..=31
+    pub day: i64,
+    pub hour: i64,
+    pub minute: i64,
+    /// 0 = Sunday
+    pub weekday: i64,
+    /// 1..=366
+    pub day_of_year: i64,
+    pub days_in_month: i64,
+}
+
+/// Calendar fields of `secs` seconds since 1970-01-01T00:00:00Z.
+pub(crate) fn civil(secs: i64) -> Civil {
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let (year, month, day) = civil_from_days(days);
+    let leap = year.rem_euclid(4) == 0 && (year.rem_euclid(100) != 0 || year.rem_euclid(400) == 0);
+    let days_in_month = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    Civil {
+        year,
+        month,
+        day,
+        hour: sod / 3600,
+        minute: sod % 3600 / 60,
+        // 1970-01-01 was a Thursday.
+        weekday: (days + 4).rem_euclid(7),
+        day_of_year: days - days_from_civil(year, 1, 1) + 1,
+        days_in_month,
+    }
+}
+
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days as i128 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i128::from(month <= 2);
+    (year as i64, month as i64, day as i64)
+}
+
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = year as i128 - i128::from(month <= 2);
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month as i128 + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day as i128 - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    (era * 146_097 + doe - 719_468) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(secs: i64, want: (i64, i64, i64, i64, i64, i64, i64, i64)) {
+        let c = civil(secs);
+        let got = (
+            c.year,
+            c.month,
+            c.day,
+            c.hour,
+            c.minute,
+            c.weekday,
+            c.day_of_year,
+            c.days_in_month,
+        );
+        assert_eq!(got, want, "civil({secs})");
+    }
+
+    #[test]
+    fn civil_fields_match_go() {
+        check(0, (1970, 1, 1, 0, 0, 4, 1, 31));
+        check(-1, (1969, 12, 31, 23, 59, 3, 365, 31));
+        // 2024-02-29T12:34:56Z, a leap day (Thursday).
+        check(1_709_210_096, (2024, 2, 29, 12, 34, 4, 60, 29));
+        check(1_709_251_200, (2024, 3, 1, 0, 0, 5, 61, 31));
+        // 2100 is not a leap year; 2000 is.
+        check(4_107_542_400, (2100, 3, 1, 0, 0, 1, 60, 31));
+        check(951_782_400, (2000, 2, 29, 0, 0, 2, 60, 29));
+        // Far beyond chrono's range; Go: time.Unix(1e15, 0).UTC() is
+        // 31690708-07-05 01:46:40, a Sunday.
+        let c = civil(1_000_000_000_000_000);
+        assert_eq!(
+            (c.year, c.month, c.day, c.hour, c.minute, c.weekday),
+            (31_690_708, 7, 5, 1, 46, 0)
+        );
+    }
+
+    #[test]
+    fn civil_round_trips_days() {
+        for days in (-800_000..800_000).step_by(997) {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
+}
