@@ -13,9 +13,9 @@
 // Step loops index several parallel per-step arrays; callbacks take the evaluator.
 #![allow(clippy::needless_range_loop, clippy::type_complexity)]
 
+mod aggregate;
 mod calendar;
 mod escapes;
-mod aggregate;
 mod eval;
 mod functions;
 mod select;
