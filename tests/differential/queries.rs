@@ -86,8 +86,9 @@ pub const EXCEPTIONS: &[Exception] = &[
         name: "topk-tie-breaking",
         handling: Handling::TiesAtCut,
         reason: "Prometheus 3 replaces the heap root and re-heapifies where 2.42 popped and pushed, so among series \
-                 tied at the k-th value another one may be kept; the selected values must be equal at every step, \
-                 and label sets may differ only between series tied at the cut",
+                 tied at the k-th value another one may be kept (and 3's count_values emits its groups in map order, \
+                 so ties over it resolve arbitrarily); the selected values must be equal at every step, and label \
+                 sets may differ only between series tied at the cut",
     },
     Exception {
         name: "atan2-drops-name",
