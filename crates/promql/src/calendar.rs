@@ -4,8 +4,10 @@
 //! Prometheus converts with Go's `time.Unix(int64(v), 0).UTC()`, which works
 //! for any int64 second, far beyond the years a date library such as chrono
 //! represents (`hour(vector(1e15))` is 1 in Prometheus). Civil dates are
-//! therefore computed directly with Howard Hinnant's `civil_from_days`
-//! algorithm (proleptic Gregorian calendar, exact for every i64 day).
+//! therefore computed with `cairn_model::civil` (Howard Hinnant's day-count
+//! algorithms, proleptic Gregorian calendar).
+
+use cairn_model::civil::{civil_from_days, days_from_civil};
 
 /// The UTC calendar fields of one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,29 +51,6 @@ pub(crate) fn civil(secs: i64) -> Civil {
     }
 }
 
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days as i128 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i128::from(month <= 2);
-    (year as i64, month as i64, day as i64)
-}
-
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let y = year as i128 - i128::from(month <= 2);
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month as i128 + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day as i128 - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    (era * 146_097 + doe - 719_468) as i64
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,13 +87,5 @@ mod tests {
             (c.year, c.month, c.day, c.hour, c.minute, c.weekday),
             (31_690_708, 7, 5, 1, 46, 0)
         );
-    }
-
-    #[test]
-    fn civil_round_trips_days() {
-        for days in (-800_000..800_000).step_by(997) {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
-        }
     }
 }
