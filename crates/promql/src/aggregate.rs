@@ -18,6 +18,37 @@ use crate::select::Budget;
 /// Points below which splitting the steps is not worth a thread handoff.
 const PARALLEL_MIN_POINTS: usize = 50_000;
 
+/// The aggregation, resolved once instead of matching its name per point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Op {
+    Sum,
+    Avg,
+    Count,
+    Min,
+    Max,
+    Group,
+    Stddev,
+    Stdvar,
+    Quantile,
+}
+
+impl Op {
+    fn parse(op: &str) -> Option<Self> {
+        Some(match op {
+            "sum" => Self::Sum,
+            "avg" => Self::Avg,
+            "count" => Self::Count,
+            "min" => Self::Min,
+            "max" => Self::Max,
+            "group" => Self::Group,
+            "stddev" => Self::Stddev,
+            "stdvar" => Self::Stdvar,
+            "quantile" => Self::Quantile,
+            _ => return None,
+        })
+    }
+}
+
 /// Accumulator of one group at one step.
 #[derive(Default, Clone)]
 struct Acc {
@@ -30,7 +61,7 @@ struct Acc {
     values: Vec<f64>,
 }
 
-fn add(op: &str, st: &mut Acc, f: f64) {
+fn add(op: Op, st: &mut Acc, f: f64) {
     if !st.seen {
         *st = Acc {
             seen: true,
@@ -42,19 +73,19 @@ fn add(op: &str, st: &mut Acc, f: f64) {
             values: Vec::new(),
         };
         match op {
-            "stddev" | "stdvar" => st.value = if f.is_finite() { 0.0 } else { f64::NAN },
-            "group" => st.value = 1.0,
-            "quantile" => st.values.push(f),
-            _ => {}
+            Op::Stddev | Op::Stdvar => st.value = if f.is_finite() { 0.0 } else { f64::NAN },
+            Op::Group => st.value = 1.0,
+            Op::Quantile => st.values.push(f),
+            Op::Sum | Op::Avg | Op::Count | Op::Min | Op::Max => {}
         }
         return;
     }
     match op {
-        "sum" => {
+        Op::Sum => {
             (st.value, st.kahan) = kahan_inc(f, st.value, st.kahan);
             st.count += 1.0;
         }
-        "avg" => {
+        Op::Avg => {
             st.count += 1.0;
             if !st.incremental {
                 let (nv, nc) = kahan_inc(f, st.value, st.kahan);
@@ -78,49 +109,49 @@ fn add(op: &str, st: &mut Acc, f: f64) {
             let cur_mean = st.mean + st.kahan;
             (st.mean, st.kahan) = kahan_inc(f / st.count - cur_mean / st.count, st.mean, st.kahan);
         }
-        "count" => st.count += 1.0,
-        "min" => {
+        Op::Count => st.count += 1.0,
+        Op::Min => {
             if st.value > f || st.value.is_nan() {
                 st.value = f;
             }
         }
-        "max" => {
+        Op::Max => {
             if st.value < f || st.value.is_nan() {
                 st.value = f;
             }
         }
-        "group" => {}
-        "stddev" | "stdvar" => {
+        Op::Group => {}
+        Op::Stddev | Op::Stdvar => {
             st.count += 1.0;
             let delta = f - st.mean;
             st.mean += delta / st.count;
             st.value += delta * (f - st.mean);
         }
-        _ => st.values.push(f),
+        Op::Quantile => st.values.push(f),
     }
 }
 
-fn result(op: &str, st: &mut Acc, q: f64) -> f64 {
+fn result(op: Op, st: &mut Acc, q: f64) -> f64 {
     match op {
-        "sum" => {
+        Op::Sum => {
             if st.value.is_infinite() {
                 st.value
             } else {
                 st.value + st.kahan
             }
         }
-        "avg" => {
+        Op::Avg => {
             if st.incremental {
                 st.mean + st.kahan
             } else {
                 (st.value + st.kahan) / st.count
             }
         }
-        "count" => st.count,
-        "stddev" => (st.value / st.count).sqrt(),
-        "stdvar" => st.value / st.count,
-        "quantile" => quantile(q, &mut st.values),
-        _ => st.value,
+        Op::Count => st.count,
+        Op::Stddev => (st.value / st.count).sqrt(),
+        Op::Stdvar => st.value / st.count,
+        Op::Quantile => quantile(q, &mut st.values),
+        Op::Min | Op::Max | Op::Group => st.value,
     }
 }
 
@@ -136,6 +167,7 @@ pub(crate) fn simple(
     param: Option<&[f64]>,
     c: Ctx,
 ) -> Result<Vec<Series>> {
+    let op = Op::parse(op).ok_or_else(|| crate::QueryError::Internal(format!("not a simple aggregation: {op}")))?;
     let n = c.n();
     let points: usize = input.iter().map(|s| s.pts.len()).sum();
     let workers = if points >= PARALLEL_MIN_POINTS {
