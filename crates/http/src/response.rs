@@ -78,7 +78,7 @@ pub fn format_value(v: f64) -> String {
     if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
         // Rust's `{:e}` is the shortest round-trip mantissa, as Go's; only the
         // exponent differs: Go writes a sign and at least two digits.
-        let s = format!("{v:e}");
+        let s = cairn_model::go_float::shortest_sci(v);
         let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
         let (sign, digits) = match exp.strip_prefix('-') {
             Some(d) => ('-', d),
@@ -87,7 +87,9 @@ pub fn format_value(v: f64) -> String {
         let pad = if digits.len() < 2 { "0" } else { "" };
         return format!("{mant}e{sign}{pad}{digits}");
     }
-    format!("{v}")
+    // Go's digits: an exact tie between two shortest candidates goes to the
+    // even one, where Rust's `{}` rounds up.
+    cairn_model::go_float::shortest_plain(v)
 }
 
 #[cfg(test)]
@@ -131,6 +133,10 @@ mod tests {
             (-1e21, "-1e+21"),
             (1.2345e100, "1.2345e+100"),
             (f64::MAX, "1.7976931348623157e+308"),
+            // Exact ties between two shortest candidates take the even digit,
+            // as Go does (found by tests/promql_differential.rs).
+            (551.5171508789062, "551.5171508789062"),
+            (1507691624084275.2, "1507691624084275.2"),
             (f64::NAN, "NaN"),
             (f64::INFINITY, "+Inf"),
             (f64::NEG_INFINITY, "-Inf"),

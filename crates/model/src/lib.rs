@@ -3,6 +3,7 @@
 //! Pure types, shared by every other crate. No I/O, no async, no logging.
 
 pub mod civil;
+pub mod go_float;
 mod labels;
 mod matcher;
 mod sample;

@@ -418,7 +418,7 @@ pub(crate) fn fmt_go(v: f64) -> String {
     } else if v == f64::NEG_INFINITY {
         "-Inf".into()
     } else {
-        format!("{v}")
+        cairn_model::go_float::shortest_plain(v)
     }
 }
 

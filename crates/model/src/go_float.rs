@@ -1,0 +1,134 @@
+//! Shortest float formatting with Go's choice of digits.
+//!
+//! Prometheus writes values with Go's `strconv` shortest formatting: the
+//! fewest digits that read back as the same float, the candidate nearest the
+//! exact value, and on an exact tie between two candidates the one whose last
+//! digit is even. Rust's formatter also writes the fewest digits but breaks
+//! such ties upwards, so `551.51715087890625` is `551.5171508789063` in Rust
+//! and `551.5171508789062` in Go (found by tests/promql_differential.rs).
+//! These functions give Rust's formats with Go's digits.
+
+/// Like `format!("{v:e}")` (`5.515171508789062e2`), with Go's digits.
+pub fn shortest_sci(v: f64) -> String {
+    let rust = format!("{v:e}");
+    go_digits(v, &rust).unwrap_or(rust)
+}
+
+/// Like `format!("{v}")` (`551.5171508789062`, never an exponent), with Go's
+/// digits.
+pub fn shortest_plain(v: f64) -> String {
+    let rust_sci = format!("{v:e}");
+    let Some(sci) = go_digits(v, &rust_sci) else {
+        return format!("{v}");
+    };
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i64 = exp.parse().unwrap_or(0);
+    let (sign, mant) = match mant.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mant),
+    };
+    let digits: String = mant.chars().filter(|c| *c != '.').collect();
+    let n = digits.len() as i64;
+    let body = if exp < 0 {
+        format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
+    } else if exp + 1 >= n {
+        format!("{digits}{}", "0".repeat((exp + 1 - n) as usize))
+    } else {
+        let (int, frac) = digits.split_at((exp + 1) as usize);
+        format!("{int}.{frac}")
+    };
+    format!("{sign}{body}")
+}
+
+/// Go's digits for `v` when they differ from Rust's `{:e}` output `rust`.
+fn go_digits(v: f64, rust: &str) -> Option<String> {
+    if !v.is_finite() || v == 0.0 {
+        return None;
+    }
+    let (mant, exp) = rust.split_once('e')?;
+    let (sign, mant) = match mant.strip_prefix('-') {
+        Some(m) => ("-", m),
+        None => ("", mant),
+    };
+    let digits: String = mant.chars().filter(|c| *c != '.').collect();
+    let n = digits.len();
+    let last = digits.as_bytes().last()? - b'0';
+    if last.is_multiple_of(2) {
+        return None;
+    }
+    // Cheap test first: a tie is `n` digits, then 5, then only zeros, which
+    // survives rounding to n + 2 digits.
+    let quick = format!("{:.*e}", n + 1, v.abs());
+    let quick: Vec<u8> = quick.split('e').next()?.bytes().filter(|b| *b != b'.').collect();
+    if quick.get(n) != Some(&b'5') || quick.get(n + 1) != Some(&b'0') {
+        return None;
+    }
+    // The exact value: an f64 has at most 767 significant decimal digits.
+    let exact = format!("{:.800e}", v.abs());
+    let (emant, eexp) = exact.split_once('e')?;
+    if eexp != exp {
+        return None;
+    }
+    let x: String = emant.chars().filter(|c| *c != '.').collect();
+    let (head, tail) = x.split_at(n.min(x.len()));
+    // A tie: the exact value lies halfway between two n-digit candidates.
+    if !(tail.starts_with('5') && tail[1..].bytes().all(|b| b == b'0')) {
+        return None;
+    }
+    let shown: u64 = digits.parse().ok()?;
+    let lower: u64 = head.parse().ok()?;
+    let even = if shown == lower { lower + 1 } else { lower };
+    let even = even.to_string();
+    if even.len() != n {
+        return None;
+    }
+    let out = if n > 1 {
+        format!("{sign}{}.{}e{exp}", &even[..1], &even[1..])
+    } else {
+        format!("{sign}{even}e{exp}")
+    };
+    // Only if the even candidate reads back as the same float.
+    (out.parse::<f64>().ok()?.to_bits() == v.to_bits()).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ties_go_to_the_even_digit_as_in_go() {
+        // Pairs (Go's output, which Rust writes one up) seen in Prometheus' answers.
+        for go in [
+            "551.5171508789062",
+            "17.281692504882812",
+            "138230935207280.62",
+            "1507691624084275.2",
+            "83655688716.82812",
+        ] {
+            let v: f64 = go.parse().unwrap();
+            assert_ne!(format!("{v}"), go, "not a tie case: {go}");
+            assert_eq!(shortest_plain(v), go);
+            assert_eq!(shortest_plain(-v), format!("-{go}"));
+        }
+        assert_eq!(shortest_sci(551.5171508789062), "5.515171508789062e2");
+    }
+
+    #[test]
+    fn non_ties_are_rusts_digits() {
+        for v in [
+            0.1,
+            1.0,
+            -2.5,
+            1e21,
+            1.5e-7,
+            123456789.0,
+            0.30000000000000004,
+            -0.0,
+            5e-324,
+            f64::MAX,
+        ] {
+            assert_eq!(shortest_plain(v), format!("{v}"), "{v}");
+            assert_eq!(shortest_sci(v), format!("{v:e}"), "{v}");
+        }
+    }
+}
