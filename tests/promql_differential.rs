@@ -205,18 +205,26 @@ fn evaluations(d: &data::Dataset) -> Vec<Eval> {
 }
 
 fn ask(http: &reqwest::blocking::Client, base: &str, query: &str, ev: &Eval) -> Answer {
+    ask_raw(http, base, query, ev).0
+}
+
+/// The answer and the body it was parsed from.
+fn ask_raw(http: &reqwest::blocking::Client, base: &str, query: &str, ev: &Eval) -> (Answer, String) {
     let mut form: Vec<(&str, String)> = ev.params();
     form.push(("query", query.to_string()));
     match http.post(format!("{base}{}", ev.path())).form(&form).send() {
         Ok(r) => {
             let status = r.status().as_u16();
             let body = r.text().unwrap_or_default();
-            compare::parse(status, &body)
+            (compare::parse(status, &body), body)
         }
-        Err(e) => Answer::Error {
-            error_type: "request failed".into(),
-            message: e.to_string(),
-        },
+        Err(e) => (
+            Answer::Error {
+                error_type: "request failed".into(),
+                message: e.to_string(),
+            },
+            String::new(),
+        ),
     }
 }
 
@@ -479,11 +487,14 @@ fn promql_answers_match_prometheus() {
                 continue;
             }
             tl.evals += 1;
-            let (p, a) = std::thread::scope(|s| {
-                let p = s.spawn(|| q.prometheus.as_deref().map(|pq| ask(&http, &prom.base, pq, ev)));
-                let a = ask(&http, &cairn_base, &q.cairn, ev);
+            let (p, (a, a_body)) = std::thread::scope(|s| {
+                let p = s.spawn(|| q.prometheus.as_deref().map(|pq| ask_raw(&http, &prom.base, pq, ev)));
+                let a = ask_raw(&http, &cairn_base, &q.cairn, ev);
                 (p.join().expect("prometheus query thread"), a)
             });
+            // Numbers must also be written as Prometheus writes them.
+            let format = p.as_ref().and_then(|(_, pb)| compare::format_diff(pb, &a_body));
+            let p = p.map(|(answer, _)| answer);
             let d = match (&p, handling) {
                 (None, _) => match &a {
                     // Cairn-only: a range query over a range-vector expression fails in both.
@@ -501,6 +512,10 @@ fn promql_answers_match_prometheus() {
                     }
                     compare::diff(p, &a, order)
                 }
+            };
+            let d = match (d, format) {
+                (None, Some(f)) => Some(format!("    values written differently:\n{f}")),
+                (d, _) => d,
             };
             match d {
                 None => tl.matched += 1,

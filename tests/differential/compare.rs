@@ -269,6 +269,59 @@ fn finish(lines: Vec<String>, out: &mut String) {
     }
 }
 
+/// Every `(series, timestamp) → value string` of a success body.
+fn value_strings(body: &str) -> BTreeMap<(String, String), String> {
+    let mut out = BTreeMap::new();
+    let Ok(v) = serde_json::from_str::<Value>(body) else {
+        return out;
+    };
+    let result = &v["data"]["result"];
+    let mut add = |metric: &Value, p: &Value| {
+        if let (Some(t), Some(x)) = (p.get(0), p.get(1).and_then(Value::as_str)) {
+            out.insert((metric.to_string(), t.to_string()), x.to_string());
+        }
+    };
+    let Value::Array(items) = result else { return out };
+    if items.len() == 2 && items[1].is_string() {
+        // A scalar or string: [t, "v"].
+        add(&Value::Null, result);
+        return out;
+    }
+    for s in items {
+        if let Some(p) = s.get("value") {
+            add(&s["metric"], p);
+        }
+        for p in s.get("values").and_then(Value::as_array).into_iter().flatten() {
+            add(&s["metric"], p);
+        }
+    }
+    out
+}
+
+/// Values that are the same number but written differently (Prometheus
+/// formats as Go's `strconv.FormatFloat(v, 'f', -1, 64)`-like `%g`).
+pub fn format_diff(prom_body: &str, cairn_body: &str) -> Option<String> {
+    let (a, b) = (value_strings(prom_body), value_strings(cairn_body));
+    let mut lines = Vec::new();
+    for (k, x) in &a {
+        if let Some(y) = b.get(k)
+            && x != y
+        {
+            let (px, py) = (x.parse::<f64>().ok(), y.parse::<f64>().ok());
+            let same = match (px, py) {
+                (Some(p), Some(q)) => p.to_bits() == q.to_bits(),
+                _ => false,
+            };
+            if same {
+                lines.push(format!("{} @{}: prometheus writes {x:?}, cairn {y:?}", k.0, k.1));
+            }
+        }
+    }
+    let mut out = String::new();
+    finish(lines, &mut out);
+    (!out.is_empty()).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
