@@ -188,11 +188,18 @@ pub(crate) fn simple(
             }
             let base = sgroup[j] * len;
             let from = s.pts.partition_point(|p| p.0 < first_t);
+            // Points lie on the steps: walk the steps alongside instead of
+            // dividing for each point's step index.
+            let (mut i, mut ti) = (a, first_t);
             for &(t, f) in &s.pts[from..] {
-                let i = c.idx(t);
+                while ti < t && c.step > 0 {
+                    i += 1;
+                    ti += c.step;
+                }
                 if i >= b {
                     break;
                 }
+                debug_assert!(ti == t || c.step == 0, "point off the step grid");
                 add(op, &mut state[base + i - a], f);
             }
         }
