@@ -334,25 +334,74 @@ impl OutAcc {
     }
 }
 
-/// Iterates a vector's points step by step.
+/// A vector's points grouped by step (series order within a step), built
+/// once by walking each series; replaces a scan of every series per step,
+/// which jumped across all series' memory at every step.
 pub(crate) struct StepIter {
-    cursors: Vec<usize>,
+    ctx: Ctx,
+    /// Entries of step `i` are `entries[offsets[i]..offsets[i + 1]]`.
+    offsets: Vec<usize>,
+    entries: Vec<(usize, f64)>,
 }
 
 impl StepIter {
-    pub fn new(n: usize) -> Self {
-        Self { cursors: vec![0; n] }
+    pub fn new(ss: &[Series], c: Ctx) -> Self {
+        let n = c.n();
+        let mut offsets = vec![0usize; n + 1];
+        for s in ss {
+            on_grid(s, c, |i, _| offsets[i + 1] += 1);
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut entries = vec![(0usize, 0.0f64); offsets[n]];
+        let mut pos = offsets.clone();
+        for (j, s) in ss.iter().enumerate() {
+            on_grid(s, c, |i, v| {
+                entries[pos[i]] = (j, v);
+                pos[i] += 1;
+            });
+        }
+        Self {
+            ctx: c,
+            offsets,
+            entries,
+        }
     }
+
     /// Calls `f(series index, value)` for every series with a point at `t`.
-    pub fn at(&mut self, ss: &[Series], t: i64, mut f: impl FnMut(usize, f64)) {
-        for (i, s) in ss.iter().enumerate() {
-            let c = &mut self.cursors[i];
-            while *c < s.pts.len() && s.pts[*c].0 < t {
-                *c += 1;
-            }
-            if *c < s.pts.len() && s.pts[*c].0 == t {
-                f(i, s.pts[*c].1);
-            }
+    pub fn at(&mut self, _ss: &[Series], t: i64, mut f: impl FnMut(usize, f64)) {
+        let c = self.ctx;
+        if t < c.start || t > c.end {
+            return;
+        }
+        let i = c.idx(t);
+        if i + 1 >= self.offsets.len() || c.ts(i) != t {
+            return;
+        }
+        for &(j, v) in &self.entries[self.offsets[i]..self.offsets[i + 1]] {
+            f(j, v);
+        }
+    }
+}
+
+/// Calls `f(step index, value)` for each point of `s` lying exactly on a step of `c`.
+fn on_grid(s: &Series, c: Ctx, mut f: impl FnMut(usize, f64)) {
+    let n = c.n();
+    let (mut i, mut ti) = (0usize, c.start);
+    for &(t, v) in &s.pts {
+        if t < c.start {
+            continue;
+        }
+        while ti < t && c.step > 0 && i < n {
+            i += 1;
+            ti += c.step;
+        }
+        if i >= n || (c.step == 0 && t != c.start) {
+            break;
+        }
+        if ti == t {
+            f(i, v);
         }
     }
 }
@@ -832,8 +881,8 @@ impl<'a> Ev<'a> {
         let nsig = sig_ids.len();
         let n = c.n();
         let mut acc = OutAcc::new();
-        let mut li = StepIter::new(lhs.len());
-        let mut ri = StepIter::new(rhs.len());
+        let mut li = StepIter::new(&lhs, c);
+        let mut ri = StepIter::new(&rhs, c);
         let mut lcur: Vec<(usize, f64)> = Vec::new();
         let mut rcur: Vec<(usize, f64)> = Vec::new();
         let set_op = matches!(op, "and" | "or" | "unless");

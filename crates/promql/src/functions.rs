@@ -799,7 +799,7 @@ fn histogram_quantile(ev: &mut Ev, qe: &Expr, ve: &Expr, c: Ctx) -> Result<Val> 
     }
     let mut buckets: Vec<Vec<(f64, f64)>> = vec![Vec::new(); groups.len()];
     let mut acc = OutAcc::new();
-    let mut it = StepIter::new(v.len());
+    let mut it = StepIter::new(&v, c);
     for i in 0..c.n() {
         let t = c.ts(i);
         buckets.iter_mut().for_each(Vec::clear);
@@ -1005,7 +1005,7 @@ pub(crate) fn aggregate(
         sgroup.push(g);
     }
     let n = c.n();
-    let mut it = StepIter::new(input.len());
+    let mut it = StepIter::new(&input, c);
     let mut cur: Vec<(usize, f64)> = Vec::new();
 
     let scalar_param = match &param {
