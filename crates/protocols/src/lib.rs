@@ -6,6 +6,8 @@
 //! - [`remote_write`]: Prometheus remote write 1.0 (snappy or zstd protobuf).
 //! - [`prom_text`], [`json_lines`], [`csv`]: VictoriaMetrics-compatible text
 //!   imports (shared rules in [`text_import`]).
+//! - [`influx`]: InfluxDB line protocol; [`opentsdb`]: OpenTSDB telnet `put`
+//!   lines and `/api/put` JSON; [`graphite`]: Graphite plaintext.
 //! - [`otlp`]: OpenTelemetry OTLP/HTTP metrics (protobuf), with Prometheus 3's
 //!   name translation.
 //!
@@ -18,9 +20,12 @@
 
 mod batch;
 pub mod csv;
+pub mod graphite;
+pub mod influx;
 pub mod json_lines;
 mod limits;
 pub mod metadata;
+pub mod opentsdb;
 pub mod otlp;
 pub mod prom_text;
 pub mod remote_write;

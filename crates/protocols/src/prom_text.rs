@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use cairn_model::{Label, Sample};
 
-use crate::text_import::{ImportResult, finish_labels, lines};
+use crate::text_import::{ImportResult, finish_labels, lines, truncate};
 use crate::{DecodeLimits, MetricMetadata, MetricType, SeriesSamples};
 
 /// How to read one body.
@@ -300,13 +300,6 @@ fn is_metric_name(name: &str) -> bool {
 /// forms, `NaN`, `Inf`/`+Inf`/`-Inf`/`Infinity` in any case.
 fn parse_float(s: &str) -> Option<f64> {
     s.parse::<f64>().ok()
-}
-
-fn truncate(s: &str) -> &str {
-    match s.char_indices().nth(64) {
-        Some((i, _)) => s.get(..i).unwrap_or(s),
-        None => s,
-    }
 }
 
 #[cfg(test)]

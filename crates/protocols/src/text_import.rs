@@ -40,6 +40,9 @@ pub struct ImportResult {
     pub bad_lines: usize,
     /// The first refused line, for the error message.
     pub first_error: Option<LineError>,
+    /// Values of good lines that Cairn cannot store and skips by design
+    /// (InfluxDB string fields), counted rather than refused.
+    pub string_values_skipped: usize,
 }
 
 impl ImportResult {
@@ -199,6 +202,14 @@ pub fn finish_labels(mut labels: Vec<Label>, extra: &[Label], limits: &DecodeLim
         return Err("the series has no labels".into());
     }
     Ok(labels)
+}
+
+/// At most the first 64 characters of `s`, for error messages that quote input.
+pub(crate) fn truncate(s: &str) -> &str {
+    match s.char_indices().nth(64) {
+        Some((i, _)) => s.get(..i).unwrap_or(s),
+        None => s,
+    }
 }
 
 /// Splits a body into lines, 1-based numbers, `\r\n` tolerated.
