@@ -43,6 +43,16 @@ struct Cli {
     #[arg(long = "http.listen-addr", default_value = "0.0.0.0:9090")]
     listen_addr: SocketAddr,
 
+    /// TCP address for Graphite plaintext (`path;tag=value value timestamp`
+    /// lines, Carbon's port is 2003). Off unless set.
+    #[arg(long = "graphite.listen-addr")]
+    graphite_listen_addr: Option<SocketAddr>,
+
+    /// TCP address for OpenTSDB telnet `put` lines (OpenTSDB's port is
+    /// 4242). Off unless set; `/api/put` is always served on the HTTP port.
+    #[arg(long = "opentsdb.listen-addr")]
+    opentsdb_listen_addr: Option<SocketAddr>,
+
     /// Largest accepted request body in bytes (413 beyond it).
     #[arg(long = "http.max-request-body-bytes", default_value_t = 64 << 20)]
     max_request_body_bytes: usize,
@@ -138,6 +148,8 @@ fn main() -> anyhow::Result<()> {
         storage,
         api,
         engine,
+        graphite_listen_addr: cli.graphite_listen_addr,
+        opentsdb_listen_addr: cli.opentsdb_listen_addr,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -31,7 +31,7 @@ use crate::ingest::{Protocol, Refusal, record_refusal, store_batch};
 use crate::{ApiError, AppState, ErrorType, Params, now_ms, parse_time, read_body};
 
 /// Turns a decompressed body into lines, given the request's parameters.
-type Decode = Box<dyn FnOnce(&[u8], &DecodeLimits) -> Result<ImportResult, BodyError> + Send>;
+pub(crate) type Decode = Box<dyn FnOnce(&[u8], &DecodeLimits) -> Result<ImportResult, BodyError> + Send>;
 
 /// `GET /health`: VictoriaMetrics' liveness answer, which `vmctl` checks
 /// before it imports.
@@ -163,16 +163,16 @@ fn path_labels(rest: &str) -> Result<Vec<Label>, String> {
     Ok(labels)
 }
 
-fn query_params(req: &Request) -> Params {
+pub(crate) fn query_params(req: &Request) -> Params {
     Params::from_query(req.uri().query().unwrap_or(""))
 }
 
-fn refuse(state: &AppState, protocol: Protocol, refusal: Refusal) -> Response {
+pub(crate) fn refuse(state: &AppState, protocol: Protocol, refusal: Refusal) -> Response {
     record_refusal(state, protocol, &refusal);
     refusal.1.into_response()
 }
 
-async fn respond(
+pub(crate) async fn respond(
     state: &AppState,
     protocol: Protocol,
     req: Request,
@@ -185,7 +185,7 @@ async fn respond(
     }
 }
 
-fn body_refusal(e: BodyError) -> Refusal {
+pub(crate) fn body_refusal(e: BodyError) -> Refusal {
     let kind = if e.kind() == ErrorKind::UnsupportedEncoding {
         ErrorType::UnsupportedMediaType
     } else {
@@ -216,6 +216,11 @@ async fn handle(
         drop(plain);
         drop(body);
         store_batch(&state, protocol, &result.batch)?;
+        if result.string_values_skipped > 0 {
+            state
+                .metrics()
+                .ingest_samples_rejected(protocol, "string_field", result.string_values_skipped as u64);
+        }
         if let Some(message) = result.error_message() {
             state
                 .metrics()

@@ -17,9 +17,11 @@ mod export;
 mod exposition;
 mod health;
 mod import;
+mod influx;
 pub mod ingest;
 mod metadata;
 mod metrics;
+mod opentsdb;
 mod otlp;
 mod params;
 mod process;
@@ -28,6 +30,7 @@ mod selector;
 mod series;
 mod server_status;
 mod status;
+pub mod tcp;
 #[cfg(test)]
 mod test_util;
 mod write;
@@ -207,6 +210,16 @@ pub fn api_routes() -> Router<AppState> {
         .route("/opentelemetry/v1/metrics", post(otlp::otlp_metrics))
         .route("/api/v1/otlp/v1/metrics", post(otlp::otlp_metrics))
         .route("/api/v1/import", post(import::import_json))
+        .route("/write", post(influx::write_v1))
+        .route("/api/v2/write", post(influx::write_v2))
+        .route("/influx/write", post(influx::write_v1))
+        .route("/influx/api/v2/write", post(influx::write_v2))
+        .route("/ping", get(influx::ping))
+        .route("/influx/ping", get(influx::ping))
+        .route("/query", get(influx::query).post(influx::query))
+        .route("/influx/query", get(influx::query).post(influx::query))
+        .route("/api/put", post(opentsdb::put))
+        .route("/opentsdb/api/put", post(opentsdb::put))
         .route("/api/v1/import/prometheus", post(import::import_prometheus))
         .route(
             "/api/v1/import/prometheus/metrics/job/{*rest}",

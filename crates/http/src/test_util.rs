@@ -143,6 +143,11 @@ impl TestApp {
         self.form(Method::PUT, path, body).await
     }
 
+    /// A POST of a text body without headers.
+    pub async fn post(&self, path: &str, body: &str) -> TestResponse {
+        self.post_raw(path, &[], body.as_bytes().to_vec()).await
+    }
+
     /// A POST with a raw body and extra headers.
     pub async fn post_raw(&self, path: &str, headers: &[(&str, &str)], body: Vec<u8>) -> TestResponse {
         let mut req = Request::post(encode_uri(path));

@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context;
+use cairn_http::tcp::{LineProtocol, serve_lines};
 use cairn_http::{ApiConfig, AppState};
 use cairn_tsdb::Tsdb;
 
@@ -25,6 +26,10 @@ pub struct ServerConfig {
     pub api: ApiConfig,
     /// PromQL engine limits and defaults (timeout, samples, series, lookback).
     pub engine: EngineOptions,
+    /// Graphite plaintext over TCP; off when `None`.
+    pub graphite_listen_addr: Option<SocketAddr>,
+    /// OpenTSDB telnet `put` over TCP; off when `None`.
+    pub opentsdb_listen_addr: Option<SocketAddr>,
 }
 
 /// Serves until `shutdown` resolves, then flushes storage and returns.
@@ -38,6 +43,25 @@ pub async fn run(
         .await
         .with_context(|| format!("cannot listen on {}", config.listen_addr))?;
     tracing::info!(addr = %listener.local_addr()?, "listening");
+    // Bound before storage opens, so a taken port fails the start at once.
+    let mut line_listeners = Vec::new();
+    for (addr, protocol) in [
+        (config.graphite_listen_addr, LineProtocol::Graphite),
+        (config.opentsdb_listen_addr, LineProtocol::OpenTsdbTelnet),
+    ] {
+        if let Some(addr) = addr {
+            let l = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen for {protocol:?} on {addr}"))?;
+            tracing::info!(addr = %l.local_addr()?, ?protocol, "listening");
+            line_listeners.push((l, protocol));
+        }
+    }
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let shutdown = async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
+    };
 
     let storage = Arc::new(OpeningStorage::default());
     let mut api = config.api.clone();
@@ -58,9 +82,17 @@ pub async fn run(
     storage.set(db.clone());
     state.set_ready(true);
     tracing::info!(path = %path.display(), elapsed_ms = started.elapsed().as_millis() as u64, "storage ready");
+    // TCP senders cannot retry a refused line, so they wait for storage.
+    let line_tasks: Vec<_> = line_listeners
+        .into_iter()
+        .map(|(l, protocol)| tokio::spawn(serve_lines(l, state.clone(), protocol, stop_rx.clone())))
+        .collect();
 
     let served = server.await.context("server task failed")?;
     state.set_ready(false);
+    for task in line_tasks {
+        task.await.context("line protocol listener failed")?;
+    }
     tracing::info!("shutting down: flushing storage");
     tokio::task::spawn_blocking(move || db.close())
         .await
@@ -141,6 +173,8 @@ mod tests {
             storage: cairn_tsdb::Config::new("/data/cairn"),
             api: ApiConfig::default(),
             engine: EngineOptions::default(),
+            graphite_listen_addr: None,
+            opentsdb_listen_addr: None,
         };
         assert_eq!(
             config_yaml(&config),

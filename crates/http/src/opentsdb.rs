@@ -1,0 +1,137 @@
+//! OpenTSDB's HTTP write endpoint, `POST /api/put` (also under
+//! `/opentsdb/`): one data point object or an array of them, gzip, deflate
+//! or zstd by `Content-Encoding` (see `cairn_protocols::opentsdb`).
+//!
+//! Answers as OpenTSDB 2.x does: 204 when every point was stored; with
+//! `?summary`, `{"success":n,"failed":m}`, and with `?details` also
+//! `"errors":[{"datapoint":{...},"error":"..."}]`, status 200 when nothing
+//! failed and 400 otherwise. Without either, failed points give a 400 in
+//! Prometheus' error envelope naming the first. The good points of a body
+//! are stored whatever happens to the bad ones.
+
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use cairn_protocols::opentsdb::{PutResult, decode_put};
+use cairn_protocols::text_import::decompress_body;
+use serde_json::json;
+
+use crate::import::{body_refusal, query_params, refuse};
+use crate::ingest::{Protocol, Refusal, store_batch};
+use crate::{ApiError, AppState, read_body};
+
+pub async fn put(State(state): State<AppState>, req: Request) -> Response {
+    let params = query_params(&req);
+    // Flags: present at all (`?details`, no value) counts.
+    let details = !params.get_all("details").is_empty();
+    let summary = details || !params.get_all("summary").is_empty();
+    match ingest(&state, req).await {
+        Err(refusal) => refuse(&state, Protocol::OpenTsdb, refusal),
+        Ok(result) => {
+            let failed = result.import.bad_lines;
+            if failed > 0 {
+                state
+                    .metrics()
+                    .ingest_samples_rejected(Protocol::OpenTsdb, "bad_line", failed as u64);
+            }
+            if failed > 0 && result.errors.is_empty() {
+                // The body as a whole was not data points (not JSON, say).
+                let message = result.import.first_error.map(|e| e.reason).unwrap_or_default();
+                return refuse(&state, Protocol::OpenTsdb, ("bad_data", ApiError::bad_data(message)));
+            }
+            if summary {
+                let status = if failed == 0 {
+                    StatusCode::OK
+                } else {
+                    StatusCode::BAD_REQUEST
+                };
+                let mut body = json!({ "success": result.success, "failed": failed });
+                if details {
+                    body["errors"] = result
+                        .errors
+                        .into_iter()
+                        .map(|(datapoint, error)| json!({ "datapoint": datapoint, "error": error }))
+                        .collect();
+                }
+                return (status, axum::Json(body)).into_response();
+            }
+            match result.import.error_message() {
+                None => StatusCode::NO_CONTENT.into_response(),
+                Some(message) => refuse(&state, Protocol::OpenTsdb, ("bad_lines", ApiError::bad_data(message))),
+            }
+        }
+    }
+}
+
+async fn ingest(state: &AppState, req: Request) -> Result<PutResult, Refusal> {
+    let encoding = req
+        .headers()
+        .get(header::CONTENT_ENCODING)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let body = read_body(req, state).await.map_err(|e| ("too_large", e))?;
+    let state = state.clone();
+    let limits = state.config().remote_write_limits;
+    let joined = tokio::task::spawn_blocking(move || -> Result<PutResult, Refusal> {
+        let plain = decompress_body(&body, encoding.as_deref(), limits.max_decompressed_bytes).map_err(body_refusal)?;
+        let result = decode_put(&plain, &limits);
+        store_batch(&state, Protocol::OpenTsdb, &result.import.batch)?;
+        Ok(result)
+    })
+    .await;
+    joined.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "opentsdb put task failed");
+        Err(("internal", ApiError::internal(format!("internal error: {e}"))))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::test_util::*;
+
+    const ONE: &str =
+        r#"{"metric":"sys.cpu.nice","timestamp":1700000000,"value":18,"tags":{"host":"web01","dc":"lga"}}"#;
+    const POINTS: &str = r#"[
+        {"metric":"sys.cpu.nice","timestamp":1700000000,"value":18,"tags":{"host":"web01","dc":"lga"}},
+        {"metric":"sys.cpu.nice","timestamp":1700000001000,"value":"9","tags":{"host":"web02","dc":"lga"}},
+        {"metric":"sys.cpu.nice","timestamp":1700000000,"value":"NaN","tags":{"host":"web03"}}
+    ]"#;
+
+    #[tokio::test]
+    async fn put_stores_good_points_and_answers_per_mode() {
+        let app = TestApp::new();
+        app.post("/api/put", ONE).await.check(204, "");
+        app.post("/api/put?details", POINTS).await.check(
+            400,
+            r#"{"errors":[{"datapoint":{"metric":"sys.cpu.nice","tags":{"host":"web03"},"timestamp":1700000000,"value":"NaN"},"error":"invalid value \"NaN\""}],"failed":1,"success":2}"#,
+        );
+        app.post("/opentsdb/api/put?summary", POINTS)
+            .await
+            .check(400, r#"{"failed":1,"success":2}"#);
+        app.post("/api/put", POINTS).await.check_error(
+            400,
+            "bad_data",
+            "1 bad lines skipped (2 samples stored); first error at line 3: invalid value \"NaN\"",
+        );
+        app.post("/api/put?summary", "[]")
+            .await
+            .check(200, r#"{"failed":0,"success":0}"#);
+        app.get("/api/v1/export?match[]={__name__=\"sys.cpu.nice\"}&start=0").await.check(
+            200,
+            concat!(
+                r#"{"metric":{"__name__":"sys.cpu.nice","dc":"lga","host":"web01"},"values":[18],"timestamps":[1700000000000]}"#,
+                "\n",
+                r#"{"metric":{"__name__":"sys.cpu.nice","dc":"lga","host":"web02"},"values":[9],"timestamps":[1700000001000]}"#,
+                "\n"
+            ),
+        );
+    }
+
+    #[tokio::test]
+    async fn bodies_that_are_not_data_points_are_400() {
+        let app = TestApp::new();
+        app.post("/api/put?details", "{not json").await.check_status(400);
+        app.post_raw("/api/put", &[("content-encoding", "br")], b"x".to_vec())
+            .await
+            .check_status(415);
+    }
+}

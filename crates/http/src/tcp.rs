@@ -1,0 +1,310 @@
+//! Line protocols over plain TCP, each on its own opt-in port: Graphite
+//! plaintext (Carbon's port 2003) and OpenTSDB's telnet `put` (port 4242).
+//!
+//! A connection is read in chunks; every run of complete lines that a read
+//! completes is decoded and stored as one commit through the same
+//! [`store_batch`] path as HTTP writes, so a line is durable once the next
+//! read starts. TCP has no acknowledgement: a line is lost only if the
+//! process dies between receiving it and that commit, as with any receiver
+//! of these protocols. OpenTSDB clients get an error line back for each bad
+//! `put` (as OpenTSDB answers); Graphite has no way to answer, so bad lines
+//! are only counted (`cairn_ingest_samples_rejected_total{reason="bad_line"}`)
+//! and logged at debug level.
+//!
+//! On shutdown the listener stops accepting, each connection stores the
+//! complete lines it has, and [`serve_lines`] returns once all are done.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use cairn_protocols::opentsdb::{TelnetReply, decode_telnet};
+use cairn_protocols::{graphite, text_import::ImportResult};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::AppState;
+use crate::ingest::{Protocol, record_refusal, store_batch};
+
+/// Which protocol a TCP listener speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LineProtocol {
+    Graphite,
+    OpenTsdbTelnet,
+}
+
+impl LineProtocol {
+    fn protocol(self) -> Protocol {
+        match self {
+            Self::Graphite => Protocol::Graphite,
+            Self::OpenTsdbTelnet => Protocol::OpenTsdb,
+        }
+    }
+}
+
+/// Bytes asked of the socket per read; also about the most one commit holds.
+const READ_CHUNK: usize = 256 << 10;
+/// A connection that sends this much without a newline is cut off.
+const MAX_LINE: usize = 1 << 20;
+/// Error lines written back per chunk at most, so a flood of bad input
+/// cannot make Cairn write as much as it reads.
+const MAX_REPLIES: usize = 100;
+/// How long shutdown waits for connections to store what they hold.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Accepts connections until `shutdown` turns true, then waits for every
+/// connection to store its complete lines.
+pub async fn serve_lines(
+    listener: TcpListener,
+    state: AppState,
+    protocol: LineProtocol,
+    mut shutdown: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    let for_connections = shutdown.clone();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((socket, peer)) => {
+                    let state = state.clone();
+                    let shutdown = for_connections.clone();
+                    connections.spawn(async move {
+                        if let Err(e) = connection(socket, &state, protocol, shutdown).await {
+                            tracing::debug!(%peer, error = %e, "line protocol connection ended");
+                        }
+                    });
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off, keep serving.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            () = stopped(&mut shutdown) => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    if tokio::time::timeout(DRAIN_TIMEOUT, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await
+    .is_err()
+    {
+        tracing::warn!(
+            protocol = protocol.protocol().as_str(),
+            "connections still busy at shutdown"
+        );
+    }
+}
+
+/// Resolves once shutdown is signalled (or its sender is gone).
+async fn stopped(shutdown: &mut watch::Receiver<bool>) {
+    let _ = shutdown.wait_for(|stop| *stop).await;
+}
+
+async fn connection(
+    mut socket: TcpStream,
+    state: &AppState,
+    protocol: LineProtocol,
+    mut shutdown: watch::Receiver<bool>,
+) -> std::io::Result<()> {
+    let peer: Option<SocketAddr> = socket.peer_addr().ok();
+    let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
+    loop {
+        buf.reserve(READ_CHUNK);
+        let (n, stopping) = tokio::select! {
+            read = socket.read_buf(&mut buf) => (read?, false),
+            () = stopped(&mut shutdown) => (0, true),
+        };
+        let eof = n == 0;
+        // At the end of the stream a last line needs no newline; on
+        // shutdown a partial line is dropped (its sender is cut off too).
+        let cut = if eof && !stopping {
+            buf.len()
+        } else {
+            buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+        };
+        if cut > 0 {
+            let rest = buf.split_off(cut);
+            let lines = std::mem::replace(&mut buf, rest);
+            let replies = ingest(state, protocol, lines).await;
+            if !replies.is_empty() {
+                socket.write_all(&replies).await?;
+            }
+        } else if buf.len() > MAX_LINE {
+            if protocol == LineProtocol::OpenTsdbTelnet {
+                socket.write_all(b"put: line too long\n").await?;
+            }
+            state
+                .metrics()
+                .ingest_request_rejected(protocol.protocol(), "too_large");
+            tracing::debug!(?peer, "line longer than {MAX_LINE} bytes; closing the connection");
+            return Ok(());
+        }
+        if eof {
+            return Ok(());
+        }
+    }
+}
+
+/// Decodes and stores one run of complete lines; returns what to write back.
+async fn ingest(state: &AppState, protocol: LineProtocol, lines: Vec<u8>) -> Vec<u8> {
+    let state = state.clone();
+    let joined = tokio::task::spawn_blocking(move || {
+        let limits = state.config().remote_write_limits;
+        let (result, replies) = match protocol {
+            LineProtocol::Graphite => (graphite::decode_graphite(&lines, crate::now_ms(), &limits), Vec::new()),
+            LineProtocol::OpenTsdbTelnet => {
+                let r = decode_telnet(&lines, &limits);
+                (r.import, r.replies)
+            }
+        };
+        let mut out = Vec::new();
+        for reply in replies.iter().take(MAX_REPLIES) {
+            match reply {
+                TelnetReply::Error(e) => out.extend_from_slice(e.as_bytes()),
+                TelnetReply::Version => {
+                    out.extend_from_slice(concat!("cairn ", env!("CARGO_PKG_VERSION"), " (OpenTSDB put)").as_bytes())
+                }
+            }
+            out.push(b'\n');
+        }
+        if let Err(message) = store(&state, protocol.protocol(), &result)
+            && protocol == LineProtocol::OpenTsdbTelnet
+        {
+            out.extend_from_slice(format!("put: {message}\n").as_bytes());
+        }
+        out
+    });
+    joined.await.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "line protocol task failed");
+        Vec::new()
+    })
+}
+
+fn store(state: &AppState, protocol: Protocol, result: &ImportResult) -> Result<(), String> {
+    if let Some(first) = &result.first_error {
+        state
+            .metrics()
+            .ingest_samples_rejected(protocol, "bad_line", result.bad_lines as u64);
+        tracing::debug!(protocol = protocol.as_str(), bad_lines = result.bad_lines, %first, "bad lines skipped");
+    }
+    store_batch(state, protocol, &result.batch)
+        .map(|_| ())
+        .map_err(|refusal| {
+            record_refusal(state, protocol, &refusal);
+            refusal.1.to_string()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+    use tokio::net::{TcpListener, TcpStream};
+    use tokio::sync::watch;
+
+    use super::*;
+    use crate::test_util::*;
+
+    async fn start(
+        app: &TestApp,
+        protocol: LineProtocol,
+    ) -> (SocketAddr, watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (tx, rx) = watch::channel(false);
+        let task = tokio::spawn(serve_lines(listener, app.state.clone(), protocol, rx));
+        (addr, tx, task)
+    }
+
+    async fn export(app: &TestApp, selector: &str) -> String {
+        app.get(&format!("/api/v1/export?match[]={selector}&start=0"))
+            .await
+            .body
+    }
+
+    #[tokio::test]
+    async fn graphite_lines_split_across_reads_are_stored() {
+        let app = TestApp::new();
+        let (addr, stop, task) = start(&app, LineProtocol::Graphite).await;
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(b"a.b.c;host=x 1.5 1700000000\na.b.").await.unwrap();
+        c.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        c.write_all(b"c;host=x 2.5 1700000010\nbad line\nlast 7 1700000000")
+            .await
+            .unwrap();
+        drop(c);
+        // Closing the connection stores the last line without a newline.
+        for _ in 0..100 {
+            if export(&app, "last").await.contains("[7]") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(
+            export(&app, "{host=\"x\"}").await,
+            r#"{"metric":{"__name__":"a.b.c","host":"x"},"values":[1.5,2.5],"timestamps":[1700000000000,1700000010000]}"#
+                .to_string()
+                + "\n"
+        );
+        let metrics = app.get("/metrics").await.body;
+        assert!(
+            metrics.contains(r#"cairn_ingest_samples_rejected_total{protocol="graphite",reason="bad_line"} 1"#),
+            "{metrics}"
+        );
+        stop.send(true).unwrap();
+        task.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn opentsdb_telnet_answers_errors_and_version() {
+        let app = TestApp::new();
+        let (addr, stop, task) = start(&app, LineProtocol::OpenTsdbTelnet).await;
+        let c = TcpStream::connect(addr).await.unwrap();
+        let (r, mut w) = c.into_split();
+        w.write_all(b"put sys.load 1700000000 0.5 host=a\nput sys.load x 1\nversion\n")
+            .await
+            .unwrap();
+        let mut lines = BufReader::new(r).lines();
+        assert_eq!(
+            lines.next_line().await.unwrap().unwrap(),
+            "put: invalid timestamp \"x\""
+        );
+        assert!(lines.next_line().await.unwrap().unwrap().starts_with("cairn "));
+        assert_eq!(
+            export(&app, "{__name__=\"sys.load\"}").await,
+            r#"{"metric":{"__name__":"sys.load","host":"a"},"values":[0.5],"timestamps":[1700000000000]}"#.to_string()
+                + "\n"
+        );
+        // Shutdown ends the open connection and returns.
+        stop.send(true).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(lines.next_line().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn an_endless_line_closes_the_connection() {
+        let app = TestApp::new();
+        let (addr, stop, task) = start(&app, LineProtocol::OpenTsdbTelnet).await;
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        // The server may close (and reset) before it has read everything.
+        let _ = c.write_all(&vec![b'x'; MAX_LINE + READ_CHUNK]).await;
+        let mut sink = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut sink)).await;
+        assert!(closed.is_ok(), "the connection stayed open");
+        let metrics = app.get("/metrics").await.body;
+        assert!(
+            metrics.contains(r#"cairn_ingest_requests_rejected_total{protocol="opentsdb",reason="too_large"} 1"#),
+            "{metrics}"
+        );
+        stop.send(true).unwrap();
+        task.await.unwrap();
+    }
+}
