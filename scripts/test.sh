@@ -23,6 +23,15 @@ if ! command -v vmctl >/dev/null 2>&1; then
     apt-get install -y -qq --no-install-recommends victoria-metrics
 fi
 
+# Debian's influx CLI (influxdb-client) is the real Influx line-protocol client
+# of tests/line_protocols.rs; with CI set, that test fails rather than skips
+# when it is missing.
+if ! command -v influx >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends influxdb-client
+fi
+
 # The OpenTelemetry Python SDK's OTLP/HTTP exporter is the real OTLP client of
 # tests/otlp.rs (Debian packages none; with CI set, that test fails rather than
 # skips when it is missing). Pinned to the versions the test was written against.

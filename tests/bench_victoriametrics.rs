@@ -8,63 +8,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
-
-fn victoria_metrics() -> Option<PathBuf> {
-    ["/usr/bin/victoria-metrics", "/usr/local/bin/victoria-metrics"]
-        .iter()
-        .map(PathBuf::from)
-        .find(|p| p.exists())
-}
-
-struct Vm {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Vm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_vm(bin: &Path) -> Vm {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let port = common::free_port();
-    let child = Command::new(bin)
-        .arg(format!("-storageDataPath={}", dir.path().display()))
-        .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
-        .arg("-retentionPeriod=100y")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start victoria-metrics");
-    // Owned by `Vm` at once, so it is killed and reaped on every path.
-    let vm = Vm { child, port, _dir: dir };
-    let http = common::http_client(Duration::from_secs(5));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if http
-            .get(format!("http://127.0.0.1:{port}/health"))
-            .send()
-            .is_ok_and(|r| r.status().is_success())
-        {
-            return vm;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("victoria-metrics did not become healthy");
-}
 
 /// Runs `cairn bench run --backfill` and returns its JSON report.
 fn bench(base: &str, extra: &[&str]) -> Value {
@@ -155,15 +102,10 @@ fn assert_nothing_lost(report: &Value, base: &str) {
 
 #[test]
 fn bench_backfill_into_victoriametrics_loses_nothing() {
-    let Some(bin) = victoria_metrics() else {
-        assert!(
-            !in_ci(),
-            "victoria-metrics missing under CI (scripts/test.sh installs it)"
-        );
-        println!("SKIPPED: victoria-metrics not installed (apt-get install victoria-metrics)");
+    let Some(bin) = common::peers::require("victoria-metrics", "victoria-metrics") else {
         return;
     };
-    let vm = start_vm(&bin);
+    let vm = common::peers::VictoriaMetrics::start(&bin, &[]);
     let base = format!("http://127.0.0.1:{}", vm.port);
     let report = bench(
         &base,

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::peers::in_ci;
 use common::*;
 use serde_json::Value;
 
@@ -25,10 +26,6 @@ fn prometheus_binary() -> Option<PathBuf> {
         .chain([PathBuf::from("/usr/bin")])
         .map(|d| d.join("prometheus"))
         .find(|p| p.is_file())
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
 /// Kills Prometheus when the test ends, however it ends.

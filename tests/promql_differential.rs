@@ -31,6 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_protocols::remote_write::ContentEncoding;
+use common::peers::in_ci;
 use common::*;
 use compare::{Answer, Order};
 use queries::{Handling, Query};
@@ -47,10 +48,6 @@ fn prometheus_binary() -> Option<PathBuf> {
         .chain([PathBuf::from("/usr/bin")])
         .map(|d| d.join("prometheus"))
         .find(|p| p.is_file())
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
 /// A Prometheus process that accepts remote write; killed on drop.

@@ -17,22 +17,11 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+use common::peers::{binary, in_ci};
 use common::*;
-
-fn binary(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/bin")])
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
-}
 
 type Expected = BTreeMap<BTreeMap<String, String>, Vec<(i64, f64)>>;
 

@@ -5,6 +5,8 @@
 //! binary uses every helper.
 #![allow(dead_code)]
 
+pub mod peers;
+
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Read;

@@ -1,0 +1,82 @@
+//! Peer programs from Debian's packages that end-to-end tests run beside
+//! Cairn (`scripts/test.sh` installs them): finding them, and a
+//! VictoriaMetrics process that is killed however the test ends.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// True under CI, where a missing peer is a failure rather than a skip.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
+}
+
+/// `name` on `PATH` or in `/usr/bin`.
+pub fn binary(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin")])
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
+/// `name`, or `None` after printing `SKIPPED` (outside CI) — under CI a
+/// missing peer fails the test.
+pub fn require(name: &str, package: &str) -> Option<PathBuf> {
+    let found = binary(name);
+    if found.is_none() {
+        assert!(!in_ci(), "{name} missing under CI (scripts/test.sh installs {package})");
+        println!("SKIPPED: {name} not installed (apt-get install {package})");
+    }
+    found
+}
+
+/// A VictoriaMetrics single-node process over a temporary directory.
+pub struct VictoriaMetrics {
+    pub child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for VictoriaMetrics {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl VictoriaMetrics {
+    /// Starts `bin` with `extra` flags and waits until `/health` answers.
+    pub fn start(bin: &Path, extra: &[String]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = super::free_port();
+        let child = Command::new(bin)
+            .arg(format!("-storageDataPath={}", dir.path().display()))
+            .arg(format!("-httpListenAddr=127.0.0.1:{port}"))
+            .arg("-retentionPeriod=100y")
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start victoria-metrics");
+        // Owned at once, so it is killed and reaped on every path.
+        let vm = Self { child, port, _dir: dir };
+        let http = super::http_client(Duration::from_secs(5));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if http
+                .get(format!("{}/health", vm.url()))
+                .send()
+                .is_ok_and(|r| r.status().is_success())
+            {
+                return vm;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("victoria-metrics did not become healthy");
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}

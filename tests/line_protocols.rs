@@ -1,0 +1,293 @@
+//! InfluxDB line protocol, Graphite and OpenTSDB end to end against the real
+//! `cairn` binary:
+//!
+//! - a real Influx client: Debian's `influx` CLI (package `influxdb-client`)
+//!   `INSERT`s and `-import`s a file with a DDL section (`CREATE DATABASE`
+//!   through `/query`) and a DML section, and Cairn exports exactly those
+//!   samples under VictoriaMetrics' names;
+//! - the same line-protocol, Graphite and OpenTSDB input sent to Debian's
+//!   `victoria-metrics` (1.79) and to Cairn yields the same series and
+//!   samples in both, so moving a fleet between them keeps its series.
+//!
+//! Without the peer programs the tests print `SKIPPED` and pass, unless `CI`
+//! is set (`scripts/test.sh` installs both).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::peers::{VictoriaMetrics, require};
+use common::*;
+
+type Samples = BTreeMap<BTreeMap<String, String>, Vec<(i64, u64)>>;
+
+fn samples(exported: Vec<Exported>) -> Samples {
+    let mut out = Samples::new();
+    for e in exported {
+        out.entry(e.labels)
+            .or_default()
+            .extend(e.samples.iter().map(|s| (s.t, s.v.to_bits())));
+    }
+    for v in out.values_mut() {
+        v.sort_unstable();
+    }
+    out
+}
+
+fn all(client: &Client) -> Samples {
+    samples(client.export(&[r#"{__name__=~".+"}"#], None))
+}
+
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn influx_cli(bin: &Path, server: &Server, args: &[&str]) -> String {
+    let out = Command::new(bin)
+        .args(["-host", "127.0.0.1", "-port", &server.port.to_string()])
+        .args(args)
+        .output()
+        .expect("run influx");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "influx {args:?} failed: {text}");
+    text
+}
+
+#[test]
+fn influx_cli_inserts_and_imports() {
+    let Some(bin) = require("influx", "influxdb-client") else {
+        return;
+    };
+    let server = Server::start();
+    let t = now_ms() / 1000 - 600;
+    influx_cli(
+        &bin,
+        &server,
+        &[
+            "-database",
+            "telegraf",
+            "-precision",
+            "s",
+            "-execute",
+            &format!("INSERT cpu,host=web01,cpu=cpu-total usage_user=12.5,usage_idle=80i,up=true {t}"),
+        ],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("import.txt");
+    let mut body = String::from("# DDL\nCREATE DATABASE fleet\n\n# DML\n# CONTEXT-DATABASE: fleet\n");
+    for i in 0..50 {
+        body.push_str(&format!(
+            "disk,host=web01,path=/var\\ log used={}i,free={} {}\n",
+            1000 + i,
+            0.5 * i as f64,
+            (t + i) * 1_000_000_000
+        ));
+    }
+    body.push_str(&format!(
+        "syslog,host=web01 message=\"disk, full\",severity=3i {}\n",
+        t * 1_000_000_000
+    ));
+    std::fs::write(&file, body).expect("write import file");
+    let out = influx_cli(&bin, &server, &["-import", "-path", file.to_str().expect("utf-8 path")]);
+    assert!(
+        out.contains("Processed 51 inserts") && out.contains("Failed 0 inserts"),
+        "{out}"
+    );
+
+    let got = all(&server.client());
+    let mut want = Samples::new();
+    let cpu = [("cpu", "cpu-total"), ("db", "telegraf"), ("host", "web01")];
+    for (field, v) in [("usage_user", 12.5), ("usage_idle", 80.0), ("up", 1.0)] {
+        let mut l = labels(&cpu);
+        l.insert("__name__".into(), format!("cpu_{field}"));
+        want.insert(l, vec![(t * 1000, f64::to_bits(v))]);
+    }
+    let disk = [("db", "fleet"), ("host", "web01"), ("path", "/var log")];
+    for i in 0..50 {
+        for (field, v) in [("used", 1000.0 + i as f64), ("free", 0.5 * i as f64)] {
+            let mut l = labels(&disk);
+            l.insert("__name__".into(), format!("disk_{field}"));
+            want.entry(l).or_default().push(((t + i) * 1000, v.to_bits()));
+        }
+    }
+    want.insert(
+        labels(&[("__name__", "syslog_severity"), ("db", "fleet"), ("host", "web01")]),
+        vec![(t * 1000, 3f64.to_bits())],
+    );
+    assert_eq!(got, want);
+    let client = server.client();
+    assert_eq!(
+        client.metric(r#"cairn_ingest_samples_rejected_total{protocol="influx",reason="string_field"}"#),
+        Some(1.0)
+    );
+}
+
+/// What every protocol sends in the comparison.
+struct Input {
+    influx: String,
+    graphite: String,
+    opentsdb_telnet: String,
+    opentsdb_json: String,
+}
+
+fn input(now_s: i64) -> Input {
+    let t = now_s - 600;
+    let mut influx = String::new();
+    for i in 0..20 {
+        let ts = (t + i * 10) * 1_000_000_000;
+        influx.push_str(&format!(
+            "cpu,host=web01,cpu=cpu0 usage_user={},usage_system={}i,online=true {ts}\n",
+            0.25 * i as f64,
+            i * 3
+        ));
+        influx.push_str(&format!(
+            "net\\ io,host=web\\ 02,iface=eth\\,0,k\\=ey=v\\=1,db=mine bytes\\ in={}u,drops=-1.5e-3 {ts}\n",
+            1_000_000 + i
+        ));
+        influx.push_str(&format!("win,path=C:\\dir value={i} {ts}\n"));
+    }
+    let mut graphite = String::new();
+    let mut opentsdb_telnet = String::new();
+    let mut points = Vec::new();
+    for i in 0..20 {
+        let ts = t + i * 10;
+        // Values short in decimal: VictoriaMetrics rounds floats to about 12
+        // significant digits when it stores them (0.1 * 3 comes back as 0.3),
+        // Cairn keeps every bit; this test compares names, not precision.
+        graphite.push_str(&format!("servers.web01.load.1m {} {ts}\n", 0.25 * i as f64));
+        graphite.push_str(&format!("disk.used;host=web01;mount=/var {} {ts}\n", 1e9 + i as f64));
+        opentsdb_telnet.push_str(&format!("put sys.cpu.user {ts} {} host=web01 cpu=0\n", 40 + i));
+        opentsdb_telnet.push_str(&format!("put sys.if.bytes {ts} {}.5 host=web01 iface=eth0\n", 7 * i));
+        points.push(serde_json::json!({
+            "metric": "sys.mem.free", "timestamp": ts, "value": 1024 * i, "tags": {"host": "web02"}
+        }));
+    }
+    Input {
+        influx,
+        graphite,
+        opentsdb_telnet,
+        opentsdb_json: serde_json::Value::Array(points).to_string(),
+    }
+}
+
+fn send_tcp(port: u16, body: &str) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.write_all(body.as_bytes()).expect("send");
+}
+
+fn post(http: &reqwest::blocking::Client, url: &str, body: &str) {
+    let r = http.post(url).body(body.to_string()).send().expect("POST");
+    let status = r.status().as_u16();
+    assert!(
+        status == 204 || status == 200,
+        "{url}: {status} {}",
+        r.text().unwrap_or_default()
+    );
+}
+
+/// Exports until `want_samples` have arrived (TCP input is stored
+/// asynchronously by both) or the deadline passes.
+fn settled(client: &Client, want_samples: usize, flush: Option<&str>) -> Samples {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(url) = flush {
+            let _ = client.http.get(url).send();
+        }
+        let got = all(client);
+        let n: usize = got.values().map(Vec::len).sum();
+        if n >= want_samples || Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn line_protocols_map_like_victoriametrics() {
+    let Some(bin) = require("victoria-metrics", "victoria-metrics") else {
+        return;
+    };
+    let (vm_graphite, vm_telnet, vm_put) = (free_port(), free_port(), free_port());
+    let vm = VictoriaMetrics::start(
+        &bin,
+        &[
+            format!("-graphiteListenAddr=127.0.0.1:{vm_graphite}"),
+            format!("-opentsdbListenAddr=127.0.0.1:{vm_telnet}"),
+            format!("-opentsdbHTTPListenAddr=127.0.0.1:{vm_put}"),
+        ],
+    );
+    let (graphite, telnet) = (free_port(), free_port());
+    let server = Server::start_with(&[
+        &format!("--graphite.listen-addr=127.0.0.1:{graphite}"),
+        &format!("--opentsdb.listen-addr=127.0.0.1:{telnet}"),
+    ]);
+    let input = input(now_ms() / 1000);
+    let http = http_client(Duration::from_secs(30));
+
+    post(&http, &format!("{}/write?db=telegraf", vm.url()), &input.influx);
+    post(
+        &http,
+        &format!("http://127.0.0.1:{vm_put}/api/put"),
+        &input.opentsdb_json,
+    );
+    send_tcp(vm_graphite, &input.graphite);
+    send_tcp(vm_telnet, &input.opentsdb_telnet);
+
+    post(&http, &format!("{}/write?db=telegraf", server.url()), &input.influx);
+    post(&http, &format!("{}/api/put", server.url()), &input.opentsdb_json);
+    send_tcp(graphite, &input.graphite);
+    send_tcp(telnet, &input.opentsdb_telnet);
+
+    // 20 lines × (3 + 2 + 1) influx fields, 20 × 2 Graphite, 20 × 2 telnet, 20 JSON points.
+    let want = 20 * (6 + 2 + 2 + 1);
+    let vm_client = Client::new(vm.url());
+    let theirs = settled(&vm_client, want, Some(&format!("{}/internal/force_flush", vm.url())));
+    let ours = settled(&server.client(), want, None);
+    let n: usize = ours.values().map(Vec::len).sum();
+    assert_eq!(n, want, "Cairn stored {n} of {want} samples: {ours:#?}");
+    let names: Vec<&str> = ours.keys().map(|l| l["__name__"].as_str()).collect();
+    assert!(
+        names.contains(&"net io_bytes in") && names.contains(&"disk.used"),
+        "{names:?}"
+    );
+    assert!(
+        ours == theirs,
+        "Cairn and VictoriaMetrics disagree:\n{}",
+        diff(&ours, &theirs)
+    );
+}
+
+/// The series whose samples differ, side by side.
+fn diff(ours: &Samples, theirs: &Samples) -> String {
+    let mut out = String::new();
+    for key in ours
+        .keys()
+        .chain(theirs.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+    {
+        let (a, b) = (ours.get(key), theirs.get(key));
+        if a != b {
+            let show = |s: Option<&Vec<(i64, u64)>>| {
+                s.map(|v| {
+                    format!(
+                        "{} samples, first {:?}",
+                        v.len(),
+                        v.first().map(|x| (x.0, f64::from_bits(x.1)))
+                    )
+                })
+                .unwrap_or_else(|| "absent".into())
+            };
+            out.push_str(&format!("{key:?}\n  cairn: {}\n  vm:    {}\n", show(a), show(b)));
+        }
+    }
+    out
+}
