@@ -92,21 +92,24 @@ pub fn decode_influx(body: &[u8], opts: &InfluxOptions, limits: &DecodeLimits) -
         if line.is_empty() || line.starts_with(b"#") {
             continue;
         }
-        fields.clear();
+        // Validated once: every token below is cut at ASCII bytes, so it
+        // is valid UTF-8 too.
+        let Ok(line) = std::str::from_utf8(line) else {
+            out.reject(n, "invalid UTF-8");
+            continue;
+        };
         match read_line(line, opts, limits, &mut fields) {
-            Ok(line) => {
-                out.string_values_skipped += line.strings_skipped;
+            Ok(strings_skipped) => {
+                out.string_values_skipped += strings_skipped;
                 out.batch.series.append(&mut fields);
             }
-            Err(reason) => out.reject(n, reason),
+            Err(reason) => {
+                fields.clear();
+                out.reject(n, reason);
+            }
         }
     }
     out
-}
-
-/// What one good line added besides its series.
-struct LineOutcome {
-    strings_skipped: usize,
 }
 
 /// One field's value.
@@ -115,27 +118,29 @@ enum FieldValue {
     Text,
 }
 
+/// Reads one line into `out` (one series per numeric field); returns the
+/// number of string fields skipped.
 fn read_line(
-    line: &[u8],
+    line: &str,
     opts: &InfluxOptions,
     limits: &DecodeLimits,
     out: &mut Vec<SeriesSamples>,
-) -> Result<LineOutcome, String> {
+) -> Result<usize, String> {
     let (measurement, mut rest) = scan(line, b", ");
-    let measurement = unescape(measurement, b", ")?;
+    let measurement = unescape(measurement, b", ");
     if measurement.is_empty() {
         return Err("missing measurement".into());
     }
     let mut labels = Vec::new();
     let mut has_db = false;
-    while let Some(after) = rest.strip_prefix(b",") {
+    while let Some(after) = rest.strip_prefix(',') {
         let (key, after_key) = scan(after, b"=, ");
-        let Some(after_eq) = after_key.strip_prefix(b"=") else {
-            return Err(format!("tag {:?} has no value", lossy(key)));
+        let Some(after_eq) = after_key.strip_prefix('=') else {
+            return Err(format!("tag {:?} has no value", truncate(key)));
         };
         let (value, after_value) = scan(after_eq, b", ");
-        let key = unescape(key, b",= ")?;
-        let value = unescape(value, b",= ")?;
+        let key = unescape(key, b",= ");
+        let value = unescape(value, b",= ");
         if key.is_empty() {
             return Err("empty tag key".into());
         }
@@ -155,40 +160,35 @@ fn read_line(
     {
         labels.push(Label::new(DB_LABEL, db.as_str()));
     }
-    let rest = rest.trim_ascii_start();
+    let mut rest = rest.trim_ascii_start();
     if rest.is_empty() {
         return Err("missing fields".into());
     }
 
-    // Fields first (they decide the timestamp's position), then labels.
+    // Fields first (they decide where the timestamp starts), then labels.
     let mut parsed: Vec<(String, FieldValue)> = Vec::new();
-    let mut rest = rest;
     loop {
         let (key, after_key) = scan(rest, b"=, ");
-        let Some(after_eq) = after_key.strip_prefix(b"=") else {
-            return Err(format!("field {:?} has no value", lossy(key)));
+        let Some(after_eq) = after_key.strip_prefix('=') else {
+            return Err(format!("field {:?} has no value", truncate(key)));
         };
-        let key = unescape(key, b",= ")?;
+        let key = unescape(key, b",= ");
         if key.is_empty() {
             return Err("empty field key".into());
         }
         let (value, after_value) = field_value(after_eq).map_err(|e| format!("field {key:?}: {e}"))?;
         parsed.push((key, value));
-        match after_value.first() {
-            Some(b',') => rest = after_value.get(1..).unwrap_or_default(),
-            Some(_) => {
-                rest = after_value;
-                break;
-            }
+        match after_value.strip_prefix(',') {
+            Some(next) => rest = next,
             None => {
                 rest = after_value;
                 break;
             }
         }
     }
-    let t = match std::str::from_utf8(rest.trim_ascii()) {
-        Ok("") => opts.now_ms,
-        Ok(ts) => {
+    let t = match rest.trim_ascii() {
+        "" => opts.now_ms,
+        ts => {
             let t: i64 = ts
                 .parse()
                 .map_err(|_| format!("invalid timestamp {:?}", truncate(ts)))?;
@@ -196,22 +196,27 @@ fn read_line(
                 .to_ms(t)
                 .ok_or_else(|| format!("timestamp {t} overflows in precision {:?}", opts.precision))?
         }
-        Err(_) => return Err("invalid timestamp".into()),
     };
 
     // The measurement stands in for the name while labels are checked once per line.
     labels.push(Label::new(METRIC_NAME, measurement.as_str()));
     let base = finish_labels(labels, &opts.extra_labels, limits)?;
-    let mut outcome = LineOutcome { strings_skipped: 0 };
-    for (field, value) in parsed {
-        let v = match value {
-            FieldValue::Number(v) => v,
-            FieldValue::Text => {
-                outcome.strings_skipped += 1;
-                continue;
-            }
-        };
-        let name = format!("{measurement}_{field}");
+    let name_from_extra = opts.extra_labels.iter().any(|l| l.name == METRIC_NAME);
+    let strings = parsed.iter().filter(|(_, v)| matches!(v, FieldValue::Text)).count();
+    let numbers = parsed.len() - strings;
+    let mut base = Some(base);
+    for (i, (field, value)) in parsed
+        .into_iter()
+        .filter_map(|(f, v)| match v {
+            FieldValue::Number(v) => Some((f, v)),
+            FieldValue::Text => None,
+        })
+        .enumerate()
+    {
+        let mut name = String::with_capacity(measurement.len() + 1 + field.len());
+        name.push_str(&measurement);
+        name.push('_');
+        name.push_str(&field);
         if name.len() > limits.max_label_value_len {
             return Err(format!(
                 "metric name of {} bytes exceeds the limit of {}",
@@ -219,20 +224,26 @@ fn read_line(
                 limits.max_label_value_len
             ));
         }
-        let mut labels = base.clone();
-        if opts.extra_labels.iter().all(|l| l.name != METRIC_NAME) {
+        // The last field takes the line's labels; the others copy them.
+        let mut labels = if i + 1 == numbers {
+            base.take().unwrap_or_default()
+        } else {
+            base.clone().unwrap_or_default()
+        };
+        if !name_from_extra {
             labels.set(METRIC_NAME, &name);
         }
-        out.push(SeriesSamples::new(labels, vec![Sample::new(t, v)]));
+        out.push(SeriesSamples::new(labels, vec![Sample::new(t, value)]));
     }
-    Ok(outcome)
+    Ok(strings)
 }
 
-/// Splits at the first byte of `stops` that no backslash escapes: the token
-/// and the rest, which starts at the stop byte (empty at the end).
-fn scan<'a>(s: &'a [u8], stops: &[u8]) -> (&'a [u8], &'a [u8]) {
+/// Splits at the first byte of `stops` (all ASCII) that no backslash
+/// escapes: the token and the rest, which starts at the stop byte (empty at
+/// the end).
+fn scan<'a>(s: &'a str, stops: &[u8]) -> (&'a str, &'a str) {
     let mut escaped = false;
-    for (i, &b) in s.iter().enumerate() {
+    for (i, &b) in s.as_bytes().iter().enumerate() {
         if escaped {
             escaped = false;
         } else if b == b'\\' {
@@ -241,43 +252,41 @@ fn scan<'a>(s: &'a [u8], stops: &[u8]) -> (&'a [u8], &'a [u8]) {
             return s.split_at(i);
         }
     }
-    (s, &[])
+    (s, "")
 }
 
-/// Drops the backslash before each byte of `specials`; other backslashes stay.
-fn unescape(raw: &[u8], specials: &[u8]) -> Result<String, String> {
-    let bytes = if raw.contains(&b'\\') {
-        let mut out = Vec::with_capacity(raw.len());
-        let mut it = raw.iter().copied().peekable();
-        while let Some(b) = it.next() {
-            if b == b'\\'
-                && let Some(&next) = it.peek()
-                && specials.contains(&next)
-            {
-                continue;
-            }
-            out.push(b);
+/// Drops the backslash before each byte of `specials` (all ASCII); other
+/// backslashes stay.
+fn unescape(raw: &str, specials: &[u8]) -> String {
+    let bytes = raw.as_bytes();
+    let mut out = String::with_capacity(raw.len());
+    let mut from = 0;
+    for (i, pair) in bytes.windows(2).enumerate() {
+        if let [b'\\', next] = pair
+            && specials.contains(next)
+            && i >= from
+        {
+            out.push_str(raw.get(from..i).unwrap_or_default());
+            from = i + 1;
         }
-        out
-    } else {
-        raw.to_vec()
-    };
-    String::from_utf8(bytes).map_err(|_| "invalid UTF-8".to_string())
+    }
+    out.push_str(raw.get(from..).unwrap_or_default());
+    out
 }
 
 /// One field value at the start of `s`; returns it and the rest, which
 /// starts at the `,` or space after it (or is empty).
-fn field_value(s: &[u8]) -> Result<(FieldValue, &[u8]), String> {
-    if let Some(body) = s.strip_prefix(b"\"") {
+fn field_value(s: &str) -> Result<(FieldValue, &str), String> {
+    if let Some(body) = s.strip_prefix('"') {
         let mut escaped = false;
-        for (i, &b) in body.iter().enumerate() {
+        for (i, &b) in body.as_bytes().iter().enumerate() {
             if escaped {
                 escaped = false;
             } else if b == b'\\' {
                 escaped = true;
             } else if b == b'"' {
                 let rest = body.get(i + 1..).unwrap_or_default();
-                if !matches!(rest.first(), None | Some(b',' | b' ')) {
+                if !(rest.is_empty() || rest.starts_with([',', ' '])) {
                     return Err("want ',' or a space after the closing quote".into());
                 }
                 return Ok((FieldValue::Text, rest));
@@ -285,9 +294,8 @@ fn field_value(s: &[u8]) -> Result<(FieldValue, &[u8]), String> {
         }
         return Err("unterminated string".into());
     }
-    let end = s.iter().position(|&b| matches!(b, b',' | b' ')).unwrap_or(s.len());
+    let end = s.find([',', ' ']).unwrap_or(s.len());
     let (token, rest) = s.split_at(end);
-    let token = std::str::from_utf8(token).map_err(|_| "invalid value".to_string())?;
     let v = number(token).ok_or_else(|| format!("invalid value {:?}", truncate(token)))?;
     Ok((FieldValue::Number(v), rest))
 }
@@ -315,10 +323,6 @@ fn number(token: &str) -> Option<f64> {
         return None;
     }
     token.parse::<f64>().ok()
-}
-
-fn lossy(b: &[u8]) -> String {
-    truncate(&String::from_utf8_lossy(b)).to_string()
 }
 
 #[cfg(test)]
