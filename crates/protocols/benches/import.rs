@@ -8,7 +8,12 @@
 //!   `/api/v1/export` and vmctl write);
 //! - CSV: one row per sample, `job,name,instance,time_ms,value`;
 //! - remote write 2.0: one request per scrape (symbols table, metadata),
-//!   snappy-compressed.
+//!   snappy-compressed;
+//! - InfluxDB line protocol as Telegraf's `prometheus` input writes it
+//!   (`prometheus,<labels> <metric>=<value> <ns>`), Graphite plaintext
+//!   (`name;label=value value seconds`) and OpenTSDB telnet
+//!   (`put name seconds value label=value`), one sample per line, finite
+//!   values only (none of the three has NaN).
 //!
 //! Each is reported as body bytes/s and samples/s
 //! (`protocols/import/<format>/{bytes,samples}`).
@@ -20,7 +25,10 @@ use std::io::Read;
 use cairn_model::{Labels, Sample, is_stale_nan};
 use cairn_protocols::DecodeLimits;
 use cairn_protocols::csv::{decode_csv, parse_format};
+use cairn_protocols::graphite::decode_graphite;
+use cairn_protocols::influx::{InfluxOptions, decode_influx};
 use cairn_protocols::json_lines::decode_json_lines;
+use cairn_protocols::opentsdb::decode_telnet;
 use cairn_protocols::prom_text::{PromTextOptions, decode_prom_text};
 use cairn_protocols::remote_write::{ContentEncoding, decode_write_request_v2, proto_v2};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -63,6 +71,10 @@ struct Payloads {
     csv: Vec<u8>,
     rw2: Vec<Vec<u8>>,
     samples: u64,
+    influx: Vec<u8>,
+    graphite: Vec<u8>,
+    opentsdb: Vec<u8>,
+    finite_samples: u64,
 }
 
 fn payloads() -> Payloads {
@@ -79,6 +91,33 @@ fn payloads() -> Payloads {
     }
     let mut json = Vec::new();
     let mut csv = Vec::new();
+    let (mut influx, mut graphite, mut opentsdb) = (String::new(), String::new(), String::new());
+    let mut finite_samples = 0;
+    for s in &parsed.batch.series {
+        let name = s.labels.metric_name().unwrap_or_default();
+        let others: Vec<_> = s.labels.iter().filter(|l| l.name != "__name__").collect();
+        for x in s.samples.iter().filter(|x| x.v.is_finite()) {
+            finite_samples += 1;
+            influx.push_str("prometheus,instance=host-1:9100,job=node");
+            graphite.push_str(name);
+            opentsdb.push_str(&format!(
+                "put {name} {} {:?} instance=host-1:9100 job=node",
+                x.t / 1000,
+                x.v
+            ));
+            for l in &others {
+                let esc = |v: &str| v.replace(',', "\\,").replace('=', "\\=").replace(' ', "\\ ");
+                influx.push_str(&format!(",{}={}", esc(&l.name), esc(&l.value)));
+                // Neither Graphite nor OpenTSDB can carry spaces in a tag.
+                let value = l.value.replace([' ', ';'], "_");
+                graphite.push_str(&format!(";{}={value}", l.name));
+                opentsdb.push_str(&format!(" {}={value}", l.name));
+            }
+            influx.push_str(&format!(" {name}={:?} {}000000\n", x.v, x.t));
+            graphite.push_str(&format!(" {:?} {}\n", x.v, x.t / 1000));
+            opentsdb.push('\n');
+        }
+    }
     for (labels, samples) in &by_series {
         let metric: serde_json::Map<String, serde_json::Value> = labels
             .iter()
@@ -156,6 +195,10 @@ fn payloads() -> Payloads {
         csv,
         rw2,
         samples,
+        influx: influx.into_bytes(),
+        graphite: graphite.into_bytes(),
+        opentsdb: opentsdb.into_bytes(),
+        finite_samples,
     }
 }
 
@@ -179,10 +222,12 @@ fn bench(c: &mut Criterion) {
         parse_format("1:label:job,2:label:name,3:label:instance,4:time:unix_ms,5:metric:value").expect("format");
     let rw2_bytes: u64 = p.rw2.iter().map(|b| b.len() as u64).sum();
     type Run<'a> = Box<dyn Fn() -> usize + 'a>;
-    let cases: Vec<(&str, u64, Run<'_>)> = vec![
+    let influx_opts = InfluxOptions::default();
+    let cases: Vec<(&str, u64, u64, Run<'_>)> = vec![
         (
             "prom_text",
             p.text.len() as u64,
+            p.samples,
             Box::new(|| {
                 decode_prom_text(black_box(&p.text), &opts, &limits)
                     .batch
@@ -192,11 +237,13 @@ fn bench(c: &mut Criterion) {
         (
             "json_lines",
             p.json.len() as u64,
+            p.samples,
             Box::new(|| decode_json_lines(black_box(&p.json), &[], &limits).batch.sample_count()),
         ),
         (
             "csv",
             p.csv.len() as u64,
+            p.samples,
             Box::new(|| {
                 decode_csv(black_box(&p.csv), &columns, &[], 0, &limits)
                     .batch
@@ -206,6 +253,7 @@ fn bench(c: &mut Criterion) {
         (
             "remote_write_v2_snappy",
             rw2_bytes,
+            p.samples,
             Box::new(|| {
                 p.rw2
                     .iter()
@@ -217,13 +265,40 @@ fn bench(c: &mut Criterion) {
                     .sum()
             }),
         ),
+        (
+            "influx",
+            p.influx.len() as u64,
+            p.finite_samples,
+            Box::new(|| {
+                decode_influx(black_box(&p.influx), &influx_opts, &limits)
+                    .batch
+                    .sample_count()
+            }),
+        ),
+        (
+            "graphite",
+            p.graphite.len() as u64,
+            p.finite_samples,
+            Box::new(|| decode_graphite(black_box(&p.graphite), 0, &limits).batch.sample_count()),
+        ),
+        (
+            "opentsdb_telnet",
+            p.opentsdb.len() as u64,
+            p.finite_samples,
+            Box::new(|| {
+                decode_telnet(black_box(&p.opentsdb), &limits)
+                    .import
+                    .batch
+                    .sample_count()
+            }),
+        ),
     ];
-    for (name, bytes, run) in &cases {
-        assert_eq!(run() as u64, p.samples, "{name} decodes every sample");
+    for (name, bytes, samples, run) in &cases {
+        assert_eq!(run() as u64, *samples, "{name} decodes every sample");
         let mut group = c.benchmark_group(format!("protocols/import/{name}"));
         group.throughput(Throughput::Bytes(*bytes));
         group.bench_function("bytes", |b| b.iter(|| black_box(run())));
-        group.throughput(Throughput::Elements(p.samples));
+        group.throughput(Throughput::Elements(*samples));
         group.bench_function("samples", |b| b.iter(|| black_box(run())));
         group.finish();
     }
