@@ -26,10 +26,11 @@ fi
 # Debian's influx CLI (influxdb-client) is the real Influx line-protocol client
 # of tests/line_protocols.rs; with CI set, that test fails rather than skips
 # when it is missing.
-if ! command -v influx >/dev/null 2>&1; then
+# collectd (collectd-core) is the real Graphite and OpenTSDB client there.
+if ! command -v influx >/dev/null 2>&1 || ! command -v collectd >/dev/null 2>&1; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends influxdb-client
+    apt-get install -y -qq --no-install-recommends influxdb-client collectd-core
 fi
 
 # The OpenTelemetry Python SDK's OTLP/HTTP exporter is the real OTLP client of

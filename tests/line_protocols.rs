@@ -7,7 +7,9 @@
 //!   samples under VictoriaMetrics' names;
 //! - the same line-protocol, Graphite and OpenTSDB input sent to Debian's
 //!   `victoria-metrics` (1.79) and to Cairn yields the same series and
-//!   samples in both, so moving a fleet between them keeps its series.
+//!   samples in both, so moving a fleet between them keeps its series;
+//! - collectd (`collectd-core`) writes the same readings through its
+//!   `write_graphite` and `write_tsdb` plugins to Cairn's two TCP ports.
 //!
 //! Without the peer programs the tests print `SKIPPED` and pass, unless `CI`
 //! is set (`scripts/test.sh` installs both).
@@ -290,4 +292,94 @@ fn diff(ours: &Samples, theirs: &Samples) -> String {
         }
     }
     out
+}
+
+/// collectd (Debian's `collectd-core`) is a real client of both TCP
+/// protocols: its `write_graphite` and `write_tsdb` plugins send the same
+/// readings of its `load` plugin to Cairn's Graphite and OpenTSDB ports.
+#[test]
+fn collectd_writes_graphite_and_opentsdb() {
+    let Some(collectd) = require("collectd", "collectd-core") else {
+        return;
+    };
+    let (graphite, telnet) = (free_port(), free_port());
+    let server = Server::start_with(&[
+        &format!("--graphite.listen-addr=127.0.0.1:{graphite}"),
+        &format!("--opentsdb.listen-addr=127.0.0.1:{telnet}"),
+    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let conf = dir.path().join("collectd.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            r#"Hostname "testhost"
+FQDNLookup false
+Interval 1
+BaseDir "{dir}"
+PIDFile "{dir}/collectd.pid"
+PluginDir "/usr/lib/collectd"
+TypesDB "/usr/share/collectd/types.db"
+LoadPlugin load
+LoadPlugin write_graphite
+LoadPlugin write_tsdb
+<Plugin write_graphite>
+  <Node "cairn">
+    Host "127.0.0.1"
+    Port "{graphite}"
+    Protocol "tcp"
+    Prefix "collectd."
+  </Node>
+</Plugin>
+<Plugin write_tsdb>
+  <Node "cairn">
+    Host "127.0.0.1"
+    Port "{telnet}"
+    HostTags "env=test"
+  </Node>
+</Plugin>
+"#,
+            dir = dir.path().display()
+        ),
+    )
+    .expect("write collectd.conf");
+    let mut child = Command::new(collectd)
+        .args(["-f", "-C"])
+        .arg(&conf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start collectd");
+    let client = server.client();
+    let via_graphite = r#"{__name__="collectd.testhost.load.load.shortterm"}"#;
+    let via_opentsdb = r#"{__name__="load.load.shortterm",env="test",fqdn="testhost"}"#;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut g, mut o) = (Vec::new(), Vec::new());
+    while Instant::now() < deadline {
+        g = client.export(&[via_graphite], None);
+        o = client.export(&[via_opentsdb], None);
+        if g.first().is_some_and(|s| s.samples.len() >= 3) && o.first().is_some_and(|s| s.samples.len() >= 3) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!((g.len(), o.len()), (1, 1), "graphite {g:?}, opentsdb {o:?}");
+    let now = now_ms();
+    for s in g[0].samples.iter().chain(&o[0].samples) {
+        assert!(
+            (now - 60_000..=now + 1000).contains(&s.t),
+            "timestamp {} is not recent",
+            s.t
+        );
+        assert!(s.v >= 0.0, "a load average of {}", s.v);
+    }
+    // The same readings arrive by both routes.
+    let by_time = |s: &Exported| -> BTreeMap<i64, u64> { s.samples.iter().map(|x| (x.t, x.v.to_bits())).collect() };
+    let (g, o) = (by_time(&g[0]), by_time(&o[0]));
+    let common: Vec<_> = g.keys().filter(|t| o.contains_key(t)).collect();
+    assert!(!common.is_empty(), "no common timestamps: {g:?} {o:?}");
+    for t in common {
+        assert_eq!(g[t], o[t], "at {t}");
+    }
 }

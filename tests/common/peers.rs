@@ -11,11 +11,11 @@ pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0")
 }
 
-/// `name` on `PATH` or in `/usr/bin`.
+/// `name` on `PATH` or in `/usr/bin` or `/usr/sbin`.
 pub fn binary(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/bin")])
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/sbin")])
         .map(|d| d.join(name))
         .find(|p| p.is_file())
 }
