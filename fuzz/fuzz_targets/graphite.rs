@@ -33,7 +33,8 @@ fuzz_target!(|data: &[u8]| {
                 path.push_str(&format!(";{}={}", l.name, l.value));
             }
             let x = s.samples[0];
-            let secs = format!("{}.{:03}", x.t.div_euclid(1000), x.t.rem_euclid(1000));
+            let sign = if x.t < 0 { "-" } else { "" };
+            let secs = format!("{sign}{}.{:03}", x.t.unsigned_abs() / 1000, x.t.unsigned_abs() % 1000);
             text.push_str(&format!("{path} {:?} {secs}\n", x.v));
         }
         let again = decode_graphite(text.as_bytes(), 0, &DecodeLimits::default());

@@ -12,7 +12,8 @@
 //! - InfluxDB line protocol as Telegraf's `prometheus` input writes it
 //!   (`prometheus,<labels> <metric>=<value> <ns>`), Graphite plaintext
 //!   (`name;label=value value seconds`) and OpenTSDB telnet
-//!   (`put name seconds value label=value`), one sample per line, finite
+//!   (`put name seconds value label=value`) and `/api/put` JSON (one array
+//!   of data points), one sample per line or point, finite
 //!   values only (none of the three has NaN).
 //!
 //! Each is reported as body bytes/s and samples/s
@@ -28,7 +29,7 @@ use cairn_protocols::csv::{decode_csv, parse_format};
 use cairn_protocols::graphite::decode_graphite;
 use cairn_protocols::influx::{InfluxOptions, decode_influx};
 use cairn_protocols::json_lines::decode_json_lines;
-use cairn_protocols::opentsdb::decode_telnet;
+use cairn_protocols::opentsdb::{decode_put, decode_telnet};
 use cairn_protocols::prom_text::{PromTextOptions, decode_prom_text};
 use cairn_protocols::remote_write::{ContentEncoding, decode_write_request_v2, proto_v2};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -74,6 +75,7 @@ struct Payloads {
     influx: Vec<u8>,
     graphite: Vec<u8>,
     opentsdb: Vec<u8>,
+    opentsdb_json: Vec<u8>,
     finite_samples: u64,
 }
 
@@ -93,6 +95,7 @@ fn payloads() -> Payloads {
     let mut csv = Vec::new();
     let (mut influx, mut graphite, mut opentsdb) = (String::new(), String::new(), String::new());
     let mut finite_samples = 0;
+    let mut points = Vec::new();
     for s in &parsed.batch.series {
         let name = s.labels.metric_name().unwrap_or_default();
         let others: Vec<_> = s.labels.iter().filter(|l| l.name != "__name__").collect();
@@ -114,6 +117,12 @@ fn payloads() -> Payloads {
                 opentsdb.push_str(&format!(" {}={value}", l.name));
             }
             influx.push_str(&format!(" {name}={:?} {}000000\n", x.v, x.t));
+            let mut tags = serde_json::Map::new();
+            tags.insert("instance".into(), "host-1:9100".into());
+            for l in &others {
+                tags.insert(l.name.clone(), l.value.clone().into());
+            }
+            points.push(serde_json::json!({ "metric": name, "timestamp": x.t, "value": x.v, "tags": tags }));
             graphite.push_str(&format!(" {:?} {}\n", x.v, x.t / 1000));
             opentsdb.push('\n');
         }
@@ -198,6 +207,7 @@ fn payloads() -> Payloads {
         influx: influx.into_bytes(),
         graphite: graphite.into_bytes(),
         opentsdb: opentsdb.into_bytes(),
+        opentsdb_json: serde_json::Value::Array(points).to_string().into_bytes(),
         finite_samples,
     }
 }
