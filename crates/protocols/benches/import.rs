@@ -302,6 +302,12 @@ fn bench(c: &mut Criterion) {
                     .sample_count()
             }),
         ),
+        (
+            "opentsdb_json",
+            p.opentsdb_json.len() as u64,
+            p.finite_samples,
+            Box::new(|| decode_put(black_box(&p.opentsdb_json), &limits).success),
+        ),
     ];
     for (name, bytes, samples, run) in &cases {
         assert_eq!(run() as u64, *samples, "{name} decodes every sample");
