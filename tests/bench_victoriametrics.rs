@@ -139,3 +139,19 @@ fn bench_backfill_into_cairn_loses_nothing() {
     assert_nothing_lost(&report, &base);
     assert!(report["target"]["disk_last_bytes"].as_u64().is_some_and(|d| d > 0));
 }
+
+/// The same backfill over remote write 2.0 (Cairn accepts it; VictoriaMetrics
+/// 1.79 predates it).
+#[test]
+fn bench_backfill_over_remote_write_2_into_cairn_loses_nothing() {
+    let server = common::Server::start();
+    let base = server.url();
+    let report = bench(&base, &["--name", "cairn", "--remote-write-protocol", "2.0"]);
+    assert_eq!(report["workload"]["remote_write_protocol"], "2.0");
+    assert_nothing_lost(&report, &base);
+    let client = server.client();
+    assert_eq!(
+        client.metric(r#"cairn_ingest_samples_total{protocol="remote_write_2"}"#),
+        Some(6.0 * 507.0 * 2.0 * 120.0)
+    );
+}

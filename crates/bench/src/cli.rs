@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::run::RunConfig;
-use crate::sender::Access;
+use crate::sender::{Access, WireProtocol};
 use crate::workload::{Stage, parse_duration, parse_stages};
 
 /// A production-like benchmark of any Prometheus-compatible database:
@@ -134,6 +134,10 @@ pub struct WorkloadArgs {
     /// Also run dashboard range queries over this window (e.g. 1h).
     #[arg(long, value_parser = duration)]
     pub range_queries: Option<Duration>,
+    /// Remote-write protocol: 1.0 (snappy WriteRequest) or 2.0 (snappy
+    /// io.prometheus.write.v2.Request with a symbols table).
+    #[arg(long, default_value = "1.0", value_parser = WireProtocol::parse)]
+    pub remote_write_protocol: WireProtocol,
     /// Parallel remote-write connections.
     #[arg(long, default_value_t = 4)]
     pub concurrency: usize,
@@ -245,6 +249,7 @@ impl WorkloadArgs {
             rules,
             range_window: if self.no_queries { None } else { self.range_queries },
             access,
+            protocol: self.remote_write_protocol,
             concurrency: self.concurrency,
             batch_samples: self.batch_samples,
             seed: self.seed,
@@ -423,6 +428,8 @@ mod tests {
             "p",
             "--concurrency",
             "8",
+            "--remote-write-protocol",
+            "2.0",
         ])
         .unwrap();
         let BenchCommand::Run(a) = cli.command else {
@@ -444,5 +451,6 @@ mod tests {
         assert_eq!(cfg.replicas, 2);
         assert_eq!(cfg.rules.len(), 35);
         assert_eq!(cfg.concurrency, 8);
+        assert_eq!(cfg.protocol, WireProtocol::V2);
     }
 }

@@ -42,6 +42,8 @@ pub struct WorkloadReport {
     pub data_end_ms: i64,
     pub query_interval_s: f64,
     pub rules: usize,
+    /// `1.0` or `2.0`.
+    pub remote_write_protocol: String,
     pub concurrency: usize,
     pub batch_samples: usize,
 }

@@ -24,7 +24,7 @@ use crate::procfs;
 use crate::query::{QueryClient, QueryKind};
 use crate::report::{GeneratorReport, LatencyReport, QueryReport, Report, TargetReport, TimelinePoint, WorkloadReport};
 use crate::rules::Rule;
-use crate::sender::{Access, Client, Outcome, encode};
+use crate::sender::{Access, Client, Outcome, WireProtocol};
 use crate::trace::Trace;
 use crate::workload::{Stage, Workload, WorkloadConfig};
 
@@ -53,6 +53,8 @@ pub struct RunConfig {
     /// Dashboard range queries over this window (none when `None`).
     pub range_window: Option<Duration>,
     pub access: Access,
+    /// Remote write 1.0 or 2.0.
+    pub protocol: WireProtocol,
     pub concurrency: usize,
     /// Samples per remote-write request (vmagent and Prometheus send ≤ 10k
     /// in real time; a backfill sends a target's series for several scrapes).
@@ -88,6 +90,7 @@ impl Default for RunConfig {
             rules: Vec::new(),
             range_window: None,
             access: Access::default(),
+            protocol: WireProtocol::V1,
             concurrency: 4,
             batch_samples: 10_000,
             job: "node_exporter".into(),
@@ -238,6 +241,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
 
     let mut client = Client::new(cfg.write_url.clone())?;
     client.access = cfg.access.clone();
+    client.protocol = cfg.protocol;
     let (senders, receivers): (Vec<SyncSender<Job>>, Vec<Receiver<Job>>) =
         (0..cfg.concurrency).map(|_| sync_channel::<Job>(4)).unzip();
 
@@ -347,6 +351,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
             data_end_ms: end_ms,
             query_interval_s: cfg.query_interval.as_secs_f64(),
             rules: cfg.rules.len(),
+            remote_write_protocol: cfg.protocol.as_str().to_string(),
             concurrency: cfg.concurrency,
             batch_samples: cfg.batch_samples,
         },
@@ -444,6 +449,7 @@ fn produce(
                     batches[worker].extend(series);
                     if batch_samples[worker] >= cfg.batch_samples {
                         flush(
+                            cfg.protocol,
                             &mut batches[worker],
                             &mut batch_samples[worker],
                             &senders[worker],
@@ -454,7 +460,7 @@ fn produce(
             }
         }
         for (i, s) in senders.iter().enumerate() {
-            flush(&mut batches[i], &mut batch_samples[i], s, shared)?;
+            flush(cfg.protocol, &mut batches[i], &mut batch_samples[i], s, shared)?;
         }
         shared.data_time.store(window_end, Ordering::Relaxed);
         if cfg.backfill.is_none() && oldest_due != i64::MAX {
@@ -477,6 +483,7 @@ fn produce(
 }
 
 fn flush(
+    protocol: WireProtocol,
     batch: &mut Vec<SeriesSamples>,
     samples: &mut usize,
     tx: &SyncSender<Job>,
@@ -485,7 +492,7 @@ fn flush(
     if batch.is_empty() {
         return Ok(());
     }
-    let body = encode(batch)?;
+    let body = protocol.encode(batch)?;
     let n = *samples as u64;
     batch.clear();
     *samples = 0;

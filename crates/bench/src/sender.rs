@@ -18,11 +18,62 @@ use cairn_protocols::SeriesSamples;
 
 use crate::fleet::Fleet;
 
+/// Which remote-write protocol the bench speaks (`--remote-write-protocol`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WireProtocol {
+    /// Remote write 1.0: snappy `prometheus.WriteRequest`.
+    #[default]
+    V1,
+    /// Remote write 2.0: snappy `io.prometheus.write.v2.Request` (symbols table).
+    V2,
+}
+
+impl WireProtocol {
+    /// `1.0` or `2.0`, as the flag takes it.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "1" | "1.0" => Ok(Self::V1),
+            "2" | "2.0" => Ok(Self::V2),
+            _ => Err(format!("unknown remote-write protocol {s:?}: want 1.0 or 2.0")),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::V1 => "1.0",
+            Self::V2 => "2.0",
+        }
+    }
+
+    /// One snappy-compressed request body, no metadata.
+    pub fn encode(self, series: &[SeriesSamples]) -> anyhow::Result<Vec<u8>> {
+        use cairn_protocols::remote_write::{ContentEncoding, encode_write_request, encode_write_request_v2};
+        let mut body = Vec::new();
+        match self {
+            Self::V1 => encode_write_request(series, &[], &mut body)?,
+            Self::V2 => encode_write_request_v2(series, ContentEncoding::Snappy, &mut body)?,
+        }
+        Ok(body)
+    }
+
+    fn content_type(self) -> &'static str {
+        match self {
+            Self::V1 => "application/x-protobuf",
+            Self::V2 => "application/x-protobuf;proto=io.prometheus.write.v2.Request",
+        }
+    }
+
+    fn version_header(self) -> &'static str {
+        match self {
+            Self::V1 => "0.1.0",
+            Self::V2 => "2.0.0",
+        }
+    }
+}
+
 /// Encodes one remote write 1.0 body (snappy protobuf, no metadata).
 pub fn encode(series: &[SeriesSamples]) -> anyhow::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    cairn_protocols::remote_write::encode_write_request(series, &[], &mut body)?;
-    Ok(body)
+    WireProtocol::V1.encode(series)
 }
 
 /// A blocking remote write client.
@@ -35,6 +86,8 @@ pub struct Client {
     pub abort: Arc<AtomicBool>,
     /// Tenant header and credentials added to every request.
     pub access: Access,
+    /// The protocol of the bodies this client posts.
+    pub protocol: WireProtocol,
 }
 
 /// Extra headers and credentials for a target (multi-tenant gateways,
@@ -89,6 +142,7 @@ impl Client {
             max_retries: 10,
             abort: Arc::new(AtomicBool::new(false)),
             access: Access::default(),
+            protocol: WireProtocol::V1,
         })
     }
 
@@ -100,9 +154,9 @@ impl Client {
                 .access
                 .apply(self.http.post(&self.url))
                 .header("Content-Encoding", "snappy")
-                .header("Content-Type", "application/x-protobuf")
+                .header("Content-Type", self.protocol.content_type())
                 .header("User-Agent", "cairn-bench")
-                .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+                .header("X-Prometheus-Remote-Write-Version", self.protocol.version_header())
                 .body(body.to_vec())
                 .send();
             let (status, message) = match resp {

@@ -1,10 +1,12 @@
 //! Builds request bodies as Prometheus sends them: a protobuf
 //! `WriteRequest`, snappy block-compressed (or zstd, or identity).
 
+use std::collections::HashMap;
+
 use cairn_model::{Label, Sample};
 use prost::encoding::{encode_varint, encoded_len_varint};
 
-use super::ContentEncoding;
+use super::{ContentEncoding, proto_v2};
 use crate::{MetricMetadata, SeriesSamples};
 
 /// Why a request could not be encoded.
@@ -46,6 +48,67 @@ pub fn encode_write_request_with(
     }
     let mut pb = Vec::new();
     encode_protobuf(series, metadata, &mut pb);
+    compress(&pb, encoding, dst)
+}
+
+/// Appends a remote write 2.0 `Request` (one symbols table, labels as
+/// references into it, no metadata), compressed as `encoding` says; sent
+/// with `Content-Type: application/x-protobuf;proto=io.prometheus.write.v2.Request`.
+/// Encoded by prost, which (like Prometheus' encoder) omits a zero value,
+/// so a `-0.0` sample arrives as `+0.0`.
+pub fn encode_write_request_v2(
+    series: &[SeriesSamples],
+    encoding: ContentEncoding,
+    dst: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    // The spec reserves symbol 0 for the empty string.
+    let mut symbols = vec![String::new()];
+    let mut index: HashMap<String, u32> = HashMap::from([(String::new(), 0)]);
+    let mut request = proto_v2::Request {
+        symbols: Vec::new(),
+        timeseries: Vec::with_capacity(series.len()),
+    };
+    for s in series {
+        let mut labels_refs = Vec::with_capacity(2 * s.labels.len());
+        for l in &s.labels {
+            for x in [&l.name, &l.value] {
+                let i = match index.get(x.as_str()) {
+                    Some(&i) => i,
+                    None => {
+                        let i = symbols.len() as u32;
+                        symbols.push(x.clone());
+                        index.insert(x.clone(), i);
+                        i
+                    }
+                };
+                labels_refs.push(i);
+            }
+        }
+        let samples = s
+            .samples
+            .iter()
+            .map(|x| proto_v2::Sample {
+                value: x.v,
+                timestamp: x.t,
+                start_timestamp: 0,
+            })
+            .collect();
+        request.timeseries.push(proto_v2::TimeSeries {
+            labels_refs,
+            samples,
+            ..Default::default()
+        });
+    }
+    request.symbols = symbols;
+    let pb = prost::Message::encode_to_vec(&request);
+    if encoding == ContentEncoding::Identity {
+        dst.extend_from_slice(&pb);
+        return Ok(());
+    }
+    compress(&pb, encoding, dst)
+}
+
+fn compress(pb: &[u8], encoding: ContentEncoding, dst: &mut Vec<u8>) -> Result<(), EncodeError> {
     let failed = |reason: String| EncodeError::Compress { encoding, reason };
     match encoding {
         ContentEncoding::Snappy => {
@@ -57,15 +120,15 @@ pub fn encode_write_request_with(
             dst.resize(start + max, 0);
             let out = dst.get_mut(start..).unwrap_or_default();
             let n = snap::raw::Encoder::new()
-                .compress(&pb, out)
+                .compress(pb, out)
                 .map_err(|e| failed(e.to_string()))?;
             dst.truncate(start + n);
         }
         ContentEncoding::Zstd => {
-            let out = zstd::bulk::compress(&pb, zstd::DEFAULT_COMPRESSION_LEVEL).map_err(|e| failed(e.to_string()))?;
+            let out = zstd::bulk::compress(pb, zstd::DEFAULT_COMPRESSION_LEVEL).map_err(|e| failed(e.to_string()))?;
             dst.extend_from_slice(&out);
         }
-        ContentEncoding::Identity => {}
+        ContentEncoding::Identity => dst.extend_from_slice(pb),
     }
     Ok(())
 }

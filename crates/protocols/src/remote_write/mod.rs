@@ -57,7 +57,7 @@ mod v2;
 use std::fmt;
 
 pub use decode::decode_write_request;
-pub use encode::{EncodeError, encode_write_request, encode_write_request_with};
+pub use encode::{EncodeError, encode_write_request, encode_write_request_v2, encode_write_request_with};
 pub use v2::{PROTO_V2, decode_write_request_v2};
 
 use crate::ErrorKind;
