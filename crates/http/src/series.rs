@@ -84,13 +84,17 @@ pub async fn series(State(state): State<AppState>, params: Params) -> Result<Suc
             limit: req.limit.map(|l| l.saturating_add(1)),
             ..SelectHints::default()
         };
-        let mut all = BTreeSet::new();
+        // Each select is sorted and unique; only several `match[]` need merging.
+        let mut list: Vec<Labels> = Vec::new();
         for set in &req.sets {
             for s in querier.select(&hints, set)? {
-                all.insert(s?.labels);
+                list.push(s?.labels);
             }
         }
-        let mut list: Vec<Labels> = all.into_iter().collect();
+        if req.sets.len() > 1 {
+            list.sort_unstable();
+            list.dedup();
+        }
         let warnings = truncate(&mut list, req.limit);
         Ok(Success::with_warnings(LabelSets(list), warnings))
     })
