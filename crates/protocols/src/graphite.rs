@@ -15,7 +15,7 @@
 
 use cairn_model::{Label, METRIC_NAME, Sample};
 
-use crate::text_import::{ImportResult, finish_labels, lines, truncate};
+use crate::text_import::{ImportResult, finish_labels, lines, seconds_to_ms, truncate};
 use crate::{DecodeLimits, SeriesSamples};
 
 /// Decodes a run of complete lines; `now_ms` stamps lines without a timestamp.
@@ -62,22 +62,13 @@ fn read_line(line: &[u8], now_ms: i64, limits: &DecodeLimits) -> Result<SeriesSa
         .parse()
         .map_err(|_| format!("invalid value {:?}", truncate(value)))?;
     let t = match timestamp {
-        None | Some("-1") => now_ms,
+        // Carbon compares the number: `-1.0` means now too.
+        Some(ts) if ts.parse::<f64>() == Ok(-1.0) => now_ms,
+        None => now_ms,
         Some(ts) => seconds_to_ms(ts).ok_or_else(|| format!("invalid timestamp {:?}", truncate(ts)))?,
     };
     let labels = finish_labels(labels, &[], limits)?;
     Ok(SeriesSamples::new(labels, vec![Sample::new(t, v)]))
-}
-
-/// Unix seconds (fractions allowed) as milliseconds, rounded to the nearest.
-pub(crate) fn seconds_to_ms(ts: &str) -> Option<i64> {
-    if let Ok(secs) = ts.parse::<i64>() {
-        return secs.checked_mul(1000);
-    }
-    let secs: f64 = ts.parse().ok()?;
-    let ms = (secs * 1000.0).round();
-    // Finite and inside i64 (the float bound is exclusive at 2^63).
-    (ms.is_finite() && ms.abs() < 9.2e18).then_some(ms as i64)
 }
 
 #[cfg(test)]
@@ -103,7 +94,8 @@ mod tests {
             "servers.web01.cpu.load 0.75 1700000000\n\
              disk.used;host=web01;mount=/var 12e9 1700000000.5\n\
              \tqueue.depth\t7\n\
-             temp -3 -1\r\n",
+             temp -3 -1\r\n\
+             temp2 4 -1.0\n",
         );
         assert_eq!(r.first_error, None);
         assert_eq!(
@@ -117,6 +109,7 @@ mod tests {
                 ),
                 (r#"queue.depth"#.into(), NOW, 7.0),
                 (r#"temp"#.into(), NOW, -3.0),
+                (r#"temp2"#.into(), NOW, 4.0),
             ]
         );
         let (got, _) = flat("a NaN 1\nb -Inf 1\n");

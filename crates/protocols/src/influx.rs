@@ -13,10 +13,14 @@
 //!   (`7u`), booleans (`t`, `T`, `true`, `True`, `TRUE` → 1; `f`, ... → 0).
 //!   String fields (`"..."`) cannot be stored in a time series database of
 //!   floats: they are skipped and counted in
-//!   [`ImportResult::string_values_skipped`], the line's other fields kept.
-//! - Escapes as InfluxDB 1.x reads them: `\,` and `\ ` in measurements;
-//!   `\,`, `\=` and `\ ` in tag keys, tag values and field keys; `\"` and
-//!   `\\` in string field values. A backslash before any other byte is kept.
+//!   [`ImportResult::string_values_skipped`], the line's other fields kept
+//!   (VictoriaMetrics stores the number a string holds, or 0).
+//! - Escapes as VictoriaMetrics reads them: `\,`, `\ ` and `\\` in
+//!   measurements; `\,`, `\=`, `\ ` and `\\` in tag keys, tag values and
+//!   field keys (InfluxDB 1.x keeps `\\` as two backslashes); `\"` and `\\`
+//!   in string field values. A backslash before any other byte is kept.
+//! - A tag with an empty value is no label (VictoriaMetrics drops it too;
+//!   InfluxDB refuses the line). Numbers out of float range are refused.
 //! - Timestamps: an integer in the request's [`Precision`] (nanoseconds by
 //!   default), floored to milliseconds; a line without one gets the request
 //!   time.
@@ -144,13 +148,12 @@ fn read_line(
         if key.is_empty() {
             return Err("empty tag key".into());
         }
-        if value.is_empty() {
-            return Err(format!("tag {key:?} has an empty value"));
-        }
         if key == METRIC_NAME {
             return Err(format!("tag key {METRIC_NAME:?} is reserved for the metric name"));
         }
-        has_db |= key == DB_LABEL;
+        // An empty value is no label (as everywhere in Cairn, and as
+        // VictoriaMetrics stores it); InfluxDB itself refuses the line.
+        has_db |= key == DB_LABEL && !value.is_empty();
         labels.push(Label { name: key, value });
         rest = after_value;
     }
@@ -255,19 +258,23 @@ fn scan<'a>(s: &'a str, stops: &[u8]) -> (&'a str, &'a str) {
     (s, "")
 }
 
-/// Drops the backslash before each byte of `specials` (all ASCII); other
-/// backslashes stay.
+/// Drops the backslash before a backslash or a byte of `specials` (all
+/// ASCII), as VictoriaMetrics reads line protocol; other backslashes stay.
 fn unescape(raw: &str, specials: &[u8]) -> String {
+    if !raw.contains('\\') {
+        return raw.to_string();
+    }
     let bytes = raw.as_bytes();
     let mut out = String::with_capacity(raw.len());
-    let mut from = 0;
-    for (i, pair) in bytes.windows(2).enumerate() {
-        if let [b'\\', next] = pair
-            && specials.contains(next)
-            && i >= from
-        {
+    let (mut from, mut i) = (0, 0);
+    while let (Some(&b), Some(next)) = (bytes.get(i), bytes.get(i + 1)) {
+        if b == b'\\' && (*next == b'\\' || specials.contains(next)) {
             out.push_str(raw.get(from..i).unwrap_or_default());
+            // The escaped byte starts the next segment.
             from = i + 1;
+            i += 2;
+        } else {
+            i += 1;
         }
     }
     out.push_str(raw.get(from..).unwrap_or_default());
@@ -322,7 +329,8 @@ fn number(token: &str) -> Option<f64> {
     if !plain {
         return None;
     }
-    token.parse::<f64>().ok()
+    // Out of range (`1e500`) is an error, as in InfluxDB, not infinity.
+    token.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
 #[cfg(test)]

@@ -17,7 +17,7 @@
 use cairn_model::{Label, METRIC_NAME, Sample};
 use serde_json::Value;
 
-use crate::text_import::{ImportResult, finish_labels, lines, truncate};
+use crate::text_import::{ImportResult, finish_labels, lines, seconds_to_ms, truncate};
 use crate::{DecodeLimits, SeriesSamples};
 
 /// What the telnet protocol answers: OpenTSDB writes nothing back for a
@@ -99,10 +99,12 @@ fn timestamp_ms(ts: &str) -> Result<i64, String> {
             _ => Ok(t),
         };
     }
-    if !ts.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+    // A fraction is only read after seconds (`1700000000.5`), as OpenTSDB.
+    let whole = ts.split('.').next().unwrap_or_default();
+    if !ts.bytes().all(|b| b.is_ascii_digit() || b == b'.') || whole.parse::<u64>().map_or(true, |s| s > 0xFFFF_FFFF) {
         return Err(bad());
     }
-    crate::graphite::seconds_to_ms(ts).ok_or_else(bad)
+    seconds_to_ms(ts).ok_or_else(bad)
 }
 
 fn value_of(value: &str) -> Result<f64, String> {
@@ -174,7 +176,8 @@ fn read_point(point: &Value, limits: &DecodeLimits) -> Result<SeriesSamples, Str
     let v = match obj.get("value") {
         Some(Value::Number(n)) => value_of(&n.to_string())?,
         Some(Value::String(s)) => value_of(s)?,
-        _ => return Err("missing \"value\"".into()),
+        None => return Err("missing \"value\"".into()),
+        Some(_) => return Err("\"value\" is not a number or a numeric string".into()),
     };
     let mut labels = vec![Label::new(METRIC_NAME, metric.as_str())];
     match obj.get("tags") {

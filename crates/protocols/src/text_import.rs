@@ -204,6 +204,17 @@ pub fn finish_labels(mut labels: Vec<Label>, extra: &[Label], limits: &DecodeLim
     Ok(labels)
 }
 
+/// Unix seconds (fractions allowed) as milliseconds, rounded to the nearest.
+pub(crate) fn seconds_to_ms(ts: &str) -> Option<i64> {
+    if let Ok(secs) = ts.parse::<i64>() {
+        return secs.checked_mul(1000);
+    }
+    let secs: f64 = ts.parse().ok()?;
+    let ms = (secs * 1000.0).round();
+    // Finite and inside i64 (the float bound is exclusive at 2^63).
+    (ms.is_finite() && ms.abs() < 9.2e18).then_some(ms as i64)
+}
+
 /// At most the first 64 characters of `s`, for error messages that quote input.
 pub(crate) fn truncate(s: &str) -> &str {
     match s.char_indices().nth(64) {

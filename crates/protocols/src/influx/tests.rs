@@ -89,7 +89,7 @@ fn string_fields_are_skipped_and_counted_the_rest_kept() {
 }
 
 #[test]
-fn escapes_as_influxdb_1x_reads_them() {
+fn escapes_as_victoriametrics_reads_them() {
     let got = ok(
         r#"disk\ io\,x,path=/var\ log,k\=ey=v\,al\=ue,win=C:\dir field\ one=1,f\,2=2,f\=3=3 1000000"#,
         &opts(),
@@ -184,7 +184,6 @@ fn structural_errors() {
     assert!(error("m").contains("missing fields"));
     assert!(error(",t=1 v=1").contains("missing measurement"));
     assert!(error("m,=x v=1").contains("empty tag key"));
-    assert!(error("m,t= v=1").contains("empty value"));
     assert!(error("m,__name__=x v=1").contains("reserved"));
     assert!(error("m =1").contains("empty field key"));
     assert!(error("m v").contains("no value"));
@@ -229,6 +228,20 @@ fn empty_and_huge_bodies() {
 }
 
 #[test]
+fn double_backslashes_and_empty_tags_as_victoriametrics() {
+    // Checked against VictoriaMetrics 1.79.5: `a\\b` is `a\b`, `c\d` stays,
+    // and an empty tag value is no label.
+    let got = ok(r"bs,t=a\\b,u=c\d,e= v=1 1000000", &opts());
+    assert_eq!(got[0].0, r#"bs_v{t="a\\b", u="c\\d"}"#);
+    let with_db = InfluxOptions {
+        db: Some("x".into()),
+        ..opts()
+    };
+    // An empty `db` tag does not stop the parameter from naming the database.
+    assert_eq!(ok("m,db= v=1 0", &with_db)[0].0, r#"m_v{db="x"}"#);
+}
+
+#[test]
 fn a_single_series_line_round_trips_through_the_writer() {
     // What Telegraf's serializer writes for a tag value and field key that
     // need every escape.
@@ -236,11 +249,12 @@ fn a_single_series_line_round_trips_through_the_writer() {
     assert_eq!(got[0].0, r#"net_bytes=in{iface="eth 0,1=x"}"#);
 }
 
-/// Escapes as Telegraf's serializer does: a backslash before each of `specials`.
+/// Escapes as Telegraf's serializer does: a backslash before each of
+/// `specials` and before a backslash.
 fn escape(s: &str, specials: &[char]) -> String {
     let mut out = String::new();
     for c in s.chars() {
-        if specials.contains(&c) {
+        if specials.contains(&c) || c == '\\' {
             out.push('\\');
         }
         out.push(c);
@@ -254,9 +268,9 @@ proptest::proptest! {
     /// nanosecond timestamp) reads back as the series it describes.
     #[test]
     fn written_lines_read_back(
-        measurement in "[a-z ,=\"é]{1,8}",
-        tags in proptest::collection::btree_map("[a-z ,=]{1,6}", "[a-z ,=\"é]{1,6}", 0..4),
-        fields in proptest::collection::btree_map("[a-z ,=]{1,6}", proptest::num::f64::NORMAL | proptest::num::f64::ZERO | proptest::num::f64::SUBNORMAL, 1..4),
+        measurement in "[a-z ,=\"é\\\\]{1,8}",
+        tags in proptest::collection::btree_map("[a-z ,=\\\\]{1,6}", "[a-z ,=\"é\\\\]{1,6}", 0..4),
+        fields in proptest::collection::btree_map("[a-z ,=\\\\]{1,6}", proptest::num::f64::NORMAL | proptest::num::f64::ZERO | proptest::num::f64::SUBNORMAL, 1..4),
         ts in proptest::prelude::any::<i64>(),
     ) {
         let mut line = escape(&measurement, &[',', ' ']);

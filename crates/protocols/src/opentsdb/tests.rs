@@ -68,7 +68,7 @@ fn seconds_and_milliseconds_are_told_apart_as_opentsdb_does() {
     assert_eq!(timestamp_ms("4294967295"), Ok(4_294_967_295_000));
     assert_eq!(timestamp_ms("4294967296"), Ok(4_294_967_296));
     assert_eq!(timestamp_ms("1700000000.5"), Ok(1_700_000_000_500));
-    for bad in ["", "-1", "1e9", "0x10", "abc", "1.2.3"] {
+    for bad in ["", "-1", "1e9", "0x10", "abc", "1.2.3", "1700000000123.5", ".5"] {
         assert!(timestamp_ms(bad).is_err(), "{bad}");
     }
     for bad in ["inf", "-Infinity", "NaN", "1i", ""] {
@@ -120,7 +120,7 @@ fn api_put_object_and_array() {
             "invalid value \"NaN\"",
             "tag \"n\" has a non-string value",
             "\"tags\" is not an object",
-            "missing \"value\"",
+            "\"value\" is not a number or a numeric string",
             "want a data point object",
         ]
     );
