@@ -11,8 +11,9 @@
 //! are only counted (`cairn_ingest_samples_rejected_total{reason="bad_line"}`)
 //! and logged at debug level.
 //!
-//! On shutdown the listener stops accepting, each connection stores the
-//! complete lines it has, and [`serve_lines`] returns once all are done.
+//! On shutdown the listener stops accepting, each connection reads what the
+//! kernel already holds for it, stores the complete lines and closes, and
+//! [`serve_lines`] returns once all are done.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -43,15 +44,22 @@ impl LineProtocol {
     }
 }
 
-/// Bytes asked of the socket per read; also about the most one commit holds.
+/// Buffer space added before each read (a read takes what the socket holds,
+/// up to the buffer's spare capacity, so one commit holds about this much).
 const READ_CHUNK: usize = 256 << 10;
 /// A connection that sends this much without a newline is cut off.
 const MAX_LINE: usize = 1 << 20;
 /// Error lines written back per chunk at most, so a flood of bad input
 /// cannot make Cairn write as much as it reads.
 const MAX_REPLIES: usize = 100;
-/// How long shutdown waits for connections to store what they hold.
+/// After this long at shutdown, a warning names connections still storing.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// At shutdown, a connection reads on until its client pauses this long…
+const DRAIN_IDLE: Duration = Duration::from_millis(20);
+/// …or for this long at most.
+const DRAIN_READ: Duration = Duration::from_secs(1);
+/// How long a client may take to accept an answer.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Accepts connections until `shutdown` turns true, then waits for every
 /// connection to store its complete lines.
@@ -85,16 +93,19 @@ pub async fn serve_lines(
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
-    if tokio::time::timeout(DRAIN_TIMEOUT, async {
-        while connections.join_next().await.is_some() {}
-    })
-    .await
-    .is_err()
-    {
+    // New connections are refused from here on, not accepted and then reset.
+    drop(listener);
+    // Every connection ends promptly once stopped (reads are cancelled,
+    // replies time out), so wait for all of them: a store still running
+    // must finish before the caller closes storage.
+    let drain = async { while connections.join_next().await.is_some() {} };
+    tokio::pin!(drain);
+    if tokio::time::timeout(DRAIN_TIMEOUT, &mut drain).await.is_err() {
         tracing::warn!(
             protocol = protocol.protocol().as_str(),
-            "connections still busy at shutdown"
+            "connections still storing after {DRAIN_TIMEOUT:?}; waiting"
         );
+        drain.await;
     }
 }
 
@@ -113,28 +124,35 @@ async fn connection(
     let mut buf: Vec<u8> = Vec::with_capacity(READ_CHUNK);
     loop {
         buf.reserve(READ_CHUNK);
-        let (n, stopping) = tokio::select! {
-            read = socket.read_buf(&mut buf) => (read?, false),
-            () = stopped(&mut shutdown) => (0, true),
+        // Bytes before this were searched for a newline already.
+        let searched = buf.len();
+        let (eof, stopping) = tokio::select! {
+            read = socket.read_buf(&mut buf) => (read? == 0, false),
+            () = stopped(&mut shutdown) => {
+                // Store what the kernel already holds for us, then close.
+                drain_ready(&mut socket, &mut buf).await?;
+                (true, true)
+            }
         };
-        let eof = n == 0;
         // At the end of the stream a last line needs no newline; on
         // shutdown a partial line is dropped (its sender is cut off too).
         let cut = if eof && !stopping {
             buf.len()
         } else {
-            buf.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
+            buf.get(searched..)
+                .and_then(|new| new.iter().rposition(|&b| b == b'\n'))
+                .map_or(0, |i| searched + i + 1)
         };
         if cut > 0 {
             let rest = buf.split_off(cut);
             let lines = std::mem::replace(&mut buf, rest);
             let replies = ingest(state, protocol, lines).await;
             if !replies.is_empty() {
-                socket.write_all(&replies).await?;
+                reply(&mut socket, &replies).await?;
             }
         } else if buf.len() > MAX_LINE {
             if protocol == LineProtocol::OpenTsdbTelnet {
-                socket.write_all(b"put: line too long\n").await?;
+                reply(&mut socket, b"put: line too long\n").await?;
             }
             state
                 .metrics()
@@ -146,6 +164,30 @@ async fn connection(
             return Ok(());
         }
     }
+}
+
+/// Reads what the client already sent: until it pauses for [`DRAIN_IDLE`]
+/// (tokio only learns of waiting bytes from its reactor, so a
+/// non-waiting read could miss them), at most [`DRAIN_READ`] in all.
+async fn drain_ready(socket: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<()> {
+    let deadline = tokio::time::Instant::now() + DRAIN_READ;
+    while buf.len() < MAX_LINE && tokio::time::Instant::now() < deadline {
+        buf.reserve(READ_CHUNK);
+        match tokio::time::timeout(DRAIN_IDLE, socket.read_buf(buf)).await {
+            Ok(Ok(0)) | Err(_) => break,
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Writes an answer; a client that does not read it within
+/// [`REPLY_TIMEOUT`] is disconnected rather than left to stall the connection.
+async fn reply(socket: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    tokio::time::timeout(REPLY_TIMEOUT, socket.write_all(bytes))
+        .await
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "client does not read replies"))?
 }
 
 /// Decodes and stores one run of complete lines; returns what to write back.
@@ -287,6 +329,37 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(lines.next_line().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn lines_received_before_shutdown_are_stored() {
+        let app = TestApp::new();
+        let (addr, stop, task) = start(&app, LineProtocol::Graphite).await;
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(b"first 1 1700000000\n").await.unwrap();
+        for _ in 0..100 {
+            if export(&app, "first").await.contains("[1]") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Sent, then shutdown at once: the lines are in the kernel, not yet read.
+        let mut body = Vec::new();
+        for i in 0..2000 {
+            body.extend_from_slice(format!("late;i={i} 2 1700000000\n").as_bytes());
+        }
+        c.write_all(&body).await.unwrap();
+        stop.send(true).unwrap();
+        task.await.unwrap();
+        let stored = app.get("/api/v1/series?match[]=late").await.body;
+        assert_eq!(
+            stored.matches("\"late\"").count(),
+            2000,
+            "{}",
+            &stored[..stored.len().min(300)]
+        );
+        // The listener is closed: new connections are refused.
+        assert!(TcpStream::connect(addr).await.is_err());
     }
 
     #[tokio::test]

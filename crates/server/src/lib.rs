@@ -91,7 +91,10 @@ pub async fn run(
     let served = server.await.context("server task failed")?;
     state.set_ready(false);
     for task in line_tasks {
-        task.await.context("line protocol listener failed")?;
+        // A failed listener must not skip the flush below.
+        if let Err(e) = task.await {
+            tracing::error!(error = %e, "line protocol listener failed");
+        }
     }
     tracing::info!("shutting down: flushing storage");
     tokio::task::spawn_blocking(move || db.close())
