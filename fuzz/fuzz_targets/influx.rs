@@ -19,6 +19,8 @@ fuzz_target!(|data: &[u8]| {
         Some(0) => Precision::Seconds,
         Some(1) => Precision::Hours,
         Some(2) => Precision::Microseconds,
+        Some(3) => Precision::Milliseconds,
+        Some(4) => Precision::Minutes,
         _ => Precision::Nanoseconds,
     };
     for limits in [DecodeLimits::default(), tiny] {
