@@ -393,3 +393,22 @@ LoadPlugin write_tsdb
         assert_eq!(g[t], o[t], "at {t}");
     }
 }
+
+/// OpenTSDB's `?summary` counts a point that storage drops (here: older than
+/// the 31-day retention) as failed, not as a success.
+#[test]
+fn opentsdb_summary_counts_points_storage_drops() {
+    let server = Server::start();
+    let now = now_ms() / 1000;
+    let body =
+        format!(r#"[{{"metric":"m","timestamp":{now},"value":1}},{{"metric":"m","timestamp":1000000000,"value":2}}]"#);
+    let r = server
+        .client()
+        .http
+        .post(format!("{}/api/put?summary", server.url()))
+        .body(body)
+        .send()
+        .expect("POST /api/put");
+    assert_eq!(r.status().as_u16(), 400);
+    assert_eq!(r.text().expect("body"), r#"{"failed":1,"success":1}"#);
+}

@@ -7,7 +7,9 @@
 //! `"errors":[{"datapoint":{...},"error":"..."}]`, status 200 when nothing
 //! failed and 400 otherwise. Without either, failed points give a 400 in
 //! Prometheus' error envelope naming the first. The good points of a body
-//! are stored whatever happens to the bad ones.
+//! are stored whatever happens to the bad ones. Points that storage drops
+//! (out of retention, too far in the future) count as failed, without an
+//! `errors` entry.
 
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
@@ -27,14 +29,16 @@ pub async fn put(State(state): State<AppState>, req: Request) -> Response {
     let summary = details || !params.get_all("summary").is_empty();
     match ingest(&state, req).await {
         Err(refusal) => refuse(&state, Protocol::OpenTsdb, refusal),
-        Ok(result) => {
-            let failed = result.import.bad_lines;
-            if failed > 0 {
+        Ok((result, dropped)) => {
+            // Points storage dropped did not succeed either.
+            let failed = result.import.bad_lines + dropped;
+            let success = result.success.saturating_sub(dropped);
+            if result.import.bad_lines > 0 {
                 state
                     .metrics()
-                    .ingest_samples_rejected(Protocol::OpenTsdb, "bad_line", failed as u64);
+                    .ingest_samples_rejected(Protocol::OpenTsdb, "bad_line", result.import.bad_lines as u64);
             }
-            if failed > 0 && result.errors.is_empty() {
+            if result.import.bad_lines > 0 && result.errors.is_empty() {
                 // The body as a whole was not data points (not JSON, say).
                 let message = result.import.first_error.map(|e| e.reason).unwrap_or_default();
                 return refuse(&state, Protocol::OpenTsdb, ("bad_data", ApiError::bad_data(message)));
@@ -45,7 +49,7 @@ pub async fn put(State(state): State<AppState>, req: Request) -> Response {
                 } else {
                     StatusCode::BAD_REQUEST
                 };
-                let mut body = json!({ "success": result.success, "failed": failed });
+                let mut body = json!({ "success": success, "failed": failed });
                 if details {
                     body["errors"] = result
                         .errors
@@ -63,7 +67,9 @@ pub async fn put(State(state): State<AppState>, req: Request) -> Response {
     }
 }
 
-async fn ingest(state: &AppState, req: Request) -> Result<PutResult, Refusal> {
+/// Decodes and stores a body; returns the decoded points and how many of
+/// them storage dropped (out of retention, too far in the future).
+async fn ingest(state: &AppState, req: Request) -> Result<(PutResult, usize), Refusal> {
     let encoding = req
         .headers()
         .get(header::CONTENT_ENCODING)
@@ -71,11 +77,11 @@ async fn ingest(state: &AppState, req: Request) -> Result<PutResult, Refusal> {
     let body = read_body(req, state).await.map_err(|e| ("too_large", e))?;
     let state = state.clone();
     let limits = state.config().remote_write_limits;
-    let joined = tokio::task::spawn_blocking(move || -> Result<PutResult, Refusal> {
+    let joined = tokio::task::spawn_blocking(move || -> Result<(PutResult, usize), Refusal> {
         let plain = decompress_body(&body, encoding.as_deref(), limits.max_decompressed_bytes).map_err(body_refusal)?;
         let result = decode_put(&plain, &limits);
-        store_batch(&state, Protocol::OpenTsdb, &result.import.batch)?;
-        Ok(result)
+        let report = store_batch(&state, Protocol::OpenTsdb, &result.import.batch)?;
+        Ok((result, report.rejected_total() as usize))
     })
     .await;
     joined.unwrap_or_else(|e| {
