@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::peers::in_ci;
+use common::peers::{binary, in_ci};
 use common::*;
 use serde_json::Value;
 
@@ -21,11 +21,7 @@ fn prometheus_binary() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("CAIRN_TEST_PROMETHEUS") {
         return Some(PathBuf::from(p));
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/bin")])
-        .map(|d| d.join("prometheus"))
-        .find(|p| p.is_file())
+    binary("prometheus")
 }
 
 /// Kills Prometheus when the test ends, however it ends.

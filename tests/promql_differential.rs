@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_protocols::remote_write::ContentEncoding;
-use common::peers::in_ci;
+use common::peers::{binary, in_ci};
 use common::*;
 use compare::{Answer, Order};
 use queries::{Handling, Query};
@@ -43,11 +43,7 @@ fn prometheus_binary() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("CAIRN_TEST_PROMETHEUS") {
         return Some(PathBuf::from(p));
     }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/bin")])
-        .map(|d| d.join("prometheus"))
-        .find(|p| p.is_file())
+    binary("prometheus")
 }
 
 /// A Prometheus process that accepts remote write; killed on drop.
