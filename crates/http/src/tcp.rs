@@ -130,12 +130,12 @@ async fn connection(
             read = socket.read_buf(&mut buf) => (read? == 0, false),
             () = stopped(&mut shutdown) => {
                 // Store what the kernel already holds for us, then close.
-                drain_ready(&mut socket, &mut buf).await?;
-                (true, true)
+                let closed_by_client = drain_ready(&mut socket, &mut buf).await?;
+                (true, !closed_by_client)
             }
         };
         // At the end of the stream a last line needs no newline; on
-        // shutdown a partial line is dropped (its sender is cut off too).
+        // shutdown a partial line of a client still sending is dropped.
         let cut = if eof && !stopping {
             buf.len()
         } else {
@@ -169,17 +169,19 @@ async fn connection(
 /// Reads what the client already sent: until it pauses for [`DRAIN_IDLE`]
 /// (tokio only learns of waiting bytes from its reactor, so a
 /// non-waiting read could miss them), at most [`DRAIN_READ`] in all.
-async fn drain_ready(socket: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<()> {
+/// Returns whether the client closed the stream meanwhile.
+async fn drain_ready(socket: &mut TcpStream, buf: &mut Vec<u8>) -> std::io::Result<bool> {
     let deadline = tokio::time::Instant::now() + DRAIN_READ;
     while buf.len() < MAX_LINE && tokio::time::Instant::now() < deadline {
         buf.reserve(READ_CHUNK);
         match tokio::time::timeout(DRAIN_IDLE, socket.read_buf(buf)).await {
-            Ok(Ok(0)) | Err(_) => break,
+            Ok(Ok(0)) => return Ok(true),
+            Err(_) => break,
             Ok(Ok(_)) => {}
             Ok(Err(e)) => return Err(e),
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Writes an answer; a client that does not read it within
@@ -348,9 +350,13 @@ mod tests {
         for i in 0..2000 {
             body.extend_from_slice(format!("late;i={i} 2 1700000000\n").as_bytes());
         }
+        // The last line has no newline, but the client closes: it counts.
+        body.extend_from_slice(b"lastline 3 1700000000");
         c.write_all(&body).await.unwrap();
+        c.shutdown().await.unwrap();
         stop.send(true).unwrap();
         task.await.unwrap();
+        assert!(export(&app, "lastline").await.contains("[3]"));
         let stored = app.get("/api/v1/series?match[]=late").await.body;
         assert_eq!(
             stored.matches("\"late\"").count(),
