@@ -185,7 +185,7 @@ pub(crate) async fn respond(
     }
 }
 
-pub(crate) fn body_refusal(e: BodyError) -> Refusal {
+fn body_refusal(e: BodyError) -> Refusal {
     let kind = if e.kind() == ErrorKind::UnsupportedEncoding {
         ErrorType::UnsupportedMediaType
     } else {
@@ -203,6 +203,42 @@ async fn handle(
 ) -> Result<(), Refusal> {
     let extra = parse_extra_labels(params.get_all("extra_label")).map_err(body_refusal)?;
     let decode = make(extra).map_err(body_refusal)?;
+    decode_and_store(
+        state,
+        req,
+        move |plain, limits| decode(plain, limits).map_err(body_refusal),
+        move |state, result| {
+            store_batch(state, protocol, &result.batch)?;
+            if result.string_values_skipped > 0 {
+                state
+                    .metrics()
+                    .ingest_samples_rejected(protocol, "string_field", result.string_values_skipped as u64);
+            }
+            if let Some(message) = result.error_message() {
+                state
+                    .metrics()
+                    .ingest_samples_rejected(protocol, "bad_line", result.bad_lines as u64);
+                return Err(("bad_lines", ApiError::bad_data(message)));
+            }
+            Ok(())
+        },
+    )
+    .await
+}
+
+/// The body path every decoded (non-remote-write) ingestion shares: read the
+/// body within the request limit, then on the blocking pool decompress it by
+/// `Content-Encoding` within the decoded limit, `decode` it, free the raw
+/// bytes, and `store` the result.
+pub(crate) async fn decode_and_store<D, T>(
+    state: &AppState,
+    req: Request,
+    decode: impl FnOnce(&[u8], &DecodeLimits) -> Result<D, Refusal> + Send + 'static,
+    store: impl FnOnce(&AppState, D) -> Result<T, Refusal> + Send + 'static,
+) -> Result<T, Refusal>
+where
+    T: Send + 'static,
+{
     let encoding = req
         .headers()
         .get(header::CONTENT_ENCODING)
@@ -210,33 +246,19 @@ async fn handle(
     let body = read_body(req, state).await.map_err(|e| ("too_large", e))?;
     let state = state.clone();
     let limits = state.config().remote_write_limits;
-    let joined = tokio::task::spawn_blocking(move || -> Result<(), Refusal> {
+    let joined = tokio::task::spawn_blocking(move || -> Result<T, Refusal> {
         let plain = decompress_body(&body, encoding.as_deref(), limits.max_decompressed_bytes).map_err(body_refusal)?;
-        let result = decode(&plain, &limits).map_err(body_refusal)?;
+        let decoded = decode(&plain, &limits)?;
+        // The raw and decompressed bytes are not needed while storing.
         drop(plain);
         drop(body);
-        store_batch(&state, protocol, &result.batch)?;
-        if result.string_values_skipped > 0 {
-            state
-                .metrics()
-                .ingest_samples_rejected(protocol, "string_field", result.string_values_skipped as u64);
-        }
-        if let Some(message) = result.error_message() {
-            state
-                .metrics()
-                .ingest_samples_rejected(protocol, "bad_line", result.bad_lines as u64);
-            return Err(("bad_lines", ApiError::bad_data(message)));
-        }
-        Ok(())
+        store(&state, decoded)
     })
     .await;
-    match joined {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(error = %e, "import task failed");
-            Err(("internal", ApiError::internal(format!("internal error: {e}"))))
-        }
-    }
+    joined.unwrap_or_else(|e| {
+        tracing::error!(error = %e, "ingestion task failed");
+        Err(("internal", ApiError::internal(format!("internal error: {e}"))))
+    })
 }
 
 #[cfg(test)]

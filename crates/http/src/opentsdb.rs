@@ -12,15 +12,14 @@
 //! `errors` entry.
 
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use cairn_protocols::opentsdb::{PutResult, decode_put};
-use cairn_protocols::text_import::decompress_body;
 use serde_json::json;
 
-use crate::import::{body_refusal, query_params, refuse};
+use crate::import::{decode_and_store, query_params, refuse};
 use crate::ingest::{Protocol, Refusal, store_batch};
-use crate::{ApiError, AppState, read_body};
+use crate::{ApiError, AppState};
 
 pub async fn put(State(state): State<AppState>, req: Request) -> Response {
     let params = query_params(&req);
@@ -70,24 +69,16 @@ pub async fn put(State(state): State<AppState>, req: Request) -> Response {
 /// Decodes and stores a body; returns the decoded points and how many of
 /// them storage dropped (out of retention, too far in the future).
 async fn ingest(state: &AppState, req: Request) -> Result<(PutResult, usize), Refusal> {
-    let encoding = req
-        .headers()
-        .get(header::CONTENT_ENCODING)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    let body = read_body(req, state).await.map_err(|e| ("too_large", e))?;
-    let state = state.clone();
-    let limits = state.config().remote_write_limits;
-    let joined = tokio::task::spawn_blocking(move || -> Result<(PutResult, usize), Refusal> {
-        let plain = decompress_body(&body, encoding.as_deref(), limits.max_decompressed_bytes).map_err(body_refusal)?;
-        let result = decode_put(&plain, &limits);
-        let report = store_batch(&state, Protocol::OpenTsdb, &result.import.batch)?;
-        Ok((result, report.rejected_total() as usize))
-    })
-    .await;
-    joined.unwrap_or_else(|e| {
-        tracing::error!(error = %e, "opentsdb put task failed");
-        Err(("internal", ApiError::internal(format!("internal error: {e}"))))
-    })
+    decode_and_store(
+        state,
+        req,
+        |plain, limits| Ok(decode_put(plain, limits)),
+        |state, result| {
+            let report = store_batch(state, Protocol::OpenTsdb, &result.import.batch)?;
+            Ok((result, report.rejected_total() as usize))
+        },
+    )
+    .await
 }
 
 #[cfg(test)]
