@@ -100,12 +100,7 @@ pub fn encode_write_request_v2(
         });
     }
     request.symbols = symbols;
-    let pb = prost::Message::encode_to_vec(&request);
-    if encoding == ContentEncoding::Identity {
-        dst.extend_from_slice(&pb);
-        return Ok(());
-    }
-    compress(&pb, encoding, dst)
+    compress(&prost::Message::encode_to_vec(&request), encoding, dst)
 }
 
 fn compress(pb: &[u8], encoding: ContentEncoding, dst: &mut Vec<u8>) -> Result<(), EncodeError> {
