@@ -141,6 +141,30 @@ impl Labels {
         }
     }
 
+    /// Checks, without allocating, that `src` is exactly one canonical
+    /// [`Labels::encode`] form (what [`Labels::decode`] would accept, with
+    /// nothing left over) and returns its label count.
+    pub fn check_encoding(src: &[u8]) -> Result<usize, LabelError> {
+        let (count, mut rest) = get_uvarint(src).ok_or(LabelError::Malformed)?;
+        if count > rest.len() as u64 {
+            return Err(LabelError::Malformed);
+        }
+        let mut prev: Option<&str> = None;
+        for _ in 0..count {
+            let (name, r) = get_str(rest)?;
+            let (value, r) = get_str(r)?;
+            rest = r;
+            if name.is_empty() || value.is_empty() || prev.is_some_and(|p| p >= name) {
+                return Err(LabelError::Malformed);
+            }
+            prev = Some(name);
+        }
+        if !rest.is_empty() {
+            return Err(LabelError::Malformed);
+        }
+        Ok(count as usize)
+    }
+
     /// Decodes [`Labels::encode`]'s form, returning the set and the rest of `src`.
     /// The result is re-checked, so corrupt bytes never yield a non-canonical set.
     pub fn decode(src: &[u8]) -> Result<(Self, &[u8]), LabelError> {
@@ -161,6 +185,33 @@ impl Labels {
         }
         Ok((out, rest))
     }
+}
+
+/// Canonicalises borrowed `(name, value)` pairs in place, exactly as
+/// [`Labels::new`] does (empty values dropped, sorted by name, duplicate or
+/// empty names rejected), and appends their [`Labels::encode`] form to
+/// `dst`, so a decoder can key a series without allocating a `String` per
+/// label. On error `dst` is unchanged; `pairs` is left canonical on success.
+pub fn encode_canonical(pairs: &mut Vec<(&str, &str)>, dst: &mut Vec<u8>) -> Result<(), LabelError> {
+    pairs.retain(|(_, v)| !v.is_empty());
+    // Senders almost always send sorted labels; checking is cheaper than sorting.
+    if !pairs.is_sorted_by(|a, b| a.0 < b.0) {
+        pairs.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        if let Some(w) = pairs.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(LabelError::DuplicateName(w[0].0.to_string()));
+        }
+    }
+    if pairs.first().is_some_and(|(n, _)| n.is_empty()) {
+        return Err(LabelError::EmptyName);
+    }
+    put_uvarint(dst, pairs.len() as u64);
+    for (name, value) in pairs.iter() {
+        put_uvarint(dst, name.len() as u64);
+        dst.extend_from_slice(name.as_bytes());
+        put_uvarint(dst, value.len() as u64);
+        dst.extend_from_slice(value.as_bytes());
+    }
+    Ok(())
 }
 
 fn get_str(src: &[u8]) -> Result<(&str, &[u8]), LabelError> {
@@ -281,8 +332,41 @@ mod tests {
             l.encode(&mut buf);
             buf.push(0xAA);
             let (back, rest) = Labels::decode(&buf).unwrap();
-            prop_assert_eq!(back, l);
+            prop_assert_eq!(&back, &l);
             prop_assert_eq!(rest, &[0xAA][..]);
+            prop_assert!(Labels::check_encoding(&buf).is_err());
+            buf.pop();
+            prop_assert_eq!(Labels::check_encoding(&buf), Ok(l.len()));
+        }
+
+        #[test]
+        fn check_encoding_accepts_exactly_what_decode_accepts(bytes in proptest::collection::vec(any::<u8>(), 0..24)) {
+            let decoded = Labels::decode(&bytes).ok().filter(|(_, rest)| rest.is_empty());
+            prop_assert_eq!(Labels::check_encoding(&bytes).ok(), decoded.map(|(l, _)| l.len()));
+        }
+
+        #[test]
+        fn encode_canonical_agrees_with_labels_new(
+            pairs in proptest::collection::vec(("[a-c_]{0,2}", "[xy]{0,2}"), 0..8),
+        ) {
+            let owned: Vec<Label> = pairs.iter().map(|(n, v)| Label::new(n.as_str(), v.as_str())).collect();
+            let mut borrowed: Vec<(&str, &str)> = pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            let mut got = vec![0xAA];
+            let result = encode_canonical(&mut borrowed, &mut got);
+            match Labels::new(owned) {
+                Ok(labels) => {
+                    prop_assert_eq!(result, Ok(()));
+                    let mut want = vec![0xAA];
+                    labels.encode(&mut want);
+                    prop_assert_eq!(got, want);
+                    let names: Vec<&str> = labels.iter().map(|l| l.name.as_str()).collect();
+                    prop_assert_eq!(borrowed.iter().map(|p| p.0).collect::<Vec<_>>(), names);
+                }
+                Err(e) => {
+                    prop_assert_eq!(result, Err(e));
+                    prop_assert_eq!(got, vec![0xAA]);
+                }
+            }
         }
     }
 }

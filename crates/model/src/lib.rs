@@ -8,7 +8,7 @@ mod labels;
 mod matcher;
 mod sample;
 
-pub use labels::{Label, LabelError, Labels, METRIC_NAME};
+pub use labels::{Label, LabelError, Labels, METRIC_NAME, encode_canonical};
 pub use matcher::{MatchOp, Matcher, MatcherError};
 pub use sample::{STALE_NAN_BITS, Sample, is_stale_nan, stale_nan};
 

@@ -24,6 +24,21 @@ pub trait Appender: Send {
     /// Samples need not be sorted, and may be older than what is stored (backfill).
     fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), StorageError>;
 
+    /// [`Appender::append`] for a label set already in its canonical
+    /// [`Labels::encode`] form, which ingestion produces without building
+    /// `Labels`. Storage that keys series by that encoding uses it as is.
+    fn append_encoded(&mut self, encoded_labels: &[u8], samples: &[Sample]) -> Result<(), StorageError> {
+        let invalid = |e: cairn_model::LabelError| StorageError::InvalidSeries {
+            labels: String::from_utf8_lossy(encoded_labels).chars().take(200).collect(),
+            reason: e.to_string(),
+        };
+        // Only the exact canonical form is accepted, as a storage keying by
+        // the bytes would require.
+        Labels::check_encoding(encoded_labels).map_err(invalid)?;
+        let (labels, _) = Labels::decode(encoded_labels).map_err(invalid)?;
+        self.append(&labels, samples)
+    }
+
     /// Makes the batch durable and visible.
     fn commit(self: Box<Self>) -> Result<CommitReport, StorageError>;
 

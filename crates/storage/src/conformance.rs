@@ -30,6 +30,7 @@ pub fn run_all<S: Storage>(make: impl Fn() -> S) {
         ("rollback_discards", rollback_discards),
         ("invisible_until_commit", invisible_until_commit),
         ("empty_label_set_rejected", empty_label_set_rejected),
+        ("append_encoded_is_append", append_encoded_is_append),
         ("label_names_and_values", label_names_and_values),
         ("delete_whole_series", delete_whole_series),
         ("delete_time_range", delete_time_range),
@@ -264,6 +265,36 @@ fn invisible_until_commit(s: &impl Storage) {
 fn empty_label_set_rejected(s: &impl Storage) {
     let mut app = s.appender();
     assert!(app.append(&Labels::empty(), &samples(&[(1, 1.0)])).is_err());
+}
+
+/// The encoded form names the same series as `append` with decoded
+/// labels; an empty or malformed encoding is refused, not stored.
+fn append_encoded_is_append(s: &impl Storage) {
+    let l = labels(&[("__name__", "enc"), ("job", "a")]);
+    let mut encoded = Vec::new();
+    l.encode(&mut encoded);
+    let mut app = s.appender();
+    app.append_encoded(&encoded, &samples(&[(1, 1.0)]))
+        .expect("append_encoded");
+    app.append(&l, &samples(&[(2, 2.0)])).expect("append");
+    app.commit().expect("commit");
+    assert_eq!(
+        read(s, &[eq("__name__", "enc")], 0, 10),
+        vec![(l, samples(&[(1, 1.0), (2, 2.0)]))]
+    );
+    let mut empty = Vec::new();
+    Labels::empty().encode(&mut empty);
+    let mut unsorted = Vec::new();
+    labels(&[("b", "1")]).encode(&mut unsorted);
+    labels(&[("a", "1")]).encode(&mut unsorted);
+    unsorted[0] = 2;
+    unsorted.remove(5);
+    let mut app = s.appender();
+    for bad in [&empty[..], &unsorted[..], &[3, 1][..], &encoded[..encoded.len() - 1]] {
+        assert!(app.append_encoded(bad, &samples(&[(3, 3.0)])).is_err(), "{bad:?}");
+    }
+    drop(app);
+    assert_eq!(read(s, &[eq("job", "a")], 0, 10)[0].1.len(), 2);
 }
 
 const DAY_MS: i64 = 86_400_000;

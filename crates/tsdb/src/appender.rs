@@ -2,7 +2,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use cairn_model::{Labels, Sample};
+use cairn_model::{LabelError, Labels, Sample};
 use cairn_storage::{Appender, CommitReport, RejectReason, StorageError};
 
 use crate::day::Day;
@@ -50,17 +50,10 @@ impl<'a> TsdbAppender<'a> {
             max_t: db.max_valid_t(),
         }
     }
-}
 
-impl Appender for TsdbAppender<'_> {
-    fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), StorageError> {
-        labels.validate_for_storage().map_err(|e| StorageError::InvalidSeries {
-            labels: labels.to_string(),
-            reason: e.to_string(),
-        })?;
-        let start = self.labels.len();
-        labels.encode(&mut self.labels);
-        let encoded = start..self.labels.len();
+    /// Buffers one series' samples by day; `encoded` is its label
+    /// encoding's range in `self.labels`.
+    fn add_samples(&mut self, encoded: Range<usize>, samples: &[Sample]) {
         let hash = hash_labels(&self.labels[encoded.clone()]);
         // The day of the series' current run of samples (usually the only one).
         let mut current: Option<Day> = None;
@@ -98,6 +91,36 @@ impl Appender for TsdbAppender<'_> {
                 p.samples.end = d.ts.len();
             }
         }
+    }
+}
+
+impl Appender for TsdbAppender<'_> {
+    fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), StorageError> {
+        labels.validate_for_storage().map_err(|e| StorageError::InvalidSeries {
+            labels: labels.to_string(),
+            reason: e.to_string(),
+        })?;
+        let start = self.labels.len();
+        labels.encode(&mut self.labels);
+        self.add_samples(start..self.labels.len(), samples);
+        Ok(())
+    }
+
+    fn append_encoded(&mut self, encoded_labels: &[u8], samples: &[Sample]) -> Result<(), StorageError> {
+        // The index stores these bytes as the series' identity, so they are
+        // checked (without allocating) rather than trusted.
+        let invalid = |reason: String| StorageError::InvalidSeries {
+            labels: String::from_utf8_lossy(encoded_labels).chars().take(200).collect(),
+            reason,
+        };
+        match Labels::check_encoding(encoded_labels) {
+            Ok(0) => return Err(invalid(LabelError::Empty.to_string())),
+            Ok(_) => {}
+            Err(e) => return Err(invalid(e.to_string())),
+        }
+        let start = self.labels.len();
+        self.labels.extend_from_slice(encoded_labels);
+        self.add_samples(start..self.labels.len(), samples);
         Ok(())
     }
 
