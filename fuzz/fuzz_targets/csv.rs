@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
             for input in [body, data] {
                 let r = decode_csv(input, columns, &[], 0, &limits);
                 assert_eq!(r.bad_lines == 0, r.first_error.is_none());
-                for s in &r.batch.series {
+                for s in &r.batch.to_series() {
                     assert!(s.labels.metric_name().is_some());
                     assert_eq!(s.samples.len(), 1);
                     assert!(s.labels.len() <= limits.max_labels_per_series + 1);

@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
             };
             let r = decode_influx(data, &opts, &limits);
             assert_eq!(r.bad_lines == 0, r.first_error.is_none());
-            for s in &r.batch.series {
+            for s in &r.batch.to_series() {
                 assert_eq!(s.samples.len(), 1);
                 assert!(s.labels.len() <= limits.max_labels_per_series);
                 assert!(s.labels.metric_name().is_some_and(|n| n.contains('_')));

@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
         let r = decode_json_lines(data, &[], &limits);
         assert_eq!(r.bad_lines == 0, r.first_error.is_none());
         let mut out = String::new();
-        for s in &r.batch.series {
+        for s in &r.batch.to_series() {
             assert!(!s.labels.is_empty() && !s.samples.is_empty());
             assert!(s.labels.len() <= limits.max_labels_per_series);
             let metric: serde_json::Map<String, serde_json::Value> = s
@@ -50,6 +50,6 @@ fuzz_target!(|data: &[u8]| {
         }
         let again = decode_json_lines(out.as_bytes(), &[], &DecodeLimits::default());
         assert_eq!(again.bad_lines, 0, "{out}: {:?}", again.first_error);
-        assert_eq!(again.batch.series, r.batch.series);
+        assert_eq!(again.batch.to_series(), r.batch.to_series());
     }
 });

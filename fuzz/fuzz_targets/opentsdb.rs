@@ -20,9 +20,9 @@ fuzz_target!(|data: &[u8]| {
         let errors = t.replies.iter().filter(|r| matches!(r, TelnetReply::Error(_))).count();
         assert_eq!(errors, t.import.bad_lines);
         let p = decode_put(data, &limits);
-        assert_eq!(p.success, p.import.batch.series.len());
+        assert_eq!(p.success, p.import.batch.series_count());
         assert!(p.errors.len() <= p.import.bad_lines);
-        for s in t.import.batch.series.iter().chain(&p.import.batch.series) {
+        for s in t.import.batch.to_series().iter().chain(&p.import.batch.to_series()) {
             assert_eq!(s.samples.len(), 1);
             assert!(s.samples[0].v.is_finite());
             assert!(s.labels.len() <= limits.max_labels_per_series);

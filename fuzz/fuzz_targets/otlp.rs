@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
             let Ok(decoded) = result else {
                 continue;
             };
-            for s in &decoded.batch.series {
+            for s in &decoded.batch.to_series() {
                 assert!(!s.samples.is_empty());
                 assert!(s.labels.metric_name().is_some_and(|n| !n.is_empty()));
                 assert!(s.labels.len() <= limits.max_labels_per_series);
@@ -46,7 +46,7 @@ fuzz_target!(|data: &[u8]| {
     }
     // OTLP/JSON: any bytes, never a panic; what decodes obeys the limits.
     if let Ok(decoded) = decode_export_request_json(data, ContentEncoding::Identity, &tiny, NOW_MS) {
-        for s in &decoded.batch.series {
+        for s in &decoded.batch.to_series() {
             assert!(!s.samples.is_empty() && s.labels.len() <= tiny.max_labels_per_series);
         }
     }

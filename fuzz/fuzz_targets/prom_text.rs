@@ -28,7 +28,7 @@ fuzz_target!(|data: &[u8]| {
             let r = decode_prom_text(data, &opts, &limits);
             assert_eq!(r.bad_lines == 0, r.first_error.is_none());
             let mut text = String::new();
-            for s in &r.batch.series {
+            for s in &r.batch.to_series() {
                 assert!(!s.labels.is_empty() && !s.samples.is_empty());
                 assert!(s.labels.len() <= limits.max_labels_per_series);
                 for sample in &s.samples {
@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
             let again = decode_prom_text(text.as_bytes(), &PromTextOptions::default(), &DecodeLimits::default());
             assert_eq!(again.bad_lines, 0, "{text:?}: {:?}", again.first_error);
             let flat = |b: &cairn_protocols::WriteBatch| -> Vec<(String, i64, u64)> {
-                b.series
+                b.to_series()
                     .iter()
                     .flat_map(|s| s.samples.iter().map(move |x| (s.labels.to_string(), x.t, if x.v.is_nan() { 0 } else { x.v.to_bits() })))
                     .collect()

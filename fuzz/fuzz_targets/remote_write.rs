@@ -26,17 +26,17 @@ fuzz_target!(|data: &[u8]| {
             let Ok(batch) = decode_write_request(data, encoding, &limits) else {
                 continue;
             };
-            for s in &batch.series {
+            for s in &batch.to_series() {
                 assert!(!s.labels.is_empty() && !s.samples.is_empty());
                 assert!(s.labels.len() <= limits.max_labels_per_series);
             }
             // Whatever decodes re-encodes to the same batch.
             let mut body = Vec::new();
-            encode_write_request_with(&batch.series, &batch.metadata, encoding, &mut body)
+            encode_write_request_with(&batch.to_series(), &batch.metadata, encoding, &mut body)
                 .expect("encodable");
             let again = decode_write_request(&body, encoding, &DecodeLimits::default())
                 .expect("re-encoded batch decodes");
-            assert_eq!(again.series, batch.series);
+            assert_eq!(again.to_series(), batch.to_series());
             assert_eq!(again.metadata, batch.metadata);
         }
     }

@@ -19,7 +19,7 @@ fuzz_target!(|data: &[u8]| {
             let Ok(batch) = decode_write_request_v2(data, encoding, &limits) else {
                 continue;
             };
-            for s in &batch.series {
+            for s in &batch.to_series() {
                 assert!(!s.labels.is_empty() && !s.samples.is_empty());
                 assert!(s.labels.len() <= limits.max_labels_per_series);
                 assert!(s.labels.metric_name().is_some());

@@ -423,9 +423,9 @@ mod tests {
         let series = f.samples(2, &labels, 0, 9);
         let body = encode(&series).unwrap();
         let batch = decode_write_request(&body, ContentEncoding::Snappy, &DecodeLimits::default()).unwrap();
-        assert_eq!(batch.series, series);
+        assert_eq!(batch.to_series(), series);
         assert_eq!(batch.sample_count(), 18);
-        assert_eq!(batch.series[1].labels.get("instance"), Some("host-00002:9100"));
+        assert_eq!(batch.to_series()[1].labels.get("instance"), Some("host-00002:9100"));
     }
 
     #[test]
@@ -443,7 +443,7 @@ mod tests {
                 let len = u32::from_le_bytes(rest[..4].try_into().unwrap()) as usize;
                 let body = &rest[8..8 + len];
                 let batch = decode_write_request(body, ContentEncoding::Snappy, &DecodeLimits::default()).unwrap();
-                for s in batch.series {
+                for s in batch.to_series() {
                     let ts = seen.entry(s.labels).or_insert_with(Vec::new);
                     ts.extend(s.samples.iter().map(|x| x.t));
                 }

@@ -47,17 +47,18 @@ pub type Refusal = (&'static str, ApiError);
 /// thread. On error nothing of the batch is stored.
 pub fn store_batch(state: &AppState, protocol: Protocol, batch: &WriteBatch) -> Result<CommitReport, Refusal> {
     state.metadata().record(&batch.metadata);
-    if batch.series.is_empty() {
+    if batch.is_empty() {
         return Ok(CommitReport::default());
     }
     let mut app = state.storage().appender();
-    for s in &batch.series {
+    for s in batch.series() {
         // An error drops `app`, which rolls the batch back.
-        app.append(&s.labels, &s.samples).map_err(storage_refusal)?;
+        app.append_encoded(s.encoded_labels(), s.samples())
+            .map_err(storage_refusal)?;
     }
     let report = app.commit().map_err(storage_refusal)?;
     let metrics = state.metrics();
-    metrics.ingest_accepted(protocol, report.samples_accepted, batch.series.len() as u64);
+    metrics.ingest_accepted(protocol, report.samples_accepted, batch.series_count() as u64);
     for (reason, n) in &report.samples_rejected {
         metrics.ingest_samples_rejected(protocol, reason.as_str(), *n);
     }

@@ -141,7 +141,7 @@ async fn handle(state: &AppState, req: Request, format: Option<Format>) -> Resul
         for (reason, points) in decoded.rejected.counts() {
             metrics.ingest_samples_rejected(Protocol::Otlp, reason.as_str(), points);
         }
-        if decoded.batch.series.is_empty() && !decoded.rejected.is_empty() {
+        if decoded.batch.is_empty() && !decoded.rejected.is_empty() {
             return Err(("all_points_rejected", ApiError::bad_data(decoded.rejected.message())));
         }
         store_batch(&state, Protocol::Otlp, &decoded.batch)?;

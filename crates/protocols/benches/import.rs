@@ -88,7 +88,7 @@ fn payloads() -> Payloads {
     let samples = parsed.batch.sample_count() as u64;
 
     let mut by_series: BTreeMap<Labels, Vec<Sample>> = BTreeMap::new();
-    for s in &parsed.batch.series {
+    for s in parsed.batch.to_series() {
         by_series.entry(s.labels.clone()).or_default().extend(&s.samples);
     }
     let mut json = Vec::new();
@@ -96,7 +96,7 @@ fn payloads() -> Payloads {
     let (mut influx, mut graphite, mut opentsdb) = (String::new(), String::new(), String::new());
     let mut finite_samples = 0;
     let mut points = Vec::new();
-    for s in &parsed.batch.series {
+    for s in &parsed.batch.to_series() {
         let name = s.labels.metric_name().unwrap_or_default();
         let others: Vec<_> = s.labels.iter().filter(|l| l.name != "__name__").collect();
         for x in s.samples.iter().filter(|x| x.v.is_finite()) {
@@ -171,7 +171,7 @@ fn payloads() -> Payloads {
             };
             let timeseries = one
                 .batch
-                .series
+                .to_series()
                 .iter()
                 .map(|s| proto_v2::TimeSeries {
                     labels_refs: s.labels.iter().flat_map(|l| [sym(&l.name), sym(&l.value)]).collect(),

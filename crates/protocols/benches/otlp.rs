@@ -211,7 +211,7 @@ fn bench(c: &mut Criterion) {
         body.len(),
         gzipped.len(),
         decoded.data_points,
-        decoded.batch.series.len()
+        decoded.batch.series_count()
     );
     for (case, input, encoding) in [
         ("identity", &body, ContentEncoding::Identity),

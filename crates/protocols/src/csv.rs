@@ -165,7 +165,7 @@ fn read_row(
         let series_labels = finish_labels(series_labels, extra, limits)?;
         row.push(SeriesSamples::new(series_labels, vec![Sample::new(t, v)]));
     }
-    out.batch.series.extend(row);
+    out.batch.extend(row);
     Ok(())
 }
 
@@ -322,7 +322,7 @@ mod tests {
             "GOOG,1.23,4.56,NYSE\nMSFT,3.21,1.67,NASDAQ\n",
         );
         assert_eq!(r.bad_lines, 0, "{:?}", r.first_error);
-        let got: Vec<(Labels, Vec<Sample>)> = r.batch.series.into_iter().map(|s| (s.labels, s.samples)).collect();
+        let got: Vec<(Labels, Vec<Sample>)> = r.batch.to_series().into_iter().map(|s| (s.labels, s.samples)).collect();
         let want = |n: &str, t: &str, m: &str, v: f64| {
             (
                 Labels::from_pairs([("__name__", n), ("market", m), ("ticker", t)]),
@@ -355,7 +355,7 @@ mod tests {
         ] {
             let r = decode(&format!("1:time:{format},2:metric:m"), &format!("{cell},1\n"));
             assert_eq!(r.first_error, None, "{format} {cell}");
-            assert_eq!(r.batch.series[0].samples[0].t, t, "{format} {cell}");
+            assert_eq!(r.batch.to_series()[0].samples[0].t, t, "{format} {cell}");
         }
         for (format, cell) in [
             ("unix_s", "x"),
@@ -377,9 +377,9 @@ mod tests {
             "1:label:name,2:metric:a,3:metric:b",
             "\"x, \"\"y\"\"\",1,\nplain,,2\n\"open,1,2\nshort\nz,abc,1\n\"q\"x,1,1\n",
         );
-        assert_eq!(r.batch.series.len(), 2);
-        assert_eq!(r.batch.series[0].labels.get("name"), Some("x, \"y\""));
-        assert_eq!(r.batch.series[1].labels.get("__name__"), Some("b"));
+        assert_eq!(r.batch.series_count(), 2);
+        assert_eq!(r.batch.to_series()[0].labels.get("name"), Some("x, \"y\""));
+        assert_eq!(r.batch.to_series()[1].labels.get("__name__"), Some("b"));
         assert_eq!(r.bad_lines, 4);
         let first = r.first_error.unwrap();
         assert_eq!((first.line, first.reason.as_str()), (3, "unterminated quoted field"));

@@ -26,7 +26,7 @@ pub fn decode_graphite(body: &[u8], now_ms: i64, limits: &DecodeLimits) -> Impor
             continue;
         }
         match read_line(line, now_ms, limits) {
-            Ok(series) => out.batch.series.push(series),
+            Ok(series) => out.batch.extend([series]),
             Err(reason) => out.reject(n, reason),
         }
     }
@@ -81,7 +81,7 @@ mod tests {
         let r = decode_graphite(body.as_bytes(), NOW, &DecodeLimits::default());
         let flat = r
             .batch
-            .series
+            .to_series()
             .iter()
             .flat_map(|s| s.samples.iter().map(|x| (s.labels.to_string(), x.t, x.v)))
             .collect();

@@ -105,7 +105,7 @@ pub fn decode_influx(body: &[u8], opts: &InfluxOptions, limits: &DecodeLimits) -
         match read_line(line, opts, limits, &mut fields) {
             Ok(strings_skipped) => {
                 out.string_values_skipped += strings_skipped;
-                out.batch.series.append(&mut fields);
+                out.batch.extend(fields.drain(..));
             }
             Err(reason) => {
                 fields.clear();

@@ -35,7 +35,7 @@ pub fn decode_json_lines(body: &[u8], extra: &[Label], limits: &DecodeLimits) ->
             continue;
         }
         match decode_line(line, extra, limits) {
-            Ok(series) => out.batch.series.push(series),
+            Ok(series) => out.batch.extend([series]),
             Err(reason) => out.reject(n, reason),
         }
     }
@@ -187,7 +187,7 @@ mod tests {
             r#"{"metric":{"__name__":"b","e":""},"values":[1e-7],"timestamps":[1]}"#,
         ));
         assert_eq!(r.bad_lines, 0, "{:?}", r.first_error);
-        let s = &r.batch.series;
+        let s = &r.batch.to_series();
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].labels, Labels::from_pairs([("__name__", "up"), ("job", "y")]));
         let v: Vec<f64> = s[0].samples.iter().map(|s| s.v).collect();
@@ -228,7 +228,7 @@ mod tests {
             let body = format!("{{\"metric\":{{\"a\":\"ok\"}},\"values\":[1],\"timestamps\":[1]}}\n{line}\n{line}\n");
             let r = decode(&body);
             assert_eq!(r.bad_lines, 2, "{line}");
-            assert_eq!(r.batch.series.len(), 1, "{line}");
+            assert_eq!(r.batch.series_count(), 1, "{line}");
             let first = r.first_error.unwrap();
             assert_eq!(first.line, 2);
             assert!(first.reason.contains(reason), "{line}: {}", first.reason);
@@ -244,7 +244,7 @@ mod tests {
         );
         assert_eq!(r.bad_lines, 1);
         let r = decode("");
-        assert_eq!((r.bad_lines, r.batch.series.len()), (0, 0));
+        assert_eq!((r.bad_lines, r.batch.series_count()), (0, 0));
         let limits = DecodeLimits {
             max_labels_per_series: 1,
             ..DecodeLimits::default()
@@ -265,7 +265,7 @@ mod tests {
             &DecodeLimits::default(),
         );
         assert_eq!(
-            r.batch.series[0].labels,
+            r.batch.to_series()[0].labels,
             Labels::from_pairs([("__name__", "m"), ("env", "x"), ("job", "b")])
         );
     }
@@ -276,7 +276,7 @@ mod tests {
             r#"{"metric":{"__name__":"s","k":"NaN Inf"},"timestamps":[1,2,3,4,5,6],"values":[NaN,+Inf,-Inf,1e-300,-0.5,inf]}"#,
         );
         assert_eq!(r.first_error, None);
-        let s = &r.batch.series[0];
+        let s = &r.batch.to_series()[0];
         assert_eq!(s.labels.get("k"), Some("NaN Inf"));
         let v: Vec<f64> = s.samples.iter().map(|x| x.v).collect();
         assert!(v[0].is_nan() && !is_stale_nan(v[0]));

@@ -51,7 +51,7 @@ pub fn decode_telnet(body: &[u8], limits: &DecodeLimits) -> TelnetResult {
         match tokens.next() {
             None => {}
             Some("put") => match read_put(tokens, limits) {
-                Ok(series) => out.import.batch.series.push(series),
+                Ok(series) => out.import.batch.extend([series]),
                 Err(reason) => {
                     out.replies.push(TelnetReply::Error(format!("put: {reason}")));
                     out.import.reject(n, reason);
@@ -149,7 +149,7 @@ pub fn decode_put(body: &[u8], limits: &DecodeLimits) -> PutResult {
         match read_point(&point, limits) {
             Ok(series) => {
                 out.success += 1;
-                out.import.batch.series.push(series);
+                out.import.batch.extend([series]);
             }
             Err(reason) => {
                 out.import.reject(i + 1, reason.clone());

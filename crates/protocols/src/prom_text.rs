@@ -65,9 +65,8 @@ pub fn decode_prom_text(body: &[u8], opts: &PromTextOptions, limits: &DecodeLimi
         match read_sample(line, openmetrics, opts, limits) {
             Ok((series, exemplar)) => {
                 out.batch.exemplars_dropped += usize::from(exemplar);
-                match out.batch.series.last_mut() {
-                    Some(last) if last.labels == series.labels => last.samples.extend(series.samples),
-                    _ => out.batch.series.push(series),
+                for sample in series.samples {
+                    out.batch.push_joining_last(&series.labels, sample);
                 }
             }
             Err(reason) => out.reject(n, reason),

@@ -16,7 +16,7 @@ fn decode(body: &str, opts: &InfluxOptions) -> (Vec<(String, i64, f64)>, ImportR
     let r = decode_influx(body.as_bytes(), opts, &DecodeLimits::default());
     let flat = r
         .batch
-        .series
+        .to_series()
         .iter()
         .flat_map(|s| s.samples.iter().map(|x| (s.labels.to_string(), x.t, x.v)))
         .collect();
@@ -194,7 +194,7 @@ fn structural_errors() {
 
 fn decode_bytes(body: &[u8]) -> (usize, ImportResult) {
     let r = decode_influx(body, &opts(), &DecodeLimits::default());
-    (r.batch.series.len(), r)
+    (r.batch.series_count(), r)
 }
 
 #[test]
@@ -205,7 +205,7 @@ fn limits_apply_to_tags_and_names() {
         ..DecodeLimits::default()
     };
     let r = decode_influx(b"m,a=1,b=2 v=1\nm,a=1 v=1\nm,a=1 long_field=1", &opts(), &limits);
-    assert_eq!(r.batch.series.len(), 1);
+    assert_eq!(r.batch.series_count(), 1);
     assert_eq!(r.bad_lines, 2);
 }
 
@@ -219,7 +219,7 @@ fn empty_and_huge_bodies() {
     }
     let (n, r) = decode_bytes(body.as_bytes());
     assert_eq!((n, r.bad_lines), (200_000, 0));
-    let last = &r.batch.series[199_999];
+    let last = &r.batch.to_series()[199_999];
     assert_eq!(
         last.labels,
         Labels::from_pairs([("__name__", "cpu_idle"), ("host", "h99")])
@@ -292,6 +292,6 @@ proptest::proptest! {
                 SeriesSamples::new(Labels::new(labels).unwrap(), vec![Sample::new(ts.div_euclid(1_000_000), *v)])
             })
             .collect();
-        proptest::prop_assert_eq!(r.batch.series, want, "{}", line);
+        proptest::prop_assert_eq!(r.batch.to_series(), want, "{}", line);
     }
 }

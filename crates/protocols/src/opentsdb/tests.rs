@@ -2,7 +2,7 @@ use super::*;
 
 fn flat(batch: &crate::WriteBatch) -> Vec<(String, i64, f64)> {
     batch
-        .series
+        .to_series()
         .iter()
         .flat_map(|s| s.samples.iter().map(|x| (s.labels.to_string(), x.t, x.v)))
         .collect()
@@ -38,7 +38,7 @@ fn telnet_errors_are_answered_per_line() {
     let r = telnet(
         "put m 1 1 a=b\nput m\nput m x 1\nput m 1 NaN\nput m 1 1 novalue\nput m 1 1 =v\nstats\nput m 2 2\nput m -5 1\n",
     );
-    assert_eq!(r.import.batch.series.len(), 2);
+    assert_eq!(r.import.batch.series_count(), 2);
     assert_eq!(r.import.bad_lines, 7);
     let errors: Vec<String> = r
         .replies

@@ -22,7 +22,7 @@ use super::proto::{
 use super::value::{any_value_string, float_label};
 use super::wire::{Field, Fields, utf8};
 use super::{ContentEncoding, DecodeError, Decoded, RejectReason, Rejections};
-use crate::{DecodeLimits, MetricMetadata, MetricType, SeriesSamples, WriteBatch};
+use crate::{DecodeLimits, MetricMetadata, MetricType, WriteBatch};
 
 /// The decoded series may take this many bytes per decompressed body byte
 /// (and at least [`MIN_OUTPUT_BUDGET_BYTES`]): a histogram point copies its
@@ -57,7 +57,7 @@ pub fn decode_export_request(
     let mut t = Translator {
         limits,
         now_ms,
-        series: Vec::new(),
+        series: WriteBatch::default(),
         metadata: Vec::new(),
         metadata_seen: HashSet::new(),
         rejected: Rejections::default(),
@@ -147,7 +147,8 @@ struct MetricCtx<'a> {
 struct Translator<'l> {
     limits: &'l DecodeLimits,
     now_ms: i64,
-    series: Vec<SeriesSamples>,
+    /// Series only; metadata and counts are set by [`Translator::finish`].
+    series: WriteBatch,
     metadata: Vec<MetricMetadata>,
     metadata_seen: HashSet<(String, MetricType)>,
     rejected: Rejections,
@@ -160,13 +161,12 @@ struct Translator<'l> {
 
 impl Translator<'_> {
     fn finish(self) -> Decoded {
+        let mut batch = self.series;
+        batch.metadata = self.metadata;
+        batch.histograms_rejected = self.histograms_rejected;
+        batch.exemplars_dropped = self.exemplars_dropped;
         Decoded {
-            batch: WriteBatch {
-                series: self.series,
-                metadata: self.metadata,
-                histograms_rejected: self.histograms_rejected,
-                exemplars_dropped: self.exemplars_dropped,
-            },
+            batch,
             data_points: self.data_points,
             rejected: self.rejected,
         }
@@ -626,21 +626,15 @@ impl Translator<'_> {
         // Consecutive points of one stream join one series. Others are not
         // looked up: a series may repeat in a batch, and hashing every label
         // set cost a quarter of the decode time.
-        let cost = match self.series.last_mut() {
-            Some(last) if last.labels == labels => {
-                last.samples.push(sample);
-                SAMPLE_BYTES
-            }
-            _ => {
-                let cost = SERIES_OVERHEAD_BYTES
-                    + SAMPLE_BYTES
-                    + labels
-                        .iter()
-                        .map(|l| l.name.len() + l.value.len() + LABEL_OVERHEAD_BYTES)
-                        .sum::<usize>();
-                self.series.push(SeriesSamples::new(labels, vec![sample]));
-                cost
-            }
+        let cost = if self.series.push_joining_last(&labels, sample) {
+            SAMPLE_BYTES
+        } else {
+            SERIES_OVERHEAD_BYTES
+                + SAMPLE_BYTES
+                + labels
+                    .iter()
+                    .map(|l| l.name.len() + l.value.len() + LABEL_OVERHEAD_BYTES)
+                    .sum::<usize>()
         };
         self.budget_left = self.budget_left.checked_sub(cost).ok_or(DecodeError::TooManySeries {
             limit: self.budget_limit,

@@ -105,7 +105,7 @@ fn decode(req: &ExportMetricsServiceRequest) -> Decoded {
 /// One line per series: `{labels} t:v t:v`, stale markers as `stale`.
 fn show(d: &Decoded) -> Vec<String> {
     d.batch
-        .series
+        .to_series()
         .iter()
         .map(|s| {
             let labels: Vec<String> = s.labels.iter().map(|l| format!("{}={:?}", l.name, l.value)).collect();
@@ -498,7 +498,10 @@ fn no_recorded_value_flag_writes_stale_markers_everywhere() {
         ],
     );
     // The exact bit pattern Prometheus uses.
-    assert_eq!(d.batch.series[0].samples[0].v.to_bits(), cairn_model::STALE_NAN_BITS);
+    assert_eq!(
+        d.batch.to_series()[0].samples[0].v.to_bits(),
+        cairn_model::STALE_NAN_BITS
+    );
 }
 
 #[test]
@@ -1015,7 +1018,7 @@ mod properties {
                 otlp.push(gauge(name, "", data_points));
             }
             let d = decode(&request(vec![], otlp));
-            let got: Vec<(Labels, Vec<(i64, u64)>)> = d.batch.series.iter()
+            let got: Vec<(Labels, Vec<(i64, u64)>)> = d.batch.to_series().iter()
                 .map(|s| (s.labels.clone(), s.samples.iter().map(|x| (x.t, x.v.to_bits())).collect()))
                 .collect();
             let want: Vec<(Labels, Vec<(i64, u64)>)> = want.into_iter()

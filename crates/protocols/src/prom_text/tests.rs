@@ -22,8 +22,8 @@ fn one(line: &str) -> Result<(Labels, i64, f64), String> {
     if let Some(e) = r.first_error {
         return Err(e.reason);
     }
-    let s = r.batch.series.first().expect("a series");
-    Ok((s.labels.clone(), s.samples[0].t, s.samples[0].v))
+    let s = r.batch.series().next().expect("a series");
+    Ok((s.labels(), s.samples()[0].t, s.samples()[0].v))
 }
 
 fn check(line: &str, pairs: &[(&str, &str)], t: i64, v: f64) {
@@ -117,7 +117,7 @@ fn metadata_is_kept() {
         "temp 21\n",
     ));
     assert_eq!(r.bad_lines, 0, "{:?}", r.first_error);
-    assert_eq!(r.batch.series.len(), 2);
+    assert_eq!(r.batch.series_count(), 2);
     assert_eq!(
         r.batch.metadata,
         vec![
@@ -152,9 +152,12 @@ fn openmetrics_timestamps_are_seconds_and_eof_ends_the_body() {
     let r = decode(body);
     assert_eq!(r.bad_lines, 0, "{:?}", r.first_error);
     assert_eq!(r.batch.exemplars_dropped, 1);
-    assert_eq!(r.batch.series[0].samples, vec![Sample::new(1_520_879_607_789, 17.0)]);
     assert_eq!(
-        r.batch.series[1].labels,
+        r.batch.to_series()[0].samples,
+        vec![Sample::new(1_520_879_607_789, 17.0)]
+    );
+    assert_eq!(
+        r.batch.to_series()[1].labels,
         Labels::from_pairs([("__name__", "foo_created")])
     );
     // Forced by the content type without `# EOF`; anything after EOF ignored.
@@ -166,9 +169,9 @@ fn openmetrics_timestamps_are_seconds_and_eof_ends_the_body() {
         },
         &DecodeLimits::default(),
     );
-    assert_eq!(r.batch.series[0].samples, vec![Sample::new(1500, 1.0)]);
+    assert_eq!(r.batch.to_series()[0].samples, vec![Sample::new(1500, 1.0)]);
     let r = decode("a 1\n# EOF\nb 2 garbage\n");
-    assert_eq!((r.batch.series.len(), r.bad_lines), (1, 0));
+    assert_eq!((r.batch.series_count(), r.bad_lines), (1, 0));
 }
 
 #[test]
@@ -176,9 +179,9 @@ fn good_lines_survive_bad_ones_and_repeats_join() {
     let r = decode("a 1 1\nbad line here\na 2 2\n\r\nb{x=\"y\"} 3\n\u{0}\n");
     assert_eq!(r.bad_lines, 2);
     assert_eq!(r.first_error.as_ref().unwrap().line, 2);
-    assert_eq!(r.batch.series.len(), 2);
+    assert_eq!(r.batch.series_count(), 2);
     assert_eq!(
-        r.batch.series[0].samples,
+        r.batch.to_series()[0].samples,
         vec![Sample::new(1, 1.0), Sample::new(2, 2.0)]
     );
 }
@@ -186,7 +189,7 @@ fn good_lines_survive_bad_ones_and_repeats_join() {
 #[test]
 fn invalid_utf8_empty_body_and_limits() {
     let r = decode_prom_text(b"a{x=\"\xff\"} 1\nb 1\n", &opts(), &DecodeLimits::default());
-    assert_eq!((r.bad_lines, r.batch.series.len()), (1, 1));
+    assert_eq!((r.bad_lines, r.batch.series_count()), (1, 1));
     assert_eq!(r.first_error.unwrap().reason, "invalid UTF-8");
     assert_eq!(decode(""), ImportResult::default());
     let limits = DecodeLimits {
@@ -211,7 +214,7 @@ fn extra_labels_override() {
         &DecodeLimits::default(),
     );
     assert_eq!(
-        r.batch.series[0].labels,
+        r.batch.to_series()[0].labels,
         Labels::from_pairs([("__name__", "a"), ("job", "y")])
     );
 }
@@ -236,8 +239,8 @@ proptest! {
         prop_assert!(r.first_error.is_none(), "{line:?}: {:?}", r.first_error);
         let mut want = vec![("__name__".to_string(), name.clone())];
         want.extend(labels.into_iter());
-        prop_assert_eq!(&r.batch.series[0].labels, &Labels::from_pairs(want));
-        let got = r.batch.series[0].samples[0];
+        prop_assert_eq!(&r.batch.to_series()[0].labels, &Labels::from_pairs(want));
+        let got = r.batch.to_series()[0].samples[0];
         prop_assert_eq!(got.t, t);
         prop_assert!(got.v.to_bits() == v.to_bits() || (v.is_nan() && got.v.is_nan()));
     }

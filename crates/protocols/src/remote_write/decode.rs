@@ -12,11 +12,11 @@
 use std::borrow::Cow;
 use std::io::Read;
 
-use cairn_model::{Label, LabelError, Labels, METRIC_NAME, Sample};
+use cairn_model::{LabelError, METRIC_NAME, Sample};
 use prost::encoding::{DecodeContext, WireType, skip_field};
 
 use super::{ContentEncoding, DecodeError, InvalidSeriesReason, proto};
-use crate::{DecodeLimits, SeriesSamples, WriteBatch};
+use crate::{DecodeLimits, WriteBatch};
 
 /// No snappy block expands more than ~22×: its densest element, a copy with
 /// a 2-byte offset, is 3 bytes for at most 64. A body declaring more is
@@ -202,6 +202,7 @@ fn length_delimited<'a>(tag: u32, wt: WireType, buf: &mut &'a [u8]) -> Result<&'
 /// Per-request scratch reused across series, borrowing from the body.
 struct Scratch<'a> {
     labels: Vec<(&'a [u8], &'a [u8])>,
+    pairs: Vec<(&'a str, &'a str)>,
     samples: Vec<Sample>,
 }
 
@@ -209,6 +210,7 @@ fn decode_protobuf(mut buf: &[u8], limits: &DecodeLimits) -> Result<WriteBatch, 
     let mut batch = WriteBatch::default();
     let mut scratch = Scratch {
         labels: Vec::new(),
+        pairs: Vec::new(),
         samples: Vec::new(),
     };
     let mut series_index = 0usize;
@@ -289,11 +291,7 @@ fn decode_series<'a>(
             limit: limits.max_labels_per_series,
         }));
     }
-    let labels = build_labels(&scratch.labels, limits).map_err(invalid)?;
-    batch.series.push(SeriesSamples {
-        labels,
-        samples: scratch.samples.as_slice().to_vec(),
-    });
+    push_series(&scratch.labels, &scratch.samples, limits, &mut scratch.pairs, batch).map_err(invalid)?;
     Ok(())
 }
 
@@ -334,10 +332,17 @@ fn decode_sample(mut msg: &[u8]) -> Result<Sample, WireError> {
     Ok(sample)
 }
 
-/// Validates borrowed label pairs and builds the canonical set, allocating
-/// each kept name and value once.
-pub(super) fn build_labels(raw: &[(&[u8], &[u8])], limits: &DecodeLimits) -> Result<Labels, InvalidSeriesReason> {
-    let mut labels = Vec::with_capacity(raw.len());
+/// Validates borrowed label pairs and adds the series to `batch` under its
+/// canonical label set, allocating nothing per label. Returns the metric
+/// name. `pairs` is scratch space.
+pub(super) fn push_series<'a>(
+    raw: &[(&'a [u8], &'a [u8])],
+    samples: &[Sample],
+    limits: &DecodeLimits,
+    pairs: &mut Vec<(&'a str, &'a str)>,
+    batch: &mut WriteBatch,
+) -> Result<&'a str, InvalidSeriesReason> {
+    pairs.clear();
     for (position, &(name, value)) in raw.iter().enumerate() {
         if name.len() > limits.max_label_name_len {
             return Err(InvalidSeriesReason::LabelNameTooLong {
@@ -357,24 +362,29 @@ pub(super) fn build_labels(raw: &[(&[u8], &[u8])], limits: &DecodeLimits) -> Res
         let value = std::str::from_utf8(value).map_err(|_| InvalidSeriesReason::NonUtf8LabelValue {
             name: evidence(name.as_bytes()),
         })?;
-        // Labels::new drops empty values anyway; skipping them here saves
-        // the allocations.
-        if !value.is_empty() {
-            labels.push(Label::new(name, value));
-        }
+        pairs.push((name, value));
     }
-    let labels = Labels::new(labels).map_err(|e| match e {
+    batch.push_pairs(pairs, samples).map_err(|e| match e {
         LabelError::DuplicateName(n) => InvalidSeriesReason::DuplicateLabelName(evidence(n.as_bytes())),
         LabelError::EmptyName => InvalidSeriesReason::EmptyLabelName,
         other => InvalidSeriesReason::Labels(other),
     })?;
-    if labels.is_empty() {
-        return Err(InvalidSeriesReason::NoLabels);
+    // `pairs` is canonical now: sorted, no empty values.
+    let name = match pairs.binary_search_by(|(n, _)| (*n).cmp(METRIC_NAME)) {
+        Ok(i) => pairs.get(i).map(|(_, v)| *v),
+        Err(_) => None,
+    };
+    match name {
+        Some(name) => Ok(name),
+        None => {
+            batch.pop();
+            Err(if pairs.is_empty() {
+                InvalidSeriesReason::NoLabels
+            } else {
+                InvalidSeriesReason::NoMetricName
+            })
+        }
     }
-    if labels.get(METRIC_NAME).is_none() {
-        return Err(InvalidSeriesReason::NoMetricName);
-    }
-    Ok(labels)
 }
 
 /// A label name fit for an error message: lossy UTF-8, at most 64 chars.

@@ -45,12 +45,7 @@ fn raw_request(series: &[Vec<u8>]) -> Vec<u8> {
 
 fn outcome(body: &[u8], encoding: ContentEncoding, limits: &DecodeLimits) -> String {
     match decode_write_request(body, encoding, limits) {
-        Ok(b) => b
-            .series
-            .iter()
-            .map(|s| s.labels.to_string())
-            .collect::<Vec<_>>()
-            .join(" "),
+        Ok(b) => b.series().map(|s| s.labels().to_string()).collect::<Vec<_>>().join(" "),
         Err(e) => format!("error: {e}"),
     }
 }
@@ -255,7 +250,7 @@ fn series_without_float_samples_are_skipped_but_counted() {
         &DecodeLimits::default(),
     )
     .unwrap();
-    let names: Vec<_> = batch.series.iter().map(|s| s.labels.to_string()).collect();
+    let names: Vec<_> = batch.to_series().iter().map(|s| s.labels.to_string()).collect();
     assert_eq!(names, ["a", "b"]);
     assert_eq!(
         (batch.sample_count(), batch.histograms_rejected, batch.exemplars_dropped),
@@ -283,7 +278,7 @@ fn unknown_fields_are_skipped() {
     field(0x12, b"cortex", &mut body); // reserved WriteRequest field 2
     field(0x0a, &s, &mut body);
     let batch = decode_write_request(&body, ContentEncoding::Identity, &DecodeLimits::default()).unwrap();
-    assert_eq!(batch.series, [series(&[("__name__", "up")], &[(7, 2.5)])]);
+    assert_eq!(batch.to_series(), [series(&[("__name__", "up")], &[(7, 2.5)])]);
 }
 
 #[test]
@@ -308,7 +303,7 @@ fn repeated_scalar_fields_take_the_last_value() {
     );
     field(0x12, &smp, &mut s);
     let batch = decode_write_request(&raw_request(&[s]), ContentEncoding::Identity, &DecodeLimits::default()).unwrap();
-    assert_eq!(batch.series, [series(&[("__name__", "last")], &[(2, 2.0)])]);
+    assert_eq!(batch.to_series(), [series(&[("__name__", "last")], &[(2, 2.0)])]);
 }
 
 // ---- content encodings and error classes ----
@@ -567,7 +562,11 @@ fn float_bits_survive_every_encoding() {
     let input = [series(&[("__name__", "up")], &samples)];
     for enc in ALL {
         let batch = decode_write_request(&encode(&input, enc), enc, &DecodeLimits::default()).unwrap();
-        let got: Vec<_> = batch.series[0].samples.iter().map(|s| (s.t, s.v.to_bits())).collect();
+        let got: Vec<_> = batch.to_series()[0]
+            .samples
+            .iter()
+            .map(|s| (s.t, s.v.to_bits()))
+            .collect();
         let want: Vec<_> = samples.iter().map(|&(t, v)| (t, v.to_bits())).collect();
         assert_eq!(got, want, "{enc}");
     }
@@ -591,8 +590,8 @@ fn stale_markers_from_prost_encoders_are_bit_exact() {
     };
     let body = snap::raw::Encoder::new().compress_vec(&req.encode_to_vec()).unwrap();
     let batch = decode_write_request(&body, ContentEncoding::Snappy, &DecodeLimits::default()).unwrap();
-    assert_eq!(batch.series[0].samples[0].v.to_bits(), STALE_NAN_BITS);
-    assert_eq!(batch.series[0].samples[0].t, 1_700_000_000_000);
+    assert_eq!(batch.to_series()[0].samples[0].v.to_bits(), STALE_NAN_BITS);
+    assert_eq!(batch.to_series()[0].samples[0].t, 1_700_000_000_000);
 }
 
 #[test]
@@ -719,13 +718,7 @@ fn identity_body_decodes() {
         &DecodeLimits::default(),
     )
     .unwrap();
-    assert_eq!(
-        batch,
-        WriteBatch {
-            series: input.to_vec(),
-            ..WriteBatch::default()
-        }
-    );
+    assert_eq!(batch, input.iter().cloned().collect::<WriteBatch>());
 }
 
 // ---- property tests ----
@@ -767,7 +760,7 @@ proptest! {
     #[test]
     fn encode_decode_round_trips(input in proptest::collection::vec(arb_series(), 0..8), enc in arb_encoding()) {
         let batch = decode_write_request(&encode(&input, enc), enc, &DecodeLimits::default()).unwrap();
-        prop_assert_eq!(batch.series, input);
+        prop_assert_eq!(batch.to_series(), input);
     }
 
     /// Whatever order and empty labels the sender uses, the decoder yields
@@ -808,7 +801,7 @@ proptest! {
         let got = decode_write_request(&req.encode_to_vec(), ContentEncoding::Identity, &DecodeLimits::default());
         if want.iter().all(Option::is_some) {
             let got = got.unwrap();
-            prop_assert_eq!(got.series, want.into_iter().flatten().collect::<Vec<_>>());
+            prop_assert_eq!(got.to_series(), want.into_iter().flatten().collect::<Vec<_>>());
         } else {
             prop_assert!(matches!(got, Err(DecodeError::InvalidSeries { .. })), "{:?}", got);
         }
@@ -854,7 +847,7 @@ fn v2_encoder_round_trips_through_the_v2_decoder() {
         let mut want = input.clone();
         // proto3 omits a zero double, so -0.0 arrives as +0.0 (as from Prometheus' encoder).
         want[1].samples[0].v = 0.0;
-        assert_eq!(batch.series, want, "{encoding:?}");
+        assert_eq!(batch.to_series(), want, "{encoding:?}");
     }
     // Each distinct string is one symbol: "", __name__, up, job, a, b, temp.
     let mut body = Vec::new();

@@ -17,10 +17,9 @@
 
 use prost::Message;
 
-use super::decode::{build_labels, decompress};
+use super::decode::{decompress, push_series};
 use super::{ContentEncoding, DecodeError, InvalidSeriesReason, proto_v2};
-use crate::{DecodeLimits, MetricMetadata, MetricType, SeriesSamples, WriteBatch};
-use cairn_model::METRIC_NAME;
+use crate::{DecodeLimits, MetricMetadata, MetricType, WriteBatch};
 
 /// The `proto` parameter of a remote write 2.0 `Content-Type`.
 pub const PROTO_V2: &str = "io.prometheus.write.v2.Request";
@@ -55,6 +54,8 @@ fn convert(req: proto_v2::Request, limits: &DecodeLimits) -> Result<WriteBatch, 
             })
     };
     let mut batch = WriteBatch::default();
+    let mut pairs = Vec::new();
+    let mut samples = Vec::new();
     for (index, ts) in req.timeseries.iter().enumerate() {
         let at = || format!("series {index}");
         if ts.labels_refs.len() % 2 != 0 {
@@ -77,7 +78,19 @@ fn convert(req: proto_v2::Request, limits: &DecodeLimits) -> Result<WriteBatch, 
                 raw.push((symbol(&at, *name)?.as_bytes(), symbol(&at, *value)?.as_bytes()));
             }
         }
-        let labels = build_labels(&raw, limits).map_err(|reason| DecodeError::InvalidSeries { index, reason })?;
+        samples.clear();
+        samples.extend(
+            ts.samples
+                .iter()
+                .map(|s| cairn_model::Sample::new(s.timestamp, s.value)),
+        );
+        let name = push_series(&raw, &samples, limits, &mut pairs, &mut batch)
+            .map_err(|reason| DecodeError::InvalidSeries { index, reason })?;
+        // A series without float samples is validated like any other, then
+        // not kept.
+        if samples.is_empty() {
+            batch.pop();
+        }
         for ex in &ts.exemplars {
             for r in &ex.labels_refs {
                 symbol(&at, *r)?;
@@ -87,7 +100,7 @@ fn convert(req: proto_v2::Request, limits: &DecodeLimits) -> Result<WriteBatch, 
         batch.histograms_rejected += ts.histograms.len();
         if let Some(md) = ts.metadata {
             let metadata = MetricMetadata {
-                metric_family_name: labels.get(METRIC_NAME).unwrap_or_default().to_string(),
+                metric_family_name: name.to_string(),
                 metric_type: metric_type(md.r#type),
                 help: symbol(&at, md.help_ref)?.to_string(),
                 unit: symbol(&at, md.unit_ref)?.to_string(),
@@ -97,14 +110,6 @@ fn convert(req: proto_v2::Request, limits: &DecodeLimits) -> Result<WriteBatch, 
             if known && batch.metadata.last() != Some(&metadata) {
                 batch.metadata.push(metadata);
             }
-        }
-        if !ts.samples.is_empty() {
-            let samples = ts
-                .samples
-                .iter()
-                .map(|s| cairn_model::Sample::new(s.timestamp, s.value))
-                .collect();
-            batch.series.push(SeriesSamples::new(labels, samples));
         }
     }
     Ok(batch)
@@ -210,19 +215,19 @@ mod tests {
         let raw = request().encode_to_vec();
         body.extend(snap::raw::Encoder::new().compress_vec(&raw).unwrap());
         let batch = decode_write_request_v2(&body, ContentEncoding::Snappy, &DecodeLimits::default()).unwrap();
-        assert_eq!(batch.series.len(), 2);
+        assert_eq!(batch.series_count(), 2);
         assert_eq!(
-            batch.series[0].labels,
+            batch.to_series()[0].labels,
             Labels::from_pairs([("__name__", "http_requests_total"), ("job", "api")])
         );
         assert_eq!(
-            batch.series[0].samples,
+            batch.to_series()[0].samples,
             vec![
                 cairn_model::Sample::new(1000, 1.0),
                 cairn_model::Sample::new(2000, stale_nan())
             ]
         );
-        assert_eq!(batch.series[1].samples, vec![cairn_model::Sample::new(1000, 21.5)]);
+        assert_eq!(batch.to_series()[1].samples, vec![cairn_model::Sample::new(1000, 21.5)]);
         assert_eq!(batch.exemplars_dropped, 1);
         assert_eq!(batch.histograms_rejected, 2);
         assert_eq!(
