@@ -140,3 +140,56 @@ fn shared_timestamp_columns_are_stored_once() {
     let err = part.read_block(&b, &mut Vec::new(), &mut Vec::new()).unwrap_err();
     assert!(err.to_string().contains("shared timestamps checksum mismatch"), "{err}");
 }
+
+#[test]
+fn interleaved_timestamp_columns_are_each_shared_and_near_misses_kept_apart() {
+    // Three targets' columns, the third differing from the first in one
+    // timestamp; series of the targets interleave, as ids hash them apart.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut jittered = |offset: i64| -> Vec<i64> {
+        (0..500)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                offset + i * 15_000 + (x % 11) as i64
+            })
+            .collect()
+    };
+    let a = jittered(0);
+    let b = jittered(3);
+    let mut c = a.clone();
+    c[250] += 1;
+    let columns = [&a, &b, &c];
+    let series: Vec<(u64, Vec<(i64, f64)>)> = (0..60u64)
+        .map(|id| {
+            let ts = columns[id as usize % 3];
+            (id, ts.iter().map(|&t| (t, id as f64)).collect())
+        })
+        .collect();
+    let bytes = build(&series);
+    let part = Part::from_bytes(bytes.clone()).unwrap();
+    for (id, s) in &series {
+        let want: Vec<(i64, u64)> = s.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+        assert_eq!(read(&part, *id, i64::MIN, i64::MAX), want, "series {id}");
+    }
+    let column_bytes: usize = columns
+        .iter()
+        .map(|ts| {
+            let mut b = Vec::new();
+            cairn_codec::encode_timestamps(&mut b, ts);
+            b.len()
+        })
+        .sum();
+    assert!(
+        column_bytes > 3 * 200,
+        "jittered columns are worth sharing ({column_bytes} B)"
+    );
+    // Each column once; every other block holds a reference, its values and
+    // its index entry.
+    assert!(
+        bytes.len() < column_bytes + 60 * 100,
+        "{} B for columns of {column_bytes} B",
+        bytes.len()
+    );
+}
