@@ -10,90 +10,207 @@
 
 /// Like `format!("{v:e}")` (`5.515171508789062e2`), with Go's digits.
 pub fn shortest_sci(v: f64) -> String {
-    let rust = format!("{v:e}");
-    go_digits(v, &rust).unwrap_or(rust)
+    let Some(d) = Decimal::of(v) else {
+        return format!("{v:e}");
+    };
+    let mut out = String::with_capacity(24);
+    out.push_str(d.sign());
+    out.push_str(&d.digits[..1]);
+    if d.digits.len() > 1 {
+        out.push('.');
+        out.push_str(&d.digits[1..]);
+    }
+    out.push('e');
+    out.push_str(&d.exp.to_string());
+    out
 }
 
 /// Like `format!("{v}")` (`551.5171508789062`, never an exponent), with Go's
 /// digits.
 pub fn shortest_plain(v: f64) -> String {
-    let rust_sci = format!("{v:e}");
-    let Some(sci) = go_digits(v, &rust_sci) else {
+    let Some(d) = Decimal::of(v) else {
         return format!("{v}");
     };
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i64 = exp.parse().unwrap_or(0);
-    let (sign, mant) = match mant.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mant),
-    };
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    let n = digits.len() as i64;
-    let body = if exp < 0 {
-        format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
-    } else if exp + 1 >= n {
-        format!("{digits}{}", "0".repeat((exp + 1 - n) as usize))
+    let digits = d.digits.as_str();
+    let n = digits.len() as i32;
+    let mut out = String::with_capacity(digits.len() + 24);
+    out.push_str(d.sign());
+    if d.exp < 0 {
+        out.push_str("0.");
+        push_zeros(&mut out, -d.exp - 1);
+        out.push_str(digits);
+    } else if d.exp + 1 >= n {
+        out.push_str(digits);
+        push_zeros(&mut out, d.exp + 1 - n);
     } else {
-        let (int, frac) = digits.split_at((exp + 1) as usize);
-        format!("{int}.{frac}")
-    };
-    format!("{sign}{body}")
+        let (int, frac) = digits.split_at((d.exp + 1) as usize);
+        out.push_str(int);
+        out.push('.');
+        out.push_str(frac);
+    }
+    out
 }
 
-/// Go's digits for `v` when they differ from Rust's `{:e}` output `rust`.
-fn go_digits(v: f64, rust: &str) -> Option<String> {
-    if !v.is_finite() || v == 0.0 {
-        return None;
+fn push_zeros(out: &mut String, n: i32) {
+    for _ in 0..n {
+        out.push('0');
     }
-    let (mant, exp) = rust.split_once('e')?;
-    let (sign, mant) = match mant.strip_prefix('-') {
-        Some(m) => ("-", m),
-        None => ("", mant),
-    };
-    let digits: String = mant.chars().filter(|c| *c != '.').collect();
-    let n = digits.len();
-    let last = digits.as_bytes().last()? - b'0';
-    if last.is_multiple_of(2) {
-        return None;
+}
+
+/// A finite, non-zero float as its shortest round-trip decimal digits
+/// `d.ddd × 10^exp`, from Ryū, which breaks exact ties between two shortest
+/// candidates to the even digit as Go does.
+struct Decimal {
+    negative: bool,
+    /// No leading or trailing zeros; at most 17.
+    digits: String,
+    exp: i32,
+}
+
+impl Decimal {
+    fn of(v: f64) -> Option<Self> {
+        if !v.is_finite() || v == 0.0 {
+            return None;
+        }
+        let mut buf = ryu::Buffer::new();
+        // Ryū writes `551.5171508789062`, `1e21`, `1.5e-7` or `0.001`.
+        let text = buf.format_finite(v.abs());
+        let (mantissa, exp) = match text.split_once('e') {
+            Some((m, e)) => (m, e.parse::<i32>().ok()?),
+            None => (text, 0),
+        };
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let mut digits = String::with_capacity(int.len() + frac.len());
+        digits.push_str(int);
+        digits.push_str(frac);
+        let leading = digits.len() - digits.trim_start_matches('0').len();
+        digits.drain(..leading);
+        digits.truncate(digits.trim_end_matches('0').len());
+        if digits.is_empty() {
+            return None;
+        }
+        Some(Self {
+            negative: v < 0.0,
+            digits,
+            exp: int.len() as i32 - 1 - leading as i32 + exp,
+        })
     }
-    // Cheap test first: a tie is `n` digits, then 5, then only zeros, which
-    // survives rounding to n + 2 digits.
-    let quick = format!("{:.*e}", n + 1, v.abs());
-    let quick: Vec<u8> = quick.split('e').next()?.bytes().filter(|b| *b != b'.').collect();
-    if quick.get(n) != Some(&b'5') || quick.get(n + 1) != Some(&b'0') {
-        return None;
+
+    fn sign(&self) -> &'static str {
+        if self.negative { "-" } else { "" }
     }
-    // The exact value: an f64 has at most 767 significant decimal digits.
-    let exact = format!("{:.800e}", v.abs());
-    let (emant, eexp) = exact.split_once('e')?;
-    if eexp != exp {
-        return None;
-    }
-    let x: String = emant.chars().filter(|c| *c != '.').collect();
-    let (head, tail) = x.split_at(n.min(x.len()));
-    // A tie: the exact value lies halfway between two n-digit candidates.
-    if !(tail.starts_with('5') && tail[1..].bytes().all(|b| b == b'0')) {
-        return None;
-    }
-    let shown: u64 = digits.parse().ok()?;
-    let lower: u64 = head.parse().ok()?;
-    let even = if shown == lower { lower + 1 } else { lower };
-    let even = even.to_string();
-    if even.len() != n {
-        return None;
-    }
-    let out = if n > 1 {
-        format!("{sign}{}.{}e{exp}", &even[..1], &even[1..])
-    } else {
-        format!("{sign}{even}e{exp}")
-    };
-    // Only if the even candidate reads back as the same float.
-    (out.parse::<f64>().ok()?.to_bits() == v.to_bits()).then_some(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// The previous implementation, from exact decimal expansions: slow,
+    /// independent of Ryū, kept as the oracle.
+    mod reference {
+        /// Like `format!("{v:e}")` (`5.515171508789062e2`), with Go's digits.
+        pub fn shortest_sci(v: f64) -> String {
+            let rust = format!("{v:e}");
+            go_digits(v, &rust).unwrap_or(rust)
+        }
+
+        /// Like `format!("{v}")` (`551.5171508789062`, never an exponent), with Go's
+        /// digits.
+        pub fn shortest_plain(v: f64) -> String {
+            let rust_sci = format!("{v:e}");
+            let Some(sci) = go_digits(v, &rust_sci) else {
+                return format!("{v}");
+            };
+            let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+            let exp: i64 = exp.parse().unwrap_or(0);
+            let (sign, mant) = match mant.strip_prefix('-') {
+                Some(m) => ("-", m),
+                None => ("", mant),
+            };
+            let digits: String = mant.chars().filter(|c| *c != '.').collect();
+            let n = digits.len() as i64;
+            let body = if exp < 0 {
+                format!("0.{}{digits}", "0".repeat((-exp - 1) as usize))
+            } else if exp + 1 >= n {
+                format!("{digits}{}", "0".repeat((exp + 1 - n) as usize))
+            } else {
+                let (int, frac) = digits.split_at((exp + 1) as usize);
+                format!("{int}.{frac}")
+            };
+            format!("{sign}{body}")
+        }
+
+        /// Go's digits for `v` when they differ from Rust's `{:e}` output `rust`.
+        fn go_digits(v: f64, rust: &str) -> Option<String> {
+            if !v.is_finite() || v == 0.0 {
+                return None;
+            }
+            let (mant, exp) = rust.split_once('e')?;
+            let (sign, mant) = match mant.strip_prefix('-') {
+                Some(m) => ("-", m),
+                None => ("", mant),
+            };
+            let digits: String = mant.chars().filter(|c| *c != '.').collect();
+            let n = digits.len();
+            let last = digits.as_bytes().last()? - b'0';
+            if last.is_multiple_of(2) {
+                return None;
+            }
+            // Cheap test first: a tie is `n` digits, then 5, then only zeros, which
+            // survives rounding to n + 2 digits.
+            let quick = format!("{:.*e}", n + 1, v.abs());
+            let quick: Vec<u8> = quick.split('e').next()?.bytes().filter(|b| *b != b'.').collect();
+            if quick.get(n) != Some(&b'5') || quick.get(n + 1) != Some(&b'0') {
+                return None;
+            }
+            // The exact value: an f64 has at most 767 significant decimal digits.
+            let exact = format!("{:.800e}", v.abs());
+            let (emant, eexp) = exact.split_once('e')?;
+            if eexp != exp {
+                return None;
+            }
+            let x: String = emant.chars().filter(|c| *c != '.').collect();
+            let (head, tail) = x.split_at(n.min(x.len()));
+            // A tie: the exact value lies halfway between two n-digit candidates.
+            if !(tail.starts_with('5') && tail[1..].bytes().all(|b| b == b'0')) {
+                return None;
+            }
+            let shown: u64 = digits.parse().ok()?;
+            let lower: u64 = head.parse().ok()?;
+            let even = if shown == lower { lower + 1 } else { lower };
+            let even = even.to_string();
+            if even.len() != n {
+                return None;
+            }
+            let out = if n > 1 {
+                format!("{sign}{}.{}e{exp}", &even[..1], &even[1..])
+            } else {
+                format!("{sign}{even}e{exp}")
+            };
+            // Only if the even candidate reads back as the same float.
+            (out.parse::<f64>().ok()?.to_bits() == v.to_bits()).then_some(out)
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(20_000))]
+
+        #[test]
+        fn ryu_digits_agree_with_the_exact_reference(bits in any::<u64>()) {
+            let v = f64::from_bits(bits);
+            prop_assert_eq!(shortest_plain(v), reference::shortest_plain(v));
+            prop_assert_eq!(shortest_sci(v), reference::shortest_sci(v));
+        }
+
+        /// Binary fractions `n / 2^k` are where exact ties live.
+        #[test]
+        fn ties_agree_with_the_exact_reference(n in 1u64..(1 << 53), k in 0i32..80, neg in any::<bool>()) {
+            let v = n as f64 / 2f64.powi(k) * if neg { -1.0 } else { 1.0 };
+            prop_assert_eq!(shortest_plain(v), reference::shortest_plain(v));
+            prop_assert_eq!(shortest_sci(v), reference::shortest_sci(v));
+        }
+    }
 
     #[test]
     fn ties_go_to_the_even_digit_as_in_go() {
