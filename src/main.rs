@@ -35,8 +35,10 @@ struct Cli {
     #[arg(long = "storage.flush-interval", default_value = "60s", value_parser = duration)]
     flush_interval: Duration,
 
-    /// Flush to disk early when compressed in-memory data exceeds this many bytes.
-    #[arg(long = "storage.max-in-memory-bytes", default_value_t = 64 << 20)]
+    /// Flush to disk early when in-memory data (unsorted rows and compressed
+    /// in-memory parts) exceeds this many bytes; a quarter of it bounds one
+    /// row buffer.
+    #[arg(long = "storage.max-in-memory-bytes", default_value_t = 256 << 20)]
     max_in_memory_bytes: usize,
 
     /// Address to serve the HTTP API on.

@@ -182,7 +182,7 @@ mod tests {
         assert_eq!(
             config_yaml(&config),
             "storage:\n  path: \"/data/cairn\"\n  retention: 31d\n  wal_fsync_interval: 1s\n  flush_interval: 1m\n  \
-             max_in_memory_bytes: 67108864\n\
+             max_in_memory_bytes: 268435456\n\
              http:\n  listen_addr: \"127.0.0.1:9090\"\n  max_request_body_bytes: 67108864\n\
              query:\n  timeout: 2m\n  max_samples: 50000000\n  max_series: 1000000\n  lookback_delta: 5m\n"
         );

@@ -51,7 +51,11 @@ impl Config {
             max_rows_per_buffer: 16_384,
             seal_rows_per_series: 8,
             flush_interval: Duration::from_secs(60),
-            max_in_memory_bytes: 64 << 20,
+            // A quarter of this caps a row buffer; at 64 MiB a fleet of 500k
+            // series sealed parts of ~1.4 samples per series, whose block
+            // index outweighed the samples and whose merges were a quarter
+            // of ingest CPU.
+            max_in_memory_bytes: 256 << 20,
             wal_segment_bytes: 64 << 20,
             max_future: Duration::from_secs(2 * 86_400),
             maintenance_interval: Duration::from_secs(5),
@@ -81,7 +85,8 @@ mod tests {
         let c = Config::new("/x");
         assert_eq!(c.seal_rows(10), 16_384);
         assert_eq!(c.seal_rows(20_000), 160_000);
-        // 64 MiB / 4 / 24 B per row.
-        assert_eq!(c.seal_rows(1_000_000), 699_050);
+        assert_eq!(c.seal_rows(200_000), 1_600_000);
+        // 256 MiB / 4 / 24 B per row.
+        assert_eq!(c.seal_rows(1_000_000), 2_796_202);
     }
 }
