@@ -1,7 +1,8 @@
 //! The wire protocols Cairn ingests, decoded into protocol-neutral batches.
 //!
 //! Each protocol is a sibling module that turns a request body into a
-//! [`WriteBatch`] of canonical series ([`SeriesSamples`]) plus [`metadata`]:
+//! [`WriteBatch`] of canonical series (flat buffers; [`SeriesSamples`] is
+//! their owned form) plus [`metadata`]:
 //!
 //! - [`remote_write`]: Prometheus remote write 1.0 (snappy or zstd protobuf).
 //! - [`prom_text`], [`json_lines`], [`csv`]: VictoriaMetrics-compatible text
