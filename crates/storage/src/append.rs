@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use cairn_model::{Labels, Sample};
+use cairn_model::{LabelError, Labels, Sample};
 
 use crate::{RejectReason, StorageError};
 
@@ -28,14 +28,8 @@ pub trait Appender: Send {
     /// [`Labels::encode`] form, which ingestion produces without building
     /// `Labels`. Storage that keys series by that encoding uses it as is.
     fn append_encoded(&mut self, encoded_labels: &[u8], samples: &[Sample]) -> Result<(), StorageError> {
-        let invalid = |e: cairn_model::LabelError| StorageError::InvalidSeries {
-            labels: String::from_utf8_lossy(encoded_labels).chars().take(200).collect(),
-            reason: e.to_string(),
-        };
-        // Only the exact canonical form is accepted, as a storage keying by
-        // the bytes would require.
-        Labels::check_encoding(encoded_labels).map_err(invalid)?;
-        let (labels, _) = Labels::decode(encoded_labels).map_err(invalid)?;
+        check_encoded_labels(encoded_labels)?;
+        let (labels, _) = Labels::decode(encoded_labels).map_err(|e| invalid_encoding(encoded_labels, e))?;
         self.append(&labels, samples)
     }
 
@@ -44,6 +38,24 @@ pub trait Appender: Send {
 
     /// Discards the batch.
     fn rollback(self: Box<Self>);
+}
+
+/// Checks, without allocating, what [`Appender::append_encoded`] requires:
+/// exactly one canonical, non-empty [`Labels::encode`] form. A storage that
+/// keys series by these bytes must not take malformed ones on trust.
+pub fn check_encoded_labels(encoded_labels: &[u8]) -> Result<(), StorageError> {
+    match Labels::check_encoding(encoded_labels) {
+        Ok(0) => Err(invalid_encoding(encoded_labels, LabelError::Empty)),
+        Ok(_) => Ok(()),
+        Err(e) => Err(invalid_encoding(encoded_labels, e)),
+    }
+}
+
+fn invalid_encoding(encoded_labels: &[u8], e: LabelError) -> StorageError {
+    StorageError::InvalidSeries {
+        labels: String::from_utf8_lossy(encoded_labels).chars().take(200).collect(),
+        reason: e.to_string(),
+    }
 }
 
 /// What a commit stored and what it dropped, by reason.

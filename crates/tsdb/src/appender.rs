@@ -2,8 +2,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use cairn_model::{LabelError, Labels, Sample};
-use cairn_storage::{Appender, CommitReport, RejectReason, StorageError};
+use cairn_model::{Labels, Sample};
+use cairn_storage::{Appender, CommitReport, RejectReason, StorageError, check_encoded_labels};
 
 use crate::day::Day;
 use crate::engine::Inner;
@@ -107,17 +107,8 @@ impl Appender for TsdbAppender<'_> {
     }
 
     fn append_encoded(&mut self, encoded_labels: &[u8], samples: &[Sample]) -> Result<(), StorageError> {
-        // The index stores these bytes as the series' identity, so they are
-        // checked (without allocating) rather than trusted.
-        let invalid = |reason: String| StorageError::InvalidSeries {
-            labels: String::from_utf8_lossy(encoded_labels).chars().take(200).collect(),
-            reason,
-        };
-        match Labels::check_encoding(encoded_labels) {
-            Ok(0) => return Err(invalid(LabelError::Empty.to_string())),
-            Ok(_) => {}
-            Err(e) => return Err(invalid(e.to_string())),
-        }
+        // The index stores these bytes as the series' identity.
+        check_encoded_labels(encoded_labels)?;
         let start = self.labels.len();
         self.labels.extend_from_slice(encoded_labels);
         self.add_samples(start..self.labels.len(), samples);

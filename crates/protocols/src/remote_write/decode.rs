@@ -3,11 +3,11 @@
 //! The protobuf is walked by hand (our own key/varint readers, prost's
 //! `skip_field` for unknown fields) rather than decoded into
 //! [`proto`](super::proto) structs first: label names and values
-//! stay borrowed from the body until the series is known to be kept and
-//! valid, then each becomes exactly one `String`; samples are read straight
-//! into [`Sample`]; exemplars and histograms are counted, not built. The
-//! prost structs remain the schema of record and the tests check this walker
-//! against them.
+//! stay borrowed from the body and are validated, canonicalised and written
+//! into the batch's flat label buffer (no `String` per label); samples are
+//! read straight into [`Sample`]; exemplars and histograms are counted, not
+//! built. The prost structs remain the schema of record and the tests check
+//! this walker against them.
 
 use std::borrow::Cow;
 use std::io::Read;
