@@ -132,13 +132,11 @@ impl Labels {
     /// Appends the canonical binary form: `varint(count)` then per label
     /// `varint(len) name varint(len) value`. Equal sets encode equally.
     pub fn encode(&self, dst: &mut Vec<u8>) {
-        put_uvarint(dst, self.0.len() as u64);
-        for l in &self.0 {
-            put_uvarint(dst, l.name.len() as u64);
-            dst.extend_from_slice(l.name.as_bytes());
-            put_uvarint(dst, l.value.len() as u64);
-            dst.extend_from_slice(l.value.as_bytes());
-        }
+        put_pairs(
+            dst,
+            self.0.len(),
+            self.0.iter().map(|l| (l.name.as_str(), l.value.as_str())),
+        );
     }
 
     /// Checks, without allocating, that `src` is exactly one canonical
@@ -204,14 +202,19 @@ pub fn encode_canonical(pairs: &mut Vec<(&str, &str)>, dst: &mut Vec<u8>) -> Res
     if pairs.first().is_some_and(|(n, _)| n.is_empty()) {
         return Err(LabelError::EmptyName);
     }
-    put_uvarint(dst, pairs.len() as u64);
-    for (name, value) in pairs.iter() {
+    put_pairs(dst, pairs.len(), pairs.iter().copied());
+    Ok(())
+}
+
+/// The [`Labels::encode`] form of `count` canonical pairs.
+fn put_pairs<'a>(dst: &mut Vec<u8>, count: usize, pairs: impl Iterator<Item = (&'a str, &'a str)>) {
+    put_uvarint(dst, count as u64);
+    for (name, value) in pairs {
         put_uvarint(dst, name.len() as u64);
         dst.extend_from_slice(name.as_bytes());
         put_uvarint(dst, value.len() as u64);
         dst.extend_from_slice(value.as_bytes());
     }
-    Ok(())
 }
 
 fn get_str(src: &[u8]) -> Result<(&str, &[u8]), LabelError> {

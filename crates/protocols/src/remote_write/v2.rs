@@ -215,19 +215,20 @@ mod tests {
         let raw = request().encode_to_vec();
         body.extend(snap::raw::Encoder::new().compress_vec(&raw).unwrap());
         let batch = decode_write_request_v2(&body, ContentEncoding::Snappy, &DecodeLimits::default()).unwrap();
-        assert_eq!(batch.series_count(), 2);
+        let series = batch.to_series();
+        assert_eq!(series.len(), 2);
         assert_eq!(
-            batch.to_series()[0].labels,
+            series[0].labels,
             Labels::from_pairs([("__name__", "http_requests_total"), ("job", "api")])
         );
         assert_eq!(
-            batch.to_series()[0].samples,
+            series[0].samples,
             vec![
                 cairn_model::Sample::new(1000, 1.0),
                 cairn_model::Sample::new(2000, stale_nan())
             ]
         );
-        assert_eq!(batch.to_series()[1].samples, vec![cairn_model::Sample::new(1000, 21.5)]);
+        assert_eq!(series[1].samples, vec![cairn_model::Sample::new(1000, 21.5)]);
         assert_eq!(batch.exemplars_dropped, 1);
         assert_eq!(batch.histograms_rejected, 2);
         assert_eq!(

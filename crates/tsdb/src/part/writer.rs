@@ -104,9 +104,10 @@ impl<W: Write> PartWriter<W> {
                         BlockEncoding::Compact => cairn_codec::encode_timestamps(&mut self.scratch, ts),
                         BlockEncoding::Fast => cairn_codec::encode_timestamps_fast(&mut self.scratch, ts),
                     }
-                    let later = self.share_timestamps();
+                    let reference = self.share_timestamps();
                     if self.raw_column_timestamps + ts.len() <= RAW_COLUMN_BUDGET {
                         self.raw_column_timestamps += ts.len();
+                        let later = reference.map_or_else(|| self.scratch.clone(), |r| r.to_vec());
                         self.raw_columns.insert(key, (ts.to_vec(), later));
                     }
                 }
@@ -137,10 +138,11 @@ impl<W: Write> PartWriter<W> {
 
     /// `scratch` holds this block's timestamp encoding: replaces it with a
     /// reference when an earlier block has the same, else remembers it.
-    /// Returns what a later block with the same timestamps should write.
-    fn share_timestamps(&mut self) -> Vec<u8> {
+    /// Returns the reference a later block with the same timestamps writes,
+    /// if it is not to repeat the encoding.
+    fn share_timestamps(&mut self) -> Option<[u8; super::SHARED_TIMESTAMPS_BYTES]> {
         if self.scratch.len() < MIN_SHARED_TIMESTAMP_BYTES {
-            return self.scratch.clone();
+            return None;
         }
         let hash = xxhash_rust::xxh3::xxh3_64(&self.scratch);
         match self.columns.get(&hash) {
@@ -148,17 +150,18 @@ impl<W: Write> PartWriter<W> {
                 let reference = shared_reference(*offset, bytes.len(), *crc);
                 self.scratch.clear();
                 self.scratch.extend_from_slice(&reference);
+                return Some(reference);
             }
             Some(_) => {} // a hash collision: write this column in full
             None if self.columns.len() < MAX_SHARED_COLUMNS => {
                 let crc = cairn_codec::crc32c(&self.scratch);
                 let reference = shared_reference(self.offset, self.scratch.len(), crc);
                 self.columns.insert(hash, (self.offset, self.scratch.clone(), crc));
-                return reference.to_vec();
+                return Some(reference);
             }
             None => {}
         }
-        self.scratch.clone()
+        None
     }
 
     pub fn blocks(&self) -> usize {
