@@ -10,12 +10,10 @@ use libfuzzer_sys::fuzz_target;
 
 fn read_all(part: &Part) {
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
-    for i in 0..part.block_count() {
-        if let Some(b) = part.block(i) {
-            ts.clear();
-            vs.clear();
-            let _ = part.read_block(&b, &mut ts, &mut vs);
-        }
+    for b in part.blocks() {
+        ts.clear();
+        vs.clear();
+        let _ = part.read_block(&b, &mut ts, &mut vs);
     }
 }
 

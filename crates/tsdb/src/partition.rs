@@ -513,21 +513,16 @@ pub fn merge_parts<W: Write>(
     let by_id = tombstones_by_id(tombs);
     // One cursor per input walks its block index in (id, time) order, so the
     // merge reads every index entry once instead of searching per series.
-    let mut cursors = vec![0usize; inputs.len()];
+    let mut cursors: Vec<_> = inputs.iter().map(|p| p.blocks().peekable()).collect();
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
     loop {
-        let next_id = inputs
-            .iter()
-            .zip(&cursors)
-            .filter_map(|(p, &c)| p.block(c).map(|b| b.id))
-            .min();
+        let next_id = cursors.iter_mut().filter_map(|c| c.peek().map(|b| b.id)).min();
         let Some(id) = next_id else { break };
         let mut sources = Vec::new();
         for (part, cursor) in inputs.iter().zip(cursors.iter_mut()) {
             let max_seq = part.meta().max_seq;
             let deleted = deleted_ranges(&by_id, id, max_seq);
-            while let Some(block) = part.block(*cursor).filter(|b| b.id == id) {
-                *cursor += 1;
+            while let Some(block) = cursor.next_if(|b| b.id == id) {
                 sources.push(Ranked::block(part, block, deleted.clone()));
             }
         }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cairn_storage::{SampleBlock, SampleBlocks, StorageError};
 
-use crate::part::{BlockRef, Part};
+use crate::part::{BlockRef, Part, ReadBuffer};
 
 /// A time range `[mint, maxt]` of deleted samples.
 pub type Deleted = (i64, i64);
@@ -66,6 +66,8 @@ pub struct SeriesReader {
     vs: Vec<f64>,
     /// `ts`/`vs` hold a decoded block not yet returned.
     pending: bool,
+    /// Blocks read ahead from a file part.
+    buf: ReadBuffer,
 }
 
 impl SeriesReader {
@@ -79,6 +81,7 @@ impl SeriesReader {
             ts: Vec::new(),
             vs: Vec::new(),
             pending: false,
+            buf: ReadBuffer::default(),
         }
     }
 
@@ -96,7 +99,8 @@ impl SeriesReader {
             self.ts.clear();
             self.vs.clear();
             if end - start == 1 {
-                decode(&self.sources[start].source, &mut self.ts, &mut self.vs)?;
+                let (ts, vs) = (&mut self.ts, &mut self.vs);
+                decode(&self.sources, start, &mut self.buf, ts, vs)?;
             } else {
                 self.merge_group(start, end)?;
             }
@@ -112,11 +116,12 @@ impl SeriesReader {
     fn merge_group(&mut self, start: usize, end: usize) -> Result<(), StorageError> {
         let mut all: Vec<(i64, u64, f64)> = Vec::new();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        for s in &self.sources[start..end] {
+        for i in start..end {
             ts.clear();
             vs.clear();
-            decode(&s.source, &mut ts, &mut vs)?;
-            all.extend(ts.iter().zip(&vs).map(|(&t, &v)| (t, s.precedence, v)));
+            decode(&self.sources, i, &mut self.buf, &mut ts, &mut vs)?;
+            let precedence = self.sources[i].precedence;
+            all.extend(ts.iter().zip(&vs).map(|(&t, &v)| (t, precedence, v)));
         }
         all.sort_by_key(|&(t, p, _)| (t, p));
         for (i, &(t, _, v)) in all.iter().enumerate() {
@@ -151,14 +156,26 @@ impl SeriesReader {
     }
 }
 
-fn decode(source: &Source, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<(), StorageError> {
-    match source {
+/// Decodes `sources[i]`; a block of a file part reads the blocks of the same
+/// part among the later sources along with it when they follow it on disk.
+fn decode(
+    sources: &[Ranked],
+    i: usize,
+    buf: &mut ReadBuffer,
+    ts: &mut Vec<i64>,
+    vs: &mut Vec<f64>,
+) -> Result<(), StorageError> {
+    match &sources[i].source {
         Source::Rows(rows) => {
             ts.extend(rows.iter().map(|r| r.0));
             vs.extend(rows.iter().map(|r| r.1));
         }
         Source::Block { part, block, deleted } => {
-            part.read_block(block, ts, vs)?;
+            let ahead = sources[i + 1..].iter().filter_map(|s| match &s.source {
+                Source::Block { part: p, block, .. } if Arc::ptr_eq(p, part) => Some(block),
+                _ => None,
+            });
+            part.read_block_buffered(block, ahead, buf, ts, vs)?;
             if !deleted.is_empty() {
                 let mut keep = 0;
                 for i in 0..ts.len() {

@@ -4,11 +4,12 @@
 //! index and blocks), so it can be read from a local file, from memory, or
 //! later by range requests from object storage. Format: docs/format/part.md.
 
+mod block_index;
 mod reader;
 mod ts_cache;
 mod writer;
 
-pub use reader::{BlockRef, Part};
+pub use reader::{BlockRef, Part, ReadBuffer};
 pub use writer::{BlockEncoding, PartMeta, PartWriter};
 
 pub const MAGIC: &[u8; 8] = b"CAIRNPT1";
@@ -16,6 +17,12 @@ pub const ENTRY_BYTES: usize = 48;
 pub const FOOTER_BYTES: usize = 72;
 /// Longer series are split into several blocks so a reader decodes bounded chunks.
 pub const MAX_BLOCK_SAMPLES: usize = 8192;
+/// A block never spans a multiple of this many milliseconds since the epoch
+/// (2 h, as Prometheus' head chunks): a query over the last few minutes decodes
+/// at most the samples of one 2 h window per series, not a whole merged day.
+/// Series scraped together are cut at the same instants, so they keep sharing
+/// timestamp columns.
+pub const BLOCK_SPAN_MS: i64 = 2 * 3600 * 1000;
 /// First byte of a block whose timestamps are those of an earlier block of the
 /// same part (series scraped together share every timestamp). No timestamp
 /// coding of cairn-codec starts with it. Followed by the earlier block's

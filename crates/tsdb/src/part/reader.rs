@@ -1,9 +1,11 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_storage::StorageError;
 
+use super::block_index::BlockIndex;
 use super::{
     ENTRY_BYTES, FOOTER_BYTES, MAGIC, MAX_TIMESTAMP_BYTES, PartMeta, SHARED_TIMESTAMPS, SHARED_TIMESTAMPS_BYTES,
 };
@@ -25,11 +27,46 @@ enum Data {
     File(File),
 }
 
+impl BlockRef {
+    pub(super) fn new(id: u64, mint: i64, maxt: i64, offset: u64, len: u32, count: u32, crc: u32) -> Self {
+        Self {
+            id,
+            mint,
+            maxt,
+            offset,
+            len,
+            count,
+            crc,
+        }
+    }
+
+    fn end(&self) -> u64 {
+        self.offset.saturating_add(u64::from(self.len))
+    }
+}
+
+/// Bytes of consecutive blocks of a file part, read with one call and kept for
+/// the blocks that follow (a series' blocks lie one after another).
+#[derive(Default)]
+pub struct ReadBuffer {
+    part_uid: u64,
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+/// At most this much is read ahead in one call.
+const MAX_READ_AHEAD: u64 = 1 << 20;
+
+/// Source of [`Part::uid`]s; 0 is never handed out (an empty [`ReadBuffer`]).
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
 /// An immutable part, in memory or in a file. The block index is held in
-/// memory (48 bytes per block); blocks are read on demand.
+/// memory, packed (about 16 bytes per block); blocks are read on demand.
 pub struct Part {
+    /// Unique among the parts of this process: names the part in caches.
+    uid: u64,
     meta: PartMeta,
-    index: Vec<u8>,
+    index: BlockIndex,
     data: Data,
     path: Option<PathBuf>,
     bytes: u64,
@@ -58,10 +95,11 @@ impl Part {
         let (meta, index_offset, entries) = parse_footer(footer).map_err(corrupt)?;
         let index = bytes
             .get(index_offset as usize..footer_at)
-            .ok_or_else(|| corrupt("index out of bounds"))?
-            .to_vec();
-        check_index(&index, entries, footer).map_err(corrupt)?;
+            .ok_or_else(|| corrupt("index out of bounds"))?;
+        check_index(index, entries, footer).map_err(corrupt)?;
+        let index = BlockIndex::build(index).map_err(corrupt)?;
         Ok(Self {
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             meta,
             index,
             bytes: bytes.len() as u64,
@@ -93,7 +131,9 @@ impl Part {
         file.read_exact_at(&mut index, index_offset)
             .map_err(StorageError::io("read index of", path))?;
         check_index(&index, entries, &footer).map_err(corrupt)?;
+        let index = BlockIndex::build(&index).map_err(corrupt)?;
         Ok(Self {
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             meta,
             index,
             data: Data::File(file),
@@ -116,62 +156,87 @@ impl Part {
     }
 
     pub fn block_count(&self) -> usize {
-        self.index.len() / ENTRY_BYTES
+        self.index.len()
     }
 
-    /// The `i`th block in (id, mint) order.
-    pub fn block(&self, i: usize) -> Option<BlockRef> {
-        let e = self.index.get(i * ENTRY_BYTES..(i + 1) * ENTRY_BYTES)?;
-        Some(BlockRef {
-            id: le_u64(e, 0)?,
-            mint: le_u64(e, 8)? as i64,
-            maxt: le_u64(e, 16)? as i64,
-            offset: le_u64(e, 24)?,
-            len: le_u32(e, 32)?,
-            count: le_u32(e, 36)?,
-            crc: le_u32(e, 40)?,
-        })
+    /// Memory the packed block index takes.
+    pub fn index_heap_bytes(&self) -> usize {
+        self.index.heap_bytes()
     }
 
-    fn block_id(&self, i: usize) -> u64 {
-        le_u64(&self.index, i * ENTRY_BYTES).unwrap_or(u64::MAX)
+    /// Every block, in (id, mint) order.
+    pub fn blocks(&self) -> impl Iterator<Item = BlockRef> + '_ {
+        self.index.iter_from(0)
     }
 
     /// Blocks of series `id` that overlap `[mint, maxt]`, in time order.
     pub fn blocks_of(&self, id: u64, mint: i64, maxt: i64) -> impl Iterator<Item = BlockRef> + '_ {
-        let n = self.block_count();
-        let start = partition_point(n, |i| self.block_id(i) < id);
-        (start..n)
-            .map_while(move |i| self.block(i).filter(|b| b.id == id))
-            .filter(move |b| b.maxt >= mint && b.mint <= maxt)
+        self.index.series(id).filter(move |b| b.maxt >= mint && b.mint <= maxt)
     }
 
     /// Decodes a block, appending to `ts` and `vs`.
     pub fn read_block(&self, b: &BlockRef, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<(), StorageError> {
-        let mut owned = Vec::new();
+        self.read_block_buffered(b, std::iter::empty(), &mut ReadBuffer::default(), ts, vs)
+    }
+
+    /// Decodes a block like [`Self::read_block`]. A file part's block is taken
+    /// from `buf` when it holds it; otherwise `buf` is refilled with this block
+    /// and those of `ahead` (blocks of this part to be read next, in order)
+    /// that follow it without a gap, in one read.
+    pub fn read_block_buffered<'a>(
+        &self,
+        b: &BlockRef,
+        ahead: impl Iterator<Item = &'a BlockRef>,
+        buf: &mut ReadBuffer,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Result<(), StorageError> {
         let bytes: &[u8] = match &self.data {
             Data::Memory(m) => usize::try_from(b.offset)
                 .ok()
                 .and_then(|start| m.get(start..start.checked_add(b.len as usize)?))
                 .ok_or_else(|| self.corrupt(b, "block out of bounds"))?,
+            Data::File(_) if b.end() > self.bytes => return Err(self.corrupt(b, "block out of bounds")),
             Data::File(f) => {
-                owned.resize(b.len as usize, 0);
-                f.read_exact_at(&mut owned, b.offset)
-                    .map_err(StorageError::io("read block of", self.path.clone().unwrap_or_default()))?;
-                &owned
+                let held =
+                    buf.part_uid == self.uid && buf.start <= b.offset && b.end() <= buf.start + buf.bytes.len() as u64;
+                if !held {
+                    let mut end = b.end();
+                    for next in ahead {
+                        if next.offset != end || next.end() - b.offset > MAX_READ_AHEAD {
+                            break;
+                        }
+                        end = next.end();
+                    }
+                    buf.part_uid = 0;
+                    buf.bytes.resize((end - b.offset) as usize, 0);
+                    f.read_exact_at(&mut buf.bytes, b.offset)
+                        .map_err(StorageError::io("read block of", self.path.clone().unwrap_or_default()))?;
+                    (buf.part_uid, buf.start) = (self.uid, b.offset);
+                }
+                let at = (b.offset - buf.start) as usize;
+                buf.bytes
+                    .get(at..at + b.len as usize)
+                    .ok_or_else(|| self.corrupt(b, "block out of bounds"))?
             }
         };
+        self.decode_block(b, bytes, ts, vs)
+    }
+
+    /// Checks and decodes the bytes of block `b`.
+    fn decode_block(
+        &self,
+        b: &BlockRef,
+        bytes: &[u8],
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Result<(), StorageError> {
         if cairn_codec::crc32c(bytes) != b.crc {
             return Err(self.corrupt(b, "block checksum mismatch"));
         }
         let (t0, v0) = (ts.len(), vs.len());
         let rest = if bytes.first() == Some(&SHARED_TIMESTAMPS) {
-            let shared = self.read_shared_timestamps(b, bytes)?;
-            let trailing = super::ts_cache::decode_shared(&shared, ts).map_err(|e| self.corrupt(b, &e.to_string()))?;
-            if trailing != 0 {
-                ts.truncate(t0);
-                return Err(self.corrupt(b, "shared timestamps have trailing bytes"));
-            }
+            self.read_shared_timestamps(b, bytes, ts)?;
             bytes.get(SHARED_TIMESTAMPS_BYTES..).unwrap_or_default()
         } else {
             cairn_codec::decode_timestamps(bytes, ts).map_err(|e| self.corrupt(b, &e.to_string()))?
@@ -181,19 +246,26 @@ impl Part {
             self.corrupt(b, &e.to_string())
         })?;
         if !rest.is_empty() || ts.len() - t0 != b.count as usize || vs.len() - v0 != b.count as usize {
+            ts.truncate(t0);
+            vs.truncate(v0);
             return Err(self.corrupt(b, "block sample count mismatch"));
         }
         Ok(())
     }
 
-    /// The timestamp bytes another block of this part holds, for a block that
-    /// refers to them (see [`SHARED_TIMESTAMPS`]), checked against the crc the
-    /// reference carries.
-    fn read_shared_timestamps(&self, b: &BlockRef, block: &[u8]) -> Result<Vec<u8>, StorageError> {
+    /// Appends the timestamps another block of this part holds, for a block
+    /// that refers to them (see [`SHARED_TIMESTAMPS`]): from the thread's
+    /// cache, or read, checked against the crc the reference carries, decoded
+    /// and cached.
+    fn read_shared_timestamps(&self, b: &BlockRef, block: &[u8], ts: &mut Vec<i64>) -> Result<(), StorageError> {
         let (offset, len, crc) = (|| Some((le_u64(block, 1)?, le_u32(block, 9)?, le_u32(block, 13)?)))()
             .ok_or_else(|| self.corrupt(b, "truncated shared-timestamps reference"))?;
         if len > MAX_TIMESTAMP_BYTES || offset >= b.offset {
             return Err(self.corrupt(b, "shared-timestamps reference out of bounds"));
+        }
+        let key = (self.uid, offset);
+        if super::ts_cache::get(key, ts) {
+            return Ok(());
         }
         let shared = match &self.data {
             Data::Memory(m) => usize::try_from(offset)
@@ -211,7 +283,14 @@ impl Part {
         if cairn_codec::crc32c(&shared) != crc {
             return Err(self.corrupt(b, "shared timestamps checksum mismatch"));
         }
-        Ok(shared)
+        let t0 = ts.len();
+        let trailing = cairn_codec::decode_timestamps(&shared, ts).map_err(|e| self.corrupt(b, &e.to_string()))?;
+        if !trailing.is_empty() {
+            ts.truncate(t0);
+            return Err(self.corrupt(b, "shared timestamps have trailing bytes"));
+        }
+        super::ts_cache::put(key, &ts[t0..]);
+        Ok(())
     }
 
     fn corrupt(&self, b: &BlockRef, reason: &str) -> StorageError {
@@ -220,15 +299,6 @@ impl Part {
             reason: format!("{reason} (series {:016x}, block at offset {})", b.id, b.offset),
         }
     }
-}
-
-fn partition_point(n: usize, pred: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if pred(mid) { lo = mid + 1 } else { hi = mid }
-    }
-    lo
 }
 
 fn parse_footer(f: &[u8]) -> Result<(PartMeta, u64, u64), &'static str> {

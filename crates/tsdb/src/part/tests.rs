@@ -45,7 +45,38 @@ fn part_round_trips_in_memory_and_on_disk() {
         // Only blocks overlapping the range are returned.
         let blocks: Vec<_> = part.blocks_of(7, 0, 1000).collect();
         assert_eq!(blocks.len(), 1);
+        // Blocks are cut at every multiple of the block span.
+        let all: Vec<_> = part.blocks_of(7, i64::MIN, i64::MAX).collect();
+        assert_eq!(all.len(), (20_000 * 15_000 / BLOCK_SPAN_MS + 1) as usize);
+        for b in &all {
+            assert_eq!(
+                b.mint.div_euclid(BLOCK_SPAN_MS),
+                b.maxt.div_euclid(BLOCK_SPAN_MS),
+                "{b:?}"
+            );
+        }
     }
+}
+
+#[test]
+fn dense_series_are_cut_by_sample_count_and_extreme_timestamps_terminate() {
+    let dense: Vec<(i64, f64)> = (0..20_000).map(|i| (i, 1.0)).collect();
+    let extreme = vec![
+        (i64::MIN, 1.0),
+        (-1, 2.0),
+        (0, 3.0),
+        (i64::MAX - 1, 4.0),
+        (i64::MAX, 5.0),
+    ];
+    let part = Part::from_bytes(build(&[(1, dense.clone()), (2, extreme.clone())])).unwrap();
+    let counts: Vec<u32> = part.blocks_of(1, i64::MIN, i64::MAX).map(|b| b.count).collect();
+    assert_eq!(counts, vec![8192, 8192, 20_000 - 2 * 8192]);
+    assert_eq!(read(&part, 1, i64::MIN, i64::MAX).len(), dense.len());
+    let want: Vec<(i64, u64)> = extreme.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+    assert_eq!(read(&part, 2, i64::MIN, i64::MAX), want);
+    // i64::MIN, -1 and 0 lie in different windows; the last window's end
+    // does not fit in an i64, so i64::MAX gets a block of its own.
+    assert_eq!(part.blocks_of(2, i64::MIN, i64::MAX).count(), 5);
 }
 
 #[test]
@@ -94,14 +125,15 @@ fn regress_fuzz_part_entry_count_overflow() {
 /// first block's timestamp bytes instead of repeating them.
 #[test]
 fn shared_timestamp_columns_are_stored_once() {
-    // A 15 s grid with ±5 ms of pseudo-random scrape jitter.
+    // A 7 s grid with ±5 ms of pseudo-random scrape jitter, inside one
+    // block window.
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let ts: Vec<i64> = (0..1000)
         .map(|i| {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            i * 15_000 + (x % 11) as i64 - 5
+            5 + i * 7_000 + (x % 11) as i64 - 5
         })
         .collect();
     let series: Vec<(u64, Vec<(i64, f64)>)> = (0..50u64)
@@ -152,7 +184,7 @@ fn interleaved_timestamp_columns_are_each_shared_and_near_misses_kept_apart() {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                offset + i * 15_000 + (x % 11) as i64
+                offset + i * 14_000 + (x % 11) as i64
             })
             .collect()
     };
@@ -192,4 +224,65 @@ fn interleaved_timestamp_columns_are_each_shared_and_near_misses_kept_apart() {
         "{} B for columns of {column_bytes} B",
         bytes.len()
     );
+}
+
+/// Reading ahead through one buffer gives exactly what block-by-block reads
+/// give, also when the buffer last held another part's bytes at the same offsets.
+#[test]
+fn buffered_reads_match_single_reads_across_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let parts: Vec<Part> = [0.0, 1000.0]
+        .iter()
+        .enumerate()
+        .map(|(n, &base)| {
+            let long: Vec<(i64, f64)> = (0..3000).map(|i| (i * 15_000, base + i as f64)).collect();
+            let bytes = build(&[(3, vec![(1, base)]), (7, long)]);
+            let path = dir.path().join(format!("{n}.cpart"));
+            std::fs::write(&path, bytes).unwrap();
+            Part::open(&path).unwrap()
+        })
+        .collect();
+    let mut buf = ReadBuffer::default();
+    for round in 0..2 {
+        for part in &parts {
+            for id in [3, 7] {
+                let blocks: Vec<BlockRef> = part.blocks_of(id, i64::MIN, i64::MAX).collect();
+                assert!(id == 3 || blocks.len() > 3, "round {round}");
+                let (mut ts, mut vs) = (Vec::new(), Vec::new());
+                for (i, b) in blocks.iter().enumerate() {
+                    part.read_block_buffered(b, blocks[i + 1..].iter(), &mut buf, &mut ts, &mut vs)
+                        .unwrap();
+                }
+                let got: Vec<(i64, u64)> = ts.into_iter().zip(vs.into_iter().map(f64::to_bits)).collect();
+                assert_eq!(got, read(part, id, i64::MIN, i64::MAX), "round {round} series {id}");
+            }
+        }
+    }
+}
+
+/// A value repeated for hours stays one block over whole windows; once it
+/// changes, blocks are cut at window boundaries again.
+#[test]
+fn repeated_values_run_over_whole_windows() {
+    let span = BLOCK_SPAN_MS;
+    // Constant for windows 0..3, changing in window 3, constant again in 4..6.
+    let s: Vec<(i64, f64)> = (0..6 * span / 15_000)
+        .map(|i| {
+            let t = i * 15_000;
+            let v = match t / span {
+                0..=2 => 1.0,
+                3 => (t % 7) as f64,
+                _ => f64::from_bits(0x7ff0_0000_0000_0002),
+            };
+            (t, v)
+        })
+        .collect();
+    let part = Part::from_bytes(build(&[(1, s.clone())])).unwrap();
+    let spans: Vec<(i64, i64)> = part
+        .blocks_of(1, i64::MIN, i64::MAX)
+        .map(|b| (b.mint / span, b.maxt / span))
+        .collect();
+    assert_eq!(spans, vec![(0, 2), (3, 3), (4, 5)]);
+    let want: Vec<(i64, u64)> = s.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+    assert_eq!(read(&part, 1, i64::MIN, i64::MAX), want);
 }

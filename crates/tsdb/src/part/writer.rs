@@ -2,7 +2,10 @@ use std::io::Write;
 
 use std::collections::HashMap;
 
-use super::{ENTRY_BYTES, MAGIC, MAX_BLOCK_SAMPLES, MAX_SHARED_COLUMNS, MIN_SHARED_TIMESTAMP_BYTES, SHARED_TIMESTAMPS};
+use super::{
+    BLOCK_SPAN_MS, ENTRY_BYTES, MAGIC, MAX_BLOCK_SAMPLES, MAX_SHARED_COLUMNS, MIN_SHARED_TIMESTAMP_BYTES,
+    SHARED_TIMESTAMPS,
+};
 
 /// What a part's footer records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,45 +97,54 @@ impl<W: Write> PartWriter<W> {
             "BUG: timestamps must strictly increase"
         );
         self.last_id = Some(id);
-        for (ts, vs) in ts.chunks(MAX_BLOCK_SAMPLES).zip(vs.chunks(MAX_BLOCK_SAMPLES)) {
-            self.scratch.clear();
-            let key = hash_timestamps(ts);
-            match self.raw_columns.get(&key) {
-                Some((raw, written)) if raw.as_slice() == ts => self.scratch.extend_from_slice(written),
-                _ => {
-                    match self.encoding {
-                        BlockEncoding::Compact => cairn_codec::encode_timestamps(&mut self.scratch, ts),
-                        BlockEncoding::Fast => cairn_codec::encode_timestamps_fast(&mut self.scratch, ts),
-                    }
-                    let reference = self.share_timestamps();
-                    if self.raw_column_timestamps + ts.len() <= RAW_COLUMN_BUDGET {
-                        self.raw_column_timestamps += ts.len();
-                        let later = reference.map_or_else(|| self.scratch.clone(), |r| r.to_vec());
-                        self.raw_columns.insert(key, (ts.to_vec(), later));
-                    }
+        let mut start = 0;
+        while start < ts.len() {
+            let end = block_end(ts, vs, start);
+            self.add_block(id, &ts[start..end], &vs[start..end])?;
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// Writes one block: `ts` is non-empty and strictly increasing.
+    fn add_block(&mut self, id: u64, ts: &[i64], vs: &[f64]) -> std::io::Result<()> {
+        self.scratch.clear();
+        let key = hash_timestamps(ts);
+        match self.raw_columns.get(&key) {
+            Some((raw, written)) if raw.as_slice() == ts => self.scratch.extend_from_slice(written),
+            _ => {
+                match self.encoding {
+                    BlockEncoding::Compact => cairn_codec::encode_timestamps(&mut self.scratch, ts),
+                    BlockEncoding::Fast => cairn_codec::encode_timestamps_fast(&mut self.scratch, ts),
+                }
+                let reference = self.share_timestamps();
+                if self.raw_column_timestamps + ts.len() <= RAW_COLUMN_BUDGET {
+                    self.raw_column_timestamps += ts.len();
+                    let later = reference.map_or_else(|| self.scratch.clone(), |r| r.to_vec());
+                    self.raw_columns.insert(key, (ts.to_vec(), later));
                 }
             }
-            match self.encoding {
-                BlockEncoding::Compact => cairn_codec::encode_values(&mut self.scratch, vs),
-                BlockEncoding::Fast => cairn_codec::encode_values_fast(&mut self.scratch, vs),
-            }
-            let (mint, maxt) = (ts[0], ts[ts.len() - 1]);
-            self.out.write_all(&self.scratch)?;
-            let e = &mut self.index;
-            e.extend_from_slice(&id.to_le_bytes());
-            e.extend_from_slice(&mint.to_le_bytes());
-            e.extend_from_slice(&maxt.to_le_bytes());
-            e.extend_from_slice(&self.offset.to_le_bytes());
-            e.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
-            e.extend_from_slice(&(ts.len() as u32).to_le_bytes());
-            e.extend_from_slice(&cairn_codec::crc32c(&self.scratch).to_le_bytes());
-            e.extend_from_slice(&0u32.to_le_bytes());
-            self.offset += self.scratch.len() as u64;
-            self.meta.mint = self.meta.mint.min(mint);
-            self.meta.maxt = self.meta.maxt.max(maxt);
-            self.meta.samples += ts.len() as u64;
-            self.meta.blocks += 1;
         }
+        match self.encoding {
+            BlockEncoding::Compact => cairn_codec::encode_values(&mut self.scratch, vs),
+            BlockEncoding::Fast => cairn_codec::encode_values_fast(&mut self.scratch, vs),
+        }
+        let (mint, maxt) = (ts[0], ts[ts.len() - 1]);
+        self.out.write_all(&self.scratch)?;
+        let e = &mut self.index;
+        e.extend_from_slice(&id.to_le_bytes());
+        e.extend_from_slice(&mint.to_le_bytes());
+        e.extend_from_slice(&maxt.to_le_bytes());
+        e.extend_from_slice(&self.offset.to_le_bytes());
+        e.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
+        e.extend_from_slice(&(ts.len() as u32).to_le_bytes());
+        e.extend_from_slice(&cairn_codec::crc32c(&self.scratch).to_le_bytes());
+        e.extend_from_slice(&0u32.to_le_bytes());
+        self.offset += self.scratch.len() as u64;
+        self.meta.mint = self.meta.mint.min(mint);
+        self.meta.maxt = self.meta.maxt.max(maxt);
+        self.meta.samples += ts.len() as u64;
+        self.meta.blocks += 1;
         Ok(())
     }
 
@@ -188,6 +200,41 @@ impl<W: Write> PartWriter<W> {
         self.out.flush()?;
         Ok((self.out, self.meta))
     }
+}
+
+/// Where the block starting at `ts[start]` ends (exclusive): at the next
+/// multiple of [`BLOCK_SPAN_MS`], after at most [`MAX_BLOCK_SAMPLES`] samples,
+/// and after at least one. A block of one repeated value decodes at about the
+/// cost of a copy whatever its length, so it runs on over whole windows that
+/// repeat the value: most node_exporter series are constant for hours, and a
+/// block costs about 70 bytes of index, timestamp reference and header.
+fn block_end(ts: &[i64], vs: &[f64], start: usize) -> usize {
+    let limit = ts.len().min(start + MAX_BLOCK_SAMPLES);
+    let mut end = window_end(ts, start, limit);
+    let bits = vs[start].to_bits();
+    let repeats = |range: std::ops::Range<usize>| vs[range].iter().all(|v| v.to_bits() == bits);
+    if repeats(start..end) {
+        while end < limit {
+            let next = window_end(ts, end, limit);
+            // A window cut short by the sample cap is not whole.
+            if (next == limit && limit < ts.len()) || !repeats(end..next) {
+                break;
+            }
+            end = next;
+        }
+    }
+    end
+}
+
+/// The end of the window `ts[start]` lies in, within `..limit`, after at
+/// least one sample.
+fn window_end(ts: &[i64], start: usize, limit: usize) -> usize {
+    let window_end = ts[start]
+        .div_euclid(BLOCK_SPAN_MS)
+        .checked_add(1)
+        .and_then(|w| w.checked_mul(BLOCK_SPAN_MS))
+        .unwrap_or(i64::MAX);
+    start + ts[start..limit].partition_point(|&t| t < window_end).max(1)
 }
 
 /// A block's reference to the timestamp bytes of an earlier block.

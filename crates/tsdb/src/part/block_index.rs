@@ -1,0 +1,251 @@
+//! A part's block index as held in memory: the file's 48-byte entries
+//! (docs/format/part.md) packed as varints in groups of [`GROUP`], about a
+//! third of the size. A search finds the group by its first series id and
+//! unpacks at most two groups.
+//!
+//! Entry `i` is packed relative to entry `i - 1` of its group (the first of a
+//! group relative to zeros): id delta (uvarint; ids ascend), mint − previous
+//! maxt and maxt − mint (zigzag varints, wrapping), len, count (uvarints), crc
+//! (u32 LE). Offsets are not stored: blocks lie back to back in index order,
+//! so each starts where the previous ends.
+
+use cairn_codec::varint::{get_uvarint, put_uvarint, zigzag_decode, zigzag_encode};
+
+use super::reader::BlockRef;
+use super::{ENTRY_BYTES, MAGIC};
+
+/// Entries per group: a search unpacks up to two groups, memory per group is
+/// 24 bytes.
+const GROUP: usize = 16;
+
+pub struct BlockIndex {
+    /// Series id of each group's first entry.
+    first_ids: Vec<u64>,
+    /// Per group: where its entries start in `packed`, and the file offset of
+    /// its first block.
+    groups: Vec<(usize, u64)>,
+    packed: Vec<u8>,
+    len: usize,
+}
+
+fn le_u64(e: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(e[at..at + 8].try_into().unwrap_or_default())
+}
+
+fn le_u32(e: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes(e[at..at + 4].try_into().unwrap_or_default())
+}
+
+impl BlockIndex {
+    /// Packs the file's index entries (`ENTRY_BYTES` each, checksum already
+    /// verified). Rejects ids out of order and blocks that do not follow one
+    /// another from the end of the magic.
+    pub fn build(entries: &[u8]) -> Result<Self, &'static str> {
+        if !entries.len().is_multiple_of(ENTRY_BYTES) {
+            return Err("index size mismatch");
+        }
+        let len = entries.len() / ENTRY_BYTES;
+        let mut index = Self {
+            first_ids: Vec::with_capacity(len.div_ceil(GROUP)),
+            groups: Vec::with_capacity(len.div_ceil(GROUP)),
+            packed: Vec::with_capacity(len * 16),
+            len,
+        };
+        let mut offset = MAGIC.len() as u64;
+        let (mut prev_id, mut prev_maxt) = (0u64, 0i64);
+        let mut last_id = 0u64;
+        for (i, e) in entries.chunks_exact(ENTRY_BYTES).enumerate() {
+            let (id, mint, maxt) = (le_u64(e, 0), le_u64(e, 8) as i64, le_u64(e, 16) as i64);
+            let (block_offset, block_len) = (le_u64(e, 24), le_u32(e, 32));
+            if block_offset != offset {
+                return Err("blocks are not stored back to back in index order");
+            }
+            offset = offset.checked_add(u64::from(block_len)).ok_or("block out of bounds")?;
+            if id < last_id {
+                return Err("index entries out of series order");
+            }
+            last_id = id;
+            if i.is_multiple_of(GROUP) {
+                index.first_ids.push(id);
+                index.groups.push((index.packed.len(), block_offset));
+                (prev_id, prev_maxt) = (0, 0);
+            }
+            let p = &mut index.packed;
+            put_uvarint(p, id - prev_id);
+            put_uvarint(p, zigzag_encode(mint.wrapping_sub(prev_maxt)));
+            put_uvarint(p, zigzag_encode(maxt.wrapping_sub(mint)));
+            put_uvarint(p, u64::from(block_len));
+            put_uvarint(p, u64::from(le_u32(e, 36)));
+            p.extend_from_slice(&e[40..44]);
+            (prev_id, prev_maxt) = (id, maxt);
+        }
+        index.packed.shrink_to_fit();
+        Ok(index)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Bytes held in memory.
+    pub fn heap_bytes(&self) -> usize {
+        self.packed.capacity() + self.first_ids.capacity() * 8 + self.groups.capacity() * 16
+    }
+
+    /// Entries from the start of group `g` on, in order.
+    fn iter_group(&self, g: usize) -> Entries<'_> {
+        Entries {
+            index: self,
+            next: g * GROUP,
+            src: &[],
+            offset: 0,
+            prev_id: 0,
+            prev_maxt: 0,
+        }
+    }
+
+    /// Entries from `i` on, in order.
+    pub fn iter_from(&self, i: usize) -> impl Iterator<Item = BlockRef> + '_ {
+        self.iter_group(i / GROUP).skip(i % GROUP)
+    }
+
+    /// Entries of series `id`, in time order.
+    pub fn series(&self, id: u64) -> impl Iterator<Item = BlockRef> + '_ {
+        // The first group starting at or after `id`; the series may begin in
+        // the group before it.
+        let g = self.first_ids.partition_point(|&f| f < id).saturating_sub(1);
+        self.iter_group(g)
+            .skip_while(move |b| b.id < id)
+            .take_while(move |b| b.id == id)
+    }
+}
+
+pub struct Entries<'a> {
+    index: &'a BlockIndex,
+    next: usize,
+    src: &'a [u8],
+    offset: u64,
+    prev_id: u64,
+    prev_maxt: i64,
+}
+
+impl Entries<'_> {
+    fn unpack(&mut self) -> Option<BlockRef> {
+        let (id_delta, r) = get_uvarint(self.src).ok()?;
+        let (mint_delta, r) = get_uvarint(r).ok()?;
+        let (span, r) = get_uvarint(r).ok()?;
+        let (len, r) = get_uvarint(r).ok()?;
+        let (count, r) = get_uvarint(r).ok()?;
+        let (crc, r) = r.split_first_chunk::<4>()?;
+        self.src = r;
+        let id = self.prev_id.wrapping_add(id_delta);
+        let mint = self.prev_maxt.wrapping_add(zigzag_decode(mint_delta));
+        let maxt = mint.wrapping_add(zigzag_decode(span));
+        let block = BlockRef::new(
+            id,
+            mint,
+            maxt,
+            self.offset,
+            len as u32,
+            count as u32,
+            u32::from_le_bytes(*crc),
+        );
+        self.offset = self.offset.wrapping_add(len);
+        (self.prev_id, self.prev_maxt) = (id, maxt);
+        Some(block)
+    }
+}
+
+impl Iterator for Entries<'_> {
+    type Item = BlockRef;
+
+    fn next(&mut self) -> Option<BlockRef> {
+        if self.next >= self.index.len {
+            return None;
+        }
+        if self.next.is_multiple_of(GROUP) {
+            // A new group restarts the deltas.
+            (self.prev_id, self.prev_maxt) = (0, 0);
+            if let Some(&(at, offset)) = self.index.groups.get(self.next / GROUP) {
+                self.src = self.index.packed.get(at..).unwrap_or_default();
+                self.offset = offset;
+            }
+        }
+        self.next += 1;
+        self.unpack()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Raw 48-byte entries for `(id, mint, maxt, len, count, crc)`, back to back.
+    fn raw(entries: &[(u64, i64, i64, u32, u32, u32)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut offset = MAGIC.len() as u64;
+        for &(id, mint, maxt, len, count, crc) in entries {
+            out.extend_from_slice(&id.to_le_bytes());
+            out.extend_from_slice(&mint.to_le_bytes());
+            out.extend_from_slice(&maxt.to_le_bytes());
+            out.extend_from_slice(&offset.to_le_bytes());
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+            out.extend_from_slice(&crc.to_le_bytes());
+            out.extend_from_slice(&0u32.to_le_bytes());
+            offset += u64::from(len);
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn packed_index_yields_every_entry_and_finds_every_series(
+            mut entries in proptest::collection::vec(
+                (0u64..40, proptest::num::i64::ANY, proptest::num::i64::ANY, 0u32..5000, proptest::num::u32::ANY,
+                 proptest::num::u32::ANY),
+                0..200,
+            ),
+            big_ids in proptest::bool::ANY,
+        ) {
+            if big_ids {
+                for e in &mut entries {
+                    e.0 = e.0.wrapping_mul(0x9e37_79b9_7f4a_7c15) | (1 << 63);
+                }
+            }
+            entries.sort_by_key(|e| e.0);
+            let index = BlockIndex::build(&raw(&entries)).unwrap();
+            proptest::prop_assert_eq!(index.len(), entries.len());
+            let mut offset = MAGIC.len() as u64;
+            let want: Vec<BlockRef> = entries
+                .iter()
+                .map(|&(id, mint, maxt, len, count, crc)| {
+                    let b = BlockRef::new(id, mint, maxt, offset, len, count, crc);
+                    offset += u64::from(len);
+                    b
+                })
+                .collect();
+            let got: Vec<BlockRef> = index.iter_from(0).collect();
+            proptest::prop_assert_eq!(&got, &want);
+            for start in [1, 15, 16, 17, 40] {
+                let tail: Vec<BlockRef> = index.iter_from(start).collect();
+                proptest::prop_assert_eq!(&tail[..], want.get(start..).unwrap_or_default());
+            }
+            for probe in want.iter().map(|b| b.id).chain([0, 7, u64::MAX]) {
+                let found: Vec<BlockRef> = index.series(probe).collect();
+                let expected: Vec<BlockRef> = want.iter().filter(|b| b.id == probe).copied().collect();
+                proptest::prop_assert_eq!(found, expected);
+            }
+        }
+    }
+
+    #[test]
+    fn gaps_and_descending_ids_are_rejected() {
+        let mut gap = raw(&[(1, 0, 1, 10, 1, 0), (2, 0, 1, 10, 1, 0)]);
+        gap[ENTRY_BYTES + 24] += 1;
+        assert!(BlockIndex::build(&gap).is_err());
+        assert!(BlockIndex::build(&raw(&[(2, 0, 1, 10, 1, 0), (1, 0, 1, 10, 1, 0)])).is_err());
+        assert!(BlockIndex::build(&[0; ENTRY_BYTES - 1]).is_err());
+        assert_eq!(BlockIndex::build(&[]).unwrap().series(0).count(), 0);
+    }
+}
