@@ -192,7 +192,7 @@ fn print_bytes_per_sample(data: &Dataset) {
 fn bench_timestamps(c: &mut Criterion, data: &Dataset) {
     let mut group = c.benchmark_group("codec/timestamps/node_exporter");
     // 4: the blocks of a freshly sealed in-memory part (a few samples per series).
-    for block in [4, 120, 1920] {
+    for block in [4, 120, 480, 1920] {
         let blocks: Vec<&[i64]> = data.timestamps.chunks(block).collect();
         let encoded: Vec<Vec<u8>> = blocks
             .iter()
@@ -231,7 +231,7 @@ fn bench_values(c: &mut Criterion, data: &Dataset) {
     let mut group = c.benchmark_group("codec/values/node_exporter");
     group.sample_size(10);
     // 4: the blocks of a freshly sealed in-memory part (a few samples per series).
-    for block in [4, 120, 1920] {
+    for block in [4, 120, 480, 1920] {
         // The first 1920 samples of every series.
         let blocks: Vec<&[f64]> = data
             .series

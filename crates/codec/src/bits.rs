@@ -68,7 +68,28 @@ impl<'a> BitReader<'a> {
     }
 
     /// Reads `nbits` (at most 64) bits as the low bits of the result.
+    #[inline]
     pub(crate) fn read(&mut self, nbits: u32) -> Result<u64, Error> {
+        // Fast path: the 8 bytes from the current byte hold at least 57 bits.
+        if (1..=56).contains(&nbits)
+            && let Some(word) = self.word()
+        {
+            self.bit_pos += nbits as usize;
+            return Ok(word >> (64 - nbits));
+        }
+        self.read_slow(nbits)
+    }
+
+    /// The next 57 to 64 bits, left-aligned (low bits zero), when the input
+    /// holds 8 bytes from the current byte on.
+    #[inline]
+    fn word(&self) -> Option<u64> {
+        let at = self.bit_pos / 8;
+        let bytes = self.src.get(at..)?.first_chunk::<8>()?;
+        Some(u64::from_be_bytes(*bytes) << (self.bit_pos % 8))
+    }
+
+    fn read_slow(&mut self, nbits: u32) -> Result<u64, Error> {
         let mut v = 0u64;
         let mut left = nbits;
         while left > 0 {
@@ -88,8 +109,25 @@ impl<'a> BitReader<'a> {
         Ok(v)
     }
 
+    #[inline]
     pub(crate) fn read_bit(&mut self) -> Result<bool, Error> {
         Ok(self.read(1)? == 1)
+    }
+
+    /// Reads one bits up to a zero bit or until `max` (at most 56) were read,
+    /// and returns how many ones: the zero, if read, is consumed too.
+    #[inline]
+    pub(crate) fn read_ones(&mut self, max: u32) -> Result<u32, Error> {
+        if let Some(word) = self.word() {
+            let ones = word.leading_ones().min(max);
+            self.bit_pos += (ones + u32::from(ones < max)) as usize;
+            return Ok(ones);
+        }
+        let mut ones = 0;
+        while ones < max && self.read_slow(1)? == 1 {
+            ones += 1;
+        }
+        Ok(ones)
     }
 
     /// Bytes consumed so far, counting the padded last byte.
@@ -130,6 +168,35 @@ mod tests {
             &[(0x0123_4567_89ab_cdef, 64), (0, 0), (0x3, 2)],
             &[0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0xc0],
         );
+    }
+
+    proptest::proptest! {
+        /// Reads near the end of the input take the byte-wise path, the others
+        /// the word-wise one: both must agree with what was written.
+        #[test]
+        fn every_mix_of_widths_and_unary_prefixes_reads_back(
+            fields in proptest::collection::vec((proptest::num::u64::ANY, 0u32..=64, 0u32..=7), 0..60),
+        ) {
+            let mut buf = Vec::new();
+            let mut w = BitWriter::new(&mut buf);
+            for &(v, n, ones) in &fields {
+                for _ in 0..ones.min(5) {
+                    w.write_bit(true);
+                }
+                if ones < 5 {
+                    w.write_bit(false);
+                }
+                w.write(v, n);
+            }
+            w.finish();
+            let mut r = BitReader::new(&buf, 0);
+            for &(v, n, ones) in &fields {
+                proptest::prop_assert_eq!(r.read_ones(5).unwrap(), ones.min(5));
+                proptest::prop_assert_eq!(r.read(n).unwrap(), v & low_mask(n));
+            }
+            proptest::prop_assert_eq!(r.bytes_consumed(), buf.len());
+            proptest::prop_assert!(r.read_slow(8).is_err());
+        }
     }
 
     #[test]

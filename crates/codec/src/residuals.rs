@@ -242,10 +242,7 @@ pub(crate) fn decode(cur: &mut Cursor<'_>, n: usize, coding: Coding, out: &mut V
             out.reserve(n);
             let mut r = BitReader::new(cur.rest(), cur.offset());
             for _ in 0..n {
-                let mut bucket = 0;
-                while bucket + 1 < BUCKETS && r.read_bit()? {
-                    bucket += 1;
-                }
+                let bucket = r.read_ones(BUCKETS as u32 - 1)? as usize;
                 let width = widths.get(bucket).copied().unwrap_or(64);
                 out.push(zigzag_decode(r.read(width)?));
             }
