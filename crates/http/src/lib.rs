@@ -55,7 +55,7 @@ pub use params::{
     MAX_TIME, MIN_TIME, Params, format_duration, format_rfc3339, invalid_param, limit_param, parse_date,
     parse_duration, parse_time, read_body, time_param, time_range, unescape_label_name,
 };
-pub use response::{LabelsJson, Success, format_value, json_response};
+pub use response::{LabelsJson, Success, format_value, json_response, push_value};
 pub use selector::{parse_match_params, parse_selector};
 
 /// Tunables of the HTTP API.

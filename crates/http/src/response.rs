@@ -68,28 +68,45 @@ impl Serialize for LabelsJson<'_> {
 /// `strconv.FormatFloat(v, 'f', -1, 64)`, but `'e'` form when `|v| < 1e-6` or
 /// `|v| >= 1e21` (`"1e-07"`, `"1e+21"`), and `NaN`, `+Inf`, `-Inf`.
 pub fn format_value(v: f64) -> String {
+    let mut out = String::with_capacity(24);
+    push_value(&mut out, v);
+    out
+}
+
+/// Appends [`format_value`]'s text for `v` to `out` (the hot path of query
+/// responses: no allocation per value).
+pub fn push_value(out: &mut String, v: f64) {
     if v.is_nan() {
-        return "NaN".into();
+        return out.push_str("NaN");
     }
     if v.is_infinite() {
-        return if v > 0.0 { "+Inf".into() } else { "-Inf".into() };
+        return out.push_str(if v > 0.0 { "+Inf" } else { "-Inf" });
+    }
+    // Integers below 2^53 (counters, byte counts, most gauges) are their own
+    // shortest digits. -0.0 takes the general path ("-0").
+    if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 && (v != 0.0 || v.is_sign_positive()) {
+        return out.push_str(itoa::Buffer::new().format(v as i64));
     }
     let abs = v.abs();
     if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        // Rust's `{:e}` is the shortest round-trip mantissa, as Go's; only the
-        // exponent differs: Go writes a sign and at least two digits.
-        let s = cairn_model::go_float::shortest_sci(v);
-        let (mant, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let (sign, digits) = match exp.strip_prefix('-') {
-            Some(d) => ('-', d),
-            None => ('+', exp),
-        };
-        let pad = if digits.len() < 2 { "0" } else { "" };
-        return format!("{mant}e{sign}{pad}{digits}");
+        // Go's exponent has a sign and at least two digits; the mantissa is
+        // the shortest round-trip one with Go's tie-breaking.
+        let start = out.len();
+        cairn_model::go_float::push_sci(out, v);
+        let e = out[start..].rfind('e').map_or(out.len(), |i| start + i);
+        let negative = out.get(e + 1..e + 2) == Some("-");
+        let digits_at = if negative { e + 2 } else { e + 1 };
+        if !negative {
+            out.insert(digits_at, '+');
+        }
+        if out.len() - (digits_at + usize::from(!negative)) < 2 {
+            out.insert(digits_at + usize::from(!negative), '0');
+        }
+        return;
     }
     // Go's digits: an exact tie between two shortest candidates goes to the
     // even one, where Rust's `{}` rounds up.
-    cairn_model::go_float::shortest_plain(v)
+    cairn_model::go_float::push_plain(out, v)
 }
 
 #[cfg(test)]
@@ -143,6 +160,37 @@ mod tests {
         ];
         for (v, want) in cases {
             assert_eq!(format_value(v), want, "{v:?}");
+            let mut appended = String::from("x");
+            push_value(&mut appended, v);
+            assert_eq!(&appended[1..], want, "{v:?} appended");
+        }
+    }
+
+    proptest::proptest! {
+        /// The integer fast path and the exponent rewriting agree with the
+        /// general formatting.
+        #[test]
+        fn fast_paths_match_the_general_formatting(bits in proptest::num::u64::ANY, int in proptest::num::i64::ANY) {
+            for v in [f64::from_bits(bits), int as f64, (int >> 11) as f64] {
+                let general = {
+                    let abs = v.abs();
+                    if v.is_nan() || v.is_infinite() {
+                        format_value(v)
+                    } else if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+                        let s = cairn_model::go_float::shortest_sci(v);
+                        let (mant, exp) = s.split_once('e').unwrap();
+                        let (sign, digits) = match exp.strip_prefix('-') {
+                            Some(d) => ('-', d),
+                            None => ('+', exp),
+                        };
+                        let pad = if digits.len() < 2 { "0" } else { "" };
+                        format!("{mant}e{sign}{pad}{digits}")
+                    } else {
+                        cairn_model::go_float::shortest_plain(v)
+                    }
+                };
+                proptest::prop_assert_eq!(format_value(v), general, "{:?}", v);
+            }
         }
     }
 }

@@ -10,45 +10,60 @@
 
 /// Like `format!("{v:e}")` (`5.515171508789062e2`), with Go's digits.
 pub fn shortest_sci(v: f64) -> String {
-    let Some(d) = Decimal::of(v) else {
-        return format!("{v:e}");
-    };
     let mut out = String::with_capacity(24);
+    push_sci(&mut out, v);
+    out
+}
+
+/// Appends [`shortest_sci`]'s text for `v` to `out`.
+pub fn push_sci(out: &mut String, v: f64) {
+    let Some(d) = Decimal::of(v) else {
+        use std::fmt::Write;
+        let _ = write!(out, "{v:e}");
+        return;
+    };
+    let digits = d.digits();
     out.push_str(d.sign());
-    out.push_str(&d.digits[..1]);
-    if d.digits.len() > 1 {
+    out.push_str(&digits[..1]);
+    if digits.len() > 1 {
         out.push('.');
-        out.push_str(&d.digits[1..]);
+        out.push_str(&digits[1..]);
     }
     out.push('e');
-    out.push_str(&d.exp.to_string());
-    out
+    out.push_str(itoa::Buffer::new().format(d.exp));
 }
 
 /// Like `format!("{v}")` (`551.5171508789062`, never an exponent), with Go's
 /// digits.
 pub fn shortest_plain(v: f64) -> String {
+    let mut out = String::with_capacity(24);
+    push_plain(&mut out, v);
+    out
+}
+
+/// Appends [`shortest_plain`]'s text for `v` to `out`.
+pub fn push_plain(out: &mut String, v: f64) {
     let Some(d) = Decimal::of(v) else {
-        return format!("{v}");
+        use std::fmt::Write;
+        let _ = write!(out, "{v}");
+        return;
     };
-    let digits = d.digits.as_str();
+    let digits = d.digits();
     let n = digits.len() as i32;
-    let mut out = String::with_capacity(digits.len() + 24);
     out.push_str(d.sign());
     if d.exp < 0 {
         out.push_str("0.");
-        push_zeros(&mut out, -d.exp - 1);
+        push_zeros(out, -d.exp - 1);
         out.push_str(digits);
     } else if d.exp + 1 >= n {
         out.push_str(digits);
-        push_zeros(&mut out, d.exp + 1 - n);
+        push_zeros(out, d.exp + 1 - n);
     } else {
         let (int, frac) = digits.split_at((d.exp + 1) as usize);
         out.push_str(int);
         out.push('.');
         out.push_str(frac);
     }
-    out
 }
 
 fn push_zeros(out: &mut String, n: i32) {
@@ -57,13 +72,19 @@ fn push_zeros(out: &mut String, n: i32) {
     }
 }
 
+/// Digit characters Ryū writes at most (17 significant, padding zeros of
+/// its plain form included), with room to spare.
+const MAX_DIGITS: usize = 40;
+
 /// A finite, non-zero float as its shortest round-trip decimal digits
 /// `d.ddd × 10^exp`, from Ryū, which breaks exact ties between two shortest
-/// candidates to the even digit as Go does.
+/// candidates to the even digit as Go does. Held on the stack: formatting a
+/// range query's values allocates nothing per value.
 struct Decimal {
     negative: bool,
-    /// No leading or trailing zeros; at most 17.
-    digits: String,
+    /// ASCII digits, no leading or trailing zeros; `len` of them.
+    buf: [u8; MAX_DIGITS],
+    len: usize,
     exp: i32,
 }
 
@@ -72,28 +93,42 @@ impl Decimal {
         if !v.is_finite() || v == 0.0 {
             return None;
         }
-        let mut buf = ryu::Buffer::new();
+        let mut ryu = ryu::Buffer::new();
         // Ryū writes `551.5171508789062`, `1e21`, `1.5e-7` or `0.001`.
-        let text = buf.format_finite(v.abs());
+        let text = ryu.format_finite(v.abs());
         let (mantissa, exp) = match text.split_once('e') {
             Some((m, e)) => (m, e.parse::<i32>().ok()?),
             None => (text, 0),
         };
         let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        let mut digits = String::with_capacity(int.len() + frac.len());
-        digits.push_str(int);
-        digits.push_str(frac);
-        let leading = digits.len() - digits.trim_start_matches('0').len();
-        digits.drain(..leading);
-        digits.truncate(digits.trim_end_matches('0').len());
-        if digits.is_empty() {
+        let mut d = Self {
+            negative: v < 0.0,
+            buf: [0; MAX_DIGITS],
+            len: 0,
+            exp: 0,
+        };
+        let mut leading = 0;
+        for &c in int.as_bytes().iter().chain(frac.as_bytes()) {
+            if c == b'0' && d.len == 0 {
+                leading += 1;
+                continue;
+            }
+            *d.buf.get_mut(d.len)? = c;
+            d.len += 1;
+        }
+        while d.len > 0 && d.buf[d.len - 1] == b'0' {
+            d.len -= 1;
+        }
+        if d.len == 0 {
             return None;
         }
-        Some(Self {
-            negative: v < 0.0,
-            digits,
-            exp: int.len() as i32 - 1 - leading as i32 + exp,
-        })
+        d.exp = int.len() as i32 - 1 - leading + exp;
+        Some(d)
+    }
+
+    fn digits(&self) -> &str {
+        // Only ASCII digits are ever stored.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("0")
     }
 
     fn sign(&self) -> &'static str {

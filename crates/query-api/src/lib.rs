@@ -378,16 +378,24 @@ fn push_ts(b: &mut String, t: i64) {
         b.push('-');
         t = t.wrapping_neg();
     }
-    let _ = write!(b, "{}", t / 1000);
+    // i64::MIN stays negative after wrapping_neg: format it as unsigned.
+    let t = t as u64;
+    b.push_str(itoa::Buffer::new().format(t / 1000));
     let frac = t % 1000;
     if frac != 0 {
-        let _ = write!(b, ".{frac:03}");
+        let digits = [
+            b'0' + (frac / 100) as u8,
+            b'0' + (frac / 10 % 10) as u8,
+            b'0' + (frac % 10) as u8,
+        ];
+        b.push('.');
+        b.push_str(std::str::from_utf8(&digits).unwrap_or("000"));
     }
 }
 
 fn push_value(b: &mut String, v: f64) {
     b.push('"');
-    b.push_str(&format_value(v));
+    cairn_http::push_value(b, v);
     b.push('"');
 }
 
