@@ -1005,7 +1005,6 @@ pub(crate) fn aggregate(
         sgroup.push(g);
     }
     let n = c.n();
-    let mut it = StepIter::new(&input, c);
     let mut cur: Vec<(usize, f64)> = Vec::new();
 
     let scalar_param = match &param {
@@ -1023,6 +1022,7 @@ pub(crate) fn aggregate(
                 return Err(QueryError::Execution(format!("invalid label name {label:?}")));
             }
             let mut acc = OutAcc::new();
+            let mut it = StepIter::new(&input, c);
             for i in 0..n {
                 let t = c.ts(i);
                 cur.clear();
@@ -1053,6 +1053,7 @@ pub(crate) fn aggregate(
             let mut heaps: Vec<Vec<(usize, f64)>> = vec![Vec::new(); groups.len()];
             let top_less = |a: f64, b: f64| a.is_nan() || a < b;
             let bottom_less = |a: f64, b: f64| a.is_nan() || a > b;
+            let mut it = StepIter::new(&input, c);
             for i in 0..n {
                 let t = c.ts(i);
                 let pv = p[i];
