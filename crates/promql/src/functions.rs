@@ -457,7 +457,8 @@ fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -
     let keep_name = matches!(name, "last_over_time" | "first_over_time");
     let check_counter = matches!(name, "rate" | "increase");
     let (out, _) = ev.range_series(m, c, Some(name), true, &|labels, drop_name, samples, ra| {
-        let mut pts = Vec::new();
+        // At most one point per step, and dense series fill most steps.
+        let mut pts = Vec::with_capacity(n.min(samples.len()));
         let mut step_args = vec![0.0; scalars.len()];
         // Window bounds only move forward with the steps (unless `@` pins
         // them), so two cursors slide over the samples once.
