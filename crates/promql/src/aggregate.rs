@@ -61,6 +61,46 @@ struct Acc {
     values: Vec<f64>,
 }
 
+/// Every input series' points in the steps `steps.0..steps.1`, fed to the
+/// accumulator of (its group, the step).
+struct Walk<'a> {
+    input: &'a [Series],
+    sgroup: &'a [usize],
+    budget: &'a Budget<'a>,
+    c: Ctx,
+    steps: (usize, usize),
+}
+
+impl Walk<'_> {
+    fn run(&self, state: &mut [Acc], add: impl Fn(&mut Acc, f64)) -> Result<()> {
+        let (a, b) = self.steps;
+        let (c, len, first_t) = (self.c, b - a, self.c.ts(a));
+        for (j, s) in self.input.iter().enumerate() {
+            if j % 1024 == 0 {
+                self.budget.check()?;
+            }
+            let base = self.sgroup[j] * len;
+            let from = s.pts.partition_point(|p| p.0 < first_t);
+            // Points lie on the steps: walk the steps alongside instead of
+            // dividing for each point's step index.
+            let (mut i, mut ti) = (a, first_t);
+            for &(t, f) in &s.pts[from..] {
+                while ti < t && c.step > 0 {
+                    i += 1;
+                    ti += c.step;
+                }
+                if i >= b {
+                    break;
+                }
+                debug_assert!(ti == t || c.step == 0, "point off the step grid");
+                add(&mut state[base + i - a], f);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[inline(always)]
 fn add(op: Op, st: &mut Acc, f: f64) {
     if !st.seen {
         *st = Acc {
@@ -181,27 +221,25 @@ pub(crate) fn simple(
     let run = |&(a, b): &(usize, usize)| -> Result<Vec<Vec<(i64, f64)>>> {
         let len = b - a;
         let mut state: Vec<Acc> = vec![Acc::default(); ngroups * len];
-        let first_t = c.ts(a);
-        for (j, s) in input.iter().enumerate() {
-            if j % 1024 == 0 {
-                budget.check()?;
-            }
-            let base = sgroup[j] * len;
-            let from = s.pts.partition_point(|p| p.0 < first_t);
-            // Points lie on the steps: walk the steps alongside instead of
-            // dividing for each point's step index.
-            let (mut i, mut ti) = (a, first_t);
-            for &(t, f) in &s.pts[from..] {
-                while ti < t && c.step > 0 {
-                    i += 1;
-                    ti += c.step;
-                }
-                if i >= b {
-                    break;
-                }
-                debug_assert!(ti == t || c.step == 0, "point off the step grid");
-                add(op, &mut state[base + i - a], f);
-            }
+        // One copy of the walk per operation, so `add` is resolved at
+        // compile time rather than once per point.
+        let w = Walk {
+            input,
+            sgroup,
+            budget,
+            c,
+            steps: (a, b),
+        };
+        match op {
+            Op::Sum => w.run(&mut state, |st, f| add(Op::Sum, st, f))?,
+            Op::Avg => w.run(&mut state, |st, f| add(Op::Avg, st, f))?,
+            Op::Count => w.run(&mut state, |st, f| add(Op::Count, st, f))?,
+            Op::Min => w.run(&mut state, |st, f| add(Op::Min, st, f))?,
+            Op::Max => w.run(&mut state, |st, f| add(Op::Max, st, f))?,
+            Op::Group => w.run(&mut state, |st, f| add(Op::Group, st, f))?,
+            Op::Stddev => w.run(&mut state, |st, f| add(Op::Stddev, st, f))?,
+            Op::Stdvar => w.run(&mut state, |st, f| add(Op::Stdvar, st, f))?,
+            Op::Quantile => w.run(&mut state, |st, f| add(Op::Quantile, st, f))?,
         }
         let mut out = vec![Vec::new(); ngroups];
         for (g, pts) in out.iter_mut().enumerate() {
