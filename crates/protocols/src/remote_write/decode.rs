@@ -249,12 +249,22 @@ fn decode_series<'a>(
     scratch.samples.clear();
     let mut label_count = 0usize;
     let series_at = || format!("series {index}");
+    let whole = msg;
+    // End of the run of label fields at the start of the message, as
+    // Prometheus writes them: one UTF-8 check of that run covers every label
+    // string in it (tags and lengths below 128 are ASCII). Labels elsewhere
+    // are checked one by one.
+    let mut label_run_end = 0;
     while !msg.is_empty() {
+        let field_start = whole.len() - msg.len();
         let (tag, wt) = decode_key(&mut msg).map_err(|e| e.at(series_at))?;
         match tag {
             1 => {
                 let at = || format!("series {index} label {label_count}");
                 let field = length_delimited(tag, wt, &mut msg).map_err(|e| e.at(at))?;
+                if label_run_end == field_start {
+                    label_run_end = whole.len() - msg.len();
+                }
                 let pair = decode_label(field).map_err(|e| e.at(at))?;
                 // Keep counting past the limit so framing errors still win,
                 // but never hold more than the limit.
@@ -291,8 +301,25 @@ fn decode_series<'a>(
             limit: limits.max_labels_per_series,
         }));
     }
-    push_series(&scratch.labels, &scratch.samples, limits, &mut scratch.pairs, batch).map_err(invalid)?;
+    let checked = whole.get(..label_run_end).and_then(|run| std::str::from_utf8(run).ok());
+    push_series(
+        &scratch.labels,
+        checked,
+        &scratch.samples,
+        limits,
+        &mut scratch.pairs,
+        batch,
+    )
+    .map_err(invalid)?;
     Ok(())
+}
+
+/// `part` as a `&str` taken from `checked` (text already validated as UTF-8)
+/// when it lies inside it on character boundaries: no second validation.
+fn within<'a>(checked: Option<&'a str>, part: &'a [u8]) -> Option<&'a str> {
+    let checked = checked?;
+    let start = (part.as_ptr() as usize).checked_sub(checked.as_ptr() as usize)?;
+    checked.get(start..start.checked_add(part.len())?)
 }
 
 /// `prometheus.Label`: returns (name, value) as borrowed bytes. As protobuf
@@ -334,9 +361,11 @@ fn decode_sample(mut msg: &[u8]) -> Result<Sample, WireError> {
 
 /// Validates borrowed label pairs and adds the series to `batch` under its
 /// canonical label set, allocating nothing per label. Returns the metric
-/// name. `pairs` is scratch space.
+/// name. `checked` is text known to be UTF-8 that may hold the labels (then
+/// they are not checked again); `pairs` is scratch space.
 pub(super) fn push_series<'a>(
     raw: &[(&'a [u8], &'a [u8])],
+    checked: Option<&'a str>,
     samples: &[Sample],
     limits: &DecodeLimits,
     pairs: &mut Vec<(&'a str, &'a str)>,
@@ -358,10 +387,16 @@ pub(super) fn push_series<'a>(
                 limit: limits.max_label_value_len,
             });
         }
-        let name = std::str::from_utf8(name).map_err(|_| InvalidSeriesReason::NonUtf8LabelName { position })?;
-        let value = std::str::from_utf8(value).map_err(|_| InvalidSeriesReason::NonUtf8LabelValue {
-            name: evidence(name.as_bytes()),
-        })?;
+        let name = match within(checked, name) {
+            Some(name) => name,
+            None => std::str::from_utf8(name).map_err(|_| InvalidSeriesReason::NonUtf8LabelName { position })?,
+        };
+        let value = match within(checked, value) {
+            Some(value) => value,
+            None => std::str::from_utf8(value).map_err(|_| InvalidSeriesReason::NonUtf8LabelValue {
+                name: evidence(name.as_bytes()),
+            })?,
+        };
         pairs.push((name, value));
     }
     batch.push_pairs(pairs, samples).map_err(|e| match e {

@@ -144,6 +144,39 @@ fn non_utf8_labels_are_rejected() {
     );
 }
 
+/// Labels are UTF-8-checked as one run when they come first and together,
+/// one by one otherwise; both ways accept the same and reject the same.
+#[test]
+fn label_text_is_checked_as_a_run_or_one_by_one() {
+    let long = "ü".repeat(200); // a length of 400 is not ASCII: the run check fails over
+    check(
+        &[
+            ("__name__", "up"),
+            ("city", "Zürich"),
+            ("word", "日本"),
+            ("long", &long),
+        ],
+        &format!(r#"up{{city="Zürich", long="{long}", word="日本"}}"#),
+    );
+    // A label after a sample lies outside the run.
+    let mut body_series = raw_series(&[(b"__name__", b"up")], &[(1, 1.0)]);
+    let mut late = Vec::new();
+    field(0x0a, b"late", &mut late);
+    field(0x12, "é".as_bytes(), &mut late);
+    field(0x0a, &late, &mut body_series);
+    let body = raw_request(&[body_series.clone()]);
+    check_body(&body, ContentEncoding::Identity, r#"up{late="é"}"#);
+    let mut bad = body_series;
+    let at = bad.len() - 1;
+    bad[at] = 0xa9; // "é" loses its lead byte: a lone continuation byte
+    bad[at - 1] = b'x';
+    check_body(
+        &raw_request(&[bad]),
+        ContentEncoding::Identity,
+        r#"error: invalid series at index 0: label "late" has a value that is not valid UTF-8"#,
+    );
+}
+
 #[test]
 fn label_limits_are_enforced() {
     let lim = DecodeLimits {

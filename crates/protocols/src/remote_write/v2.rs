@@ -84,7 +84,7 @@ fn convert(req: proto_v2::Request, limits: &DecodeLimits) -> Result<WriteBatch, 
                 .iter()
                 .map(|s| cairn_model::Sample::new(s.timestamp, s.value)),
         );
-        let name = push_series(&raw, &samples, limits, &mut pairs, &mut batch)
+        let name = push_series(&raw, None, &samples, limits, &mut pairs, &mut batch)
             .map_err(|reason| DecodeError::InvalidSeries { index, reason })?;
         // A series without float samples is validated like any other, then
         // not kept.
