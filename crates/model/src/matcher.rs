@@ -1,4 +1,6 @@
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Mutex;
 
 use regex::Regex;
 
@@ -118,7 +120,32 @@ fn is_meta(c: char) -> bool {
     )
 }
 
+/// Patterns compiled before, by pattern: dashboards and alert rules send the
+/// same regexes again and again, and compiling one (its NFA, literal
+/// analysis) costs more than evaluating a small query. Cleared when full.
+static COMPILED: Mutex<Option<HashMap<String, Kind>>> = Mutex::new(None);
+const MAX_COMPILED: usize = 1024;
+
 fn compile(pattern: &str) -> Result<Kind, MatcherError> {
+    let cached = COMPILED
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().and_then(|m| m.get(pattern).cloned()));
+    if let Some(kind) = cached {
+        return Ok(kind);
+    }
+    let kind = compile_uncached(pattern)?;
+    if let Ok(mut c) = COMPILED.lock() {
+        let map = c.get_or_insert_with(HashMap::new);
+        if map.len() >= MAX_COMPILED {
+            map.clear();
+        }
+        map.insert(pattern.to_string(), kind.clone());
+    }
+    Ok(kind)
+}
+
+fn compile_uncached(pattern: &str) -> Result<Kind, MatcherError> {
     // Compile even when a fast path applies, so invalid patterns are always rejected.
     let re = Regex::new(&format!("^(?s:{pattern})$")).map_err(|e| MatcherError::InvalidRegex {
         pattern: pattern.to_string(),

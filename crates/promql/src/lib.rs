@@ -123,11 +123,32 @@ impl QueryError {
     }
 }
 
-/// Parses a query, with Prometheus-style error text.
+/// Parses a query, with Prometheus-style error text. Queries parsed before
+/// come from a cache: Grafana and rule evaluation send the same texts again
+/// and again, and parsing (with its regex compilation) costs as much as
+/// evaluating a small query.
 pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
-    promql_parser::parser::parse(&escapes::normalize_byte_escapes(expr))
-        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))
+    let cacheable = expr.len() <= MAX_CACHED_QUERY_LEN;
+    if cacheable && let Some(ast) = PARSED.lock().ok().and_then(|c| c.as_ref()?.get(expr).cloned()) {
+        return Ok(ast);
+    }
+    let ast = promql_parser::parser::parse(&escapes::normalize_byte_escapes(expr))
+        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))?;
+    if cacheable && let Ok(mut c) = PARSED.lock() {
+        let map = c.get_or_insert_with(std::collections::HashMap::new);
+        if map.len() >= MAX_CACHED_QUERIES {
+            map.clear();
+        }
+        map.insert(expr.to_string(), ast.clone());
+    }
+    Ok(ast)
 }
+
+/// Parsed queries by text ([`parse`]); cleared when full.
+static PARSED: std::sync::Mutex<Option<std::collections::HashMap<String, promql_parser::parser::Expr>>> =
+    std::sync::Mutex::new(None);
+const MAX_CACHED_QUERIES: usize = 512;
+const MAX_CACHED_QUERY_LEN: usize = 4096;
 
 /// The PromQL engine. Cheap to share; holds only settings.
 #[derive(Debug, Clone, Default)]
@@ -281,5 +302,17 @@ mod tests {
             .instant(&s, "m", 2000)
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Timeout);
+    }
+
+    #[test]
+    fn parse_cache_returns_the_same_tree_and_never_caches_errors() {
+        let q = r#"rate(node_disk_read_bytes_total{device=~"(/dev/)?(sd.+|nvme.+)"}[5m])"#;
+        let first = parse(q).unwrap();
+        let again = parse(q).unwrap();
+        assert_eq!(format!("{first:?}"), format!("{again:?}"));
+        assert_eq!(first.to_string(), again.to_string());
+        for _ in 0..2 {
+            assert_eq!(parse("rate(").unwrap_err().kind(), ErrorKind::BadData);
+        }
     }
 }
