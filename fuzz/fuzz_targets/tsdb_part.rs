@@ -14,6 +14,10 @@ fn read_all(part: &Part) {
         ts.clear();
         vs.clear();
         let _ = part.read_block(&b, &mut ts, &mut vs);
+        // The packed index's search, for every id present and its neighbours.
+        for id in [b.id, b.id.wrapping_add(1), b.id.wrapping_sub(1)] {
+            let _ = part.blocks_of(id, b.mint, b.maxt).count();
+        }
     }
 }
 

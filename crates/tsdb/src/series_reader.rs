@@ -157,7 +157,8 @@ impl SeriesReader {
 }
 
 /// Decodes `sources[i]`; a block of a file part reads the blocks of the same
-/// part among the later sources along with it when they follow it on disk.
+/// part that come right after it among the sources along with it, when they
+/// follow it on disk.
 fn decode(
     sources: &[Ranked],
     i: usize,
@@ -171,7 +172,10 @@ fn decode(
             vs.extend(rows.iter().map(|r| r.1));
         }
         Source::Block { part, block, deleted } => {
-            let ahead = sources[i + 1..].iter().filter_map(|s| match &s.source {
+            // Only the blocks up to the next source from elsewhere: when
+            // parts overlap in time their blocks alternate, and reading past
+            // that source would be evicted before use.
+            let ahead = sources[i + 1..].iter().map_while(|s| match &s.source {
                 Source::Block { part: p, block, .. } if Arc::ptr_eq(p, part) => Some(block),
                 _ => None,
             });

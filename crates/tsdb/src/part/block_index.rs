@@ -1,7 +1,8 @@
 //! A part's block index as held in memory: the file's 48-byte entries
 //! (docs/format/part.md) packed as varints in groups of [`GROUP`], about a
 //! third of the size. A search finds the group by its first series id and
-//! unpacks at most two groups.
+//! unpacks from the group before it to the series' last block (usually two
+//! groups).
 //!
 //! Entry `i` is packed relative to entry `i - 1` of its group (the first of a
 //! group relative to zeros): id delta (uvarint; ids ascend), mint − previous
@@ -38,9 +39,9 @@ fn le_u32(e: &[u8], at: usize) -> u32 {
 
 impl BlockIndex {
     /// Packs the file's index entries (`ENTRY_BYTES` each, checksum already
-    /// verified). Rejects ids out of order and blocks that do not follow one
-    /// another from the end of the magic.
-    pub fn build(entries: &[u8]) -> Result<Self, &'static str> {
+    /// verified). Rejects ids out of order and blocks that do not lie back to
+    /// back from the end of the magic up to the index at `index_offset`.
+    pub fn build(entries: &[u8], index_offset: u64) -> Result<Self, &'static str> {
         if !entries.len().is_multiple_of(ENTRY_BYTES) {
             return Err("index size mismatch");
         }
@@ -79,17 +80,15 @@ impl BlockIndex {
             p.extend_from_slice(&e[40..44]);
             (prev_id, prev_maxt) = (id, maxt);
         }
+        if offset != index_offset {
+            return Err("blocks do not end where the index starts");
+        }
         index.packed.shrink_to_fit();
         Ok(index)
     }
 
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    /// Bytes held in memory.
-    pub fn heap_bytes(&self) -> usize {
-        self.packed.capacity() + self.first_ids.capacity() * 8 + self.groups.capacity() * 16
     }
 
     /// Entries from the start of group `g` on, in order.
@@ -214,7 +213,9 @@ mod tests {
                 }
             }
             entries.sort_by_key(|e| e.0);
-            let index = BlockIndex::build(&raw(&entries)).unwrap();
+            let bytes = raw(&entries);
+            let end = MAGIC.len() as u64 + entries.iter().map(|e| u64::from(e.3)).sum::<u64>();
+            let index = BlockIndex::build(&bytes, end).unwrap();
             proptest::prop_assert_eq!(index.len(), entries.len());
             let mut offset = MAGIC.len() as u64;
             let want: Vec<BlockRef> = entries
@@ -241,11 +242,14 @@ mod tests {
 
     #[test]
     fn gaps_and_descending_ids_are_rejected() {
-        let mut gap = raw(&[(1, 0, 1, 10, 1, 0), (2, 0, 1, 10, 1, 0)]);
+        let two = raw(&[(1, 0, 1, 10, 1, 0), (2, 0, 1, 10, 1, 0)]);
+        assert!(BlockIndex::build(&two, 28).is_ok());
+        assert!(BlockIndex::build(&two, 29).is_err(), "a gap before the index");
+        let mut gap = two;
         gap[ENTRY_BYTES + 24] += 1;
-        assert!(BlockIndex::build(&gap).is_err());
-        assert!(BlockIndex::build(&raw(&[(2, 0, 1, 10, 1, 0), (1, 0, 1, 10, 1, 0)])).is_err());
-        assert!(BlockIndex::build(&[0; ENTRY_BYTES - 1]).is_err());
-        assert_eq!(BlockIndex::build(&[]).unwrap().series(0).count(), 0);
+        assert!(BlockIndex::build(&gap, 29).is_err());
+        assert!(BlockIndex::build(&raw(&[(2, 0, 1, 10, 1, 0), (1, 0, 1, 10, 1, 0)]), 28).is_err());
+        assert!(BlockIndex::build(&[0; ENTRY_BYTES - 1], 8).is_err());
+        assert_eq!(BlockIndex::build(&[], 8).unwrap().series(0).count(), 0);
     }
 }

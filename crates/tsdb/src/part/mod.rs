@@ -17,11 +17,12 @@ pub const ENTRY_BYTES: usize = 48;
 pub const FOOTER_BYTES: usize = 72;
 /// Longer series are split into several blocks so a reader decodes bounded chunks.
 pub const MAX_BLOCK_SAMPLES: usize = 8192;
-/// A block never spans a multiple of this many milliseconds since the epoch
+/// Blocks are cut at every multiple of this many milliseconds since the epoch
 /// (2 h, as Prometheus' head chunks): a query over the last few minutes decodes
-/// at most the samples of one 2 h window per series, not a whole merged day.
-/// Series scraped together are cut at the same instants, so they keep sharing
-/// timestamp columns.
+/// one 2 h window per series, not a whole merged day. Only a run of one
+/// repeated value spans several whole windows (it decodes as cheaply as a
+/// copy). Series scraped together are cut at the same instants, so they keep
+/// sharing timestamp columns.
 pub const BLOCK_SPAN_MS: i64 = 2 * 3600 * 1000;
 /// First byte of a block whose timestamps are those of an earlier block of the
 /// same part (series scraped together share every timestamp). No timestamp
@@ -32,9 +33,11 @@ pub const SHARED_TIMESTAMPS: u8 = 0xf0;
 pub const SHARED_TIMESTAMPS_BYTES: usize = 17;
 /// Timestamp encodings shorter than a reference are never shared.
 const MIN_SHARED_TIMESTAMP_BYTES: usize = SHARED_TIMESTAMPS_BYTES + 1;
-/// Distinct timestamp columns a writer remembers (a fleet's targets × blocks);
-/// past this, new columns are written in full.
-const MAX_SHARED_COLUMNS: usize = 1 << 16;
+/// Distinct timestamp columns a writer remembers (a fleet's targets × the
+/// 12 windows of a day, plus the spans of constant runs); past this, new
+/// columns are written in full. 2 h columns are short, so the memory this
+/// bounds is about what 2^16 day-long columns took.
+const MAX_SHARED_COLUMNS: usize = 1 << 18;
 /// A reference to more timestamp bytes than any block can hold is corrupt.
 const MAX_TIMESTAMP_BYTES: u32 = (MAX_BLOCK_SAMPLES as u32) * 11 + 16;
 

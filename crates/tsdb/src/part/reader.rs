@@ -97,7 +97,7 @@ impl Part {
             .get(index_offset as usize..footer_at)
             .ok_or_else(|| corrupt("index out of bounds"))?;
         check_index(index, entries, footer).map_err(corrupt)?;
-        let index = BlockIndex::build(index).map_err(corrupt)?;
+        let index = BlockIndex::build(index, index_offset).map_err(corrupt)?;
         Ok(Self {
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             meta,
@@ -131,7 +131,7 @@ impl Part {
         file.read_exact_at(&mut index, index_offset)
             .map_err(StorageError::io("read index of", path))?;
         check_index(&index, entries, &footer).map_err(corrupt)?;
-        let index = BlockIndex::build(&index).map_err(corrupt)?;
+        let index = BlockIndex::build(&index, index_offset).map_err(corrupt)?;
         Ok(Self {
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             meta,
@@ -157,11 +157,6 @@ impl Part {
 
     pub fn block_count(&self) -> usize {
         self.index.len()
-    }
-
-    /// Memory the packed block index takes.
-    pub fn index_heap_bytes(&self) -> usize {
-        self.index.heap_bytes()
     }
 
     /// Every block, in (id, mint) order.
@@ -203,7 +198,7 @@ impl Part {
                 if !held {
                     let mut end = b.end();
                     for next in ahead {
-                        if next.offset != end || next.end() - b.offset > MAX_READ_AHEAD {
+                        if next.offset != end || next.end() > self.bytes || next.end() - b.offset > MAX_READ_AHEAD {
                             break;
                         }
                         end = next.end();
@@ -263,7 +258,7 @@ impl Part {
         if len > MAX_TIMESTAMP_BYTES || offset >= b.offset {
             return Err(self.corrupt(b, "shared-timestamps reference out of bounds"));
         }
-        let key = (self.uid, offset);
+        let key = (self.uid, offset, len, crc);
         if super::ts_cache::get(key, ts) {
             return Ok(());
         }

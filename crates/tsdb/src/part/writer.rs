@@ -216,7 +216,8 @@ fn block_end(ts: &[i64], vs: &[f64], start: usize) -> usize {
     if repeats(start..end) {
         while end < limit {
             let next = window_end(ts, end, limit);
-            // A window cut short by the sample cap is not whole.
+            // A window that reaches the sample cap may go on past it: not
+            // known to be whole, so the run stops before it.
             if (next == limit && limit < ts.len()) || !repeats(end..next) {
                 break;
             }
@@ -229,12 +230,12 @@ fn block_end(ts: &[i64], vs: &[f64], start: usize) -> usize {
 /// The end of the window `ts[start]` lies in, within `..limit`, after at
 /// least one sample.
 fn window_end(ts: &[i64], start: usize, limit: usize) -> usize {
-    let window_end = ts[start]
+    let next_cut = ts[start]
         .div_euclid(BLOCK_SPAN_MS)
         .checked_add(1)
         .and_then(|w| w.checked_mul(BLOCK_SPAN_MS))
         .unwrap_or(i64::MAX);
-    start + ts[start..limit].partition_point(|&t| t < window_end).max(1)
+    start + ts[start..limit].partition_point(|&t| t < next_cut).max(1)
 }
 
 /// A block's reference to the timestamp bytes of an earlier block.
