@@ -89,20 +89,7 @@ pub fn push_value(out: &mut String, v: f64) {
     }
     let abs = v.abs();
     if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
-        // Go's exponent has a sign and at least two digits; the mantissa is
-        // the shortest round-trip one with Go's tie-breaking.
-        let start = out.len();
-        cairn_model::go_float::push_sci(out, v);
-        let e = out[start..].rfind('e').map_or(out.len(), |i| start + i);
-        let negative = out.get(e + 1..e + 2) == Some("-");
-        let digits_at = if negative { e + 2 } else { e + 1 };
-        if !negative {
-            out.insert(digits_at, '+');
-        }
-        if out.len() - (digits_at + usize::from(!negative)) < 2 {
-            out.insert(digits_at + usize::from(!negative), '0');
-        }
-        return;
+        return cairn_model::go_float::push_go_sci(out, v);
     }
     // Go's digits: an exact tie between two shortest candidates goes to the
     // even one, where Rust's `{}` rounds up.

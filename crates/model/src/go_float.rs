@@ -17,9 +17,30 @@ pub fn shortest_sci(v: f64) -> String {
 
 /// Appends [`shortest_sci`]'s text for `v` to `out`.
 pub fn push_sci(out: &mut String, v: f64) {
+    push_sci_with(out, v, false);
+}
+
+/// Appends `v` as Go's `strconv.FormatFloat(v, 'e', -1, 64)` does: the
+/// exponent has a sign and at least two digits (`1e-07`, `1.5e+21`).
+pub fn push_go_sci(out: &mut String, v: f64) {
+    push_sci_with(out, v, true);
+}
+
+fn push_sci_with(out: &mut String, v: f64, go_exponent: bool) {
     let Some(d) = Decimal::of(v) else {
-        use std::fmt::Write;
-        let _ = write!(out, "{v:e}");
+        // Zero, infinities and NaN.
+        if go_exponent {
+            out.push_str(match v {
+                _ if v.is_nan() => "NaN",
+                f64::INFINITY => "+Inf",
+                f64::NEG_INFINITY => "-Inf",
+                _ if v.is_sign_negative() => "-0e+00",
+                _ => "0e+00",
+            });
+        } else {
+            use std::fmt::Write;
+            let _ = write!(out, "{v:e}");
+        }
         return;
     };
     let digits = d.digits();
@@ -30,7 +51,15 @@ pub fn push_sci(out: &mut String, v: f64) {
         out.push_str(&digits[1..]);
     }
     out.push('e');
-    out.push_str(itoa::Buffer::new().format(d.exp));
+    if go_exponent {
+        out.push(if d.exp < 0 { '-' } else { '+' });
+        if d.exp.abs() < 10 {
+            out.push('0');
+        }
+        out.push_str(itoa::Buffer::new().format(d.exp.unsigned_abs()));
+    } else {
+        out.push_str(itoa::Buffer::new().format(d.exp));
+    }
 }
 
 /// Like `format!("{v}")` (`551.5171508789062`, never an exponent), with Go's

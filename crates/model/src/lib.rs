@@ -9,7 +9,7 @@ mod matcher;
 mod sample;
 
 pub use labels::{Label, LabelError, Labels, METRIC_NAME, encode_canonical};
-pub use matcher::{MatchOp, Matcher, MatcherError};
+pub use matcher::{MatchOp, Matcher, MatcherError, may_repeat_count};
 pub use sample::{STALE_NAN_BITS, Sample, is_stale_nan, stale_nan};
 
 /// Milliseconds since the Unix epoch, the unit of every timestamp in Cairn.

@@ -1,6 +1,6 @@
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use regex::Regex;
 
@@ -123,24 +123,38 @@ fn is_meta(c: char) -> bool {
 /// Patterns compiled before, by pattern: dashboards and alert rules send the
 /// same regexes again and again, and compiling one (its NFA, literal
 /// analysis) costs more than evaluating a small query. Cleared when full.
-static COMPILED: Mutex<Option<HashMap<String, Kind>>> = Mutex::new(None);
-const MAX_COMPILED: usize = 1024;
+static COMPILED: Mutex<Option<HashMap<String, Arc<Kind>>>> = Mutex::new(None);
+const MAX_COMPILED: usize = 256;
+const MAX_COMPILED_PATTERN_LEN: usize = 1024;
+
+/// Whether `text` may hold a counted repetition (`{3}`, `{2,}`, `{,5}`), the
+/// one construct whose compiled size grows far beyond the text's: such
+/// patterns (and queries holding them) are compiled every time rather than
+/// kept in a cache. Label matcher braces are never followed by a digit or a
+/// comma.
+pub fn may_repeat_count(text: &str) -> bool {
+    text.as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'{' && (w[1].is_ascii_digit() || w[1] == b','))
+}
 
 fn compile(pattern: &str) -> Result<Kind, MatcherError> {
-    let cached = COMPILED
-        .lock()
-        .ok()
-        .and_then(|c| c.as_ref().and_then(|m| m.get(pattern).cloned()));
-    if let Some(kind) = cached {
-        return Ok(kind);
+    let cacheable = pattern.len() <= MAX_COMPILED_PATTERN_LEN && !may_repeat_count(pattern);
+    if cacheable
+        && let Some(kind) = COMPILED
+            .lock()
+            .ok()
+            .and_then(|c| c.as_ref().and_then(|m| m.get(pattern).cloned()))
+    {
+        return Ok(Kind::clone(&kind));
     }
     let kind = compile_uncached(pattern)?;
-    if let Ok(mut c) = COMPILED.lock() {
+    if cacheable && let Ok(mut c) = COMPILED.lock() {
         let map = c.get_or_insert_with(HashMap::new);
         if map.len() >= MAX_COMPILED {
             map.clear();
         }
-        map.insert(pattern.to_string(), kind.clone());
+        map.insert(pattern.to_string(), Arc::new(kind.clone()));
     }
     Ok(kind)
 }
@@ -238,6 +252,22 @@ mod tests {
         let m = Matcher::new(MatchOp::RegexMatch, "l", "node_.*").unwrap();
         assert_eq!(m.literal_prefix(), Some("node_"));
         assert!(Matcher::new(MatchOp::RegexMatch, "l", "(").is_err());
+    }
+
+    #[test]
+    fn counted_repetitions_are_spotted_and_label_braces_are_not() {
+        assert!(may_repeat_count(r#"up{a=~"x{3}"}"#));
+        assert!(may_repeat_count("a{2,}"));
+        assert!(may_repeat_count("a{,5}"));
+        assert!(!may_repeat_count(r#"rate(up{job="x", device=~"sd.+"}[5m])"#));
+        assert!(!may_repeat_count("{__name__=~\"up\"}"));
+        // Cached and uncached compilation give the same matcher.
+        for _ in 0..2 {
+            for p in ["sd.+|nvme.+", "a{2}", "x|y"] {
+                let m = Matcher::new(MatchOp::RegexMatch, "l", p).unwrap();
+                assert_eq!(m.matches("aa"), p == "a{2}");
+            }
+        }
     }
 
     proptest! {

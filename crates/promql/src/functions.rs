@@ -719,12 +719,11 @@ fn extrapolated_rate(
     if to_start >= threshold {
         to_start = avg / 2.0;
     }
-    if counter
-        && result > 0.0
-        && w[0].1 >= 0.0
-        && let Some(to_zero) = duration_to_zero_below(sampled, w[0].1, result, to_start)
-    {
-        to_start = to_zero;
+    if counter && result > 0.0 && w[0].1 >= 0.0 {
+        let to_zero = sampled * (w[0].1 / result);
+        if to_zero < to_start {
+            to_start = to_zero;
+        }
     }
     interval += to_start;
     if to_end >= threshold {
@@ -736,22 +735,6 @@ fn extrapolated_rate(
         factor /= range as f64 / 1000.0;
     }
     Some(result * factor)
-}
-
-/// Prometheus' `durationToZero = sampled * (first / result)` when it is below
-/// `to_start` (`result > 0`, `first >= 0`). A counter's value usually dwarfs
-/// its increase over a window, so the division is skipped when multiplying
-/// out already shows the quotient far above `to_start`: with a margin of 1e-9
-/// over the rounding of either side, and only in the normal range, where
-/// rounding errors are relative.
-fn duration_to_zero_below(sampled: f64, first: f64, result: f64, to_start: f64) -> Option<f64> {
-    let lhs = sampled * first;
-    let rhs = to_start * result * (1.0 + 1e-9);
-    if lhs.is_finite() && rhs >= f64::MIN_POSITIVE && lhs > rhs {
-        return None;
-    }
-    let to_zero = sampled * (first / result);
-    (to_zero < to_start).then_some(to_zero)
 }
 
 fn linear_regression(w: &[(i64, f64)], intercept_t: i64) -> (f64, f64) {
@@ -1216,40 +1199,5 @@ pub(crate) fn aggregate(
             Ok(Val::Vector(out))
         }
         _ => Err(QueryError::BadData(format!("aggregation \"{op}\" is not supported"))),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn naive(sampled: f64, first: f64, result: f64, to_start: f64) -> Option<f64> {
-        let to_zero = sampled * (first / result);
-        (to_zero < to_start).then_some(to_zero)
-    }
-
-    proptest::proptest! {
-        /// Skipping the division never changes the outcome, for counters of
-        /// any size and windows near the decision boundary.
-        #[test]
-        fn duration_to_zero_shortcut_matches_the_division(
-            sampled in 0.001f64..1e6,
-            first_bits in proptest::num::u64::ANY,
-            result in proptest::num::f64::POSITIVE | proptest::num::f64::SUBNORMAL,
-            to_start in 0.0f64..1e6,
-            near in proptest::bool::ANY,
-        ) {
-            let mut first = f64::from_bits(first_bits).abs();
-            if near {
-                // A first value whose quotient lands right at `to_start`.
-                first = to_start * result / sampled;
-            }
-            if first.is_nan() || result <= 0.0 {
-                return Ok(());
-            }
-            let got = duration_to_zero_below(sampled, first, result, to_start).map(f64::to_bits);
-            let want = naive(sampled, first, result, to_start).map(f64::to_bits);
-            proptest::prop_assert_eq!(got, want, "{} {} {} {}", sampled, first, result, to_start);
-        }
     }
 }

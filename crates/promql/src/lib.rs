@@ -128,9 +128,11 @@ impl QueryError {
 /// and again, and parsing (with its regex compilation) costs as much as
 /// evaluating a small query.
 pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
-    let cacheable = expr.len() <= MAX_CACHED_QUERY_LEN;
+    // Regexes with counted repetitions can compile to far more than their
+    // text: such queries are not kept.
+    let cacheable = expr.len() <= MAX_CACHED_QUERY_LEN && !cairn_model::may_repeat_count(expr);
     if cacheable && let Some(ast) = PARSED.lock().ok().and_then(|c| c.as_ref()?.get(expr).cloned()) {
-        return Ok(ast);
+        return Ok(Expr::clone(&ast));
     }
     let ast = promql_parser::parser::parse(&escapes::normalize_byte_escapes(expr))
         .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))?;
@@ -139,15 +141,18 @@ pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
         if map.len() >= MAX_CACHED_QUERIES {
             map.clear();
         }
-        map.insert(expr.to_string(), ast.clone());
+        map.insert(expr.to_string(), std::sync::Arc::new(ast.clone()));
     }
     Ok(ast)
 }
 
-/// Parsed queries by text ([`parse`]); cleared when full.
-static PARSED: std::sync::Mutex<Option<std::collections::HashMap<String, promql_parser::parser::Expr>>> =
+type Expr = promql_parser::parser::Expr;
+
+/// Parsed queries by text ([`parse`]); cleared when full. Trees are cloned
+/// outside the lock.
+static PARSED: std::sync::Mutex<Option<std::collections::HashMap<String, std::sync::Arc<Expr>>>> =
     std::sync::Mutex::new(None);
-const MAX_CACHED_QUERIES: usize = 512;
+const MAX_CACHED_QUERIES: usize = 256;
 const MAX_CACHED_QUERY_LEN: usize = 4096;
 
 /// The PromQL engine. Cheap to share; holds only settings.

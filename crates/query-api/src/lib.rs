@@ -223,7 +223,7 @@ pub fn render_body(mut res: QueryResult, limit: Option<usize>) -> String {
             b.push('[');
             push_ts(&mut b, *t);
             b.push(',');
-            push_value(&mut b, *v);
+            push_quoted_value(&mut b, *v);
             b.push(']');
         }
         Value::String { t, s } => {
@@ -246,7 +246,7 @@ pub fn render_body(mut res: QueryResult, limit: Option<usize>) -> String {
                         b.push_str(r#","value":["#);
                         push_ts(&mut b, s.t);
                         b.push(',');
-                        push_value(&mut b, *f);
+                        push_quoted_value(&mut b, *f);
                         b.push(']');
                     }
                     SampleValue::Histogram(h) => {
@@ -278,7 +278,7 @@ pub fn render_body(mut res: QueryResult, limit: Option<usize>) -> String {
                         b.push('[');
                         push_ts(&mut b, p.t);
                         b.push(',');
-                        push_value(&mut b, p.v);
+                        push_quoted_value(&mut b, p.v);
                         b.push(']');
                     }
                     b.push(']');
@@ -393,7 +393,7 @@ fn push_ts(b: &mut String, t: i64) {
     }
 }
 
-fn push_value(b: &mut String, v: f64) {
+fn push_quoted_value(b: &mut String, v: f64) {
     b.push('"');
     cairn_http::push_value(b, v);
     b.push('"');
