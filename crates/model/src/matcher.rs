@@ -122,7 +122,8 @@ fn is_meta(c: char) -> bool {
 
 /// Patterns compiled before, by pattern: dashboards and alert rules send the
 /// same regexes again and again, and compiling one (its NFA, literal
-/// analysis) costs more than evaluating a small query. Cleared when full.
+/// analysis) costs more than evaluating a small query. When full, an
+/// arbitrary entry makes room.
 static COMPILED: Mutex<Option<HashMap<String, Arc<Kind>>>> = Mutex::new(None);
 const MAX_COMPILED: usize = 256;
 const MAX_COMPILED_PATTERN_LEN: usize = 1024;
@@ -151,8 +152,10 @@ fn compile(pattern: &str) -> Result<Kind, MatcherError> {
     let kind = compile_uncached(pattern)?;
     if cacheable && let Ok(mut c) = COMPILED.lock() {
         let map = c.get_or_insert_with(HashMap::new);
-        if map.len() >= MAX_COMPILED {
-            map.clear();
+        if map.len() >= MAX_COMPILED
+            && let Some(victim) = map.keys().next().cloned()
+        {
+            map.remove(&victim);
         }
         map.insert(pattern.to_string(), Arc::new(kind.clone()));
     }

@@ -138,8 +138,12 @@ pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
         .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))?;
     if cacheable && let Ok(mut c) = PARSED.lock() {
         let map = c.get_or_insert_with(std::collections::HashMap::new);
-        if map.len() >= MAX_CACHED_QUERIES {
-            map.clear();
+        if map.len() >= MAX_CACHED_QUERIES
+            && let Some(victim) = map.keys().next().cloned()
+        {
+            // An arbitrary entry: a working set a little over the size
+            // loses a few entries, not the whole cache.
+            map.remove(&victim);
         }
         map.insert(expr.to_string(), std::sync::Arc::new(ast.clone()));
     }
@@ -148,11 +152,12 @@ pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
 
 type Expr = promql_parser::parser::Expr;
 
-/// Parsed queries by text ([`parse`]); cleared when full. Trees are cloned
-/// outside the lock.
+/// Parsed queries by text ([`parse`]); when full, an arbitrary entry makes
+/// room. Trees are cloned outside the lock. A dashboard's panels times its
+/// hosts are hundreds of distinct texts.
 static PARSED: std::sync::Mutex<Option<std::collections::HashMap<String, std::sync::Arc<Expr>>>> =
     std::sync::Mutex::new(None);
-const MAX_CACHED_QUERIES: usize = 256;
+const MAX_CACHED_QUERIES: usize = 1024;
 const MAX_CACHED_QUERY_LEN: usize = 4096;
 
 /// The PromQL engine. Cheap to share; holds only settings.
