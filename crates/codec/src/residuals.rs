@@ -4,7 +4,7 @@
 use crate::Error;
 use crate::bits::{BitReader, BitWriter};
 use crate::cursor::Cursor;
-use crate::varint::{get_varint, put_uvarint, put_varint, zigzag_decode, zigzag_encode};
+use crate::varint::{put_uvarint, put_varint, zigzag_decode, zigzag_encode};
 
 /// Residual streams shorter than this skip the zstd attempt: its frame overhead
 /// (~12 bytes) rarely pays off, and compressing every small block costs encode time.
@@ -218,23 +218,9 @@ pub(crate) fn decode(cur: &mut Cursor<'_>, n: usize, coding: Coding, out: &mut V
                 });
             }
             out.reserve(n);
-            let (src, base) = (cur.rest(), cur.offset());
-            let mut pos = 0;
             for _ in 0..n {
-                // Most residuals fit one byte: decode those inline.
-                if let Some(&b) = src.get(pos)
-                    && b < 0x80
-                {
-                    out.push(zigzag_decode(u64::from(b)));
-                    pos += 1;
-                    continue;
-                }
-                let rest = src.get(pos..).unwrap_or_default();
-                let (v, after) = get_varint(rest).map_err(|e| e.relocated("residual", base + pos))?;
-                out.push(v);
-                pos = src.len() - after.len();
+                out.push(cur.varint("residual")?);
             }
-            cur.advance(pos);
         }
         Coding::Bits => {
             let k_offset = cur.offset();

@@ -17,6 +17,12 @@ pub fn put_uvarint(dst: &mut Vec<u8>, mut v: u64) {
 
 /// Reads an unsigned varint; returns it and the rest of `src`.
 pub fn get_uvarint(src: &[u8]) -> Result<(u64, &[u8]), Error> {
+    // Most varints in blocks (residuals, small counts) are one byte.
+    if let Some((&byte, rest)) = src.split_first()
+        && byte < 0x80
+    {
+        return Ok((u64::from(byte), rest));
+    }
     let mut v = 0u64;
     for (i, &byte) in src.iter().enumerate().take(MAX_UVARINT_LEN) {
         // The tenth byte holds bit 63 only.

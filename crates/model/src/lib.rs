@@ -7,6 +7,7 @@ pub mod go_float;
 mod labels;
 mod matcher;
 mod sample;
+pub mod text_cache;
 
 pub use labels::{Label, LabelError, Labels, METRIC_NAME, encode_canonical};
 pub use matcher::{MatchOp, Matcher, MatcherError, may_repeat_count};

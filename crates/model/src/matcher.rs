@@ -1,8 +1,8 @@
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
 
 use regex::Regex;
+
+use crate::text_cache::TextCache;
 
 /// The four PromQL matcher operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -122,10 +122,8 @@ fn is_meta(c: char) -> bool {
 
 /// Patterns compiled before, by pattern: dashboards and alert rules send the
 /// same regexes again and again, and compiling one (its NFA, literal
-/// analysis) costs more than evaluating a small query. When full, an
-/// arbitrary entry makes room.
-static COMPILED: Mutex<Option<HashMap<String, Arc<Kind>>>> = Mutex::new(None);
-const MAX_COMPILED: usize = 256;
+/// analysis) costs more than evaluating a small query.
+static COMPILED: TextCache<Kind> = TextCache::new(256);
 const MAX_COMPILED_PATTERN_LEN: usize = 1024;
 
 /// Whether `text` may hold a counted repetition (`{3}`, `{2,}`, `{,5}`), the
@@ -141,23 +139,12 @@ pub fn may_repeat_count(text: &str) -> bool {
 
 fn compile(pattern: &str) -> Result<Kind, MatcherError> {
     let cacheable = pattern.len() <= MAX_COMPILED_PATTERN_LEN && !may_repeat_count(pattern);
-    if cacheable
-        && let Some(kind) = COMPILED
-            .lock()
-            .ok()
-            .and_then(|c| c.as_ref().and_then(|m| m.get(pattern).cloned()))
-    {
+    if cacheable && let Some(kind) = COMPILED.get(pattern) {
         return Ok(Kind::clone(&kind));
     }
     let kind = compile_uncached(pattern)?;
-    if cacheable && let Ok(mut c) = COMPILED.lock() {
-        let map = c.get_or_insert_with(HashMap::new);
-        if map.len() >= MAX_COMPILED
-            && let Some(victim) = map.keys().next().cloned()
-        {
-            map.remove(&victim);
-        }
-        map.insert(pattern.to_string(), Arc::new(kind.clone()));
+    if cacheable {
+        COMPILED.insert(pattern, kind.clone());
     }
     Ok(kind)
 }

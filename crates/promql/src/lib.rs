@@ -131,33 +131,22 @@ pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
     // Regexes with counted repetitions can compile to far more than their
     // text: such queries are not kept.
     let cacheable = expr.len() <= MAX_CACHED_QUERY_LEN && !cairn_model::may_repeat_count(expr);
-    if cacheable && let Some(ast) = PARSED.lock().ok().and_then(|c| c.as_ref()?.get(expr).cloned()) {
+    if cacheable && let Some(ast) = PARSED.get(expr) {
         return Ok(Expr::clone(&ast));
     }
     let ast = promql_parser::parser::parse(&escapes::normalize_byte_escapes(expr))
         .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))?;
-    if cacheable && let Ok(mut c) = PARSED.lock() {
-        let map = c.get_or_insert_with(std::collections::HashMap::new);
-        if map.len() >= MAX_CACHED_QUERIES
-            && let Some(victim) = map.keys().next().cloned()
-        {
-            // An arbitrary entry: a working set a little over the size
-            // loses a few entries, not the whole cache.
-            map.remove(&victim);
-        }
-        map.insert(expr.to_string(), std::sync::Arc::new(ast.clone()));
+    if cacheable {
+        PARSED.insert(expr, ast.clone());
     }
     Ok(ast)
 }
 
 type Expr = promql_parser::parser::Expr;
 
-/// Parsed queries by text ([`parse`]); when full, an arbitrary entry makes
-/// room. Trees are cloned outside the lock. A dashboard's panels times its
-/// hosts are hundreds of distinct texts.
-static PARSED: std::sync::Mutex<Option<std::collections::HashMap<String, std::sync::Arc<Expr>>>> =
-    std::sync::Mutex::new(None);
-const MAX_CACHED_QUERIES: usize = 1024;
+/// Parsed queries by text ([`parse`]). A dashboard's panels times its hosts
+/// are hundreds of distinct texts.
+static PARSED: cairn_model::text_cache::TextCache<Expr> = cairn_model::text_cache::TextCache::new(1024);
 const MAX_CACHED_QUERY_LEN: usize = 4096;
 
 /// The PromQL engine. Cheap to share; holds only settings.

@@ -187,10 +187,7 @@ impl Part {
         vs: &mut Vec<f64>,
     ) -> Result<(), StorageError> {
         let bytes: &[u8] = match &self.data {
-            Data::Memory(m) => usize::try_from(b.offset)
-                .ok()
-                .and_then(|start| m.get(start..start.checked_add(b.len as usize)?))
-                .ok_or_else(|| self.corrupt(b, "block out of bounds"))?,
+            Data::Memory(m) => slice_at(m, b.offset, b.len).ok_or_else(|| self.corrupt(b, "block out of bounds"))?,
             Data::File(_) if b.end() > self.bytes => return Err(self.corrupt(b, "block out of bounds")),
             Data::File(f) => {
                 let held =
@@ -263,9 +260,7 @@ impl Part {
             return Ok(());
         }
         let shared = match &self.data {
-            Data::Memory(m) => usize::try_from(offset)
-                .ok()
-                .and_then(|start| m.get(start..start.checked_add(len as usize)?))
+            Data::Memory(m) => slice_at(m, offset, len)
                 .ok_or_else(|| self.corrupt(b, "shared-timestamps reference out of bounds"))?
                 .to_vec(),
             Data::File(f) => {
@@ -294,6 +289,12 @@ impl Part {
             reason: format!("{reason} (series {:016x}, block at offset {})", b.id, b.offset),
         }
     }
+}
+
+/// `len` bytes of `m` at `offset`, if they lie inside it.
+fn slice_at(m: &[u8], offset: u64, len: u32) -> Option<&[u8]> {
+    let start = usize::try_from(offset).ok()?;
+    m.get(start..start.checked_add(len as usize)?)
 }
 
 fn parse_footer(f: &[u8]) -> Result<(PartMeta, u64, u64), &'static str> {
