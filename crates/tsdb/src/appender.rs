@@ -1,5 +1,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use cairn_model::{Labels, Sample};
@@ -8,6 +9,7 @@ use cairn_storage::{Appender, CommitReport, RejectReason, StorageError, check_en
 use crate::day::Day;
 use crate::engine::Inner;
 use crate::index::hash_labels;
+use crate::partition::Partition;
 use crate::rows::Row;
 use crate::wal::record::{DayBatch, SeriesRows, encode_batch};
 
@@ -94,6 +96,102 @@ impl<'a> TsdbAppender<'a> {
     }
 }
 
+/// Series ids per day, in `by_day` order, one per pending series.
+type DayIds = Vec<Vec<u64>>;
+/// Series created by a commit per day: id and canonical label encoding.
+type NewSeries<'l> = Vec<Vec<(u64, &'l [u8])>>;
+
+impl TsdbAppender<'_> {
+    /// Gives ids to the series `known` lacks: the first free id probing from
+    /// their hash, also avoiding ids given to other new series of this batch.
+    /// Runs under the commit lock, so two commits never give one id twice.
+    fn resolve_new_series(
+        &self,
+        partitions: &[Arc<Partition>],
+        known: Vec<Vec<Option<u64>>>,
+    ) -> (DayIds, NewSeries<'_>) {
+        let mut ids = Vec::with_capacity(partitions.len());
+        let mut new_series = Vec::with_capacity(partitions.len());
+        for ((p, d), known) in partitions.iter().zip(self.by_day.values()).zip(known) {
+            let index = p.index.read();
+            let mut created: HashMap<u64, &[u8]> = HashMap::new();
+            let mut day_new = Vec::new();
+            let mut day_ids = Vec::with_capacity(d.series.len());
+            for (s, known) in d.series.iter().zip(known) {
+                let encoded = &self.labels[s.encoded.clone()];
+                let id = match known
+                    .ok_or(())
+                    .or_else(|()| index.lookup(s.hash, encoded).map(|(id, _)| id))
+                {
+                    Ok(id) => id,
+                    Err(mut id) => loop {
+                        match created.get(&id) {
+                            Some(&enc) if enc == encoded => break id,
+                            Some(_) => id = id.wrapping_add(1),
+                            None if index.local_of(id).is_some() => id = id.wrapping_add(1),
+                            None => {
+                                created.insert(id, encoded);
+                                day_new.push((id, encoded));
+                                break id;
+                            }
+                        }
+                    },
+                };
+                day_ids.push(id);
+            }
+            ids.push(day_ids);
+            new_series.push(day_new);
+        }
+        (ids, new_series)
+    }
+
+    /// The batch as one framed WAL record.
+    fn wal_record(&self, ids: &DayIds, new_series: &NewSeries<'_>) -> Vec<u8> {
+        let groups: Vec<DayBatch> = self
+            .by_day
+            .iter()
+            .zip(ids)
+            .zip(new_series)
+            .map(|(((day, d), day_ids), day_new)| DayBatch {
+                day: *day,
+                new_series: day_new.clone(),
+                rows: d
+                    .series
+                    .iter()
+                    .zip(day_ids)
+                    .map(|(s, &id)| SeriesRows {
+                        id,
+                        ts: &d.ts[s.samples.clone()],
+                        vs: &d.vs[s.samples.clone()],
+                    })
+                    .collect(),
+            })
+            .collect();
+        crate::wal::frame(|dst| encode_batch(dst, &groups))
+    }
+
+    /// The batch as rows, per day.
+    fn rows(&self, ids: &DayIds) -> Vec<Vec<Row>> {
+        self.by_day
+            .values()
+            .zip(ids)
+            .map(|(d, day_ids)| {
+                let mut rows = Vec::with_capacity(d.ts.len());
+                for (s, &id) in d.series.iter().zip(day_ids) {
+                    let samples = s.samples.clone();
+                    rows.extend(
+                        d.ts[samples.clone()]
+                            .iter()
+                            .zip(&d.vs[samples])
+                            .map(|(&t, &v)| Row { id, t, v }),
+                    );
+                }
+                rows
+            })
+            .collect()
+    }
+}
+
 impl Appender for TsdbAppender<'_> {
     fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), StorageError> {
         labels.validate_for_storage().map_err(|e| StorageError::InvalidSeries {
@@ -115,10 +213,10 @@ impl Appender for TsdbAppender<'_> {
         Ok(())
     }
 
-    fn commit(self: Box<Self>) -> Result<CommitReport, StorageError> {
+    fn commit(mut self: Box<Self>) -> Result<CommitReport, StorageError> {
         let db = self.db;
         let mut report = CommitReport {
-            samples_rejected: self.rejected,
+            samples_rejected: std::mem::take(&mut self.rejected),
             ..CommitReport::default()
         };
         for (reason, n) in &report.samples_rejected {
@@ -155,97 +253,34 @@ impl Appender for TsdbAppender<'_> {
                     .collect()
             })
             .collect();
+        // When every series is known (the steady state), the WAL record and
+        // the rows are built here too, so the commit lock only orders, writes
+        // and applies them: it is the one serial step of ingestion.
+        let all_known = known.iter().flatten().all(Option::is_some);
+        let prepared = all_known.then(|| {
+            let ids: Vec<Vec<u64>> = known.iter().map(|d| d.iter().flatten().copied().collect()).collect();
+            let new_series = vec![Vec::new(); ids.len()];
+            let record = self.wal_record(&ids, &new_series);
+            (self.rows(&ids), new_series, record)
+        });
 
         let commit = db.commit_lock.lock();
         let seq = db.next_seq.fetch_add(1, Ordering::Relaxed);
-        // Resolve new series. They get the first free id probing from their
-        // hash, also avoiding ids given to other new series of this batch.
-        let mut ids: Vec<Vec<u64>> = Vec::with_capacity(partitions.len());
-        let mut new_series: Vec<Vec<(u64, &[u8])>> = Vec::with_capacity(partitions.len());
-        for ((p, d), known) in partitions.iter().zip(self.by_day.values()).zip(known) {
-            let mut day_new = Vec::new();
-            let day_ids = if known.iter().all(Option::is_some) {
-                known.into_iter().flatten().collect()
-            } else {
-                let index = p.index.read();
-                let mut created: HashMap<u64, &[u8]> = HashMap::new();
-                let mut day_ids = Vec::with_capacity(d.series.len());
-                for (s, known) in d.series.iter().zip(known) {
-                    let encoded = &self.labels[s.encoded.clone()];
-                    let id = match known
-                        .ok_or(())
-                        .or_else(|()| index.lookup(s.hash, encoded).map(|(id, _)| id))
-                    {
-                        Ok(id) => id,
-                        Err(mut id) => loop {
-                            match created.get(&id) {
-                                Some(&enc) if enc == encoded => break id,
-                                Some(_) => id = id.wrapping_add(1),
-                                None if index.local_of(id).is_some() => id = id.wrapping_add(1),
-                                None => {
-                                    created.insert(id, encoded);
-                                    day_new.push((id, encoded));
-                                    break id;
-                                }
-                            }
-                        },
-                    };
-                    day_ids.push(id);
-                }
-                day_ids
-            };
-            ids.push(day_ids);
-            new_series.push(day_new);
-        }
-
-        let mut payload = Vec::new();
-        let groups: Vec<_> = self
-            .by_day
-            .iter()
-            .zip(&ids)
-            .zip(&new_series)
-            .map(|(((day, d), day_ids), day_new)| {
-                let rows = d
-                    .series
-                    .iter()
-                    .zip(day_ids)
-                    .map(|(s, &id)| SeriesRows {
-                        id,
-                        ts: &d.ts[s.samples.clone()],
-                        vs: &d.vs[s.samples.clone()],
-                    })
-                    .collect();
-                DayBatch {
-                    day: *day,
-                    new_series: day_new.clone(),
-                    rows,
-                }
-            })
-            .collect();
-        encode_batch(&mut payload, &groups);
-        db.wal.append(&payload)?;
+        let (rows, new_series, record) = match prepared {
+            Some(p) => p,
+            None => {
+                let (ids, new_series) = self.resolve_new_series(&partitions, known);
+                let record = self.wal_record(&ids, &new_series);
+                (self.rows(&ids), new_series, record)
+            }
+        };
+        db.wal.append_framed(&record)?;
 
         let mut full = Vec::new();
-        for ((p, d), (day_ids, day_new)) in partitions
-            .iter()
-            .zip(self.by_day.values())
-            .zip(ids.iter().zip(&new_series))
-        {
-            let rows: Vec<Row> = d
-                .series
-                .iter()
-                .zip(day_ids)
-                .flat_map(|(s, &id)| {
-                    let samples = s.samples.clone();
-                    d.ts[samples.clone()]
-                        .iter()
-                        .zip(&d.vs[samples])
-                        .map(move |(&t, &v)| Row { id, t, v })
-                })
-                .collect();
+        for ((p, rows), day_new) in partitions.iter().zip(&rows).zip(&new_series) {
             report.samples_accepted += rows.len() as u64;
             report.series_created += day_new.len() as u64;
-            if p.apply(day_new, &rows, seq, &db.config)? {
+            if p.apply(day_new, rows, seq, &db.config)? {
                 full.push(p);
             }
         }

@@ -218,6 +218,7 @@ impl Inner {
                 }
                 let p = self.partition(day)?;
                 let rows: Vec<Row> = d.rows.iter().map(|&(id, t, v)| Row { id, t, v }).collect();
+                p.check_known(&d.new_series, &rows)?;
                 if p.apply(&d.new_series, &rows, seq, &self.config)? {
                     p.seal_rows()?;
                 }

@@ -100,6 +100,11 @@ impl PartitionIndex {
         self.entries.len()
     }
 
+    /// Whether any series of this day is marked deleted.
+    pub fn has_deleted(&self) -> bool {
+        self.live.len() != self.entries.len() as u64
+    }
+
     pub fn live(&self) -> &RoaringBitmap {
         &self.live
     }

@@ -1,6 +1,6 @@
 //! One day of data: its series index, unflushed rows, parts and tombstones.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use cairn_storage::StorageError;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard};
 
 use crate::day::Day;
 use crate::index::PartitionIndex;
@@ -160,9 +160,11 @@ impl Partition {
     }
 
     /// Makes committed rows visible: registers new series, revives deleted
-    /// series written again and appends rows. Returns whether the row buffer
-    /// is full: the caller then seals it with [`Self::seal_rows`] once it has
-    /// released the commit lock, so compression does not hold up commits.
+    /// series written again and appends rows. Every row's series must be in
+    /// the index or in `new_series` (WAL replay checks with
+    /// [`Self::check_known`] first). Returns whether the row buffer is full:
+    /// the caller then seals it with [`Self::seal_rows`] once it has released
+    /// the commit lock, so compression does not hold up commits.
     pub fn apply(
         &self,
         new_series: &[(u64, &[u8])],
@@ -170,8 +172,13 @@ impl Partition {
         seq: u64,
         config: &crate::Config,
     ) -> Result<bool, StorageError> {
-        let series = {
-            let mut index = self.index.write();
+        let index = self.index.upgradable_read();
+        // The usual commit adds no series and the day has no deletes: the
+        // index is only read, and the rows are appended in one copy.
+        let series = if new_series.is_empty() && !index.has_deleted() {
+            index.series_count()
+        } else {
+            let mut index = RwLockUpgradableReadGuard::upgrade(index);
             for (id, encoded) in new_series {
                 index.insert(*id, encoded)?;
             }
@@ -179,25 +186,40 @@ impl Partition {
             for r in rows {
                 if last != Some(r.id) {
                     last = Some(r.id);
-                    match index.local_of(r.id) {
-                        Some(local) => index.revive(local),
-                        None => {
-                            return Err(StorageError::Corrupt {
-                                path: self.dir.clone(),
-                                reason: format!("rows for series {:016x} that the index does not know", r.id),
-                            });
-                        }
-                    }
+                    let local = index.local_of(r.id).ok_or_else(|| self.unknown_series(r.id))?;
+                    index.revive(local);
                 }
             }
             index.series_count()
         };
         self.last_write_ms.store(crate::engine::now_ms(), Ordering::Relaxed);
         let mut buf = self.rows.lock();
-        for &r in rows {
-            buf.push(seq, r);
-        }
+        buf.extend(seq, rows);
         Ok(buf.unsealed_len() >= config.seal_rows(series))
+    }
+
+    /// Fails if a row's series is neither in the index nor in `new_series`:
+    /// a WAL record that does not match the index it was written against.
+    pub fn check_known(&self, new_series: &[(u64, &[u8])], rows: &[Row]) -> Result<(), StorageError> {
+        let index = self.index.read();
+        let new: HashSet<u64> = new_series.iter().map(|(id, _)| *id).collect();
+        let mut last = None;
+        for r in rows {
+            if last != Some(r.id) {
+                last = Some(r.id);
+                if index.local_of(r.id).is_none() && !new.contains(&r.id) {
+                    return Err(self.unknown_series(r.id));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn unknown_series(&self, id: u64) -> StorageError {
+        StorageError::Corrupt {
+            path: self.dir.clone(),
+            reason: format!("rows for series {id:016x} that the index does not know"),
+        }
     }
 
     /// Compresses the row buffer into a new in-memory part. The rows stay

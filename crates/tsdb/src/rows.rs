@@ -61,18 +61,26 @@ impl RowBuffer {
         self.len
     }
 
-    pub fn push(&mut self, seq: u64, row: Row) {
+    /// Appends the rows of commit `seq`.
+    pub fn extend(&mut self, seq: u64, mut rows: &[Row]) {
+        if rows.is_empty() {
+            return;
+        }
         if self.len == 0 {
             self.min_seq = seq;
         }
         self.max_seq = seq;
-        if self.tail.capacity() == 0 {
-            self.tail.reserve_exact(CHUNK_ROWS);
-        }
-        self.tail.push(row);
-        self.len += 1;
-        if self.tail.len() == CHUNK_ROWS {
-            self.frozen.push(Arc::new(std::mem::take(&mut self.tail)));
+        self.len += rows.len();
+        while !rows.is_empty() {
+            if self.tail.capacity() == 0 {
+                self.tail.reserve_exact(CHUNK_ROWS);
+            }
+            let (now, rest) = rows.split_at(rows.len().min(CHUNK_ROWS - self.tail.len()));
+            self.tail.extend_from_slice(now);
+            rows = rest;
+            if self.tail.len() == CHUNK_ROWS {
+                self.frozen.push(Arc::new(std::mem::take(&mut self.tail)));
+            }
         }
     }
 
@@ -268,12 +276,10 @@ mod tests {
     #[test]
     fn rows_being_sealed_stay_visible_until_the_seal_ends() {
         let mut buf = RowBuffer::default();
-        for t in 0..3000 {
-            buf.push(1, row(t));
-        }
+        buf.extend(1, &(0..3000).map(row).collect::<Vec<_>>());
         let sealing = buf.begin_seal().unwrap();
         assert_eq!((buf.len(), buf.unsealed_len()), (3000, 0));
-        buf.push(2, row(5000));
+        buf.extend(2, &[row(5000)]);
         assert_eq!(visible(&buf).len(), 3001);
         let part = sealing.to_part().unwrap();
         assert_eq!((part.meta().min_seq, part.meta().max_seq), (1, 1));
@@ -307,12 +313,28 @@ mod tests {
     }
 
     #[test]
+    fn extend_fills_chunks_across_commits() {
+        let mut buf = RowBuffer::default();
+        let mut want = Vec::new();
+        // Commits of odd sizes straddle chunk boundaries in every way.
+        for (seq, n) in [(1, 1000), (2, 24), (3, 1), (4, 3000), (5, 0), (6, 1023)] {
+            let rows: Vec<Row> = (0..n).map(|i| row(want.len() as i64 + i)).collect();
+            want.extend(rows.iter().map(|r| r.t));
+            buf.extend(seq, &rows);
+        }
+        assert_eq!(buf.len(), want.len());
+        assert!(buf.frozen.iter().all(|c| c.len() == CHUNK_ROWS));
+        assert_eq!((buf.min_seq, buf.max_seq), (1, 6));
+        assert_eq!(visible(&buf), want);
+    }
+
+    #[test]
     fn a_failed_seal_is_retried_with_the_newer_rows() {
         let mut buf = RowBuffer::default();
-        buf.push(1, row(10));
+        buf.extend(1, &[row(10)]);
         buf.begin_seal().unwrap();
         // No end_seal: the part was never installed.
-        buf.push(2, row(20));
+        buf.extend(2, &[row(20)]);
         let again = buf.begin_seal().unwrap();
         let part = again.to_part().unwrap();
         assert_eq!((part.meta().min_seq, part.meta().max_seq), (1, 2));

@@ -70,11 +70,13 @@ impl Wal {
 
     /// Appends one record. On return the bytes are in the OS (and on disk, if
     /// syncing every commit).
+    #[cfg(test)]
     pub fn append(&self, payload: &[u8]) -> Result<(), StorageError> {
-        let mut frame = Vec::with_capacity(HEADER_BYTES + payload.len());
-        frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        frame.extend_from_slice(&cairn_codec::crc32c(payload).to_le_bytes());
-        frame.extend_from_slice(payload);
+        self.append_framed(&frame(|dst| dst.extend_from_slice(payload)))
+    }
+
+    /// Appends a record built by [`frame`], in one `write`.
+    pub fn append_framed(&self, frame: &[u8]) -> Result<(), StorageError> {
         let mut seg = self.active.lock();
         if seg.bytes > 0 && seg.bytes + frame.len() as u64 > self.segment_bytes {
             let next = seg.seq + 1;
@@ -83,7 +85,7 @@ impl Wal {
         }
         let path = segment_path(&self.dir, seg.seq);
         seg.file
-            .write_all(&frame)
+            .write_all(frame)
             .map_err(StorageError::io("append to", &path))?;
         seg.bytes += frame.len() as u64;
         seg.needs_sync = true;
@@ -151,6 +153,18 @@ impl Segment {
         }
         Ok(())
     }
+}
+
+/// A whole record: `encode` writes the payload after room for the header,
+/// which is filled in afterwards, so a commit can frame its record (and
+/// checksum it) before taking the commit lock, without copying the payload.
+pub fn frame(encode: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut buf = vec![0u8; HEADER_BYTES];
+    encode(&mut buf);
+    let (header, payload) = buf.split_at_mut(HEADER_BYTES);
+    header[..4].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    header[4..].copy_from_slice(&cairn_codec::crc32c(payload).to_le_bytes());
+    buf
 }
 
 /// fsyncs a directory so a created, renamed or removed entry is durable.
