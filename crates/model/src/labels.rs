@@ -207,7 +207,7 @@ pub fn encode_canonical(pairs: &mut Vec<(&str, &str)>, dst: &mut Vec<u8>) -> Res
 }
 
 /// The [`Labels::encode`] form of `count` canonical pairs.
-fn put_pairs<'a>(dst: &mut Vec<u8>, count: usize, pairs: impl Iterator<Item = (&'a str, &'a str)>) {
+pub(crate) fn put_pairs<'a>(dst: &mut Vec<u8>, count: usize, pairs: impl Iterator<Item = (&'a str, &'a str)>) {
     put_uvarint(dst, count as u64);
     for (name, value) in pairs {
         put_uvarint(dst, name.len() as u64);

@@ -3,12 +3,14 @@
 //! Pure types, shared by every other crate. No I/O, no async, no logging.
 
 pub mod civil;
+mod encoded_labels;
 pub mod go_float;
 mod labels;
 mod matcher;
 mod sample;
 pub mod text_cache;
 
+pub use encoded_labels::{EncodedLabels, LabelsBuf};
 pub use labels::{Label, LabelError, Labels, METRIC_NAME, encode_canonical};
 pub use matcher::{MatchOp, Matcher, MatcherError, may_repeat_count};
 pub use sample::{STALE_NAN_BITS, Sample, is_stale_nan, stale_nan};

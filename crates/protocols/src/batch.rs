@@ -1,7 +1,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use cairn_model::{LabelError, Labels, Sample, encode_canonical};
+use cairn_model::{EncodedLabels, LabelError, Labels, LabelsBuf, Sample};
 
 use crate::MetricMetadata;
 
@@ -21,27 +21,20 @@ impl SeriesSamples {
     }
 }
 
-/// Where one series of a batch lies in the batch's shared buffers.
-#[derive(Clone, PartialEq, Eq)]
-struct Span {
-    labels: Range<usize>,
-    samples: Range<usize>,
-}
-
 /// Everything one write request carries that Cairn can use, in a
 /// protocol-neutral form.
 ///
-/// Series are kept in three flat buffers (canonical label encodings, spans,
-/// samples) rather than one `Labels` and one `Vec` each: decoding a remote
-/// write request into per-label `String`s was a fifth of ingest CPU, and
-/// storage keys series by exactly this encoding ([`Labels::encode`]).
+/// Series are kept in flat buffers (canonical label encodings, sample
+/// ranges, samples) rather than one `Labels` and one `Vec` each: decoding a
+/// remote write request into per-label `String`s was a fifth of ingest CPU,
+/// and storage keys series by exactly this encoding ([`Labels::encode`]).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct WriteBatch {
-    /// [`Labels::encode`] forms of every series, back to back.
-    label_bytes: Vec<u8>,
-    /// Series in request order. The same label set may appear more than
-    /// once if the sender repeated it.
-    spans: Vec<Span>,
+    /// Every series' label set, in request order. The same label set may
+    /// appear more than once if the sender repeated it.
+    labels: LabelsBuf,
+    /// Each series' samples: `samples[ranges[i]]` go with `labels[i]`.
+    ranges: Vec<Range<usize>>,
     samples: Vec<Sample>,
     /// Metric metadata, in request order.
     pub metadata: Vec<MetricMetadata>,
@@ -55,13 +48,13 @@ pub struct WriteBatch {
 /// One series of a [`WriteBatch`], borrowed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SeriesRef<'a> {
-    encoded_labels: &'a [u8],
+    encoded_labels: EncodedLabels<'a>,
     samples: &'a [Sample],
 }
 
 impl<'a> SeriesRef<'a> {
     /// The canonical [`Labels::encode`] form of the series' labels.
-    pub fn encoded_labels(&self) -> &'a [u8] {
+    pub fn encoded_labels(&self) -> EncodedLabels<'a> {
         self.encoded_labels
     }
 
@@ -71,29 +64,23 @@ impl<'a> SeriesRef<'a> {
 
     /// The labels, decoded (allocates).
     pub fn labels(&self) -> Labels {
-        match Labels::decode(self.encoded_labels) {
-            Ok((labels, _)) => labels,
-            // The batch only ever holds encodings it wrote itself.
-            Err(e) => panic!("BUG: write batch holds a bad label encoding: {e}"),
-        }
+        self.encoded_labels.decode()
     }
 }
 
 impl WriteBatch {
     /// Adds one series. Decoders never add a series without samples.
     pub fn push(&mut self, labels: &Labels, samples: &[Sample]) {
-        let start = self.label_bytes.len();
-        labels.encode(&mut self.label_bytes);
-        self.push_span(start, samples);
+        self.labels.push(labels);
+        self.push_samples(samples);
     }
 
     /// Adds one series from borrowed label pairs, canonicalising them
-    /// ([`encode_canonical`]) without allocating per label. On error the
-    /// batch is unchanged; on success `pairs` is left canonical.
+    /// ([`cairn_model::encode_canonical`]) without allocating per label. On
+    /// error the batch is unchanged; on success `pairs` is left canonical.
     pub fn push_pairs(&mut self, pairs: &mut Vec<(&str, &str)>, samples: &[Sample]) -> Result<(), LabelError> {
-        let start = self.label_bytes.len();
-        encode_canonical(pairs, &mut self.label_bytes)?;
-        self.push_span(start, samples);
+        self.labels.push_pairs(pairs)?;
+        self.push_samples(samples);
         Ok(())
     }
 
@@ -101,45 +88,45 @@ impl WriteBatch {
     /// usual case for text formats, one line per sample), else as a new
     /// series. Returns whether it joined the last series.
     pub fn push_joining_last(&mut self, labels: &Labels, sample: Sample) -> bool {
-        let start = self.label_bytes.len();
-        labels.encode(&mut self.label_bytes);
-        if let Some(last) = self.spans.last_mut()
-            && last.samples.end == self.samples.len()
-            && self.label_bytes.get(last.labels.clone()) == self.label_bytes.get(start..)
+        let at = self.labels.push(labels);
+        if let Some(last) = self.ranges.last_mut()
+            && last.end == self.samples.len()
+            && at > 0
+            && self.labels.get(at - 1) == self.labels.get(at)
         {
-            self.label_bytes.truncate(start);
+            self.labels.pop();
             self.samples.push(sample);
-            last.samples.end = self.samples.len();
+            last.end = self.samples.len();
             return true;
         }
-        self.push_span(start, &[sample]);
+        self.push_samples(&[sample]);
         false
     }
 
     /// Removes the last series added (a decoder that found it invalid
     /// after canonicalising it).
     pub(crate) fn pop(&mut self) {
-        if let Some(span) = self.spans.pop() {
-            self.label_bytes.truncate(span.labels.start);
-            self.samples.truncate(span.samples.start);
+        if let Some(range) = self.ranges.pop() {
+            self.labels.pop();
+            self.samples.truncate(range.start);
         }
     }
 
-    fn push_span(&mut self, label_start: usize, samples: &[Sample]) {
-        let sample_start = self.samples.len();
+    fn push_samples(&mut self, samples: &[Sample]) {
+        let start = self.samples.len();
         self.samples.extend_from_slice(samples);
-        self.spans.push(Span {
-            labels: label_start..self.label_bytes.len(),
-            samples: sample_start..self.samples.len(),
-        });
+        self.ranges.push(start..self.samples.len());
     }
 
     /// The series in request order.
     pub fn series(&self) -> impl ExactSizeIterator<Item = SeriesRef<'_>> + '_ {
-        self.spans.iter().map(|span| SeriesRef {
-            encoded_labels: self.label_bytes.get(span.labels.clone()).unwrap_or_default(),
-            samples: self.samples.get(span.samples.clone()).unwrap_or_default(),
-        })
+        self.labels
+            .iter()
+            .zip(&self.ranges)
+            .map(|(encoded_labels, range)| SeriesRef {
+                encoded_labels,
+                samples: self.samples.get(range.clone()).unwrap_or_default(),
+            })
     }
 
     /// The series in owned form (decodes every label set).
@@ -150,7 +137,7 @@ impl WriteBatch {
     }
 
     pub fn series_count(&self) -> usize {
-        self.spans.len()
+        self.ranges.len()
     }
 
     /// Total float samples across all series.
@@ -160,7 +147,7 @@ impl WriteBatch {
 
     /// No series (metadata may still be present).
     pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
+        self.ranges.is_empty()
     }
 }
 
@@ -218,7 +205,7 @@ mod tests {
         assert_eq!((batch.series_count(), batch.sample_count()), (2, 3));
         let mut encoded = Vec::new();
         b.encode(&mut encoded);
-        assert_eq!(batch.series().nth(1).unwrap().encoded_labels(), &encoded[..]);
+        assert_eq!(batch.series().nth(1).unwrap().encoded_labels().as_bytes(), &encoded[..]);
     }
 
     #[test]

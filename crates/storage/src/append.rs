@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use cairn_model::{LabelError, Labels, Sample};
+use cairn_model::{EncodedLabels, Labels, Sample};
 
 use crate::{RejectReason, StorageError};
 
@@ -26,11 +26,10 @@ pub trait Appender: Send {
 
     /// [`Appender::append`] for a label set already in its canonical
     /// [`Labels::encode`] form, which ingestion produces without building
-    /// `Labels`. Storage that keys series by that encoding uses it as is.
-    fn append_encoded(&mut self, encoded_labels: &[u8], samples: &[Sample]) -> Result<(), StorageError> {
-        check_encoded_labels(encoded_labels)?;
-        let (labels, _) = Labels::decode(encoded_labels).map_err(|e| invalid_encoding(encoded_labels, e))?;
-        self.append(&labels, samples)
+    /// `Labels`. Storage that keys series by that encoding uses it as is
+    /// (the type carries the proof that it is canonical).
+    fn append_encoded(&mut self, labels: EncodedLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
+        self.append(&labels.decode(), samples)
     }
 
     /// Makes the batch durable and visible.
@@ -38,24 +37,6 @@ pub trait Appender: Send {
 
     /// Discards the batch.
     fn rollback(self: Box<Self>);
-}
-
-/// Checks, without allocating, what [`Appender::append_encoded`] requires:
-/// exactly one canonical, non-empty [`Labels::encode`] form. A storage that
-/// keys series by these bytes must not take malformed ones on trust.
-pub fn check_encoded_labels(encoded_labels: &[u8]) -> Result<(), StorageError> {
-    match Labels::check_encoding(encoded_labels) {
-        Ok(0) => Err(invalid_encoding(encoded_labels, LabelError::Empty)),
-        Ok(_) => Ok(()),
-        Err(e) => Err(invalid_encoding(encoded_labels, e)),
-    }
-}
-
-fn invalid_encoding(encoded_labels: &[u8], e: LabelError) -> StorageError {
-    StorageError::InvalidSeries {
-        labels: String::from_utf8_lossy(encoded_labels).chars().take(200).collect(),
-        reason: e.to_string(),
-    }
 }
 
 /// What a commit stored and what it dropped, by reason.

@@ -20,7 +20,7 @@ mod mem;
 mod query;
 
 pub use admin::{Admin, RejectReason, StorageStats, TsdbStatus};
-pub use append::{Appendable, Appender, CommitReport, check_encoded_labels};
+pub use append::{Appendable, Appender, CommitReport};
 pub use conformance::Storage;
 pub use error::{ErrorKind, StorageError};
 pub use mem::MemStorage;

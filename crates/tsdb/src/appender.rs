@@ -3,8 +3,8 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use cairn_model::{Labels, Sample};
-use cairn_storage::{Appender, CommitReport, RejectReason, StorageError, check_encoded_labels};
+use cairn_model::{EncodedLabels, LabelError, Labels, Sample};
+use cairn_storage::{Appender, CommitReport, RejectReason, StorageError};
 
 use crate::day::Day;
 use crate::engine::Inner;
@@ -204,11 +204,16 @@ impl Appender for TsdbAppender<'_> {
         Ok(())
     }
 
-    fn append_encoded(&mut self, encoded_labels: &[u8], samples: &[Sample]) -> Result<(), StorageError> {
-        // The index stores these bytes as the series' identity.
-        check_encoded_labels(encoded_labels)?;
+    fn append_encoded(&mut self, labels: EncodedLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
+        // Canonical by its type; only the empty set is not a series.
+        if labels.is_empty() {
+            return Err(StorageError::InvalidSeries {
+                labels: "{}".into(),
+                reason: LabelError::Empty.to_string(),
+            });
+        }
         let start = self.labels.len();
-        self.labels.extend_from_slice(encoded_labels);
+        self.labels.extend_from_slice(labels.as_bytes());
         self.add_samples(start..self.labels.len(), samples);
         Ok(())
     }

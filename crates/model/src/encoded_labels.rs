@@ -1,0 +1,156 @@
+//! Label sets in their canonical [`Labels::encode`] form, carrying the proof
+//! that they are canonical.
+//!
+//! Ingestion builds these bytes once (decoders canonicalise straight into
+//! them) and storage keys series by them. Checking them again in storage
+//! was a twentieth of remote-write ingest CPU, so the check happens where
+//! the bytes are made: an [`EncodedLabels`] is either checked by
+//! [`EncodedLabels::new`] or handed out by a [`LabelsBuf`], whose bytes only
+//! this crate's encoders write.
+
+use std::fmt;
+
+use crate::labels::encode_canonical;
+use crate::{LabelError, Labels};
+
+/// One canonical [`Labels::encode`] form (possibly of the empty set).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EncodedLabels<'a>(&'a [u8]);
+
+impl<'a> EncodedLabels<'a> {
+    /// Checks that `bytes` are exactly one canonical encoding.
+    pub fn new(bytes: &'a [u8]) -> Result<Self, LabelError> {
+        Labels::check_encoding(bytes)?;
+        Ok(Self(bytes))
+    }
+
+    pub fn as_bytes(self) -> &'a [u8] {
+        self.0
+    }
+
+    /// The empty label set (a count of zero, nothing else).
+    pub fn is_empty(self) -> bool {
+        self.0 == [0]
+    }
+
+    /// The labels, decoded (allocates).
+    pub fn decode(self) -> Labels {
+        match Labels::decode(self.0) {
+            Ok((labels, _)) => labels,
+            Err(e) => panic!("BUG: an EncodedLabels holds a bad encoding: {e}"),
+        }
+    }
+}
+
+impl fmt::Debug for EncodedLabels<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.decode())
+    }
+}
+
+/// Canonical label encodings back to back, addressed by position.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct LabelsBuf {
+    bytes: Vec<u8>,
+    /// Where each encoding ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl LabelsBuf {
+    /// Appends `labels`' encoding; returns its position.
+    pub fn push(&mut self, labels: &Labels) -> usize {
+        labels.encode(&mut self.bytes);
+        self.end_one()
+    }
+
+    /// Canonicalises borrowed pairs as [`encode_canonical`] does and appends
+    /// their encoding; returns its position. On error nothing is appended.
+    pub fn push_pairs(&mut self, pairs: &mut Vec<(&str, &str)>) -> Result<usize, LabelError> {
+        encode_canonical(pairs, &mut self.bytes)?;
+        Ok(self.end_one())
+    }
+
+    fn end_one(&mut self) -> usize {
+        self.ends.push(self.bytes.len());
+        self.ends.len() - 1
+    }
+
+    /// The encoding at position `i`.
+    pub fn get(&self, i: usize) -> Option<EncodedLabels<'_>> {
+        let end = *self.ends.get(i)?;
+        Some(EncodedLabels(&self.bytes[self.start(i)..end]))
+    }
+
+    /// Every encoding, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = EncodedLabels<'_>> + '_ {
+        (0..self.ends.len()).map(|i| EncodedLabels(&self.bytes[self.start(i)..self.ends[i]]))
+    }
+
+    fn start(&self, i: usize) -> usize {
+        if i == 0 { 0 } else { self.ends[i - 1] }
+    }
+
+    /// Removes the last encoding.
+    pub fn pop(&mut self) {
+        self.ends.pop();
+        self.bytes.truncate(self.ends.last().copied().unwrap_or(0));
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labels::put_pairs;
+
+    /// The encoded form of pairs in the given order, canonical or not.
+    fn encode_pairs(pairs: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        put_pairs(&mut out, pairs.len(), pairs.iter().copied());
+        out
+    }
+
+    #[test]
+    fn a_buffer_hands_back_each_encoding_by_position() {
+        let mut buf = LabelsBuf::default();
+        let a = Labels::from_pairs([("__name__", "a"), ("job", "x")]);
+        assert_eq!(buf.push(&a), 0);
+        let mut pairs = vec![("job", "y"), ("__name__", "b"), ("empty", "")];
+        assert_eq!(buf.push_pairs(&mut pairs), Ok(1));
+        let mut dup = vec![("b", "1"), ("b", "2")];
+        assert!(buf.push_pairs(&mut dup).is_err());
+        assert_eq!(buf.len(), 2);
+        assert_eq!(buf.get(0).map(EncodedLabels::decode), Some(a));
+        assert_eq!(
+            buf.get(1).map(EncodedLabels::as_bytes),
+            Some(&encode_pairs(&[("__name__", "b"), ("job", "y")])[..])
+        );
+        assert_eq!(buf.get(2), None);
+        assert_eq!(
+            buf.iter().collect::<Vec<_>>(),
+            vec![buf.get(0).unwrap(), buf.get(1).unwrap()]
+        );
+        buf.pop();
+        assert_eq!((buf.len(), buf.get(1)), (1, None));
+        buf.push(&Labels::empty());
+        assert!(buf.get(1).is_some_and(EncodedLabels::is_empty));
+    }
+
+    #[test]
+    fn new_refuses_what_is_not_one_canonical_encoding() {
+        let good = encode_pairs(&[("a", "1"), ("b", "2")]);
+        assert!(EncodedLabels::new(&good).is_ok());
+        let unsorted = encode_pairs(&[("b", "1"), ("a", "2")]);
+        for bad in [&unsorted[..], &good[..good.len() - 1], &[3, 1][..], &[][..]] {
+            assert!(EncodedLabels::new(bad).is_err(), "{bad:?}");
+        }
+        assert!(EncodedLabels::new(&[0]).is_ok_and(EncodedLabels::is_empty));
+    }
+}
