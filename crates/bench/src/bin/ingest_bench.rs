@@ -81,6 +81,10 @@ struct Cli {
     /// Declare a server hung (and kill it) when no write is acknowledged for this long.
     #[arg(long, default_value_t = 60)]
     stall_seconds: u64,
+    /// Stop each server right after ingestion: report only the ingest rate,
+    /// CPU and peak RSS (for quick A/B runs of one change).
+    #[arg(long)]
+    ingest_only: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -640,6 +644,21 @@ fn backfill(cli: &Cli, trace: Arc<Trace>) -> anyhow::Result<Value> {
         );
         for e in &send.first_errors {
             println!("  error: {e}");
+        }
+        if cli.ingest_only {
+            srv.stop()?;
+            results.insert(
+                kind.name().into(),
+                json!({
+                    "samples_acked": send.samples_acked, "samples_failed": send.samples_failed,
+                    "ingest_seconds": send.elapsed.as_secs_f64(),
+                    "ingest_samples_per_s": rate,
+                    "cpu_s_ingest": cpu1 - cpu0,
+                    "cpu_s_per_million_samples": cpu_per_m,
+                    "rss_peak_bytes": ingest_rss.iter().map(|x| x.1).max().unwrap_or(0),
+                }),
+            );
+            continue;
         }
         let settle = srv.flush_and_settle(Duration::from_secs(if kind == Kind::Cairn { 75 } else { 5 }))?;
         let cpu_settle = procfs::cpu_seconds(pid, tck).unwrap_or(0.0) - cpu1;
