@@ -57,38 +57,41 @@ impl<'a> TsdbAppender<'a> {
     /// encoding's range in `self.labels`.
     fn add_samples(&mut self, encoded: Range<usize>, samples: &[Sample]) {
         let hash = hash_labels(&self.labels[encoded.clone()]);
-        // The day of the series' current run of samples (usually the only one).
-        let mut current: Option<Day> = None;
-        for s in samples {
-            let reason = if s.t < self.min_t {
-                Some(RejectReason::OutOfRetention)
-            } else if s.t > self.max_t {
-                Some(RejectReason::TooFarInFuture)
-            } else {
-                None
-            };
-            if let Some(r) = reason {
-                *self.rejected.entry(r).or_default() += 1;
+        let mut rest = samples;
+        while let Some(first) = rest.first() {
+            if first.t < self.min_t || first.t > self.max_t {
+                let reason = if first.t < self.min_t {
+                    RejectReason::OutOfRetention
+                } else {
+                    RejectReason::TooFarInFuture
+                };
+                *self.rejected.entry(reason).or_default() += 1;
+                rest = &rest[1..];
                 continue;
             }
-            let day = Day::of(s.t);
+            // The run of samples in this day and in the accepted range
+            // (usually all of them) is buffered in one step.
+            let day = Day::of(first.t);
+            let (lo, hi) = (day.mint().max(self.min_t), day.maxt().min(self.max_t));
+            let n = rest.iter().position(|s| s.t < lo || s.t > hi).unwrap_or(rest.len());
+            let (run, tail) = rest.split_at(n);
+            rest = tail;
             let d = self.by_day.entry(day).or_default();
             // A series' samples for one day must be one contiguous range: start
-            // a new entry when the day changes or another series came in between.
-            let continues = current == Some(day)
-                && d.series
-                    .last()
-                    .is_some_and(|p| p.encoded == encoded && p.samples.end == d.ts.len());
+            // a new entry unless this series' run was the last one added to the day.
+            let continues = d
+                .series
+                .last()
+                .is_some_and(|p| p.encoded == encoded && p.samples.end == d.ts.len());
             if !continues {
                 d.series.push(Pending {
                     encoded: encoded.clone(),
                     hash,
                     samples: d.ts.len()..d.ts.len(),
                 });
-                current = Some(day);
             }
-            d.ts.push(s.t);
-            d.vs.push(s.v);
+            d.ts.extend(run.iter().map(|s| s.t));
+            d.vs.extend(run.iter().map(|s| s.v));
             if let Some(p) = d.series.last_mut() {
                 p.samples.end = d.ts.len();
             }
