@@ -148,6 +148,13 @@ impl TsdbAppender<'_> {
         (ids, new_series)
     }
 
+    /// What the commit lock writes and applies: the rows per day, the new
+    /// series per day, and the batch as one framed WAL record.
+    fn prepare<'l>(&'l self, ids: &DayIds, new_series: NewSeries<'l>) -> (Vec<Vec<Row>>, NewSeries<'l>, Vec<u8>) {
+        let record = self.wal_record(ids, &new_series);
+        (self.rows(ids), new_series, record)
+    }
+
     /// The batch as one framed WAL record.
     fn wal_record(&self, ids: &DayIds, new_series: &NewSeries<'_>) -> Vec<u8> {
         let groups: Vec<DayBatch> = self
@@ -157,7 +164,7 @@ impl TsdbAppender<'_> {
             .zip(new_series)
             .map(|(((day, d), day_ids), day_new)| DayBatch {
                 day: *day,
-                new_series: day_new.clone(),
+                new_series: day_new,
                 rows: d
                     .series
                     .iter()
@@ -266,10 +273,8 @@ impl Appender for TsdbAppender<'_> {
         // and applies them: it is the one serial step of ingestion.
         let all_known = known.iter().flatten().all(Option::is_some);
         let prepared = all_known.then(|| {
-            let ids: Vec<Vec<u64>> = known.iter().map(|d| d.iter().flatten().copied().collect()).collect();
-            let new_series = vec![Vec::new(); ids.len()];
-            let record = self.wal_record(&ids, &new_series);
-            (self.rows(&ids), new_series, record)
+            let ids: DayIds = known.iter().map(|d| d.iter().flatten().copied().collect()).collect();
+            self.prepare(&ids, vec![Vec::new(); ids.len()])
         });
 
         let commit = db.commit_lock.lock();
@@ -278,8 +283,7 @@ impl Appender for TsdbAppender<'_> {
             Some(p) => p,
             None => {
                 let (ids, new_series) = self.resolve_new_series(&partitions, known);
-                let record = self.wal_record(&ids, &new_series);
-                (self.rows(&ids), new_series, record)
+                self.prepare(&ids, new_series)
             }
         };
         db.wal.append_framed(&record)?;

@@ -24,7 +24,7 @@ pub struct SeriesRows<'a> {
 pub struct DayBatch<'a> {
     pub day: Day,
     /// Series created by this commit: id and canonical label encoding.
-    pub new_series: Vec<(u64, &'a [u8])>,
+    pub new_series: &'a [(u64, &'a [u8])],
     pub rows: Vec<SeriesRows<'a>>,
 }
 
@@ -35,7 +35,7 @@ pub fn encode_batch(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
     for DayBatch { day, new_series, rows } in days {
         put_varint(dst, i64::from(day.0));
         put_uvarint(dst, new_series.len() as u64);
-        for (id, labels) in new_series {
+        for (id, labels) in *new_series {
             dst.extend_from_slice(&id.to_le_bytes());
             put_uvarint(dst, labels.len() as u64);
             dst.extend_from_slice(labels);
@@ -139,9 +139,10 @@ mod tests {
     fn record_round_trips_with_special_values() {
         let ts = [1_700_000_000_000, 1_700_000_015_000, 1_699_999_000_000];
         let vs = [1.5, cairn_model::stale_nan(), -0.0];
+        let new_series = [(42u64, &b"labels"[..])];
         let days = vec![DayBatch {
             day: Day(19675),
-            new_series: vec![(42u64, &b"labels"[..])],
+            new_series: &new_series,
             rows: vec![SeriesRows {
                 id: 42,
                 ts: &ts,
@@ -173,7 +174,7 @@ mod tests {
                 .collect();
             let rows: Vec<SeriesRows> = cols.iter().map(|(id, ts, vs)| SeriesRows { id: *id, ts, vs }).collect();
             let mut buf = Vec::new();
-            encode_batch(&mut buf, &[DayBatch { day: Day(-3), new_series: vec![], rows }]);
+            encode_batch(&mut buf, &[DayBatch { day: Day(-3), new_series: &[], rows }]);
             let got = decode_batch(&buf).unwrap();
             let want: Vec<(u64, i64, u64)> = cols
                 .iter()
