@@ -72,6 +72,17 @@ pub fn shortest_plain(v: f64) -> String {
 
 /// Appends [`shortest_plain`]'s text for `v` to `out`.
 pub fn push_plain(out: &mut String, v: f64) {
+    if v.is_finite() && v != 0.0 {
+        // Ryū's digits are Go's; when it wrote them without an exponent and
+        // not as an integer with `.0` appended, its text is the answer
+        // (the common case of a query response: no re-parse).
+        let mut ryu = ryu::Buffer::new();
+        let text = ryu.format_finite(v);
+        if !text.as_bytes().contains(&b'e') && !text.ends_with(".0") {
+            out.push_str(text);
+            return;
+        }
+    }
     let Some(d) = Decimal::of(v) else {
         use std::fmt::Write;
         let _ = write!(out, "{v}");
@@ -265,6 +276,13 @@ mod tests {
             let v = f64::from_bits(bits);
             prop_assert_eq!(shortest_plain(v), reference::shortest_plain(v));
             prop_assert_eq!(shortest_sci(v), reference::shortest_sci(v));
+        }
+
+        /// Magnitudes query answers hold, where Ryū's own text is used as is.
+        #[test]
+        fn plain_range_agrees_with_the_exact_reference(v in -1e17f64..1e17, scale in -8i32..4) {
+            let v = v * 10f64.powi(scale);
+            prop_assert_eq!(shortest_plain(v), reference::shortest_plain(v));
         }
 
         /// Binary fractions `n / 2^k` are where exact ties live.

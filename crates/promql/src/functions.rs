@@ -8,8 +8,10 @@ use promql_parser::parser::{Call, Expr, LabelModifier};
 
 use crate::QueryError;
 use crate::eval::{
-    Ctx, Ev, OutAcc, Result, Series, StepIter, Val, go_max, go_min, kahan_inc, labels_from, quantile, unwrap_parens,
+    Ctx, Ev, OutAcc, RangeArg, Result, Series, StepIter, Val, go_max, go_min, kahan_inc, labels_from, quantile,
+    unwrap_parens,
 };
+use crate::rate::{Extrapolation, Windows};
 
 fn arg_str(ev: &mut Ev, e: &Expr, c: Ctx) -> Result<String> {
     match ev.eval(e, c)? {
@@ -456,37 +458,32 @@ fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -
     let n = c.n();
     let keep_name = matches!(name, "last_over_time" | "first_over_time");
     let check_counter = matches!(name, "rate" | "increase");
+    let extrapolation = Extrapolation::of(name);
     let (out, _) = ev.range_series(m, c, Some(name), true, &|labels, drop_name, samples, ra| {
         // At most one point per step, and dense series fill most steps.
         let mut pts = Vec::with_capacity(n.min(samples.len()));
-        let mut step_args = vec![0.0; scalars.len()];
-        // Window bounds only move forward with the steps (unless `@` pins
-        // them), so two cursors slide over the samples once.
-        let (mut lo, mut hi) = (0usize, 0usize);
-        for i in 0..n {
-            let ts = c.ts(i);
-            let (ws, we) = ra.window(ts);
-            if ra.at.is_some() {
-                lo = samples.partition_point(|p| p.0 <= ws);
-                hi = samples.partition_point(|p| p.0 <= we);
-            } else {
-                while lo < samples.len() && samples[lo].0 <= ws {
-                    lo += 1;
+        if let Some(x) = extrapolation {
+            let mut windows = Windows::with_capacity(n.min(samples.len()));
+            for_each_window(samples, c, ra, |_, ts, ws, we, w| windows.push(x, ts, w, ws, we));
+            windows.finish(x, ra.range, &mut pts);
+        } else {
+            let mut step_args = vec![0.0; scalars.len()];
+            let mut failed = None;
+            for_each_window(samples, c, ra, |i, ts, _, _, w| {
+                if failed.is_some() {
+                    return;
                 }
-                hi = hi.max(lo);
-                while hi < samples.len() && samples[hi].0 <= we {
-                    hi += 1;
+                for (a, s) in step_args.iter_mut().zip(&scalars) {
+                    *a = s[i];
                 }
-            }
-            if lo >= hi {
-                continue;
-            }
-            for (a, s) in step_args.iter_mut().zip(&scalars) {
-                *a = s[i];
-            }
-            let w = &samples[lo..hi];
-            if let Some(v) = range_value(name, w, ws, we, ra.range, ts, &step_args)? {
-                pts.push((ts, v));
+                match range_value(name, w, ts, &step_args) {
+                    Ok(Some(v)) => pts.push((ts, v)),
+                    Ok(None) => {}
+                    Err(e) => failed = Some(e),
+                }
+            });
+            if let Some(e) = failed {
+                return Err(e);
             }
         }
         Ok((!pts.is_empty()).then_some(Series {
@@ -509,21 +506,42 @@ fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -
     Ok(Val::Vector(out))
 }
 
-fn range_value(
-    name: &str,
-    w: &[(i64, f64)],
-    ws: i64,
-    we: i64,
-    range: i64,
-    ts: i64,
-    args: &[f64],
-) -> Result<Option<f64>> {
+/// Calls `f(step index, step time, window start, window end, samples)` for
+/// every step whose window `(start, end]` holds at least one sample.
+fn for_each_window(
+    samples: &[(i64, f64)],
+    c: Ctx,
+    ra: RangeArg,
+    mut f: impl FnMut(usize, i64, i64, i64, &[(i64, f64)]),
+) {
+    // Window bounds only move forward with the steps (unless `@` pins
+    // them), so two cursors slide over the samples once.
+    let (mut lo, mut hi) = (0usize, 0usize);
+    for i in 0..c.n() {
+        let ts = c.ts(i);
+        let (ws, we) = ra.window(ts);
+        if ra.at.is_some() {
+            lo = samples.partition_point(|p| p.0 <= ws);
+            hi = samples.partition_point(|p| p.0 <= we);
+        } else {
+            while lo < samples.len() && samples[lo].0 <= ws {
+                lo += 1;
+            }
+            hi = hi.max(lo);
+            while hi < samples.len() && samples[hi].0 <= we {
+                hi += 1;
+            }
+        }
+        if lo < hi {
+            f(i, ts, ws, we, &samples[lo..hi]);
+        }
+    }
+}
+
+fn range_value(name: &str, w: &[(i64, f64)], ts: i64, args: &[f64]) -> Result<Option<f64>> {
     let n = w.len();
     let last = w[n - 1];
     Ok(match name {
-        "rate" => extrapolated_rate(w, ws, we, range, true, true),
-        "increase" => extrapolated_rate(w, ws, we, range, true, false),
-        "delta" => extrapolated_rate(w, ws, we, range, false, false),
         "irate" | "idelta" => {
             if n < 2 {
                 return Ok(None);
@@ -685,56 +703,6 @@ fn range_value(
         }
         _ => return Err(QueryError::BadData(format!("function \"{name}\" is not supported"))),
     })
-}
-
-fn extrapolated_rate(
-    w: &[(i64, f64)],
-    range_start: i64,
-    range_end: i64,
-    range: i64,
-    counter: bool,
-    rate: bool,
-) -> Option<f64> {
-    if w.len() < 2 {
-        return None;
-    }
-    let n1 = w.len() - 1;
-    let (first_t, last_t) = (w[0].0, w[n1].0);
-    let mut result = w[n1].1 - w[0].1;
-    if counter {
-        let mut prev = w[0].1;
-        for p in &w[1..] {
-            if p.1 < prev {
-                result += prev;
-            }
-            prev = p.1;
-        }
-    }
-    let mut to_start = (first_t - range_start) as f64 / 1000.0;
-    let mut to_end = (range_end - last_t) as f64 / 1000.0;
-    let sampled = (last_t - first_t) as f64 / 1000.0;
-    let avg = sampled / n1 as f64;
-    let threshold = avg * 1.1;
-    let mut interval = sampled;
-    if to_start >= threshold {
-        to_start = avg / 2.0;
-    }
-    if counter && result > 0.0 && w[0].1 >= 0.0 {
-        let to_zero = sampled * (w[0].1 / result);
-        if to_zero < to_start {
-            to_start = to_zero;
-        }
-    }
-    interval += to_start;
-    if to_end >= threshold {
-        to_end = avg / 2.0;
-    }
-    interval += to_end;
-    let mut factor = interval / sampled;
-    if rate {
-        factor /= range as f64 / 1000.0;
-    }
-    Some(result * factor)
 }
 
 fn linear_regression(w: &[(i64, f64)], intercept_t: i64) -> (f64, f64) {

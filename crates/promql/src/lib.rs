@@ -18,6 +18,7 @@ mod calendar;
 mod escapes;
 mod eval;
 mod functions;
+mod rate;
 mod select;
 mod value;
 

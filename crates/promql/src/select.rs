@@ -22,6 +22,12 @@ use rayon::prelude::*;
 use crate::QueryError;
 use crate::eval::{Result, Series};
 
+/// Selects of at most this many series are read on the calling thread: the
+/// hand-offs to and from the pool (and the pool's spinning) cost more than a
+/// second core saves on so little work, and most dashboard and alert
+/// queries are this small.
+const SEQUENTIAL_MAX_SERIES: usize = 16;
+
 /// Turns one series' samples (sorted by time) into the node's output for it.
 /// Runs on worker threads.
 pub(crate) type Reduce<'f> = dyn Fn(Labels, &[(i64, f64)]) -> Result<Option<Series>> + Sync + 'f;
@@ -116,7 +122,7 @@ pub(crate) fn read_sharded(
     reduce: &Reduce<'_>,
 ) -> Result<Vec<Series>> {
     let count = rayon::current_num_threads().max(1);
-    if count == 1 {
+    if count == 1 || querier.series_upper_bound(matchers)? <= SEQUENTIAL_MAX_SERIES {
         return read_shard(querier, hints, matchers, budget, opts, reduce);
     }
     let shards: Vec<Result<Vec<Series>>> = (0..count)

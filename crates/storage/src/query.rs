@@ -60,6 +60,15 @@ pub trait Querier: Send + Sync {
     /// storage may reject selecting everything.
     fn select(&self, hints: &SelectHints, matchers: &[Matcher]) -> Result<SeriesSet, StorageError>;
 
+    /// An upper bound of how many series `select` would return for
+    /// `matchers`, found without reading samples; `usize::MAX` when unknown.
+    /// Callers use it to decide whether reading shards in parallel pays for
+    /// the thread hand-offs.
+    fn series_upper_bound(&self, matchers: &[Matcher]) -> Result<usize, StorageError> {
+        let _ = matchers;
+        Ok(usize::MAX)
+    }
+
     /// Sorted label names of series matching `matchers` (all series if empty).
     ///
     /// Like Prometheus (block granularity), an implementation may consider

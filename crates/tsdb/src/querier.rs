@@ -21,6 +21,15 @@ impl TsdbQuerier {
 }
 
 impl Querier for TsdbQuerier {
+    fn series_upper_bound(&self, matchers: &[Matcher]) -> Result<usize, StorageError> {
+        // A series living in several days counts once per day.
+        Ok(self
+            .snaps
+            .iter()
+            .map(|snap| snap.partition.index.read().select(matchers).len() as usize)
+            .sum())
+    }
+
     fn select(&self, hints: &SelectHints, matchers: &[Matcher]) -> Result<SeriesSet, StorageError> {
         // Series are keyed by labels: ids are only unique within a day. A
         // vector sorted once is far cheaper than a map for 10^5–10^6 series.

@@ -1,0 +1,232 @@
+//! `rate`, `increase` and `delta` over all the steps of one series at once.
+//!
+//! Each window's result is a chain of dependent divisions (Prometheus'
+//! `extrapolatedRate`), and evaluated one window at a time the CPU waits on
+//! that chain: it was ~40 % of a 24 h `rate` query's evaluation. Here the
+//! windows are first reduced to a few numbers each, and then all of them
+//! are finished in one branch-free loop over columns, which the compiler
+//! vectorises and the CPU runs side by side. Every window still goes
+//! through the same operations in the same order as Prometheus', so the
+//! results are bit-identical.
+
+/// Which of the three functions, and so which parts of the extrapolation apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Extrapolation {
+    /// Counter resets are added back, and extrapolation stops at zero.
+    counter: bool,
+    /// Divided by the range in seconds.
+    per_second: bool,
+}
+
+impl Extrapolation {
+    pub fn of(name: &str) -> Option<Self> {
+        let (counter, per_second) = match name {
+            "rate" => (true, true),
+            "increase" => (true, false),
+            "delta" => (false, false),
+            _ => return None,
+        };
+        Some(Self { counter, per_second })
+    }
+}
+
+/// The windows of one series, as columns.
+#[derive(Debug, Default)]
+pub(crate) struct Windows {
+    t: Vec<i64>,
+    /// Last minus first value, counter resets added back.
+    result: Vec<f64>,
+    first_value: Vec<f64>,
+    /// Milliseconds as floats (exact: every i64 difference of timestamps
+    /// within a query fits in 53 bits); divided by 1000 when finished,
+    /// as Prometheus does.
+    to_start_ms: Vec<f64>,
+    to_end_ms: Vec<f64>,
+    sampled_ms: Vec<f64>,
+    /// Samples in the window minus one.
+    intervals: Vec<f64>,
+}
+
+impl Windows {
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            t: Vec::with_capacity(n),
+            result: Vec::with_capacity(n),
+            first_value: Vec::with_capacity(n),
+            to_start_ms: Vec::with_capacity(n),
+            to_end_ms: Vec::with_capacity(n),
+            sampled_ms: Vec::with_capacity(n),
+            intervals: Vec::with_capacity(n),
+        }
+    }
+
+    /// Adds the window `(start, end]` holding samples `w` at step time `t`;
+    /// windows with fewer than two samples have no result and are skipped.
+    pub fn push(&mut self, x: Extrapolation, t: i64, w: &[(i64, f64)], start: i64, end: i64) {
+        if w.len() < 2 {
+            return;
+        }
+        let (first, last) = (w[0], w[w.len() - 1]);
+        let mut result = last.1 - first.1;
+        if x.counter {
+            let mut prev = first.1;
+            for p in &w[1..] {
+                if p.1 < prev {
+                    result += prev;
+                }
+                prev = p.1;
+            }
+        }
+        self.t.push(t);
+        self.result.push(result);
+        self.first_value.push(first.1);
+        self.to_start_ms.push((first.0 - start) as f64);
+        self.to_end_ms.push((end - last.0) as f64);
+        self.sampled_ms.push((last.0 - first.0) as f64);
+        self.intervals.push((w.len() - 1) as f64);
+    }
+
+    /// Finishes every window and appends `(t, value)` to `out`.
+    pub fn finish(self, x: Extrapolation, range_ms: i64, out: &mut Vec<(i64, f64)>) {
+        let range_s = range_ms as f64 / 1000.0;
+        let n = self.t.len();
+        let mut values = vec![0.0; n];
+        let cols = (
+            &self.result[..n],
+            &self.first_value[..n],
+            &self.to_start_ms[..n],
+            &self.to_end_ms[..n],
+            &self.sampled_ms[..n],
+            &self.intervals[..n],
+        );
+        for (i, v) in values.iter_mut().enumerate() {
+            let result = cols.0[i];
+            let first_value = cols.1[i];
+            let mut to_start = cols.2[i] / 1000.0;
+            let mut to_end = cols.3[i] / 1000.0;
+            let sampled = cols.4[i] / 1000.0;
+            let avg = sampled / cols.5[i];
+            let threshold = avg * 1.1;
+            // Selects, not branches, so the loop vectorises.
+            to_start = if to_start >= threshold { avg / 2.0 } else { to_start };
+            if x.counter {
+                // Do not extrapolate below zero.
+                let to_zero = sampled * (first_value / result);
+                let stop = result > 0.0 && first_value >= 0.0 && to_zero < to_start;
+                to_start = if stop { to_zero } else { to_start };
+            }
+            let mut interval = sampled;
+            interval += to_start;
+            to_end = if to_end >= threshold { avg / 2.0 } else { to_end };
+            interval += to_end;
+            let mut factor = interval / sampled;
+            if x.per_second {
+                factor /= range_s;
+            }
+            *v = result * factor;
+        }
+        out.extend(self.t.into_iter().zip(values));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Prometheus' `extrapolatedRate` one window at a time, as the engine
+    /// computed it before: the oracle for the column form.
+    fn one_window(w: &[(i64, f64)], start: i64, end: i64, range: i64, counter: bool, rate: bool) -> Option<f64> {
+        if w.len() < 2 {
+            return None;
+        }
+        let n1 = w.len() - 1;
+        let (first_t, last_t) = (w[0].0, w[n1].0);
+        let mut result = w[n1].1 - w[0].1;
+        if counter {
+            let mut prev = w[0].1;
+            for p in &w[1..] {
+                if p.1 < prev {
+                    result += prev;
+                }
+                prev = p.1;
+            }
+        }
+        let mut to_start = (first_t - start) as f64 / 1000.0;
+        let mut to_end = (end - last_t) as f64 / 1000.0;
+        let sampled = (last_t - first_t) as f64 / 1000.0;
+        let avg = sampled / n1 as f64;
+        let threshold = avg * 1.1;
+        let mut interval = sampled;
+        if to_start >= threshold {
+            to_start = avg / 2.0;
+        }
+        if counter && result > 0.0 && w[0].1 >= 0.0 {
+            let to_zero = sampled * (w[0].1 / result);
+            if to_zero < to_start {
+                to_start = to_zero;
+            }
+        }
+        interval += to_start;
+        if to_end >= threshold {
+            to_end = avg / 2.0;
+        }
+        interval += to_end;
+        let mut factor = interval / sampled;
+        if rate {
+            factor /= range as f64 / 1000.0;
+        }
+        Some(result * factor)
+    }
+
+    fn series() -> impl Strategy<Value = Vec<(i64, f64)>> {
+        prop::collection::vec(
+            (1i64..40_000, prop_oneof![-5.0f64..1e6, Just(0.0), Just(f64::NAN)]),
+            0..60,
+        )
+        .prop_map(|steps| {
+            let mut t = 0;
+            steps
+                .into_iter()
+                .map(|(dt, v)| {
+                    t += dt;
+                    (t, v)
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn columns_equal_one_window_at_a_time(
+            samples in series(),
+            range in 1i64..200_000,
+            step in 1i64..60_000,
+            name in prop_oneof![Just("rate"), Just("increase"), Just("delta")],
+        ) {
+            let x = Extrapolation::of(name).unwrap();
+            let end_t = samples.last().map_or(0, |p| p.0) + range;
+            let mut windows = Windows::with_capacity(0);
+            let mut want = Vec::new();
+            let mut t = 0;
+            while t <= end_t {
+                let (ws, we) = (t - range, t);
+                let lo = samples.partition_point(|p| p.0 <= ws);
+                let hi = samples.partition_point(|p| p.0 <= we);
+                let w = &samples[lo..hi];
+                windows.push(x, t, w, ws, we);
+                if let Some(v) = one_window(w, ws, we, range, x.counter, x.per_second) {
+                    want.push((t, v));
+                }
+                t += step;
+            }
+            let mut got = Vec::new();
+            windows.finish(x, range, &mut got);
+            prop_assert_eq!(got.len(), want.len());
+            for (g, w) in got.iter().zip(&want) {
+                prop_assert_eq!(g.0, w.0);
+                prop_assert_eq!(g.1.to_bits(), w.1.to_bits(), "at {}: {} vs {}", g.0, g.1, w.1);
+            }
+        }
+    }
+}
