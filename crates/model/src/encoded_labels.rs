@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use crate::labels::encode_canonical;
+use crate::labels::{encode_canonical, get_str, get_uvarint};
 use crate::{LabelError, Labels};
 
 /// One canonical [`Labels::encode`] form (possibly of the empty set).
@@ -31,6 +31,19 @@ impl<'a> EncodedLabels<'a> {
     /// The empty label set (a count of zero, nothing else).
     pub fn is_empty(self) -> bool {
         self.0 == [0]
+    }
+
+    /// The `(name, value)` pairs in canonical order, borrowed (no
+    /// allocation, unlike [`Self::decode`]).
+    pub fn pairs(self) -> impl Iterator<Item = (&'a str, &'a str)> {
+        // The encoding is canonical, so neither read below can fail.
+        let mut rest = get_uvarint(self.0).map_or(&[][..], |(_, r)| r);
+        std::iter::from_fn(move || {
+            let (name, r) = get_str(rest).ok()?;
+            let (value, r) = get_str(r).ok()?;
+            rest = r;
+            Some((name, value))
+        })
     }
 
     /// The labels, decoded (allocates).
@@ -115,6 +128,22 @@ mod tests {
         let mut out = Vec::new();
         put_pairs(&mut out, pairs.len(), pairs.iter().copied());
         out
+    }
+
+    #[test]
+    fn pairs_borrow_what_decode_returns() {
+        for labels in [
+            Labels::empty(),
+            Labels::from_pairs([("__name__", "up")]),
+            Labels::from_pairs([("__name__", "a"), ("job", "x"), ("zone", "ü")]),
+        ] {
+            let mut buf = LabelsBuf::default();
+            buf.push(&labels);
+            let encoded = buf.get(0).unwrap();
+            let pairs: Vec<(&str, &str)> = encoded.pairs().collect();
+            let want: Vec<(&str, &str)> = labels.iter().map(|l| (l.name.as_str(), l.value.as_str())).collect();
+            assert_eq!(pairs, want);
+        }
     }
 
     #[test]

@@ -217,7 +217,7 @@ pub(crate) fn put_pairs<'a>(dst: &mut Vec<u8>, count: usize, pairs: impl Iterato
     }
 }
 
-fn get_str(src: &[u8]) -> Result<(&str, &[u8]), LabelError> {
+pub(crate) fn get_str(src: &[u8]) -> Result<(&str, &[u8]), LabelError> {
     let (len, rest) = get_uvarint(src).ok_or(LabelError::Malformed)?;
     let len = usize::try_from(len).map_err(|_| LabelError::Malformed)?;
     if len > rest.len() {
@@ -236,7 +236,7 @@ fn put_uvarint(dst: &mut Vec<u8>, mut v: u64) {
     dst.push(v as u8);
 }
 
-fn get_uvarint(src: &[u8]) -> Option<(u64, &[u8])> {
+pub(crate) fn get_uvarint(src: &[u8]) -> Option<(u64, &[u8])> {
     let mut v = 0u64;
     for (i, &b) in src.iter().enumerate().take(10) {
         v |= u64::from(b & 0x7f) << (7 * i);

@@ -17,7 +17,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use cairn_codec::varint::{get_uvarint, put_uvarint};
-use cairn_model::{Labels, Matcher};
+use cairn_model::{EncodedLabels, Labels, Matcher};
 use cairn_storage::StorageError;
 use roaring::RoaringBitmap;
 
@@ -129,7 +129,7 @@ impl PartitionIndex {
             self.live.insert(local);
             return Ok(local);
         }
-        let (labels, _) = Labels::decode(encoded).map_err(|e| StorageError::Corrupt {
+        let labels = EncodedLabels::new(encoded).map_err(|e| StorageError::Corrupt {
             path: "<index>".into(),
             reason: format!("series {id:016x} has undecodable labels: {e}"),
         })?;
@@ -142,13 +142,25 @@ impl PartitionIndex {
         });
         self.arena.extend_from_slice(encoded);
         self.by_id.insert(id, local);
-        for l in &labels {
-            self.postings
-                .entry(l.name.as_str().into())
-                .or_default()
-                .entry(l.value.as_str().into())
-                .or_default()
-                .insert(local);
+        // Borrowed pairs, and keys allocated only when new: index loading at
+        // startup inserts every series of a day, ~10 labels each.
+        for (name, value) in labels.pairs() {
+            if !self.postings.contains_key(name) {
+                self.postings.insert(name.into(), BTreeMap::new());
+            }
+            let Some(values) = self.postings.get_mut(name) else {
+                continue;
+            };
+            match values.get_mut(value) {
+                Some(bitmap) => {
+                    bitmap.insert(local);
+                }
+                None => {
+                    let mut bitmap = RoaringBitmap::new();
+                    bitmap.insert(local);
+                    values.insert(value.into(), bitmap);
+                }
+            }
         }
         self.live.insert(local);
         Ok(local)
