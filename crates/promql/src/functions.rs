@@ -463,9 +463,9 @@ fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -
         // At most one point per step, and dense series fill most steps.
         let mut pts = Vec::with_capacity(n.min(samples.len()));
         if let Some(x) = extrapolation {
-            let mut windows = Windows::with_capacity(n.min(samples.len()));
-            for_each_window(samples, c, ra, |_, ts, ws, we, w| windows.push(x, ts, w, ws, we));
-            windows.finish(x, ra.range, &mut pts);
+            let mut windows = Windows::new(x, ra.range);
+            for_each_window(samples, c, ra, |_, ts, ws, we, w| windows.push(ts, w, ws, we, &mut pts));
+            windows.finish(&mut pts);
         } else {
             let mut step_args = vec![0.0; scalars.len()];
             let mut failed = None;
