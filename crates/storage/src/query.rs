@@ -39,16 +39,27 @@ pub struct Shard {
 
 impl Shard {
     /// Whether the series `labels` belongs to this shard. Every implementation
-    /// decides with this function, so the shards of a select partition it.
+    /// decides with this function or [`Self::contains_encoded`], so the
+    /// shards of a select partition it.
     pub fn contains(&self, labels: &Labels) -> bool {
-        use std::hash::{Hash, Hasher};
+        if self.count <= 1 {
+            return true;
+        }
+        let mut encoded = Vec::new();
+        labels.encode(&mut encoded);
+        self.contains_encoded(&encoded)
+    }
+
+    /// [`Self::contains`] for a series given by its [`Labels::encode`] form.
+    pub fn contains_encoded(&self, encoded: &[u8]) -> bool {
+        use std::hash::Hasher;
         if self.count <= 1 {
             return true;
         }
         // SipHash with fixed keys: the same answer for the same labels in
         // every call of the process (shards are never persisted).
         let mut h = std::hash::DefaultHasher::new();
-        labels.hash(&mut h);
+        h.write(encoded);
         h.finish() % self.count as u64 == self.index as u64
     }
 }

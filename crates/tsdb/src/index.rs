@@ -183,7 +183,7 @@ impl PartitionIndex {
         self.entries.get(local as usize).map_or(0, |e| e.id)
     }
 
-    fn encoded(&self, local: u32) -> &[u8] {
+    pub fn encoded(&self, local: u32) -> &[u8] {
         self.entries
             .get(local as usize)
             .and_then(|e| {
