@@ -905,6 +905,8 @@ impl<'a> Ev<'a> {
         // Per output slot: (stamp, signature) of its last insertion.
         let mut slot_used: Vec<(usize, usize)> = Vec::new();
         let swapped = matches!(card, VectorMatchCardinality::OneToMany(_));
+        // Per "many" series: the "one" index and output slot of its last pair.
+        let mut last_pair: Vec<Option<(usize, usize)>> = vec![None; if swapped { rhs.len() } else { lhs.len() }];
         let one_to_one = matches!(card, VectorMatchCardinality::OneToOne);
         for i in 0..n {
             if i % 256 == 0 {
@@ -1000,18 +1002,28 @@ impl<'a> Ev<'a> {
                 } else if !keep {
                     continue;
                 }
-                let slot = *pair_slot.entry((j, oj.unwrap_or(usize::MAX))).or_insert_with(|| {
-                    let one_labels = oj.map_or(&many_s[j].labels, |oj| &one_s[oj].labels);
-                    acc.slot(&result_metric(
-                        &many_s[j].labels,
-                        one_labels,
-                        op,
-                        on,
-                        &names,
-                        &card,
-                        &include,
-                    ))
-                });
+                let key = (j, oj.unwrap_or(usize::MAX));
+                // A "many" series usually meets the same "one" series at
+                // every step: its last pair's slot is checked before the map.
+                let slot = match last_pair[j] {
+                    Some((k, slot)) if k == key.1 => slot,
+                    _ => {
+                        let slot = *pair_slot.entry(key).or_insert_with(|| {
+                            let one_labels = oj.map_or(&many_s[j].labels, |oj| &one_s[oj].labels);
+                            acc.slot(&result_metric(
+                                &many_s[j].labels,
+                                one_labels,
+                                op,
+                                on,
+                                &names,
+                                &card,
+                                &include,
+                            ))
+                        });
+                        last_pair[j] = Some((key.1, slot));
+                        slot
+                    }
+                };
                 if one_to_one {
                     if sig_used[sg] == stamp && oj.is_none() {
                         return Err(dup_labelset());
