@@ -134,6 +134,9 @@ fn main() -> anyhow::Result<()> {
         max_request_body_bytes: cli.max_request_body_bytes,
         ..cairn_http::ApiConfig::default()
     };
+    if storage.wal_sync == cairn_tsdb::WalSync::EveryCommit {
+        api.inline_write_max_body_bytes = 0;
+    }
     api.status.flags = flags;
     if cli.query_lookback_delta.is_zero() {
         anyhow::bail!("--query.lookback-delta must be positive");

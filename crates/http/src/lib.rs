@@ -68,6 +68,11 @@ pub struct ApiConfig {
     /// Default: [`DecodeLimits::default`] (64 MiB decompressed, 256 labels per
     /// series, 1 KiB names, 16 KiB values).
     pub remote_write_limits: DecodeLimits,
+    /// Remote-write bodies up to this size are decoded and stored on the
+    /// runtime worker that read them, bigger ones on the blocking pool.
+    /// Default 1 MiB; 0 (everything on the pool) when a commit waits for an
+    /// fsync, which must not hold a runtime worker.
+    pub inline_write_max_body_bytes: usize,
     /// Limit applied to `/api/v1/series` when the request gives none
     /// (a warning is added when it truncates). Default `None`: unlimited, as Prometheus.
     pub default_series_limit: Option<usize>,
@@ -99,6 +104,7 @@ impl Default for ApiConfig {
         Self {
             max_request_body_bytes: 64 << 20,
             remote_write_limits: DecodeLimits::default(),
+            inline_write_max_body_bytes: 1 << 20,
             default_series_limit: None,
             default_label_limit: None,
             metadata_lookback_ms: None,

@@ -132,7 +132,7 @@ async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(),
         Ok(b) => b,
         Err(e) => return (Err(("too_large", e)), 0),
     };
-    if body.len() <= INLINE_MAX_BODY_BYTES {
+    if body.len() <= state.config().inline_write_max_body_bytes {
         return decode_and_store(state, &body, version, encoding);
     }
     let state = state.clone();
@@ -145,20 +145,19 @@ async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(),
     }
 }
 
-/// Bodies up to this size are decoded and stored on the runtime worker that
-/// read them; bigger ones go to the blocking pool so that one huge request
-/// cannot hold a worker for long. Prometheus' and vmagent's requests are
-/// 10-500 KB.
+/// Small bodies (`ApiConfig::inline_write_max_body_bytes`) are decoded and
+/// stored on the runtime worker that read them; bigger ones go to the blocking
+/// pool so that one huge request cannot hold a worker for long. Prometheus'
+/// and vmagent's requests are 10-500 KB.
 ///
 /// The blocking pool's hand-off there and back cost ~6 context switches per
 /// request: with it, remote write ingest ran at 3.8-4.2 M samples/s and 0.37-0.42
 /// CPU s per million samples, without it at 4.3-4.4 M/s and 0.36 (100 targets
-/// x 6 h, `cairn-ingest-bench --ingest-only`, alternating runs). The work never
-/// waits (the commit lock is held for one `write(2)`), and running on the
-/// workers bounds concurrent decodes by the cores, as VictoriaMetrics'
-/// `-maxConcurrentInserts` does.
-const INLINE_MAX_BODY_BYTES: usize = 1 << 20;
-
+/// x 6 h, `cairn-ingest-bench --ingest-only`, alternating runs). The work does
+/// not wait on I/O (the commit lock is held for one `write(2)`; the server
+/// turns inlining off when commits fsync), and running on the workers bounds
+/// concurrent decodes by the cores, as VictoriaMetrics' `-maxConcurrentInserts`
+/// does.
 /// Decodes and stores one request.
 fn decode_and_store(
     state: &AppState,
@@ -274,7 +273,11 @@ mod tests {
             .collect();
         let mut out = Vec::new();
         encode_write_request_with(&series, &[], ContentEncoding::Identity, &mut out).unwrap();
-        assert!(out.len() > super::INLINE_MAX_BODY_BYTES, "{} bytes", out.len());
+        assert!(
+            out.len() > crate::ApiConfig::default().inline_write_max_body_bytes,
+            "{} bytes",
+            out.len()
+        );
         let app = TestApp::new();
         app.post_raw("/api/v1/write", &[("content-encoding", "identity")], out)
             .await
@@ -283,6 +286,18 @@ mod tests {
             app.state.metrics().ingest_samples(crate::ingest::Protocol::RemoteWrite),
             3000
         );
+    }
+
+    #[tokio::test]
+    async fn stores_on_the_blocking_pool_when_inlining_is_off() {
+        let app = TestApp::with_config(crate::ApiConfig {
+            inline_write_max_body_bytes: 0,
+            ..crate::ApiConfig::default()
+        });
+        app.post_raw("/api/v1/write", &[], body(ContentEncoding::Snappy))
+            .await
+            .check(204, "");
+        app.get("/api/v1/export?match[]=up").await.check(200, STORED);
     }
 
     #[tokio::test]
