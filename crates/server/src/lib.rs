@@ -37,7 +37,7 @@ pub async fn run(
     config: ServerConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    memory::limit_arenas();
+    memory::tune_allocator();
     memory::spawn_trimmer();
     let listener = tokio::net::TcpListener::bind(config.listen_addr)
         .await

@@ -5,8 +5,8 @@
 //! returns it to the OS only from the top of each heap, so after a burst the
 //! resident set stays near its peak: measured with the ingest benchmark (20k
 //! series, 3 h backfill), 33.5 MB of anonymous memory fell to 25.5 MB after one
-//! `malloc_trim(0)`. So Cairn limits the arenas (fewer heaps to fragment) and
-//! trims periodically. A no-op with other allocators and C libraries.
+//! `malloc_trim(0)`. So Cairn limits the arenas (fewer heaps to fragment), maps
+//! large blocks on their own, and trims periodically. A no-op with other allocators and C libraries.
 
 use std::time::Duration;
 
@@ -14,10 +14,21 @@ use std::time::Duration;
 /// microseconds; idle CPU stays near zero.
 const TRIM_INTERVAL: Duration = Duration::from_secs(10);
 
+/// Allocations from this size on are mapped and unmapped on their own.
+///
+/// glibc raises its threshold (default 128 KiB) up to 32 MiB as large blocks
+/// are freed, after which the multi-MB buffers of seals, merges and flushes
+/// come from the arenas and leave them fragmented when freed. Fixed at 4 MiB:
+/// after a 1,000-target x 2 h backfill, steady RSS 213-282 -> 191 B/series and
+/// peak RSS 1.56-1.64 -> 1.42 GB; 100 targets x 6 h peak RSS ~350 -> ~280 MB,
+/// ingest rate within the run-to-run noise (4.1-4.7 vs 4.1-4.4 M samples/s).
+const MMAP_THRESHOLD_BYTES: i32 = 4 << 20;
+
 /// Limits malloc arenas to two (one per core of a small machine) instead of
-/// glibc's eight per core. Call early, before threads allocate.
-pub fn limit_arenas() {
-    glibc::limit_arenas(2);
+/// glibc's eight per core, and fixes the mmap threshold
+/// ([`MMAP_THRESHOLD_BYTES`]). Call early, before threads allocate.
+pub fn tune_allocator() {
+    glibc::tune(2, MMAP_THRESHOLD_BYTES);
 }
 
 /// Trims the heap every [`TRIM_INTERVAL`] on the current tokio runtime.
@@ -38,18 +49,20 @@ pub fn spawn_trimmer() {
 mod glibc {
     use std::ffi::c_int;
 
-    /// `M_ARENA_MAX` from glibc's `malloc.h`.
+    /// `M_ARENA_MAX` and `M_MMAP_THRESHOLD` from glibc's `malloc.h`.
     const M_ARENA_MAX: c_int = -8;
+    const M_MMAP_THRESHOLD: c_int = -3;
 
     unsafe extern "C" {
         fn malloc_trim(pad: usize) -> c_int;
         fn mallopt(param: c_int, value: c_int) -> c_int;
     }
 
-    pub fn limit_arenas(n: c_int) {
-        // SAFETY: mallopt only adjusts allocator tunables; M_ARENA_MAX is a valid parameter.
+    pub fn tune(arenas: c_int, mmap_threshold: c_int) {
+        // SAFETY: mallopt only adjusts allocator tunables; both are valid parameters.
         unsafe {
-            mallopt(M_ARENA_MAX, n);
+            mallopt(M_ARENA_MAX, arenas);
+            mallopt(M_MMAP_THRESHOLD, mmap_threshold);
         }
     }
 
@@ -63,6 +76,6 @@ mod glibc {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 mod glibc {
-    pub fn limit_arenas(_: i32) {}
+    pub fn tune(_: i32, _: i32) {}
     pub fn trim() {}
 }
