@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use crate::labels::{encode_canonical, get_str, get_uvarint};
+use crate::labels::{RawPairs, encode_canonical};
 use crate::{LabelError, Labels};
 
 /// One canonical [`Labels::encode`] form (possibly of the empty set).
@@ -36,14 +36,9 @@ impl<'a> EncodedLabels<'a> {
     /// The `(name, value)` pairs in canonical order, borrowed (no
     /// allocation, unlike [`Self::decode`]).
     pub fn pairs(self) -> impl Iterator<Item = (&'a str, &'a str)> {
-        // The encoding is canonical, so neither read below can fail.
-        let mut rest = get_uvarint(self.0).map_or(&[][..], |(_, r)| r);
-        std::iter::from_fn(move || {
-            let (name, r) = get_str(rest).ok()?;
-            let (value, r) = get_str(r).ok()?;
-            rest = r;
-            Some((name, value))
-        })
+        // The encoding is canonical, so every name and value is UTF-8.
+        let text = |b: &'a [u8]| std::str::from_utf8(b).unwrap_or_default();
+        RawPairs::new(self.0).map(move |(name, value)| (text(name), text(value)))
     }
 
     /// The labels, decoded (allocates).

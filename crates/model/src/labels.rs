@@ -241,12 +241,12 @@ pub(crate) fn put_pairs<'a>(dst: &mut Vec<u8>, count: usize, pairs: impl Iterato
 
 /// The `(name, value)` byte strings of an encoding, unchecked; stops at the
 /// first malformed byte.
-struct RawPairs<'a> {
+pub(crate) struct RawPairs<'a> {
     rest: &'a [u8],
 }
 
 impl<'a> RawPairs<'a> {
-    fn new(src: &'a [u8]) -> Self {
+    pub(crate) fn new(src: &'a [u8]) -> Self {
         Self {
             rest: get_uvarint(src).map_or(&[][..], |(_, r)| r),
         }
@@ -268,7 +268,7 @@ impl<'a> Iterator for RawPairs<'a> {
     }
 }
 
-pub(crate) fn get_str(src: &[u8]) -> Result<(&str, &[u8]), LabelError> {
+fn get_str(src: &[u8]) -> Result<(&str, &[u8]), LabelError> {
     let (len, rest) = get_uvarint(src).ok_or(LabelError::Malformed)?;
     let len = usize::try_from(len).map_err(|_| LabelError::Malformed)?;
     if len > rest.len() {
@@ -287,7 +287,7 @@ fn put_uvarint(dst: &mut Vec<u8>, mut v: u64) {
     dst.push(v as u8);
 }
 
-pub(crate) fn get_uvarint(src: &[u8]) -> Option<(u64, &[u8])> {
+fn get_uvarint(src: &[u8]) -> Option<(u64, &[u8])> {
     let mut v = 0u64;
     for (i, &b) in src.iter().enumerate().take(10) {
         v |= u64::from(b & 0x7f) << (7 * i);

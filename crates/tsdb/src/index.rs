@@ -9,8 +9,9 @@
 //! the index with its partition.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
+use std::hash::RandomState;
 use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
@@ -51,7 +52,8 @@ pub struct PartitionIndex {
     /// the labels' xxhash. 5 bytes a slot, where a map of (u64, u32) took 17
     /// (~25 B per series at 500k series, a tenth of the steady RSS).
     by_id: HashTable<u32>,
-    postings: HashMap<Box<str>, BTreeMap<Box<str>, RoaringBitmap>>,
+    /// `entry_ref` allocates a name's key only when the name is new.
+    postings: hashbrown::HashMap<String, BTreeMap<Box<str>, RoaringBitmap>, RandomState>,
     /// Series that are not deleted.
     live: RoaringBitmap,
     /// `entries[..persisted]` are in segment files already.
@@ -134,12 +136,7 @@ impl PartitionIndex {
         // Borrowed pairs, and keys allocated only when new: index loading at
         // startup inserts every series of a day, ~10 labels each.
         for (name, value) in labels.pairs() {
-            if !self.postings.contains_key(name) {
-                self.postings.insert(name.into(), BTreeMap::new());
-            }
-            let Some(values) = self.postings.get_mut(name) else {
-                continue;
-            };
+            let values = self.postings.entry_ref(name).or_default();
             match values.get_mut(value) {
                 Some(bitmap) => {
                     bitmap.insert(local);
@@ -170,7 +167,7 @@ impl PartitionIndex {
     }
 
     pub fn id_of(&self, local: u32) -> u64 {
-        self.entries.get(local as usize).map_or(0, |e| e.id)
+        id_at(&self.entries, local)
     }
 
     pub fn encoded(&self, local: u32) -> &[u8] {
@@ -248,7 +245,7 @@ impl PartitionIndex {
     /// Label names used by `set` (all live series if `None`).
     pub fn label_names(&self, set: Option<&RoaringBitmap>, out: &mut BTreeSet<String>) {
         for (name, values) in &self.postings {
-            if out.contains(name.as_ref()) {
+            if out.contains(name) {
                 continue;
             }
             let used = values.values().any(|bm| match set {
@@ -256,7 +253,7 @@ impl PartitionIndex {
                 None => !bm.is_disjoint(&self.live),
             });
             if used {
-                out.insert(name.to_string());
+                out.insert(name.clone());
             }
         }
     }
