@@ -4,7 +4,7 @@
 use crate::Error;
 use crate::bits::{BitReader, BitWriter};
 use crate::cursor::Cursor;
-use crate::varint::{put_uvarint, put_varint, zigzag_decode, zigzag_encode};
+use crate::varint::{get_uvarint, put_uvarint, put_varint, zigzag_decode, zigzag_encode};
 
 /// Residual streams shorter than this skip the zstd attempt: its frame overhead
 /// (~12 bytes) rarely pays off, and compressing every small block costs encode time.
@@ -16,8 +16,9 @@ thread_local! {
     /// a typical block (it showed as 2% of ingestion CPU when made per call).
     static ZSTD: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
         const { std::cell::RefCell::new(None) };
-    /// Likewise for decoding: a context per call was 16% of query CPU.
-    static UNZSTD: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+    /// Likewise for decoding (a context per call was 16% of query CPU),
+    /// with the buffer the varints are decompressed into.
+    static UNZSTD: std::cell::RefCell<Option<(zstd::bulk::Decompressor<'static>, Vec<u8>)>> =
         const { std::cell::RefCell::new(None) };
 }
 /// The decoder refuses zstd payloads claiming to expand past both of these, which
@@ -217,10 +218,8 @@ pub(crate) fn decode(cur: &mut Cursor<'_>, n: usize, coding: Coding, out: &mut V
                     offset: cur.offset(),
                 });
             }
-            out.reserve(n);
-            for _ in 0..n {
-                out.push(cur.varint("residual")?);
-            }
+            let used = decode_varints(cur.rest(), n, out).map_err(|e| e.relocated("residual", cur.offset()))?;
+            cur.advance(used);
         }
         Coding::Bits => {
             let k_offset = cur.offset();
@@ -241,10 +240,9 @@ pub(crate) fn decode(cur: &mut Cursor<'_>, n: usize, coding: Coding, out: &mut V
             }
             out.reserve(n);
             let mut r = BitReader::new(cur.rest(), cur.offset());
+            let width_of = |bucket: u32| widths.get(bucket as usize).copied().unwrap_or(64);
             for _ in 0..n {
-                let bucket = r.read_ones(BUCKETS as u32 - 1)? as usize;
-                let width = widths.get(bucket).copied().unwrap_or(64);
-                out.push(zigzag_decode(r.read(width)?));
+                out.push(zigzag_decode(r.read_prefixed(BUCKETS as u32 - 1, width_of)?));
             }
             cur.advance(r.bytes_consumed());
         }
@@ -259,36 +257,77 @@ pub(crate) fn decode(cur: &mut Cursor<'_>, n: usize, coding: Coding, out: &mut V
                     offset: frame_offset,
                 });
             }
-            let raw = UNZSTD
-                .with(|cell| {
-                    let mut slot = cell.borrow_mut();
-                    if slot.is_none() {
-                        *slot = zstd::bulk::Decompressor::new().ok();
-                    }
-                    slot.as_mut()?.decompress(frame, raw_len).ok()
-                })
-                .ok_or(Error::Corrupt {
-                    what: "zstd frame",
-                    offset: frame_offset,
-                })?;
-            if raw.len() != raw_len {
-                return Err(Error::Corrupt {
-                    what: "zstd raw length",
-                    offset: frame_offset,
-                });
-            }
-            let mut inner = Cursor::new(&raw);
-            decode(&mut inner, n, Coding::Varint, out)
-                .map_err(|e| e.relocated("zstd-compressed residual", frame_offset))?;
-            if inner.remaining() != 0 {
-                return Err(Error::Corrupt {
-                    what: "trailing bytes in zstd stream",
-                    offset: frame_offset,
-                });
-            }
+            let corrupt = |what| Error::Corrupt {
+                what,
+                offset: frame_offset,
+            };
+            UNZSTD.with(|cell| {
+                let mut slot = cell.borrow_mut();
+                if slot.is_none() {
+                    let decompressor = zstd::bulk::Decompressor::new().map_err(|_| corrupt("zstd context"))?;
+                    *slot = Some((decompressor, Vec::new()));
+                }
+                let Some((decompressor, raw)) = slot.as_mut() else {
+                    return Err(corrupt("zstd context"));
+                };
+                raw.clear();
+                raw.reserve(raw_len);
+                decompressor
+                    .decompress_to_buffer(frame, raw)
+                    .map_err(|_| corrupt("zstd frame"))?;
+                if raw.len() != raw_len {
+                    return Err(corrupt("zstd raw length"));
+                }
+                let used =
+                    decode_varints(raw, n, out).map_err(|e| e.relocated("zstd-compressed residual", frame_offset))?;
+                if used != raw.len() {
+                    return Err(corrupt("trailing bytes in zstd stream"));
+                }
+                // A rare huge block should not pin its buffer for the thread's life.
+                if raw.capacity() > ZSTD_RAW_LEN_ALWAYS_ALLOWED {
+                    *raw = Vec::new();
+                }
+                Ok(())
+            })?;
         }
     }
     Ok(())
+}
+
+/// Appends `n` zigzag varints read from `src` to `out`; returns the bytes
+/// they took. One- and two-byte varints, nearly all residuals, are read
+/// inline; only longer ones go through [`get_uvarint`] (a call and a
+/// `Result` per value had been a third of decoding a varint stream).
+fn decode_varints(src: &[u8], n: usize, out: &mut Vec<i64>) -> Result<usize, Error> {
+    let start = out.len();
+    out.resize(start + n, 0);
+    let mut pos = 0;
+    for slot in out.get_mut(start..).unwrap_or_default() {
+        let u = match src.get(pos..pos + 2) {
+            Some(&[b0, _]) if b0 < 0x80 => {
+                pos += 1;
+                u64::from(b0)
+            }
+            Some(&[b0, b1]) if b1 < 0x80 => {
+                pos += 2;
+                u64::from(b0 & 0x7f) | u64::from(b1) << 7
+            }
+            _ => {
+                let rest = src.get(pos..).unwrap_or_default();
+                let (u, after) = match get_uvarint(rest) {
+                    Ok(read) => read,
+                    Err(e) => {
+                        out.truncate(start);
+                        return Err(e.relocated("residual", pos));
+                    }
+                };
+                pos = src.len() - after.len();
+                u
+            }
+        };
+        *slot = zigzag_decode(u);
+    }
+    Ok(pos)
 }
 
 #[cfg(test)]
@@ -318,6 +357,29 @@ mod tests {
         let mut outlier = jitter.clone();
         outlier[40] = 1 << 40;
         assert_eq!(check(&outlier), (Coding::Bits, 1 + (15 + 64 * 6 + 5 + 64) / 8 + 1));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn varint_streams_read_back(
+            residuals in proptest::collection::vec(
+                proptest::prop_oneof![-64i64..64, -8192i64..8192, proptest::num::i64::ANY],
+                0..100,
+            ),
+        ) {
+            let mut buf = Vec::new();
+            for &r in &residuals {
+                put_varint(&mut buf, r);
+            }
+            buf.push(0x80);
+            let mut out = vec![5];
+            let used = decode_varints(&buf, residuals.len(), &mut out).unwrap();
+            proptest::prop_assert_eq!(used, buf.len() - 1);
+            proptest::prop_assert_eq!(&out[1..], &residuals[..]);
+            // One more is truncated: an error, and `out` is as it was.
+            proptest::prop_assert!(decode_varints(&buf, residuals.len() + 1, &mut out).is_err());
+            proptest::prop_assert_eq!(out.len(), residuals.len() + 1);
+        }
     }
 
     #[test]

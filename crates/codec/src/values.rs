@@ -143,7 +143,7 @@ fn decode_block(cur: &mut Cursor<'_>, out: &mut Vec<f64>) -> Result<(), Error> {
             let mut mantissas = Vec::new();
             intseq::decode(cur, count, model, coding, &mut mantissas)?;
             let start = out.len();
-            out.extend(mantissas.iter().map(|&m| decimal::to_f64(m, scale)));
+            decimal::extend_f64(out, &mantissas, scale);
             for (pos, bits) in exceptions {
                 if let Some(v) = out.get_mut(start + pos) {
                     *v = f64::from_bits(bits);

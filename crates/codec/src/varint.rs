@@ -122,12 +122,31 @@ mod tests {
 
     proptest! {
         #[test]
-        fn varints_round_trip_and_leave_the_rest(v in any::<i64>(), tail in proptest::collection::vec(any::<u8>(), 0..4)) {
+        fn varints_round_trip_and_leave_the_rest(v in any::<i64>(), tail in proptest::collection::vec(any::<u8>(), 0..12)) {
             let mut buf = Vec::new();
             put_varint(&mut buf, v);
             prop_assert!(buf.len() <= MAX_UVARINT_LEN);
             buf.extend_from_slice(&tail);
             prop_assert_eq!(get_varint(&buf), Ok((v, &tail[..])));
+        }
+
+        /// Streams of every length of varint read back in order.
+        #[test]
+        fn varint_streams_read_back(vs in proptest::collection::vec(
+            prop_oneof![any::<u64>(), 0u64..300, 0u64..(1 << 56), (1u64 << 55)..(1 << 57)],
+            0..50,
+        )) {
+            let mut buf = Vec::new();
+            for &v in &vs {
+                put_uvarint(&mut buf, v);
+            }
+            let mut rest = &buf[..];
+            for &v in &vs {
+                let (got, r) = get_uvarint(rest).unwrap();
+                prop_assert_eq!(got, v);
+                rest = r;
+            }
+            prop_assert!(rest.is_empty());
         }
     }
 }
