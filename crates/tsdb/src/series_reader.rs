@@ -64,6 +64,9 @@ pub struct SeriesReader {
     maxt: i64,
     ts: Vec<i64>,
     vs: Vec<f64>,
+    /// Where the samples in `[mint, maxt]` start in `ts`/`vs`: a block
+    /// reaching back before `mint` is skipped into, not shifted down.
+    start: usize,
     /// `ts`/`vs` hold a decoded block not yet returned.
     pending: bool,
     /// Blocks read ahead from a file part.
@@ -80,6 +83,7 @@ impl SeriesReader {
             maxt,
             ts: Vec::new(),
             vs: Vec::new(),
+            start: 0,
             pending: false,
             buf: ReadBuffer::default(),
         }
@@ -105,7 +109,7 @@ impl SeriesReader {
                 self.merge_group(start, end)?;
             }
             self.clip();
-            if !self.ts.is_empty() {
+            if self.start < self.ts.len() {
                 return Ok(true);
             }
         }
@@ -134,17 +138,17 @@ impl SeriesReader {
         Ok(())
     }
 
+    /// Limits the decoded group to `[mint, maxt]`.
     fn clip(&mut self) {
         let (mint, maxt) = (self.mint, self.maxt);
+        self.start = 0;
         if self.ts.first().is_some_and(|&t| t >= mint) && self.ts.last().is_some_and(|&t| t <= maxt) {
             return;
         }
-        let lo = self.ts.partition_point(|&t| t < mint);
         let hi = self.ts.partition_point(|&t| t <= maxt);
         self.ts.truncate(hi);
         self.vs.truncate(hi);
-        self.ts.drain(..lo.min(hi));
-        self.vs.drain(..lo.min(hi));
+        self.start = self.ts.partition_point(|&t| t < mint);
     }
 
     /// Whether any sample remains; a block decoded ahead is kept for `next_block`.
@@ -204,8 +208,8 @@ impl SampleBlocks for SeriesReader {
         }
         self.pending = false;
         Ok(Some(SampleBlock {
-            ts: &self.ts,
-            vs: &self.vs,
+            ts: &self.ts[self.start..],
+            vs: &self.vs[self.start..],
         }))
     }
 }
