@@ -49,7 +49,18 @@ impl Op {
     }
 }
 
-/// Accumulator of one group at one step.
+/// Accumulator of one group at one step, for the operations that need
+/// only a value and its compensation (sum, count, min, max, group): 24
+/// bytes instead of [`Acc`]'s 64, so the state of a day of steps for a few
+/// groups stays in a core's cache.
+#[derive(Default, Clone, Copy)]
+struct Plain {
+    seen: bool,
+    value: f64,
+    kahan: f64,
+}
+
+/// Accumulator of one group at one step, for avg, stddev, stdvar and quantile.
 #[derive(Default, Clone)]
 struct Acc {
     seen: bool,
@@ -72,7 +83,7 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    fn run(&self, state: &mut [Acc], add: impl Fn(&mut Acc, f64)) -> Result<()> {
+    fn run<S>(&self, state: &mut [S], add: impl Fn(&mut S, f64)) -> Result<()> {
         let (a, b) = self.steps;
         let (c, len, first_t) = (self.c, b - a, self.c.ts(a));
         for (j, s) in self.input.iter().enumerate() {
@@ -80,7 +91,7 @@ impl Walk<'_> {
                 self.budget.check()?;
             }
             let base = self.sgroup[j] * len;
-            let from = s.pts.partition_point(|p| p.0 < first_t);
+            let from = first_at_or_after(&s.pts, first_t, c.step);
             // Points lie on the steps: walk the steps alongside instead of
             // dividing for each point's step index.
             let (mut i, mut ti) = (a, first_t);
@@ -98,6 +109,78 @@ impl Walk<'_> {
         }
         Ok(())
     }
+
+    /// Each group's points from the finished `state`: `value(state, step
+    /// index)` is `None` for a step the group has no point at.
+    fn points<S>(
+        &self,
+        ngroups: usize,
+        state: &mut [S],
+        mut value: impl FnMut(&mut S, usize) -> Option<f64>,
+    ) -> Vec<Vec<(i64, f64)>> {
+        let (a, b) = self.steps;
+        let len = b - a;
+        let mut out = vec![Vec::new(); ngroups];
+        for (g, pts) in out.iter_mut().enumerate() {
+            for k in 0..len {
+                if let Some(v) = value(&mut state[g * len + k], a + k) {
+                    pts.push((self.c.ts(a + k), v));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Index of the first point at or after `t` among points on a step grid
+/// (at most one per step). A series with a point at every step has the one
+/// for `t` exactly `(t - first) / step` places in, so that guess is checked
+/// before searching: a binary search's scattered loads were a third of
+/// the walk's time, as they are the first touch of each series' points.
+fn first_at_or_after(pts: &[(i64, f64)], t: i64, step: i64) -> usize {
+    match pts.first() {
+        None => return 0,
+        Some(p) if p.0 >= t => return 0,
+        Some(p) if step > 0 => {
+            let guess = usize::try_from((t - p.0) / step).map_or(pts.len(), |g| g.clamp(1, pts.len()));
+            if pts[guess - 1].0 < t && pts.get(guess).is_none_or(|q| q.0 >= t) {
+                return guess;
+            }
+        }
+        Some(_) => {}
+    }
+    pts.partition_point(|p| p.0 < t)
+}
+
+#[inline(always)]
+fn add_plain(op: Op, st: &mut Plain, f: f64) {
+    if !st.seen {
+        let value = match op {
+            Op::Count | Op::Group => 1.0,
+            _ => f,
+        };
+        *st = Plain {
+            seen: true,
+            value,
+            kahan: 0.0,
+        };
+        return;
+    }
+    match op {
+        Op::Sum => (st.value, st.kahan) = kahan_inc(f, st.value, st.kahan),
+        Op::Count => st.value += 1.0,
+        Op::Min if st.value > f || st.value.is_nan() => st.value = f,
+        Op::Max if st.value < f || st.value.is_nan() => st.value = f,
+        _ => {}
+    }
+}
+
+fn plain_result(op: Op, st: &Plain) -> f64 {
+    if op == Op::Sum && !st.value.is_infinite() {
+        st.value + st.kahan
+    } else {
+        st.value
+    }
 }
 
 #[inline(always)]
@@ -114,17 +197,12 @@ fn add(op: Op, st: &mut Acc, f: f64) {
         };
         match op {
             Op::Stddev | Op::Stdvar => st.value = if f.is_finite() { 0.0 } else { f64::NAN },
-            Op::Group => st.value = 1.0,
             Op::Quantile => st.values.push(f),
-            Op::Sum | Op::Avg | Op::Count | Op::Min | Op::Max => {}
+            _ => {}
         }
         return;
     }
     match op {
-        Op::Sum => {
-            (st.value, st.kahan) = kahan_inc(f, st.value, st.kahan);
-            st.count += 1.0;
-        }
         Op::Avg => {
             st.count += 1.0;
             if !st.incremental {
@@ -149,18 +227,6 @@ fn add(op: Op, st: &mut Acc, f: f64) {
             let cur_mean = st.mean + st.kahan;
             (st.mean, st.kahan) = kahan_inc(f / st.count - cur_mean / st.count, st.mean, st.kahan);
         }
-        Op::Count => st.count += 1.0,
-        Op::Min => {
-            if st.value > f || st.value.is_nan() {
-                st.value = f;
-            }
-        }
-        Op::Max => {
-            if st.value < f || st.value.is_nan() {
-                st.value = f;
-            }
-        }
-        Op::Group => {}
         Op::Stddev | Op::Stdvar => {
             st.count += 1.0;
             let delta = f - st.mean;
@@ -168,18 +234,12 @@ fn add(op: Op, st: &mut Acc, f: f64) {
             st.value += delta * (f - st.mean);
         }
         Op::Quantile => st.values.push(f),
+        Op::Sum | Op::Count | Op::Min | Op::Max | Op::Group => unreachable!("{op:?} accumulates in `Plain`"),
     }
 }
 
 fn result(op: Op, st: &mut Acc, q: f64) -> f64 {
     match op {
-        Op::Sum => {
-            if st.value.is_infinite() {
-                st.value
-            } else {
-                st.value + st.kahan
-            }
-        }
         Op::Avg => {
             if st.incremental {
                 st.mean + st.kahan
@@ -187,11 +247,10 @@ fn result(op: Op, st: &mut Acc, q: f64) -> f64 {
                 (st.value + st.kahan) / st.count
             }
         }
-        Op::Count => st.count,
         Op::Stddev => (st.value / st.count).sqrt(),
         Op::Stdvar => st.value / st.count,
         Op::Quantile => quantile(q, &mut st.values),
-        Op::Min | Op::Max | Op::Group => st.value,
+        Op::Sum | Op::Count | Op::Min | Op::Max | Op::Group => unreachable!("{op:?} accumulates in `Plain`"),
     }
 }
 
@@ -220,7 +279,6 @@ pub(crate) fn simple(
     let ngroups = groups.len();
     let run = |&(a, b): &(usize, usize)| -> Result<Vec<Vec<(i64, f64)>>> {
         let len = b - a;
-        let mut state: Vec<Acc> = vec![Acc::default(); ngroups * len];
         // One copy of the walk per operation, so `add` is resolved at
         // compile time rather than once per point.
         let w = Walk {
@@ -230,28 +288,27 @@ pub(crate) fn simple(
             c,
             steps: (a, b),
         };
+        if matches!(op, Op::Sum | Op::Count | Op::Min | Op::Max | Op::Group) {
+            let mut state = vec![Plain::default(); ngroups * len];
+            match op {
+                Op::Sum => w.run(&mut state, |st, f| add_plain(Op::Sum, st, f))?,
+                Op::Count => w.run(&mut state, |st, f| add_plain(Op::Count, st, f))?,
+                Op::Min => w.run(&mut state, |st, f| add_plain(Op::Min, st, f))?,
+                Op::Max => w.run(&mut state, |st, f| add_plain(Op::Max, st, f))?,
+                _ => w.run(&mut state, |st, f| add_plain(Op::Group, st, f))?,
+            }
+            return Ok(w.points(ngroups, &mut state, |st, _| st.seen.then(|| plain_result(op, st))));
+        }
+        let mut state: Vec<Acc> = vec![Acc::default(); ngroups * len];
         match op {
-            Op::Sum => w.run(&mut state, |st, f| add(Op::Sum, st, f))?,
             Op::Avg => w.run(&mut state, |st, f| add(Op::Avg, st, f))?,
-            Op::Count => w.run(&mut state, |st, f| add(Op::Count, st, f))?,
-            Op::Min => w.run(&mut state, |st, f| add(Op::Min, st, f))?,
-            Op::Max => w.run(&mut state, |st, f| add(Op::Max, st, f))?,
-            Op::Group => w.run(&mut state, |st, f| add(Op::Group, st, f))?,
             Op::Stddev => w.run(&mut state, |st, f| add(Op::Stddev, st, f))?,
             Op::Stdvar => w.run(&mut state, |st, f| add(Op::Stdvar, st, f))?,
-            Op::Quantile => w.run(&mut state, |st, f| add(Op::Quantile, st, f))?,
+            _ => w.run(&mut state, |st, f| add(Op::Quantile, st, f))?,
         }
-        let mut out = vec![Vec::new(); ngroups];
-        for (g, pts) in out.iter_mut().enumerate() {
-            for k in 0..len {
-                let st = &mut state[g * len + k];
-                if st.seen {
-                    let q = param.map_or(f64::NAN, |p| p[a + k]);
-                    pts.push((c.ts(a + k), result(op, st, q)));
-                }
-            }
-        }
-        Ok(out)
+        Ok(w.points(ngroups, &mut state, |st, step| {
+            st.seen.then(|| result(op, st, param.map_or(f64::NAN, |p| p[step])))
+        }))
     };
     let chunks: Vec<Result<Vec<Vec<(i64, f64)>>>> = if ranges.len() > 1 {
         ranges.par_iter().map(run).collect()

@@ -13,6 +13,7 @@ use promql_parser::parser::{
     VectorMatchCardinality, VectorSelector,
 };
 
+use crate::samples::{SampleColumns, Samples};
 use crate::select::{Budget, ReadOpts, Reduce, read_sharded};
 use crate::value::{InstantSample, RangeSeries, SampleValue, Value};
 use crate::{EngineOptions, QueryError, QueryOptions, QueryResult};
@@ -627,14 +628,13 @@ impl<'a> Ev<'a> {
             Expr::VectorSelector(vs) => self.eval_vector_selector(vs, c, false),
             Expr::MatrixSelector(_) | Expr::Subquery(_) => {
                 let ts = c.end;
-                let (out, _) = self.range_series(e, c, None, true, &|labels, drop_name, pts, ra| {
+                let (out, _) = self.range_series(e, c, None, true, &|labels, drop_name, samples, ra| {
                     let (ws, we) = ra.window(ts);
-                    let lo = pts.partition_point(|p| p.0 <= ws);
-                    let hi = pts.partition_point(|p| p.0 <= we);
-                    Ok((hi > lo).then(|| Series {
+                    let w = samples.window(ws, we);
+                    Ok((!w.is_empty()).then(|| Series {
                         labels,
                         drop_name,
-                        pts: pts[lo..hi].to_vec(),
+                        pts: w.pairs().collect(),
                     }))
                 })?;
                 Ok(Val::Matrix(out))
@@ -690,14 +690,14 @@ impl<'a> Ev<'a> {
                 let ts = c.ts(i);
                 let rt = at.unwrap_or(ts) - off;
                 if at.is_some() {
-                    cursor = samples.partition_point(|p| p.0 <= rt);
+                    cursor = samples.count_until(rt);
                 } else {
-                    while cursor < samples.len() && samples[cursor].0 <= rt {
+                    while cursor < samples.len() && samples.ts[cursor] <= rt {
                         cursor += 1;
                     }
                 }
                 if cursor > 0 {
-                    let (st, sv) = samples[cursor - 1];
+                    let (st, sv) = samples.at(cursor - 1);
                     if st > rt - lookback && !is_stale_nan(sv) {
                         pts.push((ts, if sample_ts { st as f64 / 1000.0 } else { sv }));
                     }
@@ -725,7 +725,7 @@ impl<'a> Ev<'a> {
         c: Ctx,
         func: Option<&str>,
         count_output: bool,
-        reduce: &(dyn Fn(Labels, bool, &[(i64, f64)], RangeArg) -> Result<Option<Series>> + Sync),
+        reduce: &(dyn Fn(Labels, bool, Samples<'_>, RangeArg) -> Result<Option<Series>> + Sync),
     ) -> Result<(Vec<Series>, RangeArg)> {
         match unwrap_parens(e) {
             Expr::MatrixSelector(MatrixSelector { vs, range }) => {
@@ -757,7 +757,11 @@ impl<'a> Ev<'a> {
                 let (series, ra) = self.eval_subquery(sq, c)?;
                 let out = {
                     let budget = self.budget();
-                    crate::select::reduce_all(series, &budget, &|s| reduce(s.labels, s.drop_name, &s.pts, ra))?
+                    crate::select::reduce_all(series, &budget, &|s| {
+                        let mut columns = SampleColumns::default();
+                        columns.extend_pairs(&s.pts);
+                        reduce(s.labels, s.drop_name, columns.view(), ra)
+                    })?
                 };
                 if count_output {
                     self.add_samples(out.iter().map(|s| s.pts.len()).sum())?;

@@ -12,6 +12,7 @@ use crate::eval::{
     unwrap_parens,
 };
 use crate::rate::{Extrapolation, Windows};
+use crate::samples::Samples;
 
 fn arg_str(ev: &mut Ev, e: &Expr, c: Ctx) -> Result<String> {
     match ev.eval(e, c)? {
@@ -119,9 +120,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
                 let mut pts = Vec::new();
                 for i in 0..n {
                     let (ws, we) = ra.window(c.ts(i));
-                    let lo = samples.partition_point(|s| s.0 <= ws);
-                    let hi = samples.partition_point(|s| s.0 <= we);
-                    if hi > lo {
+                    if !samples.window(ws, we).is_empty() {
                         pts.push((c.ts(i), 1.0));
                     }
                 }
@@ -463,7 +462,9 @@ fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -
         // At most one point per step, and dense series fill most steps.
         let mut pts = Vec::with_capacity(n.min(samples.len()));
         if let Some(x) = extrapolation {
-            let mut windows = Windows::new(x, ra.range);
+            // Counter resets are rare: a series without any skips looking
+            // for them window by window.
+            let mut windows = Windows::new(x, ra.range, samples.has_decrease());
             for_each_window(samples, c, ra, |_, ts, ws, we, w| windows.push(ts, w, ws, we, &mut pts));
             windows.finish(&mut pts);
         } else {
@@ -508,45 +509,41 @@ fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -
 
 /// Calls `f(step index, step time, window start, window end, samples)` for
 /// every step whose window `(start, end]` holds at least one sample.
-fn for_each_window(
-    samples: &[(i64, f64)],
-    c: Ctx,
-    ra: RangeArg,
-    mut f: impl FnMut(usize, i64, i64, i64, &[(i64, f64)]),
-) {
+fn for_each_window(samples: Samples<'_>, c: Ctx, ra: RangeArg, mut f: impl FnMut(usize, i64, i64, i64, Samples<'_>)) {
     // Window bounds only move forward with the steps (unless `@` pins
     // them), so two cursors slide over the samples once.
+    let t = samples.ts;
     let (mut lo, mut hi) = (0usize, 0usize);
     for i in 0..c.n() {
         let ts = c.ts(i);
         let (ws, we) = ra.window(ts);
         if ra.at.is_some() {
-            lo = samples.partition_point(|p| p.0 <= ws);
-            hi = samples.partition_point(|p| p.0 <= we);
+            lo = samples.count_until(ws);
+            hi = samples.count_until(we);
         } else {
-            while lo < samples.len() && samples[lo].0 <= ws {
+            while lo < t.len() && t[lo] <= ws {
                 lo += 1;
             }
             hi = hi.max(lo);
-            while hi < samples.len() && samples[hi].0 <= we {
+            while hi < t.len() && t[hi] <= we {
                 hi += 1;
             }
         }
         if lo < hi {
-            f(i, ts, ws, we, &samples[lo..hi]);
+            f(i, ts, ws, we, samples.slice(lo, hi));
         }
     }
 }
 
-fn range_value(name: &str, w: &[(i64, f64)], ts: i64, args: &[f64]) -> Result<Option<f64>> {
+fn range_value(name: &str, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Option<f64>> {
     let n = w.len();
-    let last = w[n - 1];
+    let last = w.last();
     Ok(match name {
         "irate" | "idelta" => {
             if n < 2 {
                 return Ok(None);
             }
-            let prev = w[n - 2];
+            let prev = w.at(n - 2);
             let mut r = if name == "irate" && last.1 < prev.1 {
                 last.1
             } else {
@@ -565,7 +562,7 @@ fn range_value(name: &str, w: &[(i64, f64)], ts: i64, args: &[f64]) -> Result<Op
             if n < 2 {
                 return Ok(None);
             }
-            Some(linear_regression(w, w[0].0).0)
+            Some(linear_regression(w, w.ts[0]).0)
         }
         "predict_linear" => {
             if n < 2 {
@@ -576,21 +573,21 @@ fn range_value(name: &str, w: &[(i64, f64)], ts: i64, args: &[f64]) -> Result<Op
         }
         "changes" => {
             let mut c = 0.0;
-            for p in w.windows(2) {
-                let (a, b) = (p[0].1, p[1].1);
+            for p in w.vs.windows(2) {
+                let (a, b) = (p[0], p[1]);
                 if !(a == b || (a.is_nan() && b.is_nan())) {
                     c += 1.0;
                 }
             }
             Some(c)
         }
-        "resets" => Some(w.windows(2).filter(|p| p[1].1 < p[0].1).count() as f64),
+        "resets" => Some(w.vs.windows(2).filter(|p| p[1] < p[0]).count() as f64),
         "avg_over_time" => {
-            let (mut sum, mut count, mut mean, mut kc, mut incremental) = (w[0].1, 1.0f64, 0.0f64, 0.0f64, false);
-            for (i, p) in w[1..].iter().enumerate() {
+            let (mut sum, mut count, mut mean, mut kc, mut incremental) = (w.vs[0], 1.0f64, 0.0f64, 0.0f64, false);
+            for (i, &v) in w.vs[1..].iter().enumerate() {
                 count = (i + 2) as f64;
                 if !incremental {
-                    let (ns, nc) = kahan_inc(p.1, sum, kc);
+                    let (ns, nc) = kahan_inc(v, sum, kc);
                     if !ns.is_infinite() {
                         sum = ns;
                         kc = nc;
@@ -601,7 +598,7 @@ fn range_value(name: &str, w: &[(i64, f64)], ts: i64, args: &[f64]) -> Result<Op
                     kc /= count - 1.0;
                 }
                 let q = (count - 1.0) / count;
-                let (m, c2) = kahan_inc(p.1 / count, q * mean, q * kc);
+                let (m, c2) = kahan_inc(v / count, q * mean, q * kc);
                 mean = m;
                 kc = c2;
             }
@@ -613,25 +610,25 @@ fn range_value(name: &str, w: &[(i64, f64)], ts: i64, args: &[f64]) -> Result<Op
         }
         "sum_over_time" => {
             let (mut s, mut c) = (0.0, 0.0);
-            for p in w {
-                (s, c) = kahan_inc(p.1, s, c);
+            for &v in w.vs {
+                (s, c) = kahan_inc(v, s, c);
             }
             Some(if s.is_infinite() { s } else { s + c })
         }
         "count_over_time" => Some(n as f64),
         "min_over_time" | "max_over_time" => {
-            let mut v = w[0].1;
-            for p in &w[1..] {
-                let better = if name == "max_over_time" { p.1 > v } else { p.1 < v };
+            let mut v = w.vs[0];
+            for &x in &w.vs[1..] {
+                let better = if name == "max_over_time" { x > v } else { x < v };
                 if better || v.is_nan() {
-                    v = p.1;
+                    v = x;
                 }
             }
             Some(v)
         }
         "ts_of_min_over_time" | "ts_of_max_over_time" => {
-            let (mut v, mut t) = (w[0].1, w[0].0);
-            for p in &w[1..] {
+            let (mut t, mut v) = w.first();
+            for p in w.pairs().skip(1) {
                 let better = if name == "ts_of_max_over_time" {
                     p.1 >= v
                 } else {
@@ -645,32 +642,32 @@ fn range_value(name: &str, w: &[(i64, f64)], ts: i64, args: &[f64]) -> Result<Op
             Some(t as f64 / 1000.0)
         }
         "last_over_time" => Some(last.1),
-        "first_over_time" => Some(w[0].1),
+        "first_over_time" => Some(w.vs[0]),
         "ts_of_last_over_time" => Some(last.0 as f64 / 1000.0),
-        "ts_of_first_over_time" => Some(w[0].0 as f64 / 1000.0),
+        "ts_of_first_over_time" => Some(w.ts[0] as f64 / 1000.0),
         "present_over_time" => Some(1.0),
         "stddev_over_time" | "stdvar_over_time" => {
             let (mut count, mut mean, mut cmean, mut aux, mut caux) = (0.0, 0.0, 0.0, 0.0, 0.0);
-            for p in w {
+            for &v in w.vs {
                 count += 1.0;
-                let delta = p.1 - (mean + cmean);
+                let delta = v - (mean + cmean);
                 (mean, cmean) = kahan_inc(delta / count, mean, cmean);
-                (aux, caux) = kahan_inc(delta * (p.1 - (mean + cmean)), aux, caux);
+                (aux, caux) = kahan_inc(delta * (v - (mean + cmean)), aux, caux);
             }
             let var = (aux + caux) / count;
             Some(if name == "stddev_over_time" { var.sqrt() } else { var })
         }
         "mad_over_time" => {
-            if w.iter().any(|p| p.1.is_nan()) {
+            if w.vs.iter().any(|v| v.is_nan()) {
                 return Ok(Some(f64::NAN));
             }
-            let mut vals: Vec<f64> = w.iter().map(|p| p.1).collect();
+            let mut vals = w.vs.to_vec();
             let median = quantile(0.5, &mut vals);
-            let mut dev: Vec<f64> = w.iter().map(|p| (p.1 - median).abs()).collect();
+            let mut dev: Vec<f64> = w.vs.iter().map(|v| (v - median).abs()).collect();
             Some(quantile(0.5, &mut dev))
         }
         "quantile_over_time" => {
-            let mut vals: Vec<f64> = w.iter().map(|p| p.1).collect();
+            let mut vals = w.vs.to_vec();
             Some(quantile(args[0], &mut vals))
         }
         "double_exponential_smoothing" => {
@@ -688,10 +685,10 @@ fn range_value(name: &str, w: &[(i64, f64)], ts: i64, args: &[f64]) -> Result<Op
             if n < 2 {
                 return Ok(None);
             }
-            let (mut s0, mut s1) = (0.0, w[0].1);
-            let mut b = w[1].1 - w[0].1;
-            for (i, p) in w.iter().enumerate().skip(1) {
-                let x = sf * p.1;
+            let (mut s0, mut s1) = (0.0, w.vs[0]);
+            let mut b = w.vs[1] - w.vs[0];
+            for (i, &v) in w.vs.iter().enumerate().skip(1) {
+                let x = sf * v;
                 if i > 1 {
                     b = tf * (s1 - s0) + (1.0 - tf) * b;
                 }
@@ -705,12 +702,12 @@ fn range_value(name: &str, w: &[(i64, f64)], ts: i64, args: &[f64]) -> Result<Op
     })
 }
 
-fn linear_regression(w: &[(i64, f64)], intercept_t: i64) -> (f64, f64) {
+fn linear_regression(w: Samples<'_>, intercept_t: i64) -> (f64, f64) {
     let (mut n, mut sx, mut cx, mut sy, mut cy, mut sxy, mut cxy, mut sx2, mut cx2) =
         (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-    let init_y = w[0].1;
+    let init_y = w.vs[0];
     let mut const_y = true;
-    for (i, p) in w.iter().enumerate() {
+    for (i, p) in w.pairs().enumerate() {
         if const_y && i > 0 && p.1 != init_y {
             const_y = false;
         }

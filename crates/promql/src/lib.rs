@@ -19,6 +19,7 @@ mod escapes;
 mod eval;
 mod functions;
 mod rate;
+mod samples;
 mod select;
 mod value;
 

@@ -21,6 +21,7 @@ use rayon::prelude::*;
 
 use crate::QueryError;
 use crate::eval::{Result, Series};
+use crate::samples::{SampleColumns, Samples};
 
 /// Selects of at most this many series are read on the calling thread: the
 /// hand-offs to and from the pool (and the pool's spinning) cost more than a
@@ -30,7 +31,7 @@ const SEQUENTIAL_MAX_SERIES: usize = 16;
 
 /// Turns one series' samples (sorted by time) into the node's output for it.
 /// Runs on worker threads.
-pub(crate) type Reduce<'f> = dyn Fn(Labels, &[(i64, f64)]) -> Result<Option<Series>> + Sync + 'f;
+pub(crate) type Reduce<'f> = dyn Fn(Labels, Samples<'_>) -> Result<Option<Series>> + Sync + 'f;
 
 /// Query-wide budget shared by the workers of a select.
 pub(crate) struct Budget<'a> {
@@ -156,7 +157,7 @@ fn read_shard(
     reduce: &Reduce<'_>,
 ) -> Result<Vec<Series>> {
     let mut out = Vec::new();
-    let mut buf: Vec<(i64, f64)> = Vec::new();
+    let mut buf = SampleColumns::default();
     for s in querier.select(hints, matchers)? {
         if budget.failed.load(Ordering::Relaxed) {
             // Another shard failed; its error is the query's.
@@ -167,14 +168,15 @@ fn read_shard(
         let mut s = s?;
         buf.clear();
         while let Some(b) = s.samples.next_block()? {
-            buf.extend(b.ts.iter().copied().zip(b.vs.iter().copied()));
+            buf.extend(b.ts, b.vs);
         }
-        if opts.drop_stale {
-            buf.retain(|p| !is_stale_nan(p.1));
+        if opts.drop_stale && buf.vs.iter().any(|&v| is_stale_nan(v)) {
+            buf.retain_values(|v| !is_stale_nan(v));
         }
-        budget.add_samples(buf.len())?;
-        let reduced = reduce(s.labels, &buf);
-        budget.release_samples(buf.len());
+        let n = buf.ts.len();
+        budget.add_samples(n)?;
+        let reduced = reduce(s.labels, buf.view());
+        budget.release_samples(n);
         if let Some(series) = reduced? {
             if opts.count_output {
                 budget.add_samples(series.pts.len())?;

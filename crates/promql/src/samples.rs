@@ -1,0 +1,151 @@
+//! One series' raw samples as two parallel columns.
+//!
+//! Storage decodes blocks into a timestamp column and a value column, and
+//! the engine keeps them that way: window bounds are found by scanning the
+//! timestamps alone, and value-only loops (counter resets, sums) read one
+//! dense array. Interleaving them into `(t, v)` pairs cost a copy of every
+//! sample (~12 % of a fleet-wide `rate` panel's CPU).
+
+/// Samples sorted by strictly increasing timestamp; `ts` and `vs` are
+/// equally long.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Samples<'a> {
+    pub ts: &'a [i64],
+    pub vs: &'a [f64],
+}
+
+impl<'a> Samples<'a> {
+    pub fn new(ts: &'a [i64], vs: &'a [f64]) -> Self {
+        debug_assert_eq!(ts.len(), vs.len());
+        Self { ts, vs }
+    }
+
+    pub fn len(&self) -> usize {
+        self.ts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
+    }
+
+    /// Sample `i` as `(t, v)`.
+    pub fn at(&self, i: usize) -> (i64, f64) {
+        (self.ts[i], self.vs[i])
+    }
+
+    pub fn first(&self) -> (i64, f64) {
+        self.at(0)
+    }
+
+    pub fn last(&self) -> (i64, f64) {
+        self.at(self.len() - 1)
+    }
+
+    /// Samples `lo..hi`.
+    pub fn slice(&self, lo: usize, hi: usize) -> Samples<'a> {
+        Samples {
+            ts: &self.ts[lo..hi],
+            vs: &self.vs[lo..hi],
+        }
+    }
+
+    /// How many samples are at or before `t`.
+    pub fn count_until(&self, t: i64) -> usize {
+        self.ts.partition_point(|&x| x <= t)
+    }
+
+    /// Samples in `(start, end]`.
+    pub fn window(&self, start: i64, end: i64) -> Samples<'a> {
+        self.slice(self.count_until(start), self.count_until(end))
+    }
+
+    pub fn pairs(&self) -> impl ExactSizeIterator<Item = (i64, f64)> + 'a {
+        self.ts.iter().copied().zip(self.vs.iter().copied())
+    }
+
+    /// Whether a value is lower than the one before it anywhere (a counter
+    /// reset). Scans every pair without stopping early, so it vectorises.
+    pub fn has_decrease(&self) -> bool {
+        self.vs.windows(2).fold(false, |any, p| any | (p[1] < p[0]))
+    }
+}
+
+/// Owned columns a [`Samples`] view is taken of, reused across series.
+#[derive(Debug, Default)]
+pub(crate) struct SampleColumns {
+    pub ts: Vec<i64>,
+    pub vs: Vec<f64>,
+}
+
+impl SampleColumns {
+    pub fn clear(&mut self) {
+        self.ts.clear();
+        self.vs.clear();
+    }
+
+    pub fn extend(&mut self, ts: &[i64], vs: &[f64]) {
+        self.ts.extend_from_slice(ts);
+        self.vs.extend_from_slice(vs);
+    }
+
+    pub fn extend_pairs(&mut self, pairs: &[(i64, f64)]) {
+        self.ts.extend(pairs.iter().map(|p| p.0));
+        self.vs.extend(pairs.iter().map(|p| p.1));
+    }
+
+    /// Keeps the samples whose value passes `keep`, in order.
+    pub fn retain_values(&mut self, keep: impl Fn(f64) -> bool) {
+        let mut n = 0;
+        for i in 0..self.vs.len() {
+            let v = self.vs[i];
+            if keep(v) {
+                self.ts[n] = self.ts[i];
+                self.vs[n] = v;
+                n += 1;
+            }
+        }
+        self.ts.truncate(n);
+        self.vs.truncate(n);
+    }
+
+    pub fn view(&self) -> Samples<'_> {
+        Samples::new(&self.ts, &self.vs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_are_left_open_right_closed() {
+        let ts = [10, 20, 30, 40];
+        let vs = [1.0, 2.0, 3.0, 4.0];
+        let s = Samples::new(&ts, &vs);
+        let w = s.window(10, 30);
+        assert_eq!(w.ts, [20, 30]);
+        assert_eq!(w.vs, [2.0, 3.0]);
+        assert!(s.window(40, 50).is_empty());
+        assert_eq!(s.window(0, 100).len(), 4);
+    }
+
+    #[test]
+    fn decreases_are_found_anywhere() {
+        let ts = [1, 2, 3, 4];
+        assert!(!Samples::new(&ts, &[1.0, 1.0, 2.0, 5.0]).has_decrease());
+        assert!(Samples::new(&ts, &[1.0, 3.0, 2.0, 5.0]).has_decrease());
+        assert!(Samples::new(&ts, &[1.0, 3.0, 4.0, 0.0]).has_decrease());
+        // NaN compares false: Prometheus does not count it as a reset either.
+        assert!(!Samples::new(&ts, &[1.0, f64::NAN, 2.0, 5.0]).has_decrease());
+    }
+
+    #[test]
+    fn retain_keeps_columns_aligned() {
+        let mut c = SampleColumns::default();
+        c.extend(&[1, 2, 3], &[1.0, f64::NAN, 3.0]);
+        c.extend_pairs(&[(4, f64::NAN), (5, 5.0)]);
+        c.retain_values(|v| !v.is_nan());
+        assert_eq!(c.ts, [1, 3, 5]);
+        assert_eq!(c.vs, [1.0, 3.0, 5.0]);
+    }
+}
