@@ -151,6 +151,60 @@ impl<'a> BitReader<'a> {
         self.read(width_of(ones))
     }
 
+    /// Reads `n` fields as [`Self::read_prefixed`] with `widths[ones]`, and
+    /// passes each to `emit`. Fields are taken from a register refilled
+    /// with 8 bytes at a time, so decoding one depends only on the register
+    /// and the one before, not on a memory load: this is the residual
+    /// decoder's hot loop. A field too wide for one refill (the residual
+    /// coding's 64-bit bucket) is read on its own.
+    #[inline]
+    pub(crate) fn read_prefixed_n(
+        &mut self,
+        n: usize,
+        widths: &[u32],
+        max: u32,
+        mut emit: impl FnMut(u64),
+    ) -> Result<(), Error> {
+        let width_of = |ones: u32| widths.get(ones as usize).copied().unwrap_or(64);
+        // The widths of the prefixed buckets, one per byte: a shift, not a
+        // load, finds one.
+        let packed = (0..max.min(8)).fold(0u64, |p, ones| p | (u64::from(width_of(ones).min(255)) << (8 * ones)));
+        let mut left = n;
+        while left > 0 {
+            let Some(mut buf) = self.word() else {
+                // The last few bytes, one field at a time.
+                emit(self.read_prefixed(max, width_of)?);
+                left -= 1;
+                continue;
+            };
+            let mut avail = 64 - (self.bit_pos % 8) as u32;
+            let before = left;
+            while left > 0 {
+                let ones = buf.leading_ones();
+                if ones >= max {
+                    break;
+                }
+                let width = ((packed >> (8 * ones)) & 0xff) as u32;
+                let used = ones + 1 + width;
+                if used > avail {
+                    break;
+                }
+                // `width` < 64 here; two shifts so a zero width never shifts by 64.
+                emit(((buf << (ones + 1)) >> 1) >> (63 - width));
+                buf = buf.checked_shl(used).unwrap_or(0);
+                avail -= used;
+                self.bit_pos += used as usize;
+                left -= 1;
+            }
+            if left == before {
+                // A field wider than a refill holds: the last bucket.
+                emit(self.read_prefixed(max, width_of)?);
+                left -= 1;
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes consumed so far, counting the padded last byte.
     pub(crate) fn bytes_consumed(&self) -> usize {
         self.bit_pos.div_ceil(8)
@@ -245,6 +299,13 @@ mod tests {
             for &(v, ones) in &fields {
                 proptest::prop_assert_eq!(r.read_prefixed(5, width_of).unwrap(), v & low_mask(width_of(ones)));
             }
+            proptest::prop_assert_eq!(r.bytes_consumed(), buf.len());
+            // The same fields as one run.
+            let mut r = BitReader::new(&buf, 0);
+            let mut got = Vec::new();
+            r.read_prefixed_n(fields.len(), &widths, 5, |v| got.push(v)).unwrap();
+            let want: Vec<u64> = fields.iter().map(|&(v, ones)| v & low_mask(width_of(ones))).collect();
+            proptest::prop_assert_eq!(got, want);
             proptest::prop_assert_eq!(r.bytes_consumed(), buf.len());
         }
     }

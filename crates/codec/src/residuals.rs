@@ -240,10 +240,7 @@ pub(crate) fn decode(cur: &mut Cursor<'_>, n: usize, coding: Coding, out: &mut V
             }
             out.reserve(n);
             let mut r = BitReader::new(cur.rest(), cur.offset());
-            let width_of = |bucket: u32| widths.get(bucket as usize).copied().unwrap_or(64);
-            for _ in 0..n {
-                out.push(zigzag_decode(r.read_prefixed(BUCKETS as u32 - 1, width_of)?));
-            }
+            r.read_prefixed_n(n, &widths, BUCKETS as u32 - 1, |z| out.push(zigzag_decode(z)))?;
             cur.advance(r.bytes_consumed());
         }
         Coding::ZstdVarint => {
