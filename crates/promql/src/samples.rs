@@ -78,14 +78,12 @@ pub(crate) struct SampleColumns {
 }
 
 impl SampleColumns {
-    pub fn clear(&mut self) {
-        self.ts.clear();
-        self.vs.clear();
-    }
-
-    pub fn extend(&mut self, ts: &[i64], vs: &[f64]) {
-        self.ts.extend_from_slice(ts);
-        self.vs.extend_from_slice(vs);
+    /// Keeps only the samples in `range`.
+    pub fn keep_range(&mut self, range: std::ops::Range<usize>) {
+        self.ts.truncate(range.end);
+        self.vs.truncate(range.end);
+        self.ts.drain(..range.start);
+        self.vs.drain(..range.start);
     }
 
     pub fn extend_pairs(&mut self, pairs: &[(i64, f64)]) {
@@ -142,8 +140,16 @@ mod tests {
     #[test]
     fn retain_keeps_columns_aligned() {
         let mut c = SampleColumns::default();
-        c.extend(&[1, 2, 3], &[1.0, f64::NAN, 3.0]);
-        c.extend_pairs(&[(4, f64::NAN), (5, 5.0)]);
+        c.extend_pairs(&[
+            (0, 0.0),
+            (1, 1.0),
+            (2, f64::NAN),
+            (3, 3.0),
+            (4, f64::NAN),
+            (5, 5.0),
+            (6, 6.0),
+        ]);
+        c.keep_range(1..6);
         c.retain_values(|v| !v.is_nan());
         assert_eq!(c.ts, [1, 3, 5]);
         assert_eq!(c.vs, [1.0, 3.0, 5.0]);

@@ -166,16 +166,21 @@ fn read_shard(
         budget.check()?;
         budget.add_series()?;
         let mut s = s?;
-        buf.clear();
-        while let Some(b) = s.samples.next_block()? {
-            buf.extend(b.ts, b.vs);
-        }
-        if opts.drop_stale && buf.vs.iter().any(|&v| is_stale_nan(v)) {
+        let mut range = s.samples.read_into(&mut buf.ts, &mut buf.vs)?;
+        // Stale markers are rare: look for them in one pass that vectorises
+        // before moving anything.
+        if opts.drop_stale
+            && buf.vs[range.clone()]
+                .iter()
+                .fold(false, |any, &v| any | is_stale_nan(v))
+        {
+            buf.keep_range(range);
             buf.retain_values(|v| !is_stale_nan(v));
+            range = 0..buf.ts.len();
         }
-        let n = buf.ts.len();
+        let n = range.len();
         budget.add_samples(n)?;
-        let reduced = reduce(s.labels, buf.view());
+        let reduced = reduce(s.labels, buf.view().slice(range.start, range.end));
         budget.release_samples(n);
         if let Some(series) = reduced? {
             if opts.count_output {

@@ -78,9 +78,12 @@ fn m(op: MatchOp, name: &str, value: &str) -> Matcher {
 }
 
 /// All series matching `matchers` in `[mint, maxt]` with their samples.
+/// Every series of a select with its samples, read block by block; checks
+/// that [`crate::SampleBlocks::read_into`] reads the same.
 pub fn read(s: &dyn Queryable, matchers: &[Matcher], mint: i64, maxt: i64) -> Vec<(Labels, Vec<Sample>)> {
     let q = s.querier(mint, maxt).expect("querier");
-    q.select(&SelectHints::default(), matchers)
+    let by_blocks: Vec<(Labels, Vec<Sample>)> = q
+        .select(&SelectHints::default(), matchers)
         .expect("select")
         .map(|series| {
             let mut series = series.expect("series");
@@ -89,7 +92,28 @@ pub fn read(s: &dyn Queryable, matchers: &[Matcher], mint: i64, maxt: i64) -> Ve
                 collect_samples(series.samples.as_mut()).expect("samples"),
             )
         })
-        .collect()
+        .collect();
+    let (mut ts, mut vs) = (vec![7], vec![7.0]);
+    let at_once: Vec<(Labels, Vec<Sample>)> = q
+        .select(&SelectHints::default(), matchers)
+        .expect("select")
+        .map(|series| {
+            let mut series = series.expect("series");
+            let r = series.samples.read_into(&mut ts, &mut vs).expect("samples");
+            let samples = ts[r.clone()]
+                .iter()
+                .zip(&vs[r])
+                .map(|(&t, &v)| Sample::new(t, v))
+                .collect();
+            (series.labels, samples)
+        })
+        .collect();
+    assert_eq!(
+        format!("{at_once:?}"),
+        format!("{by_blocks:?}"),
+        "read_into differs from next_block"
+    );
+    by_blocks
 }
 
 fn append_then_read_back(s: &impl Storage) {

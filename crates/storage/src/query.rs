@@ -1,3 +1,5 @@
+use std::ops::Range;
+
 use cairn_model::{Labels, Matcher, Sample};
 
 use crate::StorageError;
@@ -108,6 +110,21 @@ pub struct Series {
 pub trait SampleBlocks: Send {
     /// The next block, or `None` at the end. The slices are valid until the next call.
     fn next_block(&mut self) -> Result<Option<SampleBlock<'_>>, StorageError>;
+
+    /// Clears `ts` and `vs`, fills them with every remaining sample, and
+    /// returns the range of both that holds the samples (anything outside it
+    /// is scratch). Implementations that decode into buffers of their own
+    /// override it to decode straight into the caller's, which spares a copy
+    /// of every sample.
+    fn read_into(&mut self, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<Range<usize>, StorageError> {
+        ts.clear();
+        vs.clear();
+        while let Some(b) = self.next_block()? {
+            ts.extend_from_slice(b.ts);
+            vs.extend_from_slice(b.vs);
+        }
+        Ok(0..ts.len())
+    }
 }
 
 /// Parallel slices of timestamps and values, equally long.

@@ -1,6 +1,7 @@
 //! Reads one series' samples from all the places they may be (parts of
 //! several partitions, unflushed rows) as a time-ordered stream of blocks.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use cairn_storage::{SampleBlock, SampleBlocks, StorageError};
@@ -91,6 +92,25 @@ impl SeriesReader {
 
     /// Decodes the next non-empty group into `ts`/`vs`; false at the end.
     fn fill(&mut self) -> Result<bool, StorageError> {
+        let (mut ts, mut vs) = (std::mem::take(&mut self.ts), std::mem::take(&mut self.vs));
+        ts.clear();
+        vs.clear();
+        let filled = self.fill_into(&mut ts, &mut vs);
+        (self.ts, self.vs) = (ts, vs);
+        match filled? {
+            Some(start) => {
+                self.start = start;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Appends the next group with samples in `[mint, maxt]` to `ts`/`vs`
+    /// and returns where those samples start (they run to the end: samples
+    /// after `maxt` are cut off, those before `mint` left in front); `None`
+    /// at the end.
+    fn fill_into(&mut self, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<Option<usize>, StorageError> {
         while self.pos < self.sources.len() {
             let start = self.pos;
             let mut group_maxt = self.sources[start].maxt;
@@ -100,24 +120,33 @@ impl SeriesReader {
                 end += 1;
             }
             self.pos = end;
-            self.ts.clear();
-            self.vs.clear();
+            let base = ts.len();
             if end - start == 1 {
-                let (ts, vs) = (&mut self.ts, &mut self.vs);
                 decode(&self.sources, start, &mut self.buf, ts, vs)?;
             } else {
-                self.merge_group(start, end)?;
+                self.merge_group(start, end, ts, vs)?;
             }
-            self.clip();
-            if self.start < self.ts.len() {
-                return Ok(true);
+            let hi = base + ts[base..].partition_point(|&t| t <= self.maxt);
+            ts.truncate(hi);
+            vs.truncate(hi);
+            let lo = base + ts[base..].partition_point(|&t| t < self.mint);
+            if lo < hi {
+                return Ok(Some(lo));
             }
+            ts.truncate(base);
+            vs.truncate(base);
         }
-        Ok(false)
+        Ok(None)
     }
 
     /// Overlapping sources: the newest write wins per timestamp.
-    fn merge_group(&mut self, start: usize, end: usize) -> Result<(), StorageError> {
+    fn merge_group(
+        &mut self,
+        start: usize,
+        end: usize,
+        out_ts: &mut Vec<i64>,
+        out_vs: &mut Vec<f64>,
+    ) -> Result<(), StorageError> {
         let mut all: Vec<(i64, u64, f64)> = Vec::new();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
         for i in start..end {
@@ -131,24 +160,11 @@ impl SeriesReader {
         for (i, &(t, _, v)) in all.iter().enumerate() {
             let newest_for_t = all.get(i + 1).is_none_or(|next| next.0 != t);
             if newest_for_t {
-                self.ts.push(t);
-                self.vs.push(v);
+                out_ts.push(t);
+                out_vs.push(v);
             }
         }
         Ok(())
-    }
-
-    /// Limits the decoded group to `[mint, maxt]`.
-    fn clip(&mut self) {
-        let (mint, maxt) = (self.mint, self.maxt);
-        self.start = 0;
-        if self.ts.first().is_some_and(|&t| t >= mint) && self.ts.last().is_some_and(|&t| t <= maxt) {
-            return;
-        }
-        let hi = self.ts.partition_point(|&t| t <= maxt);
-        self.ts.truncate(hi);
-        self.vs.truncate(hi);
-        self.start = self.ts.partition_point(|&t| t < mint);
     }
 
     /// Whether any sample remains; a block decoded ahead is kept for `next_block`.
@@ -211,5 +227,35 @@ impl SampleBlocks for SeriesReader {
             ts: &self.ts[self.start..],
             vs: &self.vs[self.start..],
         }))
+    }
+
+    /// Decodes every group straight into the caller's columns.
+    fn read_into(&mut self, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<Range<usize>, StorageError> {
+        ts.clear();
+        vs.clear();
+        let mut first = None;
+        if self.pending {
+            self.pending = false;
+            ts.extend_from_slice(&self.ts[self.start..]);
+            vs.extend_from_slice(&self.vs[self.start..]);
+            first = Some(0);
+        }
+        loop {
+            let base = ts.len();
+            let Some(start) = self.fill_into(ts, vs)? else {
+                break;
+            };
+            match first {
+                None => first = Some(start),
+                // Groups follow each other in time, so only the first can
+                // reach back before `mint`; were another to, its head goes.
+                Some(_) if start > base => {
+                    ts.drain(base..start);
+                    vs.drain(base..start);
+                }
+                Some(_) => {}
+            }
+        }
+        Ok(first.unwrap_or(0)..ts.len())
     }
 }
