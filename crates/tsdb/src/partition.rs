@@ -549,14 +549,9 @@ pub fn merge_parts<W: Write>(
             }
         }
         let mut reader = SeriesReader::new(sources, i64::MIN, i64::MAX);
-        ts.clear();
-        vs.clear();
-        while let Some(b) = reader.next_block()? {
-            ts.extend_from_slice(b.ts);
-            vs.extend_from_slice(b.vs);
-        }
-        if !ts.is_empty() {
-            w.add_series(id, &ts, &vs).map_err(io)?;
+        let range = reader.read_into(&mut ts, &mut vs)?;
+        if !range.is_empty() {
+            w.add_series(id, &ts[range.clone()], &vs[range]).map_err(io)?;
         }
     }
     w.finish().map_err(io)
