@@ -199,10 +199,13 @@ fn decode(
                 Source::Block { part: p, block, .. } if Arc::ptr_eq(p, part) => Some(block),
                 _ => None,
             });
+            let base = ts.len();
             part.read_block_buffered(block, ahead, buf, ts, vs)?;
             if !deleted.is_empty() {
-                let mut keep = 0;
-                for i in 0..ts.len() {
+                // Only this block's samples: what `ts`/`vs` held before may
+                // come from newer parts the deletions do not apply to.
+                let mut keep = base;
+                for i in base..ts.len() {
                     if !deleted.iter().any(|&(lo, hi)| ts[i] >= lo && ts[i] <= hi) {
                         ts[keep] = ts[i];
                         vs[keep] = vs[i];
