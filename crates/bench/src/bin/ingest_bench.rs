@@ -258,7 +258,8 @@ impl Server {
     }
 
     /// Makes the server persist what it holds in memory and waits for the data
-    /// directory to stop changing (flushes and merges done).
+    /// directory to stop changing and for merges to be done (VictoriaMetrics:
+    /// no active merges; Cairn: one part per day partition), at most 300 s.
     fn flush_and_settle(&self, quiet_for: Duration) -> anyhow::Result<f64> {
         let t = Instant::now();
         if self.kind == Kind::Vm {
@@ -269,7 +270,17 @@ impl Server {
         while t.elapsed() < Duration::from_secs(300) {
             std::thread::sleep(Duration::from_millis(500));
             let now = procfs::du_bytes(&self.data);
-            let merging = self.kind == Kind::Vm && self.metrics_sum("vm_active_merges").unwrap_or(0.0) > 0.0;
+            let merging = match self.kind {
+                Kind::Vm => self.metrics_sum("vm_active_merges").unwrap_or(0.0) > 0.0,
+                // Cairn merges each day it no longer writes to into one part a
+                // minute after the last write; until then neither its disk nor
+                // its memory is in the final state the figures are about.
+                Kind::Cairn => {
+                    let parts = self.metrics_sum("cairn_storage_parts");
+                    let partitions = self.metrics_sum("cairn_storage_partitions");
+                    matches!((parts, partitions), (Some(p), Some(n)) if p > n)
+                }
+            };
             if now != last || merging {
                 last = now;
                 stable_since = Instant::now();
