@@ -324,3 +324,22 @@ pub(crate) fn simple(
     out.retain(|s| !s.pts.is_empty());
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    proptest::proptest! {
+        /// The guess is only a shortcut: whatever the grid and the gaps, the
+        /// answer is the binary search's.
+        #[test]
+        fn first_step_guess_agrees_with_search(
+            steps in proptest::collection::btree_set(0i64..200, 0..60),
+            step in 1i64..5,
+            t in -10i64..1000,
+        ) {
+            let pts: Vec<(i64, f64)> = steps.iter().map(|&k| (k * step, 0.0)).collect();
+            proptest::prop_assert_eq!(first_at_or_after(&pts, t, step), pts.partition_point(|p| p.0 < t));
+        }
+    }
+}
