@@ -108,11 +108,13 @@ pub fn read(s: &dyn Queryable, matchers: &[Matcher], mint: i64, maxt: i64) -> Ve
             (series.labels, samples)
         })
         .collect();
-    assert_eq!(
-        format!("{at_once:?}"),
-        format!("{by_blocks:?}"),
-        "read_into differs from next_block"
-    );
+    // Bit patterns: NaN payloads and stale markers must match too.
+    let bits = |all: &[(Labels, Vec<Sample>)]| -> Vec<(Labels, Vec<(i64, u64)>)> {
+        all.iter()
+            .map(|(l, s)| (l.clone(), s.iter().map(|x| (x.t, x.v.to_bits())).collect()))
+            .collect()
+    };
+    assert_eq!(bits(&at_once), bits(&by_blocks), "read_into differs from next_block");
     by_blocks
 }
 

@@ -248,16 +248,10 @@ impl SampleBlocks for SeriesReader {
             let Some(start) = self.fill_into(ts, vs)? else {
                 break;
             };
-            match first {
-                None => first = Some(start),
-                // Groups follow each other in time, so only the first can
-                // reach back before `mint`; were another to, its head goes.
-                Some(_) if start > base => {
-                    ts.drain(base..start);
-                    vs.drain(base..start);
-                }
-                Some(_) => {}
-            }
+            // Groups follow each other in time and an earlier one reached
+            // `mint`, so only the first can reach back before it.
+            debug_assert!(first.is_none() || start == base, "a later group starts before mint");
+            first.get_or_insert(start);
         }
         Ok(first.unwrap_or(0)..ts.len())
     }
