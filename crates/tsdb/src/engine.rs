@@ -65,6 +65,17 @@ pub(crate) struct Inner {
     _lock_file: fs::File,
 }
 
+/// Flushes `partitions` (in day order, as a map of them yields them), each
+/// sharing labels with the one before it.
+fn flush_partitions(partitions: &[Arc<Partition>], seq: u64) -> Result<(), StorageError> {
+    let mut earlier = None;
+    for p in partitions {
+        p.flush(seq, earlier)?;
+        earlier = Some(&**p);
+    }
+    Ok(())
+}
+
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -103,6 +114,12 @@ impl Tsdb {
             max_seq = max_seq.max(p.parts.read().all().map(|x| x.meta().max_seq).max().unwrap_or(0));
             max_seq = max_seq.max(p.tombstones.read().iter().map(|t| t.seq).max().unwrap_or(0));
             partitions.insert(day, Arc::new(p));
+        }
+        // Each day shares the labels of series it has in common with the day before.
+        let mut earlier = None;
+        for p in partitions.values() {
+            p.seal_labels(earlier);
+            earlier = Some(&**p);
         }
         let wal_dir = root.join("wal");
         let wal = Wal::open(
@@ -260,9 +277,7 @@ impl Inner {
             p.seal_rows()?;
         }
         let seq = self.wal.rotate()?;
-        for p in &partitions {
-            p.flush(seq)?;
-        }
+        flush_partitions(&partitions, seq)?;
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         Ok(seq)
     }
@@ -279,9 +294,7 @@ impl Inner {
             }
             (partitions, self.wal.rotate()?)
         };
-        for p in &partitions {
-            p.flush(seq)?;
-        }
+        flush_partitions(&partitions, seq)?;
         self.wal.remove_before(seq)?;
         self.counters.flushes.fetch_add(1, Ordering::Relaxed);
         Ok(())

@@ -1,20 +1,22 @@
 //! A partition's series index: which series have samples in this day, their
 //! labels, and postings from label pairs to series.
 //!
-//! Held in memory per open partition (≈ labels bytes + ~40 bytes per series),
-//! persisted as immutable, checksummed segment files (docs/format/index.md)
+//! Held in memory per open partition (≈ labels bytes + ~40 bytes per series;
+//! the labels of a series that was also in the day before are that day's,
+//! shared), persisted as immutable, checksummed segment files (docs/format/index.md)
 //! that hold the series added since the previous flush. Postings are rebuilt
 //! when a partition is opened. Bounding the index by day means a query over
 //! recent data never touches series that died long ago, and retention drops
 //! the index with its partition.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::hash::RandomState;
 use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 use cairn_codec::varint::{get_uvarint, put_uvarint};
 use cairn_model::{EncodedLabels, Labels, Matcher};
@@ -36,16 +38,32 @@ const MAX_SEGMENT_EXPANSION: u64 = 1024;
 #[derive(Clone, Copy)]
 struct Entry {
     id: u64,
-    labels_at: u32,
-    labels_len: u32,
+    /// Which of `chunks` holds the labels, or [`TAIL`].
+    chunk: u32,
+    /// Where the labels' uvarint length prefix starts in that chunk.
+    at: u32,
 }
+
+/// A series' labels in a sealed chunk: the chunk and the offset in it.
+type SealedLabels<'a> = (&'a Arc<[u8]>, u32);
+
+/// `Entry::chunk` of labels still in the growing tail.
+const TAIL: u32 = u32::MAX;
 
 /// Local numbers (positions in `entries`) are dense u32s, so postings are
 /// compact roaring bitmaps; series ids are the stable 64-bit identities.
 #[derive(Default)]
 pub struct PartitionIndex {
-    arena: Vec<u8>,
+    /// Label encodings, each behind its uvarint length, in immutable chunks
+    /// shared with the next day's index: a series that lives on past
+    /// midnight keeps one copy of its labels, not one per day (a live
+    /// instance always holds two days; the labels are half of a day's index).
+    chunks: Vec<Arc<[u8]>>,
+    /// Labels of series added since the last [`Self::seal_labels`].
+    tail: Vec<u8>,
     entries: Vec<Entry>,
+    /// `entries[sealed..]` have their labels in `tail`.
+    sealed: usize,
     /// Series id → local number, holding only the local number: the id is
     /// in `entries`, and being an xxh3 hash of the labels (or a probe step
     /// from one) it is its own hash, as Prometheus' head keys its series by
@@ -65,6 +83,15 @@ fn id_at(entries: &[Entry], l: u32) -> u64 {
     entries.get(l as usize).map_or(0, |e| e.id)
 }
 
+/// The label encoding whose length prefix starts at `at` in `chunk`.
+fn labels_at(chunk: &[u8], at: u32) -> &[u8] {
+    let from = chunk.get(at as usize..).unwrap_or_default();
+    match get_uvarint(from) {
+        Ok((len, rest)) => rest.get(..len as usize).unwrap_or_default(),
+        Err(_) => &[],
+    }
+}
+
 /// The 64-bit hash of a canonical label encoding: the preferred series id.
 pub fn hash_labels(encoded: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(encoded)
@@ -77,12 +104,98 @@ impl PartitionIndex {
     }
 
     /// Releases spare capacity (up to half of each growing buffer). A no-op
-    /// when already tight; costs a copy of the labels arena otherwise.
+    /// when already tight.
     pub fn shrink_to_fit(&mut self) {
-        self.arena.shrink_to_fit();
+        self.tail.shrink_to_fit();
         self.entries.shrink_to_fit();
         let entries = &self.entries;
         self.by_id.shrink_to_fit(|&l| id_at(entries, l));
+    }
+
+    /// Moves the labels of series added since the last call out of the
+    /// growing tail into an immutable chunk, except those `earlier` (the
+    /// index of an earlier day) holds already: their entries point into
+    /// its chunk instead, which this index then shares. A chunk is shared
+    /// only when this index uses at least half of its bytes (or holds it
+    /// already), so a few long-lived series cannot keep many mostly dead
+    /// chunks alive: an index never holds more than twice its labels.
+    /// Returns how many series now share labels with `earlier`.
+    pub fn seal_labels(&mut self, earlier: Option<&PartitionIndex>) -> usize {
+        if self.sealed == self.entries.len() {
+            return 0;
+        }
+        let tail = std::mem::take(&mut self.tail);
+        let found: Vec<Option<SealedLabels<'_>>> = self.entries[self.sealed..]
+            .iter()
+            .map(|e| earlier.and_then(|ix| ix.sealed_labels(e.id, labels_at(&tail, e.at))))
+            .collect();
+        // Chunk (by address) → this index's number for it, for chunks it
+        // holds or will; and bytes of each other chunk this seal would use.
+        let mut numbers: HashMap<*const u8, u32> = self
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(n, c)| (c.as_ptr(), n as u32))
+            .collect();
+        let mut used: HashMap<*const u8, usize> = HashMap::new();
+        for (chunk, at) in found.iter().flatten() {
+            // The labels and their length prefix, of a byte or two.
+            let len = labels_at(chunk, *at).len();
+            *used.entry(chunk.as_ptr()).or_default() += len + if len < 128 { 1 } else { 2 };
+        }
+        for (chunk, _) in found.iter().flatten() {
+            let worth = used.get(&chunk.as_ptr()).is_some_and(|&u| 2 * u >= chunk.len());
+            if worth && !numbers.contains_key(&chunk.as_ptr()) {
+                numbers.insert(chunk.as_ptr(), self.chunks.len() as u32);
+                self.chunks.push(Arc::clone(chunk));
+            }
+        }
+        let own_number = self.chunks.len() as u32;
+        let mut own = Vec::new();
+        let mut shared = 0;
+        for (e, found) in self.entries[self.sealed..].iter_mut().zip(&found) {
+            match found
+                .as_ref()
+                .and_then(|(c, at)| Some((*numbers.get(&c.as_ptr())?, *at)))
+            {
+                Some((number, at)) => {
+                    (e.chunk, e.at) = (number, at);
+                    shared += 1;
+                }
+                None => {
+                    let encoded = labels_at(&tail, e.at);
+                    (e.chunk, e.at) = (own_number, own.len() as u32);
+                    put_uvarint(&mut own, encoded.len() as u64);
+                    own.extend_from_slice(encoded);
+                }
+            }
+        }
+        if !own.is_empty() {
+            self.chunks.push(Arc::from(own));
+        }
+        self.sealed = self.entries.len();
+        shared
+    }
+
+    /// The chunk and offset of `id`'s labels when they are `encoded` and sealed.
+    fn sealed_labels(&self, id: u64, encoded: &[u8]) -> Option<SealedLabels<'_>> {
+        let e = self.entries.get(self.local_of(id)? as usize)?;
+        let chunk = self.chunks.get(e.chunk as usize)?;
+        (labels_at(chunk, e.at) == encoded).then_some((chunk, e.at))
+    }
+
+    /// Bytes of label encodings this index holds (shared chunks included),
+    /// and how many of them sit in chunks it shares with another index.
+    #[cfg(test)]
+    pub fn label_bytes(&self) -> (usize, usize) {
+        let all = self.chunks.iter().map(|c| c.len()).sum::<usize>() + self.tail.len();
+        let shared = self
+            .chunks
+            .iter()
+            .filter(|c| Arc::strong_count(c) > 1)
+            .map(|c| c.len())
+            .sum();
+        (all, shared)
     }
 
     /// Series known to this partition, deleted ones included.
@@ -125,12 +238,11 @@ impl PartitionIndex {
         })?;
         let local = u32::try_from(self.entries.len())
             .map_err(|_| StorageError::LimitExceeded("more than 2^32 series in one day".into()))?;
-        self.entries.push(Entry {
-            id,
-            labels_at: self.arena.len() as u32,
-            labels_len: encoded.len() as u32,
-        });
-        self.arena.extend_from_slice(encoded);
+        let at = u32::try_from(self.tail.len())
+            .map_err(|_| StorageError::LimitExceeded("more than 4 GiB of new labels in one flush".into()))?;
+        self.entries.push(Entry { id, chunk: TAIL, at });
+        put_uvarint(&mut self.tail, encoded.len() as u64);
+        self.tail.extend_from_slice(encoded);
         let entries = &self.entries;
         self.by_id.insert_unique(id, local, |&l| id_at(entries, l));
         // Borrowed pairs, and keys allocated only when new: index loading at
@@ -171,17 +283,18 @@ impl PartitionIndex {
     }
 
     pub fn encoded(&self, local: u32) -> &[u8] {
-        self.entries
-            .get(local as usize)
-            .and_then(|e| {
-                self.arena
-                    .get(e.labels_at as usize..(e.labels_at + e.labels_len) as usize)
-            })
-            .unwrap_or_default()
+        let Some(e) = self.entries.get(local as usize) else {
+            return &[];
+        };
+        let chunk = match e.chunk {
+            TAIL => &self.tail[..],
+            n => self.chunks.get(n as usize).map_or(&[][..], |c| &c[..]),
+        };
+        labels_at(chunk, e.at)
     }
 
     pub fn labels_of(&self, local: u32) -> Labels {
-        // The arena only ever holds encodings that decoded on insert.
+        // Chunks only ever hold encodings that decoded on insert.
         Labels::decode(self.encoded(local)).map(|(l, _)| l).unwrap_or_default()
     }
 
@@ -507,6 +620,133 @@ mod tests {
             bad[at] ^= 0x20;
             fs::write(&path, &bad).unwrap();
             assert!(PartitionIndex::default().load_segment(&path).is_err(), "flip at {at}");
+        }
+    }
+
+    fn encode(pairs: &[(&str, &str)]) -> Vec<u8> {
+        let mut enc = Vec::new();
+        Labels::from_pairs(pairs.iter().copied()).encode(&mut enc);
+        enc
+    }
+
+    fn host_series(host: usize) -> Vec<u8> {
+        encode(&[
+            ("__name__", "node_load1"),
+            ("instance", &format!("host-{host:05}:9100")),
+        ])
+    }
+
+    /// A day whose series mostly live on from the day before keeps one
+    /// copy of their labels: the next day's entries point into the earlier
+    /// day's chunk, and stay readable once the earlier index is gone.
+    #[test]
+    fn next_day_shares_labels_of_series_that_live_on() {
+        let mut yesterday = PartitionIndex::default();
+        for host in 0..100 {
+            let enc = host_series(host);
+            yesterday.insert(hash_labels(&enc), &enc).unwrap();
+        }
+        assert_eq!(yesterday.seal_labels(None), 0);
+        let (own, _) = yesterday.label_bytes();
+
+        let mut today = PartitionIndex::default();
+        for host in 50..160 {
+            let enc = host_series(host);
+            today.insert(hash_labels(&enc), &enc).unwrap();
+        }
+        // Before sealing, labels are read from the tail.
+        assert_eq!(
+            today
+                .labels_of(today.local_of(hash_labels(&host_series(55))).unwrap())
+                .get("instance"),
+            Some("host-00055:9100")
+        );
+        assert_eq!(today.seal_labels(Some(&yesterday)), 50);
+        let (all, shared) = today.label_bytes();
+        assert_eq!(shared, own, "today holds yesterday's one chunk");
+        assert!(
+            all - shared < own * 65 / 100,
+            "only the 60 new series are copied: {all} {shared} {own}"
+        );
+        drop(yesterday);
+        for host in 50..160 {
+            let enc = host_series(host);
+            let (_, local) = today.lookup(hash_labels(&enc), &enc).unwrap();
+            assert_eq!(today.encoded(local), enc.as_slice());
+        }
+        // Sealing again with nothing new changes nothing.
+        assert_eq!(today.seal_labels(None), 0);
+    }
+
+    /// A chunk is shared only when most of it is used: a few survivors of a
+    /// large day are copied rather than keeping the whole chunk alive.
+    #[test]
+    fn sparse_survivors_are_copied_not_shared() {
+        let mut yesterday = PartitionIndex::default();
+        for host in 0..1000 {
+            let enc = host_series(host);
+            yesterday.insert(hash_labels(&enc), &enc).unwrap();
+        }
+        yesterday.seal_labels(None);
+        let mut today = PartitionIndex::default();
+        for host in 0..5 {
+            let enc = host_series(host);
+            today.insert(hash_labels(&enc), &enc).unwrap();
+        }
+        assert_eq!(today.seal_labels(Some(&yesterday)), 0);
+        let (all, shared) = today.label_bytes();
+        assert_eq!(shared, 0);
+        assert!(all < 5 * 64, "{all}");
+    }
+
+    /// The same id with other labels (a probe step in one day, a hash in
+    /// the other) is never shared, and unsealed labels are never shared.
+    #[test]
+    fn only_identical_sealed_labels_are_shared() {
+        let a = encode(&[("__name__", "a")]);
+        let b = encode(&[("__name__", "b")]);
+        let mut yesterday = PartitionIndex::default();
+        yesterday.insert(7, &a).unwrap();
+        yesterday.insert(9, &b).unwrap();
+        let mut today = PartitionIndex::default();
+        today.insert(9, &b).unwrap();
+        assert_eq!(
+            today.seal_labels(Some(&yesterday)),
+            0,
+            "yesterday's labels are not sealed yet"
+        );
+        yesterday.seal_labels(None);
+        let mut today = PartitionIndex::default();
+        today.insert(7, &b).unwrap();
+        today.insert(9, &b).unwrap();
+        assert_eq!(today.seal_labels(Some(&yesterday)), 1);
+        assert_eq!(today.encoded(today.local_of(7).unwrap()), b.as_slice());
+        assert_eq!(today.encoded(today.local_of(9).unwrap()), b.as_slice());
+    }
+
+    /// Segments persisted after a seal hold the same labels as before it.
+    #[test]
+    fn sealed_labels_persist_and_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut yesterday = PartitionIndex::default();
+        let mut today = PartitionIndex::default();
+        for host in 0..20 {
+            let enc = host_series(host);
+            yesterday.insert(hash_labels(&enc), &enc).unwrap();
+            today.insert(hash_labels(&enc), &enc).unwrap();
+        }
+        yesterday.seal_labels(None);
+        today.seal_labels(Some(&yesterday));
+        let extra = host_series(99);
+        today.insert(hash_labels(&extra), &extra).unwrap();
+        today.persist_new(dir.path(), 1).unwrap();
+        let mut back = PartitionIndex::default();
+        back.load_segment(&dir.path().join(format!("index-{:020}.cidx", 1)))
+            .unwrap();
+        assert_eq!(back.len(), 21);
+        for local in 0..21 {
+            assert_eq!(back.encoded(local), today.encoded(local));
+            assert_eq!(back.id_of(local), today.id_of(local));
         }
     }
 

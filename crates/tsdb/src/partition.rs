@@ -273,19 +273,28 @@ impl Partition {
         parts + other
     }
 
+    /// Seals the labels of series added since the last seal, sharing those
+    /// `earlier` (the partition of the closest earlier day) holds already.
+    /// Lock order: a later day's index before an earlier day's.
+    pub fn seal_labels(&self, earlier: Option<&Partition>) -> usize {
+        let mut index = self.index.write();
+        let earlier = earlier.map(|p| p.index.read());
+        index.seal_labels(earlier.as_deref())
+    }
+
     /// Writes all in-memory parts as one disk part and persists new index
-    /// entries. Rows must have been sealed by the caller.
-    pub fn flush(&self, index_seq: u64) -> Result<(), StorageError> {
+    /// entries, sealing their labels (see [`Self::seal_labels`]). Rows must
+    /// have been sealed by the caller.
+    pub fn flush(&self, index_seq: u64, earlier: Option<&Partition>) -> Result<(), StorageError> {
         let _rewrite = self.rewrite.lock();
         let memory = self.parts.read().memory.clone();
         // Index first: a part must never reference series the index lacks.
-        {
-            let mut index = self.index.write();
-            if !index.persist_new(&self.dir, index_seq)? {
-                // No new series since the last flush: the index has stopped
-                // growing for now, so its growth slack is only memory.
-                index.shrink_to_fit();
-            }
+        if self.index.write().persist_new(&self.dir, index_seq)? {
+            self.seal_labels(earlier);
+        } else {
+            // No new series since the last flush: the index has stopped
+            // growing for now, so its growth slack is only memory.
+            self.index.write().shrink_to_fit();
         }
         if memory.is_empty() {
             return Ok(());

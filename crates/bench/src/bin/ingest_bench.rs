@@ -85,6 +85,11 @@ struct Cli {
     /// CPU and peak RSS (for quick A/B runs of one change).
     #[arg(long)]
     ingest_only: bool,
+    /// End the backfilled window half-way through it past the latest UTC
+    /// midnight (a midnight a whole window ago if that is still ahead), so
+    /// the data spans two days as a live instance's always does.
+    #[arg(long)]
+    straddle_midnight: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -547,10 +552,25 @@ fn kinds(cli: &Cli) -> anyhow::Result<Vec<(Kind, PathBuf)>> {
         .collect()
 }
 
+/// The end of a window of `span` ms, at most `latest`, whose middle is a UTC midnight.
+fn straddling_end(latest: i64, span: i64) -> i64 {
+    const DAY_MS: i64 = 86_400_000;
+    let mut midnight = latest.div_euclid(DAY_MS) * DAY_MS;
+    while midnight + span / 2 > latest {
+        midnight -= DAY_MS;
+    }
+    midnight + span / 2
+}
+
 fn backfill(cli: &Cli, trace: Arc<Trace>) -> anyhow::Result<Value> {
     let interval_ms = cli.interval * 1000;
     let steps = ((cli.hours * 3600.0 * 1000.0) / interval_ms as f64).round() as u64;
-    let end = (now_ms() / interval_ms) * interval_ms - 2 * interval_ms;
+    let latest = (now_ms() / interval_ms) * interval_ms - 2 * interval_ms;
+    let end = if cli.straddle_midnight {
+        straddling_end(latest, steps as i64 * interval_ms)
+    } else {
+        latest
+    };
     let start_ms = end - steps as i64 * interval_ms;
     let fleet = Fleet::new(
         trace,
@@ -955,4 +975,22 @@ fn main() -> anyhow::Result<()> {
     std::fs::write(&cli.report, serde_json::to_string_pretty(&report)?)?;
     println!("\nreport: {}", cli.report.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::straddling_end;
+
+    const DAY: i64 = 86_400_000;
+    const HOUR: i64 = 3_600_000;
+
+    #[test]
+    fn straddled_window_is_centred_on_a_past_midnight() {
+        // 13:50 on some day, a 2 h window: 23:00 yesterday to 01:00 today.
+        let latest = 20_000 * DAY + 13 * HOUR + 50 * 60_000;
+        assert_eq!(straddling_end(latest, 2 * HOUR), 20_000 * DAY + HOUR);
+        // 00:30, too early for today's midnight: the day before's.
+        let latest = 20_000 * DAY + 30 * 60_000;
+        assert_eq!(straddling_end(latest, 2 * HOUR), 19_999 * DAY + HOUR);
+    }
 }
