@@ -4,5 +4,9 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = cairn_tsdb::formats::decode_index_segment(data);
+    if let Ok(entries) = cairn_tsdb::formats::decode_index_segment(data) {
+        for entry in entries.iter() {
+            let _ = entry;
+        }
+    }
 });

@@ -11,6 +11,7 @@ use cairn_storage::{
     Admin, Appendable, Appender, Querier, Queryable, RejectReason, StorageError, StorageStats, TsdbStatus,
 };
 use parking_lot::{Condvar, Mutex, RwLock};
+use rayon::prelude::*;
 
 use crate::appender::TsdbAppender;
 use crate::config::{Config, WalSync};
@@ -99,8 +100,7 @@ impl Tsdb {
         let partitions_dir = root.join("partitions");
         fs::create_dir_all(&partitions_dir).map_err(StorageError::io("create", &partitions_dir))?;
         let oldest_day = Day::of(now_ms() - config.retention.as_millis() as i64);
-        let mut partitions = BTreeMap::new();
-        let mut max_seq = 0;
+        let mut to_open = Vec::new();
         for entry in fs::read_dir(&partitions_dir).map_err(StorageError::io("list", &partitions_dir))? {
             let path = entry.map_err(StorageError::io("list", &partitions_dir))?.path();
             let Some(day) = path.file_name().and_then(|n| Day::parse(&n.to_string_lossy())) else {
@@ -110,10 +110,20 @@ impl Tsdb {
                 fs::remove_dir_all(&path).map_err(StorageError::io("remove expired partition", &path))?;
                 continue;
             }
-            let p = Partition::open(path, day)?;
+            to_open.push((day, path));
+        }
+        // Loading a day's index is CPU-bound (decompress, build postings):
+        // days load on every core (a restart holds at least two).
+        let opened: Vec<Partition> = to_open
+            .into_par_iter()
+            .map(|(day, path)| Partition::open(path, day))
+            .collect::<Result<_, _>>()?;
+        let mut partitions = BTreeMap::new();
+        let mut max_seq = 0;
+        for p in opened {
             max_seq = max_seq.max(p.parts.read().all().map(|x| x.meta().max_seq).max().unwrap_or(0));
             max_seq = max_seq.max(p.tombstones.read().iter().map(|t| t.seq).max().unwrap_or(0));
-            partitions.insert(day, Arc::new(p));
+            partitions.insert(p.day, Arc::new(p));
         }
         // Each day shares the labels of series it has in common with the day before.
         let mut earlier = None;

@@ -83,6 +83,13 @@ fn id_at(entries: &[Entry], l: u32) -> u64 {
     entries.get(l as usize).map_or(0, |e| e.id)
 }
 
+/// Adds `local`, the largest number yet, at the end of `bitmap` (no search).
+fn push_largest(bitmap: &mut RoaringBitmap, local: u32) {
+    if bitmap.append([local]).is_err() {
+        bitmap.insert(local);
+    }
+}
+
 /// The label encoding whose length prefix starts at `at` in `chunk`.
 fn labels_at(chunk: &[u8], at: u32) -> &[u8] {
     let from = chunk.get(at as usize..).unwrap_or_default();
@@ -227,15 +234,12 @@ impl PartitionIndex {
     }
 
     /// Adds a series (or revives a deleted one). Returns its local number.
-    pub fn insert(&mut self, id: u64, encoded: &[u8]) -> Result<u32, StorageError> {
+    pub fn insert(&mut self, id: u64, labels: EncodedLabels<'_>) -> Result<u32, StorageError> {
         if let Some(local) = self.local_of(id) {
             self.live.insert(local);
             return Ok(local);
         }
-        let labels = EncodedLabels::new(encoded).map_err(|e| StorageError::Corrupt {
-            path: "<index>".into(),
-            reason: format!("series {id:016x} has undecodable labels: {e}"),
-        })?;
+        let encoded = labels.as_bytes();
         let local = u32::try_from(self.entries.len())
             .map_err(|_| StorageError::LimitExceeded("more than 2^32 series in one day".into()))?;
         let at = u32::try_from(self.tail.len())
@@ -250,17 +254,15 @@ impl PartitionIndex {
         for (name, value) in labels.pairs() {
             let values = self.postings.entry_ref(name).or_default();
             match values.get_mut(value) {
-                Some(bitmap) => {
-                    bitmap.insert(local);
-                }
+                Some(bitmap) => push_largest(bitmap, local),
                 None => {
                     let mut bitmap = RoaringBitmap::new();
-                    bitmap.insert(local);
+                    push_largest(&mut bitmap, local);
                     values.insert(value.into(), bitmap);
                 }
             }
         }
-        self.live.insert(local);
+        push_largest(&mut self.live, local);
         Ok(local)
     }
 
@@ -430,8 +432,15 @@ impl PartitionIndex {
             path: path.to_path_buf(),
             reason: reason.to_string(),
         })?;
-        for (id, encoded) in entries.iter() {
-            self.insert(id, encoded)?;
+        self.entries.reserve(entries.len());
+        let ids = &self.entries;
+        self.by_id.reserve(entries.len(), |&l| id_at(ids, l));
+        for entry in entries.iter() {
+            let (id, labels) = entry.map_err(|reason| StorageError::Corrupt {
+                path: path.to_path_buf(),
+                reason: reason.to_string(),
+            })?;
+            self.insert(id, labels)?;
         }
         self.persisted = self.entries.len();
         Ok(())
@@ -447,11 +456,14 @@ pub struct SegmentEntries<'a> {
 }
 
 impl SegmentEntries<'_> {
-    /// `(series id, canonical label encoding)` in the order written.
-    pub fn iter(&self) -> impl Iterator<Item = (u64, &[u8])> {
-        self.entries
-            .iter()
-            .map(|(id, at)| (*id, self.raw.get(at.clone()).unwrap_or_default()))
+    /// `(series id, canonical label encoding)` in the order written; each
+    /// encoding is checked here, once (an error for one that is not canonical).
+    pub fn iter(&self) -> impl Iterator<Item = Result<(u64, EncodedLabels<'_>), &'static str>> {
+        self.entries.iter().map(|(id, at)| {
+            let labels =
+                EncodedLabels::new(self.raw.get(at.clone()).unwrap_or_default()).map_err(|_| "undecodable labels")?;
+            Ok((*id, labels))
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -463,8 +475,9 @@ impl SegmentEntries<'_> {
     }
 }
 
-/// Decodes an index segment, verifying its checksum and every label
-/// encoding. Never panics and never allocates more than a bounded multiple
+/// Decodes an index segment, verifying its checksum and framing (the
+/// label encodings are checked as [`SegmentEntries::iter`] yields them).
+/// Never panics and never allocates more than a bounded multiple
 /// of the input, whatever the bytes.
 pub fn decode_segment(bytes: &[u8]) -> Result<SegmentEntries<'_>, &'static str> {
     let n = bytes.len();
@@ -511,8 +524,7 @@ pub fn decode_segment(bytes: &[u8]) -> Result<SegmentEntries<'_>, &'static str> 
             .ok()
             .filter(|&l| l <= rest.len())
             .ok_or("label overrun")?;
-        let (encoded, rest) = rest.split_at(len);
-        Labels::decode(encoded).map_err(|_| "undecodable labels")?;
+        let rest = rest.get(len..).unwrap_or_default();
         let at = raw.len() - rest.len() - len;
         entries.push((u64::from_le_bytes(*id), at..at + len));
         src = rest;
@@ -542,11 +554,15 @@ mod tests {
 
     use super::*;
 
+    fn labels(encoded: &[u8]) -> EncodedLabels<'_> {
+        EncodedLabels::new(encoded).unwrap()
+    }
+
     fn add(ix: &mut PartitionIndex, pairs: &[(&str, &str)]) -> u64 {
         let mut enc = Vec::new();
         Labels::from_pairs(pairs.iter().copied()).encode(&mut enc);
         let id = ix.lookup(hash_labels(&enc), &enc).unwrap_err();
-        ix.insert(id, &enc).unwrap();
+        ix.insert(id, labels(&enc)).unwrap();
         id
     }
 
@@ -588,9 +604,9 @@ mod tests {
         let mut b = Vec::new();
         Labels::from_pairs([("__name__", "b")]).encode(&mut b);
         // Pretend both hash to 7.
-        ix.insert(7, &a).unwrap();
+        ix.insert(7, labels(&a)).unwrap();
         assert_eq!(ix.lookup(7, &b), Err(8));
-        ix.insert(8, &b).unwrap();
+        ix.insert(8, labels(&b)).unwrap();
         assert_eq!(ix.lookup(7, &b).unwrap().0, 8);
         assert_eq!(ix.lookup(7, &a).unwrap().0, 7);
     }
@@ -644,7 +660,7 @@ mod tests {
         let mut yesterday = PartitionIndex::default();
         for host in 0..100 {
             let enc = host_series(host);
-            yesterday.insert(hash_labels(&enc), &enc).unwrap();
+            yesterday.insert(hash_labels(&enc), labels(&enc)).unwrap();
         }
         assert_eq!(yesterday.seal_labels(None), 0);
         let (own, _) = yesterday.label_bytes();
@@ -652,7 +668,7 @@ mod tests {
         let mut today = PartitionIndex::default();
         for host in 50..160 {
             let enc = host_series(host);
-            today.insert(hash_labels(&enc), &enc).unwrap();
+            today.insert(hash_labels(&enc), labels(&enc)).unwrap();
         }
         // Before sealing, labels are read from the tail.
         assert_eq!(
@@ -685,13 +701,13 @@ mod tests {
         let mut yesterday = PartitionIndex::default();
         for host in 0..1000 {
             let enc = host_series(host);
-            yesterday.insert(hash_labels(&enc), &enc).unwrap();
+            yesterday.insert(hash_labels(&enc), labels(&enc)).unwrap();
         }
         yesterday.seal_labels(None);
         let mut today = PartitionIndex::default();
         for host in 0..5 {
             let enc = host_series(host);
-            today.insert(hash_labels(&enc), &enc).unwrap();
+            today.insert(hash_labels(&enc), labels(&enc)).unwrap();
         }
         assert_eq!(today.seal_labels(Some(&yesterday)), 0);
         let (all, shared) = today.label_bytes();
@@ -706,10 +722,10 @@ mod tests {
         let a = encode(&[("__name__", "a")]);
         let b = encode(&[("__name__", "b")]);
         let mut yesterday = PartitionIndex::default();
-        yesterday.insert(7, &a).unwrap();
-        yesterday.insert(9, &b).unwrap();
+        yesterday.insert(7, labels(&a)).unwrap();
+        yesterday.insert(9, labels(&b)).unwrap();
         let mut today = PartitionIndex::default();
-        today.insert(9, &b).unwrap();
+        today.insert(9, labels(&b)).unwrap();
         assert_eq!(
             today.seal_labels(Some(&yesterday)),
             0,
@@ -717,8 +733,8 @@ mod tests {
         );
         yesterday.seal_labels(None);
         let mut today = PartitionIndex::default();
-        today.insert(7, &b).unwrap();
-        today.insert(9, &b).unwrap();
+        today.insert(7, labels(&b)).unwrap();
+        today.insert(9, labels(&b)).unwrap();
         assert_eq!(today.seal_labels(Some(&yesterday)), 1);
         assert_eq!(today.encoded(today.local_of(7).unwrap()), b.as_slice());
         assert_eq!(today.encoded(today.local_of(9).unwrap()), b.as_slice());
@@ -732,13 +748,13 @@ mod tests {
         let mut today = PartitionIndex::default();
         for host in 0..20 {
             let enc = host_series(host);
-            yesterday.insert(hash_labels(&enc), &enc).unwrap();
-            today.insert(hash_labels(&enc), &enc).unwrap();
+            yesterday.insert(hash_labels(&enc), labels(&enc)).unwrap();
+            today.insert(hash_labels(&enc), labels(&enc)).unwrap();
         }
         yesterday.seal_labels(None);
         today.seal_labels(Some(&yesterday));
         let extra = host_series(99);
-        today.insert(hash_labels(&extra), &extra).unwrap();
+        today.insert(hash_labels(&extra), labels(&extra)).unwrap();
         today.persist_new(dir.path(), 1).unwrap();
         let mut back = PartitionIndex::default();
         back.load_segment(&dir.path().join(format!("index-{:020}.cidx", 1)))
@@ -763,7 +779,7 @@ mod tests {
         buf.extend_from_slice(&cairn_codec::crc32c(&buf).to_le_bytes());
         buf.extend_from_slice(MAGIC_V1);
         let got = decode_segment(&buf).unwrap();
-        assert_eq!(got.iter().collect::<Vec<_>>(), vec![(42, enc.as_slice())]);
+        assert_eq!(got.iter().collect::<Vec<_>>(), vec![Ok((42, labels(&enc)))]);
     }
 
     /// A fleet's label sets differ in little more than the instance: the
@@ -776,7 +792,7 @@ mod tests {
         for host in 0..200 {
             for cpu in 0..8 {
                 for mode in ["idle", "user", "system", "iowait", "irq"] {
-                    let labels = Labels::from_pairs([
+                    let set = Labels::from_pairs([
                         ("__name__", "node_cpu_seconds_total"),
                         ("cpu", &cpu.to_string()),
                         ("instance", &format!("host-{host:05}.example.net:9100")),
@@ -784,9 +800,9 @@ mod tests {
                         ("mode", mode),
                     ]);
                     let mut enc = Vec::new();
-                    labels.encode(&mut enc);
+                    set.encode(&mut enc);
                     raw += enc.len();
-                    ix.insert(hash_labels(&enc), &enc).unwrap();
+                    ix.insert(hash_labels(&enc), labels(&enc)).unwrap();
                 }
             }
         }

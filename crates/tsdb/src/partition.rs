@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
+use cairn_model::EncodedLabels;
 use cairn_storage::StorageError;
 use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard};
 
@@ -180,7 +181,12 @@ impl Partition {
         } else {
             let mut index = RwLockUpgradableReadGuard::upgrade(index);
             for (id, encoded) in new_series {
-                index.insert(*id, encoded)?;
+                // Checked here, where the WAL's bytes become index entries.
+                let labels = EncodedLabels::new(encoded).map_err(|e| StorageError::Corrupt {
+                    path: self.dir.clone(),
+                    reason: format!("series {id:016x} has undecodable labels: {e}"),
+                })?;
+                index.insert(*id, labels)?;
             }
             let mut last = None;
             for r in rows {

@@ -90,6 +90,10 @@ struct Cli {
     /// the data spans two days as a live instance's always does.
     #[arg(long)]
     straddle_midnight: bool,
+    /// Keep each server's data directory (its path is printed), e.g. to
+    /// profile a restart on it.
+    #[arg(long)]
+    keep_data: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -614,9 +618,13 @@ fn backfill(cli: &Cli, trace: Arc<Trace>) -> anyhow::Result<Value> {
     for (kind, bin) in kinds(cli)? {
         check_binary(kind, &bin)?;
         println!("\n== {} ==", kind.name());
-        let root = tempfile::Builder::new()
+        let mut root = tempfile::Builder::new()
             .prefix("cairn-bench-")
             .tempdir_in(&cli.work_dir)?;
+        if cli.keep_data {
+            root.disable_cleanup(true);
+            println!("  data kept in {}", root.path().display());
+        }
         let mut srv = Server::new(kind, &bin, root.path())?;
         let t0 = Instant::now();
         srv.start()?;
