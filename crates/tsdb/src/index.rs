@@ -409,16 +409,8 @@ impl PartitionIndex {
             put_uvarint(&mut entries, enc.len() as u64);
             entries.extend_from_slice(enc);
         }
-        let frame = zstd::bulk::compress(&entries, SEGMENT_ZSTD_LEVEL)
-            .map_err(StorageError::io("compress index segment", dir))?;
-        let mut buf = Vec::with_capacity(frame.len() + 40);
-        buf.extend_from_slice(MAGIC);
-        put_uvarint(&mut buf, entries.len() as u64);
-        buf.extend_from_slice(&frame);
         let count = (self.entries.len() - self.persisted) as u64;
-        buf.extend_from_slice(&count.to_le_bytes());
-        buf.extend_from_slice(&cairn_codec::crc32c(&buf).to_le_bytes());
-        buf.extend_from_slice(MAGIC);
+        let buf = encode_segment(&entries, count).map_err(StorageError::io("compress index segment", dir))?;
         let path = dir.join(format!("index-{seq:020}.cidx"));
         write_atomically(&path, &buf)?;
         self.persisted = self.entries.len();
@@ -428,7 +420,11 @@ impl PartitionIndex {
     /// Loads one segment file written by [`Self::persist_new`].
     pub fn load_segment(&mut self, path: &Path) -> Result<(), StorageError> {
         let bytes = fs::read(path).map_err(StorageError::io("read", path))?;
-        let entries = decode_segment(&bytes).map_err(|reason| StorageError::Corrupt {
+        self.load_segment_bytes(&bytes, path)
+    }
+
+    fn load_segment_bytes(&mut self, bytes: &[u8], path: &Path) -> Result<(), StorageError> {
+        let entries = decode_segment(bytes).map_err(|reason| StorageError::Corrupt {
             path: path.to_path_buf(),
             reason: reason.to_string(),
         })?;
@@ -445,6 +441,40 @@ impl PartitionIndex {
         self.persisted = self.entries.len();
         Ok(())
     }
+}
+
+/// A segment file holding `count` entries, `entries` being their stream
+/// (`id: u64 LE | uvarint(len) | labels`, one after another).
+pub fn encode_segment(entries: &[u8], count: u64) -> std::io::Result<Vec<u8>> {
+    let frame = zstd::bulk::compress(entries, SEGMENT_ZSTD_LEVEL)?;
+    let mut buf = Vec::with_capacity(frame.len() + 40);
+    buf.extend_from_slice(MAGIC);
+    put_uvarint(&mut buf, entries.len() as u64);
+    buf.extend_from_slice(&frame);
+    buf.extend_from_slice(&count.to_le_bytes());
+    buf.extend_from_slice(&cairn_codec::crc32c(&buf).to_le_bytes());
+    buf.extend_from_slice(MAGIC);
+    Ok(buf)
+}
+
+/// Loads a segment's bytes into a day's index as opening a partition does,
+/// then into a second day's that shares labels with the first, and checks
+/// that both read back every entry: the whole load path, for fuzzing.
+/// Returns the entry count; panics only when the two days disagree (a bug).
+pub fn check_segment(bytes: &[u8]) -> Result<usize, StorageError> {
+    let path = Path::new("<fuzz>");
+    let mut earlier = PartitionIndex::default();
+    earlier.load_segment_bytes(bytes, path)?;
+    earlier.seal_labels(None);
+    let mut later = PartitionIndex::default();
+    later.load_segment_bytes(bytes, path)?;
+    later.seal_labels(Some(&earlier));
+    assert_eq!(earlier.series_count(), later.series_count());
+    for local in 0..later.series_count() as u32 {
+        assert_eq!(earlier.encoded(local), later.encoded(local), "entry {local}");
+        assert_eq!(later.local_of(later.id_of(local)), Some(local), "entry {local}");
+    }
+    Ok(later.series_count())
 }
 
 /// The entries of a decoded index segment.
@@ -764,6 +794,26 @@ mod tests {
             assert_eq!(back.encoded(local), today.encoded(local));
             assert_eq!(back.id_of(local), today.id_of(local));
         }
+    }
+
+    /// The fuzzing entry point loads real segments, and refuses damaged
+    /// ones and entry streams whose labels are not canonical.
+    #[test]
+    fn check_segment_loads_real_segments_and_refuses_bad_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ix = PartitionIndex::default();
+        for host in 0..10 {
+            let enc = host_series(host);
+            ix.insert(hash_labels(&enc), labels(&enc)).unwrap();
+        }
+        ix.persist_new(dir.path(), 1).unwrap();
+        let good = fs::read(dir.path().join(format!("index-{:020}.cidx", 1))).unwrap();
+        assert_eq!(check_segment(&good).unwrap(), 10);
+        assert!(check_segment(&good[1..]).is_err());
+        let mut stream = 5u64.to_le_bytes().to_vec();
+        put_uvarint(&mut stream, 3);
+        stream.extend_from_slice(&[1, 0, 0]); // one label with an empty name
+        assert!(check_segment(&encode_segment(&stream, 1).unwrap()).is_err());
     }
 
     /// Segments of the first (uncompressed) format still load.

@@ -35,7 +35,9 @@ pub use part::{Part, PartWriter};
 /// Decoders of every on-disk format, for fuzzing and inspection tools. Each
 /// must return an error, never panic, on arbitrary bytes.
 pub mod formats {
+    pub use crate::index::check_segment as check_index_segment;
     pub use crate::index::decode_segment as decode_index_segment;
+    pub use crate::index::encode_segment as encode_index_segment;
     pub use crate::part::Part;
     pub use crate::tombstones::decode as decode_tombstones;
     pub use crate::wal::record::decode_batch as decode_wal_record;
