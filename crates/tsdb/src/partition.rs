@@ -283,9 +283,20 @@ impl Partition {
     /// `earlier` (the partition of the closest earlier day) holds already.
     /// Lock order: a later day's index before an earlier day's.
     pub fn seal_labels(&self, earlier: Option<&Partition>) -> usize {
+        let started = std::time::Instant::now();
         let mut index = self.index.write();
-        let earlier = earlier.map(|p| p.index.read());
-        index.seal_labels(earlier.as_deref())
+        let earlier_index = earlier.map(|p| p.index.read());
+        let shared = index.seal_labels(earlier_index.as_deref());
+        if shared > 0 {
+            // Commits to this day wait while it runs: worth seeing once a day.
+            tracing::debug!(
+                day = %self.day,
+                shared,
+                elapsed_ms = started.elapsed().as_millis() as u64,
+                "sealed labels, sharing the day before's"
+            );
+        }
+        shared
     }
 
     /// Writes all in-memory parts as one disk part and persists new index
