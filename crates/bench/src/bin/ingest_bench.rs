@@ -85,9 +85,9 @@ struct Cli {
     /// CPU and peak RSS (for quick A/B runs of one change).
     #[arg(long)]
     ingest_only: bool,
-    /// End the backfilled window half-way through it past the latest UTC
-    /// midnight (a midnight a whole window ago if that is still ahead), so
-    /// the data spans two days as a live instance's always does.
+    /// Centre the backfilled window on the latest UTC midnight at least
+    /// half a window ago, so the data spans two days as a live instance's
+    /// always does.
     #[arg(long)]
     straddle_midnight: bool,
     /// Keep each server's data directory (its path is printed), e.g. to
