@@ -589,8 +589,7 @@ mod tests {
     }
 
     fn add(ix: &mut PartitionIndex, pairs: &[(&str, &str)]) -> u64 {
-        let mut enc = Vec::new();
-        Labels::from_pairs(pairs.iter().copied()).encode(&mut enc);
+        let enc = encode(pairs);
         let id = ix.lookup(hash_labels(&enc), &enc).unwrap_err();
         ix.insert(id, labels(&enc)).unwrap();
         id
@@ -675,6 +674,14 @@ mod tests {
         enc
     }
 
+    /// Adds the series of `hosts` (see [`host_series`]) under their hash ids.
+    fn add_hosts(ix: &mut PartitionIndex, hosts: std::ops::Range<usize>) {
+        for host in hosts {
+            let enc = host_series(host);
+            ix.insert(hash_labels(&enc), labels(&enc)).unwrap();
+        }
+    }
+
     fn host_series(host: usize) -> Vec<u8> {
         encode(&[
             ("__name__", "node_load1"),
@@ -688,18 +695,12 @@ mod tests {
     #[test]
     fn next_day_shares_labels_of_series_that_live_on() {
         let mut yesterday = PartitionIndex::default();
-        for host in 0..100 {
-            let enc = host_series(host);
-            yesterday.insert(hash_labels(&enc), labels(&enc)).unwrap();
-        }
+        add_hosts(&mut yesterday, 0..100);
         assert_eq!(yesterday.seal_labels(None), 0);
         let (own, _) = yesterday.label_bytes();
 
         let mut today = PartitionIndex::default();
-        for host in 50..160 {
-            let enc = host_series(host);
-            today.insert(hash_labels(&enc), labels(&enc)).unwrap();
-        }
+        add_hosts(&mut today, 50..160);
         // Before sealing, labels are read from the tail.
         assert_eq!(
             today
@@ -729,16 +730,10 @@ mod tests {
     #[test]
     fn sparse_survivors_are_copied_not_shared() {
         let mut yesterday = PartitionIndex::default();
-        for host in 0..1000 {
-            let enc = host_series(host);
-            yesterday.insert(hash_labels(&enc), labels(&enc)).unwrap();
-        }
+        add_hosts(&mut yesterday, 0..1000);
         yesterday.seal_labels(None);
         let mut today = PartitionIndex::default();
-        for host in 0..5 {
-            let enc = host_series(host);
-            today.insert(hash_labels(&enc), labels(&enc)).unwrap();
-        }
+        add_hosts(&mut today, 0..5);
         assert_eq!(today.seal_labels(Some(&yesterday)), 0);
         let (all, shared) = today.label_bytes();
         assert_eq!(shared, 0);
@@ -776,11 +771,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut yesterday = PartitionIndex::default();
         let mut today = PartitionIndex::default();
-        for host in 0..20 {
-            let enc = host_series(host);
-            yesterday.insert(hash_labels(&enc), labels(&enc)).unwrap();
-            today.insert(hash_labels(&enc), labels(&enc)).unwrap();
-        }
+        add_hosts(&mut yesterday, 0..20);
+        add_hosts(&mut today, 0..20);
         yesterday.seal_labels(None);
         today.seal_labels(Some(&yesterday));
         let extra = host_series(99);
@@ -802,10 +794,7 @@ mod tests {
     fn check_segment_loads_real_segments_and_refuses_bad_ones() {
         let dir = tempfile::tempdir().unwrap();
         let mut ix = PartitionIndex::default();
-        for host in 0..10 {
-            let enc = host_series(host);
-            ix.insert(hash_labels(&enc), labels(&enc)).unwrap();
-        }
+        add_hosts(&mut ix, 0..10);
         ix.persist_new(dir.path(), 1).unwrap();
         let good = fs::read(dir.path().join(format!("index-{:020}.cidx", 1))).unwrap();
         assert_eq!(check_segment(&good).unwrap(), 10);
