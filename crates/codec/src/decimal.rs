@@ -47,7 +47,6 @@ pub(crate) fn to_f64(mantissa: i64, scale: u8) -> f64 {
 /// adding them to the bits of 1.5 · 2^52 and subtracting that number again,
 /// which is exact, as `as f64` is for them.
 pub(crate) fn extend_f64(out: &mut Vec<f64>, mantissas: &[i64], scale: u8) {
-    const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
     const LIMIT: i64 = 1 << 51;
     let pow = POW10.get(usize::from(scale)).copied().unwrap_or(1.0);
     let start = out.len();
@@ -60,9 +59,18 @@ pub(crate) fn extend_f64(out: &mut Vec<f64>, mantissas: &[i64], scale: u8) {
         }
         return;
     }
-    let magic_bits = MAGIC.to_bits() as i64;
-    for (o, &m) in dst.iter_mut().zip(mantissas) {
-        *o = (f64::from_bits(magic_bits.wrapping_add(m) as u64) - MAGIC) / pow;
+    convert_small(dst, mantissas, pow);
+}
+
+crate::avx2_kernel! {
+    /// The vectorised loop of [`extend_f64`], for mantissas under 2^51 in
+    /// magnitude. Its divisions bound it, hence the AVX2 build (see `cairn_codec::simd`).
+    fn convert_small(dst: &mut [f64], mantissas: &[i64], pow: f64) {
+        const MAGIC: f64 = 6_755_399_441_055_744.0; // 1.5 * 2^52
+        let magic_bits = MAGIC.to_bits() as i64;
+        for (o, &m) in dst.iter_mut().zip(mantissas) {
+            *o = (f64::from_bits(magic_bits.wrapping_add(m) as u64) - MAGIC) / pow;
+        }
     }
 }
 

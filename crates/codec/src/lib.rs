@@ -14,6 +14,7 @@ mod decimal;
 mod gorilla;
 mod intseq;
 mod residuals;
+pub mod simd;
 mod timestamps;
 mod values;
 pub mod varint;

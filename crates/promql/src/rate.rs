@@ -82,6 +82,7 @@ impl Windows {
     /// Adds the window `(start, end]` holding samples `w` at step time `t`;
     /// windows with fewer than two samples have no result and are skipped.
     /// Full batches are finished into `out` as `(t, value)`.
+    #[inline(always)]
     pub fn push(&mut self, t: i64, w: Samples<'_>, start: i64, end: i64, out: &mut Vec<(i64, f64)>) {
         if w.len() < 2 {
             return;
@@ -113,16 +114,27 @@ impl Windows {
 
     /// Finishes the windows gathered so far into `out`, in step order.
     pub fn finish(&mut self, out: &mut Vec<(i64, f64)>) {
-        let (x, n) = (self.x, self.len);
-        let range_s = self.range_ms as f64 / 1000.0;
         let mut values = [0.0; BATCH];
+        extrapolate(self, &mut values);
+        let n = self.len;
+        out.extend(self.t[..n].iter().copied().zip(values[..n].iter().copied()));
+        self.len = 0;
+    }
+}
+
+cairn_codec::avx2_kernel! {
+    /// Each gathered window's result into `values`. Seven divisions per
+    /// window bound this loop, hence the AVX2 build (see `cairn_codec::simd`).
+    fn extrapolate(w: &Windows, values: &mut [f64; BATCH]) {
+        let (x, n) = (w.x, w.len);
+        let range_s = w.range_ms as f64 / 1000.0;
         for (i, v) in values[..n].iter_mut().enumerate() {
-            let result = self.result[i];
-            let first_value = self.first_value[i];
-            let mut to_start = self.to_start_ms[i] / 1000.0;
-            let mut to_end = self.to_end_ms[i] / 1000.0;
-            let sampled = self.sampled_ms[i] / 1000.0;
-            let avg = sampled / self.intervals[i];
+            let result = w.result[i];
+            let first_value = w.first_value[i];
+            let mut to_start = w.to_start_ms[i] / 1000.0;
+            let mut to_end = w.to_end_ms[i] / 1000.0;
+            let sampled = w.sampled_ms[i] / 1000.0;
+            let avg = sampled / w.intervals[i];
             let threshold = avg * 1.1;
             // Selects, not branches, so the loop vectorises.
             to_start = if to_start >= threshold { avg / 2.0 } else { to_start };
@@ -142,8 +154,6 @@ impl Windows {
             }
             *v = result * factor;
         }
-        out.extend(self.t[..n].iter().copied().zip(values[..n].iter().copied()));
-        self.len = 0;
     }
 }
 
