@@ -39,6 +39,22 @@ impl<'a> BitWriter<'a> {
         self.write(u64::from(bit), 1);
     }
 
+    /// Appends `z` as a Rice code with parameter `k` (see
+    /// [`BitReader::read_rice_n`]): `z >> k` one bits and a zero bit, then
+    /// the low `k` bits of `z`; or, when `z >> k` reaches `escape`, that
+    /// many one bits and `z` in 64 bits.
+    pub(crate) fn write_rice(&mut self, z: u64, k: u32, escape: u32) {
+        let q = z >> k;
+        if q < u64::from(escape) {
+            self.write(u64::MAX, q as u32);
+            self.write_bit(false);
+            self.write(z, k);
+        } else {
+            self.write(u64::MAX, escape);
+            self.write(z, 64);
+        }
+    }
+
     /// Flushes the pending bits, zero-padded to a byte boundary.
     pub(crate) fn finish(self) {
         if self.pending == 0 {
@@ -82,11 +98,28 @@ impl<'a> BitReader<'a> {
 
     /// The next 57 to 64 bits, left-aligned (low bits zero), when the input
     /// holds 8 bytes from the current byte on.
-    #[inline]
+    #[inline(always)]
     fn word(&self) -> Option<u64> {
         let at = self.bit_pos / 8;
         let bytes = self.src.get(at..)?.first_chunk::<8>()?;
         Some(u64::from_be_bytes(*bytes) << (self.bit_pos % 8))
+    }
+
+    /// The next bits, left-aligned and zero-filled past the end of the
+    /// input, and how many of them are input (1 to 64); `None` at the end.
+    /// Unlike [`Self::word`] this also serves the last 7 bytes, so a bit
+    /// stream's tail stays on a decoder's fast path.
+    #[inline(always)]
+    fn word_or_tail(&self) -> Option<(u64, u32)> {
+        let at = self.bit_pos / 8;
+        let shift = (self.bit_pos % 8) as u32;
+        if let Some(bytes) = self.src.get(at..).and_then(|s| s.first_chunk::<8>()) {
+            return Some((u64::from_be_bytes(*bytes) << shift, 64 - shift));
+        }
+        let tail = self.src.get(at..).filter(|t| !t.is_empty())?;
+        let mut bytes = [0u8; 8];
+        bytes.get_mut(..tail.len())?.copy_from_slice(tail);
+        Some((u64::from_be_bytes(bytes) << shift, 8 * tail.len() as u32 - shift))
     }
 
     fn read_slow(&mut self, nbits: u32) -> Result<u64, Error> {
@@ -205,6 +238,117 @@ impl<'a> BitReader<'a> {
         Ok(())
     }
 
+    /// Fills `dst` with Rice codes written by [`BitWriter::write_rice`] with
+    /// `k` (at most 56) and `escape` (at most 56), each passed through
+    /// `map`. Like [`Self::read_prefixed_n`], codes are taken from a register
+    /// refilled 8 bytes at a time, and the loop keeps its position in locals:
+    /// each code's length depends on the one before, so this chain of
+    /// dependent shifts is the decoder's speed. An escaped value, or a code
+    /// running to the end of the register, is read on its own.
+    #[inline(always)]
+    pub(crate) fn read_rice_into<T>(
+        &mut self,
+        dst: &mut [T],
+        k: u32,
+        escape: u32,
+        map: &impl Fn(u64) -> T,
+    ) -> Result<(), Error> {
+        let mut i = 0;
+        while i < dst.len() {
+            let before = i;
+            if let Some((mut buf, mut avail)) = self.word_or_tail() {
+                let mut taken = 0;
+                while let Some(slot) = dst.get_mut(i) {
+                    let q = buf.leading_ones();
+                    let used = q + 1 + k;
+                    // `used < avail` keeps every shift below 64.
+                    if q >= escape || used >= avail {
+                        break;
+                    }
+                    // `q + 1` < 64; two shifts so `k == 0` never shifts by 64.
+                    *slot = map((u64::from(q) << k) | (((buf << (q + 1)) >> 1) >> (63 - k)));
+                    buf <<= used;
+                    avail -= used;
+                    taken += used as usize;
+                    i += 1;
+                }
+                self.bit_pos += taken;
+            }
+            if i == before {
+                let v = map(self.read_rice(k, escape)?);
+                if let Some(slot) = dst.get_mut(i) {
+                    *slot = v;
+                }
+                i += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills `da` from stream `a` and `db` from stream `b` as
+    /// [`Self::read_rice_into`] does, one code of each per step: the two
+    /// chains of dependent shifts are independent, so the CPU runs them
+    /// side by side.
+    #[inline(always)]
+    pub(crate) fn read_rice_pair<T>(
+        a: &mut Self,
+        da: &mut [T],
+        b: &mut BitReader<'_>,
+        db: &mut [T],
+        k: u32,
+        escape: u32,
+        map: &impl Fn(u64) -> T,
+    ) -> Result<(), Error> {
+        // `i` indexes both: the streams advance together, and `da` is as
+        // long as `db` or one longer (its last code is read after the loop).
+        let mut i = 0;
+        while i < da.len().min(db.len()) {
+            let (Some((mut wa, mut avail_a)), Some((mut wb, mut avail_b))) = (a.word_or_tail(), b.word_or_tail())
+            else {
+                break;
+            };
+            let (start_a, start_b) = (avail_a, avail_b);
+            let before = i;
+            while let (Some(slot_a), Some(slot_b)) = (da.get_mut(i), db.get_mut(i)) {
+                let (qa, qb) = (wa.leading_ones(), wb.leading_ones());
+                let (used_a, used_b) = (qa + 1 + k, qb + 1 + k);
+                // `used < avail` keeps every shift below 64.
+                if qa >= escape || qb >= escape || used_a >= avail_a || used_b >= avail_b {
+                    break;
+                }
+                // `q + 1` < 64; two shifts so `k == 0` never shifts by 64.
+                *slot_a = map((u64::from(qa) << k) | (((wa << (qa + 1)) >> 1) >> (63 - k)));
+                *slot_b = map((u64::from(qb) << k) | (((wb << (qb + 1)) >> 1) >> (63 - k)));
+                wa <<= used_a;
+                wb <<= used_b;
+                avail_a -= used_a;
+                avail_b -= used_b;
+                i += 1;
+            }
+            a.bit_pos += (start_a - avail_a) as usize;
+            b.bit_pos += (start_b - avail_b) as usize;
+            if i == before {
+                // An escape, or a code wider than what was left of a register.
+                let (va, vb) = (map(a.read_rice(k, escape)?), map(b.read_rice(k, escape)?));
+                if let (Some(slot_a), Some(slot_b)) = (da.get_mut(i), db.get_mut(i)) {
+                    (*slot_a, *slot_b) = (va, vb);
+                }
+                i += 1;
+            }
+        }
+        a.read_rice_into(da.get_mut(i..).unwrap_or_default(), k, escape, map)?;
+        b.read_rice_into(db.get_mut(i..).unwrap_or_default(), k, escape, map)
+    }
+
+    /// One Rice code, as [`Self::read_rice_into`] reads them.
+    fn read_rice(&mut self, k: u32, escape: u32) -> Result<u64, Error> {
+        let q = self.read_ones(escape)?;
+        if q >= escape {
+            return self.read(64);
+        }
+        Ok((u64::from(q) << k) | self.read(k)?)
+    }
+
     /// Bytes consumed so far, counting the padded last byte.
     pub(crate) fn bytes_consumed(&self) -> usize {
         self.bit_pos.div_ceil(8)
@@ -307,6 +451,49 @@ mod tests {
             let want: Vec<u64> = fields.iter().map(|&(v, ones)| v & low_mask(width_of(ones))).collect();
             proptest::prop_assert_eq!(got, want);
             proptest::prop_assert_eq!(r.bytes_consumed(), buf.len());
+        }
+    }
+
+    proptest::proptest! {
+        /// Rice codes read back whole and one by one, escapes included.
+        #[test]
+        fn rice_codes_read_back(
+            k in 0u32..=56,
+            escape in 1u32..=56,
+            values in proptest::collection::vec(
+                proptest::prop_oneof![0u64..64, 0u64..100_000, proptest::num::u64::ANY],
+                0..80,
+            ),
+        ) {
+            let mut buf = Vec::new();
+            let mut w = BitWriter::new(&mut buf);
+            for &z in &values {
+                w.write_rice(z, k, escape);
+            }
+            w.finish();
+            let mut r = BitReader::new(&buf, 0);
+            let mut got = vec![0; values.len()];
+            r.read_rice_into(&mut got, k, escape, &|v| v).unwrap();
+            proptest::prop_assert_eq!(&got, &values);
+            proptest::prop_assert_eq!(r.bytes_consumed(), buf.len());
+            let mut r = BitReader::new(&buf, 0);
+            for &z in &values {
+                proptest::prop_assert_eq!(r.read_rice(k, escape).unwrap(), z);
+            }
+            // Two streams read side by side: this one, and it reversed.
+            let reversed: Vec<u64> = values.iter().rev().copied().collect();
+            let mut buf2 = Vec::new();
+            let mut w = BitWriter::new(&mut buf2);
+            for &z in &reversed {
+                w.write_rice(z, k, escape);
+            }
+            w.finish();
+            let (mut ra, mut rb) = (BitReader::new(&buf, 0), BitReader::new(&buf2, 0));
+            let extra = usize::from(!values.is_empty());
+            let (mut ga, mut gb) = (vec![0; values.len()], vec![0; values.len() - extra]);
+            BitReader::read_rice_pair(&mut ra, &mut ga, &mut rb, &mut gb, k, escape, &|v| v).unwrap();
+            proptest::prop_assert_eq!(&ga, &values);
+            proptest::prop_assert_eq!(&gb[..], &reversed[..gb.len()]);
         }
     }
 

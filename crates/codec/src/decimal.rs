@@ -62,7 +62,7 @@ pub(crate) fn extend_f64(out: &mut Vec<f64>, mantissas: &[i64], scale: u8) {
     convert_small(dst, mantissas, pow);
 }
 
-crate::avx2_kernel! {
+crate::v3_kernel! {
     /// The vectorised loop of [`extend_f64`], for mantissas under 2^51 in
     /// magnitude. Its divisions bound it, hence the AVX2 build (see `cairn_codec::simd`).
     fn convert_small(dst: &mut [f64], mantissas: &[i64], pow: f64) {

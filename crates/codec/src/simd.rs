@@ -1,21 +1,22 @@
-//! Hot loops built twice, for baseline x86-64 and for AVX2 (every x86
-//! server CPU since 2013), picked at run time.
+//! Hot loops built twice, for baseline x86-64 and for x86-64-v3 (AVX2,
+//! BMI1, BMI2, LZCNT: every x86 server CPU since 2013), picked at run time.
 //!
-//! The binary targets baseline x86-64 (SSE2), where a packed float division
-//! handles two lanes. A few loops are bound by divisions that must stay
+//! The binary targets baseline x86-64 (SSE2). There a packed float division
+//! handles two lanes, and counting leading bits takes `bsr` plus a fix-up.
+//! A few loops are bound by exactly these: divisions that must stay
 //! divisions to match Prometheus bit for bit (`m / 10^scale`, the `rate`
-//! extrapolation), and AVX2 does four per instruction. IEEE division,
+//! extrapolation), where AVX2 does four per instruction, and the Rice
+//! decoder, whose every code waits on counting the previous one's bits,
+//! where LZCNT and BMI2's shifts shorten the chain. IEEE division,
 //! multiplication and addition give the same bits at any vector width, and
 //! Rust never fuses a multiply and an add on its own (FMA is not enabled
-//! either), so the AVX2 build computes exactly what the baseline one does.
-//! (Building the bit-coded residual decoder with LZCNT and BMI2 the same way
-//! did not make it faster: its dependency chain bounds it.)
+//! either), so both builds compute exactly the same.
 
-/// Defines a free function whose body is compiled twice, once with AVX2
-/// enabled; each call runs that build when the CPU has AVX2 (a cached
-/// check). Arguments are `name: Type` pairs.
+/// Defines a free function whose body is compiled twice, once with the
+/// x86-64-v3 features above enabled; each call runs that build when the CPU
+/// has them (a cached check). Arguments are `name: Type` pairs.
 #[macro_export]
-macro_rules! avx2_kernel {
+macro_rules! v3_kernel {
     (
         $(#[$meta:meta])*
         $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
@@ -27,14 +28,18 @@ macro_rules! avx2_kernel {
 
             #[cfg(target_arch = "x86_64")]
             {
-                #[target_feature(enable = "avx2")]
-                fn avx2($($arg: $ty),*) $(-> $ret)? {
+                #[target_feature(enable = "avx2,bmi1,bmi2,lzcnt")]
+                fn v3($($arg: $ty),*) $(-> $ret)? {
                     body($($arg),*)
                 }
-                if std::arch::is_x86_feature_detected!("avx2") {
+                if std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("bmi1")
+                    && std::arch::is_x86_feature_detected!("bmi2")
+                    && std::arch::is_x86_feature_detected!("lzcnt")
+                {
                     #[allow(unsafe_code)]
-                    // SAFETY: `avx2` requires only AVX2, which the CPU has.
-                    return unsafe { avx2($($arg),*) };
+                    // SAFETY: `v3` requires only the features just checked.
+                    return unsafe { v3($($arg),*) };
                 }
             }
             body($($arg),*)
@@ -44,7 +49,7 @@ macro_rules! avx2_kernel {
 
 #[cfg(test)]
 mod tests {
-    crate::avx2_kernel! {
+    crate::v3_kernel! {
         /// Bit patterns of `a / b`, lane by lane.
         fn quotients(a: &[f64], b: &[f64], out: &mut Vec<u64>) {
             out.extend(a.iter().zip(b).map(|(x, y)| (x / y).to_bits()));

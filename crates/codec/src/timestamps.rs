@@ -226,10 +226,10 @@ mod tests {
     fn unknown_tags_and_huge_counts_are_rejected() {
         let mut out = vec![1];
         assert_eq!(
-            decode_timestamps(&[0x13, 1, 0], &mut out),
+            decode_timestamps(&[0x14, 1, 0], &mut out),
             Err(Error::UnknownTag {
                 what: "timestamp block",
-                tag: 0x13
+                tag: 0x14
             })
         );
         // A constant block claiming 2^60 samples.

@@ -122,7 +122,7 @@ impl Windows {
     }
 }
 
-cairn_codec::avx2_kernel! {
+cairn_codec::v3_kernel! {
     /// Each gathered window's result into `values`. Seven divisions per
     /// window bound this loop, hence the AVX2 build (see `cairn_codec::simd`).
     fn extrapolate(w: &Windows, values: &mut [f64; BATCH]) {
