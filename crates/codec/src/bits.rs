@@ -40,7 +40,7 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Appends `z` as a Rice code with parameter `k` (see
-    /// [`BitReader::read_rice_n`]): `z >> k` one bits and a zero bit, then
+    /// [`BitReader::read_rice_into`]): `z >> k` one bits and a zero bit, then
     /// the low `k` bits of `z`; or, when `z >> k` reaches `escape`, that
     /// many one bits and `z` in 64 bits.
     pub(crate) fn write_rice(&mut self, z: u64, k: u32, escape: u32) {

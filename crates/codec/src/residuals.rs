@@ -87,11 +87,12 @@ pub(crate) fn encode(dst: &mut Vec<u8>, residuals: &[i64]) -> Coding {
         .map(|(len, n)| n * (len as usize).div_ceil(7).max(1))
         .sum();
     let (k, bit_count) = best_k(&lengths);
-    let bits_len = 1 + bit_count.div_ceil(8);
+    let bucketed_len = 1 + bit_count.div_ceil(8);
     let (rice_k, rice_len) = best_rice_k(residuals, &lengths);
-    // Ties go to the older codings.
-    let bits_len = bits_len.min(rice_len);
-    let use_rice = rice_len < 1 + bit_count.div_ceil(8);
+    // The shorter of the two bit codings stands for both below; a tie goes
+    // to the older one.
+    let use_rice = rice_len < bucketed_len;
+    let bits_len = bucketed_len.min(rice_len);
 
     if residuals.len() >= ZSTD_MIN_RESIDUALS {
         let mut varints = Vec::with_capacity(varint_len);
@@ -114,7 +115,7 @@ pub(crate) fn encode(dst: &mut Vec<u8>, residuals: &[i64]) -> Coding {
         Coding::Rice
     } else if bits_len < varint_len {
         write_bits(dst, residuals, k);
-        debug_assert_eq!(dst.len() - start, bits_len, "predicted bit coding length");
+        debug_assert_eq!(dst.len() - start, bucketed_len, "predicted bit coding length");
         Coding::Bits
     } else {
         for &r in residuals {
