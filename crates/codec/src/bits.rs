@@ -67,6 +67,14 @@ impl<'a> BitWriter<'a> {
     }
 }
 
+/// The value of the Rice code at the top of `word`, whose unary part is
+/// `q` (< 63) one bits: `q` above the `k` bits after the zero. Two shifts,
+/// so `k == 0` never shifts by 64.
+#[inline(always)]
+fn rice_value(word: u64, q: u32, k: u32) -> u64 {
+    (u64::from(q) << k) | (((word << (q + 1)) >> 1) >> (63 - k))
+}
+
 fn low_mask(nbits: u32) -> u64 {
     if nbits >= 64 { u64::MAX } else { (1u64 << nbits) - 1 }
 }
@@ -265,8 +273,7 @@ impl<'a> BitReader<'a> {
                     if q >= escape || used >= avail {
                         break;
                     }
-                    // `q + 1` < 64; two shifts so `k == 0` never shifts by 64.
-                    *slot = map((u64::from(q) << k) | (((buf << (q + 1)) >> 1) >> (63 - k)));
+                    *slot = map(rice_value(buf, q, k));
                     buf <<= used;
                     avail -= used;
                     taken += used as usize;
@@ -316,9 +323,8 @@ impl<'a> BitReader<'a> {
                 if qa >= escape || qb >= escape || used_a >= avail_a || used_b >= avail_b {
                     break;
                 }
-                // `q + 1` < 64; two shifts so `k == 0` never shifts by 64.
-                *slot_a = map((u64::from(qa) << k) | (((wa << (qa + 1)) >> 1) >> (63 - k)));
-                *slot_b = map((u64::from(qb) << k) | (((wb << (qb + 1)) >> 1) >> (63 - k)));
+                *slot_a = map(rice_value(wa, qa, k));
+                *slot_b = map(rice_value(wb, qb, k));
                 wa <<= used_a;
                 wb <<= used_b;
                 avail_a -= used_a;

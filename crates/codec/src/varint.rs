@@ -6,12 +6,12 @@ use crate::Error;
 /// The longest encoding of a `u64`.
 pub const MAX_UVARINT_LEN: usize = 10;
 
-/// Appends `v` as an unsigned LEB128 varint (1 to 10 bytes).
 /// Bytes [`put_uvarint`] writes for `v`.
 pub fn uvarint_len(v: u64) -> usize {
     (64 - v.leading_zeros() as usize).div_ceil(7).max(1)
 }
 
+/// Appends `v` as an unsigned LEB128 varint (1 to 10 bytes).
 pub fn put_uvarint(dst: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         dst.push((v as u8) | 0x80);
