@@ -30,11 +30,12 @@ const MMAP_THRESHOLD_BYTES: i32 = 4 << 20;
 /// so every query's multi-MB scratch (step columns, output rows, the JSON
 /// body) went back to the OS on free and was page-faulted in again by the next
 /// query: 16 % of the CPU of a 24 h range query over 100 series. The periodic
-/// trim still returns whatever is held within [`TRIM_INTERVAL`]. 8 MiB: that
-/// query 12.0-13.0 -> 10.5-10.8 ms CPU, the 24 h `sum by (mode) (rate(...))`
-/// panel 35.5-35.8 -> 33.5-34.5 ms; 64 MiB gained nothing more. Footprint run
-/// (`--footprint --footprint-minutes 2`) steady RSS 13.5-15.3 MB against
-/// 13.8-15.1 MB at 128 KiB: within its noise.
+/// trim still returns whatever is held within [`TRIM_INTERVAL`]. 8 MiB, in
+/// A/B runs against 128 KiB: that query (`(1 - MemAvailable / MemTotal) * 100`,
+/// 50 hosts) 11.7-12.3 -> 9.2-9.7 ms median, 13.2 -> 10.2-11.8 ms CPU; the 24 h
+/// `sum by (mode) (rate(...))` panel unchanged within the noise; 64 MiB gained
+/// nothing more. Footprint run (`--footprint --footprint-minutes 2`) steady
+/// RSS 13.5-15.3 MB against 13.8-15.1 MB at 128 KiB: within its noise.
 const TRIM_THRESHOLD_BYTES: i32 = 8 << 20;
 
 /// Limits malloc arenas to two (one per core of a small machine) instead of
