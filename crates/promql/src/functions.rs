@@ -11,7 +11,7 @@ use crate::eval::{
     Ctx, Ev, OutAcc, RangeArg, Result, Series, StepIter, Val, go_max, go_min, kahan_inc, labels_from, quantile,
     unwrap_parens,
 };
-use crate::rate::{Extrapolation, Windows};
+use crate::rate::Extrapolation;
 use crate::samples::Samples;
 
 fn arg_str(ev: &mut Ev, e: &Expr, c: Ctx) -> Result<String> {
@@ -464,9 +464,10 @@ fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -
         if let Some(x) = extrapolation {
             // Counter resets are rare: a series without any skips looking
             // for them window by window.
-            let mut windows = Windows::new(x, ra.range, samples.has_decrease());
-            for_each_window(samples, c, ra, |_, ts, ws, we, w| windows.push(ts, w, ws, we, &mut pts));
-            windows.finish(&mut pts);
+            let may_reset = samples.has_decrease();
+            crate::window_index::with_windows(samples.ts, c, ra, |w| {
+                crate::rate::evaluate(x, ra.range, w.geometry(samples.ts), samples.vs, may_reset, &mut pts);
+            });
         } else {
             let mut step_args = vec![0.0; scalars.len()];
             let mut failed = None;
@@ -510,29 +511,11 @@ fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -
 /// Calls `f(step index, step time, window start, window end, samples)` for
 /// every step whose window `(start, end]` holds at least one sample.
 fn for_each_window(samples: Samples<'_>, c: Ctx, ra: RangeArg, mut f: impl FnMut(usize, i64, i64, i64, Samples<'_>)) {
-    // Window bounds only move forward with the steps (unless `@` pins
-    // them), so two cursors slide over the samples once.
-    let t = samples.ts;
-    let (mut lo, mut hi) = (0usize, 0usize);
-    for i in 0..c.n() {
+    crate::window_index::for_each_span(samples.ts, c, ra, |i, lo, hi| {
         let ts = c.ts(i);
         let (ws, we) = ra.window(ts);
-        if ra.at.is_some() {
-            lo = samples.count_until(ws);
-            hi = samples.count_until(we);
-        } else {
-            while lo < t.len() && t[lo] <= ws {
-                lo += 1;
-            }
-            hi = hi.max(lo);
-            while hi < t.len() && t[hi] <= we {
-                hi += 1;
-            }
-        }
-        if lo < hi {
-            f(i, ts, ws, we, samples.slice(lo, hi));
-        }
-    }
+        f(i, ts, ws, we, samples.slice(lo, hi));
+    });
 }
 
 fn range_value(name: &str, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Option<f64>> {

@@ -22,6 +22,7 @@ mod rate;
 mod samples;
 mod select;
 mod value;
+mod window_index;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

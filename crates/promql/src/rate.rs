@@ -5,11 +5,11 @@
 //! that chain: it was ~40 % of a 24 h `rate` query's evaluation. Here the
 //! windows are first reduced to a few numbers each, and then finished 64 at
 //! a time in one branch-free loop over columns, which the compiler
-//! vectorises and the CPU runs side by side. Every window still goes
+//! vectorises and the CPU runs side by side. The numbers that depend on
+//! timestamps only ([`Geometry`]) are found once per timestamp column and
+//! shared by the series scraped together. Every window still goes
 //! through the same operations in the same order as Prometheus', so the
 //! results are bit-identical.
-
-use crate::samples::Samples;
 
 /// Which of the three functions, and so which parts of the extrapolation apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,23 +32,19 @@ impl Extrapolation {
     }
 }
 
-/// Windows gathered before they are finished together.
+/// Windows finished together.
 const BATCH: usize = 64;
 
-/// Windows of one series waiting to be finished, as columns (on the stack:
-/// a series of 1,440 steps finishes in 23 batches without allocating).
-#[derive(Debug)]
-pub(crate) struct Windows {
-    x: Extrapolation,
-    range_ms: i64,
-    /// Whether windows are searched for counter resets: only a counter
-    /// whose series decreases somewhere can have any.
-    find_resets: bool,
+/// What up to [`BATCH`] windows holding two samples or more are, apart from
+/// their values: it depends on the timestamps only, so series scraped
+/// together share it (see `window_index.rs`).
+#[derive(Debug, Clone)]
+struct GeometryBatch {
     len: usize,
     t: [i64; BATCH],
-    /// Last minus first value, counter resets added back.
-    result: [f64; BATCH],
-    first_value: [f64; BATCH],
+    /// Indices of each window's first and last sample.
+    first: [u32; BATCH],
+    last: [u32; BATCH],
     /// Milliseconds as floats (exact: every difference of timestamps within
     /// a query fits in 53 bits); divided by 1000 when finished, as
     /// Prometheus does.
@@ -59,82 +55,110 @@ pub(crate) struct Windows {
     intervals: [f64; BATCH],
 }
 
-impl Windows {
-    /// Windows of `range_ms` for a series; `may_reset` is false when no
-    /// value of the series is lower than the one before it
-    /// ([`Samples::has_decrease`]), which spares looking for resets.
-    pub fn new(x: Extrapolation, range_ms: i64, may_reset: bool) -> Self {
-        Self {
-            x,
-            range_ms,
-            find_resets: x.counter && may_reset,
-            len: 0,
-            t: [0; BATCH],
-            result: [0.0; BATCH],
-            first_value: [0.0; BATCH],
-            to_start_ms: [0.0; BATCH],
-            to_end_ms: [0.0; BATCH],
-            sampled_ms: [0.0; BATCH],
-            intervals: [0.0; BATCH],
-        }
-    }
+/// The windows of one timestamp column that `rate`, `increase` and `delta`
+/// have a result for, in step order.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Geometry {
+    batches: Vec<GeometryBatch>,
+}
 
-    /// Adds the window `(start, end]` holding samples `w` at step time `t`;
-    /// windows with fewer than two samples have no result and are skipped.
-    /// Full batches are finished into `out` as `(t, value)`.
-    #[inline(always)]
-    pub fn push(&mut self, t: i64, w: Samples<'_>, start: i64, end: i64, out: &mut Vec<(i64, f64)>) {
-        if w.len() < 2 {
-            return;
-        }
-        let (first, last) = (w.first(), w.last());
-        let mut result = last.1 - first.1;
-        if self.find_resets {
-            let mut prev = first.1;
-            for &v in &w.vs[1..] {
-                if v < prev {
-                    result += prev;
+impl Geometry {
+    /// From `(step time, window start, window end, lo, hi)` of every window
+    /// `(start, end]` holding samples `lo..hi` of `ts`, in step order;
+    /// windows with fewer than two samples have no result and are left out.
+    /// Sample indices must fit in `u32` (callers keep columns far shorter).
+    pub fn new(ts: &[i64], windows: impl Iterator<Item = (i64, i64, i64, usize, usize)>) -> Self {
+        let mut batches: Vec<GeometryBatch> = Vec::new();
+        for (t, start, end, lo, hi) in windows.filter(|w| w.4 - w.3 >= 2) {
+            let b = match batches.last_mut() {
+                Some(b) if b.len < BATCH => b,
+                _ => {
+                    batches.push(GeometryBatch {
+                        len: 0,
+                        t: [0; BATCH],
+                        first: [0; BATCH],
+                        last: [0; BATCH],
+                        to_start_ms: [0.0; BATCH],
+                        to_end_ms: [0.0; BATCH],
+                        sampled_ms: [0.0; BATCH],
+                        intervals: [0.0; BATCH],
+                    });
+                    batches.last_mut().expect("just pushed")
                 }
-                prev = v;
-            }
+            };
+            let (first_t, last_t) = (ts[lo], ts[hi - 1]);
+            let i = b.len;
+            b.t[i] = t;
+            b.first[i] = lo as u32;
+            b.last[i] = (hi - 1) as u32;
+            b.to_start_ms[i] = (first_t - start) as f64;
+            b.to_end_ms[i] = (end - last_t) as f64;
+            b.sampled_ms[i] = (last_t - first_t) as f64;
+            b.intervals[i] = (hi - lo - 1) as f64;
+            b.len += 1;
         }
-        let i = self.len;
-        self.t[i] = t;
-        self.result[i] = result;
-        self.first_value[i] = first.1;
-        self.to_start_ms[i] = (first.0 - start) as f64;
-        self.to_end_ms[i] = (end - last.0) as f64;
-        self.sampled_ms[i] = (last.0 - first.0) as f64;
-        self.intervals[i] = (w.len() - 1) as f64;
-        self.len += 1;
-        if self.len == BATCH {
-            self.finish(out);
-        }
+        Self { batches }
     }
+}
 
-    /// Finishes the windows gathered so far into `out`, in step order.
-    pub fn finish(&mut self, out: &mut Vec<(i64, f64)>) {
+/// Appends `(step time, result)` of every window of `g` over the values
+/// `vs` (of the column `g` was made from) to `out`. `may_reset` is false
+/// when no value is lower than the one before it
+/// ([`crate::samples::Samples::has_decrease`]), which spares looking for counter resets.
+pub(crate) fn evaluate(
+    x: Extrapolation,
+    range_ms: i64,
+    g: &Geometry,
+    vs: &[f64],
+    may_reset: bool,
+    out: &mut Vec<(i64, f64)>,
+) {
+    let find_resets = x.counter && may_reset;
+    for b in &g.batches {
+        let n = b.len;
+        let (mut result, mut first_value) = ([0.0; BATCH], [0.0; BATCH]);
+        for i in 0..n {
+            let (lo, hi) = (b.first[i] as usize, b.last[i] as usize);
+            let first = vs[lo];
+            // Last minus first value, counter resets added back.
+            let mut r = vs[hi] - first;
+            if find_resets {
+                let mut prev = first;
+                for &v in &vs[lo + 1..=hi] {
+                    if v < prev {
+                        r += prev;
+                    }
+                    prev = v;
+                }
+            }
+            result[i] = r;
+            first_value[i] = first;
+        }
         let mut values = [0.0; BATCH];
-        extrapolate(self, &mut values);
-        let n = self.len;
-        out.extend(self.t[..n].iter().copied().zip(values[..n].iter().copied()));
-        self.len = 0;
+        extrapolate(x, range_ms, b, &result, &first_value, &mut values);
+        out.extend(b.t[..n].iter().copied().zip(values[..n].iter().copied()));
     }
 }
 
 cairn_codec::v3_kernel! {
-    /// Each gathered window's result into `values`. Seven divisions per
-    /// window bound this loop, hence the AVX2 build (see `cairn_codec::simd`).
-    fn extrapolate(w: &Windows, values: &mut [f64; BATCH]) {
-        let (x, n) = (w.x, w.len);
-        let range_s = w.range_ms as f64 / 1000.0;
-        for (i, v) in values[..n].iter_mut().enumerate() {
-            let result = w.result[i];
-            let first_value = w.first_value[i];
-            let mut to_start = w.to_start_ms[i] / 1000.0;
-            let mut to_end = w.to_end_ms[i] / 1000.0;
-            let sampled = w.sampled_ms[i] / 1000.0;
-            let avg = sampled / w.intervals[i];
+    /// Each window's result into `values`. Seven divisions per window bound
+    /// this loop, hence the AVX2 build (see `cairn_codec::simd`).
+    fn extrapolate(
+        x: Extrapolation,
+        range_ms: i64,
+        b: &GeometryBatch,
+        result: &[f64; BATCH],
+        first_value: &[f64; BATCH],
+        values: &mut [f64; BATCH],
+    ) {
+        let range_s = range_ms as f64 / 1000.0;
+        for (i, v) in values[..b.len].iter_mut().enumerate() {
+            let result = result[i];
+            let first_value = first_value[i];
+            let mut to_start = b.to_start_ms[i] / 1000.0;
+            let mut to_end = b.to_end_ms[i] / 1000.0;
+            let sampled = b.sampled_ms[i] / 1000.0;
+            let avg = sampled / b.intervals[i];
             let threshold = avg * 1.1;
             // Selects, not branches, so the loop vectorises.
             to_start = if to_start >= threshold { avg / 2.0 } else { to_start };
@@ -160,6 +184,7 @@ cairn_codec::v3_kernel! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::samples::Samples;
     use proptest::prelude::*;
 
     /// Prometheus' `extrapolatedRate` one window at a time, as the engine
@@ -249,21 +274,22 @@ mod tests {
             let end_t = samples.last().map_or(0, |p| p.0) + range;
             let (ts, vs): (Vec<i64>, Vec<f64>) = samples.iter().copied().unzip();
             let columns = Samples::new(&ts, &vs);
-            let mut windows = Windows::new(x, range, columns.has_decrease());
-            let mut got = Vec::new();
+            let mut windows = Vec::new();
             let mut want = Vec::new();
             let mut t = 0;
             while t <= end_t {
                 let (ws, we) = (t - range, t);
                 let lo = samples.partition_point(|p| p.0 <= ws);
                 let hi = samples.partition_point(|p| p.0 <= we);
-                windows.push(t, columns.window(ws, we), ws, we, &mut got);
+                windows.push((t, ws, we, lo, hi));
                 if let Some(v) = one_window(&samples[lo..hi], ws, we, range, x.counter, x.per_second) {
                     want.push((t, v));
                 }
                 t += step;
             }
-            windows.finish(&mut got);
+            let geometry = Geometry::new(&ts, windows.into_iter());
+            let mut got = Vec::new();
+            evaluate(x, range, &geometry, &vs, columns.has_decrease(), &mut got);
             prop_assert_eq!(got.len(), want.len());
             for (g, w) in got.iter().zip(&want) {
                 prop_assert_eq!(g.0, w.0);
