@@ -66,7 +66,7 @@ impl Geometry {
     /// From `(step time, window start, window end, lo, hi)` of every window
     /// `(start, end]` holding samples `lo..hi` of `ts`, in step order;
     /// windows with fewer than two samples have no result and are left out.
-    /// Sample indices must fit in `u32` (callers keep columns far shorter).
+    /// Sample indices must fit in `u32`, as any series a query may load does.
     pub fn new(ts: &[i64], windows: impl Iterator<Item = (i64, i64, i64, usize, usize)>) -> Self {
         let mut batches: Vec<GeometryBatch> = Vec::new();
         for (t, start, end, lo, hi) in windows.filter(|w| w.4 - w.3 >= 2) {

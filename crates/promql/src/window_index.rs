@@ -146,6 +146,19 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Steps of a range query and a plain `[range]` window.
+    fn steps(start: i64, end: i64, step: i64) -> Ctx {
+        Ctx { start, end, step }
+    }
+
+    fn plain(range: i64) -> RangeArg {
+        RangeArg {
+            range,
+            offset: 0,
+            at: None,
+        }
+    }
+
     fn spans(ts: &[i64], c: Ctx, ra: RangeArg) -> Vec<(usize, usize, usize)> {
         let mut out = Vec::new();
         for_each_span(ts, c, ra, |i, lo, hi| out.push((i, lo, hi)));
@@ -207,16 +220,7 @@ mod tests {
         let ts: Vec<i64> = (0..500).map(|i| i * 15_000 + (i * 7919) % 5).collect();
         let a: Vec<f64> = (0..500).map(|i| (i * i) as f64 / 3.0).collect();
         let b: Vec<f64> = (0..500).map(|i| ((i * 37) % 101) as f64).collect();
-        let c = Ctx {
-            start: 30_000,
-            end: 7_000_000,
-            step: 60_000,
-        };
-        let ra = RangeArg {
-            range: 75_000,
-            offset: 0,
-            at: None,
-        };
+        let (c, ra) = (steps(30_000, 7_000_000, 60_000), plain(75_000));
         let x = crate::rate::Extrapolation::of("rate").unwrap();
         let rate = |vs: &[f64], w: &mut ColumnWindows| {
             let mut out = Vec::new();
@@ -235,32 +239,14 @@ mod tests {
     #[test]
     fn a_column_too_long_to_keep_is_walked() {
         let ts: Vec<i64> = (0..MAX_KEPT_SAMPLES as i64 + 10).map(|i| i * 1000).collect();
-        let c = Ctx {
-            start: 0,
-            end: 70_000_000,
-            step: 60_000,
-        };
-        let ra = RangeArg {
-            range: 75_000,
-            offset: 0,
-            at: None,
-        };
+        let (c, ra) = (steps(0, 70_000_000, 60_000), plain(75_000));
         assert_eq!(spans(&ts, c, ra), searched(&ts, c, ra));
     }
 
     #[test]
     fn a_walk_inside_a_walk_is_not_kept_but_correct() {
         let ts: Vec<i64> = (0..100).map(|i| i * 15_000).collect();
-        let c = Ctx {
-            start: 0,
-            end: 1_500_000,
-            step: 60_000,
-        };
-        let ra = RangeArg {
-            range: 75_000,
-            offset: 0,
-            at: None,
-        };
+        let (c, ra) = (steps(0, 1_500_000, 60_000), plain(75_000));
         let mut inner = Vec::new();
         for_each_span(&ts, c, ra, |i, _, _| {
             if i == 3 {
