@@ -53,7 +53,7 @@ impl Val {
 }
 
 /// The steps a node is evaluated at. `step == 0` means a single step.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ctx {
     pub start: i64,
     pub end: i64,
@@ -81,7 +81,7 @@ impl Ctx {
 }
 
 /// Window parameters of a range-vector argument.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RangeArg {
     pub range: i64,
     pub offset: i64,

@@ -25,8 +25,8 @@ type Span = (u32, u32, u32);
 /// The windows of one timestamp column for the steps of a query.
 #[derive(Default)]
 pub(crate) struct ColumnWindows {
-    c: Option<Ctx>,
-    ra: Option<RangeArg>,
+    /// The steps and window the spans were found for (`None` until filled).
+    key: Option<(Ctx, RangeArg)>,
     spans: Vec<Span>,
     /// Made on first use.
     geometry: Option<Geometry>,
@@ -43,9 +43,9 @@ impl ColumnWindows {
 
     /// The windows' [`Geometry`]; `ts` is the column they were found in.
     pub fn geometry(&mut self, ts: &[i64]) -> &Geometry {
-        let (spans, c, ra) = (&self.spans, self.c, self.ra);
-        self.geometry.get_or_insert_with(|| match (c, ra) {
-            (Some(c), Some(ra)) => Geometry::new(
+        let (spans, key) = (&self.spans, self.key);
+        self.geometry.get_or_insert_with(|| match key {
+            Some((c, ra)) => Geometry::new(
                 ts,
                 spans.iter().map(|&(i, lo, hi)| {
                     let t = c.ts(i as usize);
@@ -53,13 +53,13 @@ impl ColumnWindows {
                     (t, ws, we, lo as usize, hi as usize)
                 }),
             ),
-            _ => Geometry::default(),
+            None => Geometry::default(),
         })
     }
 
     fn fill(&mut self, ts: &[i64], c: Ctx, ra: RangeArg) {
         walk(ts, c, ra, &mut self.spans);
-        (self.c, self.ra, self.geometry) = (Some(c), Some(ra), None);
+        (self.key, self.geometry) = (Some((c, ra)), None);
     }
 }
 
@@ -67,8 +67,6 @@ impl ColumnWindows {
 #[derive(Default)]
 struct Kept {
     ts: Vec<i64>,
-    /// Steps and window parameters: `(start, end, step, range, offset, at)`.
-    key: Option<(i64, i64, i64, i64, i64, Option<i64>)>,
     windows: ColumnWindows,
 }
 
@@ -80,7 +78,6 @@ thread_local! {
 /// `c`: the thread's kept ones when `ts` and the parameters are those it
 /// kept them for, else found afresh (and kept, if the column is short).
 pub(crate) fn with_windows<R>(ts: &[i64], c: Ctx, ra: RangeArg, f: impl FnOnce(&mut ColumnWindows) -> R) -> R {
-    let key = Some((c.start, c.end, c.step, ra.range, ra.offset, ra.at));
     let mut f = Some(f);
     if ts.len() <= MAX_KEPT_SAMPLES {
         let kept = KEPT.with(|cell| {
@@ -88,12 +85,10 @@ pub(crate) fn with_windows<R>(ts: &[i64], c: Ctx, ra: RangeArg, f: impl FnOnce(&
             let Ok(mut kept) = cell.try_borrow_mut() else {
                 return None;
             };
-            if kept.key != key || kept.ts != ts {
-                kept.key = None;
+            if kept.windows.key != Some((c, ra)) || kept.ts != ts {
                 kept.ts.clear();
                 kept.ts.extend_from_slice(ts);
                 kept.windows.fill(ts, c, ra);
-                kept.key = key;
             }
             f.take().map(|f| f(&mut kept.windows))
         });
