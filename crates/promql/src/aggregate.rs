@@ -270,7 +270,7 @@ pub(crate) fn simple(
     let n = c.n();
     let points: usize = input.iter().map(|s| s.pts.len()).sum();
     let workers = if points >= PARALLEL_MIN_POINTS {
-        rayon::current_num_threads().clamp(1, n.max(1))
+        budget.threads.clamp(1, n.max(1))
     } else {
         1
     };

@@ -110,6 +110,8 @@ pub(crate) struct Ev<'a> {
     pub warnings: Vec<String>,
     pub infos: Vec<String>,
     range_query: bool,
+    /// Pool threads this evaluation may use (see [`Budget::threads`]).
+    threads: usize,
 }
 
 pub(crate) struct RunSpec<'a> {
@@ -142,6 +144,7 @@ pub(crate) fn run(
         warnings: Vec::new(),
         infos: Vec::new(),
         range_query: !spec.instant,
+        threads: rayon::current_num_threads().max(1),
     };
     let ctx = Ctx {
         start: spec.start,
@@ -154,7 +157,10 @@ pub(crate) fn run(
                 .into(),
         ));
     }
-    let v = ev.eval(spec.ast, ctx)?;
+    let v = match crate::step_split::plan(opts.step_split, spec.ast, ctx, ev.threads, ev.lookback) {
+        Some(parts) => crate::step_split::eval(&mut ev, spec.ast, &parts)?,
+        None => ev.eval(spec.ast, ctx)?,
+    };
     let value = match v {
         Val::Scalar(vs) => {
             if spec.instant {
@@ -225,6 +231,10 @@ fn cleanup(ss: Vec<Series>) -> Result<Vec<Series>> {
             s.drop_name = false;
         }
         match index.get(&s.labels) {
+            // A later part of a query split by steps (`step_split.rs`).
+            Some(&i) if out[i].pts.last().zip(s.pts.first()).is_some_and(|(a, b)| a.0 < b.0) => {
+                out[i].pts.extend(s.pts);
+            }
             Some(&i) => {
                 let existing = &mut out[i];
                 let ts: HashSet<i64> = existing.pts.iter().map(|p| p.0).collect();
@@ -512,6 +522,46 @@ impl<'a> Ev<'a> {
         Ok(())
     }
 
+    /// A fresh evaluator for one part of a query split by steps
+    /// (`step_split.rs`): same query, limits and deadline, on one thread,
+    /// counting from zero (the split comes before anything is counted).
+    pub(crate) fn part(&self) -> Ev<'a> {
+        Ev {
+            q: self.q,
+            lookback: self.lookback,
+            qstart: self.qstart,
+            qend: self.qend,
+            max_samples: self.max_samples,
+            samples: 0,
+            max_series: self.max_series,
+            series: 0,
+            deadline: self.deadline,
+            cancel: self.cancel.clone(),
+            warnings: Vec::new(),
+            infos: Vec::new(),
+            range_query: self.range_query,
+            threads: 1,
+        }
+    }
+
+    /// Takes in a finished part's annotations and counts. Every part selects
+    /// the same series, so they count once; samples add up, and the sum must
+    /// stay under the limit as the whole query's would.
+    pub(crate) fn absorb(&mut self, part: Ev<'a>) -> Result<()> {
+        for w in part.warnings {
+            if !self.warnings.contains(&w) {
+                self.warnings.push(w);
+            }
+        }
+        for i in part.infos {
+            if !self.infos.contains(&i) {
+                self.infos.push(i);
+            }
+        }
+        self.series = self.series.max(part.series);
+        self.add_samples(part.samples)
+    }
+
     pub(crate) fn sort_warning(&mut self) {
         if self.range_query {
             self.warnings.push(
@@ -561,6 +611,7 @@ impl<'a> Ev<'a> {
             self.max_samples,
             self.deadline,
             self.cancel.as_deref(),
+            self.threads,
         );
         let result = if sets.len() == 1 {
             read_sharded(querier.as_ref(), &hints, &sets[0], &budget, opts, reduce)
@@ -599,6 +650,7 @@ impl<'a> Ev<'a> {
             self.max_samples,
             self.deadline,
             self.cancel.as_deref(),
+            self.threads,
         )
     }
 

@@ -21,6 +21,7 @@ mod functions;
 mod rate;
 mod samples;
 mod select;
+mod step_split;
 mod value;
 mod window_index;
 
@@ -30,6 +31,7 @@ use std::time::Duration;
 
 use cairn_storage::{Queryable, StorageError};
 
+pub use step_split::StepSplit;
 pub use value::{FloatHistogram, InstantSample, RangeSeries, SampleValue, Value};
 
 /// Engine-wide settings.
@@ -47,6 +49,8 @@ pub struct EngineOptions {
     pub timeout: Duration,
     /// Most points per series a range query may return. Default 11,000.
     pub max_points_per_series: usize,
+    /// Which range queries are split by steps over the cores.
+    pub step_split: StepSplit,
 }
 
 impl Default for EngineOptions {
@@ -57,6 +61,7 @@ impl Default for EngineOptions {
             max_series: 1_000_000,
             timeout: Duration::from_secs(120),
             max_points_per_series: 11_000,
+            step_split: StepSplit::default(),
         }
     }
 }

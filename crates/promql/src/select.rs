@@ -42,6 +42,9 @@ pub(crate) struct Budget<'a> {
     pub max_samples: usize,
     pub deadline: Instant,
     pub cancel: Option<&'a AtomicBool>,
+    /// Pool threads this evaluation may spread over (1: stay on the calling
+    /// thread, as each part of a query split by steps does).
+    pub threads: usize,
     /// Set when a worker failed, so the others stop early.
     failed: AtomicBool,
 }
@@ -54,6 +57,7 @@ impl<'a> Budget<'a> {
         max_samples: usize,
         deadline: Instant,
         cancel: Option<&'a AtomicBool>,
+        threads: usize,
     ) -> Self {
         Self {
             series: AtomicUsize::new(series),
@@ -62,6 +66,7 @@ impl<'a> Budget<'a> {
             max_samples,
             deadline,
             cancel,
+            threads,
             failed: AtomicBool::new(false),
         }
     }
@@ -122,7 +127,7 @@ pub(crate) fn read_sharded(
     opts: ReadOpts,
     reduce: &Reduce<'_>,
 ) -> Result<Vec<Series>> {
-    let count = rayon::current_num_threads().max(1);
+    let count = budget.threads.max(1);
     if count == 1 || querier.series_upper_bound(matchers)? <= SEQUENTIAL_MAX_SERIES {
         return read_shard(querier, hints, matchers, budget, opts, reduce);
     }
@@ -220,13 +225,15 @@ pub(crate) fn reduce_all(
     budget: &Budget<'_>,
     reduce: &(dyn Fn(Series) -> Result<Option<Series>> + Sync),
 ) -> Result<Vec<Series>> {
-    let reduced: Vec<Result<Option<Series>>> = series
-        .into_par_iter()
-        .map(|s| {
-            budget.check()?;
-            reduce(s)
-        })
-        .collect();
+    let one = |s| {
+        budget.check()?;
+        reduce(s)
+    };
+    let reduced: Vec<Result<Option<Series>>> = if budget.threads > 1 {
+        series.into_par_iter().map(one).collect()
+    } else {
+        series.into_iter().map(one).collect()
+    };
     let mut out = Vec::with_capacity(reduced.len());
     for r in reduced {
         if let Some(s) = r? {

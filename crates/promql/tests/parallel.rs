@@ -89,6 +89,54 @@ fn parallel_evaluation_is_bit_identical_to_sequential() {
     }
 }
 
+/// Range queries split by steps over the threads (`StepSplit`) answer
+/// exactly as one evaluation of all steps: selectors, windows, subqueries,
+/// `@`, offsets, joins, and series that exist in only some parts.
+#[test]
+fn split_by_steps_is_bit_identical_to_whole() {
+    let s = storage();
+    let whole = Engine::default();
+    let split = Engine::new(cairn_promql::EngineOptions {
+        step_split: cairn_promql::StepSplit::ALWAYS,
+        ..Default::default()
+    });
+    let queries = [
+        "cpu_seconds_total",
+        "sum by (mode) (rate(cpu_seconds_total[1m]))",
+        "avg without (cpu) (increase(cpu_seconds_total[2m] offset 3m))",
+        "max by (instance) (irate(cpu_seconds_total[1m])) / on (instance) min by (instance) (cpu_seconds_total)",
+        "sum by (mode) (sum_over_time(cpu_seconds_total[10m:1m]))",
+        "rate(cpu_seconds_total{instance=\"host-3\"}[5m] @ end())",
+        "cpu_seconds_total{instance=\"host-1\"} @ start()",
+        "topk(3, deriv(cpu_seconds_total[5m]))",
+        "count_values(\"v\", floor(cpu_seconds_total / 1e12))",
+        "absent(cpu_seconds_total{instance=\"host-1\"} > 1e17)",
+        "changes(cpu_seconds_total[30m]) + resets(cpu_seconds_total[30m])",
+        "timestamp(cpu_seconds_total{cpu=\"0\"}) - time()",
+        "label_replace(rate(cpu_seconds_total[1m]), \"m\", \"$1\", \"mode\", \"(.*)\")",
+        "cpu_seconds_total > bool 1e12",
+        "scalar(sum(cpu_seconds_total)) * 2",
+        "predict_linear(cpu_seconds_total{cpu=\"1\"}[10m], 600)",
+    ];
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    // Three threads: parts of unequal length.
+    let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+    for q in queries {
+        for (start, end, step) in [
+            (60_000, 6_000_000, 15_000),
+            (600_000, 5_900_000, 60_000),
+            (95_000, 5_950_000, 7_000),
+        ] {
+            let a = one.install(|| whole.range(&s, q, start, end, step)).unwrap();
+            let b = three.install(|| split.range(&s, q, start, end, step)).unwrap();
+            let (ab, bb) = (bits(&a.value), bits(&b.value));
+            assert!(!ab.is_empty(), "{q}: empty result");
+            assert_eq!(ab, bb, "{q} {start}..{end}/{step}: results differ");
+            assert_eq!((a.warnings, a.infos), (b.warnings, b.infos), "{q}: annotations differ");
+        }
+    }
+}
+
 #[test]
 fn parallel_evaluation_respects_limits() {
     let s = storage();
@@ -109,4 +157,29 @@ fn parallel_evaluation_respects_limits() {
         .install(|| Engine::new(opts).instant(&s, "sum(cpu_seconds_total)", 3_000_000))
         .unwrap_err();
     assert_eq!(err.to_string(), "query processing would load too many series");
+    // Split by steps, every part selects the same 240 series: they count once,
+    // and the parts' samples add up against the limit.
+    let split = |max_series, max_samples| {
+        let opts = cairn_promql::EngineOptions {
+            max_series,
+            max_samples,
+            step_split: cairn_promql::StepSplit::ALWAYS,
+            ..Default::default()
+        };
+        four.install(|| Engine::new(opts).range(&s, "cpu_seconds_total", 0, 6_000_000, 15_000))
+    };
+    assert!(split(240, 1_000_000).is_ok());
+    assert_eq!(
+        split(239, 1_000_000).unwrap_err().to_string(),
+        "query processing would load too many series"
+    );
+    let points: usize = match split(240, 1_000_000).unwrap().value {
+        Value::Matrix(m) => m.iter().map(|s| s.floats.len()).sum(),
+        other => panic!("unexpected {other:?}"),
+    };
+    assert!(split(240, points).is_ok());
+    assert_eq!(
+        split(240, points - 1).unwrap_err().kind(),
+        cairn_promql::ErrorKind::Execution
+    );
 }

@@ -96,9 +96,14 @@ fn is_command(line: &str) -> bool {
 
 /// Runs a whole script and reports every eval.
 pub fn run_script(text: &str) -> Vec<EvalReport> {
+    run_script_with(text, EngineOptions::default())
+}
+
+/// [`run_script`] with engine options of the caller's choosing.
+pub fn run_script_with(text: &str, opts: EngineOptions) -> Vec<EvalReport> {
     let lines: Vec<&str> = text.lines().collect();
     let mut state = State::new();
-    let engine = Engine::new(EngineOptions::default());
+    let engine = Engine::new(opts);
     let mut reports = Vec::new();
     let mut i = 0;
     while i < lines.len() {

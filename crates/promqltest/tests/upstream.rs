@@ -62,3 +62,42 @@ fn upstream_promql_tests() {
     }
     assert!(passed >= MIN_PASSED, "passed {passed} < ratchet {MIN_PASSED}");
 }
+
+/// Splitting range queries by steps (`cairn_promql::StepSplit`) never
+/// changes an outcome: every script runs again with every range query split
+/// over three threads, and each eval must pass, fail or skip as it did whole.
+#[test]
+fn upstream_outcomes_are_the_same_split_by_steps() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/promqltest/testdata");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("upstream test data not found at {}; skipping", dir.display());
+        return;
+    };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().expect("pool");
+    let split = cairn_promql::EngineOptions {
+        step_split: cairn_promql::StepSplit::ALWAYS,
+        ..Default::default()
+    };
+    let mut compared = 0;
+    for f in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        if f.extension().is_none_or(|e| e != "test") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).expect("read test file");
+        let whole = run_script(&text);
+        let parts = pool.install(|| cairn_promqltest::run_script_with(&text, split.clone()));
+        assert_eq!(whole.len(), parts.len(), "{}", f.display());
+        for (w, p) in whole.iter().zip(&parts) {
+            assert_eq!(
+                w.outcome,
+                p.outcome,
+                "{}:{} {} changes when split by steps",
+                f.display(),
+                w.line,
+                w.query
+            );
+        }
+        compared += whole.len();
+    }
+    println!("{compared} evals gave the same outcome split by steps");
+}

@@ -1,0 +1,214 @@
+//! A long range query split by steps: each core evaluates the whole
+//! expression over its own contiguous run of steps.
+//!
+//! A range query's steps are independent (its answer is the instant query at
+//! each step), so parts of the step range can be evaluated apart and joined.
+//! Each part reads every series, but only over its own stretch of time, one
+//! series after another in label order on one thread. Splitting the series
+//! instead (as a single evaluation does, see `select.rs`) parts the series
+//! of one target between workers, so a worker's next series rarely shares
+//! the timestamps of its last one and the per-column window cache
+//! (`window_index.rs`) misses; and every node must merge its workers' output
+//! again. Here neither happens, and each (series, step) is computed exactly
+//! as in a single evaluation, so the answer is bit-identical.
+//!
+//! The price is the data both neighbours read: the window before a part's
+//! first step (a range, or the lookback) and the storage block around the
+//! cut. Only queries whose parts are long against that are split.
+
+use std::time::Duration;
+
+use promql_parser::parser::Expr;
+use rayon::prelude::*;
+
+use crate::eval::{Ctx, Ev, Result, Val};
+
+/// When a range query is split (see the module documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepSplit {
+    /// The least stretch of time a part may cover. Storage decodes whole
+    /// blocks (two hours in the TSDB), so the block around each cut is read
+    /// twice: over twelve hours, at most one block in six. Default 12 h.
+    pub min_part_span: Duration,
+    /// How many times as long as the longest window a step looks back over
+    /// (which both neighbours read) a part must be. Default 32.
+    pub min_part_per_window: u32,
+}
+
+impl StepSplit {
+    /// Split every range query of at least two steps per thread (tests).
+    pub const ALWAYS: Self = Self {
+        min_part_span: Duration::ZERO,
+        min_part_per_window: 0,
+    };
+}
+
+impl Default for StepSplit {
+    fn default() -> Self {
+        Self {
+            min_part_span: Duration::from_secs(12 * 3600),
+            min_part_per_window: 32,
+        }
+    }
+}
+
+/// The parts to evaluate `ast` over `c` in, or `None` to evaluate it whole:
+/// for an instant query, a single thread, steps too few or too short
+/// against the windows they look back over, or an `@` modifier (which pins
+/// the same data for every part).
+pub(crate) fn plan(policy: StepSplit, ast: &Expr, c: Ctx, threads: usize, lookback: i64) -> Option<Vec<Ctx>> {
+    if threads < 2 || c.step <= 0 {
+        return None;
+    }
+    let n = c.n();
+    let parts = threads.min(n / 2);
+    if parts < 2 {
+        return None;
+    }
+    let per_part = n.div_ceil(parts);
+    let span = per_part as i64 * c.step;
+    let window = lookbehind(ast, lookback)?;
+    if span < policy.min_part_span.as_millis() as i64
+        || span < window.saturating_mul(i64::from(policy.min_part_per_window))
+    {
+        return None;
+    }
+    Some(
+        (0..n)
+            .step_by(per_part)
+            .map(|i| Ctx {
+                start: c.ts(i),
+                end: c.ts((i + per_part).min(n) - 1),
+                step: c.step,
+            })
+            .collect(),
+    )
+}
+
+/// How far before a step the data it needs reaches (the longest chain of
+/// ranges, subquery ranges and lookbacks), or `None` when an `@` modifier
+/// pins a selection to fixed times.
+fn lookbehind(e: &Expr, lookback: i64) -> Option<i64> {
+    use promql_parser::parser::VectorSelector;
+    let selector = |vs: &VectorSelector, window: i64| vs.at.is_none().then_some(window);
+    match e {
+        Expr::VectorSelector(vs) => selector(vs, lookback),
+        Expr::MatrixSelector(ms) => selector(&ms.vs, ms.range.as_millis() as i64),
+        Expr::Subquery(sq) => {
+            if sq.at.is_some() {
+                return None;
+            }
+            Some(sq.range.as_millis() as i64 + lookbehind(&sq.expr, lookback)?)
+        }
+        Expr::Aggregate(a) => {
+            let param = match &a.param {
+                Some(p) => lookbehind(p, lookback)?,
+                None => 0,
+            };
+            Some(param.max(lookbehind(&a.expr, lookback)?))
+        }
+        Expr::Unary(u) => lookbehind(&u.expr, lookback),
+        Expr::Binary(b) => Some(lookbehind(&b.lhs, lookback)?.max(lookbehind(&b.rhs, lookback)?)),
+        Expr::Paren(p) => lookbehind(&p.expr, lookback),
+        Expr::Call(call) => call
+            .args
+            .args
+            .iter()
+            .try_fold(0i64, |acc, a| Some(acc.max(lookbehind(a, lookback)?))),
+        Expr::NumberLiteral(_) | Expr::StringLiteral(_) => Some(0),
+        Expr::Extension(_) => None,
+    }
+}
+
+/// Evaluates `ast` over each of `parts` on its own pool thread and joins
+/// the results in step order, with their annotations and sample counts.
+pub(crate) fn eval(ev: &mut Ev, ast: &Expr, parts: &[Ctx]) -> Result<Val> {
+    let done: Vec<(Result<Val>, Ev)> = parts
+        .par_iter()
+        .with_max_len(1)
+        .map(|&c| {
+            let mut part = ev.part();
+            (part.eval(ast, c), part)
+        })
+        .collect();
+    let mut joined: Option<Val> = None;
+    for (val, part) in done {
+        let val = val?;
+        ev.absorb(part)?;
+        joined = Some(match (joined, val) {
+            (None, v) => v,
+            (Some(Val::Scalar(mut a)), Val::Scalar(b)) => {
+                a.extend(b);
+                Val::Scalar(a)
+            }
+            // Series of several parts share labels; the query's final
+            // cleanup joins them (their points never collide).
+            (Some(Val::Vector(mut a)), Val::Vector(b)) => {
+                a.extend(b);
+                Val::Vector(a)
+            }
+            (Some(a), b) => {
+                return Err(crate::QueryError::Internal(format!(
+                    "parts of a range query gave a {} and a {}",
+                    a.kind(),
+                    b.kind()
+                )));
+            }
+        });
+    }
+    joined.ok_or_else(|| crate::QueryError::Internal("a range query split into no parts".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: i64 = 3_600_000;
+
+    fn day(step: i64) -> Ctx {
+        Ctx {
+            start: 0,
+            end: 24 * HOUR,
+            step,
+        }
+    }
+
+    fn plan_of(q: &str, c: Ctx, threads: usize) -> Option<Vec<Ctx>> {
+        plan(StepSplit::default(), &crate::parse(q).unwrap(), c, threads, 300_000)
+    }
+
+    #[test]
+    fn parts_cover_every_step_once_in_order() {
+        for (threads, step) in [(2, 60_000), (3, 60_000), (4, 7_000), (2, 8 * HOUR)] {
+            let c = day(step);
+            let Some(parts) = plan(StepSplit::ALWAYS, &crate::parse("x").unwrap(), c, threads, 300_000) else {
+                panic!("{threads} threads, step {step}: not split");
+            };
+            assert_eq!(parts.len(), threads.min(c.n() / 2));
+            let steps: Vec<i64> = parts.iter().flat_map(|p| (0..p.n()).map(|i| p.ts(i))).collect();
+            let whole: Vec<i64> = (0..c.n()).map(|i| c.ts(i)).collect();
+            assert_eq!(steps, whole, "{threads} threads, step {step}");
+        }
+    }
+
+    #[test]
+    fn only_long_parts_against_their_windows_are_split() {
+        let q = "sum by (mode) (rate(node_cpu_seconds_total[75s]))";
+        assert_eq!(plan_of(q, day(60_000), 2).map(|p| p.len()), Some(2));
+        assert!(plan_of(q, day(60_000), 1).is_none(), "one thread");
+        let six_hours = Ctx {
+            end: 6 * HOUR,
+            ..day(20_000)
+        };
+        assert!(plan_of(q, six_hours, 2).is_none(), "parts under 12 h");
+        let instant = Ctx { step: 0, ..day(0) };
+        assert!(plan_of(q, instant, 2).is_none(), "instant query");
+        // 12 h parts against a 1 h window (32 h needed), and through a subquery.
+        assert!(plan_of("rate(x[1h])", day(60_000), 2).is_none());
+        assert!(plan_of("max_over_time(rate(x[5m])[1h:1m])", day(60_000), 2).is_none());
+        assert!(plan_of("max_over_time(rate(x[5m])[10m:1m])", day(60_000), 2).is_some());
+        // `@` pins the same data for every part.
+        assert!(plan_of("x @ 100 + y", day(60_000), 2).is_none());
+        assert!(plan_of("max_over_time(x[10m:1m] @ end())", day(60_000), 2).is_none());
+    }
+}
