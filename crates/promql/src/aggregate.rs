@@ -254,6 +254,62 @@ fn result(op: Op, st: &mut Acc, q: f64) -> f64 {
     }
 }
 
+/// One group's accumulators at every step, fed point by point (in series
+/// order) when an aggregation is folded into its select (`fused.rs`).
+pub(crate) struct GroupSteps {
+    op: Op,
+    plain: Vec<Plain>,
+    full: Vec<Acc>,
+}
+
+impl GroupSteps {
+    /// Accumulators for `n` steps of `op`; `None` for the operations that
+    /// need more than the points (`quantile`'s φ) or are not simple.
+    pub fn new(op: &str, n: usize) -> Option<Self> {
+        let op = Op::parse(op).filter(|&op| op != Op::Quantile)?;
+        let (plain, full) = if matches!(op, Op::Sum | Op::Count | Op::Min | Op::Max | Op::Group) {
+            (vec![Plain::default(); n], Vec::new())
+        } else {
+            (Vec::new(), vec![Acc::default(); n])
+        };
+        Some(Self { op, plain, full })
+    }
+
+    /// Adds a series' value `f` at step index `i`.
+    #[inline(always)]
+    pub fn add(&mut self, i: usize, f: f64) {
+        match self.op {
+            Op::Sum => add_plain(Op::Sum, &mut self.plain[i], f),
+            Op::Count => add_plain(Op::Count, &mut self.plain[i], f),
+            Op::Min => add_plain(Op::Min, &mut self.plain[i], f),
+            Op::Max => add_plain(Op::Max, &mut self.plain[i], f),
+            Op::Group => add_plain(Op::Group, &mut self.plain[i], f),
+            op => add(op, &mut self.full[i], f),
+        }
+    }
+
+    /// The group's `(step time, value)` points, at the steps it has one.
+    pub fn points(mut self, c: Ctx) -> Vec<(i64, f64)> {
+        let op = self.op;
+        if self.full.is_empty() {
+            let plain = std::mem::take(&mut self.plain);
+            plain
+                .iter()
+                .enumerate()
+                .filter(|(_, st)| st.seen)
+                .map(|(i, st)| (c.ts(i), plain_result(op, st)))
+                .collect()
+        } else {
+            self.full
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, st)| st.seen)
+                .map(|(i, st)| (c.ts(i), result(op, st, f64::NAN)))
+                .collect()
+        }
+    }
+}
+
 /// Aggregates `input` into `groups` (series `j` belongs to group
 /// `sgroup[j]`); returns one series per group with at least one point, in
 /// group order. `param` is `quantile`'s φ per step.

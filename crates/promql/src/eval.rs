@@ -641,6 +641,41 @@ impl<'a> Ev<'a> {
         result
     }
 
+    /// Calls `f` with each series selected by `vs` with samples in
+    /// `[mint, maxt]`, in label order on this thread; `Ok(false)` when `vs`
+    /// has `or` alternatives, which only [`Self::select`] reads.
+    pub(crate) fn for_each_selected(
+        &mut self,
+        vs: &VectorSelector,
+        mint: i64,
+        maxt: i64,
+        hints: SelectHints,
+        f: impl FnMut(Labels, Samples<'_>) -> Result<()>,
+    ) -> Result<bool> {
+        let sets = convert_matchers(vs)?;
+        let [matchers] = sets.as_slice() else {
+            return Ok(false);
+        };
+        let querier = self.q.querier(mint, maxt)?;
+        let budget = Budget::new(
+            self.series,
+            self.max_series,
+            self.samples,
+            self.max_samples,
+            self.deadline,
+            self.cancel.as_deref(),
+            self.threads,
+        );
+        let opts = ReadOpts {
+            drop_stale: true,
+            count_output: false,
+        };
+        let result = crate::select::for_each_series(querier.as_ref(), &hints, matchers, &budget, opts, f);
+        self.series = budget.series.load(std::sync::atomic::Ordering::Relaxed);
+        self.samples = budget.samples.load(std::sync::atomic::Ordering::Relaxed);
+        result.map(|()| true)
+    }
+
     /// A budget for parallel work outside selects (subquery reductions).
     pub(crate) fn budget(&self) -> Budget<'_> {
         Budget::new(
@@ -764,6 +799,21 @@ impl<'a> Ev<'a> {
         Ok(Val::Vector(out))
     }
 
+    /// The window of matrix selector `ms` at the steps of `c`, and the
+    /// sample range `[mint, maxt]` its windows cover.
+    pub(crate) fn matrix_window(&self, ms: &MatrixSelector, c: Ctx) -> (RangeArg, i64, i64) {
+        let ra = RangeArg {
+            range: duration_ms(&ms.range),
+            offset: offset_ms(&ms.vs.offset),
+            at: self.at_ms(&ms.vs.at),
+        };
+        let (mint, maxt) = match ra.at {
+            Some(a) => (a - ra.offset - ra.range + 1, a - ra.offset),
+            None => (c.start - ra.offset - ra.range + 1, c.end - ra.offset),
+        };
+        (ra, mint, maxt)
+    }
+
     /// Reads the series of a range-vector expression (matrix selector or
     /// subquery), each with all its samples needed for the steps of `c`
     /// (stale markers removed), reduced at once by
@@ -780,16 +830,9 @@ impl<'a> Ev<'a> {
         reduce: &(dyn Fn(Labels, bool, Samples<'_>, RangeArg) -> Result<Option<Series>> + Sync),
     ) -> Result<(Vec<Series>, RangeArg)> {
         match unwrap_parens(e) {
-            Expr::MatrixSelector(MatrixSelector { vs, range }) => {
-                let ra = RangeArg {
-                    range: duration_ms(range),
-                    offset: offset_ms(&vs.offset),
-                    at: self.at_ms(&vs.at),
-                };
-                let (mint, maxt) = match ra.at {
-                    Some(a) => (a - ra.offset - ra.range + 1, a - ra.offset),
-                    None => (c.start - ra.offset - ra.range + 1, c.end - ra.offset),
-                };
+            Expr::MatrixSelector(ms) => {
+                let vs = &ms.vs;
+                let (ra, mint, maxt) = self.matrix_window(ms, c);
                 let hints = SelectHints {
                     step_ms: (c.step > 0).then_some(c.step),
                     func: func.map(str::to_string),
@@ -1134,6 +1177,11 @@ impl<'a> Ev<'a> {
     // ----------------------------------------------------------- aggregation
 
     fn eval_aggregate(&mut self, a: &AggregateExpr, c: Ctx) -> Result<Val> {
+        if self.threads == 1
+            && let Some(folded) = crate::fused::try_aggregate(self, a, c)
+        {
+            return folded;
+        }
         let op = a.op.to_string();
         let param = match &a.param {
             Some(p) => Some(self.eval(p, c)?),

@@ -456,56 +456,78 @@ fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
 fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -> Result<Val> {
     let n = c.n();
     let keep_name = matches!(name, "last_over_time" | "first_over_time");
-    let check_counter = matches!(name, "rate" | "increase");
-    let extrapolation = Extrapolation::of(name);
     let (out, _) = ev.range_series(m, c, Some(name), true, &|labels, drop_name, samples, ra| {
         // At most one point per step, and dense series fill most steps.
         let mut pts = Vec::with_capacity(n.min(samples.len()));
-        if let Some(x) = extrapolation {
-            // Counter resets are rare: a series without any skips looking
-            // for them window by window.
-            let may_reset = samples.has_decrease();
-            crate::window_index::with_windows(samples.ts, c, ra, |w| {
-                crate::rate::evaluate(x, ra.range, w.geometry(samples.ts), samples.vs, may_reset, &mut pts);
-            });
-        } else {
-            let mut step_args = vec![0.0; scalars.len()];
-            let mut failed = None;
-            for_each_window(samples, c, ra, |i, ts, _, _, w| {
-                if failed.is_some() {
-                    return;
-                }
-                for (a, s) in step_args.iter_mut().zip(&scalars) {
-                    *a = s[i];
-                }
-                match range_value(name, w, ts, &step_args) {
-                    Ok(Some(v)) => pts.push((ts, v)),
-                    Ok(None) => {}
-                    Err(e) => failed = Some(e),
-                }
-            });
-            if let Some(e) = failed {
-                return Err(e);
-            }
-        }
+        range_points(name, &scalars, samples, c, ra, &mut pts)?;
         Ok((!pts.is_empty()).then_some(Series {
             labels,
             drop_name: if keep_name { drop_name } else { true },
             pts,
         }))
     })?;
-    if check_counter {
-        for s in &out {
-            if let Some(mn) = s.labels.metric_name()
-                && !["_total", "_sum", "_count", "_bucket"].iter().any(|x| mn.ends_with(x))
-            {
-                ev.infos.push(format!(
-                    "PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: {mn:?}"
-                ));
-            }
-        }
+    for s in &out {
+        push_counter_info(ev, name, &s.labels);
     }
     Ok(Val::Vector(out))
+}
+
+/// Appends range function `name`'s `(step time, value)` points over one
+/// series' samples to `pts`; `scalars` are its scalar arguments per step.
+pub(crate) fn range_points(
+    name: &str,
+    scalars: &[Vec<f64>],
+    samples: Samples<'_>,
+    c: Ctx,
+    ra: RangeArg,
+    pts: &mut Vec<(i64, f64)>,
+) -> Result<()> {
+    if let Some(x) = Extrapolation::of(name) {
+        // Counter resets are rare: a series without any skips looking
+        // for them window by window.
+        let may_reset = samples.has_decrease();
+        crate::window_index::with_windows(samples.ts, c, ra, |w| {
+            crate::rate::evaluate(x, ra.range, w.geometry(samples.ts), samples.vs, may_reset, pts);
+        });
+        return Ok(());
+    }
+    let mut step_args = vec![0.0; scalars.len()];
+    let mut failed = None;
+    for_each_window(samples, c, ra, |i, ts, _, _, w| {
+        if failed.is_some() {
+            return;
+        }
+        for (a, s) in step_args.iter_mut().zip(scalars) {
+            *a = s[i];
+        }
+        match range_value(name, w, ts, &step_args) {
+            Ok(Some(v)) => pts.push((ts, v)),
+            Ok(None) => {}
+            Err(e) => failed = Some(e),
+        }
+    });
+    failed.map_or(Ok(()), Err)
+}
+
+/// Prometheus' info that `rate`/`increase` was given a series whose name
+/// does not look like a counter's, for a series with a result.
+pub(crate) fn push_counter_info(ev: &mut Ev, name: &str, labels: &Labels) {
+    if let Some(info) = labels.metric_name().and_then(|mn| counter_info(name, mn)) {
+        ev.infos.push(info);
+    }
+}
+
+/// [`push_counter_info`]'s text for a series named `metric`, if it needs one.
+pub(crate) fn counter_info(name: &str, metric: &str) -> Option<String> {
+    (matches!(name, "rate" | "increase")
+        && !["_total", "_sum", "_count", "_bucket"]
+            .iter()
+            .any(|x| metric.ends_with(x)))
+    .then(|| {
+        format!(
+            "PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: {metric:?}"
+        )
+    })
 }
 
 /// Calls `f(step index, step time, window start, window end, samples)` for
@@ -907,6 +929,24 @@ fn heap_down(h: &mut [(usize, f64)], i0: usize, less: &dyn Fn(f64, f64) -> bool)
     i > i0
 }
 
+/// The labels of `l`'s group: `names` only, or all but `names` and
+/// `__name__` when `without`.
+pub(crate) fn group_labels(l: &Labels, without: bool, names: &[String]) -> Labels {
+    labels_from(
+        l.iter()
+            .filter(|lab| {
+                let listed = names.iter().any(|n| n == &lab.name);
+                if without {
+                    !listed && lab.name != METRIC_NAME
+                } else {
+                    listed
+                }
+            })
+            .cloned()
+            .collect(),
+    )
+}
+
 pub(crate) fn aggregate(
     ev: &mut Ev,
     op: &str,
@@ -920,21 +960,7 @@ pub(crate) fn aggregate(
         Some(LabelModifier::Exclude(l)) => (true, l.labels.clone()),
         None => (false, Vec::new()),
     };
-    let group_labels = |l: &Labels| -> Labels {
-        labels_from(
-            l.iter()
-                .filter(|lab| {
-                    let listed = names.iter().any(|n| n == &lab.name);
-                    if without {
-                        !listed && lab.name != METRIC_NAME
-                    } else {
-                        listed
-                    }
-                })
-                .cloned()
-                .collect(),
-        )
-    };
+    let group_labels = |l: &Labels| group_labels(l, without, &names);
     let mut gidx: HashMap<Labels, usize> = HashMap::new();
     let mut groups: Vec<Labels> = Vec::new();
     let mut gdrop: Vec<bool> = Vec::new();

@@ -18,6 +18,7 @@ mod calendar;
 mod escapes;
 mod eval;
 mod functions;
+mod fused;
 mod rate;
 mod samples;
 mod select;

@@ -162,6 +162,28 @@ fn read_shard(
     reduce: &Reduce<'_>,
 ) -> Result<Vec<Series>> {
     let mut out = Vec::new();
+    for_each_series(querier, hints, matchers, budget, opts, |labels, samples| {
+        if let Some(series) = reduce(labels, samples)? {
+            if opts.count_output {
+                budget.add_samples(series.pts.len())?;
+            }
+            out.push(series);
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// Calls `f` with every selected series in label order, its samples decoded
+/// into a reused buffer (and counted against the budget while `f` runs).
+pub(crate) fn for_each_series(
+    querier: &dyn Querier,
+    hints: &SelectHints,
+    matchers: &[Matcher],
+    budget: &Budget<'_>,
+    opts: ReadOpts,
+    mut f: impl FnMut(Labels, Samples<'_>) -> Result<()>,
+) -> Result<()> {
     let mut buf = SampleColumns::default();
     for s in querier.select(hints, matchers)? {
         if budget.failed.load(Ordering::Relaxed) {
@@ -185,16 +207,11 @@ fn read_shard(
         }
         let n = range.len();
         budget.add_samples(n)?;
-        let reduced = reduce(s.labels, buf.view().slice(range.start, range.end));
+        let done = f(s.labels, buf.view().slice(range.start, range.end));
         budget.release_samples(n);
-        if let Some(series) = reduced? {
-            if opts.count_output {
-                budget.add_samples(series.pts.len())?;
-            }
-            out.push(series);
-        }
+        done?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Merges lists each sorted by labels into one sorted list.

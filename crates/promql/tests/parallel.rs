@@ -1,6 +1,7 @@
 //! Parallel evaluation never changes an answer: the same queries on a
 //! one-thread and a four-thread pool give bit-identical results (sharded
-//! selects, step-chunked aggregations, Kahan sums whose order matters).
+//! selects, step-chunked aggregations, Kahan sums whose order matters), and
+//! an aggregation folded into its select gives the node-by-node answer.
 
 use cairn_model::{Labels, Sample};
 use cairn_promql::{Engine, Value};
@@ -182,4 +183,50 @@ fn parallel_evaluation_respects_limits() {
         split(240, points - 1).unwrap_err().kind(),
         cairn_promql::ErrorKind::Execution
     );
+}
+
+/// On one thread (as in each part of a query split by steps) a simple
+/// aggregation of a range function is folded into its select (`fused.rs`);
+/// its answers are the node-by-node evaluation's, bit for bit.
+#[test]
+fn folded_aggregations_equal_node_by_node() {
+    let s = storage();
+    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let engine = Engine::default();
+    for op in ["sum", "avg", "count", "min", "max", "group", "stddev", "stdvar"] {
+        for func in [
+            "rate",
+            "irate",
+            "increase",
+            "avg_over_time",
+            "last_over_time",
+            "changes",
+        ] {
+            for grouping in ["by (mode)", "without (cpu)", "by (instance, mode)", ""] {
+                // `* 1` keeps every value's bits but is not a function call,
+                // so that form is evaluated node by node.
+                let folded = format!("{op} {grouping} ({func}(cpu_seconds_total[2m]))");
+                let plain = format!("{op} {grouping} ({func}(cpu_seconds_total[2m]) * 1)");
+                let run = |q: &str| one.install(|| engine.range(&s, q, 0, 6_000_000, 30_000)).unwrap();
+                let (a, b) = (run(&folded), run(&plain));
+                assert!(!bits(&a.value).is_empty(), "{folded}: empty");
+                assert_eq!(bits(&a.value), bits(&b.value), "{folded}: range results differ");
+                let run = |q: &str| one.install(|| engine.instant(&s, q, 3_000_000)).unwrap();
+                assert_eq!(
+                    bits(&run(&folded).value),
+                    bits(&run(&plain).value),
+                    "{folded}: instant results differ"
+                );
+            }
+        }
+    }
+    // Folded, the series read still count against the limit.
+    let opts = cairn_promql::EngineOptions {
+        max_series: 100,
+        ..Default::default()
+    };
+    let err = one
+        .install(|| Engine::new(opts).range(&s, "sum by (mode) (rate(cpu_seconds_total[5m]))", 0, 6_000_000, 15_000))
+        .unwrap_err();
+    assert_eq!(err.to_string(), "query processing would load too many series");
 }
