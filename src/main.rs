@@ -82,9 +82,26 @@ struct Cli {
     #[arg(long = "query.lookback-delta", default_value = "5m", value_parser = duration)]
     query_lookback_delta: Duration,
 
+    /// When a range query is split by steps over the cores, each core
+    /// evaluating the whole query over its own run of steps: auto (parts of
+    /// at least 12 h and 32 times the query's longest look-back window),
+    /// always (every range query of at least two steps per core), or never.
+    /// The answers are the same either way.
+    #[arg(long = "query.step-split", default_value = "auto", value_parser = step_split)]
+    query_step_split: cairn_server::StepSplit,
+
     /// Log filter, e.g. info, debug, cairn_tsdb=debug.
     #[arg(long = "log.level", default_value = "info")]
     log_level: String,
+}
+
+fn step_split(s: &str) -> Result<cairn_server::StepSplit, String> {
+    match s {
+        "auto" => Ok(cairn_server::StepSplit::default()),
+        "always" => Ok(cairn_server::StepSplit::Always),
+        "never" => Ok(cairn_server::StepSplit::Never),
+        _ => Err(format!("{s:?} is not one of auto, always, never")),
+    }
 }
 
 fn duration(s: &str) -> Result<Duration, String> {
@@ -146,6 +163,7 @@ fn main() -> anyhow::Result<()> {
         max_samples: cli.query_max_samples,
         max_series: cli.query_max_series,
         lookback_delta: cli.query_lookback_delta,
+        step_split: cli.query_step_split,
         ..cairn_server::EngineOptions::default()
     };
     let config = cairn_server::ServerConfig {

@@ -408,8 +408,12 @@ fn promql_answers_match_prometheus() {
     let requests = dataset.requests();
     let prom = Prometheus::start(&prom_bin);
     let cairn = Server::start();
+    // Splitting range queries by steps must not change a byte of an answer:
+    // a second Cairn splits every range query it can.
+    let cairn_split = Server::start_with(&["--query.step-split=always"]);
     let http = http_client(Duration::from_secs(60));
     let c = cairn.client();
+    let cs = cairn_split.client();
     for batch in &requests {
         let body = encode(batch, ContentEncoding::Snappy);
         let r = http
@@ -427,8 +431,10 @@ fn promql_answers_match_prometheus() {
             r.text().unwrap_or_default(),
             prom.log()
         );
-        let r = c.post_write(body, Some("snappy"));
+        let r = c.post_write(body.clone(), Some("snappy"));
         assert_eq!(r.status, 204, "cairn refused a write: {}", r.body);
+        let r = cs.post_write(body, Some("snappy"));
+        assert_eq!(r.status, 204, "cairn (split) refused a write: {}", r.body);
     }
     println!(
         "loaded {} series, {} samples in {} requests into both servers in {:.1}s",
@@ -465,6 +471,8 @@ fn promql_answers_match_prometheus() {
     let mut both_failed = 0usize;
     let mut skipped_by_exception = 0usize;
     let cairn_base = cairn.url();
+    let split_base = cairn_split.url();
+    let mut split_compared = 0usize;
     for q in &all {
         let tl = tally.entry(q.class.clone()).or_default();
         tl.queries += 1;
@@ -485,6 +493,20 @@ fn promql_answers_match_prometheus() {
                 let a = ask_raw(&http, &cairn_base, &q.cairn, ev);
                 (p.join().expect("prometheus query thread"), a)
             });
+            if matches!(ev, Eval::Range { .. }) {
+                split_compared += 1;
+                let (_, split_body) = ask_raw(&http, &split_base, &q.cairn, ev);
+                if split_body != a_body {
+                    mismatches.push(format!(
+                        "[split] {} ({})\n  {}\n    split by steps: {}\n    whole:          {}",
+                        q.cairn,
+                        q.origin,
+                        ev.describe(dataset.end_ms),
+                        split_body.chars().take(300).collect::<String>(),
+                        a_body.chars().take(300).collect::<String>()
+                    ));
+                }
+            }
             // Numbers must also be written as Prometheus writes them.
             let format = p.as_ref().and_then(|(_, pb)| compare::format_diff(pb, &a_body));
             let p = p.map(|(answer, _)| answer);
@@ -564,6 +586,10 @@ fn promql_answers_match_prometheus() {
         "queries took {:.1}s (both servers; {} evaluations per query)",
         t1.elapsed().as_secs_f64(),
         evals.len()
+    );
+    let _ = writeln!(
+        report,
+        "split by steps (--query.step-split=always): {split_compared} range evaluations compared byte for byte with the whole evaluation"
     );
     let _ = writeln!(report, "mismatches: {}", mismatches.len());
     for m in &mismatches {

@@ -10,7 +10,15 @@
 //! the timestamps of its last one and the per-column window cache
 //! (`window_index.rs`) misses; and every node must merge its workers' output
 //! again. Here neither happens, and each (series, step) is computed exactly
-//! as in a single evaluation, so the answer is bit-identical.
+//! as in a single evaluation, so the answer is bit-identical (but see below).
+//!
+//! One order stays a part's own: an aggregation lists its groups in the
+//! order their first series appear, and a part sees only the series with
+//! samples in its stretch. So when series start or stop within the query's
+//! range, an aggregation over another aggregation of three or more groups
+//! may add them in another order (a last-bit difference, as any reordering
+//! of a float sum); and aggregations that choose by input order are never
+//! split ([`ORDER_SENSITIVE`]).
 //!
 //! The price is the data both neighbours read: the window before a part's
 //! first step (a range, or the lookback) and the storage block around the
@@ -25,27 +33,27 @@ use crate::eval::{Ctx, Ev, Result, Val};
 
 /// When a range query is split (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StepSplit {
-    /// The least stretch of time a part may cover. Storage decodes whole
-    /// blocks (two hours in the TSDB), so the block around each cut is read
-    /// twice: over twelve hours, at most one block in six. Default 12 h.
-    pub min_part_span: Duration,
-    /// How many times as long as the longest window a step looks back over
-    /// (which both neighbours read) a part must be. Default 32.
-    pub min_part_per_window: u32,
-}
-
-impl StepSplit {
-    /// Split every range query of at least two steps per thread (tests).
-    pub const ALWAYS: Self = Self {
-        min_part_span: Duration::ZERO,
-        min_part_per_window: 0,
-    };
+pub enum StepSplit {
+    /// When each part is long enough that the data both neighbours read is
+    /// a small share of it.
+    Auto {
+        /// The least stretch of time a part may cover. Storage decodes whole
+        /// blocks (two hours in the TSDB), so the block around each cut is
+        /// read twice: over twelve hours, at most one block in six.
+        min_part_span: Duration,
+        /// How many times as long as the longest window a step looks back
+        /// over (which both neighbours read) a part must be.
+        min_part_per_window: u32,
+    },
+    /// Every range query of at least two steps per thread (tests).
+    Always,
+    Never,
 }
 
 impl Default for StepSplit {
+    /// `Auto`: parts of at least 12 h and 32 windows.
     fn default() -> Self {
-        Self {
+        Self::Auto {
             min_part_span: Duration::from_secs(12 * 3600),
             min_part_per_window: 32,
         }
@@ -53,11 +61,11 @@ impl Default for StepSplit {
 }
 
 /// The parts to evaluate `ast` over `c` in, or `None` to evaluate it whole:
-/// for an instant query, a single thread, steps too few or too short
-/// against the windows they look back over, or an `@` modifier (which pins
-/// the same data for every part).
+/// for an instant query, a single thread, steps too few or (under `Auto`)
+/// too short against the windows they look back over, or an `@` modifier
+/// (which pins the same data for every part).
 pub(crate) fn plan(policy: StepSplit, ast: &Expr, c: Ctx, threads: usize, lookback: i64) -> Option<Vec<Ctx>> {
-    if threads < 2 || c.step <= 0 {
+    if threads < 2 || c.step <= 0 || policy == StepSplit::Never {
         return None;
     }
     let n = c.n();
@@ -68,8 +76,11 @@ pub(crate) fn plan(policy: StepSplit, ast: &Expr, c: Ctx, threads: usize, lookba
     let per_part = n.div_ceil(parts);
     let span = per_part as i64 * c.step;
     let window = lookbehind(ast, lookback)?;
-    if span < policy.min_part_span.as_millis() as i64
-        || span < window.saturating_mul(i64::from(policy.min_part_per_window))
+    if let StepSplit::Auto {
+        min_part_span,
+        min_part_per_window,
+    } = policy
+        && (span < min_part_span.as_millis() as i64 || span < window.saturating_mul(i64::from(min_part_per_window)))
     {
         return None;
     }
@@ -85,9 +96,18 @@ pub(crate) fn plan(policy: StepSplit, ast: &Expr, c: Ctx, threads: usize, lookba
     )
 }
 
+/// Aggregations whose answer at a step depends on the order of their input
+/// series (which of equal values `topk` keeps, the first k of `limitk`) or
+/// whose output order depends on other steps (`count_values`, and `topk`'s
+/// own). A part orders series by their first appearance within its own
+/// steps, so these could pick differently than the whole evaluation: never
+/// split. (Found by the differential test's byte-for-byte comparison.)
+const ORDER_SENSITIVE: &[&str] = &["topk", "bottomk", "limitk", "limit_ratio", "count_values"];
+
 /// How far before a step the data it needs reaches (the longest chain of
-/// ranges, subquery ranges and lookbacks), or `None` when an `@` modifier
-/// pins a selection to fixed times.
+/// ranges, subquery ranges and lookbacks), or `None` when the query must
+/// not be split: an `@` modifier pins a selection to fixed times, or an
+/// aggregation is [`ORDER_SENSITIVE`].
 fn lookbehind(e: &Expr, lookback: i64) -> Option<i64> {
     use promql_parser::parser::VectorSelector;
     let selector = |vs: &VectorSelector, window: i64| vs.at.is_none().then_some(window);
@@ -101,6 +121,9 @@ fn lookbehind(e: &Expr, lookback: i64) -> Option<i64> {
             Some(sq.range.as_millis() as i64 + lookbehind(&sq.expr, lookback)?)
         }
         Expr::Aggregate(a) => {
+            if ORDER_SENSITIVE.contains(&a.op.to_string().as_str()) {
+                return None;
+            }
             let param = match &a.param {
                 Some(p) => lookbehind(p, lookback)?,
                 None => 0,
@@ -181,7 +204,7 @@ mod tests {
     fn parts_cover_every_step_once_in_order() {
         for (threads, step) in [(2, 60_000), (3, 60_000), (4, 7_000), (2, 8 * HOUR)] {
             let c = day(step);
-            let Some(parts) = plan(StepSplit::ALWAYS, &crate::parse("x").unwrap(), c, threads, 300_000) else {
+            let Some(parts) = plan(StepSplit::Always, &crate::parse("x").unwrap(), c, threads, 300_000) else {
                 panic!("{threads} threads, step {step}: not split");
             };
             assert_eq!(parts.len(), threads.min(c.n() / 2));
@@ -196,6 +219,8 @@ mod tests {
         let q = "sum by (mode) (rate(node_cpu_seconds_total[75s]))";
         assert_eq!(plan_of(q, day(60_000), 2).map(|p| p.len()), Some(2));
         assert!(plan_of(q, day(60_000), 1).is_none(), "one thread");
+        let never = plan(StepSplit::Never, &crate::parse(q).unwrap(), day(60_000), 2, 300_000);
+        assert!(never.is_none(), "never");
         let six_hours = Ctx {
             end: 6 * HOUR,
             ..day(20_000)
@@ -207,6 +232,8 @@ mod tests {
         assert!(plan_of("rate(x[1h])", day(60_000), 2).is_none());
         assert!(plan_of("max_over_time(rate(x[5m])[1h:1m])", day(60_000), 2).is_none());
         assert!(plan_of("max_over_time(rate(x[5m])[10m:1m])", day(60_000), 2).is_some());
+        assert!(plan_of("topk(3, sum by (x) (rate(y[5m])))", day(60_000), 2).is_none());
+        assert!(plan_of("sum(count_values(\"v\", x))", day(60_000), 2).is_none());
         // `@` pins the same data for every part.
         assert!(plan_of("x @ 100 + y", day(60_000), 2).is_none());
         assert!(plan_of("max_over_time(x[10m:1m] @ end())", day(60_000), 2).is_none());

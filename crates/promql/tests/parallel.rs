@@ -98,7 +98,7 @@ fn split_by_steps_is_bit_identical_to_whole() {
     let s = storage();
     let whole = Engine::default();
     let split = Engine::new(cairn_promql::EngineOptions {
-        step_split: cairn_promql::StepSplit::ALWAYS,
+        step_split: cairn_promql::StepSplit::Always,
         ..Default::default()
     });
     let queries = [
@@ -164,7 +164,7 @@ fn parallel_evaluation_respects_limits() {
         let opts = cairn_promql::EngineOptions {
             max_series,
             max_samples,
-            step_split: cairn_promql::StepSplit::ALWAYS,
+            step_split: cairn_promql::StepSplit::Always,
             ..Default::default()
         };
         four.install(|| Engine::new(opts).range(&s, "cpu_seconds_total", 0, 6_000_000, 15_000))

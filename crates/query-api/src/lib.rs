@@ -28,7 +28,7 @@ use cairn_promql::{Engine, ErrorKind, QueryError, QueryOptions, QueryResult, Sam
 /// Version reported by buildinfo: Grafana needs ≥ 2.24.0 for its cheap label endpoints.
 pub const PROMETHEUS_COMPAT_VERSION: &str = "3.0.0";
 
-pub use cairn_promql::EngineOptions;
+pub use cairn_promql::{EngineOptions, StepSplit};
 
 /// The query routes, for [`cairn_http::router_with`], evaluating with an
 /// engine built from `options` (limits, timeout, lookback).

@@ -16,7 +16,7 @@ use cairn_tsdb::Tsdb;
 use crate::opening::OpeningStorage;
 
 pub use cairn_http::parse_duration;
-pub use cairn_query_api::EngineOptions;
+pub use cairn_query_api::{EngineOptions, StepSplit};
 
 /// Everything the binary configures.
 #[derive(Debug, Clone)]
