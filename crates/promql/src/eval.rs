@@ -544,8 +544,9 @@ impl<'a> Ev<'a> {
         }
     }
 
-    /// Takes in a finished part's annotations and counts. Every part selects
-    /// the same series, so they count once; samples add up, and the sum must
+    /// Takes in a finished part's annotations and counts. The parts select
+    /// the same series (bar those that start or stop within the range), so
+    /// the most any part selected counts; samples add up, and the sum must
     /// stay under the limit as the whole query's would.
     pub(crate) fn absorb(&mut self, part: Ev<'a>) -> Result<()> {
         for w in part.warnings {
@@ -604,6 +605,26 @@ impl<'a> Ev<'a> {
     ) -> Result<Vec<Series>> {
         let sets = convert_matchers(vs)?;
         let querier = self.q.querier(mint, maxt)?;
+        self.counted(|budget| {
+            if sets.len() == 1 {
+                return read_sharded(querier.as_ref(), &hints, &sets[0], budget, opts, reduce);
+            }
+            // `{a="1" or b="2"}`: union of the alternatives. A series matched
+            // by several has the same samples in each, so its reductions are
+            // equal and the first is kept.
+            let mut all: std::collections::BTreeMap<Labels, Series> = Default::default();
+            for ms in &sets {
+                for s in read_sharded(querier.as_ref(), &hints, ms, budget, opts, reduce)? {
+                    all.entry(s.labels.clone()).or_insert(s);
+                }
+            }
+            Ok(all.into_values().collect())
+        })
+    }
+
+    /// Runs `f` with a budget of this evaluation's limits and keeps the
+    /// series and samples it counted (also when `f` fails).
+    fn counted<T>(&mut self, f: impl FnOnce(&Budget<'_>) -> T) -> T {
         let budget = Budget::new(
             self.series,
             self.max_series,
@@ -613,32 +634,10 @@ impl<'a> Ev<'a> {
             self.cancel.as_deref(),
             self.threads,
         );
-        let result = if sets.len() == 1 {
-            read_sharded(querier.as_ref(), &hints, &sets[0], &budget, opts, reduce)
-        } else {
-            // `{a="1" or b="2"}`: union of the alternatives. A series matched
-            // by several has the same samples in each, so its reductions are
-            // equal and the first is kept.
-            let mut all: std::collections::BTreeMap<Labels, Series> = Default::default();
-            let mut res = Ok(());
-            for ms in &sets {
-                match read_sharded(querier.as_ref(), &hints, ms, &budget, opts, reduce) {
-                    Ok(ss) => {
-                        for s in ss {
-                            all.entry(s.labels.clone()).or_insert(s);
-                        }
-                    }
-                    Err(e) => {
-                        res = Err(e);
-                        break;
-                    }
-                }
-            }
-            res.map(|()| all.into_values().collect())
-        };
-        self.series = budget.series.load(std::sync::atomic::Ordering::Relaxed);
-        self.samples = budget.samples.load(std::sync::atomic::Ordering::Relaxed);
-        result
+        let out = f(&budget);
+        self.series = budget.series.load(Ordering::Relaxed);
+        self.samples = budget.samples.load(Ordering::Relaxed);
+        out
     }
 
     /// Calls `f` with each series selected by `vs` with samples in
@@ -657,23 +656,12 @@ impl<'a> Ev<'a> {
             return Ok(false);
         };
         let querier = self.q.querier(mint, maxt)?;
-        let budget = Budget::new(
-            self.series,
-            self.max_series,
-            self.samples,
-            self.max_samples,
-            self.deadline,
-            self.cancel.as_deref(),
-            self.threads,
-        );
         let opts = ReadOpts {
             drop_stale: true,
             count_output: false,
         };
-        let result = crate::select::for_each_series(querier.as_ref(), &hints, matchers, &budget, opts, f);
-        self.series = budget.series.load(std::sync::atomic::Ordering::Relaxed);
-        self.samples = budget.samples.load(std::sync::atomic::Ordering::Relaxed);
-        result.map(|()| true)
+        self.counted(|budget| crate::select::for_each_series(querier.as_ref(), &hints, matchers, budget, opts, f))?;
+        Ok(true)
     }
 
     /// A budget for parallel work outside selects (subquery reductions).
