@@ -158,7 +158,7 @@ pub(crate) fn run(
         ));
     }
     let v = match crate::step_split::plan(opts.step_split, spec.ast, ctx, ev.threads, ev.lookback) {
-        Some(parts) => crate::step_split::eval(&mut ev, spec.ast, &parts)?,
+        Some(plan) => crate::step_split::eval(&mut ev, spec.ast, &plan)?,
         None => ev.eval(spec.ast, ctx)?,
     };
     let value = match v {
@@ -523,9 +523,10 @@ impl<'a> Ev<'a> {
     }
 
     /// A fresh evaluator for one part of a query split by steps
-    /// (`step_split.rs`): same query, limits and deadline, on one thread,
-    /// counting from zero (the split comes before anything is counted).
-    pub(crate) fn part(&self) -> Ev<'a> {
+    /// (`step_split.rs`): same query, limits and deadline, on `threads`
+    /// pool threads, counting from zero (the split comes before anything is
+    /// counted).
+    pub(crate) fn part(&self, threads: usize) -> Ev<'a> {
         Ev {
             q: self.q,
             lookback: self.lookback,
@@ -540,7 +541,7 @@ impl<'a> Ev<'a> {
             warnings: Vec::new(),
             infos: Vec::new(),
             range_query: self.range_query,
-            threads: 1,
+            threads,
         }
     }
 

@@ -60,40 +60,54 @@ impl Default for StepSplit {
     }
 }
 
-/// The parts to evaluate `ast` over `c` in, or `None` to evaluate it whole:
-/// for an instant query, a single thread, steps too few or (under `Auto`)
-/// too short against the windows they look back over, or an `@` modifier
-/// (which pins the same data for every part).
-pub(crate) fn plan(policy: StepSplit, ast: &Expr, c: Ctx, threads: usize, lookback: i64) -> Option<Vec<Ctx>> {
-    if threads < 2 || c.step <= 0 || policy == StepSplit::Never {
+/// How a range query is split: its parts, and the pool threads each part's
+/// evaluation may use in turn (more than one on machines with more cores
+/// than parts long enough).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub parts: Vec<Ctx>,
+    pub threads_per_part: usize,
+}
+
+/// How to split `ast` over `c`, or `None` to evaluate it whole: for an
+/// instant query, a single thread, steps too few or (under `Auto`) too short
+/// against the windows they look back over, or an `@` modifier (which pins
+/// the same data for every part). As many parts as threads when they are
+/// long enough, else fewer, each then with a share of the threads.
+pub(crate) fn plan(policy: StepSplit, ast: &Expr, c: Ctx, threads: usize, lookback: i64) -> Option<Plan> {
+    if threads < 2 || c.step <= 0 {
         return None;
     }
+    let window = lookbehind(ast, lookback)?;
+    let min_span = match policy {
+        StepSplit::Never => return None,
+        StepSplit::Always => 0,
+        StepSplit::Auto {
+            min_part_span,
+            min_part_per_window,
+        } => (min_part_span.as_millis() as i64).max(window.saturating_mul(i64::from(min_part_per_window))),
+    };
     let n = c.n();
-    let parts = threads.min(n / 2);
+    let mut parts = threads.min(n / 2);
+    while parts >= 2 && (n.div_ceil(parts) as i64).saturating_mul(c.step) < min_span {
+        parts -= 1;
+    }
     if parts < 2 {
         return None;
     }
     let per_part = n.div_ceil(parts);
-    let span = per_part as i64 * c.step;
-    let window = lookbehind(ast, lookback)?;
-    if let StepSplit::Auto {
-        min_part_span,
-        min_part_per_window,
-    } = policy
-        && (span < min_part_span.as_millis() as i64 || span < window.saturating_mul(i64::from(min_part_per_window)))
-    {
-        return None;
-    }
-    Some(
-        (0..n)
-            .step_by(per_part)
-            .map(|i| Ctx {
-                start: c.ts(i),
-                end: c.ts((i + per_part).min(n) - 1),
-                step: c.step,
-            })
-            .collect(),
-    )
+    let parts: Vec<Ctx> = (0..n)
+        .step_by(per_part)
+        .map(|i| Ctx {
+            start: c.ts(i),
+            end: c.ts((i + per_part).min(n) - 1),
+            step: c.step,
+        })
+        .collect();
+    Some(Plan {
+        threads_per_part: threads / parts.len(),
+        parts,
+    })
 }
 
 /// Aggregations whose answer at a step depends on the order of their input
@@ -143,14 +157,15 @@ fn lookbehind(e: &Expr, lookback: i64) -> Option<i64> {
     }
 }
 
-/// Evaluates `ast` over each of `parts` on its own pool thread and joins
+/// Evaluates `ast` over each part of `plan` as its own pool task and joins
 /// the results in step order, with their annotations and sample counts.
-pub(crate) fn eval(ev: &mut Ev, ast: &Expr, parts: &[Ctx]) -> Result<Val> {
-    let done: Vec<(Result<Val>, Ev)> = parts
+pub(crate) fn eval(ev: &mut Ev, ast: &Expr, plan: &Plan) -> Result<Val> {
+    let done: Vec<(Result<Val>, Ev)> = plan
+        .parts
         .par_iter()
         .with_max_len(1)
         .map(|&c| {
-            let mut part = ev.part();
+            let mut part = ev.part(plan.threads_per_part);
             (part.eval(ast, c), part)
         })
         .collect();
@@ -197,14 +212,15 @@ mod tests {
     }
 
     fn plan_of(q: &str, c: Ctx, threads: usize) -> Option<Vec<Ctx>> {
-        plan(StepSplit::default(), &crate::parse(q).unwrap(), c, threads, 300_000)
+        plan(StepSplit::default(), &crate::parse(q).unwrap(), c, threads, 300_000).map(|p| p.parts)
     }
 
     #[test]
     fn parts_cover_every_step_once_in_order() {
         for (threads, step) in [(2, 60_000), (3, 60_000), (4, 7_000), (2, 8 * HOUR)] {
             let c = day(step);
-            let Some(parts) = plan(StepSplit::Always, &crate::parse("x").unwrap(), c, threads, 300_000) else {
+            let Some(Plan { parts, .. }) = plan(StepSplit::Always, &crate::parse("x").unwrap(), c, threads, 300_000)
+            else {
                 panic!("{threads} threads, step {step}: not split");
             };
             assert_eq!(parts.len(), threads.min(c.n() / 2));
@@ -212,6 +228,22 @@ mod tests {
             let whole: Vec<i64> = (0..c.n()).map(|i| c.ts(i)).collect();
             assert_eq!(steps, whole, "{threads} threads, step {step}");
         }
+    }
+
+    #[test]
+    fn more_threads_than_long_parts_share_the_threads() {
+        let q = crate::parse("sum(rate(x[5m]))").unwrap();
+        let split = |threads, hours: i64| {
+            let c = Ctx {
+                end: hours * HOUR,
+                ..day(60_000)
+            };
+            plan(StepSplit::default(), &q, c, threads, 300_000).map(|p| (p.parts.len(), p.threads_per_part))
+        };
+        assert_eq!(split(8, 24), Some((2, 4)), "two 12 h parts of a day, four threads each");
+        assert_eq!(split(8, 48), Some((4, 2)));
+        assert_eq!(split(3, 24), Some((2, 1)));
+        assert_eq!(split(8, 23), None, "no part of 12 h");
     }
 
     #[test]
