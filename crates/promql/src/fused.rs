@@ -72,6 +72,7 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
     if a.param.is_some() {
         return None;
     }
+    // Only the aggregations `GroupSteps` accumulates (not quantile, topk, ...).
     GroupSteps::new(&op, 0)?;
     let Expr::Call(call) = unwrap_parens(&a.expr) else {
         return None;
