@@ -479,7 +479,7 @@ pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
     values[lower as usize] * (1.0 - weight) + values[upper as usize] * weight
 }
 
-fn convert_matchers(vs: &VectorSelector) -> Result<Vec<Vec<Matcher>>> {
+pub(crate) fn convert_matchers(vs: &VectorSelector) -> Result<Vec<Vec<Matcher>>> {
     let conv = |ms: &[promql_parser::label::Matcher]| -> Result<Vec<Matcher>> {
         let mut out = Vec::with_capacity(ms.len() + 1);
         if let Some(name) = &vs.name {

@@ -22,6 +22,7 @@ mod fused;
 mod rate;
 mod samples;
 mod select;
+mod small;
 mod step_split;
 mod value;
 mod window_index;
@@ -171,6 +172,18 @@ impl Engine {
 
     pub fn options(&self) -> &EngineOptions {
         &self.opts
+    }
+
+    /// Whether `expr` over `[start, end]` (ms) is small enough to evaluate
+    /// on the caller's thread, e.g. an async worker: its selectors match at
+    /// most 16 series in all, over at most a day, with no subquery. A query
+    /// that does not parse counts as small (its error is immediate).
+    pub fn is_small(&self, q: &dyn Queryable, expr: &str, start: i64, end: i64, qo: &QueryOptions) -> bool {
+        let Ok(ast) = parse(expr) else {
+            return true;
+        };
+        let lookback = qo.lookback_delta.unwrap_or(self.opts.lookback_delta).as_millis() as i64;
+        small::is_small(q, &ast, start, end, if lookback <= 0 { 300_000 } else { lookback })
     }
 
     /// Evaluates `expr` at `t` (ms).

@@ -101,12 +101,20 @@ async fn query(
     let qo = query_options(&engine, &params, &cancel)?;
     let _guard = CancelOnDrop(cancel);
     let storage = state.storage().clone();
-    let res = run_blocking(move || {
+    let res = if engine.is_small(storage.as_ref(), &expr, t, t, &qo) {
+        // A few series: evaluating costs less than the hand-offs to the
+        // blocking pool and back.
         engine
             .instant_with(storage.as_ref(), &expr, t, &qo)
-            .map_err(query_error)
-    })
-    .await?;
+            .map_err(query_error)?
+    } else {
+        run_blocking(move || {
+            engine
+                .instant_with(storage.as_ref(), &expr, t, &qo)
+                .map_err(query_error)
+        })
+        .await?
+    };
     Ok(render(res, limit))
 }
 
@@ -141,12 +149,19 @@ async fn query_range(
     let qo = query_options(&engine, &params, &cancel)?;
     let _guard = CancelOnDrop(cancel);
     let storage = state.storage().clone();
-    let res = run_blocking(move || {
+    let res = if engine.is_small(storage.as_ref(), &expr, start, end, &qo) {
+        // See `query`.
         engine
             .range_with(storage.as_ref(), &expr, start, end, step, &qo)
-            .map_err(query_error)
-    })
-    .await?;
+            .map_err(query_error)?
+    } else {
+        run_blocking(move || {
+            engine
+                .range_with(storage.as_ref(), &expr, start, end, step, &qo)
+                .map_err(query_error)
+        })
+        .await?
+    };
     Ok(render(res, limit))
 }
 

@@ -76,7 +76,8 @@ pub trait Querier: Send + Sync {
     /// An upper bound of how many series `select` would return for
     /// `matchers`, found without reading samples; `usize::MAX` when unknown.
     /// Callers use it to decide whether reading shards in parallel pays for
-    /// the thread hand-offs.
+    /// the thread hand-offs, and whether a query is small enough to run on
+    /// an async worker.
     fn series_upper_bound(&self, matchers: &[Matcher]) -> Result<usize, StorageError> {
         let _ = matchers;
         Ok(usize::MAX)
