@@ -193,6 +193,18 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
+/// Runs short synchronous work right here, on the async worker: for work
+/// that costs less than the hand-offs of [`run_blocking`]. As there, a
+/// panic in `f` becomes a 500.
+pub fn run_inline<T>(f: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        tracing::error!("inline API work panicked");
+        Err(ApiError::internal(
+            "internal error: the request's evaluation panicked".to_string(),
+        ))
+    })
+}
+
 /// Runs synchronous storage work on the blocking pool, so fsyncs and long
 /// scans never stall the async workers. A panic in `f` becomes a 500.
 pub async fn run_blocking<T, F>(f: F) -> Result<T, ApiError>
@@ -294,6 +306,13 @@ async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) ->
 #[cfg(test)]
 mod tests {
     use crate::test_util::*;
+
+    #[test]
+    fn a_panic_inline_is_a_500_not_a_dropped_connection() {
+        let err = super::run_inline(|| -> Result<(), super::ApiError> { panic!("bug") }).unwrap_err();
+        assert_eq!(err.status().as_u16(), 500);
+        assert_eq!(super::run_inline(|| Ok(7)), Ok(7));
+    }
 
     #[tokio::test]
     async fn unknown_paths_are_404_envelopes() {

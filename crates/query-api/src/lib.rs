@@ -20,7 +20,7 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use cairn_http::{
     ApiError, AppState, ErrorType, Params, format_value, invalid_param, limit_param, parse_duration, run_blocking,
-    time_param,
+    run_inline, time_param,
 };
 use cairn_model::Labels;
 use cairn_promql::{Engine, ErrorKind, QueryError, QueryOptions, QueryResult, SampleValue, Value};
@@ -104,9 +104,11 @@ async fn query(
     let res = if engine.is_small(storage.as_ref(), &expr, t, t, &qo) {
         // A few series: evaluating costs less than the hand-offs to the
         // blocking pool and back.
-        engine
-            .instant_with(storage.as_ref(), &expr, t, &qo)
-            .map_err(query_error)?
+        run_inline(|| {
+            engine
+                .instant_with(storage.as_ref(), &expr, t, &qo)
+                .map_err(query_error)
+        })?
     } else {
         run_blocking(move || {
             engine
@@ -151,9 +153,11 @@ async fn query_range(
     let storage = state.storage().clone();
     let res = if engine.is_small(storage.as_ref(), &expr, start, end, &qo) {
         // See `query`.
-        engine
-            .range_with(storage.as_ref(), &expr, start, end, step, &qo)
-            .map_err(query_error)?
+        run_inline(|| {
+            engine
+                .range_with(storage.as_ref(), &expr, start, end, step, &qo)
+                .map_err(query_error)
+        })?
     } else {
         run_blocking(move || {
             engine
