@@ -265,7 +265,7 @@ fn duration_ms(d: &std::time::Duration) -> i64 {
     d.as_millis() as i64
 }
 
-fn offset_ms(o: &Option<Offset>) -> i64 {
+pub(crate) fn offset_ms(o: &Option<Offset>) -> i64 {
     match o {
         None => 0,
         Some(Offset::Pos(d)) => duration_ms(d),

@@ -11,7 +11,7 @@
 use cairn_storage::Queryable;
 use promql_parser::parser::{Expr, VectorSelector};
 
-use crate::eval::convert_matchers;
+use crate::eval::{convert_matchers, offset_ms};
 
 /// Series a small query may select, over all its selectors (the bound the
 /// index gives before reading anything; a series in two day partitions
@@ -32,29 +32,21 @@ pub(crate) fn is_small(q: &dyn Queryable, ast: &Expr, start: i64, end: i64, look
     }
     let mut series = 0usize;
     for (vs, reach) in selectors {
-        let offset = match &vs.offset {
-            Some(promql_parser::parser::Offset::Pos(d)) => d.as_millis() as i64,
-            Some(promql_parser::parser::Offset::Neg(d)) => -(d.as_millis() as i64),
-            None => 0,
+        let offset = offset_ms(&vs.offset);
+        let (span, mint, maxt) = match &vs.at {
+            // Pinned to one time: one window of data, somewhere in the store.
+            Some(_) => (reach, i64::MIN, i64::MAX),
+            None => (
+                end - start + reach,
+                start.saturating_sub(offset).saturating_sub(reach),
+                end.saturating_sub(offset),
+            ),
         };
-        let (from, to) = match &vs.at {
-            // Pinned to one time: one window of data.
-            Some(_) => (0, 0),
-            None => (start, end),
-        };
-        if to - from + reach > MAX_SPAN_MS {
+        if span > MAX_SPAN_MS {
             return false;
         }
         let Ok(sets) = convert_matchers(vs) else {
             return false;
-        };
-        let (mint, maxt) = match &vs.at {
-            // `@` times are resolved by the evaluation; bound the whole store.
-            Some(_) => (i64::MIN, i64::MAX),
-            None => (
-                start.saturating_sub(offset).saturating_sub(reach),
-                end.saturating_sub(offset),
-            ),
         };
         let Ok(querier) = q.querier(mint, maxt) else {
             return false;
