@@ -122,17 +122,23 @@ pub(crate) struct RunSpec<'a> {
     pub instant: bool,
 }
 
+/// The query's lookback delta in ms: its own, else the engine's (5 m when
+/// neither is positive).
+pub(crate) fn lookback_ms(opts: &EngineOptions, qo: &QueryOptions) -> i64 {
+    let lookback = qo.lookback_delta.unwrap_or(opts.lookback_delta).as_millis() as i64;
+    if lookback <= 0 { 300_000 } else { lookback }
+}
+
 pub(crate) fn run(
     opts: &EngineOptions,
     qo: &QueryOptions,
     q: &dyn Queryable,
     spec: RunSpec<'_>,
 ) -> Result<QueryResult> {
-    let lookback = qo.lookback_delta.unwrap_or(opts.lookback_delta).as_millis() as i64;
     let timeout = qo.timeout.unwrap_or(opts.timeout);
     let mut ev = Ev {
         q,
-        lookback: if lookback <= 0 { 300_000 } else { lookback },
+        lookback: lookback_ms(opts, qo),
         qstart: spec.start,
         qend: spec.end,
         max_samples: opts.max_samples,

@@ -182,8 +182,7 @@ impl Engine {
         let Ok(ast) = parse(expr) else {
             return true;
         };
-        let lookback = qo.lookback_delta.unwrap_or(self.opts.lookback_delta).as_millis() as i64;
-        small::is_small(q, &ast, start, end, if lookback <= 0 { 300_000 } else { lookback })
+        small::is_small(q, &ast, start, end, eval::lookback_ms(&self.opts, qo))
     }
 
     /// Evaluates `expr` at `t` (ms).

@@ -30,10 +30,12 @@ pub(crate) fn is_small(q: &dyn Queryable, ast: &Expr, start: i64, end: i64, look
     if !collect(ast, lookback, &mut selectors) {
         return false;
     }
-    let mut series = 0usize;
-    for (vs, reach) in selectors {
+    // One read view over every selector's reach: bounds per day partition
+    // do not need each selector's own.
+    let (mut mint, mut maxt) = (i64::MAX, i64::MIN);
+    for &(vs, reach) in &selectors {
         let offset = offset_ms(&vs.offset);
-        let (span, mint, maxt) = match &vs.at {
+        let (span, lo, hi) = match &vs.at {
             // Pinned to one time: one window of data, somewhere in the store.
             Some(_) => (reach, i64::MIN, i64::MAX),
             None => (
@@ -45,10 +47,17 @@ pub(crate) fn is_small(q: &dyn Queryable, ast: &Expr, start: i64, end: i64, look
         if span > MAX_SPAN_MS {
             return false;
         }
+        (mint, maxt) = (mint.min(lo), maxt.max(hi));
+    }
+    if selectors.is_empty() {
+        return true;
+    }
+    let Ok(querier) = q.querier(mint, maxt) else {
+        return false;
+    };
+    let mut series = 0usize;
+    for (vs, _) in selectors {
         let Ok(sets) = convert_matchers(vs) else {
-            return false;
-        };
-        let Ok(querier) = q.querier(mint, maxt) else {
             return false;
         };
         for matchers in &sets {

@@ -89,6 +89,16 @@ fn query_options(engine: &Engine, params: &Params, cancel: &Arc<AtomicBool>) -> 
     })
 }
 
+/// Runs a query's evaluation `f`: a small one (`Engine::is_small`) right on
+/// this async worker, as evaluating costs less than the hand-offs to the
+/// blocking pool and back; any other on the blocking pool.
+async fn evaluate<F>(small: bool, f: F) -> Result<QueryResult, ApiError>
+where
+    F: FnOnce() -> Result<QueryResult, ApiError> + Send + 'static,
+{
+    if small { run_inline(f) } else { run_blocking(f).await }
+}
+
 async fn query(
     State(state): State<AppState>,
     Extension(engine): SharedEngine,
@@ -101,22 +111,13 @@ async fn query(
     let qo = query_options(&engine, &params, &cancel)?;
     let _guard = CancelOnDrop(cancel);
     let storage = state.storage().clone();
-    let res = if engine.is_small(storage.as_ref(), &expr, t, t, &qo) {
-        // A few series: evaluating costs less than the hand-offs to the
-        // blocking pool and back.
-        run_inline(|| {
-            engine
-                .instant_with(storage.as_ref(), &expr, t, &qo)
-                .map_err(query_error)
-        })?
-    } else {
-        run_blocking(move || {
-            engine
-                .instant_with(storage.as_ref(), &expr, t, &qo)
-                .map_err(query_error)
-        })
-        .await?
-    };
+    let small = engine.is_small(storage.as_ref(), &expr, t, t, &qo);
+    let res = evaluate(small, move || {
+        engine
+            .instant_with(storage.as_ref(), &expr, t, &qo)
+            .map_err(query_error)
+    })
+    .await?;
     Ok(render(res, limit))
 }
 
@@ -151,21 +152,13 @@ async fn query_range(
     let qo = query_options(&engine, &params, &cancel)?;
     let _guard = CancelOnDrop(cancel);
     let storage = state.storage().clone();
-    let res = if engine.is_small(storage.as_ref(), &expr, start, end, &qo) {
-        // See `query`.
-        run_inline(|| {
-            engine
-                .range_with(storage.as_ref(), &expr, start, end, step, &qo)
-                .map_err(query_error)
-        })?
-    } else {
-        run_blocking(move || {
-            engine
-                .range_with(storage.as_ref(), &expr, start, end, step, &qo)
-                .map_err(query_error)
-        })
-        .await?
-    };
+    let small = engine.is_small(storage.as_ref(), &expr, start, end, &qo);
+    let res = evaluate(small, move || {
+        engine
+            .range_with(storage.as_ref(), &expr, start, end, step, &qo)
+            .map_err(query_error)
+    })
+    .await?;
     Ok(render(res, limit))
 }
 
