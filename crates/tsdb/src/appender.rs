@@ -8,9 +8,9 @@ use cairn_storage::{Appender, CommitReport, RejectReason, StorageError};
 
 use crate::day::Day;
 use crate::engine::Inner;
+use crate::head::{Row, UNKNOWN_LOCAL};
 use crate::index::hash_labels;
 use crate::partition::Partition;
-use crate::rows::Row;
 use crate::wal::record::{DayBatch, SeriesRows, encode_batch};
 
 /// One series' samples for one day: ranges into the appender's shared
@@ -99,8 +99,10 @@ impl<'a> TsdbAppender<'a> {
     }
 }
 
-/// Series ids per day, in `by_day` order, one per pending series.
-type DayIds = Vec<Vec<u64>>;
+/// Series ids and local numbers per day, in `by_day` order, one per
+/// pending series; the local number of a series the commit creates is
+/// [`UNKNOWN_LOCAL`] (the index gives it one when the commit applies).
+type DayIds = Vec<Vec<(u64, u32)>>;
 /// Series created by a commit per day: id and canonical label encoding.
 type NewSeries<'l> = Vec<Vec<(u64, &'l [u8])>>;
 
@@ -111,31 +113,28 @@ impl TsdbAppender<'_> {
     fn resolve_new_series(
         &self,
         partitions: &[Arc<Partition>],
-        known: Vec<Vec<Option<u64>>>,
+        known: Vec<Vec<Option<(u64, u32)>>>,
     ) -> (DayIds, NewSeries<'_>) {
         let mut ids = Vec::with_capacity(partitions.len());
         let mut new_series = Vec::with_capacity(partitions.len());
         for ((p, d), known) in partitions.iter().zip(self.by_day.values()).zip(known) {
-            let index = p.index.read();
+            let index = p.index();
             let mut created: HashMap<u64, &[u8]> = HashMap::new();
             let mut day_new = Vec::new();
             let mut day_ids = Vec::with_capacity(d.series.len());
             for (s, known) in d.series.iter().zip(known) {
                 let encoded = &self.labels[s.encoded.clone()];
-                let id = match known
-                    .ok_or(())
-                    .or_else(|()| index.lookup(s.hash, encoded).map(|(id, _)| id))
-                {
-                    Ok(id) => id,
+                let id = match known.ok_or(()).or_else(|()| index.lookup(s.hash, encoded)) {
+                    Ok(known) => known,
                     Err(mut id) => loop {
                         match created.get(&id) {
-                            Some(&enc) if enc == encoded => break id,
+                            Some(&enc) if enc == encoded => break (id, UNKNOWN_LOCAL),
                             Some(_) => id = id.wrapping_add(1),
                             None if index.local_of(id).is_some() => id = id.wrapping_add(1),
                             None => {
                                 created.insert(id, encoded);
                                 day_new.push((id, encoded));
-                                break id;
+                                break (id, UNKNOWN_LOCAL);
                             }
                         }
                     },
@@ -169,7 +168,7 @@ impl TsdbAppender<'_> {
                     .series
                     .iter()
                     .zip(day_ids)
-                    .map(|(s, &id)| SeriesRows {
+                    .map(|(s, &(id, _))| SeriesRows {
                         id,
                         ts: &d.ts[s.samples.clone()],
                         vs: &d.vs[s.samples.clone()],
@@ -187,14 +186,14 @@ impl TsdbAppender<'_> {
             .zip(ids)
             .map(|(d, day_ids)| {
                 let mut rows = Vec::with_capacity(d.ts.len());
-                for (s, &id) in d.series.iter().zip(day_ids) {
+                for (s, &(id, local)) in d.series.iter().zip(day_ids) {
                     let samples = s.samples.clone();
-                    rows.extend(
-                        d.ts[samples.clone()]
-                            .iter()
-                            .zip(&d.vs[samples])
-                            .map(|(&t, &v)| Row { id, t, v }),
-                    );
+                    rows.extend(d.ts[samples.clone()].iter().zip(&d.vs[samples]).map(|(&t, &v)| Row {
+                        id,
+                        local,
+                        t,
+                        v,
+                    }));
                 }
                 rows
             })
@@ -252,19 +251,14 @@ impl Appender for TsdbAppender<'_> {
 
         // Known series are looked up before taking the commit lock (an id,
         // once given, stays with its labels); only new ones are resolved under it.
-        let known: Vec<Vec<Option<u64>>> = partitions
+        let known: Vec<Vec<Option<(u64, u32)>>> = partitions
             .iter()
             .zip(self.by_day.values())
             .map(|(p, d)| {
-                let index = p.index.read();
+                let index = p.index();
                 d.series
                     .iter()
-                    .map(|s| {
-                        index
-                            .lookup(s.hash, &self.labels[s.encoded.clone()])
-                            .ok()
-                            .map(|(id, _)| id)
-                    })
+                    .map(|s| index.lookup(s.hash, &self.labels[s.encoded.clone()]).ok())
                     .collect()
             })
             .collect();

@@ -16,9 +16,9 @@ use rayon::prelude::*;
 use crate::appender::TsdbAppender;
 use crate::config::{Config, WalSync};
 use crate::day::Day;
+use crate::head::{Row, UNKNOWN_LOCAL};
 use crate::partition::Partition;
 use crate::querier::TsdbQuerier;
-use crate::rows::Row;
 use crate::wal::{self, Wal, record};
 
 /// In-memory parts per partition before they are merged together. Only a
@@ -121,8 +121,7 @@ impl Tsdb {
         let mut partitions = BTreeMap::new();
         let mut max_seq = 0;
         for p in opened {
-            max_seq = max_seq.max(p.parts.read().all().map(|x| x.meta().max_seq).max().unwrap_or(0));
-            max_seq = max_seq.max(p.tombstones.read().iter().map(|t| t.seq).max().unwrap_or(0));
+            max_seq = max_seq.max(p.max_seq());
             partitions.insert(p.day, Arc::new(p));
         }
         // Each day shares the labels of series it has in common with the day before.
@@ -249,7 +248,16 @@ impl Inner {
                     continue;
                 }
                 let p = self.partition(day)?;
-                let rows: Vec<Row> = d.rows.iter().map(|&(id, t, v)| Row { id, t, v }).collect();
+                let rows: Vec<Row> = d
+                    .rows
+                    .iter()
+                    .map(|&(id, t, v)| Row {
+                        id,
+                        local: UNKNOWN_LOCAL,
+                        t,
+                        v,
+                    })
+                    .collect();
                 p.check_known(&d.new_series, &rows)?;
                 if p.apply(&d.new_series, &rows, seq, &self.config)? {
                     p.seal_rows()?;
@@ -328,10 +336,7 @@ impl Inner {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         for p in &partitions {
             let mut bytes = p.merge_disk_parts(MAX_DISK_PARTS, MERGE_FAN_IN)?;
-            if bytes == 0
-                && p.rows.lock().len() == 0
-                && p.wants_idle_merge(self.config.idle_merge_after.as_millis() as i64)
-            {
+            if bytes == 0 && p.head_rows() == 0 && p.wants_idle_merge(self.config.idle_merge_after.as_millis() as i64) {
                 bytes = p.compact_all()?;
             }
             if bytes > 0 {
@@ -420,7 +425,7 @@ impl Inner {
             .collect();
         for p in partitions {
             let ids: Vec<u64> = {
-                let index = p.index.read();
+                let index = p.index();
                 index.select(matchers).iter().map(|l| index.id_of(l)).collect()
             };
             p.delete(&ids, mint, maxt, seq)?;
@@ -468,11 +473,11 @@ impl Admin for Tsdb {
             .map(|(_, p)| p.clone())
             .collect();
         for p in partitions {
-            for part in p.parts.read().all() {
-                min_time = Some(min_time.map_or(part.meta().mint, |m| m.min(part.meta().mint)));
-                max_time = Some(max_time.map_or(part.meta().maxt, |m| m.max(part.meta().maxt)));
+            if let Some((mint, maxt)) = p.parts_time_range() {
+                min_time = Some(min_time.map_or(mint, |m| m.min(mint)));
+                max_time = Some(max_time.map_or(maxt, |m| m.max(maxt)));
             }
-            let index = p.index.read();
+            let index = p.index();
             series.extend(index.live().iter().map(|l| index.labels_of(l)));
         }
         let mut st = TsdbStatus::from_series(series.iter(), limit);
@@ -498,12 +503,12 @@ impl Admin for Tsdb {
             active_series: partitions
                 .iter()
                 .filter(|p| p.day == today)
-                .map(|p| p.index.read().live().len())
+                .map(|p| p.index().live().len())
                 .sum(),
-            head_samples: partitions.iter().map(|p| p.rows.lock().len() as u64).sum(),
+            head_samples: partitions.iter().map(|p| p.head_rows() as u64).sum(),
             storage_bytes: partitions.iter().map(|p| p.disk_bytes()).sum(),
             wal_bytes: self.inner.wal.disk_bytes(),
-            parts: partitions.iter().map(|p| p.parts.read().all().count() as u64).sum(),
+            parts: partitions.iter().map(|p| p.part_count() as u64).sum(),
             partitions: partitions.len() as u64,
             merges_total: c.merges.load(Ordering::Relaxed),
             merged_bytes_total: c.merged_bytes.load(Ordering::Relaxed),

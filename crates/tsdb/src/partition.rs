@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use cairn_model::EncodedLabels;
 use cairn_storage::StorageError;
-use parking_lot::{Mutex, RwLock, RwLockUpgradableReadGuard};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
 use crate::day::Day;
+use crate::head::{Head, HeadSnapshot, Row, UNKNOWN_LOCAL};
 use crate::index::PartitionIndex;
 use crate::part::{BlockEncoding, Part, PartMeta, PartWriter};
-use crate::rows::{Row, RowBuffer, RowsSnapshot};
 use crate::series_reader::{Deleted, Ranked, SeriesReader};
 use crate::tombstones::{self, Tombstone};
 use cairn_storage::SampleBlocks;
@@ -35,15 +35,17 @@ impl PartSet {
     }
 }
 
+/// Its locks are private: the order they are taken in (`index` → `head` →
+/// `parts`, see ARCHITECTURE.md) is kept by this file alone.
 pub struct Partition {
     pub day: Day,
     dir: PathBuf,
-    pub index: RwLock<PartitionIndex>,
-    pub rows: Mutex<RowBuffer>,
-    pub parts: RwLock<Arc<PartSet>>,
-    pub tombstones: RwLock<Arc<Vec<Tombstone>>>,
+    index: RwLock<PartitionIndex>,
+    head: Mutex<Head>,
+    parts: RwLock<Arc<PartSet>>,
+    tombstones: RwLock<Arc<Vec<Tombstone>>>,
     /// When rows were last applied (ms since the epoch), to find idle partitions.
-    pub last_write_ms: AtomicI64,
+    last_write_ms: AtomicI64,
     /// Tombstones up to this sequence number are merged out of all disk parts.
     applied_tombstone_seq: AtomicU64,
     /// Serialises flushes, merges and compactions of this partition: each
@@ -58,7 +60,7 @@ pub struct Partition {
 pub struct PartitionSnapshot {
     pub partition: Arc<Partition>,
     pub parts: Arc<PartSet>,
-    pub rows: RowsSnapshot,
+    pub head: HeadSnapshot,
     pub tombstones: Arc<Vec<Tombstone>>,
 }
 
@@ -82,7 +84,7 @@ impl Partition {
             day,
             dir,
             index: RwLock::default(),
-            rows: Mutex::default(),
+            head: Mutex::default(),
             parts: RwLock::default(),
             tombstones: RwLock::default(),
             rewrite: Mutex::new(()),
@@ -135,7 +137,7 @@ impl Partition {
             day,
             dir,
             index: RwLock::new(index),
-            rows: Mutex::default(),
+            head: Mutex::default(),
             parts: RwLock::new(Arc::new(parts)),
             tombstones: RwLock::new(Arc::new(tombs)),
             rewrite: Mutex::new(()),
@@ -148,24 +150,53 @@ impl Partition {
         Ok(p)
     }
 
+    /// The series index, read-locked: take it alone, never while holding
+    /// another lock of this partition.
+    pub fn index(&self) -> RwLockReadGuard<'_, PartitionIndex> {
+        self.index.read()
+    }
+
+    /// The newest write sequence number of the parts and tombstones on disk.
+    pub fn max_seq(&self) -> u64 {
+        let parts = self.parts.read().all().map(|p| p.meta().max_seq).max().unwrap_or(0);
+        parts.max(self.newest_tombstone_seq())
+    }
+
+    /// Rows in the head, not yet in a part.
+    pub fn head_rows(&self) -> usize {
+        self.head.lock().len()
+    }
+
+    pub fn part_count(&self) -> usize {
+        self.parts.read().all().count()
+    }
+
+    /// The time range of the samples in parts, if any.
+    pub fn parts_time_range(&self) -> Option<(i64, i64)> {
+        let parts = self.parts.read();
+        let mint = parts.all().map(|p| p.meta().mint).min()?;
+        let maxt = parts.all().map(|p| p.meta().maxt).max()?;
+        Some((mint, maxt))
+    }
+
     pub fn snapshot(self: &Arc<Self>) -> PartitionSnapshot {
-        // Sealing moves rows into a part while holding the rows lock, so
-        // holding it here sees each row exactly once: in the rows or in a part.
-        let rows = self.rows.lock();
+        // Sealing moves rows into a part while holding the head lock, so
+        // holding it here sees each row exactly once: in the head or in a part.
+        let head = self.head.lock();
         PartitionSnapshot {
             partition: self.clone(),
             parts: self.parts.read().clone(),
-            rows: rows.snapshot(),
+            head: head.snapshot(),
             tombstones: self.tombstones.read().clone(),
         }
     }
 
     /// Makes committed rows visible: registers new series, revives deleted
-    /// series written again and appends rows. Every row's series must be in
-    /// the index or in `new_series` (WAL replay checks with
-    /// [`Self::check_known`] first). Returns whether the row buffer is full:
-    /// the caller then seals it with [`Self::seal_rows`] once it has released
-    /// the commit lock, so compression does not hold up commits.
+    /// series written again and appends rows to the head. Every row's series
+    /// must be in the index or in `new_series` (WAL replay checks with
+    /// [`Self::check_known`] first). Returns whether the open generation is
+    /// full: the caller then seals it with [`Self::seal_rows`] once it has
+    /// released the commit lock, so compression does not hold up commits.
     pub fn apply(
         &self,
         new_series: &[(u64, &[u8])],
@@ -174,10 +205,10 @@ impl Partition {
         config: &crate::Config,
     ) -> Result<bool, StorageError> {
         let index = self.index.upgradable_read();
-        // The usual commit adds no series and the day has no deletes: the
-        // index is only read, and the rows are appended in one copy.
-        let series = if new_series.is_empty() && !index.has_deleted() {
-            index.series_count()
+        // The usual commit adds no series, the day has no deletes and the
+        // appender looked every local number up: the index is not touched.
+        let index = if new_series.is_empty() && !index.has_deleted() {
+            RwLockUpgradableReadGuard::downgrade(index)
         } else {
             let mut index = RwLockUpgradableReadGuard::upgrade(index);
             for (id, encoded) in new_series {
@@ -196,12 +227,33 @@ impl Partition {
                     index.revive(local);
                 }
             }
-            index.series_count()
+            RwLockWriteGuard::downgrade(index)
         };
+        // Rows of new series (and all rows in WAL replay) come without their local number.
+        let mut locals = Vec::new();
+        if rows.iter().any(|r| r.local == UNKNOWN_LOCAL) {
+            locals.reserve(rows.len());
+            let mut last = (u64::MAX, UNKNOWN_LOCAL);
+            for r in rows {
+                if r.local != UNKNOWN_LOCAL {
+                    locals.push(r.local);
+                    continue;
+                }
+                if last.1 == UNKNOWN_LOCAL || last.0 != r.id {
+                    last = (r.id, index.local_of(r.id).ok_or_else(|| self.unknown_series(r.id))?);
+                }
+                locals.push(last.1);
+            }
+        }
+        let seal_at = config.seal_rows(index.series_count());
         self.last_write_ms.store(crate::engine::now_ms(), Ordering::Relaxed);
-        let mut buf = self.rows.lock();
-        buf.extend(seq, rows);
-        Ok(buf.unsealed_len() >= config.seal_rows(series))
+        let mut head = self.head.lock();
+        if locals.is_empty() {
+            head.extend(seq, rows.iter().map(|r| (r.local, r.t, r.v)));
+        } else {
+            head.extend(seq, rows.iter().zip(locals).map(|(r, l)| (l, r.t, r.v)));
+        }
+        Ok(head.unsealed_len() >= seal_at)
     }
 
     /// Fails if a row's series is neither in the index nor in `new_series`:
@@ -228,21 +280,25 @@ impl Partition {
         }
     }
 
-    /// Compresses the row buffer into a new in-memory part. The rows stay
-    /// visible to queries while they are compressed without the rows lock;
+    /// Compresses the head's rows into a new in-memory part. The rows stay
+    /// visible to queries while they are compressed without the head lock;
     /// installing the part and dropping the rows is one step under it, so a
     /// snapshot sees each row exactly once. Returns once every row appended
     /// before the call is in a part.
     pub fn seal_rows(&self) -> Result<(), StorageError> {
         let _seal = self.seal.lock();
-        let Some(sealing) = self.rows.lock().begin_seal() else {
+        let Some(sealing) = self.head.lock().begin_seal() else {
             return Ok(());
         };
-        // On error the rows stay in the buffer's sealing slot and the next seal retries them.
-        let part = Arc::new(sealing.to_part()?);
-        let mut rows = self.rows.lock();
+        // On error the rows stay in the closed generations and the next seal retries them.
+        let part = sealing.to_part(|locals| {
+            let index = self.index.read();
+            locals.iter().map(|&l| index.id_of(l)).collect()
+        })?;
+        let part = Arc::new(part);
+        let mut head = self.head.lock();
         self.edit_parts(|parts| parts.memory.push(part));
-        rows.end_seal();
+        head.end_seal(&sealing);
         Ok(())
     }
 
@@ -257,10 +313,10 @@ impl Partition {
         *parts = Arc::new(next);
     }
 
-    /// Lock order everywhere: `rows` before `parts` (sealing holds `rows`
+    /// Lock order everywhere: `head` before `parts` (sealing holds `head`
     /// while it edits `parts`), so the two are read in separate statements here.
     pub fn memory_bytes(&self) -> u64 {
-        let rows = self.rows.lock().len() as u64 * 24;
+        let rows = self.head.lock().memory_bytes() as u64;
         let parts: u64 = self.parts.read().memory.iter().map(|p| p.size_bytes()).sum();
         rows + parts
     }

@@ -1,4 +1,4 @@
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 use std::ops::Range;
 
 use rayon::slice::ParallelSliceMut;
@@ -32,7 +32,7 @@ impl Querier for TsdbQuerier {
         Ok(self
             .snaps
             .iter()
-            .map(|snap| snap.partition.index.read().select(matchers).len() as usize)
+            .map(|snap| snap.partition.index().select(matchers).len() as usize)
             .sum())
     }
 
@@ -45,8 +45,8 @@ impl Querier for TsdbQuerier {
         let mut arena: Vec<u8> = Vec::new();
         let mut series: Vec<(Range<usize>, Vec<Ranked>)> = Vec::new();
         for snap in &self.snaps {
-            let selected: Vec<(u64, Range<usize>)> = {
-                let index = snap.partition.index.read();
+            let selected: Vec<(u64, u32, Range<usize>)> = {
+                let index = snap.partition.index();
                 let matching = index.select(matchers);
                 let mut selected = Vec::with_capacity(matching.len() as usize);
                 for local in &matching {
@@ -54,23 +54,23 @@ impl Querier for TsdbQuerier {
                     if hints.shard.is_none_or(|sh| sh.contains_encoded(encoded)) {
                         let at = arena.len();
                         arena.extend_from_slice(encoded);
-                        selected.push((index.id_of(local), at..arena.len()));
+                        selected.push((index.id_of(local), local, at..arena.len()));
                     }
                 }
                 selected
             };
             if hints.labels_only {
-                series.extend(selected.into_iter().map(|(_, key)| (key, Vec::new())));
+                series.extend(selected.into_iter().map(|(_, _, key)| (key, Vec::new())));
                 continue;
             }
-            let wanted: HashSet<u64> = selected.iter().map(|(id, _)| *id).collect();
-            let mut rows = snap.rows.collect(&wanted, self.mint, self.maxt);
+            let locals: Vec<u32> = selected.iter().map(|&(_, local, _)| local).collect();
+            let fresh = snap.head.series(&locals, self.mint, self.maxt);
             let parts: Vec<_> = snap.parts.all().cloned().collect();
             let tombs = tombstones_by_id(&snap.tombstones);
-            for (id, key) in selected {
+            for ((id, _, key), rows) in selected.into_iter().zip(fresh) {
                 let mut sources = sources_of(&parts, id, self.mint, self.maxt, &tombs);
                 // Unflushed rows are the newest writes of all.
-                sources.extend(rows.remove(&id).and_then(|r| Ranked::rows(u64::MAX, r)));
+                sources.extend(Ranked::rows(u64::MAX, rows));
                 if !sources.is_empty() {
                     series.push((key, sources));
                 }
@@ -130,7 +130,7 @@ impl Querier for TsdbQuerier {
     fn label_names(&self, matchers: &[Matcher], limit: Option<usize>) -> Result<Vec<String>, StorageError> {
         let mut out = BTreeSet::new();
         for snap in &self.snaps {
-            let index = snap.partition.index.read();
+            let index = snap.partition.index();
             let set = (!matchers.is_empty()).then(|| index.select(matchers));
             index.label_names(set.as_ref(), &mut out);
         }
@@ -145,7 +145,7 @@ impl Querier for TsdbQuerier {
     ) -> Result<Vec<String>, StorageError> {
         let mut out = BTreeSet::new();
         for snap in &self.snaps {
-            let index = snap.partition.index.read();
+            let index = snap.partition.index();
             let set = (!matchers.is_empty()).then(|| index.select(matchers));
             index.label_values(name, set.as_ref(), &mut out);
         }
