@@ -280,21 +280,33 @@ impl Appender for TsdbAppender<'_> {
                 self.prepare(&ids, new_series)
             }
         };
+        // Everything that can refuse the batch is asked before the WAL write:
+        // once the record is written the batch is committed (replay would
+        // apply it), so the commit must not report a failure after that.
+        for (p, day_new) in partitions.iter().zip(&new_series) {
+            p.check_room(day_new)?;
+        }
         db.wal.append_framed(&record)?;
 
         let mut full = Vec::new();
         for ((p, rows), day_new) in partitions.iter().zip(&rows).zip(&new_series) {
             report.samples_accepted += rows.len() as u64;
             report.series_created += day_new.len() as u64;
+            // Fails only on a broken invariant (a row of a series the index
+            // lacks), which replaying this record would meet again.
             if p.apply(day_new, rows, seq, &db.config)? {
                 full.push(p);
             }
         }
         drop(commit);
-        // Compression of full row buffers runs outside the commit lock, so
-        // the next commit proceeds meanwhile (on another core).
+        // Compression of full heads runs outside the commit lock, so the
+        // next commit proceeds meanwhile (on another core). The rows are
+        // committed and visible whether or not sealing succeeds: a failed
+        // seal leaves them in the head for the next one to retry.
         for p in full {
-            p.seal_rows()?;
+            if let Err(e) = p.seal_rows() {
+                tracing::error!(day = %p.day, error = %e, "sealing committed rows failed; retrying at the next seal");
+            }
             if p.memory_part_count() > crate::engine::MAX_MEMORY_PARTS {
                 db.nudge();
             }

@@ -233,6 +233,26 @@ impl PartitionIndex {
         }
     }
 
+    /// Fails if adding `new_series` would exceed what one day's index can
+    /// number or address. A commit checks before its WAL write, so applying
+    /// it cannot fail for this reason after the write.
+    pub fn check_room(&self, new_series: &[(u64, &[u8])]) -> Result<(), StorageError> {
+        // Local numbers are u32 and one value means "not yet known" (`UNKNOWN_LOCAL`).
+        if self.entries.len() as u64 + new_series.len() as u64 > u64::from(crate::head::UNKNOWN_LOCAL) {
+            return Err(StorageError::LimitExceeded(
+                "more than 2^32 - 1 series in one day".into(),
+            ));
+        }
+        // Each label encoding is stored after a varint length of at most 10 bytes.
+        let new_bytes: u64 = new_series.iter().map(|(_, e)| e.len() as u64 + 10).sum();
+        if self.tail.len() as u64 + new_bytes > u64::from(u32::MAX) {
+            return Err(StorageError::LimitExceeded(
+                "more than 4 GiB of new labels in one flush".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Adds a series (or revives a deleted one). Returns its local number.
     pub fn insert(&mut self, id: u64, labels: EncodedLabels<'_>) -> Result<u32, StorageError> {
         if let Some(local) = self.local_of(id) {
@@ -240,10 +260,8 @@ impl PartitionIndex {
             return Ok(local);
         }
         let encoded = labels.as_bytes();
-        let local = u32::try_from(self.entries.len())
-            .map_err(|_| StorageError::LimitExceeded("more than 2^32 series in one day".into()))?;
-        let at = u32::try_from(self.tail.len())
-            .map_err(|_| StorageError::LimitExceeded("more than 4 GiB of new labels in one flush".into()))?;
+        self.check_room(&[(id, encoded)])?;
+        let (local, at) = (self.entries.len() as u32, self.tail.len() as u32);
         self.entries.push(Entry { id, chunk: TAIL, at });
         put_uvarint(&mut self.tail, encoded.len() as u64);
         self.tail.extend_from_slice(encoded);

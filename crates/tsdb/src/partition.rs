@@ -191,6 +191,12 @@ impl Partition {
         }
     }
 
+    /// Fails if the index cannot take `new_series` (see
+    /// [`PartitionIndex::check_room`]); a commit asks before its WAL write.
+    pub fn check_room(&self, new_series: &[(u64, &[u8])]) -> Result<(), StorageError> {
+        self.index.read().check_room(new_series)
+    }
+
     /// Makes committed rows visible: registers new series, revives deleted
     /// series written again and appends rows to the head. Every row's series
     /// must be in the index or in `new_series` (WAL replay checks with

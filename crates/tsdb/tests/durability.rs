@@ -117,6 +117,32 @@ fn tsdb_backfill_across_days_and_overwrites_merge_newest_wins() {
     assert_eq!(all(&db), got);
 }
 
+/// A client that retries a commit (it timed out, or the reply was lost)
+/// writes the same samples again: each is stored once, in the head, in parts
+/// and after replaying both copies from the WAL.
+#[test]
+fn tsdb_retried_commit_stores_each_sample_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = now() - 3 * HOUR;
+    let once = {
+        let db = Tsdb::open(config(dir.path())).unwrap();
+        write(&db, 5, 40, start);
+        all(&db)
+    };
+    std::fs::remove_file(dir.path().join("LOCK")).ok();
+    let db = Tsdb::open(config(dir.path())).unwrap();
+    write(&db, 5, 40, start);
+    assert_eq!(all(&db), once, "retried in the head");
+    std::mem::forget(db);
+    std::fs::remove_file(dir.path().join("LOCK")).ok();
+    let db = Tsdb::open(config(dir.path())).unwrap();
+    assert_eq!(all(&db), once, "both copies replayed from the WAL");
+    write(&db, 5, 40, start);
+    db.flush().unwrap();
+    db.compact().unwrap();
+    assert_eq!(all(&db), once, "retried into parts");
+}
+
 #[test]
 fn tsdb_delete_survives_reopen_and_compaction_reclaims_space() {
     let dir = tempfile::tempdir().unwrap();

@@ -32,6 +32,9 @@ struct Segment {
     file: File,
     bytes: u64,
     needs_sync: bool,
+    /// Set when a failed write left bytes that could not be cut off again:
+    /// records appended after them would be lost at replay, so none are.
+    torn: Option<String>,
 }
 
 fn segment_path(dir: &Path, seq: u64) -> PathBuf {
@@ -84,9 +87,18 @@ impl Wal {
             *seg = Segment::create(&self.dir, next)?;
         }
         let path = segment_path(&self.dir, seg.seq);
-        seg.file
-            .write_all(frame)
-            .map_err(StorageError::io("append to", &path))?;
+        if let Some(reason) = &seg.torn {
+            let reason = format!("an earlier failed write left a torn record ({reason}); restart to recover");
+            return Err(StorageError::io("append to", &path)(std::io::Error::other(reason)));
+        }
+        if let Err(e) = seg.file.write_all(frame) {
+            // A partial record followed by whole ones would make replay stop
+            // at the partial one: cut it off before anything else is appended.
+            if let Err(cut) = seg.file.set_len(seg.bytes) {
+                seg.torn = Some(cut.to_string());
+            }
+            return Err(StorageError::io("append to", &path)(e));
+        }
         seg.bytes += frame.len() as u64;
         seg.needs_sync = true;
         if self.sync_every_commit {
@@ -141,6 +153,7 @@ impl Segment {
             file,
             bytes: 0,
             needs_sync: false,
+            torn: None,
         })
     }
 
