@@ -247,12 +247,16 @@ where
     let state = state.clone();
     let limits = state.config().remote_write_limits;
     let joined = tokio::task::spawn_blocking(move || -> Result<T, Refusal> {
-        let plain = decompress_body(&body, encoding.as_deref(), limits.max_decompressed_bytes).map_err(body_refusal)?;
-        let decoded = decode(&plain, &limits)?;
-        // The raw and decompressed bytes are not needed while storing.
-        drop(plain);
-        drop(body);
-        store(&state, decoded)
+        let metrics = state.metrics().clone();
+        metrics.measure_ingest(|| {
+            let plain =
+                decompress_body(&body, encoding.as_deref(), limits.max_decompressed_bytes).map_err(body_refusal)?;
+            let decoded = decode(&plain, &limits)?;
+            // The raw and decompressed bytes are not needed while storing.
+            drop(plain);
+            drop(body);
+            store(&state, decoded)
+        })
     })
     .await;
     joined.unwrap_or_else(|e| {

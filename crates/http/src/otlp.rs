@@ -131,21 +131,23 @@ async fn handle(state: &AppState, req: Request, format: Option<Format>) -> Resul
     let state = state.clone();
     let limits = state.config().remote_write_limits;
     let joined = tokio::task::spawn_blocking(move || -> Result<Rejections, Refusal> {
-        let decoded = match format {
-            Format::Protobuf => decode_export_request(&body, encoding, &limits, now_ms()),
-            Format::Json => decode_export_request_json(&body, encoding, &limits, now_ms()),
-        }
-        .map_err(|e| (e.reason(), ApiError::bad_data(e.to_string())))?;
-        drop(body);
-        let metrics = state.metrics();
-        for (reason, points) in decoded.rejected.counts() {
-            metrics.ingest_samples_rejected(Protocol::Otlp, reason.as_str(), points);
-        }
-        if decoded.batch.is_empty() && !decoded.rejected.is_empty() {
-            return Err(("all_points_rejected", ApiError::bad_data(decoded.rejected.message())));
-        }
-        store_batch(&state, Protocol::Otlp, &decoded.batch)?;
-        Ok(decoded.rejected)
+        let metrics = state.metrics().clone();
+        metrics.measure_ingest(|| {
+            let decoded = match format {
+                Format::Protobuf => decode_export_request(&body, encoding, &limits, now_ms()),
+                Format::Json => decode_export_request_json(&body, encoding, &limits, now_ms()),
+            }
+            .map_err(|e| (e.reason(), ApiError::bad_data(e.to_string())))?;
+            drop(body);
+            for (reason, points) in decoded.rejected.counts() {
+                metrics.ingest_samples_rejected(Protocol::Otlp, reason.as_str(), points);
+            }
+            if decoded.batch.is_empty() && !decoded.rejected.is_empty() {
+                return Err(("all_points_rejected", ApiError::bad_data(decoded.rejected.message())));
+            }
+            store_batch(&state, Protocol::Otlp, &decoded.batch)?;
+            Ok(decoded.rejected)
+        })
     })
     .await;
     match joined {

@@ -196,35 +196,41 @@ async fn reply(socket: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
 async fn ingest(state: &AppState, protocol: LineProtocol, lines: Vec<u8>) -> Vec<u8> {
     let state = state.clone();
     let joined = tokio::task::spawn_blocking(move || {
-        let limits = state.config().remote_write_limits;
-        let (result, replies) = match protocol {
-            LineProtocol::Graphite => (graphite::decode_graphite(&lines, crate::now_ms(), &limits), Vec::new()),
-            LineProtocol::OpenTsdbTelnet => {
-                let r = decode_telnet(&lines, &limits);
-                (r.import, r.replies)
-            }
-        };
-        let mut out = Vec::new();
-        for reply in replies.iter().take(MAX_REPLIES) {
-            match reply {
-                TelnetReply::Error(e) => out.extend_from_slice(e.as_bytes()),
-                TelnetReply::Version => {
-                    out.extend_from_slice(concat!("cairn ", env!("CARGO_PKG_VERSION"), " (OpenTSDB put)").as_bytes())
-                }
-            }
-            out.push(b'\n');
-        }
-        if let Err(message) = store(&state, protocol.protocol(), &result)
-            && protocol == LineProtocol::OpenTsdbTelnet
-        {
-            out.extend_from_slice(format!("put: {message}\n").as_bytes());
-        }
-        out
+        let metrics = state.metrics().clone();
+        metrics.measure_ingest(|| ingest_lines(&state, protocol, &lines))
     });
     joined.await.unwrap_or_else(|e| {
         tracing::error!(error = %e, "line protocol task failed");
         Vec::new()
     })
+}
+
+/// Decodes and stores `lines`, returning the replies.
+fn ingest_lines(state: &AppState, protocol: LineProtocol, lines: &[u8]) -> Vec<u8> {
+    let limits = state.config().remote_write_limits;
+    let (result, replies) = match protocol {
+        LineProtocol::Graphite => (graphite::decode_graphite(lines, crate::now_ms(), &limits), Vec::new()),
+        LineProtocol::OpenTsdbTelnet => {
+            let r = decode_telnet(lines, &limits);
+            (r.import, r.replies)
+        }
+    };
+    let mut out = Vec::new();
+    for reply in replies.iter().take(MAX_REPLIES) {
+        match reply {
+            TelnetReply::Error(e) => out.extend_from_slice(e.as_bytes()),
+            TelnetReply::Version => {
+                out.extend_from_slice(concat!("cairn ", env!("CARGO_PKG_VERSION"), " (OpenTSDB put)").as_bytes())
+            }
+        }
+        out.push(b'\n');
+    }
+    if let Err(message) = store(state, protocol.protocol(), &result)
+        && protocol == LineProtocol::OpenTsdbTelnet
+    {
+        out.extend_from_slice(format!("put: {message}\n").as_bytes());
+    }
+    out
 }
 
 fn store(state: &AppState, protocol: Protocol, result: &ImportResult) -> Result<(), String> {

@@ -163,6 +163,17 @@ fn decode_and_store(
     version: Version,
     encoding: ContentEncoding,
 ) -> (Result<(), Refusal>, u64) {
+    state
+        .metrics()
+        .measure_ingest(|| decode_and_store_measured(state, body, version, encoding))
+}
+
+fn decode_and_store_measured(
+    state: &AppState,
+    body: &[u8],
+    version: Version,
+    encoding: ContentEncoding,
+) -> (Result<(), Refusal>, u64) {
     let limits = state.config().remote_write_limits;
     let decoded: Result<WriteBatch, DecodeError> = match version {
         Version::V1 => decode_write_request(body, encoding, &limits),
@@ -284,6 +295,14 @@ mod tests {
             app.state.metrics().ingest_samples(crate::ingest::Protocol::RemoteWrite),
             3000
         );
+        // Decoding and storing 3,000 series took CPU time, counted as ingestion's.
+        let metrics = app.get("/metrics").await.body;
+        let ingest_cpu: f64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix("cairn_ingest_cpu_seconds_total "))
+            .and_then(|v| v.parse().ok())
+            .expect("cairn_ingest_cpu_seconds_total");
+        assert!(ingest_cpu > 0.0, "{ingest_cpu}");
     }
 
     #[tokio::test]

@@ -62,6 +62,8 @@ pub struct StorageStats {
     pub merges_total: u64,
     pub merged_bytes_total: u64,
     pub flushes_total: u64,
+    /// CPU time of background work (seals, flushes, merges, retention).
+    pub maintenance_cpu_seconds_total: f64,
 }
 
 impl TsdbStatus {

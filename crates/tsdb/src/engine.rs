@@ -47,6 +47,7 @@ pub(crate) struct Counters {
     pub merges: AtomicU64,
     pub merged_bytes: AtomicU64,
     pub flushes: AtomicU64,
+    pub maintenance_cpu_nanos: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -287,7 +288,7 @@ impl Inner {
         self.partitions.read().values().map(|p| p.memory_bytes()).sum()
     }
 
-    /// Seals every row buffer and flushes every partition; the caller holds
+    /// Seals every head and flushes every partition; the caller holds
     /// the commit lock or is alone (replay). Returns the new WAL segment.
     fn seal_and_flush_all(&self) -> Result<u64, StorageError> {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
@@ -301,7 +302,7 @@ impl Inner {
     }
 
     /// Writes in-memory data to disk and truncates the WAL. Commits wait only
-    /// while row buffers are sealed and the WAL rotates, not during the writes.
+    /// while heads are sealed and the WAL rotates, not during the writes.
     pub fn flush(&self) -> Result<(), StorageError> {
         let _flush = self.flush_lock.lock();
         let (partitions, seq) = {
@@ -380,6 +381,7 @@ impl Inner {
                     return;
                 }
             }
+            let cpu = cpu_time::ThreadTime::now();
             let result = (|| {
                 if let WalSync::Interval(_) = self.config.wal_sync {
                     self.wal.sync()?;
@@ -401,6 +403,9 @@ impl Inner {
             if let Err(e) = result {
                 tracing::error!(error = %e, "background maintenance failed; will retry");
             }
+            self.counters
+                .maintenance_cpu_nanos
+                .fetch_add(cpu.elapsed().as_nanos() as u64, Ordering::Relaxed);
         }
     }
 
@@ -513,6 +518,7 @@ impl Admin for Tsdb {
             merges_total: c.merges.load(Ordering::Relaxed),
             merged_bytes_total: c.merged_bytes.load(Ordering::Relaxed),
             flushes_total: c.flushes.load(Ordering::Relaxed),
+            maintenance_cpu_seconds_total: c.maintenance_cpu_nanos.load(Ordering::Relaxed) as f64 / 1e9,
         }
     }
 }
