@@ -93,6 +93,13 @@ pub fn render(reports: &[Report]) -> String {
     let mut s = String::from(
         "<!doctype html><html><head><meta charset=\"utf-8\"><title>cairn bench</title><style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}pre{background:#f6f6f6;padding:1em;overflow-x:auto}figure{margin:1em 0}figcaption{font-weight:bold}</style></head><body><h1>cairn bench</h1>\n",
     );
+    if reports.len() > 1 {
+        let _ = writeln!(
+            s,
+            "<h2>Comparison</h2><pre>{}</pre>",
+            escape(&crate::report::ratios(reports))
+        );
+    }
     for r in reports {
         let _ = writeln!(s, "<h2>{}</h2><pre>{}</pre>", escape(&r.name), escape(&r.summary()));
     }

@@ -17,7 +17,26 @@ impl QueryKind {
             Self::Range => "range",
         }
     }
+
+    /// The class of read load it stands for: rules evaluate instant
+    /// queries, dashboard panels range queries.
+    pub fn class(self) -> &'static str {
+        match self {
+            Self::Instant => "alert rules",
+            Self::Range => "dashboards",
+        }
+    }
+
+    pub const ALL: [QueryKind; 2] = [Self::Instant, Self::Range];
 }
+
+/// Self-metrics in which Cairn reports the CPU time of ingestion (decoding
+/// and storing writes, and the background work they cause); the rest of its
+/// CPU time is the read load's.
+pub const INGEST_CPU_METRICS: &[&str] = &[
+    "cairn_ingest_cpu_seconds_total",
+    "cairn_storage_maintenance_cpu_seconds_total",
+];
 
 /// Range queries of a node_exporter dashboard (the panels of a typical
 /// "Node Exporter Full" board), run over the `--range-window`.
@@ -110,8 +129,50 @@ impl QueryClient {
         Ok(v["data"].clone())
     }
 
+    /// The sum of every sample of `names` on the target's `/metrics` page
+    /// (`None` when it exposes none of them): figures only some targets give.
+    pub fn self_metric(&self, names: &[&str]) -> Option<f64> {
+        let resp = self
+            .access
+            .apply(self.http.get(format!("{}/metrics", self.base)))
+            .send()
+            .ok()?;
+        let text = resp.text().ok()?;
+        sum_of_metrics(&text, names)
+    }
+
     fn get(&self, path: &str, params: &[(&str, &str)]) -> Result<usize, QueryError> {
         let data = self.get_json(path, params)?;
         Ok(data["result"].as_array().map_or(0, Vec::len))
+    }
+}
+
+/// The sum of the samples of `names` in a text exposition, `None` if absent.
+fn sum_of_metrics(text: &str, names: &[&str]) -> Option<f64> {
+    let mut found = None;
+    for line in text.lines().filter(|l| !l.starts_with('#')) {
+        let Some((series, value)) = line.rsplit_once(' ') else {
+            continue;
+        };
+        let name = series.split(['{', ' ']).next().unwrap_or("");
+        if names.contains(&name)
+            && let Ok(v) = value.parse::<f64>()
+        {
+            *found.get_or_insert(0.0) += v;
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_the_samples_of_the_named_metrics() {
+        let text = "# HELP a_total x\n# TYPE a_total counter\na_total 1.5\nb_total{x=\"y z\"} 2\nab_total 100\nc 7\n";
+        assert_eq!(sum_of_metrics(text, &["a_total", "b_total"]), Some(3.5));
+        assert_eq!(sum_of_metrics(text, &["c"]), Some(7.0));
+        assert_eq!(sum_of_metrics(text, &["d_total"]), None);
     }
 }

@@ -27,7 +27,7 @@ impl LatencyReport {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct WorkloadReport {
     pub targets: usize,
     pub series_per_target: usize,
@@ -61,7 +61,15 @@ pub struct QueryReport {
     pub last_series: usize,
 }
 
+/// The queries of one class (see `QueryKind::class`) together.
 #[derive(Debug, Clone, Serialize)]
+pub struct QueryClassReport {
+    pub class: String,
+    pub errors: u64,
+    pub latency_ms: LatencyReport,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct GeneratorReport {
     pub cpu_seconds: f64,
     pub cpu_percent: f64,
@@ -69,11 +77,16 @@ pub struct GeneratorReport {
     pub behind_warnings: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct TargetReport {
     pub pid: u32,
     pub cpu_seconds: Option<f64>,
     pub cpu_seconds_per_million_samples: Option<f64>,
+    /// The part of `cpu_seconds` the target reports as ingestion's, where it
+    /// reports one (Cairn does); the rest is the read load's.
+    pub ingest_cpu_seconds: Option<f64>,
+    pub ingest_cpu_seconds_per_million_samples: Option<f64>,
+    pub query_cpu_seconds_per_million_samples: Option<f64>,
     pub rss_peak_bytes: Option<u64>,
     pub rss_last_bytes: Option<u64>,
     pub disk_last_bytes: Option<u64>,
@@ -94,7 +107,7 @@ pub struct TimelinePoint {
     pub disk_bytes: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub name: String,
     pub write_url: String,
@@ -116,6 +129,7 @@ pub struct Report {
     pub query_rounds: u64,
     pub query_rounds_late: u64,
     pub queries: Vec<QueryReport>,
+    pub query_classes: Vec<QueryClassReport>,
     pub generator: GeneratorReport,
     pub target: Option<TargetReport>,
     pub timeline: Vec<TimelinePoint>,
@@ -169,6 +183,13 @@ impl Report {
             "query latency p50/p90/p99",
             format!("{:.1} / {:.1} / {:.1} ms ({} queries)", q.p50, q.p90, q.p99, q.count),
         );
+        for c in &self.query_classes {
+            let l = &c.latency_ms;
+            row(
+                &format!("  {} p50/p90/p99", c.class),
+                format!("{:.1} / {:.1} / {:.1} ms ({} queries)", l.p50, l.p90, l.p99, l.count),
+            );
+        }
         row(
             "query errors (late rounds)",
             format!(
@@ -189,6 +210,12 @@ impl Report {
             }
             if let Some(c) = t.cpu_seconds_per_million_samples {
                 row("target CPU s / M samples", format!("{c:.3}"));
+            }
+            if let (Some(i), Some(q)) = (
+                t.ingest_cpu_seconds_per_million_samples,
+                t.query_cpu_seconds_per_million_samples,
+            ) {
+                row("  of it ingest / queries", format!("{i:.3} / {q:.3}"));
             }
             if let Some(r) = t.rss_peak_bytes {
                 row("target RSS peak", mb(r));
@@ -227,60 +254,135 @@ impl Report {
     }
 }
 
-/// A table of the main figures of each report and their ratio to the first.
-pub fn ratios(reports: &[Report]) -> String {
-    type Metric = fn(&Report) -> Option<f64>;
-    let metrics: [(&str, Metric); 9] = [
-        ("samples/s delivered", |r| Some(r.samples_per_second)),
-        ("samples failed", |r| Some(r.samples_failed as f64)),
-        ("write latency p99 ms", |r| Some(r.write_latency_ms.p99)),
-        ("query latency p50 ms", |r| Some(r.query_latency_ms.p50)),
-        ("query latency p99 ms", |r| Some(r.query_latency_ms.p99)),
-        ("query errors", |r| Some(r.query_errors as f64)),
-        ("CPU s / M samples", |r| {
-            r.target.as_ref().and_then(|t| t.cpu_seconds_per_million_samples)
-        }),
-        ("RSS peak MB", |r| {
-            r.target.as_ref().and_then(|t| t.rss_peak_bytes).map(|b| b as f64 / 1e6)
-        }),
-        ("disk B / sample", |r| {
-            r.target.as_ref().and_then(|t| t.disk_bytes_per_sample)
-        }),
-    ];
-    let mut s = String::new();
-    let _ = write!(s, "\n{:<24}", "");
-    for r in reports {
-        let _ = write!(s, " {:>16}", r.name);
+/// One figure of a report, if the report has it.
+type Figure = Box<dyn Fn(&Report) -> Option<f64>>;
+type Metric = (String, Figure);
+
+/// The rows of the comparison table: delivery, latency per query class,
+/// late rounds, CPU split into ingest and queries where known, memory, disk.
+fn compared_metrics(reports: &[Report]) -> Vec<Metric> {
+    let mut m: Vec<Metric> = Vec::new();
+    let mut add = |name: &str, f: Figure| m.push((name.to_string(), f));
+    add("samples/s delivered", Box::new(|r| Some(r.samples_per_second)));
+    add(
+        "samples not delivered",
+        Box::new(|r| Some(r.samples_generated.saturating_sub(r.samples_delivered) as f64)),
+    );
+    add("write latency p99 ms", Box::new(|r| Some(r.write_latency_ms.p99)));
+    let mut classes: Vec<String> = Vec::new();
+    for c in reports.iter().flat_map(|r| &r.query_classes) {
+        if !classes.contains(&c.class) {
+            classes.push(c.class.clone());
+        }
     }
+    type Quantile = fn(&LatencyReport) -> f64;
+    let quantiles: [(&str, Quantile); 3] = [("p50", |l| l.p50), ("p90", |l| l.p90), ("p99", |l| l.p99)];
+    for class in classes {
+        for (q, f) in quantiles {
+            let c = class.clone();
+            add(
+                &format!("{class} {q} ms"),
+                Box::new(move |r| r.query_classes.iter().find(|x| x.class == c).map(|x| f(&x.latency_ms))),
+            );
+        }
+    }
+    add("query errors", Box::new(|r| Some(r.query_errors as f64)));
+    add("late query rounds", Box::new(|r| Some(r.query_rounds_late as f64)));
+    let target = |f: fn(&TargetReport) -> Option<f64>| -> Figure { Box::new(move |r| r.target.as_ref().and_then(f)) };
+    add("CPU s / M samples", target(|t| t.cpu_seconds_per_million_samples));
+    add("  of it ingest", target(|t| t.ingest_cpu_seconds_per_million_samples));
+    add("  of it queries", target(|t| t.query_cpu_seconds_per_million_samples));
+    add("RSS peak MB", target(|t| t.rss_peak_bytes.map(|b| b as f64 / 1e6)));
+    add("RSS last MB", target(|t| t.rss_last_bytes.map(|b| b as f64 / 1e6)));
+    add("disk B / sample", target(|t| t.disk_bytes_per_sample));
+    m
+}
+
+/// A table of the main figures of each report and the first's ratio to
+/// each other's (below 1: the first needs less time, CPU, memory or disk).
+pub fn ratios(reports: &[Report]) -> String {
+    let Some(first) = reports.first() else {
+        return String::new();
+    };
     let short = |n: &str| n.chars().take(7).collect::<String>();
-    for r in reports.iter().skip(1) {
-        let _ = write!(s, " {:>16}", format!("{}/{}", short(&r.name), short(&reports[0].name)));
+    let mut s = String::new();
+    let _ = write!(s, "\n{:<26}", "");
+    for r in reports {
+        let _ = write!(s, " {:>14}", r.name);
+    }
+    for r in &reports[1..] {
+        let _ = write!(s, " {:>16}", format!("{}/{}", short(&first.name), short(&r.name)));
     }
     s.push('\n');
-    for (name, f) in metrics {
-        let _ = write!(s, "{name:<24}");
+    for (name, f) in compared_metrics(reports) {
+        let _ = write!(s, "{name:<26}");
         for r in reports {
             match f(r) {
-                Some(v) => {
-                    let _ = write!(s, " {v:>16.3}");
-                }
-                None => {
-                    let _ = write!(s, " {:>16}", "-");
-                }
+                Some(v) => write!(s, " {v:>14.3}"),
+                None => write!(s, " {:>14}", "-"),
             }
+            .ok();
         }
-        let first = f(&reports[0]);
-        for r in reports.iter().skip(1) {
-            match (f(r), first) {
-                (Some(v), Some(b)) if b != 0.0 => {
-                    let _ = write!(s, " {:>16.2}", v / b);
-                }
-                _ => {
-                    let _ = write!(s, " {:>16}", "-");
-                }
+        for r in &reports[1..] {
+            match (f(first), f(r)) {
+                (Some(a), Some(b)) if b != 0.0 => write!(s, " {:>16.2}", a / b),
+                _ => write!(s, " {:>16}", "-"),
             }
+            .ok();
         }
         s.push('\n');
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(name: &str, alert_p50: f64, dashboard_p99: f64, ingest_cpu: Option<f64>) -> Report {
+        let class = |class: &str, p50: f64, p99: f64| QueryClassReport {
+            class: class.into(),
+            errors: 0,
+            latency_ms: LatencyReport {
+                count: 10,
+                p50,
+                p90: p50,
+                p99,
+                max: p99,
+            },
+        };
+        Report {
+            name: name.into(),
+            query_classes: vec![
+                class("alert rules", alert_p50, 50.0),
+                class("dashboards", 1.0, dashboard_p99),
+            ],
+            query_rounds_late: 1,
+            target: Some(TargetReport {
+                cpu_seconds_per_million_samples: Some(2.0),
+                ingest_cpu_seconds_per_million_samples: ingest_cpu,
+                query_cpu_seconds_per_million_samples: ingest_cpu.map(|i| 2.0 - i),
+                ..TargetReport::default()
+            }),
+            ..Report::default()
+        }
+    }
+
+    /// The cells of the table row called `name`.
+    fn row(table: &str, name: &str) -> Vec<String> {
+        let line = table.lines().find(|l| l.starts_with(name)).expect(name);
+        line[name.len()..].split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn ratio_table_compares_each_query_class_and_splits_cpu_where_known() {
+        let t = ratios(&[report("cairn", 5.0, 20.0, Some(0.5)), report("vm", 10.0, 10.0, None)]);
+        assert_eq!(row(&t, "alert rules p50 ms"), ["5.000", "10.000", "0.50"]);
+        assert_eq!(row(&t, "alert rules p99 ms"), ["50.000", "50.000", "1.00"]);
+        assert_eq!(row(&t, "dashboards p99 ms"), ["20.000", "10.000", "2.00"]);
+        assert_eq!(row(&t, "late query rounds"), ["1.000", "1.000", "1.00"]);
+        assert_eq!(row(&t, "  of it ingest"), ["0.500", "-", "-"]);
+        assert_eq!(row(&t, "  of it queries"), ["1.500", "-", "-"]);
+        assert!(t.lines().next_back().unwrap().starts_with("disk B / sample"));
+    }
 }

@@ -21,8 +21,10 @@ use cairn_protocols::SeriesSamples;
 use crate::fleet::{Fleet, FleetConfig};
 use crate::histogram::Histogram;
 use crate::procfs;
-use crate::query::{QueryClient, QueryKind};
-use crate::report::{GeneratorReport, LatencyReport, QueryReport, Report, TargetReport, TimelinePoint, WorkloadReport};
+use crate::query::{INGEST_CPU_METRICS, QueryClient, QueryKind};
+use crate::report::{
+    GeneratorReport, LatencyReport, QueryClassReport, QueryReport, Report, TargetReport, TimelinePoint, WorkloadReport,
+};
 use crate::rules::Rule;
 use crate::sender::{Access, Client, Outcome, WireProtocol};
 use crate::trace::Trace;
@@ -237,6 +239,12 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
     let own_pid = std::process::id();
     let own_cpu0 = procfs::cpu_seconds(own_pid, tck).unwrap_or(0.0);
     let target_cpu0 = cfg.pid.and_then(|p| procfs::cpu_seconds(p, tck));
+    let self_metrics = match &cfg.query_url {
+        Some(url) => Some(QueryClient::new(url, cfg.access.clone())?),
+        None => None,
+    };
+    let ingest_cpu = || self_metrics.as_ref()?.self_metric(INGEST_CPU_METRICS);
+    let ingest_cpu0 = ingest_cpu();
     let started = Instant::now();
 
     let mut client = Client::new(cfg.write_url.clone())?;
@@ -305,19 +313,19 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
                 .collect::<Vec<_>>()
         })
         .unwrap_or_default();
-    let mut all_queries = Histogram::default();
-    if let Ok(q) = shared.queries.lock() {
-        for s in q.iter() {
-            all_queries.merge(&s.latency);
-        }
-    }
+    let (all_queries, query_classes) = shared.queries.lock().map(|q| latency_by_class(&q)).unwrap_or_default();
+    let ingest_cpu = ingest_cpu().zip(ingest_cpu0).map(|(a, b)| a - b);
     let target = cfg.pid.map(|pid| {
         let cpu = procfs::cpu_seconds(pid, tck).zip(target_cpu0).map(|(a, b)| a - b);
         let peak_rss = timeline.iter().filter_map(|p| p.target_rss_bytes).max();
+        let per_million = |c: Option<f64>| c.filter(|_| delivered > 0).map(|c| c / (delivered as f64 / 1e6));
         TargetReport {
             pid,
             cpu_seconds: cpu,
-            cpu_seconds_per_million_samples: cpu.filter(|_| delivered > 0).map(|c| c / (delivered as f64 / 1e6)),
+            cpu_seconds_per_million_samples: per_million(cpu),
+            ingest_cpu_seconds: ingest_cpu,
+            ingest_cpu_seconds_per_million_samples: per_million(ingest_cpu),
+            query_cpu_seconds_per_million_samples: per_million(cpu.zip(ingest_cpu).map(|(c, i)| (c - i).max(0.0))),
             rss_peak_bytes: peak_rss,
             rss_last_bytes: timeline.iter().rev().find_map(|p| p.target_rss_bytes),
             disk_last_bytes: cfg.data_dir.as_ref().map(|d| procfs::du_bytes(d)),
@@ -370,6 +378,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         query_rounds: shared.query_rounds.load(Ordering::Relaxed),
         query_rounds_late: shared.query_rounds_late.load(Ordering::Relaxed),
         queries,
+        query_classes,
         generator: GeneratorReport {
             cpu_seconds: own_cpu,
             cpu_percent: 100.0 * own_cpu / elapsed.max(1e-9),
@@ -531,6 +540,28 @@ fn send_loop(client: &Client, rx: &Receiver<Job>, shared: &Shared) {
             }
         }
     }
+}
+
+/// Latency of all queries together and of each class with any queries.
+fn latency_by_class(queries: &[QueryStats]) -> (Histogram, Vec<QueryClassReport>) {
+    let mut all = Histogram::default();
+    let mut classes = Vec::new();
+    for kind in QueryKind::ALL {
+        let (mut latency, mut errors) = (Histogram::default(), 0);
+        for s in queries.iter().filter(|s| s.kind == kind) {
+            latency.merge(&s.latency);
+            errors += s.errors;
+        }
+        all.merge(&latency);
+        if latency.count() + errors > 0 {
+            classes.push(QueryClassReport {
+                class: kind.class().to_string(),
+                errors,
+                latency_ms: LatencyReport::of(&latency),
+            });
+        }
+    }
+    (all, classes)
 }
 
 fn query_loop(qc: &QueryClient, cfg: &RunConfig, realtime: bool, shared: &Shared) {
