@@ -3,10 +3,10 @@
 //! Ingestion bursts (decoding a request, sealing rows, merging parts) allocate
 //! and free hundreds of MB. glibc keeps freed memory in per-thread arenas and
 //! returns it to the OS only from the top of each heap, so after a burst the
-//! resident set stays near its peak: measured with the ingest benchmark (20k
-//! series, 3 h backfill), 33.5 MB of anonymous memory fell to 25.5 MB after one
-//! `malloc_trim(0)`. So Cairn limits the arenas (fewer heaps to fragment), maps
-//! large blocks on their own, and trims periodically. A no-op with other allocators and C libraries.
+//! resident set stays near its peak. So Cairn caps the arenas (fewer heaps to
+//! fragment), maps large blocks on their own, and trims periodically. The
+//! measurements behind each setting are in docs/benchmarks.md ("Allocator
+//! settings"). A no-op with other allocators and C libraries.
 
 use std::time::Duration;
 
@@ -18,32 +18,35 @@ const TRIM_INTERVAL: Duration = Duration::from_secs(10);
 ///
 /// glibc raises its threshold (default 128 KiB) up to 32 MiB as large blocks
 /// are freed, after which the multi-MB buffers of seals, merges and flushes
-/// come from the arenas and leave them fragmented when freed. Fixed at 4 MiB:
-/// after a 1,000-target x 2 h backfill, steady RSS 213-282 -> 191 B/series and
-/// peak RSS 1.56-1.64 -> 1.42 GB; 100 targets x 6 h peak RSS ~350 -> ~280 MB,
-/// ingest rate within the run-to-run noise (4.1-4.7 vs 4.1-4.4 M samples/s).
+/// come from the arenas and leave them fragmented when freed.
 const MMAP_THRESHOLD_BYTES: i32 = 4 << 20;
 
 /// Free memory at the top of a heap that `free` keeps instead of handing back.
 ///
 /// Fixing the mmap threshold also freezes glibc's trim threshold at 128 KiB,
 /// so every query's multi-MB scratch (step columns, output rows, the JSON
-/// body) went back to the OS on free and was page-faulted in again by the next
-/// query: 16 % of the CPU of a 24 h range query over 100 series. The periodic
-/// trim still returns whatever is held within [`TRIM_INTERVAL`]. 8 MiB, in
-/// A/B runs against 128 KiB: that query (`(1 - MemAvailable / MemTotal) * 100`,
-/// 50 hosts) 11.7-12.3 -> 9.2-9.7 ms median, 13.2 -> 10.2-11.8 ms CPU; the 24 h
-/// `sum by (mode) (rate(...))` panel unchanged within the noise; 64 MiB gained
-/// nothing more. Footprint run (`--footprint --footprint-minutes 2`) steady
-/// RSS 13.5-15.3 MB against 13.8-15.1 MB at 128 KiB: within its noise.
+/// body) would go back to the OS on free and be page-faulted in again by the
+/// next query. The periodic trim still returns whatever is held within
+/// [`TRIM_INTERVAL`].
 const TRIM_THRESHOLD_BYTES: i32 = 8 << 20;
 
-/// Limits malloc arenas to two (one per core of a small machine) instead of
-/// glibc's eight per core, and fixes the mmap and trim thresholds
-/// ([`MMAP_THRESHOLD_BYTES`], [`TRIM_THRESHOLD_BYTES`]). Call early, before
-/// threads allocate.
+/// Malloc arenas for a process that may run on `cores` cores: one per core.
+///
+/// glibc's default is eight per core, each a heap that fragments on its own;
+/// fewer than one per core would make threads on different cores (ingest
+/// handlers, query workers, the maintenance thread) wait for each other's
+/// arena locks.
+pub fn arenas_for(cores: usize) -> i32 {
+    i32::try_from(cores.max(1)).unwrap_or(i32::MAX)
+}
+
+/// Caps malloc arenas at one per core this process may use (its CPU
+/// affinity and cgroup quota count, see [`arenas_for`]) and fixes the mmap
+/// and trim thresholds ([`MMAP_THRESHOLD_BYTES`], [`TRIM_THRESHOLD_BYTES`]).
+/// Call early, before threads allocate.
 pub fn tune_allocator() {
-    glibc::tune(2, MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES);
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    glibc::tune(arenas_for(cores), MMAP_THRESHOLD_BYTES, TRIM_THRESHOLD_BYTES);
 }
 
 /// Trims the heap every [`TRIM_INTERVAL`] on the current tokio runtime.

@@ -18,10 +18,10 @@ pub struct Config {
     /// Samples older than this are dropped on ingest and removed with their day partition.
     pub retention: Duration,
     pub wal_sync: WalSync,
-    /// Rows buffered per partition before they are sorted and compressed into
-    /// an in-memory part, at least (see `seal_rows_per_series`).
+    /// Rows a partition's head holds before they are sorted and compressed
+    /// into an in-memory part, at least (see `seal_rows_per_series`).
     pub max_rows_per_buffer: usize,
-    /// A row buffer also waits for this many rows per series of its partition
+    /// A head also waits for this many rows per series of its partition
     /// (bounded by a quarter of `max_in_memory_bytes`): sealing one sample per
     /// series would make parts whose block index outweighs their samples.
     pub seal_rows_per_series: usize,
@@ -49,18 +49,15 @@ impl Config {
             retention: Duration::from_secs(31 * 86_400),
             wal_sync: WalSync::Interval(Duration::from_secs(1)),
             max_rows_per_buffer: 16_384,
-            // Only a backfill fills a buffer before the flush interval seals it,
+            // Only a backfill fills a head before the flush interval seals it,
             // and there each part's per-series block index entries and each
-            // merge's per-series work are paid per seal: 8 -> 16 took a 100-target
-            // backfill from 0.33-0.36 to 0.24-0.28 CPU s per million samples
-            // (alternating runs; 32 was no better). Live scraping seals at the
-            // flush interval first, so steady RSS does not change.
+            // merge's per-series work are paid per seal (docs/benchmarks.md,
+            // "Engine settings"). Live scraping seals at the flush interval first.
             seal_rows_per_series: 16,
             flush_interval: Duration::from_secs(60),
-            // A quarter of this caps a row buffer; at 64 MiB a fleet of 500k
-            // series sealed parts of ~1.4 samples per series, whose block
-            // index outweighed the samples and whose merges were a quarter
-            // of ingest CPU.
+            // A quarter of this caps a head: much less, and a large fleet
+            // seals parts of one or two samples per series, whose block index
+            // outweighs the samples and whose merges cost a quarter of ingest.
             max_in_memory_bytes: 256 << 20,
             wal_segment_bytes: 64 << 20,
             max_future: Duration::from_secs(2 * 86_400),

@@ -1,16 +1,19 @@
 //! Cairn's embedded storage engine.
 //!
 //! Write path: [`Appender::commit`](cairn_storage::Appender::commit) resolves
-//! series ids in the day partition's index, appends one WAL record (in the
-//! OS before returning, fsynced per [`WalSync`]), then makes the rows visible
-//! in the partition's row buffer. Full row buffers are sorted and compressed
-//! into in-memory parts; a periodic flush writes them to disk as immutable
-//! parts and truncates the WAL; background merges combine parts into bigger
-//! ones (better compression, fewer files) and drop deleted samples.
+//! series ids in the day partition's index, checks everything that could
+//! refuse the batch, appends one WAL record (in the OS before returning,
+//! fsynced per [`WalSync`]), then appends the rows to the partition's head,
+//! where each row links to its series' previous one. A full head is sorted
+//! and compressed into an in-memory part; a periodic flush writes those to
+//! disk as immutable parts and truncates the WAL; background merges combine
+//! parts into bigger ones (better compression, fewer files) and drop deleted
+//! samples.
 //!
-//! Read path: a querier snapshots the part lists and row buffers of the
-//! partitions overlapping its range, selects series per partition index and
-//! streams each series' blocks, merging overlaps newest-write-wins.
+//! Read path: a querier snapshots the part lists and heads of the partitions
+//! overlapping its range, selects series per partition index, walks each
+//! selected series' chain in the head and streams its blocks from the parts,
+//! merging overlaps newest-write-wins.
 //!
 //! See ARCHITECTURE.md and docs/format/ for the invariants and byte layouts.
 
