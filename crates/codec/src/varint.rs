@@ -21,6 +21,10 @@ pub fn put_uvarint(dst: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Reads an unsigned varint; returns it and the rest of `src`.
+///
+/// Inlined into callers in other crates: block and index decoders call it
+/// per field.
+#[inline]
 pub fn get_uvarint(src: &[u8]) -> Result<(u64, &[u8]), Error> {
     // Most varints in blocks (residuals, small counts) are one byte.
     if let Some((&byte, rest)) = src.split_first()
@@ -60,11 +64,13 @@ pub fn get_varint(src: &[u8]) -> Result<(i64, &[u8]), Error> {
 }
 
 /// Maps 0, -1, 1, -2, … to 0, 1, 2, 3, … so small magnitudes get small codes.
+#[inline]
 pub fn zigzag_encode(v: i64) -> u64 {
     ((v << 1) ^ (v >> 63)) as u64
 }
 
 /// Inverse of [`zigzag_encode`].
+#[inline]
 pub fn zigzag_decode(u: u64) -> i64 {
     ((u >> 1) as i64) ^ -((u & 1) as i64)
 }

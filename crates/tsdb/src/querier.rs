@@ -65,7 +65,15 @@ impl Querier for TsdbQuerier {
             }
             let locals: Vec<u32> = selected.iter().map(|&(_, local, _)| local).collect();
             let fresh = snap.head.series(&locals, self.mint, self.maxt);
-            let parts: Vec<_> = snap.parts.all().cloned().collect();
+            // Parts outside the range are not searched per series: a query
+            // over the last minutes skips those flushed before them.
+            let (mint, maxt) = (self.mint, self.maxt);
+            let parts: Vec<_> = snap
+                .parts
+                .all()
+                .filter(|p| p.meta().maxt >= mint && p.meta().mint <= maxt)
+                .cloned()
+                .collect();
             let tombs = tombstones_by_id(&snap.tombstones);
             for ((id, _, key), rows) in selected.into_iter().zip(fresh) {
                 let mut sources = sources_of(&parts, id, self.mint, self.maxt, &tombs);
