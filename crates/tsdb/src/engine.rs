@@ -24,9 +24,7 @@ use crate::wal::{self, Wal, record};
 /// In-memory parts per partition before they are merged together. Only a
 /// backfill seals faster than a flush interval drains them; every merge
 /// before the flush's re-encodes the same samples, so each halving of
-/// this costs ingest CPU (8 → 16, single runs at 100 targets: 3.1 → 3.8 M
-/// samples/s, for ~80 MB more peak RSS during the backfill; 32 and 64 were
-/// not better within the noise).
+/// this costs ingest CPU (docs/benchmarks.md, "Engine settings").
 pub(crate) const MAX_MEMORY_PARTS: usize = 16;
 /// Disk parts per partition before a merge is started, and parts per merge.
 const MAX_DISK_PARTS: usize = 8;

@@ -81,16 +81,13 @@ impl Wal {
     /// Appends a record built by [`frame`], in one `write`.
     pub fn append_framed(&self, frame: &[u8]) -> Result<(), StorageError> {
         let mut seg = self.active.lock();
+        seg.check_whole(&self.dir)?;
         if seg.bytes > 0 && seg.bytes + frame.len() as u64 > self.segment_bytes {
             let next = seg.seq + 1;
             seg.sync(&self.dir)?;
             *seg = Segment::create(&self.dir, next)?;
         }
         let path = segment_path(&self.dir, seg.seq);
-        if let Some(reason) = &seg.torn {
-            let reason = format!("an earlier failed write left a torn record ({reason}); restart to recover");
-            return Err(StorageError::io("append to", &path)(std::io::Error::other(reason)));
-        }
         if let Err(e) = seg.file.write_all(frame) {
             // A partial record followed by whole ones would make replay stop
             // at the partial one: cut it off before anything else is appended.
@@ -116,6 +113,7 @@ impl Wal {
     /// appended before the call is in an older segment.
     pub fn rotate(&self) -> Result<u64, StorageError> {
         let mut seg = self.active.lock();
+        seg.check_whole(&self.dir)?;
         seg.sync(&self.dir)?;
         let next = seg.seq + 1;
         *seg = Segment::create(&self.dir, next)?;
@@ -155,6 +153,20 @@ impl Segment {
             needs_sync: false,
             torn: None,
         })
+    }
+
+    /// Fails if a failed write left a torn record here: nothing may follow
+    /// it, neither a record nor a newer segment (replay would stop at it).
+    fn check_whole(&self, dir: &Path) -> Result<(), StorageError> {
+        match &self.torn {
+            None => Ok(()),
+            Some(reason) => {
+                let reason = format!("an earlier failed write left a torn record ({reason}); restart to recover");
+                Err(StorageError::io("append to", segment_path(dir, self.seq))(
+                    std::io::Error::other(reason),
+                ))
+            }
+        }
     }
 
     fn sync(&mut self, dir: &Path) -> Result<(), StorageError> {
