@@ -77,6 +77,11 @@ struct Cli {
     /// Leave VictoriaMetrics' response cache on.
     #[arg(long)]
     vm_cache: bool,
+    /// Query data fresh from the backfill: no flush, no waiting for merges and
+    /// no warm-up; queries start 5 s after the last server's last write.
+    /// Servers load in `--servers` order, so the last is the freshest.
+    #[arg(long, conflicts_with = "data_root")]
+    fresh: bool,
     /// JSON report path.
     #[arg(long, default_value = "cairn-query-bench.json")]
     report: PathBuf,
@@ -576,6 +581,11 @@ fn backfill(cli: &Cli, servers: &mut [Server], root: &Path) -> anyhow::Result<(i
             bail!("{} rejected samples: {:?}", s.kind.name(), r.first_errors);
         }
     }
+    if cli.fresh {
+        std::thread::sleep(Duration::from_secs(5));
+        // Unsettled data is not kept for reuse.
+        return Ok((start, end));
+    }
     for s in servers.iter() {
         // Cairn merges a day's parts into one after 60 s without writes.
         let quiet = Duration::from_secs(if s.kind == Kind::Cairn { 75 } else { 10 });
@@ -643,7 +653,7 @@ fn main() -> anyhow::Result<()> {
     // Warm-up: every distinct query text once per server (page cache, index
     // caches, connection), not timed.
     let mut seen = std::collections::HashSet::new();
-    for q in &queries {
+    for q in queries.iter().filter(|_| !cli.fresh) {
         if seen.insert((q.class, q.template.clone())) {
             for s in &servers {
                 if let Err(e) = s.query(&client, q) {
