@@ -283,7 +283,7 @@ impl Appender for TsdbAppender<'_> {
         // Everything that can refuse the batch is asked before the WAL write:
         // once the record is written the batch is committed (replay would
         // apply it), so the commit must not report a failure after that.
-        for (p, day_new) in partitions.iter().zip(&new_series) {
+        for (p, day_new) in partitions.iter().zip(&new_series).filter(|(_, n)| !n.is_empty()) {
             p.check_room(day_new)?;
         }
         db.wal.append_framed(&record)?;
