@@ -185,6 +185,15 @@ impl Labels {
         }
     }
 
+    /// The metric name's bytes in a [`Labels::encode`] form, without
+    /// decoding it (empty when there is none or the bytes are malformed).
+    pub fn encoded_metric_name(src: &[u8]) -> &[u8] {
+        RawPairs::new(src)
+            .take_while(|(name, _)| *name <= METRIC_NAME.as_bytes())
+            .find(|(name, _)| *name == METRIC_NAME.as_bytes())
+            .map_or(&[], |(_, value)| value)
+    }
+
     /// Decodes [`Labels::encode`]'s form, returning the set and the rest of `src`.
     /// The result is re-checked, so corrupt bytes never yield a non-canonical set.
     pub fn decode(src: &[u8]) -> Result<(Self, &[u8]), LabelError> {
@@ -364,6 +373,33 @@ mod tests {
         let l = Labels::from_pairs([("__name__", "up"), ("job", "node")]);
         assert_eq!(l.to_string(), r#"up{job="node"}"#);
         assert_eq!(Labels::from_pairs([("__name__", "up")]).to_string(), "up");
+    }
+
+    #[test]
+    fn encoded_metric_name_finds_the_name_among_other_labels() {
+        let enc = |l: &Labels| {
+            let mut b = Vec::new();
+            l.encode(&mut b);
+            b
+        };
+        // Upper-case names sort before `__name__`, lower-case after it.
+        let l = Labels::from_pairs([("A", "x"), ("__name__", "up"), ("job", "node")]);
+        assert_eq!(Labels::encoded_metric_name(&enc(&l)), b"up");
+        let nameless = Labels::from_pairs([("A", "x"), ("job", "node")]);
+        assert_eq!(Labels::encoded_metric_name(&enc(&nameless)), b"");
+        assert_eq!(Labels::encoded_metric_name(&[7, 1]), b"");
+    }
+
+    proptest! {
+        #[test]
+        fn encoded_metric_name_is_the_decoded_one(
+            pairs in proptest::collection::btree_map("[A-Za-z_]{1,3}|__name__", "[a-z]{0,3}", 0..6),
+        ) {
+            let l = Labels::from_pairs(pairs);
+            let mut b = Vec::new();
+            l.encode(&mut b);
+            prop_assert_eq!(Labels::encoded_metric_name(&b), l.metric_name().unwrap_or("").as_bytes());
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use cairn_storage::{Appender, CommitReport, RejectReason, StorageError};
 use crate::day::Day;
 use crate::engine::Inner;
 use crate::head::{Row, UNKNOWN_LOCAL};
-use crate::index::hash_labels;
+use crate::index::series_hash;
 use crate::partition::Partition;
 use crate::wal::record::{DayBatch, SeriesRows, encode_batch};
 
@@ -56,7 +56,7 @@ impl<'a> TsdbAppender<'a> {
     /// Buffers one series' samples by day; `encoded` is its label
     /// encoding's range in `self.labels`.
     fn add_samples(&mut self, encoded: Range<usize>, samples: &[Sample]) {
-        let hash = hash_labels(&self.labels[encoded.clone()]);
+        let hash = series_hash(&self.labels[encoded.clone()]);
         let mut rest = samples;
         while let Some(first) = rest.first() {
             if first.t < self.min_t || first.t > self.max_t {

@@ -27,6 +27,7 @@ mod part;
 mod partition;
 mod querier;
 mod series_reader;
+mod shared_reads;
 mod tombstones;
 mod wal;
 

@@ -518,8 +518,11 @@ impl Partition {
         let all: Vec<Arc<Part>> = parts.all().cloned().collect();
         let tombs = self.tombstones.read().clone();
         let by_id = tombstones_by_id(&tombs);
+        // A set iterates in ascending id order, as the cursors need.
+        let mut cursors = vec![0; all.len()];
         for id in ids {
-            let mut reader = SeriesReader::new(sources_of(&all, id, i64::MIN, i64::MAX, &by_id), i64::MIN, i64::MAX);
+            let sources = sources_of(&all, &mut cursors, id, i64::MIN, i64::MAX, &by_id);
+            let mut reader = SeriesReader::new(sources, i64::MIN, i64::MAX);
             if !reader.has_samples()? {
                 let mut index = self.index.write();
                 if let Some(local) = index.local_of(id) {
@@ -584,16 +587,19 @@ fn deleted_ranges(tombs: &HashMap<u64, Vec<&Tombstone>>, id: u64, max_seq: u64) 
 }
 
 /// The blocks of series `id` in `parts` overlapping `[mint, maxt]`, each
-/// with the deletions that apply to it (tombstones written after the part's data).
+/// with the deletions that apply to it (tombstones written after the part's
+/// data). `cursors` (one per part, initially 0) carry each part's search
+/// position from one call to the next: call in ascending id order.
 pub fn sources_of(
     parts: &[Arc<Part>],
+    cursors: &mut [usize],
     id: u64,
     mint: i64,
     maxt: i64,
     tombs: &HashMap<u64, Vec<&Tombstone>>,
 ) -> Vec<Ranked> {
     let mut out = Vec::new();
-    for part in parts {
+    for (part, cursor) in parts.iter().zip(cursors) {
         let max_seq = part.meta().max_seq;
         // Hashing the id is skipped in the usual case of a day without deletes.
         let deleted = if tombs.is_empty() {
@@ -601,7 +607,7 @@ pub fn sources_of(
         } else {
             deleted_ranges(tombs, id, max_seq)
         };
-        for block in part.blocks_of(id, mint, maxt) {
+        for block in part.blocks_from(id, mint, maxt, cursor) {
             if deleted.iter().any(|&(lo, hi)| lo <= block.mint && block.maxt <= hi) {
                 continue;
             }

@@ -8,6 +8,7 @@ use cairn_storage::{Querier, SampleBlocks, SelectHints, Series, SeriesSet, Stora
 
 use crate::partition::{PartitionSnapshot, sources_of, tombstones_by_id};
 use crate::series_reader::{Ranked, SeriesReader};
+use crate::shared_reads::{SELECT_BUDGET, share_part_reads};
 
 /// Selects of at least this many series sort on every core.
 const PARALLEL_SORT_MIN: usize = 1 << 15;
@@ -44,8 +45,9 @@ impl Querier for TsdbQuerier {
         // and sorting `Labels` was most of a 500k-series `/api/v1/series`.
         let mut arena: Vec<u8> = Vec::new();
         let mut series: Vec<(Range<usize>, Vec<Ranked>)> = Vec::new();
+        let mut read_budget = SELECT_BUDGET;
         for snap in &self.snaps {
-            let selected: Vec<(u64, u32, Range<usize>)> = {
+            let mut selected: Vec<(u64, u32, Range<usize>)> = {
                 let index = snap.partition.index();
                 let matching = index.select(matchers);
                 let mut selected = Vec::with_capacity(matching.len() as usize);
@@ -63,6 +65,10 @@ impl Querier for TsdbQuerier {
                 series.extend(selected.into_iter().map(|(_, _, key)| (key, Vec::new())));
                 continue;
             }
+            // In id order, as parts keep their blocks: each part's search
+            // moves forward through one region (a metric's series are
+            // neighbours there, see `series_hash`).
+            selected.sort_unstable_by_key(|&(id, _, _)| id);
             let locals: Vec<u32> = selected.iter().map(|&(_, local, _)| local).collect();
             let fresh = snap.head.series(&locals, self.mint, self.maxt);
             // Parts outside the range are not searched per series: a query
@@ -75,14 +81,21 @@ impl Querier for TsdbQuerier {
                 .cloned()
                 .collect();
             let tombs = tombstones_by_id(&snap.tombstones);
+            let mut cursors = vec![0; parts.len()];
+            let (mut keys, mut sources) = (Vec::new(), Vec::new());
             for ((id, _, key), rows) in selected.into_iter().zip(fresh) {
-                let mut sources = sources_of(&parts, id, self.mint, self.maxt, &tombs);
+                let mut of_series = sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &tombs);
                 // Unflushed rows are the newest writes of all.
-                sources.extend(Ranked::rows(u64::MAX, rows));
-                if !sources.is_empty() {
-                    series.push((key, sources));
+                of_series.extend(Ranked::rows(u64::MAX, rows));
+                if !of_series.is_empty() {
+                    keys.push(key);
+                    sources.push(of_series);
                 }
             }
+            for part in &parts {
+                share_part_reads(part, &mut sources, &mut read_budget);
+            }
+            series.extend(keys.into_iter().zip(sources));
         }
         // Stable: a series found in several days keeps its days in order.
         let order = |a: &(Range<usize>, Vec<Ranked>), b: &(Range<usize>, Vec<Ranked>)| {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use cairn_storage::{SampleBlock, SampleBlocks, StorageError};
 
-use crate::part::{BlockRef, Part, ReadBuffer};
+use crate::part::{BlockRef, Part, ReadBuffer, SharedRead};
 
 /// A time range `[mint, maxt]` of deleted samples.
 pub type Deleted = (i64, i64);
@@ -19,6 +19,8 @@ pub enum Source {
         block: BlockRef,
         /// Deleted ranges that apply to this block.
         deleted: Vec<Deleted>,
+        /// Bytes of a file part read once for the blocks of several series.
+        shared: Option<Arc<SharedRead>>,
     },
     Rows(Vec<(i64, f64)>),
 }
@@ -41,6 +43,7 @@ impl Ranked {
                 part: part.clone(),
                 block,
                 deleted,
+                shared: None,
             },
         }
     }
@@ -191,16 +194,25 @@ fn decode(
             ts.extend(rows.iter().map(|r| r.0));
             vs.extend(rows.iter().map(|r| r.1));
         }
-        Source::Block { part, block, deleted } => {
-            // Only the blocks up to the next source from elsewhere: when
-            // parts overlap in time their blocks alternate, and reading past
-            // that source would be evicted before use.
-            let ahead = sources[i + 1..].iter().map_while(|s| match &s.source {
-                Source::Block { part: p, block, .. } if Arc::ptr_eq(p, part) => Some(block),
-                _ => None,
-            });
+        Source::Block {
+            part,
+            block,
+            deleted,
+            shared,
+        } => {
             let base = ts.len();
-            part.read_block_buffered(block, ahead, buf, ts, vs)?;
+            if let Some(shared) = shared {
+                part.read_block_shared(block, shared, ts, vs)?;
+            } else {
+                // Only the blocks up to the next source from elsewhere: when
+                // parts overlap in time their blocks alternate, and reading
+                // past that source would be evicted before use.
+                let ahead = sources[i + 1..].iter().map_while(|s| match &s.source {
+                    Source::Block { part: p, block, .. } if Arc::ptr_eq(p, part) => Some(block),
+                    _ => None,
+                });
+                part.read_block_buffered(block, ahead, buf, ts, vs)?;
+            }
             if !deleted.is_empty() {
                 // Only this block's samples: what `ts`/`vs` held before may
                 // come from newer parts the deletions do not apply to.

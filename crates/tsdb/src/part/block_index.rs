@@ -111,10 +111,29 @@ impl BlockIndex {
     }
 
     /// Entries of series `id`, in time order.
+    #[cfg(test)]
     pub fn series(&self, id: u64) -> impl Iterator<Item = BlockRef> + '_ {
-        // The first group starting at or after `id`; the series may begin in
-        // the group before it.
-        let g = self.first_ids.partition_point(|&f| f < id).saturating_sub(1);
+        self.series_from(id, &mut 0)
+    }
+
+    /// Entries of series `id`, in time order, searching from group `cursor`
+    /// on and leaving it where this series' search began: series looked up
+    /// in ascending id order (start at 0) cost a short forward search each,
+    /// in memory just read, not a binary search over the whole part.
+    pub fn series_from<'a>(&'a self, id: u64, cursor: &mut usize) -> impl Iterator<Item = BlockRef> + use<'a> {
+        let from = (*cursor).min(self.first_ids.len());
+        let ids = &self.first_ids[from..];
+        // Gallop to a window holding the first group starting at or after
+        // `id`, then search it.
+        let mut bound = 1;
+        while bound < ids.len() && ids[bound] < id {
+            bound *= 2;
+        }
+        let (lo, hi) = (bound / 2, (bound + 1).min(ids.len()));
+        let first_at_or_after = from + lo + ids[lo..hi].partition_point(|&f| f < id);
+        // The series may begin in the group before it.
+        let g = first_at_or_after.saturating_sub(1).max(from);
+        *cursor = g;
         self.iter_group(g)
             .skip_while(move |b| b.id < id)
             .take_while(move |b| b.id == id)
@@ -238,6 +257,19 @@ mod tests {
                 let found: Vec<BlockRef> = index.series(probe).collect();
                 let expected: Vec<BlockRef> = want.iter().filter(|b| b.id == probe).copied().collect();
                 proptest::prop_assert_eq!(found, expected);
+            }
+            // Ascending searches sharing one cursor find what fresh ones do,
+            // whichever ids are skipped between them.
+            let mut probes: Vec<u64> = want.iter().map(|b| b.id).chain([0, 7, u64::MAX]).collect();
+            probes.sort_unstable();
+            probes.dedup();
+            for keep_every in [1, 2, 3] {
+                let mut cursor = 0;
+                for &probe in probes.iter().step_by(keep_every) {
+                    let found: Vec<BlockRef> = index.series_from(probe, &mut cursor).collect();
+                    let expected: Vec<BlockRef> = index.series(probe).collect();
+                    proptest::prop_assert_eq!(found, expected);
+                }
             }
         }
     }

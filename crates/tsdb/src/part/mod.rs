@@ -9,7 +9,7 @@ mod reader;
 mod ts_cache;
 mod writer;
 
-pub use reader::{BlockRef, Part, ReadBuffer};
+pub use reader::{BlockRef, Part, ReadBuffer, SharedRead};
 pub use writer::{BlockEncoding, PartMeta, PartWriter};
 
 pub const MAGIC: &[u8; 8] = b"CAIRNPT1";

@@ -1,6 +1,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_storage::StorageError;
@@ -40,7 +41,12 @@ impl BlockRef {
         }
     }
 
-    fn end(&self) -> u64 {
+    /// Where the block's bytes start and end in its part.
+    pub fn start(&self) -> u64 {
+        self.offset
+    }
+
+    pub fn end(&self) -> u64 {
         self.offset.saturating_add(u64::from(self.len))
     }
 }
@@ -56,6 +62,32 @@ pub struct ReadBuffer {
 
 /// At most this much is read ahead in one call.
 const MAX_READ_AHEAD: u64 = 1 << 20;
+
+/// A byte range of a file part holding blocks of several series one select
+/// reads ([`crate::shared_reads`]): read with one call when the first of
+/// them is decoded, then shared by the readers of all of them.
+pub struct SharedRead {
+    part_uid: u64,
+    start: u64,
+    end: u64,
+    bytes: OnceLock<Vec<u8>>,
+}
+
+impl SharedRead {
+    /// `[start, end)` of `part`, which must be a file part.
+    pub fn new(part: &Part, start: u64, end: u64) -> Self {
+        Self {
+            part_uid: part.uid,
+            start,
+            end,
+            bytes: OnceLock::new(),
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.end - self.start
+    }
+}
 
 /// Source of [`Part::uid`]s; 0 is never handed out (an empty [`ReadBuffer`]).
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
@@ -166,7 +198,21 @@ impl Part {
 
     /// Blocks of series `id` that overlap `[mint, maxt]`, in time order.
     pub fn blocks_of(&self, id: u64, mint: i64, maxt: i64) -> impl Iterator<Item = BlockRef> + '_ {
-        self.index.series(id).filter(move |b| b.maxt >= mint && b.mint <= maxt)
+        self.blocks_from(id, mint, maxt, &mut 0)
+    }
+
+    /// [`Self::blocks_of`] for series visited in ascending id order, each
+    /// search starting where the last one began (`cursor`, initially 0).
+    pub fn blocks_from<'a>(
+        &'a self,
+        id: u64,
+        mint: i64,
+        maxt: i64,
+        cursor: &mut usize,
+    ) -> impl Iterator<Item = BlockRef> + use<'a> {
+        self.index
+            .series_from(id, cursor)
+            .filter(move |b| b.maxt >= mint && b.mint <= maxt)
     }
 
     /// Decodes a block, appending to `ts` and `vs`.
@@ -213,6 +259,44 @@ impl Part {
             }
         };
         self.decode_block(b, bytes, ts, vs)
+    }
+
+    /// Whether blocks are read from a file (not held in memory).
+    pub fn is_file(&self) -> bool {
+        matches!(self.data, Data::File(_))
+    }
+
+    /// Decodes block `b` of this file part from `shared`, which covers it,
+    /// reading `shared` first if no reader has yet.
+    pub fn read_block_shared(
+        &self,
+        b: &BlockRef,
+        shared: &SharedRead,
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Result<(), StorageError> {
+        let Data::File(f) = &self.data else {
+            return self.read_block(b, ts, vs);
+        };
+        if shared.part_uid != self.uid || b.offset < shared.start || b.end() > shared.end || shared.end > self.bytes {
+            return Err(self.corrupt(b, "block outside its shared read"));
+        }
+        let bytes = match shared.bytes.get() {
+            Some(bytes) => bytes,
+            None => {
+                let mut bytes = vec![0; shared.len() as usize];
+                f.read_exact_at(&mut bytes, shared.start).map_err(StorageError::io(
+                    "read blocks of",
+                    self.path.clone().unwrap_or_default(),
+                ))?;
+                shared.bytes.get_or_init(|| bytes)
+            }
+        };
+        let at = (b.offset - shared.start) as usize;
+        let block = bytes
+            .get(at..at + b.len as usize)
+            .ok_or_else(|| self.corrupt(b, "block out of bounds"))?;
+        self.decode_block(b, block, ts, vs)
     }
 
     /// Checks and decodes the bytes of block `b`.
