@@ -369,29 +369,36 @@ impl PartitionIndex {
 
     /// Live series matching every matcher.
     pub fn select(&self, matchers: &[Matcher]) -> RoaringBitmap {
-        let mut result = self.live.clone();
         // Positive, selective matchers first: they shrink the set the most.
         let mut ordered: Vec<&Matcher> = matchers.iter().collect();
         ordered.sort_by_key(|m| (m.matches_empty(), m.set_values().is_none()));
+        // Starts from the first positive matcher's postings rather than a
+        // copy of every live series.
+        let mut result: Option<RoaringBitmap> = None;
         for m in ordered {
-            if result.is_empty() {
+            if result.as_ref().is_some_and(RoaringBitmap::is_empty) {
                 break;
             }
             let values = self.postings.get(m.name.as_str());
             if m.matches_empty() {
+                let result = result.get_or_insert_with(|| self.live.clone());
                 // Series lacking the label match; remove those whose value does not.
                 if let Some(values) = values {
                     for (v, bm) in values {
                         if !m.matches(v) {
-                            result -= bm;
+                            *result -= bm;
                         }
                     }
                 }
             } else {
-                result &= self.matching_postings(m, values);
+                let matching = self.matching_postings(m, values);
+                match &mut result {
+                    Some(result) => *result &= matching,
+                    None => result = Some(matching & &self.live),
+                }
             }
         }
-        result
+        result.unwrap_or_else(|| self.live.clone())
     }
 
     fn matching_postings(&self, m: &Matcher, values: Option<&BTreeMap<Box<str>, RoaringBitmap>>) -> RoaringBitmap {
