@@ -37,7 +37,7 @@ fuzz_target!(|data: &[u8]| {
             let metric: serde_json::Map<String, serde_json::Value> = s
                 .labels
                 .iter()
-                .map(|l| (l.name.clone(), serde_json::Value::String(l.value.clone())))
+                .map(|l| (l.name.to_string(), serde_json::Value::String(l.value.to_string())))
                 .collect();
             let values: Vec<String> = s.samples.iter().map(|x| value(x.v)).collect();
             let ts: Vec<String> = s.samples.iter().map(|x| x.t.to_string()).collect();

@@ -3,15 +3,19 @@ use std::fmt;
 /// The label that holds the metric name.
 pub const METRIC_NAME: &str = "__name__";
 
+/// A label name or value: up to 24 bytes are held inline, so decoding or
+/// cloning a typical label set allocates once for its vector, not twice per label.
+pub type LabelText = compact_str::CompactString;
+
 /// One label pair.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Label {
-    pub name: String,
-    pub value: String,
+    pub name: LabelText,
+    pub value: LabelText,
 }
 
 impl Label {
-    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn new(name: impl Into<LabelText>, value: impl Into<LabelText>) -> Self {
         Self {
             name: name.into(),
             value: value.into(),
@@ -54,7 +58,7 @@ impl Labels {
         labels.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         for pair in labels.windows(2) {
             if pair[0].name == pair[1].name {
-                return Err(LabelError::DuplicateName(pair[0].name.clone()));
+                return Err(LabelError::DuplicateName(pair[0].name.to_string()));
             }
         }
         if labels.iter().any(|l| l.name.is_empty()) {
@@ -64,7 +68,7 @@ impl Labels {
     }
 
     /// Builds from `(name, value)` pairs; panics on invalid input, for tests and literals.
-    pub fn from_pairs<N: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (N, V)>) -> Self {
+    pub fn from_pairs<N: Into<LabelText>, V: Into<LabelText>>(pairs: impl IntoIterator<Item = (N, V)>) -> Self {
         let labels = pairs.into_iter().map(|(n, v)| Label::new(n, v)).collect();
         match Self::new(labels) {
             Ok(l) => l,
@@ -118,7 +122,7 @@ impl Labels {
             Ok(i) if value.is_empty() => {
                 self.0.remove(i);
             }
-            Ok(i) => self.0[i].value = value.to_string(),
+            Ok(i) => self.0[i].value = value.into(),
             Err(_) if value.is_empty() => {}
             Err(i) => self.0.insert(i, Label::new(name, value)),
         }

@@ -1245,7 +1245,7 @@ fn vector_scalar(op: &str, v: Vec<Series>, s: &[f64], swap: bool, return_bool: b
 pub(crate) fn signature(l: &Labels, on: bool, names: &[String]) -> String {
     let mut s = String::new();
     for lab in l.iter() {
-        let listed = names.iter().any(|n| n == &lab.name);
+        let listed = names.iter().any(|n| *n == lab.name);
         let use_it = if on { listed } else { !listed && lab.name != METRIC_NAME };
         if use_it {
             s.push_str(&lab.name);
@@ -1261,7 +1261,7 @@ fn match_labels(l: &Labels, on: bool, names: &[String]) -> Labels {
     labels_from(
         l.iter()
             .filter(|lab| {
-                let listed = names.iter().any(|n| n == &lab.name);
+                let listed = names.iter().any(|n| *n == lab.name);
                 if on { listed } else { !listed && lab.name != METRIC_NAME }
             })
             .cloned()
@@ -1286,7 +1286,7 @@ fn result_metric(
                 return false;
             }
             if matches!(card, VectorMatchCardinality::OneToOne) {
-                let listed = names.iter().any(|n| n == &l.name);
+                let listed = names.iter().any(|n| *n == l.name);
                 if on { listed } else { !listed }
             } else {
                 true
@@ -1295,7 +1295,7 @@ fn result_metric(
         .cloned()
         .collect();
     if !include.is_empty() {
-        v.retain(|l| !include.contains(&l.name));
+        v.retain(|l| !include.iter().any(|n| *n == l.name));
         for name in include {
             if let Some(val) = rhs.get(name) {
                 v.push(Label::new(name.clone(), val));

@@ -935,7 +935,7 @@ pub(crate) fn group_labels(l: &Labels, without: bool, names: &[String]) -> Label
     labels_from(
         l.iter()
             .filter(|lab| {
-                let listed = names.iter().any(|n| n == &lab.name);
+                let listed = names.iter().any(|n| *n == lab.name);
                 if without {
                     !listed && lab.name != METRIC_NAME
                 } else {

@@ -120,7 +120,7 @@ fn payloads() -> Payloads {
             let mut tags = serde_json::Map::new();
             tags.insert("instance".into(), "host-1:9100".into());
             for l in &others {
-                tags.insert(l.name.clone(), l.value.clone().into());
+                tags.insert(l.name.to_string(), l.value.to_string().into());
             }
             points.push(serde_json::json!({ "metric": name, "timestamp": x.t, "value": x.v, "tags": tags }));
             graphite.push_str(&format!(" {:?} {}\n", x.v, x.t / 1000));
@@ -130,7 +130,7 @@ fn payloads() -> Payloads {
     for (labels, samples) in &by_series {
         let metric: serde_json::Map<String, serde_json::Value> = labels
             .iter()
-            .map(|l| (l.name.clone(), serde_json::Value::String(l.value.clone())))
+            .map(|l| (l.name.to_string(), serde_json::Value::String(l.value.to_string())))
             .collect();
         let values: Vec<String> = samples.iter().map(|s| json_value(s.v)).collect();
         let ts: Vec<String> = samples.iter().map(|s| s.t.to_string()).collect();

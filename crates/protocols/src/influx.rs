@@ -154,7 +154,7 @@ fn read_line(
         // An empty value is no label (as everywhere in Cairn, and as
         // VictoriaMetrics stores it); InfluxDB itself refuses the line.
         has_db |= key == DB_LABEL && !value.is_empty();
-        labels.push(Label { name: key, value });
+        labels.push(Label::new(key, value));
         rest = after_value;
     }
     if let Some(db) = &opts.db

@@ -647,7 +647,7 @@ impl Translator<'_> {
 /// translator's own labels win, as in Prometheus).
 fn set_label(labels: &mut Vec<Label>, name: &str, value: String) {
     match labels.iter_mut().find(|l| l.name == name) {
-        Some(l) => l.value = value,
+        Some(l) => l.value = value.into(),
         None => labels.push(Label::new(name, value)),
     }
 }

@@ -76,8 +76,8 @@ pub fn encode_write_request_v2(
                     Some(&i) => i,
                     None => {
                         let i = symbols.len() as u32;
-                        symbols.push(x.clone());
-                        index.insert(x.clone(), i);
+                        symbols.push(x.to_string());
+                        index.insert(x.to_string(), i);
                         i
                     }
                 };

@@ -659,8 +659,8 @@ fn encoder_matches_prost_byte_for_byte() {
                     .labels
                     .iter()
                     .map(|l| proto::Label {
-                        name: l.name.clone(),
-                        value: l.value.clone(),
+                        name: l.name.to_string(),
+                        value: l.value.to_string(),
                     })
                     .collect(),
                 samples: s
