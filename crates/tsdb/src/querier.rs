@@ -38,16 +38,17 @@ impl Querier for TsdbQuerier {
     }
 
     fn select(&self, hints: &SelectHints, matchers: &[Matcher]) -> Result<SeriesSet, StorageError> {
-        // Series are keyed by labels: ids are only unique within a day. They
-        // are sorted by their canonical encodings, copied into one arena
-        // (`Labels::cmp_encoded` orders them as the decoded sets), and each
-        // is decoded only when the iterator reaches it: decoding all first
-        // and sorting `Labels` was most of a 500k-series `/api/v1/series`.
+        // Series are keyed by labels: ids are only unique within a day. Their
+        // canonical encodings are copied into one arena, each followed by a
+        // key whose byte order is the label sets' (`Labels::sort_key`: a sort
+        // compares with `memcmp`), and each is decoded only when the
+        // iterator reaches it: decoding all first and sorting `Labels` was
+        // most of a 500k-series `/api/v1/series`.
         let mut arena: Vec<u8> = Vec::new();
-        let mut series: Vec<(Range<usize>, Vec<Ranked>)> = Vec::new();
+        let mut series: Vec<(Range<usize>, Range<usize>, Vec<Ranked>)> = Vec::new();
         let mut read_budget = SELECT_BUDGET;
         for snap in &self.snaps {
-            let mut selected: Vec<(u64, u32, Range<usize>)> = {
+            let mut selected: Vec<(u64, u32, Range<usize>, Range<usize>)> = {
                 let index = snap.partition.index();
                 let matching = index.select(matchers);
                 let mut selected = Vec::with_capacity(matching.len() as usize);
@@ -56,20 +57,22 @@ impl Querier for TsdbQuerier {
                     if hints.shard.is_none_or(|sh| sh.contains_encoded(encoded)) {
                         let at = arena.len();
                         arena.extend_from_slice(encoded);
-                        selected.push((index.id_of(local), local, at..arena.len()));
+                        let key_at = arena.len();
+                        Labels::sort_key(encoded, &mut arena);
+                        selected.push((index.id_of(local), local, at..key_at, key_at..arena.len()));
                     }
                 }
                 selected
             };
             if hints.labels_only {
-                series.extend(selected.into_iter().map(|(_, _, key)| (key, Vec::new())));
+                series.extend(selected.into_iter().map(|(_, _, enc, key)| (enc, key, Vec::new())));
                 continue;
             }
             // In id order, as parts keep their blocks: each part's search
             // moves forward through one region (a metric's series are
             // neighbours there, see `series_hash`).
-            selected.sort_unstable_by_key(|&(id, _, _)| id);
-            let locals: Vec<u32> = selected.iter().map(|&(_, local, _)| local).collect();
+            selected.sort_unstable_by_key(|&(id, ..)| id);
+            let locals: Vec<u32> = selected.iter().map(|&(_, local, ..)| local).collect();
             let fresh = snap.head.series(&locals, self.mint, self.maxt);
             // Parts outside the range are not searched per series: a query
             // over the last minutes skips those flushed before them.
@@ -83,24 +86,23 @@ impl Querier for TsdbQuerier {
             let tombs = tombstones_by_id(&snap.tombstones);
             let mut cursors = vec![0; parts.len()];
             let (mut keys, mut sources) = (Vec::new(), Vec::new());
-            for ((id, _, key), rows) in selected.into_iter().zip(fresh) {
+            for ((id, _, enc, key), rows) in selected.into_iter().zip(fresh) {
                 let mut of_series = sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &tombs);
                 // Unflushed rows are the newest writes of all.
                 of_series.extend(Ranked::rows(u64::MAX, rows));
                 if !of_series.is_empty() {
-                    keys.push(key);
+                    keys.push((enc, key));
                     sources.push(of_series);
                 }
             }
             for part in &parts {
                 share_part_reads(part, &mut sources, &mut read_budget);
             }
-            series.extend(keys.into_iter().zip(sources));
+            series.extend(keys.into_iter().zip(sources).map(|((enc, key), s)| (enc, key, s)));
         }
         // Stable: a series found in several days keeps its days in order.
-        let order = |a: &(Range<usize>, Vec<Ranked>), b: &(Range<usize>, Vec<Ranked>)| {
-            Labels::cmp_encoded(&arena[a.0.clone()], &arena[b.0.clone()])
-        };
+        type Selected = (Range<usize>, Range<usize>, Vec<Ranked>);
+        let order = |a: &Selected, b: &Selected| arena[a.1.clone()].cmp(&arena[b.1.clone()]);
         if series.len() >= PARALLEL_SORT_MIN {
             series.par_sort_by(order);
         } else {
@@ -110,7 +112,7 @@ impl Querier for TsdbQuerier {
         series.dedup_by(|later, earlier| {
             let same = arena[later.0.clone()] == arena[earlier.0.clone()];
             if same {
-                earlier.1.append(&mut later.1);
+                earlier.2.append(&mut later.2);
             }
             same
         });
@@ -118,7 +120,7 @@ impl Querier for TsdbQuerier {
         let limit = hints.limit.unwrap_or(usize::MAX);
         let iter = series
             .into_iter()
-            .filter_map(move |(key, sources)| {
+            .filter_map(move |(key, _, sources)| {
                 // The index only holds encodings that decoded when inserted.
                 let labels = match Labels::decode(&arena[key]) {
                     Ok((labels, _)) => labels,
