@@ -1,6 +1,6 @@
 //! Functions and aggregations.
 
-use std::collections::HashMap;
+use foldhash::{HashMap, HashMapExt};
 
 use cairn_model::{Label, Labels, METRIC_NAME};
 use promql_parser::label::MatchOp as PMatchOp;

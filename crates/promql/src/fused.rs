@@ -10,7 +10,9 @@
 //! in, so every (group, step) sees the same additions in the same order and
 //! the answers are bit-identical.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+use foldhash::{HashMap, HashMapExt};
 
 use cairn_model::{Labels, METRIC_NAME};
 use cairn_storage::SelectHints;
