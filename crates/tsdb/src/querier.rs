@@ -13,6 +13,14 @@ use crate::shared_reads::{SELECT_BUDGET, share_part_reads};
 /// Selects of at least this many series sort on every core.
 const PARALLEL_SORT_MIN: usize = 1 << 15;
 
+/// A series a select found: its canonical label encoding and its sort key
+/// (ranges of the select's arena), and where its samples are.
+struct Selected {
+    labels: Range<usize>,
+    order: Range<usize>,
+    sources: Vec<Ranked>,
+}
+
 /// A read view: the partitions overlapping `[mint, maxt]`, as they were
 /// when the querier was created.
 pub struct TsdbQuerier {
@@ -45,7 +53,7 @@ impl Querier for TsdbQuerier {
         // iterator reaches it: decoding all first and sorting `Labels` was
         // most of a 500k-series `/api/v1/series`.
         let mut arena: Vec<u8> = Vec::new();
-        let mut series: Vec<(Range<usize>, Range<usize>, Vec<Ranked>)> = Vec::new();
+        let mut series: Vec<Selected> = Vec::new();
         let mut read_budget = SELECT_BUDGET;
         for snap in &self.snaps {
             let mut selected: Vec<(u64, u32, Range<usize>, Range<usize>)> = {
@@ -65,7 +73,11 @@ impl Querier for TsdbQuerier {
                 selected
             };
             if hints.labels_only {
-                series.extend(selected.into_iter().map(|(_, _, enc, key)| (enc, key, Vec::new())));
+                series.extend(selected.into_iter().map(|(_, _, labels, order)| Selected {
+                    labels,
+                    order,
+                    sources: Vec::new(),
+                }));
                 continue;
             }
             // In id order, as parts keep their blocks: each part's search
@@ -86,33 +98,36 @@ impl Querier for TsdbQuerier {
             let tombs = tombstones_by_id(&snap.tombstones);
             let mut cursors = vec![0; parts.len()];
             let (mut keys, mut sources) = (Vec::new(), Vec::new());
-            for ((id, _, enc, key), rows) in selected.into_iter().zip(fresh) {
+            for ((id, _, labels, order), rows) in selected.into_iter().zip(fresh) {
                 let mut of_series = sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &tombs);
                 // Unflushed rows are the newest writes of all.
                 of_series.extend(Ranked::rows(u64::MAX, rows));
                 if !of_series.is_empty() {
-                    keys.push((enc, key));
+                    keys.push((labels, order));
                     sources.push(of_series);
                 }
             }
             for part in &parts {
                 share_part_reads(part, &mut sources, &mut read_budget);
             }
-            series.extend(keys.into_iter().zip(sources).map(|((enc, key), s)| (enc, key, s)));
+            series.extend(
+                keys.into_iter()
+                    .zip(sources)
+                    .map(|((labels, order), sources)| Selected { labels, order, sources }),
+            );
         }
         // Stable: a series found in several days keeps its days in order.
-        type Selected = (Range<usize>, Range<usize>, Vec<Ranked>);
-        let order = |a: &Selected, b: &Selected| arena[a.1.clone()].cmp(&arena[b.1.clone()]);
+        let order = |a: &Selected, b: &Selected| arena[a.order.clone()].cmp(&arena[b.order.clone()]);
         if series.len() >= PARALLEL_SORT_MIN {
             series.par_sort_by(order);
         } else {
             series.sort_by(order);
         }
-        // Canonical encodings are equal exactly when the label sets are.
+        // Sort keys are equal exactly when the label sets are.
         series.dedup_by(|later, earlier| {
-            let same = arena[later.0.clone()] == arena[earlier.0.clone()];
+            let same = arena[later.order.clone()] == arena[earlier.order.clone()];
             if same {
-                earlier.2.append(&mut later.2);
+                earlier.sources.append(&mut later.sources);
             }
             same
         });
@@ -120,9 +135,9 @@ impl Querier for TsdbQuerier {
         let limit = hints.limit.unwrap_or(usize::MAX);
         let iter = series
             .into_iter()
-            .filter_map(move |(key, _, sources)| {
+            .filter_map(move |Selected { labels, sources, .. }| {
                 // The index only holds encodings that decoded when inserted.
-                let labels = match Labels::decode(&arena[key]) {
+                let labels = match Labels::decode(&arena[labels]) {
                     Ok((labels, _)) => labels,
                     Err(e) => {
                         return Some(Err(StorageError::Corrupt {
