@@ -14,7 +14,7 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwL
 use crate::day::Day;
 use crate::head::{Head, HeadSnapshot, Row, UNKNOWN_LOCAL};
 use crate::index::PartitionIndex;
-use crate::part::{BlockEncoding, Part, PartMeta, PartWriter};
+use crate::part::{BlockCursor, BlockEncoding, Part, PartMeta, PartWriter};
 use crate::series_reader::{Deleted, Ranked, SeriesReader};
 use crate::tombstones::{self, Tombstone};
 use cairn_storage::SampleBlocks;
@@ -519,7 +519,7 @@ impl Partition {
         let tombs = self.tombstones.read().clone();
         let by_id = tombstones_by_id(&tombs);
         // A set iterates in ascending id order, as the cursors need.
-        let mut cursors = vec![0; all.len()];
+        let mut cursors: Vec<_> = all.iter().map(|p| p.block_cursor()).collect();
         for id in ids {
             let sources = sources_of(&all, &mut cursors, id, i64::MIN, i64::MAX, &by_id);
             let mut reader = SeriesReader::new(sources, i64::MIN, i64::MAX);
@@ -588,11 +588,11 @@ fn deleted_ranges(tombs: &HashMap<u64, Vec<&Tombstone>>, id: u64, max_seq: u64) 
 
 /// The blocks of series `id` in `parts` overlapping `[mint, maxt]`, each
 /// with the deletions that apply to it (tombstones written after the part's
-/// data). `cursors` (one per part, initially 0) carry each part's search
-/// position from one call to the next: call in ascending id order.
+/// data). `cursors` (one per part, from [`Part::block_cursor`]) carry each
+/// part's position from one call to the next: call in ascending id order.
 pub fn sources_of(
     parts: &[Arc<Part>],
-    cursors: &mut [usize],
+    cursors: &mut [BlockCursor<'_>],
     id: u64,
     mint: i64,
     maxt: i64,
@@ -607,12 +607,12 @@ pub fn sources_of(
         } else {
             deleted_ranges(tombs, id, max_seq)
         };
-        for block in part.blocks_from(id, mint, maxt, cursor) {
-            if deleted.iter().any(|&(lo, hi)| lo <= block.mint && block.maxt <= hi) {
-                continue;
+        cursor.series(id, |block| {
+            let outside = block.maxt < mint || block.mint > maxt;
+            if !outside && !deleted.iter().any(|&(lo, hi)| lo <= block.mint && block.maxt <= hi) {
+                out.push(Ranked::block(part, block, deleted.clone()));
             }
-            out.push(Ranked::block(part, block, deleted.clone()));
-        }
+        });
     }
     out
 }

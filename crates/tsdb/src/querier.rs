@@ -96,7 +96,7 @@ impl Querier for TsdbQuerier {
                 .cloned()
                 .collect();
             let tombs = tombstones_by_id(&snap.tombstones);
-            let mut cursors = vec![0; parts.len()];
+            let mut cursors: Vec<_> = parts.iter().map(|p| p.block_cursor()).collect();
             let (mut keys, mut sources) = (Vec::new(), Vec::new());
             for ((id, _, labels, order), rows) in selected.into_iter().zip(fresh) {
                 let mut of_series = sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &tombs);

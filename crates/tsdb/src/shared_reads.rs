@@ -127,7 +127,7 @@ mod tests {
     /// reads, how many blocks have one, and the bytes used.
     fn plan(part: &Arc<Part>, ids: &[u64], budget: u64) -> (Vec<Vec<Ranked>>, usize, usize, u64) {
         let parts = [part.clone()];
-        let mut cursors = vec![0];
+        let mut cursors = vec![part.block_cursor()];
         let mut sources: Vec<Vec<Ranked>> = ids
             .iter()
             .map(|&id| sources_of(&parts, &mut cursors, id, i64::MIN, i64::MAX, &HashMap::new()))

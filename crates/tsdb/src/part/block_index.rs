@@ -1,7 +1,8 @@
 //! A part's block index as held in memory: the file's 48-byte entries
 //! (docs/format/part.md) packed as varints in groups of [`GROUP`], about a
 //! third of the size. A search finds the group by its first series id and
-//! unpacks from the start of the group holding the series' first block.
+//! unpacks from the start of the group holding the series' first block; a
+//! [`BlockCursor`] walking ascending ids unpacks each entry once.
 //!
 //! Entry `i` is packed relative to entry `i - 1` of its group (the first of a
 //! group relative to zeros): id delta (uvarint; ids ascend), mint − previous
@@ -14,10 +15,9 @@ use cairn_codec::varint::{get_uvarint, put_uvarint, zigzag_decode, zigzag_encode
 use super::reader::BlockRef;
 use super::{ENTRY_BYTES, MAGIC};
 
-/// Entries per group: a search unpacks from a group's start to the series
-/// (half a group on average, a whole one more when the series may begin in
-/// the group before), memory per group is 20 bytes. Selects search once per
-/// series and part, so this is a trade of memory for query latency.
+/// Entries per group: a jump to a series far ahead unpacks from a group's
+/// start to the series (half a group on average, a whole one more when the
+/// series may begin in the group before), memory per group is 20 bytes.
 const GROUP: usize = 8;
 
 pub struct BlockIndex {
@@ -112,31 +112,68 @@ impl BlockIndex {
 
     /// Entries of series `id`, in time order.
     #[cfg(test)]
-    pub fn series(&self, id: u64) -> impl Iterator<Item = BlockRef> + '_ {
-        self.series_from(id, &mut 0)
+    pub fn series(&self, id: u64) -> Vec<BlockRef> {
+        let mut out = Vec::new();
+        self.cursor().series(id, |b| out.push(b));
+        out
     }
 
-    /// Entries of series `id`, in time order, searching from group `cursor`
-    /// on and leaving it where this series' search began: series looked up
-    /// in ascending id order (start at 0) cost a short forward search each,
-    /// in memory just read, not a binary search over the whole part.
-    pub fn series_from<'a>(&'a self, id: u64, cursor: &mut usize) -> impl Iterator<Item = BlockRef> + use<'a> {
-        let from = (*cursor).min(self.first_ids.len());
+    /// A cursor for series looked up in ascending id order.
+    pub fn cursor(&self) -> BlockCursor<'_> {
+        BlockCursor {
+            entries: self.iter_group(0),
+            peeked: None,
+        }
+    }
+
+    /// The last group at or after `from` whose first id is below `id`, given
+    /// that group `from`'s is: a gallop, then a binary search in its window.
+    fn last_group_below(&self, from: usize, id: u64) -> usize {
         let ids = &self.first_ids[from..];
-        // Gallop to a window holding the first group starting at or after
-        // `id`, then search it.
         let mut bound = 1;
         while bound < ids.len() && ids[bound] < id {
             bound *= 2;
         }
         let (lo, hi) = (bound / 2, (bound + 1).min(ids.len()));
-        let first_at_or_after = from + lo + ids[lo..hi].partition_point(|&f| f < id);
-        // The series may begin in the group before it.
-        let g = first_at_or_after.saturating_sub(1).max(from);
-        *cursor = g;
-        self.iter_group(g)
-            .skip_while(move |b| b.id < id)
-            .take_while(move |b| b.id == id)
+        from + lo + ids[lo..hi].partition_point(|&f| f < id) - 1
+    }
+}
+
+/// Walks a block index forward for series looked up in ascending id order.
+/// Entries are unpacked once each while the series asked for are close
+/// together (a metric's series are neighbours: see `series_hash`); a series
+/// further ahead is reached by a search over the groups' first ids, which
+/// unpacks nothing, from where the cursor stands.
+pub struct BlockCursor<'a> {
+    entries: Entries<'a>,
+    /// The first entry unpacked past the last series asked for.
+    peeked: Option<BlockRef>,
+}
+
+impl BlockCursor<'_> {
+    /// Calls `f` with each block of series `id`, in time order. `id` must not
+    /// be below the one of the previous call.
+    pub fn series(&mut self, id: u64, mut f: impl FnMut(BlockRef)) {
+        let index = self.entries.index;
+        // The group holding the next entry not yet consumed.
+        let at = (self.entries.next - usize::from(self.peeked.is_some())) / GROUP;
+        if index.first_ids.get(at + 1).is_some_and(|&first| first < id) {
+            // The series' first block lies in a later group than the next.
+            self.entries = index.iter_group(index.last_group_below(at + 1, id));
+            self.peeked = None;
+        }
+        loop {
+            let Some(block) = self.peeked.take().or_else(|| self.entries.next()) else {
+                return;
+            };
+            if block.id > id {
+                self.peeked = Some(block);
+                return;
+            }
+            if block.id == id {
+                f(block);
+            }
+        }
     }
 }
 
@@ -254,7 +291,7 @@ mod tests {
                 proptest::prop_assert_eq!(&tail[..], want.get(start..).unwrap_or_default());
             }
             for probe in want.iter().map(|b| b.id).chain([0, 7, u64::MAX]) {
-                let found: Vec<BlockRef> = index.series(probe).collect();
+                let found: Vec<BlockRef> = index.series(probe);
                 let expected: Vec<BlockRef> = want.iter().filter(|b| b.id == probe).copied().collect();
                 proptest::prop_assert_eq!(found, expected);
             }
@@ -263,11 +300,12 @@ mod tests {
             let mut probes: Vec<u64> = want.iter().map(|b| b.id).chain([0, 7, u64::MAX]).collect();
             probes.sort_unstable();
             probes.dedup();
-            for keep_every in [1, 2, 3] {
-                let mut cursor = 0;
+            for keep_every in [1, 2, 3, 9, 17] {
+                let mut cursor = index.cursor();
                 for &probe in probes.iter().step_by(keep_every) {
-                    let found: Vec<BlockRef> = index.series_from(probe, &mut cursor).collect();
-                    let expected: Vec<BlockRef> = index.series(probe).collect();
+                    let mut found = Vec::new();
+                    cursor.series(probe, |b| found.push(b));
+                    let expected: Vec<BlockRef> = want.iter().filter(|b| b.id == probe).copied().collect();
                     proptest::prop_assert_eq!(found, expected);
                 }
             }
@@ -284,6 +322,6 @@ mod tests {
         assert!(BlockIndex::build(&gap, 29).is_err());
         assert!(BlockIndex::build(&raw(&[(2, 0, 1, 10, 1, 0), (1, 0, 1, 10, 1, 0)]), 28).is_err());
         assert!(BlockIndex::build(&[0; ENTRY_BYTES - 1], 8).is_err());
-        assert_eq!(BlockIndex::build(&[], 8).unwrap().series(0).count(), 0);
+        assert!(BlockIndex::build(&[], 8).unwrap().series(0).is_empty());
     }
 }

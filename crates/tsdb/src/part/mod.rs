@@ -9,6 +9,7 @@ mod reader;
 mod ts_cache;
 mod writer;
 
+pub use block_index::BlockCursor;
 pub use reader::{BlockRef, Part, ReadBuffer, SharedRead};
 pub use writer::{BlockEncoding, PartMeta, PartWriter};
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_storage::StorageError;
 
-use super::block_index::BlockIndex;
+use super::block_index::{BlockCursor, BlockIndex};
 use super::{
     ENTRY_BYTES, FOOTER_BYTES, MAGIC, MAX_TIMESTAMP_BYTES, PartMeta, SHARED_TIMESTAMPS, SHARED_TIMESTAMPS_BYTES,
 };
@@ -197,22 +197,19 @@ impl Part {
     }
 
     /// Blocks of series `id` that overlap `[mint, maxt]`, in time order.
-    pub fn blocks_of(&self, id: u64, mint: i64, maxt: i64) -> impl Iterator<Item = BlockRef> + '_ {
-        self.blocks_from(id, mint, maxt, &mut 0)
+    pub fn blocks_of(&self, id: u64, mint: i64, maxt: i64) -> impl Iterator<Item = BlockRef> + use<> {
+        let mut out = Vec::new();
+        self.block_cursor().series(id, |b| {
+            if b.maxt >= mint && b.mint <= maxt {
+                out.push(b);
+            }
+        });
+        out.into_iter()
     }
 
-    /// [`Self::blocks_of`] for series visited in ascending id order, each
-    /// search starting where the last one began (`cursor`, initially 0).
-    pub fn blocks_from<'a>(
-        &'a self,
-        id: u64,
-        mint: i64,
-        maxt: i64,
-        cursor: &mut usize,
-    ) -> impl Iterator<Item = BlockRef> + use<'a> {
-        self.index
-            .series_from(id, cursor)
-            .filter(move |b| b.maxt >= mint && b.mint <= maxt)
+    /// A cursor over the block index for series visited in ascending id order.
+    pub fn block_cursor(&self) -> BlockCursor<'_> {
+        self.index.cursor()
     }
 
     /// Decodes a block, appending to `ts` and `vs`.
