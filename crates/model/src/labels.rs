@@ -204,11 +204,19 @@ impl Labels {
             return Err(LabelError::Malformed);
         }
         let mut labels = Vec::with_capacity(count as usize);
+        // Stored encodings are canonical: checking that while decoding is
+        // cheaper than sorting and checking again.
+        let (mut canonical, mut prev) = (true, "");
         for _ in 0..count {
             let (name, r) = get_str(rest)?;
             let (value, r) = get_str(r)?;
             rest = r;
+            canonical &= prev < name && !value.is_empty();
+            prev = name;
             labels.push(Label::new(name, value));
+        }
+        if canonical {
+            return Ok((Self(labels), rest));
         }
         let out = Self::new(labels)?;
         if out.len() as u64 != count {
@@ -414,6 +422,28 @@ mod tests {
             bad.extend_from_slice(&[1, b'a', 1, b'x']);
         }
         assert!(Labels::decode(&bad).is_err());
+    }
+
+    proptest! {
+        /// Pairs in any order, with empty and repeated names and empty values:
+        /// decoding takes its fast path only for canonical input and
+        /// otherwise canonicalises as `Labels::new`, or fails as it does.
+        #[test]
+        fn decode_agrees_with_new_on_any_pairs(
+            pairs in proptest::collection::vec(("[ab_]{0,2}", "[xy]{0,2}"), 0..6),
+        ) {
+            let mut buf = Vec::new();
+            super::put_pairs(&mut buf, pairs.len(), pairs.iter().map(|(n, v)| (n.as_str(), v.as_str())));
+            let new = Labels::new(pairs.iter().map(|(n, v)| Label::new(n.as_str(), v.as_str())).collect());
+            let dropped_empty = new.as_ref().is_ok_and(|l| l.len() != pairs.len());
+            match Labels::decode(&buf) {
+                Ok((decoded, rest)) => {
+                    prop_assert!(rest.is_empty());
+                    prop_assert_eq!(Ok(decoded), new);
+                }
+                Err(_) => prop_assert!(new.is_err() || dropped_empty),
+            }
+        }
     }
 
     proptest! {
