@@ -54,13 +54,21 @@ impl Shard {
 
     /// [`Self::contains`] for a series given by its [`Labels::encode`] form.
     pub fn contains_encoded(&self, encoded: &[u8]) -> bool {
-        if self.count <= 1 {
-            return true;
-        }
+        self.count <= 1 || self.contains_hash(Self::hash_encoded(encoded))
+    }
+
+    /// [`Self::contains`] for a series whose [`Self::hash_encoded`] is `hash`
+    /// (an implementation may keep it).
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        self.count <= 1 || hash % self.count as u64 == self.index as u64
+    }
+
+    /// The hash that places a series in a shard, of its [`Labels::encode`] form.
+    pub fn hash_encoded(encoded: &[u8]) -> u64 {
         // Any fixed hash gives the same answer for the same labels in every
         // call (shards are never persisted); every shard hashes every series
         // a select matches, so a fast one.
-        xxhash_rust::xxh3::xxh3_64(encoded) % self.count as u64 == self.index as u64
+        xxhash_rust::xxh3::xxh3_64(encoded)
     }
 }
 

@@ -79,6 +79,8 @@ pub struct PartitionIndex {
     live: RoaringBitmap,
     /// `entries[..persisted]` are in segment files already.
     persisted: usize,
+    /// Raised whenever the live series change (added, deleted, revived).
+    version: u64,
 }
 
 /// The id of local number `l`.
@@ -299,7 +301,7 @@ impl PartitionIndex {
     /// Adds a series (or revives a deleted one). Returns its local number.
     pub fn insert(&mut self, id: u64, labels: EncodedLabels<'_>) -> Result<u32, StorageError> {
         if let Some(local) = self.local_of(id) {
-            self.live.insert(local);
+            self.revive(local);
             return Ok(local);
         }
         let encoded = labels.as_bytes();
@@ -330,16 +332,27 @@ impl PartitionIndex {
             }
         }
         push_largest(&mut self.live, local);
+        self.version += 1;
         Ok(local)
     }
 
     /// Makes a deleted series visible again (it was written after the delete).
     pub fn revive(&mut self, local: u32) {
-        self.live.insert(local);
+        if self.live.insert(local) {
+            self.version += 1;
+        }
     }
 
     pub fn mark_deleted(&mut self, local: u32) {
-        self.live.remove(local);
+        if self.live.remove(local) {
+            self.version += 1;
+        }
+    }
+
+    /// Changes whenever the set of live series does: what [`Self::select`]
+    /// returned stays right while this is the same.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     pub fn local_of(&self, id: u64) -> Option<u32> {

@@ -26,6 +26,7 @@ mod index;
 mod part;
 mod partition;
 mod querier;
+mod selection;
 mod series_reader;
 mod shared_reads;
 mod tombstones;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
-use cairn_model::EncodedLabels;
+use cairn_model::{EncodedLabels, Matcher};
 use cairn_storage::StorageError;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 
@@ -15,6 +15,7 @@ use crate::day::Day;
 use crate::head::{Head, HeadSnapshot, Row, UNKNOWN_LOCAL};
 use crate::index::PartitionIndex;
 use crate::part::{BlockCursor, BlockEncoding, Part, PartMeta, PartWriter};
+use crate::selection::{self, Selection, SelectionCache};
 use crate::series_reader::{Deleted, Ranked, SeriesReader};
 use crate::tombstones::{self, Tombstone};
 use cairn_storage::SampleBlocks;
@@ -54,6 +55,9 @@ pub struct Partition {
     /// Serialises seals, so parts are installed in commit order and a flush
     /// (which seals under the commit lock) waits for a seal in progress.
     seal: Mutex<()>,
+    /// Recent selects' series, valid while the index's version holds. Taken
+    /// under `index` (read) and alone otherwise.
+    selections: Mutex<SelectionCache>,
 }
 
 /// What a query sees of a partition.
@@ -89,6 +93,7 @@ impl Partition {
             tombstones: RwLock::default(),
             rewrite: Mutex::new(()),
             seal: Mutex::new(()),
+            selections: Mutex::default(),
             last_write_ms: AtomicI64::default(),
             applied_tombstone_seq: AtomicU64::default(),
         })
@@ -142,6 +147,7 @@ impl Partition {
             tombstones: RwLock::new(Arc::new(tombs)),
             rewrite: Mutex::new(()),
             seal: Mutex::new(()),
+            selections: Mutex::default(),
             last_write_ms: AtomicI64::default(),
             applied_tombstone_seq: AtomicU64::new(applied),
         };
@@ -154,6 +160,20 @@ impl Partition {
     /// another lock of this partition.
     pub fn index(&self) -> RwLockReadGuard<'_, PartitionIndex> {
         self.index.read()
+    }
+
+    /// The live series `matchers` select in `index` (this partition's,
+    /// read-locked by the caller), kept for the next select of the same
+    /// matchers while the index does not change.
+    pub fn selection(&self, index: &PartitionIndex, matchers: &[Matcher]) -> Arc<Selection> {
+        let key = selection::key_of(matchers);
+        let version = index.version();
+        if let Some(kept) = self.selections.lock().get(&key, version) {
+            return kept;
+        }
+        let selection = Arc::new(Selection::compute(index, matchers));
+        self.selections.lock().put(key, version, selection.clone());
+        selection
     }
 
     /// The newest write sequence number of the parts and tombstones on disk.

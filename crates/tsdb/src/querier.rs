@@ -41,7 +41,7 @@ impl Querier for TsdbQuerier {
         Ok(self
             .snaps
             .iter()
-            .map(|snap| snap.partition.index().select(matchers).len() as usize)
+            .map(|snap| snap.partition.selection(&snap.partition.index(), matchers).series.len())
             .sum())
     }
 
@@ -49,25 +49,34 @@ impl Querier for TsdbQuerier {
         // Series are keyed by labels: ids are only unique within a day. Their
         // canonical encodings are copied into one arena, each followed by a
         // key whose byte order is the label sets' (`Labels::sort_key`: a sort
-        // compares with `memcmp`), and each is decoded only when the
-        // iterator reaches it: decoding all first and sorting `Labels` was
-        // most of a 500k-series `/api/v1/series`.
+        // compares with `memcmp`; within one day, the series' rank in its
+        // kept selection), and each is decoded only when the iterator
+        // reaches it: decoding all first and sorting `Labels` was most of a
+        // 500k-series `/api/v1/series`.
         let mut arena: Vec<u8> = Vec::new();
         let mut series: Vec<Selected> = Vec::new();
         let mut read_budget = SELECT_BUDGET;
+        let one_day = self.snaps.len() == 1;
         for snap in &self.snaps {
-            let mut selected: Vec<(u64, u32, Range<usize>, Range<usize>)> = {
+            // In id order, as parts keep their blocks: each part's cursor
+            // moves forward through one region (a metric's series are
+            // neighbours there, see `series_hash`).
+            let selected: Vec<(u64, u32, Range<usize>, Range<usize>)> = {
                 let index = snap.partition.index();
-                let matching = index.select(matchers);
-                let mut selected = Vec::with_capacity(matching.len() as usize);
-                for local in &matching {
-                    let encoded = index.encoded(local);
-                    if hints.shard.is_none_or(|sh| sh.contains_encoded(encoded)) {
+                let selection = snap.partition.selection(&index, matchers);
+                let mut selected = Vec::with_capacity(selection.series.len());
+                for s in &selection.series {
+                    if hints.shard.is_none_or(|sh| sh.contains_hash(s.shard_hash)) {
+                        let encoded = index.encoded(s.local);
                         let at = arena.len();
                         arena.extend_from_slice(encoded);
                         let key_at = arena.len();
-                        Labels::sort_key(encoded, &mut arena);
-                        selected.push((index.id_of(local), local, at..key_at, key_at..arena.len()));
+                        if one_day {
+                            arena.extend_from_slice(&s.rank.to_be_bytes());
+                        } else {
+                            Labels::sort_key(encoded, &mut arena);
+                        }
+                        selected.push((s.id, s.local, at..key_at, key_at..arena.len()));
                     }
                 }
                 selected
@@ -80,10 +89,6 @@ impl Querier for TsdbQuerier {
                 }));
                 continue;
             }
-            // In id order, as parts keep their blocks: each part's search
-            // moves forward through one region (a metric's series are
-            // neighbours there, see `series_hash`).
-            selected.sort_unstable_by_key(|&(id, ..)| id);
             let locals: Vec<u32> = selected.iter().map(|&(_, local, ..)| local).collect();
             let fresh = snap.head.series(&locals, self.mint, self.maxt);
             // Parts outside the range are not searched per series: a query

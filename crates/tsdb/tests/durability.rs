@@ -144,6 +144,31 @@ fn tsdb_retried_commit_stores_each_sample_once() {
 }
 
 #[test]
+fn tsdb_a_repeated_select_sees_series_added_deleted_and_rewritten_since() {
+    // Selections are kept per partition between selects of the same matchers.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Tsdb::open(config(dir.path())).unwrap();
+    let start = now() - HOUR;
+    let instances = |db: &Tsdb| -> Vec<String> {
+        all(db)
+            .into_iter()
+            .map(|(l, _)| l.get("i").unwrap().to_string())
+            .collect()
+    };
+    write(&db, 3, 2, start);
+    assert_eq!(instances(&db), ["0", "1", "2"]);
+    write(&db, 5, 2, start + 60_000);
+    assert_eq!(instances(&db), ["0", "1", "2", "3", "4"]);
+    db.delete_series(&[Matcher::equal("i", "1")], i64::MIN, i64::MAX)
+        .unwrap();
+    assert_eq!(instances(&db), ["0", "2", "3", "4"]);
+    write(&db, 2, 1, start + 120_000);
+    assert_eq!(instances(&db), ["0", "1", "2", "3", "4"], "written after the delete");
+    let q = db.querier(i64::MIN / 2, i64::MAX / 2).unwrap();
+    assert_eq!(q.series_upper_bound(&[Matcher::equal("__name__", "m")]).unwrap(), 5);
+}
+
+#[test]
 fn tsdb_delete_survives_reopen_and_compaction_reclaims_space() {
     let dir = tempfile::tempdir().unwrap();
     let start = now() - 3 * HOUR;
