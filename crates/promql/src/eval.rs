@@ -1243,16 +1243,20 @@ fn vector_scalar(op: &str, v: Vec<Series>, s: &[f64], swap: bool, return_bool: b
 
 /// The matching signature of a label set.
 pub(crate) fn signature(l: &Labels, on: bool, names: &[String]) -> String {
-    let mut s = String::new();
-    for lab in l.iter() {
-        let listed = names.iter().any(|n| *n == lab.name);
-        let use_it = if on { listed } else { !listed && lab.name != METRIC_NAME };
-        if use_it {
-            s.push_str(&lab.name);
-            s.push('\u{ff}');
-            s.push_str(&lab.value);
-            s.push('\u{ff}');
-        }
+    let used = || {
+        l.iter().filter(|lab| {
+            let listed = names.iter().any(|n| *n == lab.name);
+            if on { listed } else { !listed && lab.name != METRIC_NAME }
+        })
+    };
+    // Sized once: growing it label by label reallocated several times per series.
+    let len = used().map(|lab| lab.name.len() + lab.value.len() + 4).sum();
+    let mut s = String::with_capacity(len);
+    for lab in used() {
+        s.push_str(&lab.name);
+        s.push('\u{ff}');
+        s.push_str(&lab.value);
+        s.push('\u{ff}');
     }
     s
 }

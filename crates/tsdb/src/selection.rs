@@ -185,7 +185,10 @@ mod tests {
         let a = m(MatchOp::Equal, "job", "x");
         let b = m(MatchOp::RegexMatch, "mode", "idle|user");
         assert_eq!(key_of(&[a.clone(), b.clone()]), key_of(&[b.clone(), a.clone()]));
-        assert_ne!(key_of(std::slice::from_ref(&a)), key_of(&[m(MatchOp::NotEqual, "job", "x")]));
+        assert_ne!(
+            key_of(std::slice::from_ref(&a)),
+            key_of(&[m(MatchOp::NotEqual, "job", "x")])
+        );
         assert_ne!(key_of(&[m(MatchOp::Equal, "jo", "bx")]), key_of(&[a]));
         assert_ne!(key_of(std::slice::from_ref(&b)), key_of(&[b.clone(), b]));
     }
