@@ -22,7 +22,8 @@ pub type ColumnKey = (u64, u64, u32, u32);
 
 #[derive(Default)]
 struct Cache {
-    columns: HashMap<ColumnKey, Vec<i64>>,
+    /// Keyed by a fast hash: a query looks a column up once per series it reads.
+    columns: HashMap<ColumnKey, Vec<i64>, foldhash::fast::RandomState>,
     held: usize,
 }
 
