@@ -11,7 +11,7 @@ use crate::series_reader::{Ranked, SeriesReader};
 use crate::shared_reads::{SELECT_BUDGET, share_part_reads};
 
 /// Selects of at least this many series sort on every core.
-const PARALLEL_SORT_MIN: usize = 1 << 15;
+pub(crate) const PARALLEL_SORT_MIN: usize = 1 << 15;
 
 /// A series a select found: its canonical label encoding and its sort key
 /// (ranges of the select's arena), and where its samples are.

@@ -9,8 +9,10 @@ use std::sync::Arc;
 
 use cairn_model::{Labels, Matcher};
 use cairn_storage::Shard;
+use rayon::slice::ParallelSliceMut;
 
 use crate::index::PartitionIndex;
+use crate::querier::PARALLEL_SORT_MIN;
 
 /// Bytes of selections kept per partition. A selection is small (24 bytes a
 /// series): this holds a few hundred rules' selectors over thousands of series
@@ -52,7 +54,11 @@ impl Selection {
         }
         let key = |i: usize| &keys[if i == 0 { 0 } else { key_ends[i - 1] }..key_ends[i]];
         let mut by_labels: Vec<usize> = (0..series.len()).collect();
-        by_labels.sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
+        if by_labels.len() >= PARALLEL_SORT_MIN {
+            by_labels.par_sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
+        } else {
+            by_labels.sort_unstable_by(|&a, &b| key(a).cmp(key(b)));
+        }
         for (rank, i) in by_labels.into_iter().enumerate() {
             series[i].rank = rank as u32;
         }
