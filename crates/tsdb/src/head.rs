@@ -265,91 +265,80 @@ fn newest_per_timestamp_in_place(samples: &mut [(i64, f64)]) -> usize {
     kept
 }
 
+/// Samples a seal groups by series at once. A full head holds tens of
+/// megabytes of rows; copying them all out grouped by series doubled the
+/// head's memory at every seal (the process's peak RSS under live
+/// ingestion). Slices bound that copy, for one more sequential pass over the
+/// rows per slice.
+const SEAL_SLICE_ROWS: usize = 1 << 19;
+
 impl Sealing {
     /// Sorts and compresses the rows into an in-memory part. `ids` gives the
     /// series id of each local number in its argument (parts are ordered by id).
     pub fn to_part(&self, ids: impl FnOnce(&[u32]) -> Vec<u64>) -> Result<Part, StorageError> {
-        let (by_series, min_seq, max_seq) = {
-            let guards: Vec<_> = self.generations.iter().map(|g| g.rows.read()).collect();
-            let gens: Vec<&GenerationRows> = guards.iter().map(|g| &**g).collect();
-            let min_seq = gens.iter().filter(|g| g.len > 0).map(|g| g.min_seq).min().unwrap_or(0);
-            let max_seq = gens.iter().map(|g| g.max_seq).max().unwrap_or(0);
-            (BySeries::group(&gens), min_seq, max_seq)
-        };
-        let ids = ids(&by_series.locals);
-        let mut order: Vec<(u64, usize)> = ids.into_iter().zip(0..).collect();
+        self.to_part_in_slices(ids, SEAL_SLICE_ROWS)
+    }
+
+    /// [`Self::to_part`], grouping the series' rows (in id order) about
+    /// `slice_rows` at a time: per slice, one stable counting pass over the
+    /// rows in commit order scatters that slice's rows straight into place
+    /// (a comparison sort of a seal's rows cost a tenth of ingest CPU).
+    fn to_part_in_slices(&self, ids: impl FnOnce(&[u32]) -> Vec<u64>, slice_rows: usize) -> Result<Part, StorageError> {
+        let guards: Vec<_> = self.generations.iter().map(|g| g.rows.read()).collect();
+        let gens: Vec<&GenerationRows> = guards.iter().map(|g| &**g).collect();
+        let min_seq = gens.iter().filter(|g| g.len > 0).map(|g| g.min_seq).min().unwrap_or(0);
+        let max_seq = gens.iter().map(|g| g.max_seq).max().unwrap_or(0);
+        let all_rows = || gens.iter().flat_map(|g| g.chunks.iter().flatten());
+        let series = gens.iter().map(|g| g.newest.len()).max().unwrap_or(0);
+        let mut count = vec![0usize; series];
+        for r in all_rows() {
+            count[r.local as usize] += 1;
+        }
+        let locals: Vec<u32> = (0..series as u32).filter(|&l| count[l as usize] > 0).collect();
+        let mut order: Vec<(u64, u32)> = ids(&locals).into_iter().zip(locals).collect();
         order.sort_unstable_by_key(|&(id, _)| id);
+        let total: usize = count.iter().sum();
         // In-memory parts are short-lived: a memory merge or the flush re-encodes them.
-        let mut w = PartWriter::new(Vec::with_capacity(by_series.rows.len() * 3), min_seq, max_seq)
+        let mut w = PartWriter::new(Vec::with_capacity(total * 3), min_seq, max_seq)
             .map_err(mem_io)?
             .with_encoding(BlockEncoding::Fast);
+        // Where the next row of each series of the slice goes; usize::MAX
+        // for series outside it.
+        let mut next = vec![usize::MAX; series];
+        let mut rows: Vec<(i64, f64)> = Vec::new();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        for (id, i) in order {
-            let samples = by_series.samples(i);
-            ts.clear();
-            vs.clear();
-            ts.extend(samples.iter().map(|s| s.0));
-            vs.extend(samples.iter().map(|s| s.1));
-            w.add_series(id, &ts, &vs).map_err(mem_io)?;
+        let mut from = 0;
+        while from < order.len() {
+            let (mut to, mut n) = (from, 0);
+            while to < order.len() && (to == from || n + count[order[to].1 as usize] <= slice_rows) {
+                next[order[to].1 as usize] = n;
+                n += count[order[to].1 as usize];
+                to += 1;
+            }
+            rows.clear();
+            rows.resize(n, (0, 0.0));
+            for r in all_rows() {
+                let slot = &mut next[r.local as usize];
+                if *slot != usize::MAX {
+                    rows[*slot] = (r.t, r.v);
+                    *slot += 1;
+                }
+            }
+            let mut start = 0;
+            for &(id, local) in &order[from..to] {
+                let end = start + count[local as usize];
+                next[local as usize] = usize::MAX;
+                let kept = newest_per_timestamp_in_place(&mut rows[start..end]);
+                ts.clear();
+                vs.clear();
+                ts.extend(rows[start..start + kept].iter().map(|s| s.0));
+                vs.extend(rows[start..start + kept].iter().map(|s| s.1));
+                w.add_series(id, &ts, &vs).map_err(mem_io)?;
+                start = end;
+            }
+            from = to;
         }
         Part::from_bytes(w.finish().map_err(mem_io)?.0)
-    }
-}
-
-/// The rows of some generations grouped by series (ascending local number),
-/// each series' samples sorted by time with the newest write per timestamp.
-struct BySeries {
-    /// Local numbers that have rows.
-    locals: Vec<u32>,
-    /// `rows[starts[i]..starts[i + 1]]` are the samples of `locals[i]`.
-    starts: Vec<usize>,
-    rows: Vec<(i64, f64)>,
-}
-
-impl BySeries {
-    /// One stable counting pass on the local number (dense, so a bucket is
-    /// one series), reading the chunks in order and scattering straight
-    /// into one buffer: a comparison sort of a seal's rows cost a tenth of
-    /// ingest CPU.
-    fn group(gens: &[&GenerationRows]) -> Self {
-        let series = gens.iter().map(|g| g.newest.len()).max().unwrap_or(0);
-        let all_rows = || gens.iter().flat_map(|g| g.chunks.iter().flatten());
-        // counts[l + 1] = rows of local l, then prefix sums: where l starts.
-        let mut at = vec![0usize; series + 1];
-        for r in all_rows() {
-            at[r.local as usize + 1] += 1;
-        }
-        for i in 1..at.len() {
-            at[i] += at[i - 1];
-        }
-        let total = at[series];
-        let mut rows = vec![(0i64, 0f64); total];
-        let mut next = at.clone();
-        for r in all_rows() {
-            let slot = &mut next[r.local as usize];
-            rows[*slot] = (r.t, r.v);
-            *slot += 1;
-        }
-        let mut locals = Vec::new();
-        let mut starts = Vec::new();
-        let mut kept = 0;
-        for (local, w) in at.windows(2).enumerate() {
-            if w[0] == w[1] {
-                continue;
-            }
-            let n = newest_per_timestamp_in_place(&mut rows[w[0]..w[1]]);
-            rows.copy_within(w[0]..w[0] + n, kept);
-            locals.push(local as u32);
-            starts.push(kept);
-            kept += n;
-        }
-        starts.push(kept);
-        rows.truncate(kept);
-        Self { locals, starts, rows }
-    }
-
-    fn samples(&self, i: usize) -> &[(i64, f64)] {
-        &self.rows[self.starts[i]..self.starts[i + 1]]
     }
 }
 
@@ -507,7 +496,10 @@ mod tests {
         /// Every snapshot reads exactly the commits before it (minus those
         /// whose seal ended before it), and a seal's part holds exactly its rows.
         #[test]
-        fn snapshots_and_seals_match_a_model(steps in proptest::collection::vec(step(), 1..60)) {
+        fn snapshots_and_seals_match_a_model(
+            steps in proptest::collection::vec(step(), 1..60),
+            slice_rows in prop_oneof![Just(1usize), 2usize..20, Just(SEAL_SLICE_ROWS)],
+        ) {
             let mut head = Head::default();
             // Commits still in the head, and those in the seal in progress.
             let mut in_head: Vec<(u64, Vec<(u32, i64)>)> = Vec::new();
@@ -531,7 +523,7 @@ mod tests {
                     }
                     Step::EndSeal => {
                         if let Some((s, n)) = sealing.take() {
-                            let part = s.to_part(ids).unwrap();
+                            let part = s.to_part_in_slices(ids, slice_rows).unwrap();
                             let want: Vec<(u64, Vec<(i64, f64)>)> = model(&in_head[..n])
                                 .into_iter()
                                 .rev()
