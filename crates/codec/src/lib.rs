@@ -60,6 +60,11 @@ pub fn crc32c(data: &[u8]) -> u32 {
     ::crc32c::crc32c(data)
 }
 
+/// The CRC-32C of the bytes `crc` covers followed by `data`.
+pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
+    ::crc32c::crc32c_append(crc, data)
+}
+
 /// Checks `data` against a stored CRC-32C.
 pub fn check_crc32c(data: &[u8], expected: u32) -> Result<(), Error> {
     let got = crc32c(data);

@@ -46,47 +46,11 @@ impl BlockIndex {
         if !entries.len().is_multiple_of(ENTRY_BYTES) {
             return Err("index size mismatch");
         }
-        let len = entries.len() / ENTRY_BYTES;
-        let mut index = Self {
-            first_ids: Vec::with_capacity(len.div_ceil(GROUP)),
-            groups: Vec::with_capacity(len.div_ceil(GROUP)),
-            packed: Vec::with_capacity(len * 16),
-            len,
-        };
-        let mut offset = MAGIC.len() as u64;
-        let (mut prev_id, mut prev_maxt) = (0u64, 0i64);
-        let mut last_id = 0u64;
-        for (i, e) in entries.chunks_exact(ENTRY_BYTES).enumerate() {
-            let (id, mint, maxt) = (le_u64(e, 0), le_u64(e, 8) as i64, le_u64(e, 16) as i64);
-            let (block_offset, block_len) = (le_u64(e, 24), le_u32(e, 32));
-            if block_offset != offset {
-                return Err("blocks are not stored back to back in index order");
-            }
-            offset = offset.checked_add(u64::from(block_len)).ok_or("block out of bounds")?;
-            if id < last_id {
-                return Err("index entries out of series order");
-            }
-            last_id = id;
-            if i.is_multiple_of(GROUP) {
-                let at = u32::try_from(index.packed.len()).map_err(|_| "block index over 4 GiB")?;
-                index.first_ids.push(id);
-                index.groups.push((at, block_offset));
-                (prev_id, prev_maxt) = (0, 0);
-            }
-            let p = &mut index.packed;
-            put_uvarint(p, id - prev_id);
-            put_uvarint(p, zigzag_encode(mint.wrapping_sub(prev_maxt)));
-            put_uvarint(p, zigzag_encode(maxt.wrapping_sub(mint)));
-            put_uvarint(p, u64::from(block_len));
-            put_uvarint(p, u64::from(le_u32(e, 36)));
-            p.extend_from_slice(&e[40..44]);
-            (prev_id, prev_maxt) = (id, maxt);
+        let mut builder = BlockIndexBuilder::new(entries.len() / ENTRY_BYTES);
+        for e in entries.chunks_exact(ENTRY_BYTES) {
+            builder.push(e)?;
         }
-        if offset != index_offset {
-            return Err("blocks do not end where the index starts");
-        }
-        index.packed.shrink_to_fit();
-        Ok(index)
+        builder.finish(index_offset)
     }
 
     pub fn len(&self) -> usize {
@@ -136,6 +100,85 @@ impl BlockIndex {
         }
         let (lo, hi) = (bound / 2, (bound + 1).min(ids.len()));
         from + lo + ids[lo..hi].partition_point(|&f| f < id) - 1
+    }
+}
+
+/// Packs index entries one at a time, as [`BlockIndex::build`] does for all
+/// of them: opening a part feeds it the file's index a bounded read at a
+/// time instead of reading the whole index (48 bytes a block) first.
+pub struct BlockIndexBuilder {
+    index: BlockIndex,
+    /// Where the next entry's block must start.
+    offset: u64,
+    prev_id: u64,
+    prev_maxt: i64,
+}
+
+impl BlockIndexBuilder {
+    /// A builder for about `entries` entries.
+    pub fn new(entries: usize) -> Self {
+        Self {
+            index: BlockIndex {
+                first_ids: Vec::with_capacity(entries.div_ceil(GROUP)),
+                groups: Vec::with_capacity(entries.div_ceil(GROUP)),
+                packed: Vec::with_capacity(entries * 16),
+                len: 0,
+            },
+            offset: MAGIC.len() as u64,
+            prev_id: 0,
+            prev_maxt: 0,
+        }
+    }
+
+    /// Adds the next raw entry (`ENTRY_BYTES` bytes).
+    pub fn push(&mut self, e: &[u8]) -> Result<(), &'static str> {
+        if e.len() != ENTRY_BYTES {
+            return Err("index size mismatch");
+        }
+        let (id, mint, maxt) = (le_u64(e, 0), le_u64(e, 8) as i64, le_u64(e, 16) as i64);
+        let (block_offset, block_len) = (le_u64(e, 24), le_u32(e, 32));
+        if block_offset != self.offset {
+            return Err("blocks are not stored back to back in index order");
+        }
+        self.offset = self
+            .offset
+            .checked_add(u64::from(block_len))
+            .ok_or("block out of bounds")?;
+        let index = &mut self.index;
+        if index.len > 0 && id < self.prev_id {
+            return Err("index entries out of series order");
+        }
+        let last_id = self.prev_id;
+        if index.len.is_multiple_of(GROUP) {
+            let at = u32::try_from(index.packed.len()).map_err(|_| "block index over 4 GiB")?;
+            index.first_ids.push(id);
+            index.groups.push((at, block_offset));
+        }
+        // Deltas restart at each group.
+        let (base_id, base_maxt) = if index.len.is_multiple_of(GROUP) {
+            (0, 0)
+        } else {
+            (last_id, self.prev_maxt)
+        };
+        let p = &mut index.packed;
+        put_uvarint(p, id - base_id);
+        put_uvarint(p, zigzag_encode(mint.wrapping_sub(base_maxt)));
+        put_uvarint(p, zigzag_encode(maxt.wrapping_sub(mint)));
+        put_uvarint(p, u64::from(block_len));
+        put_uvarint(p, u64::from(le_u32(e, 36)));
+        p.extend_from_slice(&e[40..44]);
+        (self.prev_id, self.prev_maxt) = (id, maxt);
+        index.len += 1;
+        Ok(())
+    }
+
+    /// The packed index, if the blocks end where the index starts (at `index_offset`).
+    pub fn finish(mut self, index_offset: u64) -> Result<BlockIndex, &'static str> {
+        if self.offset != index_offset {
+            return Err("blocks do not end where the index starts");
+        }
+        self.index.packed.shrink_to_fit();
+        Ok(self.index)
     }
 }
 

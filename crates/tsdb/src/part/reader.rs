@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_storage::StorageError;
 
-use super::block_index::{BlockCursor, BlockIndex};
+use super::block_index::{BlockCursor, BlockIndex, BlockIndexBuilder};
 use super::{
     ENTRY_BYTES, FOOTER_BYTES, MAGIC, MAX_TIMESTAMP_BYTES, PartMeta, SHARED_TIMESTAMPS, SHARED_TIMESTAMPS_BYTES,
 };
@@ -62,6 +62,9 @@ pub struct ReadBuffer {
 
 /// At most this much is read ahead in one call.
 const MAX_READ_AHEAD: u64 = 1 << 20;
+
+/// Index entries opening a file part reads at a time (about 1 MiB).
+pub(super) const INDEX_READ_ENTRIES: usize = 1 << 15;
 
 /// A byte range of a file part holding blocks of several series one select
 /// reads ([`crate::shared_reads`]): read with one call when the first of
@@ -159,11 +162,33 @@ impl Part {
             .checked_mul(ENTRY_BYTES as u64)
             .filter(|&l| index_offset.checked_add(l) == Some(len - FOOTER_BYTES as u64))
             .ok_or_else(|| corrupt("index size does not match file size"))?;
-        let mut index = vec![0u8; index_len as usize];
-        file.read_exact_at(&mut index, index_offset)
-            .map_err(StorageError::io("read index of", path))?;
-        check_index(&index, entries, &footer).map_err(corrupt)?;
-        let index = BlockIndex::build(&index, index_offset).map_err(corrupt)?;
+        // Packed a bounded read at a time: the raw index (48 bytes a block)
+        // is three times the packed one, and parts are opened by every flush
+        // and merge, while the process is at its busiest.
+        let mut builder = BlockIndexBuilder::new(entries as usize);
+        let (mut crc, mut malformed) = (0u32, None);
+        let mut buf = vec![0u8; INDEX_READ_ENTRIES * ENTRY_BYTES];
+        let mut at = index_offset;
+        while at < index_offset + index_len {
+            let n = ((index_offset + index_len - at) as usize).min(buf.len());
+            let chunk = &mut buf[..n];
+            file.read_exact_at(chunk, at)
+                .map_err(StorageError::io("read index of", path))?;
+            crc = cairn_codec::crc32c_append(crc, chunk);
+            if malformed.is_none() {
+                malformed = chunk.chunks_exact(ENTRY_BYTES).try_for_each(|e| builder.push(e)).err();
+            }
+            at += n as u64;
+        }
+        // A checksum mismatch is the error to report for a damaged index,
+        // whatever it broke first.
+        if le_u32(&footer, 56) != Some(crc) {
+            return Err(corrupt("index checksum mismatch"));
+        }
+        if let Some(reason) = malformed {
+            return Err(corrupt(reason));
+        }
+        let index = builder.finish(index_offset).map_err(corrupt)?;
         Ok(Self {
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             meta,
@@ -378,6 +403,17 @@ fn slice_at(m: &[u8], offset: u64, len: u32) -> Option<&[u8]> {
     m.get(start..start.checked_add(len as usize)?)
 }
 
+fn check_index(index: &[u8], entries: u64, footer: &[u8]) -> Result<(), &'static str> {
+    if Some(index.len() as u64) != entries.checked_mul(ENTRY_BYTES as u64) {
+        return Err("index size mismatch");
+    }
+    let want = le_u32(footer, 56).ok_or("malformed footer")?;
+    if cairn_codec::crc32c(index) != want {
+        return Err("index checksum mismatch");
+    }
+    Ok(())
+}
+
 fn parse_footer(f: &[u8]) -> Result<(PartMeta, u64, u64), &'static str> {
     let bad = "malformed footer";
     if f.get(FOOTER_BYTES - 8..) != Some(&MAGIC[..]) {
@@ -396,15 +432,4 @@ fn parse_footer(f: &[u8]) -> Result<(PartMeta, u64, u64), &'static str> {
         blocks: le_u64(f, 8).ok_or(bad)?,
     };
     Ok((meta, le_u64(f, 0).ok_or(bad)?, meta.blocks))
-}
-
-fn check_index(index: &[u8], entries: u64, footer: &[u8]) -> Result<(), &'static str> {
-    if Some(index.len() as u64) != entries.checked_mul(ENTRY_BYTES as u64) {
-        return Err("index size mismatch");
-    }
-    let want = le_u32(footer, 56).ok_or("malformed footer")?;
-    if cairn_codec::crc32c(index) != want {
-        return Err("index checksum mismatch");
-    }
-    Ok(())
 }

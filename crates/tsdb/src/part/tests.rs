@@ -1,3 +1,4 @@
+use super::reader::INDEX_READ_ENTRIES;
 use super::*;
 
 fn build(series: &[(u64, Vec<(i64, f64)>)]) -> Vec<u8> {
@@ -87,6 +88,34 @@ fn part_open_rejects_every_single_byte_corruption_of_footer_and_index() {
         let mut bad = bytes.clone();
         bad[at] ^= 0x01;
         assert!(Part::from_bytes(bad).is_err(), "flip at {at} went unnoticed");
+    }
+}
+
+#[test]
+fn a_file_part_whose_index_takes_several_reads_opens_as_in_memory() {
+    let n = INDEX_READ_ENTRIES as u64 * 2 + 5;
+    let series: Vec<(u64, Vec<(i64, f64)>)> = (0..n).map(|id| (id * 3, vec![(id as i64, id as f64)])).collect();
+    let bytes = build(&series);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.cpart");
+    std::fs::write(&path, &bytes).unwrap();
+    let (memory, file) = (Part::from_bytes(bytes.clone()).unwrap(), Part::open(&path).unwrap());
+    assert_eq!(file.blocks().collect::<Vec<_>>(), memory.blocks().collect::<Vec<_>>());
+    assert_eq!(
+        read(&file, (n - 1) * 3, i64::MIN, i64::MAX),
+        [((n - 1) as i64, ((n - 1) as f64).to_bits())]
+    );
+    // A flip in the first, a middle and the last read of the index.
+    let index_start = bytes.len() - FOOTER_BYTES - n as usize * ENTRY_BYTES;
+    for entry in [0, INDEX_READ_ENTRIES + 1, n as usize - 1] {
+        let mut bad = bytes.clone();
+        bad[index_start + entry * ENTRY_BYTES + 3] ^= 0x10;
+        std::fs::write(&path, &bad).unwrap();
+        let err = Part::open(&path)
+            .err()
+            .expect("a damaged index is rejected")
+            .to_string();
+        assert!(err.contains("index checksum mismatch"), "{err}");
     }
 }
 
