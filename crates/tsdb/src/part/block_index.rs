@@ -148,17 +148,14 @@ impl BlockIndexBuilder {
         if index.len > 0 && id < self.prev_id {
             return Err("index entries out of series order");
         }
-        let last_id = self.prev_id;
-        if index.len.is_multiple_of(GROUP) {
+        // Deltas restart at each group.
+        let (base_id, base_maxt) = if index.len.is_multiple_of(GROUP) {
             let at = u32::try_from(index.packed.len()).map_err(|_| "block index over 4 GiB")?;
             index.first_ids.push(id);
             index.groups.push((at, block_offset));
-        }
-        // Deltas restart at each group.
-        let (base_id, base_maxt) = if index.len.is_multiple_of(GROUP) {
             (0, 0)
         } else {
-            (last_id, self.prev_maxt)
+            (self.prev_id, self.prev_maxt)
         };
         let p = &mut index.packed;
         put_uvarint(p, id - base_id);
