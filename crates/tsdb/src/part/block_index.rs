@@ -39,9 +39,8 @@ fn le_u32(e: &[u8], at: usize) -> u32 {
 }
 
 impl BlockIndex {
-    /// Packs the file's index entries (`ENTRY_BYTES` each, checksum already
-    /// verified). Rejects ids out of order and blocks that do not lie back to
-    /// back from the end of the magic up to the index at `index_offset`.
+    /// Packs the file's index entries (`ENTRY_BYTES` each) in one piece.
+    #[cfg(test)]
     pub fn build(entries: &[u8], index_offset: u64) -> Result<Self, &'static str> {
         if !entries.len().is_multiple_of(ENTRY_BYTES) {
             return Err("index size mismatch");
@@ -103,9 +102,10 @@ impl BlockIndex {
     }
 }
 
-/// Packs index entries one at a time, as [`BlockIndex::build`] does for all
-/// of them: opening a part feeds it the file's index a bounded read at a
-/// time instead of reading the whole index (48 bytes a block) first.
+/// Packs the file's index entries one at a time (checksum verified by the
+/// caller), rejecting ids out of order and blocks that do not lie back to back
+/// from the end of the magic up to the index: opening a part feeds it a
+/// bounded read at a time instead of reading the whole raw index first.
 pub struct BlockIndexBuilder {
     index: BlockIndex,
     /// Where the next entry's block must start.

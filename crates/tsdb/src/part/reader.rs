@@ -131,8 +131,9 @@ impl Part {
         let index = bytes
             .get(index_offset as usize..footer_at)
             .ok_or_else(|| corrupt("index out of bounds"))?;
-        check_index(index, entries, footer).map_err(corrupt)?;
-        let index = BlockIndex::build(index, index_offset).map_err(corrupt)?;
+        let mut packer = IndexPacker::new(entries, index.len() as u64);
+        packer.feed(index);
+        let index = packer.finish(footer, index_offset).map_err(corrupt)?;
         Ok(Self {
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             meta,
@@ -165,8 +166,7 @@ impl Part {
         // Packed a bounded read at a time: the raw index (48 bytes a block)
         // is three times the packed one, and parts are opened by every flush
         // and merge, while the process is at its busiest.
-        let mut builder = BlockIndexBuilder::new(entries as usize);
-        let (mut crc, mut malformed) = (0u32, None);
+        let mut packer = IndexPacker::new(entries, index_len);
         let mut buf = vec![0u8; INDEX_READ_ENTRIES * ENTRY_BYTES];
         let mut at = index_offset;
         while at < index_offset + index_len {
@@ -174,21 +174,10 @@ impl Part {
             let chunk = &mut buf[..n];
             file.read_exact_at(chunk, at)
                 .map_err(StorageError::io("read index of", path))?;
-            crc = cairn_codec::crc32c_append(crc, chunk);
-            if malformed.is_none() {
-                malformed = chunk.chunks_exact(ENTRY_BYTES).try_for_each(|e| builder.push(e)).err();
-            }
+            packer.feed(chunk);
             at += n as u64;
         }
-        // A checksum mismatch is the error to report for a damaged index,
-        // whatever it broke first.
-        if le_u32(&footer, 56) != Some(crc) {
-            return Err(corrupt("index checksum mismatch"));
-        }
-        if let Some(reason) = malformed {
-            return Err(corrupt(reason));
-        }
-        let index = builder.finish(index_offset).map_err(corrupt)?;
+        let index = packer.finish(&footer, index_offset).map_err(corrupt)?;
         Ok(Self {
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             meta,
@@ -222,6 +211,7 @@ impl Part {
     }
 
     /// Blocks of series `id` that overlap `[mint, maxt]`, in time order.
+    #[cfg(test)]
     pub fn blocks_of(&self, id: u64, mint: i64, maxt: i64) -> impl Iterator<Item = BlockRef> + use<> {
         let mut out = Vec::new();
         self.block_cursor().series(id, |b| {
@@ -403,15 +393,53 @@ fn slice_at(m: &[u8], offset: u64, len: u32) -> Option<&[u8]> {
     m.get(start..start.checked_add(len as usize)?)
 }
 
-fn check_index(index: &[u8], entries: u64, footer: &[u8]) -> Result<(), &'static str> {
-    if Some(index.len() as u64) != entries.checked_mul(ENTRY_BYTES as u64) {
-        return Err("index size mismatch");
+/// Packs a part's raw index, fed in pieces of whole entries, and checks it
+/// against the footer: its size, its checksum (the error to report for a
+/// damaged index, whatever the damage broke first), then its order.
+struct IndexPacker {
+    builder: BlockIndexBuilder,
+    entries: u64,
+    bytes: u64,
+    crc: u32,
+    malformed: Option<&'static str>,
+}
+
+impl IndexPacker {
+    /// For an index said to hold `entries` entries, sized for `bytes` of
+    /// them (what is there: the footer's count is only checked at the end).
+    fn new(entries: u64, bytes: u64) -> Self {
+        Self {
+            builder: BlockIndexBuilder::new((bytes / ENTRY_BYTES as u64) as usize),
+            entries,
+            bytes: 0,
+            crc: 0,
+            malformed: None,
+        }
     }
-    let want = le_u32(footer, 56).ok_or("malformed footer")?;
-    if cairn_codec::crc32c(index) != want {
-        return Err("index checksum mismatch");
+
+    fn feed(&mut self, piece: &[u8]) {
+        self.bytes += piece.len() as u64;
+        self.crc = cairn_codec::crc32c_append(self.crc, piece);
+        if self.malformed.is_none() {
+            self.malformed = piece
+                .chunks_exact(ENTRY_BYTES)
+                .try_for_each(|e| self.builder.push(e))
+                .err();
+        }
     }
-    Ok(())
+
+    fn finish(self, footer: &[u8], index_offset: u64) -> Result<BlockIndex, &'static str> {
+        if Some(self.bytes) != self.entries.checked_mul(ENTRY_BYTES as u64) {
+            return Err("index size mismatch");
+        }
+        if le_u32(footer, 56).ok_or("malformed footer")? != self.crc {
+            return Err("index checksum mismatch");
+        }
+        if let Some(reason) = self.malformed {
+            return Err(reason);
+        }
+        self.builder.finish(index_offset)
+    }
 }
 
 fn parse_footer(f: &[u8]) -> Result<(PartMeta, u64, u64), &'static str> {
