@@ -15,8 +15,11 @@ fn read_all(part: &Part) {
         vs.clear();
         let _ = part.read_block(&b, &mut ts, &mut vs);
         // The packed index's search, for every id present and its neighbours.
-        for id in [b.id, b.id.wrapping_add(1), b.id.wrapping_sub(1)] {
-            let _ = part.blocks_of(id, b.mint, b.maxt).count();
+        let mut cursor = part.block_cursor();
+        let mut ids = [b.id.wrapping_sub(1), b.id, b.id.wrapping_add(1)];
+        ids.sort_unstable();
+        for id in ids {
+            cursor.series(id, |_| {});
         }
     }
 }

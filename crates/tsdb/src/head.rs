@@ -338,7 +338,7 @@ impl Sealing {
             }
             from = to;
         }
-        Part::from_bytes(w.finish().map_err(mem_io)?.0)
+        w.finish_in_memory()
     }
 }
 

@@ -14,7 +14,7 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwL
 use crate::day::Day;
 use crate::head::{Head, HeadSnapshot, Row, UNKNOWN_LOCAL};
 use crate::index::PartitionIndex;
-use crate::part::{BlockCursor, BlockEncoding, Part, PartMeta, PartWriter};
+use crate::part::{BlockCursor, BlockEncoding, Part, PartWriter};
 use crate::selection::{self, Selection, SelectionCache};
 use crate::series_reader::{Deleted, Ranked, SeriesReader};
 use crate::tombstones::{self, Tombstone};
@@ -421,8 +421,7 @@ impl Partition {
         }
         let inputs = smallest_run(&memory, fan_in);
         let tombs = self.tombstones.read().clone();
-        let (bytes, _) = merge_parts(inputs, &tombs, Vec::new(), BlockEncoding::Fast)?;
-        let merged = Arc::new(Part::from_bytes(bytes)?);
+        let merged = Arc::new(merge_parts(inputs, &tombs, Vec::new(), BlockEncoding::Fast)?.finish_in_memory()?);
         self.edit_parts(|parts| replace_run(&mut parts.memory, inputs, Some(merged)));
         Ok(true)
     }
@@ -500,7 +499,9 @@ impl Partition {
             &tombs,
             BufWriter::with_capacity(1 << 20, file),
             BlockEncoding::Compact,
-        )?;
+        )?
+        .finish()
+        .map_err(StorageError::io("write", &tmp))?;
         let file = writer
             .into_inner()
             .map_err(|e| StorageError::io("write", &tmp)(e.into_error()))?;
@@ -638,13 +639,13 @@ pub fn sources_of(
 }
 
 /// Merges parts (given in write order) into one, newest write winning per
-/// timestamp and deleted samples dropped.
+/// timestamp and deleted samples dropped; the caller finishes the writer.
 pub fn merge_parts<W: Write>(
     inputs: &[Arc<Part>],
     tombs: &[Tombstone],
     out: W,
     encoding: BlockEncoding,
-) -> Result<(W, PartMeta), StorageError> {
+) -> Result<PartWriter<W>, StorageError> {
     let min_seq = inputs.iter().map(|p| p.meta().min_seq).min().unwrap_or(0);
     let max_seq = inputs.iter().map(|p| p.meta().max_seq).max().unwrap_or(0);
     let io = |e| StorageError::io("write", "merged part")(e);
@@ -673,5 +674,5 @@ pub fn merge_parts<W: Write>(
             w.add_series(id, &ts[range.clone()], &vs[range]).map_err(io)?;
         }
     }
-    w.finish().map_err(io)
+    Ok(w)
 }

@@ -1,8 +1,9 @@
-//! A part's block index as held in memory: the file's 48-byte entries
-//! (docs/format/part.md) packed as varints in groups of [`GROUP`], about a
-//! third of the size. A search finds the group by its first series id and
-//! unpacks from the start of the group holding the series' first block; a
-//! [`BlockCursor`] walking ascending ids unpacks each entry once.
+//! A part's block index (docs/format/part.md): entries packed as varints in
+//! groups of [`GROUP`], the same bytes in a part file (format 2) and in
+//! memory, about a third of the 48 bytes a format-1 file spends per entry. A
+//! search finds the group by its first series id and unpacks from the start
+//! of the group holding the series' first block; a [`BlockCursor`] walking
+//! ascending ids unpacks each entry once.
 //!
 //! Entry `i` is packed relative to entry `i - 1` of its group (the first of a
 //! group relative to zeros): id delta (uvarint; ids ascend), mint − previous
@@ -47,13 +48,57 @@ impl BlockIndex {
         }
         let mut builder = BlockIndexBuilder::new(entries.len() / ENTRY_BYTES);
         for e in entries.chunks_exact(ENTRY_BYTES) {
-            builder.push(e)?;
+            builder.push_v1(e)?;
         }
         builder.finish(index_offset)
     }
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// A format-2 part's index: `packed` holds `entries` entries whose blocks
+    /// lie back to back from the end of the magic up to `index_offset`. Each
+    /// entry is unpacked once, to find the groups and check that ids ascend.
+    pub fn from_packed(packed: Vec<u8>, entries: u64, index_offset: u64) -> Result<Self, &'static str> {
+        // An entry takes at least 9 bytes, so a damaged count cannot make
+        // this reserve more than the bytes allow.
+        let groups = (packed.len() / 9)
+            .min(usize::try_from(entries).unwrap_or(usize::MAX))
+            .div_ceil(GROUP);
+        let mut index = BlockIndex {
+            first_ids: Vec::with_capacity(groups),
+            groups: Vec::with_capacity(groups),
+            packed: Vec::new(),
+            len: 0,
+        };
+        let (mut src, mut offset, mut prev_id, mut prev_maxt) = (&packed[..], MAGIC.len() as u64, 0, 0);
+        for i in 0..entries {
+            let first_of_group = i.is_multiple_of(GROUP as u64);
+            let at = u32::try_from(packed.len() - src.len()).map_err(|_| "block index over 4 GiB")?;
+            let (base_id, base_maxt) = if first_of_group { (0, 0) } else { (prev_id, prev_maxt) };
+            let (b, rest) = unpack(src, base_id, base_maxt, offset).ok_or("malformed index entry")?;
+            if i > 0 && b.id < prev_id {
+                return Err("index entries out of series order");
+            }
+            if first_of_group {
+                index.first_ids.push(b.id);
+                index.groups.push((at, offset));
+            }
+            offset = offset
+                .checked_add(u64::from(b.byte_len()))
+                .ok_or("block out of bounds")?;
+            (src, prev_id, prev_maxt) = (rest, b.id, b.maxt);
+            index.len += 1;
+        }
+        if !src.is_empty() {
+            return Err("index size mismatch");
+        }
+        if offset != index_offset {
+            return Err("blocks do not end where the index starts");
+        }
+        index.packed = packed;
+        Ok(index)
     }
 
     /// Entries from the start of group `g` on, in order.
@@ -102,10 +147,11 @@ impl BlockIndex {
     }
 }
 
-/// Packs the file's index entries one at a time (checksum verified by the
-/// caller), rejecting ids out of order and blocks that do not lie back to back
-/// from the end of the magic up to the index: opening a part feeds it a
-/// bounded read at a time instead of reading the whole raw index first.
+/// Packs index entries one at a time, rejecting ids out of order and blocks
+/// that do not lie back to back from the end of the magic up to the index: a
+/// part writer feeds it each block it writes, and opening a format-1 part
+/// feeds it that file's 48-byte entries a bounded read at a time (checksum
+/// verified by the caller).
 pub struct BlockIndexBuilder {
     index: BlockIndex,
     /// Where the next entry's block must start.
@@ -130,43 +176,69 @@ impl BlockIndexBuilder {
         }
     }
 
-    /// Adds the next raw entry (`ENTRY_BYTES` bytes).
-    pub fn push(&mut self, e: &[u8]) -> Result<(), &'static str> {
+    /// Adds the next entry of a format-1 index (`ENTRY_BYTES` bytes).
+    pub fn push_v1(&mut self, e: &[u8]) -> Result<(), &'static str> {
         if e.len() != ENTRY_BYTES {
             return Err("index size mismatch");
         }
-        let (id, mint, maxt) = (le_u64(e, 0), le_u64(e, 8) as i64, le_u64(e, 16) as i64);
-        let (block_offset, block_len) = (le_u64(e, 24), le_u32(e, 32));
-        if block_offset != self.offset {
+        if le_u64(e, 24) != self.offset {
             return Err("blocks are not stored back to back in index order");
         }
-        self.offset = self
-            .offset
-            .checked_add(u64::from(block_len))
-            .ok_or("block out of bounds")?;
+        self.push(BlockRef::new(
+            le_u64(e, 0),
+            le_u64(e, 8) as i64,
+            le_u64(e, 16) as i64,
+            self.offset,
+            le_u32(e, 32),
+            le_u32(e, 36),
+            le_u32(e, 40),
+        ))
+    }
+
+    /// Adds the next block, which starts where the previous one ends (its
+    /// own offset is not looked at).
+    pub fn push(&mut self, b: BlockRef) -> Result<(), &'static str> {
         let index = &mut self.index;
-        if index.len > 0 && id < self.prev_id {
+        if index.len > 0 && b.id < self.prev_id {
             return Err("index entries out of series order");
         }
         // Deltas restart at each group.
         let (base_id, base_maxt) = if index.len.is_multiple_of(GROUP) {
             let at = u32::try_from(index.packed.len()).map_err(|_| "block index over 4 GiB")?;
-            index.first_ids.push(id);
-            index.groups.push((at, block_offset));
+            index.first_ids.push(b.id);
+            index.groups.push((at, self.offset));
             (0, 0)
         } else {
             (self.prev_id, self.prev_maxt)
         };
+        self.offset = self
+            .offset
+            .checked_add(u64::from(b.byte_len()))
+            .ok_or("block out of bounds")?;
         let p = &mut index.packed;
-        put_uvarint(p, id - base_id);
-        put_uvarint(p, zigzag_encode(mint.wrapping_sub(base_maxt)));
-        put_uvarint(p, zigzag_encode(maxt.wrapping_sub(mint)));
-        put_uvarint(p, u64::from(block_len));
-        put_uvarint(p, u64::from(le_u32(e, 36)));
-        p.extend_from_slice(&e[40..44]);
-        (self.prev_id, self.prev_maxt) = (id, maxt);
+        put_uvarint(p, b.id - base_id);
+        put_uvarint(p, zigzag_encode(b.mint.wrapping_sub(base_maxt)));
+        put_uvarint(p, zigzag_encode(b.maxt.wrapping_sub(b.mint)));
+        put_uvarint(p, u64::from(b.byte_len()));
+        put_uvarint(p, u64::from(b.count));
+        p.extend_from_slice(&b.crc().to_le_bytes());
+        (self.prev_id, self.prev_maxt) = (b.id, b.maxt);
         index.len += 1;
         Ok(())
+    }
+
+    /// Where the next block starts.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The entries packed so far, as a part file stores them.
+    pub fn packed(&self) -> &[u8] {
+        &self.index.packed
+    }
+
+    pub fn blocks(&self) -> usize {
+        self.index.len
     }
 
     /// The packed index, if the blocks end where the index starts (at `index_offset`).
@@ -228,29 +300,35 @@ pub struct Entries<'a> {
 
 impl Entries<'_> {
     fn unpack(&mut self) -> Option<BlockRef> {
-        let (id_delta, r) = get_uvarint(self.src).ok()?;
-        let (mint_delta, r) = get_uvarint(r).ok()?;
-        let (span, r) = get_uvarint(r).ok()?;
-        let (len, r) = get_uvarint(r).ok()?;
-        let (count, r) = get_uvarint(r).ok()?;
-        let (crc, r) = r.split_first_chunk::<4>()?;
-        self.src = r;
-        let id = self.prev_id.wrapping_add(id_delta);
-        let mint = self.prev_maxt.wrapping_add(zigzag_decode(mint_delta));
-        let maxt = mint.wrapping_add(zigzag_decode(span));
-        let block = BlockRef::new(
-            id,
-            mint,
-            maxt,
-            self.offset,
-            len as u32,
-            count as u32,
-            u32::from_le_bytes(*crc),
-        );
-        self.offset = self.offset.wrapping_add(len);
-        (self.prev_id, self.prev_maxt) = (id, maxt);
+        let (block, rest) = unpack(self.src, self.prev_id, self.prev_maxt, self.offset)?;
+        self.src = rest;
+        self.offset = self.offset.wrapping_add(u64::from(block.byte_len()));
+        (self.prev_id, self.prev_maxt) = (block.id, block.maxt);
         Some(block)
     }
+}
+
+/// Unpacks the entry at the start of `src`, which follows one of series
+/// `prev_id` ending at `prev_maxt` (zeros for a group's first) and whose block
+/// starts at `offset`; returns it and the bytes after it.
+fn unpack(src: &[u8], prev_id: u64, prev_maxt: i64, offset: u64) -> Option<(BlockRef, &[u8])> {
+    let (id_delta, r) = get_uvarint(src).ok()?;
+    let (mint_delta, r) = get_uvarint(r).ok()?;
+    let (span, r) = get_uvarint(r).ok()?;
+    let (len, r) = get_uvarint(r).ok()?;
+    let (count, r) = get_uvarint(r).ok()?;
+    let (crc, r) = r.split_first_chunk::<4>()?;
+    let mint = prev_maxt.wrapping_add(zigzag_decode(mint_delta));
+    let block = BlockRef::new(
+        prev_id.wrapping_add(id_delta),
+        mint,
+        mint.wrapping_add(zigzag_decode(span)),
+        offset,
+        u32::try_from(len).ok()?,
+        u32::try_from(count).ok()?,
+        u32::from_le_bytes(*crc),
+    );
+    Some((block, r))
 }
 
 impl Iterator for Entries<'_> {
@@ -326,6 +404,21 @@ mod tests {
                 .collect();
             let got: Vec<BlockRef> = index.iter_from(0).collect();
             proptest::prop_assert_eq!(&got, &want);
+            // A part file stores the packed bytes; reading them back finds
+            // the same groups.
+            let reread = BlockIndex::from_packed(index.packed.clone(), entries.len() as u64, end).unwrap();
+            proptest::prop_assert_eq!(&reread.first_ids, &index.first_ids);
+            proptest::prop_assert_eq!(&reread.groups, &index.groups);
+            proptest::prop_assert_eq!(reread.iter_from(0).collect::<Vec<_>>(), want.clone());
+            if !entries.is_empty() {
+                let n = entries.len() as u64;
+                let mut cut = index.packed.clone();
+                cut.pop();
+                proptest::prop_assert!(BlockIndex::from_packed(cut, n, end).is_err());
+                proptest::prop_assert!(BlockIndex::from_packed(index.packed.clone(), n - 1, end).is_err());
+                proptest::prop_assert!(BlockIndex::from_packed(index.packed.clone(), n + 1, end).is_err());
+                proptest::prop_assert!(BlockIndex::from_packed(index.packed.clone(), n, end + 1).is_err());
+            }
             for start in [1, 15, 16, 17, 40] {
                 let tail: Vec<BlockRef> = index.iter_from(start).collect();
                 proptest::prop_assert_eq!(&tail[..], want.get(start..).unwrap_or_default());
@@ -363,5 +456,17 @@ mod tests {
         assert!(BlockIndex::build(&raw(&[(2, 0, 1, 10, 1, 0), (1, 0, 1, 10, 1, 0)]), 28).is_err());
         assert!(BlockIndex::build(&[0; ENTRY_BYTES - 1], 8).is_err());
         assert!(BlockIndex::build(&[], 8).unwrap().series(0).is_empty());
+        assert!(BlockIndex::from_packed(Vec::new(), 0, 8).unwrap().series(0).is_empty());
+        // Packed ids can only go down by wrapping around.
+        let wrapped = BlockIndex::build(&raw(&[(u64::MAX, 0, 1, 10, 1, 0), (u64::MAX, 0, 1, 10, 1, 0)]), 28).unwrap();
+        let mut packed = wrapped.packed.clone();
+        assert_eq!(packed[18], 0, "the second entry's id delta");
+        packed[18] = 1;
+        assert_eq!(
+            BlockIndex::from_packed(packed, 2, 28).err(),
+            Some("index entries out of series order")
+        );
+        // A footer's count far beyond the bytes reserves nothing for it.
+        assert!(BlockIndex::from_packed(wrapped.packed, u64::MAX, 28).is_err());
     }
 }

@@ -13,7 +13,11 @@ pub use block_index::BlockCursor;
 pub use reader::{BlockRef, Part, ReadBuffer, SharedRead};
 pub use writer::{BlockEncoding, PartMeta, PartWriter};
 
-pub const MAGIC: &[u8; 8] = b"CAIRNPT1";
+pub const MAGIC: &[u8; 8] = b"CAIRNPT2";
+/// Format 1: the same blocks and footer, but an index of 48-byte entries and
+/// 17-byte shared-timestamp references. Still read; no longer written.
+pub const MAGIC_V1: &[u8; 8] = b"CAIRNPT1";
+/// Bytes of a format-1 index entry.
 pub const ENTRY_BYTES: usize = 48;
 pub const FOOTER_BYTES: usize = 72;
 /// Longer series are split into several blocks so a reader decodes bounded chunks.
@@ -28,12 +32,11 @@ pub const BLOCK_SPAN_MS: i64 = 2 * 3600 * 1000;
 /// First byte of a block whose timestamps are those of an earlier block of the
 /// same part (series scraped together share every timestamp). No timestamp
 /// coding of cairn-codec starts with it. Followed by the earlier block's
-/// offset (u64 LE), the length of its timestamp bytes (u32 LE) and their
-/// crc32c (u32 LE); then the values.
+/// offset and the length of its timestamp bytes (uvarints; u64 LE and u32 LE
+/// in format 1) and their crc32c (u32 LE); then the values.
 pub const SHARED_TIMESTAMPS: u8 = 0xf0;
-pub const SHARED_TIMESTAMPS_BYTES: usize = 17;
-/// Timestamp encodings shorter than a reference are never shared.
-const MIN_SHARED_TIMESTAMP_BYTES: usize = SHARED_TIMESTAMPS_BYTES + 1;
+/// Bytes of a format-1 shared-timestamps reference.
+pub const V1_SHARED_TIMESTAMPS_BYTES: usize = 17;
 /// Distinct timestamp columns a writer remembers (a fleet's targets × the
 /// 12 windows of a day, plus the spans of constant runs); past this, new
 /// columns are written in full. 2 h columns are short, so the memory this

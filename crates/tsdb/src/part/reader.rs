@@ -6,9 +6,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_storage::StorageError;
 
+use cairn_codec::varint::get_uvarint;
+
 use super::block_index::{BlockCursor, BlockIndex, BlockIndexBuilder};
 use super::{
-    ENTRY_BYTES, FOOTER_BYTES, MAGIC, MAX_TIMESTAMP_BYTES, PartMeta, SHARED_TIMESTAMPS, SHARED_TIMESTAMPS_BYTES,
+    ENTRY_BYTES, FOOTER_BYTES, MAGIC, MAGIC_V1, MAX_TIMESTAMP_BYTES, PartMeta, SHARED_TIMESTAMPS,
+    V1_SHARED_TIMESTAMPS_BYTES,
 };
 
 /// Where a block lives inside a part.
@@ -48,6 +51,15 @@ impl BlockRef {
 
     pub fn end(&self) -> u64 {
         self.offset.saturating_add(u64::from(self.len))
+    }
+
+    /// Length of the block's bytes.
+    pub fn byte_len(&self) -> u32 {
+        self.len
+    }
+
+    pub(super) fn crc(&self) -> u32 {
+        self.crc
     }
 }
 
@@ -92,6 +104,15 @@ impl SharedRead {
     }
 }
 
+/// The part formats a reader understands (docs/format/part.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// 48-byte index entries, 17-byte shared-timestamp references.
+    V1,
+    /// Packed index entries, varint shared-timestamp references.
+    V2,
+}
+
 /// Source of [`Part::uid`]s; 0 is never handed out (an empty [`ReadBuffer`]).
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 
@@ -100,6 +121,7 @@ static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 pub struct Part {
     /// Unique among the parts of this process: names the part in caches.
     uid: u64,
+    format: Format,
     meta: PartMeta,
     index: BlockIndex,
     data: Data,
@@ -116,7 +138,7 @@ fn le_u32(b: &[u8], at: usize) -> Option<u32> {
 }
 
 impl Part {
-    /// A part held in memory, as produced by [`super::PartWriter`] over a `Vec`.
+    /// A part held in memory, as [`super::PartWriter`] writes it to a `Vec`.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Self, StorageError> {
         let corrupt = |reason: &str| StorageError::Corrupt {
             path: PathBuf::from("<memory part>"),
@@ -127,21 +149,42 @@ impl Part {
             .checked_sub(FOOTER_BYTES)
             .ok_or_else(|| corrupt("too short"))?;
         let footer = bytes.get(footer_at..).ok_or_else(|| corrupt("too short"))?;
-        let (meta, index_offset, entries) = parse_footer(footer).map_err(corrupt)?;
-        let index = bytes
+        let (format, meta, index_offset) = parse_footer(footer).map_err(corrupt)?;
+        let raw = bytes
             .get(index_offset as usize..footer_at)
             .ok_or_else(|| corrupt("index out of bounds"))?;
-        let mut packer = IndexPacker::new(entries, index.len() as u64);
-        packer.feed(index);
-        let index = packer.finish(footer, index_offset).map_err(corrupt)?;
+        let index = match format {
+            Format::V1 => {
+                let mut packer = IndexPacker::new(meta.blocks, raw.len() as u64);
+                packer.feed(raw);
+                packer.finish(footer, index_offset)
+            }
+            Format::V2 => unpack_index(raw.to_vec(), footer, &meta, index_offset),
+        }
+        .map_err(corrupt)?;
         Ok(Self {
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            format,
             meta,
             index,
             bytes: bytes.len() as u64,
             data: Data::Memory(bytes),
             path: None,
         })
+    }
+
+    /// A part held in memory whose blocks are `data` (from the magic up to
+    /// where the index would start) and whose index is `index`.
+    pub(super) fn in_memory(data: Vec<u8>, index: BlockIndex, meta: PartMeta) -> Self {
+        Self {
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            format: Format::V2,
+            meta,
+            index,
+            bytes: data.len() as u64,
+            data: Data::Memory(data),
+            path: None,
+        }
     }
 
     /// Opens a part file, verifying its footer and index checksums.
@@ -158,28 +201,42 @@ impl Part {
         let mut footer = [0u8; FOOTER_BYTES];
         file.read_exact_at(&mut footer, len - FOOTER_BYTES as u64)
             .map_err(StorageError::io("read footer of", path))?;
-        let (meta, index_offset, entries) = parse_footer(&footer).map_err(corrupt)?;
-        let index_len = entries
-            .checked_mul(ENTRY_BYTES as u64)
-            .filter(|&l| index_offset.checked_add(l) == Some(len - FOOTER_BYTES as u64))
-            .ok_or_else(|| corrupt("index size does not match file size"))?;
-        // Packed a bounded read at a time: the raw index (48 bytes a block)
-        // is three times the packed one, and parts are opened by every flush
-        // and merge, while the process is at its busiest.
-        let mut packer = IndexPacker::new(entries, index_len);
-        let mut buf = vec![0u8; INDEX_READ_ENTRIES * ENTRY_BYTES];
-        let mut at = index_offset;
-        while at < index_offset + index_len {
-            let n = ((index_offset + index_len - at) as usize).min(buf.len());
-            let chunk = &mut buf[..n];
-            file.read_exact_at(chunk, at)
-                .map_err(StorageError::io("read index of", path))?;
-            packer.feed(chunk);
-            at += n as u64;
+        let (format, meta, index_offset) = parse_footer(&footer).map_err(corrupt)?;
+        let index_len = (len - FOOTER_BYTES as u64)
+            .checked_sub(index_offset)
+            .ok_or_else(|| corrupt("index out of bounds"))?;
+        let index = match format {
+            Format::V1 => {
+                if meta.blocks.checked_mul(ENTRY_BYTES as u64) != Some(index_len) {
+                    return Err(corrupt("index size does not match file size"));
+                }
+                // Packed a bounded read at a time: the raw index is three
+                // times the packed one.
+                let mut packer = IndexPacker::new(meta.blocks, index_len);
+                let mut buf = vec![0u8; INDEX_READ_ENTRIES * ENTRY_BYTES];
+                let mut at = index_offset;
+                while at < index_offset + index_len {
+                    let n = ((index_offset + index_len - at) as usize).min(buf.len());
+                    let chunk = &mut buf[..n];
+                    file.read_exact_at(chunk, at)
+                        .map_err(StorageError::io("read index of", path))?;
+                    packer.feed(chunk);
+                    at += n as u64;
+                }
+                packer.finish(&footer, index_offset)
+            }
+            Format::V2 => {
+                // Read straight into the vector the index keeps.
+                let mut packed = vec![0u8; index_len as usize];
+                file.read_exact_at(&mut packed, index_offset)
+                    .map_err(StorageError::io("read index of", path))?;
+                unpack_index(packed, &footer, &meta, index_offset)
+            }
         }
-        let index = packer.finish(&footer, index_offset).map_err(corrupt)?;
+        .map_err(corrupt)?;
         Ok(Self {
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            format,
             meta,
             index,
             data: Data::File(file),
@@ -324,8 +381,7 @@ impl Part {
         }
         let (t0, v0) = (ts.len(), vs.len());
         let rest = if bytes.first() == Some(&SHARED_TIMESTAMPS) {
-            self.read_shared_timestamps(b, bytes, ts)?;
-            bytes.get(SHARED_TIMESTAMPS_BYTES..).unwrap_or_default()
+            self.read_shared_timestamps(b, bytes, ts)?
         } else {
             cairn_codec::decode_timestamps(bytes, ts).map_err(|e| self.corrupt(b, &e.to_string()))?
         };
@@ -344,16 +400,32 @@ impl Part {
     /// Appends the timestamps another block of this part holds, for a block
     /// that refers to them (see [`SHARED_TIMESTAMPS`]): from the thread's
     /// cache, or read, checked against the crc the reference carries, decoded
-    /// and cached.
-    fn read_shared_timestamps(&self, b: &BlockRef, block: &[u8], ts: &mut Vec<i64>) -> Result<(), StorageError> {
-        let (offset, len, crc) = (|| Some((le_u64(block, 1)?, le_u32(block, 9)?, le_u32(block, 13)?)))()
-            .ok_or_else(|| self.corrupt(b, "truncated shared-timestamps reference"))?;
+    /// and cached. Returns the block's bytes after the reference.
+    fn read_shared_timestamps<'a>(
+        &self,
+        b: &BlockRef,
+        block: &'a [u8],
+        ts: &mut Vec<i64>,
+    ) -> Result<&'a [u8], StorageError> {
+        let (offset, len, crc, rest) = match self.format {
+            Format::V1 => (|| {
+                let rest = block.get(V1_SHARED_TIMESTAMPS_BYTES..)?;
+                Some((le_u64(block, 1)?, le_u32(block, 9)?, le_u32(block, 13)?, rest))
+            })(),
+            Format::V2 => (|| {
+                let (offset, r) = get_uvarint(block.get(1..)?).ok()?;
+                let (len, r) = get_uvarint(r).ok()?;
+                let (crc, rest) = r.split_first_chunk::<4>()?;
+                Some((offset, u32::try_from(len).ok()?, u32::from_le_bytes(*crc), rest))
+            })(),
+        }
+        .ok_or_else(|| self.corrupt(b, "truncated shared-timestamps reference"))?;
         if len > MAX_TIMESTAMP_BYTES || offset >= b.offset {
             return Err(self.corrupt(b, "shared-timestamps reference out of bounds"));
         }
         let key = (self.uid, offset, len, crc);
         if super::ts_cache::get(key, ts) {
-            return Ok(());
+            return Ok(rest);
         }
         let shared = match &self.data {
             Data::Memory(m) => slice_at(m, offset, len)
@@ -376,7 +448,7 @@ impl Part {
             return Err(self.corrupt(b, "shared timestamps have trailing bytes"));
         }
         super::ts_cache::put(key, &ts[t0..]);
-        Ok(())
+        Ok(rest)
     }
 
     fn corrupt(&self, b: &BlockRef, reason: &str) -> StorageError {
@@ -423,7 +495,7 @@ impl IndexPacker {
         if self.malformed.is_none() {
             self.malformed = piece
                 .chunks_exact(ENTRY_BYTES)
-                .try_for_each(|e| self.builder.push(e))
+                .try_for_each(|e| self.builder.push_v1(e))
                 .err();
         }
     }
@@ -442,11 +514,29 @@ impl IndexPacker {
     }
 }
 
-fn parse_footer(f: &[u8]) -> Result<(PartMeta, u64, u64), &'static str> {
-    let bad = "malformed footer";
-    if f.get(FOOTER_BYTES - 8..) != Some(&MAGIC[..]) {
-        return Err("bad magic: not a part file");
+/// A format-2 index read whole: checked against the footer's checksum (the
+/// error to report for a damaged index, whatever the damage broke first),
+/// then unpacked.
+fn unpack_index(
+    packed: Vec<u8>,
+    footer: &[u8],
+    meta: &PartMeta,
+    index_offset: u64,
+) -> Result<BlockIndex, &'static str> {
+    if le_u32(footer, 56).ok_or("malformed footer")? != cairn_codec::crc32c(&packed) {
+        return Err("index checksum mismatch");
     }
+    BlockIndex::from_packed(packed, meta.blocks, index_offset)
+}
+
+/// The format, metadata and index offset a footer records.
+fn parse_footer(f: &[u8]) -> Result<(Format, PartMeta, u64), &'static str> {
+    let bad = "malformed footer";
+    let format = match f.get(FOOTER_BYTES - 8..) {
+        Some(m) if m == &MAGIC[..] => Format::V2,
+        Some(m) if m == &MAGIC_V1[..] => Format::V1,
+        _ => return Err("bad magic: not a part file"),
+    };
     let body = f.get(..60).ok_or(bad)?;
     if le_u32(f, 60).ok_or(bad)? != cairn_codec::crc32c(body) {
         return Err("footer checksum mismatch");
@@ -459,5 +549,9 @@ fn parse_footer(f: &[u8]) -> Result<(PartMeta, u64, u64), &'static str> {
         samples: le_u64(f, 48).ok_or(bad)?,
         blocks: le_u64(f, 8).ok_or(bad)?,
     };
-    Ok((meta, le_u64(f, 0).ok_or(bad)?, meta.blocks))
+    let index_offset = le_u64(f, 0).ok_or(bad)?;
+    if index_offset < MAGIC.len() as u64 {
+        return Err("index out of bounds");
+    }
+    Ok((format, meta, index_offset))
 }

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use super::reader::INDEX_READ_ENTRIES;
 use super::*;
 
@@ -80,33 +82,68 @@ fn dense_series_are_cut_by_sample_count_and_extreme_timestamps_terminate() {
     assert_eq!(part.blocks_of(2, i64::MIN, i64::MAX).count(), 5);
 }
 
+/// Where a part's index starts, from its footer.
+fn index_start(bytes: &[u8]) -> usize {
+    let at = bytes.len() - FOOTER_BYTES;
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize
+}
+
 #[test]
 fn part_open_rejects_every_single_byte_corruption_of_footer_and_index() {
     let bytes = build(&[(1, vec![(1, 1.0), (2, 2.0)]), (2, vec![(3, 3.0)])]);
-    let index_start = bytes.len() - FOOTER_BYTES - 2 * ENTRY_BYTES;
-    for at in index_start..bytes.len() {
+    for at in index_start(&bytes)..bytes.len() {
         let mut bad = bytes.clone();
         bad[at] ^= 0x01;
         assert!(Part::from_bytes(bad).is_err(), "flip at {at} went unnoticed");
     }
 }
 
+/// The same part in format 1 (48-byte index entries), for a part none of
+/// whose blocks refers to shared timestamps (those references differ too).
+fn to_v1(bytes: &[u8]) -> Vec<u8> {
+    let part = Part::from_bytes(bytes.to_vec()).unwrap();
+    let index_offset = index_start(bytes);
+    let mut out = bytes[..index_offset].to_vec();
+    out[..MAGIC_V1.len()].copy_from_slice(MAGIC_V1);
+    for b in part.blocks() {
+        assert!(bytes[b.start() as usize] != SHARED_TIMESTAMPS, "not convertible");
+        for field in [b.id, b.mint as u64, b.maxt as u64, b.start()] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        for field in [b.byte_len(), b.count, b.crc(), 0] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+    }
+    let mut footer = bytes[bytes.len() - FOOTER_BYTES..].to_vec();
+    footer[56..60].copy_from_slice(&cairn_codec::crc32c(&out[index_offset..]).to_le_bytes());
+    let crc = cairn_codec::crc32c(&footer[..60]);
+    footer[60..64].copy_from_slice(&crc.to_le_bytes());
+    footer[64..].copy_from_slice(MAGIC_V1);
+    out.extend_from_slice(&footer);
+    out
+}
+
 #[test]
-fn a_file_part_whose_index_takes_several_reads_opens_as_in_memory() {
+fn a_format_1_file_whose_index_takes_several_reads_opens_as_in_memory() {
     let n = INDEX_READ_ENTRIES as u64 * 2 + 5;
     let series: Vec<(u64, Vec<(i64, f64)>)> = (0..n).map(|id| (id * 3, vec![(id as i64, id as f64)])).collect();
-    let bytes = build(&series);
+    let packed = build(&series);
+    let bytes = to_v1(&packed);
+    assert_eq!(
+        bytes.len() - index_start(&bytes) - FOOTER_BYTES,
+        n as usize * ENTRY_BYTES
+    );
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.cpart");
     std::fs::write(&path, &bytes).unwrap();
-    let (memory, file) = (Part::from_bytes(bytes.clone()).unwrap(), Part::open(&path).unwrap());
+    let (memory, file) = (Part::from_bytes(packed).unwrap(), Part::open(&path).unwrap());
     assert_eq!(file.blocks().collect::<Vec<_>>(), memory.blocks().collect::<Vec<_>>());
     assert_eq!(
         read(&file, (n - 1) * 3, i64::MIN, i64::MAX),
         [((n - 1) as i64, ((n - 1) as f64).to_bits())]
     );
     // A flip in the first, a middle and the last read of the index.
-    let index_start = bytes.len() - FOOTER_BYTES - n as usize * ENTRY_BYTES;
+    let index_start = index_start(&bytes);
     for entry in [0, INDEX_READ_ENTRIES + 1, n as usize - 1] {
         let mut bad = bytes.clone();
         bad[index_start + entry * ENTRY_BYTES + 3] ^= 0x10;
@@ -116,6 +153,85 @@ fn a_file_part_whose_index_takes_several_reads_opens_as_in_memory() {
             .expect("a damaged index is rejected")
             .to_string();
         assert!(err.contains("index checksum mismatch"), "{err}");
+    }
+}
+
+/// What `testdata/v1.cpart` holds: written by the format-1 writer (commit
+/// 07ed8cc), with shared timestamp columns and a series cut into blocks.
+fn v1_fixture_series() -> Vec<(u64, Vec<(i64, f64)>)> {
+    let jittered: Vec<i64> = (0..300)
+        .map(|i| 1_700_000_000_000 + i * 15_000 + (i * 7919 % 13))
+        .collect();
+    let with = |f: &dyn Fn(i64) -> f64| jittered.iter().enumerate().map(|(i, &t)| (t, f(i as i64))).collect();
+    vec![
+        (3, with(&|i| i as f64 * 1.5)),
+        (7, with(&|i| (i % 17) as f64)),
+        (9, with(&|_| 42.0)),
+        (12, (0..20_000).map(|i| (i * 15_000, i as f64)).collect()),
+    ]
+}
+
+#[test]
+fn a_part_written_in_format_1_reads_as_written() {
+    let bytes = include_bytes!("testdata/v1.cpart").to_vec();
+    assert!(bytes.ends_with(MAGIC_V1));
+    let shared = Part::from_bytes(bytes.clone())
+        .unwrap()
+        .blocks()
+        .filter(|b| bytes[b.start() as usize] == SHARED_TIMESTAMPS)
+        .count();
+    assert!(shared >= 2, "the fixture has shared timestamp columns");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.cpart");
+    std::fs::write(&path, &bytes).unwrap();
+    for part in [Part::from_bytes(bytes).unwrap(), Part::open(&path).unwrap()] {
+        for (id, s) in v1_fixture_series() {
+            let want: Vec<(i64, u64)> = s.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+            assert_eq!(read(&part, id, i64::MIN, i64::MAX), want, "series {id}");
+        }
+    }
+    // A merge rewrites what it reads in the current format.
+    let v1 = Arc::new(Part::open(&path).unwrap());
+    let merged = crate::partition::merge_parts(&[v1], &[], Vec::new(), BlockEncoding::Compact)
+        .unwrap()
+        .finish()
+        .unwrap()
+        .0;
+    assert!(merged.ends_with(MAGIC));
+    let merged = Part::from_bytes(merged).unwrap();
+    for (id, s) in v1_fixture_series() {
+        let want: Vec<(i64, u64)> = s.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+        assert_eq!(read(&merged, id, i64::MIN, i64::MAX), want, "series {id}");
+    }
+}
+
+/// The index of a written part is what the writer would hand to memory,
+/// and about a third of format 1's 48 bytes an entry.
+#[test]
+fn a_packed_index_is_what_an_in_memory_part_holds() {
+    let series: Vec<(u64, Vec<(i64, f64)>)> = (0..1000u64)
+        .map(|id| {
+            (
+                id * 0x9e37_79b9,
+                (0..4).map(|i| (1_700_000_000_000 + i * 15_000, i as f64)).collect(),
+            )
+        })
+        .collect();
+    let bytes = build(&series);
+    let index_bytes = bytes.len() - index_start(&bytes) - FOOTER_BYTES;
+    assert!(index_bytes < 1000 * 20, "{index_bytes} B of index for 1000 blocks");
+    let mut w = PartWriter::new(Vec::new(), 1, 2).unwrap();
+    for (id, s) in &series {
+        let (ts, vs): (Vec<i64>, Vec<f64>) = s.iter().copied().unzip();
+        w.add_series(*id, &ts, &vs).unwrap();
+    }
+    let memory = w.finish_in_memory().unwrap();
+    let parsed = Part::from_bytes(bytes).unwrap();
+    assert_eq!(memory.meta(), parsed.meta());
+    assert_eq!(memory.blocks().collect::<Vec<_>>(), parsed.blocks().collect::<Vec<_>>());
+    for (id, s) in &series {
+        let want: Vec<(i64, u64)> = s.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+        assert_eq!(read(&memory, *id, i64::MIN, i64::MAX), want);
     }
 }
 

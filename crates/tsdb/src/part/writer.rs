@@ -1,11 +1,12 @@
+use std::collections::HashMap;
 use std::io::Write;
 
-use std::collections::HashMap;
+use cairn_codec::varint::put_uvarint;
+use cairn_storage::StorageError;
 
-use super::{
-    BLOCK_SPAN_MS, ENTRY_BYTES, MAGIC, MAX_BLOCK_SAMPLES, MAX_SHARED_COLUMNS, MIN_SHARED_TIMESTAMP_BYTES,
-    SHARED_TIMESTAMPS,
-};
+use super::block_index::BlockIndexBuilder;
+use super::reader::{BlockRef, Part};
+use super::{BLOCK_SPAN_MS, MAGIC, MAX_BLOCK_SAMPLES, MAX_SHARED_COLUMNS, SHARED_TIMESTAMPS};
 
 /// What a part's footer records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +34,9 @@ pub enum BlockEncoding {
 pub struct PartWriter<W: Write> {
     encoding: BlockEncoding,
     out: W,
-    offset: u64,
-    index: Vec<u8>,
+    /// Packed as it is written, so a part's index is never held as the
+    /// 48-byte entries of format 1.
+    index: BlockIndexBuilder,
     meta: PartMeta,
     last_id: Option<u64>,
     scratch: Vec<u8>,
@@ -60,8 +62,7 @@ impl<W: Write> PartWriter<W> {
         Ok(Self {
             encoding: BlockEncoding::Compact,
             out,
-            offset: MAGIC.len() as u64,
-            index: Vec::new(),
+            index: BlockIndexBuilder::new(0),
             meta: PartMeta {
                 min_seq,
                 max_seq,
@@ -120,7 +121,7 @@ impl<W: Write> PartWriter<W> {
                 let reference = self.share_timestamps();
                 if self.raw_column_timestamps + ts.len() <= RAW_COLUMN_BUDGET {
                     self.raw_column_timestamps += ts.len();
-                    let later = reference.map_or_else(|| self.scratch.clone(), |r| r.to_vec());
+                    let later = reference.unwrap_or_else(|| self.scratch.clone());
                     self.raw_columns.insert(key, (ts.to_vec(), later));
                 }
             }
@@ -131,16 +132,16 @@ impl<W: Write> PartWriter<W> {
         }
         let (mint, maxt) = (ts[0], ts[ts.len() - 1]);
         self.out.write_all(&self.scratch)?;
-        let e = &mut self.index;
-        e.extend_from_slice(&id.to_le_bytes());
-        e.extend_from_slice(&mint.to_le_bytes());
-        e.extend_from_slice(&maxt.to_le_bytes());
-        e.extend_from_slice(&self.offset.to_le_bytes());
-        e.extend_from_slice(&(self.scratch.len() as u32).to_le_bytes());
-        e.extend_from_slice(&(ts.len() as u32).to_le_bytes());
-        e.extend_from_slice(&cairn_codec::crc32c(&self.scratch).to_le_bytes());
-        e.extend_from_slice(&0u32.to_le_bytes());
-        self.offset += self.scratch.len() as u64;
+        let block = BlockRef::new(
+            id,
+            mint,
+            maxt,
+            self.index.offset(),
+            u32::try_from(self.scratch.len()).map_err(|_| std::io::Error::other("block over 4 GiB"))?,
+            ts.len() as u32,
+            cairn_codec::crc32c(&self.scratch),
+        );
+        self.index.push(block).map_err(std::io::Error::other)?;
         self.meta.mint = self.meta.mint.min(mint);
         self.meta.maxt = self.meta.maxt.max(maxt);
         self.meta.samples += ts.len() as u64;
@@ -152,8 +153,10 @@ impl<W: Write> PartWriter<W> {
     /// reference when an earlier block has the same, else remembers it.
     /// Returns the reference a later block with the same timestamps writes,
     /// if it is not to repeat the encoding.
-    fn share_timestamps(&mut self) -> Option<[u8; super::SHARED_TIMESTAMPS_BYTES]> {
-        if self.scratch.len() < MIN_SHARED_TIMESTAMP_BYTES {
+    fn share_timestamps(&mut self) -> Option<Vec<u8>> {
+        // An encoding no longer than a reference to it is not worth one.
+        let offset = self.index.offset();
+        if self.scratch.len() <= reference_bytes(offset, self.scratch.len()) {
             return None;
         }
         let hash = xxhash_rust::xxh3::xxh3_64(&self.scratch);
@@ -167,8 +170,8 @@ impl<W: Write> PartWriter<W> {
             Some(_) => {} // a hash collision: write this column in full
             None if self.columns.len() < MAX_SHARED_COLUMNS => {
                 let crc = cairn_codec::crc32c(&self.scratch);
-                let reference = shared_reference(self.offset, self.scratch.len(), crc);
-                self.columns.insert(hash, (self.offset, self.scratch.clone(), crc));
+                let reference = shared_reference(offset, self.scratch.len(), crc);
+                self.columns.insert(hash, (offset, self.scratch.clone(), crc));
                 return Some(reference);
             }
             None => {}
@@ -177,28 +180,43 @@ impl<W: Write> PartWriter<W> {
     }
 
     pub fn blocks(&self) -> usize {
-        self.index.len() / ENTRY_BYTES
+        self.index.blocks()
     }
 
     /// Writes the index and footer; returns the writer and the part's metadata.
     pub fn finish(mut self) -> std::io::Result<(W, PartMeta)> {
-        let index_offset = self.offset;
-        self.out.write_all(&self.index)?;
+        let index_offset = self.index.offset();
+        let index = self.index.packed();
+        self.out.write_all(index)?;
         let mut footer = Vec::with_capacity(super::FOOTER_BYTES);
         footer.extend_from_slice(&index_offset.to_le_bytes());
-        footer.extend_from_slice(&((self.index.len() / ENTRY_BYTES) as u64).to_le_bytes());
+        footer.extend_from_slice(&(self.index.blocks() as u64).to_le_bytes());
         footer.extend_from_slice(&self.meta.min_seq.to_le_bytes());
         footer.extend_from_slice(&self.meta.max_seq.to_le_bytes());
         footer.extend_from_slice(&self.meta.mint.to_le_bytes());
         footer.extend_from_slice(&self.meta.maxt.to_le_bytes());
         footer.extend_from_slice(&self.meta.samples.to_le_bytes());
-        footer.extend_from_slice(&cairn_codec::crc32c(&self.index).to_le_bytes());
+        footer.extend_from_slice(&cairn_codec::crc32c(index).to_le_bytes());
         footer.extend_from_slice(&cairn_codec::crc32c(&footer).to_le_bytes());
         footer.extend_from_slice(MAGIC);
         debug_assert_eq!(footer.len(), super::FOOTER_BYTES);
         self.out.write_all(&footer)?;
         self.out.flush()?;
         Ok((self.out, self.meta))
+    }
+}
+
+impl PartWriter<Vec<u8>> {
+    /// The part written so far, held in memory: its blocks stay in this
+    /// writer's buffer and its index as packed, with no footer written and
+    /// nothing parsed back.
+    pub fn finish_in_memory(self) -> Result<Part, StorageError> {
+        let corrupt = |reason: &str| StorageError::Corrupt {
+            path: "<memory part>".into(),
+            reason: reason.to_string(),
+        };
+        let index = self.index.finish(self.out.len() as u64).map_err(corrupt)?;
+        Ok(Part::in_memory(self.out, index, self.meta))
     }
 }
 
@@ -238,13 +256,23 @@ fn window_end(ts: &[i64], start: usize, limit: usize) -> usize {
     start + ts[start..limit].partition_point(|&t| t < next_cut).max(1)
 }
 
-/// A block's reference to the timestamp bytes of an earlier block.
-fn shared_reference(offset: u64, len: usize, crc: u32) -> [u8; super::SHARED_TIMESTAMPS_BYTES] {
-    let mut r = [0; super::SHARED_TIMESTAMPS_BYTES];
-    r[0] = SHARED_TIMESTAMPS;
-    r[1..9].copy_from_slice(&offset.to_le_bytes());
-    r[9..13].copy_from_slice(&(len as u32).to_le_bytes());
-    r[13..].copy_from_slice(&crc.to_le_bytes());
+/// The longest reference to shared timestamps: tag, two uvarints, crc.
+const MAX_REFERENCE_BYTES: usize = 1 + 10 + 5 + 4;
+
+/// How long a reference to `len` timestamp bytes at `offset` is.
+fn reference_bytes(offset: u64, len: usize) -> usize {
+    let uvarint = |x: u64| (64 - (x | 1).leading_zeros() as usize).div_ceil(7);
+    1 + uvarint(offset) + uvarint(len as u64) + 4
+}
+
+/// A block's reference to the timestamp bytes of an earlier block
+/// ([`SHARED_TIMESTAMPS`]).
+fn shared_reference(offset: u64, len: usize, crc: u32) -> Vec<u8> {
+    let mut r = Vec::with_capacity(MAX_REFERENCE_BYTES);
+    r.push(SHARED_TIMESTAMPS);
+    put_uvarint(&mut r, offset);
+    put_uvarint(&mut r, len as u64);
+    r.extend_from_slice(&crc.to_le_bytes());
     r
 }
 
