@@ -4,5 +4,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let _ = cairn_tsdb::formats::decode_wal_record(data);
+    let _ = cairn_tsdb::formats::decode_wal_record(data, &mut Vec::new());
 });

@@ -235,8 +235,9 @@ impl Inner {
         let started = Instant::now();
         let mut records = 0u64;
         let min_t = self.min_valid_t();
+        let mut scratch = Vec::new();
         wal::replay(wal_dir, active, |segment, payload| {
-            let days = record::decode_batch(payload).map_err(|reason| StorageError::Corrupt {
+            let days = record::decode_batch(payload, &mut scratch).map_err(|reason| StorageError::Corrupt {
                 path: wal_dir.to_path_buf(),
                 reason: format!("undecodable record in segment {segment}: {reason}"),
             })?;

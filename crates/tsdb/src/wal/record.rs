@@ -1,17 +1,35 @@
-//! The payload of a WAL record: one committed batch, grouped by day.
+//! The payload of a WAL record: one committed batch, grouped by day, usually
+//! compressed with zstd (docs/format/wal.md).
 //!
 //! ```text
+//! record := kind:u8=2 uvarint(len) zstd-frame(batch)  (batch is len bytes)
+//!         | batch
 //! batch  := kind:u8=1 uvarint(n_days) day*
 //! day    := varint(day) uvarint(n_new) new* uvarint(n_series) series*
 //! new    := id:u64 LE uvarint(len) labels[len]      (series created by this batch)
 //! series := id:u64 LE uvarint(n) varint(t0) varint(t[i]-t[i-1])*(n-1) value:u64 LE*n
 //! ```
 
+use std::cell::RefCell;
+
 use cairn_codec::varint::{get_uvarint, get_varint, put_uvarint, put_varint};
 
+use super::MAX_RECORD_BYTES;
 use crate::day::Day;
 
 const KIND_BATCH: u8 = 1;
+const KIND_ZSTD: u8 = 2;
+/// zstd's fastest regular level: a batch's series of one metric share their
+/// ids' first bytes, a target's samples their timestamps, and many values
+/// repeat, so even this level shrinks a remote-write batch several times.
+const ZSTD_LEVEL: i32 = 1;
+
+thread_local! {
+    /// Per thread, as commits encode their records in parallel: the batch
+    /// before compression and a compression context, both reused.
+    static SCRATCH: RefCell<(Vec<u8>, Option<zstd::bulk::Compressor<'static>>)> =
+        const { RefCell::new((Vec::new(), None)) };
+}
 
 /// The samples of one series in one batch, in append order.
 pub struct SeriesRows<'a> {
@@ -28,8 +46,29 @@ pub struct DayBatch<'a> {
     pub rows: Vec<SeriesRows<'a>>,
 }
 
-/// Appends a batch to `dst`.
+/// Appends a batch to `dst`, compressed unless that would not make it smaller.
 pub fn encode_batch(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
+    SCRATCH.with_borrow_mut(|(raw, compressor)| {
+        raw.clear();
+        encode_raw(raw, days);
+        if compressor.is_none() {
+            *compressor = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+        }
+        match compressor.as_mut().and_then(|c| c.compress(raw).ok()) {
+            Some(c) if c.len() + 6 < raw.len() => {
+                dst.push(KIND_ZSTD);
+                put_uvarint(dst, raw.len() as u64);
+                dst.extend_from_slice(&c);
+            }
+            _ => dst.extend_from_slice(raw),
+        }
+        raw.clear();
+        raw.shrink_to(1 << 20); // what a next batch may reuse
+    });
+}
+
+/// Appends a batch to `dst` uncompressed.
+fn encode_raw(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
     dst.push(KIND_BATCH);
     put_uvarint(dst, days.len() as u64);
     for DayBatch { day, new_series, rows } in days {
@@ -65,8 +104,33 @@ pub struct DayRecord<'a> {
     pub rows: Vec<(u64, i64, f64)>,
 }
 
-/// Decodes a batch. Errors name what was malformed; never panics.
-pub fn decode_batch(src: &[u8]) -> Result<Vec<DayRecord<'_>>, &'static str> {
+/// Decodes a record, decompressing it into `scratch` if it is compressed.
+/// Errors name what was malformed; never panics.
+pub fn decode_batch<'a>(src: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Vec<DayRecord<'a>>, &'static str> {
+    match src.split_first() {
+        Some((&KIND_ZSTD, rest)) => {
+            let (len, frame) = get_uvarint(rest).map_err(|_| "bad record length")?;
+            let len = usize::try_from(len)
+                .ok()
+                .filter(|&l| l <= MAX_RECORD_BYTES)
+                .ok_or("record length out of range")?;
+            // The frame states its size too: checked before allocating.
+            if zstd::zstd_safe::get_frame_content_size(frame).ok().flatten() != Some(len as u64) {
+                return Err("record length mismatch");
+            }
+            scratch.clear();
+            scratch.resize(len, 0);
+            let n = zstd::bulk::decompress_to_buffer(frame, scratch).map_err(|_| "undecompressable record")?;
+            if n != len {
+                return Err("record length mismatch");
+            }
+            decode_raw(scratch)
+        }
+        _ => decode_raw(src),
+    }
+}
+
+fn decode_raw(src: &[u8]) -> Result<Vec<DayRecord<'_>>, &'static str> {
     let (&kind, mut src) = src.split_first().ok_or("empty record")?;
     if kind != KIND_BATCH {
         return Err("unknown record kind");
@@ -151,7 +215,9 @@ mod tests {
         }];
         let mut buf = Vec::new();
         encode_batch(&mut buf, &days);
-        let got = decode_batch(&buf).unwrap();
+        assert_eq!(buf[0], KIND_BATCH, "too small to be worth compressing");
+        let mut scratch = Vec::new();
+        let got = decode_batch(&buf, &mut scratch).unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].day, 19675);
         assert_eq!(got[0].new_series, vec![(42, &b"labels"[..])]);
@@ -160,10 +226,68 @@ mod tests {
         assert_eq!(rows, want);
     }
 
+    /// A batch like a remote-write request's: many series of one metric at
+    /// one timestamp is compressed, and decodes to what was written; a
+    /// damaged or lying frame is an error.
+    #[test]
+    fn large_batches_are_compressed_and_round_trip() {
+        let ids: Vec<u64> = (0..2000u64)
+            .map(|i| 0xabcd_e000_0000_0000 | ((i * 0x9e37_79b9) & 0xfff_ffff_ffff))
+            .collect();
+        let ts = [1_700_000_000_000i64];
+        let vs: Vec<[f64; 1]> = (0..2000).map(|i| [(i % 7) as f64]).collect();
+        let rows = ids
+            .iter()
+            .zip(&vs)
+            .map(|(&id, v)| SeriesRows { id, ts: &ts, vs: v })
+            .collect();
+        let days = [DayBatch {
+            day: Day(19675),
+            new_series: &[],
+            rows,
+        }];
+        let mut raw = Vec::new();
+        encode_raw(&mut raw, &days);
+        let mut buf = Vec::new();
+        encode_batch(&mut buf, &days);
+        assert_eq!(buf[0], KIND_ZSTD);
+        assert!(
+            buf.len() * 2 < raw.len(),
+            "{} B compressed, {} B raw",
+            buf.len(),
+            raw.len()
+        );
+        let mut scratch = Vec::new();
+        assert_eq!(decode_batch(&buf, &mut scratch).unwrap(), decode_raw(&raw).unwrap());
+        let mut cut = buf.clone();
+        cut.truncate(buf.len() - 1);
+        assert!(decode_batch(&cut, &mut scratch).is_err());
+        let mut lying = vec![KIND_ZSTD];
+        put_uvarint(&mut lying, raw.len() as u64 + 1);
+        lying.extend_from_slice(&buf[1 + uvarint_len(raw.len())..]);
+        assert_eq!(decode_batch(&lying, &mut scratch).err(), Some("record length mismatch"));
+        let mut huge = vec![KIND_ZSTD];
+        put_uvarint(&mut huge, u64::MAX);
+        assert_eq!(
+            decode_batch(&huge, &mut scratch).err(),
+            Some("record length out of range")
+        );
+    }
+
+    fn uvarint_len(x: usize) -> usize {
+        let mut v = Vec::new();
+        put_uvarint(&mut v, x as u64);
+        v.len()
+    }
+
     proptest! {
         #[test]
         fn record_decode_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
-            let _ = decode_batch(&bytes);
+            let _ = decode_batch(&bytes, &mut Vec::new());
+            let mut compressed = vec![KIND_ZSTD];
+            put_uvarint(&mut compressed, bytes.len() as u64);
+            compressed.extend_from_slice(&zstd::bulk::compress(&bytes, 1).unwrap());
+            let _ = decode_batch(&compressed, &mut Vec::new());
         }
 
         #[test]
@@ -175,7 +299,8 @@ mod tests {
             let rows: Vec<SeriesRows> = cols.iter().map(|(id, ts, vs)| SeriesRows { id: *id, ts, vs }).collect();
             let mut buf = Vec::new();
             encode_batch(&mut buf, &[DayBatch { day: Day(-3), new_series: &[], rows }]);
-            let got = decode_batch(&buf).unwrap();
+            let mut scratch = Vec::new();
+            let got = decode_batch(&buf, &mut scratch).unwrap();
             let want: Vec<(u64, i64, u64)> = cols
                 .iter()
                 .flat_map(|(id, ts, vs)| ts.iter().zip(vs).map(move |(&t, v)| (*id, t, v.to_bits())))
