@@ -26,9 +26,15 @@ use crate::wal::{self, Wal, record};
 /// before the flush's re-encodes the same samples, so each halving of
 /// this costs ingest CPU (docs/benchmarks.md, "Engine settings").
 pub(crate) const MAX_MEMORY_PARTS: usize = 16;
-/// Disk parts per partition before a merge is started, and parts per merge.
-const MAX_DISK_PARTS: usize = 8;
-const MERGE_FAN_IN: usize = 6;
+/// Disk parts per partition before a merge is started, and at most how many
+/// parts one merges (picked by size: `Partition::merge_disk_parts`). Few parts
+/// keep a select's sources, the parts' block indexes in memory and the young
+/// data on disk small; picking parts of similar size keeps the re-encoding
+/// this costs logarithmic (docs/benchmarks.md, "Merge policy").
+const MAX_DISK_PARTS: usize = 5;
+const DISK_MERGE_FAN_IN: usize = 5;
+/// In-memory parts merged at a time.
+const MEMORY_MERGE_FAN_IN: usize = 6;
 
 /// The embedded engine. Cheap to share behind an `Arc`; closing flushes.
 pub struct Tsdb {
@@ -322,7 +328,7 @@ impl Inner {
     fn merge_memory_parts(&self) -> Result<(), StorageError> {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         for p in &partitions {
-            while p.merge_memory_parts(MAX_MEMORY_PARTS, MERGE_FAN_IN)? {
+            while p.merge_memory_parts(MAX_MEMORY_PARTS, MEMORY_MERGE_FAN_IN)? {
                 self.counters.merges.fetch_add(1, Ordering::Relaxed);
             }
         }
@@ -335,7 +341,7 @@ impl Inner {
         }
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         for p in &partitions {
-            let mut bytes = p.merge_disk_parts(MAX_DISK_PARTS, MERGE_FAN_IN)?;
+            let mut bytes = p.merge_disk_parts(MAX_DISK_PARTS, DISK_MERGE_FAN_IN)?;
             if bytes == 0 && p.head_rows() == 0 && p.wants_idle_merge(self.config.idle_merge_after.as_millis() as i64) {
                 bytes = p.compact_all()?;
             }

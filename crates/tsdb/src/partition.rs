@@ -411,15 +411,15 @@ impl Partition {
     }
 
     /// Merges a run of adjacent in-memory parts when there are more than
-    /// `max_parts` (the run with the fewest bytes, as for disk parts), so
-    /// each sample is re-encoded a logarithmic, not linear, number of times.
+    /// `max_parts` (picked as for disk parts: [`merge_run`]), so each
+    /// sample is re-encoded a logarithmic, not linear, number of times.
     pub fn merge_memory_parts(&self, max_parts: usize, fan_in: usize) -> Result<bool, StorageError> {
         let _rewrite = self.rewrite.lock();
         let memory = self.parts.read().memory.clone();
         if memory.len() <= max_parts {
             return Ok(false);
         }
-        let inputs = smallest_run(&memory, fan_in);
+        let inputs = merge_run(&memory, fan_in);
         let tombs = self.tombstones.read().clone();
         let merged = Arc::new(merge_parts(inputs, &tombs, Vec::new(), BlockEncoding::Fast)?.finish_in_memory()?);
         self.edit_parts(|parts| replace_run(&mut parts.memory, inputs, Some(merged)));
@@ -427,14 +427,14 @@ impl Partition {
     }
 
     /// Merges a run of adjacent disk parts when there are more than
-    /// `max_parts` (see [`smallest_run`]). Returns the bytes written.
+    /// `max_parts` (see [`merge_run`]). Returns the bytes written.
     pub fn merge_disk_parts(&self, max_parts: usize, fan_in: usize) -> Result<u64, StorageError> {
         let _rewrite = self.rewrite.lock();
         let disk = self.parts.read().disk.clone();
         if disk.len() <= max_parts {
             return Ok(0);
         }
-        self.replace_disk_parts(smallest_run(&disk, fan_in))
+        self.replace_disk_parts(merge_run(&disk, fan_in))
     }
 
     /// Whether nothing was written for `idle_ms` and the disk parts are
@@ -559,14 +559,39 @@ impl Partition {
     }
 }
 
-/// The adjacent run of up to `fan_in` parts with the fewest bytes: small
-/// fresh parts merge often and big old ones rarely (tiered merging).
-fn smallest_run(parts: &[Arc<Part>], fan_in: usize) -> &[Arc<Part>] {
-    let width = fan_in.min(parts.len()).max(2).min(parts.len());
-    let start = (0..=parts.len() - width)
-        .min_by_key(|&i| parts[i..i + width].iter().map(|p| p.size_bytes()).sum::<u64>())
-        .unwrap_or(0);
-    &parts[start..start + width]
+/// The adjacent run of 2 to `fan_in` parts to merge: the one whose bytes are
+/// the largest multiple of its biggest part's (parts of about the same size;
+/// the fewest bytes among equals). Each merge then grows a part about
+/// `fan_in` times, so a sample is re-encoded a logarithmic number of times,
+/// and a big old part is merged again only once others have grown to its
+/// size (tiered merging, as VictoriaMetrics picks its merges).
+fn merge_run(parts: &[Arc<Part>], fan_in: usize) -> &[Arc<Part>] {
+    let sizes: Vec<u64> = parts.iter().map(|p| p.size_bytes()).collect();
+    &parts[merge_run_of_sizes(&sizes, fan_in)]
+}
+
+/// [`merge_run`] over the parts' sizes.
+fn merge_run_of_sizes(sizes: &[u64], fan_in: usize) -> std::ops::Range<usize> {
+    // (start, width, sum, max); the best so far.
+    let mut best: Option<(usize, usize, u64, u64)> = None;
+    for width in 2..=fan_in.min(sizes.len()) {
+        for start in 0..=sizes.len() - width {
+            let run = sizes[start..start + width].iter().map(|&b| b.max(1));
+            let (sum, max) = run.fold((0u64, 0u64), |(s, m), b| (s.saturating_add(b), m.max(b)));
+            let better = best.is_none_or(|(_, _, best_sum, best_max)| {
+                // sum / max against best_sum / best_max, exactly.
+                let (this, that) = (
+                    u128::from(sum) * u128::from(best_max),
+                    u128::from(best_sum) * u128::from(max),
+                );
+                this > that || (this == that && sum < best_sum)
+            });
+            if better {
+                best = Some((start, width, sum, max));
+            }
+        }
+    }
+    best.map_or(0..0, |(start, width, _, _)| start..start + width)
 }
 
 fn contains(list: &[Arc<Part>], part: &Arc<Part>) -> bool {
@@ -675,4 +700,51 @@ pub fn merge_parts<W: Write>(
         }
     }
     Ok(w)
+}
+
+#[cfg(test)]
+mod merge_policy_tests {
+    use super::merge_run_of_sizes;
+
+    /// Parts of `minutes` each, sized as flush parts merge: a fixed cost per
+    /// series plus a little per sample.
+    fn bytes(minutes: u64) -> u64 {
+        if minutes == 1 { 19 } else { 14 + minutes * 2 }
+    }
+
+    #[test]
+    fn similar_sizes_merge_and_a_big_part_waits() {
+        assert_eq!(merge_run_of_sizes(&[100, 10, 10, 10, 10], 4), 1..5);
+        assert_eq!(merge_run_of_sizes(&[100, 40, 40, 40, 10], 4), 1..5);
+        assert_eq!(merge_run_of_sizes(&[100, 40, 40, 40, 10], 3), 1..4);
+        assert_eq!(merge_run_of_sizes(&[10, 10], 4), 0..2);
+        assert_eq!(merge_run_of_sizes(&[10], 4), 0..0);
+        assert_eq!(merge_run_of_sizes(&[0, 0, u64::MAX, u64::MAX], 4), 0..2);
+    }
+
+    /// A part a minute for a day, merged whenever there are more than 5, at
+    /// most 5 at a time: each minute is re-encoded a logarithmic number of
+    /// times (the run of 6 with the fewest bytes, as merges were picked
+    /// before, re-encoded a day's minutes 140 times each: as the day grew,
+    /// every window of 6 took one of the big parts along).
+    #[test]
+    fn a_stream_of_flush_parts_is_merged_a_logarithmic_number_of_times() {
+        let mut parts: Vec<u64> = Vec::new(); // minutes per part
+        let mut reencoded = 0u64;
+        for _ in 0..24 * 60 {
+            parts.push(1);
+            while parts.len() > 5 {
+                let sizes: Vec<u64> = parts.iter().map(|&m| bytes(m)).collect();
+                let run = merge_run_of_sizes(&sizes, 5);
+                assert!(run.len() >= 2);
+                let merged: u64 = parts[run.clone()].iter().sum();
+                reencoded += merged;
+                parts.splice(run, [merged]);
+            }
+            assert!(parts.len() <= 5);
+        }
+        assert_eq!(parts.iter().sum::<u64>(), 24 * 60);
+        let per_minute = reencoded as f64 / (24.0 * 60.0);
+        assert!(per_minute < 7.5, "each minute re-encoded {per_minute:.1} times");
+    }
 }
