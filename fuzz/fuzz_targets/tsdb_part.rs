@@ -1,7 +1,8 @@
 //! Parts must fail cleanly, never panic or over-allocate, whatever the bytes:
 //! both arbitrary bytes, and valid parts (built from the input: several
-//! series, some sharing a timestamp column) with one byte changed, which get
-//! past the checksums' front door to the block and shared-column decoding.
+//! series, some sharing a timestamp column; and a format-1 part) with one
+//! byte changed, which get past the checksums' front door to the block and
+//! shared-column decoding.
 #![no_main]
 
 use cairn_tsdb::PartWriter;
@@ -58,9 +59,21 @@ fn build(data: &[u8]) -> Option<Vec<u8>> {
     Some(w.finish().ok()?.0)
 }
 
+/// A part written in format 1 (48-byte index entries, 17-byte shared
+/// timestamp references), still read.
+const V1_PART: &[u8] = include_bytes!("../../crates/tsdb/src/part/testdata/v1.cpart");
+
 fuzz_target!(|data: &[u8]| {
     if let Ok(part) = Part::from_bytes(data.to_vec()) {
         read_all(&part);
+    }
+    if let (Some(&at), Some(&flip)) = (data.first(), data.get(3)) {
+        let mut v1 = V1_PART.to_vec();
+        let i = usize::from(at) * 31 % v1.len();
+        v1[i] ^= flip.max(1);
+        if let Ok(part) = Part::from_bytes(v1) {
+            read_all(&part);
+        }
     }
     if let (Some(mut bytes), Some(&at), Some(&flip)) = (build(data), data.get(1), data.get(2)) {
         let i = usize::from(at) * 7 % bytes.len();

@@ -420,6 +420,9 @@ impl Partition {
             return Ok(false);
         }
         let inputs = merge_run(&memory, fan_in);
+        if inputs.len() < 2 {
+            return Ok(false);
+        }
         let tombs = self.tombstones.read().clone();
         let merged = Arc::new(merge_parts(inputs, &tombs, Vec::new(), BlockEncoding::Fast)?.finish_in_memory()?);
         self.edit_parts(|parts| replace_run(&mut parts.memory, inputs, Some(merged)));
@@ -434,7 +437,11 @@ impl Partition {
         if disk.len() <= max_parts {
             return Ok(0);
         }
-        self.replace_disk_parts(merge_run(&disk, fan_in))
+        let inputs = merge_run(&disk, fan_in);
+        if inputs.len() < 2 {
+            return Ok(0);
+        }
+        self.replace_disk_parts(inputs)
     }
 
     /// Whether nothing was written for `idle_ms` and the disk parts are
@@ -570,7 +577,8 @@ fn merge_run(parts: &[Arc<Part>], fan_in: usize) -> &[Arc<Part>] {
     &parts[merge_run_of_sizes(&sizes, fan_in)]
 }
 
-/// [`merge_run`] over the parts' sizes.
+/// [`merge_run`] over the parts' sizes; empty when there are fewer than 2
+/// parts or `fan_in` is below 2.
 fn merge_run_of_sizes(sizes: &[u64], fan_in: usize) -> std::ops::Range<usize> {
     // (start, width, sum, max); the best so far.
     let mut best: Option<(usize, usize, u64, u64)> = None;

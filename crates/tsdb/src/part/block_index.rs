@@ -57,6 +57,11 @@ impl BlockIndex {
         self.len
     }
 
+    /// Bytes the index holds on the heap.
+    pub fn heap_bytes(&self) -> usize {
+        self.packed.len() + self.first_ids.len() * 8 + self.groups.len() * size_of::<(u32, u64)>()
+    }
+
     /// A format-2 part's index: `packed` holds `entries` entries whose blocks
     /// lie back to back from the end of the magic up to `index_offset`. Each
     /// entry is unpacked once, to find the groups and check that ids ascend.
@@ -235,10 +240,6 @@ impl BlockIndexBuilder {
     /// The entries packed so far, as a part file stores them.
     pub fn packed(&self) -> &[u8] {
         &self.index.packed
-    }
-
-    pub fn blocks(&self) -> usize {
-        self.index.len
     }
 
     /// The packed index, if the blocks end where the index starts (at `index_offset`).

@@ -75,7 +75,7 @@ pub struct ReadBuffer {
 /// At most this much is read ahead in one call.
 const MAX_READ_AHEAD: u64 = 1 << 20;
 
-/// Index entries opening a file part reads at a time (about 1 MiB).
+/// Format-1 index entries opening a file part reads at a time (1.5 MiB).
 pub(super) const INDEX_READ_ENTRIES: usize = 1 << 15;
 
 /// A byte range of a file part holding blocks of several series one select
@@ -174,14 +174,15 @@ impl Part {
     }
 
     /// A part held in memory whose blocks are `data` (from the magic up to
-    /// where the index would start) and whose index is `index`.
+    /// where the index would start) and whose index is `index`. Its size
+    /// counts both, as memory limits do.
     pub(super) fn in_memory(data: Vec<u8>, index: BlockIndex, meta: PartMeta) -> Self {
         Self {
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             format: Format::V2,
             meta,
+            bytes: data.len() as u64 + index.heap_bytes() as u64,
             index,
-            bytes: data.len() as u64,
             data: Data::Memory(data),
             path: None,
         }

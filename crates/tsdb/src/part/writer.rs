@@ -179,10 +179,6 @@ impl<W: Write> PartWriter<W> {
         None
     }
 
-    pub fn blocks(&self) -> usize {
-        self.index.blocks()
-    }
-
     /// Writes the index and footer; returns the writer and the part's metadata.
     pub fn finish(mut self) -> std::io::Result<(W, PartMeta)> {
         let index_offset = self.index.offset();
@@ -190,7 +186,7 @@ impl<W: Write> PartWriter<W> {
         self.out.write_all(index)?;
         let mut footer = Vec::with_capacity(super::FOOTER_BYTES);
         footer.extend_from_slice(&index_offset.to_le_bytes());
-        footer.extend_from_slice(&(self.index.blocks() as u64).to_le_bytes());
+        footer.extend_from_slice(&self.meta.blocks.to_le_bytes());
         footer.extend_from_slice(&self.meta.min_seq.to_le_bytes());
         footer.extend_from_slice(&self.meta.max_seq.to_le_bytes());
         footer.extend_from_slice(&self.meta.mint.to_le_bytes());

@@ -11,6 +11,7 @@
 //! ```
 
 use std::cell::RefCell;
+use std::io::Read;
 
 use cairn_codec::varint::{get_uvarint, get_varint, put_uvarint, put_varint};
 
@@ -46,7 +47,8 @@ pub struct DayBatch<'a> {
     pub rows: Vec<SeriesRows<'a>>,
 }
 
-/// Appends a batch to `dst`, compressed unless that would not make it smaller.
+/// Appends a batch to `dst`, compressed unless that would not make the
+/// record shorter.
 pub fn encode_batch(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
     SCRATCH.with_borrow_mut(|(raw, compressor)| {
         raw.clear();
@@ -54,7 +56,13 @@ pub fn encode_batch(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
         if compressor.is_none() {
             *compressor = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
         }
-        match compressor.as_mut().and_then(|c| c.compress(raw).ok()) {
+        // A batch a reader would refuse to decompress is left whole (and
+        // then refused as a record, being too large either way).
+        let compressed = compressor
+            .as_mut()
+            .filter(|_| raw.len() <= MAX_RECORD_BYTES)
+            .and_then(|c| c.compress(raw).ok());
+        match compressed {
             Some(c) if c.len() + 6 < raw.len() => {
                 dst.push(KIND_ZSTD);
                 put_uvarint(dst, raw.len() as u64);
@@ -114,14 +122,18 @@ pub fn decode_batch<'a>(src: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Vec<D
                 .ok()
                 .filter(|&l| l <= MAX_RECORD_BYTES)
                 .ok_or("record length out of range")?;
-            // The frame states its size too: checked before allocating.
             if zstd::zstd_safe::get_frame_content_size(frame).ok().flatten() != Some(len as u64) {
                 return Err("record length mismatch");
             }
+            // Streamed, so memory grows with what the frame holds, not with
+            // what it claims.
             scratch.clear();
-            scratch.resize(len, 0);
-            let n = zstd::bulk::decompress_to_buffer(frame, scratch).map_err(|_| "undecompressable record")?;
-            if n != len {
+            let decoder = zstd::stream::read::Decoder::with_buffer(frame).map_err(|_| "undecompressable record")?;
+            decoder
+                .take(len as u64 + 1)
+                .read_to_end(scratch)
+                .map_err(|_| "undecompressable record")?;
+            if scratch.len() != len {
                 return Err("record length mismatch");
             }
             decode_raw(scratch)
