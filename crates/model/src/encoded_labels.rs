@@ -41,6 +41,12 @@ impl<'a> EncodedLabels<'a> {
         RawPairs::new(self.0).map(move |(name, value)| (text(name), text(value)))
     }
 
+    /// The `(name, value)` pairs as bytes, in canonical order: for callers
+    /// that compare or hash them and need text only now and then.
+    pub fn raw_pairs(self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
+        RawPairs::new(self.0)
+    }
+
     /// The labels, decoded (allocates).
     pub fn decode(self) -> Labels {
         match Labels::decode(self.0) {

@@ -74,7 +74,7 @@ pub struct PartitionIndex {
     /// lookup that misses its preferred id tries that one too.
     legacy_ids: bool,
     /// `entry_ref` allocates a name's key only when the name is new.
-    postings: hashbrown::HashMap<String, BTreeMap<Box<str>, RoaringBitmap>, RandomState>,
+    postings: Postings,
     /// Series that are not deleted.
     live: RoaringBitmap,
     /// `entries[..persisted]` are in segment files already.
@@ -100,10 +100,71 @@ fn slot_hash_at(entries: &[Entry], l: u32) -> u64 {
     slot_hash(id_at(entries, l))
 }
 
-/// Adds `local`, the largest number yet, at the end of `bitmap` (no search).
-fn push_largest(bitmap: &mut RoaringBitmap, local: u32) {
-    if bitmap.append([local]).is_err() {
-        bitmap.insert(local);
+/// Adds `locals` (ascending) to `bitmap`, at its end (no search) when they
+/// are all larger than what it holds, as new series' numbers are.
+fn add_sorted(bitmap: &mut RoaringBitmap, locals: &[u32]) {
+    if bitmap.append(locals.iter().copied()).is_err() {
+        bitmap.extend(locals.iter().copied());
+    }
+}
+
+type Postings = hashbrown::HashMap<String, BTreeMap<Box<str>, RoaringBitmap>, RandomState>;
+
+/// A label's name and value, as encoded.
+type RawPair<'a> = (&'a [u8], &'a [u8]);
+
+/// The postings of many series added at once (loading a segment). Each
+/// distinct pair's numbers are gathered first and appended to its bitmap in
+/// one go: a series costs one hash probe per label, or none where a label
+/// repeats the series before's (a target's series arrive together), instead
+/// of a map search, UTF-8 checks and a bitmap append per label.
+#[derive(Default)]
+struct PostingsBatch<'a> {
+    slots: HashMap<RawPair<'a>, usize, foldhash::fast::RandomState>,
+    lists: Vec<(RawPair<'a>, Vec<u32>)>,
+    /// The slot of each label (by position) of the series added last.
+    previous: Vec<usize>,
+}
+
+impl<'a> PostingsBatch<'a> {
+    /// `local` must be larger than every number added before.
+    fn add(&mut self, local: u32, labels: EncodedLabels<'a>) {
+        for (position, pair) in labels.raw_pairs().enumerate() {
+            let slot = match self.previous.get(position) {
+                Some(&slot) if self.lists[slot].0 == pair => slot,
+                _ => {
+                    let next = self.lists.len();
+                    let slot = *self.slots.entry(pair).or_insert(next);
+                    if slot == next {
+                        self.lists.push((pair, Vec::new()));
+                    }
+                    match self.previous.get_mut(position) {
+                        Some(previous) => *previous = slot,
+                        None => self.previous.push(slot),
+                    }
+                    slot
+                }
+            };
+            self.lists[slot].1.push(local);
+        }
+    }
+
+    fn add_to(self, postings: &mut Postings) {
+        for ((name, value), locals) in self.lists {
+            // The encodings were checked canonical: names and values are UTF-8.
+            let (Ok(name), Ok(value)) = (std::str::from_utf8(name), std::str::from_utf8(value)) else {
+                continue;
+            };
+            let values = postings.entry_ref(name).or_default();
+            match values.get_mut(value) {
+                Some(bitmap) => add_sorted(bitmap, &locals),
+                None => {
+                    let mut bitmap = RoaringBitmap::new();
+                    add_sorted(&mut bitmap, &locals);
+                    values.insert(value.into(), bitmap);
+                }
+            }
+        }
     }
 }
 
@@ -173,6 +234,17 @@ impl PartitionIndex {
             .iter()
             .map(|e| earlier.and_then(|ix| ix.sealed_labels(e.id, labels_at(&tail, e.at))))
             .collect();
+        if found.iter().all(Option::is_none) {
+            // The tail is already a chunk of these entries' labels, in order.
+            drop(found);
+            let number = self.chunks.len() as u32;
+            for e in &mut self.entries[self.sealed..] {
+                e.chunk = number;
+            }
+            self.chunks.push(Arc::from(tail));
+            self.sealed = self.entries.len();
+            return 0;
+        }
         // Chunk (by address) → this index's number for it, for chunks it
         // holds or will; and bytes of each other chunk this seal would use.
         let mut numbers: HashMap<*const u8, u32> = self
@@ -304,6 +376,26 @@ impl PartitionIndex {
             self.revive(local);
             return Ok(local);
         }
+        let local = self.add_entry(id, labels)?;
+        // Borrowed pairs, and keys allocated only when new.
+        for (name, value) in labels.pairs() {
+            let values = self.postings.entry_ref(name).or_default();
+            match values.get_mut(value) {
+                Some(bitmap) => add_sorted(bitmap, &[local]),
+                None => {
+                    let mut bitmap = RoaringBitmap::new();
+                    add_sorted(&mut bitmap, &[local]);
+                    values.insert(value.into(), bitmap);
+                }
+            }
+        }
+        add_sorted(&mut self.live, &[local]);
+        Ok(local)
+    }
+
+    /// Adds a new series' entry, labels and id, but not its postings nor
+    /// its place among the live series. Returns its local number.
+    fn add_entry(&mut self, id: u64, labels: EncodedLabels<'_>) -> Result<u32, StorageError> {
         let encoded = labels.as_bytes();
         self.check_room(&[(id, encoded)])?;
         // Probing past the end of a metric's id range is as rare as a
@@ -318,20 +410,6 @@ impl PartitionIndex {
         let entries = &self.entries;
         self.by_id
             .insert_unique(slot_hash(id), local, |&l| slot_hash_at(entries, l));
-        // Borrowed pairs, and keys allocated only when new: index loading at
-        // startup inserts every series of a day, ~10 labels each.
-        for (name, value) in labels.pairs() {
-            let values = self.postings.entry_ref(name).or_default();
-            match values.get_mut(value) {
-                Some(bitmap) => push_largest(bitmap, local),
-                None => {
-                    let mut bitmap = RoaringBitmap::new();
-                    push_largest(&mut bitmap, local);
-                    values.insert(value.into(), bitmap);
-                }
-            }
-        }
-        push_largest(&mut self.live, local);
         self.version += 1;
         Ok(local)
     }
@@ -518,13 +596,20 @@ impl PartitionIndex {
         self.entries.reserve(entries.len());
         let ids = &self.entries;
         self.by_id.reserve(entries.len(), |&l| slot_hash_at(ids, l));
+        let first_new = self.entries.len() as u32;
+        let mut postings = PostingsBatch::default();
         for entry in entries.iter() {
             let (id, labels) = entry.map_err(|reason| StorageError::Corrupt {
                 path: path.to_path_buf(),
                 reason: reason.to_string(),
             })?;
-            self.insert(id, labels)?;
+            match self.local_of(id) {
+                Some(local) => self.revive(local),
+                None => postings.add(self.add_entry(id, labels)?, labels),
+            }
         }
+        postings.add_to(&mut self.postings);
+        self.live.insert_range(first_new..self.entries.len() as u32);
         self.persisted = self.entries.len();
         Ok(())
     }
@@ -791,6 +876,67 @@ mod tests {
             fs::write(&path, &bad).unwrap();
             assert!(PartitionIndex::default().load_segment(&path).is_err(), "flip at {at}");
         }
+    }
+
+    /// Loading segments builds the postings in batches; the index must be
+    /// the one inserting series one by one built: same series, labels,
+    /// live set and answers to every label pair, also for a pair that
+    /// gains series in a later segment and a series deleted in between.
+    #[test]
+    fn loaded_segments_index_as_inserted_series_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ix = PartitionIndex::default();
+        let series = |i: usize| {
+            encode(&[
+                ("__name__", ["cpu", "mem", "disk"][i % 3]),
+                ("instance", &format!("h{}", i / 7)),
+                ("job", "node"),
+                ("mode", ["idle", "user"][i % 2]),
+            ])
+        };
+        for i in 0..200 {
+            add_encoded(&mut ix, &series(i));
+        }
+        ix.persist_new(dir.path(), 1).unwrap();
+        ix.mark_deleted(5);
+        for i in 200..300 {
+            add_encoded(&mut ix, &series(i));
+        }
+        add_encoded(&mut ix, &encode(&[("__name__", "solo")]));
+        ix.persist_new(dir.path(), 2).unwrap();
+        let mut back = PartitionIndex::default();
+        for seq in [1, 2] {
+            back.load_segment(&dir.path().join(format!("index-{seq:020}.cidx")))
+                .unwrap();
+        }
+        back.mark_deleted(5);
+        assert_eq!(back.len(), ix.len());
+        assert_eq!(back.live(), ix.live());
+        for local in 0..ix.len() as u32 {
+            assert_eq!(back.encoded(local), ix.encoded(local));
+            assert_eq!(back.id_of(local), ix.id_of(local));
+        }
+        let mut names = BTreeSet::new();
+        ix.label_names(None, &mut names);
+        let mut back_names = BTreeSet::new();
+        back.label_names(None, &mut back_names);
+        assert_eq!(back_names, names);
+        for name in &names {
+            let mut values = BTreeSet::new();
+            ix.label_values(name, None, &mut values);
+            let mut back_values = BTreeSet::new();
+            back.label_values(name, None, &mut back_values);
+            assert_eq!(back_values, values);
+            for value in &values {
+                let m = [Matcher::new(MatchOp::Equal, name, value).unwrap()];
+                assert_eq!(back.select(&m), ix.select(&m), "{name}={value}");
+                assert!(!ix.select(&m).is_empty());
+            }
+        }
+    }
+
+    fn add_encoded(ix: &mut PartitionIndex, enc: &[u8]) {
+        ix.insert(series_hash(enc), labels(enc)).unwrap();
     }
 
     fn encode(pairs: &[(&str, &str)]) -> Vec<u8> {

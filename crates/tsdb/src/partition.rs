@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use cairn_model::{EncodedLabels, Matcher};
 use cairn_storage::StorageError;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
+use rayon::prelude::*;
 
 use crate::day::Day;
 use crate::head::{Head, HeadSnapshot, Row, UNKNOWN_LOCAL};
@@ -121,7 +122,7 @@ impl Partition {
         // A merge writes its output before deleting its inputs; inputs whose
         // range lies inside another part's are such leftovers.
         part_names.sort_by_key(|((lo, hi), _)| (*lo, std::cmp::Reverse(*hi)));
-        let mut parts = PartSet::default();
+        let mut part_paths = Vec::new();
         let mut covered_to: Option<u64> = None;
         for ((_, hi), path) in part_names {
             if covered_to.is_some_and(|c| hi <= c) {
@@ -129,13 +130,31 @@ impl Partition {
                 continue;
             }
             covered_to = Some(covered_to.map_or(hi, |c| c.max(hi)));
-            parts.disk.push(Arc::new(Part::open(&path)?));
+            part_paths.push(path);
         }
         index_files.sort();
-        let mut index = PartitionIndex::default();
-        for path in &index_files {
-            index.load_segment(path)?;
-        }
+        // Building the index's postings and reading the parts' block indexes
+        // are both CPU-bound: they run at once (restart time).
+        let (disk, index) = rayon::join(
+            || {
+                part_paths
+                    .par_iter()
+                    .map(|path| Part::open(path).map(Arc::new))
+                    .collect::<Result<Vec<_>, _>>()
+            },
+            || {
+                let mut index = PartitionIndex::default();
+                for path in &index_files {
+                    index.load_segment(path)?;
+                }
+                Ok::<_, StorageError>(index)
+            },
+        );
+        let parts = PartSet {
+            disk: disk?,
+            memory: Vec::new(),
+        };
+        let index = index?;
         let tombs = tombstones::load(&dir)?;
         let applied = tombstones::load_applied(&dir)?;
         let p = Self {
