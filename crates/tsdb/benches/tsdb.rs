@@ -99,6 +99,42 @@ fn bench_ingest(c: &mut Criterion) {
     g.finish();
 }
 
+/// Remote-write-sized commits (20 targets, 10,000 series) into a day whose
+/// index holds 1,000 targets' series, far more than the caches: finding
+/// each known series in the index is a few cache misses.
+fn bench_ingest_large_index(c: &mut Criterion) {
+    const FLEET: usize = 1000;
+    const PER_COMMIT: usize = 20;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = open(dir.path());
+    let fleet: Vec<Vec<Labels>> = (0..FLEET).map(target_series).collect();
+    let mut t = now_ms() - 3_600_000;
+    for targets in fleet.chunks(PER_COMMIT) {
+        let mut app = db.appender();
+        for l in targets.iter().flatten() {
+            app.append(l, &[Sample::new(t, 1.0)]).expect("append");
+        }
+        app.commit().expect("commit");
+    }
+    let mut g = c.benchmark_group("tsdb/ingest");
+    g.throughput(Throughput::Elements((PER_COMMIT * fleet[0].len()) as u64));
+    let mut next = 0;
+    g.bench_function("commit_10k_series_of_500k", |b| {
+        b.iter(|| {
+            if next == 0 {
+                t += STEP_MS;
+            }
+            let mut app = db.appender();
+            for l in fleet[next..next + PER_COMMIT].iter().flatten() {
+                app.append(l, &[Sample::new(t, t as f64)]).expect("append");
+            }
+            next = (next + PER_COMMIT) % FLEET;
+            black_box(app.commit().expect("commit"));
+        })
+    });
+    g.finish();
+}
+
 fn bench_select(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = open(dir.path());
@@ -170,5 +206,5 @@ fn bench_select(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_ingest, bench_select);
+criterion_group!(benches, bench_ingest, bench_ingest_large_index, bench_select);
 criterion_main!(benches);

@@ -255,11 +255,8 @@ impl Appender for TsdbAppender<'_> {
             .iter()
             .zip(self.by_day.values())
             .map(|(p, d)| {
-                let index = p.index();
-                d.series
-                    .iter()
-                    .map(|s| index.lookup(s.hash, &self.labels[s.encoded.clone()]).ok())
-                    .collect()
+                p.index()
+                    .lookup_many(d.series.iter().map(|s| (s.hash, &self.labels[s.encoded.clone()])))
             })
             .collect();
         // When every series is known (the steady state), the WAL record and

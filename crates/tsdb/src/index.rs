@@ -338,6 +338,33 @@ impl PartitionIndex {
         }
     }
 
+    /// [`Self::lookup`] of many series, in their order; `None` for a series
+    /// the index lacks. The lookups are independent, so they run a batch at a
+    /// time in two short passes, the id table first and the labels second:
+    /// in an index larger than the caches each lookup waits on dependent
+    /// misses (table, entry, labels), and short passes let the processor
+    /// overlap those of many series instead of waiting on each in turn.
+    pub fn lookup_many<'a>(&self, series: impl IntoIterator<Item = (u64, &'a [u8])>) -> Vec<Option<(u64, u32)>> {
+        const BATCH: usize = 256;
+        let mut series = series.into_iter().peekable();
+        let mut out = Vec::with_capacity(series.size_hint().0);
+        let mut batch: Vec<(u64, &[u8])> = Vec::with_capacity(BATCH);
+        let mut locals: Vec<Option<u32>> = Vec::with_capacity(BATCH);
+        while series.peek().is_some() {
+            batch.clear();
+            batch.extend(series.by_ref().take(BATCH));
+            locals.clear();
+            locals.extend(batch.iter().map(|&(hash, _)| self.local_of(hash)));
+            out.extend(batch.iter().zip(&locals).map(|(&(hash, encoded), &local)| match local {
+                Some(l) if self.encoded(l) == encoded => Some((hash, l)),
+                None if !self.legacy_ids => None,
+                // A collision moved the series off its preferred id, or it may have a legacy one.
+                _ => self.lookup(hash, encoded).ok(),
+            }));
+        }
+        out
+    }
+
     fn probe(&self, hash: u64, encoded: &[u8]) -> Result<(u64, u32), u64> {
         let mut id = hash;
         loop {
@@ -833,6 +860,38 @@ mod tests {
         assert_eq!(fresh.lookup(series_hash(&old), &old), Err(series_hash(&old)));
         fresh.insert(series_hash(&old), labels(&old)).unwrap();
         assert!(!fresh.legacy_ids);
+    }
+
+    proptest::proptest! {
+        /// Batched lookups agree with one lookup at a time: series at their
+        /// preferred id, moved off it by a collision, or at a legacy id; asked
+        /// for in any order, with repeats, across batch boundaries.
+        #[test]
+        fn lookup_many_agrees_with_lookup(
+            placed in proptest::collection::vec((0usize..60, 0u8..3, 0usize..60), 0..60),
+            asked in proptest::collection::vec(0usize..80, 0..700),
+        ) {
+            let mut ix = PartitionIndex::default();
+            for (host, how, other) in placed {
+                let enc = host_series(host);
+                if ix.lookup(series_hash(&enc), &enc).is_ok() {
+                    continue;
+                }
+                let mut id = match how {
+                    0 => series_hash(&enc),
+                    1 => legacy_id(&enc),
+                    _ => series_hash(&host_series(other)),
+                };
+                while ix.local_of(id).is_some() {
+                    id = id.wrapping_add(1);
+                }
+                ix.insert(id, labels(&enc)).unwrap();
+            }
+            let asked: Vec<Vec<u8>> = asked.into_iter().map(host_series).collect();
+            let one_by_one: Vec<_> = asked.iter().map(|e| ix.lookup(series_hash(e), e).ok()).collect();
+            let batched = ix.lookup_many(asked.iter().map(|e| (series_hash(e), e.as_slice())));
+            proptest::prop_assert_eq!(batched, one_by_one);
+        }
     }
 
     #[test]
