@@ -44,8 +44,13 @@ struct Entry {
     at: u32,
 }
 
+/// Label encodings, each behind its uvarint length. A `Vec` behind the
+/// `Arc`, not a slice: sealing moves the tail in, where making a slice of it
+/// copied all of a day's labels when a day was loaded, and a flush's at every flush.
+type Chunk = Arc<Vec<u8>>;
+
 /// A series' labels in a sealed chunk: the chunk and the offset in it.
-type SealedLabels<'a> = (&'a Arc<[u8]>, u32);
+type SealedLabels<'a> = (&'a Chunk, u32);
 
 /// `Entry::chunk` of labels still in the growing tail.
 const TAIL: u32 = u32::MAX;
@@ -58,7 +63,7 @@ pub struct PartitionIndex {
     /// shared with the next day's index: a series that lives on past
     /// midnight keeps one copy of its labels, not one per day (a live
     /// instance always holds two days; the labels are half of a day's index).
-    chunks: Vec<Arc<[u8]>>,
+    chunks: Vec<Chunk>,
     /// Labels of series added since the last [`Self::seal_labels`].
     tail: Vec<u8>,
     entries: Vec<Entry>,
@@ -98,6 +103,12 @@ fn slot_hash(id: u64) -> u64 {
 
 fn slot_hash_at(entries: &[Entry], l: u32) -> u64 {
     slot_hash(id_at(entries, l))
+}
+
+/// A chunk of `bytes`, without the spare capacity they grew with.
+fn sealed_chunk(mut bytes: Vec<u8>) -> Chunk {
+    bytes.shrink_to_fit();
+    Arc::new(bytes)
 }
 
 /// Adds `locals` (ascending) to `bitmap`, at its end (no search) when they
@@ -241,7 +252,7 @@ impl PartitionIndex {
             for e in &mut self.entries[self.sealed..] {
                 e.chunk = number;
             }
-            self.chunks.push(Arc::from(tail));
+            self.chunks.push(sealed_chunk(tail));
             self.sealed = self.entries.len();
             return 0;
         }
@@ -287,7 +298,7 @@ impl PartitionIndex {
             }
         }
         if !own.is_empty() {
-            self.chunks.push(Arc::from(own));
+            self.chunks.push(sealed_chunk(own));
         }
         self.sealed = self.entries.len();
         shared
@@ -620,12 +631,14 @@ impl PartitionIndex {
             path: path.to_path_buf(),
             reason: reason.to_string(),
         })?;
-        self.entries.reserve(entries.len());
+        let checked = entries.checked();
+        self.entries.reserve(checked.len());
+        self.tail.reserve(entries.label_bytes());
         let ids = &self.entries;
-        self.by_id.reserve(entries.len(), |&l| slot_hash_at(ids, l));
+        self.by_id.reserve(checked.len(), |&l| slot_hash_at(ids, l));
         let first_new = self.entries.len() as u32;
         let mut postings = PostingsBatch::default();
-        for entry in entries.iter() {
+        for entry in checked {
             let (id, labels) = entry.map_err(|reason| StorageError::Corrupt {
                 path: path.to_path_buf(),
                 reason: reason.to_string(),
@@ -688,11 +701,31 @@ impl SegmentEntries<'_> {
     /// `(series id, canonical label encoding)` in the order written; each
     /// encoding is checked here, once (an error for one that is not canonical).
     pub fn iter(&self) -> impl Iterator<Item = Result<(u64, EncodedLabels<'_>), &'static str>> {
-        self.entries.iter().map(|(id, at)| {
-            let labels =
-                EncodedLabels::new(self.raw.get(at.clone()).unwrap_or_default()).map_err(|_| "undecodable labels")?;
-            Ok((*id, labels))
-        })
+        self.entries.iter().map(|entry| self.check(entry))
+    }
+
+    /// What [`Self::iter`] yields, checked on every core (the checks are
+    /// much of the CPU of loading a day's index, and restarts wait for it).
+    pub fn checked(&self) -> Vec<Result<(u64, EncodedLabels<'_>), &'static str>> {
+        use rayon::prelude::*;
+        let mut out = Vec::new();
+        self.entries
+            .par_iter()
+            .map(|entry| self.check(entry))
+            .collect_into_vec(&mut out);
+        out
+    }
+
+    /// Bytes of the entries' labels with their length prefixes (what the
+    /// stream holds besides the 8-byte ids).
+    fn label_bytes(&self) -> usize {
+        self.raw.len().saturating_sub(8 * self.entries.len())
+    }
+
+    fn check(&self, (id, at): &(u64, Range<usize>)) -> Result<(u64, EncodedLabels<'_>), &'static str> {
+        let labels =
+            EncodedLabels::new(self.raw.get(at.clone()).unwrap_or_default()).map_err(|_| "undecodable labels")?;
+        Ok((*id, labels))
     }
 
     pub fn len(&self) -> usize {
