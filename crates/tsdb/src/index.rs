@@ -637,21 +637,71 @@ impl PartitionIndex {
         let ids = &self.entries;
         self.by_id.reserve(checked.len(), |&l| slot_hash_at(ids, l));
         let first_new = self.entries.len() as u32;
-        let mut postings = PostingsBatch::default();
-        for entry in checked {
-            let (id, labels) = entry.map_err(|reason| StorageError::Corrupt {
-                path: path.to_path_buf(),
-                reason: reason.to_string(),
-            })?;
-            match self.local_of(id) {
-                Some(local) => self.revive(local),
-                None => postings.add(self.add_entry(id, labels)?, labels),
+        // The postings are built on another core while the entries are added,
+        // as if every entry were a new series, as a segment's always are;
+        // should one not be, they are built again from what was added.
+        let (postings, added) = rayon::join(
+            || {
+                let mut postings = PostingsBatch::default();
+                for (local, (_, labels)) in (first_new..).zip(checked.iter().flatten()) {
+                    postings.add(local, *labels);
+                }
+                postings
+            },
+            || self.add_segment_entries(&checked, path),
+        );
+        let postings = match added? {
+            None => postings,
+            Some(locals) => {
+                let mut postings = PostingsBatch::default();
+                for (local, (_, labels)) in locals.into_iter().zip(checked.iter().flatten()) {
+                    if let Some(local) = local {
+                        postings.add(local, *labels);
+                    }
+                }
+                postings
             }
-        }
+        };
         postings.add_to(&mut self.postings);
         self.live.insert_range(first_new..self.entries.len() as u32);
         self.persisted = self.entries.len();
         Ok(())
+    }
+
+    /// Adds a segment's entries (but not their postings). `None` when each
+    /// was a new series, numbered in order; else the local number each new
+    /// one got (`None` for those already known, which are revived).
+    fn add_segment_entries(
+        &mut self,
+        checked: &[Result<(u64, EncodedLabels<'_>), &'static str>],
+        path: &Path,
+    ) -> Result<Option<Vec<Option<u32>>>, StorageError> {
+        let first_new = self.entries.len() as u32;
+        let mut locals: Option<Vec<Option<u32>>> = None;
+        for (i, entry) in checked.iter().enumerate() {
+            let (id, labels) = entry.map_err(|reason| StorageError::Corrupt {
+                path: path.to_path_buf(),
+                reason: reason.to_string(),
+            })?;
+            let local = match self.local_of(id) {
+                Some(known) => {
+                    self.revive(known);
+                    None
+                }
+                None => Some(self.add_entry(id, labels)?),
+            };
+            match &mut locals {
+                Some(locals) => locals.push(local),
+                None if local.is_none() => {
+                    let mut all = Vec::with_capacity(checked.len());
+                    all.extend((first_new..).take(i).map(Some));
+                    all.push(None);
+                    locals = Some(all);
+                }
+                None => {}
+            }
+        }
+        Ok(locals)
     }
 }
 
@@ -1025,6 +1075,38 @@ mod tests {
                 assert!(!ix.select(&m).is_empty());
             }
         }
+    }
+
+    /// A segment that repeats series already known (the index revives them,
+    /// adding no entry) indexes its new ones as inserting them does: the
+    /// postings built alongside the entries are rebuilt for what was added.
+    #[test]
+    fn a_segment_repeating_known_series_indexes_only_its_new_ones() {
+        let segment = |hosts: &[usize]| {
+            let mut stream = Vec::new();
+            for &host in hosts {
+                let enc = host_series(host);
+                stream.extend_from_slice(&series_hash(&enc).to_le_bytes());
+                put_uvarint(&mut stream, enc.len() as u64);
+                stream.extend_from_slice(&enc);
+            }
+            encode_segment(&stream, hosts.len() as u64).unwrap()
+        };
+        let mut back = PartitionIndex::default();
+        let path = Path::new("<test>");
+        back.load_segment_bytes(&segment(&[0, 1, 2]), path).unwrap();
+        back.load_segment_bytes(&segment(&[3, 1, 4, 3, 5]), path).unwrap();
+        let mut ix = PartitionIndex::default();
+        add_hosts(&mut ix, 0..6);
+        assert_eq!(back.len(), ix.len());
+        assert_eq!(back.live(), ix.live());
+        for host in 0..7 {
+            let instance = format!("host-{host:05}:9100");
+            let m = [Matcher::new(MatchOp::Equal, "instance", &instance).unwrap()];
+            assert_eq!(back.select(&m), ix.select(&m), "{instance}");
+        }
+        let all = [Matcher::new(MatchOp::Equal, "__name__", "node_load1").unwrap()];
+        assert_eq!(back.select(&all), ix.select(&all));
     }
 
     fn add_encoded(ix: &mut PartitionIndex, enc: &[u8]) {
