@@ -138,6 +138,15 @@ struct PostingsBatch<'a> {
 }
 
 impl<'a> PostingsBatch<'a> {
+    /// The postings of `(local number, labels)` pairs, numbers ascending.
+    fn of(series: impl IntoIterator<Item = (u32, EncodedLabels<'a>)>) -> Self {
+        let mut postings = Self::default();
+        for (local, labels) in series {
+            postings.add(local, labels);
+        }
+        postings
+    }
+
     /// `local` must be larger than every number added before.
     fn add(&mut self, local: u32, labels: EncodedLabels<'a>) {
         for (position, pair) in labels.raw_pairs().enumerate() {
@@ -641,26 +650,17 @@ impl PartitionIndex {
         // as if every entry were a new series, as a segment's always are;
         // should one not be, they are built again from what was added.
         let (postings, added) = rayon::join(
-            || {
-                let mut postings = PostingsBatch::default();
-                for (local, (_, labels)) in (first_new..).zip(checked.iter().flatten()) {
-                    postings.add(local, *labels);
-                }
-                postings
-            },
+            || PostingsBatch::of((first_new..).zip(checked.iter().flatten().map(|(_, labels)| *labels))),
             || self.add_segment_entries(&checked, path),
         );
         let postings = match added? {
             None => postings,
-            Some(locals) => {
-                let mut postings = PostingsBatch::default();
-                for (local, (_, labels)) in locals.into_iter().zip(checked.iter().flatten()) {
-                    if let Some(local) = local {
-                        postings.add(local, *labels);
-                    }
-                }
-                postings
-            }
+            Some(locals) => PostingsBatch::of(
+                locals
+                    .into_iter()
+                    .zip(checked.iter().flatten())
+                    .filter_map(|(local, (_, labels))| Some((local?, *labels))),
+            ),
         };
         postings.add_to(&mut self.postings);
         self.live.insert_range(first_new..self.entries.len() as u32);
