@@ -2,10 +2,12 @@
 //! `quantile` over many series, on every core.
 //!
 //! Steps are independent, so the query's steps are cut into one contiguous
-//! chunk per worker. Each worker walks the input series by series (in input
-//! order, reading each series' points once, which keeps memory access
-//! sequential) and updates one accumulator per (group, step) of its chunk.
-//! Within a step the series are therefore added in exactly the order a
+//! chunk per worker. Each worker takes the groups one after the other and
+//! walks the group's series (in input order, reading each series' points
+//! once) into one accumulator per step of its chunk, reused from group to
+//! group: a state per (group, step) was tens of megabytes for a `by
+//! (instance)` over a fleet, most of it page faults and memsets. Within a
+//! step a group's series are therefore added in exactly the order a
 //! step-by-step evaluation uses, so sums (Kahan-compensated) and means come
 //! out bit-identical whatever the number of workers; the chunks are joined
 //! in step order.
@@ -72,30 +74,28 @@ struct Acc {
     values: Vec<f64>,
 }
 
-/// Every input series' points in the steps `steps.0..steps.1`, fed to the
-/// accumulator of (its group, the step).
+/// The points of a group's input series in the steps `steps.0..steps.1`,
+/// fed to the group's accumulator of each step.
 struct Walk<'a> {
     input: &'a [Series],
-    sgroup: &'a [usize],
     budget: &'a Budget<'a>,
     c: Ctx,
     steps: (usize, usize),
 }
 
 impl Walk<'_> {
-    fn run<S>(&self, state: &mut [S], add: impl Fn(&mut S, f64)) -> Result<()> {
+    /// Feeds the series `members` (indices into the input) to `state`, one
+    /// accumulator per step of the chunk.
+    fn run<S>(&self, members: &[usize], state: &mut [S], add: impl Fn(&mut S, f64)) {
         let (a, b) = self.steps;
-        let (c, len, first_t) = (self.c, b - a, self.c.ts(a));
-        for (j, s) in self.input.iter().enumerate() {
-            if j % 1024 == 0 {
-                self.budget.check()?;
-            }
-            let base = self.sgroup[j] * len;
-            let from = first_at_or_after(&s.pts, first_t, c.step);
+        let (c, first_t) = (self.c, self.c.ts(a));
+        for &j in members {
+            let pts = &self.input[j].pts;
+            let from = first_at_or_after(pts, first_t, c.step);
             // Points lie on the steps: walk the steps alongside instead of
             // dividing for each point's step index.
             let (mut i, mut ti) = (a, first_t);
-            for &(t, f) in &s.pts[from..] {
+            for &(t, f) in &pts[from..] {
                 while ti < t && c.step > 0 {
                     i += 1;
                     ti += c.step;
@@ -104,31 +104,78 @@ impl Walk<'_> {
                     break;
                 }
                 debug_assert!(ti == t || c.step == 0, "point off the step grid");
-                add(&mut state[base + i - a], f);
+                add(&mut state[i - a], f);
             }
         }
-        Ok(())
     }
 
-    /// Each group's points from the finished `state`: `value(state, step
-    /// index)` is `None` for a step the group has no point at.
-    fn points<S>(
+    /// Every group's points: its members (`groups.members(g)`) walked into
+    /// `state` with `add`, then read out with `value(state, step index)`,
+    /// which is `None` for a step the group has no point at.
+    fn groups<S: Clone + Default>(
         &self,
-        ngroups: usize,
-        state: &mut [S],
+        groups: &Members,
+        add: impl Fn(&mut S, f64),
         mut value: impl FnMut(&mut S, usize) -> Option<f64>,
-    ) -> Vec<Vec<(i64, f64)>> {
+    ) -> Result<Vec<Vec<(i64, f64)>>> {
         let (a, b) = self.steps;
-        let len = b - a;
-        let mut out = vec![Vec::new(); ngroups];
-        for (g, pts) in out.iter_mut().enumerate() {
-            for k in 0..len {
-                if let Some(v) = value(&mut state[g * len + k], a + k) {
+        let mut state = vec![S::default(); b - a];
+        let mut out = Vec::with_capacity(groups.len());
+        self.budget.check()?;
+        let mut walked = 0;
+        for g in 0..groups.len() {
+            let members = groups.members(g);
+            // As often as every 1,024 series.
+            if walked / 1024 != (walked + members.len()) / 1024 {
+                self.budget.check()?;
+            }
+            walked += members.len();
+            state.fill(S::default());
+            self.run(members, &mut state, &add);
+            let mut pts = Vec::new();
+            for (k, st) in state.iter_mut().enumerate() {
+                if let Some(v) = value(st, a + k) {
                     pts.push((self.c.ts(a + k), v));
                 }
             }
+            out.push(pts);
         }
-        out
+        Ok(out)
+    }
+}
+
+/// The input series of each group, in input order: a counting sort of the
+/// series' group numbers.
+struct Members {
+    /// Group `g`'s series are `order[starts[g]..starts[g + 1]]`.
+    starts: Vec<usize>,
+    order: Vec<usize>,
+}
+
+impl Members {
+    fn of(sgroup: &[usize], ngroups: usize) -> Self {
+        let mut starts = vec![0; ngroups + 1];
+        for &g in sgroup {
+            starts[g + 1] += 1;
+        }
+        for g in 0..ngroups {
+            starts[g + 1] += starts[g];
+        }
+        let mut next = starts.clone();
+        let mut order = vec![0; sgroup.len()];
+        for (j, &g) in sgroup.iter().enumerate() {
+            order[next[g]] = j;
+            next[g] += 1;
+        }
+        Self { starts, order }
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    fn members(&self, g: usize) -> &[usize] {
+        &self.order[self.starts[g]..self.starts[g + 1]]
     }
 }
 
@@ -332,39 +379,34 @@ pub(crate) fn simple(
     };
     let chunk = n.div_ceil(workers).max(1);
     let ranges: Vec<(usize, usize)> = (0..n).step_by(chunk).map(|a| (a, (a + chunk).min(n))).collect();
-    let ngroups = groups.len();
+    let members = Members::of(sgroup, groups.len());
     let run = |&(a, b): &(usize, usize)| -> Result<Vec<Vec<(i64, f64)>>> {
-        let len = b - a;
         // One copy of the walk per operation, so `add` is resolved at
         // compile time rather than once per point.
         let w = Walk {
             input,
-            sgroup,
             budget,
             c,
             steps: (a, b),
         };
+        let m = &members;
         if matches!(op, Op::Sum | Op::Count | Op::Min | Op::Max | Op::Group) {
-            let mut state = vec![Plain::default(); ngroups * len];
-            match op {
-                Op::Sum => w.run(&mut state, |st, f| add_plain(Op::Sum, st, f))?,
-                Op::Count => w.run(&mut state, |st, f| add_plain(Op::Count, st, f))?,
-                Op::Min => w.run(&mut state, |st, f| add_plain(Op::Min, st, f))?,
-                Op::Max => w.run(&mut state, |st, f| add_plain(Op::Max, st, f))?,
-                _ => w.run(&mut state, |st, f| add_plain(Op::Group, st, f))?,
-            }
-            return Ok(w.points(ngroups, &mut state, |st, _| st.seen.then(|| plain_result(op, st))));
+            let value = |st: &mut Plain, _| st.seen.then(|| plain_result(op, st));
+            return match op {
+                Op::Sum => w.groups(m, |st, f| add_plain(Op::Sum, st, f), value),
+                Op::Count => w.groups(m, |st, f| add_plain(Op::Count, st, f), value),
+                Op::Min => w.groups(m, |st, f| add_plain(Op::Min, st, f), value),
+                Op::Max => w.groups(m, |st, f| add_plain(Op::Max, st, f), value),
+                _ => w.groups(m, |st, f| add_plain(Op::Group, st, f), value),
+            };
         }
-        let mut state: Vec<Acc> = vec![Acc::default(); ngroups * len];
+        let value = |st: &mut Acc, step: usize| st.seen.then(|| result(op, st, param.map_or(f64::NAN, |p| p[step])));
         match op {
-            Op::Avg => w.run(&mut state, |st, f| add(Op::Avg, st, f))?,
-            Op::Stddev => w.run(&mut state, |st, f| add(Op::Stddev, st, f))?,
-            Op::Stdvar => w.run(&mut state, |st, f| add(Op::Stdvar, st, f))?,
-            _ => w.run(&mut state, |st, f| add(Op::Quantile, st, f))?,
+            Op::Avg => w.groups(m, |st, f| add(Op::Avg, st, f), value),
+            Op::Stddev => w.groups(m, |st, f| add(Op::Stddev, st, f), value),
+            Op::Stdvar => w.groups(m, |st, f| add(Op::Stdvar, st, f), value),
+            _ => w.groups(m, |st, f| add(Op::Quantile, st, f), value),
         }
-        Ok(w.points(ngroups, &mut state, |st, step| {
-            st.seen.then(|| result(op, st, param.map_or(f64::NAN, |p| p[step])))
-        }))
     };
     let chunks: Vec<Result<Vec<Vec<(i64, f64)>>>> = if ranges.len() > 1 {
         ranges.par_iter().map(run).collect()
@@ -396,6 +438,22 @@ mod tests {
         ) {
             let pts: Vec<(i64, f64)> = steps.iter().map(|&k| (k * step, 0.0)).collect();
             proptest::prop_assert_eq!(first_at_or_after(&pts, t, step), pts.partition_point(|p| p.0 < t));
+        }
+
+        /// Each group's members are exactly the series of that group, in
+        /// input order (the order a step-by-step evaluation adds them in).
+        #[test]
+        fn members_are_each_groups_series_in_input_order(
+            sgroup in proptest::collection::vec(0usize..8, 0..100),
+            extra in 0usize..3,
+        ) {
+            let ngroups = sgroup.iter().max().map_or(0, |&g| g + 1) + extra;
+            let m = Members::of(&sgroup, ngroups);
+            proptest::prop_assert_eq!(m.len(), ngroups);
+            for g in 0..ngroups {
+                let want: Vec<usize> = (0..sgroup.len()).filter(|&j| sgroup[j] == g).collect();
+                proptest::prop_assert_eq!(m.members(g), want.as_slice());
+            }
         }
     }
 }
