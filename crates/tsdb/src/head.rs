@@ -81,19 +81,39 @@ impl GenerationRows {
         self.len += 1;
     }
 
-    /// Appends the rows of `local` at positions below `visible` to `out`,
-    /// oldest commit first.
-    fn series_into(&self, local: u32, visible: usize, mint: i64, maxt: i64, out: &mut Vec<(i64, f64)>) {
-        let start = out.len();
-        let mut pos = self.newest.get(local as usize).copied().unwrap_or(NONE);
-        while pos != NONE {
-            let r = self.row(pos);
-            if (pos as usize) < visible && r.t >= mint && r.t <= maxt {
-                out.push((r.t, r.v));
+    /// Appends the rows of each of `locals` at positions below `visible` to
+    /// its `out`, oldest commit first. A series' rows lie far apart (every
+    /// other series' rows of a scrape come between), so each is a cache
+    /// miss: the chains of several series are walked in lockstep, so their
+    /// misses overlap instead of following one another.
+    fn series_into(&self, locals: &[u32], visible: usize, mint: i64, maxt: i64, out: &mut [Vec<(i64, f64)>]) {
+        const LANES: usize = 16;
+        for (locals, out) in locals.chunks(LANES).zip(out.chunks_mut(LANES)) {
+            let mut pos = [NONE; LANES];
+            let mut start = [0; LANES];
+            for (k, (&local, out)) in locals.iter().zip(out.iter()).enumerate() {
+                pos[k] = self.newest.get(local as usize).copied().unwrap_or(NONE);
+                start[k] = out.len();
             }
-            pos = r.prev;
+            let mut walking = true;
+            while walking {
+                walking = false;
+                for (p, out) in pos.iter_mut().zip(out.iter_mut()) {
+                    if *p == NONE {
+                        continue;
+                    }
+                    walking = true;
+                    let r = self.row(*p);
+                    if (*p as usize) < visible && r.t >= mint && r.t <= maxt {
+                        out.push((r.t, r.v));
+                    }
+                    *p = r.prev;
+                }
+            }
+            for (out, start) in out.iter_mut().zip(start) {
+                out[start..].reverse();
+            }
         }
-        out[start..].reverse();
     }
 }
 
@@ -226,10 +246,7 @@ impl HeadSnapshot {
         let mut out = vec![Vec::new(); locals.len()];
         for (generation, visible) in &self.generations {
             for (locals, out) in locals.chunks(BATCH).zip(out.chunks_mut(BATCH)) {
-                let rows = generation.rows.read();
-                for (&local, samples) in locals.iter().zip(out) {
-                    rows.series_into(local, *visible, mint, maxt, samples);
-                }
+                generation.rows.read().series_into(locals, *visible, mint, maxt, out);
             }
         }
         for samples in &mut out {
@@ -538,7 +555,8 @@ mod tests {
             }
             snaps.push((head.snapshot(), model(&in_head)));
             for (snap, want) in snaps {
-                let locals: Vec<u32> = (0..7).collect();
+                // Repeated past one lockstep group of chains, and one never written.
+                let locals: Vec<u32> = (0..7).rev().cycle().take(23).chain([100]).collect();
                 for (l, got) in locals.iter().zip(snap.series(&locals, i64::MIN, i64::MAX)) {
                     let want: Vec<(i64, f64)> =
                         want.get(l).map(|m| m.iter().map(|(&t, &v)| (t, v)).collect()).unwrap_or_default();
