@@ -596,7 +596,7 @@ fn query_loop(qc: &QueryClient, cfg: &RunConfig, realtime: bool, shared: &Shared
                 continue;
             };
             let t0 = Instant::now();
-            let result = match kind {
+            let answer = match kind {
                 QueryKind::Instant => qc.instant(&expr, at_ms),
                 QueryKind::Range => {
                     let window = cfg.range_window.unwrap_or(Duration::from_secs(3600)).as_millis() as i64;
@@ -609,6 +609,7 @@ fn query_loop(qc: &QueryClient, cfg: &RunConfig, realtime: bool, shared: &Shared
                 }
             };
             let took = t0.elapsed();
+            let result = answer.and_then(|a| a.series());
             if let Ok(mut q) = shared.queries.lock()
                 && let Some(s) = q.get_mut(i)
             {
