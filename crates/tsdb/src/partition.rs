@@ -18,6 +18,7 @@ use crate::index::PartitionIndex;
 use crate::part::{BlockCursor, BlockEncoding, Part, PartWriter};
 use crate::selection::{self, Selection, SelectionCache};
 use crate::series_reader::{Deleted, Ranked, SeriesReader};
+use crate::shared_reads::SequentialReads;
 use crate::tombstones::{self, Tombstone};
 use cairn_storage::SampleBlocks;
 
@@ -708,16 +709,19 @@ pub fn merge_parts<W: Write>(
     // One cursor per input walks its block index in (id, time) order, so the
     // merge reads every index entry once instead of searching per series.
     let mut cursors: Vec<_> = inputs.iter().map(|p| p.blocks().peekable()).collect();
+    let mut reads = SequentialReads::new(inputs.len());
     let (mut ts, mut vs) = (Vec::new(), Vec::new());
     loop {
         let next_id = cursors.iter_mut().filter_map(|c| c.peek().map(|b| b.id)).min();
         let Some(id) = next_id else { break };
         let mut sources = Vec::new();
-        for (part, cursor) in inputs.iter().zip(cursors.iter_mut()) {
+        for (input, (part, cursor)) in inputs.iter().zip(cursors.iter_mut()).enumerate() {
             let max_seq = part.meta().max_seq;
             let deleted = deleted_ranges(&by_id, id, max_seq);
             while let Some(block) = cursor.next_if(|b| b.id == id) {
-                sources.push(Ranked::block(part, block, deleted.clone()));
+                let mut source = Ranked::block(part, block, deleted.clone());
+                reads.share(input, &mut source);
+                sources.push(source);
             }
         }
         let mut reader = SeriesReader::new(sources, i64::MIN, i64::MAX);

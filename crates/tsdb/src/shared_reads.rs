@@ -6,6 +6,8 @@
 //! few ranges, each read once when the first of its blocks is decoded and
 //! shared by the readers of all of them (series are read in label order, not
 //! in id order, so a range is kept until its last series has been read).
+//! A merge, which takes every block of its inputs in order, reads each
+//! input a megabyte at a time the same way ([`SequentialReads`]).
 
 use std::sync::Arc;
 
@@ -65,6 +67,51 @@ pub fn share_part_reads(part: &Arc<Part>, sources: &mut [Vec<Ranked>], budget: &
             }
         }
         at = next;
+    }
+}
+
+/// Shared reads of file parts whose blocks are all taken in offset order, as
+/// a merge takes them: each read covers the next [`MAX_READ`] bytes of its
+/// part, so a merge costs a system call per megabyte of input rather than
+/// one per series and part.
+pub struct SequentialReads {
+    current: Vec<Option<Arc<SharedRead>>>,
+    read_bytes: u64,
+}
+
+impl SequentialReads {
+    /// For `parts` inputs, each named by its position.
+    pub fn new(parts: usize) -> Self {
+        Self::with_read_bytes(parts, MAX_READ)
+    }
+
+    fn with_read_bytes(parts: usize, read_bytes: u64) -> Self {
+        Self {
+            current: vec![None; parts],
+            read_bytes,
+        }
+    }
+
+    /// Gives `ranked`, a block of input `input`, the read covering it,
+    /// starting the next read of that part if the current one ends before it.
+    pub fn share(&mut self, input: usize, ranked: &mut Ranked) {
+        let Source::Block {
+            part, block, shared, ..
+        } = &mut ranked.source
+        else {
+            return;
+        };
+        if !part.is_file() {
+            return;
+        }
+        let current = &mut self.current[input];
+        if !current.as_ref().is_some_and(|read| read.covers(block)) {
+            let end = (block.start() + self.read_bytes)
+                .min(part.size_bytes())
+                .max(block.end());
+            *current = Some(Arc::new(SharedRead::new(part, block.start(), end)));
+        }
+        *shared = current.clone();
     }
 }
 
@@ -175,6 +222,44 @@ mod tests {
         assert_eq!(read_all(shared), read_all(plain(1000)));
         // No budget: no shared read.
         assert_eq!(plan(&part, &ids(1), 0).1, 0);
+    }
+
+    #[test]
+    fn sequential_reads_cover_a_part_in_consecutive_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let part = file_part(dir.path());
+        const READ: u64 = 4096;
+        let mut reads = SequentialReads::with_read_bytes(1, READ);
+        let mut sources: Vec<Vec<Ranked>> = Vec::new();
+        let mut distinct: Vec<Arc<SharedRead>> = Vec::new();
+        let mut ids: Vec<u64> = Vec::new();
+        for block in part.blocks() {
+            let mut ranked = Ranked::block(&part, block, Vec::new());
+            reads.share(0, &mut ranked);
+            let Source::Block { shared: Some(read), .. } = &ranked.source else {
+                panic!("a block of a file part without a read");
+            };
+            assert!(read.covers(&block));
+            if !distinct.last().is_some_and(|last| Arc::ptr_eq(last, read)) {
+                distinct.push(read.clone());
+            }
+            // Blocks come in id order: a new id starts the next series.
+            if ids.last() != Some(&block.id) {
+                ids.push(block.id);
+                sources.push(Vec::new());
+            }
+            sources.last_mut().unwrap().push(ranked);
+        }
+        // Each read but the last spans READ bytes, and blocks never straddle two.
+        let expected = part.size_bytes().div_ceil(READ) as usize;
+        assert!(
+            distinct.len() > 1 && distinct.len() <= expected + part.block_count() / 100,
+            "{} reads of {} bytes",
+            distinct.len(),
+            part.size_bytes()
+        );
+        assert_eq!(ids, (0..3000).collect::<Vec<u64>>());
+        assert_eq!(read_all(sources), read_all(plan(&part, &ids, 0).0));
     }
 
     #[test]

@@ -102,6 +102,11 @@ impl SharedRead {
     fn len(&self) -> u64 {
         self.end - self.start
     }
+
+    /// Whether the bytes of `b` lie within this read.
+    pub fn covers(&self, b: &BlockRef) -> bool {
+        self.start <= b.start() && b.end() <= self.end
+    }
 }
 
 /// The part formats a reader understands (docs/format/part.md).
