@@ -429,7 +429,7 @@ impl Part {
         if len > MAX_TIMESTAMP_BYTES || offset >= b.offset {
             return Err(self.corrupt(b, "shared-timestamps reference out of bounds"));
         }
-        let key = (self.uid, offset, len, crc);
+        let key = (self.uid, offset);
         if super::ts_cache::get(key, ts) {
             return Ok(rest);
         }
