@@ -759,6 +759,8 @@ impl<'a> Ev<'a> {
         let n = c.n();
         let hints = SelectHints {
             step_ms: (c.step > 0).then_some(c.step),
+            // Every step reads the sample at `maxt`: one step, or one `@` time.
+            newest_only: n == 1 || at.is_some(),
             ..SelectHints::default()
         };
         let opts = ReadOpts {

@@ -30,6 +30,10 @@ pub struct SelectHints {
     /// Implementations must honour it: callers read the shards of one select
     /// in parallel and rely on them being disjoint and complete.
     pub shard: Option<Shard>,
+    /// Only each series' newest sample in the querier's range is used (an
+    /// instant selector evaluated at one time, the querier's end): storage
+    /// may return fewer of the older samples, never a different newest one.
+    pub newest_only: bool,
 }
 
 /// Slice `index` of `count` disjoint slices of a select's series.

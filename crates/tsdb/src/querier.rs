@@ -7,7 +7,7 @@ use cairn_model::{Labels, Matcher};
 use cairn_storage::{Querier, SampleBlocks, SelectHints, Series, SeriesSet, StorageError, VecSampleBlocks};
 
 use crate::partition::{PartitionSnapshot, sources_of, tombstones_by_id};
-use crate::series_reader::{Ranked, SeriesReader};
+use crate::series_reader::{Ranked, SeriesReader, keep_newest_source};
 use crate::shared_reads::{SELECT_BUDGET, share_part_reads};
 
 /// Selects of at least this many series sort on every core.
@@ -107,6 +107,9 @@ impl Querier for TsdbQuerier {
                 let mut of_series = sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &tombs);
                 // Unflushed rows are the newest writes of all.
                 of_series.extend(Ranked::rows(u64::MAX, rows));
+                if hints.newest_only {
+                    keep_newest_source(&mut of_series, self.maxt);
+                }
                 if !of_series.is_empty() {
                     keys.push((labels, order));
                     sources.push(of_series);

@@ -48,6 +48,11 @@ impl Ranked {
         }
     }
 
+    /// Whether deletions hide some of its samples.
+    fn has_deletions(&self) -> bool {
+        matches!(&self.source, Source::Block { deleted, .. } if !deleted.is_empty())
+    }
+
     pub fn rows(precedence: u64, rows: Vec<(i64, f64)>) -> Option<Self> {
         let (mint, maxt) = (rows.first()?.0, rows.last()?.0);
         Some(Self {
@@ -56,6 +61,21 @@ impl Ranked {
             precedence,
             source: Source::Rows(rows),
         })
+    }
+}
+
+/// Keeps, of one series' sources, only the one holding its newest sample
+/// at or before `maxt`, when that is certain without decoding: the source
+/// ending last (the newest write among those ending together) ends by `maxt`
+/// and has no deletions, so its last sample is that sample. Otherwise keeps
+/// them all.
+pub fn keep_newest_source(sources: &mut Vec<Ranked>, maxt: i64) {
+    let Some((newest, source)) = sources.iter().enumerate().max_by_key(|(_, s)| (s.maxt, s.precedence)) else {
+        return;
+    };
+    if source.maxt <= maxt && !source.has_deletions() {
+        sources.swap(0, newest);
+        sources.truncate(1);
     }
 }
 

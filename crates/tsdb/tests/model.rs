@@ -1,10 +1,11 @@
 //! Model-based test: random sequences of writes, flushes, merges, deletes and
 //! reopens against the TSDB and against `MemStorage`, the reference
-//! implementation; every read must agree.
+//! implementation; every read must agree, and so must the newest sample a
+//! select that asks only for it returns.
 
 use cairn_model::{Labels, Matcher, Sample};
 use cairn_storage::conformance::read;
-use cairn_storage::{Admin, Appendable, MemStorage, Queryable};
+use cairn_storage::{Admin, Appendable, MemStorage, Queryable, SelectHints};
 use cairn_tsdb::{Config, Tsdb};
 use proptest::prelude::*;
 
@@ -52,6 +53,36 @@ fn everything(s: &dyn Queryable) -> Vec<(Labels, Vec<Sample>)> {
     read(s, &[Matcher::equal("__name__", "m")], i64::MIN / 2, i64::MAX / 2)
 }
 
+/// Each series' newest sample in `[maxt - 6 h, maxt]`, from a select with
+/// `newest_only` (only the last sample it returns counts).
+fn newest(s: &dyn Queryable, maxt: i64) -> Vec<(Labels, Sample)> {
+    let hints = SelectHints {
+        newest_only: true,
+        ..SelectHints::default()
+    };
+    let q = s.querier(maxt - 6 * HOUR, maxt).unwrap();
+    q.select(&hints, &[Matcher::equal("__name__", "m")])
+        .unwrap()
+        .map(|series| {
+            let mut series = series.unwrap();
+            let (mut ts, mut vs) = (Vec::new(), Vec::new());
+            let range = series.samples.read_into(&mut ts, &mut vs).unwrap();
+            let last = range.end - 1;
+            (series.labels, Sample::new(ts[last], vs[last]))
+        })
+        .collect()
+}
+
+fn newest_of_all(everything: Vec<(Labels, Vec<Sample>)>, maxt: i64) -> Vec<(Labels, Sample)> {
+    everything
+        .into_iter()
+        .filter_map(|(labels, samples)| {
+            let last = samples.into_iter().rfind(|s| s.t <= maxt && s.t >= maxt - 6 * HOUR)?;
+            Some((labels, last))
+        })
+        .collect()
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
@@ -89,7 +120,11 @@ proptest! {
                     db = Some(Tsdb::open(config(dir.path())).unwrap());
                 }
             }
-            prop_assert_eq!(everything(db.as_ref().unwrap()), everything(&model));
+            let d = db.as_ref().unwrap();
+            prop_assert_eq!(everything(d), everything(&model));
+            for step in [500, 2000, 4000, 6000, 7999] {
+                prop_assert_eq!(newest(d, t(step)), newest_of_all(everything(&model), t(step)), "at step {}", step);
+            }
         }
     }
 }
