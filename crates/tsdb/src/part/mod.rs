@@ -42,6 +42,12 @@ pub const V1_SHARED_TIMESTAMPS_BYTES: usize = 17;
 /// columns are written in full. 2 h columns are short, so the memory this
 /// bounds is about what 2^16 day-long columns took.
 const MAX_SHARED_COLUMNS: usize = 1 << 18;
+/// Columns of fewer timestamps are written in every block, not shared: a
+/// reader decodes a few timestamps faster than it finds a shared column in
+/// its cache (a lookup per series and part), and their encoding is about as
+/// long as a reference. These are the blocks of young parts, a minute or
+/// less of each series.
+const MIN_SHARED_TIMESTAMPS: usize = 16;
 /// A reference to more timestamp bytes than any block can hold is corrupt.
 const MAX_TIMESTAMP_BYTES: u32 = (MAX_BLOCK_SAMPLES as u32) * 11 + 16;
 

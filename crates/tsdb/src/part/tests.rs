@@ -318,6 +318,34 @@ fn shared_timestamp_columns_are_stored_once() {
     assert!(err.to_string().contains("shared timestamps checksum mismatch"), "{err}");
 }
 
+/// Young parts hold a few samples per series: their columns are written in
+/// each block (a reader decodes them faster than it finds a shared one),
+/// longer ones are shared.
+#[test]
+fn only_columns_of_at_least_min_shared_timestamps_are_shared() {
+    for (len, shared) in [
+        (4, false),
+        (MIN_SHARED_TIMESTAMPS - 1, false),
+        (MIN_SHARED_TIMESTAMPS, true),
+    ] {
+        let ts: Vec<i64> = (0..len as i64).map(|i| 1_000_000 + i * 15_000 + (i * 7) % 13).collect();
+        let series: Vec<(u64, Vec<(i64, f64)>)> = (0..20u64)
+            .map(|id| (id, ts.iter().map(|&t| (t, (t + id as i64) as f64)).collect()))
+            .collect();
+        let bytes = build(&series);
+        let part = Part::from_bytes(bytes.clone()).unwrap();
+        let references = part
+            .blocks()
+            .filter(|b| bytes[b.start() as usize] == SHARED_TIMESTAMPS)
+            .count();
+        assert_eq!(references > 0, shared, "{len} timestamps");
+        for (id, s) in &series {
+            let want: Vec<(i64, u64)> = s.iter().map(|&(t, v)| (t, v.to_bits())).collect();
+            assert_eq!(read(&part, *id, i64::MIN, i64::MAX), want);
+        }
+    }
+}
+
 #[test]
 fn interleaved_timestamp_columns_are_each_shared_and_near_misses_kept_apart() {
     // Three targets' columns, the third differing from the first in one

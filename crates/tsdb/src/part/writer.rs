@@ -6,7 +6,7 @@ use cairn_storage::StorageError;
 
 use super::block_index::BlockIndexBuilder;
 use super::reader::{BlockRef, Part};
-use super::{BLOCK_SPAN_MS, MAGIC, MAX_BLOCK_SAMPLES, MAX_SHARED_COLUMNS, SHARED_TIMESTAMPS};
+use super::{BLOCK_SPAN_MS, MAGIC, MAX_BLOCK_SAMPLES, MAX_SHARED_COLUMNS, MIN_SHARED_TIMESTAMPS, SHARED_TIMESTAMPS};
 
 /// What a part's footer records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +118,11 @@ impl<W: Write> PartWriter<W> {
                     BlockEncoding::Compact => cairn_codec::encode_timestamps(&mut self.scratch, ts),
                     BlockEncoding::Fast => cairn_codec::encode_timestamps_fast(&mut self.scratch, ts),
                 }
-                let reference = self.share_timestamps();
+                let reference = if ts.len() < MIN_SHARED_TIMESTAMPS {
+                    None
+                } else {
+                    self.share_timestamps()
+                };
                 if self.raw_column_timestamps + ts.len() <= RAW_COLUMN_BUDGET {
                     self.raw_column_timestamps += ts.len();
                     let later = reference.unwrap_or_else(|| self.scratch.clone());
