@@ -118,11 +118,7 @@ impl<W: Write> PartWriter<W> {
                     BlockEncoding::Compact => cairn_codec::encode_timestamps(&mut self.scratch, ts),
                     BlockEncoding::Fast => cairn_codec::encode_timestamps_fast(&mut self.scratch, ts),
                 }
-                let reference = if ts.len() < MIN_SHARED_TIMESTAMPS {
-                    None
-                } else {
-                    self.share_timestamps()
-                };
+                let reference = self.share_timestamps(ts.len());
                 if self.raw_column_timestamps + ts.len() <= RAW_COLUMN_BUDGET {
                     self.raw_column_timestamps += ts.len();
                     let later = reference.unwrap_or_else(|| self.scratch.clone());
@@ -153,14 +149,15 @@ impl<W: Write> PartWriter<W> {
         Ok(())
     }
 
-    /// `scratch` holds this block's timestamp encoding: replaces it with a
-    /// reference when an earlier block has the same, else remembers it.
-    /// Returns the reference a later block with the same timestamps writes,
-    /// if it is not to repeat the encoding.
-    fn share_timestamps(&mut self) -> Option<Vec<u8>> {
-        // An encoding no longer than a reference to it is not worth one.
+    /// `scratch` holds this block's encoding of `count` timestamps: replaces
+    /// it with a reference when an earlier block has the same, else
+    /// remembers it. Returns the reference a later block with the same
+    /// timestamps writes, if it is not to repeat the encoding.
+    fn share_timestamps(&mut self, count: usize) -> Option<Vec<u8>> {
+        // A short column, or an encoding no longer than a reference to it,
+        // is not worth one.
         let offset = self.index.offset();
-        if self.scratch.len() <= reference_bytes(offset, self.scratch.len()) {
+        if count < MIN_SHARED_TIMESTAMPS || self.scratch.len() <= reference_bytes(offset, self.scratch.len()) {
             return None;
         }
         let hash = xxhash_rust::xxh3::xxh3_64(&self.scratch);
