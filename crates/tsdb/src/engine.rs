@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use cairn_model::{Labels, Matcher};
 use cairn_storage::{
@@ -14,6 +14,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use rayon::prelude::*;
 
 use crate::appender::TsdbAppender;
+use crate::background;
 use crate::config::{Config, WalSync};
 use crate::day::Day;
 use crate::head::{Row, UNKNOWN_LOCAL};
@@ -39,7 +40,7 @@ const MEMORY_MERGE_FAN_IN: usize = 6;
 /// The embedded engine. Cheap to share behind an `Arc`; closing flushes.
 pub struct Tsdb {
     pub(crate) inner: Arc<Inner>,
-    background: Mutex<Option<JoinHandle<()>>>,
+    background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 #[derive(Default)]
@@ -65,8 +66,8 @@ pub(crate) struct Inner {
     flush_lock: Mutex<()>,
     pub next_seq: AtomicU64,
     pub counters: Counters,
-    stop: Mutex<bool>,
-    wake: Condvar,
+    pub(crate) stop: Mutex<bool>,
+    pub(crate) wake: Condvar,
     /// Keeps other processes out of the data directory while open.
     _lock_file: fs::File,
 }
@@ -157,15 +158,11 @@ impl Tsdb {
         inner.replay_wal(&wal_dir)?;
         let db = Self {
             inner,
-            background: Mutex::new(None),
+            background: Mutex::default(),
         };
         if db.inner.config.background {
-            let inner = db.inner.clone();
-            let handle = std::thread::Builder::new()
-                .name("cairn-tsdb-maintenance".into())
-                .spawn(move || inner.maintenance_loop())
-                .map_err(StorageError::io("spawn maintenance thread for", &root))?;
-            *db.background.lock() = Some(handle);
+            *db.background.lock() =
+                background::spawn(&db.inner).map_err(StorageError::io("spawn background threads for", &root))?;
         }
         Ok(db)
     }
@@ -179,7 +176,7 @@ impl Tsdb {
         self.inner.flush()
     }
 
-    /// Runs one round of merges, retention and WAL sync, as the background thread does.
+    /// Runs one round of merges, retention and WAL sync, as the background threads do.
     pub fn maintain(&self) -> Result<(), StorageError> {
         self.inner.maintain()
     }
@@ -198,7 +195,7 @@ impl Tsdb {
     pub fn close(&self) -> Result<(), StorageError> {
         *self.inner.stop.lock() = true;
         self.inner.wake.notify_all();
-        if let Some(h) = self.background.lock().take() {
+        for h in std::mem::take(&mut *self.background.lock()) {
             let _ = h.join();
         }
         self.inner.flush()
@@ -325,7 +322,7 @@ impl Inner {
     }
 
     /// Merges in-memory parts until no partition has more than [`MAX_MEMORY_PARTS`].
-    fn merge_memory_parts(&self) -> Result<(), StorageError> {
+    pub(crate) fn merge_memory_parts(&self) -> Result<(), StorageError> {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         for p in &partitions {
             while p.merge_memory_parts(MAX_MEMORY_PARTS, MEMORY_MERGE_FAN_IN)? {
@@ -335,10 +332,19 @@ impl Inner {
         Ok(())
     }
 
+    /// One round of what the background threads do besides flushing: WAL
+    /// sync, disk merges, retention.
     fn maintain(&self) -> Result<(), StorageError> {
         if let WalSync::Interval(_) = self.config.wal_sync {
             self.wal.sync()?;
         }
+        self.merge_disk_parts()?;
+        self.apply_retention()
+    }
+
+    /// Merges disk parts where a partition has more than [`MAX_DISK_PARTS`]
+    /// (one merge per partition), or compacts an idle partition fully.
+    pub(crate) fn merge_disk_parts(&self) -> Result<(), StorageError> {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         for p in &partitions {
             let mut bytes = p.merge_disk_parts(MAX_DISK_PARTS, DISK_MERGE_FAN_IN)?;
@@ -350,10 +356,10 @@ impl Inner {
                 self.counters.merged_bytes.fetch_add(bytes, Ordering::Relaxed);
             }
         }
-        self.apply_retention()
+        Ok(())
     }
 
-    fn apply_retention(&self) -> Result<(), StorageError> {
+    pub(crate) fn apply_retention(&self) -> Result<(), StorageError> {
         let oldest = Day::of(self.min_valid_t());
         let expired: Vec<Arc<Partition>> = {
             let mut map = self.partitions.write();
@@ -367,54 +373,7 @@ impl Inner {
         Ok(())
     }
 
-    fn maintenance_loop(&self) {
-        let tick = match self.config.wal_sync {
-            WalSync::Interval(d) => d.min(self.config.maintenance_interval),
-            WalSync::EveryCommit => self.config.maintenance_interval,
-        }
-        .max(Duration::from_millis(10));
-        let mut last_flush = Instant::now();
-        let mut last_maintain = Instant::now();
-        loop {
-            {
-                let mut stop = self.stop.lock();
-                if *stop {
-                    return;
-                }
-                self.wake.wait_for(&mut stop, tick);
-                if *stop {
-                    return;
-                }
-            }
-            let cpu = cpu_time::ThreadTime::now();
-            let result = (|| {
-                if let WalSync::Interval(_) = self.config.wal_sync {
-                    self.wal.sync()?;
-                }
-                // Every wake, not only every maintenance interval: seals can
-                // add parts faster than one merge per interval removes them.
-                self.merge_memory_parts()?;
-                let over_memory = self.memory_bytes() > self.config.max_in_memory_bytes as u64;
-                if over_memory || last_flush.elapsed() >= self.config.flush_interval {
-                    self.flush()?;
-                    last_flush = Instant::now();
-                }
-                if last_maintain.elapsed() >= self.config.maintenance_interval {
-                    self.maintain()?;
-                    last_maintain = Instant::now();
-                }
-                Ok::<_, StorageError>(())
-            })();
-            if let Err(e) = result {
-                tracing::error!(error = %e, "background maintenance failed; will retry");
-            }
-            self.counters
-                .maintenance_cpu_nanos
-                .fetch_add(cpu.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        }
-    }
-
-    /// Asks the background thread to look at memory now.
+    /// Asks the background threads to look at memory now.
     pub fn nudge(&self) {
         self.wake.notify_all();
     }

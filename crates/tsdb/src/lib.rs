@@ -18,6 +18,7 @@
 //! See ARCHITECTURE.md and docs/format/ for the invariants and byte layouts.
 
 mod appender;
+mod background;
 mod config;
 mod day;
 mod engine;

@@ -51,9 +51,13 @@ pub struct Partition {
     last_write_ms: AtomicI64,
     /// Tombstones up to this sequence number are merged out of all disk parts.
     applied_tombstone_seq: AtomicU64,
-    /// Serialises flushes, merges and compactions of this partition: each
-    /// picks parts from the list and replaces them, which must not interleave.
+    /// Serialises flushes and merges of in-memory parts: each picks memory
+    /// parts from the list and replaces them, which must not interleave.
     rewrite: Mutex<()>,
+    /// Serialises merges and compactions of disk parts, likewise for the
+    /// disk parts. Flushes only append to those, so the two locks are
+    /// independent: a flush need not wait for a long merge.
+    disk_merge: Mutex<()>,
     /// Serialises seals, so parts are installed in commit order and a flush
     /// (which seals under the commit lock) waits for a seal in progress.
     seal: Mutex<()>,
@@ -94,6 +98,7 @@ impl Partition {
             parts: RwLock::default(),
             tombstones: RwLock::default(),
             rewrite: Mutex::new(()),
+            disk_merge: Mutex::new(()),
             seal: Mutex::new(()),
             selections: Mutex::default(),
             last_write_ms: AtomicI64::default(),
@@ -166,6 +171,7 @@ impl Partition {
             parts: RwLock::new(Arc::new(parts)),
             tombstones: RwLock::new(Arc::new(tombs)),
             rewrite: Mutex::new(()),
+            disk_merge: Mutex::new(()),
             seal: Mutex::new(()),
             selections: Mutex::default(),
             last_write_ms: AtomicI64::default(),
@@ -452,7 +458,7 @@ impl Partition {
     /// Merges a run of adjacent disk parts when there are more than
     /// `max_parts` (see [`merge_run`]). Returns the bytes written.
     pub fn merge_disk_parts(&self, max_parts: usize, fan_in: usize) -> Result<u64, StorageError> {
-        let _rewrite = self.rewrite.lock();
+        let _merge = self.disk_merge.lock();
         let disk = self.parts.read().disk.clone();
         if disk.len() <= max_parts {
             return Ok(0);
@@ -478,10 +484,12 @@ impl Partition {
 
     /// Rewrites every disk part into one, dropping deleted samples.
     pub fn compact_all(&self) -> Result<u64, StorageError> {
-        let _rewrite = self.rewrite.lock();
-        let disk = self.parts.read().disk.clone();
-        // Read before merging: a delete racing the merge only makes this lower.
+        let _merge = self.disk_merge.lock();
+        // Read before the parts: a delete flushes the data it hides before
+        // adding its tombstone, so every part that tombstone hides samples
+        // of is in the list below. A delete racing the merge only makes this lower.
         let newest_tombstone = self.newest_tombstone_seq();
+        let disk = self.parts.read().disk.clone();
         let applied = self.applied_tombstone_seq.load(Ordering::Relaxed);
         if disk.is_empty() || (disk.len() == 1 && newest_tombstone <= applied) {
             return Ok(0);

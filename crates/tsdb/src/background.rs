@@ -1,0 +1,161 @@
+//! The engine's background threads.
+//!
+//! - `cairn-maintain` keeps memory bounded and the WAL short: WAL
+//!   syncs, merges of in-memory parts, flushes, retention.
+//! - `cairn-merge` merges disk parts, at a lower CPU priority: a merge
+//!   is seconds of CPU that can wait, while a query or a write waiting
+//!   behind it cannot. It takes only the partition's disk-merge lock, so
+//!   flushes go on meanwhile.
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use cairn_storage::StorageError;
+
+use crate::config::WalSync;
+use crate::engine::Inner;
+
+/// How much lower than the rest of the process the merge thread runs (a
+/// Linux nice increment). At 10 the scheduler gives it about a tenth of a
+/// core that foreground threads also want, and all of an idle one.
+const MERGE_NICE: i32 = 10;
+
+/// Starts both threads.
+pub(crate) fn spawn(inner: &Arc<Inner>) -> io::Result<Vec<JoinHandle<()>>> {
+    let maintenance = inner.clone();
+    let merges = inner.clone();
+    Ok(vec![
+        std::thread::Builder::new()
+            .name("cairn-maintain".into())
+            .spawn(move || maintenance.maintenance_loop())?,
+        std::thread::Builder::new().name("cairn-merge".into()).spawn(move || {
+            lower_own_priority(MERGE_NICE);
+            merges.merge_loop();
+        })?,
+    ])
+}
+
+impl Inner {
+    fn maintenance_loop(&self) {
+        let tick = match self.config.wal_sync {
+            WalSync::Interval(d) => d.min(self.config.maintenance_interval),
+            WalSync::EveryCommit => self.config.maintenance_interval,
+        }
+        .max(Duration::from_millis(10));
+        let mut last_flush = Instant::now();
+        let mut last_retention = Instant::now();
+        while self.wait(tick) {
+            self.run_counted("maintenance", || {
+                if let WalSync::Interval(_) = self.config.wal_sync {
+                    self.wal.sync()?;
+                }
+                // Every wake, not only every maintenance interval: seals can
+                // add parts faster than one merge per interval removes them.
+                self.merge_memory_parts()?;
+                let over_memory = self.memory_bytes() > self.config.max_in_memory_bytes as u64;
+                if over_memory || last_flush.elapsed() >= self.config.flush_interval {
+                    self.flush()?;
+                    last_flush = Instant::now();
+                }
+                if last_retention.elapsed() >= self.config.maintenance_interval {
+                    self.apply_retention()?;
+                    last_retention = Instant::now();
+                }
+                Ok(())
+            });
+        }
+    }
+
+    fn merge_loop(&self) {
+        let tick = self.config.maintenance_interval.max(Duration::from_millis(10));
+        let mut last_round = Instant::now();
+        while self.wait(tick) {
+            // Nudges about memory wake this thread too; merges keep their pace.
+            if last_round.elapsed() >= self.config.maintenance_interval {
+                self.run_counted("merge", || self.merge_disk_parts());
+                last_round = Instant::now();
+            }
+        }
+    }
+
+    /// Waits up to `tick` or until nudged; false once the engine is closing.
+    fn wait(&self, tick: Duration) -> bool {
+        let mut stop = self.stop.lock();
+        if !*stop {
+            self.wake.wait_for(&mut stop, tick);
+        }
+        !*stop
+    }
+
+    /// Runs one round of background work, logs its failure (the next round
+    /// retries) and counts its CPU time.
+    fn run_counted(&self, what: &str, round: impl FnOnce() -> Result<(), StorageError>) {
+        let cpu = cpu_time::ThreadTime::now();
+        if let Err(e) = round() {
+            tracing::error!(error = %e, "background {what} failed; will retry");
+        }
+        self.counters
+            .maintenance_cpu_nanos
+            .fetch_add(cpu.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+}
+
+/// Raises the calling thread's nice value by `increment`. Linux keeps a nice
+/// value per thread; elsewhere (where it is per process) this does nothing.
+fn lower_own_priority(increment: i32) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: nice(2) only changes a scheduling attribute of the calling
+        // thread (glibc applies it to the thread, as the kernel keeps it).
+        #[allow(unsafe_code)]
+        let new_nice = unsafe { libc::nice(increment) };
+        // -1 is also a valid result, but not from the nice value 0 or above
+        // that a process not started with a raised priority has.
+        if new_nice == -1 {
+            tracing::warn!(error = %io::Error::last_os_error(), "could not lower the merge thread's priority");
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = increment;
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use crate::{Config, Tsdb};
+
+    /// The nice value (field 19 of /proc/self/task/TID/stat) of this
+    /// process' thread named `name`.
+    fn nice_of_thread(name: &str) -> Option<i64> {
+        std::fs::read_dir("/proc/self/task").ok()?.find_map(|task| {
+            let dir = task.ok()?.path();
+            let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+            if comm.trim_end() != name {
+                return None;
+            }
+            let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+            // Fields after the parenthesised command name, which may hold spaces.
+            let after_comm = stat.rsplit_once(") ")?.1;
+            after_comm.split(' ').nth(16)?.parse().ok()
+        })
+    }
+
+    #[test]
+    fn the_merge_thread_runs_at_a_lower_priority_than_maintenance() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Tsdb::open(Config::new(dir.path())).unwrap();
+        // Nice values stop at 19, whatever the test runner's own is.
+        let lowered = |maintenance: i64| (maintenance + i64::from(super::MERGE_NICE)).min(19);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match (nice_of_thread("cairn-maintain"), nice_of_thread("cairn-merge")) {
+                (Some(a), Some(b)) if b == lowered(a) => break,
+                seen if std::time::Instant::now() > deadline => panic!("(maintenance, merge) nice: {seen:?}"),
+                _ => std::thread::sleep(std::time::Duration::from_millis(10)),
+            }
+        }
+        db.close().unwrap();
+    }
+}
