@@ -85,6 +85,25 @@ fn mantissa_at(v: f64, scale: u8) -> Option<i64> {
     (to_f64(m, scale).to_bits() == v.to_bits()).then_some(m)
 }
 
+/// The smallest scale at which `v` has a mantissa, searched outwards from
+/// `hint` (the previous value's: neighbours mostly need the same scale, and
+/// each try costs a division). A value with a mantissa at some scale has one
+/// at every greater scale (while the mantissa fits 2^53), so the search
+/// stops at the first scale without one below `hint`. Were that ever not
+/// so, the block would only get a less compact scale, never wrong values:
+/// [`Decimal::from_values`] checks each value at the scale it settles on.
+fn smallest_scale(v: f64, hint: u8) -> Option<u8> {
+    if mantissa_at(v, hint).is_some() {
+        let mut s = hint;
+        while s > 0 && mantissa_at(v, s - 1).is_some() {
+            s -= 1;
+        }
+        Some(s)
+    } else {
+        (hint + 1..=MAX_SCALE).find(|&s| mantissa_at(v, s).is_some())
+    }
+}
+
 impl Decimal {
     /// Converts `vs`, or returns `None` when more than a sixteenth of them (plus one)
     /// would be exceptions, where Gorilla does better anyway.
@@ -94,9 +113,11 @@ impl Decimal {
         // The smallest scale each value needs, as a histogram.
         let mut needing = [0usize; MAX_SCALE as usize + 1];
         let mut unrepresentable = 0;
+        let mut previous = 0;
         for &v in vs {
-            match (0..=MAX_SCALE).find(|&s| mantissa_at(v, s).is_some()) {
+            match smallest_scale(v, previous) {
                 Some(s) => {
+                    previous = s;
                     if let Some(n) = needing.get_mut(usize::from(s)) {
                         *n += 1;
                     }
