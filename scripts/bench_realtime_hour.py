@@ -17,6 +17,8 @@ The restart is timed RESTARTS times (environment, default 3) on the same directo
 reported as their median and each; KEEP=1 keeps the directory, and RESTART_ONLY=1 times
 only the restarts of a directory kept earlier (reading the query's instant and answer
 from /tmp/h1-NAME.restart.json), for timing both servers again on a quiet machine.
+PORT (default 9320) lets two runs share the machine, e.g. for the disk and RSS figures
+with RESTARTS=0, timing the restarts afterwards with RESTART_ONLY=1.
 
 Writes /tmp/h1-NAME.json (the bench report) and /tmp/h1-NAME.restart.json (the rest).
 """
@@ -25,7 +27,7 @@ import json, os, signal, statistics, subprocess, sys, time, urllib.parse, urllib
 name, duration = sys.argv[1], sys.argv[2]
 cmd_tmpl = sys.argv[sys.argv.index('--') + 1:]
 data = f'/tmp/h1-{name}'
-port = 9320
+port = int(os.environ.get('PORT', '9320'))
 restarts = int(os.environ.get('RESTARTS', '3'))
 restart_only = os.environ.get('RESTART_ONLY') == '1'
 if not restart_only:
@@ -91,8 +93,9 @@ else:
                check=before, query_time=t)
 runs = [time_restart(t, before) for _ in range(restarts)]
 out['restarts'] = runs
-out['restart_s'] = statistics.median(r['restart_s'] for r in runs if r['restart_s'] is not None)
-out['http_s'] = statistics.median(r['http_s'] for r in runs)
+if runs:
+    out['restart_s'] = statistics.median(r['restart_s'] for r in runs if r['restart_s'] is not None)
+    out['http_s'] = statistics.median(r['http_s'] for r in runs)
 print(json.dumps(out))
 json.dump(out, open(f'/tmp/h1-{name}.restart.json', 'w'))
 if os.environ.get('KEEP') != '1':
