@@ -53,6 +53,15 @@ impl Ranked {
         matches!(&self.source, Source::Block { deleted, .. } if !deleted.is_empty())
     }
 
+    /// Whether it certainly holds a sample in `[mint, maxt]`, known without
+    /// decoding: its first or last sample (`mint`/`maxt` are those samples'
+    /// times) is in the range and no deletion can hide it. A newer source
+    /// may overwrite that sample's value, never remove its timestamp.
+    fn surely_has_samples_in(&self, mint: i64, maxt: i64) -> bool {
+        let range = mint..=maxt;
+        !self.has_deletions() && (range.contains(&self.mint) || range.contains(&self.maxt))
+    }
+
     pub fn rows(precedence: u64, rows: Vec<(i64, f64)>) -> Option<Self> {
         let (mint, maxt) = (rows.first()?.0, rows.last()?.0);
         Some(Self {
@@ -190,8 +199,19 @@ impl SeriesReader {
         Ok(())
     }
 
-    /// Whether any sample remains; a block decoded ahead is kept for `next_block`.
+    /// Whether any sample remains. Decodes (and keeps for `next_block`) the
+    /// next block only when the sources' bounds cannot tell: deletions, or
+    /// blocks reaching past both ends of the range.
     pub fn has_samples(&mut self) -> Result<bool, StorageError> {
+        let untouched = self.pos == 0 && !self.pending;
+        if untouched
+            && self
+                .sources
+                .iter()
+                .any(|s| s.surely_has_samples_in(self.mint, self.maxt))
+        {
+            return Ok(true);
+        }
         if !self.pending {
             self.pending = self.fill()?;
         }
@@ -286,5 +306,36 @@ impl SampleBlocks for SeriesReader {
             first.get_or_insert(start);
         }
         Ok(first.unwrap_or(0)..ts.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reader(rows: &[(i64, f64)], mint: i64, maxt: i64) -> SeriesReader {
+        SeriesReader::new(Ranked::rows(1, rows.to_vec()).into_iter().collect(), mint, maxt)
+    }
+
+    #[test]
+    fn a_source_with_an_end_in_the_range_has_samples_without_decoding() {
+        let rows = [(10, 1.0), (100, 2.0)];
+        for (mint, maxt) in [(5, 10), (100, 200), (0, 1000)] {
+            let mut r = reader(&rows, mint, maxt);
+            assert!(r.has_samples().unwrap());
+            assert!(!r.pending, "[{mint}, {maxt}] decided by the bounds");
+        }
+    }
+
+    #[test]
+    fn a_source_reaching_past_both_ends_is_decoded_to_tell() {
+        let mut empty = reader(&[(10, 1.0), (100, 2.0)], 50, 60);
+        assert!(!empty.has_samples().unwrap());
+        assert!(empty.next_block().unwrap().is_none());
+
+        let mut inside = reader(&[(10, 1.0), (55, 3.0), (100, 2.0)], 50, 60);
+        assert!(inside.has_samples().unwrap());
+        let block = inside.next_block().unwrap().unwrap();
+        assert_eq!((block.ts, block.vs), (&[55][..], &[3.0][..]));
     }
 }
