@@ -307,44 +307,56 @@ impl Sealing {
         let max_seq = gens.iter().map(|g| g.max_seq).max().unwrap_or(0);
         let all_rows = || gens.iter().flat_map(|g| g.chunks.iter().flatten());
         let series = gens.iter().map(|g| g.newest.len()).max().unwrap_or(0);
-        let mut count = vec![0usize; series];
+        // Per-series arrays span every series of the partition (millions),
+        // so they hold u32s: a seal's rows per series fit, and this memory
+        // comes on top of the head's at every seal.
+        let mut count = vec![0u32; series];
         for r in all_rows() {
             count[r.local as usize] += 1;
         }
-        let locals: Vec<u32> = (0..series as u32).filter(|&l| count[l as usize] > 0).collect();
-        let mut order: Vec<(u64, u32)> = ids(&locals).into_iter().zip(locals).collect();
-        order.sort_unstable_by_key(|&(id, _)| id);
-        let total: usize = count.iter().sum();
+        // (id, local, rows) of the series with rows, in id order.
+        let mut order: Vec<(u64, u32, u32)> = {
+            let locals: Vec<u32> = (0..series as u32).filter(|&l| count[l as usize] > 0).collect();
+            ids(&locals)
+                .into_iter()
+                .zip(locals)
+                .map(|(id, local)| (id, local, count[local as usize]))
+                .collect()
+        };
+        order.sort_unstable_by_key(|&(id, ..)| id);
+        let total: usize = order.iter().map(|&(.., rows)| rows as usize).sum();
         // In-memory parts are short-lived: a memory merge or the flush re-encodes them.
         let mut w = PartWriter::new(Vec::with_capacity(total * 3), min_seq, max_seq)
             .map_err(mem_io)?
             .with_encoding(BlockEncoding::Fast);
-        // Where the next row of each series of the slice goes; usize::MAX
-        // for series outside it.
-        let mut next = vec![usize::MAX; series];
+        // Where the next row of each series of the slice goes (the counts'
+        // memory, which `order` now carries); OUTSIDE for the other series.
+        const OUTSIDE: u32 = u32::MAX;
+        let mut next = count;
+        next.fill(OUTSIDE);
         let mut rows: Vec<(i64, f64)> = Vec::new();
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
         let mut from = 0;
         while from < order.len() {
-            let (mut to, mut n) = (from, 0);
-            while to < order.len() && (to == from || n + count[order[to].1 as usize] <= slice_rows) {
-                next[order[to].1 as usize] = n;
-                n += count[order[to].1 as usize];
+            let (mut to, mut n) = (from, 0usize);
+            while to < order.len() && (to == from || n + order[to].2 as usize <= slice_rows) {
+                next[order[to].1 as usize] = n as u32;
+                n += order[to].2 as usize;
                 to += 1;
             }
             rows.clear();
             rows.resize(n, (0, 0.0));
             for r in all_rows() {
                 let slot = &mut next[r.local as usize];
-                if *slot != usize::MAX {
-                    rows[*slot] = (r.t, r.v);
+                if *slot != OUTSIDE {
+                    rows[*slot as usize] = (r.t, r.v);
                     *slot += 1;
                 }
             }
             let mut start = 0;
-            for &(id, local) in &order[from..to] {
-                let end = start + count[local as usize];
-                next[local as usize] = usize::MAX;
+            for &(id, local, count) in &order[from..to] {
+                let end = start + count as usize;
+                next[local as usize] = OUTSIDE;
                 let kept = newest_per_timestamp_in_place(&mut rows[start..end]);
                 ts.clear();
                 vs.clear();
