@@ -85,23 +85,26 @@ fn mantissa_at(v: f64, scale: u8) -> Option<i64> {
     (to_f64(m, scale).to_bits() == v.to_bits()).then_some(m)
 }
 
-/// The smallest scale at which `v` has a mantissa, searched outwards from
-/// `hint` (the previous value's: neighbours mostly need the same scale, and
-/// each try costs a division). A value with a mantissa at some scale has one
-/// at every greater scale (while the mantissa fits 2^53), so the search
-/// stops at the first scale without one below `hint`. Were that ever not
-/// so, the block would only get a less compact scale, never wrong values:
-/// [`Decimal::from_values`] checks each value at the scale it settles on.
+/// The smallest scale at which `v` has a mantissa, searched from `hint`
+/// (the previous value's: neighbours mostly need the same scale, and each
+/// try costs a division). Below `hint` the search goes down while the
+/// scales fit: a value with a mantissa at some scale has one at every
+/// greater scale as long as the mantissa stays below 2^53. Above it, a
+/// large value can fail by overflow where a smaller scale fits, so when no
+/// greater scale fits, the smaller ones are tried too. A scale found
+/// slightly too great only costs compactness, never exactness:
+/// [`Decimal::from_values`] checks every value at the scale it settles on.
 fn smallest_scale(v: f64, hint: u8) -> Option<u8> {
     if mantissa_at(v, hint).is_some() {
         let mut s = hint;
         while s > 0 && mantissa_at(v, s - 1).is_some() {
             s -= 1;
         }
-        Some(s)
-    } else {
-        (hint + 1..=MAX_SCALE).find(|&s| mantissa_at(v, s).is_some())
+        return Some(s);
     }
+    (hint + 1..=MAX_SCALE)
+        .find(|&s| mantissa_at(v, s).is_some())
+        .or_else(|| (0..hint).find(|&s| mantissa_at(v, s).is_some()))
 }
 
 impl Decimal {
@@ -254,6 +257,15 @@ mod tests {
         check(&[0.5, 1.25, 100.0], 2, &[]);
         check(&[1.8177e-05, 2.1e-05], 9, &[]);
         check(&[1234.56, 1234.57, 1235.0], 2, &[]);
+    }
+
+    #[test]
+    fn a_value_needing_many_digits_does_not_raise_the_scale_of_large_ones() {
+        // 100/3 needs 15 decimals; at that scale 100000 would overflow an
+        // i64, while at scale 0 it fits, as do all the others.
+        let mut vs = vec![100.0 / 3.0];
+        vs.extend((0..119).map(|i| 100_000.0 + f64::from(i)));
+        check(&vs, 0, &[0]);
     }
 
     #[test]
