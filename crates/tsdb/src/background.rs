@@ -1,11 +1,14 @@
 //! The engine's background threads.
 //!
 //! - `cairn-maintain` keeps memory bounded and the WAL short: WAL
-//!   syncs, merges of in-memory parts, flushes, retention.
-//! - `cairn-merge` merges disk parts, at a lower CPU priority: a merge
-//!   is seconds of CPU that can wait, while a query or a write waiting
-//!   behind it cannot. It takes only the partition's disk-merge lock, so
-//!   flushes go on meanwhile.
+//!   syncs, merges of in-memory parts, flushes.
+//! - `cairn-merge` merges disk parts and drops partitions past retention,
+//!   at a lower CPU priority: a merge is seconds of CPU that can wait,
+//!   while a query or a write waiting behind it cannot. It takes only the
+//!   partition's disk-merge lock, so flushes go on meanwhile, and it never
+//!   queues for a lock that queries or commits take (see
+//!   `Partition::edit_parts_when_free`): a queued thread that the scheduler
+//!   runs last would hold them up.
 
 use std::io;
 use std::sync::Arc;
@@ -46,12 +49,9 @@ impl Inner {
         }
         .max(Duration::from_millis(10));
         let mut last_flush = Instant::now();
-        let mut last_retention = Instant::now();
         while self.wait(tick) {
             self.run_counted("maintenance", || {
-                if let WalSync::Interval(_) = self.config.wal_sync {
-                    self.wal.sync()?;
-                }
+                self.sync_wal_on_interval()?;
                 // Every wake, not only every maintenance interval: seals can
                 // add parts faster than one merge per interval removes them.
                 self.merge_memory_parts()?;
@@ -59,10 +59,6 @@ impl Inner {
                 if over_memory || last_flush.elapsed() >= self.config.flush_interval {
                     self.flush()?;
                     last_flush = Instant::now();
-                }
-                if last_retention.elapsed() >= self.config.maintenance_interval {
-                    self.apply_retention()?;
-                    last_retention = Instant::now();
                 }
                 Ok(())
             });
@@ -75,7 +71,10 @@ impl Inner {
         while self.wait(tick) {
             // Nudges about memory wake this thread too; merges keep their pace.
             if last_round.elapsed() >= self.config.maintenance_interval {
-                self.run_counted("merge", || self.merge_disk_parts());
+                self.run_counted("merge", || {
+                    self.merge_disk_parts()?;
+                    self.apply_retention()
+                });
                 last_round = Instant::now();
             }
         }
@@ -109,12 +108,15 @@ fn lower_own_priority(increment: i32) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: nice(2) only changes a scheduling attribute of the calling
-        // thread (glibc applies it to the thread, as the kernel keeps it).
+        // thread (glibc applies it to the thread, as the kernel keeps it);
+        // errno is this thread's. -1 is also a valid new nice value, so
+        // errno tells a failure.
         #[allow(unsafe_code)]
-        let new_nice = unsafe { libc::nice(increment) };
-        // -1 is also a valid result, but not from the nice value 0 or above
-        // that a process not started with a raised priority has.
-        if new_nice == -1 {
+        let failed = unsafe {
+            *libc::__errno_location() = 0;
+            libc::nice(increment) == -1 && *libc::__errno_location() != 0
+        };
+        if failed {
             tracing::warn!(error = %io::Error::last_os_error(), "could not lower the merge thread's priority");
         }
     }

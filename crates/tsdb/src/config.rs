@@ -38,7 +38,7 @@ pub struct Config {
     /// A partition without writes for this long has its parts merged into one
     /// (best compression; old days end up as a single part each).
     pub idle_merge_after: Duration,
-    /// Run the background thread (tests turn it off to drive maintenance by hand).
+    /// Run the background threads (tests turn them off to drive maintenance by hand).
     pub background: bool,
 }
 

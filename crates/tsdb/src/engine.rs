@@ -332,14 +332,20 @@ impl Inner {
         Ok(())
     }
 
-    /// One round of what the background threads do besides flushing: WAL
-    /// sync, disk merges, retention.
+    /// A round of the background work that is not about memory: WAL sync,
+    /// disk merges, retention (the merge thread's round, plus the sync).
     fn maintain(&self) -> Result<(), StorageError> {
-        if let WalSync::Interval(_) = self.config.wal_sync {
-            self.wal.sync()?;
-        }
+        self.sync_wal_on_interval()?;
         self.merge_disk_parts()?;
         self.apply_retention()
+    }
+
+    /// Syncs the WAL unless every commit does.
+    pub(crate) fn sync_wal_on_interval(&self) -> Result<(), StorageError> {
+        match self.config.wal_sync {
+            WalSync::Interval(_) => self.wal.sync(),
+            WalSync::EveryCommit => Ok(()),
+        }
     }
 
     /// Merges disk parts where a partition has more than [`MAX_DISK_PARTS`]
@@ -348,7 +354,8 @@ impl Inner {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         for p in &partitions {
             let mut bytes = p.merge_disk_parts(MAX_DISK_PARTS, DISK_MERGE_FAN_IN)?;
-            if bytes == 0 && p.head_rows() == 0 && p.wants_idle_merge(self.config.idle_merge_after.as_millis() as i64) {
+            // Idleness first: it is an atomic, the head is a lock commits take.
+            if bytes == 0 && p.wants_idle_merge(self.config.idle_merge_after.as_millis() as i64) && p.head_rows() == 0 {
                 bytes = p.compact_all()?;
             }
             if bytes > 0 {
@@ -359,18 +366,30 @@ impl Inner {
         Ok(())
     }
 
+    /// Drops the partitions past retention. One that cannot be removed is
+    /// logged and left on disk (a restart removes it); the others go on.
     pub(crate) fn apply_retention(&self) -> Result<(), StorageError> {
         let oldest = Day::of(self.min_valid_t());
+        // Looked at under the read lock first: this runs every few seconds on
+        // the low-priority merge thread, and a queued writer would hold off
+        // every commit and query until that thread runs.
+        if self.partitions.read().keys().next().is_none_or(|&day| day >= oldest) {
+            return Ok(());
+        }
         let expired: Vec<Arc<Partition>> = {
             let mut map = self.partitions.write();
             let keep = map.split_off(&oldest);
             std::mem::replace(&mut *map, keep).into_values().collect()
         };
+        let mut first_error = None;
         for p in expired {
             tracing::info!(day = %p.day, "dropping partition past retention");
-            p.remove_dir()?;
+            if let Err(e) = p.remove_dir() {
+                tracing::error!(day = %p.day, error = %e, "removing a partition past retention failed");
+                first_error.get_or_insert(e);
+            }
         }
-        Ok(())
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Asks the background threads to look at memory now.

@@ -54,9 +54,9 @@ pub struct Partition {
     /// Serialises flushes and merges of in-memory parts: each picks memory
     /// parts from the list and replaces them, which must not interleave.
     rewrite: Mutex<()>,
-    /// Serialises merges and compactions of disk parts, likewise for the
-    /// disk parts. Flushes only append to those, so the two locks are
-    /// independent: a flush need not wait for a long merge.
+    /// Serialises merges and compactions of disk parts, which replace runs
+    /// of them. Flushes only append disk parts, so a flush need not wait for
+    /// a long merge. Taken after `rewrite` where both are held (removal).
     disk_merge: Mutex<()>,
     /// Serialises seals, so parts are installed in commit order and a flush
     /// (which seals under the commit lock) waits for a seal in progress.
@@ -356,7 +356,23 @@ impl Partition {
 
     /// Replaces the part list with an edited copy; snapshots keep the old one.
     fn edit_parts(&self, edit: impl FnOnce(&mut PartSet)) {
-        let mut parts = self.parts.write();
+        Self::edit(&mut self.parts.write(), edit);
+    }
+
+    /// [`Self::edit_parts`] for the low-priority merge thread: it takes the
+    /// lock when it is free instead of queueing for it. A queued writer holds
+    /// off new readers (snapshots, which hold the head meanwhile, so commits
+    /// too) until it has run, and the scheduler runs that thread last.
+    fn edit_parts_when_free(&self, edit: impl FnOnce(&mut PartSet)) {
+        loop {
+            if let Some(mut parts) = self.parts.try_write() {
+                return Self::edit(&mut parts, edit);
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    fn edit(parts: &mut Arc<PartSet>, edit: impl FnOnce(&mut PartSet)) {
         let mut next = PartSet {
             disk: parts.disk.clone(),
             memory: parts.memory.clone(),
@@ -510,7 +526,7 @@ impl Partition {
         let written = self.write_merged(inputs)?;
         let bytes = written.as_ref().map_or(0, |p| p.size_bytes());
         let output = written.as_ref().and_then(|w| w.path().map(Path::to_path_buf));
-        self.edit_parts(|parts| replace_run(&mut parts.disk, inputs, written));
+        self.edit_parts_when_free(|parts| replace_run(&mut parts.disk, inputs, written));
         for p in inputs {
             // Rewriting a single part keeps its name: the rename already replaced it.
             if let Some(path) = p.path().filter(|&path| Some(path) != output.as_deref()) {
@@ -589,7 +605,12 @@ impl Partition {
         Ok(())
     }
 
+    /// Deletes the partition's directory once no flush or merge writes into
+    /// it; one starting later fails to create its file, and its partition is
+    /// no longer listed.
     pub fn remove_dir(&self) -> Result<(), StorageError> {
+        let _rewrite = self.rewrite.lock();
+        let _merge = self.disk_merge.lock();
         fs::remove_dir_all(&self.dir).map_err(StorageError::io("remove partition", &self.dir))
     }
 }

@@ -55,11 +55,15 @@ impl Ranked {
 
     /// Whether it certainly holds a sample in `[mint, maxt]`, known without
     /// decoding: its first or last sample (`mint`/`maxt` are those samples'
-    /// times) is in the range and no deletion can hide it. A newer source
-    /// may overwrite that sample's value, never remove its timestamp.
+    /// times) is in the range and no deletion hides it. A newer source may
+    /// overwrite that sample's value, never remove its timestamp.
     fn surely_has_samples_in(&self, mint: i64, maxt: i64) -> bool {
-        let range = mint..=maxt;
-        !self.has_deletions() && (range.contains(&self.mint) || range.contains(&self.maxt))
+        let deleted: &[Deleted] = match &self.source {
+            Source::Block { deleted, .. } => deleted,
+            Source::Rows(_) => &[],
+        };
+        let visible = |t: i64| (mint..=maxt).contains(&t) && !deleted.iter().any(|&(lo, hi)| (lo..=hi).contains(&t));
+        visible(self.mint) || visible(self.maxt)
     }
 
     pub fn rows(precedence: u64, rows: Vec<(i64, f64)>) -> Option<Self> {

@@ -11,6 +11,10 @@ use cairn_tsdb::{Config, Tsdb};
 
 const SERIES: usize = 40;
 const COMMITS: i64 = 400;
+/// Series `gone` is deleted whole every this many commits, the last time
+/// this many commits before the end.
+const DELETE_EVERY: i64 = 100;
+const KEPT_AFTER_LAST_DELETE: i64 = 50;
 
 #[test]
 fn tsdb_queries_see_whole_commits_while_flushing_and_merging() {
@@ -18,7 +22,7 @@ fn tsdb_queries_see_whole_commits_while_flushing_and_merging() {
     let mut c = Config::new(dir.path());
     c.max_rows_per_buffer = 97; // seal often, at odd points inside commits
     c.seal_rows_per_series = 0;
-    // The background thread also flushes, merges and samples memory, racing
+    // The background threads also flush, merge and sample memory, racing
     // the explicit calls below (this found a lock-order deadlock once).
     c.flush_interval = std::time::Duration::from_millis(30);
     c.maintenance_interval = std::time::Duration::from_millis(10);
@@ -34,8 +38,9 @@ fn tsdb_queries_see_whole_commits_while_flushing_and_merging() {
         .map(|i| Labels::from_pairs([("__name__", "c"), ("i", &i.to_string())]))
         .collect();
 
+    let gone = Labels::from_pairs([("__name__", "gone")]);
     let writer = {
-        let (db, done, labels) = (db.clone(), done.clone(), labels.clone());
+        let (db, done, labels, gone) = (db.clone(), done.clone(), labels.clone(), gone.clone());
         std::thread::spawn(move || {
             for k in 0..COMMITS {
                 // Each commit writes sample k of every series.
@@ -43,7 +48,18 @@ fn tsdb_queries_see_whole_commits_while_flushing_and_merging() {
                 for l in &labels {
                     app.append(l, &[Sample::new(start + k * 1000, k as f64)]).unwrap();
                 }
+                app.append(&gone, &[Sample::new(start + k * 1000, k as f64)]).unwrap();
                 app.commit().unwrap();
+                // Deletes race the flushes and merges too.
+                if k % DELETE_EVERY == DELETE_EVERY - 1 - KEPT_AFTER_LAST_DELETE {
+                    cairn_storage::Admin::delete_series(
+                        db.as_ref(),
+                        &[Matcher::equal("__name__", "gone")],
+                        i64::MIN / 2,
+                        i64::MAX / 2,
+                    )
+                    .unwrap();
+                }
             }
             done.store(true, Ordering::Release);
         })
@@ -99,22 +115,28 @@ fn tsdb_queries_see_whole_commits_while_flushing_and_merging() {
     writer.join().unwrap();
     flusher.join().unwrap();
     merger.join().unwrap();
-    let all = |db: &Tsdb| {
+    let all = |db: &Tsdb, name: &str| {
         read(
             db as &dyn Queryable,
-            &[Matcher::equal("__name__", "c")],
+            &[Matcher::equal("__name__", name)],
             i64::MIN / 2,
             i64::MAX / 2,
         )
     };
-    let got = all(&db);
+    let got = all(&db, "c");
     assert_eq!(got.len(), SERIES);
     assert!(got.iter().all(|(_, s)| s.len() == COMMITS as usize));
     assert!(reads > 1);
+    let kept: Vec<Sample> = (COMMITS - KEPT_AFTER_LAST_DELETE..COMMITS)
+        .map(|k| Sample::new(start + k * 1000, k as f64))
+        .collect();
+    let left = vec![(gone, kept)];
+    assert_eq!(all(&db, "gone"), left, "what the last delete left");
 
-    // The part files left by racing flushes and merges hold the same data.
+    // The part files left by racing flushes, merges and deletes hold the same data.
     let path = db.path().to_path_buf();
     Arc::into_inner(db).unwrap().close().unwrap();
     let reopened = Tsdb::open(Config::new(&path)).unwrap();
-    assert_eq!(all(&reopened), got);
+    assert_eq!(all(&reopened, "c"), got);
+    assert_eq!(all(&reopened, "gone"), left);
 }
