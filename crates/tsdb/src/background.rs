@@ -67,16 +67,16 @@ impl Inner {
 
     fn merge_loop(&self) {
         let tick = self.config.maintenance_interval.max(Duration::from_millis(10));
-        let mut last_round = Instant::now();
         while self.wait(tick) {
-            // Nudges about memory wake this thread too; merges keep their pace.
-            if last_round.elapsed() >= self.config.maintenance_interval {
-                self.run_counted("merge", || {
-                    self.merge_disk_parts()?;
-                    self.apply_retention()
-                });
-                last_round = Instant::now();
-            }
+            // Round after round while there is work: a backfill flushes parts
+            // faster than a merge per tick would remove them, and this
+            // thread's priority already keeps merges out of the way.
+            let round = || {
+                let merged = self.merge_disk_parts()?;
+                self.apply_retention()?;
+                Ok(merged)
+            };
+            while self.run_counted("merge", round) == Some(true) && !*self.stop.lock() {}
         }
     }
 
@@ -90,15 +90,16 @@ impl Inner {
     }
 
     /// Runs one round of background work, logs its failure (the next round
-    /// retries) and counts its CPU time.
-    fn run_counted(&self, what: &str, round: impl FnOnce() -> Result<(), StorageError>) {
+    /// retries) and counts its CPU time; its result, `None` if it failed.
+    fn run_counted<T>(&self, what: &str, round: impl FnOnce() -> Result<T, StorageError>) -> Option<T> {
         let cpu = cpu_time::ThreadTime::now();
-        if let Err(e) = round() {
-            tracing::error!(error = %e, "background {what} failed; will retry");
-        }
+        let result = round();
         self.counters
             .maintenance_cpu_nanos
             .fetch_add(cpu.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        result
+            .inspect_err(|e| tracing::error!(error = %e, "background {what} failed; will retry"))
+            .ok()
     }
 }
 
@@ -124,12 +125,44 @@ fn lower_own_priority(increment: i32) {
     let _ = increment;
 }
 
-#[cfg(all(test, target_os = "linux"))]
+#[cfg(test)]
 mod tests {
+    use std::time::{Duration, Instant};
+
+    use cairn_model::{Labels, Sample};
+    use cairn_storage::{Admin, Appendable};
+
     use crate::{Config, Tsdb};
+
+    #[test]
+    fn a_backlog_of_disk_parts_is_merged_in_one_wake() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::new(dir.path());
+        // Long enough that several ticks cannot pass during the test.
+        config.maintenance_interval = Duration::from_secs(30);
+        config.flush_interval = Duration::from_secs(3600);
+        let db = Tsdb::open(config).unwrap();
+        let now = crate::engine::now_ms();
+        let labels = Labels::from_pairs([("__name__", "m")]);
+        for i in 0..16 {
+            let mut app = db.appender();
+            app.append(&labels, &[Sample::new(now - 60_000 + i, 1.0)]).unwrap();
+            app.commit().unwrap();
+            db.flush().unwrap();
+        }
+        assert!(db.stats().parts >= 16, "a part per flush");
+        db.inner.nudge();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while db.stats().parts > 5 {
+            assert!(Instant::now() < deadline, "still {} parts", db.stats().parts);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        db.close().unwrap();
+    }
 
     /// The nice value (field 19 of /proc/self/task/TID/stat) of this
     /// process' thread named `name`.
+    #[cfg(target_os = "linux")]
     fn nice_of_thread(name: &str) -> Option<i64> {
         std::fs::read_dir("/proc/self/task").ok()?.find_map(|task| {
             let dir = task.ok()?.path();
@@ -144,6 +177,7 @@ mod tests {
         })
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn the_merge_thread_runs_at_a_lower_priority_than_maintenance() {
         let dir = tempfile::tempdir().unwrap();

@@ -349,9 +349,11 @@ impl Inner {
     }
 
     /// Merges disk parts where a partition has more than [`MAX_DISK_PARTS`]
-    /// (one merge per partition), or compacts an idle partition fully.
-    pub(crate) fn merge_disk_parts(&self) -> Result<(), StorageError> {
+    /// (one merge per partition), or compacts an idle partition fully;
+    /// whether it wrote anything.
+    pub(crate) fn merge_disk_parts(&self) -> Result<bool, StorageError> {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
+        let mut merged = false;
         for p in &partitions {
             let mut bytes = p.merge_disk_parts(MAX_DISK_PARTS, DISK_MERGE_FAN_IN)?;
             // Idleness first: it is an atomic, the head is a lock commits take.
@@ -359,11 +361,12 @@ impl Inner {
                 bytes = p.compact_all()?;
             }
             if bytes > 0 {
+                merged = true;
                 self.counters.merges.fetch_add(1, Ordering::Relaxed);
                 self.counters.merged_bytes.fetch_add(bytes, Ordering::Relaxed);
             }
         }
-        Ok(())
+        Ok(merged)
     }
 
     /// Drops the partitions past retention. One that cannot be removed is
