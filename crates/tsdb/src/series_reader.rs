@@ -11,6 +11,11 @@ use crate::part::{BlockRef, Part, ReadBuffer, SharedRead};
 /// A time range `[mint, maxt]` of deleted samples.
 pub type Deleted = (i64, i64);
 
+/// Whether a sample at `t` is hidden by one of `deleted`.
+fn is_deleted(deleted: &[Deleted], t: i64) -> bool {
+    deleted.iter().any(|&(lo, hi)| (lo..=hi).contains(&t))
+}
+
 /// Where a run of samples comes from. Sources of one partition carry a
 /// precedence: when two hold the same timestamp, the higher one (newer write) wins.
 pub enum Source {
@@ -62,7 +67,7 @@ impl Ranked {
             Source::Block { deleted, .. } => deleted,
             Source::Rows(_) => &[],
         };
-        let visible = |t: i64| (mint..=maxt).contains(&t) && !deleted.iter().any(|&(lo, hi)| (lo..=hi).contains(&t));
+        let visible = |t: i64| (mint..=maxt).contains(&t) && !is_deleted(deleted, t);
         visible(self.mint) || visible(self.maxt)
     }
 
@@ -262,7 +267,7 @@ fn decode(
                 // come from newer parts the deletions do not apply to.
                 let mut keep = base;
                 for i in base..ts.len() {
-                    if !deleted.iter().any(|&(lo, hi)| ts[i] >= lo && ts[i] <= hi) {
+                    if !is_deleted(deleted, ts[i]) {
                         ts[keep] = ts[i];
                         vs[keep] = vs[i];
                         keep += 1;
