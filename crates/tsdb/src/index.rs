@@ -18,7 +18,7 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use cairn_codec::varint::{get_uvarint, put_uvarint};
+use cairn_codec::varint::{MAX_UVARINT_LEN, get_uvarint, put_uvarint, uvarint_len};
 use cairn_model::{EncodedLabels, Labels, Matcher};
 use cairn_storage::StorageError;
 use hashbrown::HashTable;
@@ -34,6 +34,8 @@ const SEGMENT_ZSTD_LEVEL: i32 = 3;
 /// A segment claiming to expand more than this is refused unread: it bounds
 /// what a corrupt length can make the loader allocate.
 const MAX_SEGMENT_EXPANSION: u64 = 1024;
+/// How much of a segment's entry stream is handed to the compressor at once.
+const STREAM_CHUNK: usize = 1 << 16;
 
 #[derive(Clone, Copy)]
 struct Entry {
@@ -613,16 +615,30 @@ impl PartitionIndex {
         if self.persisted == self.entries.len() {
             return Ok(false);
         }
-        let mut entries = Vec::new();
-        for local in self.persisted..self.entries.len() {
-            let e = self.entries[local];
-            entries.extend_from_slice(&e.id.to_le_bytes());
-            let enc = self.encoded(local as u32);
-            put_uvarint(&mut entries, enc.len() as u64);
-            entries.extend_from_slice(enc);
-        }
-        let count = (self.entries.len() - self.persisted) as u64;
-        let buf = encode_segment(&entries, count).map_err(StorageError::io("compress index segment", dir))?;
+        let new = self.persisted..self.entries.len();
+        let raw_len: usize = new
+            .clone()
+            .map(|local| {
+                let len = self.encoded(local as u32).len();
+                8 + uvarint_len(len as u64) + len
+            })
+            .sum();
+        let count = new.len() as u64;
+        // Streamed through the compressor: the entries of a flush that saw
+        // many new series would be a large buffer uncompressed.
+        let buf = encode_segment_streamed(raw_len as u64, count, |out| {
+            let mut head = Vec::with_capacity(8 + MAX_UVARINT_LEN);
+            for local in new {
+                let enc = self.encoded(local as u32);
+                head.clear();
+                head.extend_from_slice(&self.entries[local].id.to_le_bytes());
+                put_uvarint(&mut head, enc.len() as u64);
+                out.write_all(&head)?;
+                out.write_all(enc)?;
+            }
+            Ok(())
+        })
+        .map_err(StorageError::io("compress index segment", dir))?;
         let path = dir.join(format!("index-{seq:020}.cidx"));
         write_atomically(&path, &buf)?;
         self.persisted = self.entries.len();
@@ -708,11 +724,25 @@ impl PartitionIndex {
 /// A segment file holding `count` entries, `entries` being their stream
 /// (`id: u64 LE | uvarint(len) | labels`, one after another).
 pub fn encode_segment(entries: &[u8], count: u64) -> std::io::Result<Vec<u8>> {
-    let frame = zstd::bulk::compress(entries, SEGMENT_ZSTD_LEVEL)?;
-    let mut buf = Vec::with_capacity(frame.len() + 40);
-    buf.extend_from_slice(MAGIC);
-    put_uvarint(&mut buf, entries.len() as u64);
-    buf.extend_from_slice(&frame);
+    encode_segment_streamed(entries.len() as u64, count, |out| out.write_all(entries))
+}
+
+/// [`encode_segment`] for a stream of `raw_len` bytes that `write_entries`
+/// writes, compressed as it comes, never held whole.
+fn encode_segment_streamed(
+    raw_len: u64,
+    count: u64,
+    write_entries: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<Vec<u8>> {
+    let mut buf = MAGIC.to_vec();
+    put_uvarint(&mut buf, raw_len);
+    let mut frame = zstd::stream::write::Encoder::new(buf, SEGMENT_ZSTD_LEVEL)?;
+    // The content size in the frame header, as a one-shot compression writes it.
+    frame.include_contentsize(true)?;
+    frame.set_pledged_src_size(Some(raw_len))?;
+    let mut out = std::io::BufWriter::with_capacity(STREAM_CHUNK, frame);
+    write_entries(&mut out)?;
+    let mut buf = out.into_inner().map_err(|e| e.into_error())?.finish()?;
     buf.extend_from_slice(&count.to_le_bytes());
     buf.extend_from_slice(&cairn_codec::crc32c(&buf).to_le_bytes());
     buf.extend_from_slice(MAGIC);
@@ -1267,7 +1297,8 @@ mod tests {
     }
 
     /// A fleet's label sets differ in little more than the instance: the
-    /// compressed segment is a small fraction of the labels' size.
+    /// compressed segment is a small fraction of the labels' size, and
+    /// one streamed through the compressor reads back as written.
     #[test]
     fn fleet_segments_compress() {
         let dir = tempfile::tempdir().unwrap();
@@ -1297,5 +1328,10 @@ mod tests {
         let mut back = PartitionIndex::default();
         back.load_segment(&path).unwrap();
         assert_eq!(back.len(), 8000);
+        // The stream spans many compressor chunks; every entry reads back whole.
+        assert!(raw > 8 * STREAM_CHUNK);
+        for local in 0..ix.len() as u32 {
+            assert_eq!(back.encoded(back.local_of(ix.id_of(local)).unwrap()), ix.encoded(local));
+        }
     }
 }
