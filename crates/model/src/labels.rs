@@ -167,6 +167,13 @@ impl Labels {
         Ok(count as usize)
     }
 
+    /// The `(name, value)` byte strings of an encoding in [`Self::encode`]
+    /// form, unchecked (for hashing or comparing bytes already known to be
+    /// canonical); stops at the first malformed byte.
+    pub fn raw_pairs(encoded: &[u8]) -> impl Iterator<Item = (&[u8], &[u8])> {
+        RawPairs::new(encoded)
+    }
+
     /// Appends a key for the set a [`Labels::encode`] form holds whose byte
     /// order is the sets' order (`Ord for Labels`): sorting many
     /// series by such keys is a `memcmp` per comparison. Each name and value

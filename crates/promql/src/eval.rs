@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use cairn_model::{Label, Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
-use cairn_storage::{Queryable, SelectHints};
+use cairn_storage::{Queryable, SelectHints, ShardBy};
 use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::{
     AggregateExpr, AtModifier, BinaryExpr, Expr, LabelModifier, MatrixSelector, Offset, SubqueryExpr,
@@ -111,7 +111,7 @@ pub(crate) struct Ev<'a> {
     pub infos: Vec<String>,
     range_query: bool,
     /// Pool threads this evaluation may use (see [`Budget::threads`]).
-    threads: usize,
+    pub(crate) threads: usize,
 }
 
 pub(crate) struct RunSpec<'a> {
@@ -647,28 +647,33 @@ impl<'a> Ev<'a> {
         out
     }
 
-    /// Calls `f` with each series selected by `vs` with samples in
-    /// `[mint, maxt]`, in label order on this thread; `Ok(false)` when `vs`
-    /// has `or` alternatives, which only [`Self::select`] reads.
-    pub(crate) fn for_each_selected(
+    /// Folds each series selected by `vs` with samples in `[mint, maxt]`
+    /// into a state per shard with `fold` (see [`crate::select::fold_sharded`]);
+    /// `Ok(None)` when `vs` has `or` alternatives, which only [`Self::select`] reads.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fold_selected<T: Send>(
         &mut self,
         vs: &VectorSelector,
         mint: i64,
         maxt: i64,
         hints: SelectHints,
-        f: impl FnMut(Labels, Samples<'_>) -> Result<()>,
-    ) -> Result<bool> {
+        by: Option<Arc<ShardBy>>,
+        init: &(dyn Fn() -> T + Sync),
+        fold: &(dyn Fn(&mut T, Labels, Samples<'_>) -> Result<()> + Sync),
+    ) -> Result<Option<Vec<T>>> {
         let sets = convert_matchers(vs)?;
         let [matchers] = sets.as_slice() else {
-            return Ok(false);
+            return Ok(None);
         };
         let querier = self.q.querier(mint, maxt)?;
         let opts = ReadOpts {
             drop_stale: true,
             count_output: false,
         };
-        self.counted(|budget| crate::select::for_each_series(querier.as_ref(), &hints, matchers, budget, opts, f))?;
-        Ok(true)
+        self.counted(|budget| {
+            crate::select::fold_sharded(querier.as_ref(), &hints, matchers, budget, opts, by, init, fold)
+        })
+        .map(Some)
     }
 
     /// A budget for parallel work outside selects (subquery reductions).
@@ -1174,9 +1179,7 @@ impl<'a> Ev<'a> {
     // ----------------------------------------------------------- aggregation
 
     fn eval_aggregate(&mut self, a: &AggregateExpr, c: Ctx) -> Result<Val> {
-        if self.threads == 1
-            && let Some(folded) = crate::fused::try_aggregate(self, a, c)
-        {
+        if let Some(folded) = crate::fused::try_aggregate(self, a, c) {
             return folded;
         }
         let op = a.op.to_string();

@@ -1,26 +1,31 @@
 //! An aggregation of a range function over a selector, folded into the
-//! select when the evaluation runs on one thread (a part of a query split by
-//! steps, `step_split.rs`): `sum by (mode) (rate(node_cpu_seconds_total[5m]))`.
+//! select: `sum by (mode) (rate(node_cpu_seconds_total[5m]))`.
 //!
 //! Evaluated node by node, every series' result at every step is kept (for
-//! 800 series over half a day at one-minute steps, 9 MB written and read
-//! back) and then walked again to add it up. Here each series' points go
-//! straight into its group's accumulators as the series is read. The series
-//! arrive in label order, the order the node-by-node evaluation adds them
-//! in, so every (group, step) sees the same additions in the same order and
-//! the answers are bit-identical.
+//! 64,000 series over an hour at 15 s steps, 250 MB allocated, faulted in
+//! and freed) and then walked again to add it up. Here each series' points
+//! go straight into its group's accumulators as the series is read. The
+//! series arrive in label order, the order the node-by-node evaluation adds
+//! them in, so every (group, step) sees the same additions in the same
+//! order and the answers are bit-identical. On more than one thread the
+//! select is sharded by the grouping labels, so each group lies whole in
+//! one shard and is still added up in label order by one worker; an
+//! aggregation into a single group has nothing to shard by and is left to
+//! the node-by-node evaluation, which spreads its series over the threads.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
-use foldhash::{HashMap, HashMapExt};
+use foldhash::HashMap;
 
 use cairn_model::{Labels, METRIC_NAME};
-use cairn_storage::SelectHints;
+use cairn_storage::{SelectHints, ShardBy};
 use promql_parser::parser::{AggregateExpr, Expr, LabelModifier};
 
 use crate::aggregate::GroupSteps;
 use crate::eval::{Ctx, Ev, Result, Series, Val, unwrap_parens};
 use crate::functions::{counter_info, group_labels, range_points};
+use crate::samples::Samples;
 
 /// Range functions of one range-vector argument whose series results
 /// [`range_points`] computes.
@@ -46,6 +51,7 @@ const FOLDABLE: &[&str] = &[
 ];
 
 /// The groups being filled, keyed by their labels.
+#[derive(Default)]
 struct Groups {
     groups: HashMap<Labels, Group>,
     /// Metric names that `rate`/`increase` should warn about.
@@ -89,6 +95,14 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
     if !FOLDABLE.contains(&func) {
         return None;
     }
+    let by = if without {
+        ShardBy::AllBut(names.clone())
+    } else {
+        ShardBy::Labels(names.clone())
+    };
+    if ev.threads > 1 && matches!(&by, ShardBy::Labels(n) if n.is_empty()) {
+        return None;
+    }
     let (ra, mint, maxt) = ev.matrix_window(ms, c);
     let hints = SelectHints {
         step_ms: (c.step > 0).then_some(c.step),
@@ -97,25 +111,38 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
         ..SelectHints::default()
     };
     let n = c.n();
-    let mut groups = Groups {
-        groups: HashMap::new(),
-        not_counters: BTreeSet::new(),
+    let init = || Fold {
+        groups: Groups::default(),
+        pts: Vec::new(),
     };
-    let mut pts = Vec::new();
-    let folded = ev.for_each_selected(&ms.vs, mint, maxt, hints, |labels, samples| {
-        pts.clear();
-        range_points(func, &[], samples, c, ra, &mut pts)?;
-        if !pts.is_empty() {
-            add_series(&mut groups, &op, n, c, without, &names, func, labels, &pts);
+    let fold = |f: &mut Fold, labels: Labels, samples: Samples<'_>| {
+        f.pts.clear();
+        range_points(func, &[], samples, c, ra, &mut f.pts)?;
+        if !f.pts.is_empty() {
+            add_series(&mut f.groups, &op, n, c, without, &names, func, labels, &f.pts);
         }
         Ok(())
-    });
-    match folded {
-        Ok(true) => Some(finish(ev, groups, c, keeps_name(func))),
+    };
+    match ev.fold_selected(&ms.vs, mint, maxt, hints, Some(Arc::new(by)), &init, &fold) {
+        Ok(Some(shards)) => {
+            // Each group lies whole in one shard (sharded by its labels).
+            let mut all = Groups::default();
+            for shard in shards {
+                all.groups.extend(shard.groups.groups);
+                all.not_counters.extend(shard.groups.not_counters);
+            }
+            Some(finish(ev, all, c, keeps_name(func)))
+        }
         // `or` alternatives in the selector: the node-by-node path.
-        Ok(false) => None,
+        Ok(None) => None,
         Err(e) => Some(Err(e)),
     }
+}
+
+/// One shard's groups, and a buffer for a series' points.
+struct Fold {
+    groups: Groups,
+    pts: Vec<(i64, f64)>,
 }
 
 /// Adds one series' points (on the step grid, in step order) to its group.

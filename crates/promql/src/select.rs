@@ -12,11 +12,12 @@
 //! atomics against `max_series`/`max_samples`, every series checks the
 //! deadline and the cancel flag, and the first failing shard stops the others.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use cairn_model::{Labels, Matcher, is_stale_nan};
-use cairn_storage::{Querier, SelectHints, Shard};
+use cairn_storage::{Querier, SelectHints, Shard, ShardBy};
 use rayon::prelude::*;
 
 use crate::QueryError;
@@ -127,51 +128,72 @@ pub(crate) fn read_sharded(
     opts: ReadOpts,
     reduce: &Reduce<'_>,
 ) -> Result<Vec<Series>> {
-    let count = budget.threads.max(1);
-    if count == 1 || querier.series_upper_bound(matchers)? <= SEQUENTIAL_MAX_SERIES {
-        return read_shard(querier, hints, matchers, budget, opts, reduce);
-    }
-    let shards: Vec<Result<Vec<Series>>> = (0..count)
-        .into_par_iter()
-        .map(|index| {
-            let hints = SelectHints {
-                shard: Some(Shard { index, count }),
-                ..hints.clone()
-            };
-            let r = read_shard(querier, &hints, matchers, budget, opts, reduce);
-            if r.is_err() {
-                budget.failed.store(true, Ordering::Relaxed);
+    let shards = fold_sharded(
+        querier,
+        hints,
+        matchers,
+        budget,
+        opts,
+        None,
+        &Vec::new,
+        &|out, labels, samples| {
+            if let Some(series) = reduce(labels, samples)? {
+                if opts.count_output {
+                    budget.add_samples(series.pts.len())?;
+                }
+                out.push(series);
             }
-            r
-        })
-        .collect();
-    let mut parts = Vec::with_capacity(count);
-    for s in shards {
-        parts.push(s?);
-    }
-    Ok(merge_by_labels(parts))
+            Ok(())
+        },
+    )?;
+    Ok(merge_by_labels(shards))
 }
 
-/// Reads one shard sequentially.
-fn read_shard(
+/// Folds every series of `matchers` with `fold` into a state per shard
+/// (each starting as `init()`), shard by shard on the rayon pool; each
+/// shard's series come in label order. `by` places series in shards by
+/// those labels only (see [`cairn_storage::Shard::by`]). Returns the states
+/// in shard order: one when the select is read on the calling thread.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fold_sharded<T: Send>(
     querier: &dyn Querier,
     hints: &SelectHints,
     matchers: &[Matcher],
     budget: &Budget<'_>,
     opts: ReadOpts,
-    reduce: &Reduce<'_>,
-) -> Result<Vec<Series>> {
-    let mut out = Vec::new();
-    for_each_series(querier, hints, matchers, budget, opts, |labels, samples| {
-        if let Some(series) = reduce(labels, samples)? {
-            if opts.count_output {
-                budget.add_samples(series.pts.len())?;
+    by: Option<Arc<ShardBy>>,
+    init: &(dyn Fn() -> T + Sync),
+    fold: &(dyn Fn(&mut T, Labels, Samples<'_>) -> Result<()> + Sync),
+) -> Result<Vec<T>> {
+    let one = |hints: &SelectHints| {
+        let mut state = init();
+        for_each_series(querier, hints, matchers, budget, opts, |labels, samples| {
+            fold(&mut state, labels, samples)
+        })?;
+        Ok(state)
+    };
+    let count = budget.threads.max(1);
+    if count == 1 || querier.series_upper_bound(matchers)? <= SEQUENTIAL_MAX_SERIES {
+        return Ok(vec![one(hints)?]);
+    }
+    (0..count)
+        .into_par_iter()
+        .map(|index| {
+            let hints = SelectHints {
+                shard: Some(Shard {
+                    index,
+                    count,
+                    by: by.clone(),
+                }),
+                ..hints.clone()
+            };
+            let r = one(&hints);
+            if r.is_err() {
+                budget.failed.store(true, Ordering::Relaxed);
             }
-            out.push(series);
-        }
-        Ok(())
-    })?;
-    Ok(out)
+            r
+        })
+        .collect()
 }
 
 /// Calls `f` with every selected series in label order, its samples decoded

@@ -203,13 +203,15 @@ fn parallel_evaluation_respects_limits() {
     );
 }
 
-/// On one thread (as in each part of a query split by steps) a simple
-/// aggregation of a range function is folded into its select (`fused.rs`);
-/// its answers are the node-by-node evaluation's, bit for bit.
+/// A simple aggregation of a range function is folded into its select
+/// (`fused.rs`), on one thread (as in each part of a query split by steps)
+/// and on several (the select sharded by the grouping labels); its answers
+/// are the node-by-node evaluation's on one thread, bit for bit.
 #[test]
 fn folded_aggregations_equal_node_by_node() {
     let s = storage();
     let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+    let four = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
     let engine = Engine::default();
     for op in ["sum", "avg", "count", "min", "max", "group", "stddev", "stdvar"] {
         for func in [
@@ -220,21 +222,34 @@ fn folded_aggregations_equal_node_by_node() {
             "last_over_time",
             "changes",
         ] {
-            for grouping in ["by (mode)", "without (cpu)", "by (instance, mode)", ""] {
+            for grouping in ["by (mode)", "without (cpu)", "by (instance, mode)", "by (nothing)", ""] {
                 // `* 1` keeps every value's bits but is not a function call,
                 // so that form is evaluated node by node.
                 let folded = format!("{op} {grouping} ({func}(cpu_seconds_total[2m]))");
                 let plain = format!("{op} {grouping} ({func}(cpu_seconds_total[2m]) * 1)");
-                let run = |q: &str| one.install(|| engine.range(&s, q, 0, 6_000_000, 30_000)).unwrap();
-                let (a, b) = (run(&folded), run(&plain));
-                assert!(!bits(&a.value).is_empty(), "{folded}: empty");
-                assert_eq!(bits(&a.value), bits(&b.value), "{folded}: range results differ");
-                let run = |q: &str| one.install(|| engine.instant(&s, q, 3_000_000)).unwrap();
-                assert_eq!(
-                    bits(&run(&folded).value),
-                    bits(&run(&plain).value),
-                    "{folded}: instant results differ"
-                );
+                let range = |q: &str| engine.range(&s, q, 0, 6_000_000, 30_000).unwrap();
+                let expected = bits(&one.install(|| range(&plain)).value);
+                assert!(!expected.is_empty(), "{plain}: empty");
+                for pool in [&one, &four] {
+                    let got = bits(&pool.install(|| range(&folded)).value);
+                    assert_eq!(
+                        got,
+                        expected,
+                        "{folded} on {} threads: range results differ",
+                        pool.current_num_threads()
+                    );
+                }
+                let instant = |q: &str| engine.instant(&s, q, 3_000_000).unwrap();
+                let expected = bits(&one.install(|| instant(&plain)).value);
+                for pool in [&one, &four] {
+                    let got = bits(&pool.install(|| instant(&folded)).value);
+                    assert_eq!(
+                        got,
+                        expected,
+                        "{folded} on {} threads: instant results differ",
+                        pool.current_num_threads()
+                    );
+                }
             }
         }
     }
@@ -243,8 +258,12 @@ fn folded_aggregations_equal_node_by_node() {
         max_series: 100,
         ..Default::default()
     };
-    let err = one
-        .install(|| Engine::new(opts).range(&s, "sum by (mode) (rate(cpu_seconds_total[5m]))", 0, 6_000_000, 15_000))
-        .unwrap_err();
-    assert_eq!(err.to_string(), "query processing would load too many series");
+    for pool in [&one, &four] {
+        let err = pool
+            .install(|| {
+                Engine::new(opts.clone()).range(&s, "sum by (mode) (rate(cpu_seconds_total[5m]))", 0, 6_000_000, 15_000)
+            })
+            .unwrap_err();
+        assert_eq!(err.to_string(), "query processing would load too many series");
+    }
 }

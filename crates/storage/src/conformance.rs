@@ -3,9 +3,11 @@
 //! Call [`run_all`] from an implementation's tests with a factory for a fresh,
 //! empty instance. Each case panics with its name on failure.
 
+use std::sync::Arc;
+
 use cairn_model::{EncodedLabels, Labels, MatchOp, Matcher, Sample, stale_nan};
 
-use crate::{Admin, Appendable, Queryable, SelectHints, collect_samples};
+use crate::{Admin, Appendable, Queryable, SelectHints, ShardBy, collect_samples};
 
 /// Everything the suite needs.
 pub trait Storage: Queryable + Appendable + Admin {}
@@ -413,34 +415,66 @@ fn select_limit(s: &impl Storage) {
 fn select_shards_partition_series(s: &impl Storage) {
     let series: Vec<_> = (0..40)
         .map(|i| {
-            (
-                labels(&[("__name__", "sh"), ("i", &i.to_string())]),
-                samples(&[(1, f64::from(i)), (2, 2.0)]),
-            )
+            let (n, g, h) = (i.to_string(), (i % 5).to_string(), (i % 3).to_string());
+            let mut pairs = vec![("__name__", "sh"), ("i", &*n), ("g", &g), ("h", &h)];
+            if i % 2 == 1 {
+                // A second metric: `without` groups ignore the name.
+                pairs[0].1 = "sh2";
+            }
+            (labels(&pairs), samples(&[(1, f64::from(i)), (2, 2.0)]))
         })
         .collect();
     write(s, &series);
     let q = s.querier(0, 10).expect("querier");
-    let whole: Vec<(Labels, Vec<Sample>)> = read(s, &[eq("__name__", "sh")], 0, 10);
+    let matchers = [m(MatchOp::RegexMatch, "__name__", "sh2?")];
+    let whole: Vec<(Labels, Vec<Sample>)> = read(s, &matchers, 0, 10);
     assert_eq!(whole.len(), 40);
-    for count in [1, 2, 3] {
-        let mut union = Vec::new();
-        for index in 0..count {
-            let hints = SelectHints {
-                shard: Some(crate::Shard { index, count }),
-                ..SelectHints::default()
-            };
-            let mut last: Option<Labels> = None;
-            for x in q.select(&hints, &[eq("__name__", "sh")]).expect("select") {
-                let mut x = x.expect("series");
-                assert!(last.as_ref().is_none_or(|l| *l < x.labels), "shard not sorted");
-                last = Some(x.labels.clone());
-                let got = crate::collect_samples(x.samples.as_mut()).expect("samples");
-                union.push((x.labels, got));
+    // The labels a group is known by, as an aggregation forms it.
+    let group = |l: &Labels, by: &Option<Arc<ShardBy>>| -> Vec<(String, String)> {
+        l.iter()
+            .filter(|x| match by.as_deref() {
+                None => true,
+                Some(ShardBy::Labels(names)) => names.contains(&x.name.to_string()),
+                Some(ShardBy::AllBut(names)) => x.name != "__name__" && !names.contains(&x.name.to_string()),
+            })
+            .map(|x| (x.name.to_string(), x.value.to_string()))
+            .collect()
+    };
+    let placings = [
+        None,
+        Some(Arc::new(ShardBy::Labels(vec!["g".into()]))),
+        Some(Arc::new(ShardBy::Labels(vec!["g".into(), "h".into(), "absent".into()]))),
+        Some(Arc::new(ShardBy::AllBut(vec!["i".into()]))),
+    ];
+    for by in placings {
+        for count in [1, 2, 3] {
+            let mut union = Vec::new();
+            let mut shard_of_group = std::collections::HashMap::new();
+            for index in 0..count {
+                let hints = SelectHints {
+                    shard: Some(crate::Shard {
+                        index,
+                        count,
+                        by: by.clone(),
+                    }),
+                    ..SelectHints::default()
+                };
+                let mut last: Option<Labels> = None;
+                for x in q.select(&hints, &matchers).expect("select") {
+                    let mut x = x.expect("series");
+                    assert!(last.as_ref().is_none_or(|l| *l < x.labels), "shard not sorted");
+                    last = Some(x.labels.clone());
+                    if by.is_some() {
+                        let first = *shard_of_group.entry(group(&x.labels, &by)).or_insert(index);
+                        assert_eq!(first, index, "{by:?}: a group split between shards");
+                    }
+                    let got = crate::collect_samples(x.samples.as_mut()).expect("samples");
+                    union.push((x.labels, got));
+                }
             }
+            union.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(union, whole, "{by:?}: shards of {count} must partition the select");
         }
-        union.sort_by(|a, b| a.0.cmp(&b.0));
-        assert_eq!(union, whole, "shards of {count} must partition the select");
     }
 }
 

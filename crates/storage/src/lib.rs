@@ -25,6 +25,6 @@ pub use conformance::Storage;
 pub use error::{ErrorKind, StorageError};
 pub use mem::MemStorage;
 pub use query::{
-    Querier, Queryable, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, Shard, VecSampleBlocks,
+    Querier, Queryable, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, Shard, ShardBy, VecSampleBlocks,
     collect_samples,
 };

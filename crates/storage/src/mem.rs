@@ -63,7 +63,7 @@ impl Querier for MemQuerier {
         let limit = hints.limit.unwrap_or(usize::MAX);
         let series: Vec<_> = self
             .matching(matchers)
-            .filter(|(l, _)| hints.shard.is_none_or(|sh| sh.contains(l)))
+            .filter(|(l, _)| hints.shard.as_ref().is_none_or(|sh| sh.contains(l)))
             .take(limit)
             .map(|(l, s)| {
                 // Only the newest when that is all the caller uses, so that

@@ -1,6 +1,7 @@
 use std::ops::Range;
+use std::sync::Arc;
 
-use cairn_model::{Labels, Matcher, Sample};
+use cairn_model::{Labels, METRIC_NAME, Matcher, Sample};
 
 use crate::StorageError;
 
@@ -37,13 +38,31 @@ pub struct SelectHints {
 }
 
 /// Slice `index` of `count` disjoint slices of a select's series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shard {
     pub index: usize,
     pub count: usize,
+    /// Labels that place a series, when not all of them: the series of one
+    /// group of an aggregation then lie in one shard, so a worker can fold
+    /// whole groups in label order.
+    pub by: Option<Arc<ShardBy>>,
+}
+
+/// Which of a series' labels place it in a shard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ShardBy {
+    /// Only these (an aggregation's `by`).
+    Labels(Vec<String>),
+    /// All but these and the metric name (an aggregation's `without`).
+    AllBut(Vec<String>),
 }
 
 impl Shard {
+    /// Slice `index` of `count`, placing series by all their labels.
+    pub fn new(index: usize, count: usize) -> Self {
+        Self { index, count, by: None }
+    }
+
     /// Whether the series `labels` belongs to this shard. Every implementation
     /// decides with this function or [`Self::contains_encoded`], so the
     /// shards of a select partition it.
@@ -58,12 +77,20 @@ impl Shard {
 
     /// [`Self::contains`] for a series given by its [`Labels::encode`] form.
     pub fn contains_encoded(&self, encoded: &[u8]) -> bool {
-        self.count <= 1 || self.contains_hash(Self::hash_encoded(encoded))
+        if self.count <= 1 {
+            return true;
+        }
+        let hash = match &self.by {
+            None => Self::hash_encoded(encoded),
+            Some(by) => by.hash_encoded(encoded),
+        };
+        self.contains_hash(hash)
     }
 
     /// [`Self::contains`] for a series whose [`Self::hash_encoded`] is `hash`
-    /// (an implementation may keep it).
+    /// (an implementation may keep it); only for a shard without [`Self::by`].
     pub fn contains_hash(&self, hash: u64) -> bool {
+        debug_assert!(self.by.is_none(), "a shard by some labels hashes those");
         self.count <= 1 || hash % self.count as u64 == self.index as u64
     }
 
@@ -73,6 +100,28 @@ impl Shard {
         // call (shards are never persisted); every shard hashes every series
         // a select matches, so a fast one.
         xxhash_rust::xxh3::xxh3_64(encoded)
+    }
+}
+
+impl ShardBy {
+    /// The hash of the labels that place the series of this [`Labels::encode`] form.
+    fn hash_encoded(&self, encoded: &[u8]) -> u64 {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        for (name, value) in Labels::raw_pairs(encoded) {
+            let placing = match self {
+                Self::Labels(names) => names.iter().any(|n| n.as_bytes() == name),
+                Self::AllBut(names) => name != METRIC_NAME.as_bytes() && !names.iter().any(|n| n.as_bytes() == name),
+            };
+            if placing {
+                // Label text is UTF-8, which never holds 0xFF: no two
+                // different sequences of pairs feed the same bytes.
+                h.update(name);
+                h.update(&[0xFF]);
+                h.update(value);
+                h.update(&[0xFF]);
+            }
+        }
+        h.digest()
     }
 }
 

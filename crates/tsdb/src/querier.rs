@@ -66,8 +66,12 @@ impl Querier for TsdbQuerier {
                 let selection = snap.partition.selection(&index, matchers);
                 let mut selected = Vec::with_capacity(selection.series.len());
                 for s in &selection.series {
-                    if hints.shard.is_none_or(|sh| sh.contains_hash(s.shard_hash)) {
-                        let encoded = index.encoded(s.local);
+                    let encoded = index.encoded(s.local);
+                    let in_shard = hints.shard.as_ref().is_none_or(|sh| match sh.by {
+                        None => sh.contains_hash(s.shard_hash),
+                        Some(_) => sh.contains_encoded(encoded),
+                    });
+                    if in_shard {
                         let at = arena.len();
                         arena.extend_from_slice(encoded);
                         let key_at = arena.len();
