@@ -112,6 +112,8 @@ pub(crate) struct Ev<'a> {
     range_query: bool,
     /// Pool threads this evaluation may use (see [`Budget::threads`]).
     pub(crate) threads: usize,
+    /// [`EngineOptions::fold_sharded_min_points`].
+    pub(crate) fold_sharded_min_points: usize,
 }
 
 pub(crate) struct RunSpec<'a> {
@@ -151,6 +153,7 @@ pub(crate) fn run(
         infos: Vec::new(),
         range_query: !spec.instant,
         threads: rayon::current_num_threads().max(1),
+        fold_sharded_min_points: opts.fold_sharded_min_points,
     };
     let ctx = Ctx {
         start: spec.start,
@@ -548,6 +551,7 @@ impl<'a> Ev<'a> {
             infos: Vec::new(),
             range_query: self.range_query,
             threads,
+            fold_sharded_min_points: self.fold_sharded_min_points,
         }
     }
 
@@ -649,7 +653,8 @@ impl<'a> Ev<'a> {
 
     /// Folds each series selected by `vs` with samples in `[mint, maxt]`
     /// into a state per shard with `fold` (see [`crate::select::fold_sharded`]);
-    /// `Ok(None)` when `vs` has `or` alternatives, which only [`Self::select`] reads.
+    /// `Ok(None)` when `vs` has `or` alternatives, which only [`Self::select`]
+    /// reads, or may hold fewer than `min_series` series.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn fold_selected<T: Send>(
         &mut self,
@@ -658,6 +663,7 @@ impl<'a> Ev<'a> {
         maxt: i64,
         hints: SelectHints,
         by: Option<Arc<ShardBy>>,
+        min_series: usize,
         init: &(dyn Fn() -> T + Sync),
         fold: &(dyn Fn(&mut T, Labels, Samples<'_>) -> Result<()> + Sync),
     ) -> Result<Option<Vec<T>>> {
@@ -666,6 +672,9 @@ impl<'a> Ev<'a> {
             return Ok(None);
         };
         let querier = self.q.querier(mint, maxt)?;
+        if min_series > 0 && querier.series_upper_bound(matchers)? < min_series {
+            return Ok(None);
+        }
         let opts = ReadOpts {
             drop_stale: true,
             count_output: false,

@@ -9,9 +9,10 @@
 //! them in, so every (group, step) sees the same additions in the same
 //! order and the answers are bit-identical. On more than one thread the
 //! select is sharded by the grouping labels, so each group lies whole in
-//! one shard and is still added up in label order by one worker; an
-//! aggregation into a single group has nothing to shard by and is left to
-//! the node-by-node evaluation, which spreads its series over the threads.
+//! one shard and is still added up in label order by one worker. That is
+//! done only for selects that may hold many points: an aggregation into a
+//! single group has nothing to shard by, and a small one costs less node
+//! by node, which spreads its series over the threads.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -100,9 +101,18 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
     } else {
         ShardBy::Labels(names.clone())
     };
-    if ev.threads > 1 && matches!(&by, ShardBy::Labels(n) if n.is_empty()) {
-        return None;
-    }
+    // On several threads, folding pays when the node-by-node evaluation
+    // would keep many points (below, its aggregation walks them for less
+    // than sharding the select by group costs; docs/benchmarks.md), and
+    // needs something to shard by.
+    let min_series = if ev.threads > 1 {
+        if matches!(&by, ShardBy::Labels(n) if n.is_empty()) {
+            return None;
+        }
+        ev.fold_sharded_min_points.div_ceil(c.n().max(1))
+    } else {
+        0
+    };
     let (ra, mint, maxt) = ev.matrix_window(ms, c);
     let hints = SelectHints {
         step_ms: (c.step > 0).then_some(c.step),
@@ -123,7 +133,7 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
         }
         Ok(())
     };
-    match ev.fold_selected(&ms.vs, mint, maxt, hints, Some(Arc::new(by)), &init, &fold) {
+    match ev.fold_selected(&ms.vs, mint, maxt, hints, Some(Arc::new(by)), min_series, &init, &fold) {
         Ok(Some(shards)) => {
             // Each group lies whole in one shard (sharded by its labels).
             let mut all = Groups::default();
@@ -133,7 +143,7 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
             }
             Some(finish(ev, all, c, keeps_name(func)))
         }
-        // `or` alternatives in the selector: the node-by-node path.
+        // `or` alternatives in the selector, or too few series: the node-by-node path.
         Ok(None) => None,
         Err(e) => Some(Err(e)),
     }

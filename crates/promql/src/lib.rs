@@ -53,6 +53,11 @@ pub struct EngineOptions {
     pub max_points_per_series: usize,
     /// Which range queries are split by steps over the cores.
     pub step_split: StepSplit,
+    /// Points (series × steps) from which an aggregation of a range function
+    /// is folded into its select on several threads, the select sharded by
+    /// the grouping labels; below, it is evaluated node by node (on one
+    /// thread it is always folded). Default 2 M (2^21); 0 folds every one.
+    pub fold_sharded_min_points: usize,
 }
 
 impl Default for EngineOptions {
@@ -64,6 +69,7 @@ impl Default for EngineOptions {
             timeout: Duration::from_secs(120),
             max_points_per_series: 11_000,
             step_split: StepSplit::default(),
+            fold_sharded_min_points: 1 << 21,
         }
     }
 }

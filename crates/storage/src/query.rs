@@ -84,13 +84,18 @@ impl Shard {
             None => Self::hash_encoded(encoded),
             Some(by) => by.hash_encoded(encoded),
         };
-        self.contains_hash(hash)
+        self.holds(hash)
     }
 
     /// [`Self::contains`] for a series whose [`Self::hash_encoded`] is `hash`
     /// (an implementation may keep it); only for a shard without [`Self::by`].
     pub fn contains_hash(&self, hash: u64) -> bool {
         debug_assert!(self.by.is_none(), "a shard by some labels hashes those");
+        self.holds(hash)
+    }
+
+    /// Whether a series placed by `hash` is in this slice.
+    fn holds(&self, hash: u64) -> bool {
         self.count <= 1 || hash % self.count as u64 == self.index as u64
     }
 
