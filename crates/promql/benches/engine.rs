@@ -44,7 +44,7 @@ impl Querier for ColumnsQuerier {
             if !matchers.iter().all(|m| m.matches(l.get(&m.name).unwrap_or(""))) {
                 continue;
             }
-            if hints.shard.is_some_and(|sh| !sh.contains(l)) {
+            if hints.shard.as_ref().is_some_and(|sh| !sh.contains(l)) {
                 continue;
             }
             let lo = ts.partition_point(|&t| t < self.mint);
