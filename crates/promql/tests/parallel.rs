@@ -232,16 +232,17 @@ fn folded_aggregations_equal_node_by_node() {
                 let folded = format!("{op} {grouping} ({func}(cpu_seconds_total[2m]))");
                 let plain = format!("{op} {grouping} ({func}(cpu_seconds_total[2m]) * 1)");
                 let range = |q: &str| engine.range(&s, q, 0, 6_000_000, 30_000).unwrap();
-                let expected = bits(&one.install(|| range(&plain)).value);
-                assert!(!expected.is_empty(), "{plain}: empty");
-                for pool in [&one, &four] {
-                    let got = bits(&pool.install(|| range(&folded)).value);
-                    assert_eq!(
-                        got,
-                        expected,
-                        "{folded} on {} threads: range results differ",
-                        pool.current_num_threads()
-                    );
+                let instant = |q: &str| engine.instant(&s, q, 3_000_000).unwrap();
+                let evals: [(&str, &(dyn Fn(&str) -> cairn_promql::QueryResult + Sync)); 2] =
+                    [("range", &range), ("instant", &instant)];
+                for (kind, eval) in evals {
+                    let expected = bits(&one.install(|| eval(&plain)).value);
+                    assert!(!expected.is_empty(), "{plain}: empty {kind} result");
+                    for pool in [&one, &four] {
+                        let got = bits(&pool.install(|| eval(&folded)).value);
+                        let threads = pool.current_num_threads();
+                        assert_eq!(got, expected, "{folded} on {threads} threads: {kind} results differ");
+                    }
                 }
                 let instant = |q: &str| engine.instant(&s, q, 3_000_000).unwrap();
                 let expected = bits(&one.install(|| instant(&plain)).value);
