@@ -39,6 +39,9 @@ fn storage() -> MemStorage {
     s
 }
 
+/// A query evaluated over the test storage.
+type Eval<'a> = dyn Fn(&str) -> cairn_promql::QueryResult + Sync + 'a;
+
 fn bits(v: &Value) -> Vec<(String, Vec<(i64, u64)>)> {
     match v {
         Value::Matrix(m) => m
@@ -233,8 +236,7 @@ fn folded_aggregations_equal_node_by_node() {
                 let plain = format!("{op} {grouping} ({func}(cpu_seconds_total[2m]) * 1)");
                 let range = |q: &str| engine.range(&s, q, 0, 6_000_000, 30_000).unwrap();
                 let instant = |q: &str| engine.instant(&s, q, 3_000_000).unwrap();
-                let evals: [(&str, &(dyn Fn(&str) -> cairn_promql::QueryResult + Sync)); 2] =
-                    [("range", &range), ("instant", &instant)];
+                let evals: [(&str, &Eval); 2] = [("range", &range), ("instant", &instant)];
                 for (kind, eval) in evals {
                     let expected = bits(&one.install(|| eval(&plain)).value);
                     assert!(!expected.is_empty(), "{plain}: empty {kind} result");
