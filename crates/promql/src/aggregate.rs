@@ -15,41 +15,11 @@
 use rayon::prelude::*;
 
 use crate::eval::{Ctx, Result, Series, kahan_inc, quantile};
+use crate::ops::AggOp as Op;
 use crate::select::Budget;
 
 /// Points below which splitting the steps is not worth a thread handoff.
 const PARALLEL_MIN_POINTS: usize = 50_000;
-
-/// The aggregation, resolved once instead of matching its name per point.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Sum,
-    Avg,
-    Count,
-    Min,
-    Max,
-    Group,
-    Stddev,
-    Stdvar,
-    Quantile,
-}
-
-impl Op {
-    fn parse(op: &str) -> Option<Self> {
-        Some(match op {
-            "sum" => Self::Sum,
-            "avg" => Self::Avg,
-            "count" => Self::Count,
-            "min" => Self::Min,
-            "max" => Self::Max,
-            "group" => Self::Group,
-            "stddev" => Self::Stddev,
-            "stdvar" => Self::Stdvar,
-            "quantile" => Self::Quantile,
-            _ => return None,
-        })
-    }
-}
 
 /// Accumulator of one group at one step, for the operations that need
 /// only a value and its compensation (sum, count, min, max, group): 24
@@ -92,20 +62,7 @@ impl Walk<'_> {
         for &j in members {
             let pts = &self.input[j].pts;
             let from = first_at_or_after(pts, first_t, c.step);
-            // Points lie on the steps: walk the steps alongside instead of
-            // dividing for each point's step index.
-            let (mut i, mut ti) = (a, first_t);
-            for &(t, f) in &pts[from..] {
-                while ti < t && c.step > 0 {
-                    i += 1;
-                    ti += c.step;
-                }
-                if i >= b {
-                    break;
-                }
-                debug_assert!(ti == t || c.step == 0, "point off the step grid");
-                add(&mut state[i - a], f);
-            }
+            c.walk_steps(&pts[from..], a, b, |i, f| add(&mut state[i - a], f));
         }
     }
 
@@ -281,7 +238,7 @@ fn add(op: Op, st: &mut Acc, f: f64) {
             st.value += delta * (f - st.mean);
         }
         Op::Quantile => st.values.push(f),
-        Op::Sum | Op::Count | Op::Min | Op::Max | Op::Group => unreachable!("{op:?} accumulates in `Plain`"),
+        _ => unreachable!("{op:?} is not accumulated in `Acc`"),
     }
 }
 
@@ -297,7 +254,7 @@ fn result(op: Op, st: &mut Acc, q: f64) -> f64 {
         Op::Stddev => (st.value / st.count).sqrt(),
         Op::Stdvar => st.value / st.count,
         Op::Quantile => quantile(q, &mut st.values),
-        Op::Sum | Op::Count | Op::Min | Op::Max | Op::Group => unreachable!("{op:?} accumulates in `Plain`"),
+        _ => unreachable!("{op:?} is not accumulated in `Acc`"),
     }
 }
 
@@ -312,9 +269,11 @@ pub(crate) struct GroupSteps {
 impl GroupSteps {
     /// Accumulators for `n` steps of `op`; `None` for the operations that
     /// need more than the points (`quantile`'s φ) or are not simple.
-    pub fn new(op: &str, n: usize) -> Option<Self> {
-        let op = Op::parse(op).filter(|&op| op != Op::Quantile)?;
-        let (plain, full) = if matches!(op, Op::Sum | Op::Count | Op::Min | Op::Max | Op::Group) {
+    pub fn new(op: Op, n: usize) -> Option<Self> {
+        if !op.accumulates() || op == Op::Quantile {
+            return None;
+        }
+        let (plain, full) = if op.plain() {
             (vec![Plain::default(); n], Vec::new())
         } else {
             (Vec::new(), vec![Acc::default(); n])
@@ -362,14 +321,16 @@ impl GroupSteps {
 /// group order. `param` is `quantile`'s φ per step.
 pub(crate) fn simple(
     budget: &Budget<'_>,
-    op: &str,
+    op: Op,
     input: &[Series],
     sgroup: &[usize],
     groups: Vec<Series>,
     param: Option<&[f64]>,
     c: Ctx,
 ) -> Result<Vec<Series>> {
-    let op = Op::parse(op).ok_or_else(|| crate::QueryError::Internal(format!("not a simple aggregation: {op}")))?;
+    if !op.accumulates() {
+        return Err(crate::QueryError::Internal(format!("{op:?} is not accumulated")));
+    }
     let n = c.n();
     let points: usize = input.iter().map(|s| s.pts.len()).sum();
     let workers = if points >= PARALLEL_MIN_POINTS {
@@ -390,7 +351,7 @@ pub(crate) fn simple(
             steps: (a, b),
         };
         let m = &members;
-        if matches!(op, Op::Sum | Op::Count | Op::Min | Op::Max | Op::Group) {
+        if op.plain() {
             let value = |st: &mut Plain, _| st.seen.then(|| plain_result(op, st));
             return match op {
                 Op::Sum => w.groups(m, |st, f| add_plain(Op::Sum, st, f), value),

@@ -11,7 +11,8 @@ use crate::eval::{
     Ctx, Ev, OutAcc, RangeArg, Result, Series, StepIter, Val, go_max, go_min, kahan_inc, labels_from, quantile,
     unwrap_parens,
 };
-use crate::rate::Extrapolation;
+use crate::func::{ClampFn, Func, RangeFn};
+use crate::ops::AggOp;
 use crate::samples::Samples;
 
 fn arg_str(ev: &mut Ev, e: &Expr, c: Ctx) -> Result<String> {
@@ -27,18 +28,19 @@ fn scalar_series(c: Ctx, f: impl Fn(i64) -> f64) -> Vec<f64> {
 
 pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
     let name = call.func.name;
+    let func = Func::of(name).ok_or_else(|| QueryError::BadData(format!("function \"{name}\" is not supported")))?;
     let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
     let arg = |i: usize| -> Result<&Expr> {
         args.get(i)
             .copied()
             .ok_or_else(|| QueryError::BadData(format!("missing argument {i} of {name}")))
     };
-    match name {
-        "time" => Ok(Val::Scalar(scalar_series(c, |t| t as f64 / 1000.0))),
-        "start" => Ok(Val::Scalar(vec![ev.qstart as f64 / 1000.0; c.n()])),
-        "end" => Ok(Val::Scalar(vec![ev.qend as f64 / 1000.0; c.n()])),
-        "pi" => Ok(Val::Scalar(vec![std::f64::consts::PI; c.n()])),
-        "vector" => {
+    match func {
+        Func::Time => Ok(Val::Scalar(scalar_series(c, |t| t as f64 / 1000.0))),
+        Func::Start => Ok(Val::Scalar(vec![ev.qstart as f64 / 1000.0; c.n()])),
+        Func::End => Ok(Val::Scalar(vec![ev.qend as f64 / 1000.0; c.n()])),
+        Func::Pi => Ok(Val::Scalar(vec![std::f64::consts::PI; c.n()])),
+        Func::Vector => {
             let s = ev.eval_scalar(arg(0)?, c)?;
             let pts = s.iter().enumerate().map(|(i, &v)| (c.ts(i), v)).collect();
             Ok(Val::Vector(vec![Series {
@@ -47,7 +49,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
                 pts,
             }]))
         }
-        "scalar" => {
+        Func::Scalar => {
             let v = ev.eval_vector(arg(0)?, c)?;
             let mut count = vec![0usize; c.n()];
             let mut val = vec![f64::NAN; c.n()];
@@ -66,54 +68,18 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
                     .collect(),
             ))
         }
-        "rate"
-        | "increase"
-        | "delta"
-        | "irate"
-        | "idelta"
-        | "deriv"
-        | "changes"
-        | "resets"
-        | "avg_over_time"
-        | "min_over_time"
-        | "max_over_time"
-        | "sum_over_time"
-        | "count_over_time"
-        | "last_over_time"
-        | "first_over_time"
-        | "present_over_time"
-        | "stddev_over_time"
-        | "stdvar_over_time"
-        | "mad_over_time"
-        | "ts_of_min_over_time"
-        | "ts_of_max_over_time"
-        | "ts_of_last_over_time"
-        | "ts_of_first_over_time" => range_fn(ev, name, arg(0)?, Vec::new(), c),
-        "predict_linear" => {
-            let s = ev.eval_scalar(arg(1)?, c)?;
-            range_fn(ev, name, arg(0)?, vec![s], c)
-        }
-        "quantile_over_time" => {
-            let q = ev.eval_scalar(arg(0)?, c)?;
-            if q.iter().any(|q| !(0.0..=1.0).contains(q)) {
-                let bad = q
-                    .iter()
-                    .find(|q| !(0.0..=1.0).contains(*q))
-                    .copied()
-                    .unwrap_or(f64::NAN);
-                ev.warnings.push(format!(
-                    "PromQL warning: quantile value should be between 0 and 1, got {}",
-                    fmt_go(bad)
-                ));
+        Func::Range(f) => {
+            let mut scalars = Vec::with_capacity(f.scalar_args());
+            for (i, a) in args.iter().enumerate().filter(|&(i, _)| i != f.range_arg()) {
+                let s = ev.eval_scalar(a, c)?;
+                if f == RangeFn::QuantileOverTime && i == 0 {
+                    quantile_warning(ev, &s);
+                }
+                scalars.push(s);
             }
-            range_fn(ev, name, arg(1)?, vec![q], c)
+            range_fn(ev, f, arg(f.range_arg())?, scalars, c)
         }
-        "double_exponential_smoothing" | "holt_winters" => {
-            let sf = ev.eval_scalar(arg(1)?, c)?;
-            let tf = ev.eval_scalar(arg(2)?, c)?;
-            range_fn(ev, "double_exponential_smoothing", arg(0)?, vec![sf, tf], c)
-        }
-        "absent_over_time" => {
+        Func::AbsentOverTime => {
             let n = c.n();
             // Each series reports the steps it has a sample for, as points.
             let (present_by_series, _) = ev.range_series(arg(0)?, c, None, false, &|labels, _, samples, ra| {
@@ -138,7 +104,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             }
             Ok(absent_result(arg(0)?, &present, c))
         }
-        "absent" => {
+        Func::Absent => {
             let v = ev.eval_vector(arg(0)?, c)?;
             let mut present = vec![false; c.n()];
             for s in &v {
@@ -148,7 +114,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             }
             Ok(absent_result(arg(0)?, &present, c))
         }
-        "timestamp" => {
+        Func::Timestamp => {
             let mut v = match unwrap_parens(arg(0)?) {
                 Expr::VectorSelector(vs) => match ev.eval_vector_selector(vs, c, true)? {
                     Val::Vector(v) => v,
@@ -165,7 +131,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             v.iter_mut().for_each(|s| s.drop_name = true);
             Ok(Val::Vector(v))
         }
-        "label_replace" => {
+        Func::LabelReplace => {
             let mut v = ev.eval_vector(arg(0)?, c)?;
             let dst = arg_str(ev, arg(1)?, c)?;
             let repl = arg_str(ev, arg(2)?, c)?;
@@ -192,7 +158,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             }
             Ok(Val::Vector(v))
         }
-        "label_join" => {
+        Func::LabelJoin => {
             let mut v = ev.eval_vector(arg(0)?, c)?;
             let dst = arg_str(ev, arg(1)?, c)?;
             let sep = arg_str(ev, arg(2)?, c)?;
@@ -215,12 +181,11 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             }
             Ok(Val::Vector(v))
         }
-        "sort" | "sort_desc" => {
+        Func::Sort { desc } => {
             let mut v = ev.eval_vector(arg(0)?, c)?;
             ev.sort_warning();
             if c.n() == 1 {
                 let key = |s: &Series| s.pts.first().map(|p| p.1).unwrap_or(f64::NAN);
-                let desc = name == "sort_desc";
                 v.sort_by(|a, b| {
                     let (x, y) = (key(a), key(b));
                     match (x.is_nan(), y.is_nan()) {
@@ -234,14 +199,13 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             }
             Ok(Val::Vector(v))
         }
-        "sort_by_label" | "sort_by_label_desc" => {
+        Func::SortByLabel { desc } => {
             let mut v = ev.eval_vector(arg(0)?, c)?;
             ev.sort_warning();
             let mut names = Vec::new();
             for a in &args[1..] {
                 names.push(arg_str(ev, a, c)?);
             }
-            let desc = name == "sort_by_label_desc";
             v.sort_by(|a, b| {
                 for n in &names {
                     let (x, y) = (a.labels.get(n).unwrap_or(""), b.labels.get(n).unwrap_or(""));
@@ -255,8 +219,8 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             });
             Ok(Val::Vector(v))
         }
-        "histogram_quantile" => histogram_quantile(ev, arg(0)?, arg(1)?, c),
-        "clamp" | "clamp_min" | "clamp_max" | "round" => {
+        Func::HistogramQuantile => histogram_quantile(ev, arg(0)?, arg(1)?, c),
+        Func::Clamp(clamp) => {
             let mut v = ev.eval_vector(arg(0)?, c)?;
             let a1 = match args.get(1) {
                 Some(e) => ev.eval_scalar(e, c)?,
@@ -270,17 +234,17 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
                 s.drop_name = true;
                 s.pts.retain_mut(|p| {
                     let i = c.idx(p.0);
-                    match name {
-                        "clamp" => {
+                    match clamp {
+                        ClampFn::Clamp => {
                             let (lo, hi) = (a1[i], a2[i]);
                             if hi < lo {
                                 return false;
                             }
                             p.1 = go_max(lo, go_min(hi, p.1));
                         }
-                        "clamp_min" => p.1 = go_max(a1[i], p.1),
-                        "clamp_max" => p.1 = go_min(a1[i], p.1),
-                        _ => {
+                        ClampFn::Min => p.1 = go_max(a1[i], p.1),
+                        ClampFn::Max => p.1 = go_min(a1[i], p.1),
+                        ClampFn::Round => {
                             let inv = 1.0 / a1[i];
                             p.1 = (p.1 * inv + 0.5).floor() / inv;
                         }
@@ -291,7 +255,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             v.retain(|s| !s.pts.is_empty());
             Ok(Val::Vector(v))
         }
-        "day_of_month" | "day_of_week" | "day_of_year" | "days_in_month" | "hour" | "minute" | "month" | "year" => {
+        Func::Calendar(field) => {
             let mut v = match args.first() {
                 Some(e) => ev.eval_vector(e, c)?,
                 None => vec![Series {
@@ -303,54 +267,30 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             for s in &mut v {
                 s.drop_name = true;
                 for p in &mut s.pts {
-                    p.1 = time_fn(name, p.1);
+                    p.1 = field.of_time(p.1);
                 }
             }
             Ok(Val::Vector(v))
         }
-        "abs" | "ceil" | "floor" | "exp" | "sqrt" | "ln" | "log2" | "log10" | "sgn" | "sin" | "cos" | "tan"
-        | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "asinh" | "acosh" | "atanh" | "deg" | "rad" => {
+        Func::Math(m) => {
             let mut v = ev.eval_vector(arg(0)?, c)?;
-            let f: fn(f64) -> f64 = match name {
-                "abs" => f64::abs,
-                "ceil" => f64::ceil,
-                "floor" => f64::floor,
-                "exp" => f64::exp,
-                "sqrt" => f64::sqrt,
-                "ln" => f64::ln,
-                "log2" => f64::log2,
-                "log10" => f64::log10,
-                "sgn" => |x| {
-                    if x < 0.0 {
-                        -1.0
-                    } else if x > 0.0 {
-                        1.0
-                    } else {
-                        x
-                    }
-                },
-                "sin" => f64::sin,
-                "cos" => f64::cos,
-                "tan" => f64::tan,
-                "asin" => f64::asin,
-                "acos" => f64::acos,
-                "atan" => f64::atan,
-                "sinh" => f64::sinh,
-                "cosh" => f64::cosh,
-                "tanh" => f64::tanh,
-                "asinh" => f64::asinh,
-                "acosh" => f64::acosh,
-                "atanh" => f64::atanh,
-                "deg" => |x| x * 180.0 / std::f64::consts::PI,
-                _ => |x| x * std::f64::consts::PI / 180.0,
-            };
+            let f = m.kernel();
             for s in &mut v {
                 s.drop_name = true;
                 s.pts.iter_mut().for_each(|p| p.1 = f(p.1));
             }
             Ok(Val::Vector(v))
         }
-        _ => Err(QueryError::BadData(format!("function \"{name}\" is not supported"))),
+    }
+}
+
+/// Prometheus' warning for a quantile outside [0, 1] at some step.
+fn quantile_warning(ev: &mut Ev, q: &[f64]) {
+    if let Some(bad) = q.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+        ev.warnings.push(format!(
+            "PromQL warning: quantile value should be between 0 and 1, got {}",
+            fmt_go(*bad)
+        ));
     }
 }
 
@@ -390,24 +330,6 @@ fn absent_result(arg: &Expr, present: &[bool], c: Ctx) -> Val {
         drop_name: false,
         pts,
     }])
-}
-
-fn time_fn(name: &str, v: f64) -> f64 {
-    if v.is_nan() || v.is_infinite() {
-        return v;
-    }
-    // Go's int64(v) truncates toward zero; `as` does too (and saturates).
-    let t = crate::calendar::civil(v as i64);
-    (match name {
-        "day_of_month" => t.day,
-        "day_of_week" => t.weekday,
-        "day_of_year" => t.day_of_year,
-        "days_in_month" => t.days_in_month,
-        "hour" => t.hour,
-        "minute" => t.minute,
-        "month" => t.month,
-        _ => t.year,
-    }) as f64
 }
 
 /// Go's `strconv.FormatFloat(v, 'f', -1, 64)`.
@@ -453,36 +375,37 @@ fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     (ab.len() - i).cmp(&(bb.len() - j))
 }
 
-fn range_fn(ev: &mut Ev, name: &str, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -> Result<Val> {
+fn range_fn(ev: &mut Ev, f: RangeFn, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -> Result<Val> {
     let n = c.n();
-    let keep_name = matches!(name, "last_over_time" | "first_over_time");
-    let (out, _) = ev.range_series(m, c, Some(name), true, &|labels, drop_name, samples, ra| {
+    let (out, _) = ev.range_series(m, c, Some(f.name()), true, &|labels, drop_name, samples, ra| {
         // At most one point per step, and dense series fill most steps.
         let mut pts = Vec::with_capacity(n.min(samples.len()));
-        range_points(name, &scalars, samples, c, ra, &mut pts)?;
+        range_points(f, &scalars, samples, c, ra, &mut pts)?;
         Ok((!pts.is_empty()).then_some(Series {
             labels,
-            drop_name: if keep_name { drop_name } else { true },
+            drop_name: if f.keeps_name() { drop_name } else { true },
             pts,
         }))
     })?;
     for s in &out {
-        push_counter_info(ev, name, &s.labels);
+        if let Some(info) = s.labels.metric_name().and_then(|mn| counter_info(f, mn)) {
+            ev.infos.push(info);
+        }
     }
     Ok(Val::Vector(out))
 }
 
-/// Appends range function `name`'s `(step time, value)` points over one
+/// Appends range function `f`'s `(step time, value)` points over one
 /// series' samples to `pts`; `scalars` are its scalar arguments per step.
 pub(crate) fn range_points(
-    name: &str,
+    f: RangeFn,
     scalars: &[Vec<f64>],
     samples: Samples<'_>,
     c: Ctx,
     ra: RangeArg,
     pts: &mut Vec<(i64, f64)>,
 ) -> Result<()> {
-    if let Some(x) = Extrapolation::of(name) {
+    if let Some(x) = f.extrapolation() {
         // Counter resets are rare: a series without any skips looking
         // for them window by window.
         let may_reset = samples.has_decrease();
@@ -500,7 +423,7 @@ pub(crate) fn range_points(
         for (a, s) in step_args.iter_mut().zip(scalars) {
             *a = s[i];
         }
-        match range_value(name, w, ts, &step_args) {
+        match range_value(f, w, ts, &step_args) {
             Ok(Some(v)) => pts.push((ts, v)),
             Ok(None) => {}
             Err(e) => failed = Some(e),
@@ -509,17 +432,11 @@ pub(crate) fn range_points(
     failed.map_or(Ok(()), Err)
 }
 
-/// Prometheus' info that `rate`/`increase` was given a series whose name
-/// does not look like a counter's, for a series with a result.
-pub(crate) fn push_counter_info(ev: &mut Ev, name: &str, labels: &Labels) {
-    if let Some(info) = labels.metric_name().and_then(|mn| counter_info(name, mn)) {
-        ev.infos.push(info);
-    }
-}
-
-/// [`push_counter_info`]'s text for a series named `metric`, if it needs one.
-pub(crate) fn counter_info(name: &str, metric: &str) -> Option<String> {
-    (matches!(name, "rate" | "increase")
+/// Prometheus' info that `rate`/`increase` was given a series named
+/// `metric`, which does not look like a counter's (for a series with a
+/// result), if `f` needs one.
+pub(crate) fn counter_info(f: RangeFn, metric: &str) -> Option<String> {
+    (f.expects_counter()
         && !["_total", "_sum", "_count", "_bucket"]
             .iter()
             .any(|x| metric.ends_with(x)))
@@ -540,21 +457,22 @@ fn for_each_window(samples: Samples<'_>, c: Ctx, ra: RangeArg, mut f: impl FnMut
     });
 }
 
-fn range_value(name: &str, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Option<f64>> {
+fn range_value(f: RangeFn, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Option<f64>> {
     let n = w.len();
     let last = w.last();
-    Ok(match name {
-        "irate" | "idelta" => {
+    Ok(match f {
+        RangeFn::Irate | RangeFn::Idelta => {
             if n < 2 {
                 return Ok(None);
             }
             let prev = w.at(n - 2);
-            let mut r = if name == "irate" && last.1 < prev.1 {
+            let irate = f == RangeFn::Irate;
+            let mut r = if irate && last.1 < prev.1 {
                 last.1
             } else {
                 last.1 - prev.1
             };
-            if name == "irate" {
+            if irate {
                 let dt = last.0 - prev.0;
                 if dt == 0 {
                     return Ok(None);
@@ -563,20 +481,20 @@ fn range_value(name: &str, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Opti
             }
             Some(r)
         }
-        "deriv" => {
+        RangeFn::Deriv => {
             if n < 2 {
                 return Ok(None);
             }
             Some(linear_regression(w, w.ts[0]).0)
         }
-        "predict_linear" => {
+        RangeFn::PredictLinear => {
             if n < 2 {
                 return Ok(None);
             }
             let (slope, icpt) = linear_regression(w, ts);
             Some(icpt + slope * args[0])
         }
-        "changes" => {
+        RangeFn::Changes => {
             let mut c = 0.0;
             for p in w.vs.windows(2) {
                 let (a, b) = (p[0], p[1]);
@@ -586,8 +504,8 @@ fn range_value(name: &str, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Opti
             }
             Some(c)
         }
-        "resets" => Some(w.vs.windows(2).filter(|p| p[1] < p[0]).count() as f64),
-        "avg_over_time" => {
+        RangeFn::Resets => Some(w.vs.windows(2).filter(|p| p[1] < p[0]).count() as f64),
+        RangeFn::AvgOverTime => {
             let (mut sum, mut count, mut mean, mut kc, mut incremental) = (w.vs[0], 1.0f64, 0.0f64, 0.0f64, false);
             for (i, &v) in w.vs[1..].iter().enumerate() {
                 count = (i + 2) as f64;
@@ -613,32 +531,30 @@ fn range_value(name: &str, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Opti
                 sum / count + kc / count
             })
         }
-        "sum_over_time" => {
+        RangeFn::SumOverTime => {
             let (mut s, mut c) = (0.0, 0.0);
             for &v in w.vs {
                 (s, c) = kahan_inc(v, s, c);
             }
             Some(if s.is_infinite() { s } else { s + c })
         }
-        "count_over_time" => Some(n as f64),
-        "min_over_time" | "max_over_time" => {
+        RangeFn::CountOverTime => Some(n as f64),
+        RangeFn::MinOverTime | RangeFn::MaxOverTime => {
+            let max = f == RangeFn::MaxOverTime;
             let mut v = w.vs[0];
             for &x in &w.vs[1..] {
-                let better = if name == "max_over_time" { x > v } else { x < v };
+                let better = if max { x > v } else { x < v };
                 if better || v.is_nan() {
                     v = x;
                 }
             }
             Some(v)
         }
-        "ts_of_min_over_time" | "ts_of_max_over_time" => {
+        RangeFn::TsOfMinOverTime | RangeFn::TsOfMaxOverTime => {
+            let max = f == RangeFn::TsOfMaxOverTime;
             let (mut t, mut v) = w.first();
             for p in w.pairs().skip(1) {
-                let better = if name == "ts_of_max_over_time" {
-                    p.1 >= v
-                } else {
-                    p.1 <= v
-                };
+                let better = if max { p.1 >= v } else { p.1 <= v };
                 if better || v.is_nan() {
                     v = p.1;
                     t = p.0;
@@ -646,12 +562,12 @@ fn range_value(name: &str, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Opti
             }
             Some(t as f64 / 1000.0)
         }
-        "last_over_time" => Some(last.1),
-        "first_over_time" => Some(w.vs[0]),
-        "ts_of_last_over_time" => Some(last.0 as f64 / 1000.0),
-        "ts_of_first_over_time" => Some(w.ts[0] as f64 / 1000.0),
-        "present_over_time" => Some(1.0),
-        "stddev_over_time" | "stdvar_over_time" => {
+        RangeFn::LastOverTime => Some(last.1),
+        RangeFn::FirstOverTime => Some(w.vs[0]),
+        RangeFn::TsOfLastOverTime => Some(last.0 as f64 / 1000.0),
+        RangeFn::TsOfFirstOverTime => Some(w.ts[0] as f64 / 1000.0),
+        RangeFn::PresentOverTime => Some(1.0),
+        RangeFn::StddevOverTime | RangeFn::StdvarOverTime => {
             let (mut count, mut mean, mut cmean, mut aux, mut caux) = (0.0, 0.0, 0.0, 0.0, 0.0);
             for &v in w.vs {
                 count += 1.0;
@@ -660,9 +576,9 @@ fn range_value(name: &str, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Opti
                 (aux, caux) = kahan_inc(delta * (v - (mean + cmean)), aux, caux);
             }
             let var = (aux + caux) / count;
-            Some(if name == "stddev_over_time" { var.sqrt() } else { var })
+            Some(if f == RangeFn::StddevOverTime { var.sqrt() } else { var })
         }
-        "mad_over_time" => {
+        RangeFn::MadOverTime => {
             if w.vs.iter().any(|v| v.is_nan()) {
                 return Ok(Some(f64::NAN));
             }
@@ -671,11 +587,11 @@ fn range_value(name: &str, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Opti
             let mut dev: Vec<f64> = w.vs.iter().map(|v| (v - median).abs()).collect();
             Some(quantile(0.5, &mut dev))
         }
-        "quantile_over_time" => {
+        RangeFn::QuantileOverTime => {
             let mut vals = w.vs.to_vec();
             Some(quantile(args[0], &mut vals))
         }
-        "double_exponential_smoothing" => {
+        RangeFn::DoubleExponentialSmoothing => {
             let (sf, tf) = (args[0], args[1]);
             if sf <= 0.0 || sf >= 1.0 {
                 return Err(QueryError::Execution(format!(
@@ -703,7 +619,10 @@ fn range_value(name: &str, w: Samples<'_>, ts: i64, args: &[f64]) -> Result<Opti
             }
             Some(s1)
         }
-        _ => return Err(QueryError::BadData(format!("function \"{name}\" is not supported"))),
+        // Evaluated for all windows at once (`rate.rs`).
+        RangeFn::Rate | RangeFn::Increase | RangeFn::Delta => {
+            return Err(QueryError::Internal(format!("{} evaluated window by window", f.name())));
+        }
     })
 }
 
@@ -949,7 +868,7 @@ pub(crate) fn group_labels(l: &Labels, without: bool, names: &[String]) -> Label
 
 pub(crate) fn aggregate(
     ev: &mut Ev,
-    op: &str,
+    op: AggOp,
     modifier: Option<&LabelModifier>,
     param: Option<Val>,
     input: Vec<Series>,
@@ -988,7 +907,7 @@ pub(crate) fn aggregate(
     };
 
     match op {
-        "count_values" => {
+        AggOp::CountValues => {
             let label = match &param {
                 Some(Val::Str(s)) => s.clone(),
                 _ => return Err(QueryError::BadData("count_values needs a string parameter".into())),
@@ -1021,8 +940,9 @@ pub(crate) fn aggregate(
             }
             Ok(Val::Vector(acc.series))
         }
-        "topk" | "bottomk" | "limitk" | "limit_ratio" => {
-            let p = scalar_param.ok_or_else(|| QueryError::BadData(format!("{op} needs a scalar parameter")))?;
+        AggOp::Topk | AggOp::Bottomk | AggOp::Limitk | AggOp::LimitRatio => {
+            let p =
+                scalar_param.ok_or_else(|| QueryError::BadData(format!("{} needs a scalar parameter", op.name())))?;
             let mut out: Vec<Series> = Vec::new();
             let mut out_idx: Vec<Option<usize>> = vec![None; input.len()];
             let mut heaps: Vec<Vec<(usize, f64)>> = vec![Vec::new(); groups.len()];
@@ -1034,7 +954,7 @@ pub(crate) fn aggregate(
                 let pv = p[i];
                 let mut k = 0usize;
                 let mut ratio = 0.0;
-                if op == "limit_ratio" {
+                if op == AggOp::LimitRatio {
                     if pv.is_nan() {
                         return Err(QueryError::Execution("Ratio value is NaN".into()));
                     }
@@ -1077,14 +997,15 @@ pub(crate) fn aggregate(
                         order.push(g);
                     }
                     match op {
-                        "topk" | "bottomk" => {
-                            let less: &dyn Fn(f64, f64) -> bool = if op == "topk" { &top_less } else { &bottom_less };
+                        AggOp::Topk | AggOp::Bottomk => {
+                            let less: &dyn Fn(f64, f64) -> bool =
+                                if op == AggOp::Topk { &top_less } else { &bottom_less };
                             if h.len() < k {
                                 h.push((j, v));
                                 let last = h.len() - 1;
                                 heap_up(h, last, less);
                             } else {
-                                let replace = if op == "topk" {
+                                let replace = if op == AggOp::Topk {
                                     h[0].1 < v || (h[0].1.is_nan() && !v.is_nan())
                                 } else {
                                     h[0].1 > v || (h[0].1.is_nan() && !v.is_nan())
@@ -1097,7 +1018,7 @@ pub(crate) fn aggregate(
                                 }
                             }
                         }
-                        "limitk" => {
+                        AggOp::Limitk => {
                             if h.len() < k {
                                 h.push((j, v));
                             }
@@ -1116,8 +1037,8 @@ pub(crate) fn aggregate(
                 gorder.dedup();
                 for g in gorder {
                     let h = &mut heaps[g];
-                    if op == "topk" || op == "bottomk" {
-                        let less: &dyn Fn(f64, f64) -> bool = if op == "topk" { &top_less } else { &bottom_less };
+                    if matches!(op, AggOp::Topk | AggOp::Bottomk) {
+                        let less: &dyn Fn(f64, f64) -> bool = if op == AggOp::Topk { &top_less } else { &bottom_less };
                         // sort.Sort(sort.Reverse(heap)) as insertion sort.
                         for a in 1..h.len() {
                             let mut b = a;
@@ -1146,15 +1067,12 @@ pub(crate) fn aggregate(
             }
             Ok(Val::Vector(out))
         }
-        "sum" | "avg" | "count" | "min" | "max" | "group" | "stddev" | "stdvar" | "quantile" => {
-            if op == "quantile"
+        _ => {
+            debug_assert!(op.accumulates());
+            if op == AggOp::Quantile
                 && let Some(p) = &scalar_param
-                && let Some(bad) = p.iter().find(|q| !(0.0..=1.0).contains(*q))
             {
-                ev.warnings.push(format!(
-                    "PromQL warning: quantile value should be between 0 and 1, got {}",
-                    fmt_go(*bad)
-                ));
+                quantile_warning(ev, p);
             }
             let out: Vec<Series> = groups
                 .iter()
@@ -1172,6 +1090,5 @@ pub(crate) fn aggregate(
             ev.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
             Ok(Val::Vector(out))
         }
-        _ => Err(QueryError::BadData(format!("aggregation \"{op}\" is not supported"))),
     }
 }

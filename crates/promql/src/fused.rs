@@ -25,31 +25,10 @@ use promql_parser::parser::{AggregateExpr, Expr, LabelModifier};
 
 use crate::aggregate::GroupSteps;
 use crate::eval::{Ctx, Ev, Result, Series, Val, unwrap_parens};
+use crate::func::{Func, RangeFn};
 use crate::functions::{counter_info, group_labels, range_points};
+use crate::ops::AggOp;
 use crate::samples::Samples;
-
-/// Range functions of one range-vector argument whose series results
-/// [`range_points`] computes.
-const FOLDABLE: &[&str] = &[
-    "rate",
-    "increase",
-    "delta",
-    "irate",
-    "idelta",
-    "deriv",
-    "changes",
-    "resets",
-    "avg_over_time",
-    "min_over_time",
-    "max_over_time",
-    "sum_over_time",
-    "count_over_time",
-    "last_over_time",
-    "first_over_time",
-    "present_over_time",
-    "stddev_over_time",
-    "stdvar_over_time",
-];
 
 /// The groups being filled, keyed by their labels.
 #[derive(Default)]
@@ -68,10 +47,10 @@ struct Group {
 
 /// `a` evaluated by folding it into its select, or `None` when it is not of
 /// the foldable shape: a simple aggregation (not `quantile`, `topk`, ...)
-/// of a function from [`FOLDABLE`] over a matrix selector without `or`
-/// alternatives.
+/// of a [foldable](RangeFn::foldable) range function over a matrix
+/// selector without `or` alternatives.
 pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Result<Val>> {
-    let op = a.op.to_string();
+    let op = AggOp::of(a.op).ok()?;
     let (without, names) = match a.modifier.as_ref() {
         None => (false, Vec::new()),
         Some(LabelModifier::Include(l)) if !l.labels.iter().any(|n| n == METRIC_NAME) => (false, l.labels.clone()),
@@ -82,18 +61,20 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
         return None;
     }
     // Only the aggregations `GroupSteps` accumulates (not quantile, topk, ...).
-    GroupSteps::new(&op, 0)?;
+    GroupSteps::new(op, 0)?;
     let Expr::Call(call) = unwrap_parens(&a.expr) else {
         return None;
     };
-    let func = call.func.name;
+    let Some(Func::Range(func)) = Func::of(call.func.name) else {
+        return None;
+    };
     let [arg] = call.args.args.as_slice() else {
         return None;
     };
     let Expr::MatrixSelector(ms) = unwrap_parens(arg) else {
         return None;
     };
-    if !FOLDABLE.contains(&func) {
+    if !func.foldable() {
         return None;
     }
     let by = if without {
@@ -116,7 +97,7 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
     let (ra, mint, maxt) = ev.matrix_window(ms, c);
     let hints = SelectHints {
         step_ms: (c.step > 0).then_some(c.step),
-        func: Some(func.to_string()),
+        func: Some(func.name().to_string()),
         range_ms: Some(ra.range),
         ..SelectHints::default()
     };
@@ -129,7 +110,7 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
         f.pts.clear();
         range_points(func, &[], samples, c, ra, &mut f.pts)?;
         if !f.pts.is_empty() {
-            add_series(&mut f.groups, &op, n, c, without, &names, func, labels, &f.pts);
+            add_series(&mut f.groups, op, n, c, without, &names, func, labels, &f.pts);
         }
         Ok(())
     };
@@ -141,7 +122,7 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
                 all.groups.extend(shard.groups.groups);
                 all.not_counters.extend(shard.groups.not_counters);
             }
-            Some(finish(ev, all, c, keeps_name(func)))
+            Some(finish(ev, all, c, func))
         }
         // `or` alternatives in the selector, or too few series: the node-by-node path.
         Ok(None) => None,
@@ -159,12 +140,12 @@ struct Fold {
 #[allow(clippy::too_many_arguments)]
 fn add_series(
     groups: &mut Groups,
-    op: &str,
+    op: AggOp,
     n: usize,
     c: Ctx,
     without: bool,
     names: &[String],
-    func: &str,
+    func: RangeFn,
     labels: Labels,
     pts: &[(i64, f64)],
 ) {
@@ -178,21 +159,12 @@ fn add_series(
         first: labels,
         steps: GroupSteps::new(op, n).expect("checked foldable"),
     });
-    // Points lie on the steps: walk the steps alongside instead of
-    // dividing for each point's step index.
-    let (mut i, mut ti) = (0usize, c.start);
-    for &(t, f) in pts {
-        while ti < t && c.step > 0 {
-            i += 1;
-            ti += c.step;
-        }
-        group.steps.add(i, f);
-    }
+    c.walk_steps(pts, 0, n, |i, f| group.steps.add(i, f));
 }
 
 /// The groups as the aggregation's result, in the order the node-by-node
 /// evaluation gives them.
-fn finish(ev: &mut Ev, groups: Groups, c: Ctx, keep_name: bool) -> Result<Val> {
+fn finish(ev: &mut Ev, groups: Groups, c: Ctx, func: RangeFn) -> Result<Val> {
     let mut out: Vec<(Labels, Labels, GroupSteps)> = groups
         .groups
         .into_iter()
@@ -202,21 +174,17 @@ fn finish(ev: &mut Ev, groups: Groups, c: Ctx, keep_name: bool) -> Result<Val> {
     // Series are read in label order, so the node-by-node path's per-series
     // infos come out by metric name too (then deduplicated).
     for metric in &groups.not_counters {
-        ev.infos.extend(counter_info("rate", metric));
+        ev.infos.extend(counter_info(func, metric));
     }
     let out: Vec<Series> = out
         .into_iter()
         .map(|(_, labels, steps)| Series {
             labels,
             // Range functions drop the metric name, except these two.
-            drop_name: !keep_name,
+            drop_name: !func.keeps_name(),
             pts: steps.points(c),
         })
         .collect();
     ev.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
     Ok(Val::Vector(out))
-}
-
-fn keeps_name(func: &str) -> bool {
-    matches!(func, "last_over_time" | "first_over_time")
 }

@@ -14,11 +14,14 @@
 #![allow(clippy::needless_range_loop, clippy::type_complexity)]
 
 mod aggregate;
+mod binary;
 mod calendar;
 mod escapes;
 mod eval;
+mod func;
 mod functions;
 mod fused;
+mod ops;
 mod rate;
 mod samples;
 mod select;

@@ -21,15 +21,18 @@ pub(crate) struct Extrapolation {
 }
 
 impl Extrapolation {
-    pub fn of(name: &str) -> Option<Self> {
-        let (counter, per_second) = match name {
-            "rate" => (true, true),
-            "increase" => (true, false),
-            "delta" => (false, false),
-            _ => return None,
-        };
-        Some(Self { counter, per_second })
-    }
+    pub const RATE: Self = Self {
+        counter: true,
+        per_second: true,
+    };
+    pub const INCREASE: Self = Self {
+        counter: true,
+        per_second: false,
+    };
+    pub const DELTA: Self = Self {
+        counter: false,
+        per_second: false,
+    };
 }
 
 /// Windows finished together.
@@ -268,9 +271,8 @@ mod tests {
             samples in prop_oneof![series(), monotone_series()],
             range in 1i64..200_000,
             step in 1i64..20_000,
-            name in prop_oneof![Just("rate"), Just("increase"), Just("delta")],
+            x in prop_oneof![Just(Extrapolation::RATE), Just(Extrapolation::INCREASE), Just(Extrapolation::DELTA)],
         ) {
-            let x = Extrapolation::of(name).unwrap();
             let end_t = samples.last().map_or(0, |p| p.0) + range;
             let (ts, vs): (Vec<i64>, Vec<f64>) = samples.iter().copied().unzip();
             let columns = Samples::new(&ts, &vs);

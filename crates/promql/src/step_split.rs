@@ -18,7 +18,7 @@
 //! range, an aggregation over another aggregation of three or more groups
 //! may add them in another order (a last-bit difference, as any reordering
 //! of a float sum); and aggregations that choose by input order are never
-//! split ([`ORDER_SENSITIVE`]).
+//! split ([`AggOp::order_sensitive`]).
 //!
 //! The price is the data both neighbours read: the window before a part's
 //! first step (a range, or the lookback) and the storage block around the
@@ -30,6 +30,7 @@ use promql_parser::parser::Expr;
 use rayon::prelude::*;
 
 use crate::eval::{Ctx, Ev, Result, Val};
+use crate::ops::AggOp;
 
 /// When a range query is split (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,18 +111,13 @@ pub(crate) fn plan(policy: StepSplit, ast: &Expr, c: Ctx, threads: usize, lookba
     })
 }
 
-/// Aggregations whose answer at a step depends on the order of their input
-/// series (which of equal values `topk` keeps, the first k of `limitk`) or
-/// whose output order depends on other steps (`count_values`, and `topk`'s
-/// own). A part orders series by their first appearance within its own
-/// steps, so these could pick differently than the whole evaluation: never
-/// split. (Found by the differential test's byte-for-byte comparison.)
-const ORDER_SENSITIVE: &[&str] = &["topk", "bottomk", "limitk", "limit_ratio", "count_values"];
-
 /// How far before a step the data it needs reaches (the longest chain of
 /// ranges, subquery ranges and lookbacks), or `None` when the query must
 /// not be split: an `@` modifier pins a selection to fixed times, or an
-/// aggregation is [`ORDER_SENSITIVE`].
+/// aggregation is [order-sensitive](AggOp::order_sensitive). A part orders
+/// series by their first appearance within its own steps, so these could
+/// pick differently than the whole evaluation. (Found by the differential
+/// test's byte-for-byte comparison.)
 fn lookbehind(e: &Expr, lookback: i64) -> Option<i64> {
     use promql_parser::parser::VectorSelector;
     let selector = |vs: &VectorSelector, window: i64| vs.at.is_none().then_some(window);
@@ -135,7 +131,7 @@ fn lookbehind(e: &Expr, lookback: i64) -> Option<i64> {
             Some(sq.range.as_millis() as i64 + lookbehind(&sq.expr, lookback)?)
         }
         Expr::Aggregate(a) => {
-            if ORDER_SENSITIVE.contains(&a.op.to_string().as_str()) {
+            if AggOp::of(a.op).is_ok_and(AggOp::order_sensitive) {
                 return None;
             }
             let param = match &a.param {

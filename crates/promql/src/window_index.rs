@@ -216,7 +216,7 @@ mod tests {
         let a: Vec<f64> = (0..500).map(|i| (i * i) as f64 / 3.0).collect();
         let b: Vec<f64> = (0..500).map(|i| ((i * 37) % 101) as f64).collect();
         let (c, ra) = (steps(30_000, 7_000_000, 60_000), plain(75_000));
-        let x = crate::rate::Extrapolation::of("rate").unwrap();
+        let x = crate::rate::Extrapolation::RATE;
         let rate = |vs: &[f64], w: &mut ColumnWindows| {
             let mut out = Vec::new();
             crate::rate::evaluate(x, ra.range, w.geometry(&ts), vs, true, &mut out);
