@@ -18,9 +18,6 @@ use crate::eval::{Ctx, Result, Series, kahan_inc, quantile};
 use crate::ops::AggOp as Op;
 use crate::select::Budget;
 
-/// Points below which splitting the steps is not worth a thread handoff.
-const PARALLEL_MIN_POINTS: usize = 50_000;
-
 /// Accumulator of one group at one step, for the operations that need
 /// only a value and its compensation (sum, count, min, max, group): 24
 /// bytes instead of [`Acc`]'s 64, so the state of a day of steps for a few
@@ -317,10 +314,13 @@ impl GroupSteps {
 }
 
 /// Aggregates `input` into `groups` (series `j` belongs to group
-/// `sgroup[j]`); returns one series per group with at least one point, in
-/// group order. `param` is `quantile`'s φ per step.
+/// `sgroup[j]`), its steps cut into one chunk per thread of `threads`;
+/// returns one series per group with at least one point, in group order.
+/// `param` is `quantile`'s φ per step.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn simple(
     budget: &Budget<'_>,
+    threads: usize,
     op: Op,
     input: &[Series],
     sgroup: &[usize],
@@ -332,12 +332,7 @@ pub(crate) fn simple(
         return Err(crate::QueryError::Internal(format!("{op:?} is not accumulated")));
     }
     let n = c.n();
-    let points: usize = input.iter().map(|s| s.pts.len()).sum();
-    let workers = if points >= PARALLEL_MIN_POINTS {
-        budget.threads.clamp(1, n.max(1))
-    } else {
-        1
-    };
+    let workers = threads.clamp(1, n.max(1));
     let chunk = n.div_ceil(workers).max(1);
     let ranges: Vec<(usize, usize)> = (0..n).step_by(chunk).map(|a| (a, (a + chunk).min(n))).collect();
     let members = Members::of(sgroup, groups.len());

@@ -4,16 +4,16 @@
 use foldhash::{HashMap, HashMapExt};
 
 use cairn_model::{Label, Labels, METRIC_NAME};
-use promql_parser::parser::{BinaryExpr, LabelModifier, VectorMatchCardinality};
+use promql_parser::parser::{LabelModifier, VectorMatchCardinality};
 
 use crate::QueryError;
 use crate::eval::{Ctx, Ev, OutAcc, Result, Series, StepIter, Val, dup_labelset, labels_from};
 use crate::ops::BinOp;
+use crate::plan::Binary;
 
 impl Ev<'_> {
-    pub(crate) fn eval_binary(&mut self, b: &BinaryExpr, c: Ctx) -> Result<Val> {
-        let op = BinOp::of(b.op)?;
-        let return_bool = b.return_bool();
+    pub(crate) fn eval_binary(&mut self, b: &Binary, c: Ctx) -> Result<Val> {
+        let (op, return_bool) = (b.op, b.return_bool);
         let lhs = self.eval(&b.lhs, c)?;
         let rhs = self.eval(&b.rhs, c)?;
         match (lhs, rhs) {
@@ -57,7 +57,7 @@ impl Ev<'_> {
 
     fn vector_vector(
         &mut self,
-        b: &BinaryExpr,
+        b: &Binary,
         op: BinOp,
         return_bool: bool,
         lhs: Vec<Series>,

@@ -8,9 +8,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use cairn_model::{Label, Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
 use cairn_storage::{Queryable, SelectHints, ShardBy};
 use promql_parser::label::MatchOp as PMatchOp;
-use promql_parser::parser::{AggregateExpr, AtModifier, Expr, MatrixSelector, Offset, SubqueryExpr, VectorSelector};
+use promql_parser::parser::{AtModifier, Offset, VectorSelector};
 
-use crate::ops::AggOp;
+use crate::plan::{AggStrategy, Aggregate, MatcherSet, Node, Plan, Selector, Subquery};
 use crate::samples::{SampleColumns, Samples};
 use crate::select::{Budget, ReadOpts, Reduce, read_sharded};
 use crate::value::{InstantSample, RangeSeries, SampleValue, Value};
@@ -19,7 +19,7 @@ use crate::{EngineOptions, QueryError, QueryOptions, QueryResult};
 pub(crate) type Result<T> = std::result::Result<T, QueryError>;
 
 /// Default subquery step when none is given (Prometheus' evaluation interval).
-const DEFAULT_SUBQUERY_STEP: i64 = 60_000;
+pub(crate) const DEFAULT_SUBQUERY_STEP: i64 = 60_000;
 
 /// One series of an intermediate result: points at evaluation steps (vectors)
 /// or raw samples (range vectors).
@@ -131,18 +131,6 @@ pub(crate) struct Ev<'a> {
     pub warnings: Vec<String>,
     pub infos: Vec<String>,
     range_query: bool,
-    /// Pool threads this evaluation may use (see [`Budget::threads`]).
-    pub(crate) threads: usize,
-    /// [`EngineOptions::fold_sharded_min_points`].
-    pub(crate) fold_sharded_min_points: usize,
-}
-
-pub(crate) struct RunSpec<'a> {
-    pub ast: &'a Expr,
-    pub start: i64,
-    pub end: i64,
-    pub step: i64,
-    pub instant: bool,
 }
 
 /// The query's lookback delta in ms: its own, else the engine's (5 m when
@@ -156,14 +144,16 @@ pub(crate) fn run(
     opts: &EngineOptions,
     qo: &QueryOptions,
     q: &dyn Queryable,
-    spec: RunSpec<'_>,
+    plan: &Plan,
+    instant: bool,
 ) -> Result<QueryResult> {
     let timeout = qo.timeout.unwrap_or(opts.timeout);
+    let ctx = plan.ctx;
     let mut ev = Ev {
         q,
         lookback: lookback_ms(opts, qo),
-        qstart: spec.start,
-        qend: spec.end,
+        qstart: ctx.start,
+        qend: ctx.end,
         max_samples: opts.max_samples,
         samples: 0,
         max_series: opts.max_series,
@@ -172,30 +162,17 @@ pub(crate) fn run(
         cancel: qo.cancel.clone(),
         warnings: Vec::new(),
         infos: Vec::new(),
-        range_query: !spec.instant,
-        threads: rayon::current_num_threads().max(1),
-        fold_sharded_min_points: opts.fold_sharded_min_points,
+        range_query: !instant,
     };
-    let ctx = Ctx {
-        start: spec.start,
-        end: spec.end,
-        step: spec.step,
-    };
-    if !spec.instant && ctx.n() > opts.max_points_per_series {
-        return Err(QueryError::BadData(
-            "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"
-                .into(),
-        ));
-    }
-    let v = match crate::step_split::plan(opts.step_split, spec.ast, ctx, ev.threads, ev.lookback) {
-        Some(plan) => crate::step_split::eval(&mut ev, spec.ast, &plan)?,
-        None => ev.eval(spec.ast, ctx)?,
+    let v = match &plan.split {
+        Some(split) => crate::step_split::eval(&mut ev, &plan.root, split)?,
+        None => ev.eval(&plan.root, ctx)?,
     };
     let value = match v {
         Val::Scalar(vs) => {
-            if spec.instant {
+            if instant {
                 Value::Scalar {
-                    t: spec.start,
+                    t: ctx.start,
                     v: vs.first().copied().unwrap_or(f64::NAN),
                 }
             } else {
@@ -207,10 +184,10 @@ pub(crate) fn run(
                 }])
             }
         }
-        Val::Str(s) => Value::String { t: spec.start, s },
+        Val::Str(s) => Value::String { t: ctx.start, s },
         Val::Vector(ss) => {
             let ss = cleanup(ss)?;
-            if spec.instant {
+            if instant {
                 Value::Vector(
                     ss.into_iter()
                         .filter_map(|s| {
@@ -291,7 +268,7 @@ pub(crate) fn labels_from(v: Vec<Label>) -> Labels {
     Labels::new(v).unwrap_or_default()
 }
 
-fn duration_ms(d: &std::time::Duration) -> i64 {
+pub(crate) fn duration_ms(d: &std::time::Duration) -> i64 {
     d.as_millis() as i64
 }
 
@@ -307,13 +284,6 @@ fn system_time_ms(t: &SystemTime) -> i64 {
     match t.duration_since(UNIX_EPOCH) {
         Ok(d) => d.as_millis() as i64,
         Err(e) => -(e.duration().as_millis() as i64),
-    }
-}
-
-pub(crate) fn unwrap_parens(e: &Expr) -> &Expr {
-    match e {
-        Expr::Paren(p) => unwrap_parens(&p.expr),
-        e => e,
     }
 }
 
@@ -532,10 +502,9 @@ impl<'a> Ev<'a> {
     }
 
     /// A fresh evaluator for one part of a query split by steps
-    /// (`step_split.rs`): same query, limits and deadline, on `threads`
-    /// pool threads, counting from zero (the split comes before anything is
-    /// counted).
-    pub(crate) fn part(&self, threads: usize) -> Ev<'a> {
+    /// (`step_split.rs`): same query, limits and deadline, counting from
+    /// zero (the split comes before anything is counted).
+    pub(crate) fn part(&self) -> Ev<'a> {
         Ev {
             q: self.q,
             lookback: self.lookback,
@@ -550,8 +519,6 @@ impl<'a> Ev<'a> {
             warnings: Vec::new(),
             infos: Vec::new(),
             range_query: self.range_query,
-            threads,
-            fold_sharded_min_points: self.fold_sharded_min_points,
         }
     }
 
@@ -602,30 +569,29 @@ impl<'a> Ev<'a> {
         }
     }
 
-    /// Reads the series selected by `vs` with samples in `[mint, maxt]`,
-    /// each reduced by `reduce` as soon as it is decoded (in parallel, see
-    /// `select.rs`); the results come back in label order.
+    /// Reads the series selected by `sel` with samples in `[mint, maxt]`,
+    /// each reduced by `reduce` as soon as it is decoded (in the shards the
+    /// plan gives, see `select.rs`); the results come back in label order.
     fn select(
         &mut self,
-        vs: &VectorSelector,
+        sel: &Selector,
         mint: i64,
         maxt: i64,
         hints: SelectHints,
         opts: ReadOpts,
         reduce: &Reduce<'_>,
     ) -> Result<Vec<Series>> {
-        let sets = convert_matchers(vs)?;
         let querier = self.q.querier(mint, maxt)?;
         self.counted(|budget| {
-            if sets.len() == 1 {
-                return read_sharded(querier.as_ref(), &hints, &sets[0], budget, opts, reduce);
+            if let [set] = sel.sets.as_slice() {
+                return read_sharded(querier.as_ref(), &hints, set, budget, opts, reduce);
             }
             // `{a="1" or b="2"}`: union of the alternatives. A series matched
             // by several has the same samples in each, so its reductions are
             // equal and the first is kept.
             let mut all: std::collections::BTreeMap<Labels, Series> = Default::default();
-            for ms in &sets {
-                for s in read_sharded(querier.as_ref(), &hints, ms, budget, opts, reduce)? {
+            for set in &sel.sets {
+                for s in read_sharded(querier.as_ref(), &hints, set, budget, opts, reduce)? {
                     all.entry(s.labels.clone()).or_insert(s);
                 }
             }
@@ -643,7 +609,6 @@ impl<'a> Ev<'a> {
             self.max_samples,
             self.deadline,
             self.cancel.as_deref(),
-            self.threads,
         );
         let out = f(&budget);
         self.series = budget.series.load(Ordering::Relaxed);
@@ -651,38 +616,39 @@ impl<'a> Ev<'a> {
         out
     }
 
-    /// Folds each series selected by `vs` with samples in `[mint, maxt]`
-    /// into a state per shard with `fold` (see [`crate::select::fold_sharded`]);
-    /// `Ok(None)` when `vs` has `or` alternatives, which only [`Self::select`]
-    /// reads, or may hold fewer than `min_series` series.
+    /// Folds each series selected by `set` with samples in `[mint, maxt]`
+    /// into a state per shard with `fold`, `shards` shards placed by `by`
+    /// (see [`crate::select::fold_sharded`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn fold_selected<T: Send>(
         &mut self,
-        vs: &VectorSelector,
+        set: &MatcherSet,
+        shards: usize,
         mint: i64,
         maxt: i64,
         hints: SelectHints,
         by: Option<Arc<ShardBy>>,
-        min_series: usize,
         init: &(dyn Fn() -> T + Sync),
         fold: &(dyn Fn(&mut T, Labels, Samples<'_>) -> Result<()> + Sync),
-    ) -> Result<Option<Vec<T>>> {
-        let sets = convert_matchers(vs)?;
-        let [matchers] = sets.as_slice() else {
-            return Ok(None);
-        };
+    ) -> Result<Vec<T>> {
         let querier = self.q.querier(mint, maxt)?;
-        if min_series > 0 && querier.series_upper_bound(matchers)? < min_series {
-            return Ok(None);
-        }
         let opts = ReadOpts {
             drop_stale: true,
             count_output: false,
         };
         self.counted(|budget| {
-            crate::select::fold_sharded(querier.as_ref(), &hints, matchers, budget, opts, by, init, fold)
+            crate::select::fold_sharded(
+                querier.as_ref(),
+                &hints,
+                &set.matchers,
+                shards,
+                budget,
+                opts,
+                by,
+                init,
+                fold,
+            )
         })
-        .map(Some)
     }
 
     /// A budget for parallel work outside selects (subquery reductions).
@@ -694,17 +660,15 @@ impl<'a> Ev<'a> {
             self.max_samples,
             self.deadline,
             self.cancel.as_deref(),
-            self.threads,
         )
     }
 
-    pub(crate) fn eval(&mut self, e: &Expr, c: Ctx) -> Result<Val> {
+    pub(crate) fn eval(&mut self, node: &Node, c: Ctx) -> Result<Val> {
         self.check()?;
-        match e {
-            Expr::NumberLiteral(n) => Ok(Val::Scalar(vec![n.val; c.n()])),
-            Expr::StringLiteral(s) => Ok(Val::Str(s.val.clone())),
-            Expr::Paren(p) => self.eval(&p.expr, c),
-            Expr::Unary(u) => match self.eval(&u.expr, c)? {
+        match node {
+            Node::Number(n) => Ok(Val::Scalar(vec![*n; c.n()])),
+            Node::Str(s) => Ok(Val::Str(s.clone())),
+            Node::Neg(inner) => match self.eval(inner, c)? {
                 Val::Scalar(mut v) => {
                     v.iter_mut().for_each(|x| *x = -*x);
                     Ok(Val::Scalar(v))
@@ -721,10 +685,10 @@ impl<'a> Ev<'a> {
                     v.kind()
                 ))),
             },
-            Expr::VectorSelector(vs) => self.eval_vector_selector(vs, c, false),
-            Expr::MatrixSelector(_) | Expr::Subquery(_) => {
+            Node::Vector(sel) => self.eval_vector_selector(sel, c, false),
+            Node::Matrix(..) | Node::Subquery(_) => {
                 let ts = c.end;
-                let (out, _) = self.range_series(e, c, None, true, &|labels, drop_name, samples, ra| {
+                let (out, _) = self.range_series(node, c, None, true, &|labels, drop_name, samples, ra| {
                     let (ws, we) = ra.window(ts);
                     let w = samples.window(ws, we);
                     Ok((!w.is_empty()).then(|| Series {
@@ -735,21 +699,20 @@ impl<'a> Ev<'a> {
                 })?;
                 Ok(Val::Matrix(out))
             }
-            Expr::Call(call) => crate::functions::call(self, call, c),
-            Expr::Aggregate(a) => self.eval_aggregate(a, c),
-            Expr::Binary(b) => self.eval_binary(b, c),
-            Expr::Extension(_) => Err(QueryError::Internal("extension expressions are not supported".into())),
+            Node::Call(call) => crate::functions::call(self, call, c),
+            Node::Aggregate(a) => self.eval_aggregate(a, c),
+            Node::Binary(b) => self.eval_binary(b, c),
         }
     }
 
-    pub(crate) fn eval_scalar(&mut self, e: &Expr, c: Ctx) -> Result<Vec<f64>> {
+    pub(crate) fn eval_scalar(&mut self, e: &Node, c: Ctx) -> Result<Vec<f64>> {
         match self.eval(e, c)? {
             Val::Scalar(v) => Ok(v),
             v => Err(QueryError::BadData(format!("expected scalar, got {}", v.kind()))),
         }
     }
 
-    pub(crate) fn eval_vector(&mut self, e: &Expr, c: Ctx) -> Result<Vec<Series>> {
+    pub(crate) fn eval_vector(&mut self, e: &Node, c: Ctx) -> Result<Vec<Series>> {
         match self.eval(e, c)? {
             Val::Vector(v) => Ok(v),
             v => Err(QueryError::BadData(format!(
@@ -762,9 +725,9 @@ impl<'a> Ev<'a> {
     /// Instant selector: the newest sample in `(t - lookback, t]` per step,
     /// unless it is a stale marker. With `sample_ts`, the value is the
     /// sample's timestamp in seconds (for `timestamp()`).
-    pub(crate) fn eval_vector_selector(&mut self, vs: &VectorSelector, c: Ctx, sample_ts: bool) -> Result<Val> {
-        let off = offset_ms(&vs.offset);
-        let at = self.at_ms(&vs.at);
+    pub(crate) fn eval_vector_selector(&mut self, sel: &Selector, c: Ctx, sample_ts: bool) -> Result<Val> {
+        let off = offset_ms(&sel.vs.offset);
+        let at = self.at_ms(&sel.vs.at);
         let lookback = self.lookback;
         let (mint, maxt) = match at {
             Some(a) => (a - off - lookback + 1, a - off),
@@ -781,7 +744,7 @@ impl<'a> Ev<'a> {
             drop_stale: false,
             count_output: true,
         };
-        let out = self.select(vs, mint, maxt, hints, opts, &|labels, samples| {
+        let out = self.select(sel, mint, maxt, hints, opts, &|labels, samples| {
             let mut pts = Vec::new();
             let mut cursor = 0usize;
             for i in 0..n {
@@ -810,13 +773,13 @@ impl<'a> Ev<'a> {
         Ok(Val::Vector(out))
     }
 
-    /// The window of matrix selector `ms` at the steps of `c`, and the
-    /// sample range `[mint, maxt]` its windows cover.
-    pub(crate) fn matrix_window(&self, ms: &MatrixSelector, c: Ctx) -> (RangeArg, i64, i64) {
+    /// The window of matrix selector `sel[range]` at the steps of `c`, and
+    /// the sample range `[mint, maxt]` its windows cover.
+    pub(crate) fn matrix_window(&self, sel: &Selector, range: i64, c: Ctx) -> (RangeArg, i64, i64) {
         let ra = RangeArg {
-            range: duration_ms(&ms.range),
-            offset: offset_ms(&ms.vs.offset),
-            at: self.at_ms(&ms.vs.at),
+            range,
+            offset: offset_ms(&sel.vs.offset),
+            at: self.at_ms(&sel.vs.at),
         };
         let (mint, maxt) = match ra.at {
             Some(a) => (a - ra.offset - ra.range + 1, a - ra.offset),
@@ -834,16 +797,15 @@ impl<'a> Ev<'a> {
     /// count against `max_samples`.
     pub(crate) fn range_series(
         &mut self,
-        e: &Expr,
+        e: &Node,
         c: Ctx,
         func: Option<&str>,
         count_output: bool,
         reduce: &(dyn Fn(Labels, bool, Samples<'_>, RangeArg) -> Result<Option<Series>> + Sync),
     ) -> Result<(Vec<Series>, RangeArg)> {
-        match unwrap_parens(e) {
-            Expr::MatrixSelector(ms) => {
-                let vs = &ms.vs;
-                let (ra, mint, maxt) = self.matrix_window(ms, c);
+        match e {
+            Node::Matrix(sel, range) => {
+                let (ra, mint, maxt) = self.matrix_window(sel, *range, c);
                 let hints = SelectHints {
                     step_ms: (c.step > 0).then_some(c.step),
                     func: func.map(str::to_string),
@@ -854,16 +816,16 @@ impl<'a> Ev<'a> {
                     drop_stale: true,
                     count_output,
                 };
-                let out = self.select(vs, mint, maxt, hints, opts, &|labels, samples| {
+                let out = self.select(sel, mint, maxt, hints, opts, &|labels, samples| {
                     reduce(labels, false, samples, ra)
                 })?;
                 Ok((out, ra))
             }
-            Expr::Subquery(sq) => {
+            Node::Subquery(sq) => {
                 let (series, ra) = self.eval_subquery(sq, c)?;
                 let out = {
                     let budget = self.budget();
-                    crate::select::reduce_all(series, &budget, &|s| {
+                    crate::select::reduce_all(series, sq.threads, &budget, &|s| {
                         let mut columns = SampleColumns::default();
                         columns.extend_pairs(&s.pts);
                         reduce(s.labels, s.drop_name, columns.view(), ra)
@@ -876,23 +838,18 @@ impl<'a> Ev<'a> {
             }
             other => Err(QueryError::BadData(format!(
                 "expected type range vector in call to function, got {}",
-                crate::value::type_name(other.value_type())
+                other.kind()
             ))),
         }
     }
 
-    fn eval_subquery(&mut self, sq: &SubqueryExpr, c: Ctx) -> Result<(Vec<Series>, RangeArg)> {
+    fn eval_subquery(&mut self, sq: &Subquery, c: Ctx) -> Result<(Vec<Series>, RangeArg)> {
         let ra = RangeArg {
-            range: duration_ms(&sq.range),
-            offset: offset_ms(&sq.offset),
+            range: sq.range,
+            offset: sq.offset,
             at: self.at_ms(&sq.at),
         };
-        let step = sq
-            .step
-            .as_ref()
-            .map(duration_ms)
-            .filter(|&s| s > 0)
-            .unwrap_or(DEFAULT_SUBQUERY_STEP);
+        let step = sq.step.unwrap_or(DEFAULT_SUBQUERY_STEP);
         let ref_start = ra.at.unwrap_or(c.start) - ra.offset;
         let ref_end = ra.at.unwrap_or(c.end) - ra.offset;
         let mut start = step * ((ref_start - ra.range) / step);
@@ -907,7 +864,7 @@ impl<'a> Ev<'a> {
             end: ref_end,
             step,
         };
-        let series = match self.eval(&sq.expr, inner)? {
+        let series = match self.eval(&sq.inner, inner)? {
             Val::Vector(ss) => ss,
             Val::Scalar(vs) => vec![Series {
                 labels: Labels::empty(),
@@ -926,16 +883,17 @@ impl<'a> Ev<'a> {
 
     // ----------------------------------------------------------- aggregation
 
-    fn eval_aggregate(&mut self, a: &AggregateExpr, c: Ctx) -> Result<Val> {
-        if let Some(folded) = crate::fused::try_aggregate(self, a, c) {
-            return folded;
+    fn eval_aggregate(&mut self, a: &Aggregate, c: Ctx) -> Result<Val> {
+        match a.strategy {
+            AggStrategy::Folded { shards } => crate::fused::aggregate(self, a, shards, c),
+            AggStrategy::NodeByNode { threads } => {
+                let param = match &a.param {
+                    Some(p) => Some(self.eval(p, c)?),
+                    None => None,
+                };
+                let input = self.eval_vector(&a.input, c)?;
+                crate::functions::aggregate(self, a.op, &a.grouping, param, input, threads, c)
+            }
         }
-        let op = AggOp::of(a.op)?;
-        let param = match &a.param {
-            Some(p) => Some(self.eval(p, c)?),
-            None => None,
-        };
-        let input = self.eval_vector(&a.expr, c)?;
-        crate::functions::aggregate(self, op, a.modifier.as_ref(), param, input, c)
     }
 }

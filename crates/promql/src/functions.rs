@@ -2,20 +2,18 @@
 
 use foldhash::{HashMap, HashMapExt};
 
-use cairn_model::{Label, Labels, METRIC_NAME};
-use promql_parser::label::MatchOp as PMatchOp;
-use promql_parser::parser::{Call, Expr, LabelModifier};
+use cairn_model::{Labels, METRIC_NAME};
 
 use crate::QueryError;
 use crate::eval::{
     Ctx, Ev, OutAcc, RangeArg, Result, Series, StepIter, Val, go_max, go_min, kahan_inc, labels_from, quantile,
-    unwrap_parens,
 };
 use crate::func::{ClampFn, Func, RangeFn};
 use crate::ops::AggOp;
+use crate::plan::{Call, Grouping, Node};
 use crate::samples::Samples;
 
-fn arg_str(ev: &mut Ev, e: &Expr, c: Ctx) -> Result<String> {
+fn arg_str(ev: &mut Ev, e: &Node, c: Ctx) -> Result<String> {
     match ev.eval(e, c)? {
         Val::Str(s) => Ok(s),
         v => Err(QueryError::BadData(format!("expected string, got {}", v.kind()))),
@@ -27,15 +25,12 @@ fn scalar_series(c: Ctx, f: impl Fn(i64) -> f64) -> Vec<f64> {
 }
 
 pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
-    let name = call.func.name;
-    let func = Func::of(name).ok_or_else(|| QueryError::BadData(format!("function \"{name}\" is not supported")))?;
-    let args: Vec<&Expr> = call.args.args.iter().map(|b| b.as_ref()).collect();
-    let arg = |i: usize| -> Result<&Expr> {
+    let args = &call.args;
+    let arg = |i: usize| -> Result<&Node> {
         args.get(i)
-            .copied()
-            .ok_or_else(|| QueryError::BadData(format!("missing argument {i} of {name}")))
+            .ok_or_else(|| QueryError::BadData(format!("missing argument {i} of {}", call.name)))
     };
-    match func {
+    match call.func {
         Func::Time => Ok(Val::Scalar(scalar_series(c, |t| t as f64 / 1000.0))),
         Func::Start => Ok(Val::Scalar(vec![ev.qstart as f64 / 1000.0; c.n()])),
         Func::End => Ok(Val::Scalar(vec![ev.qend as f64 / 1000.0; c.n()])),
@@ -102,7 +97,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
                     present[c.idx(t)] = true;
                 }
             }
-            Ok(absent_result(arg(0)?, &present, c))
+            Ok(absent_result(&call.absent_labels, &present, c))
         }
         Func::Absent => {
             let v = ev.eval_vector(arg(0)?, c)?;
@@ -112,11 +107,11 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
                     present[c.idx(t)] = true;
                 }
             }
-            Ok(absent_result(arg(0)?, &present, c))
+            Ok(absent_result(&call.absent_labels, &present, c))
         }
         Func::Timestamp => {
-            let mut v = match unwrap_parens(arg(0)?) {
-                Expr::VectorSelector(vs) => match ev.eval_vector_selector(vs, c, true)? {
+            let mut v = match arg(0)? {
+                Node::Vector(sel) => match ev.eval_vector_selector(sel, c, true)? {
                     Val::Vector(v) => v,
                     _ => Vec::new(),
                 },
@@ -294,7 +289,7 @@ fn quantile_warning(ev: &mut Ev, q: &[f64]) {
     }
 }
 
-fn absent_result(arg: &Expr, present: &[bool], c: Ctx) -> Val {
+fn absent_result(labels: &Labels, present: &[bool], c: Ctx) -> Val {
     let pts: Vec<(i64, f64)> = present
         .iter()
         .enumerate()
@@ -304,29 +299,8 @@ fn absent_result(arg: &Expr, present: &[bool], c: Ctx) -> Val {
     if pts.is_empty() {
         return Val::Vector(Vec::new());
     }
-    let vs = match arg {
-        Expr::VectorSelector(vs) => Some(vs),
-        Expr::MatrixSelector(ms) => Some(&ms.vs),
-        _ => None,
-    };
-    let mut labels: Vec<Label> = Vec::new();
-    if let Some(vs) = vs {
-        let mut has: HashMap<&str, bool> = HashMap::new();
-        for m in &vs.matchers.matchers {
-            if m.name == METRIC_NAME {
-                continue;
-            }
-            if matches!(m.op, PMatchOp::Equal) && !has.contains_key(m.name.as_str()) {
-                labels.retain(|l| l.name != m.name);
-                labels.push(Label::new(m.name.clone(), m.value.clone()));
-                has.insert(&m.name, true);
-            } else {
-                labels.retain(|l| l.name != m.name);
-            }
-        }
-    }
     Val::Vector(vec![Series {
-        labels: labels_from(labels),
+        labels: labels.clone(),
         drop_name: false,
         pts,
     }])
@@ -375,7 +349,7 @@ fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
     (ab.len() - i).cmp(&(bb.len() - j))
 }
 
-fn range_fn(ev: &mut Ev, f: RangeFn, m: &Expr, scalars: Vec<Vec<f64>>, c: Ctx) -> Result<Val> {
+fn range_fn(ev: &mut Ev, f: RangeFn, m: &Node, scalars: Vec<Vec<f64>>, c: Ctx) -> Result<Val> {
     let n = c.n();
     let (out, _) = ev.range_series(m, c, Some(f.name()), true, &|labels, drop_name, samples, ra| {
         // At most one point per step, and dense series fill most steps.
@@ -658,7 +632,7 @@ fn linear_regression(w: Samples<'_>, intercept_t: i64) -> (f64, f64) {
     (slope, sy / n - slope * sx / n)
 }
 
-fn histogram_quantile(ev: &mut Ev, qe: &Expr, ve: &Expr, c: Ctx) -> Result<Val> {
+fn histogram_quantile(ev: &mut Ev, qe: &Node, ve: &Node, c: Ctx) -> Result<Val> {
     let q = ev.eval_scalar(qe, c)?;
     let v = ev.eval_vector(ve, c)?;
     // Group series by labels without `le`.
@@ -869,17 +843,13 @@ pub(crate) fn group_labels(l: &Labels, without: bool, names: &[String]) -> Label
 pub(crate) fn aggregate(
     ev: &mut Ev,
     op: AggOp,
-    modifier: Option<&LabelModifier>,
+    grouping: &Grouping,
     param: Option<Val>,
     input: Vec<Series>,
+    threads: usize,
     c: Ctx,
 ) -> Result<Val> {
-    let (without, names): (bool, Vec<String>) = match modifier {
-        Some(LabelModifier::Include(l)) => (false, l.labels.clone()),
-        Some(LabelModifier::Exclude(l)) => (true, l.labels.clone()),
-        None => (false, Vec::new()),
-    };
-    let group_labels = |l: &Labels| group_labels(l, without, &names);
+    let group_labels = |l: &Labels| group_labels(l, grouping.without, &grouping.names);
     let mut gidx: HashMap<Labels, usize> = HashMap::new();
     let mut groups: Vec<Labels> = Vec::new();
     let mut gdrop: Vec<bool> = Vec::new();
@@ -1085,7 +1055,7 @@ pub(crate) fn aggregate(
                 .collect();
             let out = {
                 let budget = ev.budget();
-                crate::aggregate::simple(&budget, op, &input, &sgroup, out, scalar_param.as_deref(), c)?
+                crate::aggregate::simple(&budget, threads, op, &input, &sgroup, out, scalar_param.as_deref(), c)?
             };
             ev.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
             Ok(Val::Vector(out))

@@ -9,25 +9,27 @@
 //! them in, so every (group, step) sees the same additions in the same
 //! order and the answers are bit-identical. On more than one thread the
 //! select is sharded by the grouping labels, so each group lies whole in
-//! one shard and is still added up in label order by one worker. That is
-//! done only for selects that may hold many points: an aggregation into a
-//! single group has nothing to shard by, and a small one costs less node
-//! by node, which spreads its series over the threads.
+//! one shard and is still added up in label order by one worker. The plan
+//! (`plan/decide.rs`) folds on several threads only selects that may hold
+//! many points: an aggregation into a single group has nothing to shard
+//! by, and a small one costs less node by node, which spreads its series
+//! over the threads.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use foldhash::HashMap;
 
-use cairn_model::{Labels, METRIC_NAME};
+use cairn_model::Labels;
 use cairn_storage::{SelectHints, ShardBy};
-use promql_parser::parser::{AggregateExpr, Expr, LabelModifier};
 
+use crate::QueryError;
 use crate::aggregate::GroupSteps;
-use crate::eval::{Ctx, Ev, Result, Series, Val, unwrap_parens};
+use crate::eval::{Ctx, Ev, Result, Series, Val};
 use crate::func::{Func, RangeFn};
 use crate::functions::{counter_info, group_labels, range_points};
 use crate::ops::AggOp;
+use crate::plan::{Aggregate, Grouping, Node, foldable_bound};
 use crate::samples::Samples;
 
 /// The groups being filled, keyed by their labels.
@@ -45,56 +47,28 @@ struct Group {
     steps: GroupSteps,
 }
 
-/// `a` evaluated by folding it into its select, or `None` when it is not of
-/// the foldable shape: a simple aggregation (not `quantile`, `topk`, ...)
-/// of a [foldable](RangeFn::foldable) range function over a matrix
-/// selector without `or` alternatives.
-pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Result<Val>> {
-    let op = AggOp::of(a.op).ok()?;
-    let (without, names) = match a.modifier.as_ref() {
-        None => (false, Vec::new()),
-        Some(LabelModifier::Include(l)) if !l.labels.iter().any(|n| n == METRIC_NAME) => (false, l.labels.clone()),
-        Some(LabelModifier::Exclude(l)) => (true, l.labels.clone()),
-        Some(LabelModifier::Include(_)) => return None,
+/// `a` evaluated by folding it into its select, read in `shards` shards
+/// placed by the grouping labels. The plan folds only aggregations of the
+/// shape [`foldable_bound`] accepts.
+pub(crate) fn aggregate(ev: &mut Ev, a: &Aggregate, shards: usize, c: Ctx) -> Result<Val> {
+    let not_foldable = || QueryError::Internal(format!("{:?} aggregation planned as folded", a.op));
+    foldable_bound(a).ok_or_else(not_foldable)?;
+    let Node::Call(call) = &a.input else {
+        return Err(not_foldable());
     };
-    if a.param.is_some() {
-        return None;
-    }
-    // Only the aggregations `GroupSteps` accumulates (not quantile, topk, ...).
-    GroupSteps::new(op, 0)?;
-    let Expr::Call(call) = unwrap_parens(&a.expr) else {
-        return None;
+    let (Func::Range(func), [Node::Matrix(sel, range)]) = (call.func, call.args.as_slice()) else {
+        return Err(not_foldable());
     };
-    let Some(Func::Range(func)) = Func::of(call.func.name) else {
-        return None;
+    let [set] = sel.sets.as_slice() else {
+        return Err(not_foldable());
     };
-    let [arg] = call.args.args.as_slice() else {
-        return None;
-    };
-    let Expr::MatrixSelector(ms) = unwrap_parens(arg) else {
-        return None;
-    };
-    if !func.foldable() {
-        return None;
-    }
-    let by = if without {
-        ShardBy::AllBut(names.clone())
+    let (op, grouping) = (a.op, &a.grouping);
+    let by = if grouping.without {
+        ShardBy::AllBut(grouping.names.clone())
     } else {
-        ShardBy::Labels(names.clone())
+        ShardBy::Labels(grouping.names.clone())
     };
-    // On several threads, folding pays when the node-by-node evaluation
-    // would keep many points (below, its aggregation walks them for less
-    // than sharding the select by group costs; docs/benchmarks.md), and
-    // needs something to shard by.
-    let min_series = if ev.threads > 1 {
-        if matches!(&by, ShardBy::Labels(n) if n.is_empty()) {
-            return None;
-        }
-        ev.fold_sharded_min_points.div_ceil(c.n().max(1))
-    } else {
-        0
-    };
-    let (ra, mint, maxt) = ev.matrix_window(ms, c);
+    let (ra, mint, maxt) = ev.matrix_window(sel, *range, c);
     let hints = SelectHints {
         step_ms: (c.step > 0).then_some(c.step),
         func: Some(func.name().to_string()),
@@ -110,24 +84,18 @@ pub(crate) fn try_aggregate(ev: &mut Ev, a: &AggregateExpr, c: Ctx) -> Option<Re
         f.pts.clear();
         range_points(func, &[], samples, c, ra, &mut f.pts)?;
         if !f.pts.is_empty() {
-            add_series(&mut f.groups, op, n, c, without, &names, func, labels, &f.pts);
+            add_series(&mut f.groups, op, n, c, grouping, func, labels, &f.pts);
         }
         Ok(())
     };
-    match ev.fold_selected(&ms.vs, mint, maxt, hints, Some(Arc::new(by)), min_series, &init, &fold) {
-        Ok(Some(shards)) => {
-            // Each group lies whole in one shard (sharded by its labels).
-            let mut all = Groups::default();
-            for shard in shards {
-                all.groups.extend(shard.groups.groups);
-                all.not_counters.extend(shard.groups.not_counters);
-            }
-            Some(finish(ev, all, c, func))
-        }
-        // `or` alternatives in the selector, or too few series: the node-by-node path.
-        Ok(None) => None,
-        Err(e) => Some(Err(e)),
+    let folded = ev.fold_selected(set, shards, mint, maxt, hints, Some(Arc::new(by)), &init, &fold)?;
+    // Each group lies whole in one shard (sharded by its labels).
+    let mut all = Groups::default();
+    for shard in folded {
+        all.groups.extend(shard.groups.groups);
+        all.not_counters.extend(shard.groups.not_counters);
     }
+    finish(ev, all, c, func)
 }
 
 /// One shard's groups, and a buffer for a series' points.
@@ -143,8 +111,7 @@ fn add_series(
     op: AggOp,
     n: usize,
     c: Ctx,
-    without: bool,
-    names: &[String],
+    grouping: &Grouping,
     func: RangeFn,
     labels: Labels,
     pts: &[(i64, f64)],
@@ -154,7 +121,7 @@ fn add_series(
     {
         groups.not_counters.insert(mn.to_string());
     }
-    let key = group_labels(&labels, without, names);
+    let key = group_labels(&labels, grouping.without, &grouping.names);
     let group = groups.groups.entry(key).or_insert_with(|| Group {
         first: labels,
         steps: GroupSteps::new(op, n).expect("checked foldable"),

@@ -22,10 +22,10 @@ mod func;
 mod functions;
 mod fused;
 mod ops;
+mod plan;
 mod rate;
 mod samples;
 mod select;
-mod small;
 mod step_split;
 mod value;
 mod window_index;
@@ -183,15 +183,89 @@ impl Engine {
         &self.opts
     }
 
-    /// Whether `expr` over `[start, end]` (ms) is small enough to evaluate
-    /// on the caller's thread, e.g. an async worker: its selectors match at
-    /// most 16 series in all, over at most a day, with no subquery. A query
-    /// that does not parse counts as small (its error is immediate).
-    pub fn is_small(&self, q: &dyn Queryable, expr: &str, start: i64, end: i64, qo: &QueryOptions) -> bool {
-        let Ok(ast) = parse(expr) else {
-            return true;
+    /// Plans `expr` at `t` (ms): see [`Prepared`].
+    pub fn prepare_instant(
+        &self,
+        q: &dyn Queryable,
+        expr: &str,
+        t: i64,
+        qo: &QueryOptions,
+    ) -> Result<Prepared, QueryError> {
+        let ast = parse(expr)?;
+        self.prepare(
+            q,
+            &ast,
+            eval::Ctx {
+                start: t,
+                end: t,
+                step: 0,
+            },
+            true,
+            qo,
+        )
+    }
+
+    /// Plans `expr` at every `step` (ms) from `start` to `end` (ms,
+    /// inclusive): see [`Prepared`].
+    pub fn prepare_range(
+        &self,
+        q: &dyn Queryable,
+        expr: &str,
+        start: i64,
+        end: i64,
+        step: i64,
+        qo: &QueryOptions,
+    ) -> Result<Prepared, QueryError> {
+        if step <= 0 {
+            return Err(QueryError::BadData(
+                "zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
+            ));
+        }
+        if end < start {
+            return Err(QueryError::BadData(
+                "end timestamp must not be before start time".into(),
+            ));
+        }
+        let ast = parse(expr)?;
+        use promql_parser::parser::value::ValueType;
+        let vt = ast.value_type();
+        if !matches!(vt, ValueType::Scalar | ValueType::Vector) {
+            return Err(QueryError::BadData(format!(
+                "invalid parameter \"query\": invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
+                value::type_name(vt)
+            )));
+        }
+        let ctx = eval::Ctx { start, end, step };
+        if ctx.n() > self.opts.max_points_per_series {
+            return Err(QueryError::BadData(
+                "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"
+                    .into(),
+            ));
+        }
+        self.prepare(q, &ast, ctx, false, qo)
+    }
+
+    fn prepare(
+        &self,
+        q: &dyn Queryable,
+        ast: &Expr,
+        ctx: eval::Ctx,
+        instant: bool,
+        qo: &QueryOptions,
+    ) -> Result<Prepared, QueryError> {
+        let limits = plan::Limits {
+            threads: rayon::current_num_threads().max(1),
+            lookback: eval::lookback_ms(&self.opts, qo),
+            step_split: self.opts.step_split,
+            fold_sharded_min_points: self.opts.fold_sharded_min_points,
         };
-        small::is_small(q, &ast, start, end, eval::lookback_ms(&self.opts, qo))
+        let plan = plan::decide(q, plan::lower(ast)?, ctx, instant, &limits)?;
+        Ok(Prepared {
+            plan,
+            instant,
+            opts: self.opts.clone(),
+            qo: qo.clone(),
+        })
     }
 
     /// Evaluates `expr` at `t` (ms).
@@ -206,19 +280,7 @@ impl Engine {
         t: i64,
         qo: &QueryOptions,
     ) -> Result<QueryResult, QueryError> {
-        let ast = parse(expr)?;
-        eval::run(
-            &self.opts,
-            qo,
-            q,
-            eval::RunSpec {
-                ast: &ast,
-                start: t,
-                end: t,
-                step: 0,
-                instant: true,
-            },
-        )
+        self.prepare_instant(q, expr, t, qo)?.run(q)
     }
 
     /// Evaluates `expr` at every `step` (ms) from `start` to `end` (ms, inclusive).
@@ -242,37 +304,37 @@ impl Engine {
         step: i64,
         qo: &QueryOptions,
     ) -> Result<QueryResult, QueryError> {
-        if step <= 0 {
-            return Err(QueryError::BadData(
-                "zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
-            ));
-        }
-        if end < start {
-            return Err(QueryError::BadData(
-                "end timestamp must not be before start time".into(),
-            ));
-        }
-        let ast = parse(expr)?;
-        use promql_parser::parser::value::ValueType;
-        let vt = ast.value_type();
-        if !matches!(vt, ValueType::Scalar | ValueType::Vector) {
-            return Err(QueryError::BadData(format!(
-                "invalid parameter \"query\": invalid expression type \"{}\" for range query, must be Scalar or instant Vector",
-                value::type_name(vt)
-            )));
-        }
-        eval::run(
-            &self.opts,
-            qo,
-            q,
-            eval::RunSpec {
-                ast: &ast,
-                start,
-                end,
-                step,
-                instant: false,
-            },
-        )
+        self.prepare_range(q, expr, start, end, step, qo)?.run(q)
+    }
+}
+
+/// A query parsed and planned (`plan/`): where and how each part of it runs
+/// is decided, and `Display` prints that. Run it against the storage it was
+/// planned over.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    plan: plan::Plan,
+    instant: bool,
+    opts: EngineOptions,
+    qo: QueryOptions,
+}
+
+impl Prepared {
+    /// Whether the query is small enough to evaluate on the caller's
+    /// thread, e.g. an async worker: its selectors match at most 16 series
+    /// in all, over at most a day, with no subquery.
+    pub fn is_inline(&self) -> bool {
+        self.plan.inline
+    }
+
+    pub fn run(&self, q: &dyn Queryable) -> Result<QueryResult, QueryError> {
+        eval::run(&self.opts, &self.qo, q, &self.plan, self.instant)
+    }
+}
+
+impl std::fmt::Display for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.plan.fmt(f)
     }
 }
 

@@ -22,13 +22,8 @@ use rayon::prelude::*;
 
 use crate::QueryError;
 use crate::eval::{Result, Series};
+use crate::plan::MatcherSet;
 use crate::samples::{SampleColumns, Samples};
-
-/// Selects of at most this many series are read on the calling thread: the
-/// hand-offs to and from the pool (and the pool's spinning) cost more than a
-/// second core saves on so little work, and most dashboard and alert
-/// queries are this small.
-const SEQUENTIAL_MAX_SERIES: usize = 16;
 
 /// Turns one series' samples (sorted by time) into the node's output for it.
 /// Runs on worker threads.
@@ -43,9 +38,6 @@ pub(crate) struct Budget<'a> {
     pub max_samples: usize,
     pub deadline: Instant,
     pub cancel: Option<&'a AtomicBool>,
-    /// Pool threads this evaluation may spread over (1: stay on the calling
-    /// thread, as each part of a query split by steps does).
-    pub threads: usize,
     /// Set when a worker failed, so the others stop early.
     failed: AtomicBool,
 }
@@ -58,7 +50,6 @@ impl<'a> Budget<'a> {
         max_samples: usize,
         deadline: Instant,
         cancel: Option<&'a AtomicBool>,
-        threads: usize,
     ) -> Self {
         Self {
             series: AtomicUsize::new(series),
@@ -67,7 +58,6 @@ impl<'a> Budget<'a> {
             max_samples,
             deadline,
             cancel,
-            threads,
             failed: AtomicBool::new(false),
         }
     }
@@ -118,12 +108,13 @@ pub(crate) struct ReadOpts {
     pub count_output: bool,
 }
 
-/// Reads every series of `matchers` through `reduce`, shard by shard on the
-/// rayon pool; returns the reduced series in label order.
+/// Reads every series of `set` through `reduce`, in the shards the plan
+/// gives (on the rayon pool when more than one); returns the reduced series
+/// in label order.
 pub(crate) fn read_sharded(
     querier: &dyn Querier,
     hints: &SelectHints,
-    matchers: &[Matcher],
+    set: &MatcherSet,
     budget: &Budget<'_>,
     opts: ReadOpts,
     reduce: &Reduce<'_>,
@@ -131,7 +122,8 @@ pub(crate) fn read_sharded(
     let shards = fold_sharded(
         querier,
         hints,
-        matchers,
+        &set.matchers,
+        set.shards,
         budget,
         opts,
         None,
@@ -150,15 +142,16 @@ pub(crate) fn read_sharded(
 }
 
 /// Folds every series of `matchers` with `fold` into a state per shard
-/// (each starting as `init()`), shard by shard on the rayon pool; each
-/// shard's series come in label order. `by` places series in shards by
-/// those labels only (see [`cairn_storage::Shard::by`]). Returns the states
-/// in shard order: one when the select is read on the calling thread.
+/// (each starting as `init()`), `count` shards on the rayon pool (one on
+/// the calling thread); each shard's series come in label order. `by`
+/// places series in shards by those labels only (see
+/// [`cairn_storage::Shard::by`]). Returns the states in shard order.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn fold_sharded<T: Send>(
     querier: &dyn Querier,
     hints: &SelectHints,
     matchers: &[Matcher],
+    count: usize,
     budget: &Budget<'_>,
     opts: ReadOpts,
     by: Option<Arc<ShardBy>>,
@@ -172,8 +165,7 @@ pub(crate) fn fold_sharded<T: Send>(
         })?;
         Ok(state)
     };
-    let count = budget.threads.max(1);
-    if count == 1 || querier.series_upper_bound(matchers)? <= SEQUENTIAL_MAX_SERIES {
+    if count <= 1 {
         return Ok(vec![one(hints)?]);
     }
     (0..count)
@@ -257,10 +249,11 @@ fn merge_by_labels(parts: Vec<Vec<Series>>) -> Vec<Series> {
     }
 }
 
-/// Applies `reduce` to in-memory series (a subquery's result) in parallel,
-/// keeping their order.
+/// Applies `reduce` to in-memory series (a subquery's result), on the pool
+/// when `threads` is more than one, keeping their order.
 pub(crate) fn reduce_all(
     series: Vec<Series>,
+    threads: usize,
     budget: &Budget<'_>,
     reduce: &(dyn Fn(Series) -> Result<Option<Series>> + Sync),
 ) -> Result<Vec<Series>> {
@@ -268,7 +261,7 @@ pub(crate) fn reduce_all(
         budget.check()?;
         reduce(s)
     };
-    let reduced: Vec<Result<Option<Series>>> = if budget.threads > 1 {
+    let reduced: Vec<Result<Option<Series>>> = if threads > 1 {
         series.into_par_iter().map(one).collect()
     } else {
         series.into_iter().map(one).collect()

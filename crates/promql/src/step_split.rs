@@ -18,7 +18,7 @@
 //! range, an aggregation over another aggregation of three or more groups
 //! may add them in another order (a last-bit difference, as any reordering
 //! of a float sum); and aggregations that choose by input order are never
-//! split ([`AggOp::order_sensitive`]).
+//! split ([`AggOp::order_sensitive`](crate::ops::AggOp::order_sensitive)).
 //!
 //! The price is the data both neighbours read: the window before a part's
 //! first step (a range, or the lookback) and the storage block around the
@@ -26,11 +26,10 @@
 
 use std::time::Duration;
 
-use promql_parser::parser::Expr;
 use rayon::prelude::*;
 
 use crate::eval::{Ctx, Ev, Result, Val};
-use crate::ops::AggOp;
+use crate::plan::{Node, Selector, SplitParts};
 
 /// When a range query is split (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,25 +60,16 @@ impl Default for StepSplit {
     }
 }
 
-/// How a range query is split: its parts, and the pool threads each part's
-/// evaluation may use in turn (more than one on machines with more cores
-/// than parts long enough).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Plan {
-    pub parts: Vec<Ctx>,
-    pub threads_per_part: usize,
-}
-
-/// How to split `ast` over `c`, or `None` to evaluate it whole: for an
-/// instant query, a single thread, steps too few or (under `Auto`) too short
-/// against the windows they look back over, or an `@` modifier (which pins
-/// the same data for every part). As many parts as threads when they are
-/// long enough, else fewer, each then with a share of the threads.
-pub(crate) fn plan(policy: StepSplit, ast: &Expr, c: Ctx, threads: usize, lookback: i64) -> Option<Plan> {
+/// How to split a query (`root`) over `c`, or `None` to evaluate it whole:
+/// for a single thread, steps too few or (under `Auto`) too short against
+/// the windows they look back over, or an `@` modifier (which pins the same
+/// data for every part). As many parts as threads when they are long
+/// enough, else fewer, each then with a share of the threads.
+pub(crate) fn parts(policy: StepSplit, root: &Node, c: Ctx, threads: usize, lookback: i64) -> Option<SplitParts> {
     if threads < 2 || c.step <= 0 {
         return None;
     }
-    let window = lookbehind(ast, lookback)?;
+    let window = lookbehind(root, lookback)?;
     let min_span = match policy {
         StepSplit::Never => return None,
         StepSplit::Always => 0,
@@ -105,7 +95,7 @@ pub(crate) fn plan(policy: StepSplit, ast: &Expr, c: Ctx, threads: usize, lookba
             step: c.step,
         })
         .collect();
-    Some(Plan {
+    Some(SplitParts {
         threads_per_part: threads / parts.len(),
         parts,
     })
@@ -114,55 +104,51 @@ pub(crate) fn plan(policy: StepSplit, ast: &Expr, c: Ctx, threads: usize, lookba
 /// How far before a step the data it needs reaches (the longest chain of
 /// ranges, subquery ranges and lookbacks), or `None` when the query must
 /// not be split: an `@` modifier pins a selection to fixed times, or an
-/// aggregation is [order-sensitive](AggOp::order_sensitive). A part orders
+/// aggregation is [order-sensitive](crate::ops::AggOp::order_sensitive). A part orders
 /// series by their first appearance within its own steps, so these could
 /// pick differently than the whole evaluation. (Found by the differential
 /// test's byte-for-byte comparison.)
-fn lookbehind(e: &Expr, lookback: i64) -> Option<i64> {
-    use promql_parser::parser::VectorSelector;
-    let selector = |vs: &VectorSelector, window: i64| vs.at.is_none().then_some(window);
-    match e {
-        Expr::VectorSelector(vs) => selector(vs, lookback),
-        Expr::MatrixSelector(ms) => selector(&ms.vs, ms.range.as_millis() as i64),
-        Expr::Subquery(sq) => {
+fn lookbehind(node: &Node, lookback: i64) -> Option<i64> {
+    let selector = |sel: &Selector, window: i64| sel.vs.at.is_none().then_some(window);
+    match node {
+        Node::Vector(sel) => selector(sel, lookback),
+        Node::Matrix(sel, range) => selector(sel, *range),
+        Node::Subquery(sq) => {
             if sq.at.is_some() {
                 return None;
             }
-            Some(sq.range.as_millis() as i64 + lookbehind(&sq.expr, lookback)?)
+            Some(sq.range + lookbehind(&sq.inner, lookback)?)
         }
-        Expr::Aggregate(a) => {
-            if AggOp::of(a.op).is_ok_and(AggOp::order_sensitive) {
+        Node::Aggregate(a) => {
+            if a.op.order_sensitive() {
                 return None;
             }
             let param = match &a.param {
                 Some(p) => lookbehind(p, lookback)?,
                 None => 0,
             };
-            Some(param.max(lookbehind(&a.expr, lookback)?))
+            Some(param.max(lookbehind(&a.input, lookback)?))
         }
-        Expr::Unary(u) => lookbehind(&u.expr, lookback),
-        Expr::Binary(b) => Some(lookbehind(&b.lhs, lookback)?.max(lookbehind(&b.rhs, lookback)?)),
-        Expr::Paren(p) => lookbehind(&p.expr, lookback),
-        Expr::Call(call) => call
-            .args
+        Node::Neg(n) => lookbehind(n, lookback),
+        Node::Binary(b) => Some(lookbehind(&b.lhs, lookback)?.max(lookbehind(&b.rhs, lookback)?)),
+        Node::Call(call) => call
             .args
             .iter()
             .try_fold(0i64, |acc, a| Some(acc.max(lookbehind(a, lookback)?))),
-        Expr::NumberLiteral(_) | Expr::StringLiteral(_) => Some(0),
-        Expr::Extension(_) => None,
+        Node::Number(_) | Node::Str(_) => Some(0),
     }
 }
 
-/// Evaluates `ast` over each part of `plan` as its own pool task and joins
-/// the results in step order, with their annotations and sample counts.
-pub(crate) fn eval(ev: &mut Ev, ast: &Expr, plan: &Plan) -> Result<Val> {
-    let done: Vec<(Result<Val>, Ev)> = plan
+/// Evaluates `root` over each part of `split` as its own pool task and
+/// joins the results in step order, with their annotations and sample counts.
+pub(crate) fn eval(ev: &mut Ev, root: &Node, split: &SplitParts) -> Result<Val> {
+    let done: Vec<(Result<Val>, Ev)> = split
         .parts
         .par_iter()
         .with_max_len(1)
         .map(|&c| {
-            let mut part = ev.part(plan.threads_per_part);
-            (part.eval(ast, c), part)
+            let mut part = ev.part();
+            (part.eval(root, c), part)
         })
         .collect();
     let mut joined: Option<Val> = None;
@@ -207,20 +193,23 @@ mod tests {
         }
     }
 
+    fn node(q: &str) -> Node {
+        crate::plan::lower(&crate::parse(q).unwrap()).unwrap()
+    }
+
     fn plan_of(q: &str, c: Ctx, threads: usize) -> Option<Vec<Ctx>> {
-        plan(StepSplit::default(), &crate::parse(q).unwrap(), c, threads, 300_000).map(|p| p.parts)
+        parts(StepSplit::default(), &node(q), c, threads, 300_000).map(|p| p.parts)
     }
 
     #[test]
     fn parts_cover_every_step_once_in_order() {
         for (threads, step) in [(2, 60_000), (3, 60_000), (4, 7_000), (2, 8 * HOUR)] {
             let c = day(step);
-            let Some(Plan { parts, .. }) = plan(StepSplit::Always, &crate::parse("x").unwrap(), c, threads, 300_000)
-            else {
+            let Some(split) = parts(StepSplit::Always, &node("x"), c, threads, 300_000) else {
                 panic!("{threads} threads, step {step}: not split");
             };
-            assert_eq!(parts.len(), threads.min(c.n() / 2));
-            let steps: Vec<i64> = parts.iter().flat_map(|p| (0..p.n()).map(|i| p.ts(i))).collect();
+            assert_eq!(split.parts.len(), threads.min(c.n() / 2));
+            let steps: Vec<i64> = split.parts.iter().flat_map(|p| (0..p.n()).map(|i| p.ts(i))).collect();
             let whole: Vec<i64> = (0..c.n()).map(|i| c.ts(i)).collect();
             assert_eq!(steps, whole, "{threads} threads, step {step}");
         }
@@ -228,13 +217,13 @@ mod tests {
 
     #[test]
     fn more_threads_than_long_parts_share_the_threads() {
-        let q = crate::parse("sum(rate(x[5m]))").unwrap();
+        let q = node("sum(rate(x[5m]))");
         let split = |threads, hours: i64| {
             let c = Ctx {
                 end: hours * HOUR,
                 ..day(60_000)
             };
-            plan(StepSplit::default(), &q, c, threads, 300_000).map(|p| (p.parts.len(), p.threads_per_part))
+            parts(StepSplit::default(), &q, c, threads, 300_000).map(|p| (p.parts.len(), p.threads_per_part))
         };
         assert_eq!(split(8, 24), Some((2, 4)), "two 12 h parts of a day, four threads each");
         assert_eq!(split(8, 48), Some((4, 2)));
@@ -247,7 +236,7 @@ mod tests {
         let q = "sum by (mode) (rate(node_cpu_seconds_total[75s]))";
         assert_eq!(plan_of(q, day(60_000), 2).map(|p| p.len()), Some(2));
         assert!(plan_of(q, day(60_000), 1).is_none(), "one thread");
-        let never = plan(StepSplit::Never, &crate::parse(q).unwrap(), day(60_000), 2, 300_000);
+        let never = parts(StepSplit::Never, &node(q), day(60_000), 2, 300_000);
         assert!(never.is_none(), "never");
         let six_hours = Ctx {
             end: 6 * HOUR,

@@ -23,7 +23,8 @@ use cairn_http::{
     run_inline, time_param,
 };
 use cairn_model::Labels;
-use cairn_promql::{Engine, ErrorKind, QueryError, QueryOptions, QueryResult, SampleValue, Value};
+use cairn_promql::{Engine, ErrorKind, Prepared, QueryError, QueryOptions, QueryResult, SampleValue, Value};
+use cairn_storage::Storage;
 
 /// Version reported by buildinfo: Grafana needs ≥ 2.24.0 for its cheap label endpoints.
 pub const PROMETHEUS_COMPAT_VERSION: &str = "3.0.0";
@@ -89,14 +90,13 @@ fn query_options(engine: &Engine, params: &Params, cancel: &Arc<AtomicBool>) -> 
     })
 }
 
-/// Runs a query's evaluation `f`: a small one (`Engine::is_small`) right on
+/// Runs a planned query: an inline one (`Prepared::is_inline`) right on
 /// this async worker, as evaluating costs less than the hand-offs to the
 /// blocking pool and back; any other on the blocking pool.
-async fn evaluate<F>(small: bool, f: F) -> Result<QueryResult, ApiError>
-where
-    F: FnOnce() -> Result<QueryResult, ApiError> + Send + 'static,
-{
-    if small { run_inline(f) } else { run_blocking(f).await }
+async fn evaluate(prepared: Prepared, storage: Arc<dyn Storage>) -> Result<QueryResult, ApiError> {
+    let inline = prepared.is_inline();
+    let f = move || prepared.run(storage.as_ref()).map_err(query_error);
+    if inline { run_inline(f) } else { run_blocking(f).await }
 }
 
 async fn query(
@@ -111,13 +111,10 @@ async fn query(
     let qo = query_options(&engine, &params, &cancel)?;
     let _guard = CancelOnDrop(cancel);
     let storage = state.storage().clone();
-    let small = engine.is_small(storage.as_ref(), &expr, t, t, &qo);
-    let res = evaluate(small, move || {
-        engine
-            .instant_with(storage.as_ref(), &expr, t, &qo)
-            .map_err(query_error)
-    })
-    .await?;
+    let prepared = engine
+        .prepare_instant(storage.as_ref(), &expr, t, &qo)
+        .map_err(query_error)?;
+    let res = evaluate(prepared, storage).await?;
     Ok(render(res, limit))
 }
 
@@ -152,13 +149,10 @@ async fn query_range(
     let qo = query_options(&engine, &params, &cancel)?;
     let _guard = CancelOnDrop(cancel);
     let storage = state.storage().clone();
-    let small = engine.is_small(storage.as_ref(), &expr, start, end, &qo);
-    let res = evaluate(small, move || {
-        engine
-            .range_with(storage.as_ref(), &expr, start, end, step, &qo)
-            .map_err(query_error)
-    })
-    .await?;
+    let prepared = engine
+        .prepare_range(storage.as_ref(), &expr, start, end, step, &qo)
+        .map_err(query_error)?;
+    let res = evaluate(prepared, storage).await?;
     Ok(render(res, limit))
 }
 

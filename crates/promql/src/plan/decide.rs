@@ -1,0 +1,276 @@
+//! Where and how each node of a lowered query runs.
+//!
+//! The storage is asked once per selector (per `or` alternative) how many
+//! series it may select over the whole query's reach, through one querier.
+//! From those bounds, the steps and the threads the evaluation may use:
+//! - the query is *inline* (evaluated on the caller's thread) when its
+//!   selectors match at most [`INLINE_MAX_SERIES`] series in all, each over
+//!   at most [`INLINE_MAX_SPAN_MS`], with no subquery: then the hand-offs to
+//!   a blocking pool and back would cost about as much as the evaluation;
+//! - a range query is split by steps as `step_split.rs` says;
+//! - a select is read in one shard per thread, unless it selects at most
+//!   [`SEQUENTIAL_MAX_SERIES`] series (then the hand-offs cost more than a
+//!   second core saves);
+//! - an aggregation of a range function over a selector is folded into the
+//!   select (`fused.rs`) on one thread always, and on several when it may
+//!   hold at least `fold_sharded_min_points` points (series × steps) and
+//!   has labels to shard by: below, its select sharded by group costs more
+//!   than the node-by-node aggregation's walk (docs/benchmarks.md);
+//! - a node-by-node aggregation cuts its steps into one chunk per thread
+//!   from [`PARALLEL_MIN_POINTS`] points of input.
+
+use cairn_storage::Queryable;
+
+use super::{AggStrategy, Aggregate, Node, Plan, Selector, SplitParts};
+use crate::eval::{Ctx, Result};
+use crate::func::Func;
+use crate::ops::AggOp;
+use crate::step_split::StepSplit;
+
+/// Series an inline query may select, over all its selectors (a series in
+/// two day partitions counts twice).
+const INLINE_MAX_SERIES: usize = 16;
+
+/// Time an inline query's selector may reach over: its steps' span plus its
+/// range or lookback.
+const INLINE_MAX_SPAN_MS: i64 = 24 * 3_600_000;
+
+/// Selects of at most this many series are read on the evaluating thread.
+const SEQUENTIAL_MAX_SERIES: usize = 16;
+
+/// Input points (series × steps) below which a node-by-node aggregation is
+/// not worth a thread hand-off.
+const PARALLEL_MIN_POINTS: usize = 50_000;
+
+/// What a plan is decided from, besides the query.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// Pool threads the evaluation may use.
+    pub threads: usize,
+    pub lookback: i64,
+    pub step_split: StepSplit,
+    pub fold_sharded_min_points: usize,
+}
+
+/// The plan of `root` evaluated at the steps of `ctx` (`instant`: one step).
+pub(crate) fn decide(q: &dyn Queryable, mut root: Node, ctx: Ctx, instant: bool, limits: &Limits) -> Result<Plan> {
+    let split = if instant {
+        None
+    } else {
+        crate::step_split::parts(limits.step_split, &root, ctx, limits.threads, limits.lookback)
+    };
+    let (threads, steps) = match &split {
+        Some(SplitParts {
+            parts,
+            threads_per_part,
+        }) => (*threads_per_part, parts.iter().map(Ctx::n).max().unwrap_or(1)),
+        None => (limits.threads, ctx.n()),
+    };
+    let inline = bound_selectors(q, &mut root, ctx, limits)?;
+    place(&mut root, threads, steps, limits);
+    Ok(Plan {
+        root,
+        ctx,
+        split,
+        inline,
+    })
+}
+
+/// A selector with how far it reads: `(lo, hi)` of its samples over the
+/// query, and the span that covers.
+struct Reach<'n> {
+    sel: &'n mut Selector,
+    lo: i64,
+    hi: i64,
+    span: i64,
+}
+
+/// Asks the storage for each selector's bound, through one querier over
+/// every selector's reach; returns whether the query is inline.
+fn bound_selectors(q: &dyn Queryable, root: &mut Node, ctx: Ctx, limits: &Limits) -> Result<bool> {
+    let mut reaches = Vec::new();
+    let mut subquery = false;
+    collect(root, Window::of(ctx), limits, &mut reaches, &mut subquery);
+    if reaches.is_empty() {
+        return Ok(true);
+    }
+    let lo = reaches.iter().map(|r| r.lo).min().unwrap_or(i64::MIN);
+    let hi = reaches.iter().map(|r| r.hi).max().unwrap_or(i64::MAX);
+    let querier = q.querier(lo, hi)?;
+    let mut total = 0usize;
+    let mut short = true;
+    for r in &mut reaches {
+        short &= r.span <= INLINE_MAX_SPAN_MS;
+        for set in &mut r.sel.sets {
+            set.bound = querier.series_upper_bound(&set.matchers)?;
+            total = total.saturating_add(set.bound);
+        }
+    }
+    Ok(!subquery && short && total <= INLINE_MAX_SERIES)
+}
+
+/// The times a node is evaluated over: its steps' span, shifted back by the
+/// subqueries around it; `pinned` once an `@` fixes them.
+#[derive(Clone, Copy)]
+struct Window {
+    start: i64,
+    end: i64,
+    pinned: bool,
+}
+
+impl Window {
+    fn of(c: Ctx) -> Self {
+        Self {
+            start: c.start,
+            end: c.end,
+            pinned: false,
+        }
+    }
+
+    fn reach<'n>(self, sel: &'n mut Selector, back: i64) -> Reach<'n> {
+        let offset = crate::eval::offset_ms(&sel.vs.offset);
+        if self.pinned || sel.vs.at.is_some() {
+            // Somewhere in the store: one window of data.
+            return Reach {
+                sel,
+                lo: i64::MIN,
+                hi: i64::MAX,
+                span: back,
+            };
+        }
+        Reach {
+            sel,
+            lo: self.start.saturating_sub(offset).saturating_sub(back),
+            hi: self.end.saturating_sub(offset),
+            span: self.end - self.start + back,
+        }
+    }
+}
+
+fn collect<'n>(node: &'n mut Node, w: Window, limits: &Limits, out: &mut Vec<Reach<'n>>, subquery: &mut bool) {
+    match node {
+        Node::Number(_) | Node::Str(_) => {}
+        Node::Vector(sel) => out.push(w.reach(sel, limits.lookback)),
+        Node::Matrix(sel, range) => out.push(w.reach(sel, *range)),
+        Node::Subquery(sq) => {
+            *subquery = true;
+            let inner = Window {
+                start: w.start - sq.offset - sq.range,
+                end: w.end - sq.offset,
+                pinned: w.pinned || sq.at.is_some(),
+            };
+            collect(&mut sq.inner, inner, limits, out, subquery);
+        }
+        Node::Neg(n) => collect(n, w, limits, out, subquery),
+        Node::Call(call) => {
+            for a in &mut call.args {
+                collect(a, w, limits, out, subquery);
+            }
+        }
+        Node::Aggregate(a) => {
+            if let Some(p) = &mut a.param {
+                collect(p, w, limits, out, subquery);
+            }
+            collect(&mut a.input, w, limits, out, subquery);
+        }
+        Node::Binary(b) => {
+            collect(&mut b.lhs, w, limits, out, subquery);
+            collect(&mut b.rhs, w, limits, out, subquery);
+        }
+    }
+}
+
+/// Sets where each node runs: `threads` pool threads, `steps` steps.
+fn place(node: &mut Node, threads: usize, steps: usize, limits: &Limits) {
+    match node {
+        Node::Number(_) | Node::Str(_) => {}
+        Node::Vector(sel) | Node::Matrix(sel, _) => {
+            for set in &mut sel.sets {
+                set.shards = if threads <= 1 || set.bound <= SEQUENTIAL_MAX_SERIES {
+                    1
+                } else {
+                    threads
+                };
+            }
+        }
+        Node::Subquery(sq) => {
+            sq.threads = threads;
+            let step = sq.step.unwrap_or(crate::eval::DEFAULT_SUBQUERY_STEP);
+            let inner_steps = usize::try_from(sq.range / step.max(1)).unwrap_or(usize::MAX);
+            place(&mut sq.inner, threads, inner_steps.saturating_add(steps), limits);
+        }
+        Node::Neg(n) => place(n, threads, steps, limits),
+        Node::Call(call) => {
+            for a in &mut call.args {
+                place(a, threads, steps, limits);
+            }
+        }
+        Node::Aggregate(a) => {
+            if let Some(p) = &mut a.param {
+                place(p, threads, steps, limits);
+            }
+            place(&mut a.input, threads, steps, limits);
+            a.strategy = strategy(a, threads, steps, limits);
+        }
+        Node::Binary(b) => {
+            place(&mut b.lhs, threads, steps, limits);
+            place(&mut b.rhs, threads, steps, limits);
+        }
+    }
+}
+
+fn strategy(a: &Aggregate, threads: usize, steps: usize, limits: &Limits) -> AggStrategy {
+    if let Some(bound) = foldable_bound(a) {
+        let shardable = a.grouping.without || !a.grouping.names.is_empty();
+        let points = bound.saturating_mul(steps);
+        if threads <= 1 {
+            return AggStrategy::Folded { shards: 1 };
+        }
+        if shardable && points >= limits.fold_sharded_min_points {
+            let shards = if bound <= SEQUENTIAL_MAX_SERIES { 1 } else { threads };
+            return AggStrategy::Folded { shards };
+        }
+    }
+    let points = series_bound(&a.input).saturating_mul(steps);
+    let threads = if a.op.accumulates() && points >= PARALLEL_MIN_POINTS {
+        threads.clamp(1, steps.max(1))
+    } else {
+        1
+    };
+    AggStrategy::NodeByNode { threads }
+}
+
+/// The bound of the select an aggregation can be folded into, if it has the
+/// shape `fused.rs` folds: an aggregation accumulated from the values alone
+/// (not `quantile`, `topk`, ...), not grouped by `__name__`, of a
+/// [foldable](crate::func::RangeFn::foldable) range function over a matrix
+/// selector without `or` alternatives.
+pub(crate) fn foldable_bound(a: &Aggregate) -> Option<usize> {
+    if !a.op.accumulates() || a.op == AggOp::Quantile || a.param.is_some() || a.grouping.by_metric_name() {
+        return None;
+    }
+    let Node::Call(call) = &a.input else {
+        return None;
+    };
+    let (Func::Range(f), [Node::Matrix(sel, _)]) = (call.func, call.args.as_slice()) else {
+        return None;
+    };
+    match sel.sets.as_slice() {
+        [set] if f.foldable() => Some(set.bound),
+        _ => None,
+    }
+}
+
+/// At most how many series `node` evaluates to, from its selectors' bounds.
+fn series_bound(node: &Node) -> usize {
+    match node {
+        Node::Number(_) | Node::Str(_) => 1,
+        Node::Vector(sel) | Node::Matrix(sel, _) => sel.sets.iter().fold(0, |n, s| n.saturating_add(s.bound)),
+        Node::Subquery(sq) => series_bound(&sq.inner),
+        Node::Neg(n) => series_bound(n),
+        Node::Call(call) => call.args.iter().map(series_bound).max().unwrap_or(1),
+        Node::Aggregate(a) if !a.grouping.without && a.grouping.names.is_empty() => 1,
+        Node::Aggregate(a) => series_bound(&a.input),
+        Node::Binary(b) => series_bound(&b.lhs).saturating_add(series_bound(&b.rhs)),
+    }
+}

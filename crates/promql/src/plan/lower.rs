@@ -1,0 +1,122 @@
+//! The parsed query lowered to plan nodes: parentheses gone, names resolved
+//! to enums, selectors' matchers converted. Decisions come later
+//! ([`super::decide`]); every node starts on the evaluating thread.
+
+use cairn_model::{Label, Labels, METRIC_NAME};
+use promql_parser::label::MatchOp;
+use promql_parser::parser::{Expr, LabelModifier};
+
+use super::{AggStrategy, Aggregate, Binary, Call, Grouping, MatcherSet, Node, Selector, Subquery};
+use crate::QueryError;
+use crate::eval::{Result, convert_matchers, duration_ms, labels_from, offset_ms};
+use crate::func::Func;
+use crate::ops::{AggOp, BinOp};
+
+pub(crate) fn lower(e: &Expr) -> Result<Node> {
+    Ok(match e {
+        Expr::NumberLiteral(n) => Node::Number(n.val),
+        Expr::StringLiteral(s) => Node::Str(s.val.clone()),
+        Expr::Paren(p) => lower(&p.expr)?,
+        Expr::Unary(u) => Node::Neg(Box::new(lower(&u.expr)?)),
+        Expr::VectorSelector(vs) => Node::Vector(selector(vs)?),
+        Expr::MatrixSelector(ms) => Node::Matrix(selector(&ms.vs)?, duration_ms(&ms.range)),
+        Expr::Subquery(sq) => Node::Subquery(Box::new(Subquery {
+            inner: lower(&sq.expr)?,
+            range: duration_ms(&sq.range),
+            step: sq.step.as_ref().map(duration_ms).filter(|&s| s > 0),
+            offset: offset_ms(&sq.offset),
+            at: sq.at.clone(),
+            threads: 1,
+        })),
+        Expr::Call(call) => {
+            let name = call.func.name;
+            let func =
+                Func::of(name).ok_or_else(|| QueryError::BadData(format!("function \"{name}\" is not supported")))?;
+            let absent_labels = match (func, call.args.args.first()) {
+                (Func::Absent | Func::AbsentOverTime, Some(arg)) => absent_labels(arg),
+                _ => Labels::empty(),
+            };
+            Node::Call(Call {
+                func,
+                name,
+                args: call.args.args.iter().map(|a| lower(a)).collect::<Result<_>>()?,
+                absent_labels,
+            })
+        }
+        Expr::Aggregate(a) => {
+            let grouping = match &a.modifier {
+                Some(LabelModifier::Include(l)) => Grouping {
+                    without: false,
+                    names: l.labels.clone(),
+                },
+                Some(LabelModifier::Exclude(l)) => Grouping {
+                    without: true,
+                    names: l.labels.clone(),
+                },
+                None => Grouping {
+                    without: false,
+                    names: Vec::new(),
+                },
+            };
+            Node::Aggregate(Box::new(Aggregate {
+                op: AggOp::of(a.op)?,
+                grouping,
+                param: a.param.as_deref().map(lower).transpose()?,
+                input: lower(&a.expr)?,
+                strategy: AggStrategy::NodeByNode { threads: 1 },
+            }))
+        }
+        Expr::Binary(b) => Node::Binary(Box::new(Binary {
+            op: BinOp::of(b.op)?,
+            return_bool: b.return_bool(),
+            modifier: b.modifier.clone(),
+            lhs: lower(&b.lhs)?,
+            rhs: lower(&b.rhs)?,
+        })),
+        Expr::Extension(_) => return Err(QueryError::Internal("extension expressions are not supported".into())),
+    })
+}
+
+fn selector(vs: &promql_parser::parser::VectorSelector) -> Result<Selector> {
+    let sets = convert_matchers(vs)?
+        .into_iter()
+        .map(|matchers| MatcherSet {
+            matchers,
+            bound: usize::MAX,
+            shards: 1,
+        })
+        .collect();
+    Ok(Selector { vs: vs.clone(), sets })
+}
+
+/// The labels of `absent(arg)`'s result: those of `arg`'s equality matchers
+/// when it is a selector as written (not in parentheses, as Prometheus),
+/// other than `__name__`; a label matched twice is left out.
+fn absent_labels(arg: &Expr) -> Labels {
+    let vs = match arg {
+        Expr::VectorSelector(vs) => vs,
+        Expr::MatrixSelector(ms) => &ms.vs,
+        _ => return Labels::empty(),
+    };
+    let mut labels: Vec<Label> = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for m in &vs.matchers.matchers {
+        if m.name == METRIC_NAME {
+            continue;
+        }
+        labels.retain(|l| l.name != m.name);
+        if matches!(m.op, MatchOp::Equal) && !seen.contains(&m.name.as_str()) {
+            labels.push(Label::new(m.name.clone(), m.value.clone()));
+            seen.push(&m.name);
+        }
+    }
+    labels_from(labels)
+}
+
+impl Grouping {
+    /// Whether the groups are keyed by `__name__` (`by (__name__)`), which
+    /// a function's result may have dropped only when the query ends.
+    pub fn by_metric_name(&self) -> bool {
+        !self.without && self.names.iter().any(|n| n == METRIC_NAME)
+    }
+}

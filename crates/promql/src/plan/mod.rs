@@ -1,0 +1,164 @@
+//! The query plan: the parsed query lowered to typed nodes, with every
+//! decision about where and how each part runs taken before evaluation
+//! starts, in one place.
+//!
+//! [`lower`] resolves functions, operators and aggregations to their enums
+//! and selectors to storage matchers. [`decide`] then asks the storage once
+//! per selector how many series it may select, and from that, the query's
+//! steps and the threads the evaluation may use, decides whether the query
+//! is small enough for the caller's thread, whether a range query is split
+//! by steps, which selects are read in shards on the pool, and which
+//! aggregations are folded into their select. Evaluation (`eval.rs`)
+//! follows the plan and takes none of these decisions itself; `Display`
+//! prints it (`cairn explain`, the API's `explain` parameter, and tests).
+
+mod decide;
+mod display;
+mod lower;
+#[cfg(test)]
+mod tests;
+
+use cairn_model::{Labels, Matcher};
+use promql_parser::parser::{AtModifier, BinModifier, VectorSelector};
+
+use crate::eval::Ctx;
+use crate::func::Func;
+use crate::ops::{AggOp, BinOp};
+
+pub(crate) use decide::{Limits, decide, foldable_bound};
+pub(crate) use lower::lower;
+
+/// A query ready to evaluate: its nodes and how it runs.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub root: Node,
+    /// The steps the query is evaluated at (one for an instant query).
+    pub ctx: Ctx,
+    /// Parts of a range query split by steps (`step_split.rs`), each
+    /// evaluated on its own pool thread(s); `None` evaluates it whole.
+    pub split: Option<SplitParts>,
+    /// Few series over at most a day, no subquery: evaluate on the caller's
+    /// thread (`Engine::prepare`).
+    pub inline: bool,
+}
+
+/// How a range query is split by steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SplitParts {
+    pub parts: Vec<Ctx>,
+    /// Pool threads each part's evaluation may use in turn.
+    pub threads_per_part: usize,
+}
+
+/// One node of a query, its children lowered too.
+#[derive(Debug, Clone)]
+pub(crate) enum Node {
+    Number(f64),
+    Str(String),
+    Neg(Box<Node>),
+    /// An instant vector selector.
+    Vector(Selector),
+    /// A matrix selector: `selector[range]`, the range in ms.
+    Matrix(Selector, i64),
+    Subquery(Box<Subquery>),
+    Call(Call),
+    Aggregate(Box<Aggregate>),
+    Binary(Box<Binary>),
+}
+
+impl Node {
+    /// The type of value it evaluates to, in Prometheus' words.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Number(_) => "scalar",
+            Self::Str(_) => "string",
+            Self::Neg(inner) => inner.kind(),
+            Self::Vector(_) | Self::Aggregate(_) => "instant vector",
+            Self::Matrix(..) | Self::Subquery(_) => "range vector",
+            Self::Call(call) => match call.func {
+                Func::Time | Func::Start | Func::End | Func::Pi | Func::Scalar => "scalar",
+                _ => "instant vector",
+            },
+            Self::Binary(b) if b.lhs.kind() == "scalar" && b.rhs.kind() == "scalar" => "scalar",
+            Self::Binary(_) => "instant vector",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Selector {
+    /// As parsed: its offset, `@` and the matchers as written (`absent`'s labels).
+    pub vs: VectorSelector,
+    /// One set of storage matchers per `or` alternative, each read on its own.
+    pub sets: Vec<MatcherSet>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct MatcherSet {
+    pub matchers: Vec<Matcher>,
+    /// At most how many series these select over the whole query's reach
+    /// (`usize::MAX` when the storage cannot tell without reading).
+    pub bound: usize,
+    /// Shards the select is read in, one pool task each; 1 reads it on the
+    /// evaluating thread.
+    pub shards: usize,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Subquery {
+    pub inner: Node,
+    pub range: i64,
+    /// `None`: the default step.
+    pub step: Option<i64>,
+    pub offset: i64,
+    pub at: Option<AtModifier>,
+    /// Pool threads that reduce its series (1: the evaluating thread).
+    pub threads: usize,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Call {
+    pub func: Func,
+    /// As called (error texts).
+    pub name: &'static str,
+    pub args: Vec<Node>,
+    /// The labels `absent` and `absent_over_time` give their result: the
+    /// equality matchers of a selector argument (empty for other functions).
+    pub absent_labels: Labels,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Aggregate {
+    pub op: AggOp,
+    pub grouping: Grouping,
+    pub param: Option<Node>,
+    pub input: Node,
+    pub strategy: AggStrategy,
+}
+
+/// `by (...)` or `without (...)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Grouping {
+    pub without: bool,
+    pub names: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AggStrategy {
+    /// The input is evaluated first; its steps are then cut into one chunk
+    /// per thread and added up (`aggregate.rs` for the accumulating ones).
+    NodeByNode { threads: usize },
+    /// Each series of the range function's select goes into its group as
+    /// it is read (`fused.rs`), the select read in `shards` shards placed by
+    /// the grouping labels.
+    Folded { shards: usize },
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Binary {
+    pub op: BinOp,
+    pub return_bool: bool,
+    pub modifier: Option<BinModifier>,
+    pub lhs: Node,
+    pub rhs: Node,
+}

@@ -1,0 +1,277 @@
+//! Plans chosen for representative queries: alert rules, dashboard panels,
+//! subqueries, `@`, `topk` and `count_values`, under 1, 2 and 8 threads and
+//! with small and large series bounds. The answers of every plan are
+//! checked elsewhere (the upstream corpus, the differential test, and
+//! `tests/parallel.rs`, which compares plans against each other bit for bit).
+
+use cairn_model::Matcher;
+use cairn_storage::{Querier, Queryable, SelectHints, SeriesSet, StorageError};
+
+use super::*;
+use crate::StepSplit as Policy;
+
+const HOUR: i64 = 3_600_000;
+
+/// A storage whose every selector may select `bound` series (and selects none).
+struct Bound(usize);
+
+impl Queryable for Bound {
+    fn querier(&self, _: i64, _: i64) -> std::result::Result<Box<dyn Querier>, StorageError> {
+        Ok(Box::new(BoundQuerier(self.0)))
+    }
+}
+
+struct BoundQuerier(usize);
+
+impl Querier for BoundQuerier {
+    fn select(&self, _: &SelectHints, _: &[Matcher]) -> std::result::Result<SeriesSet, StorageError> {
+        Ok(Box::new(std::iter::empty()))
+    }
+    fn series_upper_bound(&self, _: &[Matcher]) -> std::result::Result<usize, StorageError> {
+        Ok(self.0)
+    }
+    fn label_names(&self, _: &[Matcher], _: Option<usize>) -> std::result::Result<Vec<String>, StorageError> {
+        Ok(Vec::new())
+    }
+    fn label_values(&self, _: &str, _: &[Matcher], _: Option<usize>) -> std::result::Result<Vec<String>, StorageError> {
+        Ok(Vec::new())
+    }
+}
+
+fn limits(threads: usize) -> Limits {
+    Limits {
+        threads,
+        lookback: 300_000,
+        step_split: Policy::default(),
+        fold_sharded_min_points: 1 << 21,
+    }
+}
+
+fn plan(q: &str, bound: usize, threads: usize, c: Ctx) -> Plan {
+    let root = lower(&crate::parse(q).unwrap()).unwrap();
+    decide(&Bound(bound), root, c, c.step == 0, &limits(threads)).unwrap()
+}
+
+fn instant() -> Ctx {
+    Ctx {
+        start: 10 * HOUR,
+        end: 10 * HOUR,
+        step: 0,
+    }
+}
+
+/// A dashboard panel's range: `hours` at 15 s steps.
+fn panel(hours: i64) -> Ctx {
+    Ctx {
+        start: 48 * HOUR - hours * HOUR,
+        end: 48 * HOUR,
+        step: 15_000,
+    }
+}
+
+fn aggregation(p: &Plan) -> AggStrategy {
+    match &p.root {
+        Node::Aggregate(a) => a.strategy,
+        Node::Binary(b) => match (&b.lhs, &b.rhs) {
+            (Node::Aggregate(a), _) | (_, Node::Aggregate(a)) => a.strategy,
+            _ => panic!("no aggregation in {p}"),
+        },
+        _ => panic!("no aggregation in {p}"),
+    }
+}
+
+/// Every select's shards, in the order the selectors are written.
+fn shards(p: &Plan) -> Vec<usize> {
+    fn walk(n: &Node, out: &mut Vec<usize>) {
+        match n {
+            Node::Vector(sel) | Node::Matrix(sel, _) => out.extend(sel.sets.iter().map(|s| s.shards)),
+            Node::Number(_) | Node::Str(_) => {}
+            Node::Neg(n) => walk(n, out),
+            Node::Subquery(sq) => walk(&sq.inner, out),
+            Node::Call(c) => c.args.iter().for_each(|a| walk(a, out)),
+            Node::Aggregate(a) => {
+                a.param.iter().for_each(|p| walk(p, out));
+                walk(&a.input, out);
+            }
+            Node::Binary(b) => {
+                walk(&b.lhs, out);
+                walk(&b.rhs, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&p.root, &mut out);
+    out
+}
+
+#[test]
+fn few_series_over_at_most_a_day_without_subqueries_run_inline() {
+    let inline = |q: &str, bound: usize, c: Ctx| plan(q, bound, 2, c).inline;
+    let twelve_hours = Ctx {
+        start: 0,
+        end: 12 * HOUR,
+        step: 60_000,
+    };
+    assert!(inline(r#"rate(m{host="1"}[5m])"#, 1, twelve_hours));
+    assert!(inline(r#"m{host=~"1|2"} / on (host) m{host=~"2|3"}"#, 2, twelve_hours));
+    assert!(inline(r#"sum(m{host="1"} @ 100)"#, 1, panel(24 * 30)), "pinned by @");
+    assert!(inline("1 + 2", 0, panel(24 * 30)));
+    assert!(!inline("sum(m)", 20, panel(1)), "20 series");
+    assert!(
+        !inline(r#"m{host=~"1.*"} + m{host=~"1.*"}"#, 11, panel(1)),
+        "11 + 11 series"
+    );
+    assert!(
+        !inline(r#"rate(m{host="1"}[5m])"#, 1, panel(24)),
+        "a day plus the range"
+    );
+    assert!(
+        !inline(r#"max_over_time(m{host="1"}[10m:1m])"#, 1, panel(1)),
+        "subquery"
+    );
+    assert!(!inline(r#"m{host="1"}"#, usize::MAX, panel(1)), "no bound");
+}
+
+#[test]
+fn alert_rules_read_small_selects_on_the_calling_thread_and_large_ones_in_shards() {
+    let q = r#"(node_filesystem_avail_bytes{fstype!="tmpfs"} / node_filesystem_size_bytes < .10) and on (instance) node_filesystem_readonly == 0"#;
+    for threads in [1, 2, 8] {
+        assert_eq!(
+            shards(&plan(q, 16, threads, instant())),
+            vec![1, 1, 1],
+            "{threads} threads, 16 series"
+        );
+        let many = if threads == 1 { 1 } else { threads };
+        assert_eq!(
+            shards(&plan(q, 5_000, threads, instant())),
+            vec![many; 3],
+            "{threads} threads, 5,000 series"
+        );
+    }
+}
+
+#[test]
+fn fleet_aggregations_fold_into_their_select_when_large_enough_to_shard() {
+    let q = "sum by (mode) (rate(node_cpu_seconds_total[1m]))";
+    // One thread: always folded, in one shard.
+    assert_eq!(
+        aggregation(&plan(q, 16_000, 1, panel(1))),
+        AggStrategy::Folded { shards: 1 }
+    );
+    assert_eq!(
+        aggregation(&plan(q, 10, 1, instant())),
+        AggStrategy::Folded { shards: 1 }
+    );
+    for threads in [2, 8] {
+        // 16,000 series × 241 steps: folded, sharded by mode.
+        assert_eq!(
+            aggregation(&plan(q, 16_000, threads, panel(1))),
+            AggStrategy::Folded { shards: threads }
+        );
+        // An instant query of as many series is under 2 M points: node by
+        // node (its one step on one thread, its select in shards).
+        let p = plan(q, 16_000, threads, instant());
+        assert_eq!(aggregation(&p), AggStrategy::NodeByNode { threads: 1 });
+        assert_eq!(shards(&p), vec![threads]);
+        // Nothing to shard by, or not a simple accumulation: node by node.
+        for q in [
+            "sum(rate(node_cpu_seconds_total[1m]))",
+            "quantile by (mode) (0.9, rate(node_cpu_seconds_total[1m]))",
+            "sum by (__name__) (rate(node_cpu_seconds_total[1m]))",
+            r#"sum by (mode) (rate(node_cpu_seconds_total{a="1" or b="2"}[1m]))"#,
+            "sum by (mode) (predict_linear(node_cpu_seconds_total[1m], 60))",
+        ] {
+            assert!(
+                matches!(
+                    aggregation(&plan(q, 16_000, threads, panel(1))),
+                    AggStrategy::NodeByNode { .. }
+                ),
+                "{q}"
+            );
+        }
+    }
+    // Small inputs are added up on one thread.
+    assert_eq!(
+        aggregation(&plan("sum by (mode) (node_cpu_seconds_total)", 100, 8, panel(1))),
+        AggStrategy::NodeByNode { threads: 1 }
+    );
+}
+
+#[test]
+fn long_panels_split_by_steps_and_their_parts_plan_with_their_share_of_threads() {
+    let q = "sum by (mode) (rate(node_cpu_seconds_total[75s]))";
+    let day = Ctx {
+        start: 0,
+        end: 24 * HOUR,
+        step: 60_000,
+    };
+    let p = plan(q, 16_000, 2, day);
+    let split = p.split.as_ref().expect("a day on two threads is split");
+    assert_eq!((split.parts.len(), split.threads_per_part), (2, 1));
+    assert_eq!(
+        aggregation(&p),
+        AggStrategy::Folded { shards: 1 },
+        "each part on one thread"
+    );
+    let two_days = Ctx { end: 48 * HOUR, ..day };
+    let p = plan(q, 16_000, 8, two_days);
+    let split = p.split.as_ref().expect("two days on eight threads are split");
+    assert_eq!((split.parts.len(), split.threads_per_part), (4, 2));
+    assert_eq!(aggregation(&p), AggStrategy::Folded { shards: 2 });
+    assert!(plan(q, 16_000, 1, day).split.is_none(), "one thread");
+    assert!(plan(q, 16_000, 2, panel(6)).split.is_none(), "parts under 12 h");
+    for q in [
+        "topk(10, rate(node_disk_io_time_seconds_total[5m]))",
+        r#"count_values("v", node_load1)"#,
+        "rate(node_load1[5m] @ end())",
+    ] {
+        assert!(plan(q, 16_000, 2, day).split.is_none(), "{q}");
+    }
+}
+
+#[test]
+fn subqueries_reduce_on_the_pool_and_count_their_own_steps() {
+    let q = "max_over_time(rate(node_network_receive_bytes_total[5m])[1h:1m])";
+    let p = plan(q, 5_000, 2, instant());
+    let Node::Call(call) = &p.root else { panic!("{p}") };
+    let Node::Subquery(sq) = &call.args[0] else {
+        panic!("{p}")
+    };
+    assert_eq!(sq.threads, 2);
+    assert_eq!(shards(&p), vec![2]);
+    assert!(!p.inline);
+    // The inner aggregation runs at the subquery's 60 steps, not the query's one.
+    let q = "max_over_time(sum by (device) (rate(node_disk_read_bytes_total[5m]))[1h:1m])";
+    let p = plan(q, 50_000, 2, instant());
+    let Node::Call(call) = &p.root else { panic!("{p}") };
+    let Node::Subquery(sq) = &call.args[0] else {
+        panic!("{p}")
+    };
+    let Node::Aggregate(a) = &sq.inner else { panic!("{p}") };
+    assert_eq!(
+        a.strategy,
+        AggStrategy::Folded { shards: 2 },
+        "50,000 series × 61 steps"
+    );
+}
+
+#[test]
+fn plans_print_what_was_decided() {
+    let p = plan("sum by (mode) (rate(node_cpu_seconds_total[1m]))", 16_000, 2, panel(1));
+    let text = p.to_string();
+    for line in [
+        "range query 169200000..172800000 every 15000 ms (241 steps)",
+        "not split by steps",
+        "on the query pool",
+        "sum by (mode): folded into its select, 2 shard(s)",
+        "    node_cpu_seconds_total[1m]: at most 16000 series, 2 shard(s)",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+    let text = plan(r#"node_load1{instance="a"} > 4"#, 1, 2, instant()).to_string();
+    assert!(text.contains("inline (on the caller's thread)"), "{text}");
+    assert!(
+        text.contains("  node_load1{instance=\"a\"}: at most 1 series, 1 shard(s)"),
+        "{text}"
+    );
+}
