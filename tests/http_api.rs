@@ -146,6 +146,34 @@ fn write_then_every_read_api_matches_exactly() {
     // The /prometheus prefix serves the same.
     let prefixed = c.get_query("/prometheus/api/v1/label/instance/values", &[]);
     assert_eq!(prefixed.body, r#"{"status":"success","data":["h1","h2"]}"#);
+    // The plan of a query over the data stored now: a few series, so inline.
+    let (start, end) = ((t0 / 1000).to_string(), (t0 / 1000 + 60).to_string());
+    let q = "sum by (job) (rate(http_requests_total[1m]))";
+    let range = [
+        ("query", q),
+        ("start", start.as_str()),
+        ("end", end.as_str()),
+        ("step", "15"),
+    ];
+    let plan = c.get_query("/api/v1/explain", &range).json();
+    let text = plan["data"]["plan"].as_str().unwrap_or_default();
+    for line in [
+        "range query",
+        "(5 steps)",
+        "inline (on the caller's thread)",
+        // Folded or not depends on the machine's cores (plan/decide.rs).
+        "sum by (job): ",
+        "    http_requests_total[1m]: at most 2 series, 1 shard(s)",
+    ] {
+        assert!(text.contains(line), "{line:?} not in\n{text}");
+    }
+    let instant = c
+        .get_query("/api/v1/explain", &[("query", "up == 1"), ("time", end.as_str())])
+        .json();
+    let text = instant["data"]["plan"].as_str().unwrap_or_default();
+    assert!(text.starts_with("instant query at "), "{text}");
+    c.get_query("/api/v1/explain", &[("query", "sum(")])
+        .assert_error(400, "bad_data");
 }
 
 #[test]

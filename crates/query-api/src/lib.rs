@@ -39,6 +39,7 @@ pub fn routes(options: EngineOptions) -> Router<AppState> {
         .route("/api/v1/query_range", get(query_range).post(query_range))
         .route("/api/v1/format_query", get(format_query).post(format_query))
         .route("/api/v1/parse_query", get(parse_query).post(parse_query))
+        .route("/api/v1/explain", get(explain).post(explain))
         .route("/api/v1/status/buildinfo", get(buildinfo))
         .layer(Extension(Arc::new(Engine::new(options))))
 }
@@ -104,16 +105,11 @@ async fn query(
     Extension(engine): SharedEngine,
     params: Params,
 ) -> Result<Response, ApiError> {
-    let expr = params.get("query").unwrap_or("").to_string();
-    let t = time_param(&params, "time", cairn_http::now_ms())?;
     let limit = limit_param(&params)?;
     let cancel = Arc::new(AtomicBool::new(false));
-    let qo = query_options(&engine, &params, &cancel)?;
-    let _guard = CancelOnDrop(cancel);
     let storage = state.storage().clone();
-    let prepared = engine
-        .prepare_instant(storage.as_ref(), &expr, t, &qo)
-        .map_err(query_error)?;
+    let prepared = prepare_instant(&engine, storage.as_ref(), &params, &cancel)?;
+    let _guard = CancelOnDrop(cancel);
     let res = evaluate(prepared, storage).await?;
     Ok(render(res, limit))
 }
@@ -123,9 +119,59 @@ async fn query_range(
     Extension(engine): SharedEngine,
     params: Params,
 ) -> Result<Response, ApiError> {
-    let expr = params.get("query").unwrap_or("").to_string();
-    let start = time_param_required(&params, "start")?;
-    let end = time_param_required(&params, "end")?;
+    let limit = limit_param(&params)?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let storage = state.storage().clone();
+    let prepared = prepare_range(&engine, storage.as_ref(), &params, &cancel)?;
+    let _guard = CancelOnDrop(cancel);
+    let res = evaluate(prepared, storage).await?;
+    Ok(render(res, limit))
+}
+
+/// The plan of a query (an instant query at `time`, or a range query with
+/// `start`, `end` and `step`) as text: where and how each part would run,
+/// over the data stored now. Not a Prometheus endpoint.
+async fn explain(
+    State(state): State<AppState>,
+    Extension(engine): SharedEngine,
+    params: Params,
+) -> Result<Response, ApiError> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let storage = state.storage().as_ref();
+    let prepared = if params.get("step").is_some() {
+        prepare_range(&engine, storage, &params, &cancel)?
+    } else {
+        prepare_instant(&engine, storage, &params, &cancel)?
+    };
+    let mut body = String::from(r#"{"status":"success","data":{"plan":"#);
+    push_json_str(&mut body, &prepared.to_string());
+    body.push_str("}}");
+    Ok(json(body))
+}
+
+/// Plans the instant query of a request's parameters.
+fn prepare_instant(
+    engine: &Engine,
+    storage: &dyn Storage,
+    params: &Params,
+    cancel: &Arc<AtomicBool>,
+) -> Result<Prepared, ApiError> {
+    let expr = params.get("query").unwrap_or("");
+    let t = time_param(params, "time", cairn_http::now_ms())?;
+    let qo = query_options(engine, params, cancel)?;
+    engine.prepare_instant(storage, expr, t, &qo).map_err(query_error)
+}
+
+/// Plans the range query of a request's parameters.
+fn prepare_range(
+    engine: &Engine,
+    storage: &dyn Storage,
+    params: &Params,
+    cancel: &Arc<AtomicBool>,
+) -> Result<Prepared, ApiError> {
+    let expr = params.get("query").unwrap_or("");
+    let start = time_param_required(params, "start")?;
+    let end = time_param_required(params, "end")?;
     if end < start {
         return Err(invalid_param("end", "end timestamp must not be before start time"));
     }
@@ -144,16 +190,10 @@ async fn query_range(
             "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
         ));
     }
-    let limit = limit_param(&params)?;
-    let cancel = Arc::new(AtomicBool::new(false));
-    let qo = query_options(&engine, &params, &cancel)?;
-    let _guard = CancelOnDrop(cancel);
-    let storage = state.storage().clone();
-    let prepared = engine
-        .prepare_range(storage.as_ref(), &expr, start, end, step, &qo)
-        .map_err(query_error)?;
-    let res = evaluate(prepared, storage).await?;
-    Ok(render(res, limit))
+    let qo = query_options(engine, params, cancel)?;
+    engine
+        .prepare_range(storage, expr, start, end, step, &qo)
+        .map_err(query_error)
 }
 
 fn time_param_required(params: &Params, name: &str) -> Result<i64, ApiError> {
