@@ -892,7 +892,7 @@ impl<'a> Ev<'a> {
                     None => None,
                 };
                 let input = self.eval_vector(&a.input, c)?;
-                crate::functions::aggregate(self, a.op, &a.grouping, param, input, threads, c)
+                crate::aggregate::aggregate(self, a.op, &a.grouping, param, input, threads, c)
             }
         }
     }

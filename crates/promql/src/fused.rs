@@ -25,9 +25,10 @@ use cairn_storage::{SelectHints, ShardBy};
 
 use crate::QueryError;
 use crate::aggregate::GroupSteps;
+use crate::aggregate::group_labels;
 use crate::eval::{Ctx, Ev, Result, Series, Val};
 use crate::func::{Func, RangeFn};
-use crate::functions::{counter_info, group_labels, range_points};
+use crate::functions::{counter_info, range_points};
 use crate::ops::AggOp;
 use crate::plan::{Aggregate, Grouping, Node, foldable_bound};
 use crate::samples::Samples;

@@ -1,0 +1,100 @@
+//! Aggregations: each input series' group, then the operation — the
+//! accumulating ones step by step (`accumulate.rs`), `topk` and its kin
+//! (`topk.rs`), `count_values` (`count_values.rs`).
+
+mod accumulate;
+mod count_values;
+mod topk;
+
+use foldhash::{HashMap, HashMapExt};
+
+use cairn_model::{Labels, METRIC_NAME};
+
+pub(crate) use accumulate::GroupSteps;
+
+use crate::eval::{Ctx, Ev, Result, Series, Val, labels_from};
+use crate::functions::quantile_warning;
+use crate::ops::AggOp;
+use crate::plan::Grouping;
+
+/// The labels of `l`'s group: `names` only, or all but `names` and
+/// `__name__` when `without`.
+pub(crate) fn group_labels(l: &Labels, without: bool, names: &[String]) -> Labels {
+    labels_from(
+        l.iter()
+            .filter(|lab| {
+                let listed = names.iter().any(|n| *n == lab.name);
+                if without {
+                    !listed && lab.name != METRIC_NAME
+                } else {
+                    listed
+                }
+            })
+            .cloned()
+            .collect(),
+    )
+}
+
+pub(crate) fn aggregate(
+    ev: &mut Ev,
+    op: AggOp,
+    grouping: &Grouping,
+    param: Option<Val>,
+    input: Vec<Series>,
+    threads: usize,
+    c: Ctx,
+) -> Result<Val> {
+    let group_labels = |l: &Labels| group_labels(l, grouping.without, &grouping.names);
+    let mut gidx: HashMap<Labels, usize> = HashMap::new();
+    let mut groups: Vec<Labels> = Vec::new();
+    let mut gdrop: Vec<bool> = Vec::new();
+    let mut sgroup: Vec<usize> = Vec::with_capacity(input.len());
+    for s in &input {
+        let gl = group_labels(&s.labels);
+        let g = match gidx.get(&gl) {
+            Some(&g) => g,
+            None => {
+                gidx.insert(gl.clone(), groups.len());
+                groups.push(gl);
+                gdrop.push(false);
+                groups.len() - 1
+            }
+        };
+        gdrop[g] |= s.drop_name;
+        sgroup.push(g);
+    }
+    let scalar_param = match &param {
+        Some(Val::Scalar(s)) => Some(s.clone()),
+        _ => None,
+    };
+
+    match op {
+        AggOp::CountValues => count_values::count_values(&param, &input, &groups, &sgroup, c),
+        AggOp::Topk | AggOp::Bottomk | AggOp::Limitk | AggOp::LimitRatio => {
+            topk::select_k(ev, op, scalar_param, &input, &groups, &sgroup, c)
+        }
+        _ => {
+            debug_assert!(op.accumulates());
+            if op == AggOp::Quantile
+                && let Some(p) = &scalar_param
+            {
+                quantile_warning(ev, p);
+            }
+            let out: Vec<Series> = groups
+                .iter()
+                .zip(&gdrop)
+                .map(|(l, &d)| Series {
+                    labels: l.clone(),
+                    drop_name: d,
+                    pts: Vec::new(),
+                })
+                .collect();
+            let out = {
+                let budget = ev.budget();
+                accumulate::simple(&budget, threads, op, &input, &sgroup, out, scalar_param.as_deref(), c)?
+            };
+            ev.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
+            Ok(Val::Vector(out))
+        }
+    }
+}

@@ -1,0 +1,62 @@
+//! `absent` and `absent_over_time`: one series, with the labels the plan
+//! took from the argument's matchers, at the steps with no input.
+
+use cairn_model::Labels;
+
+use super::arg;
+use crate::eval::{Ctx, Ev, Result, Series, Val};
+use crate::plan::Call;
+
+pub(super) fn absent_over_time(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
+    let n = c.n();
+    // Each series reports the steps it has a sample for, as points.
+    let (present_by_series, _) = ev.range_series(arg(call, 0)?, c, None, false, &|labels, _, samples, ra| {
+        let mut pts = Vec::new();
+        for i in 0..n {
+            let (ws, we) = ra.window(c.ts(i));
+            if !samples.window(ws, we).is_empty() {
+                pts.push((c.ts(i), 1.0));
+            }
+        }
+        Ok((!pts.is_empty()).then_some(Series {
+            labels,
+            drop_name: false,
+            pts,
+        }))
+    })?;
+    let mut present = vec![false; n];
+    for s in &present_by_series {
+        for &(t, _) in &s.pts {
+            present[c.idx(t)] = true;
+        }
+    }
+    Ok(absent_result(&call.absent_labels, &present, c))
+}
+
+pub(super) fn absent(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
+    let v = ev.eval_vector(arg(call, 0)?, c)?;
+    let mut present = vec![false; c.n()];
+    for s in &v {
+        for &(t, _) in &s.pts {
+            present[c.idx(t)] = true;
+        }
+    }
+    Ok(absent_result(&call.absent_labels, &present, c))
+}
+
+fn absent_result(labels: &Labels, present: &[bool], c: Ctx) -> Val {
+    let pts: Vec<(i64, f64)> = present
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !**p)
+        .map(|(i, _)| (c.ts(i), 1.0))
+        .collect();
+    if pts.is_empty() {
+        return Val::Vector(Vec::new());
+    }
+    Val::Vector(vec![Series {
+        labels: labels.clone(),
+        drop_name: false,
+        pts,
+    }])
+}

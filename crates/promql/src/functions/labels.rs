@@ -1,0 +1,129 @@
+//! Functions of labels: `label_replace`, `label_join`, and the sorts.
+
+use cairn_model::METRIC_NAME;
+
+use super::{arg, arg_str};
+use crate::QueryError;
+use crate::eval::{Ctx, Ev, Result, Series, Val};
+use crate::plan::Call;
+
+pub(super) fn label_replace(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
+    let mut v = ev.eval_vector(arg(call, 0)?, c)?;
+    let dst = arg_str(ev, arg(call, 1)?, c)?;
+    let repl = arg_str(ev, arg(call, 2)?, c)?;
+    let src = arg_str(ev, arg(call, 3)?, c)?;
+    let re = arg_str(ev, arg(call, 4)?, c)?;
+    let re = regex::Regex::new(&format!("^(?s:{re})$"))
+        .map_err(|e| QueryError::Execution(format!("invalid regular expression in label_replace(): {re}: {e}")))?;
+    if dst.is_empty() || dst.contains('\u{fffd}') {
+        return Err(QueryError::Execution(format!(
+            "invalid destination label name in label_replace(): {dst}"
+        )));
+    }
+    for s in &mut v {
+        let sv = s.labels.get(&src).unwrap_or("").to_string();
+        if let Some(caps) = re.captures(&sv) {
+            let mut out = String::new();
+            caps.expand(&repl, &mut out);
+            s.labels.set(&dst, &out);
+            if dst == METRIC_NAME {
+                s.drop_name = false;
+            }
+        }
+    }
+    Ok(Val::Vector(v))
+}
+
+pub(super) fn label_join(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
+    let mut v = ev.eval_vector(arg(call, 0)?, c)?;
+    let dst = arg_str(ev, arg(call, 1)?, c)?;
+    let sep = arg_str(ev, arg(call, 2)?, c)?;
+    let mut srcs = Vec::new();
+    for a in &call.args[3..] {
+        srcs.push(arg_str(ev, a, c)?);
+    }
+    if dst.is_empty() || dst.contains('\u{fffd}') {
+        return Err(QueryError::Execution(format!(
+            "invalid destination label name in label_join(): {dst}"
+        )));
+    }
+    for s in &mut v {
+        let joined: Vec<&str> = srcs.iter().map(|n| s.labels.get(n).unwrap_or("")).collect();
+        let joined = joined.join(&sep);
+        s.labels.set(&dst, &joined);
+        if dst == METRIC_NAME {
+            s.drop_name = false;
+        }
+    }
+    Ok(Val::Vector(v))
+}
+
+pub(super) fn sort(ev: &mut Ev, call: &Call, desc: bool, c: Ctx) -> Result<Val> {
+    let mut v = ev.eval_vector(arg(call, 0)?, c)?;
+    ev.sort_warning();
+    if c.n() == 1 {
+        let key = |s: &Series| s.pts.first().map(|p| p.1).unwrap_or(f64::NAN);
+        v.sort_by(|a, b| {
+            let (x, y) = (key(a), key(b));
+            match (x.is_nan(), y.is_nan()) {
+                (true, true) => std::cmp::Ordering::Equal,
+                (true, false) => std::cmp::Ordering::Greater,
+                (false, true) => std::cmp::Ordering::Less,
+                _ if desc => y.partial_cmp(&x).unwrap_or(std::cmp::Ordering::Equal),
+                _ => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
+            }
+        });
+    }
+    Ok(Val::Vector(v))
+}
+
+pub(super) fn sort_by_label(ev: &mut Ev, call: &Call, desc: bool, c: Ctx) -> Result<Val> {
+    let mut v = ev.eval_vector(arg(call, 0)?, c)?;
+    ev.sort_warning();
+    let mut names = Vec::new();
+    for a in &call.args[1..] {
+        names.push(arg_str(ev, a, c)?);
+    }
+    v.sort_by(|a, b| {
+        for n in &names {
+            let (x, y) = (a.labels.get(n).unwrap_or(""), b.labels.get(n).unwrap_or(""));
+            if x != y {
+                let o = natural_cmp(x, y);
+                return if desc { o.reverse() } else { o };
+            }
+        }
+        let o = a.labels.cmp(&b.labels);
+        if desc { o.reverse() } else { o }
+    });
+    Ok(Val::Vector(v))
+}
+
+fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
+    let (ab, bb) = (a.as_bytes(), b.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    while i < ab.len() && j < bb.len() {
+        if ab[i].is_ascii_digit() && bb[j].is_ascii_digit() {
+            let si = i;
+            while i < ab.len() && ab[i].is_ascii_digit() {
+                i += 1;
+            }
+            let sj = j;
+            while j < bb.len() && bb[j].is_ascii_digit() {
+                j += 1;
+            }
+            let na = a[si..i].trim_start_matches('0');
+            let nb = b[sj..j].trim_start_matches('0');
+            let o = na.len().cmp(&nb.len()).then_with(|| na.cmp(nb));
+            if o != std::cmp::Ordering::Equal {
+                return o;
+            }
+        } else {
+            if ab[i] != bb[j] {
+                return ab[i].cmp(&bb[j]);
+            }
+            i += 1;
+            j += 1;
+        }
+    }
+    (ab.len() - i).cmp(&(bb.len() - j))
+}

@@ -1,0 +1,107 @@
+//! Functions: the call dispatch here, each family in its own file.
+
+mod absent;
+mod elementwise;
+mod histogram;
+mod labels;
+mod range;
+mod timestamp;
+
+pub(crate) use range::{counter_info, range_points};
+
+use cairn_model::Labels;
+
+use crate::QueryError;
+use crate::eval::{Ctx, Ev, Result, Series, Val};
+use crate::func::Func;
+use crate::plan::{Call, Node};
+
+fn arg_str(ev: &mut Ev, e: &Node, c: Ctx) -> Result<String> {
+    match ev.eval(e, c)? {
+        Val::Str(s) => Ok(s),
+        v => Err(QueryError::BadData(format!("expected string, got {}", v.kind()))),
+    }
+}
+
+fn scalar_series(c: Ctx, f: impl Fn(i64) -> f64) -> Vec<f64> {
+    (0..c.n()).map(|i| f(c.ts(i))).collect()
+}
+
+/// Argument `i` of `call`.
+fn arg(call: &Call, i: usize) -> Result<&Node> {
+    call.args
+        .get(i)
+        .ok_or_else(|| QueryError::BadData(format!("missing argument {i} of {}", call.name)))
+}
+
+pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
+    match call.func {
+        Func::Time => Ok(Val::Scalar(scalar_series(c, |t| t as f64 / 1000.0))),
+        Func::Start => Ok(Val::Scalar(vec![ev.qstart as f64 / 1000.0; c.n()])),
+        Func::End => Ok(Val::Scalar(vec![ev.qend as f64 / 1000.0; c.n()])),
+        Func::Pi => Ok(Val::Scalar(vec![std::f64::consts::PI; c.n()])),
+        Func::Vector => {
+            let s = ev.eval_scalar(arg(call, 0)?, c)?;
+            let pts = s.iter().enumerate().map(|(i, &v)| (c.ts(i), v)).collect();
+            Ok(Val::Vector(vec![Series {
+                labels: Labels::empty(),
+                drop_name: false,
+                pts,
+            }]))
+        }
+        Func::Scalar => {
+            let v = ev.eval_vector(arg(call, 0)?, c)?;
+            let mut count = vec![0usize; c.n()];
+            let mut val = vec![f64::NAN; c.n()];
+            for s in &v {
+                for &(t, x) in &s.pts {
+                    let i = c.idx(t);
+                    count[i] += 1;
+                    val[i] = x;
+                }
+            }
+            Ok(Val::Scalar(
+                count
+                    .iter()
+                    .zip(val)
+                    .map(|(&n, v)| if n == 1 { v } else { f64::NAN })
+                    .collect(),
+            ))
+        }
+        Func::Range(f) => range::call(ev, call, f, c),
+        Func::AbsentOverTime => absent::absent_over_time(ev, call, c),
+        Func::Absent => absent::absent(ev, call, c),
+        Func::Timestamp => timestamp::timestamp(ev, call, c),
+        Func::LabelReplace => labels::label_replace(ev, call, c),
+        Func::LabelJoin => labels::label_join(ev, call, c),
+        Func::Sort { desc } => labels::sort(ev, call, desc, c),
+        Func::SortByLabel { desc } => labels::sort_by_label(ev, call, desc, c),
+        Func::HistogramQuantile => histogram::histogram_quantile(ev, arg(call, 0)?, arg(call, 1)?, c),
+        Func::Clamp(clamp) => elementwise::clamp(ev, call, clamp, c),
+        Func::Calendar(field) => elementwise::calendar(ev, call, field, c),
+        Func::Math(m) => elementwise::math(ev, call, m, c),
+    }
+}
+
+/// Prometheus' warning for a quantile outside [0, 1] at some step.
+pub(crate) fn quantile_warning(ev: &mut Ev, q: &[f64]) {
+    if let Some(bad) = q.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+        ev.warnings.push(format!(
+            "PromQL warning: quantile value should be between 0 and 1, got {}",
+            fmt_go(*bad)
+        ));
+    }
+}
+
+/// Go's `strconv.FormatFloat(v, 'f', -1, 64)`.
+pub(crate) fn fmt_go(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v == f64::INFINITY {
+        "+Inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-Inf".into()
+    } else {
+        cairn_model::go_float::shortest_plain(v)
+    }
+}
