@@ -602,17 +602,16 @@ impl<'a> Ev<'a> {
     /// Runs `f` with a budget of this evaluation's limits and keeps the
     /// series and samples it counted (also when `f` fails).
     fn counted<T>(&mut self, f: impl FnOnce(&Budget<'_>) -> T) -> T {
-        let budget = Budget::new(
-            self.series,
-            self.max_series,
-            self.samples,
-            self.max_samples,
-            self.deadline,
-            self.cancel.as_deref(),
-        );
-        let out = f(&budget);
-        self.series = budget.series.load(Ordering::Relaxed);
-        self.samples = budget.samples.load(Ordering::Relaxed);
+        let (out, series, samples) = {
+            let budget = self.budget();
+            let out = f(&budget);
+            (
+                out,
+                budget.series.load(Ordering::Relaxed),
+                budget.samples.load(Ordering::Relaxed),
+            )
+        };
+        (self.series, self.samples) = (series, samples);
         out
     }
 
@@ -651,7 +650,7 @@ impl<'a> Ev<'a> {
         })
     }
 
-    /// A budget for parallel work outside selects (subquery reductions).
+    /// A budget of this evaluation's limits, for work on several threads.
     pub(crate) fn budget(&self) -> Budget<'_> {
         Budget::new(
             self.series,

@@ -5,6 +5,7 @@
 //! whether an aggregation of it can be folded into its select) is written
 //! here only.
 
+use crate::ops::{by_name, name_in};
 use crate::rate::Extrapolation;
 
 /// A function call's kind.
@@ -142,12 +143,12 @@ impl RangeFn {
         if name == "holt_winters" {
             return Some(Self::DoubleExponentialSmoothing);
         }
-        Self::ALL.iter().find(|(n, _)| *n == name).map(|&(_, f)| f)
+        by_name(&Self::ALL, name)
     }
 
     /// The name Prometheus gives it (also the storage's select hint).
     pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, f)| *f == self).map_or("", |(n, _)| n)
+        name_in(&Self::ALL, self)
     }
 
     /// Which argument is the range vector: the others are scalars.

@@ -9,6 +9,16 @@ use promql_parser::parser::token::TokenType;
 
 use crate::QueryError;
 
+/// The entry called `name` of a table of names.
+pub(crate) fn by_name<T: Copy>(table: &[(&'static str, T)], name: &str) -> Option<T> {
+    table.iter().find(|(n, _)| *n == name).map(|&(_, v)| v)
+}
+
+/// The name of `v` in a table of names.
+pub(crate) fn name_in<T: PartialEq>(table: &[(&'static str, T)], v: T) -> &'static str {
+    table.iter().find(|(_, x)| *x == v).map_or("", |(n, _)| n)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BinOp {
     Add,
@@ -51,15 +61,11 @@ impl BinOp {
 
     pub fn of(token: TokenType) -> Result<Self, QueryError> {
         let name = token.to_string();
-        Self::ALL
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|&(_, op)| op)
-            .ok_or_else(|| QueryError::BadData(format!("operator {name:?} not allowed here")))
+        by_name(&Self::ALL, &name).ok_or_else(|| QueryError::BadData(format!("operator {name:?} not allowed here")))
     }
 
     pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, op)| *op == self).map_or("", |(n, _)| n)
+        name_in(&Self::ALL, self)
     }
 
     pub fn is_comparison(self) -> bool {
@@ -149,15 +155,12 @@ impl AggOp {
 
     pub fn of(token: TokenType) -> Result<Self, QueryError> {
         let name = token.to_string();
-        Self::ALL
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|&(_, op)| op)
+        by_name(&Self::ALL, &name)
             .ok_or_else(|| QueryError::BadData(format!("aggregation \"{name}\" is not supported")))
     }
 
     pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(_, op)| *op == self).map_or("", |(n, _)| n)
+        name_in(&Self::ALL, self)
     }
 
     /// Reduces each group to one value per step from the values alone, in
