@@ -163,7 +163,7 @@ fn write_then_every_read_api_matches_exactly() {
         "inline (on the caller's thread)",
         // Folded or not depends on the machine's cores (plan/decide.rs).
         "sum by (job): ",
-        "    http_requests_total[1m]: at most 2 series, 1 shard(s)",
+        "    http_requests_total, range 1m: at most 2 series, 1 shard(s)",
     ] {
         assert!(text.contains(line), "{line:?} not in\n{text}");
     }

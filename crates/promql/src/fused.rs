@@ -1,9 +1,8 @@
 //! An aggregation of a range function over a selector, folded into the
 //! select: `sum by (mode) (rate(node_cpu_seconds_total[5m]))`.
 //!
-//! Evaluated node by node, every series' result at every step is kept (for
-//! 64,000 series over an hour at 15 s steps, 250 MB allocated, faulted in
-//! and freed) and then walked again to add it up. Here each series' points
+//! Evaluated node by node, every series' result at every step is kept
+//! (allocated, faulted in and freed) and then walked again to add it up. Here each series' points
 //! go straight into its group's accumulators as the series is read. The
 //! series arrive in label order, the order the node-by-node evaluation adds
 //! them in, so every (group, step) sees the same additions in the same

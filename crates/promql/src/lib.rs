@@ -259,7 +259,7 @@ impl Engine {
             step_split: self.opts.step_split,
             fold_sharded_min_points: self.opts.fold_sharded_min_points,
         };
-        let plan = plan::decide(q, plan::lower(ast)?, ctx, instant, &limits)?;
+        let plan = plan::decide(q, plan::lower(ast)?, ctx, &limits)?;
         Ok(Prepared {
             plan,
             instant,
@@ -321,8 +321,8 @@ pub struct Prepared {
 
 impl Prepared {
     /// Whether the query is small enough to evaluate on the caller's
-    /// thread, e.g. an async worker: its selectors match at most 16 series
-    /// in all, over at most a day, with no subquery.
+    /// thread, e.g. an async worker (few series over a short span, no
+    /// subquery: `plan/decide.rs`).
     pub fn is_inline(&self) -> bool {
         self.plan.inline
     }

@@ -164,7 +164,7 @@ impl AggOp {
     }
 
     /// Reduces each group to one value per step from the values alone, in
-    /// an accumulator per (group, step) (`aggregate.rs`).
+    /// an accumulator per (group, step) (`aggregate/accumulate.rs`).
     pub fn accumulates(self) -> bool {
         matches!(
             self,

@@ -105,10 +105,9 @@ async fn query(
     Extension(engine): SharedEngine,
     params: Params,
 ) -> Result<Response, ApiError> {
-    let limit = limit_param(&params)?;
     let cancel = Arc::new(AtomicBool::new(false));
     let storage = state.storage().clone();
-    let prepared = prepare_instant(&engine, storage.as_ref(), &params, &cancel)?;
+    let (prepared, limit) = prepare_instant(&engine, storage.as_ref(), &params, &cancel)?;
     let _guard = CancelOnDrop(cancel);
     let res = evaluate(prepared, storage).await?;
     Ok(render(res, limit))
@@ -119,10 +118,9 @@ async fn query_range(
     Extension(engine): SharedEngine,
     params: Params,
 ) -> Result<Response, ApiError> {
-    let limit = limit_param(&params)?;
     let cancel = Arc::new(AtomicBool::new(false));
     let storage = state.storage().clone();
-    let prepared = prepare_range(&engine, storage.as_ref(), &params, &cancel)?;
+    let (prepared, limit) = prepare_range(&engine, storage.as_ref(), &params, &cancel)?;
     let _guard = CancelOnDrop(cancel);
     let res = evaluate(prepared, storage).await?;
     Ok(render(res, limit))
@@ -138,7 +136,7 @@ async fn explain(
 ) -> Result<Response, ApiError> {
     let cancel = Arc::new(AtomicBool::new(false));
     let storage = state.storage().as_ref();
-    let prepared = if params.get("step").is_some() {
+    let (prepared, _) = if params.get("step").is_some() {
         prepare_range(&engine, storage, &params, &cancel)?
     } else {
         prepare_instant(&engine, storage, &params, &cancel)?
@@ -149,26 +147,29 @@ async fn explain(
     Ok(json(body))
 }
 
-/// Plans the instant query of a request's parameters.
+/// Plans the instant query of a request's parameters; with its `limit`.
+/// (Parameters are checked in Prometheus' order, which picks the error.)
 fn prepare_instant(
     engine: &Engine,
     storage: &dyn Storage,
     params: &Params,
     cancel: &Arc<AtomicBool>,
-) -> Result<Prepared, ApiError> {
+) -> Result<(Prepared, Option<usize>), ApiError> {
     let expr = params.get("query").unwrap_or("");
     let t = time_param(params, "time", cairn_http::now_ms())?;
+    let limit = limit_param(params)?;
     let qo = query_options(engine, params, cancel)?;
-    engine.prepare_instant(storage, expr, t, &qo).map_err(query_error)
+    let prepared = engine.prepare_instant(storage, expr, t, &qo).map_err(query_error)?;
+    Ok((prepared, limit))
 }
 
-/// Plans the range query of a request's parameters.
+/// Plans the range query of a request's parameters; with its `limit`.
 fn prepare_range(
     engine: &Engine,
     storage: &dyn Storage,
     params: &Params,
     cancel: &Arc<AtomicBool>,
-) -> Result<Prepared, ApiError> {
+) -> Result<(Prepared, Option<usize>), ApiError> {
     let expr = params.get("query").unwrap_or("");
     let start = time_param_required(params, "start")?;
     let end = time_param_required(params, "end")?;
@@ -190,10 +191,12 @@ fn prepare_range(
             "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)",
         ));
     }
+    let limit = limit_param(params)?;
     let qo = query_options(engine, params, cancel)?;
-    engine
+    let prepared = engine
         .prepare_range(storage, expr, start, end, step, &qo)
-        .map_err(query_error)
+        .map_err(query_error)?;
+    Ok((prepared, limit))
 }
 
 fn time_param_required(params: &Params, name: &str) -> Result<i64, ApiError> {

@@ -10,9 +10,11 @@ use crate::samples::Samples;
 
 pub(super) fn call(ev: &mut Ev, call: &Call, f: RangeFn, c: Ctx) -> Result<Val> {
     let mut scalars = Vec::with_capacity(f.scalar_args());
-    for (i, a) in call.args.iter().enumerate().filter(|&(i, _)| i != f.range_arg()) {
+    let scalar_args = call.args.iter().enumerate().filter(|&(i, _)| i != f.range_arg());
+    for (_, a) in scalar_args {
         let s = ev.eval_scalar(a, c)?;
-        if f == RangeFn::QuantileOverTime && i == 0 {
+        // φ, its only scalar argument.
+        if f == RangeFn::QuantileOverTime {
             quantile_warning(ev, &s);
         }
         scalars.push(s);

@@ -52,22 +52,28 @@ pub(crate) struct Limits {
     pub fold_sharded_min_points: usize,
 }
 
-/// The plan of `root` evaluated at the steps of `ctx` (`instant`: one step).
-pub(crate) fn decide(q: &dyn Queryable, mut root: Node, ctx: Ctx, instant: bool, limits: &Limits) -> Result<Plan> {
-    let split = if instant {
+/// The plan of `root` evaluated at the steps of `ctx` (one step: an
+/// instant query).
+pub(crate) fn decide(q: &dyn Queryable, mut root: Node, ctx: Ctx, limits: &Limits) -> Result<Plan> {
+    let inline = bound_selectors(q, &mut root, ctx, limits)?;
+    // An inline query stays on the caller's thread throughout.
+    let split = if inline {
         None
     } else {
         crate::step_split::parts(limits.step_split, &root, ctx, limits.threads, limits.lookback)
     };
-    let (threads, steps) = match &split {
+    let (threads, part) = match &split {
         Some(SplitParts {
             parts,
             threads_per_part,
-        }) => (*threads_per_part, parts.iter().map(Ctx::n).max().unwrap_or(1)),
-        None => (limits.threads, ctx.n()),
+        }) => (
+            *threads_per_part,
+            parts.iter().copied().max_by_key(Ctx::n).unwrap_or(ctx),
+        ),
+        None if inline => (1, ctx),
+        None => (limits.threads, ctx),
     };
-    let inline = bound_selectors(q, &mut root, ctx, limits)?;
-    place(&mut root, threads, steps, limits);
+    place(&mut root, threads, part.n(), part.end - part.start, limits);
     Ok(Plan {
         root,
         ctx,
@@ -92,7 +98,7 @@ fn bound_selectors(q: &dyn Queryable, root: &mut Node, ctx: Ctx, limits: &Limits
     let mut subquery = false;
     collect(root, Window::of(ctx), limits, &mut reaches, &mut subquery);
     if reaches.is_empty() {
-        return Ok(true);
+        return Ok(!subquery);
     }
     let lo = reaches.iter().map(|r| r.lo).min().unwrap_or(i64::MIN);
     let hi = reaches.iter().map(|r| r.hi).max().unwrap_or(i64::MAX);
@@ -180,8 +186,9 @@ fn collect<'n>(node: &'n mut Node, w: Window, limits: &Limits, out: &mut Vec<Rea
     }
 }
 
-/// Sets where each node runs: `threads` pool threads, `steps` steps.
-fn place(node: &mut Node, threads: usize, steps: usize, limits: &Limits) {
+/// Sets where each node runs: `threads` pool threads, `steps` steps
+/// spanning `span` ms.
+fn place(node: &mut Node, threads: usize, steps: usize, span: i64, limits: &Limits) {
     match node {
         Node::Number(_) | Node::Str(_) => {}
         Node::Vector(sel) | Node::Matrix(sel, _) => {
@@ -195,26 +202,29 @@ fn place(node: &mut Node, threads: usize, steps: usize, limits: &Limits) {
         }
         Node::Subquery(sq) => {
             sq.threads = threads;
-            let step = sq.step.unwrap_or(crate::eval::DEFAULT_SUBQUERY_STEP);
-            let inner_steps = usize::try_from(sq.range / step.max(1)).unwrap_or(usize::MAX);
-            place(&mut sq.inner, threads, inner_steps.saturating_add(steps), limits);
+            // Its inner steps cover the outer steps' span plus its range
+            // (as `Ev::eval_subquery` lays them out).
+            let step = sq.step.unwrap_or(crate::eval::DEFAULT_SUBQUERY_STEP).max(1);
+            let inner_span = span.saturating_add(sq.range);
+            let inner_steps = usize::try_from(inner_span / step).map_or(usize::MAX, |n| n + 1);
+            place(&mut sq.inner, threads, inner_steps, inner_span, limits);
         }
-        Node::Neg(n) => place(n, threads, steps, limits),
+        Node::Neg(n) => place(n, threads, steps, span, limits),
         Node::Call(call) => {
             for a in &mut call.args {
-                place(a, threads, steps, limits);
+                place(a, threads, steps, span, limits);
             }
         }
         Node::Aggregate(a) => {
             if let Some(p) = &mut a.param {
-                place(p, threads, steps, limits);
+                place(p, threads, steps, span, limits);
             }
-            place(&mut a.input, threads, steps, limits);
+            place(&mut a.input, threads, steps, span, limits);
             a.strategy = strategy(a, threads, steps, limits);
         }
         Node::Binary(b) => {
-            place(&mut b.lhs, threads, steps, limits);
-            place(&mut b.rhs, threads, steps, limits);
+            place(&mut b.lhs, threads, steps, span, limits);
+            place(&mut b.rhs, threads, steps, span, limits);
         }
     }
 }
@@ -261,7 +271,8 @@ pub(crate) fn foldable_bound(a: &Aggregate) -> Option<usize> {
     }
 }
 
-/// At most how many series `node` evaluates to, from its selectors' bounds.
+/// About how many series `node` evaluates to, from its selectors' bounds
+/// (an upper bound but for `topk` and its kin, which matter little here).
 fn series_bound(node: &Node) -> usize {
     match node {
         Node::Number(_) | Node::Str(_) => 1,

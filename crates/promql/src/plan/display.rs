@@ -52,12 +52,18 @@ fn node(f: &mut Formatter<'_>, n: &Node, depth: usize) -> fmt::Result {
             node(f, inner, depth + 1)
         }
         Node::Vector(sel) => selector(f, &pad, sel, ""),
-        Node::Matrix(sel, range) => selector(f, &pad, sel, &format!("[{}]", duration(*range))),
+        Node::Matrix(sel, range) => selector(f, &pad, sel, &format!(", range {}", duration(*range))),
         Node::Subquery(sq) => {
             let step = sq.step.map_or(String::new(), duration);
+            let offset = if sq.offset != 0 {
+                format!(" offset {}", duration(sq.offset))
+            } else {
+                String::new()
+            };
+            let at = if sq.at.is_some() { " @ (pinned)" } else { "" };
             writeln!(
                 f,
-                "{pad}subquery [{}:{step}], reduced on {} thread(s)",
+                "{pad}subquery [{}:{step}]{offset}{at}, reduced on {} thread(s)",
                 duration(sq.range),
                 sq.threads
             )?;

@@ -91,7 +91,8 @@ fn selector(vs: &promql_parser::parser::VectorSelector) -> Result<Selector> {
 
 /// The labels of `absent(arg)`'s result: those of `arg`'s equality matchers
 /// when it is a selector as written (not in parentheses, as Prometheus),
-/// other than `__name__`; a label matched twice is left out.
+/// other than `__name__`; an equality matcher followed by another matcher
+/// of the same label is left out.
 fn absent_labels(arg: &Expr) -> Labels {
     let vs = match arg {
         Expr::VectorSelector(vs) => vs,

@@ -10,7 +10,7 @@
 //! by steps, which selects are read in shards on the pool, and which
 //! aggregations are folded into their select. Evaluation (`eval.rs`)
 //! follows the plan and takes none of these decisions itself; `Display`
-//! prints it (`cairn explain`, the API's `explain` parameter, and tests).
+//! prints it (`GET /api/v1/explain`, and tests).
 
 mod decide;
 mod display;
@@ -37,8 +37,8 @@ pub(crate) struct Plan {
     /// Parts of a range query split by steps (`step_split.rs`), each
     /// evaluated on its own pool thread(s); `None` evaluates it whole.
     pub split: Option<SplitParts>,
-    /// Few series over at most a day, no subquery: evaluate on the caller's
-    /// thread (`Engine::prepare`).
+    /// Few series over a short span, no subquery: evaluated on the caller's
+    /// thread, on that thread only (the query API runs it there).
     pub inline: bool,
 }
 
@@ -66,28 +66,9 @@ pub(crate) enum Node {
     Binary(Box<Binary>),
 }
 
-impl Node {
-    /// The type of value it evaluates to, in Prometheus' words.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Number(_) => "scalar",
-            Self::Str(_) => "string",
-            Self::Neg(inner) => inner.kind(),
-            Self::Vector(_) | Self::Aggregate(_) => "instant vector",
-            Self::Matrix(..) | Self::Subquery(_) => "range vector",
-            Self::Call(call) => match call.func {
-                Func::Time | Func::Start | Func::End | Func::Pi | Func::Scalar => "scalar",
-                _ => "instant vector",
-            },
-            Self::Binary(b) if b.lhs.kind() == "scalar" && b.rhs.kind() == "scalar" => "scalar",
-            Self::Binary(_) => "instant vector",
-        }
-    }
-}
-
 #[derive(Debug, Clone)]
 pub(crate) struct Selector {
-    /// As parsed: its offset, `@` and the matchers as written (`absent`'s labels).
+    /// As parsed: its offset and `@`, and what the plan prints.
     pub vs: VectorSelector,
     /// One set of storage matchers per `or` alternative, each read on its own.
     pub sets: Vec<MatcherSet>,
@@ -146,7 +127,8 @@ pub(crate) struct Grouping {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum AggStrategy {
     /// The input is evaluated first; its steps are then cut into one chunk
-    /// per thread and added up (`aggregate.rs` for the accumulating ones).
+    /// per thread and added up (`aggregate/accumulate.rs` for the
+    /// accumulating ones).
     NodeByNode { threads: usize },
     /// Each series of the range function's select goes into its group as
     /// it is read (`fused.rs`), the select read in `shards` shards placed by

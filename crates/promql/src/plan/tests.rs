@@ -49,7 +49,7 @@ fn limits(threads: usize) -> Limits {
 
 fn plan(q: &str, bound: usize, threads: usize, c: Ctx) -> Plan {
     let root = lower(&crate::parse(q).unwrap()).unwrap();
-    decide(&Bound(bound), root, c, c.step == 0, &limits(threads)).unwrap()
+    decide(&Bound(bound), root, c, &limits(threads)).unwrap()
 }
 
 fn instant() -> Ctx {
@@ -130,6 +130,20 @@ fn few_series_over_at_most_a_day_without_subqueries_run_inline() {
         "subquery"
     );
     assert!(!inline(r#"m{host="1"}"#, usize::MAX, panel(1)), "no bound");
+    assert!(
+        !inline("max_over_time(vector(1)[30d:1s])", 0, instant()),
+        "subquery without selectors"
+    );
+    // Inline is on the caller's thread only: never split, nothing on the pool.
+    // 16 series × 3,361 steps would be chunked over the threads otherwise.
+    let p = plan("sum(m)", 16, 8, panel(14));
+    assert!(p.inline && p.split.is_none(), "{p}");
+    assert_eq!(aggregation(&p), AggStrategy::NodeByNode { threads: 1 });
+    assert!(!plan("sum(m)", 17, 8, panel(14)).inline);
+    assert_eq!(
+        aggregation(&plan("sum(m)", 17, 8, panel(14))),
+        AggStrategy::NodeByNode { threads: 8 }
+    );
 }
 
 #[test]
@@ -264,7 +278,7 @@ fn plans_print_what_was_decided() {
         "not split by steps",
         "on the query pool",
         "sum by (mode): folded into its select, 2 shard(s)",
-        "    node_cpu_seconds_total[1m]: at most 16000 series, 2 shard(s)",
+        "    node_cpu_seconds_total, range 1m: at most 16000 series, 2 shard(s)",
     ] {
         assert!(text.contains(line), "{line:?} not in\n{text}");
     }
