@@ -81,9 +81,10 @@ impl Ctx {
     /// lies exactly on a step in `from..to`. Walks the steps alongside the
     /// points rather than dividing for each point's step index.
     #[inline]
-    pub fn walk_steps(&self, pts: &[(i64, f64)], from: usize, to: usize, mut f: impl FnMut(usize, f64)) {
+    pub fn walk_steps<V>(&self, pts: &[(i64, V)], from: usize, to: usize, mut f: impl FnMut(usize, &V)) {
         let (mut i, mut ti) = (from, self.ts(from));
-        for &(t, v) in pts {
+        for (t, v) in pts {
+            let t = *t;
             if t < ti {
                 continue;
             }
@@ -368,7 +369,7 @@ impl StepIter {
         let mut entries = vec![(0usize, 0.0f64); offsets[n]];
         let mut pos = offsets.clone();
         for (j, s) in ss.iter().enumerate() {
-            c.walk_steps(&s.pts, 0, n, |i, v| {
+            c.walk_steps(&s.pts, 0, n, |i, &v| {
                 entries[pos[i]] = (j, v);
                 pos[i] += 1;
             });

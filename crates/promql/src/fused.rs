@@ -126,7 +126,7 @@ fn add_series(
         first: labels,
         steps: GroupSteps::new(op, n).expect("checked foldable"),
     });
-    c.walk_steps(pts, 0, n, |i, f| group.steps.add(i, f));
+    c.walk_steps(pts, 0, n, |i, &f| group.steps.add(i, f));
 }
 
 /// The groups as the aggregation's result, in the order the node-by-node

@@ -21,6 +21,7 @@ mod eval;
 mod func;
 mod functions;
 mod fused;
+mod kind;
 mod ops;
 mod plan;
 mod rate;

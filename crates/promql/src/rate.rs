@@ -9,7 +9,11 @@
 //! timestamps only ([`Geometry`]) are found once per timestamp column and
 //! shared by the series scraped together. Every window still goes
 //! through the same operations in the same order as Prometheus', so the
-//! results are bit-identical.
+//! results are bit-identical. The kernel is generic over the sample
+//! [`Kind`]: histograms take the same path, with the float-only zero clamp
+//! disabled by their NaN level.
+
+use crate::kind::Kind;
 
 /// Which of the three functions, and so which parts of the extrapolation apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,56 +110,80 @@ impl Geometry {
 
 /// Appends `(step time, result)` of every window of `g` over the values
 /// `vs` (of the column `g` was made from) to `out`. `may_reset` is false
-/// when no value is lower than the one before it
-/// ([`crate::samples::Samples::has_decrease`]), which spares looking for counter resets.
-pub(crate) fn evaluate(
+/// when no value is a reset of the one before it ([`Kind::any_reset`]),
+/// which spares looking for counter resets. A window whose values cannot be
+/// combined has no result; returns whether there was one.
+pub(crate) fn evaluate<V: Kind>(
     x: Extrapolation,
     range_ms: i64,
     g: &Geometry,
-    vs: &[f64],
+    vs: &[V],
     may_reset: bool,
-    out: &mut Vec<(i64, f64)>,
-) {
+    out: &mut Vec<(i64, V)>,
+) -> Result<(), V::Error> {
     let find_resets = x.counter && may_reset;
+    let mut incompatible = Ok(());
     for b in &g.batches {
         let n = b.len;
-        let (mut result, mut first_value) = ([0.0; BATCH], [0.0; BATCH]);
+        let mut result: [V; BATCH] = std::array::from_fn(|_| V::default());
+        let mut dropped = [false; BATCH];
+        let (mut result_level, mut first_level) = ([0.0; BATCH], [0.0; BATCH]);
         for i in 0..n {
             let (lo, hi) = (b.first[i] as usize, b.last[i] as usize);
-            let first = vs[lo];
-            // Last minus first value, counter resets added back.
-            let mut r = vs[hi] - first;
-            if find_resets {
-                let mut prev = first;
-                for &v in &vs[lo + 1..=hi] {
-                    if v < prev {
-                        r += prev;
-                    }
-                    prev = v;
+            match window_change(&vs[lo..=hi], find_resets) {
+                Ok(r) => {
+                    result_level[i] = r.counter_level();
+                    first_level[i] = vs[lo].counter_level();
+                    result[i] = r;
                 }
+                Err(e) => (dropped[i], incompatible) = (true, Err(e)),
             }
-            result[i] = r;
-            first_value[i] = first;
         }
-        let mut values = [0.0; BATCH];
-        extrapolate(x, range_ms, b, &result, &first_value, &mut values);
-        out.extend(b.t[..n].iter().copied().zip(values[..n].iter().copied()));
+        let mut factor = [0.0; BATCH];
+        extrapolate(x, range_ms, b, &result_level, &first_level, &mut factor);
+        for (i, mut r) in result.into_iter().take(n).enumerate() {
+            if !dropped[i] {
+                r.scale(factor[i]);
+                out.push((b.t[i], r));
+            }
+        }
     }
+    incompatible
+}
+
+/// Last minus first value of a window, counter resets added back if asked.
+#[inline]
+fn window_change<V: Kind>(w: &[V], find_resets: bool) -> Result<V, V::Error> {
+    let first = &w[0];
+    let mut r = V::aligned_to(&w[w.len() - 1], w)?;
+    r.sub(first)?;
+    if find_resets {
+        let mut prev = first;
+        for v in &w[1..] {
+            if V::is_reset(prev, v) {
+                r.add(prev)?;
+            }
+            prev = v;
+        }
+    }
+    Ok(r)
 }
 
 cairn_codec::v3_kernel! {
-    /// Each window's result into `values`. Seven divisions per window bound
-    /// this loop, hence the AVX2 build (see `cairn_codec::simd`).
+    /// Each window's extrapolation factor into `factor`, from its
+    /// [`counter_level`](Kind::counter_level) change and first value. Seven
+    /// divisions per window bound this loop, hence the AVX2 build (see
+    /// `cairn_codec::simd`).
     fn extrapolate(
         x: Extrapolation,
         range_ms: i64,
         b: &GeometryBatch,
         result: &[f64; BATCH],
         first_value: &[f64; BATCH],
-        values: &mut [f64; BATCH],
+        factor: &mut [f64; BATCH],
     ) {
         let range_s = range_ms as f64 / 1000.0;
-        for (i, v) in values[..b.len].iter_mut().enumerate() {
+        for (i, f) in factor[..b.len].iter_mut().enumerate() {
             let result = result[i];
             let first_value = first_value[i];
             let mut to_start = b.to_start_ms[i] / 1000.0;
@@ -166,7 +194,7 @@ cairn_codec::v3_kernel! {
             // Selects, not branches, so the loop vectorises.
             to_start = if to_start >= threshold { avg / 2.0 } else { to_start };
             if x.counter {
-                // Do not extrapolate below zero.
+                // Do not extrapolate below zero (never for NaN levels).
                 let to_zero = sampled * (first_value / result);
                 let stop = result > 0.0 && first_value >= 0.0 && to_zero < to_start;
                 to_start = if stop { to_zero } else { to_start };
@@ -179,7 +207,7 @@ cairn_codec::v3_kernel! {
             if x.per_second {
                 factor /= range_s;
             }
-            *v = result * factor;
+            *f = factor;
         }
     }
 }
@@ -291,12 +319,93 @@ mod tests {
             }
             let geometry = Geometry::new(&ts, windows.into_iter());
             let mut got = Vec::new();
-            evaluate(x, range, &geometry, &vs, columns.has_decrease(), &mut got);
+            let Ok(()) = evaluate(x, range, &geometry, &vs, f64::any_reset(columns.vs), &mut got);
             prop_assert_eq!(got.len(), want.len());
             for (g, w) in got.iter().zip(&want) {
                 prop_assert_eq!(g.0, w.0);
                 prop_assert_eq!(g.1.to_bits(), w.1.to_bits(), "at {}: {} vs {}", g.0, g.1, w.1);
             }
         }
+    }
+
+    /// A histogram series goes through the same kernel as a float one: each
+    /// bucket of its `rate` is, to the bit, the `rate` of that bucket taken
+    /// as a float series, when the counter resets of every bucket coincide
+    /// and the float clamp at zero is not reached.
+    #[test]
+    fn histograms_take_the_float_path_bucket_by_bucket() {
+        use crate::kind::Histogram;
+        let ts: Vec<i64> = (0..40).map(|i| i * 15_000 + (i * 7) % 3).collect();
+        // Three buckets counting from 1,000 at different speeds, restarted
+        // (every bucket lower) at sample 25.
+        let bucket = |b: usize, i: usize| {
+            let speed = [1.0, 7.0, 0.5][b];
+            if i < 25 {
+                1000.0 + speed * i as f64
+            } else {
+                900.0 + speed * (i - 25) as f64
+            }
+        };
+        let hists: Vec<Histogram> = (0..ts.len())
+            .map(|i| {
+                let positive: Vec<(i32, f64)> = (0..3).map(|b| (b as i32 - 1, bucket(b, i))).collect();
+                Histogram {
+                    count: positive.iter().map(|b| b.1).sum(),
+                    sum: i as f64,
+                    positive,
+                    ..Histogram::default()
+                }
+            })
+            .collect();
+        let windows: Vec<_> = (1..60)
+            .map(|k| {
+                let t = k * 10_000;
+                let (ws, we) = (t - 60_000, t);
+                (
+                    t,
+                    ws,
+                    we,
+                    ts.partition_point(|&x| x <= ws),
+                    ts.partition_point(|&x| x <= we),
+                )
+            })
+            .collect();
+        let geometry = Geometry::new(&ts, windows.into_iter());
+        for x in [Extrapolation::RATE, Extrapolation::INCREASE, Extrapolation::DELTA] {
+            let mut got = Vec::new();
+            evaluate(x, 60_000, &geometry, &hists, Histogram::any_reset(&hists), &mut got).unwrap();
+            assert!(got.len() > 20);
+            for b in 0..3 {
+                let floats: Vec<f64> = (0..ts.len()).map(|i| bucket(b, i)).collect();
+                let mut want = Vec::new();
+                let Ok(()) = evaluate(x, 60_000, &geometry, &floats, true, &mut want);
+                let got_bucket: Vec<(i64, f64)> = got.iter().map(|(t, h)| (*t, h.positive[b].1)).collect();
+                assert_eq!(got_bucket, want, "bucket {b} of {x:?}");
+            }
+        }
+    }
+
+    /// A window mixing custom and exponential buckets has no result, and
+    /// the caller learns of it; the other windows are computed.
+    #[test]
+    fn incompatible_histograms_drop_their_window_only() {
+        use crate::kind::{CUSTOM_BUCKETS_SCHEMA, Histogram, Incompatible};
+        let ts: Vec<i64> = (0..8).map(|i| i * 15_000).collect();
+        let hists: Vec<Histogram> = (0..8)
+            .map(|i| Histogram {
+                schema: if i == 7 { CUSTOM_BUCKETS_SCHEMA } else { 0 },
+                count: i as f64,
+                positive: vec![(1, i as f64)],
+                ..Histogram::default()
+            })
+            .collect();
+        let windows = [(45_000, 0, 45_000, 1, 4), (105_000, 60_000, 105_000, 5, 8)];
+        let geometry = Geometry::new(&ts, windows.into_iter());
+        let mut got = Vec::new();
+        let res = evaluate(Extrapolation::INCREASE, 45_000, &geometry, &hists, true, &mut got);
+        assert_eq!(res, Err(Incompatible));
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, 45_000);
+        assert!(got[0].1.count > 0.0);
     }
 }

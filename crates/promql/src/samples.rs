@@ -62,12 +62,6 @@ impl<'a> Samples<'a> {
     pub fn pairs(&self) -> impl ExactSizeIterator<Item = (i64, f64)> + 'a {
         self.ts.iter().copied().zip(self.vs.iter().copied())
     }
-
-    /// Whether a value is lower than the one before it anywhere (a counter
-    /// reset). Scans every pair without stopping early, so it vectorises.
-    pub fn has_decrease(&self) -> bool {
-        self.vs.windows(2).fold(false, |any, p| any | (p[1] < p[0]))
-    }
 }
 
 /// Owned columns a [`Samples`] view is taken of, reused across series.
@@ -125,16 +119,6 @@ mod tests {
         assert_eq!(w.vs, [2.0, 3.0]);
         assert!(s.window(40, 50).is_empty());
         assert_eq!(s.window(0, 100).len(), 4);
-    }
-
-    #[test]
-    fn decreases_are_found_anywhere() {
-        let ts = [1, 2, 3, 4];
-        assert!(!Samples::new(&ts, &[1.0, 1.0, 2.0, 5.0]).has_decrease());
-        assert!(Samples::new(&ts, &[1.0, 3.0, 2.0, 5.0]).has_decrease());
-        assert!(Samples::new(&ts, &[1.0, 3.0, 4.0, 0.0]).has_decrease());
-        // NaN compares false: Prometheus does not count it as a reset either.
-        assert!(!Samples::new(&ts, &[1.0, f64::NAN, 2.0, 5.0]).has_decrease());
     }
 
     #[test]

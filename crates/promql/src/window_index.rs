@@ -219,7 +219,7 @@ mod tests {
         let x = crate::rate::Extrapolation::RATE;
         let rate = |vs: &[f64], w: &mut ColumnWindows| {
             let mut out = Vec::new();
-            crate::rate::evaluate(x, ra.range, w.geometry(&ts), vs, true, &mut out);
+            let Ok(()) = crate::rate::evaluate(x, ra.range, w.geometry(&ts), vs, true, &mut out);
             out
         };
         let mut fresh = ColumnWindows::default();

@@ -59,7 +59,7 @@ impl Walk<'_> {
         for &j in members {
             let pts = &self.input[j].pts;
             let from = first_at_or_after(pts, first_t, c.step);
-            c.walk_steps(&pts[from..], a, b, |i, f| add(&mut state[i - a], f));
+            c.walk_steps(&pts[from..], a, b, |i, &f| add(&mut state[i - a], f));
         }
     }
 

@@ -5,6 +5,7 @@ use super::{arg, quantile_warning};
 use crate::QueryError;
 use crate::eval::{Ctx, Ev, RangeArg, Result, Series, Val, kahan_inc, quantile};
 use crate::func::RangeFn;
+use crate::kind::Kind;
 use crate::plan::{Call, Node};
 use crate::samples::Samples;
 
@@ -55,9 +56,9 @@ pub(crate) fn range_points(
     if let Some(x) = f.extrapolation() {
         // Counter resets are rare: a series without any skips looking
         // for them window by window.
-        let may_reset = samples.has_decrease();
+        let may_reset = f64::any_reset(samples.vs);
         crate::window_index::with_windows(samples.ts, c, ra, |w| {
-            crate::rate::evaluate(x, ra.range, w.geometry(samples.ts), samples.vs, may_reset, pts);
+            let Ok(()) = crate::rate::evaluate(x, ra.range, w.geometry(samples.ts), samples.vs, may_reset, pts);
         });
         return Ok(());
     }

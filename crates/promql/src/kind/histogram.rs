@@ -1,0 +1,453 @@
+//! Native histograms as the engine computes with them.
+//!
+//! Buckets are kept sparse, as `(index, count)` by increasing index, rather
+//! than as Prometheus' spans and deltas: arithmetic merges two sorted lists,
+//! and storage decodes its own encoding into this one. The semantics follow
+//! Prometheus' `FloatHistogram`: adding histograms of different schemas
+//! reduces the finer one, differing zero thresholds are reconciled by
+//! widening the narrower zero bucket, and custom-bucket histograms combine
+//! only with ones of the same bounds.
+
+use std::sync::Arc;
+
+use super::{Incompatible, Kind};
+
+/// The schema of histograms with custom bucket bounds (NHCB).
+pub(crate) const CUSTOM_BUCKETS_SCHEMA: i32 = -53;
+
+/// What the producer said about a counter reset before this sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum ResetHint {
+    #[default]
+    Unknown,
+    Reset,
+    NotReset,
+    /// A gauge histogram: resets do not apply.
+    Gauge,
+}
+
+/// A native histogram with float counts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub(crate) struct Histogram {
+    /// Exponential schema (-4..=8: bucket bounds grow by `2^(2^-schema)`), or
+    /// [`CUSTOM_BUCKETS_SCHEMA`].
+    pub schema: i32,
+    pub reset_hint: ResetHint,
+    pub count: f64,
+    pub sum: f64,
+    /// Observations in `[-zero_threshold, zero_threshold]` (exponential only).
+    pub zero_threshold: f64,
+    pub zero_count: f64,
+    /// Buckets of positive observations (for custom buckets, all of them),
+    /// `(index, count)` by increasing index.
+    pub positive: Vec<(i32, f64)>,
+    /// Buckets of negative observations, indexed by absolute value.
+    pub negative: Vec<(i32, f64)>,
+    /// Upper bounds of custom buckets, shared by a series' samples; bucket
+    /// `i` is `(custom_bounds[i - 1], custom_bounds[i]]`, the last one ends
+    /// at +Inf.
+    pub custom_bounds: Option<Arc<[f64]>>,
+}
+
+impl Histogram {
+    pub fn uses_custom_buckets(&self) -> bool {
+        self.schema == CUSTOM_BUCKETS_SCHEMA
+    }
+
+    fn compatible(&self, other: &Self) -> Result<(), Incompatible> {
+        match (self.uses_custom_buckets(), other.uses_custom_buckets()) {
+            (false, false) => Ok(()),
+            (true, true) if self.custom_bounds == other.custom_bounds => Ok(()),
+            _ => Err(Incompatible),
+        }
+    }
+
+    /// Lowers the resolution to `target` (not above the current schema) by
+    /// merging the buckets that fall into one.
+    pub fn reduce_schema(&mut self, target: i32) {
+        debug_assert!(!self.uses_custom_buckets() && target <= self.schema);
+        if target < self.schema {
+            let by = self.schema - target;
+            reduce_buckets(&mut self.positive, by);
+            reduce_buckets(&mut self.negative, by);
+            self.schema = target;
+        }
+    }
+
+    /// The zero count and threshold this histogram has once its zero bucket
+    /// reaches at least `larger`: every bucket that starts inside it is merged
+    /// into it, and if a populated one ends beyond it, the threshold grows to
+    /// that bucket's end.
+    fn zero_bucket_for(&self, mut larger: f64) -> (f64, f64) {
+        if larger <= self.zero_threshold {
+            return (self.zero_count, self.zero_threshold);
+        }
+        'widen: loop {
+            let mut count = self.zero_count;
+            for &(idx, c) in &self.positive {
+                let (lower, upper) = exponential_bucket(self.schema, idx);
+                if lower >= larger {
+                    break;
+                }
+                count += c;
+                if upper > larger {
+                    if c != 0.0 {
+                        larger = upper;
+                    }
+                    break;
+                }
+            }
+            for &(idx, c) in &self.negative {
+                let (lower, upper) = exponential_bucket(self.schema, idx);
+                if lower >= larger {
+                    break;
+                }
+                count += c;
+                if upper > larger {
+                    if c != 0.0 {
+                        larger = upper;
+                        continue 'widen;
+                    }
+                    break;
+                }
+            }
+            return (count, larger);
+        }
+    }
+
+    /// Widens the zero bucket to at least `threshold`, absorbing the buckets
+    /// that start inside it.
+    fn widen_zero_bucket(&mut self, threshold: f64) {
+        let (count, threshold) = self.zero_bucket_for(threshold);
+        self.zero_count = count;
+        self.zero_threshold = threshold;
+        let schema = self.schema;
+        let outside = |b: &(i32, f64)| exponential_bucket(schema, b.0).0 >= threshold;
+        self.positive.retain(outside);
+        self.negative.retain(outside);
+    }
+
+    /// `self += sign * other`, per Prometheus' `Add` and `Sub`.
+    fn combine(&mut self, other: &Self, sign: f64) -> Result<(), Incompatible> {
+        self.compatible(other)?;
+        self.count += sign * other.count;
+        self.sum += sign * other.sum;
+        if self.uses_custom_buckets() {
+            self.positive = merge(&self.positive, &other.positive, sign, |_| true);
+            return Ok(());
+        }
+        // The zero buckets widen to the same threshold; each widening can
+        // end inside a populated bucket of the other, so it repeats.
+        let (mut other_zero, mut other_threshold) = (other.zero_count, other.zero_threshold);
+        loop {
+            if self.zero_threshold > other_threshold {
+                (other_zero, other_threshold) = other.zero_bucket_for(self.zero_threshold);
+            }
+            if other_threshold > self.zero_threshold {
+                self.widen_zero_bucket(other_threshold);
+            }
+            // Also ends on a NaN threshold, which compares neither way.
+            if !(self.zero_threshold > other_threshold || other_threshold > self.zero_threshold) {
+                break;
+            }
+        }
+        self.zero_count += sign * other_zero;
+        let mut other = std::borrow::Cow::Borrowed(other);
+        if other.schema < self.schema {
+            self.reduce_schema(other.schema);
+        } else if other.schema > self.schema {
+            other.to_mut().reduce_schema(self.schema);
+        }
+        // The other's buckets inside the zero bucket are in `other_zero`.
+        let (schema, threshold) = (self.schema, self.zero_threshold);
+        let outside = |idx: i32| exponential_bucket(schema, idx).1 > threshold;
+        self.positive = merge(&self.positive, &other.positive, sign, outside);
+        self.negative = merge(&self.negative, &other.negative, sign, outside);
+        Ok(())
+    }
+
+    fn combine_hint(&mut self, other: ResetHint) {
+        use ResetHint::*;
+        self.reset_hint = match (self.reset_hint, other) {
+            (a, b) if a == b => a,
+            (Gauge, _) | (_, Gauge) => Gauge,
+            _ => Unknown,
+        };
+    }
+
+    /// The count of bucket `idx` on one side, if it is there.
+    fn bucket(side: &[(i32, f64)], idx: i32) -> Option<f64> {
+        side.binary_search_by_key(&idx, |b| b.0).ok().map(|i| side[i].1)
+    }
+}
+
+impl Kind for Histogram {
+    type Error = Incompatible;
+
+    fn add(&mut self, other: &Self) -> Result<(), Incompatible> {
+        self.combine(other, 1.0)?;
+        self.combine_hint(other.reset_hint);
+        Ok(())
+    }
+
+    fn sub(&mut self, other: &Self) -> Result<(), Incompatible> {
+        self.combine(other, -1.0)?;
+        // A difference of counters is a gauge.
+        self.reset_hint = ResetHint::Gauge;
+        Ok(())
+    }
+
+    fn scale(&mut self, factor: f64) {
+        self.count *= factor;
+        self.sum *= factor;
+        self.zero_count *= factor;
+        for b in self.positive.iter_mut().chain(self.negative.iter_mut()) {
+            b.1 *= factor;
+        }
+    }
+
+    /// Prometheus' `DetectReset`: the hint if it is definite, else any count
+    /// that went down, or a change of layout the counter cannot have made.
+    fn is_reset(prev: &Self, next: &Self) -> bool {
+        match next.reset_hint {
+            ResetHint::Reset => return true,
+            ResetHint::NotReset => return false,
+            ResetHint::Unknown | ResetHint::Gauge => {}
+        }
+        if next.compatible(prev).is_err()
+            || next.count < prev.count
+            || next.schema > prev.schema
+            || next.zero_threshold < prev.zero_threshold
+        {
+            return true;
+        }
+        let mut prev = std::borrow::Cow::Borrowed(prev);
+        let threshold = next.zero_threshold;
+        if !next.uses_custom_buckets() {
+            let (zero_count, widened) = prev.zero_bucket_for(threshold);
+            if widened != threshold || next.zero_count < zero_count {
+                return true;
+            }
+            if prev.schema > next.schema {
+                prev.to_mut().reduce_schema(next.schema);
+            }
+        }
+        let schema = next.schema;
+        let custom = next.uses_custom_buckets();
+        let counted = move |idx: i32| custom || exponential_bucket(schema, idx).1 > threshold;
+        let went_down = |prev: &[(i32, f64)], next: &[(i32, f64)]| {
+            prev.iter()
+                .filter(|b| counted(b.0))
+                .any(|&(idx, c)| match Self::bucket(next, idx) {
+                    Some(n) => n < c,
+                    None => c != 0.0,
+                })
+        };
+        went_down(&prev.positive, &next.positive) || went_down(&prev.negative, &next.negative)
+    }
+
+    fn aligned_to(last: &Self, window: &[Self]) -> Result<Self, Incompatible> {
+        let mut schema = last.schema;
+        for h in window {
+            h.compatible(last)?;
+            schema = schema.min(h.schema);
+        }
+        let mut last = last.clone();
+        if !last.uses_custom_buckets() {
+            last.reduce_schema(schema);
+        }
+        Ok(last)
+    }
+
+    fn counter_level(&self) -> f64 {
+        f64::NAN
+    }
+}
+
+/// `(lower, upper)` absolute bounds of bucket `idx` of an exponential schema:
+/// `(base^(idx-1), base^idx]` with `base = 2^(2^-schema)`.
+fn exponential_bucket(schema: i32, idx: i32) -> (f64, f64) {
+    let upper = |i: i32| (f64::from(i) * (-f64::from(schema)).exp2()).exp2();
+    (upper(idx - 1), upper(idx))
+}
+
+/// Maps each bucket to the one containing it `by` schemas lower, merging
+/// the ones that land together (neighbours, as the map keeps order).
+fn reduce_buckets(buckets: &mut Vec<(i32, f64)>, by: i32) {
+    let mut out: Vec<(i32, f64)> = Vec::with_capacity(buckets.len());
+    for &(idx, c) in buckets.iter() {
+        let idx = ((idx - 1) >> by) + 1;
+        match out.last_mut() {
+            Some(last) if last.0 == idx => last.1 += c,
+            _ => out.push((idx, c)),
+        }
+    }
+    *buckets = out;
+}
+
+/// `a + sign * b` of two sorted bucket lists, leaving out the buckets of `b`
+/// that `keep` rejects (they are already counted in the zero bucket).
+fn merge(a: &[(i32, f64)], b: &[(i32, f64)], sign: f64, keep: impl Fn(i32) -> bool) -> Vec<(i32, f64)> {
+    let mut out = Vec::with_capacity(a.len().max(b.len()));
+    let mut a = a.iter().copied().peekable();
+    let mut b = b.iter().copied().filter(|y| keep(y.0)).peekable();
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x.0 == y.0 => {
+                let (x, y) = (a.next(), b.next());
+                (x.unwrap().0, x.unwrap().1 + sign * y.unwrap().1)
+            }
+            (Some(x), Some(y)) if x.0 < y.0 => a.next().unwrap(),
+            (Some(_), None) => a.next().unwrap(),
+            (_, Some(_)) => {
+                let y = b.next().unwrap();
+                (y.0, sign * y.1)
+            }
+            (None, None) => return out,
+        };
+        out.push(next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn hist(schema: i32, positive: &[(i32, f64)]) -> Histogram {
+        let count = positive.iter().map(|b| b.1).sum();
+        Histogram {
+            schema,
+            count,
+            sum: count * 1.5,
+            positive: positive.to_vec(),
+            ..Histogram::default()
+        }
+    }
+
+    #[test]
+    fn bucket_bounds_grow_by_the_schema_base() {
+        assert_eq!(exponential_bucket(0, 1), (1.0, 2.0));
+        assert_eq!(exponential_bucket(0, 0), (0.5, 1.0));
+        assert_eq!(exponential_bucket(-1, 1), (1.0, 4.0));
+        let (lower, upper) = exponential_bucket(1, 1);
+        assert_eq!(lower, 1.0);
+        assert!((upper - std::f64::consts::SQRT_2).abs() < 1e-15);
+    }
+
+    #[test]
+    fn reducing_merges_the_buckets_of_a_coarser_one() {
+        // Schema 1 buckets 1..=4 are (1, √2], (√2, 2], (2, 2√2], (2√2, 4];
+        // at schema 0 they are (1, 2] and (2, 4]; at -1, (1, 4].
+        let mut h = hist(1, &[(-1, 1.0), (0, 2.0), (1, 3.0), (2, 4.0), (3, 5.0), (4, 6.0)]);
+        h.reduce_schema(0);
+        assert_eq!(h.positive, [(0, 3.0), (1, 7.0), (2, 11.0)]);
+        h.reduce_schema(-1);
+        assert_eq!(h.positive, [(0, 3.0), (1, 18.0)]);
+        assert_eq!(h.schema, -1);
+    }
+
+    #[test]
+    fn adding_reduces_to_the_coarser_schema() {
+        let mut a = hist(1, &[(1, 1.0), (2, 2.0)]);
+        let b = hist(0, &[(1, 10.0), (3, 1.0)]);
+        a.add(&b).unwrap();
+        assert_eq!(a.schema, 0);
+        assert_eq!(a.positive, [(1, 13.0), (3, 1.0)]);
+        assert_eq!(a.count, 14.0);
+    }
+
+    #[test]
+    fn a_wider_zero_bucket_absorbs_the_buckets_inside_it() {
+        let mut a = hist(0, &[(-1, 1.0), (0, 2.0), (1, 4.0)]);
+        let mut b = hist(0, &[(1, 8.0)]);
+        b.zero_threshold = 0.5;
+        b.zero_count = 16.0;
+        a.add(&b).unwrap();
+        // Bucket -1 is (0.25, 0.5], inside b's zero bucket; bucket 0 is
+        // (0.5, 1], outside.
+        assert_eq!(a.zero_threshold, 0.5);
+        assert_eq!(a.zero_count, 17.0);
+        assert_eq!(a.positive, [(0, 2.0), (1, 12.0)]);
+    }
+
+    #[test]
+    fn a_threshold_inside_a_populated_bucket_grows_to_its_end() {
+        let a = hist(0, &[(1, 3.0), (2, 1.0)]);
+        // 1.5 lies in bucket 1, (1, 2]: the zero bucket must take all of it.
+        assert_eq!(a.zero_bucket_for(1.5), (3.0, 2.0));
+    }
+
+    #[test]
+    fn custom_buckets_combine_only_with_the_same_bounds() {
+        let bounds: Arc<[f64]> = Arc::from(vec![1.0, 5.0]);
+        let custom = |counts: &[(i32, f64)], bounds: &Arc<[f64]>| Histogram {
+            custom_bounds: Some(bounds.clone()),
+            ..hist(CUSTOM_BUCKETS_SCHEMA, counts)
+        };
+        let mut a = custom(&[(0, 1.0), (2, 1.0)], &bounds);
+        a.add(&custom(&[(1, 2.0)], &bounds)).unwrap();
+        assert_eq!(a.positive, [(0, 1.0), (1, 2.0), (2, 1.0)]);
+        let other: Arc<[f64]> = Arc::from(vec![1.0, 10.0]);
+        assert_eq!(a.add(&custom(&[(1, 2.0)], &other)), Err(Incompatible));
+        assert_eq!(a.add(&hist(0, &[(1, 1.0)])), Err(Incompatible));
+    }
+
+    #[test]
+    fn resets_are_detected_as_prometheus_does() {
+        let prev = hist(0, &[(1, 2.0), (2, 3.0)]);
+        assert!(!Histogram::is_reset(&prev, &hist(0, &[(1, 2.0), (2, 4.0)])));
+        // One bucket went down while the count went up.
+        assert!(Histogram::is_reset(&prev, &hist(0, &[(1, 1.0), (2, 9.0)])));
+        // A populated bucket disappeared.
+        assert!(Histogram::is_reset(&prev, &hist(0, &[(2, 9.0)])));
+        // A finer schema cannot follow a coarser one without a restart.
+        assert!(Histogram::is_reset(&prev, &hist(1, &[(2, 2.0), (4, 3.0)])));
+        // A coarser one can: the previous buckets are compared once reduced.
+        assert!(!Histogram::is_reset(&prev, &hist(-1, &[(1, 5.0)])));
+        let mut hinted = hist(0, &[(1, 1.0), (2, 1.0)]);
+        hinted.reset_hint = ResetHint::NotReset;
+        assert!(!Histogram::is_reset(&prev, &hinted));
+        let mut restarted = hist(0, &[(1, 5.0), (2, 5.0)]);
+        restarted.reset_hint = ResetHint::Reset;
+        assert!(Histogram::is_reset(&prev, &restarted));
+    }
+
+    fn buckets() -> impl Strategy<Value = Vec<(i32, f64)>> {
+        prop::collection::btree_map(-20i32..20, 0u32..1000, 0..12)
+            .prop_map(|m| m.into_iter().map(|(i, c)| (i, f64::from(c))).collect())
+    }
+
+    proptest! {
+        /// Integer counts add exactly, so the order of additions cannot matter.
+        #[test]
+        fn addition_commutes(a in buckets(), b in buckets(), sa in -2i32..4, sb in -2i32..4) {
+            let (x, y) = (hist(sa, &a), hist(sb, &b));
+            let mut xy = x.clone();
+            xy.add(&y).unwrap();
+            let mut yx = y.clone();
+            yx.add(&x).unwrap();
+            prop_assert_eq!(&xy, &yx);
+            let total: f64 = xy.positive.iter().map(|b| b.1).sum();
+            prop_assert_eq!(total, xy.count);
+        }
+
+        #[test]
+        fn subtracting_what_was_added_leaves_the_buckets(a in buckets(), b in buckets(), s in -2i32..4) {
+            let mut h = hist(s, &a);
+            h.add(&hist(s, &b)).unwrap();
+            h.sub(&hist(s, &b)).unwrap();
+            let populated: Vec<_> = h.positive.iter().copied().filter(|b| b.1 != 0.0).collect();
+            let want: Vec<_> = a.iter().copied().filter(|b| b.1 != 0.0).collect();
+            prop_assert_eq!(populated, want);
+        }
+
+        #[test]
+        fn a_counter_that_only_grows_never_resets(a in buckets(), b in buckets(), s in -2i32..4, coarser in 0i32..3) {
+            let prev = hist(s, &a);
+            let mut next = prev.clone();
+            next.add(&hist(s - coarser, &b)).unwrap();
+            prop_assert!(!Histogram::is_reset(&prev, &next));
+        }
+    }
+}
