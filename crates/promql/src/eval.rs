@@ -146,8 +146,10 @@ pub(crate) fn run(
     qo: &QueryOptions,
     q: &dyn Queryable,
     plan: &Plan,
-    instant: bool,
+    started: Instant,
 ) -> Result<QueryResult> {
+    // A range query has a positive step, even over one step.
+    let instant = plan.ctx.step == 0;
     let timeout = qo.timeout.unwrap_or(opts.timeout);
     let ctx = plan.ctx;
     let mut ev = Ev {
@@ -159,7 +161,7 @@ pub(crate) fn run(
         samples: 0,
         max_series: opts.max_series,
         series: 0,
-        deadline: Instant::now() + timeout,
+        deadline: started + timeout,
         cancel: qo.cancel.clone(),
         warnings: Vec::new(),
         infos: Vec::new(),
@@ -278,6 +280,16 @@ pub(crate) fn offset_ms(o: &Option<Offset>) -> i64 {
         None => 0,
         Some(Offset::Pos(d)) => duration_ms(d),
         Some(Offset::Neg(d)) => -duration_ms(d),
+    }
+}
+
+/// The time (ms) an `@` fixes, in a query from `qstart` to `qend`.
+pub(crate) fn at_ms(at: &Option<AtModifier>, qstart: i64, qend: i64) -> Option<i64> {
+    match at {
+        None => None,
+        Some(AtModifier::Start) => Some(qstart),
+        Some(AtModifier::End) => Some(qend),
+        Some(AtModifier::At(t)) => Some(system_time_ms(t)),
     }
 }
 
@@ -562,12 +574,7 @@ impl<'a> Ev<'a> {
     }
 
     pub(crate) fn at_ms(&self, at: &Option<AtModifier>) -> Option<i64> {
-        match at {
-            None => None,
-            Some(AtModifier::Start) => Some(self.qstart),
-            Some(AtModifier::End) => Some(self.qend),
-            Some(AtModifier::At(t)) => Some(system_time_ms(t)),
-        }
+        at_ms(at, self.qstart, self.qend)
     }
 
     /// Reads the series selected by `sel` with samples in `[mint, maxt]`,

@@ -33,7 +33,7 @@ mod window_index;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use cairn_storage::{Queryable, StorageError};
 
@@ -184,39 +184,29 @@ impl Engine {
         &self.opts
     }
 
-    /// Plans `expr` at `t` (ms): see [`Prepared`].
-    pub fn prepare_instant(
-        &self,
-        q: &dyn Queryable,
-        expr: &str,
-        t: i64,
-        qo: &QueryOptions,
-    ) -> Result<Prepared, QueryError> {
+    /// Parses `expr` to evaluate at `t` (ms): see [`Parsed`].
+    pub fn parse_instant(&self, expr: &str, t: i64, qo: &QueryOptions) -> Result<Parsed, QueryError> {
+        let started = Instant::now();
         let ast = parse(expr)?;
-        self.prepare(
-            q,
-            &ast,
-            eval::Ctx {
-                start: t,
-                end: t,
-                step: 0,
-            },
-            true,
-            qo,
-        )
+        let ctx = eval::Ctx {
+            start: t,
+            end: t,
+            step: 0,
+        };
+        self.parsed(&ast, ctx, qo, started)
     }
 
-    /// Plans `expr` at every `step` (ms) from `start` to `end` (ms,
-    /// inclusive): see [`Prepared`].
-    pub fn prepare_range(
+    /// Parses `expr` to evaluate at every `step` (ms) from `start` to `end`
+    /// (ms, inclusive): see [`Parsed`].
+    pub fn parse_range(
         &self,
-        q: &dyn Queryable,
         expr: &str,
         start: i64,
         end: i64,
         step: i64,
         qo: &QueryOptions,
-    ) -> Result<Prepared, QueryError> {
+    ) -> Result<Parsed, QueryError> {
+        let started = Instant::now();
         if step <= 0 {
             return Err(QueryError::BadData(
                 "zero or negative query resolution step widths are not accepted. Try a positive integer".into(),
@@ -243,29 +233,50 @@ impl Engine {
                     .into(),
             ));
         }
-        self.prepare(q, &ast, ctx, false, qo)
+        self.parsed(&ast, ctx, qo, started)
     }
 
-    fn prepare(
+    /// Plans `expr` at `t` (ms): see [`Prepared`].
+    pub fn prepare_instant(
         &self,
         q: &dyn Queryable,
-        ast: &Expr,
-        ctx: eval::Ctx,
-        instant: bool,
+        expr: &str,
+        t: i64,
         qo: &QueryOptions,
     ) -> Result<Prepared, QueryError> {
+        self.parse_instant(expr, t, qo)?.plan(q)
+    }
+
+    /// Plans `expr` at every `step` (ms) from `start` to `end` (ms,
+    /// inclusive): see [`Prepared`].
+    pub fn prepare_range(
+        &self,
+        q: &dyn Queryable,
+        expr: &str,
+        start: i64,
+        end: i64,
+        step: i64,
+        qo: &QueryOptions,
+    ) -> Result<Prepared, QueryError> {
+        self.parse_range(expr, start, end, step, qo)?.plan(q)
+    }
+
+    fn parsed(&self, ast: &Expr, ctx: eval::Ctx, qo: &QueryOptions, started: Instant) -> Result<Parsed, QueryError> {
         let limits = plan::Limits {
             threads: rayon::current_num_threads().max(1),
             lookback: eval::lookback_ms(&self.opts, qo),
             step_split: self.opts.step_split,
             fold_sharded_min_points: self.opts.fold_sharded_min_points,
         };
-        let plan = plan::decide(q, plan::lower(ast)?, ctx, &limits)?;
-        Ok(Prepared {
-            plan,
-            instant,
-            opts: self.opts.clone(),
-            qo: qo.clone(),
+        Ok(Parsed {
+            root: plan::lower(ast)?,
+            ctx,
+            limits,
+            run: Run {
+                started,
+                opts: self.opts.clone(),
+                qo: qo.clone(),
+            },
         })
     }
 
@@ -309,15 +320,49 @@ impl Engine {
     }
 }
 
+/// A query parsed, lowered to typed nodes and checked, not planned yet:
+/// the storage has not been asked anything.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    root: plan::Node,
+    ctx: eval::Ctx,
+    limits: plan::Limits,
+    run: Run,
+}
+
+/// What evaluating a query needs besides its plan.
+#[derive(Debug, Clone)]
+struct Run {
+    /// When parsing began: the query's timeout counts from there.
+    started: Instant,
+    opts: EngineOptions,
+    qo: QueryOptions,
+}
+
+impl Parsed {
+    /// Whether the plan may come out inline ([`Prepared::is_inline`]): the
+    /// query's shape allows it. When not, it is best planned where it will
+    /// run, as planning does the index work its selects start with.
+    pub fn may_be_inline(&self) -> bool {
+        plan::may_be_inline(&self.root, self.ctx, &self.limits)
+    }
+
+    /// Decides the plan over the series `q` holds now.
+    pub fn plan(self, q: &dyn Queryable) -> Result<Prepared, QueryError> {
+        Ok(Prepared {
+            plan: plan::decide(q, self.root, self.ctx, &self.limits)?,
+            run: self.run,
+        })
+    }
+}
+
 /// A query parsed and planned (`plan/`): where and how each part of it runs
 /// is decided, and `Display` prints that. Run it against the storage it was
 /// planned over.
 #[derive(Debug, Clone)]
 pub struct Prepared {
     plan: plan::Plan,
-    instant: bool,
-    opts: EngineOptions,
-    qo: QueryOptions,
+    run: Run,
 }
 
 impl Prepared {
@@ -329,7 +374,8 @@ impl Prepared {
     }
 
     pub fn run(&self, q: &dyn Queryable) -> Result<QueryResult, QueryError> {
-        eval::run(&self.opts, &self.qo, q, &self.plan, self.instant)
+        let r = &self.run;
+        eval::run(&r.opts, &r.qo, q, &self.plan, r.started)
     }
 }
 
@@ -393,6 +439,30 @@ mod tests {
         let err = engine(|o| o.timeout = Duration::ZERO)
             .instant(&s, "m", 2000)
             .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Timeout);
+    }
+
+    /// Planning counts towards the timeout: a query parsed long enough ago
+    /// has run out of time before its evaluation starts.
+    #[test]
+    fn the_timeout_counts_from_parsing() {
+        let s = storage(3);
+        let qo = QueryOptions {
+            timeout: Some(Duration::from_millis(20)),
+            ..QueryOptions::default()
+        };
+        let e = Engine::default();
+        assert!(
+            e.parse_instant("m", 2000, &qo)
+                .unwrap()
+                .plan(&s)
+                .unwrap()
+                .run(&s)
+                .is_ok()
+        );
+        let parsed = e.parse_instant("m", 2000, &qo).unwrap();
+        std::thread::sleep(Duration::from_millis(30));
+        let err = parsed.plan(&s).unwrap().run(&s).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Timeout);
     }
 

@@ -23,7 +23,7 @@ use cairn_http::{
     run_inline, time_param,
 };
 use cairn_model::Labels;
-use cairn_promql::{Engine, ErrorKind, Prepared, QueryError, QueryOptions, QueryResult, SampleValue, Value};
+use cairn_promql::{Engine, ErrorKind, Parsed, QueryError, QueryOptions, QueryResult, SampleValue, Value};
 use cairn_storage::Storage;
 
 /// Version reported by buildinfo: Grafana needs ≥ 2.24.0 for its cheap label endpoints.
@@ -91,13 +91,31 @@ fn query_options(engine: &Engine, params: &Params, cancel: &Arc<AtomicBool>) -> 
     })
 }
 
-/// Runs a planned query: an inline one (`Prepared::is_inline`) right on
-/// this async worker, as evaluating costs less than the hand-offs to the
-/// blocking pool and back; any other on the blocking pool.
-async fn evaluate(prepared: Prepared, storage: Arc<dyn Storage>) -> Result<QueryResult, ApiError> {
+/// Plans and runs a query. One whose shape allows an inline plan is
+/// planned right on this async worker and, if the plan is inline, evaluated
+/// there too, as that costs less than the hand-offs to the blocking pool and
+/// back; any other query is planned and evaluated on the blocking pool.
+async fn evaluate(parsed: Parsed, storage: Arc<dyn Storage>) -> Result<QueryResult, ApiError> {
+    if !parsed.may_be_inline() {
+        let f = move || parsed.plan(storage.as_ref()).and_then(|p| p.run(storage.as_ref()));
+        return run_blocking(move || f().map_err(query_error)).await;
+    }
+    let prepared = run_inline(|| parsed.plan(storage.as_ref()).map_err(query_error))?;
     let inline = prepared.is_inline();
     let f = move || prepared.run(storage.as_ref()).map_err(query_error);
     if inline { run_inline(f) } else { run_blocking(f).await }
+}
+
+/// What parses one query endpoint's parameters.
+type ParseParams = fn(&Engine, &Params, &Arc<AtomicBool>) -> Result<(Parsed, Option<usize>), ApiError>;
+
+/// Answers a query endpoint whose parameters `parse` reads.
+async fn answer(state: AppState, engine: &Engine, params: &Params, parse: ParseParams) -> Result<Response, ApiError> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (parsed, limit) = parse(engine, params, &cancel)?;
+    let _guard = CancelOnDrop(cancel);
+    let res = evaluate(parsed, state.storage().clone()).await?;
+    Ok(render(res, limit))
 }
 
 async fn query(
@@ -105,12 +123,7 @@ async fn query(
     Extension(engine): SharedEngine,
     params: Params,
 ) -> Result<Response, ApiError> {
-    let cancel = Arc::new(AtomicBool::new(false));
-    let storage = state.storage().clone();
-    let (prepared, limit) = prepare_instant(&engine, storage.as_ref(), &params, &cancel)?;
-    let _guard = CancelOnDrop(cancel);
-    let res = evaluate(prepared, storage).await?;
-    Ok(render(res, limit))
+    answer(state, &engine, &params, parse_instant).await
 }
 
 async fn query_range(
@@ -118,12 +131,7 @@ async fn query_range(
     Extension(engine): SharedEngine,
     params: Params,
 ) -> Result<Response, ApiError> {
-    let cancel = Arc::new(AtomicBool::new(false));
-    let storage = state.storage().clone();
-    let (prepared, limit) = prepare_range(&engine, storage.as_ref(), &params, &cancel)?;
-    let _guard = CancelOnDrop(cancel);
-    let res = evaluate(prepared, storage).await?;
-    Ok(render(res, limit))
+    answer(state, &engine, &params, parse_range).await
 }
 
 /// The plan of a query (an instant query at `time`, or a range query with
@@ -135,41 +143,47 @@ async fn explain(
     params: Params,
 ) -> Result<Response, ApiError> {
     let cancel = Arc::new(AtomicBool::new(false));
-    let storage = state.storage().as_ref();
-    let (prepared, _) = if params.get("step").is_some() {
-        prepare_range(&engine, storage, &params, &cancel)?
+    let parse: ParseParams = if params.get("step").is_some() {
+        parse_range
     } else {
-        prepare_instant(&engine, storage, &params, &cancel)?
+        parse_instant
     };
+    let (parsed, _) = parse(&engine, &params, &cancel)?;
+    let storage = state.storage().clone();
+    let plan = run_blocking(move || {
+        parsed
+            .plan(storage.as_ref())
+            .map(|p| p.to_string())
+            .map_err(query_error)
+    })
+    .await?;
     let mut body = String::from(r#"{"status":"success","data":{"plan":"#);
-    push_json_str(&mut body, &prepared.to_string());
+    push_json_str(&mut body, &plan);
     body.push_str("}}");
     Ok(json(body))
 }
 
-/// Plans the instant query of a request's parameters; with its `limit`.
+/// Parses the instant query of a request's parameters; with its `limit`.
 /// (Parameters are checked in Prometheus' order, which picks the error.)
-fn prepare_instant(
+fn parse_instant(
     engine: &Engine,
-    storage: &dyn Storage,
     params: &Params,
     cancel: &Arc<AtomicBool>,
-) -> Result<(Prepared, Option<usize>), ApiError> {
+) -> Result<(Parsed, Option<usize>), ApiError> {
     let expr = params.get("query").unwrap_or("");
     let t = time_param(params, "time", cairn_http::now_ms())?;
     let limit = limit_param(params)?;
     let qo = query_options(engine, params, cancel)?;
-    let prepared = engine.prepare_instant(storage, expr, t, &qo).map_err(query_error)?;
-    Ok((prepared, limit))
+    let parsed = engine.parse_instant(expr, t, &qo).map_err(query_error)?;
+    Ok((parsed, limit))
 }
 
-/// Plans the range query of a request's parameters; with its `limit`.
-fn prepare_range(
+/// Parses the range query of a request's parameters; with its `limit`.
+fn parse_range(
     engine: &Engine,
-    storage: &dyn Storage,
     params: &Params,
     cancel: &Arc<AtomicBool>,
-) -> Result<(Prepared, Option<usize>), ApiError> {
+) -> Result<(Parsed, Option<usize>), ApiError> {
     let expr = params.get("query").unwrap_or("");
     let start = time_param_required(params, "start")?;
     let end = time_param_required(params, "end")?;
@@ -193,10 +207,8 @@ fn prepare_range(
     }
     let limit = limit_param(params)?;
     let qo = query_options(engine, params, cancel)?;
-    let prepared = engine
-        .prepare_range(storage, expr, start, end, step, &qo)
-        .map_err(query_error)?;
-    Ok((prepared, limit))
+    let parsed = engine.parse_range(expr, start, end, step, &qo).map_err(query_error)?;
+    Ok((parsed, limit))
 }
 
 fn time_param_required(params: &Params, name: &str) -> Result<i64, ApiError> {

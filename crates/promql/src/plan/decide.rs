@@ -20,6 +20,7 @@
 //!   from [`PARALLEL_MIN_POINTS`] points of input.
 
 use cairn_storage::Queryable;
+use promql_parser::parser::AtModifier;
 
 use super::{AggStrategy, Aggregate, Node, Plan, Selector, SplitParts};
 use crate::eval::{Ctx, Result};
@@ -82,32 +83,46 @@ pub(crate) fn decide(q: &dyn Queryable, mut root: Node, ctx: Ctx, limits: &Limit
     })
 }
 
-/// A selector with how far it reads: `(lo, hi)` of its samples over the
-/// query, and the span that covers.
-struct Reach<'n> {
-    sel: &'n mut Selector,
+/// How far a selector reads: `(lo, hi)` of its samples over the query, and
+/// the span that covers.
+struct Reach {
     lo: i64,
     hi: i64,
     span: i64,
 }
 
-/// Asks the storage for each selector's bound, through one querier over
-/// every selector's reach; returns whether the query is inline.
-fn bound_selectors(q: &dyn Queryable, root: &mut Node, ctx: Ctx, limits: &Limits) -> Result<bool> {
+/// Whether the query's shape allows running it inline, before any bound is
+/// known: no subquery, and no selector reaching over more than
+/// [`INLINE_MAX_SPAN_MS`]. (A query that fails this is best planned where
+/// it runs: its bounds are the index work its selects would do first.)
+pub(crate) fn may_be_inline(root: &Node, ctx: Ctx, limits: &Limits) -> bool {
+    let (reaches, subquery) = reaches(root, ctx, limits);
+    !subquery && reaches.iter().all(|r| r.span <= INLINE_MAX_SPAN_MS)
+}
+
+/// Each selector's reach, in the order they are written, and whether there
+/// is a subquery.
+fn reaches(root: &Node, ctx: Ctx, limits: &Limits) -> (Vec<Reach>, bool) {
     let mut reaches = Vec::new();
     let mut subquery = false;
     collect(root, Window::of(ctx), limits, &mut reaches, &mut subquery);
+    (reaches, subquery)
+}
+
+/// Asks the storage for each selector's bound, through one querier over
+/// every selector's reach; returns whether the query is inline.
+fn bound_selectors(q: &dyn Queryable, root: &mut Node, ctx: Ctx, limits: &Limits) -> Result<bool> {
+    let (reaches, subquery) = reaches(root, ctx, limits);
     if reaches.is_empty() {
         return Ok(!subquery);
     }
     let lo = reaches.iter().map(|r| r.lo).min().unwrap_or(i64::MIN);
     let hi = reaches.iter().map(|r| r.hi).max().unwrap_or(i64::MAX);
+    let short = reaches.iter().all(|r| r.span <= INLINE_MAX_SPAN_MS);
     let querier = q.querier(lo, hi)?;
     let mut total = 0usize;
-    let mut short = true;
-    for r in &mut reaches {
-        short &= r.span <= INLINE_MAX_SPAN_MS;
-        for set in &mut r.sel.sets {
+    for sel in root.selectors_mut() {
+        for set in &mut sel.sets {
             set.bound = querier.series_upper_bound(&set.matchers)?;
             total = total.saturating_add(set.bound);
         }
@@ -116,12 +131,13 @@ fn bound_selectors(q: &dyn Queryable, root: &mut Node, ctx: Ctx, limits: &Limits
 }
 
 /// The times a node is evaluated over: its steps' span, shifted back by the
-/// subqueries around it; `pinned` once an `@` fixes them.
+/// subqueries around it, or the time an `@` fixes; with the query's own
+/// start and end, which `@ start()` and `@ end()` name.
 #[derive(Clone, Copy)]
 struct Window {
     start: i64,
     end: i64,
-    pinned: bool,
+    query: Ctx,
 }
 
 impl Window {
@@ -129,59 +145,47 @@ impl Window {
         Self {
             start: c.start,
             end: c.end,
-            pinned: false,
+            query: c,
         }
     }
 
-    fn reach<'n>(self, sel: &'n mut Selector, back: i64) -> Reach<'n> {
-        let offset = crate::eval::offset_ms(&sel.vs.offset);
-        if self.pinned || sel.vs.at.is_some() {
-            // Somewhere in the store: one window of data.
-            return Reach {
-                sel,
-                lo: i64::MIN,
-                hi: i64::MAX,
-                span: back,
-            };
+    /// This window, or the single time `at` fixes.
+    fn pinned(self, at: &Option<AtModifier>) -> (i64, i64) {
+        match crate::eval::at_ms(at, self.query.start, self.query.end) {
+            Some(t) => (t, t),
+            None => (self.start, self.end),
         }
+    }
+
+    fn reach(self, sel: &Selector, back: i64) -> Reach {
+        let offset = crate::eval::offset_ms(&sel.vs.offset);
+        let (start, end) = self.pinned(&sel.vs.at);
         Reach {
-            sel,
-            lo: self.start.saturating_sub(offset).saturating_sub(back),
-            hi: self.end.saturating_sub(offset),
-            span: self.end - self.start + back,
+            lo: start.saturating_sub(offset).saturating_sub(back),
+            hi: end.saturating_sub(offset),
+            span: end.saturating_sub(start).saturating_add(back),
         }
     }
 }
 
-fn collect<'n>(node: &'n mut Node, w: Window, limits: &Limits, out: &mut Vec<Reach<'n>>, subquery: &mut bool) {
+fn collect(node: &Node, w: Window, limits: &Limits, out: &mut Vec<Reach>, subquery: &mut bool) {
     match node {
-        Node::Number(_) | Node::Str(_) => {}
         Node::Vector(sel) => out.push(w.reach(sel, limits.lookback)),
         Node::Matrix(sel, range) => out.push(w.reach(sel, *range)),
         Node::Subquery(sq) => {
             *subquery = true;
+            let (start, end) = w.pinned(&sq.at);
             let inner = Window {
-                start: w.start - sq.offset - sq.range,
-                end: w.end - sq.offset,
-                pinned: w.pinned || sq.at.is_some(),
+                start: start.saturating_sub(sq.offset).saturating_sub(sq.range),
+                end: end.saturating_sub(sq.offset),
+                query: w.query,
             };
-            collect(&mut sq.inner, inner, limits, out, subquery);
+            collect(&sq.inner, inner, limits, out, subquery);
         }
-        Node::Neg(n) => collect(n, w, limits, out, subquery),
-        Node::Call(call) => {
-            for a in &mut call.args {
-                collect(a, w, limits, out, subquery);
+        _ => {
+            for child in node.children() {
+                collect(child, w, limits, out, subquery);
             }
-        }
-        Node::Aggregate(a) => {
-            if let Some(p) = &mut a.param {
-                collect(p, w, limits, out, subquery);
-            }
-            collect(&mut a.input, w, limits, out, subquery);
-        }
-        Node::Binary(b) => {
-            collect(&mut b.lhs, w, limits, out, subquery);
-            collect(&mut b.rhs, w, limits, out, subquery);
         }
     }
 }
@@ -190,7 +194,6 @@ fn collect<'n>(node: &'n mut Node, w: Window, limits: &Limits, out: &mut Vec<Rea
 /// spanning `span` ms.
 fn place(node: &mut Node, threads: usize, steps: usize, span: i64, limits: &Limits) {
     match node {
-        Node::Number(_) | Node::Str(_) => {}
         Node::Vector(sel) | Node::Matrix(sel, _) => {
             for set in &mut sel.sets {
                 set.shards = if threads <= 1 || set.bound <= SEQUENTIAL_MAX_SERIES {
@@ -209,12 +212,6 @@ fn place(node: &mut Node, threads: usize, steps: usize, span: i64, limits: &Limi
             let inner_steps = usize::try_from(inner_span / step).map_or(usize::MAX, |n| n + 1);
             place(&mut sq.inner, threads, inner_steps, inner_span, limits);
         }
-        Node::Neg(n) => place(n, threads, steps, span, limits),
-        Node::Call(call) => {
-            for a in &mut call.args {
-                place(a, threads, steps, span, limits);
-            }
-        }
         Node::Aggregate(a) => {
             if let Some(p) = &mut a.param {
                 place(p, threads, steps, span, limits);
@@ -222,9 +219,10 @@ fn place(node: &mut Node, threads: usize, steps: usize, span: i64, limits: &Limi
             place(&mut a.input, threads, steps, span, limits);
             a.strategy = strategy(a, threads, steps, limits);
         }
-        Node::Binary(b) => {
-            place(&mut b.lhs, threads, steps, span, limits);
-            place(&mut b.rhs, threads, steps, span, limits);
+        _ => {
+            for child in node.children_mut() {
+                place(child, threads, steps, span, limits);
+            }
         }
     }
 }

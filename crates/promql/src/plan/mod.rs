@@ -25,7 +25,7 @@ use crate::eval::Ctx;
 use crate::func::Func;
 use crate::ops::{AggOp, BinOp};
 
-pub(crate) use decide::{Limits, decide, foldable_bound};
+pub(crate) use decide::{Limits, decide, foldable_bound, may_be_inline};
 pub(crate) use lower::lower;
 
 /// A query ready to evaluate: its nodes and how it runs.
@@ -64,6 +64,46 @@ pub(crate) enum Node {
     Call(Call),
     Aggregate(Box<Aggregate>),
     Binary(Box<Binary>),
+}
+
+impl Node {
+    /// The nodes this one evaluates, in the order they are written.
+    pub fn children(&self) -> Vec<&Node> {
+        match self {
+            Node::Number(_) | Node::Str(_) | Node::Vector(_) | Node::Matrix(..) => Vec::new(),
+            Node::Neg(n) => vec![n],
+            Node::Subquery(sq) => vec![&sq.inner],
+            Node::Call(call) => call.args.iter().collect(),
+            Node::Aggregate(a) => a.param.iter().chain([&a.input]).collect(),
+            Node::Binary(b) => vec![&b.lhs, &b.rhs],
+        }
+    }
+
+    /// [`Node::children`], mutable.
+    pub fn children_mut(&mut self) -> Vec<&mut Node> {
+        match self {
+            Node::Number(_) | Node::Str(_) | Node::Vector(_) | Node::Matrix(..) => Vec::new(),
+            Node::Neg(n) => vec![n],
+            Node::Subquery(sq) => vec![&mut sq.inner],
+            Node::Call(call) => call.args.iter_mut().collect(),
+            Node::Aggregate(a) => {
+                let a = &mut **a;
+                a.param.iter_mut().chain([&mut a.input]).collect()
+            }
+            Node::Binary(b) => {
+                let b = &mut **b;
+                vec![&mut b.lhs, &mut b.rhs]
+            }
+        }
+    }
+
+    /// Every selector under this node, in the order they are written.
+    pub fn selectors_mut(&mut self) -> Vec<&mut Selector> {
+        match self {
+            Node::Vector(sel) | Node::Matrix(sel, _) => vec![sel],
+            _ => self.children_mut().into_iter().flat_map(Node::selectors_mut).collect(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

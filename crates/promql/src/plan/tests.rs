@@ -82,26 +82,11 @@ fn aggregation(p: &Plan) -> AggStrategy {
 
 /// Every select's shards, in the order the selectors are written.
 fn shards(p: &Plan) -> Vec<usize> {
-    fn walk(n: &Node, out: &mut Vec<usize>) {
-        match n {
-            Node::Vector(sel) | Node::Matrix(sel, _) => out.extend(sel.sets.iter().map(|s| s.shards)),
-            Node::Number(_) | Node::Str(_) => {}
-            Node::Neg(n) => walk(n, out),
-            Node::Subquery(sq) => walk(&sq.inner, out),
-            Node::Call(c) => c.args.iter().for_each(|a| walk(a, out)),
-            Node::Aggregate(a) => {
-                a.param.iter().for_each(|p| walk(p, out));
-                walk(&a.input, out);
-            }
-            Node::Binary(b) => {
-                walk(&b.lhs, out);
-                walk(&b.rhs, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(&p.root, &mut out);
-    out
+    let mut root = p.root.clone();
+    root.selectors_mut()
+        .into_iter()
+        .flat_map(|sel| sel.sets.iter().map(|s| s.shards))
+        .collect()
 }
 
 #[test]
@@ -144,6 +129,61 @@ fn few_series_over_at_most_a_day_without_subqueries_run_inline() {
         aggregation(&plan("sum(m)", 17, 8, panel(14))),
         AggStrategy::NodeByNode { threads: 8 }
     );
+}
+
+/// What the shape alone says, before the storage is asked: only queries
+/// that may be inline are planned on the caller's thread.
+#[test]
+fn the_shape_alone_tells_which_queries_may_run_inline() {
+    let may = |q: &str, c: Ctx| {
+        let root = lower(&crate::parse(q).unwrap()).unwrap();
+        may_be_inline(&root, c, &limits(2))
+    };
+    assert!(may("sum(rate(m[5m]))", instant()), "whatever its bound");
+    assert!(may(r#"m{host=~".+"}"#, panel(23)));
+    assert!(may("sum(m @ 100)", panel(24 * 30)), "pinned by @");
+    assert!(may("1 + 2", panel(24 * 30)));
+    assert!(!may(r#"rate(m{host="1"}[5m])"#, panel(24)), "a day plus the range");
+    assert!(!may("max_over_time(m[10m:1m])", instant()), "subquery");
+    assert!(!may("m offset 1h + rate(m[2d])", instant()), "one long range");
+}
+
+/// A storage that records the reach of each querier asked for.
+#[derive(Default)]
+struct Reached(std::sync::Mutex<Vec<(i64, i64)>>);
+
+impl Queryable for Reached {
+    fn querier(&self, lo: i64, hi: i64) -> std::result::Result<Box<dyn Querier>, StorageError> {
+        self.0.lock().unwrap().push((lo, hi));
+        Ok(Box::new(BoundQuerier(1)))
+    }
+}
+
+/// An `@` fixes where a selector reads, so its bound is asked over that
+/// window only, not over the whole store.
+#[test]
+fn selectors_pinned_by_at_are_bounded_over_their_own_window() {
+    let reach = |q: &str, c: Ctx| {
+        let store = Reached::default();
+        let root = lower(&crate::parse(q).unwrap()).unwrap();
+        decide(&store, root, c, &limits(2)).unwrap();
+        store.0.into_inner().unwrap()
+    };
+    assert_eq!(
+        reach("rate(m[5m] @ 1000)", panel(1)),
+        [(1_000_000 - 300_000, 1_000_000)]
+    );
+    assert_eq!(
+        reach("m @ end() offset 1m", panel(1)),
+        [(48 * HOUR - 60_000 - 300_000, 48 * HOUR - 60_000)]
+    );
+    // A subquery pinned by `@` pins what it contains.
+    assert_eq!(
+        reach("max_over_time(rate(m[5m])[1h:1m] @ 7200)", panel(6)),
+        [(HOUR - 300_000, 2 * HOUR)]
+    );
+    // Unpinned, the reach follows the steps.
+    assert_eq!(reach("m", panel(1)), [(47 * HOUR - 300_000, 48 * HOUR)]);
 }
 
 #[test]
