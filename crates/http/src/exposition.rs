@@ -42,7 +42,7 @@ impl Exposition {
             self.buf.push('}');
         }
         self.buf.push(' ');
-        self.buf.push_str(&format_float(value));
+        self.buf.push_str(&cairn_model::go_float::format_f(value));
         self.buf.push('\n');
         self
     }
@@ -66,19 +66,6 @@ fn escape_label_value(dst: &mut String, v: &str) {
             '\n' => dst.push_str("\\n"),
             c => dst.push(c),
         }
-    }
-}
-
-/// Values as the text format spells them (`NaN`, `+Inf`, `-Inf`).
-pub fn format_float(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        v.to_string()
     }
 }
 

@@ -70,6 +70,18 @@ pub fn shortest_plain(v: f64) -> String {
     out
 }
 
+/// `v` as Go's `strconv.FormatFloat(v, 'f', -1, 64)` writes it, with the
+/// spelling Prometheus gives the specials: `NaN`, `+Inf`, `-Inf` (label
+/// values, annotations, the exposition format).
+pub fn format_f(v: f64) -> String {
+    match v {
+        _ if v.is_nan() => "NaN".into(),
+        f64::INFINITY => "+Inf".into(),
+        f64::NEG_INFINITY => "-Inf".into(),
+        _ => shortest_plain(v),
+    }
+}
+
 /// Appends [`shortest_plain`]'s text for `v` to `out`.
 pub fn push_plain(out: &mut String, v: f64) {
     if v.is_finite() && v != 0.0 {

@@ -624,13 +624,12 @@ impl<'a> Ev<'a> {
     }
 
     /// Folds each series selected by `set` with samples in `[mint, maxt]`
-    /// into a state per shard with `fold`, `shards` shards placed by `by`
-    /// (see [`crate::select::fold_sharded`]).
+    /// into a state per shard with `fold`, in the set's shards placed by
+    /// `by` (see [`crate::select::fold_sharded`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn fold_selected<T: Send>(
         &mut self,
         set: &MatcherSet,
-        shards: usize,
         mint: i64,
         maxt: i64,
         hints: SelectHints,
@@ -648,7 +647,7 @@ impl<'a> Ev<'a> {
                 querier.as_ref(),
                 &hints,
                 &set.matchers,
-                shards,
+                set.shards,
                 budget,
                 opts,
                 by,
@@ -890,7 +889,7 @@ impl<'a> Ev<'a> {
 
     fn eval_aggregate(&mut self, a: &Aggregate, c: Ctx) -> Result<Val> {
         match a.strategy {
-            AggStrategy::Folded { shards } => crate::fused::aggregate(self, a, shards, c),
+            AggStrategy::Folded => crate::fused::aggregate(self, a, c),
             AggStrategy::NodeByNode { threads } => {
                 let param = match &a.param {
                     Some(p) => Some(self.eval(p, c)?),

@@ -26,10 +26,10 @@ use crate::QueryError;
 use crate::aggregate::GroupSteps;
 use crate::aggregate::group_labels;
 use crate::eval::{Ctx, Ev, Result, Series, Val};
-use crate::func::{Func, RangeFn};
+use crate::func::RangeFn;
 use crate::functions::{counter_info, range_points};
 use crate::ops::AggOp;
-use crate::plan::{Aggregate, Grouping, Node, foldable_bound};
+use crate::plan::{Aggregate, Foldable, Grouping, foldable};
 use crate::samples::Samples;
 
 /// The groups being filled, keyed by their labels.
@@ -47,28 +47,19 @@ struct Group {
     steps: GroupSteps,
 }
 
-/// `a` evaluated by folding it into its select, read in `shards` shards
-/// placed by the grouping labels. The plan folds only aggregations of the
-/// shape [`foldable_bound`] accepts.
-pub(crate) fn aggregate(ev: &mut Ev, a: &Aggregate, shards: usize, c: Ctx) -> Result<Val> {
-    let not_foldable = || QueryError::Internal(format!("{:?} aggregation planned as folded", a.op));
-    foldable_bound(a).ok_or_else(not_foldable)?;
-    let Node::Call(call) = &a.input else {
-        return Err(not_foldable());
-    };
-    let (Func::Range(func), [Node::Matrix(sel, range)]) = (call.func, call.args.as_slice()) else {
-        return Err(not_foldable());
-    };
-    let [set] = sel.sets.as_slice() else {
-        return Err(not_foldable());
-    };
+/// `a` evaluated by folding it into its select, read in the shards the
+/// plan gave it, placed by the grouping labels. The plan folds only
+/// aggregations of the shape [`Foldable`] describes.
+pub(crate) fn aggregate(ev: &mut Ev, a: &Aggregate, c: Ctx) -> Result<Val> {
+    let Foldable { func, sel, range, set } =
+        foldable(a).ok_or_else(|| QueryError::Internal(format!("{:?} aggregation planned as folded", a.op)))?;
     let (op, grouping) = (a.op, &a.grouping);
     let by = if grouping.without {
         ShardBy::AllBut(grouping.names.clone())
     } else {
         ShardBy::Labels(grouping.names.clone())
     };
-    let (ra, mint, maxt) = ev.matrix_window(sel, *range, c);
+    let (ra, mint, maxt) = ev.matrix_window(sel, range, c);
     let hints = SelectHints {
         step_ms: (c.step > 0).then_some(c.step),
         func: Some(func.name().to_string()),
@@ -88,7 +79,7 @@ pub(crate) fn aggregate(ev: &mut Ev, a: &Aggregate, shards: usize, c: Ctx) -> Re
         }
         Ok(())
     };
-    let folded = ev.fold_selected(set, shards, mint, maxt, hints, Some(Arc::new(by)), &init, &fold)?;
+    let folded = ev.fold_selected(set, mint, maxt, hints, Some(Arc::new(by)), &init, &fold)?;
     // Each group lies whole in one shard (sharded by its labels).
     let mut all = Groups::default();
     for shard in folded {

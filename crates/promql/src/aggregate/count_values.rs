@@ -6,7 +6,7 @@ use cairn_model::Labels;
 
 use crate::QueryError;
 use crate::eval::{Ctx, OutAcc, Result, Series, StepIter, Val};
-use crate::functions::fmt_go;
+use cairn_model::go_float::format_f;
 
 pub(super) fn count_values(
     param: &Option<Val>,
@@ -34,7 +34,7 @@ pub(super) fn count_values(
         let mut idx: HashMap<Labels, usize> = HashMap::new();
         for &(j, v) in &cur {
             let mut l = groups[sgroup[j]].clone();
-            l.set(&label, &fmt_go(v));
+            l.set(&label, &format_f(v));
             match idx.get(&l) {
                 Some(&k) => counts[k].1 += 1.0,
                 None => {

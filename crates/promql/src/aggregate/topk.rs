@@ -5,8 +5,8 @@ use cairn_model::Labels;
 
 use crate::QueryError;
 use crate::eval::{Ctx, Ev, Result, Series, StepIter, Val};
-use crate::functions::fmt_go;
 use crate::ops::AggOp;
+use cairn_model::go_float::format_f;
 
 pub(super) fn select_k(
     ev: &mut Ev,
@@ -40,8 +40,8 @@ pub(super) fn select_k(
                 ratio = pv.clamp(-1.0, 1.0);
                 ev.warnings.push(format!(
                     "PromQL warning: ratio value should be between -1 and 1, got {}, capping to {}",
-                    fmt_go(pv),
-                    fmt_go(ratio)
+                    format_f(pv),
+                    format_f(ratio)
                 ));
             }
             if ratio == 0.0 {
@@ -54,7 +54,7 @@ pub(super) fn select_k(
             if !(-9.223372036854776e18..9.223372036854776e18).contains(&pv) {
                 return Err(QueryError::Execution(format!(
                     "Scalar value {} overflows int64",
-                    fmt_go(pv)
+                    format_f(pv)
                 )));
             }
             let kk = pv as i64;

@@ -4,9 +4,9 @@ use foldhash::{HashMap, HashMapExt};
 
 use cairn_model::Labels;
 
-use super::fmt_go;
 use crate::eval::{Ctx, Ev, OutAcc, Result, StepIter, Val};
 use crate::plan::Node;
+use cairn_model::go_float::format_f;
 
 pub(super) fn histogram_quantile(ev: &mut Ev, qe: &Node, ve: &Node, c: Ctx) -> Result<Val> {
     let q = ev.eval_scalar(qe, c)?;
@@ -52,7 +52,7 @@ pub(super) fn histogram_quantile(ev: &mut Ev, qe: &Node, ve: &Node, c: Ctx) -> R
         if !(0.0..=1.0).contains(&qv) {
             ev.warnings.push(format!(
                 "PromQL warning: quantile value should be between 0 and 1, got {}",
-                fmt_go(qv)
+                format_f(qv)
             ));
         }
         for (g, b) in buckets.iter_mut().enumerate() {

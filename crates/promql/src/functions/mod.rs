@@ -11,6 +11,8 @@ pub(crate) use range::{counter_info, range_points};
 
 use cairn_model::Labels;
 
+use cairn_model::go_float::format_f;
+
 use crate::QueryError;
 use crate::eval::{Ctx, Ev, Result, Series, Val};
 use crate::func::Func;
@@ -88,20 +90,7 @@ pub(crate) fn quantile_warning(ev: &mut Ev, q: &[f64]) {
     if let Some(bad) = q.iter().find(|q| !(0.0..=1.0).contains(*q)) {
         ev.warnings.push(format!(
             "PromQL warning: quantile value should be between 0 and 1, got {}",
-            fmt_go(*bad)
+            format_f(*bad)
         ));
-    }
-}
-
-/// Go's `strconv.FormatFloat(v, 'f', -1, 64)`.
-pub(crate) fn fmt_go(v: f64) -> String {
-    if v.is_nan() {
-        "NaN".into()
-    } else if v == f64::INFINITY {
-        "+Inf".into()
-    } else if v == f64::NEG_INFINITY {
-        "-Inf".into()
-    } else {
-        cairn_model::go_float::shortest_plain(v)
     }
 }

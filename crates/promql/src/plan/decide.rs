@@ -22,9 +22,9 @@
 use cairn_storage::Queryable;
 use promql_parser::parser::AtModifier;
 
-use super::{AggStrategy, Aggregate, Node, Plan, Selector, SplitParts};
+use super::{AggStrategy, Aggregate, MatcherSet, Node, Plan, Selector, SplitParts};
 use crate::eval::{Ctx, Result};
-use crate::func::Func;
+use crate::func::{Func, RangeFn};
 use crate::ops::AggOp;
 use crate::step_split::StepSplit;
 
@@ -228,15 +228,12 @@ fn place(node: &mut Node, threads: usize, steps: usize, span: i64, limits: &Limi
 }
 
 fn strategy(a: &Aggregate, threads: usize, steps: usize, limits: &Limits) -> AggStrategy {
-    if let Some(bound) = foldable_bound(a) {
+    // Folded, its select is read in the shards `place` gave it.
+    if let Some(f) = foldable(a) {
         let shardable = a.grouping.without || !a.grouping.names.is_empty();
-        let points = bound.saturating_mul(steps);
-        if threads <= 1 {
-            return AggStrategy::Folded { shards: 1 };
-        }
-        if shardable && points >= limits.fold_sharded_min_points {
-            let shards = if bound <= SEQUENTIAL_MAX_SERIES { 1 } else { threads };
-            return AggStrategy::Folded { shards };
+        let points = f.set.bound.saturating_mul(steps);
+        if threads <= 1 || (shardable && points >= limits.fold_sharded_min_points) {
+            return AggStrategy::Folded;
         }
     }
     let points = series_bound(&a.input).saturating_mul(steps);
@@ -248,23 +245,37 @@ fn strategy(a: &Aggregate, threads: usize, steps: usize, limits: &Limits) -> Agg
     AggStrategy::NodeByNode { threads }
 }
 
-/// The bound of the select an aggregation can be folded into, if it has the
-/// shape `fused.rs` folds: an aggregation accumulated from the values alone
-/// (not `quantile`, `topk`, ...), not grouped by `__name__`, of a
+/// An aggregation of the shape `fused.rs` folds into its select: an
+/// aggregation accumulated from the values alone (not `quantile`, `topk`,
+/// ...), not grouped by `__name__`, of a
 /// [foldable](crate::func::RangeFn::foldable) range function over a matrix
 /// selector without `or` alternatives.
-pub(crate) fn foldable_bound(a: &Aggregate) -> Option<usize> {
+pub(crate) struct Foldable<'a> {
+    pub func: RangeFn,
+    pub sel: &'a Selector,
+    pub range: i64,
+    /// The select, with its bound and the shards the plan reads it in.
+    pub set: &'a MatcherSet,
+}
+
+/// `a`'s parts if it has the shape [`Foldable`] describes.
+pub(crate) fn foldable(a: &Aggregate) -> Option<Foldable<'_>> {
     if !a.op.accumulates() || a.op == AggOp::Quantile || a.param.is_some() || a.grouping.by_metric_name() {
         return None;
     }
     let Node::Call(call) = &a.input else {
         return None;
     };
-    let (Func::Range(f), [Node::Matrix(sel, _)]) = (call.func, call.args.as_slice()) else {
+    let (Func::Range(func), [Node::Matrix(sel, range)]) = (call.func, call.args.as_slice()) else {
         return None;
     };
     match sel.sets.as_slice() {
-        [set] if f.foldable() => Some(set.bound),
+        [set] if func.foldable() => Some(Foldable {
+            func,
+            sel,
+            range: *range,
+            set,
+        }),
         _ => None,
     }
 }

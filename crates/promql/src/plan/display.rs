@@ -83,7 +83,7 @@ fn node(f: &mut Formatter<'_>, n: &Node, depth: usize) -> fmt::Result {
                 ),
             };
             let how = match a.strategy {
-                AggStrategy::Folded { shards } => format!("folded into its select, {shards} shard(s)"),
+                AggStrategy::Folded => "folded into its select".to_string(),
                 AggStrategy::NodeByNode { threads } => format!("node by node, steps on {threads} thread(s)"),
             };
             writeln!(f, "{pad}{}{grouping}: {how}", a.op.name())?;

@@ -25,7 +25,7 @@ use crate::eval::Ctx;
 use crate::func::Func;
 use crate::ops::{AggOp, BinOp};
 
-pub(crate) use decide::{Limits, decide, foldable_bound, may_be_inline};
+pub(crate) use decide::{Foldable, Limits, decide, foldable, may_be_inline};
 pub(crate) use lower::lower;
 
 /// A query ready to evaluate: its nodes and how it runs.
@@ -171,9 +171,9 @@ pub(crate) enum AggStrategy {
     /// accumulating ones).
     NodeByNode { threads: usize },
     /// Each series of the range function's select goes into its group as
-    /// it is read (`fused.rs`), the select read in `shards` shards placed by
-    /// the grouping labels.
-    Folded { shards: usize },
+    /// it is read (`fused.rs`), the select read in its set's shards, placed
+    /// by the grouping labels.
+    Folded,
 }
 
 #[derive(Debug, Clone)]

@@ -69,11 +69,29 @@ fn panel(hours: i64) -> Ctx {
     }
 }
 
-fn aggregation(p: &Plan) -> AggStrategy {
+/// An aggregation's strategy, with the shards a folded one's select is
+/// read in.
+#[derive(Debug, PartialEq, Eq)]
+enum Strategy {
+    Folded { shards: usize },
+    NodeByNode { threads: usize },
+}
+
+fn strategy(a: &Aggregate) -> Strategy {
+    match a.strategy {
+        AggStrategy::Folded => Strategy::Folded {
+            shards: foldable(a).expect("folded aggregations are foldable").set.shards,
+        },
+        AggStrategy::NodeByNode { threads } => Strategy::NodeByNode { threads },
+    }
+}
+
+/// The strategy of the query's aggregation (at the top, or an operand).
+fn aggregation(p: &Plan) -> Strategy {
     match &p.root {
-        Node::Aggregate(a) => a.strategy,
+        Node::Aggregate(a) => strategy(a),
         Node::Binary(b) => match (&b.lhs, &b.rhs) {
-            (Node::Aggregate(a), _) | (_, Node::Aggregate(a)) => a.strategy,
+            (Node::Aggregate(a), _) | (_, Node::Aggregate(a)) => strategy(a),
             _ => panic!("no aggregation in {p}"),
         },
         _ => panic!("no aggregation in {p}"),
@@ -123,11 +141,11 @@ fn few_series_over_at_most_a_day_without_subqueries_run_inline() {
     // 16 series × 3,361 steps would be chunked over the threads otherwise.
     let p = plan("sum(m)", 16, 8, panel(14));
     assert!(p.inline && p.split.is_none(), "{p}");
-    assert_eq!(aggregation(&p), AggStrategy::NodeByNode { threads: 1 });
+    assert_eq!(aggregation(&p), Strategy::NodeByNode { threads: 1 });
     assert!(!plan("sum(m)", 17, 8, panel(14)).inline);
     assert_eq!(
         aggregation(&plan("sum(m)", 17, 8, panel(14))),
-        AggStrategy::NodeByNode { threads: 8 }
+        Strategy::NodeByNode { threads: 8 }
     );
 }
 
@@ -210,22 +228,19 @@ fn fleet_aggregations_fold_into_their_select_when_large_enough_to_shard() {
     // One thread: always folded, in one shard.
     assert_eq!(
         aggregation(&plan(q, 16_000, 1, panel(1))),
-        AggStrategy::Folded { shards: 1 }
+        Strategy::Folded { shards: 1 }
     );
-    assert_eq!(
-        aggregation(&plan(q, 10, 1, instant())),
-        AggStrategy::Folded { shards: 1 }
-    );
+    assert_eq!(aggregation(&plan(q, 10, 1, instant())), Strategy::Folded { shards: 1 });
     for threads in [2, 8] {
         // 16,000 series × 241 steps: folded, sharded by mode.
         assert_eq!(
             aggregation(&plan(q, 16_000, threads, panel(1))),
-            AggStrategy::Folded { shards: threads }
+            Strategy::Folded { shards: threads }
         );
         // An instant query of as many series is under 2 M points: node by
         // node (its one step on one thread, its select in shards).
         let p = plan(q, 16_000, threads, instant());
-        assert_eq!(aggregation(&p), AggStrategy::NodeByNode { threads: 1 });
+        assert_eq!(aggregation(&p), Strategy::NodeByNode { threads: 1 });
         assert_eq!(shards(&p), vec![threads]);
         // Nothing to shard by, or not a simple accumulation: node by node.
         for q in [
@@ -238,7 +253,7 @@ fn fleet_aggregations_fold_into_their_select_when_large_enough_to_shard() {
             assert!(
                 matches!(
                     aggregation(&plan(q, 16_000, threads, panel(1))),
-                    AggStrategy::NodeByNode { .. }
+                    Strategy::NodeByNode { .. }
                 ),
                 "{q}"
             );
@@ -247,7 +262,7 @@ fn fleet_aggregations_fold_into_their_select_when_large_enough_to_shard() {
     // Small inputs are added up on one thread.
     assert_eq!(
         aggregation(&plan("sum by (mode) (node_cpu_seconds_total)", 100, 8, panel(1))),
-        AggStrategy::NodeByNode { threads: 1 }
+        Strategy::NodeByNode { threads: 1 }
     );
 }
 
@@ -264,14 +279,14 @@ fn long_panels_split_by_steps_and_their_parts_plan_with_their_share_of_threads()
     assert_eq!((split.parts.len(), split.threads_per_part), (2, 1));
     assert_eq!(
         aggregation(&p),
-        AggStrategy::Folded { shards: 1 },
+        Strategy::Folded { shards: 1 },
         "each part on one thread"
     );
     let two_days = Ctx { end: 48 * HOUR, ..day };
     let p = plan(q, 16_000, 8, two_days);
     let split = p.split.as_ref().expect("two days on eight threads are split");
     assert_eq!((split.parts.len(), split.threads_per_part), (4, 2));
-    assert_eq!(aggregation(&p), AggStrategy::Folded { shards: 2 });
+    assert_eq!(aggregation(&p), Strategy::Folded { shards: 2 });
     assert!(plan(q, 16_000, 1, day).split.is_none(), "one thread");
     assert!(plan(q, 16_000, 2, panel(6)).split.is_none(), "parts under 12 h");
     for q in [
@@ -302,11 +317,7 @@ fn subqueries_reduce_on_the_pool_and_count_their_own_steps() {
         panic!("{p}")
     };
     let Node::Aggregate(a) = &sq.inner else { panic!("{p}") };
-    assert_eq!(
-        a.strategy,
-        AggStrategy::Folded { shards: 2 },
-        "50,000 series × 61 steps"
-    );
+    assert_eq!(strategy(a), Strategy::Folded { shards: 2 }, "50,000 series × 61 steps");
 }
 
 #[test]
@@ -317,7 +328,7 @@ fn plans_print_what_was_decided() {
         "range query 169200000..172800000 every 15000 ms (241 steps)",
         "not split by steps",
         "on the query pool",
-        "sum by (mode): folded into its select, 2 shard(s)",
+        "sum by (mode): folded into its select",
         "    node_cpu_seconds_total, range 1m: at most 16000 series, 2 shard(s)",
     ] {
         assert!(text.contains(line), "{line:?} not in\n{text}");
