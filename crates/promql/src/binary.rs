@@ -7,9 +7,11 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 use promql_parser::parser::{LabelModifier, VectorMatchCardinality};
 
 use crate::QueryError;
-use crate::eval::{Ctx, Ev, OutAcc, Result, Series, StepIter, Val, dup_labelset, labels_from};
+use crate::eval::{Ev, Result};
 use crate::ops::BinOp;
 use crate::plan::Binary;
+use crate::series::{OutAcc, Series, StepIter, Val, dup_labelset, labels_from};
+use crate::steps::Ctx;
 
 impl Ev<'_> {
     pub(crate) fn eval_binary(&mut self, b: &Binary, c: Ctx) -> Result<Val> {
@@ -126,8 +128,8 @@ impl Ev<'_> {
             let t = c.ts(i);
             lcur.clear();
             rcur.clear();
-            li.at(&lhs, t, |j, v| lcur.push((j, v)));
-            ri.at(&rhs, t, |j, v| rcur.push((j, v)));
+            li.at(t, |j, v| lcur.push((j, v)));
+            ri.at(t, |j, v| rcur.push((j, v)));
             if set_op {
                 let copy = |acc: &mut OutAcc, side: &[Series], slots: &mut [Option<usize>], j: usize, v: f64| {
                     let slot = *slots[j].get_or_insert_with(|| acc.slot(&side[j].labels));

@@ -1,11 +1,10 @@
 //! The evaluator: every node is evaluated for all steps at once.
 
-use foldhash::{HashMap, HashMapExt, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use cairn_model::{Label, Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
+use cairn_model::{Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
 use cairn_storage::{Queryable, SelectHints, ShardBy};
 use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::{AtModifier, Offset, VectorSelector};
@@ -13,6 +12,8 @@ use promql_parser::parser::{AtModifier, Offset, VectorSelector};
 use crate::plan::{AggStrategy, Aggregate, MatcherSet, Node, Plan, Selector, Subquery};
 use crate::samples::{SampleColumns, Samples};
 use crate::select::{Budget, ReadOpts, Reduce, read_sharded};
+use crate::series::{Series, Val, cleanup};
+use crate::steps::{Ctx, RangeArg};
 use crate::value::{InstantSample, RangeSeries, SampleValue, Value};
 use crate::{EngineOptions, QueryError, QueryOptions, QueryResult};
 
@@ -20,103 +21,6 @@ pub(crate) type Result<T> = std::result::Result<T, QueryError>;
 
 /// Default subquery step when none is given (Prometheus' evaluation interval).
 pub(crate) const DEFAULT_SUBQUERY_STEP: i64 = 60_000;
-
-/// One series of an intermediate result: points at evaluation steps (vectors)
-/// or raw samples (range vectors).
-#[derive(Debug, Clone)]
-pub(crate) struct Series {
-    pub labels: Labels,
-    /// Delayed `__name__` removal (Prometheus 3): dropped when the query ends.
-    pub drop_name: bool,
-    pub pts: Vec<(i64, f64)>,
-}
-
-pub(crate) enum Val {
-    /// One value per step.
-    Scalar(Vec<f64>),
-    Str(String),
-    Vector(Vec<Series>),
-    Matrix(Vec<Series>),
-}
-
-impl Val {
-    pub(crate) fn kind(&self) -> &'static str {
-        match self {
-            Val::Scalar(_) => "scalar",
-            Val::Str(_) => "string",
-            Val::Vector(_) => "instant vector",
-            Val::Matrix(_) => "range vector",
-        }
-    }
-}
-
-/// The steps a node is evaluated at. `step == 0` means a single step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ctx {
-    pub start: i64,
-    pub end: i64,
-    pub step: i64,
-}
-
-impl Ctx {
-    pub fn n(&self) -> usize {
-        if self.step == 0 || self.end < self.start {
-            if self.end < self.start { 0 } else { 1 }
-        } else {
-            ((self.end - self.start) / self.step) as usize + 1
-        }
-    }
-    pub fn ts(&self, i: usize) -> i64 {
-        self.start + i as i64 * self.step
-    }
-    pub fn idx(&self, t: i64) -> usize {
-        if self.step == 0 {
-            0
-        } else {
-            ((t - self.start) / self.step) as usize
-        }
-    }
-
-    /// Calls `f(step index, value)` for each of `pts` (in time order) that
-    /// lies exactly on a step in `from..to`. Walks the steps alongside the
-    /// points rather than dividing for each point's step index.
-    #[inline]
-    pub fn walk_steps<V>(&self, pts: &[(i64, V)], from: usize, to: usize, mut f: impl FnMut(usize, &V)) {
-        let (mut i, mut ti) = (from, self.ts(from));
-        for (t, v) in pts {
-            let t = *t;
-            if t < ti {
-                continue;
-            }
-            while ti < t && self.step > 0 && i < to {
-                i += 1;
-                ti += self.step;
-            }
-            if i >= to || (self.step == 0 && t != ti) {
-                break;
-            }
-            if ti == t {
-                f(i, v);
-            }
-        }
-    }
-}
-
-/// Window parameters of a range-vector argument.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct RangeArg {
-    pub range: i64,
-    pub offset: i64,
-    pub at: Option<i64>,
-}
-
-impl RangeArg {
-    /// `(start, end]` of the window evaluated at step time `ts`.
-    pub fn window(&self, ts: i64) -> (i64, i64) {
-        let end = self.at.unwrap_or(ts) - self.offset;
-        (end - self.range, end)
-    }
-}
 
 pub(crate) struct Ev<'a> {
     q: &'a dyn Queryable,
@@ -230,47 +134,6 @@ fn to_range_series(s: Series) -> RangeSeries {
     }
 }
 
-/// Applies delayed name removal and rejects duplicate label sets (series with
-/// equal labels are merged when their points do not collide).
-fn cleanup(ss: Vec<Series>) -> Result<Vec<Series>> {
-    let mut out: Vec<Series> = Vec::with_capacity(ss.len());
-    let mut index: HashMap<Labels, usize> = HashMap::with_capacity(ss.len());
-    for mut s in ss {
-        if s.drop_name {
-            s.labels.remove(METRIC_NAME);
-            s.drop_name = false;
-        }
-        match index.get(&s.labels) {
-            // A later part of a query split by steps (`step_split.rs`).
-            Some(&i) if out[i].pts.last().zip(s.pts.first()).is_some_and(|(a, b)| a.0 < b.0) => {
-                out[i].pts.extend(s.pts);
-            }
-            Some(&i) => {
-                let existing = &mut out[i];
-                let ts: HashSet<i64> = existing.pts.iter().map(|p| p.0).collect();
-                if s.pts.iter().any(|p| ts.contains(&p.0)) {
-                    return Err(dup_labelset());
-                }
-                existing.pts.extend(s.pts);
-                existing.pts.sort_by_key(|p| p.0);
-            }
-            None => {
-                index.insert(s.labels.clone(), out.len());
-                out.push(s);
-            }
-        }
-    }
-    Ok(out)
-}
-
-pub(crate) fn dup_labelset() -> QueryError {
-    QueryError::Execution("vector cannot contain metrics with the same labelset".into())
-}
-
-pub(crate) fn labels_from(v: Vec<Label>) -> Labels {
-    Labels::new(v).unwrap_or_default()
-}
-
 pub(crate) fn duration_ms(d: &std::time::Duration) -> i64 {
     d.as_millis() as i64
 }
@@ -298,177 +161,6 @@ fn system_time_ms(t: &SystemTime) -> i64 {
         Ok(d) => d.as_millis() as i64,
         Err(e) => -(e.duration().as_millis() as i64),
     }
-}
-
-/// Accumulates per-step outputs into series keyed by labels.
-pub(crate) struct OutAcc {
-    index: HashMap<Labels, usize>,
-    pub series: Vec<Series>,
-}
-
-impl OutAcc {
-    pub fn new() -> Self {
-        Self {
-            index: HashMap::new(),
-            series: Vec::new(),
-        }
-    }
-    /// The index of the output series with `labels`, created empty if new.
-    pub fn slot(&mut self, labels: &Labels) -> usize {
-        if let Some(&i) = self.index.get(labels) {
-            return i;
-        }
-        self.index.insert(labels.clone(), self.series.len());
-        self.series.push(Series {
-            labels: labels.clone(),
-            drop_name: false,
-            pts: Vec::new(),
-        });
-        self.series.len() - 1
-    }
-
-    /// Appends a point to the output series at `slot` (from [`Self::slot`]).
-    pub fn push_at(&mut self, slot: usize, drop_name: bool, t: i64, v: f64) -> Result<()> {
-        let s = &mut self.series[slot];
-        if s.pts.last().is_some_and(|p| p.0 == t) {
-            return Err(dup_labelset());
-        }
-        s.drop_name |= drop_name;
-        s.pts.push((t, v));
-        Ok(())
-    }
-
-    pub fn push(&mut self, labels: Labels, drop_name: bool, t: i64, v: f64) -> Result<()> {
-        if let Some(&i) = self.index.get(&labels) {
-            let s = &mut self.series[i];
-            if s.pts.last().is_some_and(|p| p.0 == t) {
-                return Err(dup_labelset());
-            }
-            s.drop_name |= drop_name;
-            s.pts.push((t, v));
-        } else {
-            self.index.insert(labels.clone(), self.series.len());
-            self.series.push(Series {
-                labels,
-                drop_name,
-                pts: vec![(t, v)],
-            });
-        }
-        Ok(())
-    }
-}
-
-/// A vector's points grouped by step (series order within a step), built
-/// once by walking each series; replaces a scan of every series per step,
-/// which jumped across all series' memory at every step.
-pub(crate) struct StepIter {
-    ctx: Ctx,
-    /// Entries of step `i` are `entries[offsets[i]..offsets[i + 1]]`.
-    offsets: Vec<usize>,
-    entries: Vec<(usize, f64)>,
-}
-
-impl StepIter {
-    pub fn new(ss: &[Series], c: Ctx) -> Self {
-        let n = c.n();
-        let mut offsets = vec![0usize; n + 1];
-        for s in ss {
-            c.walk_steps(&s.pts, 0, n, |i, _| offsets[i + 1] += 1);
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut entries = vec![(0usize, 0.0f64); offsets[n]];
-        let mut pos = offsets.clone();
-        for (j, s) in ss.iter().enumerate() {
-            c.walk_steps(&s.pts, 0, n, |i, &v| {
-                entries[pos[i]] = (j, v);
-                pos[i] += 1;
-            });
-        }
-        Self {
-            ctx: c,
-            offsets,
-            entries,
-        }
-    }
-
-    /// Calls `f(series index, value)` for every series with a point at `t`.
-    pub fn at(&mut self, _ss: &[Series], t: i64, mut f: impl FnMut(usize, f64)) {
-        let c = self.ctx;
-        if t < c.start || t > c.end {
-            return;
-        }
-        let i = c.idx(t);
-        if i + 1 >= self.offsets.len() || c.ts(i) != t {
-            return;
-        }
-        for &(j, v) in &self.entries[self.offsets[i]..self.offsets[i + 1]] {
-            f(j, v);
-        }
-    }
-}
-
-pub(crate) fn kahan_inc(inc: f64, sum: f64, c: f64) -> (f64, f64) {
-    let t = sum + inc;
-    let c = if t.is_infinite() {
-        0.0
-    } else if sum.abs() >= inc.abs() {
-        c + ((sum - t) + inc)
-    } else {
-        c + ((inc - t) + sum)
-    };
-    (t, c)
-}
-
-/// Go's `math.Max`/`math.Min` (NaN wins).
-pub(crate) fn go_max(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else if a == 0.0 && b == 0.0 {
-        if a.is_sign_negative() { b } else { a }
-    } else if a > b {
-        a
-    } else {
-        b
-    }
-}
-
-pub(crate) fn go_min(a: f64, b: f64) -> f64 {
-    if a.is_nan() || b.is_nan() {
-        f64::NAN
-    } else if a == 0.0 && b == 0.0 {
-        if a.is_sign_negative() { a } else { b }
-    } else if a < b {
-        a
-    } else {
-        b
-    }
-}
-
-/// Prometheus' quantile over values (sorted in place, NaN first).
-pub(crate) fn quantile(q: f64, values: &mut [f64]) -> f64 {
-    if values.is_empty() || q.is_nan() {
-        return f64::NAN;
-    }
-    if q < 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if q > 1.0 {
-        return f64::INFINITY;
-    }
-    values.sort_by(|a, b| match (a.is_nan(), b.is_nan()) {
-        (true, true) => std::cmp::Ordering::Equal,
-        (true, false) => std::cmp::Ordering::Less,
-        (false, true) => std::cmp::Ordering::Greater,
-        _ => a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal),
-    });
-    let n = values.len() as f64;
-    let rank = q * (n - 1.0);
-    let lower = rank.floor().max(0.0);
-    let upper = (lower + 1.0).min(n - 1.0);
-    let weight = rank - rank.floor();
-    values[lower as usize] * (1.0 - weight) + values[upper as usize] * weight
 }
 
 pub(crate) fn convert_matchers(vs: &VectorSelector) -> Result<Vec<Vec<Matcher>>> {
@@ -732,8 +424,8 @@ impl<'a> Ev<'a> {
     /// unless it is a stale marker. With `sample_ts`, the value is the
     /// sample's timestamp in seconds (for `timestamp()`).
     pub(crate) fn eval_vector_selector(&mut self, sel: &Selector, c: Ctx, sample_ts: bool) -> Result<Val> {
-        let off = offset_ms(&sel.vs.offset);
-        let at = self.at_ms(&sel.vs.at);
+        let off = sel.offset;
+        let at = self.at_ms(&sel.at);
         let lookback = self.lookback;
         let (mint, maxt) = match at {
             Some(a) => (a - off - lookback + 1, a - off),
@@ -784,8 +476,8 @@ impl<'a> Ev<'a> {
     pub(crate) fn matrix_window(&self, sel: &Selector, range: i64, c: Ctx) -> (RangeArg, i64, i64) {
         let ra = RangeArg {
             range,
-            offset: offset_ms(&sel.vs.offset),
-            at: self.at_ms(&sel.vs.at),
+            offset: sel.offset,
+            at: self.at_ms(&sel.at),
         };
         let (mint, maxt) = match ra.at {
             Some(a) => (a - ra.offset - ra.range + 1, a - ra.offset),

@@ -25,12 +25,14 @@ use cairn_storage::{SelectHints, ShardBy};
 use crate::QueryError;
 use crate::aggregate::GroupSteps;
 use crate::aggregate::group_labels;
-use crate::eval::{Ctx, Ev, Result, Series, Val};
+use crate::eval::{Ev, Result};
 use crate::func::RangeFn;
 use crate::functions::{counter_info, range_points};
 use crate::ops::AggOp;
 use crate::plan::{Aggregate, Foldable, Grouping, foldable};
 use crate::samples::Samples;
+use crate::series::{Series, Val};
+use crate::steps::Ctx;
 
 /// The groups being filled, keyed by their labels.
 #[derive(Default)]

@@ -22,12 +22,15 @@ mod func;
 mod functions;
 mod fused;
 mod kind;
+mod math;
 mod ops;
 mod plan;
 mod rate;
 mod samples;
 mod select;
+mod series;
 mod step_split;
+mod steps;
 mod value;
 mod window_index;
 
@@ -188,7 +191,7 @@ impl Engine {
     pub fn parse_instant(&self, expr: &str, t: i64, qo: &QueryOptions) -> Result<Parsed, QueryError> {
         let started = Instant::now();
         let ast = parse(expr)?;
-        let ctx = eval::Ctx {
+        let ctx = steps::Ctx {
             start: t,
             end: t,
             step: 0,
@@ -226,7 +229,7 @@ impl Engine {
                 value::type_name(vt)
             )));
         }
-        let ctx = eval::Ctx { start, end, step };
+        let ctx = steps::Ctx { start, end, step };
         if ctx.n() > self.opts.max_points_per_series {
             return Err(QueryError::BadData(
                 "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing the query resolution (?step=XX)"
@@ -261,7 +264,7 @@ impl Engine {
         self.parse_range(expr, start, end, step, qo)?.plan(q)
     }
 
-    fn parsed(&self, ast: &Expr, ctx: eval::Ctx, qo: &QueryOptions, started: Instant) -> Result<Parsed, QueryError> {
+    fn parsed(&self, ast: &Expr, ctx: steps::Ctx, qo: &QueryOptions, started: Instant) -> Result<Parsed, QueryError> {
         let limits = plan::Limits {
             threads: rayon::current_num_threads().max(1),
             lookback: eval::lookback_ms(&self.opts, qo),
@@ -325,7 +328,7 @@ impl Engine {
 #[derive(Debug, Clone)]
 pub struct Parsed {
     root: plan::Node,
-    ctx: eval::Ctx,
+    ctx: steps::Ctx,
     limits: plan::Limits,
     run: Run,
 }

@@ -21,9 +21,10 @@ use cairn_storage::{Querier, SelectHints, Shard, ShardBy};
 use rayon::prelude::*;
 
 use crate::QueryError;
-use crate::eval::{Result, Series};
+use crate::eval::Result;
 use crate::plan::MatcherSet;
 use crate::samples::{SampleColumns, Samples};
+use crate::series::Series;
 
 /// Turns one series' samples (sorted by time) into the node's output for it.
 /// Runs on worker threads.

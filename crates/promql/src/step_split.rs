@@ -28,8 +28,10 @@ use std::time::Duration;
 
 use rayon::prelude::*;
 
-use crate::eval::{Ctx, Ev, Result, Val};
+use crate::eval::{Ev, Result};
 use crate::plan::{Node, Selector, SplitParts};
+use crate::series::Val;
+use crate::steps::Ctx;
 
 /// When a range query is split (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +111,7 @@ pub(crate) fn parts(policy: StepSplit, root: &Node, c: Ctx, threads: usize, look
 /// pick differently than the whole evaluation. (Found by the differential
 /// test's byte-for-byte comparison.)
 fn lookbehind(node: &Node, lookback: i64) -> Option<i64> {
-    let selector = |sel: &Selector, window: i64| sel.vs.at.is_none().then_some(window);
+    let selector = |sel: &Selector, window: i64| sel.at.is_none().then_some(window);
     match node {
         Node::Vector(sel) => selector(sel, lookback),
         Node::Matrix(sel, range) => selector(sel, *range),

@@ -10,8 +10,8 @@
 
 use std::cell::RefCell;
 
-use crate::eval::{Ctx, RangeArg};
 use crate::rate::Geometry;
+use crate::steps::{Ctx, RangeArg};
 
 /// Columns longer than this are walked without being kept, which bounds
 /// what each thread holds between queries (the column, and at the range

@@ -14,9 +14,12 @@
 
 use rayon::prelude::*;
 
-use crate::eval::{Ctx, Result, Series, kahan_inc, quantile};
+use crate::eval::Result;
+use crate::math::{kahan_inc, quantile};
 use crate::ops::AggOp as Op;
 use crate::select::Budget;
+use crate::series::Series;
+use crate::steps::Ctx;
 
 /// Accumulator of one group at one step, for the operations that need
 /// only a value and its compensation (sum, count, min, max, group): 24

@@ -5,7 +5,9 @@ use foldhash::{HashMap, HashMapExt};
 use cairn_model::Labels;
 
 use crate::QueryError;
-use crate::eval::{Ctx, OutAcc, Result, Series, StepIter, Val};
+use crate::eval::Result;
+use crate::series::{OutAcc, Series, StepIter, Val};
+use crate::steps::Ctx;
 use cairn_model::go_float::format_f;
 
 pub(super) fn count_values(
@@ -29,7 +31,7 @@ pub(super) fn count_values(
     for i in 0..n {
         let t = c.ts(i);
         cur.clear();
-        it.at(input, t, |j, v| cur.push((j, v)));
+        it.at(t, |j, v| cur.push((j, v)));
         let mut counts: Vec<(Labels, f64)> = Vec::new();
         let mut idx: HashMap<Labels, usize> = HashMap::new();
         for &(j, v) in &cur {

@@ -12,10 +12,12 @@ use cairn_model::{Labels, METRIC_NAME};
 
 pub(crate) use accumulate::GroupSteps;
 
-use crate::eval::{Ctx, Ev, Result, Series, Val, labels_from};
+use crate::eval::{Ev, Result};
 use crate::functions::quantile_warning;
 use crate::ops::AggOp;
 use crate::plan::Grouping;
+use crate::series::{Series, Val, labels_from};
+use crate::steps::Ctx;
 
 /// The labels of `l`'s group: `names` only, or all but `names` and
 /// `__name__` when `without`.

@@ -4,8 +4,10 @@
 use cairn_model::Labels;
 
 use crate::QueryError;
-use crate::eval::{Ctx, Ev, Result, Series, StepIter, Val};
+use crate::eval::{Ev, Result};
 use crate::ops::AggOp;
+use crate::series::{Series, StepIter, Val};
+use crate::steps::Ctx;
 use cairn_model::go_float::format_f;
 
 pub(super) fn select_k(
@@ -64,7 +66,7 @@ pub(super) fn select_k(
             k = (kk as usize).min(input.len());
         }
         cur.clear();
-        it.at(input, t, |j, v| cur.push((j, v)));
+        it.at(t, |j, v| cur.push((j, v)));
         heaps.iter_mut().for_each(Vec::clear);
         let mut order: Vec<usize> = Vec::new();
         for &(j, v) in &cur {

@@ -4,8 +4,10 @@
 use cairn_model::Labels;
 
 use super::arg;
-use crate::eval::{Ctx, Ev, Result, Series, Val};
+use crate::eval::{Ev, Result};
 use crate::plan::Call;
+use crate::series::{Series, Val};
+use crate::steps::Ctx;
 
 pub(super) fn absent_over_time(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
     let n = c.n();

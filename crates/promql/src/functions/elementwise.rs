@@ -4,9 +4,12 @@
 use cairn_model::Labels;
 
 use super::arg;
-use crate::eval::{Ctx, Ev, Result, Series, Val, go_max, go_min};
+use crate::eval::{Ev, Result};
 use crate::func::{CalendarFn, ClampFn, MathFn};
+use crate::math::{go_max, go_min};
 use crate::plan::Call;
+use crate::series::{Series, Val};
+use crate::steps::Ctx;
 
 pub(super) fn clamp(ev: &mut Ev, call: &Call, clamp: ClampFn, c: Ctx) -> Result<Val> {
     let mut v = ev.eval_vector(arg(call, 0)?, c)?;

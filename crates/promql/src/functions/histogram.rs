@@ -4,8 +4,10 @@ use foldhash::{HashMap, HashMapExt};
 
 use cairn_model::Labels;
 
-use crate::eval::{Ctx, Ev, OutAcc, Result, StepIter, Val};
+use crate::eval::{Ev, Result};
 use crate::plan::Node;
+use crate::series::{OutAcc, StepIter, Val};
+use crate::steps::Ctx;
 use cairn_model::go_float::format_f;
 
 pub(super) fn histogram_quantile(ev: &mut Ev, qe: &Node, ve: &Node, c: Ctx) -> Result<Val> {
@@ -43,7 +45,7 @@ pub(super) fn histogram_quantile(ev: &mut Ev, qe: &Node, ve: &Node, c: Ctx) -> R
     for i in 0..c.n() {
         let t = c.ts(i);
         buckets.iter_mut().for_each(Vec::clear);
-        it.at(&v, t, |j, x| {
+        it.at(t, |j, x| {
             if let Some((g, le)) = info[j] {
                 buckets[g].push((le, x));
             }

@@ -4,8 +4,10 @@ use cairn_model::METRIC_NAME;
 
 use super::{arg, arg_str};
 use crate::QueryError;
-use crate::eval::{Ctx, Ev, Result, Series, Val};
+use crate::eval::{Ev, Result};
 use crate::plan::Call;
+use crate::series::{Series, Val};
+use crate::steps::Ctx;
 
 pub(super) fn label_replace(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
     let mut v = ev.eval_vector(arg(call, 0)?, c)?;

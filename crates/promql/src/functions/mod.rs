@@ -14,9 +14,11 @@ use cairn_model::Labels;
 use cairn_model::go_float::format_f;
 
 use crate::QueryError;
-use crate::eval::{Ctx, Ev, Result, Series, Val};
+use crate::eval::{Ev, Result};
 use crate::func::Func;
 use crate::plan::{Call, Node};
+use crate::series::{Series, Val};
+use crate::steps::Ctx;
 
 fn arg_str(ev: &mut Ev, e: &Node, c: Ctx) -> Result<String> {
     match ev.eval(e, c)? {

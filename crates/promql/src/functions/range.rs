@@ -3,11 +3,14 @@
 
 use super::{arg, quantile_warning};
 use crate::QueryError;
-use crate::eval::{Ctx, Ev, RangeArg, Result, Series, Val, kahan_inc, quantile};
+use crate::eval::{Ev, Result};
 use crate::func::RangeFn;
 use crate::kind::Kind;
+use crate::math::{kahan_inc, quantile};
 use crate::plan::{Call, Node};
 use crate::samples::Samples;
+use crate::series::{Series, Val};
+use crate::steps::{Ctx, RangeArg};
 
 pub(super) fn call(ev: &mut Ev, call: &Call, f: RangeFn, c: Ctx) -> Result<Val> {
     let mut scalars = Vec::with_capacity(f.scalar_args());

@@ -1,8 +1,10 @@
 //! `timestamp`: of a selector, each sample's own time (not the step's).
 
 use super::arg;
-use crate::eval::{Ctx, Ev, Result, Val};
+use crate::eval::{Ev, Result};
 use crate::plan::{Call, Node};
+use crate::series::Val;
+use crate::steps::Ctx;
 
 pub(super) fn timestamp(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
     let mut v = match arg(call, 0)? {

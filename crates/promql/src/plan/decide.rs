@@ -23,10 +23,11 @@ use cairn_storage::Queryable;
 use promql_parser::parser::AtModifier;
 
 use super::{AggStrategy, Aggregate, MatcherSet, Node, Plan, Selector, SplitParts};
-use crate::eval::{Ctx, Result};
+use crate::eval::Result;
 use crate::func::{Func, RangeFn};
 use crate::ops::AggOp;
 use crate::step_split::StepSplit;
+use crate::steps::Ctx;
 
 /// Series an inline query may select, over all its selectors (a series in
 /// two day partitions counts twice).
@@ -158,8 +159,8 @@ impl Window {
     }
 
     fn reach(self, sel: &Selector, back: i64) -> Reach {
-        let offset = crate::eval::offset_ms(&sel.vs.offset);
-        let (start, end) = self.pinned(&sel.vs.at);
+        let offset = sel.offset;
+        let (start, end) = self.pinned(&sel.at);
         Reach {
             lo: start.saturating_sub(offset).saturating_sub(back),
             hi: end.saturating_sub(offset),

@@ -103,7 +103,7 @@ fn node(f: &mut Formatter<'_>, n: &Node, depth: usize) -> fmt::Result {
 
 fn selector(f: &mut Formatter<'_>, pad: &str, sel: &Selector, range: &str) -> fmt::Result {
     let sets: Vec<String> = sel.sets.iter().map(set).collect();
-    writeln!(f, "{pad}{}{range}: {}", sel.vs, sets.join("; "))
+    writeln!(f, "{pad}{}{range}: {}", sel.text, sets.join("; "))
 }
 
 fn set(s: &MatcherSet) -> String {

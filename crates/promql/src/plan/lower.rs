@@ -8,9 +8,10 @@ use promql_parser::parser::{Expr, LabelModifier};
 
 use super::{AggStrategy, Aggregate, Binary, Call, Grouping, MatcherSet, Node, Selector, Subquery};
 use crate::QueryError;
-use crate::eval::{Result, convert_matchers, duration_ms, labels_from, offset_ms};
+use crate::eval::{Result, convert_matchers, duration_ms, offset_ms};
 use crate::func::Func;
 use crate::ops::{AggOp, BinOp};
+use crate::series::labels_from;
 
 pub(crate) fn lower(e: &Expr) -> Result<Node> {
     Ok(match e {
@@ -86,7 +87,12 @@ fn selector(vs: &promql_parser::parser::VectorSelector) -> Result<Selector> {
             shards: 1,
         })
         .collect();
-    Ok(Selector { vs: vs.clone(), sets })
+    Ok(Selector {
+        text: vs.to_string(),
+        offset: offset_ms(&vs.offset),
+        at: vs.at.clone(),
+        sets,
+    })
 }
 
 /// The labels of `absent(arg)`'s result: those of `arg`'s equality matchers

@@ -19,11 +19,11 @@ mod lower;
 mod tests;
 
 use cairn_model::{Labels, Matcher};
-use promql_parser::parser::{AtModifier, BinModifier, VectorSelector};
+use promql_parser::parser::{AtModifier, BinModifier};
 
-use crate::eval::Ctx;
 use crate::func::Func;
 use crate::ops::{AggOp, BinOp};
+use crate::steps::Ctx;
 
 pub(crate) use decide::{Foldable, Limits, decide, foldable, may_be_inline};
 pub(crate) use lower::lower;
@@ -108,8 +108,11 @@ impl Node {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Selector {
-    /// As parsed: its offset and `@`, and what the plan prints.
-    pub vs: VectorSelector,
+    /// As written, for the printed plan.
+    pub text: String,
+    /// Its `offset` in ms (negative: ahead).
+    pub offset: i64,
+    pub at: Option<AtModifier>,
     /// One set of storage matchers per `or` alternative, each read on its own.
     pub sets: Vec<MatcherSet>,
 }

@@ -1,0 +1,182 @@
+//! Intermediate results: series of points at the evaluation steps, and
+//! the helpers that build and check them.
+
+use foldhash::{HashMap, HashMapExt, HashSet};
+
+use cairn_model::{Label, Labels, METRIC_NAME};
+
+use crate::QueryError;
+use crate::eval::Result;
+use crate::steps::Ctx;
+
+/// One series of an intermediate result: points at evaluation steps (vectors)
+/// or raw samples (range vectors).
+#[derive(Debug, Clone)]
+pub(crate) struct Series {
+    pub labels: Labels,
+    /// Delayed `__name__` removal (Prometheus 3): dropped when the query ends.
+    pub drop_name: bool,
+    pub pts: Vec<(i64, f64)>,
+}
+
+pub(crate) enum Val {
+    /// One value per step.
+    Scalar(Vec<f64>),
+    Str(String),
+    Vector(Vec<Series>),
+    Matrix(Vec<Series>),
+}
+
+impl Val {
+    pub(crate) fn kind(&self) -> &'static str {
+        match self {
+            Val::Scalar(_) => "scalar",
+            Val::Str(_) => "string",
+            Val::Vector(_) => "instant vector",
+            Val::Matrix(_) => "range vector",
+        }
+    }
+}
+
+/// Applies delayed name removal and rejects duplicate label sets (series with
+/// equal labels are merged when their points do not collide).
+pub(crate) fn cleanup(ss: Vec<Series>) -> Result<Vec<Series>> {
+    let mut out: Vec<Series> = Vec::with_capacity(ss.len());
+    let mut index: HashMap<Labels, usize> = HashMap::with_capacity(ss.len());
+    for mut s in ss {
+        if s.drop_name {
+            s.labels.remove(METRIC_NAME);
+            s.drop_name = false;
+        }
+        match index.get(&s.labels) {
+            // A later part of a query split by steps (`step_split.rs`).
+            Some(&i) if out[i].pts.last().zip(s.pts.first()).is_some_and(|(a, b)| a.0 < b.0) => {
+                out[i].pts.extend(s.pts);
+            }
+            Some(&i) => {
+                let existing = &mut out[i];
+                let ts: HashSet<i64> = existing.pts.iter().map(|p| p.0).collect();
+                if s.pts.iter().any(|p| ts.contains(&p.0)) {
+                    return Err(dup_labelset());
+                }
+                existing.pts.extend(s.pts);
+                existing.pts.sort_by_key(|p| p.0);
+            }
+            None => {
+                index.insert(s.labels.clone(), out.len());
+                out.push(s);
+            }
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn dup_labelset() -> QueryError {
+    QueryError::Execution("vector cannot contain metrics with the same labelset".into())
+}
+
+pub(crate) fn labels_from(v: Vec<Label>) -> Labels {
+    Labels::new(v).unwrap_or_default()
+}
+
+/// Accumulates per-step outputs into series keyed by labels.
+pub(crate) struct OutAcc {
+    index: HashMap<Labels, usize>,
+    pub series: Vec<Series>,
+}
+
+impl OutAcc {
+    pub fn new() -> Self {
+        Self {
+            index: HashMap::new(),
+            series: Vec::new(),
+        }
+    }
+    /// The index of the output series with `labels`, created empty if new.
+    pub fn slot(&mut self, labels: &Labels) -> usize {
+        match self.index.get(labels) {
+            Some(&i) => i,
+            None => self.insert(labels.clone()),
+        }
+    }
+
+    fn insert(&mut self, labels: Labels) -> usize {
+        self.index.insert(labels.clone(), self.series.len());
+        self.series.push(Series {
+            labels,
+            drop_name: false,
+            pts: Vec::new(),
+        });
+        self.series.len() - 1
+    }
+
+    /// Appends a point to the output series at `slot` (from [`Self::slot`]).
+    pub fn push_at(&mut self, slot: usize, drop_name: bool, t: i64, v: f64) -> Result<()> {
+        let s = &mut self.series[slot];
+        if s.pts.last().is_some_and(|p| p.0 == t) {
+            return Err(dup_labelset());
+        }
+        s.drop_name |= drop_name;
+        s.pts.push((t, v));
+        Ok(())
+    }
+
+    pub fn push(&mut self, labels: Labels, drop_name: bool, t: i64, v: f64) -> Result<()> {
+        let slot = match self.index.get(&labels) {
+            Some(&i) => i,
+            None => self.insert(labels),
+        };
+        self.push_at(slot, drop_name, t, v)
+    }
+}
+
+/// A vector's points grouped by step (series order within a step), built
+/// once by walking each series; replaces a scan of every series per step,
+/// which jumped across all series' memory at every step.
+pub(crate) struct StepIter {
+    ctx: Ctx,
+    /// Entries of step `i` are `entries[offsets[i]..offsets[i + 1]]`.
+    offsets: Vec<usize>,
+    entries: Vec<(usize, f64)>,
+}
+
+impl StepIter {
+    pub fn new(ss: &[Series], c: Ctx) -> Self {
+        let n = c.n();
+        let mut offsets = vec![0usize; n + 1];
+        for s in ss {
+            c.walk_steps(&s.pts, 0, n, |i, _| offsets[i + 1] += 1);
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut entries = vec![(0usize, 0.0f64); offsets[n]];
+        let mut pos = offsets.clone();
+        for (j, s) in ss.iter().enumerate() {
+            c.walk_steps(&s.pts, 0, n, |i, &v| {
+                entries[pos[i]] = (j, v);
+                pos[i] += 1;
+            });
+        }
+        Self {
+            ctx: c,
+            offsets,
+            entries,
+        }
+    }
+
+    /// Calls `f(series index, value)` for every series with a point at `t`.
+    pub fn at(&mut self, t: i64, mut f: impl FnMut(usize, f64)) {
+        let c = self.ctx;
+        if t < c.start || t > c.end {
+            return;
+        }
+        let i = c.idx(t);
+        if i + 1 >= self.offsets.len() || c.ts(i) != t {
+            return;
+        }
+        for &(j, v) in &self.entries[self.offsets[i]..self.offsets[i + 1]] {
+            f(j, v);
+        }
+    }
+}
