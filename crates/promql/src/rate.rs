@@ -10,8 +10,7 @@
 //! shared by the series scraped together. Every window still goes
 //! through the same operations in the same order as Prometheus', so the
 //! results are bit-identical. The kernel is generic over the sample
-//! [`Kind`]: histograms take the same path, with the float-only zero clamp
-//! disabled by their NaN level.
+//! [`Kind`]: histograms take the same path.
 
 use crate::kind::Kind;
 
@@ -130,7 +129,7 @@ pub(crate) fn evaluate<V: Kind>(
         let (mut result_level, mut first_level) = ([0.0; BATCH], [0.0; BATCH]);
         for i in 0..n {
             let (lo, hi) = (b.first[i] as usize, b.last[i] as usize);
-            match window_change(&vs[lo..=hi], find_resets) {
+            match window_change(&vs[lo..=hi], x.counter, find_resets) {
                 Ok(r) => {
                     result_level[i] = r.counter_level();
                     first_level[i] = vs[lo].counter_level();
@@ -151,11 +150,17 @@ pub(crate) fn evaluate<V: Kind>(
     incompatible
 }
 
-/// Last minus first value of a window, counter resets added back if asked.
+/// Last minus first value of a window, as Prometheus' `extrapolatedRate`
+/// and `histogramRate` take it: for a counter, from the
+/// [reset base](Kind::reset_base) if there is one, with every value before
+/// a reset added back when `find_resets`.
 #[inline]
-fn window_change<V: Kind>(w: &[V], find_resets: bool) -> Result<V, V::Error> {
-    let first = &w[0];
-    let mut r = V::aligned_to(&w[w.len() - 1], w)?;
+fn window_change<V: Kind>(w: &[V], counter: bool, find_resets: bool) -> Result<V, V::Error> {
+    let n = w.len();
+    let base = if find_resets { V::reset_base(&w[0], &w[1]) } else { None };
+    let first = base.as_ref().unwrap_or(&w[0]);
+    let between = if counter { &w[1..n - 1] } else { &[] };
+    let mut r = V::aligned_to(&w[n - 1], first, between)?;
     r.sub(first)?;
     if find_resets {
         let mut prev = first;
@@ -194,7 +199,7 @@ cairn_codec::v3_kernel! {
             // Selects, not branches, so the loop vectorises.
             to_start = if to_start >= threshold { avg / 2.0 } else { to_start };
             if x.counter {
-                // Do not extrapolate below zero (never for NaN levels).
+                // Do not extrapolate below zero.
                 let to_zero = sampled * (first_value / result);
                 let stop = result > 0.0 && first_value >= 0.0 && to_zero < to_start;
                 to_start = if stop { to_zero } else { to_start };
@@ -407,5 +412,71 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].0, 45_000);
         assert!(got[0].1.count > 0.0);
+    }
+
+    /// A histogram counter's extrapolation stops at zero by its count, as
+    /// Prometheus' does: its count comes out as the `rate` of the count
+    /// taken as a float series, clamp included.
+    #[test]
+    fn histograms_stop_at_zero_by_their_count() {
+        use crate::kind::Histogram;
+        let ts: Vec<i64> = (0..20).map(|i| 5_000 + i * 15_000).collect();
+        let hists: Vec<Histogram> = (0..20)
+            .map(|i| Histogram {
+                count: 3.0 * i as f64,
+                positive: vec![(0, i as f64), (1, 2.0 * i as f64)],
+                ..Histogram::default()
+            })
+            .collect();
+        let counts: Vec<f64> = hists.iter().map(|h| h.count).collect();
+        let windows = (1..30).map(|k| {
+            let t = k * 10_000;
+            (
+                t,
+                t - 60_000,
+                t,
+                ts.partition_point(|&x| x <= t - 60_000),
+                ts.partition_point(|&x| x <= t),
+            )
+        });
+        let geometry = Geometry::new(&ts, windows);
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        evaluate(Extrapolation::RATE, 60_000, &geometry, &hists, false, &mut got).unwrap();
+        let Ok(()) = evaluate(Extrapolation::RATE, 60_000, &geometry, &counts, false, &mut want);
+        let got: Vec<(i64, f64)> = got.iter().map(|(t, h)| (*t, h.count)).collect();
+        assert_eq!(got, want);
+    }
+
+    /// The layouts Prometheus looks at: `delta` only the first and last
+    /// histogram's, a counter also those between; and a counter reset right
+    /// after the first sets the first aside.
+    #[test]
+    fn only_the_histograms_prometheus_compares_must_fit() {
+        use crate::kind::{CUSTOM_BUCKETS_SCHEMA, Histogram};
+        let exponential = |count: f64| Histogram {
+            count,
+            positive: vec![(1, count)],
+            ..Histogram::default()
+        };
+        let custom = |count: f64| Histogram {
+            schema: CUSTOM_BUCKETS_SCHEMA,
+            count,
+            positive: vec![(0, count)],
+            ..Histogram::default()
+        };
+        let ts = [0, 15_000, 30_000];
+        let geometry = Geometry::new(&ts, [(30_000, -1, 30_000, 0, 3)].into_iter());
+        let run = |x, hists: &[Histogram]| {
+            let mut out = Vec::new();
+            let res = evaluate(x, 30_001, &geometry, hists, true, &mut out);
+            (res.is_ok(), out.len())
+        };
+        let custom_between = [exponential(1.0), custom(2.0), exponential(3.0)];
+        assert_eq!(run(Extrapolation::DELTA, &custom_between), (true, 1));
+        assert!(!run(Extrapolation::INCREASE, &custom_between).0);
+        // The custom first sample is set aside: the counter restarted after it.
+        let custom_first = [custom(10.0), exponential(1.0), exponential(3.0)];
+        assert_eq!(run(Extrapolation::INCREASE, &custom_first), (true, 1));
+        assert!(!run(Extrapolation::DELTA, &custom_first).0);
     }
 }

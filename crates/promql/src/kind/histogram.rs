@@ -3,10 +3,16 @@
 //! Buckets are kept sparse, as `(index, count)` by increasing index, rather
 //! than as Prometheus' spans and deltas: arithmetic merges two sorted lists,
 //! and storage decodes its own encoding into this one. The semantics follow
-//! Prometheus' `FloatHistogram`: adding histograms of different schemas
-//! reduces the finer one, differing zero thresholds are reconciled by
-//! widening the narrower zero bucket, and custom-bucket histograms combine
-//! only with ones of the same bounds.
+//! Prometheus 3.14's `FloatHistogram`: adding histograms of different
+//! schemas reduces the finer one, differing zero thresholds are reconciled
+//! by widening the narrower zero bucket, custom-bucket histograms of other
+//! bounds are added on the bounds they share, and custom and exponential
+//! buckets never combine.
+//!
+//! Bucket bounds of schemas above 0 are computed here, and can differ from
+//! Prometheus' table of them in the last bits; they only decide which
+//! buckets a zero bucket absorbs. Rendering bounds must use Prometheus'
+//! values.
 
 use std::sync::Arc;
 
@@ -54,12 +60,26 @@ impl Histogram {
         self.schema == CUSTOM_BUCKETS_SCHEMA
     }
 
+    /// Custom and exponential buckets never combine.
     fn compatible(&self, other: &Self) -> Result<(), Incompatible> {
-        match (self.uses_custom_buckets(), other.uses_custom_buckets()) {
-            (false, false) => Ok(()),
-            (true, true) if self.custom_bounds == other.custom_bounds => Ok(()),
-            _ => Err(Incompatible),
+        if self.uses_custom_buckets() == other.uses_custom_buckets() {
+            Ok(())
+        } else {
+            Err(Incompatible)
         }
+    }
+
+    /// The custom bucket bounds (none for exponential buckets).
+    fn bounds(&self) -> &[f64] {
+        self.custom_bounds.as_deref().unwrap_or(&[])
+    }
+
+    /// Upper bound of custom bucket `idx`.
+    fn custom_upper(&self, idx: i32) -> f64 {
+        usize::try_from(idx)
+            .ok()
+            .and_then(|i| self.bounds().get(i).copied())
+            .unwrap_or(f64::INFINITY)
     }
 
     /// Lowers the resolution to `target` (not above the current schema) by
@@ -133,7 +153,11 @@ impl Histogram {
         self.count += sign * other.count;
         self.sum += sign * other.sum;
         if self.uses_custom_buckets() {
-            self.positive = merge(&self.positive, &other.positive, sign, |_| true);
+            if self.bounds() == other.bounds() {
+                self.positive = merge(&self.positive, &other.positive, sign, |_| true);
+            } else {
+                self.add_on_shared_bounds(other, sign);
+            }
             return Ok(());
         }
         // The zero buckets widen to the same threshold; each widening can
@@ -166,6 +190,60 @@ impl Histogram {
         Ok(())
     }
 
+    /// `self += sign * other` of custom buckets of other bounds, on the
+    /// bounds both have: each bucket goes into the first shared bucket that
+    /// contains it (Prometheus 3.8 onwards, with an info annotation).
+    fn add_on_shared_bounds(&mut self, other: &Self, sign: f64) {
+        let shared: Vec<f64> = {
+            let (a, b) = (self.bounds(), other.bounds());
+            let (mut i, mut j, mut out) = (0, 0, Vec::new());
+            while i < a.len() && j < b.len() {
+                if a[i] == b[j] {
+                    out.push(a[i]);
+                    (i, j) = (i + 1, j + 1);
+                } else if a[i] < b[j] {
+                    i += 1;
+                } else {
+                    j += 1;
+                }
+            }
+            out
+        };
+        let mut counts = vec![0.0; shared.len() + 1];
+        for (h, sign) in [(&*self, 1.0), (other, sign)] {
+            for &(idx, c) in &h.positive {
+                let upper = h.custom_upper(idx);
+                counts[shared.partition_point(|&b| b < upper)] += sign * c;
+            }
+        }
+        self.positive = (0..).zip(counts).filter(|&(_, c)| c != 0.0).collect();
+        self.custom_bounds = Some(shared.into());
+    }
+
+    /// Prometheus' reset test of custom buckets of other bounds: the counts
+    /// rolled up to each bound both have (and +Inf) must not go down.
+    fn reset_on_shared_bounds(prev: &Self, next: &Self) -> bool {
+        let (pb, nb) = (prev.bounds(), next.bounds());
+        let shared = pb.iter().filter(|b| nb.contains(b)).copied().chain([f64::INFINITY]);
+        let (mut i, mut j) = (0, 0);
+        for bound in shared {
+            let rolled_up = |h: &Self, k: &mut usize| {
+                let mut sum = 0.0;
+                while let Some(&(idx, c)) = h.positive.get(*k)
+                    && h.custom_upper(idx) <= bound
+                {
+                    sum += c;
+                    *k += 1;
+                }
+                sum
+            };
+            if rolled_up(next, &mut i) < rolled_up(prev, &mut j) {
+                return true;
+            }
+        }
+        false
+    }
+
     fn combine_hint(&mut self, other: ResetHint) {
         use ResetHint::*;
         self.reset_hint = match (self.reset_hint, other) {
@@ -192,8 +270,7 @@ impl Kind for Histogram {
 
     fn sub(&mut self, other: &Self) -> Result<(), Incompatible> {
         self.combine(other, -1.0)?;
-        // A difference of counters is a gauge.
-        self.reset_hint = ResetHint::Gauge;
+        self.combine_hint(other.reset_hint);
         Ok(())
     }
 
@@ -214,11 +291,13 @@ impl Kind for Histogram {
             ResetHint::NotReset => return false,
             ResetHint::Unknown | ResetHint::Gauge => {}
         }
-        if next.compatible(prev).is_err()
-            || next.count < prev.count
-            || next.schema > prev.schema
-            || next.zero_threshold < prev.zero_threshold
-        {
+        if next.count < prev.count || (next.uses_custom_buckets() && !prev.uses_custom_buckets()) {
+            return true;
+        }
+        if next.uses_custom_buckets() && prev.bounds() != next.bounds() {
+            return Self::reset_on_shared_bounds(prev, next);
+        }
+        if next.schema > prev.schema || next.zero_threshold < prev.zero_threshold {
             return true;
         }
         let mut prev = std::borrow::Cow::Borrowed(prev);
@@ -246,10 +325,10 @@ impl Kind for Histogram {
         went_down(&prev.positive, &next.positive) || went_down(&prev.negative, &next.negative)
     }
 
-    fn aligned_to(last: &Self, window: &[Self]) -> Result<Self, Incompatible> {
-        let mut schema = last.schema;
-        for h in window {
-            h.compatible(last)?;
+    fn aligned_to(last: &Self, first: &Self, between: &[Self]) -> Result<Self, Incompatible> {
+        let mut schema = last.schema.min(first.schema);
+        for h in std::iter::once(last).chain(between) {
+            h.compatible(first)?;
             schema = schema.min(h.schema);
         }
         let mut last = last.clone();
@@ -259,8 +338,18 @@ impl Kind for Histogram {
         Ok(last)
     }
 
+    /// Prometheus sets the first histogram aside when the second resets
+    /// the counter: its layout need not fit the others.
+    fn reset_base(first: &Self, second: &Self) -> Option<Self> {
+        Self::is_reset(first, second).then(|| Histogram {
+            schema: second.schema,
+            custom_bounds: second.custom_bounds.clone(),
+            ..Histogram::default()
+        })
+    }
+
     fn counter_level(&self) -> f64 {
-        f64::NAN
+        self.count
     }
 }
 
@@ -378,19 +467,36 @@ mod tests {
         assert_eq!(a.zero_bucket_for(1.5), (3.0, 2.0));
     }
 
-    #[test]
-    fn custom_buckets_combine_only_with_the_same_bounds() {
-        let bounds: Arc<[f64]> = Arc::from(vec![1.0, 5.0]);
-        let custom = |counts: &[(i32, f64)], bounds: &Arc<[f64]>| Histogram {
-            custom_bounds: Some(bounds.clone()),
+    fn custom(counts: &[(i32, f64)], bounds: &[f64]) -> Histogram {
+        Histogram {
+            custom_bounds: Some(bounds.into()),
             ..hist(CUSTOM_BUCKETS_SCHEMA, counts)
-        };
-        let mut a = custom(&[(0, 1.0), (2, 1.0)], &bounds);
-        a.add(&custom(&[(1, 2.0)], &bounds)).unwrap();
+        }
+    }
+
+    #[test]
+    fn custom_buckets_of_other_bounds_add_on_the_bounds_they_share() {
+        let mut a = custom(&[(0, 1.0), (2, 1.0)], &[1.0, 5.0]);
+        a.add(&custom(&[(1, 2.0)], &[1.0, 5.0])).unwrap();
         assert_eq!(a.positive, [(0, 1.0), (1, 2.0), (2, 1.0)]);
-        let other: Arc<[f64]> = Arc::from(vec![1.0, 10.0]);
-        assert_eq!(a.add(&custom(&[(1, 2.0)], &other)), Err(Incompatible));
+        // (1, 5] and (5, +Inf] fall into (1, +Inf], (1, 10] too.
+        a.add(&custom(&[(0, 4.0), (1, 8.0)], &[1.0, 10.0])).unwrap();
+        assert_eq!(a.bounds(), [1.0]);
+        assert_eq!(a.positive, [(0, 5.0), (1, 11.0)]);
+        assert_eq!(a.count, 16.0);
         assert_eq!(a.add(&hist(0, &[(1, 1.0)])), Err(Incompatible));
+    }
+
+    #[test]
+    fn custom_buckets_of_other_bounds_reset_when_a_shared_bound_counts_less() {
+        let prev = custom(&[(0, 1.0), (1, 2.0), (2, 3.0)], &[1.0, 5.0]);
+        // Up to 1: 1 then 1; up to +Inf: 5 then 6.
+        assert!(!Histogram::is_reset(
+            &prev,
+            &custom(&[(0, 1.0), (1, 2.0), (2, 4.0)], &[1.0, 10.0])
+        ));
+        // Up to 1: 1 then 0.
+        assert!(Histogram::is_reset(&prev, &custom(&[(1, 7.0)], &[1.0, 10.0])));
     }
 
     #[test]

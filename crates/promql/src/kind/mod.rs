@@ -19,9 +19,9 @@ mod histogram;
 #[cfg(test)]
 pub(crate) use histogram::{CUSTOM_BUCKETS_SCHEMA, Histogram};
 
-/// Two values that cannot be combined: histograms of custom buckets with
-/// other bounds, or one of custom and one of exponential buckets. Prometheus
-/// drops the result of such an operation with a warning.
+/// Two values that cannot be combined: a histogram of custom buckets and
+/// one of exponential buckets. Prometheus drops the result of such an
+/// operation with a warning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Incompatible;
 
@@ -49,14 +49,20 @@ pub(crate) trait Kind: Clone + Default + Send + Sync + 'static {
         vs.windows(2).any(|p| Self::is_reset(&p[0], &p[1]))
     }
 
-    /// `last`, ready to be combined with every value of `window` (which it
-    /// ends): a histogram at the window's coarsest schema, as Prometheus
-    /// reduces it before subtracting.
-    fn aligned_to(last: &Self, window: &[Self]) -> Result<Self, Self::Error>;
+    /// `last`, ready to have `first` subtracted and the values `between`
+    /// them added back: a histogram at the coarsest schema of them all, as
+    /// Prometheus reduces it before subtracting.
+    fn aligned_to(last: &Self, first: &Self, between: &[Self]) -> Result<Self, Self::Error>;
 
-    /// The level a counter's extrapolation must not cross below zero: the
-    /// value itself for a float; NaN (never clamped) for a histogram, as in
-    /// Prometheus.
+    /// What a counter's increase over a window counts from when its second
+    /// value `second` follows `first`, if not `first` itself (a histogram
+    /// after a reset: an empty one of the second's layout).
+    fn reset_base(_first: &Self, _second: &Self) -> Option<Self> {
+        None
+    }
+
+    /// The level by which a counter's extrapolation stops at zero: the
+    /// value of a float, the count of a histogram.
     fn counter_level(&self) -> f64;
 }
 
@@ -91,7 +97,7 @@ impl Kind for f64 {
     }
 
     #[inline]
-    fn aligned_to(last: &Self, _window: &[Self]) -> Result<Self, Infallible> {
+    fn aligned_to(last: &Self, _first: &Self, _between: &[Self]) -> Result<Self, Infallible> {
         Ok(*last)
     }
 
