@@ -186,6 +186,16 @@ impl AggOp {
         matches!(self, Self::Sum | Self::Count | Self::Min | Self::Max | Self::Group)
     }
 
+    /// Combines a step's values in the order of its input series, where
+    /// another order may change a last bit (float sums) or the sign of a
+    /// zero (`min`, `max` keep the first of `-0` and `0`).
+    pub fn combines_in_input_order(self) -> bool {
+        matches!(
+            self,
+            Self::Sum | Self::Avg | Self::Stddev | Self::Stdvar | Self::Min | Self::Max
+        )
+    }
+
     /// The answer at a step depends on the order of the input series (which
     /// of equal values `topk` keeps, the first k of `limitk`) or the order
     /// of the output on other steps (`count_values`, and `topk`'s own).

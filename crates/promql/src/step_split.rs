@@ -14,11 +14,12 @@
 //!
 //! One order stays a part's own: an aggregation lists its groups in the
 //! order their first series appear, and a part sees only the series with
-//! samples in its stretch. So when series start or stop within the query's
-//! range, an aggregation over another aggregation of three or more groups
-//! may add them in another order (a last-bit difference, as any reordering
-//! of a float sum); and aggregations that choose by input order are never
-//! split ([`AggOp::order_sensitive`](crate::ops::AggOp::order_sensitive)).
+//! samples in its stretch. So queries in which that order could change a
+//! value are never split: an aggregation that combines values in input
+//! order ([`AggOp::combines_in_input_order`](crate::ops::AggOp::combines_in_input_order))
+//! over another aggregation, and aggregations that choose by input order
+//! ([`AggOp::order_sensitive`](crate::ops::AggOp::order_sensitive)). Every
+//! split answer is then bit-identical to the whole evaluation's.
 //!
 //! The price is the data both neighbours read: the window before a part's
 //! first step (a range, or the lookback) and the storage block around the
@@ -103,13 +104,18 @@ pub(crate) fn parts(policy: StepSplit, root: &Node, c: Ctx, threads: usize, look
     })
 }
 
+/// Whether an aggregation is at or under `node`, so its groups' order is
+/// the part's own.
+fn has_aggregation(node: &Node) -> bool {
+    matches!(node, Node::Aggregate(_)) || node.children().into_iter().any(has_aggregation)
+}
+
 /// How far before a step the data it needs reaches (the longest chain of
 /// ranges, subquery ranges and lookbacks), or `None` when the query must
 /// not be split: an `@` modifier pins a selection to fixed times, or an
-/// aggregation is [order-sensitive](crate::ops::AggOp::order_sensitive). A part orders
-/// series by their first appearance within its own steps, so these could
-/// pick differently than the whole evaluation. (Found by the differential
-/// test's byte-for-byte comparison.)
+/// aggregation depends on the order of its input, which a part may see
+/// otherwise than the whole evaluation (see the module documentation;
+/// found by the differential test's byte-for-byte comparison).
 fn lookbehind(node: &Node, lookback: i64) -> Option<i64> {
     let selector = |sel: &Selector, window: i64| sel.at.is_none().then_some(window);
     match node {
@@ -122,7 +128,7 @@ fn lookbehind(node: &Node, lookback: i64) -> Option<i64> {
             Some(sq.range + lookbehind(&sq.inner, lookback)?)
         }
         Node::Aggregate(a) => {
-            if a.op.order_sensitive() {
+            if a.op.order_sensitive() || (a.op.combines_in_input_order() && has_aggregation(&a.input)) {
                 return None;
             }
             let param = match &a.param {
@@ -253,6 +259,12 @@ mod tests {
         assert!(plan_of("max_over_time(rate(x[5m])[10m:1m])", day(60_000), 2).is_some());
         assert!(plan_of("topk(3, sum by (x) (rate(y[5m])))", day(60_000), 2).is_none());
         assert!(plan_of("sum(count_values(\"v\", x))", day(60_000), 2).is_none());
+        // A part orders the inner groups its own way: only an outer
+        // aggregation that does not combine them in order is split.
+        assert!(plan_of("sum(sum by (x) (rate(y[5m])))", day(60_000), 2).is_none());
+        assert!(plan_of("max(avg by (x) (y) * 2)", day(60_000), 2).is_none());
+        assert!(plan_of("count(count by (x) (y))", day(60_000), 2).is_some());
+        assert!(plan_of("sum(rate(y[5m])) / sum(rate(z[5m]))", day(60_000), 2).is_some());
         // `@` pins the same data for every part.
         assert!(plan_of("x @ 100 + y", day(60_000), 2).is_none());
         assert!(plan_of("max_over_time(x[10m:1m] @ end())", day(60_000), 2).is_none());
