@@ -239,31 +239,6 @@ impl Engine {
         self.parsed(&ast, ctx, qo, started)
     }
 
-    /// Plans `expr` at `t` (ms): see [`Prepared`].
-    pub fn prepare_instant(
-        &self,
-        q: &dyn Queryable,
-        expr: &str,
-        t: i64,
-        qo: &QueryOptions,
-    ) -> Result<Prepared, QueryError> {
-        self.parse_instant(expr, t, qo)?.plan(q)
-    }
-
-    /// Plans `expr` at every `step` (ms) from `start` to `end` (ms,
-    /// inclusive): see [`Prepared`].
-    pub fn prepare_range(
-        &self,
-        q: &dyn Queryable,
-        expr: &str,
-        start: i64,
-        end: i64,
-        step: i64,
-        qo: &QueryOptions,
-    ) -> Result<Prepared, QueryError> {
-        self.parse_range(expr, start, end, step, qo)?.plan(q)
-    }
-
     fn parsed(&self, ast: &Expr, ctx: steps::Ctx, qo: &QueryOptions, started: Instant) -> Result<Parsed, QueryError> {
         let limits = plan::Limits {
             threads: rayon::current_num_threads().max(1),
@@ -295,7 +270,7 @@ impl Engine {
         t: i64,
         qo: &QueryOptions,
     ) -> Result<QueryResult, QueryError> {
-        self.prepare_instant(q, expr, t, qo)?.run(q)
+        self.parse_instant(expr, t, qo)?.plan(q)?.run(q)
     }
 
     /// Evaluates `expr` at every `step` (ms) from `start` to `end` (ms, inclusive).
@@ -319,7 +294,7 @@ impl Engine {
         step: i64,
         qo: &QueryOptions,
     ) -> Result<QueryResult, QueryError> {
-        self.prepare_range(q, expr, start, end, step, qo)?.run(q)
+        self.parse_range(expr, start, end, step, qo)?.plan(q)?.run(q)
     }
 }
 

@@ -3,12 +3,12 @@
 use foldhash::{HashMap, HashMapExt};
 
 use cairn_model::Labels;
+use cairn_model::go_float::format_f;
 
 use crate::QueryError;
 use crate::eval::Result;
 use crate::series::{OutAcc, Series, StepIter, Val};
 use crate::steps::Ctx;
-use cairn_model::go_float::format_f;
 
 pub(super) fn count_values(
     param: &Option<Val>,

@@ -2,13 +2,13 @@
 //! input series are kept.
 
 use cairn_model::Labels;
+use cairn_model::go_float::format_f;
 
 use crate::QueryError;
 use crate::eval::{Ev, Result};
 use crate::ops::AggOp;
 use crate::series::{Series, StepIter, Val};
 use crate::steps::Ctx;
-use cairn_model::go_float::format_f;
 
 pub(super) fn select_k(
     ev: &mut Ev,

@@ -3,12 +3,12 @@
 use foldhash::{HashMap, HashMapExt};
 
 use cairn_model::Labels;
+use cairn_model::go_float::format_f;
 
 use crate::eval::{Ev, Result};
 use crate::plan::Node;
 use crate::series::{OutAcc, StepIter, Val};
 use crate::steps::Ctx;
-use cairn_model::go_float::format_f;
 
 pub(super) fn histogram_quantile(ev: &mut Ev, qe: &Node, ve: &Node, c: Ctx) -> Result<Val> {
     let q = ev.eval_scalar(qe, c)?;

@@ -10,7 +10,6 @@ mod timestamp;
 pub(crate) use range::{counter_info, range_points};
 
 use cairn_model::Labels;
-
 use cairn_model::go_float::format_f;
 
 use crate::QueryError;
