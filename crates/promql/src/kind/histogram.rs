@@ -102,36 +102,18 @@ impl Histogram {
         if larger <= self.zero_threshold {
             return (self.zero_count, self.zero_threshold);
         }
-        'widen: loop {
+        // A populated positive bucket moves the threshold to its end; a
+        // negative one also makes the positive side be looked at again, as
+        // Prometheus' `zeroCountForLargerThreshold` does.
+        loop {
             let mut count = self.zero_count;
-            for &(idx, c) in &self.positive {
-                let (lower, upper) = exponential_bucket(self.schema, idx);
-                if lower >= larger {
-                    break;
-                }
-                count += c;
-                if upper > larger {
-                    if c != 0.0 {
-                        larger = upper;
-                    }
-                    break;
-                }
+            if let Some(end) = absorb(self.schema, &self.positive, larger, &mut count) {
+                larger = end;
             }
-            for &(idx, c) in &self.negative {
-                let (lower, upper) = exponential_bucket(self.schema, idx);
-                if lower >= larger {
-                    break;
-                }
-                count += c;
-                if upper > larger {
-                    if c != 0.0 {
-                        larger = upper;
-                        continue 'widen;
-                    }
-                    break;
-                }
+            match absorb(self.schema, &self.negative, larger, &mut count) {
+                Some(end) => larger = end,
+                None => return (count, larger),
             }
-            return (count, larger);
         }
     }
 
@@ -358,6 +340,22 @@ impl Kind for Histogram {
 fn exponential_bucket(schema: i32, idx: i32) -> (f64, f64) {
     let upper = |i: i32| (f64::from(i) * (-f64::from(schema)).exp2()).exp2();
     (upper(idx - 1), upper(idx))
+}
+
+/// Adds to `count` the buckets of one side that start below `threshold`;
+/// returns the end of a populated one that reaches past it.
+fn absorb(schema: i32, side: &[(i32, f64)], threshold: f64, count: &mut f64) -> Option<f64> {
+    for &(idx, c) in side {
+        let (lower, upper) = exponential_bucket(schema, idx);
+        if lower >= threshold {
+            break;
+        }
+        *count += c;
+        if upper > threshold {
+            return (c != 0.0).then_some(upper);
+        }
+    }
+    None
 }
 
 /// Maps each bucket to the one containing it `by` schemas lower, merging
