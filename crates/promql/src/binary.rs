@@ -51,8 +51,8 @@ impl Ev<'_> {
             (Val::Vector(l), Val::Vector(r)) => self.vector_vector(b, op, return_bool, l, r, c),
             (l, r) => Err(QueryError::BadData(format!(
                 "binary expression must contain only scalar and instant vector types, got {} and {}",
-                l.kind(),
-                r.kind()
+                l.type_name(),
+                r.type_name()
             ))),
         }
     }

@@ -380,7 +380,7 @@ impl<'a> Ev<'a> {
                 }
                 v => Err(QueryError::BadData(format!(
                     "unary expression only allowed on expressions of type scalar or instant vector, got {}",
-                    v.kind()
+                    v.type_name()
                 ))),
             },
             Node::Vector(sel) => self.eval_vector_selector(sel, c, false),
@@ -406,7 +406,7 @@ impl<'a> Ev<'a> {
     pub(crate) fn eval_scalar(&mut self, e: &Node, c: Ctx) -> Result<Vec<f64>> {
         match self.eval(e, c)? {
             Val::Scalar(v) => Ok(v),
-            v => Err(QueryError::BadData(format!("expected scalar, got {}", v.kind()))),
+            v => Err(QueryError::BadData(format!("expected scalar, got {}", v.type_name()))),
         }
     }
 
@@ -415,7 +415,7 @@ impl<'a> Ev<'a> {
             Val::Vector(v) => Ok(v),
             v => Err(QueryError::BadData(format!(
                 "expected instant vector, got {}",
-                v.kind()
+                v.type_name()
             ))),
         }
     }
@@ -570,7 +570,7 @@ impl<'a> Ev<'a> {
             v => {
                 return Err(QueryError::BadData(format!(
                     "subquery is only allowed on instant vector, got {}",
-                    v.kind()
+                    v.type_name()
                 )));
             }
         };

@@ -426,7 +426,7 @@ mod tests {
     fn the_timeout_counts_from_parsing() {
         let s = storage(3);
         let qo = QueryOptions {
-            timeout: Some(Duration::from_millis(20)),
+            timeout: Some(Duration::from_millis(300)),
             ..QueryOptions::default()
         };
         let e = Engine::default();
@@ -439,7 +439,7 @@ mod tests {
                 .is_ok()
         );
         let parsed = e.parse_instant("m", 2000, &qo).unwrap();
-        std::thread::sleep(Duration::from_millis(30));
+        std::thread::sleep(Duration::from_millis(350));
         let err = parsed.plan(&s).unwrap().run(&s).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Timeout);
     }

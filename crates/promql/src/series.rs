@@ -28,7 +28,8 @@ pub(crate) enum Val {
 }
 
 impl Val {
-    pub(crate) fn kind(&self) -> &'static str {
+    /// The value's type as error messages name it.
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             Val::Scalar(_) => "scalar",
             Val::Str(_) => "string",

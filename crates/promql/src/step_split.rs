@@ -178,8 +178,8 @@ pub(crate) fn eval(ev: &mut Ev, root: &Node, split: &SplitParts) -> Result<Val> 
             (Some(a), b) => {
                 return Err(crate::QueryError::Internal(format!(
                     "parts of a range query gave a {} and a {}",
-                    a.kind(),
-                    b.kind()
+                    a.type_name(),
+                    b.type_name()
                 )));
             }
         });

@@ -22,7 +22,7 @@ use crate::steps::Ctx;
 fn arg_str(ev: &mut Ev, e: &Node, c: Ctx) -> Result<String> {
     match ev.eval(e, c)? {
         Val::Str(s) => Ok(s),
-        v => Err(QueryError::BadData(format!("expected string, got {}", v.kind()))),
+        v => Err(QueryError::BadData(format!("expected string, got {}", v.type_name()))),
     }
 }
 
