@@ -111,7 +111,7 @@ impl Geometry {
 /// `vs` (of the column `g` was made from) to `out`. `may_reset` is false
 /// when no value is a reset of the one before it ([`Kind::any_reset`]),
 /// which spares looking for counter resets. A window whose values cannot be
-/// combined has no result; returns whether there was one.
+/// combined has no result, and the error says there was one.
 pub(crate) fn evaluate<V: Kind>(
     x: Extrapolation,
     range_ms: i64,

@@ -176,21 +176,7 @@ impl Histogram {
     /// bounds both have: each bucket goes into the first shared bucket that
     /// contains it (Prometheus 3.8 onwards, with an info annotation).
     fn add_on_shared_bounds(&mut self, other: &Self, sign: f64) {
-        let shared: Vec<f64> = {
-            let (a, b) = (self.bounds(), other.bounds());
-            let (mut i, mut j, mut out) = (0, 0, Vec::new());
-            while i < a.len() && j < b.len() {
-                if a[i] == b[j] {
-                    out.push(a[i]);
-                    (i, j) = (i + 1, j + 1);
-                } else if a[i] < b[j] {
-                    i += 1;
-                } else {
-                    j += 1;
-                }
-            }
-            out
-        };
+        let shared = shared_bounds(self.bounds(), other.bounds());
         let mut counts = vec![0.0; shared.len() + 1];
         for (h, sign) in [(&*self, 1.0), (other, sign)] {
             for &(idx, c) in &h.positive {
@@ -205,8 +191,9 @@ impl Histogram {
     /// Prometheus' reset test of custom buckets of other bounds: the counts
     /// rolled up to each bound both have (and +Inf) must not go down.
     fn reset_on_shared_bounds(prev: &Self, next: &Self) -> bool {
-        let (pb, nb) = (prev.bounds(), next.bounds());
-        let shared = pb.iter().filter(|b| nb.contains(b)).copied().chain([f64::INFINITY]);
+        let shared = shared_bounds(prev.bounds(), next.bounds())
+            .into_iter()
+            .chain([f64::INFINITY]);
         let (mut i, mut j) = (0, 0);
         for bound in shared {
             let rolled_up = |h: &Self, k: &mut usize| {
@@ -340,6 +327,22 @@ impl Kind for Histogram {
 fn exponential_bucket(schema: i32, idx: i32) -> (f64, f64) {
     let upper = |i: i32| (f64::from(i) * (-f64::from(schema)).exp2()).exp2();
     (upper(idx - 1), upper(idx))
+}
+
+/// The bounds both sorted lists hold, in order.
+fn shared_bounds(a: &[f64], b: &[f64]) -> Vec<f64> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        if a[i] == b[j] {
+            out.push(a[i]);
+            (i, j) = (i + 1, j + 1);
+        } else if a[i] < b[j] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
 }
 
 /// Adds to `count` the buckets of one side that start below `threshold`;
