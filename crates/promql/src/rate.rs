@@ -61,11 +61,27 @@ struct GeometryBatch {
     intervals: [f64; BATCH],
 }
 
+impl GeometryBatch {
+    const EMPTY: Self = Self {
+        len: 0,
+        t: [0; BATCH],
+        first: [0; BATCH],
+        last: [0; BATCH],
+        to_start_ms: [0.0; BATCH],
+        to_end_ms: [0.0; BATCH],
+        sampled_ms: [0.0; BATCH],
+        intervals: [0.0; BATCH],
+    };
+}
+
 /// The windows of one timestamp column that `rate`, `increase` and `delta`
 /// have a result for, in step order.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Geometry {
+    /// Batches in use are `batches[..used]`; those after are kept from an
+    /// earlier column, so refilling for the next one allocates nothing.
     batches: Vec<GeometryBatch>,
+    used: usize,
 }
 
 impl Geometry {
@@ -73,25 +89,26 @@ impl Geometry {
     /// `(start, end]` holding samples `lo..hi` of `ts`, in step order;
     /// windows with fewer than two samples have no result and are left out.
     /// Sample indices must fit in `u32`, as any series a query may load does.
+    #[cfg(test)]
     pub fn new(ts: &[i64], windows: impl Iterator<Item = (i64, i64, i64, usize, usize)>) -> Self {
-        let mut batches: Vec<GeometryBatch> = Vec::new();
+        let mut g = Self::default();
+        g.refill(ts, windows);
+        g
+    }
+
+    /// As [`Self::new`], in place of what this held.
+    pub fn refill(&mut self, ts: &[i64], windows: impl Iterator<Item = (i64, i64, i64, usize, usize)>) {
+        self.used = 0;
         for (t, start, end, lo, hi) in windows.filter(|w| w.4 - w.3 >= 2) {
-            let b = match batches.last_mut() {
-                Some(b) if b.len < BATCH => b,
-                _ => {
-                    batches.push(GeometryBatch {
-                        len: 0,
-                        t: [0; BATCH],
-                        first: [0; BATCH],
-                        last: [0; BATCH],
-                        to_start_ms: [0.0; BATCH],
-                        to_end_ms: [0.0; BATCH],
-                        sampled_ms: [0.0; BATCH],
-                        intervals: [0.0; BATCH],
-                    });
-                    batches.last_mut().expect("just pushed")
+            let full = self.used == 0 || self.batches[self.used - 1].len == BATCH;
+            if full {
+                if self.used == self.batches.len() {
+                    self.batches.push(GeometryBatch::EMPTY);
                 }
-            };
+                self.batches[self.used].len = 0;
+                self.used += 1;
+            }
+            let b = &mut self.batches[self.used - 1];
             let (first_t, last_t) = (ts[lo], ts[hi - 1]);
             let i = b.len;
             b.t[i] = t;
@@ -103,7 +120,10 @@ impl Geometry {
             b.intervals[i] = (hi - lo - 1) as f64;
             b.len += 1;
         }
-        Self { batches }
+    }
+
+    fn batches(&self) -> &[GeometryBatch] {
+        &self.batches[..self.used]
     }
 }
 
@@ -122,7 +142,7 @@ pub(crate) fn evaluate<V: Kind>(
 ) -> Result<(), V::Error> {
     let find_resets = x.counter && may_reset;
     let mut incompatible = Ok(());
-    for b in &g.batches {
+    for b in g.batches() {
         let n = b.len;
         let mut result: [V; BATCH] = std::array::from_fn(|_| V::default());
         let mut dropped = [false; BATCH];

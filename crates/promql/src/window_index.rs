@@ -28,8 +28,10 @@ pub(crate) struct ColumnWindows {
     /// The steps and window the spans were found for (`None` until filled).
     key: Option<(Ctx, RangeArg)>,
     spans: Vec<Span>,
-    /// Made on first use.
-    geometry: Option<Geometry>,
+    /// Made on first use for these spans (`geometry_valid`); its memory is
+    /// kept for the next column's.
+    geometry: Geometry,
+    geometry_valid: bool,
 }
 
 impl ColumnWindows {
@@ -43,23 +45,26 @@ impl ColumnWindows {
 
     /// The windows' [`Geometry`]; `ts` is the column they were found in.
     pub fn geometry(&mut self, ts: &[i64]) -> &Geometry {
-        let (spans, key) = (&self.spans, self.key);
-        self.geometry.get_or_insert_with(|| match key {
-            Some((c, ra)) => Geometry::new(
+        if !self.geometry_valid {
+            let Some((c, ra)) = self.key else {
+                return &self.geometry;
+            };
+            self.geometry.refill(
                 ts,
-                spans.iter().map(|&(i, lo, hi)| {
+                self.spans.iter().map(|&(i, lo, hi)| {
                     let t = c.ts(i as usize);
                     let (ws, we) = ra.window(t);
                     (t, ws, we, lo as usize, hi as usize)
                 }),
-            ),
-            None => Geometry::default(),
-        })
+            );
+            self.geometry_valid = true;
+        }
+        &self.geometry
     }
 
     fn fill(&mut self, ts: &[i64], c: Ctx, ra: RangeArg) {
         walk(ts, c, ra, &mut self.spans);
-        (self.key, self.geometry) = (Some((c, ra)), None);
+        (self.key, self.geometry_valid) = (Some((c, ra)), false);
     }
 }
 

@@ -701,7 +701,9 @@ pub fn sources_of(
     maxt: i64,
     tombs: &HashMap<u64, Vec<&Tombstone>>,
 ) -> Vec<Ranked> {
-    let mut out = Vec::new();
+    // A series has about one block per young part, and a caller may add
+    // its unflushed rows.
+    let mut out = Vec::with_capacity(parts.len() + 1);
     for (part, cursor) in parts.iter().zip(cursors) {
         let max_seq = part.meta().max_seq;
         // Hashing the id is skipped in the usual case of a day without deletes.
