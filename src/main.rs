@@ -59,6 +59,21 @@ struct Cli {
     #[arg(long = "http.max-request-body-bytes", default_value_t = 64 << 20)]
     max_request_body_bytes: usize,
 
+    /// Most samples one remote read (`/api/v1/read`) answered with raw
+    /// samples may return; past it the read fails with 400. Streamed reads
+    /// (chunks, bounded by frame) are not limited. 0 disables the limit.
+    #[arg(long = "storage.remote.read-sample-limit", default_value_t = 50_000_000)]
+    remote_read_sample_limit: usize,
+
+    /// Remote reads served at once; more wait for a slot.
+    #[arg(long = "storage.remote.read-concurrent-limit", default_value_t = 10)]
+    remote_read_concurrent_limit: usize,
+
+    /// Bytes past which a streamed remote read cuts a series' chunks into
+    /// another frame (a frame may pass it by one chunk).
+    #[arg(long = "storage.remote.read-max-bytes-in-frame", default_value_t = 1 << 20)]
+    remote_read_max_bytes_in_frame: usize,
+
     /// Maximum wall-clock time a query may run before it is aborted with a 503
     /// `timeout` error (a request's `timeout` parameter can only shorten it).
     /// Duration, units ms s m h d w y; default 2m.
@@ -149,6 +164,9 @@ fn main() -> anyhow::Result<()> {
     storage.max_in_memory_bytes = cli.max_in_memory_bytes;
     let mut api = cairn_http::ApiConfig {
         max_request_body_bytes: cli.max_request_body_bytes,
+        remote_read_sample_limit: cli.remote_read_sample_limit,
+        remote_read_concurrency: cli.remote_read_concurrent_limit,
+        remote_read_max_bytes_in_frame: cli.remote_read_max_bytes_in_frame,
         ..cairn_http::ApiConfig::default()
     };
     if storage.wal_sync == cairn_tsdb::WalSync::EveryCommit {

@@ -80,3 +80,78 @@ impl VictoriaMetrics {
         format!("http://127.0.0.1:{}", self.port)
     }
 }
+
+/// Prometheus 3.14 from `../shared/peers/` (the oracle of Prometheus 3
+/// semantics), or `None` after printing `SKIPPED` outside CI — under CI a
+/// missing binary fails the test.
+pub fn prometheus_3() -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/prometheus-3.14.0");
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(!in_ci(), "{} missing under CI", path.display());
+    println!("SKIPPED: {} not found", path.display());
+    None
+}
+
+/// A Prometheus server over a temporary directory, with the given
+/// configuration file; killed however the test ends.
+pub struct Prometheus {
+    child: Child,
+    pub port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Prometheus {
+    /// Starts `bin` with `config` (YAML) and `extra` flags, and waits until
+    /// `/-/ready` answers.
+    pub fn start(bin: &Path, config: &str, extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = super::free_port();
+        let config_path = dir.path().join("prometheus.yml");
+        std::fs::write(&config_path, config).expect("write config");
+        let log = std::fs::File::create(dir.path().join("prometheus.log")).expect("log file");
+        let child = Command::new(bin)
+            .arg(format!("--config.file={}", config_path.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone log"))
+            .stderr(log)
+            .spawn()
+            .expect("start prometheus");
+        let mut prom = Self { child, port, dir };
+        let http = super::http_client(Duration::from_secs(5));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(status) = prom.child.try_wait().expect("wait") {
+                panic!("prometheus exited with {status}:\n{}", prom.log());
+            }
+            if http
+                .get(format!("{}/-/ready", prom.url()))
+                .send()
+                .is_ok_and(|r| r.status().is_success())
+            {
+                return prom;
+            }
+            assert!(Instant::now() < deadline, "prometheus not ready:\n{}", prom.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+}

@@ -13,12 +13,14 @@ mod cursor;
 mod decimal;
 mod gorilla;
 mod intseq;
+mod prom_xor;
 mod residuals;
 pub mod simd;
 mod timestamps;
 mod values;
 pub mod varint;
 
+pub use prom_xor::{XOR_CHUNK_MAX_SAMPLES, encode_xor_chunk};
 pub use timestamps::{decode_timestamps, encode_timestamps, encode_timestamps_fast};
 pub use values::{decode_values, encode_values, encode_values_fast};
 

@@ -12,39 +12,19 @@
 //! writing a non-stale NaN as the string `"NaN"` and infinities as `"+Inf"` /
 //! `"-Inf"`, the spelling the Prometheus API uses for sample values.
 //!
-//! The body is streamed: a blocking task walks the series and hands chunks of
-//! about `export_chunk_bytes` to the response through a bounded channel, so
-//! memory stays flat whatever the export size, and a client that disconnects
-//! stops the walk.
+//! The body is streamed ([`crate::body_stream`]) in chunks of about
+//! `export_chunk_bytes`.
 
 use std::io::Write;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
-use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use cairn_model::{Matcher, is_stale_nan};
 use cairn_storage::{SelectHints, Series, SeriesSet, StorageError};
-use tokio::sync::{mpsc, oneshot};
 
+use crate::body_stream::{ChunkSink, stream_blocking};
 use crate::{ApiError, AppState, LabelsJson, MAX_TIME, Params, parse_match_params, time_range};
-
-/// Chunks in flight between the walker and the connection.
-const CHANNEL_DEPTH: usize = 8;
-
-type Chunk = Result<Bytes, std::io::Error>;
-
-/// The response body: chunks from the blocking walker.
-struct ChunkStream(mpsc::Receiver<Chunk>);
-
-impl futures_core::Stream for ChunkStream {
-    type Item = Chunk;
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
-        self.0.poll_recv(cx)
-    }
-}
 
 pub async fn export(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
     let selectors = params.get_all("match[]");
@@ -54,38 +34,14 @@ pub async fn export(State(state): State<AppState>, params: Params) -> Result<Res
     let (start, end) = time_range(&params, state.default_start(), MAX_TIME)?;
     let sets = parse_match_params(&selectors)?;
     let storage = state.storage().clone();
-    let chunk_bytes = state.config().export_chunk_bytes.max(1);
-    let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
-    let (ready_tx, ready_rx) = oneshot::channel();
-    tokio::task::spawn_blocking(move || {
-        // Errors before the first byte become a proper error response.
-        let series = match open(&*storage, start, end, &sets) {
-            Ok(s) => {
-                let _ = ready_tx.send(Ok(()));
-                s
-            }
-            Err(e) => {
-                let _ = ready_tx.send(Err(e));
-                return;
-            }
-        };
-        if let Err(e) = stream(series, &tx, chunk_bytes) {
-            // Too late for a status code: abort the body so the client sees
-            // a broken transfer rather than a silently short export.
-            tracing::error!(error = %e, "export failed mid-stream");
-            let _ = tx.blocking_send(Err(std::io::Error::other(e.to_string())));
-        }
-    });
-    match ready_rx.await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(e.into()),
-        Err(_) => return Err(ApiError::internal("export task ended unexpectedly")),
-    }
-    Ok((
-        [(header::CONTENT_TYPE, "application/stream+json")],
-        Body::from_stream(ChunkStream(rx)),
+    let body = stream_blocking(
+        "export",
+        state.config().export_chunk_bytes,
+        move || Ok(open(&*storage, start, end, &sets)?),
+        |series, sink| stream(series, sink).map_err(|e| e.to_string()),
     )
-        .into_response())
+    .await?;
+    Ok(([(header::CONTENT_TYPE, "application/stream+json")], body).into_response())
 }
 
 /// Selects every matcher set and merges the results into one sorted,
@@ -147,14 +103,9 @@ impl Iterator for MergedSeries {
     }
 }
 
-/// Writes each series as one JSON line, flushing to `tx` every `chunk_bytes`.
-/// Returns early and quietly when the client went away.
-fn stream(series: MergedSeries, tx: &mpsc::Sender<Chunk>, chunk_bytes: usize) -> Result<(), StorageError> {
-    let mut buf: Vec<u8> = Vec::with_capacity(chunk_bytes + 1024);
-    let flush = |buf: &mut Vec<u8>| -> bool {
-        let chunk = Bytes::from(std::mem::replace(buf, Vec::with_capacity(chunk_bytes + 1024)));
-        tx.blocking_send(Ok(chunk)).is_ok()
-    };
+/// Writes each series as one JSON line. Returns early and quietly when the
+/// client went away.
+fn stream(series: MergedSeries, sink: &mut ChunkSink) -> Result<(), StorageError> {
     let mut values = Vec::new();
     let mut timestamps = Vec::new();
     for s in series {
@@ -168,13 +119,10 @@ fn stream(series: MergedSeries, tx: &mpsc::Sender<Chunk>, chunk_bytes: usize) ->
         if timestamps.is_empty() {
             continue; // VictoriaMetrics skips series without samples in range.
         }
-        write_line(&mut buf, &s.labels, &values, &timestamps);
-        if buf.len() >= chunk_bytes && !flush(&mut buf) {
+        write_line(&mut sink.buf, &s.labels, &values, &timestamps);
+        if !sink.flush_if_full() {
             return Ok(());
         }
-    }
-    if !buf.is_empty() {
-        flush(&mut buf);
     }
     Ok(())
 }

@@ -11,6 +11,7 @@
 //! [`parse_match_params`], ...) and [`run_blocking`] for storage calls.
 
 mod admin;
+mod body_stream;
 mod empty;
 mod error;
 mod export;
@@ -25,6 +26,7 @@ mod opentsdb;
 mod otlp;
 mod params;
 mod process;
+mod remote_read;
 mod response;
 mod selector;
 mod series;
@@ -86,6 +88,14 @@ pub struct ApiConfig {
     pub export_chunk_bytes: usize,
     /// What the status endpoints report (flags, config, retention). Default empty.
     pub status: StatusInfo,
+    /// Most samples one remote read answered with raw samples may return
+    /// (400 past it); 0: no limit. Default 50,000,000, as Prometheus.
+    pub remote_read_sample_limit: usize,
+    /// Remote reads served at once; more wait for a slot. Default 10.
+    pub remote_read_concurrency: usize,
+    /// Size past which a streamed remote read cuts a series into another
+    /// frame. Default 1 MiB.
+    pub remote_read_max_bytes_in_frame: usize,
 }
 
 /// The process' configuration as `/api/v1/status/*` report it.
@@ -110,6 +120,9 @@ impl Default for ApiConfig {
             metadata_lookback_ms: None,
             export_chunk_bytes: 64 << 10,
             status: StatusInfo::default(),
+            remote_read_sample_limit: 50_000_000,
+            remote_read_concurrency: 10,
+            remote_read_max_bytes_in_frame: 1 << 20,
         }
     }
 }
@@ -123,6 +136,7 @@ pub struct AppState {
     metrics: Arc<HttpMetrics>,
     metadata: Arc<MetadataStore>,
     started: SystemTime,
+    remote_read_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -131,6 +145,7 @@ impl AppState {
         Self {
             storage,
             ready: Arc::new(AtomicBool::new(true)),
+            remote_read_slots: Arc::new(tokio::sync::Semaphore::new(config.remote_read_concurrency.max(1))),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),
             metadata: Arc::new(MetadataStore::new()),
@@ -144,6 +159,11 @@ impl AppState {
 
     pub fn config(&self) -> &ApiConfig {
         &self.config
+    }
+
+    /// Slots of the remote reads that may run at once.
+    pub(crate) fn remote_read_slots(&self) -> &Arc<tokio::sync::Semaphore> {
+        &self.remote_read_slots
     }
 
     pub fn metrics(&self) -> &Arc<HttpMetrics> {
@@ -225,6 +245,7 @@ where
 pub fn api_routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/write", post(write::remote_write))
+        .route("/api/v1/read", post(remote_read::remote_read))
         .route("/opentelemetry/v1/metrics", post(otlp::otlp_metrics))
         .route("/api/v1/otlp/v1/metrics", post(otlp::otlp_metrics))
         .route("/api/v1/import", post(import::import_json))

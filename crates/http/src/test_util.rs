@@ -23,6 +23,8 @@ pub struct TestApp {
 pub struct TestResponse {
     pub status: u16,
     pub body: String,
+    /// The body as sent, for binary answers.
+    pub raw: Vec<u8>,
     pub headers: axum::http::HeaderMap,
 }
 
@@ -116,6 +118,7 @@ impl TestApp {
         TestResponse {
             status,
             body: String::from_utf8_lossy(&bytes).into_owned(),
+            raw: bytes.to_vec(),
             headers,
         }
     }

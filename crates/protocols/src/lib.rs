@@ -12,6 +12,9 @@
 //! - [`otlp`]: OpenTelemetry OTLP/HTTP metrics (protobuf), with Prometheus 3's
 //!   name translation.
 //!
+//! One protocol goes the other way: [`remote_read`], Prometheus remote read's
+//! request and its two answers (samples, streamed XOR chunks).
+//!
 //! The crate is pure: no I/O, no async, no storage. The HTTP layer picks the
 //! protocol by endpoint, hands the body to the protocol's decoder, answers a
 //! failure with the status of its [`ErrorKind`], and appends the batch.
@@ -29,6 +32,7 @@ pub mod metadata;
 pub mod opentsdb;
 pub mod otlp;
 pub mod prom_text;
+pub mod remote_read;
 pub mod remote_write;
 pub mod text_import;
 

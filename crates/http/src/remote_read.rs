@@ -1,0 +1,436 @@
+//! `POST /api/v1/read`: Prometheus remote read, so a Prometheus server (its
+//! `remote_read`) or a migration tool can read what Cairn stores. Each query
+//! of the request selects the series matching its matchers and their samples
+//! in `[start, end]` (both inclusive), as Prometheus' own handler does.
+//!
+//! Two answers, negotiated by the request's accepted types in its order:
+//! - samples: one snappy-compressed `ReadResponse`, built whole, so bounded
+//!   by [`ApiConfig::remote_read_sample_limit`](crate::ApiConfig) (400
+//!   `exceeded sample limit (N)` past it, Prometheus' words);
+//! - streamed XOR chunks: frames of one series each, a series cut into
+//!   several frames past [`ApiConfig::remote_read_max_bytes_in_frame`](crate::ApiConfig),
+//!   written as the series are read ([`crate::body_stream`]), so memory is
+//!   bounded by a frame whatever the read's size. Series come sorted by
+//!   labels, as the streamed type requires. As with Prometheus' own server,
+//!   a Prometheus client takes each frame for a series of its own, so the
+//!   frame size should stay above what one series of a read holds.
+//!
+//! At most `remote_read_concurrency` reads run at once; others wait for a
+//! slot. Errors use the API's JSON envelope; a Prometheus client reports
+//! the body's text.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use cairn_model::{Labels, Matcher};
+use cairn_protocols::remote_read::{self, QueryResult, ReadResponse, ResponseType, SeriesFrames};
+use cairn_protocols::remote_write::proto::{Label, Sample, TimeSeries};
+use cairn_storage::{Querier, SelectHints, SeriesSet, Storage, StorageError};
+
+use crate::body_stream::{ChunkSink, stream_blocking};
+use crate::{ApiError, AppState, run_blocking};
+
+/// One query of a read request, checked.
+struct ReadQuery {
+    start: i64,
+    end: i64,
+    matchers: Vec<Matcher>,
+}
+
+pub async fn remote_read(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let bad = |e: remote_read::BadReadRequest| ApiError::bad_data(e.0);
+    let request = remote_read::decode_request(&body).map_err(bad)?;
+    let response_type = request.response_type().map_err(bad)?;
+    let queries = request
+        .queries
+        .iter()
+        .map(|q| {
+            Ok(ReadQuery {
+                start: q.start_timestamp_ms,
+                end: q.end_timestamp_ms,
+                matchers: q.matchers().map_err(bad)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ApiError>>()?;
+    let permit = state
+        .remote_read_slots()
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| ApiError::internal("remote read slots closed"))?;
+    let storage = state.storage().clone();
+    let config = state.config();
+    match response_type {
+        ResponseType::Samples => {
+            let limit = config.remote_read_sample_limit;
+            let body = run_blocking(move || {
+                let _permit = permit;
+                samples_response(&*storage, &queries, limit)
+            })
+            .await?;
+            Ok((
+                [
+                    (header::CONTENT_TYPE, remote_read::SAMPLES_CONTENT_TYPE),
+                    (header::CONTENT_ENCODING, "snappy"),
+                ],
+                body,
+            )
+                .into_response())
+        }
+        ResponseType::StreamedXorChunks => {
+            let frame_bytes = config.remote_read_max_bytes_in_frame.max(1);
+            let body = stream_blocking(
+                "remote read",
+                frame_bytes,
+                move || {
+                    let selected = select_all(&*storage, &queries)?;
+                    Ok((selected, permit))
+                },
+                move |(selected, _permit), sink| stream_chunks(selected, frame_bytes, sink).map_err(|e| e.to_string()),
+            )
+            .await?;
+            Ok(([(header::CONTENT_TYPE, remote_read::STREAMED_CONTENT_TYPE)], body).into_response())
+        }
+    }
+}
+
+/// The series of one query, with the querier they are read through (kept
+/// alive as long as they are).
+struct Selected {
+    series: SeriesSet,
+    _querier: Box<dyn Querier>,
+}
+
+/// Each query's series, selected now so that a bad selector is an error
+/// response rather than a broken stream.
+fn select_all(storage: &dyn Storage, queries: &[ReadQuery]) -> Result<Vec<Selected>, StorageError> {
+    queries
+        .iter()
+        .map(|q| {
+            let querier = storage.querier(q.start, q.end)?;
+            let series = querier.select(&SelectHints::default(), &q.matchers)?;
+            Ok(Selected {
+                series,
+                _querier: querier,
+            })
+        })
+        .collect()
+}
+
+fn labels_of(labels: &Labels) -> Vec<Label> {
+    labels
+        .iter()
+        .map(|l| Label {
+            name: l.name.to_string(),
+            value: l.value.to_string(),
+        })
+        .collect()
+}
+
+/// The samples answer, snappy-compressed; 400 once it would hold more than
+/// `limit` samples (0: no limit).
+fn samples_response(storage: &dyn Storage, queries: &[ReadQuery], limit: usize) -> Result<Vec<u8>, ApiError> {
+    let mut response = ReadResponse::default();
+    let mut count = 0usize;
+    for selected in select_all(storage, queries)? {
+        let mut result = QueryResult::default();
+        for s in selected.series {
+            let mut s = s?;
+            let mut samples = Vec::new();
+            while let Some(block) = s.samples.next_block()? {
+                count += block.ts.len();
+                if limit > 0 && count > limit {
+                    return Err(ApiError::bad_data(format!("exceeded sample limit ({limit})")));
+                }
+                samples.extend(
+                    block
+                        .ts
+                        .iter()
+                        .zip(block.vs)
+                        .map(|(&timestamp, &value)| Sample { value, timestamp }),
+                );
+            }
+            if !samples.is_empty() {
+                result.timeseries.push(TimeSeries {
+                    labels: labels_of(&s.labels),
+                    samples,
+                    ..Default::default()
+                });
+            }
+        }
+        response.results.push(result);
+    }
+    Ok(remote_read::encode_samples_response(&response))
+}
+
+/// Writes one frame per series (more when its chunks pass `frame_bytes`),
+/// query by query. Stops quietly when the client went away.
+fn stream_chunks(selected: Vec<Selected>, frame_bytes: usize, sink: &mut ChunkSink) -> Result<(), StorageError> {
+    for (query_index, selected) in selected.into_iter().enumerate() {
+        for s in selected.series {
+            let mut s = s?;
+            let mut frames = SeriesFrames::new(labels_of(&s.labels), query_index, frame_bytes);
+            while let Some(block) = s.samples.next_block()? {
+                if frames.push(block.ts, block.vs, &mut sink.buf) && !sink.flush_if_full() {
+                    return Ok(());
+                }
+            }
+            frames.finish(&mut sink.buf);
+            if !sink.flush_if_full() {
+                return Ok(());
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_model::stale_nan;
+    use cairn_protocols::remote_read::{
+        ChunkedReadResponse, LabelMatcher, MatcherType, Query, ReadRequest, ReadResponse, ResponseType,
+    };
+    use prost::Message;
+
+    use crate::test_util::*;
+
+    type Got = Vec<(Vec<(String, String)>, Vec<(i64, u64)>)>;
+
+    fn eq(name: &str, value: &str) -> LabelMatcher {
+        LabelMatcher {
+            r#type: MatcherType::Eq as i32,
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    fn re(name: &str, value: &str) -> LabelMatcher {
+        LabelMatcher {
+            r#type: MatcherType::Re as i32,
+            name: name.into(),
+            value: value.into(),
+        }
+    }
+
+    fn body(queries: Vec<(i64, i64, Vec<LabelMatcher>)>, types: &[ResponseType]) -> Vec<u8> {
+        let req = ReadRequest {
+            queries: queries
+                .into_iter()
+                .map(|(start, end, matchers)| Query {
+                    start_timestamp_ms: start,
+                    end_timestamp_ms: end,
+                    matchers,
+                    hints: None,
+                })
+                .collect(),
+            accepted_response_types: types.iter().map(|&t| t as i32).collect(),
+        };
+        snap::raw::Encoder::new().compress_vec(&req.encode_to_vec()).unwrap()
+    }
+
+    async fn read(app: &TestApp, body: Vec<u8>) -> TestResponse {
+        app.post_raw(
+            "/api/v1/read",
+            &[
+                ("content-type", "application/x-protobuf"),
+                ("content-encoding", "snappy"),
+            ],
+            body,
+        )
+        .await
+    }
+
+    fn labels(ls: &[cairn_protocols::remote_write::proto::Label]) -> Vec<(String, String)> {
+        ls.iter().map(|l| (l.name.clone(), l.value.clone())).collect()
+    }
+
+    /// Per query: series with their samples (value bits).
+    fn sampled(resp: &TestResponse) -> Vec<Got> {
+        assert_eq!(resp.content_type(), "application/x-protobuf");
+        assert_eq!(resp.headers["content-encoding"], "snappy");
+        let raw = snap::raw::Decoder::new().decompress_vec(&resp.raw).unwrap();
+        ReadResponse::decode(raw.as_slice())
+            .unwrap()
+            .results
+            .iter()
+            .map(|r| {
+                r.timeseries
+                    .iter()
+                    .map(|ts| {
+                        let samples = ts.samples.iter().map(|s| (s.timestamp, s.value.to_bits())).collect();
+                        (labels(&ts.labels), samples)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Per query: its series, each with `(first time, samples)` of every
+    /// chunk (the chunks' bytes are the codec's, tested there and by
+    /// Prometheus in tests/prometheus_remote_read.rs); and the frame count.
+    fn streamed(resp: &TestResponse, queries: usize) -> (Vec<Got>, usize) {
+        assert_eq!(
+            resp.content_type(),
+            "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
+        );
+        let mut out: Vec<Got> = vec![Vec::new(); queries];
+        let (mut stream, mut frames) = (resp.raw.as_slice(), 0);
+        while !stream.is_empty() {
+            let (len, rest) = cairn_codec::varint::get_uvarint(stream).unwrap();
+            let (crc, rest) = rest.split_at(4);
+            let (message, rest) = rest.split_at(len as usize);
+            assert_eq!(
+                u32::from_be_bytes(crc.try_into().unwrap()),
+                cairn_codec::crc32c(message)
+            );
+            let frame = ChunkedReadResponse::decode(message).unwrap();
+            assert_eq!(frame.chunked_series.len(), 1, "one series per frame");
+            let series = &frame.chunked_series[0];
+            let q = &mut out[frame.query_index as usize];
+            let key = labels(&series.labels);
+            // A series cut into several frames comes in consecutive frames.
+            if q.last().is_none_or(|(k, _)| *k != key) {
+                q.push((key, Vec::new()));
+            }
+            let samples = &mut q.last_mut().unwrap().1;
+            for c in &series.chunks {
+                let n = u16::from_be_bytes([c.data[0], c.data[1]]) as usize;
+                assert!(n > 0 && n <= 120);
+                samples.push((c.min_time_ms, n as u64));
+            }
+            frames += 1;
+            stream = rest;
+        }
+        (out, frames)
+    }
+
+    fn app() -> TestApp {
+        let app = TestApp::with_config(crate::ApiConfig {
+            remote_read_sample_limit: 100,
+            remote_read_max_bytes_in_frame: 64,
+            ..Default::default()
+        });
+        let long: Vec<(i64, f64)> = (0..300).map(|i| (i * 1000, i as f64 * 1.5)).collect();
+        app.write(&[
+            ("up", "a", &[(1000, 1.0), (2000, stale_nan()), (3000, f64::NAN)]),
+            ("up", "b", &[(1000, 0.0), (5000, -2.5)]),
+            ("long", "a", &long),
+        ]);
+        app
+    }
+
+    #[tokio::test]
+    async fn samples_answer_each_query_in_order_within_its_range() {
+        let app = app();
+        let resp = read(
+            &app,
+            body(
+                vec![
+                    (0, 10_000, vec![eq("__name__", "up")]),
+                    (2000, 2000, vec![re("job", "a|b")]),
+                    (0, 10_000, vec![eq("__name__", "nothing")]),
+                ],
+                &[],
+            ),
+        )
+        .await;
+        resp.check_status(200);
+        let name = |m: &str, j: &str| {
+            vec![
+                ("__name__".to_string(), m.to_string()),
+                ("job".to_string(), j.to_string()),
+            ]
+        };
+        let got = sampled(&resp);
+        assert_eq!(
+            got[0],
+            vec![
+                (
+                    name("up", "a"),
+                    vec![
+                        (1000, 1f64.to_bits()),
+                        (2000, stale_nan().to_bits()),
+                        (3000, f64::NAN.to_bits())
+                    ]
+                ),
+                (
+                    name("up", "b"),
+                    vec![(1000, 0f64.to_bits()), (5000, (-2.5f64).to_bits())]
+                ),
+            ]
+        );
+        // Both ends inclusive; series without samples in range are left out.
+        assert_eq!(
+            got[1],
+            vec![
+                (name("long", "a"), vec![(2000, 3f64.to_bits())]),
+                (name("up", "a"), vec![(2000, stale_nan().to_bits())]),
+            ]
+        );
+        assert!(got[2].is_empty());
+    }
+
+    #[tokio::test]
+    async fn streamed_chunks_hold_the_samples_in_frames_of_the_budget() {
+        let app = app();
+        let queries = vec![
+            (0, 400_000, vec![eq("__name__", "long")]),
+            (0, 10_000, vec![eq("__name__", "up")]),
+        ];
+        let resp = read(
+            &app,
+            body(queries, &[ResponseType::StreamedXorChunks, ResponseType::Samples]),
+        )
+        .await;
+        resp.check_status(200);
+        let (got, frames) = streamed(&resp, 2);
+        // 300 samples: chunks of 120, 120 and 60, a frame each at a 64-byte budget.
+        assert_eq!(got[0].len(), 1);
+        assert_eq!(got[0][0].1, vec![(0, 120), (120_000, 120), (240_000, 60)]);
+        assert_eq!(got[1].len(), 2);
+        assert_eq!(got[1][1].1, vec![(1000, 2)]);
+        assert_eq!(frames, 5);
+    }
+
+    #[tokio::test]
+    async fn limits_and_bad_requests_get_prometheus_words() {
+        let app = app();
+        read(
+            &app,
+            body(vec![(0, 400_000, vec![re("job", ".+")])], &[ResponseType::Samples]),
+        )
+        .await
+        .check_error(400, "bad_data", "exceeded sample limit (100)");
+        // Streamed reads are bounded by frame, not by samples.
+        read(
+            &app,
+            body(
+                vec![(0, 400_000, vec![re("job", ".+")])],
+                &[ResponseType::StreamedXorChunks],
+            ),
+        )
+        .await
+        .check_status(200);
+        read(&app, b"not snappy".to_vec()).await.check_status(400);
+        let unknown = ReadRequest {
+            queries: vec![],
+            accepted_response_types: vec![5],
+        };
+        let resp = read(
+            &app,
+            snap::raw::Encoder::new()
+                .compress_vec(&unknown.encode_to_vec())
+                .unwrap(),
+        )
+        .await;
+        resp.check_status(400);
+        assert!(
+            resp.body
+                .contains("server does not support any of the requested response types")
+        );
+        read(&app, body(vec![(0, 1, vec![re("job", "(")])], &[]))
+            .await
+            .check_status(400);
+    }
+}

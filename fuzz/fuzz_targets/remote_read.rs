@@ -1,0 +1,27 @@
+//! Remote read request decoding of arbitrary bytes (snappy-compressed, and
+//! as the protobuf itself once compressed): it must return, never panic or
+//! allocate past the request limit; whatever decodes must give its response
+//! type and matchers without panicking, and re-encode to the same request.
+#![no_main]
+
+use cairn_protocols::remote_read::{ReadRequest, decode_request};
+use libfuzzer_sys::fuzz_target;
+use prost::Message;
+
+fuzz_target!(|data: &[u8]| {
+    let compressed = snap::raw::Encoder::new().compress_vec(data).expect("compressible");
+    for body in [data, compressed.as_slice()] {
+        let Ok(request) = decode_request(body) else {
+            continue;
+        };
+        let _ = request.response_type();
+        for q in &request.queries {
+            let _ = q.matchers();
+        }
+        let again = snap::raw::Encoder::new()
+            .compress_vec(&request.encode_to_vec())
+            .expect("compressible");
+        let back: ReadRequest = decode_request(&again).expect("re-encoded request decodes");
+        assert_eq!(back, request);
+    }
+});
