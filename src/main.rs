@@ -167,6 +167,7 @@ fn main() -> anyhow::Result<()> {
         remote_read_sample_limit: cli.remote_read_sample_limit,
         remote_read_concurrency: cli.remote_read_concurrent_limit,
         remote_read_max_bytes_in_frame: cli.remote_read_max_bytes_in_frame,
+        lookback_delta_ms: i64::try_from(cli.query_lookback_delta.as_millis()).unwrap_or(i64::MAX),
         ..cairn_http::ApiConfig::default()
     };
     if storage.wal_sync == cairn_tsdb::WalSync::EveryCommit {

@@ -20,10 +20,11 @@ use std::io::Write;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use cairn_model::{Matcher, is_stale_nan};
-use cairn_storage::{SelectHints, Series, SeriesSet, StorageError};
+use cairn_model::is_stale_nan;
+use cairn_storage::{SelectHints, StorageError};
 
 use crate::body_stream::{ChunkSink, stream_blocking};
+use crate::merged_series::MergedSeries;
 use crate::{ApiError, AppState, LabelsJson, MAX_TIME, Params, parse_match_params, time_range};
 
 pub async fn export(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
@@ -37,70 +38,19 @@ pub async fn export(State(state): State<AppState>, params: Params) -> Result<Res
     let body = stream_blocking(
         "export",
         state.config().export_chunk_bytes,
-        move || Ok(open(&*storage, start, end, &sets)?),
+        move || {
+            Ok(MergedSeries::select(
+                &*storage,
+                start,
+                end,
+                &SelectHints::default(),
+                &sets,
+            )?)
+        },
         |series, sink| stream(series, sink).map_err(|e| e.to_string()),
     )
     .await?;
     Ok(([(header::CONTENT_TYPE, "application/stream+json")], body).into_response())
-}
-
-/// Selects every matcher set and merges the results into one sorted,
-/// duplicate-free sequence of series.
-fn open(
-    storage: &dyn cairn_storage::Storage,
-    start: i64,
-    end: i64,
-    sets: &[Vec<Matcher>],
-) -> Result<MergedSeries, StorageError> {
-    let querier = storage.querier(start, end)?;
-    let hints = SelectHints::default();
-    let mut sources = Vec::with_capacity(sets.len());
-    for set in sets {
-        sources.push(querier.select(&hints, set)?.peekable());
-    }
-    // The series sets stay valid after the querier is dropped only if the
-    // implementation says so; keep it alive with them to be safe.
-    Ok(MergedSeries {
-        sources,
-        _querier: querier,
-    })
-}
-
-/// A k-way merge of sorted series sets; equal label sets (the same series
-/// selected by two `match[]`) are yielded once.
-struct MergedSeries {
-    sources: Vec<std::iter::Peekable<SeriesSet>>,
-    _querier: Box<dyn cairn_storage::Querier>,
-}
-
-impl Iterator for MergedSeries {
-    type Item = Result<Series, StorageError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        // Errors surface first, in source order.
-        for src in &mut self.sources {
-            if matches!(src.peek(), Some(Err(_))) {
-                return src.next();
-            }
-        }
-        let min = self
-            .sources
-            .iter_mut()
-            .enumerate()
-            .filter_map(|(i, s)| match s.peek() {
-                Some(Ok(series)) => Some((i, series.labels.clone())),
-                _ => None,
-            })
-            .min_by(|a, b| a.1.cmp(&b.1))?;
-        let (idx, labels) = min;
-        let out = self.sources[idx].next();
-        for (i, src) in self.sources.iter_mut().enumerate() {
-            if i != idx && matches!(src.peek(), Some(Ok(s)) if s.labels == labels) {
-                src.next();
-            }
-        }
-        out
-    }
 }
 
 /// Writes each series as one JSON line. Returns early and quietly when the

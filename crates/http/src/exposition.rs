@@ -58,7 +58,7 @@ impl Exposition {
 }
 
 /// Escapes `\`, `"` and newlines, as the text format requires in label values.
-fn escape_label_value(dst: &mut String, v: &str) {
+pub(crate) fn escape_label_value(dst: &mut String, v: &str) {
     for c in v.chars() {
         match c {
             '\\' => dst.push_str("\\\\"),

@@ -16,10 +16,12 @@ mod empty;
 mod error;
 mod export;
 mod exposition;
+mod federate;
 mod health;
 mod import;
 mod influx;
 pub mod ingest;
+mod merged_series;
 mod metadata;
 mod metrics;
 mod opentsdb;
@@ -96,6 +98,9 @@ pub struct ApiConfig {
     /// Size past which a streamed remote read cuts a series into another
     /// frame. Default 1 MiB.
     pub remote_read_max_bytes_in_frame: usize,
+    /// How far back `/federate` looks for a series' newest sample, in ms:
+    /// the query lookback delta. Default 5 minutes.
+    pub lookback_delta_ms: i64,
 }
 
 /// The process' configuration as `/api/v1/status/*` report it.
@@ -123,6 +128,7 @@ impl Default for ApiConfig {
             remote_read_sample_limit: 50_000_000,
             remote_read_concurrency: 10,
             remote_read_max_bytes_in_frame: 1 << 20,
+            lookback_delta_ms: 5 * 60 * 1000,
         }
     }
 }
@@ -271,6 +277,7 @@ pub fn api_routes() -> Router<AppState> {
         .route("/api/v1/labels", get(series::labels).post(series::labels))
         .route("/api/v1/label/{name}/values", get(series::label_values))
         .route("/api/v1/export", get(export::export).post(export::export))
+        .route("/federate", get(federate::federate).post(federate::federate))
         .route("/api/v1/metadata", get(metadata::metadata))
         .route("/api/v1/status/tsdb", get(status::tsdb_status))
         .route("/api/v1/status/flags", get(server_status::flags))

@@ -110,6 +110,16 @@ impl TestApp {
         app.commit().unwrap();
     }
 
+    /// Writes one series of these labels straight into storage.
+    pub fn write_labels(&self, labels: &[(&str, &str)], samples: &[(i64, f64)]) {
+        use cairn_storage::Appendable;
+        let mut app = self.storage.appender();
+        let samples: Vec<Sample> = samples.iter().map(|&(t, v)| Sample::new(t, v)).collect();
+        app.append(&Labels::from_pairs(labels.iter().copied()), &samples)
+            .unwrap();
+        app.commit().unwrap();
+    }
+
     pub async fn request(&self, req: Request<Body>) -> TestResponse {
         let resp = self.router.clone().oneshot(req).await.unwrap();
         let status = resp.status().as_u16();

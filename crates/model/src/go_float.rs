@@ -82,6 +82,22 @@ pub fn format_f(v: f64) -> String {
     }
 }
 
+/// Appends `v` as the text exposition format writes sample values (Go's
+/// `strconv.AppendFloat(v, 'g', -1, 64)`, the specials spelled `NaN`,
+/// `+Inf`, `-Inf`): plain, unless the decimal exponent is below -4 or at
+/// least 6, then as [`push_go_sci`] (`1e+06`, `1.5e-07`).
+pub fn push_exposition(out: &mut String, v: f64) {
+    match v {
+        _ if v.is_nan() => out.push_str("NaN"),
+        f64::INFINITY => out.push_str("+Inf"),
+        f64::NEG_INFINITY => out.push_str("-Inf"),
+        _ => match Decimal::of(v) {
+            Some(d) if d.exp < -4 || d.exp >= 6 => push_go_sci(out, v),
+            _ => push_plain(out, v),
+        },
+    }
+}
+
 /// Appends [`shortest_plain`]'s text for `v` to `out`.
 pub fn push_plain(out: &mut String, v: f64) {
     if v.is_finite() && v != 0.0 {
@@ -192,6 +208,33 @@ impl Decimal {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Values from Go: `strconv.FormatFloat(v, 'g', -1, 64)`.
+    #[test]
+    fn exposition_values_are_gos_g_format() {
+        for (v, want) in [
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1.0, "1"),
+            (-1.0, "-1"),
+            (123_456.0, "123456"),
+            (1e6, "1e+06"),
+            (1_234_567.0, "1.234567e+06"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (1e21, "1e+21"),
+            (-2.5e300, "-2.5e+300"),
+            (551.517_150_878_906_2, "551.5171508789062"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+        ] {
+            let mut out = String::new();
+            push_exposition(&mut out, v);
+            assert_eq!(out, want, "{v:e}");
+        }
+    }
 
     /// The previous implementation, from exact decimal expansions: slow,
     /// independent of Ryū, kept as the oracle.
