@@ -174,6 +174,14 @@ fn main() -> anyhow::Result<()> {
         api.inline_write_max_body_bytes = 0;
     }
     api.status.flags = flags;
+    api.status.build = cairn_http::BuildInfo {
+        version: env!("CARGO_PKG_VERSION").into(),
+        revision: env!("CAIRN_BUILD_REVISION").into(),
+        branch: env!("CAIRN_BUILD_BRANCH").into(),
+        build_user: env!("CAIRN_BUILD_USER").into(),
+        build_date: env!("CAIRN_BUILD_DATE").into(),
+        rustc: env!("CAIRN_BUILD_RUSTC").into(),
+    };
     if cli.query_lookback_delta.is_zero() {
         anyhow::bail!("--query.lookback-delta must be positive");
     }

@@ -377,6 +377,24 @@ fn graceful_restart_keeps_all_data() {
         assert_eq!(b.labels, a.labels);
         assert_eq!(b.samples, a.samples, "{:?}", b.labels);
     }
+    // The flushed data is in parts on disk, listed in Prometheus' block shape.
+    let blocks = c.get("/api/v1/status/tsdb/blocks").json();
+    let blocks = blocks["data"]["blocks"].as_array().expect("blocks").clone();
+    assert!(!blocks.is_empty());
+    let samples: u64 = blocks.iter().map(|b| b["stats"]["numSamples"].as_u64().unwrap()).sum();
+    assert_eq!(samples, 100 * 100 + 2);
+    for b in &blocks {
+        let name = b["ulid"].as_str().unwrap();
+        assert!(srv.data_dir.join(name).is_file(), "{name} is a part file");
+        assert_eq!(b["inMemory"], false);
+        assert!(
+            b["minTime"].as_i64().unwrap() >= t0 && b["maxTime"].as_i64().unwrap() > b["minTime"].as_i64().unwrap()
+        );
+        assert!(b["stats"]["numSeries"].as_u64().unwrap() >= 1);
+        assert!(b["stats"]["numChunks"].as_u64().unwrap() >= b["stats"]["numSeries"].as_u64().unwrap());
+    }
+    let replay = c.get("/api/v1/status/walreplay").json();
+    assert_eq!(replay["data"]["current"], replay["data"]["max"], "{replay}");
     // And again, after more writes, with a kill -9 this time.
     c.write(&[series(&[("__name__", "stale_one")], &[(t0 + 2, 7.0)])]);
     srv.kill9();

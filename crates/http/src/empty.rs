@@ -1,7 +1,7 @@
 //! Valid, empty answers for Prometheus endpoints whose features Cairn does
-//! not have yet (rules, alerts, scrape targets, alertmanagers, exemplars), so
-//! Grafana and other clients work unchanged. Parameters are validated as
-//! Prometheus validates them.
+//! not have yet (rules, alerts, scrape targets and pools, alertmanagers,
+//! exemplars, notifications), so Grafana and other clients work unchanged.
+//! Parameters are validated as Prometheus validates them.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -12,7 +12,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::{ApiError, MAX_TIME, MIN_TIME, Params, Success, invalid_param, parse_match_params, time_param};
+use crate::{
+    ApiError, MAX_TIME, MIN_TIME, Params, Success, invalid_param, parse_match_params, parse_selector, time_param,
+};
 
 /// `GET /api/v1/rules`: `{"groups":[]}`. `type` must be `alert` or `record`
 /// if given; `match[]` must parse.
@@ -98,6 +100,78 @@ fn has_selector(expr: &Expr) -> bool {
     f.0
 }
 
+/// `GET /api/v1/scrape_pools`: none, Cairn does not scrape.
+pub async fn scrape_pools() -> Success<serde_json::Value> {
+    Success::new(json!({ "scrapePools": [] }))
+}
+
+/// `GET /api/v1/targets/metadata`: `[]` (metadata of scraped targets) after
+/// Prometheus' checks of `limit` and `match_target`.
+pub async fn targets_metadata(params: Params) -> Result<Success<serde_json::Value>, ApiError> {
+    if let Some(limit) = params.get("limit")
+        && limit.parse::<i64>().is_err()
+    {
+        return Err(ApiError::bad_data("limit must be a number"));
+    }
+    if let Some(target) = params.get("match_target").filter(|t| !t.is_empty()) {
+        parse_selector(target).map_err(|e| invalid_param("match_target", e.message))?;
+    }
+    Ok(Success::new(json!([])))
+}
+
+/// `GET /api/v1/targets/relabel_steps`: Prometheus' errors for a missing
+/// parameter, and for the pool, which cannot exist without scraping.
+pub async fn targets_relabel_steps(params: Params) -> Result<Success<serde_json::Value>, ApiError> {
+    let pool = params
+        .get("scrapePool")
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| ApiError::bad_data("no scrapePool parameter provided"))?;
+    let labels = params
+        .get("labels")
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| ApiError::bad_data("no labels parameter provided"))?;
+    serde_json::from_str::<BTreeMap<String, String>>(labels)
+        .map_err(|e| ApiError::bad_data(format!("error parsing labels: {e}")))?;
+    Err(ApiError::bad_data(format!(
+        "error retrieving scrape config: scrape pool {pool:?} not found"
+    )))
+}
+
+/// `GET /api/v1/notifications`: `[]`.
+pub async fn notifications() -> Success<serde_json::Value> {
+    Success::new(json!([]))
+}
+
+/// `GET /api/v1/notifications/live`: a server-sent event stream that stays
+/// open and, Cairn raising no notifications yet, sends none.
+pub async fn notifications_live() -> Response {
+    struct Silent;
+    impl futures_core::Stream for Silent {
+        type Item = Result<axum::body::Bytes, std::convert::Infallible>;
+        fn poll_next(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Self::Item>> {
+            // Never ready: the stream ends when the client goes away.
+            std::task::Poll::Pending
+        }
+    }
+    (
+        [
+            (axum::http::header::CONTENT_TYPE, "text/event-stream"),
+            (axum::http::header::CACHE_CONTROL, "no-cache"),
+        ],
+        axum::body::Body::from_stream(Silent),
+    )
+        .into_response()
+}
+
+/// `GET|POST /api/v1/search/*`: Prometheus' answer with its search API off
+/// (its default), which Cairn does not have.
+pub async fn search_disabled() -> ApiError {
+    ApiError::new(crate::ErrorType::Unavailable, "search API disabled")
+}
+
 #[cfg(test)]
 mod tests {
     use crate::test_util::*;
@@ -163,5 +237,53 @@ mod tests {
         let resp = app.get("/api/v1/query_exemplars?query=sum(").await;
         resp.check_status(400);
         assert!(resp.body.contains(r#""errorType":"bad_data""#), "{}", resp.body);
+    }
+
+    #[tokio::test]
+    async fn scrape_pools_target_metadata_relabel_steps_and_notifications() {
+        let app = TestApp::new();
+        app.get("/api/v1/scrape_pools")
+            .await
+            .check(200, r#"{"status":"success","data":{"scrapePools":[]}}"#);
+        for path in [
+            "/api/v1/targets/metadata",
+            "/api/v1/targets/metadata?match_target={job=\"x\"}&metric=up&limit=5",
+        ] {
+            app.get(path).await.check(200, r#"{"status":"success","data":[]}"#);
+        }
+        app.get("/api/v1/targets/metadata?limit=x")
+            .await
+            .check_error(400, "bad_data", "limit must be a number");
+        app.get("/api/v1/targets/metadata?match_target={")
+            .await
+            .check_status(400);
+        app.get("/api/v1/targets/relabel_steps")
+            .await
+            .check_error(400, "bad_data", "no scrapePool parameter provided");
+        app.get("/api/v1/targets/relabel_steps?scrapePool=x").await.check_error(
+            400,
+            "bad_data",
+            "no labels parameter provided",
+        );
+        app.get("/api/v1/targets/relabel_steps?scrapePool=x&labels={}")
+            .await
+            .check_error(
+                400,
+                "bad_data",
+                r#"error retrieving scrape config: scrape pool "x" not found"#,
+            );
+        app.get("/api/v1/notifications")
+            .await
+            .check(200, r#"{"status":"success","data":[]}"#);
+        let live = app.request(
+            axum::http::Request::get("/api/v1/notifications/live")
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        );
+        let open = tokio::time::timeout(std::time::Duration::from_millis(200), live).await;
+        assert!(open.is_err(), "the event stream stays open");
+        app.get("/api/v1/search/metric_names")
+            .await
+            .check_error(503, "unavailable", "search API disabled");
     }
 }

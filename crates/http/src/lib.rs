@@ -12,6 +12,7 @@
 
 mod admin;
 mod body_stream;
+mod cors;
 mod empty;
 mod error;
 mod export;
@@ -47,7 +48,7 @@ use std::time::SystemTime;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use cairn_storage::Storage;
+use cairn_storage::{Storage, WalReplay};
 
 pub use cairn_protocols::DecodeLimits;
 
@@ -61,6 +62,7 @@ pub use params::{
 };
 pub use response::{LabelsJson, Success, format_value, json_response, push_value};
 pub use selector::{parse_match_params, parse_selector};
+pub use server_status::PROMETHEUS_API_VERSION;
 
 /// Tunables of the HTTP API.
 #[derive(Debug, Clone)]
@@ -112,6 +114,24 @@ pub struct StatusInfo {
     pub config_yaml: String,
     /// `storageRetention` of `/api/v1/status/runtimeinfo`, e.g. `31d`.
     pub storage_retention: String,
+    /// What `/api/v1/status/buildinfo` reports of the build.
+    pub build: BuildInfo,
+}
+
+/// The build of the running binary (its `build.rs` finds these).
+#[derive(Debug, Clone, Default)]
+pub struct BuildInfo {
+    /// Cairn's own version, e.g. `0.1.0`.
+    pub version: String,
+    /// Git commit.
+    pub revision: String,
+    pub branch: String,
+    /// `user@host` that built it.
+    pub build_user: String,
+    /// `YYYYMMDD-HH:MM:SS`, UTC.
+    pub build_date: String,
+    /// The compiler, e.g. `rustc 1.95.0 (...)`.
+    pub rustc: String,
 }
 
 impl Default for ApiConfig {
@@ -143,6 +163,7 @@ pub struct AppState {
     metadata: Arc<MetadataStore>,
     started: SystemTime,
     remote_read_slots: Arc<tokio::sync::Semaphore>,
+    wal_replay: Arc<WalReplay>,
 }
 
 impl AppState {
@@ -152,6 +173,7 @@ impl AppState {
             storage,
             ready: Arc::new(AtomicBool::new(true)),
             remote_read_slots: Arc::new(tokio::sync::Semaphore::new(config.remote_read_concurrency.max(1))),
+            wal_replay: Arc::default(),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),
             metadata: Arc::new(MetadataStore::new()),
@@ -165,6 +187,15 @@ impl AppState {
 
     pub fn config(&self) -> &ApiConfig {
         &self.config
+    }
+
+    /// The same state, reporting the progress of this WAL replay.
+    pub fn with_wal_replay(self, wal_replay: Arc<WalReplay>) -> Self {
+        Self { wal_replay, ..self }
+    }
+
+    pub fn wal_replay(&self) -> &WalReplay {
+        &self.wal_replay
     }
 
     /// Slots of the remote reads that may run at once.
@@ -283,6 +314,18 @@ pub fn api_routes() -> Router<AppState> {
         .route("/api/v1/status/flags", get(server_status::flags))
         .route("/api/v1/status/config", get(server_status::config))
         .route("/api/v1/status/runtimeinfo", get(server_status::runtime_info))
+        .route("/api/v1/status/buildinfo", get(server_status::build_info))
+        .route("/api/v1/status/walreplay", get(server_status::wal_replay))
+        .route("/api/v1/status/tsdb/blocks", get(server_status::tsdb_blocks))
+        .route("/api/v1/scrape_pools", get(empty::scrape_pools))
+        .route("/api/v1/targets/metadata", get(empty::targets_metadata))
+        .route("/api/v1/targets/relabel_steps", get(empty::targets_relabel_steps))
+        .route("/api/v1/notifications", get(empty::notifications))
+        .route("/api/v1/notifications/live", get(empty::notifications_live))
+        .route(
+            "/api/v1/search/{kind}",
+            get(empty::search_disabled).post(empty::search_disabled),
+        )
         .route("/api/v1/rules", get(empty::rules))
         .route("/api/v1/alerts", get(empty::alerts))
         .route("/api/v1/targets", get(empty::targets))
@@ -317,6 +360,7 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
         .layer(DefaultBodyLimit::max(state.config.max_request_body_bytes))
+        .layer(axum::middleware::from_fn(cors::cors))
         .with_state(state)
 }
 

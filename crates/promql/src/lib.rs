@@ -40,7 +40,13 @@ use std::time::{Duration, Instant};
 
 use cairn_storage::{Queryable, StorageError};
 
+pub use ops::supports_operator;
 pub use step_split::StepSplit;
+
+/// Whether the engine evaluates the PromQL function `name`.
+pub fn supports_function(name: &str) -> bool {
+    func::Func::of(name).is_some()
+}
 pub use value::{FloatHistogram, InstantSample, RangeSeries, SampleValue, Value};
 
 /// Engine-wide settings.

@@ -39,6 +39,12 @@ pub(crate) enum BinOp {
     Unless,
 }
 
+/// Whether the engine evaluates the binary operator or aggregation spelled
+/// `name` (`+`, `and`, `atan2`, `topk`, ...).
+pub fn supports_operator(name: &str) -> bool {
+    BinOp::ALL.iter().any(|(n, _)| *n == name) || AggOp::ALL.iter().any(|(n, _)| *n == name)
+}
+
 impl BinOp {
     const ALL: [(&'static str, BinOp); 16] = [
         ("+", Self::Add),

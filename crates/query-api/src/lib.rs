@@ -1,12 +1,15 @@
 //! Prometheus' query endpoints over [`cairn_promql`]:
 //! `/api/v1/query`, `/api/v1/query_range` (GET and form POST),
-//! `/api/v1/format_query`, `/api/v1/parse_query` and `/api/v1/status/buildinfo`.
+//! `/api/v1/format_query`, `/api/v1/parse_query` and `/api/v1/explain`.
 //!
 //! Mounted by `cairn-server` with `cairn_http::router_with(state, routes())`,
 //! so the paths also work under `/prometheus` and get request metrics.
 //! Responses are written by hand to match Prometheus' JSON byte for byte:
 //! timestamps as `sec.mmm` numbers and values as strings formatted like Go's
 //! `strconv.FormatFloat(v, 'f' or 'e', -1, 64)`.
+
+mod ast_json;
+mod features;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -26,9 +29,6 @@ use cairn_model::Labels;
 use cairn_promql::{Engine, ErrorKind, Parsed, QueryError, QueryOptions, QueryResult, SampleValue, Value};
 use cairn_storage::Storage;
 
-/// Version reported by buildinfo: Grafana needs ≥ 2.24.0 for its cheap label endpoints.
-pub const PROMETHEUS_COMPAT_VERSION: &str = "3.0.0";
-
 pub use cairn_promql::{EngineOptions, StepSplit};
 
 /// The query routes, for [`cairn_http::router_with`], evaluating with an
@@ -40,7 +40,7 @@ pub fn routes(options: EngineOptions) -> Router<AppState> {
         .route("/api/v1/format_query", get(format_query).post(format_query))
         .route("/api/v1/parse_query", get(parse_query).post(parse_query))
         .route("/api/v1/explain", get(explain).post(explain))
-        .route("/api/v1/status/buildinfo", get(buildinfo))
+        .route("/api/v1/features", get(features::features))
         .layer(Extension(Arc::new(Engine::new(options))))
 }
 
@@ -236,16 +236,12 @@ async fn parse_query(params: Params) -> Result<Response, ApiError> {
     let ast = cairn_promql::parse(expr).map_err(query_error)?;
     // Through `Value` (sorted maps), so keys come out sorted as Go's maps do.
     let data = serde_json::to_value(&ast)
-        .and_then(|v| serde_json::to_string(&v))
+        .and_then(|mut v| {
+            ast_json::to_prometheus(&mut v);
+            serde_json::to_string(&v)
+        })
         .map_err(|e| ApiError::internal(format!("cannot encode AST: {e}")))?;
     Ok(json(format!(r#"{{"status":"success","data":{data}}}"#)))
-}
-
-async fn buildinfo() -> Response {
-    let mut body = String::from(r#"{"status":"success","data":{"version":"#);
-    push_json_str(&mut body, PROMETHEUS_COMPAT_VERSION);
-    body.push_str(r#","revision":"cairn","branch":"","buildUser":"","buildDate":"","goVersion":""}}"#);
-    json(body)
 }
 
 fn json(body: String) -> Response {

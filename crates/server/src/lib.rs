@@ -67,7 +67,7 @@ pub async fn run(
     let mut api = config.api.clone();
     api.status.config_yaml = config_yaml(&config);
     api.status.storage_retention = cairn_http::format_duration(ms(config.storage.retention));
-    let state = AppState::new(storage.clone(), api);
+    let state = AppState::new(storage.clone(), api).with_wal_replay(config.storage.wal_replay.clone());
     state.set_ready(false);
     let app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));
     let server = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });

@@ -5,7 +5,8 @@ use std::sync::{Arc, OnceLock};
 
 use cairn_model::{Labels, Matcher, Sample};
 use cairn_storage::{
-    Admin, Appendable, Appender, CommitReport, Querier, Queryable, Storage, StorageError, StorageStats, TsdbStatus,
+    Admin, Appendable, Appender, CommitReport, PartInfo, Querier, Queryable, Storage, StorageError, StorageStats,
+    TsdbStatus,
 };
 
 #[derive(Default)]
@@ -51,6 +52,10 @@ impl Admin for OpeningStorage {
 
     fn stats(&self) -> StorageStats {
         self.get().map(|s| s.stats()).unwrap_or_default()
+    }
+
+    fn parts(&self) -> Result<Vec<PartInfo>, StorageError> {
+        self.get()?.parts()
     }
 }
 

@@ -33,6 +33,27 @@ pub trait Admin: Send + Sync {
 
     /// Counters and gauges for self-monitoring.
     fn stats(&self) -> StorageStats;
+
+    /// The immutable parts samples are stored in, oldest day first
+    /// (`/api/v1/status/tsdb/blocks`).
+    fn parts(&self) -> Result<Vec<PartInfo>, StorageError>;
+}
+
+/// One stored part, as `/api/v1/status/tsdb/blocks` lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartInfo {
+    /// Unique in the store: the part's file under the data directory, or
+    /// its day and sequence range while it is only in memory.
+    pub name: String,
+    pub min_time: i64,
+    pub max_time: i64,
+    pub samples: u64,
+    pub series: u64,
+    /// Compressed blocks (Prometheus' chunks).
+    pub blocks: u64,
+    pub bytes: u64,
+    /// Not yet written to disk (its samples are in the WAL).
+    pub in_memory: bool,
 }
 
 /// The body of `/api/v1/status/tsdb`.

@@ -18,8 +18,9 @@ pub mod conformance;
 mod error;
 mod mem;
 mod query;
+mod wal_replay;
 
-pub use admin::{Admin, RejectReason, StorageStats, TsdbStatus};
+pub use admin::{Admin, PartInfo, RejectReason, StorageStats, TsdbStatus};
 pub use append::{Appendable, Appender, CommitReport};
 pub use conformance::Storage;
 pub use error::{ErrorKind, StorageError};
@@ -28,3 +29,4 @@ pub use query::{
     Querier, Queryable, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, Shard, ShardBy, VecSampleBlocks,
     collect_samples,
 };
+pub use wal_replay::{WalReplay, WalReplayStatus};

@@ -5,8 +5,8 @@ use cairn_model::{Labels, Matcher, Sample};
 use parking_lot::RwLock;
 
 use crate::{
-    Admin, Appendable, Appender, CommitReport, Querier, Queryable, SelectHints, Series, SeriesSet, StorageError,
-    StorageStats, TsdbStatus, VecSampleBlocks,
+    Admin, Appendable, Appender, CommitReport, PartInfo, Querier, Queryable, SelectHints, Series, SeriesSet,
+    StorageError, StorageStats, TsdbStatus, VecSampleBlocks,
 };
 
 type Data = BTreeMap<Labels, BTreeMap<i64, f64>>;
@@ -176,5 +176,10 @@ impl Admin for MemStorage {
             head_samples: data.values().map(|s| s.len() as u64).sum(),
             ..StorageStats::default()
         }
+    }
+
+    /// Samples are held as they come, in no part.
+    fn parts(&self) -> Result<Vec<PartInfo>, StorageError> {
+        Ok(Vec::new())
     }
 }

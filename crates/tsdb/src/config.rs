@@ -1,5 +1,8 @@
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
+
+use cairn_storage::WalReplay;
 
 /// How the WAL reaches stable storage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +43,8 @@ pub struct Config {
     pub idle_merge_after: Duration,
     /// Run the background threads (tests turn them off to drive maintenance by hand).
     pub background: bool,
+    /// Where opening reports how far its WAL replay has come.
+    pub wal_replay: Arc<WalReplay>,
 }
 
 impl Config {
@@ -64,6 +69,7 @@ impl Config {
             maintenance_interval: Duration::from_secs(5),
             idle_merge_after: Duration::from_secs(60),
             background: true,
+            wal_replay: Arc::default(),
         }
     }
 }

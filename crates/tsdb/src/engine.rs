@@ -8,7 +8,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use cairn_model::{Labels, Matcher};
 use cairn_storage::{
-    Admin, Appendable, Appender, Querier, Queryable, RejectReason, StorageError, StorageStats, TsdbStatus,
+    Admin, Appendable, Appender, PartInfo, Querier, Queryable, RejectReason, StorageError, StorageStats, TsdbStatus,
 };
 use parking_lot::{Condvar, Mutex, RwLock};
 use rayon::prelude::*;
@@ -234,12 +234,16 @@ impl Inner {
     }
 
     fn replay_wal(&self, wal_dir: &Path) -> Result<(), StorageError> {
-        let active = wal::list_segments(wal_dir)?.last().copied().unwrap_or(0);
+        let segments = wal::list_segments(wal_dir)?;
+        let active = segments.last().copied().unwrap_or(0);
+        let progress = &self.config.wal_replay;
+        progress.start(segments.first().copied().unwrap_or(0), active);
         let started = Instant::now();
         let mut records = 0u64;
         let min_t = self.min_valid_t();
         let mut scratch = Vec::new();
         wal::replay(wal_dir, active, |segment, payload| {
+            progress.at(segment);
             let days = record::decode_batch(payload, &mut scratch).map_err(|reason| StorageError::Corrupt {
                 path: wal_dir.to_path_buf(),
                 reason: format!("undecodable record in segment {segment}: {reason}"),
@@ -275,6 +279,8 @@ impl Inner {
             }
             Ok(())
         })?;
+        // Done: a last segment without records was not visited.
+        progress.at(active);
         self.flush()?;
         if records > 0 {
             tracing::info!(
@@ -506,5 +512,32 @@ impl Admin for Tsdb {
             flushes_total: c.flushes.load(Ordering::Relaxed),
             maintenance_cpu_seconds_total: c.maintenance_cpu_nanos.load(Ordering::Relaxed) as f64 / 1e9,
         }
+    }
+
+    fn parts(&self) -> Result<Vec<PartInfo>, StorageError> {
+        let partitions: Vec<_> = self.inner.partitions.read().values().cloned().collect();
+        let root = &self.inner.config.path;
+        let mut out = Vec::new();
+        for p in partitions {
+            let parts = p.snapshot().parts;
+            for part in parts.all() {
+                let meta = part.meta();
+                let name = match part.path() {
+                    Some(path) => path.strip_prefix(root).unwrap_or(path).display().to_string(),
+                    None => format!("{}/memory-{}-{}", p.day, meta.min_seq, meta.max_seq),
+                };
+                out.push(PartInfo {
+                    name,
+                    min_time: meta.mint,
+                    max_time: meta.maxt,
+                    samples: meta.samples,
+                    series: part.series_count(),
+                    blocks: part.block_count() as u64,
+                    bytes: part.size_bytes(),
+                    in_memory: !part.is_file(),
+                });
+            }
+        }
+        Ok(out)
     }
 }

@@ -268,6 +268,12 @@ impl Part {
         self.index.len()
     }
 
+    /// Distinct series with blocks here (walks the whole block index).
+    pub fn series_count(&self) -> u64 {
+        let mut last = None;
+        self.blocks().filter(|b| last.replace(b.id) != Some(b.id)).count() as u64
+    }
+
     /// Every block, in (id, mint) order.
     pub fn blocks(&self) -> impl Iterator<Item = BlockRef> + '_ {
         self.index.iter_from(0)
