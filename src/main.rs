@@ -105,6 +105,12 @@ struct Cli {
     #[arg(long = "query.step-split", default_value = "auto", value_parser = step_split)]
     query_step_split: cairn_server::StepSplit,
 
+    /// Remove `__name__` when a query ends rather than where a function or
+    /// operator drops it, as Prometheus' `promql-delayed-name-removal`
+    /// feature does (off in a Prometheus 3.14 server, and here).
+    #[arg(long = "query.delayed-name-removal")]
+    query_delayed_name_removal: bool,
+
     /// Log filter, e.g. info, debug, cairn_tsdb=debug.
     #[arg(long = "log.level", default_value = "info")]
     log_level: String,
@@ -191,6 +197,7 @@ fn main() -> anyhow::Result<()> {
         max_series: cli.query_max_series,
         lookback_delta: cli.query_lookback_delta,
         step_split: cli.query_step_split,
+        delayed_name_removal: cli.query_delayed_name_removal,
         ..cairn_server::EngineOptions::default()
     };
     let config = cairn_server::ServerConfig {

@@ -147,9 +147,21 @@ const MAX_DIFF_LINES: usize = 8;
 pub fn diff(prom: &Answer, cairn: &Answer, order: Order) -> Option<String> {
     let mut out = String::new();
     match (prom, cairn) {
-        (Answer::Error { error_type: a, .. }, Answer::Error { error_type: b, .. }) => {
+        (
+            Answer::Error {
+                error_type: a,
+                message: am,
+            },
+            Answer::Error {
+                error_type: b,
+                message: bm,
+            },
+        ) => {
+            let duplicate = |m: &str| m.contains("vector cannot contain metrics with the same labelset");
             if a != b {
                 let _ = write!(out, "both fail, errorType {a} vs {b}");
+            } else if duplicate(am) != duplicate(bm) {
+                let _ = write!(out, "both fail, prometheus: {am}, cairn: {bm}");
             }
         }
         (Answer::Scalar(ta, a), Answer::Scalar(tb, b)) => {

@@ -12,7 +12,7 @@ use promql_parser::parser::{AtModifier, Offset, VectorSelector};
 use crate::plan::{AggStrategy, Aggregate, MatcherSet, Node, Plan, Selector, Subquery};
 use crate::samples::{SampleColumns, Samples};
 use crate::select::{Budget, ReadOpts, Reduce, read_sharded};
-use crate::series::{Series, Val, cleanup};
+use crate::series::{Collision, Series, Val, cleanup, settle_names};
 use crate::steps::{Ctx, RangeArg};
 use crate::value::{InstantSample, RangeSeries, SampleValue, Value};
 use crate::{EngineOptions, QueryError, QueryOptions, QueryResult};
@@ -36,6 +36,8 @@ pub(crate) struct Ev<'a> {
     pub warnings: Vec<String>,
     pub infos: Vec<String>,
     range_query: bool,
+    /// [`crate::EngineOptions::delayed_name_removal`].
+    delayed_names: bool,
 }
 
 /// The query's lookback delta in ms: its own, else the engine's (5 m when
@@ -70,6 +72,7 @@ pub(crate) fn run(
         warnings: Vec::new(),
         infos: Vec::new(),
         range_query: !instant,
+        delayed_names: opts.delayed_name_removal,
     };
     let v = match &plan.split {
         Some(split) => crate::step_split::eval(&mut ev, &plan.root, split)?,
@@ -224,6 +227,7 @@ impl<'a> Ev<'a> {
             warnings: Vec::new(),
             infos: Vec::new(),
             range_query: self.range_query,
+            delayed_names: self.delayed_names,
         }
     }
 
@@ -376,7 +380,7 @@ impl<'a> Ev<'a> {
                         s.drop_name = true;
                         s.pts.iter_mut().for_each(|p| p.1 = -p.1);
                     }
-                    Ok(Val::Vector(ss))
+                    Ok(Val::Vector(settle_names(ss, Collision::AtOneStep, self.delayed_names)?))
                 }
                 v => Err(QueryError::BadData(format!(
                     "unary expression only allowed on expressions of type scalar or instant vector, got {}",
@@ -397,9 +401,23 @@ impl<'a> Ev<'a> {
                 })?;
                 Ok(Val::Matrix(out))
             }
-            Node::Call(call) => crate::functions::call(self, call, c),
+            Node::Call(call) => match crate::functions::call(self, call, c)? {
+                Val::Vector(ss) => {
+                    let range_arg = matches!(call.func, crate::func::Func::Range(_));
+                    let collision = if range_arg {
+                        Collision::Anywhere
+                    } else {
+                        Collision::AtOneStep
+                    };
+                    Ok(Val::Vector(settle_names(ss, collision, self.delayed_names)?))
+                }
+                v => Ok(v),
+            },
             Node::Aggregate(a) => self.eval_aggregate(a, c),
-            Node::Binary(b) => self.eval_binary(b, c),
+            Node::Binary(b) => match self.eval_binary(b, c)? {
+                Val::Vector(ss) => Ok(Val::Vector(settle_names(ss, Collision::AtOneStep, self.delayed_names)?)),
+                v => Ok(v),
+            },
         }
     }
 

@@ -71,6 +71,13 @@ pub struct EngineOptions {
     /// the grouping labels; below, it is evaluated node by node (on one
     /// thread it is always folded). Default 2 M (2^21); 0 folds every one.
     pub fold_sharded_min_points: usize,
+    /// Remove `__name__` when the query ends rather than where a function or
+    /// operator drops it (Prometheus' `promql-delayed-name-removal` feature,
+    /// on in its own PromQL tests). Off, as in a Prometheus 3.14 server:
+    /// series whose labels become equal once their names go are merged, or
+    /// are the error `vector cannot contain metrics with the same labelset`
+    /// where they meet.
+    pub delayed_name_removal: bool,
 }
 
 impl Default for EngineOptions {
@@ -83,6 +90,7 @@ impl Default for EngineOptions {
             max_points_per_series: 11_000,
             step_split: StepSplit::default(),
             fold_sharded_min_points: 1 << 21,
+            delayed_name_removal: false,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Intermediate results: series of points at the evaluation steps, and
 //! the helpers that build and check them.
 
-use foldhash::{HashMap, HashMapExt, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
 use cairn_model::{Label, Labels, METRIC_NAME};
 
@@ -70,6 +70,52 @@ pub(crate) fn cleanup(ss: Vec<Series>) -> Result<Vec<Series>> {
         }
     }
     Ok(out)
+}
+
+/// When two series collide once the names they drop are gone ([`settle_names`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Collision {
+    /// At all: the result of a function of a range vector (Prometheus'
+    /// check of the whole matrix).
+    Anywhere,
+    /// At a step both have a point (Prometheus' check of each step's vector).
+    AtOneStep,
+}
+
+/// Removes the names a node's result drops, as Prometheus 3 does where
+/// delayed name removal is off: series whose labels become equal are merged
+/// when their points do not share a step, and are otherwise the error
+/// `vector cannot contain metrics with the same labelset` (for a function
+/// of a range vector, whenever they become equal: Prometheus checks its
+/// whole result). With `delayed`, names stay until the query ends.
+pub(crate) fn settle_names(ss: Vec<Series>, collision: Collision, delayed: bool) -> Result<Vec<Series>> {
+    if delayed || !ss.iter().any(|s| s.drop_name) {
+        return Ok(ss);
+    }
+    // All dropping one name (or none): they stay distinct without it,
+    // which is the usual case, told by comparing names only.
+    let first = ss.first().and_then(|s| s.labels.metric_name());
+    if ss.iter().all(|s| s.drop_name && s.labels.metric_name() == first) {
+        let mut ss = ss;
+        for s in &mut ss {
+            s.labels.remove(METRIC_NAME);
+            s.drop_name = false;
+        }
+        return Ok(ss);
+    }
+    if collision == Collision::Anywhere {
+        let mut seen: HashSet<Labels> = HashSet::with_capacity(ss.len());
+        for s in &ss {
+            let mut labels = s.labels.clone();
+            if s.drop_name {
+                labels.remove(METRIC_NAME);
+            }
+            if !seen.insert(labels) {
+                return Err(dup_labelset());
+            }
+        }
+    }
+    cleanup(ss)
 }
 
 pub(crate) fn dup_labelset() -> QueryError {

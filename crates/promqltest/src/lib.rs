@@ -94,9 +94,19 @@ fn is_command(line: &str) -> bool {
     )
 }
 
-/// Runs a whole script and reports every eval.
+/// Runs a whole script and reports every eval, with the engine set as
+/// Prometheus' own PromQL tests set theirs ([`upstream_options`]).
 pub fn run_script(text: &str) -> Vec<EvalReport> {
-    run_script_with(text, EngineOptions::default())
+    run_script_with(text, upstream_options())
+}
+
+/// The options Prometheus runs its PromQL test scripts with where they
+/// differ from a server's defaults: delayed name removal on.
+pub fn upstream_options() -> EngineOptions {
+    EngineOptions {
+        delayed_name_removal: true,
+        ..EngineOptions::default()
+    }
 }
 
 /// [`run_script`] with engine options of the caller's choosing.

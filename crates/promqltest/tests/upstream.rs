@@ -79,7 +79,7 @@ fn upstream_outcomes_are_the_same_split_by_steps() {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().expect("pool");
     let split = cairn_promql::EngineOptions {
         step_split: cairn_promql::StepSplit::Always,
-        ..Default::default()
+        ..cairn_promqltest::upstream_options()
     };
     let mut compared = 0;
     for f in files {

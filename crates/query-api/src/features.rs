@@ -5,8 +5,11 @@
 //! scraping, service discovery, templating) are left out.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use axum::Extension;
 use cairn_http::Success;
+use cairn_promql::Engine;
 
 /// The functions Prometheus 3.14 lists, each answered by the engine.
 const FUNCTIONS: [&str; 90] = [
@@ -146,7 +149,8 @@ fn category(entries: &[(&'static str, bool)]) -> Category {
     entries.iter().copied().collect()
 }
 
-pub async fn features() -> Success<BTreeMap<&'static str, Category>> {
+pub async fn features(Extension(engine): Extension<Arc<Engine>>) -> Success<BTreeMap<&'static str, Category>> {
+    let delayed_name_removal = engine.options().delayed_name_removal;
     let mut operators: Category = OPERATORS
         .iter()
         .map(|&op| (op, cairn_promql::supports_operator(op)))
@@ -190,7 +194,7 @@ pub async fn features() -> Success<BTreeMap<&'static str, Category>> {
                 ("at_modifier", true),
                 ("bool", true),
                 ("by", true),
-                ("delayed_name_removal", false),
+                ("delayed_name_removal", delayed_name_removal),
                 ("duration_expr", false),
                 ("fill", false),
                 ("fill_left", false),

@@ -271,7 +271,9 @@ pub(crate) fn foldable(a: &Aggregate) -> Option<Foldable<'_>> {
         return None;
     };
     match sel.sets.as_slice() {
-        [set] if func.foldable() => Some(Foldable {
+        // Folded series are never gathered, so none may collide once the
+        // function drops their names (`check_dropped_names`): one name only.
+        [set] if func.foldable() && (func.keeps_name() || set.pins_metric_name()) => Some(Foldable {
             func,
             sel,
             range: *range,

@@ -128,6 +128,15 @@ pub(crate) struct MatcherSet {
     pub shards: usize,
 }
 
+impl MatcherSet {
+    /// Whether every series it selects has one and the same metric name.
+    pub fn pins_metric_name(&self) -> bool {
+        self.matchers
+            .iter()
+            .any(|m| m.name == cairn_model::METRIC_NAME && m.op == cairn_model::MatchOp::Equal)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Subquery {
     pub inner: Node,
