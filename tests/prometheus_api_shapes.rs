@@ -268,6 +268,47 @@ fn every_prometheus_endpoint_answers_with_prometheus_status_and_shape() {
         let (ps, _, _) = send(&prom.url(), method, path);
         assert_ne!(ps, 404, "{method} {path} is a Prometheus endpoint");
     }
+    // Error texts and annotations, word for word, where tools read them.
+    let errors = [
+        "rate(up[5m]",
+        r#"up{job="a""#,
+        "rate(up)",
+        "min_over_time(rate(up[5m]))",
+        "abs(1)",
+        "foo(up)",
+        "histogram_quantile(up)",
+        "rate(up[5m], 1)",
+        "topk(up, up)",
+        "count_values(up, up)",
+        "up[5m] + 1",
+        r#""a" + 1"#,
+        "up +",
+        "sum without () (up",
+        "sum(\n  rate(up)\n)",
+        "{}",
+        r#"label_replace(up, "a", "b", "c")"#,
+    ];
+    let annotated = [
+        "rate(up[5m])",
+        "sum(rate(up[5m]))",
+        "quantile(2, up)",
+        "quantile_over_time(2, up[5m])",
+    ];
+    for q in errors.iter().chain(&annotated) {
+        let body = |base: &str| -> Value {
+            http.get(format!("{base}/api/v1/query"))
+                .query(&[("query", *q), ("time", t.as_str())])
+                .send()
+                .and_then(|r| r.json())
+                .expect("query")
+        };
+        let (p, c) = (body(&prom.url()), body(&cairn.url()));
+        for key in ["error", "errorType", "warnings", "infos"] {
+            if p[key] != c[key] {
+                failures.push(format!("{q}: {key} {} from Prometheus, {} from Cairn", p[key], c[key]));
+            }
+        }
+    }
     println!("keys only Cairn writes:\n  {}", additions.join("\n  "));
     assert!(failures.is_empty(), "{}\n\n{}", failures.join("\n"), prom.log());
 }

@@ -25,6 +25,7 @@ mod kind;
 mod math;
 mod ops;
 mod plan;
+mod positions;
 mod rate;
 mod samples;
 mod select;
@@ -171,8 +172,12 @@ pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
     if cacheable && let Some(ast) = PARSED.get(expr) {
         return Ok(Expr::clone(&ast));
     }
-    let ast = promql_parser::parser::parse(&escapes::normalize_byte_escapes(expr))
-        .map_err(|e| QueryError::BadData(format!("invalid parameter \"query\": {e}")))?;
+    let ast = promql_parser::parser::parse(&escapes::normalize_byte_escapes(expr)).map_err(|e| {
+        QueryError::BadData(format!(
+            "invalid parameter \"query\": {}",
+            positions::parse_error(expr, &e)
+        ))
+    })?;
     if cacheable {
         PARSED.insert(expr, ast.clone());
     }
@@ -210,7 +215,7 @@ impl Engine {
             end: t,
             step: 0,
         };
-        self.parsed(&ast, ctx, qo, started)
+        self.parsed(expr, &ast, ctx, qo, started)
     }
 
     /// Parses `expr` to evaluate at every `step` (ms) from `start` to `end`
@@ -250,10 +255,17 @@ impl Engine {
                     .into(),
             ));
         }
-        self.parsed(&ast, ctx, qo, started)
+        self.parsed(expr, &ast, ctx, qo, started)
     }
 
-    fn parsed(&self, ast: &Expr, ctx: steps::Ctx, qo: &QueryOptions, started: Instant) -> Result<Parsed, QueryError> {
+    fn parsed(
+        &self,
+        text: &str,
+        ast: &Expr,
+        ctx: steps::Ctx,
+        qo: &QueryOptions,
+        started: Instant,
+    ) -> Result<Parsed, QueryError> {
         let limits = plan::Limits {
             threads: rayon::current_num_threads().max(1),
             lookback: eval::lookback_ms(&self.opts, qo),
@@ -265,6 +277,7 @@ impl Engine {
             ctx,
             limits,
             run: Run {
+                text: text.into(),
                 started,
                 opts: self.opts.clone(),
                 qo: qo.clone(),
@@ -325,6 +338,8 @@ pub struct Parsed {
 /// What evaluating a query needs besides its plan.
 #[derive(Debug, Clone)]
 struct Run {
+    /// The query's text, which annotations point into.
+    text: Arc<str>,
     /// When parsing began: the query's timeout counts from there.
     started: Instant,
     opts: EngineOptions,
@@ -367,7 +382,11 @@ impl Prepared {
 
     pub fn run(&self, q: &dyn Queryable) -> Result<QueryResult, QueryError> {
         let r = &self.run;
-        eval::run(&r.opts, &r.qo, q, &self.plan, r.started)
+        let mut result = eval::run(&r.opts, &r.qo, q, &self.plan, r.started)?;
+        for a in result.warnings.iter_mut().chain(&mut result.infos) {
+            *a = positions::annotation(&r.text, a);
+        }
+        Ok(result)
     }
 }
 

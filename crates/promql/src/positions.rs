@@ -1,0 +1,378 @@
+//! Error and annotation texts as Prometheus writes them, which tools match
+//! on: a parse error is `<line>:<column>: parse error: <what>` in
+//! Prometheus' words, an annotation ends with ` (<line>:<column>)`. The
+//! parser crate gives neither positions nor Prometheus' wording, so both are
+//! recovered here from the query text: the position of the call, argument
+//! or selector the message is about (the first such in the query), or of
+//! the end of the input for an unfinished query.
+
+/// The parse error Prometheus gives for the parser crate's `message` about
+/// `query`.
+pub fn parse_error(query: &str, message: &str) -> String {
+    let mut message = prometheus_words(message);
+    // The parser crate's one word for any other failure; a query cut short
+    // after an operator is Prometheus' end of input.
+    let operator_last = query
+        .trim_end()
+        .ends_with(['+', '-', '*', '/', '%', '^', '=', '<', '>', ',']);
+    if message == "invalid promql query" && operator_last {
+        message = "unexpected end of input".into();
+    }
+    match position_of(query, &message) {
+        Some(at) => {
+            let (line, col) = line_col(query, at);
+            format!("{line}:{col}: parse error: {message}")
+        }
+        None => format!("parse error: {message}"),
+    }
+}
+
+/// `annotation` with the position Prometheus appends to it, when the query
+/// shows what it is about.
+pub fn annotation(query: &str, annotation: &str) -> String {
+    let at = if annotation.contains("might not be a counter") || annotation.contains("might not be a histogram") {
+        // About the selector of the metric named last in the text.
+        quoted_tail(annotation).and_then(|name| find_word(query, &name))
+    } else if annotation.contains("bucket label \"le\" is missing")
+        || annotation.contains("needed to be fixed for monotonicity")
+    {
+        call_args(query, "histogram_quantile").and_then(|args| args.get(1).copied())
+    } else if annotation.contains("quantile value should be between 0 and 1") {
+        ["quantile_over_time", "histogram_quantile", "quantile"]
+            .iter()
+            .filter_map(|f| call_args(query, f).and_then(|a| a.first().copied()))
+            .min()
+    } else if annotation.contains("ratio value should be between -1 and 1") {
+        call_args(query, "limit_ratio").and_then(|a| a.first().copied())
+    } else {
+        None
+    };
+    match at {
+        Some(at) => {
+            let (line, col) = line_col(query, at);
+            format!("{annotation} ({line}:{col})")
+        }
+        None => annotation.to_string(),
+    }
+}
+
+/// The parser crate's wording in Prometheus': its type names, double quotes
+/// around names, and the aggregation parameter.
+fn prometheus_words(message: &str) -> String {
+    let mut out = message.replace("in aggregation expression", "in aggregation parameter");
+    if out.starts_with("expected type ") {
+        out = out
+            .replacen("expected type matrix", "expected type range vector", 1)
+            .replacen("expected type vector", "expected type instant vector", 1)
+            .replace("got matrix", "got range vector")
+            .replace("got vector", "got instant vector");
+    }
+    // 'name' → "name" (function names, metric names).
+    let quoted: Vec<&str> = out.split('\'').collect();
+    if quoted.len() >= 3 && quoted.len() % 2 == 1 {
+        out = quoted.join("\"");
+    }
+    out
+}
+
+/// Where the error `message` (in Prometheus' words) is about in `query`.
+fn position_of(query: &str, message: &str) -> Option<usize> {
+    if message.contains("unclosed left parenthesis") || message.starts_with("unexpected end of input") {
+        return Some(query.len());
+    }
+    if let Some(name) = after(message, "unknown function with name ") {
+        return find_call(query, &name);
+    }
+    if let Some(name) = after(message, "in call to function ") {
+        // The first argument of a type other than the one expected.
+        let want = message.strip_prefix("expected type ")?.split(" in call").next()?;
+        let args = call_args(query, &name)?;
+        return args
+            .iter()
+            .copied()
+            .find(|&a| arg_type(query, a).is_some_and(|t| t != want))
+            .or(args.first().copied());
+    }
+    if let Some(name) = after(message, "argument(s) in call to ") {
+        return find_call(query, &name);
+    }
+    if message.contains("in aggregation parameter") {
+        return ["topk", "bottomk", "quantile", "count_values", "limitk", "limit_ratio"]
+            .iter()
+            .filter_map(|f| call_args(query, f).and_then(|a| a.first().copied()))
+            .min();
+    }
+    if message.starts_with("binary expression must contain only")
+        || message.starts_with("vector selector must contain")
+        || message.starts_with("metric name must not be set twice")
+    {
+        return Some(query.len() - query.trim_start().len());
+    }
+    None
+}
+
+/// The double-quoted name at the end of `s` after `prefix`: `"foo"` → `foo`.
+fn after(s: &str, prefix: &str) -> Option<String> {
+    let rest = s.split(prefix).nth(1)?;
+    let rest = rest.strip_prefix('"')?;
+    Some(rest.split('"').next()?.to_string())
+}
+
+/// The last double-quoted text of `s`.
+fn quoted_tail(s: &str) -> Option<String> {
+    let end = s.rfind('"')?;
+    let start = s.get(..end)?.rfind('"')?;
+    Some(s.get(start + 1..end)?.to_string())
+}
+
+/// The 1-based line and column (in bytes, as Prometheus counts) of `at`.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let col = at - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+    (line, col)
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b':'
+}
+
+/// Where `word` first appears in `text` as a whole identifier, outside
+/// strings.
+fn find_word(text: &str, word: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut quote = None;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None if matches!(b, b'"' | b'\'' | b'`') => quote = Some(b),
+            None => {
+                let starts = i == 0 || !is_ident(bytes[i - 1]);
+                let ends = bytes.get(i + word.len()).is_none_or(|&n| !is_ident(n));
+                if starts && ends && text.get(i..i + word.len()) == Some(word) {
+                    return Some(i);
+                }
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Where the first call of `name` starts.
+fn find_call(text: &str, name: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(found) = find_word(text.get(from..)?, name) {
+        let at = from + found;
+        if text.get(at + name.len()..)?.trim_start().starts_with('(') {
+            return Some(at);
+        }
+        from = at + name.len();
+    }
+    None
+}
+
+/// Where each argument of the first call of `name` starts (its first
+/// non-blank byte); for an aggregation with `by (...)` before its
+/// parentheses, those of the call's own parentheses.
+fn call_args(text: &str, name: &str) -> Option<Vec<usize>> {
+    let call = find_call(text, name)?;
+    let bytes = text.as_bytes();
+    let open = call + text.get(call..)?.find('(')?;
+    let (mut depth, mut quote, mut args) = (0usize, None, Vec::new());
+    let mut start = open + 1;
+    let mut i = open;
+    while i < bytes.len() {
+        let b = bytes[i];
+        match quote {
+            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None => match b {
+                b'"' | b'\'' | b'`' => quote = Some(b),
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        args.push(start);
+                        break;
+                    }
+                }
+                b',' if depth == 1 => {
+                    args.push(start);
+                    start = i + 1;
+                }
+                _ => {}
+            },
+        }
+        i += 1;
+    }
+    if i >= bytes.len() {
+        args.push(start);
+    }
+    let skip_blank = |a: usize| a + text.get(a..).map_or(0, |t| t.len() - t.trim_start().len());
+    Some(args.into_iter().map(skip_blank).collect())
+}
+
+/// The PromQL type of the argument starting at `at`, when it parses alone.
+fn arg_type(text: &str, at: usize) -> Option<&'static str> {
+    let rest = text.get(at..)?;
+    // The argument runs to the next comma or closing parenthesis at its depth.
+    let (mut depth, mut quote, mut end) = (0i32, None, rest.len());
+    for (i, b) in rest.bytes().enumerate() {
+        match quote {
+            Some(q) if b == q => quote = None,
+            Some(_) => {}
+            None => match b {
+                b'"' | b'\'' | b'`' => quote = Some(b),
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                b')' | b']' | b'}' => depth -= 1,
+                b',' if depth == 0 => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            },
+        }
+    }
+    let expr = promql_parser::parser::parse(rest.get(..end)?).ok()?;
+    Some(match expr.value_type() {
+        promql_parser::parser::value::ValueType::Vector => "instant vector",
+        promql_parser::parser::value::ValueType::Matrix => "range vector",
+        promql_parser::parser::value::ValueType::Scalar => "scalar",
+        promql_parser::parser::value::ValueType::String => "string",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Prometheus 3.14's answers, from a running server.
+    #[test]
+    fn parse_errors_carry_prometheus_positions_and_words() {
+        for (query, parser_message, want) in [
+            (
+                "rate(up[5m]",
+                "unclosed left parenthesis",
+                "1:12: parse error: unclosed left parenthesis",
+            ),
+            (
+                r#"up{job="a""#,
+                "unexpected end of input inside braces",
+                "1:11: parse error: unexpected end of input inside braces",
+            ),
+            (
+                "rate(up)",
+                "expected type matrix in call to function 'rate', got vector",
+                r#"1:6: parse error: expected type range vector in call to function "rate", got instant vector"#,
+            ),
+            (
+                "min_over_time(rate(up[5m]))",
+                "expected type matrix in call to function 'min_over_time', got vector",
+                r#"1:15: parse error: expected type range vector in call to function "min_over_time", got instant vector"#,
+            ),
+            (
+                "abs(1)",
+                "expected type vector in call to function 'abs', got scalar",
+                r#"1:5: parse error: expected type instant vector in call to function "abs", got scalar"#,
+            ),
+            (
+                "foo(up)",
+                "unknown function with name 'foo'",
+                r#"1:1: parse error: unknown function with name "foo""#,
+            ),
+            (
+                "histogram_quantile(up)",
+                "expected 2 argument(s) in call to 'histogram_quantile', got 1",
+                r#"1:1: parse error: expected 2 argument(s) in call to "histogram_quantile", got 1"#,
+            ),
+            (
+                "topk(up, up)",
+                "expected type scalar in aggregation expression, got vector",
+                "1:6: parse error: expected type scalar in aggregation parameter, got instant vector",
+            ),
+            (
+                "count_values(up, up)",
+                "expected type string in aggregation expression, got vector",
+                "1:14: parse error: expected type string in aggregation parameter, got instant vector",
+            ),
+            (
+                "up[5m] + 1",
+                "binary expression must contain only scalar and instant vector types",
+                "1:1: parse error: binary expression must contain only scalar and instant vector types",
+            ),
+            (
+                "up +",
+                "unexpected end of input",
+                "1:5: parse error: unexpected end of input",
+            ),
+            (
+                "sum without () (up",
+                "unclosed left parenthesis",
+                "1:19: parse error: unclosed left parenthesis",
+            ),
+        ] {
+            assert_eq!(parse_error(query, parser_message), want, "{query}");
+        }
+        // Lines count from 1; columns restart after a newline.
+        assert_eq!(
+            parse_error(
+                "sum(\n  rate(up)\n)",
+                "expected type matrix in call to function 'rate', got vector"
+            ),
+            r#"2:8: parse error: expected type range vector in call to function "rate", got instant vector"#
+        );
+        assert_eq!(
+            parse_error("up /  ", "invalid promql query"),
+            "1:7: parse error: unexpected end of input"
+        );
+        // No position to be found: the words alone.
+        assert_eq!(
+            parse_error("1 +* 2", "invalid promql query"),
+            "parse error: invalid promql query"
+        );
+    }
+
+    #[test]
+    fn annotations_carry_the_position_of_what_they_are_about() {
+        for (query, text, want) in [
+            (
+                "rate(cairn_storage_active_series[5m])",
+                r#"PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: "cairn_storage_active_series""#,
+                "(1:6)",
+            ),
+            (
+                "sum(rate(cairn_storage_active_series[5m]))",
+                r#"PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: "cairn_storage_active_series""#,
+                "(1:10)",
+            ),
+            (
+                "quantile(2, up)",
+                "PromQL warning: quantile value should be between 0 and 1, got 2",
+                "(1:10)",
+            ),
+            (
+                "quantile_over_time(2, up[1m])",
+                "PromQL warning: quantile value should be between 0 and 1, got 2",
+                "(1:20)",
+            ),
+            (
+                "histogram_quantile(0.5, up)",
+                r#"PromQL warning: bucket label "le" is missing or has a malformed value of """#,
+                "(1:25)",
+            ),
+        ] {
+            assert_eq!(annotation(query, text), format!("{text} {want}"), "{query}");
+        }
+        assert_eq!(annotation("up", "PromQL warning: other"), "PromQL warning: other");
+    }
+}
