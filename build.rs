@@ -2,8 +2,11 @@
 //! builder and compiler, as `CAIRN_BUILD_*` environment variables of the
 //! compile. Each is "unknown" where it cannot be found (no git, say);
 //! `SOURCE_DATE_EPOCH`, when set, fixes the date for reproducible builds.
+//! It runs again when the commit or branch changes, not on every build.
 
+use std::path::Path;
 use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 fn output(program: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(program).args(args).output().ok()?;
@@ -11,15 +14,39 @@ fn output(program: &str, args: &[&str]) -> Option<String> {
     (out.status.success() && !text.is_empty()).then_some(text)
 }
 
+/// `YYYYMMDD-HH:MM:SS` (UTC) of `secs` since the epoch, as Prometheus
+/// writes its build date (days to a civil date: Howard Hinnant's algorithm).
+fn build_date(secs: i64) -> String {
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}{month:02}{day:02}-{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 fn main() {
     let unknown = || "unknown".to_string();
     let revision = output("git", &["rev-parse", "HEAD"]).unwrap_or_else(unknown);
     let branch = output("git", &["rev-parse", "--abbrev-ref", "HEAD"]).unwrap_or_else(unknown);
-    let date = match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(epoch) => output("date", &["-u", "-d", &format!("@{epoch}"), "+%Y%m%d-%H:%M:%S"]),
-        Err(_) => output("date", &["-u", "+%Y%m%d-%H:%M:%S"]),
-    }
-    .unwrap_or_else(unknown);
+    let secs = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64)
+        });
     let user = std::env::var("USER")
         .ok()
         .or_else(|| output("whoami", &[]))
@@ -29,11 +56,17 @@ fn main() {
     let rustc = output(&rustc, &["--version"]).unwrap_or_else(unknown);
     println!("cargo:rustc-env=CAIRN_BUILD_REVISION={revision}");
     println!("cargo:rustc-env=CAIRN_BUILD_BRANCH={branch}");
-    println!("cargo:rustc-env=CAIRN_BUILD_DATE={date}");
+    println!("cargo:rustc-env=CAIRN_BUILD_DATE={}", build_date(secs));
     println!("cargo:rustc-env=CAIRN_BUILD_USER={user}@{host}");
     println!("cargo:rustc-env=CAIRN_BUILD_RUSTC={rustc}");
-    // A new commit or branch changes the identity; nothing else needs a rerun.
+    println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");
+    println!("cargo:rerun-if-env-changed=USER");
+    // A new commit or branch changes the identity. Where there is no git
+    // directory, naming this file keeps cargo from running it every build.
+    println!("cargo:rerun-if-changed=build.rs");
     for path in [".git/HEAD", ".git/refs/heads", ".git/packed-refs"] {
-        println!("cargo:rerun-if-changed={path}");
+        if Path::new(path).exists() {
+            println!("cargo:rerun-if-changed={path}");
+        }
     }
 }

@@ -65,7 +65,7 @@ struct Cli {
     #[arg(long = "storage.remote.read-sample-limit", default_value_t = 50_000_000)]
     remote_read_sample_limit: usize,
 
-    /// Remote reads served at once; more wait for a slot.
+    /// Remote reads served at once; more wait for a slot. 0 disables the limit.
     #[arg(long = "storage.remote.read-concurrent-limit", default_value_t = 10)]
     remote_read_concurrent_limit: usize,
 
@@ -173,7 +173,6 @@ fn main() -> anyhow::Result<()> {
         remote_read_sample_limit: cli.remote_read_sample_limit,
         remote_read_concurrency: cli.remote_read_concurrent_limit,
         remote_read_max_bytes_in_frame: cli.remote_read_max_bytes_in_frame,
-        lookback_delta_ms: i64::try_from(cli.query_lookback_delta.as_millis()).unwrap_or(i64::MAX),
         ..cairn_http::ApiConfig::default()
     };
     if storage.wal_sync == cairn_tsdb::WalSync::EveryCommit {

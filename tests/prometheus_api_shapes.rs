@@ -279,6 +279,7 @@ fn every_prometheus_endpoint_answers_with_prometheus_status_and_shape() {
         "histogram_quantile(up)",
         "rate(up[5m], 1)",
         "topk(up, up)",
+        "topk by (job) (up, up)",
         "count_values(up, up)",
         "up[5m] + 1",
         r#""a" + 1"#,

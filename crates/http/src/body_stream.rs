@@ -2,7 +2,9 @@
 //! a blocking task opens what it will walk (an error there is still a proper
 //! error response), then writes the body into a [`ChunkSink`], which hands
 //! chunks to the connection through a bounded channel. Memory stays flat
-//! whatever the body's size, and a client that disconnects stops the walk.
+//! whatever the body's size, and a client that disconnects, or reads
+//! nothing for [`SEND_TIMEOUT`], stops the walk (and frees what it holds:
+//! a blocking thread, a remote-read slot).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -14,6 +16,9 @@ use crate::ApiError;
 
 /// Chunks in flight between the writer and the connection.
 const CHANNEL_DEPTH: usize = 8;
+
+/// How long the writer waits for the connection to take a chunk.
+pub(crate) const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 type Chunk = Result<Bytes, std::io::Error>;
 
@@ -31,6 +36,7 @@ impl futures_core::Stream for ChunkStream {
 /// [`Self::flush_if_full`].
 pub(crate) struct ChunkSink {
     tx: mpsc::Sender<Chunk>,
+    runtime: tokio::runtime::Handle,
     pub buf: Vec<u8>,
     chunk_bytes: usize,
 }
@@ -44,7 +50,15 @@ impl ChunkSink {
 
     fn flush(&mut self) -> bool {
         let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(self.chunk_bytes + 1024));
-        self.tx.blocking_send(Ok(Bytes::from(chunk))).is_ok()
+        self.send(Ok(Bytes::from(chunk)))
+    }
+
+    /// False when the client is gone or took nothing for [`SEND_TIMEOUT`].
+    fn send(&self, chunk: Chunk) -> bool {
+        let sent = self
+            .runtime
+            .block_on(tokio::time::timeout(SEND_TIMEOUT, self.tx.send(chunk)));
+        matches!(sent, Ok(Ok(())))
     }
 }
 
@@ -65,6 +79,7 @@ where
     let chunk_bytes = chunk_bytes.max(1);
     let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
     let (ready_tx, ready_rx) = oneshot::channel();
+    let runtime = tokio::runtime::Handle::current();
     tokio::task::spawn_blocking(move || {
         let opened = match open() {
             Ok(s) => {
@@ -78,6 +93,7 @@ where
         };
         let mut sink = ChunkSink {
             tx,
+            runtime,
             buf: Vec::with_capacity(chunk_bytes + 1024),
             chunk_bytes,
         };
@@ -91,7 +107,7 @@ where
             }
             Err(e) => {
                 tracing::error!(error = %e, "{what} failed mid-stream");
-                let _ = sink.tx.blocking_send(Err(std::io::Error::other(e)));
+                sink.send(Err(std::io::Error::other(e)));
             }
         }
     });

@@ -95,13 +95,13 @@ pub struct ApiConfig {
     /// Most samples one remote read answered with raw samples may return
     /// (400 past it); 0: no limit. Default 50,000,000, as Prometheus.
     pub remote_read_sample_limit: usize,
-    /// Remote reads served at once; more wait for a slot. Default 10.
+    /// Remote reads served at once; more wait for a slot. 0: no limit. Default 10.
     pub remote_read_concurrency: usize,
     /// Size past which a streamed remote read cuts a series into another
     /// frame. Default 1 MiB.
     pub remote_read_max_bytes_in_frame: usize,
     /// How far back `/federate` looks for a series' newest sample, in ms:
-    /// the query lookback delta. Default 5 minutes.
+    /// the server sets it from the engine's lookback delta. Default 5 minutes.
     pub lookback_delta_ms: i64,
 }
 
@@ -172,7 +172,10 @@ impl AppState {
         Self {
             storage,
             ready: Arc::new(AtomicBool::new(true)),
-            remote_read_slots: Arc::new(tokio::sync::Semaphore::new(config.remote_read_concurrency.max(1))),
+            remote_read_slots: Arc::new(tokio::sync::Semaphore::new(match config.remote_read_concurrency {
+                0 => tokio::sync::Semaphore::MAX_PERMITS,
+                n => n,
+            })),
             wal_replay: Arc::default(),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),

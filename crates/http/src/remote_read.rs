@@ -5,8 +5,8 @@
 //!
 //! Two answers, negotiated by the request's accepted types in its order:
 //! - samples: one snappy-compressed `ReadResponse`, built whole, so bounded
-//!   by [`ApiConfig::remote_read_sample_limit`](crate::ApiConfig) (400
-//!   `exceeded sample limit (N)` past it, Prometheus' words);
+//!   by [`ApiConfig::remote_read_sample_limit`](crate::ApiConfig) per query
+//!   (400 `exceeded sample limit (N)` past it, Prometheus' words);
 //! - streamed XOR chunks: frames of one series each, a series cut into
 //!   several frames past [`ApiConfig::remote_read_max_bytes_in_frame`](crate::ApiConfig),
 //!   written as the series are read ([`crate::body_stream`]), so memory is
@@ -15,8 +15,8 @@
 //!   a Prometheus client takes each frame for a series of its own, so the
 //!   frame size should stay above what one series of a read holds.
 //!
-//! At most `remote_read_concurrency` reads run at once; others wait for a
-//! slot. Errors use the API's JSON envelope; a Prometheus client reports
+//! At most `remote_read_concurrency` reads run at once (0: no limit);
+//! others wait for a slot. Errors use the API's JSON envelope; a Prometheus client reports
 //! the body's text.
 
 use axum::body::Bytes;
@@ -79,7 +79,7 @@ pub async fn remote_read(State(state): State<AppState>, body: Bytes) -> Result<R
                 .into_response())
         }
         ResponseType::StreamedXorChunks => {
-            let frame_bytes = config.remote_read_max_bytes_in_frame.max(1);
+            let frame_bytes = config.remote_read_max_bytes_in_frame;
             let body = stream_blocking(
                 "remote read",
                 frame_bytes,
@@ -128,12 +128,13 @@ fn labels_of(labels: &Labels) -> Vec<Label> {
         .collect()
 }
 
-/// The samples answer, snappy-compressed; 400 once it would hold more than
-/// `limit` samples (0: no limit).
+/// The samples answer, snappy-compressed; 400 once one query's result would
+/// hold more than `limit` samples (0: no limit).
 fn samples_response(storage: &dyn Storage, queries: &[ReadQuery], limit: usize) -> Result<Vec<u8>, ApiError> {
     let mut response = ReadResponse::default();
-    let mut count = 0usize;
     for selected in select_all(storage, queries)? {
+        // Counted per query, as Prometheus does.
+        let mut count = 0usize;
         let mut result = QueryResult::default();
         for s in selected.series {
             let mut s = s?;
@@ -402,6 +403,14 @@ mod tests {
         )
         .await
         .check_error(400, "bad_data", "exceeded sample limit (100)");
+        // The limit is per query: two queries of 60 samples each pass.
+        let sixty = vec![eq("__name__", "long")];
+        read(
+            &app,
+            body(vec![(0, 59_000, sixty.clone()), (60_000, 119_000, sixty)], &[]),
+        )
+        .await
+        .check_status(200);
         // Streamed reads are bounded by frame, not by samples.
         read(
             &app,

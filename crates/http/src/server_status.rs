@@ -132,8 +132,8 @@ pub async fn build_info(State(state): State<AppState>) -> Success<impl Serialize
 }
 
 /// `GET /api/v1/status/walreplay`: the segments of the write-ahead log the
-/// opening storage replays and the one it is at (all zero when there was
-/// nothing to replay).
+/// opening storage replays and the one it is at (all zero on a new data
+/// directory).
 pub async fn wal_replay(State(state): State<AppState>) -> Success<serde_json::Value> {
     let st = state.wal_replay().status();
     Success::new(serde_json::json!({ "min": st.min, "max": st.max, "current": st.current }))
@@ -141,7 +141,7 @@ pub async fn wal_replay(State(state): State<AppState>) -> Success<serde_json::Va
 
 /// One entry of `/api/v1/status/tsdb/blocks`: Prometheus' block metadata
 /// for a Cairn part. `ulid` is the part's name, `maxTime` exclusive (the
-/// newest sample's time + 1) as a block's is, `version` the part format;
+/// newest sample's time + 1) as a block's is, `version` the part format's;
 /// `bytes` and `inMemory` are Cairn's.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -178,7 +178,7 @@ pub async fn tsdb_blocks(State(state): State<AppState>) -> Result<Success<impl S
                 num_series: p.series,
                 num_chunks: p.blocks,
             },
-            version: 2,
+            version: p.format,
             bytes: p.bytes,
             in_memory: p.in_memory,
         })

@@ -82,12 +82,14 @@ pub fn format_f(v: f64) -> String {
     }
 }
 
-/// Appends `v` as the text exposition format writes sample values (Go's
-/// `strconv.AppendFloat(v, 'g', -1, 64)`, the specials spelled `NaN`,
-/// `+Inf`, `-Inf`): plain, unless the decimal exponent is below -4 or at
-/// least 6, then as [`push_go_sci`] (`1e+06`, `1.5e-07`).
+/// Appends `v` as the text exposition format writes sample values (the
+/// client library's `writeFloat`: zero of either sign as `0`, the specials
+/// as `NaN`, `+Inf`, `-Inf`, others as `strconv.AppendFloat(v, 'g', -1,
+/// 64)`: plain, unless the decimal exponent is below -4 or at least 6, then
+/// as [`push_go_sci`], `1e+06`, `1.5e-07`).
 pub fn push_exposition(out: &mut String, v: f64) {
     match v {
+        0.0 => out.push('0'),
         _ if v.is_nan() => out.push_str("NaN"),
         f64::INFINITY => out.push_str("+Inf"),
         f64::NEG_INFINITY => out.push_str("-Inf"),
@@ -209,12 +211,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Values from Go: `strconv.FormatFloat(v, 'g', -1, 64)`.
+    /// Values as the Go client library's `writeFloat` writes them.
     #[test]
-    fn exposition_values_are_gos_g_format() {
+    fn exposition_values_are_written_as_the_go_client_writes_them() {
         for (v, want) in [
             (0.0, "0"),
-            (-0.0, "-0"),
+            (-0.0, "0"),
             (1.0, "1"),
             (-1.0, "-1"),
             (123_456.0, "123456"),

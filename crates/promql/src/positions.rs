@@ -146,7 +146,8 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
     while i < bytes.len() {
         let b = bytes[i];
         match quote {
-            Some(_) if b == b'\\' => i += 1,
+            // Backquoted strings are raw: no escapes.
+            Some(q) if b == b'\\' && q != b'`' => i += 1,
             Some(q) if b == q => quote = None,
             Some(_) => {}
             None if matches!(b, b'"' | b'\'' | b'`') => quote = Some(b),
@@ -165,11 +166,29 @@ fn find_word(text: &str, word: &str) -> Option<usize> {
 
 /// Where the first call of `name` starts.
 fn find_call(text: &str, name: &str) -> Option<usize> {
+    call_at(text, name).map(|(start, _)| start)
+}
+
+/// The first call of `name`: where it starts and where its argument list
+/// opens, after an aggregation's `by (...)` or `without (...)` if any.
+fn call_at(text: &str, name: &str) -> Option<(usize, usize)> {
     let mut from = 0;
     while let Some(found) = find_word(text.get(from..)?, name) {
         let at = from + found;
-        if text.get(at + name.len()..)?.trim_start().starts_with('(') {
-            return Some(at);
+        let mut open = at + name.len();
+        let blank = |i: usize| text.get(i..).map_or(0, |t| t.len() - t.trim_start().len());
+        open += blank(open);
+        for clause in ["by", "without"] {
+            let rest = text.get(open..).unwrap_or_default();
+            if rest.starts_with(clause) && rest.get(clause.len()..)?.trim_start().starts_with('(') {
+                open += clause.len();
+                open += blank(open);
+                open += text.get(open..)?.find(')')? + 1;
+                open += blank(open);
+            }
+        }
+        if text.get(open..)?.starts_with('(') {
+            return Some((at, open));
         }
         from = at + name.len();
     }
@@ -177,19 +196,17 @@ fn find_call(text: &str, name: &str) -> Option<usize> {
 }
 
 /// Where each argument of the first call of `name` starts (its first
-/// non-blank byte); for an aggregation with `by (...)` before its
-/// parentheses, those of the call's own parentheses.
+/// non-blank byte).
 fn call_args(text: &str, name: &str) -> Option<Vec<usize>> {
-    let call = find_call(text, name)?;
+    let (_, open) = call_at(text, name)?;
     let bytes = text.as_bytes();
-    let open = call + text.get(call..)?.find('(')?;
     let (mut depth, mut quote, mut args) = (0usize, None, Vec::new());
     let mut start = open + 1;
     let mut i = open;
     while i < bytes.len() {
         let b = bytes[i];
         match quote {
-            Some(_) if b == b'\\' => i += 1,
+            Some(q) if b == b'\\' && q != b'`' => i += 1,
             Some(q) if b == q => quote = None,
             Some(_) => {}
             None => match b {
@@ -222,9 +239,11 @@ fn call_args(text: &str, name: &str) -> Option<Vec<usize>> {
 fn arg_type(text: &str, at: usize) -> Option<&'static str> {
     let rest = text.get(at..)?;
     // The argument runs to the next comma or closing parenthesis at its depth.
-    let (mut depth, mut quote, mut end) = (0i32, None, rest.len());
+    let (mut depth, mut quote, mut end, mut escaped) = (0i32, None, rest.len(), false);
     for (i, b) in rest.bytes().enumerate() {
         match quote {
+            _ if escaped => escaped = false,
+            Some(q) if b == b'\\' && q != b'`' => escaped = true,
             Some(q) if b == q => quote = None,
             Some(_) => {}
             None => match b {
@@ -323,6 +342,13 @@ mod tests {
         ] {
             assert_eq!(parse_error(query, parser_message), want, "{query}");
         }
+        assert_eq!(
+            parse_error(
+                "topk by (job) (up, up)",
+                "expected type scalar in aggregation expression, got vector"
+            ),
+            "1:16: parse error: expected type scalar in aggregation parameter, got instant vector"
+        );
         // Lines count from 1; columns restart after a newline.
         assert_eq!(
             parse_error(

@@ -14,7 +14,8 @@ use crate::steps::Ctx;
 #[derive(Debug, Clone)]
 pub(crate) struct Series {
     pub labels: Labels,
-    /// Delayed `__name__` removal (Prometheus 3): dropped when the query ends.
+    /// `__name__` is to be dropped: by [`settle_names`] at the node that set
+    /// it, or when the query ends with delayed name removal.
     pub drop_name: bool,
     pub pts: Vec<(i64, f64)>,
 }
@@ -39,8 +40,8 @@ impl Val {
     }
 }
 
-/// Applies delayed name removal and rejects duplicate label sets (series with
-/// equal labels are merged when their points do not collide).
+/// Removes the names marked for dropping and rejects duplicate label sets
+/// (series with equal labels are merged when their points do not collide).
 pub(crate) fn cleanup(ss: Vec<Series>) -> Result<Vec<Series>> {
     let mut out: Vec<Series> = Vec::with_capacity(ss.len());
     let mut index: HashMap<Labels, usize> = HashMap::with_capacity(ss.len());

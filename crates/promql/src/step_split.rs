@@ -104,6 +104,28 @@ pub(crate) fn parts(policy: StepSplit, root: &Node, c: Ctx, threads: usize, look
     })
 }
 
+/// Whether `call` is a range function dropping the name of series that may
+/// have several names.
+fn may_collide_unnamed(call: &crate::plan::Call) -> bool {
+    let crate::func::Func::Range(f) = call.func else {
+        return false;
+    };
+    !f.keeps_name() && call.args.iter().any(may_have_several_names)
+}
+
+/// Whether the series `node` evaluates to may carry more than one metric
+/// name (erring on yes): a selector not pinning `__name__`, or an
+/// expression over one.
+fn may_have_several_names(node: &Node) -> bool {
+    match node {
+        Node::Vector(sel) | Node::Matrix(sel, _) => !sel.sets.iter().all(|s| s.pins_metric_name()),
+        Node::Number(_) | Node::Str(_) => false,
+        // An aggregation keeps no name unless it groups by it.
+        Node::Aggregate(a) if !a.grouping.by_metric_name() => false,
+        _ => node.children().into_iter().any(may_have_several_names),
+    }
+}
+
 /// Whether an aggregation is at or under `node`, so its groups' order is
 /// the part's own.
 fn has_aggregation(node: &Node) -> bool {
@@ -112,10 +134,11 @@ fn has_aggregation(node: &Node) -> bool {
 
 /// How far before a step the data it needs reaches (the longest chain of
 /// ranges, subquery ranges and lookbacks), or `None` when the query must
-/// not be split: an `@` modifier pins a selection to fixed times, or an
+/// not be split: an `@` modifier pins a selection to fixed times, an
 /// aggregation depends on the order of its input, which a part may see
 /// otherwise than the whole evaluation (see the module documentation;
-/// found by the differential test's byte-for-byte comparison).
+/// found by the differential test's byte-for-byte comparison), or a range
+/// function's result must be checked whole for series that collide.
 fn lookbehind(node: &Node, lookback: i64) -> Option<i64> {
     let selector = |sel: &Selector, window: i64| sel.at.is_none().then_some(window);
     match node {
@@ -139,6 +162,10 @@ fn lookbehind(node: &Node, lookback: i64) -> Option<i64> {
         }
         Node::Neg(n) => lookbehind(n, lookback),
         Node::Binary(b) => Some(lookbehind(&b.lhs, lookback)?.max(lookbehind(&b.rhs, lookback)?)),
+        // A function of a range vector that drops the name fails when two
+        // of its series collide without it, wherever they are in time
+        // (`series::settle_names`): a part would see only some of them.
+        Node::Call(call) if may_collide_unnamed(call) => None,
         Node::Call(call) => call
             .args
             .iter()
@@ -268,5 +295,10 @@ mod tests {
         // `@` pins the same data for every part.
         assert!(plan_of("x @ 100 + y", day(60_000), 2).is_none());
         assert!(plan_of("max_over_time(x[10m:1m] @ end())", day(60_000), 2).is_none());
+        // A range function's collisions are looked for in its whole result.
+        assert!(plan_of(r#"count_over_time({__name__=~"a|b"}[5m])"#, day(60_000), 2).is_none());
+        assert!(plan_of(r#"max_over_time(abs({job="a"})[10m:1m])"#, day(60_000), 2).is_none());
+        assert!(plan_of(r#"last_over_time({job="a"}[5m])"#, day(60_000), 2).is_some());
+        assert!(plan_of(r#"max_over_time(sum({job="a"})[10m:1m])"#, day(60_000), 2).is_some());
     }
 }

@@ -16,7 +16,8 @@ use crate::remote_write::proto::{Label, TimeSeries};
 #[error("{0}")]
 pub struct BadReadRequest(pub String);
 
-/// Largest read request, compressed or not: Prometheus' own bound.
+/// Largest read request once decompressed: Prometheus' own bound. (The
+/// compressed body is bounded by the HTTP layer's body limit.)
 pub const MAX_REQUEST_BYTES: usize = 32 << 20;
 
 /// `prometheus.ReadRequest`.

@@ -67,6 +67,7 @@ pub async fn run(
     let mut api = config.api.clone();
     api.status.config_yaml = config_yaml(&config);
     api.status.storage_retention = cairn_http::format_duration(ms(config.storage.retention));
+    api.lookback_delta_ms = ms(config.engine.lookback_delta);
     let state = AppState::new(storage.clone(), api).with_wal_replay(config.storage.wal_replay.clone());
     state.set_ready(false);
     let app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));

@@ -54,6 +54,8 @@ pub struct PartInfo {
     pub bytes: u64,
     /// Not yet written to disk (its samples are in the WAL).
     pub in_memory: bool,
+    /// The part format's version (docs/format/part.md).
+    pub format: u32,
 }
 
 /// The body of `/api/v1/status/tsdb`.

@@ -234,16 +234,12 @@ impl Inner {
     }
 
     fn replay_wal(&self, wal_dir: &Path) -> Result<(), StorageError> {
-        let segments = wal::list_segments(wal_dir)?;
-        let active = segments.last().copied().unwrap_or(0);
-        let progress = &self.config.wal_replay;
-        progress.start(segments.first().copied().unwrap_or(0), active);
+        let active = wal::list_segments(wal_dir)?.last().copied().unwrap_or(0);
         let started = Instant::now();
         let mut records = 0u64;
         let min_t = self.min_valid_t();
         let mut scratch = Vec::new();
-        wal::replay(wal_dir, active, |segment, payload| {
-            progress.at(segment);
+        wal::replay(wal_dir, active, &self.config.wal_replay, |segment, payload| {
             let days = record::decode_batch(payload, &mut scratch).map_err(|reason| StorageError::Corrupt {
                 path: wal_dir.to_path_buf(),
                 reason: format!("undecodable record in segment {segment}: {reason}"),
@@ -279,8 +275,6 @@ impl Inner {
             }
             Ok(())
         })?;
-        // Done: a last segment without records was not visited.
-        progress.at(active);
         self.flush()?;
         if records > 0 {
             tracing::info!(
@@ -535,6 +529,7 @@ impl Admin for Tsdb {
                     blocks: part.block_count() as u64,
                     bytes: part.size_bytes(),
                     in_memory: !part.is_file(),
+                    format: part.format_version(),
                 });
             }
         }

@@ -272,7 +272,7 @@ pub(crate) fn foldable(a: &Aggregate) -> Option<Foldable<'_>> {
     };
     match sel.sets.as_slice() {
         // Folded series are never gathered, so none may collide once the
-        // function drops their names (`check_dropped_names`): one name only.
+        // function drops their names (`series::settle_names`): one name only.
         [set] if func.foldable() && (func.keeps_name() || set.pins_metric_name()) => Some(Foldable {
             func,
             sel,

@@ -268,6 +268,14 @@ impl Part {
         self.index.len()
     }
 
+    /// The version of the format the part is in (1 or 2).
+    pub fn format_version(&self) -> u32 {
+        match self.format {
+            Format::V1 => 1,
+            Format::V2 => 2,
+        }
+    }
+
     /// Distinct series with blocks here (walks the whole block index).
     pub fn series_count(&self) -> u64 {
         let mut last = None;

@@ -13,7 +13,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
-use cairn_storage::StorageError;
+use cairn_storage::{StorageError, WalReplay};
 use parking_lot::Mutex;
 
 const HEADER_BYTES: usize = 8;
@@ -200,16 +200,22 @@ pub fn sync_dir(dir: &Path) -> Result<(), StorageError> {
 }
 
 /// Reads every record of the segments in `dir` with sequence below `until`,
-/// in order, calling `apply(segment_seq, payload)`. A torn or corrupt tail in
-/// the last segment is truncated away (a crash mid-write); corruption in any
-/// earlier segment is an error.
+/// in order, calling `apply(segment_seq, payload)` and reporting each
+/// segment to `progress` as it starts. A torn or corrupt tail in the last
+/// segment is truncated away (a crash mid-write); corruption in any earlier
+/// segment is an error.
 pub fn replay(
     dir: &Path,
     until: u64,
+    progress: &WalReplay,
     mut apply: impl FnMut(u64, &[u8]) -> Result<(), StorageError>,
 ) -> Result<(), StorageError> {
     let segments: Vec<u64> = list_segments(dir)?.into_iter().filter(|&s| s < until).collect();
+    if let (Some(&first), Some(&last)) = (segments.first(), segments.last()) {
+        progress.start(first, last);
+    }
     for (i, &seq) in segments.iter().enumerate() {
+        progress.at(seq);
         let is_last = i + 1 == segments.len();
         let path = segment_path(dir, seq);
         let file = File::open(&path).map_err(StorageError::io("open", &path))?;

@@ -5,7 +5,7 @@ use super::*;
 
 fn read_all(dir: &Path) -> Result<Vec<Vec<u8>>, StorageError> {
     let mut out = Vec::new();
-    replay(dir, u64::MAX, |_, p| {
+    replay(dir, u64::MAX, &cairn_storage::WalReplay::default(), |_, p| {
         out.push(p.to_vec());
         Ok(())
     })?;
