@@ -1,6 +1,6 @@
-//! Build identity for `/api/v1/status/buildinfo`: the commit, branch, date,
-//! builder and compiler, as `CAIRN_BUILD_*` environment variables of the
-//! compile. Each is "unknown" where it cannot be found (no git, say);
+//! Build identity for `/api/v1/status/buildinfo`: the commit, branch, time
+//! (seconds since the epoch), builder and compiler, as `CAIRN_BUILD_*`
+//! environment variables of the compile. Each is "unknown" where it cannot be found (no git, say);
 //! `SOURCE_DATE_EPOCH`, when set, fixes the date for reproducible builds.
 //! It runs again when the commit or branch changes, not on every build.
 
@@ -12,27 +12,6 @@ fn output(program: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(program).args(args).output().ok()?;
     let text = String::from_utf8(out.stdout).ok()?.trim().to_string();
     (out.status.success() && !text.is_empty()).then_some(text)
-}
-
-/// `YYYYMMDD-HH:MM:SS` (UTC) of `secs` since the epoch, as Prometheus
-/// writes its build date (days to a civil date: Howard Hinnant's algorithm).
-fn build_date(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}{month:02}{day:02}-{:02}:{:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 fn main() {
@@ -56,7 +35,7 @@ fn main() {
     let rustc = output(&rustc, &["--version"]).unwrap_or_else(unknown);
     println!("cargo:rustc-env=CAIRN_BUILD_REVISION={revision}");
     println!("cargo:rustc-env=CAIRN_BUILD_BRANCH={branch}");
-    println!("cargo:rustc-env=CAIRN_BUILD_DATE={}", build_date(secs));
+    println!("cargo:rustc-env=CAIRN_BUILD_EPOCH={secs}");
     println!("cargo:rustc-env=CAIRN_BUILD_USER={user}@{host}");
     println!("cargo:rustc-env=CAIRN_BUILD_RUSTC={rustc}");
     println!("cargo:rerun-if-env-changed=SOURCE_DATE_EPOCH");

@@ -184,7 +184,7 @@ fn main() -> anyhow::Result<()> {
         revision: env!("CAIRN_BUILD_REVISION").into(),
         branch: env!("CAIRN_BUILD_BRANCH").into(),
         build_user: env!("CAIRN_BUILD_USER").into(),
-        build_date: env!("CAIRN_BUILD_DATE").into(),
+        build_date: cairn_http::format_build_date(env!("CAIRN_BUILD_EPOCH").parse().unwrap_or(0)),
         rustc: env!("CAIRN_BUILD_RUSTC").into(),
     };
     if cli.query_lookback_delta.is_zero() {

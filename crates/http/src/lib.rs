@@ -57,8 +57,8 @@ pub use exposition::Exposition;
 pub use metadata::{MetadataEntry, MetadataStore};
 pub use metrics::HttpMetrics;
 pub use params::{
-    MAX_TIME, MIN_TIME, Params, format_duration, format_rfc3339, invalid_param, limit_param, parse_date,
-    parse_duration, parse_time, read_body, time_param, time_range, unescape_label_name,
+    MAX_TIME, MIN_TIME, Params, format_build_date, format_duration, format_rfc3339, invalid_param, limit_param,
+    parse_date, parse_duration, parse_time, read_body, time_param, time_range, unescape_label_name,
 };
 pub use response::{LabelsJson, Success, format_value, json_response, push_value};
 pub use selector::{parse_match_params, parse_selector};
@@ -128,7 +128,7 @@ pub struct BuildInfo {
     pub branch: String,
     /// `user@host` that built it.
     pub build_user: String,
-    /// `YYYYMMDD-HH:MM:SS`, UTC.
+    /// `YYYYMMDD-HH:MM:SS`, UTC ([`format_build_date`]).
     pub build_date: String,
     /// The compiler, e.g. `rustc 1.95.0 (...)`.
     pub rustc: String,

@@ -215,6 +215,19 @@ fn days_in_month(year: i64, month: i64) -> i64 {
 
 /// A time as Go's `time.Time` marshals to JSON (RFC 3339 with up to nine
 /// fraction digits, trailing zeros dropped), in UTC.
+/// `YYYYMMDD-HH:MM:SS` (UTC) of `secs` since the epoch: the form of
+/// Prometheus' build date.
+pub fn format_build_date(secs: i64) -> String {
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}{mo:02}{d:02}-{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
 pub fn format_rfc3339(t: std::time::SystemTime) -> String {
     let (secs, nanos) = match t.duration_since(std::time::UNIX_EPOCH) {
         Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
@@ -428,6 +441,18 @@ pub fn unescape_label_name(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn build_dates_are_written_as_prometheus_writes_them() {
+        for (secs, want) in [
+            (0, "19700101-00:00:00"),
+            (1_795_717_233, "20261126-18:20:33"),
+            (951_782_400, "20000229-00:00:00"),
+            (4_107_542_399, "21000228-23:59:59"),
+        ] {
+            assert_eq!(format_build_date(secs), want);
+        }
+    }
     use super::*;
 
     #[test]

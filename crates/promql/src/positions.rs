@@ -137,31 +137,45 @@ fn is_ident(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b':'
 }
 
+/// The bytes of `text` from `from` on that lie outside string literals,
+/// with their offsets (a literal's quotes and contents are left out;
+/// backquoted ones are raw, without escapes).
+fn code(text: &str, from: usize) -> impl Iterator<Item = (usize, u8)> + '_ {
+    let (mut quote, mut escaped) = (None, false);
+    text.bytes().enumerate().skip(from).filter(move |&(_, b)| match quote {
+        Some(_) if escaped => {
+            escaped = false;
+            false
+        }
+        Some(q) if b == b'\\' && q != b'`' => {
+            escaped = true;
+            false
+        }
+        Some(q) => {
+            if b == q {
+                quote = None;
+            }
+            false
+        }
+        None if matches!(b, b'"' | b'\'' | b'`') => {
+            quote = Some(b);
+            false
+        }
+        None => true,
+    })
+}
+
 /// Where `word` first appears in `text` as a whole identifier, outside
 /// strings.
 fn find_word(text: &str, word: &str) -> Option<usize> {
     let bytes = text.as_bytes();
-    let mut quote = None;
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match quote {
-            // Backquoted strings are raw: no escapes.
-            Some(q) if b == b'\\' && q != b'`' => i += 1,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None if matches!(b, b'"' | b'\'' | b'`') => quote = Some(b),
-            None => {
-                let starts = i == 0 || !is_ident(bytes[i - 1]);
-                let ends = bytes.get(i + word.len()).is_none_or(|&n| !is_ident(n));
-                if starts && ends && text.get(i..i + word.len()) == Some(word) {
-                    return Some(i);
-                }
-            }
-        }
-        i += 1;
-    }
-    None
+    code(text, 0)
+        .find(|&(i, _)| {
+            let starts = i == 0 || !is_ident(bytes[i - 1]);
+            let ends = bytes.get(i + word.len()).is_none_or(|&n| !is_ident(n));
+            starts && ends && text.get(i..i + word.len()) == Some(word)
+        })
+        .map(|(i, _)| i)
 }
 
 /// Where the first call of `name` starts.
@@ -199,38 +213,25 @@ fn call_at(text: &str, name: &str) -> Option<(usize, usize)> {
 /// non-blank byte).
 fn call_args(text: &str, name: &str) -> Option<Vec<usize>> {
     let (_, open) = call_at(text, name)?;
-    let bytes = text.as_bytes();
-    let (mut depth, mut quote, mut args) = (0usize, None, Vec::new());
-    let mut start = open + 1;
-    let mut i = open;
-    while i < bytes.len() {
-        let b = bytes[i];
-        match quote {
-            Some(q) if b == b'\\' && q != b'`' => i += 1,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None => match b {
-                b'"' | b'\'' | b'`' => quote = Some(b),
-                b'(' | b'[' | b'{' => depth += 1,
-                b')' | b']' | b'}' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        args.push(start);
-                        break;
-                    }
+    let (mut depth, mut args, mut start) = (0usize, Vec::new(), open + 1);
+    for (i, b) in code(text, open) {
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    break;
                 }
-                b',' if depth == 1 => {
-                    args.push(start);
-                    start = i + 1;
-                }
-                _ => {}
-            },
+            }
+            b',' if depth == 1 => {
+                args.push(start);
+                start = i + 1;
+            }
+            _ => {}
         }
-        i += 1;
     }
-    if i >= bytes.len() {
-        args.push(start);
-    }
+    // The last argument, ended by the call's `)` or by the end of the text.
+    args.push(start);
     let skip_blank = |a: usize| a + text.get(a..).map_or(0, |t| t.len() - t.trim_start().len());
     Some(args.into_iter().map(skip_blank).collect())
 }
@@ -239,29 +240,22 @@ fn call_args(text: &str, name: &str) -> Option<Vec<usize>> {
 fn arg_type(text: &str, at: usize) -> Option<&'static str> {
     let rest = text.get(at..)?;
     // The argument runs to the next comma or closing parenthesis at its depth.
-    let (mut depth, mut quote, mut end, mut escaped) = (0i32, None, rest.len(), false);
-    for (i, b) in rest.bytes().enumerate() {
-        match quote {
-            _ if escaped => escaped = false,
-            Some(q) if b == b'\\' && q != b'`' => escaped = true,
-            Some(q) if b == q => quote = None,
-            Some(_) => {}
-            None => match b {
-                b'"' | b'\'' | b'`' => quote = Some(b),
-                b'(' | b'[' | b'{' => depth += 1,
-                b')' | b']' | b'}' if depth == 0 => {
-                    end = i;
-                    break;
-                }
-                b')' | b']' | b'}' => depth -= 1,
-                b',' if depth == 0 => {
-                    end = i;
-                    break;
-                }
-                _ => {}
-            },
-        }
-    }
+    let mut depth = 0i32;
+    let end = code(rest, 0)
+        .find(|&(_, b)| match b {
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                false
+            }
+            b')' | b']' | b'}' if depth == 0 => true,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                false
+            }
+            b',' => depth == 0,
+            _ => false,
+        })
+        .map_or(rest.len(), |(i, _)| i);
     let expr = promql_parser::parser::parse(rest.get(..end)?).ok()?;
     Some(match expr.value_type() {
         promql_parser::parser::value::ValueType::Vector => "instant vector",
@@ -366,6 +360,18 @@ mod tests {
             parse_error("1 +* 2", "invalid promql query"),
             "parse error: invalid promql query"
         );
+    }
+
+    #[test]
+    fn strings_hide_their_calls_commas_and_brackets() {
+        let q = r#"label_join(x{a="rate(y)"}, "d,(", `\`, "s\")", "e")"#;
+        let args = call_args(q, "label_join").unwrap();
+        let starts: Vec<&str> = args.iter().map(|&a| &q[a..a + 3]).collect();
+        assert_eq!(starts, [r#"x{a"#, r#""d,"#, r#"`\`"#, r#""s\"#, r#""e""#]);
+        assert_eq!(find_call(q, "rate"), None, "a call inside a string is none");
+        assert_eq!(find_word("a_b ab b", "b"), Some(7));
+        assert_eq!(arg_type(q, args[0]), Some("instant vector"));
+        assert_eq!(arg_type(q, args[1]), Some("string"));
     }
 
     #[test]
