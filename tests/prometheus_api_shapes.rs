@@ -288,6 +288,29 @@ fn every_prometheus_endpoint_answers_with_prometheus_status_and_shape() {
         "sum(\n  rate(up)\n)",
         "{}",
         r#"label_replace(up, "a", "b", "c")"#,
+        // Grammar and lexer errors.
+        "1 +* 2",
+        "sum by (a b) (up)",
+        "up{job=}",
+        r#"up{job="a" b}"#,
+        "up @ foo",
+        "sum(up b)",
+        "rate(up[5m)",
+        "up[5m] offset",
+        "up[]",
+        "(1))",
+        r#""\c""#,
+        "up[5m1]",
+        "topk(1, up,)",
+        // Checks of a well-formed query.
+        "-up[5m]",
+        "1 offset 1d",
+        "(up + up)[5m]",
+        "1 == 1",
+        "up + bool up",
+        "sum () by (job)",
+        "up[0m]",
+        r#"up{__name__="a"}"#,
     ];
     let annotated = [
         "rate(up[5m])",
@@ -308,6 +331,30 @@ fn every_prometheus_endpoint_answers_with_prometheus_status_and_shape() {
             if p[key] != c[key] {
                 failures.push(format!("{q}: {key} {} from Prometheus, {} from Cairn", p[key], c[key]));
             }
+        }
+    }
+    // Series selectors (`match[]`) are read as a selector alone.
+    for selector in [
+        "up[5m]",
+        "up{",
+        "up offset 5m",
+        "rate(up[5m])",
+        r#"{job=""}"#,
+        r#"up{job="a" b}"#,
+    ] {
+        let body = |base: &str| -> Value {
+            http.get(format!("{base}/api/v1/series"))
+                .query(&[("match[]", selector)])
+                .send()
+                .and_then(|r| r.json())
+                .expect("series")
+        };
+        let (p, c) = (body(&prom.url()), body(&cairn.url()));
+        if p["error"] != c["error"] {
+            failures.push(format!(
+                "match[]={selector}: {} from Prometheus, {} from Cairn",
+                p["error"], c["error"]
+            ));
         }
     }
     println!("keys only Cairn writes:\n  {}", additions.join("\n  "));

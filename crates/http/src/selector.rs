@@ -7,20 +7,24 @@ use promql_parser::parser::{self, Expr};
 
 use crate::ApiError;
 
+const NON_EMPTY: &str = "match[] must contain at least one non-empty matcher";
+
 /// One selector as the union of its alternatives: a plain selector has one
 /// matcher set; `{a="1" or b="2"}` has one per `or` branch.
 pub fn parse_selector(s: &str) -> Result<Vec<Vec<Matcher>>, ApiError> {
-    let expr = parser::parse(s).map_err(ApiError::bad_data)?;
-    let Expr::VectorSelector(vs) = expr else {
-        return Err(ApiError::bad_data(format!(
-            "invalid series selector {s:?}: expected a selector like up{{job=\"x\"}}"
-        )));
+    let invalid = |e: &str| ApiError::bad_data(format!("invalid parameter \"match[]\": {e}"));
+    // Syntax errors in Prometheus' words; the parser crate's otherwise. Its
+    // grammar is tried first: it also reads `or` between matchers.
+    let syntax_error = |crate_message: String| match cairn_promql::selector_syntax_error(s) {
+        Some(e) => invalid(&e),
+        None if crate_message == "vector selector must contain at least one non-empty matcher" => invalid(NON_EMPTY),
+        None => invalid(&crate_message),
     };
-    if vs.offset.is_some() || vs.at.is_some() {
-        return Err(ApiError::bad_data(format!(
-            "invalid series selector {s:?}: offset and @ modifiers are not allowed"
-        )));
-    }
+    let vs = match parser::parse(s) {
+        Ok(Expr::VectorSelector(vs)) if vs.offset.is_none() && vs.at.is_none() => vs,
+        Ok(_) => return Err(syntax_error(format!("invalid series selector {s:?}"))),
+        Err(e) => return Err(syntax_error(e)),
+    };
     let groups: Vec<Vec<PMatcher>> = if vs.matchers.or_matchers.is_empty() {
         vec![vs.matchers.matchers]
     } else {
@@ -36,9 +40,7 @@ pub fn parse_selector(s: &str) -> Result<Vec<Vec<Matcher>>, ApiError> {
             set.push(convert(m)?);
         }
         if set.iter().all(Matcher::matches_empty) {
-            return Err(ApiError::bad_data(
-                "match[] must contain at least one non-empty matcher",
-            ));
+            return Err(invalid(NON_EMPTY));
         }
         sets.push(set);
     }

@@ -32,6 +32,7 @@ mod select;
 mod series;
 mod step_split;
 mod steps;
+pub mod syntax;
 mod value;
 mod window_index;
 
@@ -185,6 +186,12 @@ pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
 }
 
 type Expr = promql_parser::parser::Expr;
+
+/// The parse error Prometheus gives for a series selector (`match[]`) of
+/// bad syntax (`1:3: parse error: unexpected "["`), or `None`.
+pub fn selector_syntax_error(selector: &str) -> Option<String> {
+    positions::selector_error(selector)
+}
 
 /// Parsed queries by text ([`parse`]). A dashboard's panels times its hosts
 /// are hundreds of distinct texts.

@@ -9,22 +9,79 @@
 /// The parse error Prometheus gives for the parser crate's `message` about
 /// `query`.
 pub fn parse_error(query: &str, message: &str) -> String {
-    let mut message = prometheus_words(message);
-    // The parser crate's one word for any other failure; a query cut short
-    // after an operator is Prometheus' end of input.
-    let operator_last = query
-        .trim_end()
-        .ends_with(['+', '-', '*', '/', '%', '^', '=', '<', '>', ',']);
-    if message == "invalid promql query" && operator_last {
-        message = "unexpected end of input".into();
+    // Lexer and grammar errors come first, as in Prometheus' parser.
+    if let Some(e) = crate::syntax::first_error(query) {
+        return located(query, e.pos, &e.message);
     }
-    match position_of(query, &message) {
-        Some(at) => {
-            let (line, col) = line_col(query, at);
-            format!("{line}:{col}: parse error: {message}")
+    let words = prometheus_words(message);
+    match position_of(query, &words).or_else(|| culprit(query, message)) {
+        Some(at) => located(query, at, &words),
+        None => format!("parse error: {words}"),
+    }
+}
+
+/// Where Prometheus places the parser crate's `message` about a query
+/// whose syntax is sound: at the innermost expression that fails alone
+/// with the same message (Prometheus checks expressions innermost first),
+/// at the part of it the message is about.
+fn culprit(query: &str, message: &str) -> Option<usize> {
+    use crate::syntax::NodeKind;
+    let fails_alone = |text: &str| promql_parser::parser::parse(text).err().as_deref() == Some(message);
+    let nodes = crate::syntax::recognize(query).ok()?;
+    if message == "duration must be greater than 0" {
+        let zero = |text: &str| text.bytes().all(|b| !b.is_ascii_digit() || b == b'0');
+        let node = nodes
+            .iter()
+            .find(|n| n.kind == NodeKind::Duration && zero(&query[n.start..n.end]))?;
+        return Some(node.start);
+    }
+    let node = nodes
+        .iter()
+        .take(MAX_CULPRIT_NODES)
+        .find(|n| fails_alone(&query[n.start..n.end]))?;
+    Some(match node.kind {
+        NodeKind::Binary { op, rhs } => {
+            let bad_side = |text: &str| {
+                promql_parser::parser::parse(text)
+                    .is_ok_and(|e| !matches!(e.value_type(), ValueType::Scalar | ValueType::Vector))
+            };
+            if message.starts_with("comparisons between scalars")
+                || message.starts_with("bool modifier")
+                || message.ends_with("in ON and GROUP clause at once")
+            {
+                op
+            } else if message.starts_with("binary expression must contain only")
+                && !bad_side(&query[node.start..op])
+                && bad_side(&query[rhs..node.end])
+            {
+                rhs
+            } else {
+                node.start
+            }
         }
-        None => format!("parse error: {message}"),
+        NodeKind::Range { bracket } => bracket,
+        _ => node.start,
+    })
+}
+
+/// Queries are short; this bounds the work of the error path for a long one.
+const MAX_CULPRIT_NODES: usize = 256;
+
+use promql_parser::parser::value::ValueType;
+
+/// The parse error Prometheus gives for a series selector (`match[]`) of
+/// bad syntax, or `None` for one whose syntax is sound.
+pub fn selector_error(selector: &str) -> Option<String> {
+    crate::syntax::first_selector_error(selector).map(|e| located(selector, e.pos, &e.message))
+}
+
+/// `message` at byte `at` of `query`, as Prometheus writes a parse error.
+fn located(query: &str, at: usize, message: &str) -> String {
+    if query.is_empty() {
+        return format!("unknown position: parse error: {message}");
     }
+    let (line, col) = line_col(query, at);
+    format!("{line}:{col}: parse error: {message}")
 }
 
 /// `annotation` with the position Prometheus appends to it, when the query
@@ -59,7 +116,39 @@ pub fn annotation(query: &str, annotation: &str) -> String {
 /// The parser crate's wording in Prometheus': its type names, double quotes
 /// around names, and the aggregation parameter.
 fn prometheus_words(message: &str) -> String {
-    let mut out = message.replace("in aggregation expression", "in aggregation parameter");
+    let mut out = message
+        .replace("in aggregation expression", "in aggregation parameter")
+        .replace(
+            "an vector selector or matrix selector",
+            "an instant vector selector or range vector selector",
+        )
+        .replace(
+            "subquery is only allowed on vector,",
+            "subquery is only allowed on instant vector,",
+        )
+        .replace("only allowed between vectors", "only allowed between instant vectors");
+    if let Some(got) = out.strip_prefix("unary expression only allowed on expressions of type scalar or vector, got: ")
+    {
+        out = format!(
+            "unary expression only allowed on expressions of type scalar or instant vector, got \"{}\"",
+            documented_type(got)
+        );
+    }
+    if out.starts_with("no arguments for aggregate expression ") {
+        out = "no arguments for aggregate expression provided".into();
+    }
+    if let Some(ts) = out.strip_prefix("timestamp out of bounds for @ modifier: ") {
+        // Go's words for the infinities.
+        let go = match ts {
+            "inf" => "+Inf",
+            "-inf" => "-Inf",
+            other => other,
+        };
+        out = format!("timestamp out of bounds for @ modifier: {go}");
+    }
+    if let Some(d) = out.strip_prefix("not a valid duration string: ") {
+        out = format!("not a valid duration string: \"{d}\"");
+    }
     if out.starts_with("expected type ") {
         out = out
             .replacen("expected type matrix", "expected type range vector", 1)
@@ -75,11 +164,17 @@ fn prometheus_words(message: &str) -> String {
     out
 }
 
+/// Prometheus' name for a type the parser crate calls by its own.
+fn documented_type(t: &str) -> &str {
+    match t {
+        "matrix" => "range vector",
+        "vector" => "instant vector",
+        other => other,
+    }
+}
+
 /// Where the error `message` (in Prometheus' words) is about in `query`.
 fn position_of(query: &str, message: &str) -> Option<usize> {
-    if message.contains("unclosed left parenthesis") || message.starts_with("unexpected end of input") {
-        return Some(query.len());
-    }
     if let Some(name) = after(message, "unknown function with name ") {
         return find_call(query, &name);
     }
@@ -101,12 +196,6 @@ fn position_of(query: &str, message: &str) -> Option<usize> {
             .iter()
             .filter_map(|f| call_args(query, f).and_then(|a| a.first().copied()))
             .min();
-    }
-    if message.starts_with("binary expression must contain only")
-        || message.starts_with("vector selector must contain")
-        || message.starts_with("metric name must not be set twice")
-    {
-        return Some(query.len() - query.trim_start().len());
     }
     None
 }
@@ -355,10 +444,13 @@ mod tests {
             parse_error("up /  ", "invalid promql query"),
             "1:7: parse error: unexpected end of input"
         );
-        // No position to be found: the words alone.
         assert_eq!(
             parse_error("1 +* 2", "invalid promql query"),
-            "parse error: invalid promql query"
+            "1:4: parse error: unexpected <op:*>"
+        );
+        assert_eq!(
+            parse_error("", "no expression found in input"),
+            "unknown position: parse error: no expression found in input"
         );
     }
 

@@ -101,3 +101,28 @@ fn upstream_outcomes_are_the_same_split_by_steps() {
     }
     println!("{compared} evals gave the same outcome split by steps");
 }
+
+/// Every query of the upstream scripts that the parser crate accepts is
+/// accepted by the recognizer that words syntax errors as Prometheus does
+/// (`cairn_promql::syntax`): it must never report an error in a valid query.
+#[test]
+fn syntax_recognizer_accepts_every_valid_upstream_query() {
+    let Some(files) = test_files() else { return };
+    let eval = regex::Regex::new(r"^eval\S*\s+(?:instant at \S+|range from \S+ to \S+ step \S+)\s+(.+)$").unwrap();
+    let mut checked = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("read test file");
+        for line in text.lines() {
+            let Some(query) = eval.captures(line.trim()).map(|c| c[1].to_string()) else {
+                continue;
+            };
+            if promql_parser::parser::parse(&query).is_err() {
+                continue;
+            }
+            checked += 1;
+            let error = cairn_promql::syntax::first_error(&query);
+            assert_eq!(error, None, "{}: {query}", f.display());
+        }
+    }
+    assert!(checked > 1000, "only {checked} queries found");
+}

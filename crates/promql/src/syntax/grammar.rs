@@ -1,0 +1,891 @@
+//! Where PromQL's grammar first rejects a query, and how Prometheus says
+//! so. Prometheus' parser (yacc) reports the first token that cannot
+//! continue the query, as `unexpected <token>`, with the context and the
+//! expectation of the innermost unfinished construct that has an error rule
+//! of its own (an aggregation, grouping labels, label matchers, `offset`,
+//! `@`, a range or subquery). This recognizer walks the same grammar by
+//! recursive descent, keeping those constructs on a stack.
+
+use super::SyntaxError;
+use super::lex::{Keyword, Kind, Op, Preprocessor, Token, tokens};
+
+/// A construct's context and what it expects, as Prometheus words them.
+type Context = (&'static str, &'static str);
+
+const AGGREGATION: Context = ("aggregation", "");
+const OFFSET: Context = ("offset", "number, duration, step(), or range()");
+const AT: Context = ("@", "timestamp");
+const RANGE_OR_SUBQUERY: Context = ("subquery or range selector", "number, duration, step(), or range()");
+const AFTER_RANGE: Context = ("subquery or range", "\":\" or \"]\"");
+const SUBQUERY_STEP: Context = ("subquery selector", "number, duration, step(), range(), or \"]\"");
+const SUBQUERY_END: Context = ("subquery selector", "\"]\"");
+const GROUPING_OPEN: Context = ("grouping opts", "\"(\"");
+const GROUPING_LABEL: Context = ("grouping opts", "label");
+const GROUPING_NEXT: Context = ("grouping opts", "\",\" or \")\"");
+const MATCHER: Context = ("label matching", "identifier or \"}\"");
+const MATCH_OP: Context = ("label matching", "label matching operator");
+const MATCH_VALUE: Context = ("label matching", "string");
+const MATCHER_NEXT: Context = ("label matching", "\",\" or \"}\"");
+
+/// The first lexer or grammar error in `query`, if any.
+pub fn first_error(query: &str) -> Option<SyntaxError> {
+    recognize(query).err()
+}
+
+/// The first lexer or grammar error in `selector`, read as a series
+/// selector alone (`match[]`), as Prometheus reads those.
+pub fn first_selector_error(selector: &str) -> Option<SyntaxError> {
+    let mut p = Recognizer {
+        tokens: tokens(selector),
+        at: 0,
+        contexts: Vec::new(),
+        noted: None,
+        nodes: Vec::new(),
+    };
+    p.selector().err()
+}
+
+/// The expressions of `query`, innermost first (the order in which
+/// Prometheus checks them), or its first lexer or grammar error.
+pub fn recognize(query: &str) -> Result<Vec<Node>, SyntaxError> {
+    let mut p = Recognizer {
+        tokens: tokens(query),
+        at: 0,
+        contexts: Vec::new(),
+        noted: None,
+        nodes: Vec::new(),
+    };
+    p.query()?;
+    Ok(p.nodes)
+}
+
+/// An expression of the query: its byte range and what it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Node {
+    pub start: usize,
+    pub end: usize,
+    pub kind: NodeKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeKind {
+    /// A binary operation; `op` is where its operator starts, `rhs` where
+    /// its right-hand side does.
+    Binary {
+        op: usize,
+        rhs: usize,
+    },
+    Unary,
+    /// An aggregation or a function call.
+    Call,
+    Selector,
+    /// `[range]` after an expression, at `bracket`.
+    Range {
+        bracket: usize,
+    },
+    /// `[range:step]` after an expression.
+    Subquery,
+    /// An `offset` or `@` modifier on the expression.
+    Modifier,
+    /// A number or duration inside a range, subquery or offset.
+    Duration,
+    Other,
+}
+
+type R = Result<(), SyntaxError>;
+
+struct Recognizer {
+    tokens: Vec<Token>,
+    at: usize,
+    contexts: Vec<Context>,
+    /// An error Prometheus reports while the grammar goes on, and which
+    /// therefore comes before any later one.
+    noted: Option<SyntaxError>,
+    nodes: Vec<Node>,
+}
+
+impl Recognizer {
+    fn kind(&self) -> Kind {
+        self.kind_at(0)
+    }
+
+    fn kind_at(&self, ahead: usize) -> Kind {
+        // The token list ends with Eof or Error, which is never passed.
+        self.tokens
+            .get(self.at + ahead)
+            .or(self.tokens.last())
+            .map_or(Kind::Eof, |t| t.kind)
+    }
+
+    fn advance(&mut self) {
+        if !matches!(self.kind(), Kind::Eof | Kind::Error) {
+            self.at += 1;
+        }
+    }
+
+    /// Consumes the token if it is of `kind`.
+    fn eat(&mut self, kind: Kind) -> bool {
+        let found = self.kind() == kind;
+        if found {
+            self.advance();
+        }
+        found
+    }
+
+    fn expect(&mut self, kind: Kind, context: Option<Context>) -> R {
+        if self.eat(kind) {
+            Ok(())
+        } else {
+            Err(self.unexpected(context))
+        }
+    }
+
+    /// The error at the current token: a lexer error as it is, else
+    /// `unexpected <token>` in `context` or the innermost open construct's.
+    fn unexpected(&mut self, context: Option<Context>) -> SyntaxError {
+        if let Some(noted) = self.noted.take() {
+            return noted;
+        }
+        let token = &self.tokens[self.at.min(self.tokens.len() - 1)];
+        if token.kind == Kind::Error {
+            return SyntaxError {
+                pos: token.pos,
+                message: token.text.clone(),
+            };
+        }
+        let (within, expected) = context.or(self.contexts.last().copied()).unwrap_or(("", ""));
+        let mut message = format!("unexpected {}", token.describe());
+        if !within.is_empty() {
+            message.push_str(" in ");
+            message.push_str(within);
+        }
+        if !expected.is_empty() {
+            message.push_str(", expected ");
+            message.push_str(expected);
+        }
+        SyntaxError {
+            pos: token.pos,
+            message,
+        }
+    }
+
+    /// Runs `f` with `context` open.
+    fn within(&mut self, context: Context, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.contexts.push(context);
+        let r = f(self);
+        self.contexts.pop();
+        r
+    }
+
+    fn query(&mut self) -> R {
+        if self.kind() == Kind::Eof {
+            return Err(SyntaxError {
+                pos: 0,
+                message: "no expression found in input".into(),
+            });
+        }
+        self.expr()?;
+        if self.kind() != Kind::Eof {
+            return Err(self.unexpected(None));
+        }
+        match self.noted.take() {
+            Some(noted) => Err(noted),
+            None => Ok(()),
+        }
+    }
+
+    fn expr(&mut self) -> R {
+        self.binary(0)
+    }
+
+    fn selector(&mut self) -> R {
+        match self.kind() {
+            Kind::LeftBrace => self.label_matchers()?,
+            kind if is_metric_identifier(kind) => {
+                self.advance();
+                if self.kind() == Kind::LeftBrace {
+                    self.label_matchers()?;
+                }
+            }
+            _ => return Err(self.unexpected(None)),
+        }
+        if self.kind() != Kind::Eof {
+            return Err(self.unexpected(None));
+        }
+        Ok(())
+    }
+
+    /// Where the current token starts.
+    fn pos(&self) -> usize {
+        self.tokens[self.at.min(self.tokens.len() - 1)].pos
+    }
+
+    /// Where the last consumed token ends.
+    fn end(&self) -> usize {
+        self.at
+            .checked_sub(1)
+            .map_or(0, |i| self.tokens[i].pos + self.tokens[i].text.len())
+    }
+
+    fn node(&mut self, start: usize, kind: NodeKind) {
+        let end = self.end();
+        self.nodes.push(Node { start, end, kind });
+    }
+
+    /// An operand and the binary operations binding at least as tightly
+    /// as `min`, by precedence climbing.
+    fn binary(&mut self, min: u8) -> R {
+        let start = self.pos();
+        self.operand()?;
+        while let Kind::Operator(op) = self.kind() {
+            let Some(precedence) = precedence(op).filter(|&p| p >= min) else {
+                break;
+            };
+            let op_at = self.pos();
+            self.advance();
+            self.binary_modifiers()?;
+            let rhs = self.pos();
+            // `^` is right-associative, the rest left.
+            self.binary(if op == Op::Pow { precedence } else { precedence + 1 })?;
+            self.node(start, NodeKind::Binary { op: op_at, rhs });
+        }
+        Ok(())
+    }
+
+    /// A signed operand: unary `+`/`-` bind like `*`, below `^`.
+    fn operand(&mut self) -> R {
+        let start = self.pos();
+        if matches!(self.kind(), Kind::Operator(Op::Add | Op::Sub)) {
+            self.advance();
+            self.binary(precedence(Op::Pow).unwrap_or_default())?;
+            self.node(start, NodeKind::Unary);
+            return Ok(());
+        }
+        self.primary()?;
+        self.modifiers(start)
+    }
+
+    fn primary(&mut self) -> R {
+        match self.kind() {
+            Kind::Number | Kind::Duration | Kind::String => {
+                let start = self.pos();
+                self.advance();
+                self.node(start, NodeKind::Other);
+                Ok(())
+            }
+            Kind::LeftParen => {
+                let start = self.pos();
+                self.advance();
+                self.expr()?;
+                self.expect(Kind::RightParen, None)?;
+                self.node(start, NodeKind::Other);
+                Ok(())
+            }
+            Kind::LeftBrace => {
+                let start = self.pos();
+                self.label_matchers()?;
+                self.node(start, NodeKind::Selector);
+                Ok(())
+            }
+            Kind::Aggregator
+                if matches!(
+                    self.kind_at(1),
+                    Kind::LeftParen | Kind::Keyword(Keyword::By | Keyword::Without)
+                ) =>
+            {
+                self.aggregation()
+            }
+            Kind::Identifier | Kind::Preprocessor(_) if self.kind_at(1) == Kind::LeftParen => {
+                let start = self.pos();
+                self.advance();
+                self.call_arguments()?;
+                self.node(start, NodeKind::Call);
+                Ok(())
+            }
+            kind if is_metric_identifier(kind) => {
+                let start = self.pos();
+                self.advance();
+                if self.kind() == Kind::LeftBrace {
+                    self.label_matchers()?;
+                }
+                self.node(start, NodeKind::Selector);
+                Ok(())
+            }
+            _ => Err(self.unexpected(None)),
+        }
+    }
+
+    /// `offset`, `@`, ranges, subqueries, `anchored` and `smoothed` after
+    /// the operand that starts at `start`.
+    fn modifiers(&mut self, start: usize) -> R {
+        loop {
+            match self.kind() {
+                Kind::LeftBracket => {
+                    let bracket = self.pos();
+                    self.advance();
+                    let kind = self.range_or_subquery(bracket)?;
+                    self.node(start, kind);
+                }
+                Kind::Keyword(Keyword::Offset) => {
+                    self.advance();
+                    self.within(OFFSET, Self::offset_duration)?;
+                    self.node(start, NodeKind::Modifier);
+                }
+                Kind::Operator(Op::At) => {
+                    self.advance();
+                    self.within(AT, Self::at_time)?;
+                    self.node(start, NodeKind::Modifier);
+                }
+                Kind::Keyword(Keyword::Anchored | Keyword::Smoothed) => self.advance(),
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    fn range_or_subquery(&mut self, bracket: usize) -> Result<NodeKind, SyntaxError> {
+        self.within(RANGE_OR_SUBQUERY, Self::duration_expr)?;
+        match self.kind() {
+            Kind::RightBracket => {
+                self.advance();
+                return Ok(NodeKind::Range { bracket });
+            }
+            Kind::Colon => self.advance(),
+            _ => return Err(self.unexpected(Some(AFTER_RANGE))),
+        }
+        if self.eat(Kind::RightBracket) {
+            return Ok(NodeKind::Subquery);
+        }
+        if !starts_duration(self.kind()) {
+            return Err(self.unexpected(Some(SUBQUERY_STEP)));
+        }
+        self.within(SUBQUERY_STEP, Self::duration_expr)?;
+        self.expect(Kind::RightBracket, Some(SUBQUERY_END))?;
+        Ok(NodeKind::Subquery)
+    }
+
+    /// An offset: a signed duration or number, or one duration function or
+    /// parenthesised duration expression; operators after it belong to the
+    /// enclosing expression.
+    fn offset_duration(&mut self) -> R {
+        if matches!(self.kind(), Kind::Operator(Op::Add | Op::Sub)) {
+            self.advance();
+        }
+        self.duration_operand()
+    }
+
+    fn at_time(&mut self) -> R {
+        match self.kind() {
+            Kind::Preprocessor(Preprocessor::Start | Preprocessor::End) => {
+                self.advance();
+                self.expect(Kind::LeftParen, None)?;
+                self.expect(Kind::RightParen, None)
+            }
+            _ => {
+                if matches!(self.kind(), Kind::Operator(Op::Add | Op::Sub)) {
+                    self.advance();
+                }
+                match self.kind() {
+                    Kind::Number | Kind::Duration => {
+                        self.advance();
+                        Ok(())
+                    }
+                    _ => Err(self.unexpected(None)),
+                }
+            }
+        }
+    }
+
+    fn duration_expr(&mut self) -> R {
+        loop {
+            while matches!(self.kind(), Kind::Operator(Op::Add | Op::Sub)) {
+                self.advance();
+            }
+            self.duration_operand()?;
+            match self.kind() {
+                Kind::Operator(Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Mod | Op::Pow) => self.advance(),
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    fn duration_operand(&mut self) -> R {
+        match self.kind() {
+            Kind::Number | Kind::Duration => {
+                let start = self.pos();
+                self.advance();
+                self.node(start, NodeKind::Duration);
+                Ok(())
+            }
+            Kind::Preprocessor(Preprocessor::Step | Preprocessor::Range) => {
+                self.advance();
+                self.expect(Kind::LeftParen, None)?;
+                self.expect(Kind::RightParen, None)
+            }
+            Kind::Preprocessor(Preprocessor::MaxOf | Preprocessor::MinOf) => {
+                self.advance();
+                self.expect(Kind::LeftParen, None)?;
+                self.duration_expr()?;
+                self.expect(Kind::Comma, None)?;
+                self.duration_expr()?;
+                self.expect(Kind::RightParen, None)
+            }
+            Kind::LeftParen => {
+                self.advance();
+                self.duration_expr()?;
+                self.expect(Kind::RightParen, None)
+            }
+            _ => Err(self.unexpected(None)),
+        }
+    }
+
+    fn aggregation(&mut self) -> R {
+        let start = self.pos();
+        self.advance();
+        self.within(AGGREGATION, |p| {
+            let grouped_first = p.grouping_clause()?;
+            p.call_arguments()?;
+            if !grouped_first {
+                p.grouping_clause()?;
+            }
+            Ok(())
+        })?;
+        self.node(start, NodeKind::Call);
+        Ok(())
+    }
+
+    /// An aggregation's `by (...)` or `without (...)`, if there is one.
+    fn grouping_clause(&mut self) -> Result<bool, SyntaxError> {
+        if !matches!(self.kind(), Kind::Keyword(Keyword::By | Keyword::Without)) {
+            return Ok(false);
+        }
+        self.advance();
+        self.grouping_labels()?;
+        Ok(true)
+    }
+
+    fn grouping_labels(&mut self) -> R {
+        self.expect(Kind::LeftParen, Some(GROUPING_OPEN))?;
+        if self.eat(Kind::RightParen) {
+            return Ok(());
+        }
+        loop {
+            if !is_label(self.kind()) {
+                return Err(self.unexpected(Some(GROUPING_LABEL)));
+            }
+            self.advance();
+            match self.kind() {
+                Kind::RightParen => {
+                    self.advance();
+                    return Ok(());
+                }
+                Kind::Comma => {
+                    self.advance();
+                    if self.eat(Kind::RightParen) {
+                        return Ok(());
+                    }
+                }
+                _ => return Err(self.unexpected(Some(GROUPING_NEXT))),
+            }
+        }
+    }
+
+    /// `(arg, ...)` of a call or an aggregation.
+    fn call_arguments(&mut self) -> R {
+        self.expect(Kind::LeftParen, None)?;
+        if self.eat(Kind::RightParen) {
+            return Ok(());
+        }
+        loop {
+            self.expr()?;
+            match self.kind() {
+                Kind::RightParen => {
+                    self.advance();
+                    return Ok(());
+                }
+                Kind::Comma => {
+                    let comma = self.tokens[self.at].pos;
+                    self.advance();
+                    if self.kind() == Kind::RightParen {
+                        self.noted.get_or_insert(SyntaxError {
+                            pos: comma,
+                            message: "trailing commas not allowed in function call args".into(),
+                        });
+                        self.advance();
+                        return Ok(());
+                    }
+                }
+                _ => return Err(self.unexpected(None)),
+            }
+        }
+    }
+
+    /// `bool`, `on (...)`/`ignoring (...)`, `group_left`/`group_right`
+    /// with optional labels, and `fill` values, after a binary operator.
+    fn binary_modifiers(&mut self) -> R {
+        self.eat(Kind::Keyword(Keyword::Bool));
+        if matches!(self.kind(), Kind::Keyword(Keyword::On | Keyword::Ignoring)) {
+            self.advance();
+            self.grouping_labels()?;
+            if matches!(self.kind(), Kind::Keyword(Keyword::GroupLeft | Keyword::GroupRight)) {
+                self.advance();
+                if self.kind() == Kind::LeftParen {
+                    self.grouping_labels()?;
+                }
+            }
+        }
+        match self.kind() {
+            Kind::Keyword(Keyword::Fill) => {
+                self.advance();
+                self.fill_value()
+            }
+            Kind::Keyword(first @ (Keyword::FillLeft | Keyword::FillRight)) => {
+                self.advance();
+                self.fill_value()?;
+                let other = if first == Keyword::FillLeft {
+                    Keyword::FillRight
+                } else {
+                    Keyword::FillLeft
+                };
+                if self.eat(Kind::Keyword(other)) {
+                    self.fill_value()?;
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn fill_value(&mut self) -> R {
+        self.expect(Kind::LeftParen, None)?;
+        if matches!(self.kind(), Kind::Operator(Op::Add | Op::Sub)) {
+            self.advance();
+        }
+        match self.kind() {
+            Kind::Number | Kind::Duration => self.advance(),
+            _ => return Err(self.unexpected(None)),
+        }
+        self.expect(Kind::RightParen, None)
+    }
+
+    fn label_matchers(&mut self) -> R {
+        self.advance();
+        if self.eat(Kind::RightBrace) {
+            return Ok(());
+        }
+        loop {
+            self.label_matcher()?;
+            match self.kind() {
+                Kind::RightBrace => {
+                    self.advance();
+                    return Ok(());
+                }
+                Kind::Comma => {
+                    self.advance();
+                    if self.eat(Kind::RightBrace) {
+                        return Ok(());
+                    }
+                }
+                _ => return Err(self.unexpected(Some(MATCHER_NEXT))),
+            }
+        }
+    }
+
+    fn label_matcher(&mut self) -> R {
+        match self.kind() {
+            Kind::Identifier => {
+                self.advance();
+                if !is_match_op(self.kind()) {
+                    return Err(self.unexpected(Some(MATCH_OP)));
+                }
+            }
+            // A quoted name alone matches the metric name.
+            Kind::String => {
+                self.advance();
+                if !is_match_op(self.kind()) {
+                    return Ok(());
+                }
+            }
+            _ => return Err(self.unexpected(Some(MATCHER))),
+        }
+        self.advance();
+        self.expect(Kind::String, Some(MATCH_VALUE))
+    }
+}
+
+/// How tightly a binary operator binds; `None` for `@`.
+fn precedence(op: Op) -> Option<u8> {
+    Some(match op {
+        Op::Or => 1,
+        Op::And | Op::Unless => 2,
+        Op::Eqlc | Op::Neq | Op::Lte | Op::Lss | Op::Gte | Op::Gtr | Op::TrimUpper | Op::TrimLower => 3,
+        Op::Add | Op::Sub => 4,
+        Op::Mul | Op::Div | Op::Mod | Op::Atan2 => 5,
+        Op::Pow => 6,
+        Op::At => return None,
+    })
+}
+
+fn is_match_op(kind: Kind) -> bool {
+    matches!(kind, Kind::Eql | Kind::MatchOp)
+}
+
+fn starts_duration(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Number | Kind::Duration | Kind::LeftParen | Kind::Preprocessor(_) | Kind::Operator(Op::Add | Op::Sub)
+    )
+}
+
+/// Words that name a metric where an expression starts.
+fn is_metric_identifier(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Identifier
+            | Kind::MetricIdentifier
+            | Kind::Aggregator
+            | Kind::Preprocessor(_)
+            | Kind::Operator(Op::And | Op::Or | Op::Unless)
+            | Kind::Keyword(
+                Keyword::By
+                    | Keyword::Without
+                    | Keyword::Fill
+                    | Keyword::FillLeft
+                    | Keyword::FillRight
+                    | Keyword::Offset
+                    | Keyword::Anchored
+                    | Keyword::Smoothed
+            )
+    )
+}
+
+/// Words that may name a label in grouping clauses.
+fn is_label(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::Identifier
+            | Kind::MetricIdentifier
+            | Kind::String
+            | Kind::Aggregator
+            | Kind::Preprocessor(_)
+            | Kind::Operator(Op::And | Op::Or | Op::Unless | Op::Atan2)
+    ) || matches!(kind, Kind::Keyword(k) if k != Keyword::Without)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Prometheus 3.14's answers, from a running server.
+    #[test]
+    fn the_first_unexpected_token_with_prometheus_context() {
+        for (query, pos, message) in [
+            ("*1", 0, "unexpected <op:*>"),
+            ("1 +* 2", 3, "unexpected <op:*>"),
+            ("-=", 1, "unexpected \"=\""),
+            (
+                "sum by (a b) (up)",
+                10,
+                "unexpected identifier \"b\" in grouping opts, expected \",\" or \")\"",
+            ),
+            (
+                "sum without(==)(x)",
+                12,
+                "unexpected <op:==> in grouping opts, expected label",
+            ),
+            (
+                "sum without(foo,,)(x)",
+                16,
+                "unexpected \",\" in grouping opts, expected label",
+            ),
+            (
+                "sum (x) by test",
+                11,
+                "unexpected identifier \"test\" in grouping opts, expected \"(\"",
+            ),
+            ("sum x by (test)", 4, "unexpected identifier \"x\""),
+            ("sum(a) b", 7, "unexpected identifier \"b\""),
+            ("sum(a b)", 6, "unexpected identifier \"b\" in aggregation"),
+            ("sum(rate(a b))", 11, "unexpected identifier \"b\" in aggregation"),
+            ("sum by (a) x", 11, "unexpected identifier \"x\" in aggregation"),
+            ("sum (x) without (t) by (t)", 20, "unexpected <by>"),
+            ("rate(a b)", 7, "unexpected identifier \"b\""),
+            ("a - on(b) ignoring(c) d", 10, "unexpected <ignoring>"),
+            ("foo + group_left(baz) bar", 6, "unexpected <group_left>"),
+            ("up{job=}", 7, "unexpected \"}\" in label matching, expected string"),
+            (
+                "foo{gibberish}",
+                13,
+                "unexpected \"}\" in label matching, expected label matching operator",
+            ),
+            (
+                "foo{,}",
+                4,
+                "unexpected \",\" in label matching, expected identifier or \"}\"",
+            ),
+            (
+                "foo{a=\"b\" lol}",
+                10,
+                "unexpected identifier \"lol\" in label matching, expected \",\" or \"}\"",
+            ),
+            (
+                "foo{__name__ == \"bar\"}",
+                14,
+                "unexpected \"=\" in label matching, expected string",
+            ),
+            (
+                "foo[]",
+                4,
+                "unexpected \"]\" in subquery or range selector, expected number, duration, step(), or range()",
+            ),
+            (
+                "foo[step]",
+                8,
+                "unexpected \"]\" in subquery or range selector, expected number, duration, step(), or range()",
+            ),
+            (
+                "rate(foo[5m)",
+                11,
+                "unexpected \")\" in subquery or range, expected \":\" or \"]\"",
+            ),
+            (
+                "x[5m] offset",
+                12,
+                "unexpected end of input in offset, expected number, duration, step(), or range()",
+            ),
+            (
+                "foo offset -",
+                12,
+                "unexpected end of input in offset, expected number, duration, step(), or range()",
+            ),
+            ("up @ foo", 5, "unexpected identifier \"foo\" in @, expected timestamp"),
+            ("foo @ start", 11, "unexpected end of input in @, expected timestamp"),
+            ("topk(x,)", 6, "trailing commas not allowed in function call args"),
+            ("{} 1+1", 3, "unexpected number \"1\""),
+            ("", 0, "no expression found in input"),
+            ("# only a comment\n", 0, "no expression found in input"),
+            ("foo[5m", 6, "unclosed left bracket"),
+            ("x[:1m]", 3, "unexpected colon before duration in duration expression"),
+        ] {
+            let e = first_error(query).unwrap_or_else(|| panic!("{query} was accepted"));
+            assert_eq!((e.pos, e.message.as_str()), (pos, message), "{query}");
+        }
+    }
+
+    #[test]
+    fn selectors_alone() {
+        for (selector, pos, message) in [
+            ("up[5m]", 2, "unexpected \"[\""),
+            ("up offset 5m", 3, "unexpected <offset>"),
+            ("rate(up[5m])", 4, "unexpected \"(\""),
+            ("{__name__=\"a\"} b", 15, "unexpected identifier \"b\""),
+            ("up{", 3, "unexpected end of input inside braces"),
+        ] {
+            let e = first_selector_error(selector).unwrap_or_else(|| panic!("{selector} was accepted"));
+            assert_eq!((e.pos, e.message.as_str()), (pos, message), "{selector}");
+        }
+        for selector in ["up", "{job=\"a\"}", "a:b{c!~\"d\",}", "sum"] {
+            assert_eq!(first_selector_error(selector), None, "{selector}");
+        }
+    }
+
+    #[test]
+    fn valid_queries_pass() {
+        for query in [
+            "sum by (job) (rate(http_requests_total{code=~\"5..\"}[5m])) / on (job) group_left sum by (job) (up)",
+            "topk(3, x) without (a, b,)",
+            "x offset -5m @ start() [1h:1m] anchored",
+            "x[5m + step():min_of(1m, range())]",
+            "a + fill_left(0) fill_right(-1) b",
+            "-1 ^ 2 > bool 3",
+            "{\"a.b\", c!~\"d\",}",
+            "sum(by)",
+            "foo offset 5m + bar",
+            "step()",
+            "(1)",
+            "x @ -1.5",
+            "rate(x[5m]) # comment",
+        ] {
+            assert_eq!(first_error(query), None, "{query}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Texts made of PromQL's pieces, well-formed or not.
+    fn promql_like() -> impl Strategy<Value = String> {
+        let piece = prop::sample::select(vec![
+            "sum",
+            "rate",
+            "up",
+            "by",
+            "offset",
+            "@",
+            "(",
+            ")",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "=",
+            "=~",
+            "!=",
+            "+",
+            "-",
+            "*",
+            "/",
+            "^",
+            "==",
+            "and",
+            "5m",
+            "1",
+            "0x1f",
+            "1e3",
+            "\"a\"",
+            "'b\\n'",
+            "`c`",
+            " ",
+            "#x\n",
+            "step()",
+            "group_left",
+            "fill(0)",
+            "on",
+            "é",
+            "\\",
+            "\"",
+            "\n",
+        ]);
+        prop::collection::vec(piece, 0..24).prop_map(|pieces| pieces.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_and_stays_inside_the_text(text in promql_like()) {
+            match recognize(&text) {
+                Ok(nodes) => {
+                    for n in nodes {
+                        prop_assert!(n.start <= n.end && text.get(n.start..n.end).is_some());
+                    }
+                }
+                Err(e) => prop_assert!(e.pos <= text.len() && text.is_char_boundary(e.pos)),
+            }
+            if let Some(e) = first_selector_error(&text) {
+                prop_assert!(e.pos <= text.len());
+            }
+        }
+
+        /// A query the parser crate reads is never rejected.
+        #[test]
+        fn accepts_what_the_parser_crate_reads(text in promql_like()) {
+            if promql_parser::parser::parse(&text).is_ok() {
+                prop_assert_eq!(first_error(&text), None);
+            }
+        }
+    }
+}

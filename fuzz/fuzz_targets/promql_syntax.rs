@@ -1,0 +1,25 @@
+//! PromQL syntax checking of arbitrary text (queries and `match[]`
+//! selectors come from any client): it must return, never panic, and any
+//! error it reports lies within the text; a query it accepts with its node
+//! ranges has every range inside the text and on character boundaries.
+#![no_main]
+
+use cairn_promql::syntax::{first_selector_error, recognize};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    match recognize(text) {
+        Ok(nodes) => {
+            for n in nodes {
+                assert!(n.start <= n.end && text.get(n.start..n.end).is_some(), "{n:?} in {text:?}");
+            }
+        }
+        Err(e) => assert!(e.pos <= text.len(), "{e:?} in {text:?}"),
+    }
+    if let Some(e) = first_selector_error(text) {
+        assert!(e.pos <= text.len(), "{e:?} in {text:?}");
+    }
+});
