@@ -453,3 +453,39 @@ fn backfill_of_old_samples_is_accepted_and_readable() {
     srv.restart();
     check(&srv.client(), "after SIGTERM");
 }
+
+/// Deeply nested queries: up to the depth limit they are answered, past it
+/// refused with 400; the server never overflows its stack (Prometheus has
+/// no limit, but a query past it is no dashboard's).
+#[test]
+fn deep_queries_are_answered_or_refused_never_fatal() {
+    let srv = Server::start();
+    let c = srv.client();
+    let n = 990;
+    let nested = |open: &str, inner: &str, close: &str| format!("{}{inner}{}", open.repeat(n), close.repeat(n));
+    for query in [
+        nested("(", "1", ")"),
+        nested("abs(", "vector(1)", ")"),
+        nested("sum(", "vector(1)", ")"),
+        vec!["1"; n].join("+"),
+        "-".repeat(n) + "1",
+    ] {
+        for path in ["/api/v1/query", "/api/v1/query_range"] {
+            let r = c.post_form(
+                path,
+                &[("query", &query), ("start", "0"), ("end", "600"), ("step", "60")],
+            );
+            assert_eq!(r.status, 200, "{path} {}…: {}", &query[..20], r.body);
+        }
+    }
+    for query in [
+        nested("(", "1", ")").repeat(6),
+        vec!["1"; 5000].join("+"),
+        "(".repeat(100_000),
+    ] {
+        let r = c.post_form("/api/v1/query", &[("query", &query)]);
+        assert_eq!(r.status, 400, "{}…: {}", &query[..20], r.body);
+    }
+    // Still serving.
+    assert_eq!(c.post_form("/api/v1/query", &[("query", "1")]).status, 200);
+}

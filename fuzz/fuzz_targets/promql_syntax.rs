@@ -4,7 +4,7 @@
 //! ranges has every range inside the text and on character boundaries.
 #![no_main]
 
-use cairn_promql::syntax::{first_selector_error, recognize};
+use cairn_promql::syntax::{Recognized, first_selector_error, recognize};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -12,12 +12,13 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     match recognize(text) {
-        Ok(nodes) => {
+        Recognized::Valid(nodes) => {
             for n in nodes {
                 assert!(n.start <= n.end && text.get(n.start..n.end).is_some(), "{n:?} in {text:?}");
             }
         }
-        Err(e) => assert!(e.pos <= text.len(), "{e:?} in {text:?}"),
+        Recognized::Error(e) => assert!(e.pos <= text.len(), "{e:?} in {text:?}"),
+        Recognized::TooDeep => {}
     }
     if let Some(e) = first_selector_error(text) {
         assert!(e.pos <= text.len(), "{e:?} in {text:?}");

@@ -5,7 +5,7 @@
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use promql_parser::parser::{self, Expr};
+use promql_parser::parser::Expr;
 use promql_parser::util::{ExprVisitor, walk_expr};
 use std::collections::BTreeMap;
 
@@ -76,7 +76,7 @@ pub async fn query_exemplars(params: Params) -> Result<Response, ApiError> {
     if end < start {
         return Err(ApiError::bad_data("end timestamp must not be before start timestamp"));
     }
-    let expr = parser::parse(params.get("query").unwrap_or("")).map_err(ApiError::bad_data)?;
+    let expr = cairn_promql::parse(params.get("query").unwrap_or("")).map_err(|e| ApiError::bad_data(e.to_string()))?;
     if !has_selector(&expr) {
         return Ok(StatusCode::NO_CONTENT.into_response());
     }

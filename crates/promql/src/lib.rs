@@ -173,6 +173,11 @@ pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
     if cacheable && let Some(ast) = PARSED.get(expr) {
         return Ok(Expr::clone(&ast));
     }
+    if syntax::depth_bound(expr) > MAX_QUERY_DEPTH {
+        return Err(QueryError::BadData(format!(
+            "invalid parameter \"query\": parse error: more than {MAX_QUERY_DEPTH} operators, parentheses and brackets"
+        )));
+    }
     let ast = promql_parser::parser::parse(&escapes::normalize_byte_escapes(expr)).map_err(|e| {
         QueryError::BadData(format!(
             "invalid parameter \"query\": {}",
@@ -197,6 +202,9 @@ pub fn selector_syntax_error(selector: &str) -> Option<String> {
 /// are hundreds of distinct texts.
 static PARSED: cairn_model::text_cache::TextCache<Expr> = cairn_model::text_cache::TextCache::new(1024);
 const MAX_CACHED_QUERY_LEN: usize = 4096;
+/// Parsing, planning and evaluating recurse through the expression tree;
+/// deeper queries than this could overflow a thread's stack.
+pub const MAX_QUERY_DEPTH: usize = 1000;
 
 /// The PromQL engine. Cheap to share; holds only settings.
 #[derive(Debug, Clone, Default)]
@@ -407,6 +415,16 @@ impl std::fmt::Display for Prepared {
 mod tests {
     use super::*;
     use cairn_model::{Labels, Sample};
+
+    #[test]
+    fn queries_deeper_than_the_limit_are_refused_before_parsing() {
+        let at_limit = vec!["1"; MAX_QUERY_DEPTH + 1].join("+");
+        assert!(parse(&at_limit).is_ok());
+        let past = format!("{at_limit}+1");
+        let err = parse(&past).unwrap_err().to_string();
+        assert!(err.contains("more than 1000 operators"), "{err}");
+        assert!(parse(&"(".repeat(100_000)).is_err());
+    }
     use cairn_storage::{Appendable, MemStorage};
 
     fn storage(series: usize) -> MemStorage {

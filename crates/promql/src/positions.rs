@@ -6,15 +6,21 @@
 //! or selector the message is about (the first such in the query), or of
 //! the end of the input for an unfinished query.
 
+use promql_parser::parser::value::ValueType;
+
+use crate::syntax::{Node, NodeKind, Recognized};
+
 /// The parse error Prometheus gives for the parser crate's `message` about
 /// `query`.
 pub fn parse_error(query: &str, message: &str) -> String {
     // Lexer and grammar errors come first, as in Prometheus' parser.
-    if let Some(e) = crate::syntax::first_error(query) {
-        return located(query, e.pos, &e.message);
-    }
+    let nodes = match crate::syntax::recognize(query) {
+        Recognized::Error(e) => return located(query, e.pos, &e.message),
+        Recognized::Valid(nodes) => nodes,
+        Recognized::TooDeep => Vec::new(),
+    };
     let words = prometheus_words(message);
-    match position_of(query, &words).or_else(|| culprit(query, message)) {
+    match position_of(query, &words).or_else(|| culprit(query, &nodes, message)) {
         Some(at) => located(query, at, &words),
         None => format!("parse error: {words}"),
     }
@@ -24,10 +30,12 @@ pub fn parse_error(query: &str, message: &str) -> String {
 /// whose syntax is sound: at the innermost expression that fails alone
 /// with the same message (Prometheus checks expressions innermost first),
 /// at the part of it the message is about.
-fn culprit(query: &str, message: &str) -> Option<usize> {
-    use crate::syntax::NodeKind;
-    let fails_alone = |text: &str| promql_parser::parser::parse(text).err().as_deref() == Some(message);
-    let nodes = crate::syntax::recognize(query).ok()?;
+fn culprit(query: &str, nodes: &[Node], message: &str) -> Option<usize> {
+    if query.len() > MAX_CULPRIT_QUERY_LEN {
+        return None;
+    }
+    let parse = |text: &str| promql_parser::parser::parse(&crate::escapes::normalize_byte_escapes(text));
+    let fails_alone = |text: &str| parse(text).err().as_deref() == Some(message);
     if message == "duration must be greater than 0" {
         let zero = |text: &str| text.bytes().all(|b| !b.is_ascii_digit() || b == b'0');
         let node = nodes
@@ -42,8 +50,7 @@ fn culprit(query: &str, message: &str) -> Option<usize> {
     Some(match node.kind {
         NodeKind::Binary { op, rhs } => {
             let bad_side = |text: &str| {
-                promql_parser::parser::parse(text)
-                    .is_ok_and(|e| !matches!(e.value_type(), ValueType::Scalar | ValueType::Vector))
+                parse(text).is_ok_and(|e| !matches!(e.value_type(), ValueType::Scalar | ValueType::Vector))
             };
             if message.starts_with("comparisons between scalars")
                 || message.starts_with("bool modifier")
@@ -64,10 +71,10 @@ fn culprit(query: &str, message: &str) -> Option<usize> {
     })
 }
 
-/// Queries are short; this bounds the work of the error path for a long one.
+/// Queries are short; these bound the work of the error path (a parse of
+/// each expression) for a long one.
 const MAX_CULPRIT_NODES: usize = 256;
-
-use promql_parser::parser::value::ValueType;
+const MAX_CULPRIT_QUERY_LEN: usize = 16 * 1024;
 
 /// The parse error Prometheus gives for a series selector (`match[]`) of
 /// bad syntax, or `None` for one whose syntax is sound.

@@ -8,6 +8,7 @@
 
 use super::SyntaxError;
 use super::lex::{Keyword, Kind, Op, Preprocessor, Token, tokens};
+use super::quote::go_quote_str;
 
 /// A construct's context and what it expects, as Prometheus words them.
 type Context = (&'static str, &'static str);
@@ -29,34 +30,56 @@ const MATCHER_NEXT: Context = ("label matching", "\",\" or \"}\"");
 
 /// The first lexer or grammar error in `query`, if any.
 pub fn first_error(query: &str) -> Option<SyntaxError> {
-    recognize(query).err()
+    match recognize(query) {
+        Recognized::Error(e) => Some(e),
+        Recognized::Valid(_) | Recognized::TooDeep => None,
+    }
 }
 
 /// The first lexer or grammar error in `selector`, read as a series
 /// selector alone (`match[]`), as Prometheus reads those.
 pub fn first_selector_error(selector: &str) -> Option<SyntaxError> {
-    let mut p = Recognizer {
-        tokens: tokens(selector),
-        at: 0,
-        contexts: Vec::new(),
-        noted: None,
-        nodes: Vec::new(),
-    };
-    p.selector().err()
+    match Recognizer::new(selector).selector() {
+        Err(Stop::Error(e)) => Some(e),
+        Ok(()) | Err(Stop::TooDeep) => None,
+    }
 }
 
-/// The expressions of `query`, innermost first (the order in which
-/// Prometheus checks them), or its first lexer or grammar error.
-pub fn recognize(query: &str) -> Result<Vec<Node>, SyntaxError> {
-    let mut p = Recognizer {
-        tokens: tokens(query),
-        at: 0,
-        contexts: Vec::new(),
-        noted: None,
-        nodes: Vec::new(),
-    };
-    p.query()?;
-    Ok(p.nodes)
+/// What the recognizer makes of a query.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Recognized {
+    /// Sound syntax: its expressions, innermost first (the order in which
+    /// Prometheus checks them).
+    Valid(Vec<Node>),
+    /// The first lexer or grammar error.
+    Error(SyntaxError),
+    /// Nested deeper than the recognizer follows.
+    TooDeep,
+}
+
+pub fn recognize(query: &str) -> Recognized {
+    let mut p = Recognizer::new(query);
+    match p.query() {
+        Ok(()) => Recognized::Valid(p.nodes),
+        Err(Stop::Error(e)) => Recognized::Error(e),
+        Err(Stop::TooDeep) => Recognized::TooDeep,
+    }
+}
+
+/// How deep the recognizer follows nested expressions: each level is a few
+/// stack frames, and a query's text may be megabytes.
+const MAX_DEPTH: usize = 512;
+
+/// Why recognition stopped.
+enum Stop {
+    Error(SyntaxError),
+    TooDeep,
+}
+
+impl From<SyntaxError> for Stop {
+    fn from(e: SyntaxError) -> Self {
+        Stop::Error(e)
+    }
 }
 
 /// An expression of the query: its byte range and what it is.
@@ -87,12 +110,12 @@ pub enum NodeKind {
     Subquery,
     /// An `offset` or `@` modifier on the expression.
     Modifier,
-    /// A number or duration inside a range, subquery or offset.
+    /// A number or duration inside a range or subquery.
     Duration,
     Other,
 }
 
-type R = Result<(), SyntaxError>;
+type R = Result<(), Stop>;
 
 struct Recognizer {
     tokens: Vec<Token>,
@@ -102,9 +125,21 @@ struct Recognizer {
     /// therefore comes before any later one.
     noted: Option<SyntaxError>,
     nodes: Vec<Node>,
+    depth: usize,
 }
 
 impl Recognizer {
+    fn new(text: &str) -> Self {
+        Recognizer {
+            tokens: tokens(text),
+            at: 0,
+            contexts: Vec::new(),
+            noted: None,
+            nodes: Vec::new(),
+            depth: 0,
+        }
+    }
+
     fn kind(&self) -> Kind {
         self.kind_at(0)
     }
@@ -142,16 +177,16 @@ impl Recognizer {
 
     /// The error at the current token: a lexer error as it is, else
     /// `unexpected <token>` in `context` or the innermost open construct's.
-    fn unexpected(&mut self, context: Option<Context>) -> SyntaxError {
+    fn unexpected(&mut self, context: Option<Context>) -> Stop {
         if let Some(noted) = self.noted.take() {
-            return noted;
+            return Stop::Error(noted);
         }
         let token = &self.tokens[self.at.min(self.tokens.len() - 1)];
         if token.kind == Kind::Error {
-            return SyntaxError {
+            return Stop::Error(SyntaxError {
                 pos: token.pos,
                 message: token.text.clone(),
-            };
+            });
         }
         let (within, expected) = context.or(self.contexts.last().copied()).unwrap_or(("", ""));
         let mut message = format!("unexpected {}", token.describe());
@@ -163,10 +198,10 @@ impl Recognizer {
             message.push_str(", expected ");
             message.push_str(expected);
         }
-        SyntaxError {
+        Stop::Error(SyntaxError {
             pos: token.pos,
             message,
-        }
+        })
     }
 
     /// Runs `f` with `context` open.
@@ -182,14 +217,15 @@ impl Recognizer {
             return Err(SyntaxError {
                 pos: 0,
                 message: "no expression found in input".into(),
-            });
+            }
+            .into());
         }
         self.expr()?;
         if self.kind() != Kind::Eof {
             return Err(self.unexpected(None));
         }
         match self.noted.take() {
-            Some(noted) => Err(noted),
+            Some(noted) => Err(noted.into()),
             None => Ok(()),
         }
     }
@@ -235,6 +271,16 @@ impl Recognizer {
     /// An operand and the binary operations binding at least as tightly
     /// as `min`, by precedence climbing.
     fn binary(&mut self, min: u8) -> R {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Stop::TooDeep);
+        }
+        let r = self.binary_within(min);
+        self.depth -= 1;
+        r
+    }
+
+    fn binary_within(&mut self, min: u8) -> R {
         let start = self.pos();
         self.operand()?;
         while let Kind::Operator(op) = self.kind() {
@@ -257,7 +303,7 @@ impl Recognizer {
         let start = self.pos();
         if matches!(self.kind(), Kind::Operator(Op::Add | Op::Sub)) {
             self.advance();
-            self.binary(precedence(Op::Pow).unwrap_or_default())?;
+            self.binary(UNARY_OPERAND)?;
             self.node(start, NodeKind::Unary);
             return Ok(());
         }
@@ -297,6 +343,12 @@ impl Recognizer {
             }
             Kind::Identifier | Kind::Preprocessor(_) if self.kind_at(1) == Kind::LeftParen => {
                 let start = self.pos();
+                let name = &self.tokens[self.at].text;
+                // Reported as soon as the call is read, before later errors.
+                if self.kind() == Kind::Identifier && !is_function(name) {
+                    let message = format!("unknown function with name {}", go_quote_str(name));
+                    self.noted.get_or_insert(SyntaxError { pos: start, message });
+                }
                 self.advance();
                 self.call_arguments()?;
                 self.node(start, NodeKind::Call);
@@ -342,7 +394,7 @@ impl Recognizer {
         }
     }
 
-    fn range_or_subquery(&mut self, bracket: usize) -> Result<NodeKind, SyntaxError> {
+    fn range_or_subquery(&mut self, bracket: usize) -> Result<NodeKind, Stop> {
         self.within(RANGE_OR_SUBQUERY, Self::duration_expr)?;
         match self.kind() {
             Kind::RightBracket => {
@@ -363,14 +415,20 @@ impl Recognizer {
         Ok(NodeKind::Subquery)
     }
 
-    /// An offset: a signed duration or number, or one duration function or
-    /// parenthesised duration expression; operators after it belong to the
-    /// enclosing expression.
+    /// An offset. A number, duration or duration function, signed or not,
+    /// ends it: operators after it belong to the enclosing expression. A
+    /// parenthesised expression, or one after two signs, is a duration
+    /// expression that goes on through operators, as Prometheus reads it.
     fn offset_duration(&mut self) -> R {
-        if matches!(self.kind(), Kind::Operator(Op::Add | Op::Sub)) {
+        let signed = matches!(self.kind(), Kind::Operator(Op::Add | Op::Sub));
+        if signed {
             self.advance();
         }
-        self.duration_operand()
+        match self.kind() {
+            Kind::LeftParen if !signed => self.duration_expr(),
+            Kind::Operator(Op::Add | Op::Sub) if signed => self.duration_expr(),
+            _ => self.duration_operand(),
+        }
     }
 
     fn at_time(&mut self) -> R {
@@ -413,7 +471,9 @@ impl Recognizer {
             Kind::Number | Kind::Duration => {
                 let start = self.pos();
                 self.advance();
-                self.node(start, NodeKind::Duration);
+                if matches!(self.contexts.last(), Some(&RANGE_OR_SUBQUERY | &SUBQUERY_STEP)) {
+                    self.node(start, NodeKind::Duration);
+                }
                 Ok(())
             }
             Kind::Preprocessor(Preprocessor::Step | Preprocessor::Range) => {
@@ -454,7 +514,7 @@ impl Recognizer {
     }
 
     /// An aggregation's `by (...)` or `without (...)`, if there is one.
-    fn grouping_clause(&mut self) -> Result<bool, SyntaxError> {
+    fn grouping_clause(&mut self) -> Result<bool, Stop> {
         if !matches!(self.kind(), Kind::Keyword(Keyword::By | Keyword::Without)) {
             return Ok(false);
         }
@@ -612,7 +672,18 @@ impl Recognizer {
     }
 }
 
-/// How tightly a binary operator binds; `None` for `@`.
+/// Whether PromQL knows a function of this name, by the parser crate's
+/// table.
+fn is_function(name: &str) -> bool {
+    promql_parser::parser::parse(&format!("{name}()"))
+        .err()
+        .is_none_or(|e| !e.starts_with("unknown function"))
+}
+
+/// What a unary `+`/`-` takes: operations that bind tighter than `*`.
+const UNARY_OPERAND: u8 = 6;
+
+/// How tightly a binary operator binds; `None` for `@` and the matchers'.
 fn precedence(op: Op) -> Option<u8> {
     Some(match op {
         Op::Or => 1,
@@ -621,12 +692,12 @@ fn precedence(op: Op) -> Option<u8> {
         Op::Add | Op::Sub => 4,
         Op::Mul | Op::Div | Op::Mod | Op::Atan2 => 5,
         Op::Pow => 6,
-        Op::At => return None,
+        Op::At | Op::EqlRegex | Op::NeqRegex => return None,
     })
 }
 
 fn is_match_op(kind: Kind) -> bool {
-    matches!(kind, Kind::Eql | Kind::MatchOp)
+    matches!(kind, Kind::Eql | Kind::Operator(Op::Neq | Op::EqlRegex | Op::NeqRegex))
 }
 
 fn starts_duration(kind: Kind) -> bool {
@@ -765,6 +836,17 @@ mod tests {
             ("# only a comment\n", 0, "no expression found in input"),
             ("foo[5m", 6, "unclosed left bracket"),
             ("x[:1m]", 3, "unexpected colon before duration in duration expression"),
+            (
+                "foo{=~\"a\"}",
+                4,
+                "unexpected <op:=~> in label matching, expected identifier or \"}\"",
+            ),
+            ("sum(rat(x[5m])", 4, "unknown function with name \"rat\""),
+            (
+                "x offset (1h) + y",
+                16,
+                "unexpected identifier \"y\" in offset, expected number, duration, step(), or range()",
+            ),
         ] {
             let e = first_error(query).unwrap_or_else(|| panic!("{query} was accepted"));
             assert_eq!((e.pos, e.message.as_str()), (pos, message), "{query}");
@@ -804,9 +886,20 @@ mod tests {
             "(1)",
             "x @ -1.5",
             "rate(x[5m]) # comment",
+            "x offset --5m",
+            "x offset -5m + y",
         ] {
             assert_eq!(first_error(query), None, "{query}");
         }
+    }
+
+    #[test]
+    fn deep_nesting_is_given_up_not_followed() {
+        for query in ["(".repeat(100_000), "-".repeat(100_000) + "1", "sum(".repeat(50_000)] {
+            assert_eq!(recognize(&query), Recognized::TooDeep);
+        }
+        let nested = format!("{}1{}", "(".repeat(100), ")".repeat(100));
+        assert!(matches!(recognize(&nested), Recognized::Valid(_)));
     }
 }
 
@@ -868,12 +961,13 @@ mod properties {
         #[test]
         fn never_panics_and_stays_inside_the_text(text in promql_like()) {
             match recognize(&text) {
-                Ok(nodes) => {
+                Recognized::Valid(nodes) => {
                     for n in nodes {
                         prop_assert!(n.start <= n.end && text.get(n.start..n.end).is_some());
                     }
                 }
-                Err(e) => prop_assert!(e.pos <= text.len() && text.is_char_boundary(e.pos)),
+                Recognized::Error(e) => prop_assert!(e.pos <= text.len() && text.is_char_boundary(e.pos)),
+                Recognized::TooDeep => {}
             }
             if let Some(e) = first_selector_error(&text) {
                 prop_assert!(e.pos <= text.len());

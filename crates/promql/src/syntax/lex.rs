@@ -21,12 +21,10 @@ pub enum Kind {
     RightBrace,
     LeftBracket,
     RightBracket,
-    /// `=`, only a label matcher's.
+    /// `=`: a label matcher's, or misplaced.
     Eql,
-    /// `=~`, `!~`, and `!=` inside braces.
-    MatchOp,
-    /// Binary and unary operators, `@`, and the word operators
-    /// (`and`, `or`, `unless`, `atan2`).
+    /// Binary and unary operators, `@`, the word operators (`and`, `or`,
+    /// `unless`, `atan2`), and `=~`/`!~` of label matchers.
     Operator(Op),
     Aggregator,
     Keyword(Keyword),
@@ -47,6 +45,8 @@ pub enum Op {
     Pow,
     Eqlc,
     Neq,
+    EqlRegex,
+    NeqRegex,
     Lte,
     Lss,
     Gte,
@@ -104,7 +104,8 @@ impl Token {
             Kind::Operator(_) => format!("<op:{}>", self.text),
             Kind::Keyword(_) => format!("<{}>", self.text),
             Kind::Aggregator => format!("<aggr:{}>", self.text),
-            _ if self.text.chars().count() > 10 => {
+            // Go counts bytes here, and cuts runes.
+            _ if self.text.len() > 10 => {
                 let head: String = self.text.chars().take(10).collect();
                 format!("{}...", go_quote_str(&head))
             }
@@ -112,7 +113,6 @@ impl Token {
         };
         let class = match self.kind {
             Kind::Eof => return "end of input".into(),
-            Kind::Error => "error",
             Kind::Identifier => "identifier",
             Kind::MetricIdentifier => "metric identifier",
             Kind::String => "string",
@@ -353,7 +353,7 @@ impl Lexer<'_> {
                     self.got_colon = true;
                     return;
                 }
-                if self.duration_keyword() {
+                if self.scan_duration_keyword() {
                     return;
                 }
                 self.error(format!(
@@ -410,11 +410,16 @@ impl Lexer<'_> {
             '"' | '\'' => self.string(c),
             '`' => self.raw_string(),
             '=' => {
-                let kind = if self.accept("~") { Kind::MatchOp } else { Kind::Eql };
+                let kind = if self.accept("~") {
+                    Kind::Operator(Op::EqlRegex)
+                } else {
+                    Kind::Eql
+                };
                 self.emit(kind);
             }
             '!' => match self.next() {
-                Some('~' | '=') => self.emit(Kind::MatchOp),
+                Some('~') => self.emit(Kind::Operator(Op::NeqRegex)),
+                Some('=') => self.emit(Kind::Operator(Op::Neq)),
                 other => self.error(format!(
                     "unexpected character after '!' inside braces: {}",
                     go_quote_rune(other)
@@ -469,7 +474,7 @@ impl Lexer<'_> {
             '%' => self.emit(Kind::Operator(Op::Mod)),
             '^' => self.emit(Kind::Operator(Op::Pow)),
             ',' => self.emit(Kind::Comma),
-            c if duration_keyword_start(c) && self.duration_keyword() => {}
+            c if duration_keyword_start(c) && self.scan_duration_keyword() => {}
             c if c.is_ascii_digit() || (c == '.' && self.peek().is_some_and(|d| d.is_ascii_digit())) => {
                 self.pos -= 1;
                 self.got_duration = true;
@@ -495,21 +500,15 @@ impl Lexer<'_> {
 
     /// After the first letter of a word inside brackets: a duration
     /// function's name, emitted, or nothing.
-    fn duration_keyword(&mut self) -> bool {
+    fn scan_duration_keyword(&mut self) -> bool {
         while self.peek().is_some_and(is_alpha) {
             self.pos += 1;
         }
-        match duration_keyword(&self.input[self.start..self.pos]) {
-            Some(p) => {
-                self.emit(Kind::Preprocessor(p));
-                true
-            }
-            None => {
-                // Prometheus reports the word's first character.
-                self.pos = self.start + 1;
-                false
-            }
-        }
+        let Some(p) = duration_keyword(&self.input[self.start..self.pos]) else {
+            return false;
+        };
+        self.emit(Kind::Preprocessor(p));
+        true
     }
 
     fn keyword_or_identifier(&mut self) {
@@ -769,5 +768,9 @@ mod tests {
         assert_eq!(d(r#"x "abc""#, 1), r#"string "\"abc\"""#);
         assert_eq!(d("1 12345678901", 1), r#"number "1234567890"..."#);
         assert_eq!(d("1 some_metric", 1), r#"identifier "some_metric""#);
+        assert_eq!(d("x{=~", 2), "<op:=~>");
+        assert_eq!(d("x{a!=", 3), "<op:!=>");
+        // Eleven bytes, five runes: all shown, and cut.
+        assert_eq!(d("x \"日本語\"", 1), r#"string "\"日本語\""..."#);
     }
 }

@@ -8,7 +8,22 @@ mod grammar;
 mod lex;
 mod quote;
 
-pub use grammar::{Node, NodeKind, first_error, first_selector_error, recognize};
+pub use grammar::{Node, NodeKind, Recognized, first_error, first_selector_error, recognize};
+
+/// An upper bound of how deep `query`'s expression tree can be: its
+/// operators, opening parentheses and brackets. Evaluating a tree is
+/// recursive, so a query's depth is bounded before it is parsed.
+pub fn depth_bound(query: &str) -> usize {
+    lex::tokens(query)
+        .iter()
+        .filter(|t| {
+            matches!(
+                t.kind,
+                lex::Kind::Operator(_) | lex::Kind::LeftParen | lex::Kind::LeftBracket
+            )
+        })
+        .count()
+}
 
 /// A lexer or grammar error at a byte offset of the query.
 #[derive(Debug, Clone, PartialEq)]

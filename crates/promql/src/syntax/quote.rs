@@ -27,11 +27,30 @@ pub fn go_quote_str(s: &str) -> String {
 
 /// A character as Go's `%#U` shows it: `U+0063 'c'`.
 pub fn go_unicode(c: char) -> String {
-    if c.is_control() {
-        format!("U+{:04X}", c as u32)
-    } else {
+    if is_print(c) {
         format!("U+{:04X} '{c}'", c as u32)
+    } else {
+        format!("U+{:04X}", c as u32)
     }
+}
+
+/// Go's `strconv.IsPrint`, closely enough: not a control, not a format
+/// character, and no space but U+0020.
+fn is_print(c: char) -> bool {
+    !(c.is_control()
+        || (c.is_whitespace() && c != ' ')
+        || matches!(
+            c,
+            '\u{AD}'
+                | '\u{600}'..='\u{605}'
+                | '\u{61C}'
+                | '\u{180E}'
+                | '\u{200B}'..='\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2060}'..='\u{206F}'
+                | '\u{FEFF}'
+                | '\u{FFF9}'..='\u{FFFB}'
+        ))
 }
 
 fn escaped(c: char) -> String {
@@ -44,10 +63,10 @@ fn escaped(c: char) -> String {
         '\r' => r"\r".into(),
         '\t' => r"\t".into(),
         '\u{b}' => r"\v".into(),
-        c if (c as u32) < 0x80 && c.is_control() => format!("\\x{:02x}", c as u32),
-        c if c.is_control() && (c as u32) < 0x10000 => format!("\\u{:04x}", c as u32),
-        c if c.is_control() => format!("\\U{:08x}", c as u32),
-        c => c.to_string(),
+        c if is_print(c) => c.to_string(),
+        c if (c as u32) < 0x80 => format!("\\x{:02x}", c as u32),
+        c if (c as u32) < 0x10000 => format!("\\u{:04x}", c as u32),
+        c => format!("\\U{:08x}", c as u32),
     }
 }
 
@@ -63,5 +82,8 @@ mod tests {
         assert_eq!(go_quote_str(r#"a"b\"#), r#""a\"b\\""#);
         assert_eq!(go_quote_str("\u{1}"), r#""\x01""#);
         assert_eq!(go_unicode('c'), "U+0063 'c'");
+        assert_eq!(go_quote_rune(Some('\u{a0}')), r"'\u00a0'");
+        assert_eq!(go_quote_rune(Some('é')), "'é'");
+        assert_eq!(go_unicode('\u{feff}'), "U+FEFF");
     }
 }
