@@ -1,10 +1,10 @@
 //! Error and annotation texts as Prometheus writes them, which tools match
 //! on: a parse error is `<line>:<column>: parse error: <what>` in
 //! Prometheus' words, an annotation ends with ` (<line>:<column>)`. The
-//! parser crate gives neither positions nor Prometheus' wording, so both are
-//! recovered here from the query text: the position of the call, argument
-//! or selector the message is about (the first such in the query), or of
-//! the end of the input for an unfinished query.
+//! parser crate gives neither positions nor Prometheus' wording. Syntax
+//! errors come from `crate::syntax`; for the parser crate's checks of a
+//! well-formed query, the position is found here: the call, argument or
+//! expression the message is about.
 
 use promql_parser::parser::value::ValueType;
 

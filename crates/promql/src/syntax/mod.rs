@@ -2,7 +2,7 @@
 //! the parser crate says only "invalid promql query" where Prometheus names
 //! the token, the place and what it expected. Queries are parsed by the
 //! parser crate; this finds the error Prometheus would report for one it
-//! rejects.
+//! rejects, and bounds how deep a query may nest before it is parsed.
 
 mod grammar;
 mod lex;
