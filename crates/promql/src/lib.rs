@@ -415,6 +415,7 @@ impl std::fmt::Display for Prepared {
 mod tests {
     use super::*;
     use cairn_model::{Labels, Sample};
+    use cairn_storage::{Appendable, MemStorage};
 
     #[test]
     fn queries_deeper_than_the_limit_are_refused_before_parsing() {
@@ -425,7 +426,6 @@ mod tests {
         assert!(err.contains("more than 1000 operators"), "{err}");
         assert!(parse(&"(".repeat(100_000)).is_err());
     }
-    use cairn_storage::{Appendable, MemStorage};
 
     fn storage(series: usize) -> MemStorage {
         let s = MemStorage::new();

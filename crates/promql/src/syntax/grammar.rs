@@ -235,16 +235,10 @@ impl Recognizer {
     }
 
     fn selector(&mut self) -> R {
-        match self.kind() {
-            Kind::LeftBrace => self.label_matchers()?,
-            kind if is_metric_identifier(kind) => {
-                self.advance();
-                if self.kind() == Kind::LeftBrace {
-                    self.label_matchers()?;
-                }
-            }
-            _ => return Err(self.unexpected(None)),
+        if self.kind() != Kind::LeftBrace && !is_metric_identifier(self.kind()) {
+            return Err(self.unexpected(None));
         }
+        self.vector_selector()?;
         if self.kind() != Kind::Eof {
             return Err(self.unexpected(None));
         }
@@ -327,12 +321,7 @@ impl Recognizer {
                 self.node(start, NodeKind::Other);
                 Ok(())
             }
-            Kind::LeftBrace => {
-                let start = self.pos();
-                self.label_matchers()?;
-                self.node(start, NodeKind::Selector);
-                Ok(())
-            }
+            Kind::LeftBrace => self.vector_selector(),
             Kind::Aggregator
                 if matches!(
                     self.kind_at(1),
@@ -354,17 +343,22 @@ impl Recognizer {
                 self.node(start, NodeKind::Call);
                 Ok(())
             }
-            kind if is_metric_identifier(kind) => {
-                let start = self.pos();
-                self.advance();
-                if self.kind() == Kind::LeftBrace {
-                    self.label_matchers()?;
-                }
-                self.node(start, NodeKind::Selector);
-                Ok(())
-            }
+            kind if is_metric_identifier(kind) => self.vector_selector(),
             _ => Err(self.unexpected(None)),
         }
+    }
+
+    /// `name`, `name{...}` or `{...}`.
+    fn vector_selector(&mut self) -> R {
+        let start = self.pos();
+        if self.kind() != Kind::LeftBrace {
+            self.advance();
+        }
+        if self.kind() == Kind::LeftBrace {
+            self.label_matchers()?;
+        }
+        self.node(start, NodeKind::Selector);
+        Ok(())
     }
 
     /// `offset`, `@`, ranges, subqueries, `anchored` and `smoothed` after
