@@ -208,8 +208,10 @@ const METRIC_ID_MASK: u64 = !(u64::MAX >> METRIC_ID_BITS);
 /// series of one metric are so neighbours in id order, and parts keep
 /// blocks in id order: a selector finds and reads its series in one region
 /// of each part instead of all over it (VictoriaMetrics' series ids begin
-/// with the metric name's for the same reason). On a collision the
-/// partition probes on from it (ids stay unique per partition).
+/// with the metric name's for the same reason). The labels' bits are the
+/// top of [`cairn_storage::Shard::hash_encoded`], whose ranges are the
+/// shards of a select: a shard's series are neighbours too. On a collision
+/// the partition probes on from it (ids stay unique per partition).
 pub fn series_hash(encoded: &[u8]) -> u64 {
     metric_id_bits(encoded) | (xxhash_rust::xxh3::xxh3_64(encoded) >> METRIC_ID_BITS)
 }
@@ -911,6 +913,33 @@ mod tests {
         let mut v: Vec<String> = ix.select(ms).iter().map(|l| ix.labels_of(l).to_string()).collect();
         v.sort();
         v
+    }
+
+    #[test]
+    fn a_metrics_series_ids_order_them_by_the_shard_hash() {
+        // A select's shards are ranges of the shard hash: each must be one
+        // run of the metric's ids, so ids order by that hash within a metric.
+        let mut by_id: Vec<(u64, u64)> = (0..200)
+            .map(|i| {
+                let enc = encode(&[("__name__", "m"), ("instance", &i.to_string())]);
+                (series_hash(&enc), cairn_storage::Shard::hash_encoded(&enc))
+            })
+            .collect();
+        by_id.sort_unstable();
+        assert!(
+            by_id
+                .windows(2)
+                .all(|w| w[0].1 >> METRIC_ID_BITS <= w[1].1 >> METRIC_ID_BITS)
+        );
+        for count in [2, 3, 8] {
+            let shard_of = |hash| {
+                (0..count)
+                    .find(|&index| cairn_storage::Shard::new(index, count).contains_hash(hash))
+                    .unwrap()
+            };
+            let shards: Vec<usize> = by_id.iter().map(|&(_, hash)| shard_of(hash)).collect();
+            assert!(shards.is_sorted(), "{count} shards: {shards:?}");
+        }
     }
 
     #[test]

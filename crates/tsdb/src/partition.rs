@@ -593,7 +593,8 @@ impl Partition {
         // A set iterates in ascending id order, as the cursors need.
         let mut cursors: Vec<_> = all.iter().map(|p| p.block_cursor()).collect();
         for id in ids {
-            let sources = sources_of(&all, &mut cursors, id, i64::MIN, i64::MAX, &by_id);
+            let mut sources = Vec::new();
+            sources_of(&all, &mut cursors, id, i64::MIN, i64::MAX, &by_id, &mut sources);
             let mut reader = SeriesReader::new(sources, i64::MIN, i64::MAX);
             if !reader.has_samples()? {
                 let mut index = self.index.write();
@@ -689,10 +690,11 @@ fn deleted_ranges(tombs: &HashMap<u64, Vec<&Tombstone>>, id: u64, max_seq: u64) 
         .unwrap_or_default()
 }
 
-/// The blocks of series `id` in `parts` overlapping `[mint, maxt]`, each
-/// with the deletions that apply to it (tombstones written after the part's
-/// data). `cursors` (one per part, from [`Part::block_cursor`]) carry each
-/// part's position from one call to the next: call in ascending id order.
+/// Appends to `out` the blocks of series `id` in `parts` overlapping
+/// `[mint, maxt]`, each with the deletions that apply to it (tombstones
+/// written after the part's data). `cursors` (one per part, from
+/// [`Part::block_cursor`]) carry each part's position from one call to the
+/// next: call in ascending id order.
 pub fn sources_of(
     parts: &[Arc<Part>],
     cursors: &mut [BlockCursor<'_>],
@@ -700,10 +702,10 @@ pub fn sources_of(
     mint: i64,
     maxt: i64,
     tombs: &HashMap<u64, Vec<&Tombstone>>,
-) -> Vec<Ranked> {
-    // A series has about one block per young part, and a caller may add
-    // its unflushed rows.
-    let mut out = Vec::with_capacity(parts.len() + 1);
+    out: &mut Vec<Ranked>,
+) {
+    // A series has about one block per young part.
+    out.reserve(parts.len());
     for (part, cursor) in parts.iter().zip(cursors) {
         let max_seq = part.meta().max_seq;
         // Hashing the id is skipped in the usual case of a day without deletes.
@@ -719,7 +721,37 @@ pub fn sources_of(
             }
         });
     }
-    out
+}
+
+/// [`sources_of`] for a series whose newest sample in `[mint, maxt]` is all
+/// that is wanted, in a partition without deletions: `parts` come ordered by
+/// their newest sample, latest first, and the search stops at the first part
+/// ending before the newest sample among `out` (which may hold the series'
+/// unflushed rows) when that sample is by `maxt`. A part not searched holds
+/// no sample of the series as new as it, so [`keep_newest_source`] keeps
+/// the same source as over all of them.
+///
+/// [`keep_newest_source`]: crate::series_reader::keep_newest_source
+pub fn newest_sources_of(
+    parts: &[Arc<Part>],
+    cursors: &mut [BlockCursor<'_>],
+    id: u64,
+    mint: i64,
+    maxt: i64,
+    out: &mut Vec<Ranked>,
+) {
+    let mut newest = out.iter().map(|s| s.maxt).max();
+    for (part, cursor) in parts.iter().zip(cursors) {
+        if newest.is_some_and(|t| t <= maxt && part.meta().maxt < t) {
+            return;
+        }
+        cursor.series(id, |block| {
+            if block.maxt >= mint && block.mint <= maxt {
+                newest = newest.max(Some(block.maxt));
+                out.push(Ranked::block(part, block, Vec::new()));
+            }
+        });
+    }
 }
 
 /// Merges parts (given in write order) into one, newest write winning per

@@ -6,7 +6,7 @@ use rayon::slice::ParallelSliceMut;
 use cairn_model::{Labels, Matcher};
 use cairn_storage::{Querier, SampleBlocks, SelectHints, Series, SeriesSet, StorageError, VecSampleBlocks};
 
-use crate::partition::{PartitionSnapshot, sources_of, tombstones_by_id};
+use crate::partition::{PartitionSnapshot, newest_sources_of, sources_of, tombstones_by_id};
 use crate::series_reader::{Ranked, SeriesReader, keep_newest_source};
 use crate::shared_reads::{SELECT_BUDGET, share_part_reads};
 
@@ -66,12 +66,14 @@ impl Querier for TsdbQuerier {
                 let selection = snap.partition.selection(&index, matchers);
                 let mut selected = Vec::with_capacity(selection.series.len());
                 for s in &selection.series {
-                    let encoded = index.encoded(s.local);
+                    // Another shard's labels are not read: each is a cache
+                    // miss in a large index.
                     let in_shard = hints.shard.as_ref().is_none_or(|sh| match sh.by {
                         None => sh.contains_hash(s.shard_hash),
-                        Some(_) => sh.contains_encoded(encoded),
+                        Some(_) => sh.contains_encoded(index.encoded(s.local)),
                     });
                     if in_shard {
+                        let encoded = index.encoded(s.local);
                         let at = arena.len();
                         arena.extend_from_slice(encoded);
                         let key_at = arena.len();
@@ -98,21 +100,33 @@ impl Querier for TsdbQuerier {
             // Parts outside the range are not searched per series: a query
             // over the last minutes skips those flushed before them.
             let (mint, maxt) = (self.mint, self.maxt);
-            let parts: Vec<_> = snap
+            let mut parts: Vec<_> = snap
                 .parts
                 .all()
                 .filter(|p| p.meta().maxt >= mint && p.meta().mint <= maxt)
                 .cloned()
                 .collect();
             let tombs = tombstones_by_id(&snap.tombstones);
+            // Only the newest sample is wanted and no deletion can hide it:
+            // parts are searched latest-ending first, only until one ends
+            // before the newest sample found.
+            let newest_first = hints.newest_only && tombs.is_empty();
+            if newest_first {
+                parts.sort_by_key(|p| std::cmp::Reverse(p.meta().maxt));
+            }
             let mut cursors: Vec<_> = parts.iter().map(|p| p.block_cursor()).collect();
             let (mut keys, mut sources) = (Vec::new(), Vec::new());
             for ((id, _, labels, order), rows) in selected.into_iter().zip(fresh) {
-                let mut of_series = sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &tombs);
                 // Unflushed rows are the newest writes of all.
-                of_series.extend(Ranked::rows(u64::MAX, rows));
-                if hints.newest_only {
+                let mut of_series: Vec<Ranked> = Ranked::rows(u64::MAX, rows).into_iter().collect();
+                if newest_first {
+                    newest_sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &mut of_series);
                     keep_newest_source(&mut of_series, self.maxt);
+                } else {
+                    sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &tombs, &mut of_series);
+                    if hints.newest_only {
+                        keep_newest_source(&mut of_series, self.maxt);
+                    }
                 }
                 if !of_series.is_empty() {
                     keys.push((labels, order));

@@ -177,7 +177,19 @@ mod tests {
         let mut cursors = vec![part.block_cursor()];
         let mut sources: Vec<Vec<Ranked>> = ids
             .iter()
-            .map(|&id| sources_of(&parts, &mut cursors, id, i64::MIN, i64::MAX, &HashMap::new()))
+            .map(|&id| {
+                let mut sources = Vec::new();
+                sources_of(
+                    &parts,
+                    &mut cursors,
+                    id,
+                    i64::MIN,
+                    i64::MAX,
+                    &HashMap::new(),
+                    &mut sources,
+                );
+                sources
+            })
             .collect();
         let mut left = budget;
         share_part_reads(part, &mut sources, &mut left);
