@@ -715,8 +715,7 @@ pub fn sources_of(
             deleted_ranges(tombs, id, max_seq)
         };
         cursor.series(id, |block| {
-            let outside = block.maxt < mint || block.mint > maxt;
-            if !outside && !deleted.iter().any(|&(lo, hi)| lo <= block.mint && block.maxt <= hi) {
+            if block.overlaps(mint, maxt) && !deleted.iter().any(|&(lo, hi)| lo <= block.mint && block.maxt <= hi) {
                 out.push(Ranked::block(part, block, deleted.clone()));
             }
         });
@@ -746,7 +745,7 @@ pub fn newest_sources_of(
             return;
         }
         cursor.series(id, |block| {
-            if block.maxt >= mint && block.mint <= maxt {
+            if block.overlaps(mint, maxt) {
                 newest = newest.max(Some(block.maxt));
                 out.push(Ranked::block(part, block, Vec::new()));
             }

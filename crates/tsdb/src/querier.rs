@@ -121,12 +121,11 @@ impl Querier for TsdbQuerier {
                 let mut of_series: Vec<Ranked> = Ranked::rows(u64::MAX, rows).into_iter().collect();
                 if newest_first {
                     newest_sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &mut of_series);
-                    keep_newest_source(&mut of_series, self.maxt);
                 } else {
                     sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &tombs, &mut of_series);
-                    if hints.newest_only {
-                        keep_newest_source(&mut of_series, self.maxt);
-                    }
+                }
+                if hints.newest_only {
+                    keep_newest_source(&mut of_series, self.maxt);
                 }
                 if !of_series.is_empty() {
                     keys.push((labels, order));

@@ -32,6 +32,11 @@ enum Data {
 }
 
 impl BlockRef {
+    /// Whether some of its samples may lie in `[mint, maxt]`.
+    pub fn overlaps(&self, mint: i64, maxt: i64) -> bool {
+        self.maxt >= mint && self.mint <= maxt
+    }
+
     pub(super) fn new(id: u64, mint: i64, maxt: i64, offset: u64, len: u32, count: u32, crc: u32) -> Self {
         Self {
             id,
@@ -292,7 +297,7 @@ impl Part {
     pub fn blocks_of(&self, id: u64, mint: i64, maxt: i64) -> impl Iterator<Item = BlockRef> + use<> {
         let mut out = Vec::new();
         self.block_cursor().series(id, |b| {
-            if b.maxt >= mint && b.mint <= maxt {
+            if b.overlaps(mint, maxt) {
                 out.push(b);
             }
         });
