@@ -118,7 +118,9 @@ impl Querier for TsdbQuerier {
             let (mut keys, mut sources) = (Vec::new(), Vec::new());
             for ((id, _, labels, order), rows) in selected.into_iter().zip(fresh) {
                 // Unflushed rows are the newest writes of all.
-                let mut of_series: Vec<Ranked> = Ranked::rows(u64::MAX, rows).into_iter().collect();
+                // About one block per part, and the rows: allocated once.
+                let mut of_series = Vec::with_capacity(parts.len() + 1);
+                of_series.extend(Ranked::rows(u64::MAX, rows));
                 if newest_first {
                     newest_sources_of(&parts, &mut cursors, id, self.mint, self.maxt, &mut of_series);
                 } else {
