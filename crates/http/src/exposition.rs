@@ -28,19 +28,7 @@ impl Exposition {
     /// One sample line: `name{l="v",...} value`.
     pub fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) -> &mut Self {
         self.buf.push_str(name);
-        if !labels.is_empty() {
-            self.buf.push('{');
-            for (i, (k, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.buf.push(',');
-                }
-                self.buf.push_str(k);
-                self.buf.push_str("=\"");
-                escape_label_value(&mut self.buf, v);
-                self.buf.push('"');
-            }
-            self.buf.push('}');
-        }
+        push_labels(&mut self.buf, labels.iter().copied());
         self.buf.push(' ');
         self.buf.push_str(&cairn_model::go_float::format_f(value));
         self.buf.push('\n');
@@ -57,8 +45,24 @@ impl Exposition {
     }
 }
 
+/// Appends `{name="value",...}`, values escaped; nothing for no labels.
+pub(crate) fn push_labels<'a>(dst: &mut String, labels: impl IntoIterator<Item = (&'a str, &'a str)>) {
+    let mut open = false;
+    for (k, v) in labels {
+        dst.push(if open { ',' } else { '{' });
+        open = true;
+        dst.push_str(k);
+        dst.push_str("=\"");
+        escape_label_value(dst, v);
+        dst.push('"');
+    }
+    if open {
+        dst.push('}');
+    }
+}
+
 /// Escapes `\`, `"` and newlines, as the text format requires in label values.
-pub(crate) fn escape_label_value(dst: &mut String, v: &str) {
+fn escape_label_value(dst: &mut String, v: &str) {
     for c in v.chars() {
         match c {
             '\\' => dst.push_str("\\\\"),

@@ -74,22 +74,14 @@ fn write_text(samples: &[(Labels, i64, f64)]) -> String {
             last_name = Some(name);
         }
         out.push_str(name);
-        let mut first = true;
-        let mut label = |out: &mut String, k: &str, v: &str| {
-            out.push(if first { '{' } else { ',' });
-            first = false;
-            out.push_str(k);
-            out.push_str("=\"");
-            exposition::escape_label_value(out, v);
-            out.push('"');
-        };
-        for l in labels.iter().filter(|l| l.name != METRIC_NAME && !l.value.is_empty()) {
-            label(&mut out, &l.name, &l.value);
-        }
-        if labels.get(INSTANCE).is_none_or(str::is_empty) {
-            label(&mut out, INSTANCE, "");
-        }
-        out.push_str("} ");
+        let kept = labels
+            .iter()
+            .filter(|l| l.name != METRIC_NAME && !l.value.is_empty())
+            .map(|l| (l.name.as_str(), l.value.as_str()));
+        // Prometheus gives a series without an instance an empty one.
+        let instance = labels.get(INSTANCE).is_none_or(str::is_empty).then_some((INSTANCE, ""));
+        exposition::push_labels(&mut out, kept.chain(instance));
+        out.push(' ');
         cairn_model::go_float::push_exposition(&mut out, *v);
         out.push(' ');
         out.push_str(itoa::Buffer::new().format(*t));
