@@ -190,7 +190,7 @@ fn stream_chunks(selected: Vec<Selected>, frame_bytes: usize, sink: &mut ChunkSi
 mod tests {
     use cairn_model::stale_nan;
     use cairn_protocols::remote_read::{
-        ChunkedReadResponse, LabelMatcher, MatcherType, Query, ReadRequest, ReadResponse, ResponseType,
+        LabelMatcher, MatcherType, Query, ReadRequest, ReadResponse, ResponseType, read_frame,
     };
     use prost::Message;
 
@@ -278,14 +278,7 @@ mod tests {
         let mut out: Vec<Got> = vec![Vec::new(); queries];
         let (mut stream, mut frames) = (resp.raw.as_slice(), 0);
         while !stream.is_empty() {
-            let (len, rest) = cairn_codec::varint::get_uvarint(stream).unwrap();
-            let (crc, rest) = rest.split_at(4);
-            let (message, rest) = rest.split_at(len as usize);
-            assert_eq!(
-                u32::from_be_bytes(crc.try_into().unwrap()),
-                cairn_codec::crc32c(message)
-            );
-            let frame = ChunkedReadResponse::decode(message).unwrap();
+            let (frame, rest) = read_frame(stream).unwrap();
             assert_eq!(frame.chunked_series.len(), 1, "one series per frame");
             let series = &frame.chunked_series[0];
             let q = &mut out[frame.query_index as usize];

@@ -224,6 +224,26 @@ pub fn put_frame(out: &mut Vec<u8>, response: &ChunkedReadResponse) {
     out.extend_from_slice(&message);
 }
 
+/// A frame of a streamed answer that [`read_frame`] cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad frame: {0}")]
+pub struct BadFrame(pub String);
+
+/// Reads the first frame of a streamed answer ([`put_frame`]'s form): its
+/// message, and the bytes after the frame.
+pub fn read_frame(stream: &[u8]) -> Result<(ChunkedReadResponse, &[u8]), BadFrame> {
+    let bad = |what: &str| BadFrame(what.to_string());
+    let (len, rest) = cairn_codec::varint::get_uvarint(stream).map_err(|_| bad("truncated length"))?;
+    let (crc, rest) = rest.split_first_chunk::<4>().ok_or_else(|| bad("truncated checksum"))?;
+    let len = usize::try_from(len).ok().filter(|&len| len <= rest.len());
+    let (message, rest) = rest.split_at(len.ok_or_else(|| bad("truncated message"))?);
+    if u32::from_be_bytes(*crc) != cairn_codec::crc32c(message) {
+        return Err(bad("checksum mismatch"));
+    }
+    let response = prost::Message::decode(message).map_err(|e| BadFrame(format!("message: {e}")))?;
+    Ok((response, rest))
+}
+
 /// Samples per XOR chunk, as Prometheus cuts its head chunks.
 pub const CHUNK_SAMPLES: usize = 120;
 
@@ -477,21 +497,49 @@ mod tests {
         assert_eq!(back, resp);
     }
 
-    /// Splits a stream into its frames' messages, checking each crc.
+    /// A stream's frames, each read and checked by [`read_frame`].
     fn frames(mut stream: &[u8]) -> Vec<ChunkedReadResponse> {
         let mut out = Vec::new();
         while !stream.is_empty() {
-            let (len, rest) = cairn_codec::varint::get_uvarint(stream).unwrap();
-            let (crc, rest) = rest.split_at(4);
-            let (message, rest) = rest.split_at(len as usize);
-            assert_eq!(
-                u32::from_be_bytes(crc.try_into().unwrap()),
-                cairn_codec::crc32c(message)
-            );
-            out.push(ChunkedReadResponse::decode(message).unwrap());
+            let (frame, rest) = read_frame(stream).unwrap();
+            out.push(frame);
             stream = rest;
         }
         out
+    }
+
+    proptest::proptest! {
+        /// Frames read back as written; any cut or flipped byte is an error, not a panic.
+        #[test]
+        fn frames_round_trip_and_damage_is_refused(
+            values in proptest::collection::vec("[a-z]{0,300}", 1..4),
+            index in 0i64..5,
+            cut in proptest::prelude::any::<proptest::sample::Index>(),
+            flip in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let resp = |value: &str| ChunkedReadResponse {
+                chunked_series: vec![ChunkedSeries {
+                    labels: vec![Label { name: "a".into(), value: value.into() }],
+                    chunks: vec![],
+                }],
+                query_index: index,
+            };
+            let written: Vec<_> = values.iter().map(|v| resp(v)).collect();
+            let mut stream = Vec::new();
+            for r in &written {
+                put_frame(&mut stream, r);
+            }
+            proptest::prop_assert_eq!(&frames(&stream), &written);
+            let (first, rest) = read_frame(&stream).unwrap();
+            let first_len = stream.len() - rest.len();
+            proptest::prop_assert!(read_frame(&stream[..cut.index(first_len)]).is_err());
+            let mut damaged = stream[..first_len].to_vec();
+            damaged[flip.index(first_len)] ^= 0x10;
+            // CRC-32C catches every one-bit flip of the message; a flipped
+            // checksum or length frames bytes it does not match.
+            proptest::prop_assert!(read_frame(&damaged).is_err());
+            proptest::prop_assert_eq!(&first, &written[0]);
+        }
     }
 
     fn labels() -> Vec<Label> {
