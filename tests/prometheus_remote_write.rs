@@ -10,10 +10,9 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::peers::{binary, in_ci};
+use common::peers::{Prometheus, binary, in_ci};
 use common::*;
 use serde_json::Value;
 
@@ -22,25 +21,6 @@ fn prometheus_binary() -> Option<PathBuf> {
         return Some(PathBuf::from(p));
     }
     binary("prometheus")
-}
-
-/// Kills Prometheus when the test ends, however it ends.
-struct Prometheus {
-    child: Child,
-    log: PathBuf,
-}
-
-impl Prometheus {
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 type Key = BTreeMap<String, String>;
@@ -94,11 +74,9 @@ fn prometheus_remote_write_matches_prometheus_storage() {
         return;
     };
     let cairn = Server::start();
-    let work = tempfile::tempdir().expect("tempdir");
-    let prom_port = free_port();
-    let prom_base = format!("http://127.0.0.1:{prom_port}");
-    let config = format!(
-        r#"global:
+    let config = |prom_port: u16| {
+        format!(
+            r#"global:
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
@@ -117,42 +95,13 @@ remote_write:
       min_backoff: 50ms
       max_backoff: 500ms
 "#,
-        cairn_port = cairn.port
-    );
-    let config_path = work.path().join("prometheus.yml");
-    std::fs::write(&config_path, config).expect("write config");
-    let log = work.path().join("prometheus.log");
-    let log_file = std::fs::File::create(&log).expect("log file");
-    let child = Command::new(&prom_bin)
-        .arg(format!("--config.file={}", config_path.display()))
-        .arg(format!("--storage.tsdb.path={}", work.path().join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{prom_port}"))
-        .arg("--log.level=info")
-        .stdin(Stdio::null())
-        .stdout(log_file.try_clone().expect("clone"))
-        .stderr(log_file)
-        .spawn()
-        .expect("start prometheus");
-    let mut prom = Prometheus { child, log };
+            cairn_port = cairn.port
+        )
+    };
+    let mut prom = Prometheus::start_on_port(&prom_bin, config, &["--log.level=info"]);
+    let prom_base = prom.url();
     let http = http_client(Duration::from_secs(10));
     let c = cairn.client();
-
-    // Wait until Prometheus is ready.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(st) = prom.child.try_wait().expect("wait") {
-            panic!("prometheus exited with {st}:\n{}", prom.log());
-        }
-        if http
-            .get(format!("{prom_base}/-/ready"))
-            .send()
-            .is_ok_and(|r| r.status().is_success())
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "prometheus not ready:\n{}", prom.log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
 
     // Series to compare: several metric names from both targets.
     let selectors = [
@@ -169,9 +118,7 @@ remote_write:
     let started = Instant::now();
     loop {
         std::thread::sleep(Duration::from_secs(2));
-        if let Some(st) = prom.child.try_wait().expect("wait") {
-            panic!("prometheus exited with {st}:\n{}", prom.log());
-        }
+        prom.assert_running();
         let now_s = now_ms() as f64 / 1000.0;
         let mut min_overlap = usize::MAX;
         let mut report = Vec::new();

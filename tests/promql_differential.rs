@@ -29,12 +29,12 @@ mod queries;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cairn_protocols::remote_write::ContentEncoding;
-use common::peers::in_ci;
+use common::peers::{Prometheus, in_ci};
 use common::*;
 use compare::{Answer, Order};
 use queries::{Handling, Query};
@@ -61,75 +61,6 @@ fn major_version(bin: &Path) -> u32 {
         .and_then(|v| v.split('.').next())
         .and_then(|m| m.parse().ok())
         .unwrap_or_else(|| panic!("no version in {text:?}"))
-}
-
-/// A Prometheus process that accepts remote write; killed on drop.
-struct Prometheus {
-    child: Child,
-    log: PathBuf,
-    base: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Prometheus {
-    fn start(bin: &Path, major: u32) -> Self {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let port = free_port();
-        let config = dir.path().join("prometheus.yml");
-        std::fs::write(&config, "global:\n  scrape_interval: 15s\n").expect("write config");
-        let log = dir.path().join("prometheus.log");
-        let log_file = std::fs::File::create(&log).expect("log file");
-        let child = Command::new(bin)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .arg("--web.enable-remote-write-receiver")
-            .args((major >= 3).then_some("--enable-feature=promql-experimental-functions"))
-            .arg("--log.level=warn")
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().expect("clone"))
-            .stderr(log_file)
-            .spawn()
-            .expect("start prometheus");
-        let mut p = Self {
-            child,
-            log,
-            base: format!("http://127.0.0.1:{port}"),
-            _dir: dir,
-        };
-        p.wait_ready();
-        p
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-
-    fn wait_ready(&mut self) {
-        let http = http_client(Duration::from_secs(2));
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(st) = self.child.try_wait().expect("wait") {
-                panic!("prometheus exited with {st}:\n{}", self.log());
-            }
-            if http
-                .get(format!("{}/-/ready", self.base))
-                .send()
-                .is_ok_and(|r| r.status().is_success())
-            {
-                return;
-            }
-            assert!(Instant::now() < deadline, "prometheus not ready:\n{}", self.log());
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// One evaluation of a query: instant at a time or range with a step.
@@ -426,7 +357,13 @@ fn promql_answers_match_prometheus() {
     let trace = Arc::new(cairn_bench::trace::Trace::load(trace_path).expect("load trace"));
     let dataset = data::build(trace, now_ms());
     let requests = dataset.requests();
-    let prom = Prometheus::start(&prom_bin, major);
+    let feature = (major >= 3).then_some("--enable-feature=promql-experimental-functions");
+    let flags: Vec<&str> = ["--web.enable-remote-write-receiver", "--log.level=warn"]
+        .into_iter()
+        .chain(feature)
+        .collect();
+    let prom = Prometheus::start(&prom_bin, "global:\n  scrape_interval: 15s\n", &flags);
+    let prom_url = prom.url();
     let cairn = Server::start();
     // Splitting range queries by steps must not change a byte of an answer:
     // a second Cairn splits every range query it can.
@@ -437,7 +374,7 @@ fn promql_answers_match_prometheus() {
     for batch in &requests {
         let body = encode(batch, ContentEncoding::Snappy);
         let r = http
-            .post(format!("{}/api/v1/write", prom.base))
+            .post(format!("{}/api/v1/write", prom_url))
             .header("Content-Type", "application/x-protobuf")
             .header("Content-Encoding", "snappy")
             .header("X-Prometheus-Remote-Write-Version", "0.1.0")
@@ -473,7 +410,7 @@ fn promql_answers_match_prometheus() {
         step_ms: 300_000,
     };
     if let Some(d) = compare::diff(
-        &ask(&http, &prom.base, census, &ev),
+        &ask(&http, &prom_url, census, &ev),
         &ask(&http, &cairn.url(), census, &ev),
         Order::None,
     ) {
@@ -509,7 +446,7 @@ fn promql_answers_match_prometheus() {
             }
             tl.evals += 1;
             let (p, (a, a_body)) = std::thread::scope(|s| {
-                let p = s.spawn(|| q.prometheus.as_deref().map(|pq| ask_raw(&http, &prom.base, pq, ev)));
+                let p = s.spawn(|| q.prometheus.as_deref().map(|pq| ask_raw(&http, &prom_url, pq, ev)));
                 let a = ask_raw(&http, &cairn_base, &q.cairn, ev);
                 (p.join().expect("prometheus query thread"), a)
             });
@@ -624,7 +561,7 @@ fn promql_answers_match_prometheus() {
     if let Some(secs) = std::env::var("CAIRN_DIFF_HOLD_SECS").ok().and_then(|s| s.parse().ok()) {
         println!(
             "holding for {secs}s: prometheus {} cairn {} (data end {})",
-            prom.base,
+            prom_url,
             cairn.url(),
             ms_to_param(dataset.end_ms)
         );

@@ -113,10 +113,16 @@ impl Prometheus {
     /// Starts `bin` with `config` (YAML) and `extra` flags, and waits until
     /// `/-/ready` answers.
     pub fn start(bin: &Path, config: &str, extra: &[&str]) -> Self {
+        Self::start_on_port(bin, |_| config.to_string(), extra)
+    }
+
+    /// [`Self::start`] with the configuration made for the port Prometheus
+    /// will listen on (e.g. to scrape itself).
+    pub fn start_on_port(bin: &Path, config: impl FnOnce(u16) -> String, extra: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let port = super::free_port();
         let config_path = dir.path().join("prometheus.yml");
-        std::fs::write(&config_path, config).expect("write config");
+        std::fs::write(&config_path, config(port)).expect("write config");
         let log = std::fs::File::create(dir.path().join("prometheus.log")).expect("log file");
         let child = Command::new(bin)
             .arg(format!("--config.file={}", config_path.display()))
@@ -132,9 +138,7 @@ impl Prometheus {
         let http = super::http_client(Duration::from_secs(5));
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            if let Some(status) = prom.child.try_wait().expect("wait") {
-                panic!("prometheus exited with {status}:\n{}", prom.log());
-            }
+            prom.assert_running();
             if http
                 .get(format!("{}/-/ready", prom.url()))
                 .send()
@@ -153,5 +157,12 @@ impl Prometheus {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
+    }
+
+    /// Fails the test, with Prometheus' log, if it has exited.
+    pub fn assert_running(&mut self) {
+        if let Some(status) = self.child.try_wait().expect("wait") {
+            panic!("prometheus exited with {status}:\n{}", self.log());
+        }
     }
 }
