@@ -1,7 +1,8 @@
 //! Prometheus remote read (`prompb/remote.proto`), the server side: the
 //! request a Prometheus `remote_read` client sends, and the two answers it
 //! accepts, one snappy-compressed [`ReadResponse`] of raw samples, or a
-//! stream of [`ChunkedReadResponse`] frames of XOR chunks.
+//! stream of [`ChunkedReadResponse`] frames of XOR chunks ([`put_frame`];
+//! [`read_frame`] reads them back, as a client does).
 //!
 //! Messages are hand-written for prost; labels and samples are remote
 //! write's ([`crate::remote_write::proto`]).
