@@ -593,7 +593,8 @@ impl Partition {
         // A set iterates in ascending id order, as the cursors need.
         let mut cursors: Vec<_> = all.iter().map(|p| p.block_cursor()).collect();
         for id in ids {
-            let mut sources = Vec::new();
+            // About one block per part.
+            let mut sources = Vec::with_capacity(all.len());
             sources_of(&all, &mut cursors, id, i64::MIN, i64::MAX, &by_id, &mut sources);
             let mut reader = SeriesReader::new(sources, i64::MIN, i64::MAX);
             if !reader.has_samples()? {
@@ -704,8 +705,6 @@ pub fn sources_of(
     tombs: &HashMap<u64, Vec<&Tombstone>>,
     out: &mut Vec<Ranked>,
 ) {
-    // A series has about one block per young part.
-    out.reserve(parts.len());
     for (part, cursor) in parts.iter().zip(cursors) {
         let max_seq = part.meta().max_seq;
         // Hashing the id is skipped in the usual case of a day without deletes.
