@@ -34,6 +34,11 @@ pub(crate) const MAX_MEMORY_PARTS: usize = 16;
 /// this costs logarithmic (docs/benchmarks.md, "Merge policy").
 const MAX_DISK_PARTS: usize = 5;
 const DISK_MERGE_FAN_IN: usize = 5;
+/// The two newest disk parts are merged as soon as together they hold at
+/// most this much time (ms): the default look-back and the window most alert
+/// rules rate over then lie in one or two parts (`Partition::merge_disk_parts`,
+/// docs/benchmarks.md, "Young parts").
+const YOUNG_PART_SPAN: i64 = 10 * 60 * 1000;
 /// In-memory parts merged at a time.
 const MEMORY_MERGE_FAN_IN: usize = 6;
 
@@ -349,13 +354,13 @@ impl Inner {
     }
 
     /// Merges disk parts where a partition has more than [`MAX_DISK_PARTS`]
-    /// (one merge per partition), or compacts an idle partition fully;
+    /// or two young ones (one merge per partition), or compacts an idle partition fully;
     /// whether it wrote anything.
     pub(crate) fn merge_disk_parts(&self) -> Result<bool, StorageError> {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         let mut merged = false;
         for p in &partitions {
-            let mut bytes = p.merge_disk_parts(MAX_DISK_PARTS, DISK_MERGE_FAN_IN)?;
+            let mut bytes = p.merge_disk_parts(MAX_DISK_PARTS, DISK_MERGE_FAN_IN, YOUNG_PART_SPAN)?;
             // Idleness first: it is an atomic, the head is a lock commits take.
             if bytes == 0 && p.wants_idle_merge(self.config.idle_merge_after.as_millis() as i64) && p.head_rows() == 0 {
                 bytes = p.compact_all()?;

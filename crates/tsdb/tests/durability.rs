@@ -94,6 +94,29 @@ fn tsdb_data_survives_flush_merge_and_reopen() {
 }
 
 #[test]
+fn tsdb_merges_young_flush_parts_as_they_come() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Tsdb::open(config(dir.path())).unwrap();
+    // A flush a minute, as during live ingestion, each of a minute's samples.
+    let start = now() - HOUR;
+    for minute in 0..12 {
+        write(&db, 20, 4, start + minute * 60_000);
+        db.flush().unwrap();
+        db.maintain().unwrap();
+        // Ten minutes of samples make a young part; the eleventh minute starts the next.
+        let parts = if minute < 10 { 1 } else { 2 };
+        assert_eq!(db.stats().parts, parts, "after minute {minute}");
+    }
+    let got = all(&db);
+    assert_eq!(got.len(), 20);
+    assert!(
+        got.iter().all(|(_, samples)| samples.len() == 48),
+        "every minute's samples, once"
+    );
+    assert!(got.iter().all(|(_, samples)| samples.is_sorted_by_key(|s| s.t)));
+}
+
+#[test]
 fn tsdb_backfill_across_days_and_overwrites_merge_newest_wins() {
     let dir = tempfile::tempdir().unwrap();
     let db = Tsdb::open(config(dir.path())).unwrap();
