@@ -36,8 +36,8 @@ const MAX_DISK_PARTS: usize = 5;
 const DISK_MERGE_FAN_IN: usize = 5;
 /// The two newest disk parts are merged as soon as together they hold at
 /// most this much time (ms): the default look-back and the window most alert
-/// rules rate over then lie in one or two parts (`Partition::merge_disk_parts`,
-/// docs/benchmarks.md, "Young parts").
+/// rules rate over then lie in one or two parts (partition.rs
+/// `next_disk_merge`, docs/benchmarks.md, "Young parts").
 const YOUNG_PART_SPAN: i64 = 10 * 60 * 1000;
 /// In-memory parts merged at a time.
 const MEMORY_MERGE_FAN_IN: usize = 6;
@@ -354,8 +354,8 @@ impl Inner {
     }
 
     /// Merges disk parts where a partition has more than [`MAX_DISK_PARTS`]
-    /// or two young ones (one merge per partition), or compacts an idle partition fully;
-    /// whether it wrote anything.
+    /// or two young ones (one merge per partition), or compacts an idle
+    /// partition fully; whether it wrote anything.
     pub(crate) fn merge_disk_parts(&self) -> Result<bool, StorageError> {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         let mut merged = false;

@@ -471,20 +471,20 @@ impl Partition {
         Ok(true)
     }
 
-    /// Merges a run of adjacent disk parts when there are more than
-    /// `max_parts` (see [`merge_run`]), otherwise the two newest when
-    /// together they hold at most `young_span` ms of samples (see
-    /// [`is_young_pair`]). Returns the bytes written.
+    /// Merges the adjacent disk parts [`next_disk_merge`] picks, if any.
+    /// Returns the bytes written.
     pub fn merge_disk_parts(&self, max_parts: usize, fan_in: usize, young_span: i64) -> Result<u64, StorageError> {
         let _merge = self.disk_merge.lock();
         let disk = self.parts.read().disk.clone();
-        let inputs = match &disk[..] {
-            _ if disk.len() > max_parts => merge_run(&disk, fan_in),
-            [.., older, newest] if is_young_pair(time_range(older), time_range(newest), young_span) => {
-                &disk[disk.len() - 2..]
-            }
-            _ => return Ok(0),
-        };
+        let shapes: Vec<PartShape> = disk
+            .iter()
+            .map(|p| PartShape {
+                bytes: p.size_bytes(),
+                mint: p.meta().mint,
+                maxt: p.meta().maxt,
+            })
+            .collect();
+        let inputs = &disk[next_disk_merge(&shapes, max_parts, fan_in, young_span)];
         if inputs.len() < 2 {
             return Ok(0);
         }
@@ -658,20 +658,36 @@ fn merge_run_of_sizes(sizes: &[u64], fan_in: usize) -> std::ops::Range<usize> {
     best.map_or(0..0, |(start, width, _, _)| start..start + width)
 }
 
-fn time_range(part: &Arc<Part>) -> (i64, i64) {
-    (part.meta().mint, part.meta().maxt)
+/// What picking a disk merge looks at of a part: its bytes and the times of
+/// its first and last samples.
+#[derive(Debug, Clone, Copy)]
+struct PartShape {
+    bytes: u64,
+    mint: i64,
+    maxt: i64,
 }
 
-/// Whether the two newest disk parts, with samples in `older` and `newest`
-/// (`(mint, maxt)`), are young enough to merge now: together they span at
-/// most `span` ms. During live ingestion a flush part a minute would
-/// otherwise leave a select over the last minutes one block per series in
-/// each of them to find and decode; merged as they come, those minutes lie
-/// in one or two parts. A backfill's flush parts span more and wait for
-/// [`merge_run`].
-fn is_young_pair(older: (i64, i64), newest: (i64, i64), span: i64) -> bool {
-    let (mint, maxt) = (older.0.min(newest.0), older.1.max(newest.1));
-    maxt.saturating_sub(mint) <= span
+/// The adjacent disk parts to merge next, of `parts` in write order: with
+/// more than `max_parts`, the run [`merge_run`] picks; otherwise the two
+/// newest when together they hold at most `young_span` ms of samples. During
+/// live ingestion a flush part a minute would otherwise leave a select over
+/// the last minutes one block per series to find and decode in each of
+/// them; merged as they come, those minutes lie in one or two parts. A
+/// backfill's flush parts span more and wait for the size rule. Empty when
+/// nothing is to be merged.
+fn next_disk_merge(parts: &[PartShape], max_parts: usize, fan_in: usize, young_span: i64) -> std::ops::Range<usize> {
+    if parts.len() > max_parts {
+        let sizes: Vec<u64> = parts.iter().map(|p| p.bytes).collect();
+        return merge_run_of_sizes(&sizes, fan_in);
+    }
+    match parts {
+        [.., older, newest]
+            if newest.maxt.max(older.maxt).saturating_sub(newest.mint.min(older.mint)) <= young_span =>
+        {
+            parts.len() - 2..parts.len()
+        }
+        _ => 0..0,
+    }
 }
 
 fn contains(list: &[Arc<Part>], part: &Arc<Part>) -> bool {
@@ -817,7 +833,7 @@ pub fn merge_parts<W: Write>(
 
 #[cfg(test)]
 mod merge_policy_tests {
-    use super::{is_young_pair, merge_run_of_sizes};
+    use super::{PartShape, merge_run_of_sizes, next_disk_merge};
 
     /// Parts of `minutes` each, sized as flush parts merge: a fixed cost per
     /// series plus a little per sample.
@@ -861,59 +877,73 @@ mod merge_policy_tests {
         assert!(per_minute < 7.5, "each minute re-encoded {per_minute:.1} times");
     }
 
+    fn shape(bytes: u64, mint: i64, maxt: i64) -> PartShape {
+        PartShape { bytes, mint, maxt }
+    }
+
     #[test]
-    fn a_young_pair_spans_at_most_the_young_span_however_late_a_sample() {
+    fn the_two_newest_parts_merge_while_they_span_at_most_the_young_span() {
         let five = 300;
-        assert!(is_young_pair((0, 100), (120, 300), five));
-        assert!(!is_young_pair((0, 100), (120, 301), five));
-        assert!(
-            !is_young_pair((500, 550), (-10, 560), five),
+        let two = |older, newest| next_disk_merge(&[shape(9, -900, -600), older, newest], 5, 5, five);
+        assert_eq!(two(shape(1, 0, 100), shape(1, 120, 300)), 1..3);
+        assert_eq!(two(shape(1, 0, 100), shape(1, 120, 301)), 0..0);
+        assert_eq!(
+            two(shape(1, 500, 550), shape(1, -10, 560)),
+            0..0,
             "a late sample widens the newest part"
         );
-        assert!(is_young_pair((0, 0), (0, 0), 0));
+        assert_eq!(next_disk_merge(&[shape(1, 0, 0)], 5, 5, five), 0..0, "one part");
+        let many: Vec<PartShape> = (0..6).map(|i| shape(10, i * 60, i * 60 + 45)).collect();
+        assert_eq!(
+            next_disk_merge(&many, 5, 5, five),
+            merge_run_of_sizes(&[10; 6], 5),
+            "more than max_parts: by size"
+        );
     }
 
     /// Live ingestion for a day: a flush part a minute (samples from 0 to
-    /// 45 s into it), merged as the engine does, one merge a round: a young
-    /// pair (at most 10 minutes, as the engine's) when there are at most 5
-    /// parts, otherwise by size. The last five minutes then lie in at most
-    /// two parts (five by size alone), and each minute is re-encoded about
-    /// two times more than by size alone.
+    /// 45 s into it), merged as the merge thread does, one merge a round,
+    /// with and without a young span of 10 minutes. With it the last five
+    /// minutes lie in at most two parts (five without), and each minute is
+    /// re-encoded about two times more.
     #[test]
     fn live_flush_parts_leave_the_last_five_minutes_in_two_parts() {
         const MINUTE: i64 = 60;
-        let mut parts: Vec<(i64, i64, u64)> = Vec::new(); // mint, maxt, minutes
-        let (mut reencoded, mut most_in_window) = (0u64, 0);
-        for m in 0..24 * 60 {
-            parts.push((m * MINUTE, m * MINUTE + 45, 1));
-            loop {
-                let run = if parts.len() > 5 {
-                    let sizes: Vec<u64> = parts.iter().map(|p| bytes(p.2)).collect();
-                    merge_run_of_sizes(&sizes, 5)
-                } else {
-                    match parts[..] {
-                        [.., a, b] if is_young_pair((a.0, a.1), (b.0, b.1), 10 * MINUTE) => {
-                            parts.len() - 2..parts.len()
-                        }
-                        _ => break,
+        let day = |young_span: i64| {
+            let mut parts: Vec<(PartShape, u64)> = Vec::new(); // and its minutes
+            let (mut reencoded, mut most_in_window) = (0u64, 0);
+            for m in 0..24 * 60 {
+                parts.push((shape(bytes(1), m * MINUTE, m * MINUTE + 45), 1));
+                loop {
+                    let shapes: Vec<PartShape> = parts.iter().map(|p| p.0).collect();
+                    let run = next_disk_merge(&shapes, 5, 5, young_span);
+                    if run.len() < 2 {
+                        break;
                     }
-                };
-                let run_parts = &parts[run.clone()];
-                let merged = (
-                    run_parts.iter().map(|p| p.0).min().unwrap(),
-                    run_parts.iter().map(|p| p.1).max().unwrap(),
-                    run_parts.iter().map(|p| p.2).sum(),
-                );
-                reencoded += merged.2;
-                parts.splice(run, [merged]);
+                    let inputs = &parts[run.clone()];
+                    let minutes: u64 = inputs.iter().map(|p| p.1).sum();
+                    let mint = inputs.iter().map(|p| p.0.mint).min().unwrap();
+                    let maxt = inputs.iter().map(|p| p.0.maxt).max().unwrap();
+                    reencoded += minutes;
+                    parts.splice(run, [(shape(bytes(minutes), mint, maxt), minutes)]);
+                }
+                let now = m * MINUTE + 45;
+                let in_window = parts.iter().filter(|p| p.0.maxt >= now - 5 * MINUTE).count();
+                most_in_window = most_in_window.max(in_window);
             }
-            let now = m * MINUTE + 45;
-            let in_window = parts.iter().filter(|p| p.1 >= now - 5 * MINUTE).count();
-            most_in_window = most_in_window.max(in_window);
-        }
-        assert_eq!(parts.iter().map(|p| p.2).sum::<u64>(), 24 * 60);
-        assert!(most_in_window <= 2, "the last five minutes in {most_in_window} parts");
-        let per_minute = reencoded as f64 / (24.0 * 60.0);
-        assert!(per_minute < 9.5, "each minute re-encoded {per_minute:.1} times");
+            assert_eq!(parts.iter().map(|p| p.1).sum::<u64>(), 24 * 60);
+            (most_in_window, reencoded as f64 / (24.0 * 60.0))
+        };
+        let (young_window, young_reencoded) = day(10 * MINUTE);
+        let (sized_window, sized_reencoded) = day(-1);
+        assert_eq!(
+            (young_window, sized_window),
+            (2, 5),
+            "parts holding the last five minutes"
+        );
+        assert!(
+            young_reencoded < sized_reencoded + 2.5,
+            "each minute re-encoded {young_reencoded:.1} times against {sized_reencoded:.1}"
+        );
     }
 }
