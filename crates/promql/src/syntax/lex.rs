@@ -190,6 +190,21 @@ enum Mode {
 /// The tokens of `query`, comments left out, ending with [`Kind::Eof`] or,
 /// where the lexer fails, with one [`Kind::Error`].
 pub fn tokens(query: &str) -> Vec<Token> {
+    let mut out = Vec::new();
+    lex(query, |kind, pos, text| {
+        out.push(Token {
+            kind,
+            pos,
+            text: text.to_string(),
+        })
+    });
+    out
+}
+
+/// Runs the lexer over `query`, handing each token's kind, byte offset and
+/// text (for [`Kind::Error`], the message) to `sink`, as [`tokens`] lists
+/// them, without keeping them.
+pub fn lex(query: &str, sink: impl FnMut(Kind, usize, &str)) {
     let mut lexer = Lexer {
         input: query,
         pos: 0,
@@ -199,15 +214,15 @@ pub fn tokens(query: &str) -> Vec<Token> {
         bracket_open: false,
         got_colon: false,
         got_duration: false,
-        out: Vec::new(),
+        done: false,
+        sink,
     };
-    while !matches!(lexer.out.last(), Some(t) if matches!(t.kind, Kind::Eof | Kind::Error)) {
+    while !lexer.done {
         lexer.step();
     }
-    lexer.out
 }
 
-struct Lexer<'a> {
+struct Lexer<'a, S> {
     input: &'a str,
     pos: usize,
     start: usize,
@@ -216,10 +231,12 @@ struct Lexer<'a> {
     bracket_open: bool,
     got_colon: bool,
     got_duration: bool,
-    out: Vec<Token>,
+    /// [`Kind::Eof`] or [`Kind::Error`] was emitted.
+    done: bool,
+    sink: S,
 }
 
-impl Lexer<'_> {
+impl<S: FnMut(Kind, usize, &str)> Lexer<'_, S> {
     fn peek(&self) -> Option<char> {
         self.input[self.pos..].chars().next()
     }
@@ -241,20 +258,14 @@ impl Lexer<'_> {
     }
 
     fn emit(&mut self, kind: Kind) {
-        self.out.push(Token {
-            kind,
-            pos: self.start,
-            text: self.input[self.start..self.pos].to_string(),
-        });
+        self.done = kind == Kind::Eof;
+        (self.sink)(kind, self.start, &self.input[self.start..self.pos]);
         self.start = self.pos;
     }
 
     fn error(&mut self, message: String) {
-        self.out.push(Token {
-            kind: Kind::Error,
-            pos: self.start,
-            text: message,
-        });
+        self.done = true;
+        (self.sink)(Kind::Error, self.start, &message);
     }
 
     fn skip_spaces(&mut self) {

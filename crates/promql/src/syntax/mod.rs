@@ -14,15 +14,16 @@ pub use grammar::{Node, NodeKind, Recognized, first_error, first_selector_error,
 /// operators, opening parentheses and brackets. Evaluating a tree is
 /// recursive, so a query's depth is bounded before it is parsed.
 pub fn depth_bound(query: &str) -> usize {
-    lex::tokens(query)
-        .iter()
-        .filter(|t| {
-            matches!(
-                t.kind,
-                lex::Kind::Operator(_) | lex::Kind::LeftParen | lex::Kind::LeftBracket
-            )
-        })
-        .count()
+    let mut bound = 0;
+    lex::lex(query, |kind, _, _| {
+        if matches!(
+            kind,
+            lex::Kind::Operator(_) | lex::Kind::LeftParen | lex::Kind::LeftBracket
+        ) {
+            bound += 1;
+        }
+    });
+    bound
 }
 
 /// A lexer or grammar error at a byte offset of the query.
@@ -30,4 +31,17 @@ pub fn depth_bound(query: &str) -> usize {
 pub struct SyntaxError {
     pub pos: usize,
     pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::depth_bound;
+
+    #[test]
+    fn the_depth_bound_counts_operators_and_openings_but_not_comments() {
+        assert_eq!(depth_bound("sum(rate(x[5m])) + 1"), 4);
+        assert_eq!(depth_bound("x{a=\"(\"}"), 0, "inside a string");
+        assert_eq!(depth_bound("1 # + (((["), 0, "in a comment");
+        assert_eq!(depth_bound("((1 +"), 3, "an unfinished query too");
+    }
 }
