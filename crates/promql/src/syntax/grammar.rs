@@ -519,26 +519,31 @@ impl Recognizer {
 
     fn grouping_labels(&mut self) -> R {
         self.expect(Kind::LeftParen, Some(GROUPING_OPEN))?;
-        if self.eat(Kind::RightParen) {
+        self.comma_list(Kind::RightParen, GROUPING_NEXT, |p| {
+            if !is_label(p.kind()) {
+                return Err(p.unexpected(Some(GROUPING_LABEL)));
+            }
+            p.advance();
+            Ok(())
+        })
+    }
+
+    /// Items separated by commas up to and including `close`, a trailing
+    /// comma allowed; `next` is what an error after an item says was expected.
+    fn comma_list(&mut self, close: Kind, next: Context, mut item: impl FnMut(&mut Self) -> R) -> R {
+        if self.eat(close) {
             return Ok(());
         }
         loop {
-            if !is_label(self.kind()) {
-                return Err(self.unexpected(Some(GROUPING_LABEL)));
+            item(self)?;
+            if self.eat(close) {
+                return Ok(());
             }
-            self.advance();
-            match self.kind() {
-                Kind::RightParen => {
-                    self.advance();
-                    return Ok(());
-                }
-                Kind::Comma => {
-                    self.advance();
-                    if self.eat(Kind::RightParen) {
-                        return Ok(());
-                    }
-                }
-                _ => return Err(self.unexpected(Some(GROUPING_NEXT))),
+            if !self.eat(Kind::Comma) {
+                return Err(self.unexpected(Some(next)));
+            }
+            if self.eat(close) {
+                return Ok(());
             }
         }
     }
@@ -623,25 +628,7 @@ impl Recognizer {
 
     fn label_matchers(&mut self) -> R {
         self.advance();
-        if self.eat(Kind::RightBrace) {
-            return Ok(());
-        }
-        loop {
-            self.label_matcher()?;
-            match self.kind() {
-                Kind::RightBrace => {
-                    self.advance();
-                    return Ok(());
-                }
-                Kind::Comma => {
-                    self.advance();
-                    if self.eat(Kind::RightBrace) {
-                        return Ok(());
-                    }
-                }
-                _ => return Err(self.unexpected(Some(MATCHER_NEXT))),
-            }
-        }
+        self.comma_list(Kind::RightBrace, MATCHER_NEXT, Self::label_matcher)
     }
 
     fn label_matcher(&mut self) -> R {
