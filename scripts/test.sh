@@ -43,6 +43,14 @@ if ! "$otel_venv/bin/python" -c 'import opentelemetry.exporter.otlp.proto.http' 
         opentelemetry-sdk==1.45.2 opentelemetry-exporter-otlp-proto-http==1.45.2
 fi
 
+# SeaweedFS is the real S3-compatible server of tests/object_store.rs (with CI
+# set, those tests fail rather than skip when it is missing): built from the
+# Go module proxy at a pinned version, once per checkout.
+start=$SECONDS
+CAIRN_WEED_BIN=$(scripts/build-seaweedfs.sh | tail -n 1)
+export CAIRN_WEED_BIN
+echo "SeaweedFS: $((SECONDS - start))s"
+
 start=$SECONDS
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings

@@ -41,6 +41,59 @@ struct Cli {
     #[arg(long = "storage.max-in-memory-bytes", default_value_t = 256 << 20)]
     max_in_memory_bytes: usize,
 
+    /// A day partition without writes for this long is merged into one part
+    /// (best compression) and, with an object store, uploaded once the day
+    /// is over. Late samples for an old day start the wait again.
+    #[arg(long = "storage.settle-time", default_value = "60s", value_parser = duration)]
+    settle_time: Duration,
+
+    /// Bucket that finished days are uploaded to and read back from by
+    /// range (bottomless storage): s3://bucket/prefix, or file:///dir. The
+    /// local disk keeps the WAL, the days not yet settled and a cache.
+    /// Endpoint, region and credentials not given below are taken from the
+    /// usual AWS_* environment variables.
+    #[arg(long = "storage.object-store.url")]
+    object_store_url: Option<String>,
+
+    /// Address of an S3-compatible server (http://host:port) instead of AWS.
+    #[arg(long = "storage.object-store.endpoint")]
+    object_store_endpoint: Option<String>,
+
+    /// The bucket's region.
+    #[arg(long = "storage.object-store.region")]
+    object_store_region: Option<String>,
+
+    /// Access key id for the bucket.
+    #[arg(long = "storage.object-store.access-key-id")]
+    object_store_access_key_id: Option<String>,
+
+    /// Secret access key for the bucket (prefer AWS_SECRET_ACCESS_KEY: a flag
+    /// shows in the process list; it is masked in /api/v1/status/flags).
+    #[arg(long = "storage.object-store.secret-access-key")]
+    object_store_secret_access_key: Option<String>,
+
+    /// One attempt of a bucket request gives up after this long; failed
+    /// requests are retried 3 times with backoff, failed uploads later.
+    #[arg(long = "storage.object-store.timeout", default_value = "30s", value_parser = duration)]
+    object_store_timeout: Duration,
+
+    /// Bytes of local disk for the cache of index and block ranges read from
+    /// the bucket (least recently used dropped first). 0 turns it off.
+    #[arg(long = "storage.cache.max-bytes", default_value_t = 1 << 30)]
+    cache_max_bytes: u64,
+
+    /// Serve an object store's data without writing: writes and deletes are
+    /// refused (503), nothing is uploaded, merged or deleted, and the bucket
+    /// is listed every --storage.object-store.refresh-interval for what the
+    /// writing instance uploaded. Needs --storage.object-store.url and a
+    /// --storage.path of its own.
+    #[arg(long = "storage.read-only")]
+    read_only: bool,
+
+    /// How often a read-only instance lists the bucket for new data.
+    #[arg(long = "storage.object-store.refresh-interval", default_value = "30s", value_parser = duration)]
+    object_store_refresh_interval: Duration,
+
     /// Address to serve the HTTP API on.
     #[arg(long = "http.listen-addr", default_value = "0.0.0.0:9090")]
     listen_addr: SocketAddr,
@@ -132,8 +185,11 @@ fn duration(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("duration {s:?} must not be negative"))
 }
 
+/// Flags whose values `/api/v1/status/flags` masks.
+const SECRET_FLAGS: &[&str] = &["storage.object-store.secret-access-key"];
+
 /// Every flag (name without `--`) with its effective value, given or default,
-/// for `/api/v1/status/flags`.
+/// for `/api/v1/status/flags`; secrets masked.
 fn effective_flags(command: &clap::Command, matches: &clap::ArgMatches) -> BTreeMap<String, String> {
     command
         .get_arguments()
@@ -141,7 +197,12 @@ fn effective_flags(command: &clap::Command, matches: &clap::ArgMatches) -> BTree
             let name = arg.get_long()?;
             let values = matches.get_raw(arg.get_id().as_str())?;
             let values: Vec<String> = values.map(|v| v.to_string_lossy().into_owned()).collect();
-            Some((name.to_string(), values.join(",")))
+            let value = if SECRET_FLAGS.contains(&name) {
+                "<secret>".to_string()
+            } else {
+                values.join(",")
+            };
+            Some((name.to_string(), value))
         })
         .collect()
 }
@@ -168,6 +229,18 @@ fn main() -> anyhow::Result<()> {
     };
     storage.flush_interval = cli.flush_interval;
     storage.max_in_memory_bytes = cli.max_in_memory_bytes;
+    storage.idle_merge_after = cli.settle_time;
+    storage.object_store = cli.object_store_url.as_ref().map(|url| cairn_tsdb::BucketConfig {
+        endpoint: cli.object_store_endpoint.clone(),
+        region: cli.object_store_region.clone(),
+        access_key_id: cli.object_store_access_key_id.clone(),
+        secret_access_key: cli.object_store_secret_access_key.clone(),
+        request_timeout: cli.object_store_timeout,
+        ..cairn_tsdb::BucketConfig::new(url)
+    });
+    storage.cache_max_bytes = cli.cache_max_bytes;
+    storage.read_only = cli.read_only;
+    storage.bucket_refresh_interval = cli.object_store_refresh_interval;
     let mut api = cairn_http::ApiConfig {
         max_request_body_bytes: cli.max_request_body_bytes,
         remote_read_sample_limit: cli.remote_read_sample_limit,

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod peers;
+pub mod seaweedfs;
 
 use std::collections::BTreeMap;
 use std::fs::File;

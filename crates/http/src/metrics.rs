@@ -9,7 +9,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use cairn_storage::StorageStats;
+use cairn_storage::{ObjectStoreStats, StorageStats};
 use parking_lot::Mutex;
 
 use crate::exposition::{CONTENT_TYPE, Exposition};
@@ -263,6 +263,96 @@ fn render_storage(e: &mut Exposition, s: &StorageStats) {
         ("cairn_storage_wal_bytes", "Bytes of write-ahead log.", s.wal_bytes),
         ("cairn_storage_parts", "Data parts on disk.", s.parts),
         ("cairn_storage_partitions", "Time partitions on disk.", s.partitions),
+    ];
+    for (name, help, v) in gauges {
+        e.single(name, help, "gauge", v as f64);
+    }
+    if let Some(o) = &s.object_store {
+        render_object_store(e, o);
+    }
+}
+
+fn render_object_store(e: &mut Exposition, o: &ObjectStoreStats) {
+    type ByOperation<'a> = &'a [(&'static str, u64)];
+    let by_op: [(&str, &str, ByOperation); 2] = [
+        (
+            "cairn_object_store_requests_total",
+            "Requests to the bucket, by operation.",
+            &o.requests_total,
+        ),
+        (
+            "cairn_object_store_request_failures_total",
+            "Requests to the bucket that failed after their retries, by operation.",
+            &o.request_failures_total,
+        ),
+    ];
+    for (name, help, values) in by_op {
+        e.family(name, help, "counter");
+        for (op, n) in values {
+            e.sample(name, &[("operation", op)], *n as f64);
+        }
+    }
+    let counters: [(&str, &str, u64); 7] = [
+        (
+            "cairn_object_store_read_bytes_total",
+            "Bytes read from the bucket.",
+            o.read_bytes_total,
+        ),
+        (
+            "cairn_object_store_written_bytes_total",
+            "Bytes written to the bucket.",
+            o.written_bytes_total,
+        ),
+        (
+            "cairn_object_store_cache_hits_total",
+            "Chunks of bucket objects read from the disk cache.",
+            o.cache_hits_total,
+        ),
+        (
+            "cairn_object_store_cache_misses_total",
+            "Chunks of bucket objects the disk cache lacked.",
+            o.cache_misses_total,
+        ),
+        (
+            "cairn_object_store_uploaded_parts_total",
+            "Parts uploaded to the bucket.",
+            o.uploaded_parts_total,
+        ),
+        (
+            "cairn_object_store_uploaded_bytes_total",
+            "Bytes of parts uploaded to the bucket.",
+            o.uploaded_bytes_total,
+        ),
+        (
+            "cairn_object_store_upload_failures_total",
+            "Upload rounds that failed (retried with backoff).",
+            o.upload_failures_total,
+        ),
+    ];
+    for (name, help, v) in counters {
+        e.single(name, help, "counter", v as f64);
+    }
+    let gauges: [(&str, &str, u64); 4] = [
+        (
+            "cairn_object_store_cache_bytes",
+            "Bytes held in the disk cache of bucket reads.",
+            o.cache_bytes,
+        ),
+        (
+            "cairn_object_store_cache_max_bytes",
+            "The disk cache's bound (--storage.cache.max-bytes).",
+            o.cache_max_bytes,
+        ),
+        (
+            "cairn_object_store_upload_backlog_parts",
+            "Parts on disk waiting for upload to the bucket.",
+            o.upload_backlog_parts,
+        ),
+        (
+            "cairn_object_store_upload_backlog_bytes",
+            "Bytes of the parts on disk waiting for upload.",
+            o.upload_backlog_bytes,
+        ),
     ];
     for (name, help, v) in gauges {
         e.single(name, help, "gauge", v as f64);

@@ -87,6 +87,28 @@ pub struct StorageStats {
     pub flushes_total: u64,
     /// CPU time of background work (seals, flushes, merges, retention).
     pub maintenance_cpu_seconds_total: f64,
+    /// The object-storage tier, when there is one.
+    pub object_store: Option<ObjectStoreStats>,
+}
+
+/// The bucket: requests made, bytes moved, the cache in front of its reads
+/// and the parts waiting on disk for upload.
+#[derive(Debug, Clone, Default)]
+pub struct ObjectStoreStats {
+    /// Requests by operation (get, put, list, delete): made, and failed.
+    pub requests_total: Vec<(&'static str, u64)>,
+    pub request_failures_total: Vec<(&'static str, u64)>,
+    pub read_bytes_total: u64,
+    pub written_bytes_total: u64,
+    pub cache_hits_total: u64,
+    pub cache_misses_total: u64,
+    pub cache_bytes: u64,
+    pub cache_max_bytes: u64,
+    pub upload_backlog_parts: u64,
+    pub upload_backlog_bytes: u64,
+    pub uploaded_parts_total: u64,
+    pub uploaded_bytes_total: u64,
+    pub upload_failures_total: u64,
 }
 
 impl TsdbStatus {

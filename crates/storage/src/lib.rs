@@ -20,7 +20,7 @@ mod mem;
 mod query;
 mod wal_replay;
 
-pub use admin::{Admin, PartInfo, RejectReason, StorageStats, TsdbStatus};
+pub use admin::{Admin, ObjectStoreStats, PartInfo, RejectReason, StorageStats, TsdbStatus};
 pub use append::{Appendable, Appender, CommitReport};
 pub use conformance::Storage;
 pub use error::{ErrorKind, StorageError};

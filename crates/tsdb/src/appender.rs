@@ -229,6 +229,7 @@ impl Appender for TsdbAppender<'_> {
 
     fn commit(mut self: Box<Self>) -> Result<CommitReport, StorageError> {
         let db = self.db;
+        db.check_writable()?;
         let mut report = CommitReport {
             samples_rejected: std::mem::take(&mut self.rejected),
             ..CommitReport::default()

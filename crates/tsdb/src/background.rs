@@ -9,6 +9,10 @@
 //!   queues for a lock that queries or commits take (see
 //!   `Partition::edit_parts_when_free`): a queued thread that the scheduler
 //!   runs last would hold them up.
+//! - `cairn-upload`, with a bucket, uploads settled days (tier.rs), backing
+//!   off while the bucket fails.
+//! - A read-only instance runs only `cairn-refresh`, which lists the bucket
+//!   for what the writing instance uploaded.
 
 use std::io;
 use std::sync::Arc;
@@ -26,19 +30,24 @@ use crate::engine::Inner;
 /// core that foreground threads also want, and all of an idle one.
 const MERGE_NICE: i32 = 10;
 
-/// Starts both threads.
+/// Starts the threads the configuration calls for.
 pub(crate) fn spawn(inner: &Arc<Inner>) -> io::Result<Vec<JoinHandle<()>>> {
-    let maintenance = inner.clone();
-    let merges = inner.clone();
-    Ok(vec![
-        std::thread::Builder::new()
-            .name("cairn-maintain".into())
-            .spawn(move || maintenance.maintenance_loop())?,
-        std::thread::Builder::new().name("cairn-merge".into()).spawn(move || {
-            lower_own_priority(MERGE_NICE);
-            merges.merge_loop();
-        })?,
-    ])
+    let thread = |name: &str| std::thread::Builder::new().name(name.into());
+    let db = inner.clone();
+    if inner.config.read_only {
+        return Ok(vec![thread("cairn-refresh").spawn(move || db.refresh_loop())?]);
+    }
+    let mut threads = vec![thread("cairn-maintain").spawn(move || db.maintenance_loop())?];
+    let db = inner.clone();
+    threads.push(thread("cairn-merge").spawn(move || {
+        lower_own_priority(MERGE_NICE);
+        db.merge_loop();
+    })?);
+    if inner.remote.is_some() {
+        let db = inner.clone();
+        threads.push(thread("cairn-upload").spawn(move || db.upload_loop())?);
+    }
+    Ok(threads)
 }
 
 impl Inner {
@@ -77,6 +86,42 @@ impl Inner {
                 Ok(merged)
             };
             while self.run_counted("merge", round) == Some(true) && !*self.stop.lock() {}
+        }
+    }
+
+    /// Uploads settled days every tick; while the bucket fails, waits longer
+    /// after each failure (up to `upload_max_backoff`). Parts stay on disk
+    /// meanwhile, and nothing else waits for this thread.
+    fn upload_loop(&self) {
+        let tick = self.config.maintenance_interval.max(Duration::from_millis(10));
+        let mut pause = tick;
+        while self.sleep(pause) {
+            pause = match self.run_counted("upload", || self.upload_round()) {
+                Some(()) => tick,
+                None if pause == tick => self.config.upload_min_backoff,
+                None => (pause * 2).min(self.config.upload_max_backoff),
+            };
+        }
+    }
+
+    /// A read-only instance's one thread: looks for what the writer uploaded.
+    fn refresh_loop(&self) {
+        while self.sleep(self.config.bucket_refresh_interval) {
+            self.run_counted("bucket refresh", || self.refresh_from_bucket());
+        }
+    }
+
+    /// Waits `pause` whatever nudges come; false once the engine is closing.
+    fn sleep(&self, pause: Duration) -> bool {
+        let until = Instant::now() + pause;
+        loop {
+            let now = Instant::now();
+            if now >= until {
+                return !*self.stop.lock();
+            }
+            if !self.wait(until - now) {
+                return false;
+            }
         }
     }
 

@@ -2,6 +2,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use cairn_bucket::BucketConfig;
 use cairn_storage::WalReplay;
 
 /// How the WAL reaches stable storage.
@@ -45,6 +46,20 @@ pub struct Config {
     pub background: bool,
     /// Where opening reports how far its WAL replay has come.
     pub wal_replay: Arc<WalReplay>,
+    /// The bucket that days are uploaded to once they are over and settled,
+    /// and read back from by range (`None`: everything stays on disk).
+    pub object_store: Option<BucketConfig>,
+    /// Bytes of the disk cache of what was read from the bucket.
+    pub cache_max_bytes: u64,
+    /// Serve the bucket's data without writing anything: writes are refused,
+    /// nothing is merged, uploaded or deleted, and the bucket is listed every
+    /// `bucket_refresh_interval` for what the writing instance uploaded.
+    pub read_only: bool,
+    pub bucket_refresh_interval: Duration,
+    /// A failed upload round is retried after this long, doubling up to
+    /// `upload_max_backoff` while the bucket keeps failing.
+    pub upload_min_backoff: Duration,
+    pub upload_max_backoff: Duration,
 }
 
 impl Config {
@@ -70,6 +85,12 @@ impl Config {
             idle_merge_after: Duration::from_secs(60),
             background: true,
             wal_replay: Arc::default(),
+            object_store: None,
+            cache_max_bytes: 1 << 30,
+            read_only: false,
+            bucket_refresh_interval: Duration::from_secs(30),
+            upload_min_backoff: Duration::from_secs(1),
+            upload_max_backoff: Duration::from_secs(300),
         }
     }
 }

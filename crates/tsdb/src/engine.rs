@@ -6,9 +6,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
+use cairn_bucket::{ObjectInfo, Op};
 use cairn_model::{Labels, Matcher};
 use cairn_storage::{
-    Admin, Appendable, Appender, PartInfo, Querier, Queryable, RejectReason, StorageError, StorageStats, TsdbStatus,
+    Admin, Appendable, Appender, ObjectStoreStats, PartInfo, Querier, Queryable, RejectReason, StorageError,
+    StorageStats, TsdbStatus,
 };
 use parking_lot::{Condvar, Mutex, RwLock};
 use rayon::prelude::*;
@@ -18,8 +20,9 @@ use crate::background;
 use crate::config::{Config, WalSync};
 use crate::day::Day;
 use crate::head::{Row, UNKNOWN_LOCAL};
-use crate::partition::Partition;
+use crate::partition::{Partition, Remote};
 use crate::querier::TsdbQuerier;
+use crate::tier;
 use crate::wal::{self, Wal, record};
 
 /// In-memory parts per partition before they are merged together. Only a
@@ -58,6 +61,9 @@ pub(crate) struct Counters {
     pub merged_bytes: AtomicU64,
     pub flushes: AtomicU64,
     pub maintenance_cpu_nanos: AtomicU64,
+    pub uploaded_parts: AtomicU64,
+    pub uploaded_bytes: AtomicU64,
+    pub upload_failures: AtomicU64,
 }
 
 pub(crate) struct Inner {
@@ -75,6 +81,10 @@ pub(crate) struct Inner {
     pub(crate) wake: Condvar,
     /// Keeps other processes out of the data directory while open.
     _lock_file: fs::File,
+    /// The bucket, when days are kept there (tier.rs).
+    pub remote: Option<Arc<Remote>>,
+    /// Partitions past retention whose removal failed, retried every round.
+    pub expired: Mutex<Vec<Arc<Partition>>>,
 }
 
 /// Flushes `partitions` (in day order, as a map of them yields them), each
@@ -110,8 +120,10 @@ impl Tsdb {
         })?;
         let partitions_dir = root.join("partitions");
         fs::create_dir_all(&partitions_dir).map_err(StorageError::io("create", &partitions_dir))?;
+        let remote = tier::connect(&config)?;
         let oldest_day = Day::of(now_ms() - config.retention.as_millis() as i64);
-        let mut to_open = Vec::new();
+        // Each day to open, with the bucket's objects of it.
+        let mut to_open: BTreeMap<Day, Vec<ObjectInfo>> = BTreeMap::new();
         for entry in fs::read_dir(&partitions_dir).map_err(StorageError::io("list", &partitions_dir))? {
             let path = entry.map_err(StorageError::io("list", &partitions_dir))?.path();
             let Some(day) = path.file_name().and_then(|n| Day::parse(&n.to_string_lossy())) else {
@@ -121,18 +133,24 @@ impl Tsdb {
                 fs::remove_dir_all(&path).map_err(StorageError::io("remove expired partition", &path))?;
                 continue;
             }
-            to_open.push((day, path));
+            to_open.insert(day, Vec::new());
+        }
+        if let Some(remote) = &remote {
+            for (day, objects) in tier::list_retained(remote, oldest_day)? {
+                to_open.insert(day, objects);
+            }
         }
         // Loading a day's index is CPU-bound (decompress, build postings):
         // days load on every core (a restart holds at least two).
         let opened: Vec<Partition> = to_open
             .into_par_iter()
-            .map(|(day, path)| Partition::open(path, day))
+            .map(|(day, objects)| Partition::open(partitions_dir.join(day.to_string()), day, remote.clone(), &objects))
             .collect::<Result<_, _>>()?;
         let mut partitions = BTreeMap::new();
-        let mut max_seq = 0;
+        let (mut max_seq, mut max_index_segment) = (0, 0);
         for p in opened {
             max_seq = max_seq.max(p.max_seq());
+            max_index_segment = max_index_segment.max(p.max_index_segment()?);
             partitions.insert(p.day, Arc::new(p));
         }
         // Each day shares the labels of series it has in common with the day before.
@@ -142,10 +160,14 @@ impl Tsdb {
             earlier = Some(&**p);
         }
         let wal_dir = root.join("wal");
+        // Above every index segment's number: a new disk holds none of the
+        // WAL segments those were named after, and a flush must never write
+        // an index segment over one downloaded from the bucket.
         let wal = Wal::open(
             &wal_dir,
             config.wal_segment_bytes,
             config.wal_sync == WalSync::EveryCommit,
+            max_index_segment,
         )?;
         let inner = Arc::new(Inner {
             wal,
@@ -158,6 +180,8 @@ impl Tsdb {
             stop: Mutex::new(false),
             wake: Condvar::new(),
             _lock_file: lock_file,
+            remote,
+            expired: Mutex::default(),
             config,
         });
         inner.replay_wal(&wal_dir)?;
@@ -184,6 +208,16 @@ impl Tsdb {
     /// Runs one round of merges, retention and WAL sync, as the background threads do.
     pub fn maintain(&self) -> Result<(), StorageError> {
         self.inner.maintain()
+    }
+
+    /// Uploads what is settled to the bucket, as the upload thread does.
+    pub fn upload(&self) -> Result<(), StorageError> {
+        self.inner.upload_round()
+    }
+
+    /// Brings a read-only instance up to the bucket, as its refresh thread does.
+    pub fn refresh(&self) -> Result<(), StorageError> {
+        self.inner.refresh_from_bucket()
     }
 
     /// Merges all of every partition's disk parts into one (drops deleted data).
@@ -224,9 +258,13 @@ impl Inner {
         if let Some(p) = map.get(&day) {
             return Ok(p.clone());
         }
-        let p = Arc::new(Partition::create(self.partitions_dir.join(day.to_string()), day)?);
+        let p = Arc::new(Partition::create(self.partition_dir(day), day, self.remote.clone())?);
         map.insert(day, p.clone());
         Ok(p)
+    }
+
+    pub fn partition_dir(&self, day: Day) -> PathBuf {
+        self.partitions_dir.join(day.to_string())
     }
 
     /// The oldest timestamp that is still inside retention.
@@ -374,30 +412,40 @@ impl Inner {
         Ok(merged)
     }
 
-    /// Drops the partitions past retention. One that cannot be removed is
-    /// logged and left on disk (a restart removes it); the others go on.
+    /// Drops the partitions past retention, from disk and bucket. One that
+    /// cannot be removed is logged and tried again next round; the others go on.
     pub(crate) fn apply_retention(&self) -> Result<(), StorageError> {
         let oldest = Day::of(self.min_valid_t());
+        let mut expired = std::mem::take(&mut *self.expired.lock());
         // Looked at under the read lock first: this runs every few seconds on
         // the low-priority merge thread, and a queued writer would hold off
         // every commit and query until that thread runs.
-        if self.partitions.read().keys().next().is_none_or(|&day| day >= oldest) {
-            return Ok(());
-        }
-        let expired: Vec<Arc<Partition>> = {
+        if self.partitions.read().keys().next().is_some_and(|&day| day < oldest) {
             let mut map = self.partitions.write();
             let keep = map.split_off(&oldest);
-            std::mem::replace(&mut *map, keep).into_values().collect()
-        };
+            expired.extend(std::mem::replace(&mut *map, keep).into_values());
+        }
         let mut first_error = None;
         for p in expired {
             tracing::info!(day = %p.day, "dropping partition past retention");
-            if let Err(e) = p.remove_dir() {
+            if let Err(e) = p.remove() {
                 tracing::error!(day = %p.day, error = %e, "removing a partition past retention failed");
                 first_error.get_or_insert(e);
+                self.expired.lock().push(p);
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Refuses a change of data on a read-only instance.
+    pub fn check_writable(&self) -> Result<(), StorageError> {
+        if self.config.read_only {
+            return Err(StorageError::Unavailable(
+                "this instance is read-only (--storage.read-only): it serves the bucket's data and takes no writes"
+                    .into(),
+            ));
+        }
+        Ok(())
     }
 
     /// Asks the background threads to look at memory now.
@@ -406,6 +454,7 @@ impl Inner {
     }
 
     pub fn delete(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<(), StorageError> {
+        self.check_writable()?;
         let _flush = self.flush_lock.lock();
         let _commits = self.commit_lock.lock();
         // Everything written so far goes to disk parts first, so the
@@ -510,6 +559,25 @@ impl Admin for Tsdb {
             merged_bytes_total: c.merged_bytes.load(Ordering::Relaxed),
             flushes_total: c.flushes.load(Ordering::Relaxed),
             maintenance_cpu_seconds_total: c.maintenance_cpu_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            object_store: self.inner.remote.as_ref().map(|remote| {
+                let (bucket, cache) = (&remote.bucket.counters, &remote.bucket.cache);
+                let (backlog_parts, backlog_bytes) = self.inner.upload_backlog();
+                ObjectStoreStats {
+                    requests_total: Op::ALL.iter().map(|&op| (op.name(), bucket.requests(op))).collect(),
+                    request_failures_total: Op::ALL.iter().map(|&op| (op.name(), bucket.errors(op))).collect(),
+                    read_bytes_total: bucket.read_bytes.load(Ordering::Relaxed),
+                    written_bytes_total: bucket.written_bytes.load(Ordering::Relaxed),
+                    cache_hits_total: cache.hits.load(Ordering::Relaxed),
+                    cache_misses_total: cache.misses.load(Ordering::Relaxed),
+                    cache_bytes: cache.bytes(),
+                    cache_max_bytes: cache.max_bytes(),
+                    upload_backlog_parts: backlog_parts,
+                    upload_backlog_bytes: backlog_bytes,
+                    uploaded_parts_total: c.uploaded_parts.load(Ordering::Relaxed),
+                    uploaded_bytes_total: c.uploaded_bytes.load(Ordering::Relaxed),
+                    upload_failures_total: c.upload_failures.load(Ordering::Relaxed),
+                }
+            }),
         }
     }
 
@@ -521,9 +589,10 @@ impl Admin for Tsdb {
             let parts = p.snapshot().parts;
             for part in parts.all() {
                 let meta = part.meta();
-                let name = match part.path() {
-                    Some(path) => path.strip_prefix(root).unwrap_or(path).display().to_string(),
-                    None => format!("{}/memory-{}-{}", p.day, meta.min_seq, meta.max_seq),
+                let name = match (part.path(), part.object(), &self.inner.remote) {
+                    (Some(path), _, _) => path.strip_prefix(root).unwrap_or(path).display().to_string(),
+                    (None, Some(object), Some(remote)) => remote.bucket.url_of(&object.key).display().to_string(),
+                    _ => format!("{}/memory-{}-{}", p.day, meta.min_seq, meta.max_seq),
                 };
                 out.push(PartInfo {
                     name,
@@ -533,7 +602,7 @@ impl Admin for Tsdb {
                     series: part.series_count(),
                     blocks: part.block_count() as u64,
                     bytes: part.size_bytes(),
-                    in_memory: !part.is_file(),
+                    in_memory: !part.is_stored(),
                     format: part.format_version(),
                 });
             }

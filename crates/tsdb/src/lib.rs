@@ -30,9 +30,11 @@ mod querier;
 mod selection;
 mod series_reader;
 mod shared_reads;
+mod tier;
 mod tombstones;
 mod wal;
 
+pub use cairn_bucket::BucketConfig;
 pub use config::{Config, WalSync};
 pub use day::Day;
 pub use engine::Tsdb;

@@ -1,6 +1,6 @@
 //! Reads shared by the series of one select. Parts keep blocks in series id
 //! order and a metric's series have neighbouring ids (`index::series_hash`),
-//! so the blocks a selector needs from one file part lie in one region with
+//! so the blocks a selector needs from one stored part (file or object) lie in one region with
 //! small gaps (series it filters out). Reading each series' blocks on its own
 //! costs a system call per series and part; here the region is cut into a
 //! few ranges, each read once when the first of its blocks is decoded and
@@ -23,11 +23,11 @@ const MAX_READ: u64 = 1 << 20;
 /// that needs more are read per series, as they are streamed.
 pub const SELECT_BUDGET: u64 = 32 << 20;
 
-/// Gives the blocks of file part `part` among `sources` (one list per
+/// Gives the blocks of stored part `part` among `sources` (one list per
 /// series, the series in ascending id order) shared reads, within what is
 /// left of `budget`.
 pub fn share_part_reads(part: &Arc<Part>, sources: &mut [Vec<Ranked>], budget: &mut u64) {
-    if !part.is_file() {
+    if !part.is_stored() {
         return;
     }
     // Blocks of this part, in offset order: series come in id order, and
@@ -70,7 +70,7 @@ pub fn share_part_reads(part: &Arc<Part>, sources: &mut [Vec<Ranked>], budget: &
     }
 }
 
-/// Shared reads of file parts whose blocks are all taken in offset order, as
+/// Shared reads of stored parts whose blocks are all taken in offset order, as
 /// a merge takes them: each read covers the next [`MAX_READ`] bytes of its
 /// part, so a merge costs a system call per megabyte of input rather than
 /// one per series and part.
@@ -101,7 +101,7 @@ impl SequentialReads {
         else {
             return;
         };
-        if !part.is_file() {
+        if !part.is_stored() {
             return;
         }
         let current = &mut self.current[input];

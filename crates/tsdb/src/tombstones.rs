@@ -10,7 +10,7 @@ use std::path::Path;
 
 use cairn_storage::StorageError;
 
-const FILE: &str = "tombstones.log";
+pub const FILE: &str = "tombstones.log";
 /// The newest tombstone sequence number whose samples are merged out of all
 /// disk parts: `seq: u64 LE | crc32c: u32 LE`.
 const APPLIED_FILE: &str = "tombstones.applied";

@@ -1,12 +1,12 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
-use cairn_storage::StorageError;
-
+use cairn_bucket::{Bucket, ObjectInfo};
 use cairn_codec::varint::get_uvarint;
+use cairn_storage::StorageError;
 
 use super::block_index::{BlockCursor, BlockIndex, BlockIndexBuilder};
 use super::{
@@ -26,9 +26,34 @@ pub struct BlockRef {
     crc: u32,
 }
 
+/// Where a part's bytes are.
 enum Data {
     Memory(Vec<u8>),
     File(File),
+    /// An object in the bucket, read by range through its cache.
+    Object {
+        bucket: Arc<Bucket>,
+        object: ObjectInfo,
+    },
+}
+
+impl Data {
+    /// Fills `buf` from `offset` of a file or object; `name` is the part's,
+    /// for errors. Memory parts are sliced, never read.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64, name: &Path) -> Result<(), StorageError> {
+        match self {
+            Data::Memory(m) => {
+                let piece = slice_at(m, offset, buf.len() as u32).ok_or_else(|| StorageError::Corrupt {
+                    path: name.to_path_buf(),
+                    reason: "read out of bounds".into(),
+                })?;
+                buf.copy_from_slice(piece);
+                Ok(())
+            }
+            Data::File(f) => f.read_exact_at(buf, offset).map_err(StorageError::io("read", name)),
+            Data::Object { bucket, object } => bucket.read_at(object, offset, buf),
+        }
+    }
 }
 
 impl BlockRef {
@@ -68,7 +93,7 @@ impl BlockRef {
     }
 }
 
-/// Bytes of consecutive blocks of a file part, read with one call and kept for
+/// Bytes of consecutive blocks of a stored part (file or object), read with one call and kept for
 /// the blocks that follow (a series' blocks lie one after another).
 #[derive(Default)]
 pub struct ReadBuffer {
@@ -83,7 +108,7 @@ const MAX_READ_AHEAD: u64 = 1 << 20;
 /// Format-1 index entries opening a file part reads at a time (1.5 MiB).
 pub(super) const INDEX_READ_ENTRIES: usize = 1 << 15;
 
-/// A byte range of a file part holding blocks of several series one select
+/// A byte range of a stored part holding blocks of several series one select
 /// reads ([`crate::shared_reads`]): read with one call when the first of
 /// them is decoded, then shared by the readers of all of them.
 pub struct SharedRead {
@@ -94,7 +119,7 @@ pub struct SharedRead {
 }
 
 impl SharedRead {
-    /// `[start, end)` of `part`, which must be a file part.
+    /// `[start, end)` of `part`, which must be a stored part.
     pub fn new(part: &Part, start: u64, end: u64) -> Self {
         Self {
             part_uid: part.uid,
@@ -123,11 +148,15 @@ enum Format {
     V2,
 }
 
+/// How errors name a part held in memory.
+const MEMORY_PART: &str = "<memory part>";
+
 /// Source of [`Part::uid`]s; 0 is never handed out (an empty [`ReadBuffer`]).
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 
-/// An immutable part, in memory or in a file. The block index is held in
-/// memory, packed (about 16 bytes per block); blocks are read on demand.
+/// An immutable part, in memory, in a file or in the bucket. The block index
+/// is held in memory, packed (about 16 bytes per block); blocks are read on
+/// demand.
 pub struct Part {
     /// Unique among the parts of this process: names the part in caches.
     uid: u64,
@@ -135,7 +164,8 @@ pub struct Part {
     meta: PartMeta,
     index: BlockIndex,
     data: Data,
-    path: Option<PathBuf>,
+    /// The file's path or the object's URL, as errors name the part.
+    name: PathBuf,
     bytes: u64,
 }
 
@@ -151,7 +181,7 @@ impl Part {
     /// A part held in memory, as [`super::PartWriter`] writes it to a `Vec`.
     pub fn from_bytes(bytes: Vec<u8>) -> Result<Self, StorageError> {
         let corrupt = |reason: &str| StorageError::Corrupt {
-            path: PathBuf::from("<memory part>"),
+            path: PathBuf::from(MEMORY_PART),
             reason: reason.to_string(),
         };
         let footer_at = bytes
@@ -179,7 +209,7 @@ impl Part {
             index,
             bytes: bytes.len() as u64,
             data: Data::Memory(bytes),
-            path: None,
+            name: PathBuf::from(MEMORY_PART),
         })
     }
 
@@ -194,24 +224,35 @@ impl Part {
             bytes: data.len() as u64 + index.heap_bytes() as u64,
             index,
             data: Data::Memory(data),
-            path: None,
+            name: PathBuf::from(MEMORY_PART),
         }
     }
 
     /// Opens a part file, verifying its footer and index checksums.
     pub fn open(path: &Path) -> Result<Self, StorageError> {
-        let corrupt = |reason: &str| StorageError::Corrupt {
-            path: path.to_path_buf(),
-            reason: reason.to_string(),
-        };
         let file = File::open(path).map_err(StorageError::io("open", path))?;
         let len = file.metadata().map_err(StorageError::io("stat", path))?.len();
+        Self::open_stored(Data::File(file), len, path.to_path_buf())
+    }
+
+    /// Opens a part kept in the bucket: reads its footer and index (by range,
+    /// through the cache) and verifies their checksums; blocks are read as
+    /// queries need them.
+    pub fn open_object(bucket: Arc<Bucket>, object: ObjectInfo) -> Result<Self, StorageError> {
+        let (len, name) = (object.size, bucket.url_of(&object.key));
+        Self::open_stored(Data::Object { bucket, object }, len, name)
+    }
+
+    fn open_stored(data: Data, len: u64, name: PathBuf) -> Result<Self, StorageError> {
+        let corrupt = |reason: &str| StorageError::Corrupt {
+            path: name.clone(),
+            reason: reason.to_string(),
+        };
         if len < (MAGIC.len() + FOOTER_BYTES) as u64 {
             return Err(corrupt("file too short to be a part"));
         }
         let mut footer = [0u8; FOOTER_BYTES];
-        file.read_exact_at(&mut footer, len - FOOTER_BYTES as u64)
-            .map_err(StorageError::io("read footer of", path))?;
+        data.read_exact_at(&mut footer, len - FOOTER_BYTES as u64, &name)?;
         let (format, meta, index_offset) = parse_footer(&footer).map_err(corrupt)?;
         let index_len = (len - FOOTER_BYTES as u64)
             .checked_sub(index_offset)
@@ -229,8 +270,7 @@ impl Part {
                 while at < index_offset + index_len {
                     let n = ((index_offset + index_len - at) as usize).min(buf.len());
                     let chunk = &mut buf[..n];
-                    file.read_exact_at(chunk, at)
-                        .map_err(StorageError::io("read index of", path))?;
+                    data.read_exact_at(chunk, at, &name)?;
                     packer.feed(chunk);
                     at += n as u64;
                 }
@@ -239,8 +279,7 @@ impl Part {
             Format::V2 => {
                 // Read straight into the vector the index keeps.
                 let mut packed = vec![0u8; index_len as usize];
-                file.read_exact_at(&mut packed, index_offset)
-                    .map_err(StorageError::io("read index of", path))?;
+                data.read_exact_at(&mut packed, index_offset, &name)?;
                 unpack_index(packed, &footer, &meta, index_offset)
             }
         }
@@ -250,8 +289,8 @@ impl Part {
             format,
             meta,
             index,
-            data: Data::File(file),
-            path: Some(path.to_path_buf()),
+            data,
+            name,
             bytes: len,
         })
     }
@@ -260,8 +299,17 @@ impl Part {
         &self.meta
     }
 
+    /// The part's file, if it is one.
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
+        matches!(self.data, Data::File(_)).then_some(self.name.as_path())
+    }
+
+    /// The part's object in the bucket, if it is one.
+    pub fn object(&self) -> Option<&ObjectInfo> {
+        match &self.data {
+            Data::Object { object, .. } => Some(object),
+            _ => None,
+        }
     }
 
     /// Size in bytes (file or memory).
@@ -314,7 +362,7 @@ impl Part {
         self.read_block_buffered(b, std::iter::empty(), &mut ReadBuffer::default(), ts, vs)
     }
 
-    /// Decodes a block like [`Self::read_block`]. A file part's block is taken
+    /// Decodes a block like [`Self::read_block`]. A stored part's block is taken
     /// from `buf` when it holds it; otherwise `buf` is refilled with this block
     /// and those of `ahead` (blocks of this part to be read next, in order)
     /// that follow it without a gap, in one read.
@@ -328,8 +376,10 @@ impl Part {
     ) -> Result<(), StorageError> {
         let bytes: &[u8] = match &self.data {
             Data::Memory(m) => slice_at(m, b.offset, b.len).ok_or_else(|| self.corrupt(b, "block out of bounds"))?,
-            Data::File(_) if b.end() > self.bytes => return Err(self.corrupt(b, "block out of bounds")),
-            Data::File(f) => {
+            Data::File(_) | Data::Object { .. } if b.end() > self.bytes => {
+                return Err(self.corrupt(b, "block out of bounds"));
+            }
+            Data::File(_) | Data::Object { .. } => {
                 let held =
                     buf.part_uid == self.uid && buf.start <= b.offset && b.end() <= buf.start + buf.bytes.len() as u64;
                 if !held {
@@ -342,8 +392,7 @@ impl Part {
                     }
                     buf.part_uid = 0;
                     buf.bytes.resize((end - b.offset) as usize, 0);
-                    f.read_exact_at(&mut buf.bytes, b.offset)
-                        .map_err(StorageError::io("read block of", self.path.clone().unwrap_or_default()))?;
+                    self.data.read_exact_at(&mut buf.bytes, b.offset, &self.name)?;
                     (buf.part_uid, buf.start) = (self.uid, b.offset);
                 }
                 let at = (b.offset - buf.start) as usize;
@@ -355,12 +404,12 @@ impl Part {
         self.decode_block(b, bytes, ts, vs)
     }
 
-    /// Whether blocks are read from a file (not held in memory).
-    pub fn is_file(&self) -> bool {
-        matches!(self.data, Data::File(_))
+    /// Whether blocks are read from a file or the bucket (not held in memory).
+    pub fn is_stored(&self) -> bool {
+        !matches!(self.data, Data::Memory(_))
     }
 
-    /// Decodes block `b` of this file part from `shared`, which covers it,
+    /// Decodes block `b` of this stored part from `shared`, which covers it,
     /// reading `shared` first if no reader has yet.
     pub fn read_block_shared(
         &self,
@@ -369,9 +418,9 @@ impl Part {
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> Result<(), StorageError> {
-        let Data::File(f) = &self.data else {
+        if !self.is_stored() {
             return self.read_block(b, ts, vs);
-        };
+        }
         if shared.part_uid != self.uid || b.offset < shared.start || b.end() > shared.end || shared.end > self.bytes {
             return Err(self.corrupt(b, "block outside its shared read"));
         }
@@ -379,10 +428,7 @@ impl Part {
             Some(bytes) => bytes,
             None => {
                 let mut bytes = vec![0; shared.len() as usize];
-                f.read_exact_at(&mut bytes, shared.start).map_err(StorageError::io(
-                    "read blocks of",
-                    self.path.clone().unwrap_or_default(),
-                ))?;
+                self.data.read_exact_at(&mut bytes, shared.start, &self.name)?;
                 shared.bytes.get_or_init(|| bytes)
             }
         };
@@ -456,10 +502,9 @@ impl Part {
             Data::Memory(m) => slice_at(m, offset, len)
                 .ok_or_else(|| self.corrupt(b, "shared-timestamps reference out of bounds"))?
                 .to_vec(),
-            Data::File(f) => {
+            Data::File(_) | Data::Object { .. } => {
                 let mut owned = vec![0; len as usize];
-                f.read_exact_at(&mut owned, offset)
-                    .map_err(StorageError::io("read block of", self.path.clone().unwrap_or_default()))?;
+                self.data.read_exact_at(&mut owned, offset, &self.name)?;
                 owned
             }
         };
@@ -478,7 +523,7 @@ impl Part {
 
     fn corrupt(&self, b: &BlockRef, reason: &str) -> StorageError {
         StorageError::Corrupt {
-            path: self.path.clone().unwrap_or_else(|| PathBuf::from("<memory part>")),
+            path: self.name.clone(),
             reason: format!("{reason} (series {:016x}, block at offset {})", b.id, b.offset),
         }
     }

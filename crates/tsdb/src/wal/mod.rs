@@ -58,10 +58,11 @@ pub fn list_segments(dir: &Path) -> Result<Vec<u64>, StorageError> {
 
 impl Wal {
     /// Opens the log for appending to a fresh segment after every existing
-    /// one; existing segments are left for [`replay`] and [`Wal::remove_before`].
-    pub fn open(dir: &Path, segment_bytes: u64, sync_every_commit: bool) -> Result<Self, StorageError> {
+    /// one and numbered above `above`; existing segments are left for
+    /// [`replay`] and [`Wal::remove_before`].
+    pub fn open(dir: &Path, segment_bytes: u64, sync_every_commit: bool, above: u64) -> Result<Self, StorageError> {
         fs::create_dir_all(dir).map_err(StorageError::io("create", dir))?;
-        let next = list_segments(dir)?.last().map_or(1, |s| s + 1);
+        let next = list_segments(dir)?.last().map_or(1, |s| s + 1).max(above + 1);
         let active = Segment::create(dir, next)?;
         Ok(Self {
             dir: dir.to_path_buf(),

@@ -19,7 +19,7 @@ fn records(n: usize) -> Vec<Vec<u8>> {
 #[test]
 fn wal_replays_records_in_order_across_segments() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Wal::open(dir.path(), 64, false).unwrap();
+    let wal = Wal::open(dir.path(), 64, false, 0).unwrap();
     for r in records(20) {
         wal.append(&r).unwrap();
     }
@@ -33,7 +33,7 @@ fn wal_replays_records_in_order_across_segments() {
 #[test]
 fn wal_remove_before_drops_old_segments_only() {
     let dir = tempfile::tempdir().unwrap();
-    let wal = Wal::open(dir.path(), 1 << 20, false).unwrap();
+    let wal = Wal::open(dir.path(), 1 << 20, false, 0).unwrap();
     wal.append(b"old").unwrap();
     let next = wal.rotate().unwrap();
     wal.append(b"new").unwrap();
@@ -45,7 +45,7 @@ fn wal_remove_before_drops_old_segments_only() {
 fn wal_replay_truncates_torn_tail_at_every_byte() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let wal = Wal::open(dir.path(), 1 << 20, true).unwrap();
+        let wal = Wal::open(dir.path(), 1 << 20, true, 0).unwrap();
         for r in records(3) {
             wal.append(&r).unwrap();
         }
@@ -68,7 +68,7 @@ fn wal_replay_truncates_torn_tail_at_every_byte() {
 fn wal_replay_truncates_garbage_tail() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let wal = Wal::open(dir.path(), 1 << 20, false).unwrap();
+        let wal = Wal::open(dir.path(), 1 << 20, false, 0).unwrap();
         wal.append(b"good").unwrap();
     }
     let seg = segment_path(dir.path(), 1);
@@ -76,7 +76,7 @@ fn wal_replay_truncates_garbage_tail() {
     f.write_all(&[0xff; 100]).unwrap();
     assert_eq!(read_all(dir.path()).unwrap(), vec![b"good".to_vec()]);
     // A new WAL after recovery appends after the truncated segment.
-    let wal = Wal::open(dir.path(), 1 << 20, false).unwrap();
+    let wal = Wal::open(dir.path(), 1 << 20, false, 0).unwrap();
     wal.append(b"after").unwrap();
     assert_eq!(read_all(dir.path()).unwrap(), vec![b"good".to_vec(), b"after".to_vec()]);
 }
@@ -85,7 +85,7 @@ fn wal_replay_truncates_garbage_tail() {
 fn wal_corruption_in_older_segment_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let wal = Wal::open(dir.path(), 1 << 20, false).unwrap();
+        let wal = Wal::open(dir.path(), 1 << 20, false, 0).unwrap();
         wal.append(b"first segment").unwrap();
         wal.rotate().unwrap();
         wal.append(b"second segment").unwrap();

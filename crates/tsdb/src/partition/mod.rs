@@ -1,12 +1,18 @@
 //! One day of data: its series index, unflushed rows, parts and tombstones.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+mod bucket;
+
+use bucket::file_name;
+pub use bucket::{Remote, list_days};
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
+use cairn_bucket::ObjectInfo;
 use cairn_model::{EncodedLabels, Matcher};
 use cairn_storage::StorageError;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
@@ -64,6 +70,11 @@ pub struct Partition {
     /// Recent selects' series, valid while the index's version holds. Taken
     /// under `index` (read) and alone otherwise.
     selections: Mutex<SelectionCache>,
+    /// The bucket, when there is one.
+    remote: Option<Arc<Remote>>,
+    /// The index segments and tombstones the bucket holds: name → the
+    /// fingerprint of the contents uploaded (bucket.rs).
+    uploaded: Mutex<HashMap<String, u64>>,
 }
 
 /// What a query sees of a partition.
@@ -72,6 +83,12 @@ pub struct PartitionSnapshot {
     pub parts: Arc<PartSet>,
     pub head: HeadSnapshot,
     pub tombstones: Arc<Vec<Tombstone>>,
+}
+
+/// Where a part found when a partition opens is.
+enum Stored {
+    File(PathBuf),
+    Object(ObjectInfo),
 }
 
 fn part_file_name(min_seq: u64, max_seq: u64) -> String {
@@ -85,7 +102,7 @@ fn parse_part_name(name: &str) -> Option<(u64, u64)> {
 }
 
 impl Partition {
-    pub fn create(dir: PathBuf, day: Day) -> Result<Self, StorageError> {
+    pub fn create(dir: PathBuf, day: Day, remote: Option<Arc<Remote>>) -> Result<Self, StorageError> {
         fs::create_dir_all(&dir).map_err(StorageError::io("create", &dir))?;
         if let Some(parent) = dir.parent() {
             crate::wal::sync_dir(parent)?;
@@ -103,13 +120,30 @@ impl Partition {
             selections: Mutex::default(),
             last_write_ms: AtomicI64::default(),
             applied_tombstone_seq: AtomicU64::default(),
+            remote,
+            uploaded: Mutex::default(),
         })
     }
 
     /// Opens a partition directory: drops leftovers of interrupted writes
-    /// (`*.tmp`, merge inputs superseded by their output) and loads the rest.
-    pub fn open(dir: PathBuf, day: Day) -> Result<Self, StorageError> {
-        let mut part_names = Vec::new();
+    /// (`*.tmp`, merge inputs superseded by their output) and loads the rest,
+    /// with the parts `objects` (the bucket's listing of the day) hold, after
+    /// downloading the index segments and tombstones among them that the
+    /// directory lacks.
+    pub fn open(
+        dir: PathBuf,
+        day: Day,
+        remote: Option<Arc<Remote>>,
+        objects: &[ObjectInfo],
+    ) -> Result<Self, StorageError> {
+        let uploaded = match &remote {
+            Some(remote) => {
+                fs::create_dir_all(&dir).map_err(StorageError::io("create", &dir))?;
+                bucket::fetch_kept_files(&remote.bucket, &dir, objects)?
+            }
+            None => HashMap::new(),
+        };
+        let mut found: BTreeMap<String, Stored> = BTreeMap::new();
         let mut index_files = Vec::new();
         for entry in fs::read_dir(&dir).map_err(StorageError::io("list", &dir))? {
             let path = entry.map_err(StorageError::io("list", &dir))?.path();
@@ -119,33 +153,71 @@ impl Partition {
                 .unwrap_or_default();
             if name.ends_with(".tmp") {
                 fs::remove_file(&path).map_err(StorageError::io("remove", &path))?;
-            } else if let Some(range) = parse_part_name(&name) {
-                part_names.push((range, path));
+            } else if parse_part_name(&name).is_some() {
+                found.insert(name, Stored::File(path));
             } else if name.starts_with("index-") && name.ends_with(".cidx") {
                 index_files.push(path);
             }
         }
+        let writable = remote.as_ref().is_some_and(|r| r.writable);
+        for object in objects {
+            let name = file_name(object).to_string();
+            if parse_part_name(&name).is_none() {
+                continue;
+            }
+            match found.get(&name) {
+                // Uploaded, but the process stopped before it removed the
+                // file (an upload that did not finish left no object).
+                Some(Stored::File(path)) if fs::metadata(path).is_ok_and(|m| m.len() == object.size) => {
+                    if writable {
+                        fs::remove_file(path).map_err(StorageError::io("remove uploaded part", path))?;
+                    }
+                    found.insert(name, Stored::Object(object.clone()));
+                }
+                // Rewritten since it was uploaded: the file is newer.
+                Some(Stored::File(_)) => {}
+                _ => {
+                    found.insert(name, Stored::Object(object.clone()));
+                }
+            }
+        }
         // A merge writes its output before deleting its inputs; inputs whose
         // range lies inside another part's are such leftovers.
+        let mut part_names: Vec<((u64, u64), Stored)> = found
+            .into_iter()
+            .filter_map(|(name, stored)| Some((parse_part_name(&name)?, stored)))
+            .collect();
         part_names.sort_by_key(|((lo, hi), _)| (*lo, std::cmp::Reverse(*hi)));
-        let mut part_paths = Vec::new();
+        let mut stored_parts = Vec::new();
         let mut covered_to: Option<u64> = None;
-        for ((_, hi), path) in part_names {
+        for ((_, hi), stored) in part_names {
             if covered_to.is_some_and(|c| hi <= c) {
-                fs::remove_file(&path).map_err(StorageError::io("remove superseded part", &path))?;
+                match (&stored, &remote) {
+                    (Stored::File(path), _) => {
+                        fs::remove_file(path).map_err(StorageError::io("remove superseded part", path))?
+                    }
+                    (Stored::Object(object), Some(remote)) if remote.writable => remote.bucket.delete(&object.key)?,
+                    (Stored::Object(_), _) => {}
+                }
                 continue;
             }
             covered_to = Some(covered_to.map_or(hi, |c| c.max(hi)));
-            part_paths.push(path);
+            stored_parts.push(stored);
         }
         index_files.sort();
         // Building the index's postings and reading the parts' block indexes
         // are both CPU-bound: they run at once (restart time).
         let (disk, index) = rayon::join(
             || {
-                part_paths
+                stored_parts
                     .par_iter()
-                    .map(|path| Part::open(path).map(Arc::new))
+                    .map(|stored| match (stored, &remote) {
+                        (Stored::File(path), _) => Part::open(path).map(Arc::new),
+                        (Stored::Object(object), Some(remote)) => {
+                            Part::open_object(remote.bucket.clone(), object.clone()).map(Arc::new)
+                        }
+                        (Stored::Object(_), None) => unreachable!("objects come with their bucket"),
+                    })
                     .collect::<Result<Vec<_>, _>>()
             },
             || {
@@ -176,6 +248,8 @@ impl Partition {
             selections: Mutex::default(),
             last_write_ms: AtomicI64::default(),
             applied_tombstone_seq: AtomicU64::new(applied),
+            remote,
+            uploaded: Mutex::new(uploaded),
         };
         let ids: BTreeSet<u64> = p.tombstones.read().iter().map(|t| t.id).collect();
         p.update_liveness(ids)?;
@@ -200,6 +274,21 @@ impl Partition {
         let selection = Arc::new(Selection::compute(index, matchers));
         self.selections.lock().put(key, version, selection.clone());
         selection
+    }
+
+    /// The highest sequence number in the names of the index segments on
+    /// disk: the WAL numbers its segments above it, since a flush names
+    /// its index segment after the WAL segment it rotated to.
+    pub fn max_index_segment(&self) -> Result<u64, StorageError> {
+        let mut max = 0;
+        for entry in fs::read_dir(&self.dir).map_err(StorageError::io("list", &self.dir))? {
+            let name = entry.map_err(StorageError::io("list", &self.dir))?.file_name();
+            let seq = name
+                .to_str()
+                .and_then(|n| n.strip_prefix("index-")?.strip_suffix(".cidx")?.parse().ok());
+            max = max.max(seq.unwrap_or(0));
+        }
+        Ok(max)
     }
 
     /// The newest write sequence number of the parts and tombstones on disk.
@@ -389,8 +478,16 @@ impl Partition {
         rows + parts
     }
 
+    /// Bytes of the partition's local files (parts in the bucket not counted).
     pub fn disk_bytes(&self) -> u64 {
-        let parts: u64 = self.parts.read().disk.iter().map(|p| p.size_bytes()).sum();
+        let parts: u64 = self
+            .parts
+            .read()
+            .disk
+            .iter()
+            .filter(|p| p.path().is_some())
+            .map(|p| p.size_bytes())
+            .sum();
         let other: u64 = fs::read_dir(&self.dir)
             .map(|rd| {
                 rd.filter_map(|e| e.ok())
@@ -471,11 +568,17 @@ impl Partition {
         Ok(true)
     }
 
-    /// Merges the adjacent disk parts [`next_disk_merge`] picks, if any.
-    /// Returns the bytes written.
+    /// The disk parts after the last one in the bucket: those merges take.
+    fn local_disk(disk: &[Arc<Part>]) -> &[Arc<Part>] {
+        let uploaded = disk.iter().rposition(|p| p.object().is_some()).map_or(0, |i| i + 1);
+        &disk[uploaded..]
+    }
+
+    /// Merges the adjacent local disk parts [`next_disk_merge`] picks, if
+    /// any. Returns the bytes written.
     pub fn merge_disk_parts(&self, max_parts: usize, fan_in: usize, young_span: i64) -> Result<u64, StorageError> {
         let _merge = self.disk_merge.lock();
-        let disk = self.parts.read().disk.clone();
+        let disk = Self::local_disk(&self.parts.read().disk).to_vec();
         let shapes: Vec<PartShape> = disk
             .iter()
             .map(|p| PartShape {
@@ -491,31 +594,43 @@ impl Partition {
         self.replace_disk_parts(inputs)
     }
 
-    /// Whether nothing was written for `idle_ms` and the disk parts are
-    /// several or hold deleted samples: then one full merge gives the best
-    /// compression for good and reclaims the space of deletes.
+    /// Whether nothing was written to the partition for `idle_ms`.
+    fn idle_for(&self, now_ms: i64, idle_ms: i64) -> bool {
+        now_ms - self.last_write_ms.load(Ordering::Relaxed) >= idle_ms
+    }
+
+    /// Whether nothing was written for `idle_ms` and the local disk parts are
+    /// several, or the disk parts hold deleted samples: then one full merge
+    /// gives the best compression for good and reclaims the space of deletes.
     pub fn wants_idle_merge(&self, idle_ms: i64) -> bool {
-        let idle = crate::engine::now_ms() - self.last_write_ms.load(Ordering::Relaxed) >= idle_ms;
+        let idle = self.idle_for(crate::engine::now_ms(), idle_ms);
         // Deletes not yet merged away also call for a full merge: that is
         // how their space is reclaimed when no other merge touches the parts.
         let unapplied = self.newest_tombstone_seq() > self.applied_tombstone_seq.load(Ordering::Relaxed);
         let parts = self.parts.read();
-        idle && parts.memory.is_empty() && (parts.disk.len() > 1 || (unapplied && !parts.disk.is_empty()))
+        let several = Self::local_disk(&parts.disk).len() > 1;
+        idle && parts.memory.is_empty() && (several || (unapplied && !parts.disk.is_empty()))
     }
 
-    /// Rewrites every disk part into one, dropping deleted samples.
+    /// Rewrites the local disk parts into one, or, when deletes are not yet
+    /// applied, every disk part (the bucket's too), dropping deleted samples.
     pub fn compact_all(&self) -> Result<u64, StorageError> {
         let _merge = self.disk_merge.lock();
         // Read before the parts: a delete flushes the data it hides before
         // adding its tombstone, so every part that tombstone hides samples
         // of is in the list below. A delete racing the merge only makes this lower.
         let newest_tombstone = self.newest_tombstone_seq();
-        let disk = self.parts.read().disk.clone();
         let applied = self.applied_tombstone_seq.load(Ordering::Relaxed);
-        if disk.is_empty() || (disk.len() == 1 && newest_tombstone <= applied) {
+        let disk = self.parts.read().disk.clone();
+        let inputs = if newest_tombstone > applied {
+            &disk[..]
+        } else {
+            Self::local_disk(&disk)
+        };
+        if inputs.is_empty() || (inputs.len() == 1 && newest_tombstone <= applied) {
             return Ok(0);
         }
-        let bytes = self.replace_disk_parts(&disk)?;
+        let bytes = self.replace_disk_parts(inputs)?;
         if newest_tombstone > applied {
             tombstones::store_applied(&self.dir, newest_tombstone)?;
             self.applied_tombstone_seq.store(newest_tombstone, Ordering::Relaxed);
@@ -527,15 +642,40 @@ impl Partition {
         self.tombstones.read().iter().map(|t| t.seq).max().unwrap_or(0)
     }
 
+    /// Merges `inputs`, a run of disk parts, and puts the output in their
+    /// place. When some are in the bucket the output is uploaded before
+    /// they are removed from it: the bucket never lacks what it held.
     fn replace_disk_parts(&self, inputs: &[Arc<Part>]) -> Result<u64, StorageError> {
-        let written = self.write_merged(inputs)?;
+        let mut written = self.write_merged(inputs)?;
         let bytes = written.as_ref().map_or(0, |p| p.size_bytes());
+        let mut output_key = None;
+        if let (Some(remote), Some(local)) = (&self.remote, &written)
+            && inputs.iter().any(|p| p.object().is_some())
+        {
+            let path = local.path().map(Path::to_path_buf);
+            let uploaded = self.upload_part(&remote.bucket, local).inspect_err(|_| {
+                if let Some(path) = &path {
+                    let _ = fs::remove_file(path);
+                }
+            })?;
+            output_key = uploaded.object().map(|o| o.key.clone());
+            written = Some(uploaded);
+            if let Some(path) = path {
+                fs::remove_file(&path).map_err(StorageError::io("remove uploaded part", &path))?;
+            }
+        }
         let output = written.as_ref().and_then(|w| w.path().map(Path::to_path_buf));
         self.edit_parts_when_free(|parts| replace_run(&mut parts.disk, inputs, written));
         for p in inputs {
-            // Rewriting a single part keeps its name: the rename already replaced it.
+            // Rewriting a single part keeps its name: the rename (or the
+            // upload) already replaced it.
             if let Some(path) = p.path().filter(|&path| Some(path) != output.as_deref()) {
                 fs::remove_file(path).map_err(StorageError::io("remove merged part", path))?;
+            }
+            if let (Some(object), Some(remote)) = (p.object(), &self.remote)
+                && Some(&object.key) != output_key.as_ref()
+            {
+                remote.bucket.delete(&object.key)?;
             }
         }
         Ok(bytes)
@@ -612,12 +752,13 @@ impl Partition {
         Ok(())
     }
 
-    /// Deletes the partition's directory once no flush or merge writes into
-    /// it; one starting later fails to create its file, and its partition is
-    /// no longer listed.
-    pub fn remove_dir(&self) -> Result<(), StorageError> {
+    /// Deletes the partition's directory and its objects in the bucket once
+    /// no flush or merge writes into it; one starting later fails to create
+    /// its file, and its partition is no longer listed.
+    pub fn remove(&self) -> Result<(), StorageError> {
         let _rewrite = self.rewrite.lock();
         let _merge = self.disk_merge.lock();
+        self.delete_objects()?;
         fs::remove_dir_all(&self.dir).map_err(StorageError::io("remove partition", &self.dir))
     }
 }
