@@ -5,6 +5,12 @@
 //! panels as range queries over 1 h, 6 h and 24 h windows (step and
 //! `$__rate_interval` computed as Grafana does).
 //!
+//! With `--servers cairn,cairn-bucket` and `--bucket-url`, the second Cairn
+//! keeps its settled days in a bucket (`--end-at-midnight` puts the data in
+//! days that are over): its queries are timed cold (each with an empty
+//! cache, bytes and requests fetched from the bucket counted) and warm,
+//! against the same data on the first Cairn's local disk.
+//!
 //! Latency is measured by the client: request sent to response body read.
 //! VictoriaMetrics' response cache is disabled (`-search.disableCache`) unless
 //! `--vm-cache` is given, so both servers evaluate every query.
@@ -25,6 +31,9 @@ use clap::Parser;
 use serde_json::{Value, json};
 
 const ALERTS: &str = "/work/shared/benchdata/prometheus-benchmark-alerts.yaml";
+/// `--storage.settle-time` of the Cairn servers: a day without writes for
+/// this long is merged into one part (and uploaded, once it is over).
+const CAIRN_SETTLE: &str = "10s";
 
 #[derive(Parser, Debug)]
 #[command(about = "Cairn vs VictoriaMetrics PromQL query benchmark (same data, same run, interleaved)")]
@@ -35,9 +44,19 @@ struct Cli {
     /// VictoriaMetrics single-node binary (Debian package `victoria-metrics`).
     #[arg(long, default_value = "/usr/bin/victoria-metrics")]
     vm_bin: PathBuf,
-    /// Which servers to query (`cairn`, `vm`).
+    /// Which servers to query (`cairn`, `vm`, `cairn-bucket`).
     #[arg(long, value_delimiter = ',', default_value = "cairn,vm")]
     servers: Vec<String>,
+    /// The bucket of `cairn-bucket` (`s3://bucket/prefix` or `file:///dir`).
+    #[arg(long)]
+    bucket_url: Option<String>,
+    /// The S3-compatible server of `--bucket-url` (`http://host:port`).
+    #[arg(long)]
+    bucket_endpoint: Option<String>,
+    /// End the data at the last midnight (UTC) instead of now, so its days
+    /// are over and `cairn-bucket` uploads them.
+    #[arg(long)]
+    end_at_midnight: bool,
     #[arg(long, default_value = cairn_bench::DEFAULT_TRACE)]
     trace: PathBuf,
     /// Alerting rules whose `expr`s are the instant-query class.
@@ -92,6 +111,8 @@ struct Cli {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Cairn,
+    /// Cairn keeping its settled days in `--bucket-url`.
+    CairnBucket,
     Vm,
 }
 
@@ -99,8 +120,13 @@ impl Kind {
     fn name(self) -> &'static str {
         match self {
             Kind::Cairn => "Cairn",
+            Kind::CairnBucket => "Cairn (bucket)",
             Kind::Vm => "VictoriaMetrics",
         }
+    }
+
+    fn is_cairn(self) -> bool {
+        matches!(self, Kind::Cairn | Kind::CairnBucket)
     }
 }
 
@@ -111,6 +137,8 @@ struct Server {
     port: u16,
     log: PathBuf,
     vm_cache: bool,
+    /// `--storage.object-store.*` flags of a `CairnBucket`.
+    bucket_flags: Vec<String>,
     child: Option<Child>,
 }
 
@@ -133,9 +161,10 @@ fn http() -> reqwest::blocking::Client {
 }
 
 impl Server {
-    fn new(kind: Kind, bin: &Path, root: &Path, vm_cache: bool) -> anyhow::Result<Self> {
+    fn new(kind: Kind, bin: &Path, root: &Path, vm_cache: bool, bucket_flags: Vec<String>) -> anyhow::Result<Self> {
         let data = root.join(match kind {
             Kind::Cairn => "cairn-data",
+            Kind::CairnBucket => "cairn-bucket-data",
             Kind::Vm => "vm-data",
         });
         std::fs::create_dir_all(&data)?;
@@ -146,6 +175,7 @@ impl Server {
             data,
             port: free_port()?,
             vm_cache,
+            bucket_flags,
             child: None,
         })
     }
@@ -161,7 +191,7 @@ impl Server {
     fn start(&mut self) -> anyhow::Result<()> {
         if !self.bin.exists() {
             match self.kind {
-                Kind::Cairn => bail!(
+                Kind::Cairn | Kind::CairnBucket => bail!(
                     "{} not found: build it with `cargo build --release -p cairn`",
                     self.bin.display()
                 ),
@@ -175,7 +205,7 @@ impl Server {
         let mut cmd = Command::new(&self.bin);
         let addr = format!("127.0.0.1:{}", self.port);
         match self.kind {
-            Kind::Cairn => {
+            Kind::Cairn | Kind::CairnBucket => {
                 cmd.arg("--storage.path")
                     .arg(&self.data)
                     .arg("--http.listen-addr")
@@ -185,9 +215,12 @@ impl Server {
                         "5s",
                         "--storage.retention",
                         "100y",
+                        "--storage.settle-time",
+                        CAIRN_SETTLE,
                         "--log.level",
                         "warn",
-                    ]);
+                    ])
+                    .args(&self.bucket_flags);
             }
             Kind::Vm => {
                 cmd.arg(format!("-storageDataPath={}", self.data.display()))
@@ -211,7 +244,7 @@ impl Server {
             .with_context(|| format!("start {}", self.bin.display()))?;
         self.child = Some(child);
         let url = match self.kind {
-            Kind::Cairn => format!("{}/-/ready", self.base()),
+            Kind::Cairn | Kind::CairnBucket => format!("{}/-/ready", self.base()),
             Kind::Vm => format!("{}/health", self.base()),
         };
         let c = http();
@@ -249,7 +282,8 @@ impl Server {
         }
     }
 
-    fn active_merges(&self) -> f64 {
+    /// The sum of the `/metrics` samples whose line starts with `prefix`.
+    fn metric_sum(&self, prefix: &str) -> f64 {
         let Ok(text) = http()
             .get(format!("{}/metrics", self.base()))
             .send()
@@ -258,9 +292,26 @@ impl Server {
             return 0.0;
         };
         text.lines()
-            .filter(|l| l.starts_with("vm_active_merges"))
+            .filter(|l| l.starts_with(prefix))
             .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .sum()
+    }
+
+    /// Bytes and GET requests read from the bucket so far.
+    fn bucket_reads(&self) -> (f64, f64) {
+        (
+            self.metric_sum("cairn_object_store_read_bytes_total"),
+            self.metric_sum("cairn_object_store_requests_total{operation=\"get\"}"),
+        )
+    }
+
+    /// Empties the bucket cache under the running server: each chunk read
+    /// next is a miss, fetched from the bucket again.
+    fn drop_bucket_cache(&self) -> anyhow::Result<()> {
+        for entry in std::fs::read_dir(self.data.join("cache"))? {
+            std::fs::remove_file(entry?.path())?;
+        }
+        Ok(())
     }
 
     /// Makes the server persist what it holds in memory and waits until the
@@ -275,7 +326,14 @@ impl Server {
         while t.elapsed() < Duration::from_secs(600) {
             std::thread::sleep(Duration::from_millis(500));
             let now = procfs::du_bytes(&self.data);
-            let merging = self.kind == Kind::Vm && self.active_merges() > 0.0;
+            let merging = match self.kind {
+                Kind::Vm => self.metric_sum("vm_active_merges") > 0.0,
+                Kind::CairnBucket => {
+                    self.metric_sum("cairn_object_store_upload_backlog_parts") > 0.0
+                        || self.metric_sum("cairn_object_store_uploaded_parts_total") == 0.0
+                }
+                Kind::Cairn => false,
+            };
             if now != last || merging {
                 last = now;
                 stable_since = Instant::now();
@@ -530,7 +588,12 @@ fn backfill(cli: &Cli, servers: &mut [Server], root: &Path) -> anyhow::Result<(i
     let trace = Arc::new(Trace::load(&cli.trace)?);
     let interval_ms = cli.interval * 1000;
     let steps = ((cli.hours * 3600.0 * 1000.0) / interval_ms as f64).round() as u64;
-    let end = (now_ms() / interval_ms) * interval_ms - 2 * interval_ms;
+    let last = if cli.end_at_midnight {
+        now_ms() / 86_400_000 * 86_400_000
+    } else {
+        now_ms()
+    };
+    let end = (last / interval_ms) * interval_ms - 2 * interval_ms;
     let start = end - steps as i64 * interval_ms;
     let fleet = Fleet::new(
         trace,
@@ -560,8 +623,11 @@ fn backfill(cli: &Cli, servers: &mut [Server], root: &Path) -> anyhow::Result<(i
         spool.bytes as f64 / 1e6,
         t.elapsed().as_secs_f64()
     );
+    let tck = procfs::clk_tck();
+    let mut ingest_cpu = Vec::new();
     for s in servers.iter_mut() {
         s.start()?;
+        let cpu0 = procfs::cpu_seconds(s.pid(), tck).unwrap_or(0.0);
         // One server ingests at a time, so neither slows the other.
         let name = s.kind.name();
         let progress = |acked: u64| -> bool {
@@ -580,17 +646,22 @@ fn backfill(cli: &Cli, servers: &mut [Server], root: &Path) -> anyhow::Result<(i
         if r.samples_failed > 0 {
             bail!("{} rejected samples: {:?}", s.kind.name(), r.first_errors);
         }
+        if !cli.fresh {
+            let quiet = Duration::from_secs(if s.kind.is_cairn() { 25 } else { 10 });
+            let took = s.flush_and_settle(quiet)?;
+            println!("  {} settled in {took:.1} s", s.kind.name());
+        }
+        // Ingestion, flushes, merges and uploads, less the quiet wait's idle.
+        let cpu = procfs::cpu_seconds(s.pid(), tck).unwrap_or(0.0) - cpu0;
+        ingest_cpu.push((s.kind.name(), cpu * 1e6 / r.samples_acked.max(1) as f64));
+    }
+    for (name, per_million) in &ingest_cpu {
+        println!("  {name}: {per_million:.2} CPU s per million samples ingested and settled");
     }
     if cli.fresh {
         std::thread::sleep(Duration::from_secs(5));
         // Unsettled data is not kept for reuse.
         return Ok((start, end));
-    }
-    for s in servers.iter() {
-        // Cairn merges a day's parts into one after 60 s without writes.
-        let quiet = Duration::from_secs(if s.kind == Kind::Cairn { 75 } else { 10 });
-        let took = s.flush_and_settle(quiet)?;
-        println!("  {} settled in {took:.1} s", s.kind.name());
     }
     let names: Vec<&str> = servers.iter().map(|s| s.kind.name()).collect();
     std::fs::write(
@@ -598,6 +669,61 @@ fn backfill(cli: &Cli, servers: &mut [Server], root: &Path) -> anyhow::Result<(i
         serde_json::to_string_pretty(&json!({ "shape": shape, "start_ms": start, "end_ms": end, "servers": names }))?,
     )?;
     Ok((start, end))
+}
+
+/// Times the first query of each distinct text once on every server, the
+/// bucket server `b` with its cache emptied before each: a dashboard or rule
+/// over days that only the bucket holds, opened for the first time. Prints
+/// and returns, per class, the latency percentiles and what each query
+/// fetched from the bucket.
+fn cold_pass(
+    servers: &[Server],
+    b: usize,
+    queries: &[Query],
+    client: &reqwest::blocking::Client,
+) -> anyhow::Result<Value> {
+    let mut by_class: BTreeMap<&'static str, (BTreeMap<&'static str, Vec<f64>>, Vec<(f64, f64)>)> =
+        BTreeMap::new();
+    let mut seen = std::collections::HashSet::new();
+    for q in queries {
+        if !seen.insert((q.class, q.template.clone())) {
+            continue;
+        }
+        let (lat, fetched) = by_class.entry(q.class).or_default();
+        for (i, s) in servers.iter().enumerate() {
+            if i == b {
+                s.drop_bucket_cache()?;
+            }
+            let before = s.bucket_reads();
+            let (took, _) = s.query(client, q)?;
+            lat.entry(s.kind.name()).or_default().push(took.as_secs_f64() * 1000.0);
+            if i == b {
+                let after = s.bucket_reads();
+                fetched.push((after.0 - before.0, after.1 - before.1));
+            }
+        }
+    }
+    println!("\ncold: each distinct query once, the bucket's cache emptied before each (ms)\n");
+    let mut out = serde_json::Map::new();
+    for (class, (lat, fetched)) in &by_class {
+        let mut row = format!("| {class} | {} |", fetched.len());
+        let mut cj = serde_json::Map::new();
+        for s in servers {
+            let mut v = lat.get(s.kind.name()).cloned().unwrap_or_default();
+            v.sort_by(f64::total_cmp);
+            let (p50, p90, p99) = (percentile(&v, 50.0), percentile(&v, 90.0), percentile(&v, 99.0));
+            row.push_str(&format!(" {} {p50:.1} / {p90:.1} / {p99:.1} |", s.kind.name()));
+            cj.insert(s.kind.name().into(), json!({ "p50_ms": p50, "p90_ms": p90, "p99_ms": p99 }));
+        }
+        let n = fetched.len().max(1) as f64;
+        let (bytes, gets) = fetched.iter().fold((0.0, 0.0), |a, f| (a.0 + f.0, a.1 + f.1));
+        row.push_str(&format!(" {:.0} KB, {:.1} GETs per query |", bytes / n / 1e3, gets / n));
+        cj.insert("bucket_bytes_per_query".into(), json!(bytes / n));
+        cj.insert("bucket_gets_per_query".into(), json!(gets / n));
+        println!("{row}");
+        out.insert(class.to_string(), Value::Object(cj));
+    }
+    Ok(Value::Object(out))
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -640,16 +766,29 @@ fn main() -> anyhow::Result<()> {
     for s in &cli.servers {
         let (kind, bin) = match s.as_str() {
             "cairn" => (Kind::Cairn, &cli.cairn_bin),
+            "cairn-bucket" => (Kind::CairnBucket, &cli.cairn_bin),
             "vm" | "victoriametrics" => (Kind::Vm, &cli.vm_bin),
-            other => bail!("unknown server {other:?} (cairn, vm)"),
+            other => bail!("unknown server {other:?} (cairn, vm, cairn-bucket)"),
         };
-        servers.push(Server::new(kind, bin, &root, cli.vm_cache)?);
+        let mut bucket_flags = Vec::new();
+        if kind == Kind::CairnBucket {
+            let url = cli.bucket_url.as_ref().context("cairn-bucket needs --bucket-url")?;
+            bucket_flags.extend(["--storage.object-store.url".to_string(), url.clone()]);
+            if let Some(endpoint) = &cli.bucket_endpoint {
+                bucket_flags.extend(["--storage.object-store.endpoint".to_string(), endpoint.clone()]);
+            }
+        }
+        servers.push(Server::new(kind, bin, &root, cli.vm_cache, bucket_flags)?);
     }
     let (start_ms, end_ms) = backfill(&cli, &mut servers, &root)?;
     let queries = build_queries(&cli, start_ms, end_ms)?;
     println!("{} queries per server", queries.len());
 
     let client = http();
+    let cold = match servers.iter().position(|s| s.kind == Kind::CairnBucket) {
+        Some(b) if !cli.fresh => Some(cold_pass(&servers, b, &queries, &client)?),
+        _ => None,
+    };
     // Warm-up: every distinct query text once per server (page cache, index
     // caches, connection), not timed.
     let mut seen = std::collections::HashSet::new();
@@ -789,6 +928,7 @@ fn main() -> anyhow::Result<()> {
     }
     let report = json!({
         "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "bucket_cold": cold,
         "date_utc_ms": now_ms(),
         "workload": { "targets": cli.targets, "hours": cli.hours, "interval_s": cli.interval,
                       "start_ms": start_ms, "end_ms": end_ms, "vm_cache": cli.vm_cache },
