@@ -94,6 +94,20 @@ struct Cli {
     #[arg(long = "storage.object-store.refresh-interval", default_value = "30s", value_parser = duration)]
     object_store_refresh_interval: Duration,
 
+    /// YAML file of per-tenant limits and settings (max active series,
+    /// ingestion rate and burst, query samples and series, retention),
+    /// read again whenever it changes; docs/tenants.md has its form. Tenants
+    /// are named by the X-Scope-OrgID header of each request.
+    #[arg(long = "tenants.limits-file")]
+    tenants_limits_file: Option<PathBuf>,
+
+    /// TLS and access control, in Prometheus' web configuration format
+    /// (tls_server_config, basic_auth_users with bcrypt hashes) plus Cairn's
+    /// bearer_tokens and access (which tenants each credential may read or
+    /// write, and who is an admin): docs/auth.md. Health and readiness stay open.
+    #[arg(long = "web.config.file")]
+    web_config_file: Option<PathBuf>,
+
     /// Address to serve the HTTP API on.
     #[arg(long = "http.listen-addr", default_value = "0.0.0.0:9090")]
     listen_addr: SocketAddr,
@@ -272,6 +286,10 @@ fn main() -> anyhow::Result<()> {
         delayed_name_removal: cli.query_delayed_name_removal,
         ..cairn_server::EngineOptions::default()
     };
+    let web = match &cli.web_config_file {
+        Some(path) => cairn_http::WebConfig::load(path).map_err(anyhow::Error::msg)?,
+        None => cairn_http::WebConfig::default(),
+    };
     let config = cairn_server::ServerConfig {
         listen_addr: cli.listen_addr,
         storage,
@@ -279,6 +297,8 @@ fn main() -> anyhow::Result<()> {
         engine,
         graphite_listen_addr: cli.graphite_listen_addr,
         opentsdb_listen_addr: cli.opentsdb_listen_addr,
+        limits_file: cli.tenants_limits_file,
+        web,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -512,3 +512,43 @@ fn a_server_uploads_and_a_read_only_server_answers_from_the_bucket() {
         "{metrics}"
     );
 }
+
+#[test]
+fn each_tenant_keeps_its_days_under_its_own_prefix_and_comes_back_from_the_bucket() {
+    use cairn_storage::{TenantId, Tenants};
+    use cairn_tsdb::{TenantSettings, TsdbTenants};
+    for (store, _server) in stores("tenants") {
+        let day = day_start(2);
+        let settings = || -> cairn_tsdb::SettingsOf { std::sync::Arc::new(|_: &TenantId| TenantSettings::default()) };
+        let (a, b) = (TenantId::new("team-a").unwrap(), TenantId::new("team-b").unwrap());
+        let data = tempfile::tempdir().unwrap();
+        let expected = {
+            let tenants = TsdbTenants::open(config(data.path(), &store), settings()).unwrap();
+            for (i, id) in [&a, &b].into_iter().enumerate() {
+                let storage = tenants.get_or_create(id).unwrap();
+                let mut app = storage.appender();
+                app.append(&labels(i, 0), &[Sample::new(day + 1000, i as f64)]).unwrap();
+                app.commit().unwrap();
+            }
+            for (_, engine) in tenants.engines() {
+                settle(&engine);
+            }
+            let got = metric(&*tenants.get(&a).unwrap().unwrap(), 0, day);
+            tenants.close().unwrap();
+            got
+        };
+        assert_eq!(expected.len(), 1);
+        let keys: Vec<String> = store.inspect().list("tenants").unwrap().into_iter().map(|o| o.key).collect();
+        assert!(keys.iter().any(|k| k.starts_with("tenants/team-a/partitions/")), "{keys:?}");
+        assert!(keys.iter().any(|k| k.starts_with("tenants/team-b/partitions/")), "{keys:?}");
+        // A new disk finds both tenants in the bucket, each with its own data.
+        let data = tempfile::tempdir().unwrap();
+        let tenants = TsdbTenants::open(config(data.path(), &store), settings()).unwrap();
+        let listed = tenants.list();
+        assert!(listed.contains(&a) && listed.contains(&b), "{listed:?}");
+        assert_eq!(metric(&*tenants.get(&a).unwrap().unwrap(), 0, day), expected);
+        assert_eq!(metric(&*tenants.get(&b).unwrap().unwrap(), 0, day), vec![]);
+        assert_eq!(metric(&*tenants.get(&b).unwrap().unwrap(), 1, day).len(), 1);
+        tenants.close().unwrap();
+    }
+}

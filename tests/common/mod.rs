@@ -240,6 +240,29 @@ impl Client {
         }
     }
 
+    /// A client whose every request carries these headers (a tenant, credentials).
+    pub fn with_headers(base: String, headers: &[(&str, &str)]) -> Self {
+        let mut map = reqwest::header::HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(
+                reqwest::header::HeaderName::from_bytes(name.as_bytes()).expect("header name"),
+                value.parse().expect("header value"),
+            );
+        }
+        let http = reqwest::blocking::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(30))
+            .default_headers(map)
+            .build()
+            .expect("http client");
+        Self { base, http }
+    }
+
+    /// A client acting for `tenant` (`X-Scope-OrgID`).
+    pub fn for_tenant(base: String, tenant: &str) -> Self {
+        Self::with_headers(base, &[("X-Scope-OrgID", tenant)])
+    }
+
     fn finish(r: reqwest::Result<reqwest::blocking::Response>) -> reqwest::Result<Resp> {
         let r = r?;
         let status = r.status().as_u16();

@@ -329,6 +329,22 @@ impl Bucket {
         Ok(infos)
     }
 
+    /// The names of the "directories" right below `dir`: the next part of
+    /// every key that starts with `dir` + `/` and goes on below it.
+    pub fn list_dirs(&self, dir: &str) -> Result<Vec<String>, StorageError> {
+        let (store, path) = (self.store.clone(), self.path(dir));
+        let listed = self.run(Op::List, "list", dir, async move {
+            store.list_with_delimiter(Some(&path)).await
+        })?;
+        let mut names: Vec<String> = listed
+            .common_prefixes
+            .iter()
+            .filter_map(|p| p.filename().map(str::to_string))
+            .collect();
+        names.sort();
+        Ok(names)
+    }
+
     /// Deletes the object; deleting one that is not there succeeds.
     pub fn delete(&self, key: &str) -> Result<(), StorageError> {
         let (store, path) = (self.store.clone(), self.path(key));

@@ -3,18 +3,23 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use crate::{ApiError, AppState, MAX_TIME, MIN_TIME, Params, parse_match_params, run_blocking, time_range};
+use crate::{ApiError, AppState, MAX_TIME, MIN_TIME, Params, Tenant, parse_match_params, run_blocking, time_range};
 
 /// Deletes samples of every series matching any `match[]` in `[start, end]`
 /// (default: all time). 204 on success, like Prometheus.
-pub async fn delete_series(State(state): State<AppState>, params: Params) -> Result<StatusCode, ApiError> {
+pub async fn delete_series(
+    State(state): State<AppState>,
+    Tenant(scope): Tenant,
+    params: Params,
+) -> Result<StatusCode, ApiError> {
     let selectors = params.get_all("match[]");
     if selectors.is_empty() {
         return Err(ApiError::bad_data("no match[] parameter provided"));
     }
     let (start, end) = time_range(&params, MIN_TIME, MAX_TIME)?;
     let sets = parse_match_params(&selectors)?;
-    let storage = state.storage().clone();
+    scope.only()?;
+    let storage = state.reader(&scope)?;
     run_blocking(move || {
         for set in &sets {
             storage.delete_series(set, start, end)?;

@@ -29,6 +29,12 @@ pub enum ErrorType {
     Timeout,
     /// 499 (nginx's "client closed request", as Prometheus): the query was canceled.
     Canceled,
+    /// 429: over a tenant's limit; senders retry later.
+    TooManyRequests,
+    /// 401: no valid credentials.
+    Unauthorized,
+    /// 403: valid credentials that do not allow this.
+    Forbidden,
 }
 
 impl ErrorType {
@@ -45,6 +51,9 @@ impl ErrorType {
             Self::UnsupportedMediaType => "bad_data",
             Self::Timeout => "timeout",
             Self::Canceled => "canceled",
+            Self::TooManyRequests => "too_many_requests",
+            Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
         }
     }
 
@@ -60,6 +69,9 @@ impl ErrorType {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::TooManyRequests => StatusCode::TOO_MANY_REQUESTS,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
         }
     }
 }

@@ -25,16 +25,20 @@ use cairn_storage::{SelectHints, StorageError};
 
 use crate::body_stream::{ChunkSink, stream_blocking};
 use crate::merged_series::MergedSeries;
-use crate::{ApiError, AppState, LabelsJson, MAX_TIME, Params, parse_match_params, time_range};
+use crate::{ApiError, AppState, LabelsJson, MAX_TIME, Params, Tenant, parse_match_params, time_range};
 
-pub async fn export(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+pub async fn export(
+    State(state): State<AppState>,
+    Tenant(scope): Tenant,
+    params: Params,
+) -> Result<Response, ApiError> {
     let selectors = params.get_all("match[]");
     if selectors.is_empty() {
         return Err(ApiError::bad_data("no match[] parameter provided"));
     }
     let (start, end) = time_range(&params, state.default_start(), MAX_TIME)?;
     let sets = parse_match_params(&selectors)?;
-    let storage = state.storage().clone();
+    let storage = state.reader(&scope)?;
     let body = stream_blocking(
         "export",
         state.config().export_chunk_bytes,

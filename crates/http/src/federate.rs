@@ -15,14 +15,18 @@ use cairn_model::{Labels, METRIC_NAME, is_stale_nan};
 use cairn_storage::{SelectHints, StorageError};
 
 use crate::merged_series::MergedSeries;
-use crate::{ApiError, AppState, Params, exposition, now_ms, parse_match_params, run_blocking};
+use crate::{ApiError, AppState, Params, Tenant, exposition, now_ms, parse_match_params, run_blocking};
 
 /// The label federation always writes, empty when a series has none.
 const INSTANCE: &str = "instance";
 
-pub async fn federate(State(state): State<AppState>, params: Params) -> Result<Response, ApiError> {
+pub async fn federate(
+    State(state): State<AppState>,
+    Tenant(scope): Tenant,
+    params: Params,
+) -> Result<Response, ApiError> {
     let sets = parse_match_params(&params.get_all("match[]"))?;
-    let storage = state.storage().clone();
+    let storage = state.reader(&scope)?;
     let end = now_ms();
     let start = end.saturating_sub(state.config().lookback_delta_ms);
     let body = run_blocking(move || {

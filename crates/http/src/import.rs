@@ -27,8 +27,9 @@ use cairn_model::Label;
 use cairn_protocols::text_import::{BodyError, ImportResult, decompress_body, parse_extra_labels};
 use cairn_protocols::{DecodeLimits, ErrorKind, json_lines, prom_text};
 
-use crate::ingest::{Protocol, Refusal, record_refusal, store_batch};
+use crate::ingest::{Protocol, Refusal, record_refusal, store_batch, write_tenant};
 use crate::{ApiError, AppState, ErrorType, Params, now_ms, parse_time, read_body};
+use cairn_storage::TenantId;
 
 /// Turns a decompressed body into lines, given the request's parameters.
 pub(crate) type Decode = Box<dyn FnOnce(&[u8], &DecodeLimits) -> Result<ImportResult, BodyError> + Send>;
@@ -207,8 +208,8 @@ async fn handle(
         state,
         req,
         move |plain, limits| decode(plain, limits).map_err(body_refusal),
-        move |state, result| {
-            store_batch(state, protocol, &result.batch)?;
+        move |state, tenant, result| {
+            store_batch(state, tenant, protocol, &result.batch)?;
             if result.string_values_skipped > 0 {
                 state
                     .metrics()
@@ -234,11 +235,12 @@ pub(crate) async fn decode_and_store<D, T>(
     state: &AppState,
     req: Request,
     decode: impl FnOnce(&[u8], &DecodeLimits) -> Result<D, Refusal> + Send + 'static,
-    store: impl FnOnce(&AppState, D) -> Result<T, Refusal> + Send + 'static,
+    store: impl FnOnce(&AppState, &TenantId, D) -> Result<T, Refusal> + Send + 'static,
 ) -> Result<T, Refusal>
 where
     T: Send + 'static,
 {
+    let tenant = write_tenant(req.headers())?;
     let encoding = req
         .headers()
         .get(header::CONTENT_ENCODING)
@@ -255,7 +257,7 @@ where
             // The raw and decompressed bytes are not needed while storing.
             drop(plain);
             drop(body);
-            store(&state, decoded)
+            store(&state, &tenant, decoded)
         })
     })
     .await;

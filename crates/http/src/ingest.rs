@@ -3,10 +3,11 @@
 //! commit semantics, metadata and self-metrics are the same whichever
 //! protocol a sample arrived by.
 
+use axum::http::HeaderMap;
 use cairn_protocols::WriteBatch;
-use cairn_storage::{CommitReport, ErrorKind, StorageError};
+use cairn_storage::{CommitReport, ErrorKind, RejectReason, StorageError, TenantId, TenantScope};
 
-use crate::{ApiError, AppState, storage_error};
+use crate::{ApiError, AppState, TENANT_HEADER, storage_error};
 
 /// The protocols Cairn ingests; the `protocol` label of the ingest metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -45,12 +46,22 @@ pub type Refusal = (&'static str, ApiError);
 /// together, or none of it), records its metadata and counts it under
 /// `protocol`. Blocking: call it from [`crate::run_blocking`] or a blocking
 /// thread. On error nothing of the batch is stored.
-pub fn store_batch(state: &AppState, protocol: Protocol, batch: &WriteBatch) -> Result<CommitReport, Refusal> {
-    state.metadata().record(&batch.metadata);
+pub fn store_batch(
+    state: &AppState,
+    tenant: &TenantId,
+    protocol: Protocol,
+    batch: &WriteBatch,
+) -> Result<CommitReport, Refusal> {
+    state.metadata_for_writes(tenant).record(&batch.metadata);
     if batch.is_empty() {
         return Ok(CommitReport::default());
     }
-    let mut app = state.storage().appender();
+    state
+        .limits()
+        .admit_write(tenant, batch.sample_count() as u64)
+        .map_err(|e| ("ingestion_rate", e))?;
+    let storage = state.tenants().get_or_create(tenant).map_err(storage_refusal)?;
+    let mut app = storage.appender();
     for s in batch.series() {
         // An error drops `app`, which rolls the batch back.
         app.append_encoded(s.encoded_labels(), s.samples())
@@ -62,7 +73,31 @@ pub fn store_batch(state: &AppState, protocol: Protocol, batch: &WriteBatch) -> 
     for (reason, n) in &report.samples_rejected {
         metrics.ingest_samples_rejected(protocol, reason.as_str(), *n);
     }
+    if let Some(&refused) = report.samples_rejected.get(&RejectReason::SeriesLimit) {
+        let max = state.limits().current().of(tenant).max_active_series;
+        let message = format!(
+            "tenant {tenant} is at its limit of {max} active series (max_active_series): \
+             {refused} samples of new series refused, the rest stored"
+        );
+        return Err((
+            "series_limit",
+            state.limits().refuse(tenant, "max_active_series", message),
+        ));
+    }
     Ok(report)
+}
+
+/// The one tenant a write is for: `X-Scope-OrgID` (no header: the default tenant).
+pub fn write_tenant(headers: &HeaderMap) -> Result<TenantId, Refusal> {
+    let header = headers.get(TENANT_HEADER).map(|v| v.to_str());
+    let header = header.transpose().map_err(|_| {
+        (
+            "bad_tenant",
+            ApiError::bad_data(format!("{TENANT_HEADER} is not ASCII")),
+        )
+    })?;
+    let scope = TenantScope::parse(header).map_err(|e| ("bad_tenant", storage_error(&e)))?;
+    scope.only().cloned().map_err(|e| ("bad_tenant", storage_error(&e)))
 }
 
 /// Counts a refused request under `protocol` and logs refusals that are not

@@ -11,6 +11,7 @@
 //! [`parse_match_params`], ...) and [`run_blocking`] for storage calls.
 
 mod admin;
+pub mod auth;
 mod body_stream;
 mod cors;
 mod empty;
@@ -22,6 +23,7 @@ mod health;
 mod import;
 mod influx;
 pub mod ingest;
+mod limits;
 mod merged_series;
 mod metadata;
 mod metrics;
@@ -36,6 +38,7 @@ mod series;
 mod server_status;
 mod status;
 pub mod tcp;
+mod tenant;
 #[cfg(test)]
 mod test_util;
 mod write;
@@ -48,12 +51,14 @@ use std::time::SystemTime;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
-use cairn_storage::{Storage, WalReplay};
+use cairn_storage::{Tenants, WalReplay};
 
 pub use cairn_protocols::DecodeLimits;
 
+pub use auth::{Access, Auth, WebConfig};
 pub use error::{ApiError, ErrorType, storage_error};
 pub use exposition::Exposition;
+pub use limits::{Limits, LimitsState, TenantLimits};
 pub use metadata::{MetadataEntry, MetadataStore};
 pub use metrics::HttpMetrics;
 pub use params::{
@@ -63,6 +68,7 @@ pub use params::{
 pub use response::{LabelsJson, Success, format_value, json_response, push_value};
 pub use selector::{parse_match_params, parse_selector};
 pub use server_status::PROMETHEUS_API_VERSION;
+pub use tenant::{TENANT_HEADER, Tenant, TenantMetadata};
 
 /// Tunables of the HTTP API.
 #[derive(Debug, Clone)]
@@ -156,21 +162,23 @@ impl Default for ApiConfig {
 /// Everything handlers share. Cheap to clone.
 #[derive(Clone)]
 pub struct AppState {
-    storage: Arc<dyn Storage>,
+    tenants: Arc<dyn Tenants>,
     ready: Arc<AtomicBool>,
     config: Arc<ApiConfig>,
     metrics: Arc<HttpMetrics>,
-    metadata: Arc<MetadataStore>,
+    tenant_metadata: Arc<TenantMetadata>,
+    limits: Arc<LimitsState>,
+    auth: auth::SharedAuth,
     started: SystemTime,
     remote_read_slots: Arc<tokio::sync::Semaphore>,
     wal_replay: Arc<WalReplay>,
 }
 
 impl AppState {
-    /// A state over opened storage; it starts ready (see [`AppState::set_ready`]).
-    pub fn new(storage: Arc<dyn Storage>, config: ApiConfig) -> Self {
+    /// A state over every tenant's storage; it starts ready (see [`AppState::set_ready`]).
+    pub fn new(tenants: Arc<dyn Tenants>, config: ApiConfig) -> Self {
         Self {
-            storage,
+            tenants,
             ready: Arc::new(AtomicBool::new(true)),
             remote_read_slots: Arc::new(tokio::sync::Semaphore::new(match config.remote_read_concurrency {
                 0 => tokio::sync::Semaphore::MAX_PERMITS,
@@ -179,13 +187,33 @@ impl AppState {
             wal_replay: Arc::default(),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),
-            metadata: Arc::new(MetadataStore::new()),
+            tenant_metadata: Arc::default(),
+            limits: Arc::default(),
+            auth: None,
             started: SystemTime::now(),
         }
     }
 
-    pub fn storage(&self) -> &Arc<dyn Storage> {
-        &self.storage
+    pub fn tenants(&self) -> &Arc<dyn Tenants> {
+        &self.tenants
+    }
+
+    /// The same state, with access control by `auth`.
+    pub fn with_auth(self, auth: Option<Auth>) -> Self {
+        Self {
+            auth: auth.map(Arc::new),
+            ..self
+        }
+    }
+
+    /// Access control; `None`: every request is let through.
+    pub fn auth(&self) -> Option<&Arc<Auth>> {
+        self.auth.as_ref()
+    }
+
+    /// Each tenant's limits and what they refused.
+    pub fn limits(&self) -> &Arc<LimitsState> {
+        &self.limits
     }
 
     pub fn config(&self) -> &ApiConfig {
@@ -208,11 +236,6 @@ impl AppState {
 
     pub fn metrics(&self) -> &Arc<HttpMetrics> {
         &self.metrics
-    }
-
-    /// Metric metadata learnt from remote write.
-    pub fn metadata(&self) -> &Arc<MetadataStore> {
-        &self.metadata
     }
 
     /// When this state was created (the server's start time).
@@ -281,11 +304,11 @@ where
     }
 }
 
-/// The built-in API routes, unprefixed and without middleware.
-pub fn api_routes() -> Router<AppState> {
-    Router::new()
+/// The built-in API routes, unprefixed and without middleware, by what
+/// they need of a caller once access control is on ([`auth::Access`]).
+pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
+    let write = Router::new()
         .route("/api/v1/write", post(write::remote_write))
-        .route("/api/v1/read", post(remote_read::remote_read))
         .route("/opentelemetry/v1/metrics", post(otlp::otlp_metrics))
         .route("/api/v1/otlp/v1/metrics", post(otlp::otlp_metrics))
         .route("/api/v1/import", post(import::import_json))
@@ -293,10 +316,6 @@ pub fn api_routes() -> Router<AppState> {
         .route("/api/v2/write", post(influx::write_v2))
         .route("/influx/write", post(influx::write_v1))
         .route("/influx/api/v2/write", post(influx::write_v2))
-        .route("/ping", get(influx::ping))
-        .route("/influx/ping", get(influx::ping))
-        .route("/query", get(influx::query).post(influx::query))
-        .route("/influx/query", get(influx::query).post(influx::query))
         .route("/api/put", post(opentsdb::put))
         .route("/opentsdb/api/put", post(opentsdb::put))
         .route("/api/v1/import/prometheus", post(import::import_prometheus))
@@ -304,9 +323,11 @@ pub fn api_routes() -> Router<AppState> {
             "/api/v1/import/prometheus/metrics/job/{*rest}",
             post(import::import_prometheus_job).put(import::import_prometheus_job),
         )
-        .route("/api/v1/import/csv", post(import::import_csv))
-        // VictoriaMetrics' liveness path, which vmctl checks before importing.
-        .route("/health", get(import::vm_health))
+        .route("/api/v1/import/csv", post(import::import_csv));
+    let read = Router::new()
+        .route("/api/v1/read", post(remote_read::remote_read))
+        .route("/query", get(influx::query).post(influx::query))
+        .route("/influx/query", get(influx::query).post(influx::query))
         .route("/api/v1/series", get(series::series).post(series::series))
         .route("/api/v1/labels", get(series::labels).post(series::labels))
         .route("/api/v1/label/{name}/values", get(series::label_values))
@@ -314,12 +335,19 @@ pub fn api_routes() -> Router<AppState> {
         .route("/federate", get(federate::federate).post(federate::federate))
         .route("/api/v1/metadata", get(metadata::metadata))
         .route("/api/v1/status/tsdb", get(status::tsdb_status))
+        .route("/api/v1/status/tsdb/blocks", get(server_status::tsdb_blocks))
+        .route(
+            "/api/v1/query_exemplars",
+            get(empty::query_exemplars).post(empty::query_exemplars),
+        );
+    let status = Router::new()
+        .route("/ping", get(influx::ping))
+        .route("/influx/ping", get(influx::ping))
         .route("/api/v1/status/flags", get(server_status::flags))
         .route("/api/v1/status/config", get(server_status::config))
         .route("/api/v1/status/runtimeinfo", get(server_status::runtime_info))
         .route("/api/v1/status/buildinfo", get(server_status::build_info))
         .route("/api/v1/status/walreplay", get(server_status::wal_replay))
-        .route("/api/v1/status/tsdb/blocks", get(server_status::tsdb_blocks))
         .route("/api/v1/scrape_pools", get(empty::scrape_pools))
         .route("/api/v1/targets/metadata", get(empty::targets_metadata))
         .route("/api/v1/targets/relabel_steps", get(empty::targets_relabel_steps))
@@ -333,17 +361,23 @@ pub fn api_routes() -> Router<AppState> {
         .route("/api/v1/alerts", get(empty::alerts))
         .route("/api/v1/targets", get(empty::targets))
         .route("/api/v1/alertmanagers", get(empty::alertmanagers))
-        .route(
-            "/api/v1/query_exemplars",
-            get(empty::query_exemplars).post(empty::query_exemplars),
-        )
-        .route(
-            "/api/v1/admin/tsdb/delete_series",
-            post(admin::delete_series).put(admin::delete_series),
-        )
+        .route("/metrics", get(metrics::metrics_handler));
+    let admin = Router::new().route(
+        "/api/v1/admin/tsdb/delete_series",
+        post(admin::delete_series).put(admin::delete_series),
+    );
+    let open = Router::new()
         .route("/-/healthy", get(health::healthy))
         .route("/-/ready", get(health::ready))
-        .route("/metrics", get(metrics::metrics_handler))
+        // VictoriaMetrics' liveness path, which vmctl checks before importing.
+        .route("/health", get(import::vm_health));
+    vec![
+        (Access::Write, write),
+        (Access::Read, read),
+        (Access::Status, status),
+        (Access::Admin, admin),
+        (Access::Open, open),
+    ]
 }
 
 /// The full API: [`api_routes`] at `/` and under `/prometheus`, with request
@@ -353,9 +387,20 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// [`router`] plus `extra` routes (e.g. `/api/v1/query` from the PromQL
-/// crate), which get the same prefix, metrics, limits and fallbacks.
+/// crate), which get the same prefix, metrics, limits and fallbacks, and
+/// need what a read does.
 pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
-    let routes = api_routes().merge(extra);
+    let mut routes = Router::new();
+    for (access, group) in api_routes().into_iter().chain([(Access::Read, extra)]) {
+        if !group.has_routes() {
+            continue;
+        }
+        let gate = auth::Gate {
+            state: state.clone(),
+            access,
+        };
+        routes = routes.merge(group.route_layer(axum::middleware::from_fn_with_state(gate, auth::check)));
+    }
     Router::new()
         .merge(routes.clone())
         .nest("/prometheus", routes)

@@ -12,7 +12,7 @@ use parking_lot::RwLock;
 use serde::Serialize;
 use serde::ser::SerializeStruct;
 
-use crate::{ApiError, AppState, Params, Success};
+use crate::{ApiError, AppState, Params, Success, Tenant};
 
 /// Most distinct (type, help, unit) entries kept per metric family; a new one
 /// past this evicts the oldest.
@@ -119,6 +119,22 @@ impl MetadataStore {
     }
 }
 
+impl MetadataStore {
+    /// Adds `other`'s entries (a federated read's tenants together).
+    pub fn absorb(&self, other: &MetadataStore) {
+        let theirs = other.families.read();
+        let mut mine = self.families.write();
+        for (name, entries) in theirs.iter() {
+            let into = mine.entry(name.clone()).or_default();
+            for e in entries {
+                if !into.contains(e) {
+                    into.push(e.clone());
+                }
+            }
+        }
+    }
+}
+
 fn same(e: &MetadataEntry, m: &MetricMetadata) -> bool {
     e.metric_type == m.metric_type && e.help == m.help && e.unit == m.unit
 }
@@ -139,6 +155,7 @@ fn int_param(params: &Params, name: &str) -> Result<Option<i64>, ApiError> {
 /// the number of families, `limit_per_metric` (`> 0`) the entries of each.
 pub async fn metadata(
     axum::extract::State(state): axum::extract::State<AppState>,
+    Tenant(scope): Tenant,
     params: Params,
 ) -> Result<Success<BTreeMap<String, Vec<MetadataEntry>>>, ApiError> {
     let limit = int_param(&params, "limit")?.and_then(|l| usize::try_from(l).ok());
@@ -146,7 +163,7 @@ pub async fn metadata(
         .filter(|&l| l > 0)
         .and_then(|l| usize::try_from(l).ok());
     let metric = params.get("metric");
-    Ok(Success::new(state.metadata().list(metric, limit, per_metric)))
+    Ok(Success::new(state.metadata_of(&scope).list(metric, limit, per_metric)))
 }
 
 #[cfg(test)]
@@ -165,14 +182,16 @@ mod tests {
 
     fn app() -> TestApp {
         let app = TestApp::new();
-        app.state.metadata().record(&[
-            md("up", MetricType::Gauge, "Target is up.", ""),
-            md("http_requests_total", MetricType::Counter, "Requests.", ""),
-            md("up", MetricType::Gauge, "Target is up.", ""),
-            md("node_memory_bytes", MetricType::Gauge, "Memory.", "bytes"),
-            md("http_requests_total", MetricType::Counter, "All requests.", ""),
-            md("", MetricType::Gauge, "nameless", ""),
-        ]);
+        app.state
+            .metadata_for_writes(&cairn_storage::TenantId::default_tenant())
+            .record(&[
+                md("up", MetricType::Gauge, "Target is up.", ""),
+                md("http_requests_total", MetricType::Counter, "Requests.", ""),
+                md("up", MetricType::Gauge, "Target is up.", ""),
+                md("node_memory_bytes", MetricType::Gauge, "Memory.", "bytes"),
+                md("http_requests_total", MetricType::Counter, "All requests.", ""),
+                md("", MetricType::Gauge, "nameless", ""),
+            ]);
         app
     }
 

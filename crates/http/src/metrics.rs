@@ -9,7 +9,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use cairn_storage::{ObjectStoreStats, StorageStats};
+use cairn_storage::{ObjectStoreStats, StorageStats, TenantId};
 use parking_lot::Mutex;
 
 use crate::exposition::{CONTENT_TYPE, Exposition};
@@ -272,6 +272,37 @@ fn render_storage(e: &mut Exposition, s: &StorageStats) {
     }
 }
 
+/// Each tenant's own figures, labelled with its id.
+fn render_tenants(e: &mut Exposition, per_tenant: &[(TenantId, StorageStats)]) {
+    type Family = (&'static str, &'static str, &'static str, fn(&StorageStats) -> u64);
+    let families: [Family; 3] = [
+        (
+            "cairn_tenant_active_series",
+            "Series with samples today, by tenant.",
+            "gauge",
+            |s| s.active_series,
+        ),
+        (
+            "cairn_tenant_samples_ingested_total",
+            "Samples stored, by tenant.",
+            "counter",
+            |s| s.samples_ingested_total,
+        ),
+        (
+            "cairn_tenant_storage_bytes",
+            "Bytes of the tenant's data on local disk.",
+            "gauge",
+            |s| s.storage_bytes,
+        ),
+    ];
+    for (name, help, kind, value) in families {
+        e.family(name, help, kind);
+        for (id, s) in per_tenant {
+            e.sample(name, &[("tenant", id.as_str())], value(s) as f64);
+        }
+    }
+}
+
 fn render_object_store(e: &mut Exposition, o: &ObjectStoreStats) {
     type ByOperation<'a> = &'a [(&'static str, u64)];
     let by_op: [(&str, &str, ByOperation); 2] = [
@@ -361,14 +392,38 @@ fn render_object_store(e: &mut Exposition, o: &ObjectStoreStats) {
 
 /// `GET /metrics`: HTTP, storage and process metrics in the text format.
 pub async fn metrics_handler(State(state): State<AppState>) -> Response {
-    let storage = state.storage().clone();
-    let stats = match tokio::task::spawn_blocking(move || storage.stats()).await {
+    let tenants = state.tenants().clone();
+    let per_tenant = match tokio::task::spawn_blocking(move || {
+        let ids = tenants.list();
+        ids.into_iter()
+            .filter_map(|id| Some((id.clone(), tenants.get(&id).ok()??.stats())))
+            .collect::<Vec<_>>()
+    })
+    .await
+    {
         Ok(s) => s,
         Err(e) => return crate::ApiError::internal(e.to_string()).into_response(),
     };
+    let mut stats = StorageStats::default();
+    for (_, s) in &per_tenant {
+        stats.add(s);
+    }
     let mut e = Exposition::new();
     state.metrics().render(&mut e);
     render_storage(&mut e, &stats);
+    render_tenants(&mut e, &per_tenant);
+    e.family(
+        "cairn_tenant_limit_refusals_total",
+        "Requests refused for being over a tenant's limit, by tenant and limit.",
+        "counter",
+    );
+    for ((tenant, limit), n) in state.limits().refused() {
+        e.sample(
+            "cairn_tenant_limit_refusals_total",
+            &[("tenant", tenant.as_str()), ("limit", limit)],
+            n as f64,
+        );
+    }
     process::render(&mut e);
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], e.finish()).into_response()
 }

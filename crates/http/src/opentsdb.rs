@@ -73,8 +73,8 @@ async fn ingest(state: &AppState, req: Request) -> Result<(PutResult, usize), Re
         state,
         req,
         |plain, limits| Ok(decode_put(plain, limits)),
-        |state, result| {
-            let report = store_batch(state, Protocol::OpenTsdb, &result.import.batch)?;
+        |state, tenant, result| {
+            let report = store_batch(state, tenant, Protocol::OpenTsdb, &result.import.batch)?;
             Ok((result, report.rejected_total() as usize))
         },
     )

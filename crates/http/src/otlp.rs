@@ -35,7 +35,7 @@ use cairn_protocols::otlp::{
     decode_export_request_json, encode_response, encode_response_json, encode_status, encode_status_json, status_code,
 };
 
-use crate::ingest::{Protocol, Refusal, record_refusal, store_batch};
+use crate::ingest::{Protocol, Refusal, record_refusal, store_batch, write_tenant};
 use crate::{ApiError, AppState, ErrorType, now_ms, read_body};
 
 /// The encoding of a request, and so of its answer.
@@ -90,9 +90,11 @@ fn grpc_code(kind: ErrorType) -> i32 {
     match kind {
         ErrorType::BadData | ErrorType::TooLarge | ErrorType::UnsupportedMediaType => status_code::INVALID_ARGUMENT,
         ErrorType::Unavailable | ErrorType::Timeout => status_code::UNAVAILABLE,
-        ErrorType::Execution => status_code::RESOURCE_EXHAUSTED,
+        ErrorType::Execution | ErrorType::TooManyRequests => status_code::RESOURCE_EXHAUSTED,
         ErrorType::Internal => status_code::INTERNAL,
         ErrorType::NotFound => status_code::NOT_FOUND,
+        ErrorType::Unauthorized => status_code::UNAUTHENTICATED,
+        ErrorType::Forbidden => status_code::PERMISSION_DENIED,
         ErrorType::MethodNotAllowed => status_code::UNIMPLEMENTED,
         ErrorType::Canceled => status_code::CANCELLED,
     }
@@ -107,6 +109,7 @@ fn unsupported(message: String) -> Refusal {
 
 /// Stores what can be stored; returns the points refused one by one.
 async fn handle(state: &AppState, req: Request, format: Option<Format>) -> Result<Rejections, Refusal> {
+    let tenant = write_tenant(req.headers())?;
     let Some(format) = format else {
         let got: String = req
             .headers()
@@ -145,7 +148,7 @@ async fn handle(state: &AppState, req: Request, format: Option<Format>) -> Resul
             if decoded.batch.is_empty() && !decoded.rejected.is_empty() {
                 return Err(("all_points_rejected", ApiError::bad_data(decoded.rejected.message())));
             }
-            store_batch(&state, Protocol::Otlp, &decoded.batch)?;
+            store_batch(&state, &tenant, Protocol::Otlp, &decoded.batch)?;
             Ok(decoded.rejected)
         })
     })

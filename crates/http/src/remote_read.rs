@@ -29,7 +29,7 @@ use cairn_protocols::remote_write::proto::{Label, Sample, TimeSeries};
 use cairn_storage::{Querier, SelectHints, SeriesSet, Storage, StorageError};
 
 use crate::body_stream::{ChunkSink, stream_blocking};
-use crate::{ApiError, AppState, run_blocking};
+use crate::{ApiError, AppState, Tenant, run_blocking};
 
 /// One query of a read request, checked.
 struct ReadQuery {
@@ -38,7 +38,11 @@ struct ReadQuery {
     matchers: Vec<Matcher>,
 }
 
-pub async fn remote_read(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn remote_read(
+    State(state): State<AppState>,
+    Tenant(scope): Tenant,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let bad = |e: remote_read::BadReadRequest| ApiError::bad_data(e.0);
     let request = remote_read::decode_request(&body).map_err(bad)?;
     let response_type = request.response_type().map_err(bad)?;
@@ -59,7 +63,7 @@ pub async fn remote_read(State(state): State<AppState>, body: Bytes) -> Result<R
         .acquire_owned()
         .await
         .map_err(|_| ApiError::internal("remote read slots closed"))?;
-    let storage = state.storage().clone();
+    let storage = state.reader(&scope)?;
     let config = state.config();
     match response_type {
         ResponseType::Samples => {

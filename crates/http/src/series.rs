@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::ser::SerializeSeq;
 
 use crate::{
-    ApiError, AppState, LabelsJson, MAX_TIME, Params, Success, limit_param, parse_match_params, run_blocking,
+    ApiError, AppState, LabelsJson, MAX_TIME, Params, Success, Tenant, limit_param, parse_match_params, run_blocking,
     time_range, unescape_label_name,
 };
 
@@ -73,9 +73,13 @@ fn truncate<T>(items: &mut Vec<T>, limit: Option<usize>) -> Vec<String> {
 
 /// `GET|POST /api/v1/series`: label sets of series matching any `match[]`
 /// with samples in `[start, end]`, sorted and deduplicated.
-pub async fn series(State(state): State<AppState>, params: Params) -> Result<Success<LabelSets>, ApiError> {
+pub async fn series(
+    State(state): State<AppState>,
+    Tenant(scope): Tenant,
+    params: Params,
+) -> Result<Success<LabelSets>, ApiError> {
     let req = metadata_request(&state, &params, true, state.config().default_series_limit)?;
-    let storage = state.storage().clone();
+    let storage = state.reader(&scope)?;
     run_blocking(move || {
         let querier = storage.querier(req.start, req.end)?;
         let hints = SelectHints {
@@ -103,9 +107,13 @@ pub async fn series(State(state): State<AppState>, params: Params) -> Result<Suc
 
 /// `GET|POST /api/v1/labels`: sorted label names, of all series or of those
 /// matching any `match[]`.
-pub async fn labels(State(state): State<AppState>, params: Params) -> Result<Success<Vec<String>>, ApiError> {
+pub async fn labels(
+    State(state): State<AppState>,
+    Tenant(scope): Tenant,
+    params: Params,
+) -> Result<Success<Vec<String>>, ApiError> {
     let req = metadata_request(&state, &params, false, state.config().default_label_limit)?;
-    let storage = state.storage().clone();
+    let storage = state.reader(&scope)?;
     run_blocking(move || {
         let querier = storage.querier(req.start, req.end)?;
         let fetch = req.limit.map(|l| l.saturating_add(1));
@@ -128,6 +136,7 @@ pub async fn labels(State(state): State<AppState>, params: Params) -> Result<Suc
 /// use Prometheus 3's `U__` escaping for UTF-8 names.
 pub async fn label_values(
     State(state): State<AppState>,
+    Tenant(scope): Tenant,
     path: Result<Path<String>, PathRejection>,
     params: Params,
 ) -> Result<Success<Vec<String>>, ApiError> {
@@ -137,7 +146,7 @@ pub async fn label_values(
         return Err(ApiError::bad_data(format!("invalid label name: {name:?}")));
     }
     let req = metadata_request(&state, &params, false, state.config().default_label_limit)?;
-    let storage = state.storage().clone();
+    let storage = state.reader(&scope)?;
     run_blocking(move || {
         let querier = storage.querier(req.start, req.end)?;
         let fetch = req.limit.map(|l| l.saturating_add(1));

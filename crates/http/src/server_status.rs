@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use axum::extract::State;
 use serde::Serialize;
 
-use crate::{ApiError, AppState, Success, format_rfc3339, run_blocking};
+use crate::{ApiError, AppState, Success, Tenant, format_rfc3339, run_blocking};
 
 /// `GET /api/v1/status/flags`: `{"flag.name":"value",...}`, every value a string.
 pub async fn flags(State(state): State<AppState>) -> Success<BTreeMap<String, String>> {
@@ -164,8 +164,12 @@ struct BlockStats {
 }
 
 /// `GET /api/v1/status/tsdb/blocks`: every stored part.
-pub async fn tsdb_blocks(State(state): State<AppState>) -> Result<Success<impl Serialize>, ApiError> {
-    let storage = state.storage().clone();
+pub async fn tsdb_blocks(
+    State(state): State<AppState>,
+    Tenant(scope): Tenant,
+) -> Result<Success<impl Serialize>, ApiError> {
+    scope.only()?;
+    let storage = state.reader(&scope)?;
     let parts = run_blocking(move || Ok(storage.parts()?)).await?;
     let blocks: Vec<Block> = parts
         .into_iter()

@@ -4,7 +4,7 @@ use axum::extract::State;
 use cairn_storage::TsdbStatus;
 use serde::Serialize;
 
-use crate::{ApiError, AppState, MAX_TIME, Params, Success, parse_date, run_blocking, time_range};
+use crate::{ApiError, AppState, MAX_TIME, Params, Success, Tenant, parse_date, run_blocking, time_range};
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -58,7 +58,11 @@ impl From<TsdbStatus> for StatusBody {
 /// `limit` (default 10, must be positive) cuts each top list. The range is
 /// `date=YYYY-MM-DD` (one UTC day, as VictoriaMetrics) or `start`/`end`
 /// (default: all time).
-pub async fn tsdb_status(State(state): State<AppState>, params: Params) -> Result<Success<impl Serialize>, ApiError> {
+pub async fn tsdb_status(
+    State(state): State<AppState>,
+    Tenant(scope): Tenant,
+    params: Params,
+) -> Result<Success<impl Serialize>, ApiError> {
     let limit = match params.get("limit") {
         None => 10,
         Some(v) => v
@@ -73,7 +77,8 @@ pub async fn tsdb_status(State(state): State<AppState>, params: Params) -> Resul
         }
         None => time_range(&params, state.default_start(), MAX_TIME)?,
     };
-    let storage = state.storage().clone();
+    scope.only()?;
+    let storage = state.reader(&scope)?;
     let status = run_blocking(move || Ok(storage.tsdb_status(start, end, limit)?)).await?;
     Ok(Success::new(StatusBody::from(status)))
 }

@@ -27,6 +27,7 @@ use tokio::task::JoinSet;
 
 use crate::AppState;
 use crate::ingest::{Protocol, record_refusal, store_batch};
+use cairn_storage::TenantId;
 
 /// Which protocol a TCP listener speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,7 +241,8 @@ fn store(state: &AppState, protocol: Protocol, result: &ImportResult) -> Result<
             .ingest_samples_rejected(protocol, "bad_line", result.bad_lines as u64);
         tracing::debug!(protocol = protocol.as_str(), bad_lines = result.bad_lines, %first, "bad lines skipped");
     }
-    store_batch(state, protocol, &result.batch)
+    // A TCP line has no headers: the default tenant's.
+    store_batch(state, &TenantId::default_tenant(), protocol, &result.batch)
         .map(|_| ())
         .map_err(|refusal| {
             record_refusal(state, protocol, &refusal);

@@ -85,7 +85,10 @@ impl TestApp {
 
     pub fn with_config(config: ApiConfig) -> Self {
         let storage = MemStorage::new();
-        let state = AppState::new(Arc::new(storage.clone()), config);
+        let state = AppState::new(
+            Arc::new(cairn_storage::MemTenants::with_default(storage.clone())),
+            config,
+        );
         Self {
             router: router(state.clone()),
             state,

@@ -22,8 +22,9 @@ use cairn_protocols::remote_write::{
     ContentEncoding, DecodeError, PROTO_V2, decode_write_request, decode_write_request_v2,
 };
 
-use crate::ingest::{Protocol, Refusal, record_refusal, store_batch};
+use crate::ingest::{Protocol, Refusal, record_refusal, store_batch, write_tenant};
 use crate::{ApiError, AppState, ErrorType, read_body};
+use cairn_storage::TenantId;
 
 /// The remote write 2.0 response headers: what was written, on success and
 /// on refusal alike, as the 2.0 spec requires.
@@ -101,6 +102,10 @@ fn version_of(req: &Request) -> Result<Version, Refusal> {
 /// Stores what the body holds; returns the outcome and the float samples
 /// written (for the 2.0 headers).
 async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(), Refusal>, u64) {
+    let tenant = match write_tenant(req.headers()) {
+        Ok(t) => t,
+        Err(refusal) => return (Err(refusal), 0),
+    };
     let encoding_header = match req.headers().get(header::CONTENT_ENCODING) {
         None => None,
         Some(v) => match v.to_str() {
@@ -144,10 +149,10 @@ async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(),
     // concurrent decodes by the cores, as VictoriaMetrics'
     // `-maxConcurrentInserts` does.
     if body.len() <= state.config().inline_write_max_body_bytes {
-        return decode_and_store(state, &body, version, encoding);
+        return decode_and_store(state, &tenant, &body, version, encoding);
     }
     let state = state.clone();
-    match tokio::task::spawn_blocking(move || decode_and_store(&state, &body, version, encoding)).await {
+    match tokio::task::spawn_blocking(move || decode_and_store(&state, &tenant, &body, version, encoding)).await {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "remote write task failed");
@@ -159,17 +164,19 @@ async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(),
 /// Decodes and stores one request.
 fn decode_and_store(
     state: &AppState,
+    tenant: &TenantId,
     body: &[u8],
     version: Version,
     encoding: ContentEncoding,
 ) -> (Result<(), Refusal>, u64) {
     state
         .metrics()
-        .measure_ingest(|| decode_and_store_measured(state, body, version, encoding))
+        .measure_ingest(|| decode_and_store_measured(state, tenant, body, version, encoding))
 }
 
 fn decode_and_store_measured(
     state: &AppState,
+    tenant: &TenantId,
     body: &[u8],
     version: Version,
     encoding: ContentEncoding,
@@ -187,7 +194,7 @@ fn decode_and_store_measured(
         Version::V1 => Protocol::RemoteWrite,
         Version::V2 => Protocol::RemoteWrite2,
     };
-    let report = match store_batch(state, protocol, &batch) {
+    let report = match store_batch(state, tenant, protocol, &batch) {
         Ok(r) => r,
         Err(refusal) => return (Err(refusal), 0),
     };

@@ -102,6 +102,10 @@ impl Default for EngineOptions {
 pub struct QueryOptions {
     pub lookback_delta: Option<Duration>,
     pub timeout: Option<Duration>,
+    /// Lower limits than the engine's for this query (a tenant's own);
+    /// the engine's hold where they are lower or these are `None`.
+    pub max_samples: Option<usize>,
+    pub max_series: Option<usize>,
     /// Set to true to cancel the query (e.g. the client went away).
     pub cancel: Option<Arc<AtomicBool>>,
 }
@@ -222,6 +226,23 @@ impl Engine {
     }
 
     /// Parses `expr` to evaluate at `t` (ms): see [`Parsed`].
+    /// The engine's options with `qo`'s lower limits. A limit of 0 is no
+    /// limit for series (the engine's convention), so a lower one replaces it.
+    fn limited_for(&self, qo: &QueryOptions) -> EngineOptions {
+        let mut opts = self.opts.clone();
+        if let Some(max) = qo.max_samples {
+            opts.max_samples = opts.max_samples.min(max);
+        }
+        if let Some(max) = qo.max_series.filter(|&m| m > 0) {
+            opts.max_series = if opts.max_series == 0 {
+                max
+            } else {
+                opts.max_series.min(max)
+            };
+        }
+        opts
+    }
+
     pub fn parse_instant(&self, expr: &str, t: i64, qo: &QueryOptions) -> Result<Parsed, QueryError> {
         let started = Instant::now();
         let ast = parse(expr)?;
@@ -294,7 +315,7 @@ impl Engine {
             run: Run {
                 text: text.into(),
                 started,
-                opts: self.opts.clone(),
+                opts: self.limited_for(qo),
                 qo: qo.clone(),
             },
         })

@@ -22,12 +22,12 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
 use cairn_http::{
-    ApiError, AppState, ErrorType, Params, format_value, invalid_param, limit_param, parse_duration, run_blocking,
-    run_inline, time_param,
+    ApiError, AppState, ErrorType, Params, Tenant, format_value, invalid_param, limit_param, parse_duration,
+    run_blocking, run_inline, time_param,
 };
 use cairn_model::Labels;
 use cairn_promql::{Engine, ErrorKind, Parsed, QueryError, QueryOptions, QueryResult, SampleValue, Value};
-use cairn_storage::Storage;
+use cairn_storage::{Storage, TenantScope};
 
 pub use cairn_promql::{EngineOptions, StepSplit};
 
@@ -81,13 +81,16 @@ fn duration_param(params: &Params, name: &str) -> Result<Option<Duration>, ApiEr
     }
 }
 
-/// Per-query options; a `timeout` parameter can only shorten the engine's timeout.
-fn query_options(engine: &Engine, params: &Params, cancel: &Arc<AtomicBool>) -> Result<QueryOptions, ApiError> {
+/// Per-query options; a `timeout` parameter can only shorten the engine's
+/// timeout, and the tenants' limits lower its sample and series limits.
+fn query_options(engine: &Engine, params: &Params, request: &Request) -> Result<QueryOptions, ApiError> {
     let timeout = duration_param(params, "timeout")?.map(|t| t.min(engine.options().timeout));
     Ok(QueryOptions {
         lookback_delta: duration_param(params, "lookback_delta")?.filter(|d| !d.is_zero()),
         timeout,
-        cancel: Some(cancel.clone()),
+        cancel: Some(request.cancel.clone()),
+        max_samples: request.max_samples,
+        max_series: request.max_series,
     })
 }
 
@@ -107,31 +110,66 @@ async fn evaluate(parsed: Parsed, storage: Arc<dyn Storage>) -> Result<QueryResu
 }
 
 /// What parses one query endpoint's parameters.
-type ParseParams = fn(&Engine, &Params, &Arc<AtomicBool>) -> Result<(Parsed, Option<usize>), ApiError>;
+type ParseParams = fn(&Engine, &Params, &Request) -> Result<(Parsed, Option<usize>), ApiError>;
+
+/// What a query's options take from beyond its parameters.
+struct Request {
+    cancel: Arc<AtomicBool>,
+    /// The tenants' limits (a federated query takes the lowest of them).
+    max_samples: Option<usize>,
+    max_series: Option<usize>,
+}
+
+impl Request {
+    fn new(state: &AppState, scope: &TenantScope) -> Self {
+        let limits = state.limits().current();
+        let lowest = |of: fn(&cairn_http::Limits) -> usize| {
+            scope
+                .tenants()
+                .iter()
+                .map(|t| of(limits.of(t)))
+                .filter(|&m| m > 0)
+                .min()
+        };
+        Self {
+            cancel: Arc::new(AtomicBool::new(false)),
+            max_samples: lowest(|l| l.max_query_samples),
+            max_series: lowest(|l| l.max_query_series),
+        }
+    }
+}
 
 /// Answers a query endpoint whose parameters `parse` reads.
-async fn answer(state: AppState, engine: &Engine, params: &Params, parse: ParseParams) -> Result<Response, ApiError> {
-    let cancel = Arc::new(AtomicBool::new(false));
-    let (parsed, limit) = parse(engine, params, &cancel)?;
-    let _guard = CancelOnDrop(cancel);
-    let res = evaluate(parsed, state.storage().clone()).await?;
+async fn answer(
+    state: AppState,
+    scope: &TenantScope,
+    engine: &Engine,
+    params: &Params,
+    parse: ParseParams,
+) -> Result<Response, ApiError> {
+    let request = Request::new(&state, scope);
+    let (parsed, limit) = parse(engine, params, &request)?;
+    let _guard = CancelOnDrop(request.cancel);
+    let res = evaluate(parsed, state.reader(scope)?).await?;
     Ok(render(res, limit))
 }
 
 async fn query(
     State(state): State<AppState>,
+    Tenant(scope): Tenant,
     Extension(engine): SharedEngine,
     params: Params,
 ) -> Result<Response, ApiError> {
-    answer(state, &engine, &params, parse_instant).await
+    answer(state, &scope, &engine, &params, parse_instant).await
 }
 
 async fn query_range(
     State(state): State<AppState>,
+    Tenant(scope): Tenant,
     Extension(engine): SharedEngine,
     params: Params,
 ) -> Result<Response, ApiError> {
-    answer(state, &engine, &params, parse_range).await
+    answer(state, &scope, &engine, &params, parse_range).await
 }
 
 /// The plan of a query (an instant query at `time`, or a range query with
@@ -139,17 +177,17 @@ async fn query_range(
 /// over the data stored now. Not a Prometheus endpoint.
 async fn explain(
     State(state): State<AppState>,
+    Tenant(scope): Tenant,
     Extension(engine): SharedEngine,
     params: Params,
 ) -> Result<Response, ApiError> {
-    let cancel = Arc::new(AtomicBool::new(false));
     let parse: ParseParams = if params.get("step").is_some() {
         parse_range
     } else {
         parse_instant
     };
-    let (parsed, _) = parse(&engine, &params, &cancel)?;
-    let storage = state.storage().clone();
+    let (parsed, _) = parse(&engine, &params, &Request::new(&state, &scope))?;
+    let storage = state.reader(&scope)?;
     let plan = run_blocking(move || {
         parsed
             .plan(storage.as_ref())
@@ -165,25 +203,17 @@ async fn explain(
 
 /// Parses the instant query of a request's parameters; with its `limit`.
 /// (Parameters are checked in Prometheus' order, which picks the error.)
-fn parse_instant(
-    engine: &Engine,
-    params: &Params,
-    cancel: &Arc<AtomicBool>,
-) -> Result<(Parsed, Option<usize>), ApiError> {
+fn parse_instant(engine: &Engine, params: &Params, request: &Request) -> Result<(Parsed, Option<usize>), ApiError> {
     let expr = params.get("query").unwrap_or("");
     let t = time_param(params, "time", cairn_http::now_ms())?;
     let limit = limit_param(params)?;
-    let qo = query_options(engine, params, cancel)?;
+    let qo = query_options(engine, params, request)?;
     let parsed = engine.parse_instant(expr, t, &qo).map_err(query_error)?;
     Ok((parsed, limit))
 }
 
 /// Parses the range query of a request's parameters; with its `limit`.
-fn parse_range(
-    engine: &Engine,
-    params: &Params,
-    cancel: &Arc<AtomicBool>,
-) -> Result<(Parsed, Option<usize>), ApiError> {
+fn parse_range(engine: &Engine, params: &Params, request: &Request) -> Result<(Parsed, Option<usize>), ApiError> {
     let expr = params.get("query").unwrap_or("");
     let start = time_param_required(params, "start")?;
     let end = time_param_required(params, "end")?;
@@ -206,7 +236,7 @@ fn parse_range(
         ));
     }
     let limit = limit_param(params)?;
-    let qo = query_options(engine, params, cancel)?;
+    let qo = query_options(engine, params, request)?;
     let parsed = engine.parse_range(expr, start, end, step, &qo).map_err(query_error)?;
     Ok((parsed, limit))
 }

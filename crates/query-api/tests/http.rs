@@ -25,7 +25,10 @@ fn app_with(options: cairn_query_api::EngineOptions) -> axum::Router {
     )
     .unwrap();
     a.commit().unwrap();
-    let state = AppState::new(Arc::new(mem), ApiConfig::default());
+    let state = AppState::new(
+        Arc::new(cairn_storage::MemTenants::with_default(mem)),
+        ApiConfig::default(),
+    );
     cairn_http::router_with(state, cairn_query_api::routes(options))
 }
 

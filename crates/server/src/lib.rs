@@ -2,8 +2,10 @@
 //! HTTP API already answers `/-/ready` with 503), serves the Prometheus API
 //! over it, and on shutdown stops accepting requests and flushes storage.
 
+mod limits;
 mod memory;
 mod opening;
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,9 +13,9 @@ use std::sync::Arc;
 use anyhow::Context;
 use cairn_http::tcp::{LineProtocol, serve_lines};
 use cairn_http::{ApiConfig, AppState};
-use cairn_tsdb::Tsdb;
+use cairn_tsdb::TsdbTenants;
 
-use crate::opening::OpeningStorage;
+use crate::opening::OpeningTenants;
 
 pub use cairn_http::parse_duration;
 pub use cairn_query_api::{EngineOptions, StepSplit};
@@ -30,6 +32,10 @@ pub struct ServerConfig {
     pub graphite_listen_addr: Option<SocketAddr>,
     /// OpenTSDB telnet `put` over TCP; off when `None`.
     pub opentsdb_listen_addr: Option<SocketAddr>,
+    /// The tenants' limits, reloaded when the file changes (limits.rs).
+    pub limits_file: Option<std::path::PathBuf>,
+    /// TLS and access control (`--web.config.file`).
+    pub web: cairn_http::WebConfig,
 }
 
 /// Serves until `shutdown` resolves, then flushes storage and returns.
@@ -39,6 +45,18 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     memory::tune_allocator();
     memory::spawn_trimmer();
+    let auth = cairn_http::Auth::new(&config.web).map_err(|e| anyhow::anyhow!("web configuration: {e}"))?;
+    if auth.is_some() && (config.graphite_listen_addr.is_some() || config.opentsdb_listen_addr.is_some()) {
+        anyhow::bail!(
+            "the Graphite and OpenTSDB telnet listeners carry no credentials: they cannot run with authentication on"
+        );
+    }
+    let tls = config
+        .web
+        .tls_server_config
+        .as_ref()
+        .map(tls::server_config)
+        .transpose()?;
     let listener = tokio::net::TcpListener::bind(config.listen_addr)
         .await
         .with_context(|| format!("cannot listen on {}", config.listen_addr))?;
@@ -63,24 +81,39 @@ pub async fn run(
         let _ = stop_tx.send(true);
     };
 
-    let storage = Arc::new(OpeningStorage::default());
+    let tenants = Arc::new(OpeningTenants::default());
     let mut api = config.api.clone();
     api.status.config_yaml = config_yaml(&config);
     api.status.storage_retention = cairn_http::format_duration(ms(config.storage.retention));
     api.lookback_delta_ms = ms(config.engine.lookback_delta);
-    let state = AppState::new(storage.clone(), api).with_wal_replay(config.storage.wal_replay.clone());
+    let state = AppState::new(tenants.clone(), api)
+        .with_wal_replay(config.storage.wal_replay.clone())
+        .with_auth(auth);
+    if let Some(path) = &config.limits_file {
+        state.limits().set(limits::load(path)?);
+    }
     state.set_ready(false);
     let app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));
-    let server = tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await });
+    let server = match tls {
+        Some(tls) => {
+            let listener = tls::TlsListener::new(listener, tls)?;
+            tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await })
+        }
+        None => tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await }),
+    };
 
     let path = config.storage.path.clone();
     let started = std::time::Instant::now();
-    let db = tokio::task::spawn_blocking(move || Tsdb::open(config.storage))
+    let settings = limits::settings(state.limits().current());
+    let storage_config = config.storage.clone();
+    let db = tokio::task::spawn_blocking(move || TsdbTenants::open(storage_config, settings))
         .await
         .context("storage open task failed")?
         .with_context(|| format!("cannot open storage at {}", path.display()))?;
-    let db = Arc::new(db);
-    storage.set(db.clone());
+    tenants.set(db.clone());
+    if let Some(file) = config.limits_file.clone() {
+        tokio::spawn(limits::reload_on_change(file, state.limits().clone(), db.clone()));
+    }
     state.set_ready(true);
     tracing::info!(path = %path.display(), elapsed_ms = started.elapsed().as_millis() as u64, "storage ready");
     // TCP senders cannot retry a refused line, so they wait for storage.
@@ -179,6 +212,8 @@ mod tests {
             engine: EngineOptions::default(),
             graphite_listen_addr: None,
             opentsdb_listen_addr: None,
+            limits_file: None,
+            web: cairn_http::WebConfig::default(),
         };
         assert_eq!(
             config_yaml(&config),

@@ -1,79 +1,37 @@
-//! A storage handle that exists before the TSDB has finished opening, so the
-//! HTTP API can answer (503, retryable) during a long WAL replay.
+//! Tenants' storage that exists before the TSDB has finished opening, so
+//! the HTTP API can answer (503, retryable) during a long WAL replay.
 
 use std::sync::{Arc, OnceLock};
 
-use cairn_model::{Labels, Matcher, Sample};
-use cairn_storage::{
-    Admin, Appendable, Appender, CommitReport, PartInfo, Querier, Queryable, Storage, StorageError, StorageStats,
-    TsdbStatus,
-};
+use cairn_storage::{Storage, StorageError, TenantId, Tenants};
 
 #[derive(Default)]
-pub struct OpeningStorage {
-    inner: OnceLock<Arc<dyn Storage>>,
+pub struct OpeningTenants {
+    inner: OnceLock<Arc<dyn Tenants>>,
 }
 
-impl OpeningStorage {
-    pub fn set(&self, storage: Arc<dyn Storage>) {
-        let _ = self.inner.set(storage);
+impl OpeningTenants {
+    pub fn set(&self, tenants: Arc<dyn Tenants>) {
+        let _ = self.inner.set(tenants);
     }
 
-    fn get(&self) -> Result<&Arc<dyn Storage>, StorageError> {
+    fn opened(&self) -> Result<&Arc<dyn Tenants>, StorageError> {
         self.inner
             .get()
             .ok_or_else(|| StorageError::Unavailable("storage is still opening (replaying its WAL)".into()))
     }
 }
 
-impl Queryable for OpeningStorage {
-    fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier>, StorageError> {
-        self.get()?.querier(mint, maxt)
-    }
-}
-
-impl Appendable for OpeningStorage {
-    fn appender(&self) -> Box<dyn Appender + '_> {
-        match self.get() {
-            Ok(s) => s.appender(),
-            Err(_) => Box::new(NotReady),
-        }
-    }
-}
-
-impl Admin for OpeningStorage {
-    fn delete_series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<(), StorageError> {
-        self.get()?.delete_series(matchers, mint, maxt)
+impl Tenants for OpeningTenants {
+    fn get(&self, tenant: &TenantId) -> Result<Option<Arc<dyn Storage>>, StorageError> {
+        self.opened()?.get(tenant)
     }
 
-    fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError> {
-        self.get()?.tsdb_status(mint, maxt, limit)
+    fn get_or_create(&self, tenant: &TenantId) -> Result<Arc<dyn Storage>, StorageError> {
+        self.opened()?.get_or_create(tenant)
     }
 
-    fn stats(&self) -> StorageStats {
-        self.get().map(|s| s.stats()).unwrap_or_default()
+    fn list(&self) -> Vec<TenantId> {
+        self.inner.get().map(|t| t.list()).unwrap_or_default()
     }
-
-    fn parts(&self) -> Result<Vec<PartInfo>, StorageError> {
-        self.get()?.parts()
-    }
-}
-
-/// Rejects writes while storage opens; senders see 503 and retry.
-struct NotReady;
-
-impl Appender for NotReady {
-    fn append(&mut self, _: &Labels, _: &[Sample]) -> Result<(), StorageError> {
-        Err(StorageError::Unavailable(
-            "storage is still opening (replaying its WAL)".into(),
-        ))
-    }
-
-    fn commit(self: Box<Self>) -> Result<CommitReport, StorageError> {
-        Err(StorageError::Unavailable(
-            "storage is still opening (replaying its WAL)".into(),
-        ))
-    }
-
-    fn rollback(self: Box<Self>) {}
 }

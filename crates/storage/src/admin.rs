@@ -9,6 +9,9 @@ pub enum RejectReason {
     OutOfRetention,
     /// Further in the future than storage accepts.
     TooFarInFuture,
+    /// Of a series the commit would have created beyond the limit of
+    /// active series (a tenant's `max_active_series`).
+    SeriesLimit,
 }
 
 impl RejectReason {
@@ -17,6 +20,7 @@ impl RejectReason {
         match self {
             Self::OutOfRetention => "out_of_retention",
             Self::TooFarInFuture => "too_far_in_future",
+            Self::SeriesLimit => "series_limit",
         }
     }
 }
@@ -91,6 +95,33 @@ pub struct StorageStats {
     pub object_store: Option<ObjectStoreStats>,
 }
 
+impl StorageStats {
+    /// Adds `other`'s counters and gauges to these (several tenants' storages).
+    pub fn add(&mut self, other: &StorageStats) {
+        self.samples_ingested_total += other.samples_ingested_total;
+        for (reason, n) in &other.samples_rejected_total {
+            match self.samples_rejected_total.iter_mut().find(|(r, _)| r == reason) {
+                Some((_, total)) => *total += n,
+                None => self.samples_rejected_total.push((*reason, *n)),
+            }
+        }
+        self.series_created_total += other.series_created_total;
+        self.active_series += other.active_series;
+        self.head_samples += other.head_samples;
+        self.storage_bytes += other.storage_bytes;
+        self.wal_bytes += other.wal_bytes;
+        self.parts += other.parts;
+        self.partitions += other.partitions;
+        self.merges_total += other.merges_total;
+        self.merged_bytes_total += other.merged_bytes_total;
+        self.flushes_total += other.flushes_total;
+        self.maintenance_cpu_seconds_total += other.maintenance_cpu_seconds_total;
+        if let Some(theirs) = &other.object_store {
+            self.object_store.get_or_insert_with(Default::default).add(theirs);
+        }
+    }
+}
+
 /// The bucket: requests made, bytes moved, the cache in front of its reads
 /// and the parts waiting on disk for upload.
 #[derive(Debug, Clone, Default)]
@@ -109,6 +140,33 @@ pub struct ObjectStoreStats {
     pub uploaded_parts_total: u64,
     pub uploaded_bytes_total: u64,
     pub upload_failures_total: u64,
+}
+
+impl ObjectStoreStats {
+    fn add(&mut self, other: &ObjectStoreStats) {
+        for (mine, theirs) in [
+            (&mut self.requests_total, &other.requests_total),
+            (&mut self.request_failures_total, &other.request_failures_total),
+        ] {
+            for (op, n) in theirs {
+                match mine.iter_mut().find(|(o, _)| o == op) {
+                    Some((_, total)) => *total += n,
+                    None => mine.push((op, *n)),
+                }
+            }
+        }
+        self.read_bytes_total += other.read_bytes_total;
+        self.written_bytes_total += other.written_bytes_total;
+        self.cache_hits_total += other.cache_hits_total;
+        self.cache_misses_total += other.cache_misses_total;
+        self.cache_bytes += other.cache_bytes;
+        self.cache_max_bytes += other.cache_max_bytes;
+        self.upload_backlog_parts += other.upload_backlog_parts;
+        self.upload_backlog_bytes += other.upload_backlog_bytes;
+        self.uploaded_parts_total += other.uploaded_parts_total;
+        self.uploaded_bytes_total += other.uploaded_bytes_total;
+        self.upload_failures_total += other.upload_failures_total;
+    }
 }
 
 impl TsdbStatus {

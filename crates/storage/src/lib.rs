@@ -8,6 +8,7 @@
 //!   iterate their samples block by block (one dynamic call per block, not per sample).
 //! - [`Appendable`] / [`Appender`]: batched writes, acknowledged only once durable.
 //! - [`Admin`]: deletes, status and statistics.
+//! - [`Tenants`]: a storage per tenant; [`Federated`] reads several together.
 //!
 //! [`MemStorage`] is the reference implementation; [`conformance`] is the suite
 //! every implementation must pass.
@@ -18,6 +19,7 @@ pub mod conformance;
 mod error;
 mod mem;
 mod query;
+mod tenant;
 mod wal_replay;
 
 pub use admin::{Admin, ObjectStoreStats, PartInfo, RejectReason, StorageStats, TsdbStatus};
@@ -28,5 +30,8 @@ pub use mem::MemStorage;
 pub use query::{
     Querier, Queryable, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, Shard, ShardBy, VecSampleBlocks,
     collect_samples,
+};
+pub use tenant::{
+    DEFAULT_TENANT, Federated, MemTenants, TENANT_ID_LABEL, TENANT_SEPARATOR, TenantId, TenantScope, Tenants,
 };
 pub use wal_replay::{WalReplay, WalReplayStatus};

@@ -99,6 +99,52 @@ impl<'a> TsdbAppender<'a> {
     }
 }
 
+impl TsdbAppender<'_> {
+    /// Drops the series new to today's partition beyond the limit of active
+    /// series, counting their samples as refused; `partitions` and `known`
+    /// are in `by_day` order and stay so. Checked before the commit lock, so
+    /// commits racing at the limit may pass it by a batch.
+    fn limit_new_series(&mut self, partitions: &mut Vec<Arc<Partition>>, known: &mut Vec<Vec<Option<(u64, u32)>>>) {
+        let limit = self.db.max_active_series.load(Ordering::Relaxed);
+        let today = Day::of(crate::engine::now_ms());
+        let Some(at) = partitions.iter().position(|p| p.day == today) else {
+            return;
+        };
+        let new = known[at].iter().filter(|k| k.is_none()).count() as u64;
+        if limit == 0 || new == 0 {
+            return;
+        }
+        let mut room = limit.saturating_sub(partitions[at].index().live().len());
+        if new <= room {
+            return;
+        }
+        let Some(day) = self.by_day.get_mut(&today) else {
+            return;
+        };
+        let mut refused = 0u64;
+        let mut kept_known = Vec::with_capacity(known[at].len());
+        let series = std::mem::take(&mut day.series);
+        for (pending, id) in series.into_iter().zip(std::mem::take(&mut known[at])) {
+            if id.is_none() {
+                if room == 0 {
+                    refused += pending.samples.len() as u64;
+                    continue;
+                }
+                room -= 1;
+            }
+            day.series.push(pending);
+            kept_known.push(id);
+        }
+        known[at] = kept_known;
+        *self.rejected.entry(RejectReason::SeriesLimit).or_default() += refused;
+        if day.series.is_empty() {
+            self.by_day.remove(&today);
+            partitions.remove(at);
+            known.remove(at);
+        }
+    }
+}
+
 /// Series ids and local numbers per day, in `by_day` order, one per
 /// pending series; the local number of a series the commit creates is
 /// [`UNKNOWN_LOCAL`] (the index gives it one when the commit applies).
@@ -230,6 +276,23 @@ impl Appender for TsdbAppender<'_> {
     fn commit(mut self: Box<Self>) -> Result<CommitReport, StorageError> {
         let db = self.db;
         db.check_writable()?;
+        let mut partitions = self
+            .by_day
+            .keys()
+            .map(|&d| db.partition(d))
+            .collect::<Result<Vec<_>, _>>()?;
+
+        // Known series are looked up before taking the commit lock (an id,
+        // once given, stays with its labels); only new ones are resolved under it.
+        let mut known: Vec<Vec<Option<(u64, u32)>>> = partitions
+            .iter()
+            .zip(self.by_day.values())
+            .map(|(p, d)| {
+                p.index()
+                    .lookup_many(d.series.iter().map(|s| (s.hash, &self.labels[s.encoded.clone()])))
+            })
+            .collect();
+        self.limit_new_series(&mut partitions, &mut known);
         let mut report = CommitReport {
             samples_rejected: std::mem::take(&mut self.rejected),
             ..CommitReport::default()
@@ -238,28 +301,13 @@ impl Appender for TsdbAppender<'_> {
             let counter = match reason {
                 RejectReason::OutOfRetention => &db.counters.out_of_retention,
                 RejectReason::TooFarInFuture => &db.counters.too_far_in_future,
+                RejectReason::SeriesLimit => &db.counters.series_limit,
             };
             counter.fetch_add(*n, Ordering::Relaxed);
         }
         if self.by_day.is_empty() {
             return Ok(report);
         }
-        let partitions = self
-            .by_day
-            .keys()
-            .map(|&d| db.partition(d))
-            .collect::<Result<Vec<_>, _>>()?;
-
-        // Known series are looked up before taking the commit lock (an id,
-        // once given, stays with its labels); only new ones are resolved under it.
-        let known: Vec<Vec<Option<(u64, u32)>>> = partitions
-            .iter()
-            .zip(self.by_day.values())
-            .map(|(p, d)| {
-                p.index()
-                    .lookup_many(d.series.iter().map(|s| (s.hash, &self.labels[s.encoded.clone()])))
-            })
-            .collect();
         // When every series is known (the steady state), the WAL record and
         // the rows are built here too, so the commit lock only orders, writes
         // and applies them: it is the one serial step of ingestion.

@@ -46,6 +46,9 @@ pub struct Config {
     pub background: bool,
     /// Where opening reports how far its WAL replay has come.
     pub wal_replay: Arc<WalReplay>,
+    /// Series today's partition may hold before commits stop creating more
+    /// (0: no limit; changeable while open: `Tsdb::set_max_active_series`).
+    pub max_active_series: u64,
     /// The bucket that days are uploaded to once they are over and settled,
     /// and read back from by range (`None`: everything stays on disk).
     pub object_store: Option<BucketConfig>,
@@ -85,6 +88,7 @@ impl Config {
             idle_merge_after: Duration::from_secs(60),
             background: true,
             wal_replay: Arc::default(),
+            max_active_series: 0,
             object_store: None,
             cache_max_bytes: 1 << 30,
             read_only: false,

@@ -2,9 +2,9 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cairn_bucket::{ObjectInfo, Op};
 use cairn_model::{Labels, Matcher};
@@ -56,6 +56,7 @@ pub(crate) struct Counters {
     pub samples_ingested: AtomicU64,
     pub out_of_retention: AtomicU64,
     pub too_far_in_future: AtomicU64,
+    pub series_limit: AtomicU64,
     pub series_created: AtomicU64,
     pub merges: AtomicU64,
     pub merged_bytes: AtomicU64,
@@ -85,6 +86,11 @@ pub(crate) struct Inner {
     pub remote: Option<Arc<Remote>>,
     /// Partitions past retention whose removal failed, retried every round.
     pub expired: Mutex<Vec<Arc<Partition>>>,
+    /// `config.retention`, changeable while open (a tenant's limits reloaded).
+    retention_ms: AtomicI64,
+    /// Series today's partition may hold before commits stop creating more
+    /// (0: no limit).
+    pub max_active_series: AtomicU64,
 }
 
 /// Flushes `partitions` (in day order, as a map of them yields them), each
@@ -98,6 +104,13 @@ fn flush_partitions(partitions: &[Arc<Partition>], seq: u64) -> Result<(), Stora
     Ok(())
 }
 
+/// What a write or a delete gets from a `--storage.read-only` instance.
+pub(crate) fn read_only() -> StorageError {
+    StorageError::Unavailable(
+        "this instance is read-only (--storage.read-only): it serves the bucket's data and takes no writes".into(),
+    )
+}
+
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -108,6 +121,13 @@ impl Tsdb {
     /// Opens (or creates) the data directory, replays the WAL with bounded
     /// memory (flushing to parts as it goes) and starts background work.
     pub fn open(config: Config) -> Result<Self, StorageError> {
+        let remote = tier::connect(&config)?;
+        Self::open_with(config, remote)
+    }
+
+    /// [`Tsdb::open`] with the bucket (and where in it) given, not connected
+    /// to: tenants share one client and its cache.
+    pub(crate) fn open_with(config: Config, remote: Option<Arc<Remote>>) -> Result<Self, StorageError> {
         let root = config.path.clone();
         fs::create_dir_all(&root).map_err(StorageError::io("create", &root))?;
         let lock_path = root.join("LOCK");
@@ -120,7 +140,6 @@ impl Tsdb {
         })?;
         let partitions_dir = root.join("partitions");
         fs::create_dir_all(&partitions_dir).map_err(StorageError::io("create", &partitions_dir))?;
-        let remote = tier::connect(&config)?;
         let oldest_day = Day::of(now_ms() - config.retention.as_millis() as i64);
         // Each day to open, with the bucket's objects of it.
         let mut to_open: BTreeMap<Day, Vec<ObjectInfo>> = BTreeMap::new();
@@ -182,6 +201,8 @@ impl Tsdb {
             _lock_file: lock_file,
             remote,
             expired: Mutex::default(),
+            retention_ms: AtomicI64::new(config.retention.as_millis() as i64),
+            max_active_series: AtomicU64::new(config.max_active_series),
             config,
         });
         inner.replay_wal(&wal_dir)?;
@@ -208,6 +229,20 @@ impl Tsdb {
     /// Runs one round of merges, retention and WAL sync, as the background threads do.
     pub fn maintain(&self) -> Result<(), StorageError> {
         self.inner.maintain()
+    }
+
+    /// Changes how long samples are kept: ingestion refuses older ones at
+    /// once, and the merge thread drops the days that fell out.
+    pub fn set_retention(&self, retention: Duration) {
+        let ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
+        self.inner.retention_ms.store(ms, Ordering::Relaxed);
+        self.inner.nudge();
+    }
+
+    /// Changes how many series today's partition may hold before commits
+    /// stop creating more (0: no limit); see [`cairn_storage::RejectReason::SeriesLimit`].
+    pub fn set_max_active_series(&self, max: u64) {
+        self.inner.max_active_series.store(max, Ordering::Relaxed);
     }
 
     /// Uploads what is settled to the bucket, as the upload thread does.
@@ -269,7 +304,7 @@ impl Inner {
 
     /// The oldest timestamp that is still inside retention.
     pub fn min_valid_t(&self) -> i64 {
-        now_ms() - self.config.retention.as_millis() as i64
+        now_ms() - self.retention_ms.load(Ordering::Relaxed)
     }
 
     pub fn max_valid_t(&self) -> i64 {
@@ -440,10 +475,7 @@ impl Inner {
     /// Refuses a change of data on a read-only instance.
     pub fn check_writable(&self) -> Result<(), StorageError> {
         if self.config.read_only {
-            return Err(StorageError::Unavailable(
-                "this instance is read-only (--storage.read-only): it serves the bucket's data and takes no writes"
-                    .into(),
-            ));
+            return Err(read_only());
         }
         Ok(())
     }
@@ -543,6 +575,7 @@ impl Admin for Tsdb {
                     RejectReason::TooFarInFuture,
                     c.too_far_in_future.load(Ordering::Relaxed),
                 ),
+                (RejectReason::SeriesLimit, c.series_limit.load(Ordering::Relaxed)),
             ],
             series_created_total: c.series_created.load(Ordering::Relaxed),
             active_series: partitions

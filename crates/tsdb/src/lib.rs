@@ -30,6 +30,7 @@ mod querier;
 mod selection;
 mod series_reader;
 mod shared_reads;
+mod tenants;
 mod tier;
 mod tombstones;
 mod wal;
@@ -39,6 +40,7 @@ pub use config::{Config, WalSync};
 pub use day::Day;
 pub use engine::Tsdb;
 pub use part::{Part, PartWriter};
+pub use tenants::{SettingsOf, TenantSettings, TsdbTenants};
 
 /// Decoders of every on-disk format, for fuzzing and inspection tools. Each
 /// must return an error, never panic, on arbitrary bytes.

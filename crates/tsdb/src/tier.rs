@@ -12,7 +12,7 @@ use cairn_storage::StorageError;
 use crate::config::Config;
 use crate::day::Day;
 use crate::engine::{Inner, now_ms};
-use crate::partition::{Partition, Remote, list_days};
+use crate::partition::{Partition, Remote};
 
 /// The bucket of `config`, with its cache in the data directory.
 pub(crate) fn connect(config: &Config) -> Result<Option<Arc<Remote>>, StorageError> {
@@ -27,6 +27,7 @@ pub(crate) fn connect(config: &Config) -> Result<Option<Arc<Remote>>, StorageErr
     let bucket = Bucket::open(bucket, &config.path.join("cache"), config.cache_max_bytes)?;
     Ok(Some(Arc::new(Remote {
         bucket: Arc::new(bucket),
+        prefix: String::new(),
         writable: !config.read_only,
     })))
 }
@@ -34,7 +35,7 @@ pub(crate) fn connect(config: &Config) -> Result<Option<Arc<Remote>>, StorageErr
 /// The bucket's days from `oldest` on, with their objects. A writer deletes
 /// the objects of older days (retention that a stopped process missed).
 pub(crate) fn list_retained(remote: &Remote, oldest: Day) -> Result<BTreeMap<Day, Vec<ObjectInfo>>, StorageError> {
-    let mut days = list_days(&remote.bucket)?;
+    let mut days = remote.list_days()?;
     let retained = days.split_off(&oldest);
     if remote.writable {
         for (day, objects) in days {
@@ -87,7 +88,7 @@ impl Inner {
             return Ok(());
         };
         let oldest = Day::of(self.min_valid_t());
-        let listed = list_days(&remote.bucket)?.split_off(&oldest);
+        let listed = remote.list_days()?.split_off(&oldest);
         let open: BTreeMap<Day, Arc<Partition>> = self.partitions.read().clone();
         let mut added = Vec::new();
         for (day, objects) in &listed {

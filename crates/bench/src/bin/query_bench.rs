@@ -682,8 +682,9 @@ fn cold_pass(
     queries: &[Query],
     client: &reqwest::blocking::Client,
 ) -> anyhow::Result<Value> {
-    let mut by_class: BTreeMap<&'static str, (BTreeMap<&'static str, Vec<f64>>, Vec<(f64, f64)>)> =
-        BTreeMap::new();
+    /// Per class: latencies in ms per server, and (bytes, GETs) each query fetched.
+    type Cold = (BTreeMap<&'static str, Vec<f64>>, Vec<(f64, f64)>);
+    let mut by_class: BTreeMap<&'static str, Cold> = BTreeMap::new();
     let mut seen = std::collections::HashSet::new();
     for q in queries {
         if !seen.insert((q.class, q.template.clone())) {
@@ -713,7 +714,10 @@ fn cold_pass(
             v.sort_by(f64::total_cmp);
             let (p50, p90, p99) = (percentile(&v, 50.0), percentile(&v, 90.0), percentile(&v, 99.0));
             row.push_str(&format!(" {} {p50:.1} / {p90:.1} / {p99:.1} |", s.kind.name()));
-            cj.insert(s.kind.name().into(), json!({ "p50_ms": p50, "p90_ms": p90, "p99_ms": p99 }));
+            cj.insert(
+                s.kind.name().into(),
+                json!({ "p50_ms": p50, "p90_ms": p90, "p99_ms": p99 }),
+            );
         }
         let n = fetched.len().max(1) as f64;
         let (bytes, gets) = fetched.iter().fold((0.0, 0.0), |a, f| (a.0 + f.0, a.1 + f.1));

@@ -213,7 +213,7 @@ proptest! {
         rt.block_on(async {
             let source = TestApp::new();
             {
-                let mut app = source.state.storage().appender();
+                let mut app = cairn_storage::Appendable::appender(&source.storage);
                 for (name, job, samples) in &series {
                     let labels = Labels::from_pairs([("__name__", name.as_str()), ("job", job.as_str())]);
                     let samples: Vec<Sample> = samples.iter().map(|(&t, &v)| Sample::new(t, v)).collect();

@@ -257,10 +257,12 @@ pub mod status_code {
     pub const UNKNOWN: i32 = 2;
     pub const INVALID_ARGUMENT: i32 = 3;
     pub const NOT_FOUND: i32 = 5;
+    pub const PERMISSION_DENIED: i32 = 7;
     pub const RESOURCE_EXHAUSTED: i32 = 8;
     pub const UNIMPLEMENTED: i32 = 12;
     pub const INTERNAL: i32 = 13;
     pub const UNAVAILABLE: i32 = 14;
+    pub const UNAUTHENTICATED: i32 = 16;
 }
 
 /// The body of a failed export: a `google.rpc.Status` with a gRPC `code`

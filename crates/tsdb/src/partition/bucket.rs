@@ -1,5 +1,6 @@
 //! A partition's share of the bucket: its files there, under
-//! `partitions/<day>/` with the names they have on disk (docs/format/bucket.md).
+//! `[tenants/<id>/]partitions/<day>/` with the names they have on disk
+//! (docs/format/bucket.md).
 //!
 //! A day is uploaded once it is over and settled: no writes for the idle
 //! merge time, nothing in memory, its disk parts merged into one. Its index
@@ -31,39 +32,47 @@ use crate::tombstones::FILE as TOMBSTONES;
 /// Where the partitions live in the bucket.
 pub const PARTITIONS: &str = "partitions";
 
-/// The bucket and what this process may do to it.
+/// The bucket, where in it an engine's partitions are, and what this
+/// process may do to it.
 pub struct Remote {
     pub bucket: Arc<Bucket>,
+    /// Before every key of this engine's: empty, or `tenants/<id>/`.
+    pub prefix: String,
     /// False for a `--storage.read-only` instance: it never writes or
     /// deletes an object.
     pub writable: bool,
 }
 
-/// The key of a partition's file `name`.
-pub fn object_key(day: Day, name: &str) -> String {
-    format!("{PARTITIONS}/{day}/{name}")
+impl Remote {
+    /// The key of a partition's file `name`.
+    pub fn key(&self, day: Day, name: &str) -> String {
+        format!("{}{PARTITIONS}/{day}/{name}", self.prefix)
+    }
+
+    /// Every partition's objects, by day; keys that are not a partition's
+    /// file are left out.
+    pub fn list_days(&self) -> Result<BTreeMap<Day, Vec<ObjectInfo>>, StorageError> {
+        let mut days: BTreeMap<Day, Vec<ObjectInfo>> = BTreeMap::new();
+        let dir = format!("{}{PARTITIONS}", self.prefix);
+        for object in self.bucket.list(&dir)? {
+            let Some(rest) = object.key.strip_prefix(&dir) else {
+                continue;
+            };
+            let mut parts = rest.trim_start_matches('/').split('/');
+            let (Some(day), Some(_), None) = (parts.next(), parts.next(), parts.next()) else {
+                continue;
+            };
+            if let Some(day) = Day::parse(day) {
+                days.entry(day).or_default().push(object);
+            }
+        }
+        Ok(days)
+    }
 }
 
 /// The file name of an object of a partition: the last part of its key.
 pub fn file_name(object: &ObjectInfo) -> &str {
     object.key.rsplit('/').next().unwrap_or_default()
-}
-
-/// Every partition's objects, by day; keys that are not a partition's
-/// file are left out.
-pub fn list_days(bucket: &Bucket) -> Result<BTreeMap<Day, Vec<ObjectInfo>>, StorageError> {
-    let mut days: BTreeMap<Day, Vec<ObjectInfo>> = BTreeMap::new();
-    for object in bucket.list(PARTITIONS)? {
-        let mut parts = object.key.split('/');
-        let (Some(PARTITIONS), Some(day), Some(_), None) = (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        if let Some(day) = Day::parse(day) {
-            days.entry(day).or_default().push(object);
-        }
-    }
-    Ok(days)
 }
 
 /// Whether a file of a partition directory is one the bucket keeps beside
@@ -154,11 +163,11 @@ impl Partition {
         if !memory_empty || local.len() > 1 {
             return Ok(Uploaded::default());
         }
-        self.upload_kept_files(&remote.bucket)?;
+        self.upload_kept_files(remote)?;
         let Some(part) = local.first() else {
             return Ok(Uploaded::default());
         };
-        let uploaded = self.upload_part(&remote.bucket, part)?;
+        let uploaded = self.upload_part(remote, part)?;
         let bytes = uploaded.size_bytes();
         let installed = {
             let _merge = self.disk_merge.lock();
@@ -186,7 +195,7 @@ impl Partition {
 
     /// Uploads `part` (a local file) and opens the bucket's copy, which
     /// reads back its footer and index and checks them.
-    pub(super) fn upload_part(&self, bucket: &Arc<Bucket>, part: &Part) -> Result<Arc<Part>, StorageError> {
+    pub(super) fn upload_part(&self, remote: &Remote, part: &Part) -> Result<Arc<Part>, StorageError> {
         let path = part
             .path()
             .ok_or_else(|| StorageError::InvalidArgument("only a part file is uploaded".into()))?;
@@ -194,11 +203,12 @@ impl Partition {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let object = bucket.put_file(&object_key(self.day, &name), path)?;
-        let copy = Part::open_object(bucket.clone(), object)?;
+        let key = remote.key(self.day, &name);
+        let object = remote.bucket.put_file(&key, path)?;
+        let copy = Part::open_object(remote.bucket.clone(), object)?;
         if copy.meta() != part.meta() || copy.size_bytes() != part.size_bytes() {
             return Err(StorageError::Corrupt {
-                path: bucket.url_of(&object_key(self.day, &name)),
+                path: remote.bucket.url_of(&key),
                 reason: "the uploaded part differs from the local file".into(),
             });
         }
@@ -207,7 +217,7 @@ impl Partition {
 
     /// Uploads the index segments and tombstones the bucket does not hold
     /// as they are on disk.
-    fn upload_kept_files(&self, bucket: &Bucket) -> Result<(), StorageError> {
+    fn upload_kept_files(&self, remote: &Remote) -> Result<(), StorageError> {
         let mut names: Vec<String> = fs::read_dir(&self.dir)
             .map_err(StorageError::io("list", &self.dir))?
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
@@ -226,7 +236,7 @@ impl Partition {
             if known == Some(print) {
                 continue;
             }
-            bucket.put(&object_key(self.day, &name), bytes)?;
+            remote.bucket.put(&remote.key(self.day, &name), bytes)?;
             self.uploaded.lock().insert(name, print);
         }
         Ok(())
@@ -237,7 +247,10 @@ impl Partition {
         let Some(remote) = self.writable_remote() else {
             return Ok(());
         };
-        for object in remote.bucket.list(&format!("{PARTITIONS}/{}", self.day))? {
+        for object in remote
+            .bucket
+            .list(&format!("{}{PARTITIONS}/{}", remote.prefix, self.day))?
+        {
             remote.bucket.delete(&object.key)?;
         }
         Ok(())

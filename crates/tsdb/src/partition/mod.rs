@@ -2,8 +2,8 @@
 
 mod bucket;
 
+pub use bucket::Remote;
 use bucket::file_name;
-pub use bucket::{Remote, list_days};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
@@ -653,7 +653,7 @@ impl Partition {
             && inputs.iter().any(|p| p.object().is_some())
         {
             let path = local.path().map(Path::to_path_buf);
-            let uploaded = self.upload_part(&remote.bucket, local).inspect_err(|_| {
+            let uploaded = self.upload_part(remote, local).inspect_err(|_| {
                 if let Some(path) = &path {
                     let _ = fs::remove_file(path);
                 }
