@@ -538,9 +538,21 @@ fn each_tenant_keeps_its_days_under_its_own_prefix_and_comes_back_from_the_bucke
             got
         };
         assert_eq!(expected.len(), 1);
-        let keys: Vec<String> = store.inspect().list("tenants").unwrap().into_iter().map(|o| o.key).collect();
-        assert!(keys.iter().any(|k| k.starts_with("tenants/team-a/partitions/")), "{keys:?}");
-        assert!(keys.iter().any(|k| k.starts_with("tenants/team-b/partitions/")), "{keys:?}");
+        let keys: Vec<String> = store
+            .inspect()
+            .list("tenants")
+            .unwrap()
+            .into_iter()
+            .map(|o| o.key)
+            .collect();
+        assert!(
+            keys.iter().any(|k| k.starts_with("tenants/team-a/partitions/")),
+            "{keys:?}"
+        );
+        assert!(
+            keys.iter().any(|k| k.starts_with("tenants/team-b/partitions/")),
+            "{keys:?}"
+        );
         // A new disk finds both tenants in the bucket, each with its own data.
         let data = tempfile::tempdir().unwrap();
         let tenants = TsdbTenants::open(config(data.path(), &store), settings()).unwrap();

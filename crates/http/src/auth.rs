@@ -8,9 +8,9 @@
 //! Each route says what it needs ([`Access`], in `api_routes`); the check
 //! is the one middleware here, run before the handler.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
@@ -181,6 +181,9 @@ pub struct Auth {
     grants: BTreeMap<String, Grant>,
     /// sha256 of (user, password) pairs bcrypt accepted.
     verified: Mutex<HashSet<[u8; 32]>>,
+    /// Checks under way: requests arriving together with one new pair (a
+    /// sender's connections after a restart) wait for one check, not one each.
+    checking: Mutex<HashMap<[u8; 32], Arc<OnceLock<bool>>>>,
 }
 
 impl Auth {
@@ -219,12 +222,21 @@ impl Auth {
             tokens,
             grants,
             verified: Mutex::default(),
+            checking: Mutex::default(),
         }))
     }
 
     /// The name of the caller whose credentials `headers` carry.
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<String, ApiError> {
-        let unauthorized = || ApiError::new(ErrorType::Unauthorized, "unauthorized: valid credentials are required");
+        match self.credentials(headers)? {
+            Credentials::Known(who) => Ok(who),
+            Credentials::Unchecked { user, password, key } => self.verify(user, &password, key),
+        }
+    }
+
+    /// The caller, when that takes no bcrypt check (a token, or a password
+    /// checked before); otherwise what the check needs.
+    fn credentials(&self, headers: &HeaderMap) -> Result<Credentials, ApiError> {
         let value = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -232,7 +244,12 @@ impl Auth {
         let (scheme, rest) = value.split_once(' ').ok_or_else(unauthorized)?;
         if scheme.eq_ignore_ascii_case("bearer") {
             let digest: [u8; 32] = Sha256::digest(rest.trim().as_bytes()).into();
-            return self.tokens.get(&digest).cloned().ok_or_else(unauthorized);
+            return self
+                .tokens
+                .get(&digest)
+                .cloned()
+                .map(Credentials::Known)
+                .ok_or_else(unauthorized);
         }
         if !scheme.eq_ignore_ascii_case("basic") {
             return Err(unauthorized());
@@ -243,16 +260,31 @@ impl Auth {
             .and_then(|b| String::from_utf8(b).ok())
             .ok_or_else(unauthorized)?;
         let (user, password) = decoded.split_once(':').ok_or_else(unauthorized)?;
-        let hash = self.users.get(user).ok_or_else(unauthorized)?;
+        if !self.users.contains_key(user) {
+            return Err(unauthorized());
+        }
         let mut key = Sha256::new();
         key.update(user.as_bytes());
         key.update([0]);
         key.update(password.as_bytes());
         let key: [u8; 32] = key.finalize().into();
         if self.verified.lock().contains(&key) {
-            return Ok(user.to_string());
+            return Ok(Credentials::Known(user.to_string()));
         }
-        if !bcrypt::verify(password, hash).unwrap_or(false) {
+        Ok(Credentials::Unchecked {
+            user: user.to_string(),
+            password: password.to_string(),
+            key,
+        })
+    }
+
+    /// The bcrypt check of a password not checked before; remembered when it passes.
+    fn verify(&self, user: String, password: &str, key: [u8; 32]) -> Result<String, ApiError> {
+        let hash = self.users.get(&user).ok_or_else(unauthorized)?;
+        let check = self.checking.lock().entry(key).or_default().clone();
+        let passed = *check.get_or_init(|| bcrypt::verify(password, hash).unwrap_or(false));
+        self.checking.lock().remove(&key);
+        if !passed {
             return Err(unauthorized());
         }
         let mut verified = self.verified.lock();
@@ -260,7 +292,7 @@ impl Auth {
             verified.clear();
         }
         verified.insert(key);
-        Ok(user.to_string())
+        Ok(user)
     }
 
     /// Why `who` may not do `access` for `scope`, worded for a 403.
@@ -270,6 +302,21 @@ impl Auth {
             None => Grant::default_tenant_only().refuses(who, access, scope),
         }
     }
+}
+
+fn unauthorized() -> ApiError {
+    ApiError::new(ErrorType::Unauthorized, "unauthorized: valid credentials are required")
+}
+
+/// What a request's `Authorization` header tells before any bcrypt check.
+enum Credentials {
+    Known(String),
+    /// A user's password that bcrypt has yet to check; `key` remembers it.
+    Unchecked {
+        user: String,
+        password: String,
+        key: [u8; 32],
+    },
 }
 
 fn decode_hex32(hex: &str) -> Option<[u8; 32]> {
@@ -300,22 +347,20 @@ pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Respon
     if gate.access == Access::Open {
         return next.run(req).await;
     }
-    // bcrypt is slow by design: off the async workers.
-    let headers = req.headers().clone();
-    let checked = tokio::task::spawn_blocking(move || -> Result<(), ApiError> {
-        let who = auth.authenticate(&headers)?;
-        let tenant = headers.get(TENANT_HEADER).map(|v| v.to_str());
-        let tenant = tenant
-            .transpose()
-            .map_err(|_| ApiError::bad_data(format!("{TENANT_HEADER} is not ASCII")))?;
-        let scope = TenantScope::parse(tenant)?;
-        match auth.refuses(&who, gate.access, &scope) {
-            Some(why) => Err(ApiError::new(ErrorType::Forbidden, format!("forbidden: {why}"))),
-            None => Ok(()),
+    let checked = match auth.credentials(req.headers()) {
+        Ok(Credentials::Known(who)) => permit(&auth, &who, gate.access, req.headers()),
+        // bcrypt is slow by design: off the async workers.
+        Ok(Credentials::Unchecked { user, password, key }) => {
+            let (auth, headers) = (auth.clone(), req.headers().clone());
+            tokio::task::spawn_blocking(move || {
+                let who = auth.verify(user, &password, key)?;
+                permit(&auth, &who, gate.access, &headers)
+            })
+            .await
+            .unwrap_or_else(|e| Err(ApiError::internal(format!("internal error: {e}"))))
         }
-    })
-    .await
-    .unwrap_or_else(|e| Err(ApiError::internal(format!("internal error: {e}"))));
+        Err(e) => Err(e),
+    };
     let refusal = match checked {
         Ok(()) => return next.run(req).await,
         Err(e) => e,
@@ -332,6 +377,19 @@ pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Respon
         );
     }
     resp
+}
+
+/// Whether `who` may do `access` for the tenants `headers` name.
+fn permit(auth: &Auth, who: &str, access: Access, headers: &HeaderMap) -> Result<(), ApiError> {
+    let tenant = headers.get(TENANT_HEADER).map(|v| v.to_str());
+    let tenant = tenant
+        .transpose()
+        .map_err(|_| ApiError::bad_data(format!("{TENANT_HEADER} is not ASCII")))?;
+    let scope = TenantScope::parse(tenant)?;
+    match auth.refuses(who, access, &scope) {
+        Some(why) => Err(ApiError::new(ErrorType::Forbidden, format!("forbidden: {why}"))),
+        None => Ok(()),
+    }
 }
 
 /// The most of a refused request's body read before answering.
