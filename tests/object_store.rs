@@ -562,5 +562,85 @@ fn each_tenant_keeps_its_days_under_its_own_prefix_and_comes_back_from_the_bucke
         assert_eq!(metric(&*tenants.get(&b).unwrap().unwrap(), 0, day), vec![]);
         assert_eq!(metric(&*tenants.get(&b).unwrap().unwrap(), 1, day).len(), 1);
         tenants.close().unwrap();
+        // So does a read-only instance, which creates none.
+        let replica = tempfile::tempdir().unwrap();
+        let mut c = config(replica.path(), &store);
+        c.read_only = true;
+        let tenants = TsdbTenants::open(c, settings()).unwrap();
+        assert_eq!(metric(&*tenants.get(&a).unwrap().unwrap(), 0, day), expected);
+        assert!(tenants.get_or_create(&TenantId::new("team-c").unwrap()).is_err());
+        tenants.close().unwrap();
+    }
+}
+
+#[test]
+fn a_bucket_stopped_in_the_middle_of_an_upload_loses_nothing() {
+    let Some(mut server) = SeaweedFs::start() else {
+        return;
+    };
+    let store = Store::s3(&server, "mid-upload");
+    let data = tempfile::tempdir().unwrap();
+    let mut c = config(data.path(), &store);
+    c.background = true;
+    c.maintenance_interval = Duration::from_millis(20);
+    c.flush_interval = Duration::from_millis(100);
+    c.upload_min_backoff = Duration::from_millis(100);
+    c.upload_max_backoff = Duration::from_millis(300);
+    let db = Tsdb::open(c.clone()).unwrap();
+    let puts = |db: &Tsdb| {
+        let s = bucket_stats(db);
+        s.requests_total
+            .iter()
+            .find(|(op, _)| *op == "put")
+            .map_or(0, |(_, n)| *n)
+    };
+    // An upload round puts the day's index segment, then its part (about
+    // 10 MB here): the bucket is stopped as soon as the first put is done,
+    // while the part is on its way. A round that wins the race is tried
+    // again with another day.
+    let mut days = Vec::new();
+    for attempt in 0..3 {
+        let day = day_start(4 - attempt);
+        days.push(day);
+        let before = puts(&db);
+        write(&db, 100, 100, 360, day + 3_600_000);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while puts(&db) == before {
+            assert!(Instant::now() < deadline, "no upload started");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        server.stop();
+        let s = bucket_stats(&db);
+        if s.uploaded_parts_total == attempt as u64 {
+            println!("the bucket stopped in the middle of round {}", attempt + 1);
+            break;
+        }
+        assert!(attempt < 2, "every round finished its upload before the bucket stopped");
+        server.restart();
+        wait_for("the part's upload", Duration::from_secs(60), || {
+            bucket_stats(&db).upload_backlog_parts == 0
+        });
+    }
+    wait_for("a failed upload", Duration::from_secs(60), || {
+        let s = bucket_stats(&db);
+        s.upload_failures_total >= 1 && s.upload_backlog_parts == 1
+    });
+    let day = *days.last().unwrap();
+    assert_eq!(metric(&db, 7, day).len(), 100, "the part is still served from disk");
+    server.restart();
+    wait_for("the backlog to drain", Duration::from_secs(60), || {
+        bucket_stats(&db).upload_backlog_parts == 0
+    });
+    let expected: Vec<_> = days.iter().map(|&d| metric(&db, 7, d)).collect();
+    db.close().unwrap();
+    drop(db);
+    // A new disk finds every day whole in the bucket.
+    let data = tempfile::tempdir().unwrap();
+    c.path = data.path().to_path_buf();
+    c.background = false;
+    let db = Tsdb::open(c).unwrap();
+    for (d, want) in days.iter().zip(&expected) {
+        assert_eq!(&metric(&db, 7, *d), want);
+        assert_eq!(want.len(), 100);
     }
 }

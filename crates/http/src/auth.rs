@@ -22,7 +22,7 @@ use parking_lot::Mutex;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::{ApiError, AppState, ErrorType, TENANT_HEADER};
+use crate::{ApiError, AppState, ErrorType};
 
 /// What a route does, and so what a caller needs to be let through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -381,11 +381,7 @@ pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Respon
 
 /// Whether `who` may do `access` for the tenants `headers` name.
 fn permit(auth: &Auth, who: &str, access: Access, headers: &HeaderMap) -> Result<(), ApiError> {
-    let tenant = headers.get(TENANT_HEADER).map(|v| v.to_str());
-    let tenant = tenant
-        .transpose()
-        .map_err(|_| ApiError::bad_data(format!("{TENANT_HEADER} is not ASCII")))?;
-    let scope = TenantScope::parse(tenant)?;
+    let scope = crate::tenant::scope_of(headers)?;
     match auth.refuses(who, access, &scope) {
         Some(why) => Err(ApiError::new(ErrorType::Forbidden, format!("forbidden: {why}"))),
         None => Ok(()),

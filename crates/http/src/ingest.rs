@@ -5,9 +5,9 @@
 
 use axum::http::HeaderMap;
 use cairn_protocols::WriteBatch;
-use cairn_storage::{CommitReport, ErrorKind, RejectReason, StorageError, TenantId, TenantScope};
+use cairn_storage::{CommitReport, ErrorKind, RejectReason, StorageError, TenantId};
 
-use crate::{ApiError, AppState, TENANT_HEADER, storage_error};
+use crate::{ApiError, AppState, storage_error};
 
 /// The protocols Cairn ingests; the `protocol` label of the ingest metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -89,14 +89,7 @@ pub fn store_batch(
 
 /// The one tenant a write is for: `X-Scope-OrgID` (no header: the default tenant).
 pub fn write_tenant(headers: &HeaderMap) -> Result<TenantId, Refusal> {
-    let header = headers.get(TENANT_HEADER).map(|v| v.to_str());
-    let header = header.transpose().map_err(|_| {
-        (
-            "bad_tenant",
-            ApiError::bad_data(format!("{TENANT_HEADER} is not ASCII")),
-        )
-    })?;
-    let scope = TenantScope::parse(header).map_err(|e| ("bad_tenant", storage_error(&e)))?;
+    let scope = crate::tenant::scope_of(headers).map_err(|e| ("bad_tenant", e))?;
     scope.only().cloned().map_err(|e| ("bad_tenant", storage_error(&e)))
 }
 

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::FromRequestParts;
+use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use cairn_storage::{Storage, TenantId, TenantScope};
 use parking_lot::RwLock;
@@ -23,15 +24,15 @@ impl<S: Send + Sync> FromRequestParts<S> for Tenant {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        let header = match parts.headers.get(TENANT_HEADER) {
-            None => None,
-            Some(v) => Some(
-                v.to_str()
-                    .map_err(|_| ApiError::bad_data(format!("{TENANT_HEADER} is not ASCII")))?,
-            ),
-        };
-        Ok(Self(TenantScope::parse(header)?))
+        Ok(Self(scope_of(&parts.headers)?))
     }
+}
+
+/// The tenants `headers` name in [`TENANT_HEADER`] (none: the default tenant).
+pub fn scope_of(headers: &HeaderMap) -> Result<TenantScope, ApiError> {
+    let header = headers.get(TENANT_HEADER).map(|v| v.to_str()).transpose();
+    let header = header.map_err(|_| ApiError::bad_data(format!("{TENANT_HEADER} is not ASCII")))?;
+    Ok(TenantScope::parse(header)?)
 }
 
 impl AppState {
