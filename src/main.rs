@@ -108,6 +108,12 @@ struct Cli {
     #[arg(long = "web.config.file")]
     web_config_file: Option<PathBuf>,
 
+    /// Tenants this process holds at most, the default one included: each
+    /// has an engine with threads and a memory budget of its own. A write
+    /// that would create one more is refused (422).
+    #[arg(long = "tenants.max", default_value_t = 100)]
+    tenants_max: usize,
+
     /// Address to serve the HTTP API on.
     #[arg(long = "http.listen-addr", default_value = "0.0.0.0:9090")]
     listen_addr: SocketAddr,
@@ -253,6 +259,7 @@ fn main() -> anyhow::Result<()> {
         ..cairn_tsdb::BucketConfig::new(url)
     });
     storage.cache_max_bytes = cli.cache_max_bytes;
+    storage.max_tenants = cli.tenants_max;
     storage.read_only = cli.read_only;
     storage.bucket_refresh_interval = cli.object_store_refresh_interval;
     let mut api = cairn_http::ApiConfig {

@@ -227,6 +227,15 @@ fn prometheus_remote_writes_with_basic_auth_into_its_tenant() {
     bob_a
         .get_query("/api/v1/query", &[("query", "up")])
         .assert_error(403, "forbidden");
+    // /metrics lists each caller's own tenants only.
+    let metrics = |client: &Client| client.get("/metrics").body;
+    let prom_only = Client::with_headers(server.url(), &[("Authorization", "Basic cHJvbTpwdw==")]);
+    assert!(
+        !metrics(&prom_only).contains("cairn_tenant_active_series{"),
+        "prom reads no tenant"
+    );
+    assert!(metrics(&reader).contains(r#"cairn_tenant_active_series{tenant="team-a"}"#));
+    assert!(!metrics(&bob).contains(r#"tenant="team-a""#));
     // Writes without credentials are refused.
     let anonymous = server.client();
     let refused = anonymous

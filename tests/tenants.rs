@@ -300,3 +300,22 @@ fn each_tenant_is_held_to_its_limits_and_a_changed_file_is_reloaded() {
         );
     }
 }
+
+#[test]
+fn a_write_may_not_create_tenants_beyond_the_bound() {
+    let server = Server::start_with(&["--tenants.max", "2"]);
+    let one = [series(&[("__name__", "x")], &[(now(), 1.0)])];
+    assert_eq!(
+        Client::for_tenant(server.url(), "a").try_write(&one).unwrap().status,
+        204
+    );
+    let refused = Client::for_tenant(server.url(), "b").try_write(&one).unwrap();
+    assert_eq!(refused.status, 422, "{}", refused.body);
+    assert!(refused.body.contains("--tenants.max"), "{}", refused.body);
+    // Tenants that exist go on.
+    assert_eq!(
+        Client::for_tenant(server.url(), "a").try_write(&one).unwrap().status,
+        204
+    );
+    server.client().write(&one);
+}

@@ -169,6 +169,9 @@ impl Grant {
     }
 }
 
+/// The cost of the decoy hash: the usual one of `htpasswd -B` and Prometheus' docs.
+const DECOY_COST: u32 = 10;
+
 /// Successful bcrypt checks remembered (bcrypt costs milliseconds by design;
 /// a sender authenticates every request).
 const VERIFIED_CACHE: usize = 4096;
@@ -184,6 +187,12 @@ pub struct Auth {
     /// Checks under way: requests arriving together with one new pair (a
     /// sender's connections after a restart) wait for one check, not one each.
     checking: Mutex<HashMap<[u8; 32], Arc<OnceLock<bool>>>>,
+    /// bcrypt checks at once: at most one per core, so wrong passwords sent
+    /// fast queue rather than take every core from ingestion and queries.
+    pub(crate) check_slots: tokio::sync::Semaphore,
+    /// Checked in place of an unknown user's hash, so an unknown user takes
+    /// as long to refuse as a wrong password (names cannot be probed).
+    decoy: String,
 }
 
 impl Auth {
@@ -223,6 +232,8 @@ impl Auth {
             grants,
             verified: Mutex::default(),
             checking: Mutex::default(),
+            check_slots: tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
+            decoy: bcrypt::hash("", DECOY_COST).map_err(|e| e.to_string())?,
         }))
     }
 
@@ -260,9 +271,6 @@ impl Auth {
             .and_then(|b| String::from_utf8(b).ok())
             .ok_or_else(unauthorized)?;
         let (user, password) = decoded.split_once(':').ok_or_else(unauthorized)?;
-        if !self.users.contains_key(user) {
-            return Err(unauthorized());
-        }
         let mut key = Sha256::new();
         key.update(user.as_bytes());
         key.update([0]);
@@ -280,11 +288,14 @@ impl Auth {
 
     /// The bcrypt check of a password not checked before; remembered when it passes.
     fn verify(&self, user: String, password: &str, key: [u8; 32]) -> Result<String, ApiError> {
-        let hash = self.users.get(&user).ok_or_else(unauthorized)?;
+        let (hash, known) = match self.users.get(&user) {
+            Some(hash) => (hash, true),
+            None => (&self.decoy, false),
+        };
         let check = self.checking.lock().entry(key).or_default().clone();
         let passed = *check.get_or_init(|| bcrypt::verify(password, hash).unwrap_or(false));
         self.checking.lock().remove(&key);
-        if !passed {
+        if !(passed && known) {
             return Err(unauthorized());
         }
         let mut verified = self.verified.lock();
@@ -295,12 +306,13 @@ impl Auth {
         Ok(user)
     }
 
+    fn grant_of(&self, who: &str) -> Grant {
+        self.grants.get(who).cloned().unwrap_or_else(Grant::default_tenant_only)
+    }
+
     /// Why `who` may not do `access` for `scope`, worded for a 403.
     fn refuses(&self, who: &str, access: Access, scope: &TenantScope) -> Option<String> {
-        match self.grants.get(who) {
-            Some(grant) => grant.refuses(who, access, scope),
-            None => Grant::default_tenant_only().refuses(who, access, scope),
-        }
+        self.grant_of(who).refuses(who, access, scope)
     }
 }
 
@@ -340,7 +352,7 @@ pub struct Gate {
 
 /// The middleware: authenticates (401), then checks the grant for the
 /// route's access and the request's tenants (403), before the handler runs.
-pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Response {
+pub async fn check(State(gate): State<Gate>, mut req: Request, next: Next) -> Response {
     let Some(auth) = gate.state.auth().cloned() else {
         return next.run(req).await;
     };
@@ -351,18 +363,24 @@ pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Respon
         Ok(Credentials::Known(who)) => permit(&auth, &who, gate.access, req.headers()),
         // bcrypt is slow by design: off the async workers.
         Ok(Credentials::Unchecked { user, password, key }) => {
-            let (auth, headers) = (auth.clone(), req.headers().clone());
-            tokio::task::spawn_blocking(move || {
-                let who = auth.verify(user, &password, key)?;
-                permit(&auth, &who, gate.access, &headers)
+            let slot = auth.check_slots.acquire().await;
+            let (checker, headers) = (auth.clone(), req.headers().clone());
+            let checked = tokio::task::spawn_blocking(move || {
+                let who = checker.verify(user, &password, key)?;
+                permit(&checker, &who, gate.access, &headers)
             })
             .await
-            .unwrap_or_else(|e| Err(ApiError::internal(format!("internal error: {e}"))))
+            .unwrap_or_else(|e| Err(ApiError::internal(format!("internal error: {e}"))));
+            drop(slot);
+            checked
         }
         Err(e) => Err(e),
     };
     let refusal = match checked {
-        Ok(()) => return next.run(req).await,
+        Ok(caller) => {
+            req.extensions_mut().insert(caller);
+            return next.run(req).await;
+        }
         Err(e) => e,
     };
     // A client still sending its body may take an answer before the end
@@ -379,12 +397,23 @@ pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Respon
     resp
 }
 
-/// Whether `who` may do `access` for the tenants `headers` name.
-fn permit(auth: &Auth, who: &str, access: Access, headers: &HeaderMap) -> Result<(), ApiError> {
+/// The caller `who`, if it may do `access` for the tenants `headers` name.
+fn permit(auth: &Auth, who: &str, access: Access, headers: &HeaderMap) -> Result<Caller, ApiError> {
     let scope = crate::tenant::scope_of(headers)?;
     match auth.refuses(who, access, &scope) {
         Some(why) => Err(ApiError::new(ErrorType::Forbidden, format!("forbidden: {why}"))),
-        None => Ok(()),
+        None => Ok(Caller(auth.grant_of(who))),
+    }
+}
+
+/// Who an authenticated request is, in its extensions, for a handler that
+/// answers by caller: `/metrics` lists only the tenants the caller may read.
+#[derive(Debug, Clone)]
+pub struct Caller(Grant);
+
+impl Caller {
+    pub fn may_read(&self, tenant: &TenantId) -> bool {
+        self.0.admin || self.0.read.covers(tenant)
     }
 }
 

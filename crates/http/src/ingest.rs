@@ -52,15 +52,18 @@ pub fn store_batch(
     protocol: Protocol,
     batch: &WriteBatch,
 ) -> Result<CommitReport, Refusal> {
+    if !batch.is_empty() {
+        state
+            .limits()
+            .admit_write(tenant, batch.sample_count() as u64)
+            .map_err(|e| ("ingestion_rate", e))?;
+    }
+    // The tenant exists (or may be created) before anything is kept for it.
+    let storage = state.tenants().get_or_create(tenant).map_err(storage_refusal)?;
     state.metadata_for_writes(tenant).record(&batch.metadata);
     if batch.is_empty() {
         return Ok(CommitReport::default());
     }
-    state
-        .limits()
-        .admit_write(tenant, batch.sample_count() as u64)
-        .map_err(|e| ("ingestion_rate", e))?;
-    let storage = state.tenants().get_or_create(tenant).map_err(storage_refusal)?;
     let mut app = storage.appender();
     for s in batch.series() {
         // An error drops `app`, which rolls the batch back.

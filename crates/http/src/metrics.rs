@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use axum::Extension;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
@@ -12,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use cairn_storage::{ObjectStoreStats, StorageStats, TenantId};
 use parking_lot::Mutex;
 
+use crate::auth::Caller;
 use crate::exposition::{CONTENT_TYPE, Exposition};
 use crate::ingest::Protocol;
 use crate::{AppState, process};
@@ -391,7 +393,7 @@ fn render_object_store(e: &mut Exposition, o: &ObjectStoreStats) {
 }
 
 /// `GET /metrics`: HTTP, storage and process metrics in the text format.
-pub async fn metrics_handler(State(state): State<AppState>) -> Response {
+pub async fn metrics_handler(State(state): State<AppState>, caller: Option<Extension<Caller>>) -> Response {
     let tenants = state.tenants().clone();
     let per_tenant = match tokio::task::spawn_blocking(move || {
         let ids = tenants.list();
@@ -411,13 +413,16 @@ pub async fn metrics_handler(State(state): State<AppState>) -> Response {
     let mut e = Exposition::new();
     state.metrics().render(&mut e);
     render_storage(&mut e, &stats);
-    render_tenants(&mut e, &per_tenant);
+    // Each tenant's own series only for those the caller may read.
+    let shown = |t: &TenantId| caller.as_ref().is_none_or(|Extension(c)| c.may_read(t));
+    let visible: Vec<(TenantId, StorageStats)> = per_tenant.into_iter().filter(|(t, _)| shown(t)).collect();
+    render_tenants(&mut e, &visible);
     e.family(
         "cairn_tenant_limit_refusals_total",
         "Requests refused for being over a tenant's limit, by tenant and limit.",
         "counter",
     );
-    for ((tenant, limit), n) in state.limits().refused() {
+    for ((tenant, limit), n) in state.limits().refused().into_iter().filter(|((t, _), _)| shown(t)) {
         e.sample(
             "cairn_tenant_limit_refusals_total",
             &[("tenant", tenant.as_str()), ("limit", limit)],

@@ -143,24 +143,20 @@ pub struct ObjectStoreStats {
 }
 
 impl ObjectStoreStats {
+    /// Adds another engine's figures. The engines of one process (one per
+    /// tenant) share a bucket client and its cache, so each reports the same
+    /// request, byte and cache figures: those are taken once, not summed.
     fn add(&mut self, other: &ObjectStoreStats) {
-        for (mine, theirs) in [
-            (&mut self.requests_total, &other.requests_total),
-            (&mut self.request_failures_total, &other.request_failures_total),
-        ] {
-            for (op, n) in theirs {
-                match mine.iter_mut().find(|(o, _)| o == op) {
-                    Some((_, total)) => *total += n,
-                    None => mine.push((op, *n)),
-                }
-            }
+        if self.requests_total.is_empty() {
+            self.requests_total = other.requests_total.clone();
+            self.request_failures_total = other.request_failures_total.clone();
+            self.read_bytes_total = other.read_bytes_total;
+            self.written_bytes_total = other.written_bytes_total;
+            self.cache_hits_total = other.cache_hits_total;
+            self.cache_misses_total = other.cache_misses_total;
+            self.cache_bytes = other.cache_bytes;
+            self.cache_max_bytes = other.cache_max_bytes;
         }
-        self.read_bytes_total += other.read_bytes_total;
-        self.written_bytes_total += other.written_bytes_total;
-        self.cache_hits_total += other.cache_hits_total;
-        self.cache_misses_total += other.cache_misses_total;
-        self.cache_bytes += other.cache_bytes;
-        self.cache_max_bytes += other.cache_max_bytes;
         self.upload_backlog_parts += other.upload_backlog_parts;
         self.upload_backlog_bytes += other.upload_backlog_bytes;
         self.uploaded_parts_total += other.uploaded_parts_total;

@@ -46,6 +46,10 @@ pub struct Config {
     pub background: bool,
     /// Where opening reports how far its WAL replay has come.
     pub wal_replay: Arc<WalReplay>,
+    /// Tenants a process holds at most (`TsdbTenants`): each has an engine
+    /// with threads and a memory budget of its own, so a write may not
+    /// create them without bound.
+    pub max_tenants: usize,
     /// Series today's partition may hold before commits stop creating more
     /// (0: no limit; changeable while open: `Tsdb::set_max_active_series`).
     pub max_active_series: u64,
@@ -88,6 +92,7 @@ impl Config {
             idle_merge_after: Duration::from_secs(60),
             background: true,
             wal_replay: Arc::default(),
+            max_tenants: 100,
             max_active_series: 0,
             object_store: None,
             cache_max_bytes: 1 << 30,

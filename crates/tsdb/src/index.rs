@@ -641,7 +641,7 @@ impl PartitionIndex {
             Ok(())
         })
         .map_err(StorageError::io("compress index segment", dir))?;
-        let path = dir.join(format!("index-{seq:020}.cidx"));
+        let path = dir.join(segment_name(seq));
         write_atomically(&path, &buf)?;
         self.persisted = self.entries.len();
         Ok(true)
@@ -880,6 +880,17 @@ pub fn decode_segment(bytes: &[u8]) -> Result<SegmentEntries<'_>, &'static str> 
 }
 
 /// Writes `bytes` to `path` so that a crash leaves either nothing or the whole file.
+/// The file name of the index segment a flush into WAL segment `seq` writes.
+pub fn segment_name(seq: u64) -> String {
+    format!("index-{seq:020}.cidx")
+}
+
+/// The sequence number an index segment's file name carries; `None` for
+/// any other file (a `.tmp` one included).
+pub fn segment_seq(name: &str) -> Option<u64> {
+    name.strip_prefix("index-")?.strip_suffix(".cidx")?.parse().ok()
+}
+
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
     let tmp = path.with_extension("tmp");
     let mut f = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;

@@ -99,7 +99,7 @@ impl TsdbTenants {
         for name in found {
             match TenantId::new(&name) {
                 Ok(id) if !id.is_default() => {
-                    self.get_or_open(&id)?;
+                    self.get_or_open(&id, false)?;
                 }
                 _ => tracing::warn!(name, "not a tenant's directory; left alone"),
             }
@@ -136,13 +136,24 @@ impl TsdbTenants {
         Ok(Arc::new(Tsdb::open_with(config, remote)?))
     }
 
-    fn get_or_open(&self, id: &TenantId) -> Result<Arc<Tsdb>, StorageError> {
+    /// `id`'s engine, opened if need be; a new tenant beyond
+    /// `config.max_tenants` is refused when `limited` (a write's, not one
+    /// found on disk or in the bucket).
+    fn get_or_open(&self, id: &TenantId, limited: bool) -> Result<Arc<Tsdb>, StorageError> {
         if let Some(engine) = self.engines.read().get(id) {
             return Ok(engine.clone());
         }
         let _creating = self.creating.lock();
         if let Some(engine) = self.engines.read().get(id) {
             return Ok(engine.clone());
+        }
+        let open = self.engines.read().len();
+        if limited && open >= self.config.max_tenants {
+            return Err(StorageError::LimitExceeded(format!(
+                "tenant {id} would be tenant {} of at most {} (--tenants.max): each has an engine of its own",
+                open + 1,
+                self.config.max_tenants
+            )));
         }
         let engine = self.open_engine(id)?;
         tracing::info!(tenant = %id, "opened the tenant's storage");
@@ -229,7 +240,7 @@ impl Tenants for TsdbTenants {
         if self.config.read_only {
             return Err(crate::engine::read_only());
         }
-        Ok(self.get_or_open(tenant)?)
+        Ok(self.get_or_open(tenant, true)?)
     }
 
     fn list(&self) -> Vec<TenantId> {

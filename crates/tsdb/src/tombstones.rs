@@ -13,7 +13,7 @@ use cairn_storage::StorageError;
 pub const FILE: &str = "tombstones.log";
 /// The newest tombstone sequence number whose samples are merged out of all
 /// disk parts: `seq: u64 LE | crc32c: u32 LE`.
-const APPLIED_FILE: &str = "tombstones.applied";
+pub const APPLIED_FILE: &str = "tombstones.applied";
 const RECORD_BYTES: usize = 36;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -78,7 +78,7 @@ pub fn file_name(object: &ObjectInfo) -> &str {
 /// Whether a file of a partition directory is one the bucket keeps beside
 /// the parts: index segments and tombstones.
 pub fn is_kept_file(name: &str) -> bool {
-    (name.starts_with("index-") && name.ends_with(".cidx")) || name.starts_with("tombstones.")
+    crate::index::segment_seq(name).is_some() || name == TOMBSTONES || name == crate::tombstones::APPLIED_FILE
 }
 
 /// Downloads into `dir` the index segments and tombstones of `objects` that
@@ -97,9 +97,13 @@ pub(super) fn fetch_kept_files(
             continue;
         }
         let path = dir.join(name);
-        if path.exists() {
-            if name.starts_with("index-") {
-                // Index segments never change once written.
+        let local_len = fs::metadata(&path).map(|m| m.len()).ok();
+        // Index segments never change once written; a tombstone log only
+        // grows, so one of another length is behind (a read-only instance's)
+        // or ahead (a writer's, uploaded again once).
+        let behind = name == TOMBSTONES && local_len.is_some_and(|len| len < object.size);
+        if local_len.is_some() && !behind {
+            if crate::index::segment_seq(name).is_some() {
                 uploaded.insert(name.to_string(), 0);
             }
             continue;
@@ -217,17 +221,17 @@ impl Partition {
 
     /// Uploads the index segments and tombstones the bucket does not hold
     /// as they are on disk.
-    fn upload_kept_files(&self, remote: &Remote) -> Result<(), StorageError> {
+    pub(super) fn upload_kept_files(&self, remote: &Remote) -> Result<(), StorageError> {
         let mut names: Vec<String> = fs::read_dir(&self.dir)
             .map_err(StorageError::io("list", &self.dir))?
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .filter(|name| is_kept_file(name))
             .collect();
         // Index segments first, in order: tombstones name their series.
-        names.sort_by_key(|n| !n.starts_with("index-"));
+        names.sort_by_key(|n| crate::index::segment_seq(n).is_none());
         for name in names {
             let known = self.uploaded.lock().get(&name).copied();
-            if known.is_some() && name.starts_with("index-") {
+            if known.is_some() && crate::index::segment_seq(&name).is_some() {
                 continue;
             }
             let path = self.dir.join(&name);
@@ -274,7 +278,7 @@ impl Partition {
             // grows. (The applied-tombstones marker is the writer's business.)
             let changed = match name {
                 TOMBSTONES => local_len != Some(object.size),
-                _ if is_kept_file(name) && name.starts_with("index-") => local_len.is_none(),
+                _ if crate::index::segment_seq(name).is_some() => local_len.is_none(),
                 _ => false,
             };
             if !changed {

@@ -155,7 +155,7 @@ impl Partition {
                 fs::remove_file(&path).map_err(StorageError::io("remove", &path))?;
             } else if parse_part_name(&name).is_some() {
                 found.insert(name, Stored::File(path));
-            } else if name.starts_with("index-") && name.ends_with(".cidx") {
+            } else if crate::index::segment_seq(&name).is_some() {
                 index_files.push(path);
             }
         }
@@ -283,10 +283,7 @@ impl Partition {
         let mut max = 0;
         for entry in fs::read_dir(&self.dir).map_err(StorageError::io("list", &self.dir))? {
             let name = entry.map_err(StorageError::io("list", &self.dir))?.file_name();
-            let seq = name
-                .to_str()
-                .and_then(|n| n.strip_prefix("index-")?.strip_suffix(".cidx")?.parse().ok());
-            max = max.max(seq.unwrap_or(0));
+            max = max.max(name.to_str().and_then(crate::index::segment_seq).unwrap_or(0));
         }
         Ok(max)
     }
@@ -653,7 +650,11 @@ impl Partition {
             && inputs.iter().any(|p| p.object().is_some())
         {
             let path = local.path().map(Path::to_path_buf);
-            let uploaded = self.upload_part(remote, local).inspect_err(|_| {
+            // The series the output names, some maybe only in local parts so far.
+            let uploaded = self
+                .upload_kept_files(remote)
+                .and_then(|()| self.upload_part(remote, local));
+            let uploaded = uploaded.inspect_err(|_| {
                 if let Some(path) = &path {
                     let _ = fs::remove_file(path);
                 }
