@@ -140,10 +140,8 @@ async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(),
     // Small bodies are decoded and stored on the runtime worker that read
     // them; bigger ones go to the blocking pool so that one huge request cannot
     // hold a worker for long (Prometheus' and vmagent's requests are 10-500 KB).
-    // The pool's hand-off there and back cost ~6 context switches per request:
-    // with it, ingest ran at 3.8-4.2 M samples/s and 0.37-0.42 CPU s per
-    // million, without it 4.3-4.4 M/s and 0.36 (100 targets x 6 h,
-    // `cairn-ingest-bench --ingest-only`, alternating runs). The work does not
+    // The pool's hand-off there and back costs context switches per request
+    // that showed in ingest CPU (docs/benchmarks.md). The work does not
     // wait on I/O (the commit lock is held for one `write(2)`; the server turns
     // inlining off when commits fsync), and running on the workers bounds
     // concurrent decodes by the cores, as VictoriaMetrics'
