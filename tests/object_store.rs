@@ -106,6 +106,18 @@ fn config(data: &Path, store: &Store) -> Config {
     c
 }
 
+/// [`config`] with the background threads on, fast: flushes, merges and
+/// upload rounds every few tens of ms, retries backing off from 100 ms.
+fn live_config(data: &Path, store: &Store) -> Config {
+    let mut c = config(data, store);
+    c.background = true;
+    c.maintenance_interval = Duration::from_millis(20);
+    c.flush_interval = Duration::from_millis(100);
+    c.upload_min_backoff = Duration::from_millis(100);
+    c.upload_max_backoff = Duration::from_millis(300);
+    c
+}
+
 fn labels(metric: usize, i: usize) -> Labels {
     Labels::from_pairs([("__name__", &format!("m_{metric}")), ("i", &i.to_string())])
 }
@@ -151,11 +163,13 @@ fn bucket_stats(db: &Tsdb) -> ObjectStoreStats {
     db.stats().object_store.expect("a bucket")
 }
 
+/// Requests of operation `op` (get, put, list, delete) made so far.
+fn requests(s: &ObjectStoreStats, op: &str) -> u64 {
+    s.requests_total.iter().find(|(o, _)| *o == op).map_or(0, |(_, n)| *n)
+}
+
 fn gets(s: &ObjectStoreStats) -> u64 {
-    s.requests_total
-        .iter()
-        .find(|(op, _)| *op == "get")
-        .map_or(0, |(_, n)| *n)
+    requests(s, "get")
 }
 
 fn local_parts(data: &Path) -> Vec<PathBuf> {
@@ -410,12 +424,7 @@ fn a_bucket_that_goes_down_never_blocks_ingestion_and_its_backlog_drains() {
     let store = Store::s3(&server, "faults");
     let day = day_start(2);
     let data = tempfile::tempdir().unwrap();
-    let mut c = config(data.path(), &store);
-    c.background = true;
-    c.maintenance_interval = Duration::from_millis(50);
-    c.flush_interval = Duration::from_millis(200);
-    c.upload_min_backoff = Duration::from_millis(100);
-    c.upload_max_backoff = Duration::from_millis(500);
+    let mut c = live_config(data.path(), &store);
     let expected = {
         let db = Tsdb::open(c.clone()).unwrap();
         server.stop();
@@ -580,20 +589,9 @@ fn a_bucket_stopped_in_the_middle_of_an_upload_loses_nothing() {
     };
     let store = Store::s3(&server, "mid-upload");
     let data = tempfile::tempdir().unwrap();
-    let mut c = config(data.path(), &store);
-    c.background = true;
-    c.maintenance_interval = Duration::from_millis(20);
-    c.flush_interval = Duration::from_millis(100);
-    c.upload_min_backoff = Duration::from_millis(100);
-    c.upload_max_backoff = Duration::from_millis(300);
+    let mut c = live_config(data.path(), &store);
     let db = Tsdb::open(c.clone()).unwrap();
-    let puts = |db: &Tsdb| {
-        let s = bucket_stats(db);
-        s.requests_total
-            .iter()
-            .find(|(op, _)| *op == "put")
-            .map_or(0, |(_, n)| *n)
-    };
+    let puts = |db: &Tsdb| requests(&bucket_stats(db), "put");
     // An upload round puts the day's index segment, then its part (about
     // 10 MB here): the bucket is stopped as soon as the first put is done,
     // while the part is on its way. A round that wins the race is tried

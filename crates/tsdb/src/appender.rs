@@ -106,12 +106,15 @@ impl TsdbAppender<'_> {
     /// commits racing at the limit may pass it by a batch.
     fn limit_new_series(&mut self, partitions: &mut Vec<Arc<Partition>>, known: &mut Vec<Vec<Option<(u64, u32)>>>) {
         let limit = self.db.max_active_series.load(Ordering::Relaxed);
+        if limit == 0 {
+            return;
+        }
         let today = Day::of(crate::engine::now_ms());
         let Some(at) = partitions.iter().position(|p| p.day == today) else {
             return;
         };
         let new = known[at].iter().filter(|k| k.is_none()).count() as u64;
-        if limit == 0 || new == 0 {
+        if new == 0 {
             return;
         }
         let mut room = limit.saturating_sub(partitions[at].index().live().len());

@@ -38,11 +38,9 @@ pub(crate) fn list_retained(remote: &Remote, oldest: Day) -> Result<BTreeMap<Day
     let mut days = remote.list_days()?;
     let retained = days.split_off(&oldest);
     if remote.writable {
-        for (day, objects) in days {
+        for day in days.into_keys() {
             tracing::info!(%day, "deleting a day past retention from the bucket");
-            for object in objects {
-                remote.bucket.delete(&object.key)?;
-            }
+            remote.delete_day(day)?;
         }
     }
     Ok(retained)

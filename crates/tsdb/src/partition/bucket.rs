@@ -49,6 +49,14 @@ impl Remote {
         format!("{}{PARTITIONS}/{day}/{name}", self.prefix)
     }
 
+    /// Deletes every object of `day` (retention).
+    pub fn delete_day(&self, day: Day) -> Result<(), StorageError> {
+        for object in self.bucket.list(&format!("{}{PARTITIONS}/{day}", self.prefix))? {
+            self.bucket.delete(&object.key)?;
+        }
+        Ok(())
+    }
+
     /// Every partition's objects, by day; keys that are not a partition's
     /// file are left out.
     pub fn list_days(&self) -> Result<BTreeMap<Day, Vec<ObjectInfo>>, StorageError> {
@@ -248,16 +256,10 @@ impl Partition {
 
     /// Deletes every object of the partition from the bucket (retention).
     pub(super) fn delete_objects(&self) -> Result<(), StorageError> {
-        let Some(remote) = self.writable_remote() else {
-            return Ok(());
-        };
-        for object in remote
-            .bucket
-            .list(&format!("{}{PARTITIONS}/{}", remote.prefix, self.day))?
-        {
-            remote.bucket.delete(&object.key)?;
+        match self.writable_remote() {
+            Some(remote) => remote.delete_day(self.day),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Brings a read-only instance's view of the partition up to `objects`,
