@@ -114,6 +114,67 @@ struct Cli {
     #[arg(long = "tenants.max", default_value_t = 100)]
     tenants_max: usize,
 
+    /// Cluster mode: etcd's client URLs, comma-separated (e.g.
+    /// http://10.0.0.1:2379). Every node of a cluster names the same etcd
+    /// and `--cluster.name`; any node then takes writes and answers queries
+    /// for the whole cluster (docs/cluster.md). Off unless set.
+    #[arg(long = "cluster.etcd-endpoints")]
+    cluster_etcd_endpoints: Option<String>,
+
+    /// Names the cluster in etcd, so several can share one etcd.
+    #[arg(long = "cluster.name", default_value = "cairn")]
+    cluster_name: String,
+
+    /// This node's id, unique in the cluster and the same across restarts
+    /// (its share of the ring derives from it). Default: its advertised address.
+    #[arg(long = "cluster.node-id")]
+    cluster_node_id: Option<String>,
+
+    /// host:port where the other nodes reach this one's HTTP listener.
+    /// Default: --http.listen-addr, with this host's name for 0.0.0.0.
+    #[arg(long = "cluster.advertise-addr")]
+    cluster_advertise_addr: Option<String>,
+
+    /// What this node does: all (stores series, routes writes, answers
+    /// queries), ingest (stores), write (routes writes only), query
+    /// (answers queries only).
+    #[arg(long = "cluster.role", default_value = "all", value_parser = cairn_cluster::Role::parse)]
+    cluster_role: cairn_cluster::Role,
+
+    /// How many ingesters store each series; a write is acknowledged once
+    /// a majority of them stored it, and reads stay complete with a
+    /// minority down.
+    #[arg(long = "cluster.replication-factor", default_value_t = 3)]
+    cluster_replication_factor: usize,
+
+    /// This node's failure domain (rack, availability zone).
+    #[arg(long = "cluster.zone", default_value = "")]
+    cluster_zone: String,
+
+    /// Place each series' replicas in distinct zones (--cluster.zone).
+    #[arg(long = "cluster.zone-awareness")]
+    cluster_zone_awareness: bool,
+
+    /// A node that stops renewing its etcd lease (killed, cut off) leaves
+    /// the ring after this long.
+    #[arg(long = "cluster.lease-ttl", default_value = "10s", value_parser = duration)]
+    cluster_lease_ttl: Duration,
+
+    /// One request to another node gives up after this long.
+    #[arg(long = "cluster.peer-timeout", default_value = "10s", value_parser = duration)]
+    cluster_peer_timeout: Duration,
+
+    /// On shutdown, leave the ring for good (scaling down): stop taking
+    /// writes, flush, and give this node's share to the others. Without it
+    /// a stopped node keeps its share and takes it back when it returns.
+    #[arg(long = "cluster.leave-on-shutdown")]
+    cluster_leave_on_shutdown: bool,
+
+    /// A file holding a secret all nodes share; requests between nodes
+    /// carry it and are refused without it. Required with --web.config.file.
+    #[arg(long = "cluster.secret-file")]
+    cluster_secret_file: Option<PathBuf>,
+
     /// Address to serve the HTTP API on.
     #[arg(long = "http.listen-addr", default_value = "0.0.0.0:9090")]
     listen_addr: SocketAddr,
@@ -227,6 +288,45 @@ fn effective_flags(command: &clap::Command, matches: &clap::ArgMatches) -> BTree
         .collect()
 }
 
+/// The `--cluster.*` flags, when cluster mode is on.
+fn cluster_config(cli: &Cli) -> anyhow::Result<Option<cairn_cluster::ClusterConfig>> {
+    let Some(etcd) = &cli.cluster_etcd_endpoints else {
+        return Ok(None);
+    };
+    let advertise = match &cli.cluster_advertise_addr {
+        Some(a) => a.clone(),
+        None if cli.listen_addr.ip().is_unspecified() => {
+            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "localhost".into());
+            format!("{host}:{}", cli.listen_addr.port())
+        }
+        None => cli.listen_addr.to_string(),
+    };
+    let secret = match &cli.cluster_secret_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --cluster.secret-file {}", path.display()))?
+                .trim()
+                .to_string(),
+        ),
+        None => None,
+    };
+    let node_id = cli.cluster_node_id.clone().unwrap_or_else(|| advertise.clone());
+    Ok(Some(cairn_cluster::ClusterConfig {
+        name: cli.cluster_name.clone(),
+        zone: cli.cluster_zone.clone(),
+        zone_aware: cli.cluster_zone_awareness,
+        role: cli.cluster_role,
+        replication_factor: cli.cluster_replication_factor,
+        lease_ttl: cli.cluster_lease_ttl,
+        peer_timeout: cli.cluster_peer_timeout,
+        secret,
+        leave_on_shutdown: cli.cluster_leave_on_shutdown,
+        ..cairn_cluster::ClusterConfig::new(etcd, &node_id, &advertise)
+    }))
+}
+
 fn main() -> anyhow::Result<()> {
     // `cairn bench ...` is the load generator; everything else starts the server.
     if std::env::args().nth(1).as_deref() == Some("bench") {
@@ -297,6 +397,7 @@ fn main() -> anyhow::Result<()> {
         Some(path) => cairn_http::WebConfig::load(path).map_err(anyhow::Error::msg)?,
         None => cairn_http::WebConfig::default(),
     };
+    let cluster = cluster_config(&cli)?;
     let config = cairn_server::ServerConfig {
         listen_addr: cli.listen_addr,
         storage,
@@ -306,6 +407,7 @@ fn main() -> anyhow::Result<()> {
         opentsdb_listen_addr: cli.opentsdb_listen_addr,
         limits_file: cli.tenants_limits_file,
         web,
+        cluster,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

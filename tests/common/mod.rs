@@ -5,6 +5,8 @@
 //! binary uses every helper.
 #![allow(dead_code)]
 
+pub mod etcd;
+pub mod netns;
 pub mod peers;
 pub mod seaweedfs;
 
@@ -37,6 +39,10 @@ pub struct Server {
     pub port: u16,
     pub data_dir: PathBuf,
     pub extra_args: Vec<String>,
+    /// The address it listens on (loopback unless set).
+    pub host: String,
+    /// A command the binary runs under, e.g. `ip netns exec NAME`.
+    pub command_prefix: Vec<String>,
     log_path: PathBuf,
     /// Keeps the data directory alive when the server owns it.
     _owned_dir: Option<tempfile::TempDir>,
@@ -67,6 +73,8 @@ impl Server {
             port: 0,
             data_dir: data_dir.to_path_buf(),
             extra_args: args.iter().map(|s| s.to_string()).collect(),
+            host: "127.0.0.1".into(),
+            command_prefix: Vec::new(),
             log_path: PathBuf::new(),
             _owned_dir: None,
             _log_dir: tempfile::tempdir().expect("tempdir"),
@@ -81,11 +89,19 @@ impl Server {
         self.starts += 1;
         self.log_path = self._log_dir.path().join(format!("cairn-{}.log", self.starts));
         let log = File::create(&self.log_path).expect("create log file");
-        let child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        let mut command = match self.command_prefix.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(env!("CARGO_BIN_EXE_cairn"));
+                c
+            }
+            None => Command::new(env!("CARGO_BIN_EXE_cairn")),
+        };
+        let child = command
             .arg("--storage.path")
             .arg(&self.data_dir)
             .arg("--http.listen-addr")
-            .arg(format!("127.0.0.1:{}", self.port))
+            .arg(format!("{}:{}", self.host, self.port))
             .args(&self.extra_args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone log"))
@@ -163,7 +179,7 @@ impl Server {
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://{}:{}", self.host, self.port)
     }
 
     pub fn client(&self) -> Client {

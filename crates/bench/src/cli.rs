@@ -193,10 +193,13 @@ impl AccessArgs {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Remote-write URL, e.g. http://localhost:9090/api/v1/write.
+    /// Remote-write URL, e.g. http://localhost:9090/api/v1/write; several,
+    /// comma-separated (the nodes of a cluster), take requests in turn and
+    /// a retry goes to the next.
     #[arg(long)]
     pub write_url: String,
-    /// Prometheus query API base URL, e.g. http://localhost:9090.
+    /// Prometheus query API base URL, e.g. http://localhost:9090; several,
+    /// comma-separated, take queries in turn.
     #[arg(long)]
     pub query_url: Option<String>,
     /// Name of the target in reports.

@@ -74,19 +74,28 @@ pub enum QueryError {
 #[derive(Clone)]
 pub struct QueryClient {
     http: reqwest::blocking::Client,
-    base: String,
+    /// Queries go to these in turn (the nodes of a cluster).
+    bases: std::sync::Arc<[String]>,
+    next: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     access: Access,
 }
 
 impl QueryClient {
+    /// A client of `base`, or of several comma-separated base URLs in turn.
     pub fn new(base: &str, access: Access) -> anyhow::Result<Self> {
         Ok(Self {
             http: reqwest::blocking::Client::builder()
                 .timeout(Duration::from_secs(60))
                 .build()?,
-            base: base.trim_end_matches('/').to_string(),
+            bases: crate::sender::split_urls(base),
+            next: Default::default(),
             access,
         })
+    }
+
+    fn base(&self) -> &str {
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.bases[i % self.bases.len()]
     }
 
     /// Runs an instant query at `at_ms`.
@@ -115,10 +124,19 @@ impl QueryClient {
 
     /// Sends a GET and reads its whole body.
     fn fetch(&self, path: &str, params: &[(&str, &str)]) -> Result<Answer, QueryError> {
-        let resp = self
-            .access
-            .apply(self.http.get(format!("{}{path}", self.base)).query(params))
-            .send()?;
+        // A node that cannot be reached is skipped, as a load balancer in
+        // front of a cluster would; an answer of any status is final.
+        let mut attempt = 0;
+        let resp = loop {
+            let sent = self
+                .access
+                .apply(self.http.get(format!("{}{path}", self.base())).query(params))
+                .send();
+            match sent {
+                Err(e) if e.is_connect() && attempt + 1 < self.bases.len() => attempt += 1,
+                sent => break sent?,
+            }
+        };
         let status = resp.status().as_u16();
         Ok(Answer {
             status,
@@ -131,7 +149,7 @@ impl QueryClient {
     pub fn self_metric(&self, names: &[&str]) -> Option<f64> {
         let resp = self
             .access
-            .apply(self.http.get(format!("{}/metrics", self.base)))
+            .apply(self.http.get(format!("{}/metrics", self.bases[0])))
             .send()
             .ok()?;
         let text = resp.text().ok()?;

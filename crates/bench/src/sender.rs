@@ -80,7 +80,10 @@ pub fn encode(series: &[SeriesSamples]) -> anyhow::Result<Vec<u8>> {
 #[derive(Clone)]
 pub struct Client {
     http: reqwest::blocking::Client,
-    url: String,
+    /// Requests go to these in turn (the nodes of a cluster); a retry goes
+    /// to the next one.
+    urls: Arc<[String]>,
+    next: Arc<std::sync::atomic::AtomicUsize>,
     pub max_retries: u32,
     /// Set to stop retrying (e.g. the server was declared hung and killed).
     pub abort: Arc<AtomicBool>,
@@ -131,6 +134,7 @@ pub enum Outcome {
 }
 
 impl Client {
+    /// A client of `url`, or of several comma-separated URLs in turn.
     pub fn new(url: impl Into<String>) -> anyhow::Result<Self> {
         let http = reqwest::blocking::Client::builder()
             .timeout(Duration::from_secs(120))
@@ -138,7 +142,8 @@ impl Client {
             .build()?;
         Ok(Self {
             http,
-            url: url.into(),
+            urls: split_urls(&url.into()),
+            next: Arc::default(),
             max_retries: 10,
             abort: Arc::new(AtomicBool::new(false)),
             access: Access::default(),
@@ -152,7 +157,7 @@ impl Client {
         loop {
             let resp = self
                 .access
-                .apply(self.http.post(&self.url))
+                .apply(self.http.post(self.pick()))
                 .header("Content-Encoding", "snappy")
                 .header("Content-Type", self.protocol.content_type())
                 .header("User-Agent", "cairn-bench")
@@ -187,6 +192,26 @@ impl Client {
             backoff = (backoff * 2).min(Duration::from_secs(5));
         }
     }
+}
+
+impl Client {
+    fn pick(&self) -> &str {
+        &self.urls[self.next.fetch_add(1, Ordering::Relaxed) % self.urls.len()]
+    }
+}
+
+/// Comma-separated URLs, each once.
+pub fn split_urls(urls: &str) -> Arc<[String]> {
+    let mut out: Vec<String> = urls
+        .split(',')
+        .map(|u| u.trim().trim_end_matches('/').to_string())
+        .filter(|u| !u.is_empty())
+        .collect();
+    out.dedup();
+    if out.is_empty() {
+        out.push(String::new());
+    }
+    out.into()
 }
 
 /// Pre-encoded request bodies, one file per worker, each a sequence of

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use axum::extract::FromRequestParts;
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
-use cairn_storage::{Storage, TenantId, TenantScope};
+use cairn_storage::{ReadOptions, Storage, TenantId, TenantScope};
 use parking_lot::RwLock;
 
 use crate::metadata::MetadataStore;
@@ -40,6 +40,11 @@ impl AppState {
     /// none), or several tenants' together.
     pub fn reader(&self, scope: &TenantScope) -> Result<Arc<dyn Storage>, ApiError> {
         Ok(self.tenants().reader(scope)?)
+    }
+
+    /// [`Self::reader`] for a read with [`ReadOptions`] (a query's `partial_response`).
+    pub fn reader_with(&self, scope: &TenantScope, options: &ReadOptions) -> Result<Arc<dyn Storage>, ApiError> {
+        Ok(self.tenants().reader_with(scope, options)?)
     }
 
     /// The storage a write or delete of `scope` changes: its one tenant's,

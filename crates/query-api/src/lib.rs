@@ -27,7 +27,7 @@ use cairn_http::{
 };
 use cairn_model::Labels;
 use cairn_promql::{Engine, ErrorKind, Parsed, QueryError, QueryOptions, QueryResult, SampleValue, Value};
-use cairn_storage::{Storage, TenantScope};
+use cairn_storage::{ReadOptions, Storage, TenantScope};
 
 pub use cairn_promql::{EngineOptions, StepSplit};
 
@@ -150,7 +150,9 @@ async fn answer(
     let request = Request::new(&state, scope);
     let (parsed, limit) = parse(engine, params, &request)?;
     let _guard = CancelOnDrop(request.cancel);
-    let res = evaluate(parsed, state.reader(scope)?).await?;
+    let options = read_options(params)?;
+    let mut res = evaluate(parsed, state.reader_with(scope, &options)?).await?;
+    res.warnings.extend(options.warnings.take());
     Ok(render(res, limit))
 }
 
@@ -199,6 +201,25 @@ async fn explain(
     push_json_str(&mut body, &plan);
     body.push_str("}}");
     Ok(json(body))
+}
+
+/// `partial_response`: whether an answer may leave out data that cannot be
+/// reached (nodes of a cluster down), with a warning, instead of failing.
+fn read_options(params: &Params) -> Result<ReadOptions, ApiError> {
+    let partial_response = match params.get("partial_response") {
+        None | Some("") | Some("false") | Some("0") => false,
+        Some("true") | Some("1") => true,
+        Some(other) => {
+            return Err(invalid_param(
+                "partial_response",
+                format!("cannot parse {other:?} as a boolean"),
+            ));
+        }
+    };
+    Ok(ReadOptions {
+        partial_response,
+        ..ReadOptions::default()
+    })
 }
 
 /// Parses the instant query of a request's parameters; with its `limit`.

@@ -36,6 +36,8 @@ pub struct ServerConfig {
     pub limits_file: Option<std::path::PathBuf>,
     /// TLS and access control (`--web.config.file`).
     pub web: cairn_http::WebConfig,
+    /// Cluster mode; a single node when `None`.
+    pub cluster: Option<cairn_cluster::ClusterConfig>,
 }
 
 /// Serves until `shutdown` resolves, then flushes storage and returns.
@@ -49,6 +51,15 @@ pub async fn run(
     if auth.is_some() && (config.graphite_listen_addr.is_some() || config.opentsdb_listen_addr.is_some()) {
         anyhow::bail!(
             "the Graphite and OpenTSDB telnet listeners carry no credentials: they cannot run with authentication on"
+        );
+    }
+    if let Some(cluster) = &config.cluster
+        && auth.is_some()
+        && cluster.secret.is_none()
+    {
+        anyhow::bail!(
+            "with authentication on, the nodes of a cluster must share a secret (--cluster.secret-file): \
+             otherwise anyone could write through a node's internal routes"
         );
     }
     let tls = config
@@ -81,19 +92,41 @@ pub async fn run(
         let _ = stop_tx.send(true);
     };
 
-    let tenants = Arc::new(OpeningTenants::default());
+    let opening = Arc::new(OpeningTenants::default());
+    let cluster = match &config.cluster {
+        Some(c) => Some(cairn_cluster::Cluster::start(c.clone())?),
+        None => None,
+    };
+    // What the API serves: this node's engine, or the cluster through it.
+    let tenants: Arc<dyn cairn_storage::Tenants> = match &cluster {
+        Some(cluster) => Arc::new(cairn_cluster::ClusterTenants::new(cluster.clone())),
+        None => opening.clone(),
+    };
+    let stores = config.cluster.as_ref().is_none_or(|c| c.role.stores());
     let mut api = config.api.clone();
     api.status.config_yaml = config_yaml(&config);
     api.status.storage_retention = cairn_http::format_duration(ms(config.storage.retention));
     api.lookback_delta_ms = ms(config.engine.lookback_delta);
-    let state = AppState::new(tenants.clone(), api)
+    let state = AppState::new(tenants, api)
         .with_wal_replay(config.storage.wal_replay.clone())
         .with_auth(auth);
     if let Some(path) = &config.limits_file {
         state.limits().set(limits::load(path)?);
     }
     state.set_ready(false);
-    let app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));
+    let mut app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));
+    if let Some(cluster) = &cluster {
+        app = app.merge(cairn_cluster::routes(cluster.clone(), internal_body_limit(&config)));
+    }
+    // A node scaling down leaves the ring before it stops serving, so
+    // peers stop sending it writes first.
+    let leaving = cluster.clone().filter(|c| c.config().leave_on_shutdown);
+    let shutdown = async move {
+        shutdown.await;
+        if let Some(cluster) = leaving {
+            let _ = tokio::task::spawn_blocking(move || cluster.leave()).await;
+        }
+    };
     let server = match tls {
         Some(tls) => {
             let listener = tls::TlsListener::new(listener, tls)?;
@@ -102,20 +135,28 @@ pub async fn run(
         None => tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await }),
     };
 
-    let path = config.storage.path.clone();
-    let started = std::time::Instant::now();
-    let settings = limits::settings(state.limits().current());
-    let storage_config = config.storage.clone();
-    let db = tokio::task::spawn_blocking(move || TsdbTenants::open(storage_config, settings))
-        .await
-        .context("storage open task failed")?
-        .with_context(|| format!("cannot open storage at {}", path.display()))?;
-    tenants.set(db.clone());
-    if let Some(file) = config.limits_file.clone() {
-        tokio::spawn(limits::reload_on_change(file, state.limits().clone(), db.clone()));
-    }
+    let db = if stores {
+        let path = config.storage.path.clone();
+        let started = std::time::Instant::now();
+        let settings = limits::settings(state.limits().current());
+        let storage_config = config.storage.clone();
+        let db = tokio::task::spawn_blocking(move || TsdbTenants::open(storage_config, settings))
+            .await
+            .context("storage open task failed")?
+            .with_context(|| format!("cannot open storage at {}", path.display()))?;
+        opening.set(db.clone());
+        if let Some(cluster) = &cluster {
+            cluster.set_local(db.clone());
+        }
+        if let Some(file) = config.limits_file.clone() {
+            tokio::spawn(limits::reload_on_change(file, state.limits().clone(), db.clone()));
+        }
+        tracing::info!(path = %path.display(), elapsed_ms = started.elapsed().as_millis() as u64, "storage ready");
+        Some(db)
+    } else {
+        None
+    };
     state.set_ready(true);
-    tracing::info!(path = %path.display(), elapsed_ms = started.elapsed().as_millis() as u64, "storage ready");
     // TCP senders cannot retry a refused line, so they wait for storage.
     let line_tasks: Vec<_> = line_listeners
         .into_iter()
@@ -130,12 +171,25 @@ pub async fn run(
             tracing::error!(error = %e, "line protocol listener failed");
         }
     }
-    tracing::info!("shutting down: flushing storage");
-    tokio::task::spawn_blocking(move || db.close())
-        .await
-        .context("storage close task failed")?
-        .context("cannot flush storage on shutdown")?;
+    if let Some(db) = db {
+        tracing::info!("shutting down: flushing storage");
+        tokio::task::spawn_blocking(move || db.close())
+            .await
+            .context("storage close task failed")?
+            .context("cannot flush storage on shutdown")?;
+    }
+    if let Some(cluster) = cluster {
+        tokio::task::spawn_blocking(move || cluster.stop())
+            .await
+            .context("cluster deregistration task failed")?;
+    }
     served.context("server failed")
+}
+
+/// Peers forward whole write requests, uncompressed: the internal routes
+/// take bodies several times the public limit.
+fn internal_body_limit(config: &ServerConfig) -> usize {
+    config.api.max_request_body_bytes.saturating_mul(8)
 }
 
 fn ms(d: std::time::Duration) -> i64 {
@@ -214,6 +268,7 @@ mod tests {
             opentsdb_listen_addr: None,
             limits_file: None,
             web: cairn_http::WebConfig::default(),
+            cluster: None,
         };
         assert_eq!(
             config_yaml(&config),

@@ -32,6 +32,7 @@ pub use query::{
     collect_samples,
 };
 pub use tenant::{
-    DEFAULT_TENANT, Federated, MemTenants, TENANT_ID_LABEL, TENANT_SEPARATOR, TenantId, TenantScope, Tenants,
+    DEFAULT_TENANT, Federated, MemTenants, ReadOptions, ReadWarnings, TENANT_ID_LABEL, TENANT_SEPARATOR, TenantId,
+    TenantScope, Tenants,
 };
 pub use wal_replay::{WalReplay, WalReplayStatus};

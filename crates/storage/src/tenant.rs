@@ -132,19 +132,60 @@ pub trait Tenants: Send + Sync {
 
     /// Every tenant with a storage, sorted.
     fn list(&self) -> Vec<TenantId>;
+
+    /// [`Tenants::get`] for a read that says how to answer when only part
+    /// of the data can be reached (a cluster with nodes down); storage that
+    /// is all in one place has no such case.
+    fn get_for_read(&self, tenant: &TenantId, options: &ReadOptions) -> Result<Option<Arc<dyn Storage>>, StorageError> {
+        let _ = options;
+        self.get(tenant)
+    }
+}
+
+/// How a read may answer when some of the data cannot be reached.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Answer with what could be read (and say so in `warnings`) rather
+    /// than fail (Thanos' and Cortex' `partial_response`).
+    pub partial_response: bool,
+    /// What the read should tell the caller beside its answer.
+    pub warnings: ReadWarnings,
+}
+
+/// Warnings a read collects while it runs, shared by its queriers.
+#[derive(Debug, Clone, Default)]
+pub struct ReadWarnings(Arc<parking_lot::Mutex<Vec<String>>>);
+
+impl ReadWarnings {
+    /// Adds `warning` unless it is already there.
+    pub fn push(&self, warning: String) {
+        let mut w = self.0.lock();
+        if !w.contains(&warning) {
+            w.push(warning);
+        }
+    }
+
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock())
+    }
 }
 
 impl dyn Tenants {
     /// What a read of `scope` sees: one tenant's storage (empty if it has
     /// none), or for several their series together ([`Federated`]).
     pub fn reader(&self, scope: &TenantScope) -> Result<Arc<dyn Storage>, StorageError> {
+        self.reader_with(scope, &ReadOptions::default())
+    }
+
+    /// [`Self::reader`] with a read's [`ReadOptions`].
+    pub fn reader_with(&self, scope: &TenantScope, options: &ReadOptions) -> Result<Arc<dyn Storage>, StorageError> {
         let empty = || Arc::new(MemStorage::new()) as Arc<dyn Storage>;
         if let Ok(only) = scope.only() {
-            return Ok(self.get(only)?.unwrap_or_else(empty));
+            return Ok(self.get_for_read(only, options)?.unwrap_or_else(empty));
         }
         let mut members = Vec::new();
         for id in scope.tenants() {
-            members.push((id.clone(), self.get(id)?.unwrap_or_else(empty)));
+            members.push((id.clone(), self.get_for_read(id, options)?.unwrap_or_else(empty)));
         }
         Ok(Arc::new(Federated { members }))
     }

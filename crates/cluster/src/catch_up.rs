@@ -1,0 +1,109 @@
+//! A node back from a crash replays its WAL like any restart, then catches
+//! up on the writes it missed while down: it reads from its peers every
+//! series of the window since its newest sample and stores those the ring
+//! gives it. Until it is done, reads stay complete through the other
+//! replicas (quorum reads); after it, the node holds its full share again.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use cairn_model::{METRIC_NAME, MatchOp, Matcher, Sample};
+use cairn_storage::{SelectHints, StorageError, TenantId};
+
+use crate::node::Cluster;
+use crate::ring::series_hash;
+use crate::wire::{SelectRequest, frames};
+
+/// Writes that may have been acknowledged by others before this node's
+/// newest sample was: the window starts this much earlier.
+const MARGIN_MS: i64 = 5 * 60 * 1000;
+/// A node down longer than this catches up on this much only (the rest
+/// stays on the other replicas).
+const MAX_WINDOW_MS: i64 = 24 * 3600 * 1000;
+/// Series per local commit.
+const BATCH_SERIES: usize = 1000;
+
+/// Stores what the peers hold of this node's share since its newest
+/// sample; returns how many samples that was (most already here).
+pub(crate) fn catch_up(cluster: &Arc<Cluster>, now_ms: i64) -> Result<u64, StorageError> {
+    let Some(local) = cluster.local().cloned() else {
+        return Ok(0);
+    };
+    let mut tenants: BTreeSet<TenantId> = local.list().into_iter().collect();
+    let Some(newest) = newest_sample(cluster, &tenants, now_ms)? else {
+        // A new node: it owns only what is written from now on.
+        return Ok(0);
+    };
+    let from = (newest - MARGIN_MS).max(now_ms - MAX_WINDOW_MS);
+    let ring = cluster.ring();
+    let peers: Vec<_> = ring
+        .readable_ingesters()
+        .filter(|&i| ring.is_alive(i) && !cluster.is_me(ring.member(i)))
+        .map(|i| ring.member(i).clone())
+        .collect();
+    for peer in &peers {
+        let listed = cluster.block_on(cluster.post(peer, "tenants", &TenantId::default_tenant(), Vec::new()));
+        if let Ok(body) = listed
+            && let Ok(ids) = serde_json::from_slice::<Vec<String>>(&body)
+        {
+            tenants.extend(ids.iter().filter_map(|id| TenantId::new(id).ok()));
+        }
+    }
+    let every_series = [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+")
+        .map_err(|e| StorageError::InvalidArgument(e.to_string()))?];
+    let request = SelectRequest::new(from, i64::MAX, &SelectHints::default(), &every_series);
+    let body = serde_json::to_vec(&request).unwrap_or_default();
+    let me = ring.members().iter().position(|m| cluster.is_me(m));
+    let (mut stored, mut owners, mut samples) = (0u64, Vec::new(), Vec::<Sample>::new());
+    for tenant in &tenants {
+        for peer in &peers {
+            let answer = match cluster.block_on(cluster.post(peer, "select", tenant, body.clone())) {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(peer = %e.node, error = %e.reason, "catch-up: a peer did not answer; its replicas may");
+                    continue;
+                }
+            };
+            let storage = local.get_or_create(tenant)?;
+            let mut appender = storage.appender();
+            let mut batched = 0;
+            for frame in frames(&answer)? {
+                let frame = frame?;
+                ring.owners(
+                    series_hash(tenant.as_str(), frame.labels.as_bytes()),
+                    cluster.config.replication_factor,
+                    &mut owners,
+                );
+                if me.is_none_or(|me| !owners.contains(&me)) {
+                    continue;
+                }
+                frame.samples_into(&mut samples);
+                appender.append_encoded(frame.labels, &samples)?;
+                stored += samples.len() as u64;
+                batched += 1;
+                if batched == BATCH_SERIES {
+                    appender.commit()?;
+                    appender = storage.appender();
+                    batched = 0;
+                }
+            }
+            appender.commit()?;
+        }
+    }
+    Ok(stored)
+}
+
+/// The newest sample this node holds in the last [`MAX_WINDOW_MS`], if any.
+fn newest_sample(cluster: &Cluster, tenants: &BTreeSet<TenantId>, now_ms: i64) -> Result<Option<i64>, StorageError> {
+    let Some(local) = cluster.local() else {
+        return Ok(None);
+    };
+    let mut newest = None;
+    for tenant in tenants {
+        if let Some(storage) = local.get(tenant)? {
+            let status = storage.tsdb_status(now_ms - MAX_WINDOW_MS, now_ms + MAX_WINDOW_MS, 1)?;
+            newest = newest.max(status.max_time);
+        }
+    }
+    Ok(newest)
+}

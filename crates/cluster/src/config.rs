@@ -1,0 +1,104 @@
+use std::time::Duration;
+
+/// What a node does in a cluster (`--cluster.role`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Stores series, and routes writes and reads: a small cluster is
+    /// several of these.
+    All,
+    /// Stores the series the ring gives it; answers its peers.
+    Ingest,
+    /// Routes writes to their owners; stores nothing.
+    Write,
+    /// Answers queries from the ingesters; stores nothing.
+    Query,
+}
+
+impl Role {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s {
+            "all" => Ok(Self::All),
+            "ingest" => Ok(Self::Ingest),
+            "write" => Ok(Self::Write),
+            "query" => Ok(Self::Query),
+            other => Err(format!("unknown cluster role {other:?} (all, ingest, write, query)")),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::All => "all",
+            Self::Ingest => "ingest",
+            Self::Write => "write",
+            Self::Query => "query",
+        }
+    }
+
+    /// Whether the node holds data (an embedded engine and tokens on the ring).
+    pub fn stores(self) -> bool {
+        matches!(self, Self::All | Self::Ingest)
+    }
+}
+
+/// A node's cluster settings (the `--cluster.*` flags).
+#[derive(Debug, Clone)]
+pub struct ClusterConfig {
+    /// etcd's client URLs.
+    pub etcd_endpoints: Vec<String>,
+    /// Names the cluster: its members live under `/cairn/<name>/` in etcd.
+    pub name: String,
+    /// Unique, stable across restarts (its ring tokens derive from it).
+    pub node_id: String,
+    /// `host:port` where peers reach this node's HTTP listener.
+    pub advertise_addr: String,
+    /// Failure domain; with `zone_aware`, a series' replicas go to distinct zones.
+    pub zone: String,
+    pub zone_aware: bool,
+    pub role: Role,
+    /// How many ingesters hold each series.
+    pub replication_factor: usize,
+    /// A node that stops renewing its etcd lease leaves the ring after this long.
+    pub lease_ttl: Duration,
+    /// How often the ring is read from etcd.
+    pub ring_refresh: Duration,
+    /// One request to a peer gives up after this long.
+    pub peer_timeout: Duration,
+    /// Shared by the nodes; peers' requests must carry it.
+    pub secret: Option<String>,
+    /// On shutdown, hand the node's share to the others and leave the ring
+    /// for good (scaling down), rather than keep it for a restart.
+    pub leave_on_shutdown: bool,
+}
+
+impl ClusterConfig {
+    pub fn new(etcd: &str, node_id: &str, advertise_addr: &str) -> Self {
+        Self {
+            etcd_endpoints: etcd.split(',').map(str::to_string).collect(),
+            name: "cairn".into(),
+            node_id: node_id.into(),
+            advertise_addr: advertise_addr.into(),
+            zone: String::new(),
+            zone_aware: false,
+            role: Role::All,
+            replication_factor: 3,
+            lease_ttl: Duration::from_secs(10),
+            ring_refresh: Duration::from_secs(1),
+            peer_timeout: Duration::from_secs(10),
+            secret: None,
+            leave_on_shutdown: false,
+        }
+    }
+
+    /// The etcd key prefix of this cluster's members: one key per node,
+    /// kept until the node leaves gracefully (or is forgotten), so a node
+    /// that died still owns its share and reads count it as missing.
+    pub fn members_prefix(&self) -> String {
+        format!("/cairn/{}/members/", self.name)
+    }
+
+    /// The etcd key prefix of the members alive now: one key per node
+    /// under its lease, gone when the node stops renewing it.
+    pub fn alive_prefix(&self) -> String {
+        format!("/cairn/{}/alive/", self.name)
+    }
+}

@@ -1,0 +1,30 @@
+//! Cluster mode: many `cairn` nodes as one database.
+//!
+//! - Membership lives in etcd ([`membership`]): each node keeps a key under
+//!   a lease; the members make the token ring ([`ring`]) that says which
+//!   ingesters own a series.
+//! - A write on any node ([`write`]) goes to each series' owners and is
+//!   acknowledged once a quorum of them stored it.
+//! - A read on any node ([`read`]) asks every ingester, joins the replicas
+//!   of each series, and fails (or, when allowed, warns) when too few
+//!   answered for the answer to be complete.
+//! - [`ClusterTenants`] is all of this behind the storage seam, so the HTTP
+//!   API and the PromQL engine run over the cluster unchanged; [`routes`]
+//!   are what ingesters answer their peers ([`wire`] formats).
+
+mod catch_up;
+mod config;
+mod handoff;
+mod membership;
+mod node;
+mod read;
+pub mod ring;
+mod routes;
+mod tenants;
+pub mod wire;
+mod write;
+
+pub use config::{ClusterConfig, Role};
+pub use node::Cluster;
+pub use routes::{SECRET_HEADER, routes};
+pub use tenants::ClusterTenants;

@@ -1,0 +1,172 @@
+//! Membership in etcd. Each node writes two keys: its member key (who it
+//! is, where, its state), which stays until it leaves gracefully, and an
+//! alive key under a lease it keeps renewing. Every node reads both
+//! prefixes to build the ring: members own their share whether alive or
+//! not; the alive keys say which can answer now.
+//!
+//! etcd is the one source of truth for who is in the ring; no node decides
+//! membership by itself, so a node cut off from the others cannot take
+//! over their share. A node killed stops renewing its lease and etcd drops
+//! its alive key when the lease expires; the node stays a member, counted
+//! as down by writes and reads, until it comes back. When etcd cannot be
+//! reached a node keeps the last ring it read, and registers again (a new
+//! lease) as soon as etcd answers.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use etcd_client::{Client, ConnectOptions, GetOptions, PutOptions};
+
+use crate::node::Cluster;
+use crate::ring::{Member, NodeState, Ring};
+
+/// How long to wait before trying etcd again after a failure.
+const RETRY: Duration = Duration::from_secs(1);
+
+pub(crate) async fn connect(endpoints: &[String]) -> Result<Client, etcd_client::Error> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(Duration::from_secs(2))
+        .with_timeout(Duration::from_secs(5))
+        .with_keep_alive(Duration::from_secs(2), Duration::from_secs(2));
+    Client::connect(endpoints, Some(options)).await
+}
+
+/// Keeps this node's member key in etcd under a live lease, for as long as
+/// the node runs; registers again after the lease is lost.
+pub(crate) async fn keep_registered(cluster: Arc<Cluster>) {
+    loop {
+        if let Err(e) = register_and_renew(&cluster).await {
+            tracing::warn!(error = %e, "cluster membership: etcd unreachable or lease lost; registering again");
+        }
+        *cluster.lease.lock() = None;
+        if cluster.deregistered.load(Ordering::Acquire) {
+            return;
+        }
+        tokio::time::sleep(RETRY).await;
+    }
+}
+
+async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error> {
+    let config = &cluster.config;
+    let mut client = connect(&config.etcd_endpoints).await?;
+    let ttl = config.lease_ttl.as_secs().max(2) as i64;
+    let lease = client.lease_grant(ttl, None).await?.id();
+    put_member(&mut client, cluster, lease).await?;
+    *cluster.lease.lock() = Some(lease);
+    tracing::info!(node = %config.node_id, lease, "registered in the cluster");
+    let (mut keeper, mut answers) = client.lease_keep_alive(lease).await?;
+    let mut published = cluster.state();
+    let period = Duration::from_secs((ttl / 3).max(1) as u64);
+    loop {
+        if cluster.deregistered.load(Ordering::Acquire) {
+            let _ = client.lease_revoke(lease).await;
+            return Ok(());
+        }
+        keeper.keep_alive().await?;
+        match answers.message().await? {
+            Some(answer) if answer.ttl() > 0 => {}
+            _ => {
+                return Err(etcd_client::Error::LeaseKeepAliveError("the lease expired".into()));
+            }
+        }
+        let state = cluster.state();
+        if state != published {
+            put_member(&mut client, cluster, lease).await?;
+            published = state;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = cluster.membership_changed.notified() => {}
+        }
+    }
+}
+
+async fn put_member(client: &mut Client, cluster: &Cluster, lease: i64) -> Result<(), etcd_client::Error> {
+    let me = cluster.me();
+    let config = &cluster.config;
+    let value = serde_json::to_vec(&me).map_err(|e| etcd_client::Error::InvalidArgs(e.to_string()))?;
+    client
+        .put(format!("{}{}", config.members_prefix(), me.id), value, None)
+        .await?;
+    client
+        .put(
+            format!("{}{}", config.alive_prefix(), me.id),
+            Vec::new(),
+            Some(PutOptions::new().with_lease(lease)),
+        )
+        .await?;
+    Ok(())
+}
+
+/// Takes a node out of the ring for good: its member key and its alive key.
+pub(crate) async fn forget(config: &crate::ClusterConfig, node: &str) -> Result<(), etcd_client::Error> {
+    let mut client = connect(&config.etcd_endpoints).await?;
+    client
+        .delete(format!("{}{node}", config.members_prefix()), None)
+        .await?;
+    client.delete(format!("{}{node}", config.alive_prefix()), None).await?;
+    Ok(())
+}
+
+/// Reads the members from etcd every `ring_refresh` and replaces the ring
+/// when they changed; keeps the last ring while etcd cannot be read.
+pub(crate) async fn refresh_ring(cluster: Arc<Cluster>) {
+    let mut client: Option<Client> = None;
+    loop {
+        if client.is_none() {
+            client = connect(&cluster.config.etcd_endpoints).await.ok();
+        }
+        if let Some(c) = client.as_mut() {
+            match read_members(c, &cluster.config).await {
+                Ok((members, alive)) => cluster.set_ring(Ring::new(members, &alive, cluster.config.zone_aware)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cluster ring: cannot read the members from etcd; keeping the last ring");
+                    client = None;
+                }
+            }
+        }
+        tokio::time::sleep(cluster.config.ring_refresh).await;
+    }
+}
+
+/// The members, and the ids of those alive.
+async fn read_members(
+    client: &mut Client,
+    config: &crate::ClusterConfig,
+) -> Result<(Vec<Member>, Vec<String>), etcd_client::Error> {
+    let alive_prefix = config.alive_prefix();
+    let alive = client
+        .get(
+            alive_prefix.as_str(),
+            Some(GetOptions::new().with_prefix().with_keys_only()),
+        )
+        .await?;
+    let alive = alive
+        .kvs()
+        .iter()
+        .filter_map(|kv| Some(kv.key_str().ok()?.strip_prefix(&alive_prefix)?.to_string()))
+        .collect();
+    let answer = client
+        .get(config.members_prefix(), Some(GetOptions::new().with_prefix()))
+        .await?;
+    let mut members = Vec::new();
+    for kv in answer.kvs() {
+        match serde_json::from_slice::<Member>(kv.value()) {
+            Ok(m) => members.push(m),
+            Err(e) => {
+                tracing::warn!(key = %String::from_utf8_lossy(kv.key()), error = %e, "cluster ring: unreadable member")
+            }
+        }
+    }
+    Ok((members, alive))
+}
+
+impl NodeState {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Leaving => "leaving",
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! This node's view of the cluster: its settings, the ring it last read,
+//! its own engine when it stores data, and the calls it makes to peers.
+//!
+//! Storage is synchronous (threads and locks); peers are reached with an
+//! async HTTP client, so requests run on a small runtime of the cluster's
+//! own and the calling thread waits for their outcome, as the bucket's
+//! client does.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use bytes::Bytes;
+use cairn_storage::{StorageError, TenantId, Tenants};
+use parking_lot::{Mutex, RwLock};
+use tokio::sync::Notify;
+
+use crate::config::ClusterConfig;
+use crate::ring::{Member, NodeState, Ring};
+use crate::routes::{SECRET_HEADER, path};
+
+/// One node of the cluster.
+pub struct Cluster {
+    pub(crate) config: ClusterConfig,
+    /// Taken only by `Drop`.
+    runtime: Option<tokio::runtime::Runtime>,
+    http: reqwest::Client,
+    ring: RwLock<Arc<Ring>>,
+    /// This node's engine, once opened (ingesters only).
+    local: OnceLock<Arc<dyn Tenants>>,
+    leaving: AtomicBool,
+    handed_off: AtomicBool,
+    caught_up: AtomicBool,
+    pub(crate) deregistered: AtomicBool,
+    pub(crate) lease: Mutex<Option<i64>>,
+    pub(crate) membership_changed: Notify,
+}
+
+/// Why a request to a peer failed.
+#[derive(Debug, Clone)]
+pub struct PeerError {
+    pub node: String,
+    pub reason: String,
+    /// The peer refused the request itself (bad data): retrying elsewhere cannot help.
+    pub permanent: bool,
+}
+
+impl std::fmt::Display for PeerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.node, self.reason)
+    }
+}
+
+impl Cluster {
+    /// Joins the cluster: starts reading the ring from etcd and, once
+    /// [`Self::set_local`] gives it its engine, registers as an ingester
+    /// (a routing node registers at once).
+    pub fn start(config: ClusterConfig) -> Result<Arc<Self>, StorageError> {
+        if config.replication_factor == 0 {
+            return Err(StorageError::InvalidArgument(
+                "the replication factor must be at least 1".into(),
+            ));
+        }
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("cairn-cluster")
+            .enable_all()
+            .build()
+            .map_err(|e| StorageError::Unavailable(format!("cannot start the cluster's runtime: {e}")))?;
+        // Peers speak plain HTTP, but reqwest is built with rustls (the
+        // bucket's client) and wants a provider before any client exists.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .timeout(config.peer_timeout)
+            .connect_timeout(config.peer_timeout.min(std::time::Duration::from_secs(2)))
+            .pool_max_idle_per_host(64)
+            .tcp_nodelay(true)
+            .build()
+            .map_err(|e| StorageError::Unavailable(format!("cannot build the peers' HTTP client: {e}")))?;
+        let cluster = Arc::new(Self {
+            config,
+            runtime: Some(runtime),
+            http,
+            ring: RwLock::default(),
+            local: OnceLock::new(),
+            leaving: AtomicBool::new(false),
+            handed_off: AtomicBool::new(false),
+            caught_up: AtomicBool::new(false),
+            deregistered: AtomicBool::new(false),
+            lease: Mutex::new(None),
+            membership_changed: Notify::new(),
+        });
+        cluster
+            .runtime()
+            .spawn(crate::membership::refresh_ring(cluster.clone()));
+        if !cluster.config.role.stores() {
+            cluster
+                .runtime()
+                .spawn(crate::membership::keep_registered(cluster.clone()));
+        }
+        Ok(cluster)
+    }
+
+    /// Gives an ingester its opened engine; it then registers, takes its
+    /// share of the ring, and catches up on what it missed while down.
+    pub fn set_local(self: &Arc<Self>, local: Arc<dyn Tenants>) {
+        if self.local.set(local).is_err() {
+            return;
+        }
+        self.runtime().spawn(crate::membership::keep_registered(self.clone()));
+        let cluster = self.clone();
+        std::thread::spawn(move || {
+            // Registered first, so writes arrive while the past is fetched.
+            while !cluster.registered() {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            std::thread::sleep(cluster.config.ring_refresh * 2);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            match crate::catch_up::catch_up(&cluster, now) {
+                Ok(samples) => tracing::info!(samples, "caught up from the peers"),
+                Err(e) => {
+                    tracing::error!(error = %e, "catch-up failed; reads stay complete through the other replicas")
+                }
+            }
+            cluster.caught_up.store(true, Ordering::Release);
+        });
+    }
+
+    /// Whether the catch-up after the start is done.
+    pub fn caught_up(&self) -> bool {
+        self.caught_up.load(Ordering::Acquire)
+    }
+
+    fn runtime(&self) -> &tokio::runtime::Runtime {
+        self.runtime.as_ref().expect("the runtime lives as long as the cluster")
+    }
+
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    pub(crate) fn local(&self) -> Option<&Arc<dyn Tenants>> {
+        self.local.get()
+    }
+
+    pub fn ring(&self) -> Arc<Ring> {
+        self.ring.read().clone()
+    }
+
+    pub(crate) fn set_ring(&self, ring: Ring) {
+        let changed = {
+            let old = self.ring.read();
+            old.members() != ring.members()
+        };
+        if changed {
+            let ids: Vec<String> = ring
+                .members()
+                .iter()
+                .map(|m| format!("{}({})", m.id, m.state.name()))
+                .collect();
+            tracing::info!(members = ?ids, "cluster ring changed");
+            *self.ring.write() = Arc::new(ring);
+        }
+    }
+
+    /// This node as it registers itself.
+    pub(crate) fn me(&self) -> Member {
+        Member {
+            id: self.config.node_id.clone(),
+            addr: self.config.advertise_addr.clone(),
+            zone: self.config.zone.clone(),
+            ingester: self.config.role.stores(),
+            state: self.state(),
+        }
+    }
+
+    pub(crate) fn state(&self) -> NodeState {
+        if self.leaving.load(Ordering::Acquire) {
+            NodeState::Leaving
+        } else {
+            NodeState::Active
+        }
+    }
+
+    /// Whether this node has registered (holds a live lease).
+    pub fn registered(&self) -> bool {
+        self.lease.lock().is_some()
+    }
+
+    /// A graceful leave (scaling down): the node stops taking new writes
+    /// (its share goes to the next owners), waits until the other nodes
+    /// have read the changed ring, and hands what it stores to the new
+    /// owners, answering reads all the while.
+    pub fn leave(self: &Arc<Self>) {
+        self.leaving.store(true, Ordering::Release);
+        self.membership_changed.notify_one();
+        // Peers read the ring every `ring_refresh`; writes they routed
+        // before that still arrive and are stored (and handed off below).
+        std::thread::sleep(self.config.ring_refresh * 3);
+        match crate::handoff::hand_off(self) {
+            Ok(samples) => {
+                tracing::info!(samples, "handed this node's series to their new owners");
+                self.handed_off.store(true, Ordering::Release);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "handoff failed: this node stays a member (leaving) so its data is still read")
+            }
+        }
+    }
+
+    /// Stops membership: the alive key goes at once (peers count this node
+    /// down without waiting for its lease to expire). After a graceful
+    /// leave whose handoff succeeded the member key goes too;
+    /// otherwise (a restart) the node keeps its share and takes it back
+    /// when it returns.
+    pub fn stop(&self) {
+        self.deregistered.store(true, Ordering::Release);
+        self.membership_changed.notify_one();
+        let lease = *self.lease.lock();
+        let leaving = self.handed_off.load(Ordering::Acquire);
+        let config = self.config.clone();
+        let _ = self.block_on(async move {
+            let mut client = crate::membership::connect(&config.etcd_endpoints).await?;
+            if let Some(lease) = lease {
+                client.lease_revoke(lease).await?;
+            }
+            if leaving {
+                crate::membership::forget(&config, &config.node_id).await?;
+            }
+            Ok::<(), etcd_client::Error>(())
+        });
+    }
+
+    /// Runs `f` on the cluster's runtime and waits for it (from any thread).
+    pub(crate) fn block_on<T: Send + 'static>(&self, f: impl Future<Output = T> + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.runtime().spawn(async move {
+            let _ = tx.send(f.await);
+        });
+        rx.recv()
+            .expect("the cluster's runtime runs for the life of the process")
+    }
+
+    /// POSTs `body` to a peer's internal route and returns its answer's bytes.
+    pub(crate) fn post(
+        self: &Arc<Self>,
+        member: &Member,
+        route: &str,
+        tenant: &TenantId,
+        body: Vec<u8>,
+    ) -> impl Future<Output = Result<Bytes, PeerError>> + Send + 'static {
+        let mut request = self
+            .http
+            .post(format!("http://{}{}", member.addr, path(route)))
+            .header("X-Scope-OrgID", tenant.as_str())
+            .body(body);
+        if let Some(secret) = &self.config.secret {
+            request = request.header(SECRET_HEADER, secret);
+        }
+        let node = member.id.clone();
+        async move {
+            let fail = |reason: String, permanent| PeerError {
+                node: node.clone(),
+                reason,
+                permanent,
+            };
+            let answer = request.send().await.map_err(|e| fail(error_chain(&e), false))?;
+            let status = answer.status();
+            let bytes = answer.bytes().await.map_err(|e| fail(error_chain(&e), false))?;
+            if !status.is_success() {
+                let text = String::from_utf8_lossy(&bytes).into_owned();
+                return Err(fail(
+                    format!("{status}: {text}"),
+                    status.is_client_error() && status.as_u16() != 429,
+                ));
+            }
+            Ok(bytes)
+        }
+    }
+
+    /// Whether `member` is this node.
+    pub(crate) fn is_me(&self, member: &Member) -> bool {
+        member.id == self.config.node_id
+    }
+}
+
+impl Drop for Cluster {
+    /// Without blocking: the last reference may go on an async worker.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// The failure of a member that holds no live lease: not asked at all.
+pub(crate) fn down(node: String) -> PeerError {
+    PeerError {
+        node,
+        reason: "down (no live lease in etcd)".into(),
+        permanent: false,
+    }
+}
+
+/// An error with its causes ("error sending request: connection refused").
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    s
+}

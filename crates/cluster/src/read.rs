@@ -1,0 +1,323 @@
+//! A read through the cluster: asked of every ingester (matchers do not say
+//! which series, hence which owners, a select touches), their answers
+//! merged, and the replicas of each series joined into one.
+//!
+//! Complete means: every series had enough owners answer that at least one
+//! of them stored each acknowledged write (`ring::read_tolerance`). Fewer
+//! fail the read, unless it allows a partial response, which then says
+//! what was left out.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::ops::Range;
+use std::sync::Arc;
+
+use cairn_model::{Labels, Matcher};
+use cairn_storage::{
+    ErrorKind, Querier, ReadOptions, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, StorageError, TenantId,
+};
+use tokio::task::JoinSet;
+
+use crate::node::{Cluster, PeerError, down};
+use crate::ring::{Member, read_tolerance};
+use crate::wire::{SelectRequest, frames};
+
+pub(crate) struct ClusterQuerier {
+    pub(crate) cluster: Arc<Cluster>,
+    pub(crate) tenant: TenantId,
+    pub(crate) mint: i64,
+    pub(crate) maxt: i64,
+    pub(crate) options: ReadOptions,
+}
+
+impl ClusterQuerier {
+    fn request(&self, hints: &SelectHints, matchers: &[Matcher]) -> SelectRequest {
+        SelectRequest::new(self.mint, self.maxt, hints, matchers)
+    }
+}
+
+impl Querier for ClusterQuerier {
+    fn select(&self, hints: &SelectHints, matchers: &[Matcher]) -> Result<SeriesSet, StorageError> {
+        let request = self.request(hints, matchers);
+        let answers = fan_out(
+            &self.cluster,
+            &self.tenant,
+            &self.options,
+            "select",
+            &request,
+            |local, t, r| crate::routes::select_here(local, t, r).map(bytes::Bytes::from),
+        )?;
+        let mut series = Vec::new();
+        for body in &answers {
+            for frame in frames(body)? {
+                let frame = frame?;
+                let (mut ts, mut vs) = (Vec::with_capacity(frame.len()), Vec::with_capacity(frame.len()));
+                frame.read_into(&mut ts, &mut vs);
+                series.push((frame.labels.decode(), ts, vs));
+            }
+        }
+        // Stable: replicas keep the order of the ingesters that sent them.
+        series.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut merged: Vec<Series> = Vec::with_capacity(series.len());
+        let mut last: Option<(Labels, Vec<i64>, Vec<f64>)> = None;
+        for (labels, ts, vs) in series {
+            match &mut last {
+                Some((l, lts, lvs)) if *l == labels => {
+                    let (mts, mvs) = join_replicas(lts, lvs, &ts, &vs);
+                    *lts = mts;
+                    *lvs = mvs;
+                }
+                _ => {
+                    if let Some((l, ts, vs)) = last.take() {
+                        merged.push(series_of(l, ts, vs));
+                    }
+                    last = Some((labels, ts, vs));
+                }
+            }
+        }
+        if let Some((l, ts, vs)) = last {
+            merged.push(series_of(l, ts, vs));
+        }
+        if let Some(limit) = hints.limit {
+            merged.truncate(limit);
+        }
+        Ok(Box::new(merged.into_iter().map(Ok)))
+    }
+
+    fn label_names(&self, matchers: &[Matcher], limit: Option<usize>) -> Result<Vec<String>, StorageError> {
+        let request = SelectRequest {
+            limit,
+            ..self.request(&SelectHints::default(), matchers)
+        };
+        self.labels(request, limit)
+    }
+
+    fn label_values(
+        &self,
+        name: &str,
+        matchers: &[Matcher],
+        limit: Option<usize>,
+    ) -> Result<Vec<String>, StorageError> {
+        let request = SelectRequest {
+            limit,
+            label_name: Some(name.to_string()),
+            ..self.request(&SelectHints::default(), matchers)
+        };
+        self.labels(request, limit)
+    }
+}
+
+impl ClusterQuerier {
+    fn labels(&self, request: SelectRequest, limit: Option<usize>) -> Result<Vec<String>, StorageError> {
+        let route = if request.label_name.is_some() {
+            "label_values"
+        } else {
+            "label_names"
+        };
+        let answers = fan_out(
+            &self.cluster,
+            &self.tenant,
+            &self.options,
+            route,
+            &request,
+            |local, t, r| {
+                let names = crate::routes::labels_here(local, t, r)?;
+                serde_json::to_vec(&names)
+                    .map(bytes::Bytes::from)
+                    .map_err(|e| StorageError::Unavailable(e.to_string()))
+            },
+        )?;
+        let mut all = BTreeSet::new();
+        for body in answers {
+            let names: Vec<String> = serde_json::from_slice(&body)
+                .map_err(|e| StorageError::Unavailable(format!("unreadable answer from a peer: {e}")))?;
+            all.extend(names);
+        }
+        let mut out: Vec<String> = all.into_iter().collect();
+        if let Some(limit) = limit {
+            out.truncate(limit);
+        }
+        Ok(out)
+    }
+}
+
+/// One series with its replicas joined.
+fn series_of(labels: Labels, ts: Vec<i64>, vs: Vec<f64>) -> Series {
+    Series {
+        labels,
+        samples: Box::new(Columns { ts, vs, done: false }),
+    }
+}
+
+/// Two replicas of a series as one: every timestamp either holds, once (a
+/// replica that missed writes, being down, is completed by the other).
+/// Where both hold a timestamp the first's value stands.
+fn join_replicas(ats: &[i64], avs: &[f64], bts: &[i64], bvs: &[f64]) -> (Vec<i64>, Vec<f64>) {
+    if ats == bts {
+        return (ats.to_vec(), avs.to_vec());
+    }
+    let (mut ts, mut vs) = (Vec::with_capacity(ats.len().max(bts.len())), Vec::new());
+    let (mut i, mut j) = (0, 0);
+    while i < ats.len() || j < bts.len() {
+        let take_a = j == bts.len() || (i < ats.len() && ats[i] <= bts[j]);
+        if take_a {
+            if j < bts.len() && ats[i] == bts[j] {
+                j += 1;
+            }
+            ts.push(ats[i]);
+            vs.push(avs[i]);
+            i += 1;
+        } else {
+            ts.push(bts[j]);
+            vs.push(bvs[j]);
+            j += 1;
+        }
+    }
+    (ts, vs)
+}
+
+/// Samples of one merged series, as one block.
+struct Columns {
+    ts: Vec<i64>,
+    vs: Vec<f64>,
+    done: bool,
+}
+
+impl SampleBlocks for Columns {
+    fn next_block(&mut self) -> Result<Option<SampleBlock<'_>>, StorageError> {
+        if self.done || self.ts.is_empty() {
+            return Ok(None);
+        }
+        self.done = true;
+        Ok(Some(SampleBlock {
+            ts: &self.ts,
+            vs: &self.vs,
+        }))
+    }
+
+    fn read_into(&mut self, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<Range<usize>, StorageError> {
+        if self.done {
+            ts.clear();
+            vs.clear();
+        } else {
+            std::mem::swap(ts, &mut self.ts);
+            std::mem::swap(vs, &mut self.vs);
+            self.done = true;
+        }
+        Ok(0..ts.len())
+    }
+}
+
+/// One peer's answer, on its way.
+type PeerCall = std::pin::Pin<Box<dyn Future<Output = Result<bytes::Bytes, PeerError>> + Send>>;
+
+/// Asks every ingester of the ring (this node's engine directly) and
+/// returns the answers, having checked that enough answered.
+pub(crate) fn fan_out(
+    cluster: &Arc<Cluster>,
+    tenant: &TenantId,
+    options: &ReadOptions,
+    route: &'static str,
+    request: &SelectRequest,
+    here: fn(&dyn cairn_storage::Tenants, &TenantId, &SelectRequest) -> Result<bytes::Bytes, StorageError>,
+) -> Result<Vec<bytes::Bytes>, StorageError> {
+    let ring = cluster.ring();
+    let targets: Vec<(Member, bool)> = ring
+        .readable_ingesters()
+        .map(|i| (ring.member(i).clone(), ring.is_alive(i)))
+        .collect();
+    if targets.is_empty() {
+        return Err(StorageError::Unavailable(
+            "the cluster's ring has no ingesters (is etcd reachable, has any ingester registered?)".into(),
+        ));
+    }
+    let body = serde_json::to_vec(request).unwrap_or_default();
+    let mut calls: Vec<(usize, PeerCall)> = Vec::new();
+    for (i, (member, alive)) in targets.iter().enumerate() {
+        if !alive {
+            let node = member.id.clone();
+            calls.push((i, Box::pin(async move { Err(down(node)) })));
+        } else if cluster.is_me(member) {
+            let local = cluster.local().cloned();
+            let (tenant, request, node) = (tenant.clone(), request.clone(), member.id.clone());
+            calls.push((
+                i,
+                Box::pin(async move {
+                    let answer = tokio::task::spawn_blocking(move || match local {
+                        Some(local) => here(local.as_ref(), &tenant, &request),
+                        None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
+                    })
+                    .await
+                    .unwrap_or_else(|e| Err(StorageError::Unavailable(format!("read task failed: {e}"))));
+                    answer.map_err(|e| PeerError {
+                        node,
+                        permanent: e.kind() == ErrorKind::BadData,
+                        reason: e.to_string(),
+                    })
+                }),
+            ));
+        } else {
+            calls.push((i, Box::pin(cluster.post(member, route, tenant, body.clone()))));
+        }
+    }
+    let results = cluster.block_on(async move {
+        let mut set = JoinSet::new();
+        for (i, call) in calls {
+            set.spawn(async move { (i, call.await) });
+        }
+        let mut out = Vec::new();
+        while let Some(Ok(r)) = set.join_next().await {
+            out.push(r);
+        }
+        out
+    });
+    let mut answers = Vec::with_capacity(results.len());
+    let mut failed: Vec<PeerError> = Vec::new();
+    for (i, result) in results {
+        match result {
+            Ok(body) => answers.push((i, body)),
+            Err(e) if e.permanent => return Err(StorageError::InvalidArgument(e.reason)),
+            Err(e) => failed.push(e),
+        }
+    }
+    if !failed.is_empty() {
+        failed.sort_by(|a, b| a.node.cmp(&b.node));
+        let member_index = |id: &str| ring.members().iter().position(|m| m.id == id);
+        let domains: BTreeSet<&str> = failed
+            .iter()
+            .filter_map(|e| member_index(&e.node).map(|m| ring.domain_of(m)))
+            .collect();
+        let tolerated = read_tolerance(cluster.config.replication_factor);
+        let what = failed.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ");
+        if domains.len() > tolerated {
+            let message = format!(
+                "{} of {} ingesters did not answer, more than the {tolerated} a complete answer can do without: {what}",
+                failed.len(),
+                targets.len()
+            );
+            if !options.partial_response {
+                return Err(StorageError::Unavailable(message));
+            }
+            options.warnings.push(format!("partial response: {message}"));
+        }
+    }
+    // In ring order, so replicas join the same way on every node.
+    answers.sort_by_key(|(i, _)| *i);
+    Ok(answers.into_iter().map(|(_, b)| b).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replicas_join_into_every_timestamp_once() {
+        let (ts, vs) = join_replicas(&[1, 3, 5], &[1.0, 3.0, 5.0], &[2, 3, 6], &[2.0, 30.0, 6.0]);
+        assert_eq!(ts, [1, 2, 3, 5, 6]);
+        assert_eq!(vs, [1.0, 2.0, 3.0, 5.0, 6.0]);
+        let (ts, _) = join_replicas(&[], &[], &[4], &[4.0]);
+        assert_eq!(ts, [4]);
+        let (ts, _) = join_replicas(&[7, 8], &[7.0, 8.0], &[7, 8], &[7.0, 8.0]);
+        assert_eq!(ts, [7, 8]);
+    }
+}

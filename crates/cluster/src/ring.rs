@@ -1,0 +1,277 @@
+//! The token ring: which ingesters own which series.
+//!
+//! Every ingester holds [`TOKENS_PER_NODE`] tokens on a ring of `u32`
+//! values, derived from its id (so a node that restarts takes back the
+//! same share, and every node computes the same ring from the same member
+//! list without storing tokens anywhere). A series hashes onto the ring
+//! (tenant and labels together) and its owners are the first
+//! `replication_factor` distinct ingesters found clockwise from that point,
+//! in distinct zones first when zones are set. Adding a node takes about
+//! `1/n` of the ring from the others, spread over all of them.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+/// Tokens per ingester: enough that shares differ by a few percent.
+pub const TOKENS_PER_NODE: u32 = 128;
+
+/// What a member does, as registered in etcd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeState {
+    /// Owns its tokens: takes writes, answers reads.
+    Active,
+    /// Shutting down: takes no new writes, still answers reads until it is gone.
+    Leaving,
+}
+
+/// One member of the cluster.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Member {
+    /// Unique and stable across restarts (the node's tokens derive from it).
+    pub id: String,
+    /// `host:port` of its HTTP listener, where peers reach it.
+    pub addr: String,
+    /// Failure domain (rack, availability zone); empty when not used.
+    #[serde(default)]
+    pub zone: String,
+    /// Whether it stores series (an ingester) or only routes.
+    pub ingester: bool,
+    pub state: NodeState,
+}
+
+/// The ingesters and their tokens at one moment; immutable, replaced whole.
+#[derive(Debug, Clone, Default)]
+pub struct Ring {
+    members: Vec<Member>,
+    /// Per member: whether it holds a live lease now.
+    alive: Vec<bool>,
+    /// `(token, index into members)`, sorted by token: active ingesters only.
+    tokens: Vec<(u32, usize)>,
+    zone_aware: bool,
+}
+
+impl Ring {
+    /// The ring of `members`, of whom those named in `alive` are up.
+    pub fn new(mut members: Vec<Member>, alive: &[String], zone_aware: bool) -> Self {
+        members.sort();
+        members.dedup_by(|a, b| a.id == b.id);
+        let alive = members.iter().map(|m| alive.contains(&m.id)).collect();
+        let mut tokens: Vec<(u32, usize)> = members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.ingester && m.state == NodeState::Active)
+            .flat_map(|(i, m)| (0..TOKENS_PER_NODE).map(move |t| (token_of(&m.id, t), i)))
+            .collect();
+        // Equal tokens of two nodes (rare) are ordered by node, so every
+        // node builds the same ring.
+        tokens.sort_unstable();
+        Self {
+            members,
+            alive,
+            tokens,
+            zone_aware,
+        }
+    }
+
+    /// Whether a member holds a live lease (it may still fail a request).
+    pub fn is_alive(&self, index: usize) -> bool {
+        self.alive[index]
+    }
+
+    pub fn members(&self) -> &[Member] {
+        &self.members
+    }
+
+    pub fn member(&self, index: usize) -> &Member {
+        &self.members[index]
+    }
+
+    /// Every ingester a read must ask: active and leaving alike (a leaving
+    /// one still holds what it was sent).
+    pub fn readable_ingesters(&self) -> impl Iterator<Item = usize> + '_ {
+        self.members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.ingester)
+            .map(|(i, _)| i)
+    }
+
+    /// The owners of the series with this ring hash ([`series_hash`]),
+    /// as indexes into [`Self::members`]: `replication_factor` distinct
+    /// active ingesters (fewer when the ring has fewer), in distinct zones
+    /// first when the ring is zone-aware. Owners that are down stay owners:
+    /// a write counts them as failed rather than going elsewhere.
+    pub fn owners(&self, hash: u32, replication_factor: usize, out: &mut Vec<usize>) {
+        out.clear();
+        if self.tokens.is_empty() {
+            return;
+        }
+        let start = self.tokens.partition_point(|&(t, _)| t < hash);
+        let walk = || {
+            self.tokens[start..]
+                .iter()
+                .chain(&self.tokens[..start])
+                .map(|&(_, i)| i)
+        };
+        let mut zones = BTreeSet::new();
+        if self.zone_aware {
+            for i in walk() {
+                if out.len() == replication_factor {
+                    return;
+                }
+                if !out.contains(&i) && zones.insert(self.members[i].zone.as_str()) {
+                    out.push(i);
+                }
+            }
+        }
+        // Without zones, or with fewer zones than replicas: distinct nodes.
+        for i in walk() {
+            if out.len() == replication_factor {
+                return;
+            }
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+    }
+
+    /// The failure domain of a member: its zone on a zone-aware ring, else the member itself.
+    pub fn domain_of(&self, index: usize) -> &str {
+        let m = &self.members[index];
+        if self.zone_aware { &m.zone } else { &m.id }
+    }
+}
+
+/// How many owners must store a write before it is acknowledged: a majority.
+pub fn write_quorum(replication_factor: usize) -> usize {
+    replication_factor / 2 + 1
+}
+
+/// How many failure domains may fail to answer a read that must still be
+/// complete: every series then has `replication_factor - write_quorum + 1`
+/// owners that answered, and any such set meets every write quorum.
+pub fn read_tolerance(replication_factor: usize) -> usize {
+    write_quorum(replication_factor) - 1
+}
+
+/// Where a series of `tenant` with labels in their `Labels::encode` form
+/// falls on the ring.
+pub fn series_hash(tenant: &str, encoded_labels: &[u8]) -> u32 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(tenant.as_bytes());
+    // Tenant ids never hold 0xFF.
+    h.update(&[0xFF]);
+    h.update(encoded_labels);
+    (h.digest() >> 32) as u32
+}
+
+fn token_of(node: &str, i: u32) -> u32 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(node.as_bytes());
+    h.update(&i.to_le_bytes());
+    h.digest() as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn member(id: &str, zone: &str) -> Member {
+        Member {
+            id: id.into(),
+            addr: format!("{id}:9090"),
+            zone: zone.into(),
+            ingester: true,
+            state: NodeState::Active,
+        }
+    }
+
+    fn ring(n: usize) -> Ring {
+        Ring::new((0..n).map(|i| member(&format!("node-{i}"), "")).collect(), &[], false)
+    }
+
+    #[test]
+    fn quorums_meet() {
+        for rf in 1..=7 {
+            let w = write_quorum(rf);
+            let r = rf - read_tolerance(rf);
+            assert!(w + r > rf, "rf {rf}: a read of {r} owners must meet every write of {w}");
+            assert!(w <= rf);
+        }
+        assert_eq!((write_quorum(3), read_tolerance(3)), (2, 1));
+        assert_eq!((write_quorum(1), read_tolerance(1)), (1, 0));
+        assert_eq!((write_quorum(2), read_tolerance(2)), (2, 1));
+    }
+
+    #[test]
+    fn shares_are_even() {
+        let r = ring(5);
+        let mut owned = [0usize; 5];
+        let mut out = Vec::new();
+        for s in 0..50_000u32 {
+            r.owners(series_hash("t", &s.to_le_bytes()), 1, &mut out);
+            owned[out[0]] += 1;
+        }
+        for n in owned {
+            assert!((7_000..13_000).contains(&n), "uneven shares: {owned:?}");
+        }
+    }
+
+    #[test]
+    fn leaving_nodes_own_nothing_but_are_read() {
+        let mut members: Vec<_> = (0..3).map(|i| member(&format!("n{i}"), "")).collect();
+        members[1].state = NodeState::Leaving;
+        let r = Ring::new(members, &[], false);
+        let mut out = Vec::new();
+        for s in 0..1000u32 {
+            r.owners(series_hash("t", &s.to_le_bytes()), 3, &mut out);
+            assert_eq!(out.len(), 2);
+            assert!(!out.contains(&1));
+        }
+        assert_eq!(r.readable_ingesters().count(), 3);
+    }
+
+    #[test]
+    fn zone_aware_owners_span_zones() {
+        let members = ["a", "b", "c"]
+            .iter()
+            .flat_map(|z| (0..3).map(move |i| member(&format!("{z}-{i}"), z)))
+            .collect();
+        let r = Ring::new(members, &[], true);
+        let mut out = Vec::new();
+        for s in 0..2000u32 {
+            r.owners(series_hash("t", &s.to_le_bytes()), 3, &mut out);
+            let zones: BTreeSet<_> = out.iter().map(|&i| r.member(i).zone.clone()).collect();
+            assert_eq!(zones.len(), 3, "owners {out:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn owners_are_distinct_and_as_many_as_possible(n in 1usize..8, rf in 1usize..5, key in any::<u64>()) {
+            let r = ring(n);
+            let mut out = Vec::new();
+            r.owners(series_hash("t", &key.to_le_bytes()), rf, &mut out);
+            prop_assert_eq!(out.len(), rf.min(n));
+            let distinct: BTreeSet<_> = out.iter().collect();
+            prop_assert_eq!(distinct.len(), out.len());
+        }
+
+        /// Adding a node moves series only to it, never between old nodes.
+        #[test]
+        fn a_new_node_only_takes(n in 1usize..6, key in any::<u64>()) {
+            let before = ring(n);
+            let after = ring(n + 1);
+            let h = series_hash("t", &key.to_le_bytes());
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            before.owners(h, 1, &mut a);
+            after.owners(h, 1, &mut b);
+            let (old, new) = (&before.member(a[0]).id, &after.member(b[0]).id);
+            let joined = format!("node-{n}");
+            prop_assert!(old == new || *new == joined);
+        }
+    }
+}

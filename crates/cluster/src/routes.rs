@@ -1,0 +1,228 @@
+//! The routes peers call on an ingester: its own engine, never the ring
+//! (a write sent here is stored here; a select reads only what is here).
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use cairn_model::Sample;
+use cairn_storage::{ErrorKind, StorageError, TenantId, TenantScope, Tenants};
+
+use crate::node::Cluster;
+use crate::wire::{FramesWriter, SelectRequest, WriteAnswer, frames};
+
+/// Carries the cluster's shared secret on every peer request.
+pub const SECRET_HEADER: &str = "x-cairn-cluster-secret";
+
+/// Every internal route lives under this prefix.
+const PREFIX: &str = "/internal/cluster/v1/";
+
+pub(crate) fn path(route: &str) -> String {
+    format!("{PREFIX}{route}")
+}
+
+/// The internal routes of an ingester over its engine; bodies up to `max_body_bytes`.
+pub fn routes(cluster: Arc<Cluster>, max_body_bytes: usize) -> Router {
+    Router::new()
+        .route(&path("write"), post(write))
+        .route(&path("select"), post(select))
+        .route(&path("label_names"), post(label_names))
+        .route(&path("label_values"), post(label_values))
+        .route(&path("delete"), post(delete))
+        .route(&path("ring"), axum::routing::get(ring))
+        .route(&path("tenants"), post(tenants))
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .with_state(cluster)
+}
+
+struct Failure(StatusCode, String);
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (self.0, self.1).into_response()
+    }
+}
+
+impl From<StorageError> for Failure {
+    fn from(e: StorageError) -> Self {
+        let status = match e.kind() {
+            ErrorKind::BadData => StatusCode::BAD_REQUEST,
+            ErrorKind::Execution => StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorKind::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        Failure(status, e.to_string())
+    }
+}
+
+/// The engine and tenant a peer's request is for, once its secret checks.
+fn local_for(cluster: &Cluster, headers: &HeaderMap) -> Result<(Arc<dyn Tenants>, TenantId), Failure> {
+    if let Some(secret) = &cluster.config.secret {
+        let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes());
+        if given != Some(secret.as_bytes()) {
+            return Err(Failure(
+                StatusCode::UNAUTHORIZED,
+                "a peer request without the cluster's secret".into(),
+            ));
+        }
+    }
+    let local = cluster
+        .local()
+        .cloned()
+        .ok_or_else(|| Failure(StatusCode::SERVICE_UNAVAILABLE, "this node stores no data (yet)".into()))?;
+    let tenant = TenantScope::parse(headers.get("X-Scope-OrgID").and_then(|v| v.to_str().ok()))?;
+    Ok((local, tenant.only()?.clone()))
+}
+
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Failure> + Send + 'static) -> Result<T, Failure> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, format!("task failed: {e}")))?
+}
+
+async fn write(State(cluster): State<Arc<Cluster>>, headers: HeaderMap, body: Bytes) -> Result<Response, Failure> {
+    let (local, tenant) = local_for(&cluster, &headers)?;
+    let answer = blocking(move || Ok(store(local.as_ref(), &tenant, &body)?)).await?;
+    Ok(axum::Json(answer).into_response())
+}
+
+/// Stores a body of series frames in this node's engine.
+pub(crate) fn store(local: &dyn Tenants, tenant: &TenantId, body: &[u8]) -> Result<WriteAnswer, StorageError> {
+    let storage = local.get_or_create(tenant)?;
+    let mut appender = storage.appender();
+    let mut samples: Vec<Sample> = Vec::new();
+    for frame in frames(body)? {
+        let frame = frame?;
+        frame.samples_into(&mut samples);
+        appender.append_encoded(frame.labels, &samples)?;
+    }
+    Ok(WriteAnswer::from(&appender.commit()?))
+}
+
+async fn select(State(cluster): State<Arc<Cluster>>, headers: HeaderMap, body: Bytes) -> Result<Response, Failure> {
+    let (local, tenant) = local_for(&cluster, &headers)?;
+    let request: SelectRequest = json(&body)?;
+    let out = blocking(move || Ok(select_here(local.as_ref(), &tenant, &request)?)).await?;
+    Ok(out.into_response())
+}
+
+/// A select over this node's engine, as series frames.
+pub(crate) fn select_here(
+    local: &dyn Tenants,
+    tenant: &TenantId,
+    request: &SelectRequest,
+) -> Result<Vec<u8>, StorageError> {
+    let mut out = FramesWriter::default();
+    let Some(storage) = local.get(tenant)? else {
+        return Ok(out.finish());
+    };
+    let matchers = request.matchers()?;
+    let querier = storage.querier(request.mint, request.maxt)?;
+    let (mut ts, mut vs, mut labels) = (Vec::new(), Vec::new(), Vec::new());
+    for series in querier.select(&request.hints(), &matchers)? {
+        let mut series = series?;
+        labels.clear();
+        series.labels.encode(&mut labels);
+        let range = if request.labels_only {
+            0..0
+        } else {
+            series.samples.read_into(&mut ts, &mut vs)?
+        };
+        out.push(&labels, &ts[range.clone()], &vs[range]);
+    }
+    Ok(out.finish())
+}
+
+async fn label_names(
+    State(cluster): State<Arc<Cluster>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Failure> {
+    labels(cluster, headers, body).await
+}
+
+async fn label_values(
+    State(cluster): State<Arc<Cluster>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, Failure> {
+    labels(cluster, headers, body).await
+}
+
+/// Label names, or with `label_name` the values of that label.
+async fn labels(cluster: Arc<Cluster>, headers: HeaderMap, body: Bytes) -> Result<Response, Failure> {
+    let (local, tenant) = local_for(&cluster, &headers)?;
+    let request: SelectRequest = json(&body)?;
+    let names = blocking(move || Ok(labels_here(local.as_ref(), &tenant, &request)?)).await?;
+    Ok(axum::Json(names).into_response())
+}
+
+/// Label names, or with `label_name` that label's values, in this node's engine.
+pub(crate) fn labels_here(
+    local: &dyn Tenants,
+    tenant: &TenantId,
+    request: &SelectRequest,
+) -> Result<Vec<String>, StorageError> {
+    let Some(storage) = local.get(tenant)? else {
+        return Ok(Vec::new());
+    };
+    let matchers = request.matchers()?;
+    let querier = storage.querier(request.mint, request.maxt)?;
+    match &request.label_name {
+        Some(name) => querier.label_values(name, &matchers, request.limit),
+        None => querier.label_names(&matchers, request.limit),
+    }
+}
+
+async fn delete(State(cluster): State<Arc<Cluster>>, headers: HeaderMap, body: Bytes) -> Result<Response, Failure> {
+    let (local, tenant) = local_for(&cluster, &headers)?;
+    let request: SelectRequest = json(&body)?;
+    blocking(move || Ok(delete_here(local.as_ref(), &tenant, &request)?)).await?;
+    Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Deletes in this node's engine.
+pub(crate) fn delete_here(local: &dyn Tenants, tenant: &TenantId, request: &SelectRequest) -> Result<(), StorageError> {
+    if let Some(storage) = local.get(tenant)? {
+        storage.delete_series(&request.matchers()?, request.mint, request.maxt)?;
+    }
+    Ok(())
+}
+
+/// The tenants this node stores.
+async fn tenants(State(cluster): State<Arc<Cluster>>, headers: HeaderMap) -> Result<Response, Failure> {
+    let (local, _) = local_for(&cluster, &headers)?;
+    let ids: Vec<String> = local.list().iter().map(|t| t.to_string()).collect();
+    Ok(axum::Json(ids).into_response())
+}
+
+/// The ring as this node sees it: each member and whether it is alive.
+async fn ring(State(cluster): State<Arc<Cluster>>) -> Response {
+    let ring = cluster.ring();
+    let members: Vec<serde_json::Value> = ring
+        .members()
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            serde_json::json!({
+                "id": m.id, "addr": m.addr, "zone": m.zone, "ingester": m.ingester,
+                "state": m.state, "alive": ring.is_alive(i),
+            })
+        })
+        .collect();
+    axum::Json(serde_json::json!({
+        "members": members,
+        "registered": cluster.registered(),
+        "caught_up": cluster.caught_up(),
+    }))
+    .into_response()
+}
+
+fn json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Failure> {
+    serde_json::from_slice(body).map_err(|e| Failure(StatusCode::BAD_REQUEST, format!("unreadable request: {e}")))
+}

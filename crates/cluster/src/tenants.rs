@@ -1,0 +1,126 @@
+//! The cluster as the storage seam: what the HTTP API and the PromQL engine
+//! of any node read and write, whichever nodes hold the data.
+
+use std::sync::Arc;
+
+use cairn_model::Matcher;
+use cairn_storage::{
+    Admin, Appendable, Appender, PartInfo, Querier, Queryable, ReadOptions, SelectHints, Storage, StorageError,
+    StorageStats, TenantId, Tenants, TsdbStatus,
+};
+
+use crate::node::Cluster;
+use crate::read::{ClusterQuerier, fan_out};
+use crate::wire::SelectRequest;
+use crate::write::ClusterAppender;
+
+/// Every tenant's series, spread over the cluster's ingesters.
+pub struct ClusterTenants {
+    cluster: Arc<Cluster>,
+}
+
+impl ClusterTenants {
+    pub fn new(cluster: Arc<Cluster>) -> Self {
+        Self { cluster }
+    }
+
+    fn storage(&self, tenant: &TenantId, options: ReadOptions) -> Arc<dyn Storage> {
+        Arc::new(ClusterStorage {
+            cluster: self.cluster.clone(),
+            tenant: tenant.clone(),
+            options,
+        })
+    }
+}
+
+impl Tenants for ClusterTenants {
+    /// A tenant's series may be on any ingester: every tenant reads (as empty
+    /// when none has any).
+    fn get(&self, tenant: &TenantId) -> Result<Option<Arc<dyn Storage>>, StorageError> {
+        Ok(Some(self.storage(tenant, ReadOptions::default())))
+    }
+
+    fn get_or_create(&self, tenant: &TenantId) -> Result<Arc<dyn Storage>, StorageError> {
+        Ok(self.storage(tenant, ReadOptions::default()))
+    }
+
+    /// The tenants this node stores.
+    fn list(&self) -> Vec<TenantId> {
+        self.cluster.local().map(|l| l.list()).unwrap_or_default()
+    }
+
+    fn get_for_read(&self, tenant: &TenantId, options: &ReadOptions) -> Result<Option<Arc<dyn Storage>>, StorageError> {
+        Ok(Some(self.storage(tenant, options.clone())))
+    }
+}
+
+/// One tenant's series across the cluster.
+struct ClusterStorage {
+    cluster: Arc<Cluster>,
+    tenant: TenantId,
+    options: ReadOptions,
+}
+
+impl ClusterStorage {
+    /// This tenant's storage on this node, if it stores any.
+    fn here(&self) -> Option<Arc<dyn Storage>> {
+        self.cluster.local()?.get(&self.tenant).ok()?
+    }
+}
+
+impl Queryable for ClusterStorage {
+    /// Each ingester's view is consistent by itself; the answers of several
+    /// are taken at about the same moment, not at one.
+    fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier>, StorageError> {
+        Ok(Box::new(ClusterQuerier {
+            cluster: self.cluster.clone(),
+            tenant: self.tenant.clone(),
+            mint,
+            maxt,
+            options: self.options.clone(),
+        }))
+    }
+}
+
+impl Appendable for ClusterStorage {
+    fn appender(&self) -> Box<dyn Appender + '_> {
+        Box::new(ClusterAppender::new(self.cluster.clone(), self.tenant.clone()))
+    }
+}
+
+impl Admin for ClusterStorage {
+    /// Deletes on every ingester; all must answer (a replica that kept
+    /// the samples would bring them back into answers).
+    fn delete_series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<(), StorageError> {
+        let request = SelectRequest::new(mint, maxt, &SelectHints::default(), matchers);
+        let all = ReadOptions::default();
+        let ring = self.cluster.ring();
+        let asked = ring.readable_ingesters().count();
+        let answered = fan_out(&self.cluster, &self.tenant, &all, "delete", &request, |local, t, r| {
+            crate::routes::delete_here(local, t, r).map(|()| bytes::Bytes::new())
+        })?;
+        if answered.len() < asked {
+            return Err(StorageError::Unavailable(format!(
+                "only {} of {asked} ingesters applied the delete; retry it when all are up",
+                answered.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// This node's share of the tenant's series.
+    fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError> {
+        match self.here() {
+            Some(s) => s.tsdb_status(mint, maxt, limit),
+            None => Ok(TsdbStatus::default()),
+        }
+    }
+
+    fn stats(&self) -> StorageStats {
+        self.here().map(|s| s.stats()).unwrap_or_default()
+    }
+
+    fn parts(&self) -> Result<Vec<PartInfo>, StorageError> {
+        self.here().map_or_else(|| Ok(Vec::new()), |s| s.parts())
+    }
+}

@@ -1,0 +1,415 @@
+//! What nodes send each other: series with their samples (a write to an
+//! owner, a select's answer), and the small JSON requests around them.
+//!
+//! Series frames: `"CSF1"`, then per series a uvarint length and the labels
+//! in their canonical `Labels::encode` form, a uvarint sample count, and
+//! the samples as little-endian `i64` timestamps then `f64` values. The
+//! decoder takes bytes from the network and returns errors, never panics.
+
+use std::sync::Arc;
+
+use cairn_model::{EncodedLabels, MatchOp, Matcher, Sample};
+use cairn_storage::{CommitReport, RejectReason, SelectHints, Shard, ShardBy, StorageError};
+use serde::{Deserialize, Serialize};
+
+const MAGIC: &[u8; 4] = b"CSF1";
+
+/// Builds a body of series frames.
+#[derive(Debug, Clone)]
+pub struct FramesWriter {
+    buf: Vec<u8>,
+    series: usize,
+}
+
+impl Default for FramesWriter {
+    fn default() -> Self {
+        Self {
+            buf: MAGIC.to_vec(),
+            series: 0,
+        }
+    }
+}
+
+impl FramesWriter {
+    pub fn push(&mut self, encoded_labels: &[u8], ts: &[i64], vs: &[f64]) {
+        debug_assert_eq!(ts.len(), vs.len());
+        put_uvarint(&mut self.buf, encoded_labels.len() as u64);
+        self.buf.extend_from_slice(encoded_labels);
+        put_uvarint(&mut self.buf, ts.len() as u64);
+        self.buf.reserve(ts.len() * 16);
+        for t in ts {
+            self.buf.extend_from_slice(&t.to_le_bytes());
+        }
+        for v in vs {
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        }
+        self.series += 1;
+    }
+
+    pub fn push_samples(&mut self, encoded_labels: &[u8], samples: &[Sample]) {
+        let (ts, vs): (Vec<i64>, Vec<f64>) = samples.iter().map(|s| (s.t, s.v)).unzip();
+        self.push(encoded_labels, &ts, &vs);
+    }
+
+    pub fn series(&self) -> usize {
+        self.series
+    }
+
+    pub fn finish(self) -> Vec<u8> {
+        self.buf
+    }
+}
+
+/// One decoded series of a body of frames; its slices borrow the body.
+pub struct Frame<'a> {
+    pub labels: EncodedLabels<'a>,
+    ts: &'a [u8],
+    vs: &'a [u8],
+}
+
+impl Frame<'_> {
+    pub fn len(&self) -> usize {
+        self.ts.len() / 8
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ts.is_empty()
+    }
+
+    /// Appends the samples' timestamps and values to `ts` and `vs`.
+    pub fn read_into(&self, ts: &mut Vec<i64>, vs: &mut Vec<f64>) {
+        ts.extend(self.ts.chunks_exact(8).map(|c| i64::from_le_bytes(word(c))));
+        vs.extend(self.vs.chunks_exact(8).map(|c| f64::from_le_bytes(word(c))));
+    }
+
+    pub fn samples_into(&self, out: &mut Vec<Sample>) {
+        out.clear();
+        out.extend(
+            self.ts
+                .chunks_exact(8)
+                .zip(self.vs.chunks_exact(8))
+                .map(|(t, v)| Sample::new(i64::from_le_bytes(word(t)), f64::from_le_bytes(word(v)))),
+        );
+    }
+}
+
+fn word(c: &[u8]) -> [u8; 8] {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(c);
+    w
+}
+
+/// The frames of a body, in order; an error ends the iteration.
+pub fn frames(body: &[u8]) -> Result<impl Iterator<Item = Result<Frame<'_>, StorageError>>, StorageError> {
+    let rest = body
+        .strip_prefix(MAGIC.as_slice())
+        .ok_or_else(|| malformed("no frame header"))?;
+    let mut rest = rest;
+    let mut failed = false;
+    Ok(std::iter::from_fn(move || {
+        if rest.is_empty() || failed {
+            return None;
+        }
+        let frame = next_frame(&mut rest);
+        failed = frame.is_err();
+        Some(frame)
+    }))
+}
+
+fn next_frame<'a>(rest: &mut &'a [u8]) -> Result<Frame<'a>, StorageError> {
+    let len = take_uvarint(rest)?;
+    let labels = take(rest, len)?;
+    let labels = EncodedLabels::new(labels).map_err(|e| malformed(&format!("labels: {e}")))?;
+    let n = take_uvarint(rest)?;
+    let bytes = n.checked_mul(8).ok_or_else(|| malformed("sample count overflows"))?;
+    let ts = take(rest, bytes)?;
+    let vs = take(rest, bytes)?;
+    Ok(Frame { labels, ts, vs })
+}
+
+fn take<'a>(rest: &mut &'a [u8], n: u64) -> Result<&'a [u8], StorageError> {
+    let n = usize::try_from(n).map_err(|_| malformed("length overflows"))?;
+    if rest.len() < n {
+        return Err(malformed("frame cut short"));
+    }
+    let (head, tail) = rest.split_at(n);
+    *rest = tail;
+    Ok(head)
+}
+
+fn take_uvarint(rest: &mut &[u8]) -> Result<u64, StorageError> {
+    let mut value = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&b, tail) = rest.split_first().ok_or_else(|| malformed("varint cut short"))?;
+        *rest = tail;
+        value |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return Ok(value);
+        }
+    }
+    Err(malformed("varint too long"))
+}
+
+fn put_uvarint(dst: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        dst.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    dst.push(v as u8);
+}
+
+fn malformed(why: &str) -> StorageError {
+    StorageError::InvalidArgument(format!("malformed series frames from a peer: {why}"))
+}
+
+/// What an owner stored of a write, as it answers.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WriteAnswer {
+    pub samples_accepted: u64,
+    pub series_created: u64,
+    pub out_of_retention: u64,
+    pub too_far_in_future: u64,
+    pub series_limit: u64,
+}
+
+impl From<&CommitReport> for WriteAnswer {
+    fn from(r: &CommitReport) -> Self {
+        let of = |reason| r.samples_rejected.get(&reason).copied().unwrap_or(0);
+        Self {
+            samples_accepted: r.samples_accepted,
+            series_created: r.series_created,
+            out_of_retention: of(RejectReason::OutOfRetention),
+            too_far_in_future: of(RejectReason::TooFarInFuture),
+            series_limit: of(RejectReason::SeriesLimit),
+        }
+    }
+}
+
+impl WriteAnswer {
+    pub fn add(&mut self, o: &WriteAnswer) {
+        self.samples_accepted += o.samples_accepted;
+        self.series_created += o.series_created;
+        self.out_of_retention += o.out_of_retention;
+        self.too_far_in_future += o.too_far_in_future;
+        self.series_limit += o.series_limit;
+    }
+
+    /// These counts (summed over replicas) scaled to one copy of each sample.
+    pub fn per_copy(&self, copies: f64) -> CommitReport {
+        let scale = |n: u64| (n as f64 / copies).round() as u64;
+        let mut report = CommitReport {
+            samples_accepted: scale(self.samples_accepted),
+            series_created: scale(self.series_created),
+            ..CommitReport::default()
+        };
+        for (reason, n) in [
+            (RejectReason::OutOfRetention, self.out_of_retention),
+            (RejectReason::TooFarInFuture, self.too_far_in_future),
+            (RejectReason::SeriesLimit, self.series_limit),
+        ] {
+            if n > 0 {
+                report.samples_rejected.insert(reason, scale(n));
+            }
+        }
+        report
+    }
+}
+
+/// A select, a label listing or a delete sent to an ingester.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SelectRequest {
+    pub mint: i64,
+    pub maxt: i64,
+    pub matchers: Vec<WireMatcher>,
+    #[serde(default)]
+    pub labels_only: bool,
+    #[serde(default)]
+    pub newest_only: bool,
+    #[serde(default)]
+    pub limit: Option<usize>,
+    #[serde(default)]
+    pub shard: Option<WireShard>,
+    #[serde(default)]
+    pub step_ms: Option<i64>,
+    #[serde(default)]
+    pub range_ms: Option<i64>,
+    #[serde(default)]
+    pub func: Option<String>,
+    /// For a label-values listing: whose values.
+    #[serde(default)]
+    pub label_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireMatcher {
+    pub name: String,
+    /// `=`, `!=`, `=~` or `!~`.
+    pub op: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireShard {
+    pub index: usize,
+    pub count: usize,
+    #[serde(default)]
+    pub by: Option<Vec<String>>,
+    #[serde(default)]
+    pub without: Option<Vec<String>>,
+}
+
+impl SelectRequest {
+    pub fn new(mint: i64, maxt: i64, hints: &SelectHints, matchers: &[Matcher]) -> Self {
+        Self {
+            mint,
+            maxt,
+            matchers: matchers
+                .iter()
+                .map(|m| WireMatcher {
+                    name: m.name.clone(),
+                    op: op_text(m.op).into(),
+                    value: m.value.clone(),
+                })
+                .collect(),
+            labels_only: hints.labels_only,
+            newest_only: hints.newest_only,
+            limit: hints.limit,
+            shard: hints.shard.as_ref().map(|s| WireShard {
+                index: s.index,
+                count: s.count,
+                by: match s.by.as_deref() {
+                    Some(ShardBy::Labels(l)) => Some(l.clone()),
+                    _ => None,
+                },
+                without: match s.by.as_deref() {
+                    Some(ShardBy::AllBut(l)) => Some(l.clone()),
+                    _ => None,
+                },
+            }),
+            step_ms: hints.step_ms,
+            range_ms: hints.range_ms,
+            func: hints.func.clone(),
+            label_name: None,
+        }
+    }
+
+    pub fn hints(&self) -> SelectHints {
+        SelectHints {
+            labels_only: self.labels_only,
+            limit: self.limit,
+            step_ms: self.step_ms,
+            func: self.func.clone(),
+            range_ms: self.range_ms,
+            shard: self.shard.as_ref().map(|s| Shard {
+                index: s.index,
+                count: s.count,
+                by: match (&s.by, &s.without) {
+                    (Some(by), _) => Some(Arc::new(ShardBy::Labels(by.clone()))),
+                    (None, Some(without)) => Some(Arc::new(ShardBy::AllBut(without.clone()))),
+                    (None, None) => None,
+                },
+            }),
+            newest_only: self.newest_only,
+        }
+    }
+
+    pub fn matchers(&self) -> Result<Vec<Matcher>, StorageError> {
+        self.matchers
+            .iter()
+            .map(|m| {
+                let op = match m.op.as_str() {
+                    "=" => MatchOp::Equal,
+                    "!=" => MatchOp::NotEqual,
+                    "=~" => MatchOp::RegexMatch,
+                    "!~" => MatchOp::RegexNoMatch,
+                    other => {
+                        return Err(StorageError::InvalidArgument(format!(
+                            "unknown matcher operator {other:?}"
+                        )));
+                    }
+                };
+                Matcher::new(op, &m.name, &m.value).map_err(|e| StorageError::InvalidArgument(e.to_string()))
+            })
+            .collect()
+    }
+}
+
+fn op_text(op: MatchOp) -> &'static str {
+    match op {
+        MatchOp::Equal => "=",
+        MatchOp::NotEqual => "!=",
+        MatchOp::RegexMatch => "=~",
+        MatchOp::RegexNoMatch => "!~",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_model::Labels;
+    use proptest::prelude::*;
+
+    fn encoded(pairs: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        Labels::from_pairs(pairs.iter().copied()).encode(&mut out);
+        out
+    }
+
+    #[test]
+    fn frames_round_trip() {
+        let a = encoded(&[("__name__", "up"), ("job", "a")]);
+        let b = encoded(&[("__name__", "up"), ("job", "b")]);
+        let mut w = FramesWriter::default();
+        w.push(&a, &[1, 2], &[1.5, f64::NAN]);
+        w.push(&b, &[], &[]);
+        assert_eq!(w.series(), 2);
+        let body = w.finish();
+        let got: Vec<_> = frames(&body).unwrap().collect::<Result<_, _>>().unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].labels.as_bytes(), &a[..]);
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        got[0].read_into(&mut ts, &mut vs);
+        assert_eq!(ts, [1, 2]);
+        assert_eq!(vs[0], 1.5);
+        assert!(vs[1].is_nan());
+        assert!(got[1].is_empty());
+    }
+
+    #[test]
+    fn select_requests_keep_their_hints() {
+        let hints = SelectHints {
+            limit: Some(3),
+            shard: Some(Shard {
+                index: 1,
+                count: 4,
+                by: Some(Arc::new(ShardBy::AllBut(vec!["pod".into()]))),
+            }),
+            newest_only: true,
+            ..SelectHints::default()
+        };
+        let m = [Matcher::new(MatchOp::RegexMatch, "job", "a.*").unwrap()];
+        let req: SelectRequest =
+            serde_json::from_str(&serde_json::to_string(&SelectRequest::new(1, 2, &hints, &m)).unwrap()).unwrap();
+        let back = req.hints();
+        assert_eq!(back.shard, hints.shard);
+        assert_eq!((back.limit, back.newest_only), (Some(3), true));
+        assert_eq!(req.matchers().unwrap()[0].to_string(), m[0].to_string());
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_decode_without_panicking(body in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let mut with_magic = MAGIC.to_vec();
+            with_magic.extend_from_slice(&body);
+            for b in [&body, &with_magic] {
+                if let Ok(it) = frames(b) {
+                    for f in it.take(1000).flatten() {
+                        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+                        f.read_into(&mut ts, &mut vs);
+                        prop_assert_eq!(ts.len(), vs.len());
+                    }
+                }
+            }
+        }
+    }
+}

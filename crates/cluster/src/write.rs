@@ -1,0 +1,237 @@
+//! A write through the cluster: each series to its owners on the ring,
+//! acknowledged once a quorum of every series' owners stored it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cairn_model::{EncodedLabels, Labels, Sample};
+use cairn_storage::{Appender, CommitReport, StorageError, TenantId};
+use tokio::task::JoinSet;
+
+use crate::node::{Cluster, PeerError, down};
+use crate::ring::{Ring, series_hash, write_quorum};
+use crate::wire::{FramesWriter, WriteAnswer};
+
+pub(crate) struct ClusterAppender {
+    cluster: Arc<Cluster>,
+    tenant: TenantId,
+    ring: Arc<Ring>,
+    /// One batch per owner: the member (index into the ring), its series
+    /// frames, and which of this write's series they are.
+    batches: Vec<(usize, FramesWriter, Vec<u32>)>,
+    batch_of: HashMap<usize, usize>,
+    /// How many owners each series has (fewer than the replication factor
+    /// only when the ring has fewer ingesters).
+    owners: Vec<u8>,
+    samples: u64,
+    owners_scratch: Vec<usize>,
+    labels_scratch: Vec<u8>,
+}
+
+impl ClusterAppender {
+    pub(crate) fn new(cluster: Arc<Cluster>, tenant: TenantId) -> Self {
+        let ring = cluster.ring();
+        Self {
+            cluster,
+            tenant,
+            ring,
+            batches: Vec::new(),
+            batch_of: HashMap::new(),
+            owners: Vec::new(),
+            samples: 0,
+            owners_scratch: Vec::new(),
+            labels_scratch: Vec::new(),
+        }
+    }
+}
+
+impl Appender for ClusterAppender {
+    fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), StorageError> {
+        let mut encoded = std::mem::take(&mut self.labels_scratch);
+        encoded.clear();
+        labels.encode(&mut encoded);
+        let result = EncodedLabels::new(&encoded)
+            .map_err(|e| StorageError::InvalidSeries {
+                labels: labels.to_string(),
+                reason: e.to_string(),
+            })
+            .and_then(|l| self.append_encoded(l, samples));
+        self.labels_scratch = encoded;
+        result
+    }
+
+    fn append_encoded(&mut self, labels: EncodedLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
+        if labels.is_empty() {
+            return Err(StorageError::InvalidSeries {
+                labels: "{}".into(),
+                reason: "a series needs at least one label".into(),
+            });
+        }
+        let series = u32::try_from(self.owners.len())
+            .map_err(|_| StorageError::LimitExceeded("too many series in one write".into()))?;
+        let hash = series_hash(self.tenant.as_str(), labels.as_bytes());
+        self.ring
+            .owners(hash, self.cluster.config.replication_factor, &mut self.owners_scratch);
+        self.owners.push(self.owners_scratch.len() as u8);
+        self.samples += samples.len() as u64;
+        for &owner in &self.owners_scratch {
+            let slot = *self.batch_of.entry(owner).or_insert_with(|| {
+                self.batches.push((owner, FramesWriter::default(), Vec::new()));
+                self.batches.len() - 1
+            });
+            let (_, frames, members) = &mut self.batches[slot];
+            frames.push_samples(labels.as_bytes(), samples);
+            members.push(series);
+        }
+        Ok(())
+    }
+
+    fn commit(self: Box<Self>) -> Result<CommitReport, StorageError> {
+        if self.owners.is_empty() {
+            return Ok(CommitReport::default());
+        }
+        let quorum = write_quorum(self.cluster.config.replication_factor);
+        if let Some(&fewest) = self.owners.iter().min()
+            && usize::from(fewest) < quorum
+        {
+            return Err(StorageError::Unavailable(format!(
+                "the ring has {fewest} active ingester(s) for some series; a write needs {quorum}"
+            )));
+        }
+        let cluster = self.cluster.clone();
+        let total = self.samples;
+        cluster.clone().block_on(replicate(
+            cluster,
+            self.tenant,
+            self.ring,
+            self.batches,
+            self.owners,
+            quorum,
+            total,
+        ))
+    }
+
+    fn rollback(self: Box<Self>) {}
+}
+
+/// Sends each owner its batch and waits until every series is stored by
+/// `quorum` owners, or can no longer be. Batches still in flight then go on
+/// (their owners store them), so replicas converge.
+async fn replicate(
+    cluster: Arc<Cluster>,
+    tenant: TenantId,
+    ring: Arc<Ring>,
+    batches: Vec<(usize, FramesWriter, Vec<u32>)>,
+    owners: Vec<u8>,
+    quorum: usize,
+    total_samples: u64,
+) -> Result<CommitReport, StorageError> {
+    let mut in_flight = JoinSet::new();
+    let mut members_of = Vec::with_capacity(batches.len());
+    for (slot, (member_index, frames, series)) in batches.into_iter().enumerate() {
+        let member = ring.member(member_index).clone();
+        members_of.push(series);
+        let body = frames.finish();
+        if !ring.is_alive(member_index) {
+            let node = member.id.clone();
+            in_flight.spawn(async move { (slot, Err(down(node))) });
+        } else if cluster.is_me(&member) {
+            let local = cluster.local().cloned();
+            let tenant = tenant.clone();
+            in_flight.spawn(async move {
+                let stored = tokio::task::spawn_blocking(move || match local {
+                    Some(local) => crate::routes::store(local.as_ref(), &tenant, &body),
+                    None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
+                })
+                .await;
+                let stored = match stored {
+                    Ok(r) => r.map_err(|e| PeerError {
+                        node: member.id.clone(),
+                        permanent: e.kind() == cairn_storage::ErrorKind::BadData,
+                        reason: e.to_string(),
+                    }),
+                    Err(e) => Err(PeerError {
+                        node: member.id.clone(),
+                        reason: format!("write task failed: {e}"),
+                        permanent: false,
+                    }),
+                };
+                (slot, stored)
+            });
+        } else {
+            let sent = cluster.post(&member, "write", &tenant, body);
+            in_flight.spawn(async move {
+                let answer = sent.await.and_then(|bytes| {
+                    serde_json::from_slice::<WriteAnswer>(&bytes).map_err(|e| PeerError {
+                        node: member.id.clone(),
+                        reason: format!("unreadable answer: {e}"),
+                        permanent: false,
+                    })
+                });
+                (slot, answer)
+            });
+        }
+    }
+    let mut acks = vec![0u8; owners.len()];
+    let mut pending = owners;
+    let mut done = 0usize;
+    let mut stored = WriteAnswer::default();
+    let mut copies_sent = 0u64;
+    let mut errors: Vec<PeerError> = Vec::new();
+    while let Some(joined) = in_flight.join_next().await {
+        let Ok((slot, answer)) = joined else { continue };
+        let series = &members_of[slot];
+        match answer {
+            Ok(answer) => {
+                stored.add(&answer);
+                copies_sent +=
+                    answer.samples_accepted + answer.out_of_retention + answer.too_far_in_future + answer.series_limit;
+                for &s in series {
+                    let s = s as usize;
+                    acks[s] += 1;
+                    pending[s] -= 1;
+                    if usize::from(acks[s]) == quorum {
+                        done += 1;
+                    }
+                }
+                if done == acks.len() {
+                    in_flight.detach_all();
+                    let copies = if total_samples == 0 {
+                        1.0
+                    } else {
+                        (copies_sent as f64 / total_samples as f64).max(1.0)
+                    };
+                    return Ok(stored.per_copy(copies));
+                }
+            }
+            Err(e) => {
+                let lost = series.iter().any(|&s| {
+                    let s = s as usize;
+                    pending[s] -= 1;
+                    usize::from(acks[s]) < quorum && usize::from(acks[s] + pending[s]) < quorum
+                });
+                let permanent = e.permanent;
+                errors.push(e);
+                if permanent {
+                    in_flight.detach_all();
+                    return Err(StorageError::InvalidArgument(describe(&errors)));
+                }
+                if lost {
+                    in_flight.detach_all();
+                    return Err(StorageError::Unavailable(format!(
+                        "fewer than {quorum} owners stored some series: {}",
+                        describe(&errors)
+                    )));
+                }
+            }
+        }
+    }
+    Err(StorageError::Unavailable(format!(
+        "the write reached no quorum: {}",
+        describe(&errors)
+    )))
+}
+
+fn describe(errors: &[PeerError]) -> String {
+    errors.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ")
+}

@@ -1,0 +1,92 @@
+//! etcd (Debian's `etcd-server`): the membership store of the cluster
+//! tests. Each test runs its own single-member etcd over a directory of
+//! its own, on ports of its own, and it is killed however the test ends;
+//! it can be stopped and started again over the same data.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::free_port;
+use super::peers::require;
+
+pub struct Etcd {
+    bin: PathBuf,
+    child: Option<Child>,
+    pub client_port: u16,
+    peer_port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Etcd {
+    /// A running etcd, or `None` after printing `SKIPPED` (outside CI).
+    pub fn start() -> Option<Self> {
+        let bin = require("etcd", "etcd-server")?;
+        let mut etcd = Self {
+            bin,
+            child: None,
+            client_port: free_port(),
+            peer_port: free_port(),
+            dir: tempfile::tempdir().expect("tempdir"),
+        };
+        etcd.restart();
+        Some(etcd)
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    /// Starts it (again, over the same data) and waits until it answers.
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "etcd already running");
+        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
+        let client = self.endpoint();
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let child = Command::new(&self.bin)
+            .arg("--name=test")
+            .arg(format!("--data-dir={}", self.dir.path().join("data").display()))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=test={peer}"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone log"))
+            .stderr(log)
+            .spawn()
+            .expect("spawn etcd");
+        self.child = Some(child);
+        let http = super::http_client(Duration::from_secs(1));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if http
+                .get(format!("{}/health", self.endpoint()))
+                .send()
+                .is_ok_and(|r| r.status().is_success())
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("etcd did not become healthy; log:\n{}", self.log());
+    }
+
+    /// SIGKILL.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
