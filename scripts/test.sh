@@ -5,6 +5,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Building needs protoc and protobuf's well-known types (etcd-client's build
+# script compiles etcd's API); scripts/run.sh installs them the same way.
+scripts/install-build-deps.sh
+
+# etcd (Debian's etcd-server) is the real membership store of tests/cluster.rs
+# (with CI set, those tests fail rather than skip when it is missing).
+if ! command -v etcd >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends etcd-server
+fi
+
 # Prometheus is the real remote-write client of tests/prometheus_remote_write.rs
 # (with CI set, that test fails rather than skips when it is missing).
 if ! command -v prometheus >/dev/null 2>&1; then

@@ -323,6 +323,7 @@ fn cluster_config(cli: &Cli) -> anyhow::Result<Option<cairn_cluster::ClusterConf
         peer_timeout: cli.cluster_peer_timeout,
         secret,
         leave_on_shutdown: cli.cluster_leave_on_shutdown,
+        state_dir: Some(cli.storage_path.clone()),
         ..cairn_cluster::ClusterConfig::new(etcd, &node_id, &advertise)
     }))
 }

@@ -13,17 +13,25 @@ use super::peers::require;
 pub struct Etcd {
     bin: PathBuf,
     child: Option<Child>,
+    /// The address it listens on.
+    pub host: String,
     pub client_port: u16,
     peer_port: u16,
     dir: tempfile::TempDir,
 }
 
 impl Etcd {
-    /// A running etcd, or `None` after printing `SKIPPED` (outside CI).
+    /// A running etcd on loopback, or `None` after printing `SKIPPED` (outside CI).
     pub fn start() -> Option<Self> {
+        Self::start_on("127.0.0.1")
+    }
+
+    /// [`Self::start`] listening on `host`.
+    pub fn start_on(host: &str) -> Option<Self> {
         let bin = require("etcd", "etcd-server")?;
         let mut etcd = Self {
             bin,
+            host: host.into(),
             child: None,
             client_port: free_port(),
             peer_port: free_port(),
@@ -34,7 +42,7 @@ impl Etcd {
     }
 
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        format!("http://{}:{}", self.host, self.client_port)
     }
 
     /// Starts it (again, over the same data) and waits until it answers.
@@ -42,7 +50,7 @@ impl Etcd {
         assert!(self.child.is_none(), "etcd already running");
         let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
         let client = self.endpoint();
-        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let peer = format!("http://{}:{}", self.host, self.peer_port);
         let child = Command::new(&self.bin)
             .arg("--name=test")
             .arg(format!("--data-dir={}", self.dir.path().join("data").display()))

@@ -1,8 +1,10 @@
 //! A node back from a crash replays its WAL like any restart, then catches
-//! up on the writes it missed while down: it reads from its peers every
-//! series of the window since its newest sample and stores those the ring
-//! gives it. Until it is done, reads stay complete through the other
-//! replicas (quorum reads); after it, the node holds its full share again.
+//! up on the writes it missed while down (or cut off): it reads from its
+//! peers every series with samples since it was last alive in the ring and
+//! stores those the ring gives it. Until it is done, reads stay complete
+//! through the other replicas (quorum reads); after it, the node holds its
+//! full share again. The window is by sample time: a backfill of older
+//! samples acknowledged meanwhile stays on the other replicas only.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -14,8 +16,9 @@ use crate::node::Cluster;
 use crate::ring::series_hash;
 use crate::wire::{SelectRequest, frames};
 
-/// Writes that may have been acknowledged by others before this node's
-/// newest sample was: the window starts this much earlier.
+/// Samples a little older than the moment the node went away may have
+/// reached the others after it (senders' delays): the window starts this
+/// much earlier.
 const MARGIN_MS: i64 = 5 * 60 * 1000;
 /// A node down longer than this catches up on this much only (the rest
 /// stays on the other replicas).
@@ -23,18 +26,19 @@ const MAX_WINDOW_MS: i64 = 24 * 3600 * 1000;
 /// Series per local commit.
 const BATCH_SERIES: usize = 1000;
 
-/// Stores what the peers hold of this node's share since its newest
-/// sample; returns how many samples that was (most already here).
-pub(crate) fn catch_up(cluster: &Arc<Cluster>, now_ms: i64) -> Result<u64, StorageError> {
+/// Stores what the peers hold of this node's share since `last_alive_ms`
+/// (when it last renewed its lease; 0 for a node never in the ring);
+/// returns how many samples that was (some already here).
+pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) -> Result<u64, StorageError> {
     let Some(local) = cluster.local().cloned() else {
         return Ok(0);
     };
-    let mut tenants: BTreeSet<TenantId> = local.list().into_iter().collect();
-    let Some(newest) = newest_sample(cluster, &tenants, now_ms)? else {
+    if last_alive_ms == 0 {
         // A new node: it owns only what is written from now on.
         return Ok(0);
-    };
-    let from = (newest - MARGIN_MS).max(now_ms - MAX_WINDOW_MS);
+    }
+    let mut tenants: BTreeSet<TenantId> = local.list().into_iter().collect();
+    let from = (last_alive_ms - MARGIN_MS).max(now_ms - MAX_WINDOW_MS);
     let ring = cluster.ring();
     let peers: Vec<_> = ring
         .readable_ingesters()
@@ -91,19 +95,4 @@ pub(crate) fn catch_up(cluster: &Arc<Cluster>, now_ms: i64) -> Result<u64, Stora
         }
     }
     Ok(stored)
-}
-
-/// The newest sample this node holds in the last [`MAX_WINDOW_MS`], if any.
-fn newest_sample(cluster: &Cluster, tenants: &BTreeSet<TenantId>, now_ms: i64) -> Result<Option<i64>, StorageError> {
-    let Some(local) = cluster.local() else {
-        return Ok(None);
-    };
-    let mut newest = None;
-    for tenant in tenants {
-        if let Some(storage) = local.get(tenant)? {
-            let status = storage.tsdb_status(now_ms - MAX_WINDOW_MS, now_ms + MAX_WINDOW_MS, 1)?;
-            newest = newest.max(status.max_time);
-        }
-    }
-    Ok(newest)
 }

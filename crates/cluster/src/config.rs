@@ -68,6 +68,8 @@ pub struct ClusterConfig {
     /// On shutdown, hand the node's share to the others and leave the ring
     /// for good (scaling down), rather than keep it for a restart.
     pub leave_on_shutdown: bool,
+    /// Where the node keeps its small cluster state (the data directory).
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 impl ClusterConfig {
@@ -86,6 +88,7 @@ impl ClusterConfig {
             peer_timeout: Duration::from_secs(10),
             secret: None,
             leave_on_shutdown: false,
+            state_dir: None,
         }
     }
 

@@ -54,6 +54,10 @@ async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error>
     let lease = client.lease_grant(ttl, None).await?.id();
     put_member(&mut client, cluster, lease).await?;
     *cluster.lease.lock() = Some(lease);
+    let last_alive = cluster.last_alive_ms.load(Ordering::Acquire);
+    cluster.catch_up_since.store(last_alive, Ordering::Release);
+    cluster.registrations.fetch_add(1, Ordering::AcqRel);
+    cluster.renewed();
     tracing::info!(node = %config.node_id, lease, "registered in the cluster");
     let (mut keeper, mut answers) = client.lease_keep_alive(lease).await?;
     let mut published = cluster.state();
@@ -65,7 +69,7 @@ async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error>
         }
         keeper.keep_alive().await?;
         match answers.message().await? {
-            Some(answer) if answer.ttl() > 0 => {}
+            Some(answer) if answer.ttl() > 0 => cluster.renewed(),
             _ => {
                 return Err(etcd_client::Error::LeaseKeepAliveError("the lease expired".into()));
             }

@@ -7,7 +7,7 @@
 //! client does.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
@@ -18,6 +18,9 @@ use tokio::sync::Notify;
 use crate::config::ClusterConfig;
 use crate::ring::{Member, NodeState, Ring};
 use crate::routes::{SECRET_HEADER, path};
+
+/// Under `ClusterConfig::state_dir`: when the node last renewed its lease.
+const ALIVE_FILE: &str = "cluster-last-alive";
 
 /// One node of the cluster.
 pub struct Cluster {
@@ -30,7 +33,14 @@ pub struct Cluster {
     local: OnceLock<Arc<dyn Tenants>>,
     leaving: AtomicBool,
     handed_off: AtomicBool,
-    caught_up: AtomicBool,
+    /// Registrations so far, and the one the last catch-up followed.
+    pub(crate) registrations: AtomicU64,
+    /// When this node last renewed its lease (ms; 0: never), kept in
+    /// `ALIVE_FILE` across restarts.
+    pub(crate) last_alive_ms: AtomicI64,
+    /// `last_alive_ms` as it was at the latest registration: where its catch-up starts.
+    pub(crate) catch_up_since: AtomicI64,
+    caught_up: AtomicU64,
     pub(crate) deregistered: AtomicBool,
     pub(crate) lease: Mutex<Option<i64>>,
     pub(crate) membership_changed: Notify,
@@ -77,6 +87,12 @@ impl Cluster {
             .tcp_nodelay(true)
             .build()
             .map_err(|e| StorageError::Unavailable(format!("cannot build the peers' HTTP client: {e}")))?;
+        let last_alive_ms = config
+            .state_dir
+            .as_ref()
+            .and_then(|d| std::fs::read_to_string(d.join(ALIVE_FILE)).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
         let cluster = Arc::new(Self {
             config,
             runtime: Some(runtime),
@@ -85,7 +101,10 @@ impl Cluster {
             local: OnceLock::new(),
             leaving: AtomicBool::new(false),
             handed_off: AtomicBool::new(false),
-            caught_up: AtomicBool::new(false),
+            registrations: AtomicU64::new(0),
+            last_alive_ms: AtomicI64::new(last_alive_ms),
+            catch_up_since: AtomicI64::new(0),
+            caught_up: AtomicU64::new(0),
             deregistered: AtomicBool::new(false),
             lease: Mutex::new(None),
             membership_changed: Notify::new(),
@@ -109,28 +128,40 @@ impl Cluster {
         }
         self.runtime().spawn(crate::membership::keep_registered(self.clone()));
         let cluster = self.clone();
-        std::thread::spawn(move || {
-            // Registered first, so writes arrive while the past is fetched.
-            while !cluster.registered() {
+        std::thread::spawn(move || cluster.catch_up_after_registrations());
+    }
+
+    /// Catches up after every registration: the first after a start (a
+    /// crash, a restart), and each after the lease was lost (a partition,
+    /// an etcd outage), since writes may have gone to the others meanwhile.
+    fn catch_up_after_registrations(self: Arc<Self>) {
+        let mut done = 0;
+        loop {
+            let registrations = self.registrations.load(Ordering::Acquire);
+            if registrations == done {
                 std::thread::sleep(std::time::Duration::from_millis(100));
+                continue;
             }
-            std::thread::sleep(cluster.config.ring_refresh * 2);
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as i64);
-            match crate::catch_up::catch_up(&cluster, now) {
+            // Registered first, so writes arrive while the past is fetched;
+            // and the ring read since, so the peers are known.
+            std::thread::sleep(self.config.ring_refresh * 2);
+            let now = now_ms();
+            let since = self.catch_up_since.load(Ordering::Acquire);
+            match crate::catch_up::catch_up(&self, since, now) {
                 Ok(samples) => tracing::info!(samples, "caught up from the peers"),
                 Err(e) => {
                     tracing::error!(error = %e, "catch-up failed; reads stay complete through the other replicas")
                 }
             }
-            cluster.caught_up.store(true, Ordering::Release);
-        });
+            done = registrations;
+            self.caught_up.store(done, Ordering::Release);
+        }
     }
 
-    /// Whether the catch-up after the start is done.
+    /// Whether the catch-up after the latest registration is done.
     pub fn caught_up(&self) -> bool {
-        self.caught_up.load(Ordering::Acquire)
+        let done = self.caught_up.load(Ordering::Acquire);
+        done > 0 && done == self.registrations.load(Ordering::Acquire)
     }
 
     fn runtime(&self) -> &tokio::runtime::Runtime {
@@ -152,13 +183,21 @@ impl Cluster {
     pub(crate) fn set_ring(&self, ring: Ring) {
         let changed = {
             let old = self.ring.read();
-            old.members() != ring.members()
+            old.members() != ring.members() || (0..ring.members().len()).any(|i| old.is_alive(i) != ring.is_alive(i))
         };
         if changed {
             let ids: Vec<String> = ring
                 .members()
                 .iter()
-                .map(|m| format!("{}({})", m.id, m.state.name()))
+                .enumerate()
+                .map(|(i, m)| {
+                    format!(
+                        "{}({}{})",
+                        m.id,
+                        m.state.name(),
+                        if ring.is_alive(i) { "" } else { ", down" }
+                    )
+                })
                 .collect();
             tracing::info!(members = ?ids, "cluster ring changed");
             *self.ring.write() = Arc::new(ring);
@@ -181,6 +220,19 @@ impl Cluster {
             NodeState::Leaving
         } else {
             NodeState::Active
+        }
+    }
+
+    /// Notes that the lease was renewed now, in memory and on disk.
+    pub(crate) fn renewed(&self) {
+        let now = now_ms();
+        self.last_alive_ms.store(now, Ordering::Release);
+        if let Some(dir) = &self.config.state_dir {
+            let (tmp, path) = (dir.join(format!("{ALIVE_FILE}.tmp")), dir.join(ALIVE_FILE));
+            let written = std::fs::write(&tmp, now.to_string()).and_then(|()| std::fs::rename(&tmp, &path));
+            if let Err(e) = written {
+                tracing::warn!(path = %path.display(), error = %e, "cannot note the lease renewal");
+            }
         }
     }
 
@@ -221,16 +273,20 @@ impl Cluster {
         let lease = *self.lease.lock();
         let leaving = self.handed_off.load(Ordering::Acquire);
         let config = self.config.clone();
-        let _ = self.block_on(async move {
+        let stopped = self.block_on(async move {
             let mut client = crate::membership::connect(&config.etcd_endpoints).await?;
             if let Some(lease) = lease {
-                client.lease_revoke(lease).await?;
+                // The renewal loop may have revoked it already.
+                let _ = client.lease_revoke(lease).await;
             }
             if leaving {
                 crate::membership::forget(&config, &config.node_id).await?;
             }
             Ok::<(), etcd_client::Error>(())
         });
+        if let Err(e) = stopped {
+            tracing::warn!(error = %e, "cannot update the membership in etcd on the way out");
+        }
     }
 
     /// Runs `f` on the cluster's runtime and waits for it (from any thread).
@@ -293,6 +349,12 @@ impl Drop for Cluster {
             runtime.shutdown_background();
         }
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// The failure of a member that holds no live lease: not asked at all.

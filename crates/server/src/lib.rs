@@ -104,6 +104,11 @@ pub async fn run(
     };
     let stores = config.cluster.as_ref().is_none_or(|c| c.role.stores());
     let mut api = config.api.clone();
+    if cluster.is_some() {
+        // A cluster write waits for its owners over the network: never on
+        // an async worker, which the owners' answers themselves may need.
+        api.inline_write_max_body_bytes = 0;
+    }
     api.status.config_yaml = config_yaml(&config);
     api.status.storage_retention = cairn_http::format_duration(ms(config.storage.retention));
     api.lookback_delta_ms = ms(config.engine.lookback_delta);
