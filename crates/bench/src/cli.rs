@@ -205,12 +205,14 @@ pub struct RunArgs {
     /// Name of the target in reports.
     #[arg(long, default_value = "target")]
     pub name: String,
-    /// PID of the target, to sample its CPU and RSS.
-    #[arg(long)]
-    pub pid: Option<u32>,
-    /// The target's data directory, to sample its disk use.
-    #[arg(long)]
-    pub data_dir: Option<PathBuf>,
+    /// PID of the target, to sample its CPU and RSS; several,
+    /// comma-separated (the nodes of a cluster), are summed.
+    #[arg(long, value_delimiter = ',')]
+    pub pid: Vec<u32>,
+    /// The target's data directory, to sample its disk use; several,
+    /// comma-separated, are summed.
+    #[arg(long, value_delimiter = ',')]
+    pub data_dir: Vec<PathBuf>,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     #[command(flatten)]
@@ -271,8 +273,8 @@ pub fn main(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
             cfg.name = a.name.clone();
             cfg.write_url = a.write_url.clone();
             cfg.query_url = a.query_url.clone();
-            cfg.pid = a.pid;
-            cfg.data_dir = a.data_dir.clone();
+            cfg.pids = a.pid.clone();
+            cfg.data_dirs = a.data_dir.clone();
             cfg.progress = !a.quiet;
             let report = crate::run::run(&cfg)?;
             print!("{}", report.summary());
@@ -321,8 +323,8 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
             name: t.name.clone(),
             write_url: t.write_url(),
             query_url: Some(t.base_url()),
-            pid: Some(t.pid()),
-            data_dir: Some(t.data_dir.clone()),
+            pids: vec![t.pid()],
+            data_dirs: vec![t.data_dir.clone()],
             ..base.clone()
         });
     }

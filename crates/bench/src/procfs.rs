@@ -27,6 +27,23 @@ pub fn cpu_seconds(pid: u32, tck: u64) -> Option<f64> {
     Some((utime + stime) as f64 / tck as f64)
 }
 
+/// [`cpu_seconds`] summed over several processes (`None` for none, or
+/// when one cannot be read).
+pub fn cpu_seconds_of(pids: &[u32], tck: u64) -> Option<f64> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|&p| cpu_seconds(p, tck)).sum()
+}
+
+/// VmRSS summed over several processes, in bytes.
+pub fn rss_of(pids: &[u32]) -> Option<u64> {
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|&p| rss(p).map(|(r, _)| r)).sum()
+}
+
 /// `(VmRSS, VmHWM)` of `pid` in bytes.
 pub fn rss(pid: u32) -> Option<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
@@ -36,6 +53,11 @@ pub fn rss(pid: u32) -> Option<(u64, u64)> {
         Some(kb * 1024)
     };
     Some((field("VmRSS:")?, field("VmHWM:")?))
+}
+
+/// [`du_bytes`] summed over several directories (`None` for none).
+pub fn du_bytes_of(dirs: &[std::path::PathBuf]) -> Option<u64> {
+    (!dirs.is_empty()).then(|| dirs.iter().map(|d| du_bytes(d)).sum())
 }
 
 /// Allocated bytes under `dir` (as `du -s --block-size=1` counts them).

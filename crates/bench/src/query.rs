@@ -146,14 +146,19 @@ impl QueryClient {
 
     /// The sum of every sample of `names` on the target's `/metrics` page
     /// (`None` when it exposes none of them): figures only some targets give.
+    /// Summed over every base URL (the nodes of a cluster).
     pub fn self_metric(&self, names: &[&str]) -> Option<f64> {
-        let resp = self
-            .access
-            .apply(self.http.get(format!("{}/metrics", self.bases[0])))
-            .send()
-            .ok()?;
-        let text = resp.text().ok()?;
-        sum_of_metrics(&text, names)
+        let mut total = None;
+        for base in self.bases.iter() {
+            let resp = self
+                .access
+                .apply(self.http.get(format!("{base}/metrics")))
+                .send()
+                .ok()?;
+            let text = resp.text().ok()?;
+            *total.get_or_insert(0.0) += sum_of_metrics(&text, names)?;
+        }
+        total
     }
 }
 

@@ -63,9 +63,10 @@ pub struct RunConfig {
     pub batch_samples: usize,
     pub job: String,
     pub seed: u64,
-    /// Target process to sample (CPU, RSS) and its data directory (disk).
-    pub pid: Option<u32>,
-    pub data_dir: Option<PathBuf>,
+    /// Target processes to sample (CPU, RSS: summed) and their data
+    /// directories (disk: summed); several for the nodes of a cluster.
+    pub pids: Vec<u32>,
+    pub data_dirs: Vec<PathBuf>,
     /// Print the live progress line on stderr.
     pub progress: bool,
     /// A trace file instead of the embedded one.
@@ -97,8 +98,8 @@ impl Default for RunConfig {
             batch_samples: 10_000,
             job: "node_exporter".into(),
             seed: 1,
-            pid: None,
-            data_dir: None,
+            pids: Vec::new(),
+            data_dirs: Vec::new(),
             progress: true,
             trace: None,
         }
@@ -238,7 +239,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
     let tck = procfs::clk_tck();
     let own_pid = std::process::id();
     let own_cpu0 = procfs::cpu_seconds(own_pid, tck).unwrap_or(0.0);
-    let target_cpu0 = cfg.pid.and_then(|p| procfs::cpu_seconds(p, tck));
+    let target_cpu0 = procfs::cpu_seconds_of(&cfg.pids, tck);
     let self_metrics = match &cfg.query_url {
         Some(url) => Some(QueryClient::new(url, cfg.access.clone())?),
         None => None,
@@ -315,8 +316,10 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         .unwrap_or_default();
     let (all_queries, query_classes) = shared.queries.lock().map(|q| latency_by_class(&q)).unwrap_or_default();
     let ingest_cpu = ingest_cpu().zip(ingest_cpu0).map(|(a, b)| a - b);
-    let target = cfg.pid.map(|pid| {
-        let cpu = procfs::cpu_seconds(pid, tck).zip(target_cpu0).map(|(a, b)| a - b);
+    let target = cfg.pids.first().map(|&pid| {
+        let cpu = procfs::cpu_seconds_of(&cfg.pids, tck)
+            .zip(target_cpu0)
+            .map(|(a, b)| a - b);
         let peak_rss = timeline.iter().filter_map(|p| p.target_rss_bytes).max();
         let per_million = |c: Option<f64>| c.filter(|_| delivered > 0).map(|c| c / (delivered as f64 / 1e6));
         TargetReport {
@@ -328,12 +331,10 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
             query_cpu_seconds_per_million_samples: per_million(cpu.zip(ingest_cpu).map(|(c, i)| (c - i).max(0.0))),
             rss_peak_bytes: peak_rss,
             rss_last_bytes: timeline.iter().rev().find_map(|p| p.target_rss_bytes),
-            disk_last_bytes: cfg.data_dir.as_ref().map(|d| procfs::du_bytes(d)),
-            disk_bytes_per_sample: cfg
-                .data_dir
-                .as_ref()
+            disk_last_bytes: procfs::du_bytes_of(&cfg.data_dirs),
+            disk_bytes_per_sample: procfs::du_bytes_of(&cfg.data_dirs)
                 .filter(|_| delivered > 0)
-                .map(|d| procfs::du_bytes(d) as f64 / delivered as f64),
+                .map(|d| d as f64 / delivered as f64),
         }
     });
     Ok(Report {
@@ -639,7 +640,7 @@ fn sample_loop(cfg: &RunConfig, shared: &Shared, tck: u64, started: Instant) -> 
     let mut points = Vec::new();
     let mut last_delivered = 0;
     let mut last_t = 0.0;
-    let mut last_cpu = cfg.pid.and_then(|p| procfs::cpu_seconds(p, tck));
+    let mut last_cpu = procfs::cpu_seconds_of(&cfg.pids, tck);
     let mut tick = 0u64;
     loop {
         let stop = shared.stop.load(Ordering::Relaxed);
@@ -653,15 +654,13 @@ fn sample_loop(cfg: &RunConfig, shared: &Shared, tck: u64, started: Instant) -> 
         let t = started.elapsed().as_secs_f64();
         let delivered = shared.delivered.load(Ordering::Relaxed);
         let rate = (delivered - last_delivered) as f64 / (t - last_t).max(1e-9);
-        let cpu = cfg.pid.and_then(|p| procfs::cpu_seconds(p, tck));
+        let cpu = procfs::cpu_seconds_of(&cfg.pids, tck);
         let cpu_percent = cpu.zip(last_cpu).map(|(a, b)| 100.0 * (a - b) / (t - last_t).max(1e-9));
-        let rss = cfg.pid.and_then(procfs::rss).map(|(r, _)| r);
+        let rss = procfs::rss_of(&cfg.pids);
         // du walks the directory: every 5 s is plenty.
-        let disk = cfg
-            .data_dir
-            .as_ref()
+        let disk = Some(&cfg.data_dirs)
             .filter(|_| points.len() % 5 == 0 || stop)
-            .map(|d| procfs::du_bytes(d));
+            .and_then(|d| procfs::du_bytes_of(d));
         let (q50, q99) = shared
             .queries
             .lock()
