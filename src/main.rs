@@ -170,6 +170,23 @@ struct Cli {
     #[arg(long = "cluster.leave-on-shutdown")]
     cluster_leave_on_shutdown: bool,
 
+    /// Deduplicate HA pairs of Prometheus on the way in, as Mimir's HA
+    /// tracker does: of the series carrying both --cluster.ha-cluster-label
+    /// and --cluster.ha-replica-label, only the elected replica's are stored
+    /// (without the replica label); the election is kept in etcd and moves
+    /// when the elected replica is silent for --cluster.ha-failover-timeout.
+    #[arg(long = "cluster.ha-tracker")]
+    cluster_ha_tracker: bool,
+
+    #[arg(long = "cluster.ha-cluster-label", default_value = "cluster")]
+    cluster_ha_cluster_label: String,
+
+    #[arg(long = "cluster.ha-replica-label", default_value = "__replica__")]
+    cluster_ha_replica_label: String,
+
+    #[arg(long = "cluster.ha-failover-timeout", default_value = "30s", value_parser = duration)]
+    cluster_ha_failover_timeout: Duration,
+
     /// A file holding a secret all nodes share; requests between nodes
     /// carry it and are refused without it. Required with --web.config.file.
     #[arg(long = "cluster.secret-file")]
@@ -324,6 +341,11 @@ fn cluster_config(cli: &Cli) -> anyhow::Result<Option<cairn_cluster::ClusterConf
         secret,
         leave_on_shutdown: cli.cluster_leave_on_shutdown,
         state_dir: Some(cli.storage_path.clone()),
+        ha: cli.cluster_ha_tracker.then(|| cairn_cluster::HaConfig {
+            cluster_label: cli.cluster_ha_cluster_label.clone(),
+            replica_label: cli.cluster_ha_replica_label.clone(),
+            failover_timeout: cli.cluster_ha_failover_timeout,
+        }),
         ..cairn_cluster::ClusterConfig::new(etcd, &node_id, &advertise)
     }))
 }

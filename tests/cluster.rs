@@ -545,3 +545,72 @@ fn the_cluster_keeps_serving_while_etcd_restarts() {
         Probe::verify(start_ms, &acked, &Client::new(url), &[]);
     }
 }
+
+#[test]
+fn ha_pairs_are_deduplicated_and_fail_over() {
+    let Some(etcd) = Etcd::start() else { return };
+    let mut cluster = TestCluster::empty(etcd, 3);
+    for _ in 0..3 {
+        cluster.add_node(
+            "127.0.0.1",
+            Vec::new(),
+            &["--cluster.ha-tracker", "--cluster.ha-failover-timeout", "3s"],
+        );
+    }
+    cluster.wait_alive(3);
+    // Two Prometheus replicas of one cluster, each writing through a node of its own.
+    let (a, b) = (cluster.nodes[0].client(), cluster.nodes[1].client());
+    let sample = |replica: &str, t: i64, v: f64| {
+        series(
+            &[
+                ("__name__", "ha_metric"),
+                ("cluster", "eu1"),
+                ("__replica__", replica),
+                ("job", "node"),
+            ],
+            &[(t, v)],
+        )
+    };
+    let t0 = now_ms() - 120_000;
+    for k in 0..20 {
+        a.write(&[sample("a", t0 + k * 1000, 1.0)]);
+        b.write(&[sample("b", t0 + k * 1000 + 500, 2.0)]);
+    }
+    let stored = |c: &Client| -> Vec<(i64, f64)> {
+        let exported = c.export(&["ha_metric"], Some((t0 - 1, now_ms())));
+        assert_eq!(exported.len(), 1, "one series, without the replica label: {exported:?}");
+        assert_eq!(
+            exported[0].labels,
+            common::lmap(&[("__name__", "ha_metric"), ("cluster", "eu1"), ("job", "node")])
+        );
+        exported[0].samples.iter().map(|s| (s.t, s.v)).collect()
+    };
+    let first = stored(&cluster.nodes[2].client());
+    assert_eq!(first.len(), 20, "only the elected replica's samples: {first:?}");
+    assert!(
+        first.iter().all(|&(_, v)| v == 1.0),
+        "replica a was elected first: {first:?}"
+    );
+    let rejected = b.get("/metrics").body;
+    assert!(
+        rejected
+            .lines()
+            .any(|l| l.contains("reason=\"ha_replica\"") && !l.ends_with(" 0")),
+        "the dropped samples are counted"
+    );
+
+    // Replica a goes silent; after the failover timeout replica b is elected.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut k = 20;
+    loop {
+        b.write(&[sample("b", t0 + k * 1000 + 500, 2.0)]);
+        k += 1;
+        if stored(&cluster.nodes[2].client()).iter().any(|&(_, v)| v == 2.0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "replica b was never elected");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let after = stored(&cluster.nodes[0].client());
+    assert!(after[..20].iter().all(|&(_, v)| v == 1.0), "the past is kept as it was");
+}

@@ -70,6 +70,8 @@ pub struct ClusterConfig {
     pub leave_on_shutdown: bool,
     /// Where the node keeps its small cluster state (the data directory).
     pub state_dir: Option<std::path::PathBuf>,
+    /// Deduplicate HA pairs of Prometheus on the way in; off when `None`.
+    pub ha: Option<crate::HaConfig>,
 }
 
 impl ClusterConfig {
@@ -89,6 +91,7 @@ impl ClusterConfig {
             secret: None,
             leave_on_shutdown: false,
             state_dir: None,
+            ha: None,
         }
     }
 

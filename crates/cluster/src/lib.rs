@@ -4,7 +4,8 @@
 //!   a lease; the members make the token ring ([`ring`]) that says which
 //!   ingesters own a series.
 //! - A write on any node ([`write`]) goes to each series' owners and is
-//!   acknowledged once a quorum of them stored it.
+//!   acknowledged once a quorum of them stored it; HA pairs of Prometheus
+//!   are deduplicated on the way in ([`ha`]).
 //! - A read on any node ([`read`]) asks every ingester, joins the replicas
 //!   of each series, and fails (or, when allowed, warns) when too few
 //!   answered for the answer to be complete.
@@ -14,6 +15,7 @@
 
 mod catch_up;
 mod config;
+mod ha;
 mod handoff;
 mod membership;
 mod node;
@@ -25,6 +27,7 @@ pub mod wire;
 mod write;
 
 pub use config::{ClusterConfig, Role};
+pub use ha::HaConfig;
 pub use node::Cluster;
 pub use routes::{SECRET_HEADER, routes};
 pub use tenants::ClusterTenants;

@@ -44,6 +44,7 @@ pub struct Cluster {
     pub(crate) deregistered: AtomicBool,
     pub(crate) lease: Mutex<Option<i64>>,
     pub(crate) membership_changed: Notify,
+    pub(crate) ha: Option<Arc<crate::ha::HaTracker>>,
 }
 
 /// Why a request to a peer failed.
@@ -93,6 +94,7 @@ impl Cluster {
             .and_then(|d| std::fs::read_to_string(d.join(ALIVE_FILE)).ok())
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(0);
+        let config_ha = config.ha.clone();
         let cluster = Arc::new(Self {
             config,
             runtime: Some(runtime),
@@ -108,7 +110,13 @@ impl Cluster {
             deregistered: AtomicBool::new(false),
             lease: Mutex::new(None),
             membership_changed: Notify::new(),
+            ha: config_ha.map(|c| Arc::new(crate::ha::HaTracker::new(c))),
         });
+        if let Some(ha) = &cluster.ha {
+            cluster
+                .runtime()
+                .spawn(crate::ha::keep_elections_fresh(cluster.clone(), ha.clone()));
+        }
         cluster
             .runtime()
             .spawn(crate::membership::refresh_ring(cluster.clone()));

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cairn_model::{EncodedLabels, Labels, Sample};
-use cairn_storage::{Appender, CommitReport, StorageError, TenantId};
+use cairn_model::{EncodedLabels, Labels, Sample, encode_canonical};
+use cairn_storage::{Appender, CommitReport, RejectReason, StorageError, TenantId};
 use tokio::task::JoinSet;
 
 use crate::node::{Cluster, PeerError, down};
@@ -26,6 +26,10 @@ pub(crate) struct ClusterAppender {
     samples: u64,
     owners_scratch: Vec<usize>,
     labels_scratch: Vec<u8>,
+    /// The HA tracker's decision per (cluster, replica) seen in this write.
+    ha_decisions: HashMap<(String, String), bool>,
+    /// Samples of replicas that are not elected, dropped.
+    ha_dropped: u64,
 }
 
 impl ClusterAppender {
@@ -41,7 +45,72 @@ impl ClusterAppender {
             samples: 0,
             owners_scratch: Vec::new(),
             labels_scratch: Vec::new(),
+            ha_decisions: HashMap::new(),
+            ha_dropped: 0,
         }
+    }
+
+    /// Sends a series to its owners.
+    fn route(&mut self, labels: EncodedLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
+        let series = u32::try_from(self.owners.len())
+            .map_err(|_| StorageError::LimitExceeded("too many series in one write".into()))?;
+        let hash = series_hash(self.tenant.as_str(), labels.as_bytes());
+        self.ring
+            .owners(hash, self.cluster.config.replication_factor, &mut self.owners_scratch);
+        self.owners.push(self.owners_scratch.len() as u8);
+        self.samples += samples.len() as u64;
+        for &owner in &self.owners_scratch {
+            let slot = *self.batch_of.entry(owner).or_insert_with(|| {
+                self.batches.push((owner, FramesWriter::default(), Vec::new()));
+                self.batches.len() - 1
+            });
+            let (_, frames, members) = &mut self.batches[slot];
+            frames.push_samples(labels.as_bytes(), samples);
+            members.push(series);
+        }
+        Ok(())
+    }
+
+    /// For a series of an HA pair (both the cluster and the replica label
+    /// set): `None` when its replica is not the elected one, else its
+    /// labels without the replica label. `Some(None)`: not of an HA pair.
+    fn deduplicated(&mut self, labels: EncodedLabels<'_>) -> Result<Option<Option<Vec<u8>>>, StorageError> {
+        let Some(ha) = self.cluster.ha.clone() else {
+            return Ok(Some(None));
+        };
+        let (mut cluster, mut replica) = (None, None);
+        for (name, value) in labels.pairs() {
+            if name == ha.config.cluster_label {
+                cluster = Some(value);
+            } else if name == ha.config.replica_label {
+                replica = Some(value);
+            }
+        }
+        let (Some(cluster), Some(replica)) = (cluster, replica) else {
+            return Ok(Some(None));
+        };
+        let key = (cluster.to_string(), replica.to_string());
+        let accepted = match self.ha_decisions.get(&key) {
+            Some(&a) => a,
+            None => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64);
+                let a = ha.accept(&self.cluster, &self.tenant, cluster, replica, now);
+                self.ha_decisions.insert(key, a);
+                a
+            }
+        };
+        if !accepted {
+            return Ok(None);
+        }
+        let mut pairs: Vec<(&str, &str)> = labels.pairs().filter(|(n, _)| *n != ha.config.replica_label).collect();
+        let mut encoded = Vec::new();
+        encode_canonical(&mut pairs, &mut encoded).map_err(|e| StorageError::InvalidSeries {
+            labels: labels.decode().to_string(),
+            reason: e.to_string(),
+        })?;
+        Ok(Some(Some(encoded)))
     }
 }
 
@@ -67,26 +136,36 @@ impl Appender for ClusterAppender {
                 reason: "a series needs at least one label".into(),
             });
         }
-        let series = u32::try_from(self.owners.len())
-            .map_err(|_| StorageError::LimitExceeded("too many series in one write".into()))?;
-        let hash = series_hash(self.tenant.as_str(), labels.as_bytes());
-        self.ring
-            .owners(hash, self.cluster.config.replication_factor, &mut self.owners_scratch);
-        self.owners.push(self.owners_scratch.len() as u8);
-        self.samples += samples.len() as u64;
-        for &owner in &self.owners_scratch {
-            let slot = *self.batch_of.entry(owner).or_insert_with(|| {
-                self.batches.push((owner, FramesWriter::default(), Vec::new()));
-                self.batches.len() - 1
-            });
-            let (_, frames, members) = &mut self.batches[slot];
-            frames.push_samples(labels.as_bytes(), samples);
-            members.push(series);
+        match self.deduplicated(labels)? {
+            None => {
+                self.ha_dropped += samples.len() as u64;
+                Ok(())
+            }
+            Some(None) => self.route(labels, samples),
+            Some(Some(without_replica)) => {
+                let labels = EncodedLabels::new(&without_replica).map_err(|e| StorageError::InvalidSeries {
+                    labels: labels.decode().to_string(),
+                    reason: e.to_string(),
+                })?;
+                self.route(labels, samples)
+            }
         }
-        Ok(())
     }
 
     fn commit(self: Box<Self>) -> Result<CommitReport, StorageError> {
+        let ha_dropped = self.ha_dropped;
+        let mut report = self.send_to_owners()?;
+        if ha_dropped > 0 {
+            report.samples_rejected.insert(RejectReason::HaReplica, ha_dropped);
+        }
+        Ok(report)
+    }
+
+    fn rollback(self: Box<Self>) {}
+}
+
+impl ClusterAppender {
+    fn send_to_owners(self: Box<Self>) -> Result<CommitReport, StorageError> {
         if self.owners.is_empty() {
             return Ok(CommitReport::default());
         }
@@ -110,8 +189,6 @@ impl Appender for ClusterAppender {
             total,
         ))
     }
-
-    fn rollback(self: Box<Self>) {}
 }
 
 /// Sends each owner its batch and waits until every series is stored by

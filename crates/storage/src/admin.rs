@@ -12,6 +12,9 @@ pub enum RejectReason {
     /// Of a series the commit would have created beyond the limit of
     /// active series (a tenant's `max_active_series`).
     SeriesLimit,
+    /// From a replica of an HA pair of Prometheus that is not the elected
+    /// one (its twin's samples are stored instead).
+    HaReplica,
 }
 
 impl RejectReason {
@@ -21,6 +24,7 @@ impl RejectReason {
             Self::OutOfRetention => "out_of_retention",
             Self::TooFarInFuture => "too_far_in_future",
             Self::SeriesLimit => "series_limit",
+            Self::HaReplica => "ha_replica",
         }
     }
 }

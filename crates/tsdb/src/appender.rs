@@ -305,6 +305,8 @@ impl Appender for TsdbAppender<'_> {
                 RejectReason::OutOfRetention => &db.counters.out_of_retention,
                 RejectReason::TooFarInFuture => &db.counters.too_far_in_future,
                 RejectReason::SeriesLimit => &db.counters.series_limit,
+                // Decided before storage, by a cluster's HA tracker.
+                RejectReason::HaReplica => continue,
             };
             counter.fetch_add(*n, Ordering::Relaxed);
         }
