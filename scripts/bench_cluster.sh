@@ -43,7 +43,8 @@ t = r["target"] or {}
 q = r["query_latency_ms"]
 mb = lambda b: (b or 0) / 1e6
 print(f'{r["name"]:7} samples {r["samples_delivered"]:>9}  failed {r["samples_failed"]}  '
-      f'cpu s/M {t.get("cpu_seconds_per_million_samples") or 0:6.2f}  '
+      f'cpu s/M {t.get("cpu_seconds_per_million_samples") or 0:6.2f} '
+      f'(ingest {t.get("ingest_cpu_seconds_per_million_samples") or 0:5.2f})  '
       f'rss {mb(t.get("rss_peak_bytes")):7.1f} MB  disk B/sample {t.get("disk_bytes_per_sample") or 0:5.2f}  '
       f'query p50 {q["p50"]:6.1f} p99 {q["p99"]:7.1f} ms  query errors {r["query_errors"]}')
 PY

@@ -299,12 +299,20 @@ impl Cluster {
 
     /// Runs `f` on the cluster's runtime and waits for it (from any thread).
     pub(crate) fn block_on<T: Send + 'static>(&self, f: impl Future<Output = T> + Send + 'static) -> T {
+        wait(self.begin(f))
+    }
+
+    /// Begins `f` on the cluster's runtime; [`wait`] for its outcome, after
+    /// doing on this thread what can run meanwhile.
+    pub(crate) fn begin<T: Send + 'static>(
+        &self,
+        f: impl Future<Output = T> + Send + 'static,
+    ) -> std::sync::mpsc::Receiver<T> {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         self.runtime().spawn(async move {
             let _ = tx.send(f.await);
         });
-        rx.recv()
-            .expect("the cluster's runtime runs for the life of the process")
+        rx
     }
 
     /// POSTs `body` to a peer's internal route and returns its answer's bytes.
@@ -357,6 +365,13 @@ impl Drop for Cluster {
             runtime.shutdown_background();
         }
     }
+}
+
+/// The outcome of what [`Cluster::begin`] began.
+pub(crate) fn wait<T>(started: std::sync::mpsc::Receiver<T>) -> T {
+    started
+        .recv()
+        .expect("the cluster's runtime runs for the life of the process")
 }
 
 fn now_ms() -> i64 {

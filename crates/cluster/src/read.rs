@@ -18,7 +18,7 @@ use cairn_storage::{
 };
 use tokio::task::JoinSet;
 
-use crate::node::{Cluster, PeerError, down};
+use crate::node::{Cluster, PeerError, down, wait};
 use crate::ring::{Member, read_tolerance};
 use crate::wire::{SelectRequest, frames};
 
@@ -233,34 +233,18 @@ pub(crate) fn fan_out(
     }
     let body = serde_json::to_vec(request).unwrap_or_default();
     let mut calls: Vec<(usize, PeerCall)> = Vec::new();
+    let mut mine = None;
     for (i, (member, alive)) in targets.iter().enumerate() {
         if !alive {
             let node = member.id.clone();
             calls.push((i, Box::pin(async move { Err(down(node)) })));
         } else if cluster.is_me(member) {
-            let local = cluster.local().cloned();
-            let (tenant, request, node) = (tenant.clone(), request.clone(), member.id.clone());
-            calls.push((
-                i,
-                Box::pin(async move {
-                    let answer = tokio::task::spawn_blocking(move || match local {
-                        Some(local) => here(local.as_ref(), &tenant, &request),
-                        None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
-                    })
-                    .await
-                    .unwrap_or_else(|e| Err(StorageError::Unavailable(format!("read task failed: {e}"))));
-                    answer.map_err(|e| PeerError {
-                        node,
-                        permanent: e.kind() == ErrorKind::BadData,
-                        reason: e.to_string(),
-                    })
-                }),
-            ));
+            mine = Some(i);
         } else {
             calls.push((i, Box::pin(cluster.post(member, route, tenant, body.clone()))));
         }
     }
-    let results = cluster.block_on(async move {
+    let started = cluster.begin(async move {
         let mut set = JoinSet::new();
         for (i, call) in calls {
             set.spawn(async move { (i, call.await) });
@@ -271,6 +255,21 @@ pub(crate) fn fan_out(
         }
         out
     });
+    // This node's own engine is read on this thread while the peers answer.
+    let local = mine.map(|i| {
+        let answer = match cluster.local() {
+            Some(local) => here(local.as_ref(), tenant, request),
+            None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
+        };
+        let answer = answer.map_err(|e| PeerError {
+            node: cluster.config.node_id.clone(),
+            permanent: e.kind() == ErrorKind::BadData,
+            reason: e.to_string(),
+        });
+        (i, answer)
+    });
+    let mut results = wait(started);
+    results.extend(local);
     let mut answers = Vec::with_capacity(results.len());
     let mut failed: Vec<PeerError> = Vec::new();
     for (i, result) in results {

@@ -26,10 +26,18 @@ pub(crate) fn path(route: &str) -> String {
     format!("{PREFIX}{route}")
 }
 
-/// The internal routes of an ingester over its engine; bodies up to `max_body_bytes`.
-pub fn routes(cluster: Arc<Cluster>, max_body_bytes: usize) -> Router {
+/// The internal routes of an ingester over its engine; bodies up to
+/// `max_body_bytes`. Writes of at most `inline_write_max_body_bytes` are
+/// stored on the async worker that read them (a commit that does not wait
+/// for an fsync is shorter than two thread hand-offs); larger ones on the
+/// blocking pool.
+pub fn routes(cluster: Arc<Cluster>, max_body_bytes: usize, inline_write_max_body_bytes: usize) -> Router {
+    let inline = InlineWrites(inline_write_max_body_bytes);
     Router::new()
-        .route(&path("write"), post(write))
+        .route(
+            &path("write"),
+            post(move |state, headers, body| write(state, headers, body, inline)),
+        )
         .route(&path("select"), post(select))
         .route(&path("label_names"), post(label_names))
         .route(&path("label_values"), post(label_values))
@@ -85,9 +93,22 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T, Failure> + Se
         .map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, format!("task failed: {e}")))?
 }
 
-async fn write(State(cluster): State<Arc<Cluster>>, headers: HeaderMap, body: Bytes) -> Result<Response, Failure> {
+/// Bodies up to this many bytes are written inline.
+#[derive(Clone, Copy)]
+struct InlineWrites(usize);
+
+async fn write(
+    State(cluster): State<Arc<Cluster>>,
+    headers: HeaderMap,
+    body: Bytes,
+    inline: InlineWrites,
+) -> Result<Response, Failure> {
     let (local, tenant) = local_for(&cluster, &headers)?;
-    let answer = blocking(move || Ok(store(local.as_ref(), &tenant, &body)?)).await?;
+    let answer = if body.len() <= inline.0 {
+        store(local.as_ref(), &tenant, &body)?
+    } else {
+        blocking(move || Ok(store(local.as_ref(), &tenant, &body)?)).await?
+    };
     Ok(axum::Json(answer).into_response())
 }
 

@@ -8,7 +8,7 @@ use cairn_model::{EncodedLabels, Labels, Sample, encode_canonical};
 use cairn_storage::{Appender, CommitReport, RejectReason, StorageError, TenantId};
 use tokio::task::JoinSet;
 
-use crate::node::{Cluster, PeerError, down};
+use crate::node::{Cluster, PeerError, down, wait};
 use crate::ring::{Ring, series_hash, write_quorum};
 use crate::wire::{FramesWriter, WriteAnswer};
 
@@ -179,17 +179,41 @@ impl ClusterAppender {
         }
         let cluster = self.cluster.clone();
         let total = self.samples;
-        cluster.clone().block_on(replicate(
-            cluster,
-            self.tenant,
+        // This node's own share is stored on this thread while the others'
+        // are on their way: no hand-off to another thread and back.
+        let mut batches = self.batches;
+        let here = batches
+            .iter()
+            .position(|(m, ..)| self.ring.is_alive(*m) && cluster.is_me(self.ring.member(*m)));
+        let (local_tx, local_rx) = tokio::sync::oneshot::channel();
+        let local_body = here.map(|slot| std::mem::take(&mut batches[slot].1).finish());
+        let started = cluster.begin(replicate(
+            cluster.clone(),
+            self.tenant.clone(),
             self.ring,
-            self.batches,
+            batches,
             self.owners,
             quorum,
             total,
-        ))
+            here.map(|slot| (slot, local_rx)),
+        ));
+        if let Some(body) = local_body {
+            let stored = match cluster.local() {
+                Some(local) => crate::routes::store(local.as_ref(), &self.tenant, &body),
+                None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
+            };
+            let _ = local_tx.send(stored.map_err(|e| PeerError {
+                node: cluster.config.node_id.clone(),
+                permanent: e.kind() == cairn_storage::ErrorKind::BadData,
+                reason: e.to_string(),
+            }));
+        }
+        wait(started)
     }
 }
+
+/// This node's own share, stored by the thread that commits.
+type LocalWrite = tokio::sync::oneshot::Receiver<Result<WriteAnswer, PeerError>>;
 
 /// Sends each owner its batch and waits until every series is stored by
 /// `quorum` owners, or can no longer be. Batches still in flight then go on
@@ -202,6 +226,7 @@ async fn replicate(
     owners: Vec<u8>,
     quorum: usize,
     total_samples: u64,
+    mut here: Option<(usize, LocalWrite)>,
 ) -> Result<CommitReport, StorageError> {
     let mut in_flight = JoinSet::new();
     let mut members_of = Vec::with_capacity(batches.len());
@@ -212,27 +237,15 @@ async fn replicate(
         if !ring.is_alive(member_index) {
             let node = member.id.clone();
             in_flight.spawn(async move { (slot, Err(down(node))) });
-        } else if cluster.is_me(&member) {
-            let local = cluster.local().cloned();
-            let tenant = tenant.clone();
+        } else if let Some(stored) = here.take_if(|(at, _)| *at == slot) {
             in_flight.spawn(async move {
-                let stored = tokio::task::spawn_blocking(move || match local {
-                    Some(local) => crate::routes::store(local.as_ref(), &tenant, &body),
-                    None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
-                })
-                .await;
-                let stored = match stored {
-                    Ok(r) => r.map_err(|e| PeerError {
+                let stored = stored.1.await.unwrap_or_else(|_| {
+                    Err(PeerError {
                         node: member.id.clone(),
-                        permanent: e.kind() == cairn_storage::ErrorKind::BadData,
-                        reason: e.to_string(),
-                    }),
-                    Err(e) => Err(PeerError {
-                        node: member.id.clone(),
-                        reason: format!("write task failed: {e}"),
+                        reason: "the local write was dropped".into(),
                         permanent: false,
-                    }),
-                };
+                    })
+                });
                 (slot, stored)
             });
         } else {

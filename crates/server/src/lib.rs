@@ -104,6 +104,8 @@ pub async fn run(
     };
     let stores = config.cluster.as_ref().is_none_or(|c| c.role.stores());
     let mut api = config.api.clone();
+    // What an ingester's engine takes inline (peers' writes, below).
+    let inline_commit_max_body_bytes = api.inline_write_max_body_bytes;
     if cluster.is_some() {
         // A cluster write waits for its owners over the network: never on
         // an async worker, which the owners' answers themselves may need.
@@ -121,7 +123,11 @@ pub async fn run(
     state.set_ready(false);
     let mut app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));
     if let Some(cluster) = &cluster {
-        app = app.merge(cairn_cluster::routes(cluster.clone(), internal_body_limit(&config)));
+        app = app.merge(cairn_cluster::routes(
+            cluster.clone(),
+            internal_body_limit(&config),
+            inline_commit_max_body_bytes,
+        ));
     }
     // A node scaling down leaves the ring before it stops serving, so
     // peers stop sending it writes first.
