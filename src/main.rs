@@ -373,13 +373,18 @@ fn main() -> anyhow::Result<()> {
     storage.flush_interval = cli.flush_interval;
     storage.max_in_memory_bytes = cli.max_in_memory_bytes;
     storage.idle_merge_after = cli.settle_time;
+    let cluster = cluster_config(&cli)?;
     storage.object_store = cli.object_store_url.as_ref().map(|url| cairn_tsdb::BucketConfig {
         endpoint: cli.object_store_endpoint.clone(),
         region: cli.object_store_region.clone(),
         access_key_id: cli.object_store_access_key_id.clone(),
         secret_access_key: cli.object_store_secret_access_key.clone(),
         request_timeout: cli.object_store_timeout,
-        ..cairn_tsdb::BucketConfig::new(url)
+        // The nodes of a cluster share a bucket, each under a prefix of its own.
+        ..cairn_tsdb::BucketConfig::new(match &cluster {
+            Some(c) => cairn_cluster::node_bucket_url(url, &c.node_id),
+            None => url.clone(),
+        })
     });
     storage.cache_max_bytes = cli.cache_max_bytes;
     storage.max_tenants = cli.tenants_max;
@@ -420,7 +425,6 @@ fn main() -> anyhow::Result<()> {
         Some(path) => cairn_http::WebConfig::load(path).map_err(anyhow::Error::msg)?,
         None => cairn_http::WebConfig::default(),
     };
-    let cluster = cluster_config(&cli)?;
     let config = cairn_server::ServerConfig {
         listen_addr: cli.listen_addr,
         storage,

@@ -614,3 +614,99 @@ fn ha_pairs_are_deduplicated_and_fail_over() {
     let after = stored(&cluster.nodes[0].client());
     assert!(after[..20].iter().all(|&(_, v)| v == 1.0), "the past is kept as it was");
 }
+
+#[test]
+fn settled_days_go_to_each_nodes_prefix_of_the_shared_bucket() {
+    let Some(server) = common::seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let Some(etcd) = Etcd::start() else { return };
+    let mut cluster = TestCluster::empty(etcd, 3);
+    let endpoint = server.endpoint();
+    let bucket_args = [
+        "--storage.object-store.url",
+        "s3://cairn/cluster",
+        "--storage.object-store.endpoint",
+        &endpoint,
+        "--storage.object-store.region",
+        "us-east-1",
+        "--storage.object-store.access-key-id",
+        "cairn",
+        "--storage.object-store.secret-access-key",
+        "cairn-secret",
+        "--storage.settle-time",
+        "1s",
+        "--storage.flush-interval",
+        "1s",
+    ];
+    for _ in 0..3 {
+        cluster.add_node("127.0.0.1", Vec::new(), &bucket_args);
+    }
+    cluster.wait_alive(3);
+    // Two days ago: a day that is over, so it settles and goes to the bucket.
+    let day = (now_ms() / 86_400_000 - 2) * 86_400_000;
+    let batch: Vec<_> = (0..20)
+        .map(|s| {
+            let samples: Vec<(i64, f64)> = (0..100).map(|k| (day + k * 60_000, (s * 1000 + k) as f64)).collect();
+            series(&[("__name__", "settled"), ("s", &s.to_string())], &samples)
+        })
+        .collect();
+    cluster.nodes[0].client().write(&batch);
+
+    // Each node uploads its own replica under a prefix of its own.
+    let bucket = cairn_bucket::Bucket::open(
+        &cairn_bucket::BucketConfig {
+            endpoint: Some(endpoint.clone()),
+            region: Some("us-east-1".into()),
+            access_key_id: Some("cairn".into()),
+            secret_access_key: Some("cairn-secret".into()),
+            ..cairn_bucket::BucketConfig::new("s3://cairn/cluster")
+        },
+        tempfile::tempdir().unwrap().path(),
+        0,
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(90);
+    for node in 0..3 {
+        let prefix = format!("nodes/node-{node}");
+        while !bucket.list(&prefix).unwrap().iter().any(|o| o.key.ends_with(".cpart")) {
+            assert!(
+                Instant::now() < deadline,
+                "node {node} uploaded nothing:\n{}",
+                cluster.nodes[node].log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+    let want = |c: &Client, params: &[(&str, &str)]| {
+        let (start, end) = (common::ms_to_param(day), common::ms_to_param(day + 99 * 60_000));
+        let mut q = vec![("query", "settled"), ("start", &start), ("end", &end), ("step", "60")];
+        q.extend_from_slice(params);
+        let r = c.get_query("/api/v1/query_range", &q);
+        assert_eq!(r.status, 200, "{}", r.body);
+        let result = r.json()["data"]["result"].as_array().unwrap().clone();
+        assert_eq!(result.len(), 20);
+        for series in result {
+            let values = series["values"].as_array().unwrap();
+            assert_eq!(values.len(), 100, "{}", series["metric"]);
+        }
+    };
+    want(&cluster.nodes[1].client(), &[]);
+
+    // A node that lost its disk comes back from its prefix of the bucket.
+    cluster.nodes[2].kill9();
+    want(&cluster.nodes[0].client(), &[]);
+    for entry in std::fs::read_dir(cluster.dirs[2].path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(path).unwrap();
+        } else {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    cluster.nodes[2].restart();
+    cluster.wait_alive(3);
+    cluster.nodes[0].kill9();
+    cluster.nodes[1].kill9();
+    want(&cluster.nodes[2].client(), &[("partial_response", "true")]);
+}

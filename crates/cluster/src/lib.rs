@@ -31,3 +31,32 @@ pub use ha::HaConfig;
 pub use node::Cluster;
 pub use routes::{SECRET_HEADER, routes};
 pub use tenants::ClusterTenants;
+
+/// Where a node of a cluster keeps its part of a shared bucket: under
+/// `nodes/<id>/` of the bucket's URL, the id's characters that an object
+/// key would escape replaced by `_`.
+pub fn node_bucket_url(url: &str, node_id: &str) -> String {
+    let id: String = node_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{}/nodes/{id}", url.trim_end_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn each_node_has_a_prefix_of_its_own() {
+        assert_eq!(
+            super::node_bucket_url("s3://b/cairn/", "10.0.0.1:9090"),
+            "s3://b/cairn/nodes/10.0.0.1_9090"
+        );
+        assert_eq!(super::node_bucket_url("file:///x", "a"), "file:///x/nodes/a");
+    }
+}

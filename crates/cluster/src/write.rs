@@ -187,16 +187,15 @@ impl ClusterAppender {
             .position(|(m, ..)| self.ring.is_alive(*m) && cluster.is_me(self.ring.member(*m)));
         let (local_tx, local_rx) = tokio::sync::oneshot::channel();
         let local_body = here.map(|slot| std::mem::take(&mut batches[slot].1).finish());
-        let started = cluster.begin(replicate(
-            cluster.clone(),
-            self.tenant.clone(),
-            self.ring,
+        let outgoing = Outgoing {
+            tenant: self.tenant.clone(),
+            ring: self.ring,
             batches,
-            self.owners,
+            owners: self.owners,
             quorum,
-            total,
-            here.map(|slot| (slot, local_rx)),
-        ));
+            total_samples: total,
+        };
+        let started = cluster.begin(replicate(cluster.clone(), outgoing, here.map(|slot| (slot, local_rx))));
         if let Some(body) = local_body {
             let stored = match cluster.local() {
                 Some(local) => crate::routes::store(local.as_ref(), &self.tenant, &body),
@@ -212,6 +211,18 @@ impl ClusterAppender {
     }
 }
 
+/// A write on its way to the owners of its series.
+struct Outgoing {
+    tenant: TenantId,
+    ring: Arc<Ring>,
+    /// Per owner (a ring member): its series frames and which series they are.
+    batches: Vec<(usize, FramesWriter, Vec<u32>)>,
+    /// Per series: how many owners it has.
+    owners: Vec<u8>,
+    quorum: usize,
+    total_samples: u64,
+}
+
 /// This node's own share, stored by the thread that commits.
 type LocalWrite = tokio::sync::oneshot::Receiver<Result<WriteAnswer, PeerError>>;
 
@@ -220,14 +231,17 @@ type LocalWrite = tokio::sync::oneshot::Receiver<Result<WriteAnswer, PeerError>>
 /// (their owners store them), so replicas converge.
 async fn replicate(
     cluster: Arc<Cluster>,
-    tenant: TenantId,
-    ring: Arc<Ring>,
-    batches: Vec<(usize, FramesWriter, Vec<u32>)>,
-    owners: Vec<u8>,
-    quorum: usize,
-    total_samples: u64,
+    outgoing: Outgoing,
     mut here: Option<(usize, LocalWrite)>,
 ) -> Result<CommitReport, StorageError> {
+    let Outgoing {
+        tenant,
+        ring,
+        batches,
+        owners,
+        quorum,
+        total_samples,
+    } = outgoing;
     let mut in_flight = JoinSet::new();
     let mut members_of = Vec::with_capacity(batches.len());
     for (slot, (member_index, frames, series)) in batches.into_iter().enumerate() {
