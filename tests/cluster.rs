@@ -710,3 +710,33 @@ fn settled_days_go_to_each_nodes_prefix_of_the_shared_bucket() {
     cluster.nodes[1].kill9();
     want(&cluster.nodes[2].client(), &[("partial_response", "true")]);
 }
+
+#[test]
+fn roles_split_routing_from_storing() {
+    let Some(etcd) = Etcd::start() else { return };
+    let mut cluster = TestCluster::empty(etcd, 2);
+    cluster.add_node("127.0.0.1", Vec::new(), &["--cluster.role", "ingest"]);
+    cluster.add_node("127.0.0.1", Vec::new(), &["--cluster.role", "ingest"]);
+    cluster.add_node("127.0.0.1", Vec::new(), &["--cluster.role", "write"]);
+    cluster.add_node("127.0.0.1", Vec::new(), &["--cluster.role", "query"]);
+    cluster.wait_alive(2);
+    let t = now_ms() - 10_000;
+    cluster.nodes[2]
+        .client()
+        .write(&[series(&[("__name__", "routed"), ("via", "writer")], &[(t, 42.0)])]);
+    let reader = cluster.nodes[3].client();
+    assert_eq!(count(&reader, "sum(routed)"), Ok(42.0));
+    // Routing nodes are members without a share: they store nothing.
+    let ring = cluster.ring(3);
+    let routing: Vec<&Value> = ring["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["ingester"] == false)
+        .collect();
+    assert_eq!(routing.len(), 2, "{ring}");
+    for node in [2, 3] {
+        let stored = std::fs::read_dir(cluster.dirs[node].path()).unwrap().count();
+        assert_eq!(stored, 0, "node {node} has no engine, so no files");
+    }
+}

@@ -235,7 +235,8 @@ impl Cluster {
     pub(crate) fn renewed(&self) {
         let now = now_ms();
         self.last_alive_ms.store(now, Ordering::Release);
-        if let Some(dir) = &self.config.state_dir {
+        // Only an ingester catches up, so only it needs to remember.
+        if let Some(dir) = self.config.state_dir.as_ref().filter(|_| self.config.role.stores()) {
             let (tmp, path) = (dir.join(format!("{ALIVE_FILE}.tmp")), dir.join(ALIVE_FILE));
             let written = std::fs::write(&tmp, now.to_string()).and_then(|()| std::fs::rename(&tmp, &path));
             if let Err(e) = written {
