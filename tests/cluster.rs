@@ -127,6 +127,19 @@ impl TestCluster {
         }
     }
 
+    /// Stops the load; checks that the bench saw no failure and that every
+    /// node answers every acknowledged probe write. The probe's start and
+    /// acknowledged rounds, for further checks.
+    fn finish_load(&self, probe: Probe, bench: Bench) -> (i64, Vec<i64>) {
+        let start_ms = probe.start_ms;
+        let acked = probe.finish();
+        bench.finish();
+        for url in self.urls() {
+            Probe::verify(start_ms, &acked, &Client::new(url), &[]);
+        }
+        (start_ms, acked)
+    }
+
     fn wait_caught_up(&self, node: usize) {
         let deadline = Instant::now() + Duration::from_secs(60);
         while self.ring(node)["caught_up"] != true {
@@ -370,12 +383,7 @@ fn a_killed_ingester_loses_no_acknowledged_write_and_catches_up() {
     cluster.wait_alive(3);
     cluster.wait_caught_up(1);
     std::thread::sleep(Duration::from_secs(2));
-    let start_ms = probe.start_ms;
-    let acked = probe.finish();
-    bench.finish();
-    for url in cluster.urls() {
-        Probe::verify(start_ms, &acked, &Client::new(url), &[]);
-    }
+    let (start_ms, acked) = cluster.finish_load(probe, bench);
 
     // The node that was down caught up: alone, it holds every acknowledged write.
     cluster.nodes[0].kill9();
@@ -448,12 +456,7 @@ fn a_partitioned_node_takes_no_share_and_writes_keep_their_quorum() {
     island.heal();
     cluster.wait_alive(3);
     cluster.wait_caught_up(2);
-    let start_ms = probe.start_ms;
-    let acked = probe.finish();
-    bench.finish();
-    for url in cluster.urls() {
-        Probe::verify(start_ms, &acked, &Client::new(url), &[]);
-    }
+    let (start_ms, acked) = cluster.finish_load(probe, bench);
     // The island caught up on what was written while it was cut off.
     println!("{}", cluster.nodes[2].log());
     cluster.nodes[0].kill9();
@@ -504,12 +507,7 @@ fn nodes_join_and_leave_while_writes_and_reads_go_on() {
     cluster.wait_alive(3);
     assert_complete_reads(&cluster.urls(), 5);
 
-    let start_ms = probe.start_ms;
-    let acked = probe.finish();
-    bench.finish();
-    for url in cluster.urls() {
-        Probe::verify(start_ms, &acked, &Client::new(url), &[]);
-    }
+    cluster.finish_load(probe, bench);
 }
 
 #[test]
@@ -538,12 +536,7 @@ fn the_cluster_keeps_serving_while_etcd_restarts() {
     cluster.wait_alive(3);
     assert_complete_reads(&cluster.urls(), 3);
 
-    let start_ms = probe.start_ms;
-    let acked = probe.finish();
-    bench.finish();
-    for url in cluster.urls() {
-        Probe::verify(start_ms, &acked, &Client::new(url), &[]);
-    }
+    cluster.finish_load(probe, bench);
 }
 
 #[test]
@@ -738,5 +731,15 @@ fn roles_split_routing_from_storing() {
     for node in [2, 3] {
         let stored = std::fs::read_dir(cluster.dirs[node].path()).unwrap().count();
         assert_eq!(stored, 0, "node {node} has no engine, so no files");
+    }
+    // A delete through any node reaches every replica.
+    let r = reader.post_form("/api/v1/admin/tsdb/delete_series", &[("match[]", "routed")]);
+    assert_eq!(r.status, 204, "{}", r.body);
+    for node in [0, 1, 2, 3] {
+        assert_eq!(
+            count(&cluster.nodes[node].client(), "count(routed)"),
+            Ok(0.0),
+            "node {node}"
+        );
     }
 }

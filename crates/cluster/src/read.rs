@@ -9,12 +9,11 @@
 
 use std::collections::BTreeSet;
 use std::future::Future;
-use std::ops::Range;
 use std::sync::Arc;
 
 use cairn_model::{Labels, Matcher};
 use cairn_storage::{
-    ErrorKind, Querier, ReadOptions, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, StorageError, TenantId,
+    ErrorKind, Querier, ReadOptions, SelectHints, Series, SeriesSet, StorageError, TenantId, VecSampleBlocks,
 };
 use tokio::task::JoinSet;
 
@@ -145,7 +144,7 @@ impl ClusterQuerier {
 fn series_of(labels: Labels, ts: Vec<i64>, vs: Vec<f64>) -> Series {
     Series {
         labels,
-        samples: Box::new(Columns { ts, vs, done: false }),
+        samples: Box::new(VecSampleBlocks::from_columns(ts, vs)),
     }
 }
 
@@ -174,38 +173,6 @@ fn join_replicas(ats: &[i64], avs: &[f64], bts: &[i64], bvs: &[f64]) -> (Vec<i64
         }
     }
     (ts, vs)
-}
-
-/// Samples of one merged series, as one block.
-struct Columns {
-    ts: Vec<i64>,
-    vs: Vec<f64>,
-    done: bool,
-}
-
-impl SampleBlocks for Columns {
-    fn next_block(&mut self) -> Result<Option<SampleBlock<'_>>, StorageError> {
-        if self.done || self.ts.is_empty() {
-            return Ok(None);
-        }
-        self.done = true;
-        Ok(Some(SampleBlock {
-            ts: &self.ts,
-            vs: &self.vs,
-        }))
-    }
-
-    fn read_into(&mut self, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<Range<usize>, StorageError> {
-        if self.done {
-            ts.clear();
-            vs.clear();
-        } else {
-            std::mem::swap(ts, &mut self.ts);
-            std::mem::swap(vs, &mut self.vs);
-            self.done = true;
-        }
-        Ok(0..ts.len())
-    }
 }
 
 /// One peer's answer, on its way.

@@ -39,8 +39,8 @@ pub fn routes(cluster: Arc<Cluster>, max_body_bytes: usize, inline_write_max_bod
             post(move |state, headers, body| write(state, headers, body, inline)),
         )
         .route(&path("select"), post(select))
-        .route(&path("label_names"), post(label_names))
-        .route(&path("label_values"), post(label_values))
+        .route(&path("label_names"), post(labels))
+        .route(&path("label_values"), post(labels))
         .route(&path("delete"), post(delete))
         .route(&path("ring"), axum::routing::get(ring))
         .route(&path("tenants"), post(tenants))
@@ -159,24 +159,8 @@ pub(crate) fn select_here(
     Ok(out.finish())
 }
 
-async fn label_names(
-    State(cluster): State<Arc<Cluster>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, Failure> {
-    labels(cluster, headers, body).await
-}
-
-async fn label_values(
-    State(cluster): State<Arc<Cluster>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, Failure> {
-    labels(cluster, headers, body).await
-}
-
 /// Label names, or with `label_name` the values of that label.
-async fn labels(cluster: Arc<Cluster>, headers: HeaderMap, body: Bytes) -> Result<Response, Failure> {
+async fn labels(State(cluster): State<Arc<Cluster>>, headers: HeaderMap, body: Bytes) -> Result<Response, Failure> {
     let (local, tenant) = local_for(&cluster, &headers)?;
     let request: SelectRequest = json(&body)?;
     let names = blocking(move || Ok(labels_here(local.as_ref(), &tenant, &request)?)).await?;
