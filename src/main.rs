@@ -165,7 +165,7 @@ struct Cli {
     cluster_peer_timeout: Duration,
 
     /// On shutdown, leave the ring for good (scaling down): stop taking
-    /// writes, flush, and give this node's share to the others. Without it
+    /// writes and hand what this node stores to the new owners. Without it
     /// a stopped node keeps its share and takes it back when it returns.
     #[arg(long = "cluster.leave-on-shutdown")]
     cluster_leave_on_shutdown: bool,

@@ -23,6 +23,9 @@ const MARGIN_MS: i64 = 5 * 60 * 1000;
 /// A node down longer than this catches up on this much only (the rest
 /// stays on the other replicas).
 const MAX_WINDOW_MS: i64 = 24 * 3600 * 1000;
+/// `last_alive_ms` of a member whose last renewal is unknown (back on an
+/// empty disk): it catches up over the longest window.
+pub(crate) const WHOLE_WINDOW: i64 = 1;
 /// Series per local commit.
 const BATCH_SERIES: usize = 1000;
 

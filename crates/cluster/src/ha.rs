@@ -189,7 +189,7 @@ fn ha_key(cluster_name: &str, tenant: &str, cluster: &str) -> String {
 /// Renews, in etcd, the last-seen time of the replicas this node received
 /// from, and reads the elections the other nodes made or renewed.
 pub(crate) async fn keep_elections_fresh(node: Arc<Cluster>, tracker: Arc<HaTracker>) {
-    let period = tracker.config.failover_timeout / 3;
+    let period = (tracker.config.failover_timeout / 3).max(Duration::from_millis(100));
     let prefix = format!("/cairn/{}/ha/", node.config.name);
     loop {
         tokio::time::sleep(period).await;
@@ -239,7 +239,8 @@ async fn refresh(node: &Cluster, tracker: &HaTracker, prefix: &str) -> Result<()
             revision: kv.mod_revision(),
             seen_here_ms: None,
         });
-        if entry.revision != kv.mod_revision() {
+        // Only newer: an election made here after this read began stands.
+        if kv.mod_revision() > entry.revision {
             if entry.elected.replica != elected.replica {
                 entry.seen_here_ms = None;
             }

@@ -52,9 +52,17 @@ async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error>
     let mut client = connect(&config.etcd_endpoints).await?;
     let ttl = config.lease_ttl.as_secs().max(2) as i64;
     let lease = client.lease_grant(ttl, None).await?.id();
+    let mut last_alive = cluster.last_alive_ms.load(Ordering::Acquire);
+    if last_alive == 0 {
+        // No note of when it was last alive: a new node, or a member back
+        // on an empty disk, which catches up over the whole window.
+        let key = format!("{}{}", config.members_prefix(), config.node_id);
+        if !client.get(key, None).await?.kvs().is_empty() {
+            last_alive = crate::catch_up::WHOLE_WINDOW;
+        }
+    }
     put_member(&mut client, cluster, lease).await?;
     *cluster.lease.lock() = Some(lease);
-    let last_alive = cluster.last_alive_ms.load(Ordering::Acquire);
     cluster.catch_up_since.store(last_alive, Ordering::Release);
     cluster.registrations.fetch_add(1, Ordering::AcqRel);
     cluster.renewed();

@@ -52,7 +52,8 @@ pub struct Cluster {
 pub struct PeerError {
     pub node: String,
     pub reason: String,
-    /// The peer refused the request itself (bad data): retrying elsewhere cannot help.
+    /// This node's own engine refused the request as bad data: no other
+    /// owner can take it either.
     pub permanent: bool,
 }
 
@@ -67,9 +68,18 @@ impl Cluster {
     /// [`Self::set_local`] gives it its engine, registers as an ingester
     /// (a routing node registers at once).
     pub fn start(config: ClusterConfig) -> Result<Arc<Self>, StorageError> {
-        if config.replication_factor == 0 {
+        if !(1..=u8::MAX as usize).contains(&config.replication_factor) {
             return Err(StorageError::InvalidArgument(
-                "the replication factor must be at least 1".into(),
+                "the replication factor must be between 1 and 255".into(),
+            ));
+        }
+        if config
+            .ha
+            .as_ref()
+            .is_some_and(|ha| ha.failover_timeout < std::time::Duration::from_secs(1))
+        {
+            return Err(StorageError::InvalidArgument(
+                "the HA tracker's failover timeout must be at least 1s".into(),
             ));
         }
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -257,9 +267,23 @@ impl Cluster {
     pub fn leave(self: &Arc<Self>) {
         self.leaving.store(true, Ordering::Release);
         self.membership_changed.notify_one();
+        // Until etcd holds the new state, this node would hand its share to itself.
+        let deadline = std::time::Instant::now() + self.config.lease_ttl * 3;
+        while !self
+            .ring()
+            .members()
+            .iter()
+            .any(|m| self.is_me(m) && m.state == NodeState::Leaving)
+        {
+            if std::time::Instant::now() > deadline {
+                tracing::error!("cannot publish this node's leave in etcd; it stays a member and keeps its data");
+                return;
+            }
+            std::thread::sleep(self.config.ring_refresh / 4);
+        }
         // Peers read the ring every `ring_refresh`; writes they routed
         // before that still arrive and are stored (and handed off below).
-        std::thread::sleep(self.config.ring_refresh * 3);
+        std::thread::sleep(self.config.ring_refresh * 2);
         match crate::handoff::hand_off(self) {
             Ok(samples) => {
                 tracing::info!(samples, "handed this node's series to their new owners");
@@ -280,7 +304,7 @@ impl Cluster {
         self.deregistered.store(true, Ordering::Release);
         self.membership_changed.notify_one();
         let lease = *self.lease.lock();
-        let leaving = self.handed_off.load(Ordering::Acquire);
+        let handed_off = self.handed_off.load(Ordering::Acquire);
         let config = self.config.clone();
         let stopped = self.block_on(async move {
             let mut client = crate::membership::connect(&config.etcd_endpoints).await?;
@@ -288,7 +312,7 @@ impl Cluster {
                 // The renewal loop may have revoked it already.
                 let _ = client.lease_revoke(lease).await;
             }
-            if leaving {
+            if handed_off {
                 crate::membership::forget(&config, &config.node_id).await?;
             }
             Ok::<(), etcd_client::Error>(())
@@ -334,20 +358,19 @@ impl Cluster {
         }
         let node = member.id.clone();
         async move {
-            let fail = |reason: String, permanent| PeerError {
+            // Whatever a peer answers, it is one owner failing: the request
+            // was checked here, and the quorum decides.
+            let fail = |reason: String| PeerError {
                 node: node.clone(),
                 reason,
-                permanent,
+                permanent: false,
             };
-            let answer = request.send().await.map_err(|e| fail(error_chain(&e), false))?;
+            let answer = request.send().await.map_err(|e| fail(error_chain(&e)))?;
             let status = answer.status();
-            let bytes = answer.bytes().await.map_err(|e| fail(error_chain(&e), false))?;
+            let bytes = answer.bytes().await.map_err(|e| fail(error_chain(&e)))?;
             if !status.is_success() {
                 let text = String::from_utf8_lossy(&bytes).into_owned();
-                return Err(fail(
-                    format!("{status}: {text}"),
-                    status.is_client_error() && status.as_u16() != 429,
-                ));
+                return Err(fail(format!("{status}: {text}")));
             }
             Ok(bytes)
         }

@@ -217,8 +217,11 @@ pub(crate) fn fan_out(
             set.spawn(async move { (i, call.await) });
         }
         let mut out = Vec::new();
-        while let Some(Ok(r)) = set.join_next().await {
-            out.push(r);
+        while let Some(joined) = set.join_next().await {
+            // A task that failed leaves its target unanswered: counted below.
+            if let Ok(r) = joined {
+                out.push(r);
+            }
         }
         out
     });
@@ -237,6 +240,19 @@ pub(crate) fn fan_out(
     });
     let mut results = wait(started);
     results.extend(local);
+    for (i, (member, _)) in targets.iter().enumerate() {
+        if !results.iter().any(|(at, _)| *at == i) {
+            let reason = "its request task failed".to_string();
+            results.push((
+                i,
+                Err(PeerError {
+                    node: member.id.clone(),
+                    reason,
+                    permanent: false,
+                }),
+            ));
+        }
+    }
     let mut answers = Vec::with_capacity(results.len());
     let mut failed: Vec<PeerError> = Vec::new();
     for (i, result) in results {
@@ -251,7 +267,7 @@ pub(crate) fn fan_out(
         let member_index = |id: &str| ring.members().iter().position(|m| m.id == id);
         let domains: BTreeSet<&str> = failed
             .iter()
-            .filter_map(|e| member_index(&e.node).map(|m| ring.domain_of(m)))
+            .filter_map(|e| member_index(&e.node).map(|m| ring.domain_of(m, cluster.config.replication_factor)))
             .collect();
         let tolerated = read_tolerance(cluster.config.replication_factor);
         let what = failed.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ");

@@ -137,10 +137,22 @@ impl Ring {
         }
     }
 
-    /// The failure domain of a member: its zone on a zone-aware ring, else the member itself.
-    pub fn domain_of(&self, index: usize) -> &str {
+    /// The failure domain of a member: its zone on a zone-aware ring with a
+    /// zone per replica at least (each series then has one owner per zone),
+    /// else the member itself.
+    pub fn domain_of(&self, index: usize, replication_factor: usize) -> &str {
         let m = &self.members[index];
-        if self.zone_aware { &m.zone } else { &m.id }
+        let zones: BTreeSet<&str> = self
+            .members
+            .iter()
+            .filter(|m| m.ingester && m.state == NodeState::Active)
+            .map(|m| m.zone.as_str())
+            .collect();
+        if self.zone_aware && zones.len() >= replication_factor {
+            &m.zone
+        } else {
+            &m.id
+        }
     }
 }
 
@@ -247,6 +259,18 @@ mod tests {
             let zones: BTreeSet<_> = out.iter().map(|&i| r.member(i).zone.clone()).collect();
             assert_eq!(zones.len(), 3, "owners {out:?}");
         }
+    }
+
+    #[test]
+    fn zones_are_failure_domains_only_with_a_zone_per_replica() {
+        let members = ["a", "b"]
+            .iter()
+            .flat_map(|z| (0..2).map(move |i| member(&format!("{z}-{i}"), z)))
+            .collect();
+        let r = Ring::new(members, &[], true);
+        // Two zones, three replicas: two owners of a series share a zone.
+        assert_eq!(r.domain_of(0, 3), r.member(0).id);
+        assert_eq!(r.domain_of(0, 2), "a");
     }
 
     proptest! {

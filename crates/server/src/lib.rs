@@ -53,6 +53,9 @@ pub async fn run(
             "the Graphite and OpenTSDB telnet listeners carry no credentials: they cannot run with authentication on"
         );
     }
+    if config.cluster.is_some() && config.web.tls_server_config.is_some() {
+        anyhow::bail!("cluster mode does not speak TLS between nodes yet: run it without tls_server_config");
+    }
     if let Some(cluster) = &config.cluster
         && auth.is_some()
         && cluster.secret.is_none()
