@@ -57,6 +57,17 @@ pub struct PeerError {
     pub permanent: bool,
 }
 
+impl PeerError {
+    /// This node's own engine failing a request.
+    pub(crate) fn here(cluster: &Cluster, e: StorageError) -> Self {
+        Self {
+            node: cluster.config.node_id.clone(),
+            permanent: e.kind() == cairn_storage::ErrorKind::BadData,
+            reason: e.to_string(),
+        }
+    }
+}
+
 impl std::fmt::Display for PeerError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.node, self.reason)
@@ -398,7 +409,7 @@ pub(crate) fn wait<T>(started: std::sync::mpsc::Receiver<T>) -> T {
         .expect("the cluster's runtime runs for the life of the process")
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)

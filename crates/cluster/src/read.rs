@@ -12,9 +12,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use cairn_model::{Labels, Matcher};
-use cairn_storage::{
-    ErrorKind, Querier, ReadOptions, SelectHints, Series, SeriesSet, StorageError, TenantId, VecSampleBlocks,
-};
+use cairn_storage::{Querier, ReadOptions, SelectHints, Series, SeriesSet, StorageError, TenantId, VecSampleBlocks};
 use tokio::task::JoinSet;
 
 use crate::node::{Cluster, PeerError, down, wait};
@@ -231,11 +229,7 @@ pub(crate) fn fan_out(
             Some(local) => here(local.as_ref(), tenant, request),
             None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
         };
-        let answer = answer.map_err(|e| PeerError {
-            node: cluster.config.node_id.clone(),
-            permanent: e.kind() == ErrorKind::BadData,
-            reason: e.to_string(),
-        });
+        let answer = answer.map_err(|e| PeerError::here(cluster, e));
         (i, answer)
     });
     let mut results = wait(started);

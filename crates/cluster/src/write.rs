@@ -8,7 +8,7 @@ use cairn_model::{EncodedLabels, Labels, Sample, encode_canonical};
 use cairn_storage::{Appender, CommitReport, RejectReason, StorageError, TenantId};
 use tokio::task::JoinSet;
 
-use crate::node::{Cluster, PeerError, down, wait};
+use crate::node::{Cluster, PeerError, down, now_ms, wait};
 use crate::ring::{Ring, series_hash, write_quorum};
 use crate::wire::{FramesWriter, WriteAnswer};
 
@@ -93,10 +93,7 @@ impl ClusterAppender {
         let accepted = match self.ha_decisions.get(&key) {
             Some(&a) => a,
             None => {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_millis() as i64);
-                let a = ha.accept(&self.cluster, &self.tenant, cluster, replica, now);
+                let a = ha.accept(&self.cluster, &self.tenant, cluster, replica, now_ms());
                 self.ha_decisions.insert(key, a);
                 a
             }
@@ -201,11 +198,7 @@ impl ClusterAppender {
                 Some(local) => crate::routes::store(local.as_ref(), &self.tenant, &body),
                 None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
             };
-            let _ = local_tx.send(stored.map_err(|e| PeerError {
-                node: cluster.config.node_id.clone(),
-                permanent: e.kind() == cairn_storage::ErrorKind::BadData,
-                reason: e.to_string(),
-            }));
+            let _ = local_tx.send(stored.map_err(|e| PeerError::here(&cluster, e)));
         }
         wait(started)
     }
