@@ -137,7 +137,9 @@ struct Cli {
 
     /// What this node does: all (stores series, routes writes, answers
     /// queries), ingest (stores), write (routes writes only), query
-    /// (answers queries only).
+    /// (answers queries only), compact (merges the replicas the ingesters
+    /// uploaded to the shared bucket into one copy; needs
+    /// --storage.object-store.url).
     #[arg(long = "cluster.role", default_value = "all", value_parser = cairn_cluster::Role::parse)]
     cluster_role: cairn_cluster::Role,
 
@@ -169,6 +171,12 @@ struct Cli {
     /// a stopped node keeps its share and takes it back when it returns.
     #[arg(long = "cluster.leave-on-shutdown")]
     cluster_leave_on_shutdown: bool,
+    /// How often the compactor looks for days the ingesters uploaded, and
+    /// each ingester for days the compactor holds (whose copies it then
+    /// drops, twice --storage.object-store.refresh-interval after the
+    /// compactor wrote them: by then every node reads them).
+    #[arg(long = "cluster.compaction-interval", default_value = "1m", value_parser = duration)]
+    cluster_compaction_interval: Duration,
 
     /// Deduplicate HA pairs of Prometheus on the way in, as Mimir's HA
     /// tracker does: of the series carrying both --cluster.ha-cluster-label
@@ -373,19 +381,33 @@ fn main() -> anyhow::Result<()> {
     storage.flush_interval = cli.flush_interval;
     storage.max_in_memory_bytes = cli.max_in_memory_bytes;
     storage.idle_merge_after = cli.settle_time;
-    let cluster = cluster_config(&cli)?;
-    storage.object_store = cli.object_store_url.as_ref().map(|url| cairn_tsdb::BucketConfig {
+    let mut cluster = cluster_config(&cli)?;
+    let bucket = cli.object_store_url.as_ref().map(|url| cairn_tsdb::BucketConfig {
         endpoint: cli.object_store_endpoint.clone(),
         region: cli.object_store_region.clone(),
         access_key_id: cli.object_store_access_key_id.clone(),
         secret_access_key: cli.object_store_secret_access_key.clone(),
         request_timeout: cli.object_store_timeout,
-        // The nodes of a cluster share a bucket, each under a prefix of its own.
-        ..cairn_tsdb::BucketConfig::new(match &cluster {
-            Some(c) => cairn_cluster::node_bucket_url(url, &c.node_id),
-            None => url.clone(),
-        })
+        ..cairn_tsdb::BucketConfig::new(url.clone())
     });
+    storage.object_store = match (&mut cluster, &bucket) {
+        // The nodes of a cluster share a bucket, each under a prefix of its
+        // own, the compactor under its own too.
+        (Some(c), Some(b)) => {
+            use cairn_cluster::layout;
+            c.bucket = Some(b.clone());
+            c.compaction_interval = cli.cluster_compaction_interval;
+            c.retire_delay = cli.object_store_refresh_interval * 2;
+            Some(layout::with_url(
+                b,
+                match c.role {
+                    cairn_cluster::Role::Compact => layout::compacted_bucket_url(&b.url),
+                    _ => layout::node_bucket_url(&b.url, &c.node_id),
+                },
+            ))
+        }
+        (_, b) => b.clone(),
+    };
     storage.cache_max_bytes = cli.cache_max_bytes;
     storage.max_tenants = cli.tenants_max;
     storage.read_only = cli.read_only;

@@ -100,7 +100,8 @@ impl TestCluster {
         r.json().expect("ring json")
     }
 
-    /// Waits until every running node sees `n` ingesters alive.
+    /// Waits until every running node sees `n` ingesters alive, each at
+    /// the address it listens on now.
     fn wait_alive(&self, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(30);
         for (i, node) in self.nodes.iter().enumerate() {
@@ -109,11 +110,16 @@ impl TestCluster {
             }
             loop {
                 let ring = self.ring(i);
+                // Alive at the address it has now (a restart takes a new port).
+                let current = |m: &Value| {
+                    let addr = format!("/{}", m["addr"].as_str().unwrap_or_default());
+                    self.nodes.iter().any(|n| n.is_running() && n.url().ends_with(&addr))
+                };
                 let alive = ring["members"]
                     .as_array()
                     .expect("members")
                     .iter()
-                    .filter(|m| m["alive"] == true && m["ingester"] == true)
+                    .filter(|m| m["alive"] == true && m["ingester"] == true && current(m))
                     .count();
                 if alive == n {
                     break;
@@ -609,7 +615,7 @@ fn ha_pairs_are_deduplicated_and_fail_over() {
 }
 
 #[test]
-fn settled_days_go_to_each_nodes_prefix_of_the_shared_bucket() {
+fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
     let Some(server) = common::seaweedfs::SeaweedFs::start() else {
         return;
     };
@@ -631,6 +637,10 @@ fn settled_days_go_to_each_nodes_prefix_of_the_shared_bucket() {
         "1s",
         "--storage.flush-interval",
         "1s",
+        "--storage.object-store.refresh-interval",
+        "1s",
+        "--cluster.compaction-interval",
+        "1s",
     ];
     for _ in 0..3 {
         cluster.add_node("127.0.0.1", Vec::new(), &bucket_args);
@@ -647,18 +657,20 @@ fn settled_days_go_to_each_nodes_prefix_of_the_shared_bucket() {
     cluster.nodes[0].client().write(&batch);
 
     // Each node uploads its own replica under a prefix of its own.
-    let bucket = cairn_bucket::Bucket::open(
-        &cairn_bucket::BucketConfig {
-            endpoint: Some(endpoint.clone()),
-            region: Some("us-east-1".into()),
-            access_key_id: Some("cairn".into()),
-            secret_access_key: Some("cairn-secret".into()),
-            ..cairn_bucket::BucketConfig::new("s3://cairn/cluster")
-        },
-        tempfile::tempdir().unwrap().path(),
-        0,
-    )
-    .unwrap();
+    let bucket = Arc::new(
+        cairn_bucket::Bucket::open(
+            &cairn_bucket::BucketConfig {
+                endpoint: Some(endpoint.clone()),
+                region: Some("us-east-1".into()),
+                access_key_id: Some("cairn".into()),
+                secret_access_key: Some("cairn-secret".into()),
+                ..cairn_bucket::BucketConfig::new("s3://cairn/cluster")
+            },
+            tempfile::tempdir().unwrap().path(),
+            0,
+        )
+        .unwrap(),
+    );
     let deadline = Instant::now() + Duration::from_secs(90);
     for node in 0..3 {
         let prefix = format!("nodes/node-{node}");
@@ -702,6 +714,79 @@ fn settled_days_go_to_each_nodes_prefix_of_the_shared_bucket() {
     cluster.nodes[0].kill9();
     cluster.nodes[1].kill9();
     want(&cluster.nodes[2].client(), &[("partial_response", "true")]);
+
+    // The compactor merges the three replicas into one copy, and the nodes
+    // then drop theirs: the bucket holds each sample once.
+    cluster.nodes[0].restart();
+    cluster.nodes[1].restart();
+    cluster.wait_alive(3);
+    let mut compactor_args = bucket_args.to_vec();
+    compactor_args.extend(["--cluster.role", "compact"]);
+    cluster.add_node("127.0.0.1", Vec::new(), &compactor_args);
+    let date = cairn_tsdb::Day::of(day).to_string();
+    let parts_of = |prefix: &str| -> Vec<cairn_bucket::ObjectInfo> {
+        let mut parts = Vec::new();
+        for object in bucket.list(prefix).unwrap() {
+            if object.key.contains(&date) && object.key.ends_with(".cpart") {
+                parts.push(object);
+            }
+        }
+        parts
+    };
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while !parts_of("nodes").is_empty() || parts_of("compacted").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the replicas were not compacted:\n{}",
+            cluster.nodes[3].log()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let stored: u64 = parts_of("compacted")
+        .into_iter()
+        .map(|object| {
+            cairn_tsdb::Part::open_object(bucket.clone(), object)
+                .unwrap()
+                .meta()
+                .samples
+        })
+        .sum();
+    assert_eq!(stored, 20 * 100, "each sample once");
+    for node in 0..4 {
+        want(&cluster.nodes[node].client(), &[]);
+    }
+    // A node back from an empty disk reads the old day from the compacted copy.
+    cluster.nodes[1].kill9();
+    std::fs::remove_dir_all(cluster.dirs[1].path()).unwrap();
+    std::fs::create_dir_all(cluster.dirs[1].path()).unwrap();
+    cluster.nodes[1].restart();
+    cluster.wait_alive(3);
+    want(&cluster.nodes[1].client(), &[]);
+    // A delete reaches the compacted copy too.
+    let r = cluster.nodes[0]
+        .client()
+        .post_form("/api/v1/admin/tsdb/delete_series", &[("match[]", r#"settled{s="0"}"#)]);
+    assert_eq!(
+        r.status,
+        204,
+        "{}\n{}",
+        r.body,
+        (0..4).map(|n| cluster.nodes[n].log()).collect::<Vec<_>>().join("\n")
+    );
+    let at = common::ms_to_param(day + 50 * 60_000);
+    for node in 0..4 {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let r = cluster.nodes[node]
+                .client()
+                .get_query("/api/v1/query", &[("query", "count(settled)"), ("time", &at)]);
+            if r.json()["data"]["result"][0]["value"][1] == "19" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "node {node}: {}", r.body);
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
 }
 
 #[test]

@@ -13,7 +13,7 @@ use cairn_bucket::{Bucket, BucketConfig, ObjectInfo};
 use cairn_model::{Labels, Matcher, Sample};
 use cairn_storage::conformance::read;
 use cairn_storage::{Admin, Appendable, ObjectStoreStats, Queryable, SelectHints, StorageError, collect_samples};
-use cairn_tsdb::{Config, Tsdb};
+use cairn_tsdb::{Config, Day, Tsdb};
 use common::seaweedfs::{BUCKET, SeaweedFs};
 
 const DAY: i64 = 86_400_000;
@@ -321,6 +321,39 @@ fn a_read_only_instance_serves_uploaded_data_and_follows_the_writer() {
         assert_eq!(metric(&reader, 0, d1), after_delete);
         assert_eq!(store.parts().len(), 2, "the delete's rewrite replaced the day's part");
     }
+}
+
+#[test]
+fn uploaded_parts_are_retired_only_as_named() {
+    let store = Store::dir();
+    let data = tempfile::tempdir().unwrap();
+    let day = day_start(3);
+    let db = Tsdb::open(config(data.path(), &store)).unwrap();
+    write(&db, 1, 10, 50, day + 1000);
+    settle(&db);
+    let uploaded = db.uploaded_parts();
+    let parts = uploaded.get(&Day::of(day)).expect("the day is in the bucket").clone();
+    assert_eq!(parts.len(), 1);
+    assert!(db.is_uploaded(Day::of(day)));
+    // A backfill: the day holds a local part again.
+    write(&db, 1, 1, 5, day + 3_600_000);
+    db.flush().unwrap();
+    assert!(!db.is_uploaded(Day::of(day)));
+
+    // Another version of the part is not the one named.
+    let rewritten = vec![ObjectInfo {
+        version: "another".into(),
+        ..parts[0].clone()
+    }];
+    assert_eq!(db.retire_uploaded(Day::of(day), &rewritten).unwrap(), 0);
+    assert_eq!(metric(&db, 0, day).len(), 10);
+    assert_eq!(db.retire_uploaded(Day::of(day), &parts).unwrap(), 1);
+    assert!(store.parts().is_empty(), "the retired part left the bucket");
+    // What is left of the day is the backfill, kept on disk.
+    let left = metric(&db, 0, day);
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].1.len(), 5);
+    assert!(db.uploaded_parts().is_empty());
 }
 
 #[test]

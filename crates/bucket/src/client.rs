@@ -130,6 +130,15 @@ impl Bucket {
     /// Connects (lazily: no request is made here) and opens the cache in
     /// `cache_dir`, bounded to `cache_max_bytes`.
     pub fn open(config: &BucketConfig, cache_dir: &Path, cache_max_bytes: u64) -> Result<Self, StorageError> {
+        Self::with_cache(config, ChunkCache::open(cache_dir, cache_max_bytes)?)
+    }
+
+    /// Connects without a cache: for clients that read whole small objects.
+    pub fn open_uncached(config: &BucketConfig) -> Result<Self, StorageError> {
+        Self::with_cache(config, ChunkCache::disabled())
+    }
+
+    fn with_cache(config: &BucketConfig, cache: ChunkCache) -> Result<Self, StorageError> {
         let invalid = |reason: String| StorageError::InvalidArgument(format!("object store {}: {reason}", config.url));
         // reqwest's rustls has no provider compiled in; installing fails only
         // when one is installed already, which is as good.
@@ -190,7 +199,7 @@ impl Bucket {
             url: config.url.trim_end_matches('/').to_string(),
             runtime,
             counters: Counters::default(),
-            cache: ChunkCache::open(cache_dir, cache_max_bytes)?,
+            cache,
         })
     }
 

@@ -33,7 +33,7 @@ const BATCH_SERIES: usize = 1000;
 /// (when it last renewed its lease; 0 for a node never in the ring);
 /// returns how many samples that was (some already here).
 pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) -> Result<u64, StorageError> {
-    let Some(local) = cluster.local().cloned() else {
+    let Some(local) = cluster.local() else {
         return Ok(0);
     };
     if last_alive_ms == 0 {

@@ -12,6 +12,10 @@ pub enum Role {
     Write,
     /// Answers queries from the ingesters; stores nothing.
     Query,
+    /// Merges the days the ingesters uploaded to the shared bucket, one
+    /// copy per replica, into one copy ([`crate::compactor`]); owns no
+    /// series on the ring.
+    Compact,
 }
 
 impl Role {
@@ -21,7 +25,10 @@ impl Role {
             "ingest" => Ok(Self::Ingest),
             "write" => Ok(Self::Write),
             "query" => Ok(Self::Query),
-            other => Err(format!("unknown cluster role {other:?} (all, ingest, write, query)")),
+            "compact" => Ok(Self::Compact),
+            other => Err(format!(
+                "unknown cluster role {other:?} (all, ingest, write, query, compact)"
+            )),
         }
     }
 
@@ -31,6 +38,7 @@ impl Role {
             Self::Ingest => "ingest",
             Self::Write => "write",
             Self::Query => "query",
+            Self::Compact => "compact",
         }
     }
 
@@ -72,6 +80,16 @@ pub struct ClusterConfig {
     pub state_dir: Option<std::path::PathBuf>,
     /// Deduplicate HA pairs of Prometheus on the way in; off when `None`.
     pub ha: Option<crate::HaConfig>,
+    /// The bucket the nodes share, at its base URL (`crate::layout` says
+    /// what lies where below it); `None` when days stay on the nodes' disks.
+    pub bucket: Option<cairn_bucket::BucketConfig>,
+    /// How often the compactor looks for uploaded days to merge, and each
+    /// ingester for days the compactor has merged.
+    pub compaction_interval: Duration,
+    /// How long an ingester keeps its copy of a day after the compactor
+    /// noted that it holds it: long enough for every node reading the
+    /// bucket to have listed the compacted copy.
+    pub retire_delay: Duration,
 }
 
 impl ClusterConfig {
@@ -92,6 +110,9 @@ impl ClusterConfig {
             leave_on_shutdown: false,
             state_dir: None,
             ha: None,
+            bucket: None,
+            compaction_interval: Duration::from_secs(60),
+            retire_delay: Duration::from_secs(60),
         }
     }
 

@@ -18,7 +18,7 @@ const BATCH_SERIES: usize = 1000;
 /// Hands every series this node stores to its owners; returns how many
 /// samples went.
 pub(crate) fn hand_off(cluster: &Arc<Cluster>) -> Result<u64, StorageError> {
-    let Some(local) = cluster.local().cloned() else {
+    let Some(local) = cluster.local() else {
         return Ok(0);
     };
     let every_series = [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+")

@@ -9,54 +9,33 @@
 //! - A read on any node ([`read`]) asks every ingester, joins the replicas
 //!   of each series, and fails (or, when allowed, warns) when too few
 //!   answered for the answer to be complete.
+//! - With a shared bucket, each ingester uploads the days that are over
+//!   under a prefix of its own, and the compactor ([`compactor`]) merges
+//!   those replicas into one copy, which every node reads; the ingesters
+//!   then drop theirs ([`retire`]).
 //! - [`ClusterTenants`] is all of this behind the storage seam, so the HTTP
 //!   API and the PromQL engine run over the cluster unchanged; [`routes`]
 //!   are what ingesters answer their peers ([`wire`] formats).
 
 mod catch_up;
+mod compactor;
 mod config;
 mod ha;
 mod handoff;
+pub mod layout;
 mod membership;
 mod node;
 mod read;
+mod retire;
 pub mod ring;
 mod routes;
 mod tenants;
 pub mod wire;
 mod write;
 
+pub use compactor::Compactor;
 pub use config::{ClusterConfig, Role};
 pub use ha::HaConfig;
 pub use node::Cluster;
 pub use routes::{SECRET_HEADER, routes};
 pub use tenants::ClusterTenants;
-
-/// Where a node of a cluster keeps its part of a shared bucket: under
-/// `nodes/<id>/` of the bucket's URL, the id's characters that an object
-/// key would escape replaced by `_`.
-pub fn node_bucket_url(url: &str, node_id: &str) -> String {
-    let id: String = node_id
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("{}/nodes/{id}", url.trim_end_matches('/'))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn each_node_has_a_prefix_of_its_own() {
-        assert_eq!(
-            super::node_bucket_url("s3://b/cairn/", "10.0.0.1:9090"),
-            "s3://b/cairn/nodes/10.0.0.1_9090"
-        );
-        assert_eq!(super::node_bucket_url("file:///x", "a"), "file:///x/nodes/a");
-    }
-}

@@ -12,6 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use cairn_storage::{StorageError, TenantId, Tenants};
+use cairn_tsdb::TsdbTenants;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
@@ -29,8 +30,11 @@ pub struct Cluster {
     runtime: Option<tokio::runtime::Runtime>,
     http: reqwest::Client,
     ring: RwLock<Arc<Ring>>,
-    /// This node's engine, once opened (ingesters only).
-    local: OnceLock<Arc<dyn Tenants>>,
+    /// This node's engine, once opened (ingesters and the compactor).
+    local: OnceLock<Arc<TsdbTenants>>,
+    /// The compactor's copy of old days as this node reads it (with a
+    /// shared bucket): a read-only view of it, or the compactor's engine.
+    compacted: OnceLock<Arc<dyn Tenants>>,
     leaving: AtomicBool,
     handed_off: AtomicBool,
     /// Registrations so far, and the one the last catch-up followed.
@@ -122,6 +126,7 @@ impl Cluster {
             http,
             ring: RwLock::default(),
             local: OnceLock::new(),
+            compacted: OnceLock::new(),
             leaving: AtomicBool::new(false),
             handed_off: AtomicBool::new(false),
             registrations: AtomicU64::new(0),
@@ -149,15 +154,28 @@ impl Cluster {
         Ok(cluster)
     }
 
-    /// Gives an ingester its opened engine; it then registers, takes its
-    /// share of the ring, and catches up on what it missed while down.
-    pub fn set_local(self: &Arc<Self>, local: Arc<dyn Tenants>) {
-        if self.local.set(local).is_err() {
+    /// Gives a node its opened engine. An ingester then registers, takes
+    /// its share of the ring, catches up on what it missed while down, and
+    /// drops its copies of the days the compactor holds.
+    pub fn set_local(self: &Arc<Self>, local: Arc<TsdbTenants>) {
+        if self.local.set(local.clone()).is_err() || !self.config.role.stores() {
             return;
         }
         self.runtime().spawn(crate::membership::keep_registered(self.clone()));
         let cluster = self.clone();
         std::thread::spawn(move || cluster.catch_up_after_registrations());
+        let cluster = self.clone();
+        std::thread::spawn(move || crate::retire::retire_compacted(cluster, local));
+    }
+
+    /// Gives the node the compactor's copy of old days, which its reads
+    /// then take in.
+    pub fn set_compacted(&self, compacted: Arc<dyn Tenants>) {
+        let _ = self.compacted.set(compacted);
+    }
+
+    pub(crate) fn compacted(&self) -> Option<&Arc<dyn Tenants>> {
+        self.compacted.get()
     }
 
     /// Catches up after every registration: the first after a start (a
@@ -201,8 +219,8 @@ impl Cluster {
         &self.config
     }
 
-    pub(crate) fn local(&self) -> Option<&Arc<dyn Tenants>> {
-        self.local.get()
+    pub(crate) fn local(&self) -> Option<Arc<dyn Tenants>> {
+        self.local.get().map(|l| l.clone() as Arc<dyn Tenants>)
     }
 
     pub fn ring(&self) -> Arc<Ring> {
@@ -240,6 +258,7 @@ impl Cluster {
             addr: self.config.advertise_addr.clone(),
             zone: self.config.zone.clone(),
             ingester: self.config.role.stores(),
+            compactor: self.config.role == crate::Role::Compact,
             state: self.state(),
         }
     }

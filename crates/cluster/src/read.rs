@@ -12,7 +12,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use cairn_model::{Labels, Matcher};
-use cairn_storage::{Querier, ReadOptions, SelectHints, Series, SeriesSet, StorageError, TenantId, VecSampleBlocks};
+use cairn_storage::{
+    Querier, ReadOptions, SelectHints, Series, SeriesSet, Storage, StorageError, TenantId, VecSampleBlocks,
+};
 use tokio::task::JoinSet;
 
 use crate::node::{Cluster, PeerError, down, wait};
@@ -40,6 +42,7 @@ impl Querier for ClusterQuerier {
             &self.cluster,
             &self.tenant,
             &self.options,
+            Needed::Quorum,
             "select",
             &request,
             |local, t, r| crate::routes::select_here(local, t, r).map(bytes::Bytes::from),
@@ -53,6 +56,17 @@ impl Querier for ClusterQuerier {
                 series.push((frame.labels.decode(), ts, vs));
             }
         }
+        let compacted = self.compacted(|storage| {
+            let mut found = Vec::new();
+            for s in storage.querier(self.mint, self.maxt)?.select(hints, matchers)? {
+                let mut s = s?;
+                let (mut ts, mut vs) = (Vec::new(), Vec::new());
+                let range = s.samples.read_into(&mut ts, &mut vs)?;
+                found.push((s.labels, ts[range.clone()].to_vec(), vs[range].to_vec()));
+            }
+            Ok(found)
+        })?;
+        series.extend(compacted.into_iter().flatten());
         // Stable: replicas keep the order of the ingesters that sent them.
         series.sort_by(|a, b| a.0.cmp(&b.0));
         let mut merged: Vec<Series> = Vec::with_capacity(series.len());
@@ -105,6 +119,32 @@ impl Querier for ClusterQuerier {
 }
 
 impl ClusterQuerier {
+    /// `read` of the compactor's copy of old days, where this node has one
+    /// (`None` otherwise). That copy is the only one of the days it holds
+    /// once the ingesters dropped theirs: failing to read it fails the read,
+    /// unless a partial response is allowed.
+    fn compacted<T>(
+        &self,
+        read: impl FnOnce(&dyn Storage) -> Result<T, StorageError>,
+    ) -> Result<Option<T>, StorageError> {
+        let Some(tenants) = self.cluster.compacted() else {
+            return Ok(None);
+        };
+        let answer = match tenants.get(&self.tenant) {
+            Ok(Some(storage)) => read(storage.as_ref()).map(Some),
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        };
+        match answer {
+            Err(e) if self.options.partial_response && e.kind() != cairn_storage::ErrorKind::BadData => {
+                let message = format!("partial response: the compacted days in the bucket did not answer: {e}");
+                self.options.warnings.push(message);
+                Ok(None)
+            }
+            answer => answer,
+        }
+    }
+
     fn labels(&self, request: SelectRequest, limit: Option<usize>) -> Result<Vec<String>, StorageError> {
         let route = if request.label_name.is_some() {
             "label_values"
@@ -115,6 +155,7 @@ impl ClusterQuerier {
             &self.cluster,
             &self.tenant,
             &self.options,
+            Needed::Quorum,
             route,
             &request,
             |local, t, r| {
@@ -124,7 +165,14 @@ impl ClusterQuerier {
                     .map_err(|e| StorageError::Unavailable(e.to_string()))
             },
         )?;
-        let mut all = BTreeSet::new();
+        let compacted = self.compacted(|storage| {
+            let querier = storage.querier(self.mint, self.maxt)?;
+            match &request.label_name {
+                Some(name) => querier.label_values(name, &request.matchers()?, limit),
+                None => querier.label_names(&request.matchers()?, limit),
+            }
+        })?;
+        let mut all: BTreeSet<String> = compacted.into_iter().flatten().collect();
         for body in answers {
             let names: Vec<String> = serde_json::from_slice(&body)
                 .map_err(|e| StorageError::Unavailable(format!("unreadable answer from a peer: {e}")))?;
@@ -176,12 +224,22 @@ fn join_replicas(ats: &[i64], avs: &[f64], bts: &[i64], bvs: &[f64]) -> (Vec<i64
 /// One peer's answer, on its way.
 type PeerCall = std::pin::Pin<Box<dyn Future<Output = Result<bytes::Bytes, PeerError>> + Send>>;
 
+/// How many failure domains may fail a fan-out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Needed {
+    /// As many as a complete read can do without (`ring::read_tolerance`).
+    Quorum,
+    /// None: every ingester must answer (a delete).
+    All,
+}
+
 /// Asks every ingester of the ring (this node's engine directly) and
 /// returns the answers, having checked that enough answered.
 pub(crate) fn fan_out(
     cluster: &Arc<Cluster>,
     tenant: &TenantId,
     options: &ReadOptions,
+    needed: Needed,
     route: &'static str,
     request: &SelectRequest,
     here: fn(&dyn cairn_storage::Tenants, &TenantId, &SelectRequest) -> Result<bytes::Bytes, StorageError>,
@@ -263,7 +321,10 @@ pub(crate) fn fan_out(
             .iter()
             .filter_map(|e| member_index(&e.node).map(|m| ring.domain_of(m, cluster.config.replication_factor)))
             .collect();
-        let tolerated = read_tolerance(cluster.config.replication_factor);
+        let tolerated = match needed {
+            Needed::Quorum => read_tolerance(cluster.config.replication_factor),
+            Needed::All => 0,
+        };
         let what = failed.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("; ");
         if domains.len() > tolerated {
             let message = format!(

@@ -38,6 +38,9 @@ pub struct Member {
     pub zone: String,
     /// Whether it stores series (an ingester) or only routes.
     pub ingester: bool,
+    /// Whether it is a compactor, which holds the merged copy of old days.
+    #[serde(default)]
+    pub compactor: bool,
     pub state: NodeState,
 }
 
@@ -197,6 +200,7 @@ mod tests {
             addr: format!("{id}:9090"),
             zone: zone.into(),
             ingester: true,
+            compactor: false,
             state: NodeState::Active,
         }
     }

@@ -81,7 +81,6 @@ fn local_for(cluster: &Cluster, headers: &HeaderMap) -> Result<(Arc<dyn Tenants>
     }
     let local = cluster
         .local()
-        .cloned()
         .ok_or_else(|| Failure(StatusCode::SERVICE_UNAVAILABLE, "this node stores no data (yet)".into()))?;
     let tenant = TenantScope::parse(headers.get("X-Scope-OrgID").and_then(|v| v.to_str().ok()))?;
     Ok((local, tenant.only()?.clone()))
@@ -215,7 +214,7 @@ async fn ring(State(cluster): State<Arc<Cluster>>) -> Response {
         .enumerate()
         .map(|(i, m)| {
             serde_json::json!({
-                "id": m.id, "addr": m.addr, "zone": m.zone, "ingester": m.ingester,
+                "id": m.id, "addr": m.addr, "zone": m.zone, "ingester": m.ingester, "compactor": m.compactor,
                 "state": m.state, "alive": ring.is_alive(i),
             })
         })

@@ -10,7 +10,7 @@ use cairn_storage::{
 };
 
 use crate::node::Cluster;
-use crate::read::{ClusterQuerier, fan_out};
+use crate::read::{ClusterQuerier, Needed, fan_out};
 use crate::wire::SelectRequest;
 use crate::write::ClusterAppender;
 
@@ -89,21 +89,37 @@ impl Appendable for ClusterStorage {
 }
 
 impl Admin for ClusterStorage {
-    /// Deletes on every ingester; all must answer (a replica that kept
-    /// the samples would bring them back into answers).
+    /// Deletes on every ingester and the compactor; all must answer (a
+    /// replica that kept the samples would bring them back into answers).
     fn delete_series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<(), StorageError> {
         let request = SelectRequest::new(mint, maxt, &SelectHints::default(), matchers);
         let all = ReadOptions::default();
+        fan_out(
+            &self.cluster,
+            &self.tenant,
+            &all,
+            Needed::All,
+            "delete",
+            &request,
+            |local, t, r| crate::routes::delete_here(local, t, r).map(|()| bytes::Bytes::new()),
+        )?;
         let ring = self.cluster.ring();
-        let asked = ring.readable_ingesters().count();
-        let answered = fan_out(&self.cluster, &self.tenant, &all, "delete", &request, |local, t, r| {
-            crate::routes::delete_here(local, t, r).map(|()| bytes::Bytes::new())
-        })?;
-        if answered.len() < asked {
-            return Err(StorageError::Unavailable(format!(
-                "only {} of {asked} ingesters applied the delete; retry it when all are up",
-                answered.len()
-            )));
+        // And the compactor's copy of old days.
+        for compactor in ring.members().iter().filter(|m| m.compactor) {
+            if self.cluster.is_me(compactor) {
+                let local = self.cluster.local().ok_or_else(|| {
+                    StorageError::Unavailable("the compactor's engine is not open yet; retry the delete".into())
+                })?;
+                crate::routes::delete_here(local.as_ref(), &self.tenant, &request)?;
+                continue;
+            }
+            let body = serde_json::to_vec(&request).unwrap_or_default();
+            let applied = self
+                .cluster
+                .block_on(self.cluster.post(compactor, "delete", &self.tenant, body));
+            applied.map_err(|e| {
+                StorageError::Unavailable(format!("the compactor did not apply the delete ({e}); retry it"))
+            })?;
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! HTTP API already answers `/-/ready` with 503), serves the Prometheus API
 //! over it, and on shutdown stops accepting requests and flushes storage.
 
+mod compaction;
 mod limits;
 mod memory;
 mod opening;
@@ -105,7 +106,11 @@ pub async fn run(
         Some(cluster) => Arc::new(cairn_cluster::ClusterTenants::new(cluster.clone())),
         None => opening.clone(),
     };
-    let stores = config.cluster.as_ref().is_none_or(|c| c.role.stores());
+    let role = config.cluster.as_ref().map(|c| c.role);
+    let compacts = role == Some(cairn_cluster::Role::Compact);
+    // Whether this node opens an engine: a single node, an ingester, or the
+    // compactor (whose engine keeps the compacted copy of old days).
+    let stores = role.is_none_or(|r| r.stores()) || compacts;
     let mut api = config.api.clone();
     // What an ingester's engine takes inline (peers' writes, below).
     let inline_commit_max_body_bytes = api.inline_write_max_body_bytes;
@@ -153,7 +158,11 @@ pub async fn run(
         let path = config.storage.path.clone();
         let started = std::time::Instant::now();
         let settings = limits::settings(state.limits().current());
-        let storage_config = config.storage.clone();
+        let mut storage_config = config.storage.clone();
+        if compacts {
+            // It writes whole days that are over: they go to the bucket at once.
+            storage_config.idle_merge_after = std::time::Duration::ZERO;
+        }
         let db = tokio::task::spawn_blocking(move || TsdbTenants::open(storage_config, settings))
             .await
             .context("storage open task failed")?
@@ -170,6 +179,10 @@ pub async fn run(
     } else {
         None
     };
+    let compaction = match &cluster {
+        Some(cluster) => Some(compaction::start(cluster, &config, db.as_ref()).await?),
+        None => None,
+    };
     state.set_ready(true);
     // TCP senders cannot retry a refused line, so they wait for storage.
     let line_tasks: Vec<_> = line_listeners
@@ -184,6 +197,11 @@ pub async fn run(
         if let Err(e) = task.await {
             tracing::error!(error = %e, "line protocol listener failed");
         }
+    }
+    if let Some(compaction) = compaction {
+        tokio::task::spawn_blocking(move || compaction.stop())
+            .await
+            .context("compaction stop task failed")?;
     }
     if let Some(db) = db {
         tracing::info!("shutting down: flushing storage");

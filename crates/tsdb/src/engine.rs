@@ -255,6 +255,35 @@ impl Tsdb {
         self.inner.refresh_from_bucket()
     }
 
+    /// Each day's parts in the bucket, as this instance has them open.
+    pub fn uploaded_parts(&self) -> BTreeMap<Day, Vec<ObjectInfo>> {
+        let partitions: Vec<_> = self.inner.partitions.read().values().cloned().collect();
+        partitions
+            .iter()
+            .map(|p| (p.day, p.uploaded_parts()))
+            .filter(|(_, parts)| !parts.is_empty())
+            .collect()
+    }
+
+    /// Whether the bucket holds all of `day` this engine has (true for a
+    /// day it has nothing of).
+    pub fn is_uploaded(&self, day: Day) -> bool {
+        let partition = self.inner.partitions.read().get(&day).cloned();
+        partition.is_none_or(|p| p.is_all_uploaded())
+    }
+
+    /// Drops `day`'s uploaded parts among `objects` and deletes them from
+    /// the bucket: a cluster's compactor holds their samples now. The day's
+    /// index stays (later writes to the day may name its series).
+    pub fn retire_uploaded(&self, day: Day, objects: &[ObjectInfo]) -> Result<usize, StorageError> {
+        self.inner.check_writable()?;
+        let partition = self.inner.partitions.read().get(&day).cloned();
+        match partition {
+            Some(p) => p.retire(objects),
+            None => Ok(0),
+        }
+    }
+
     /// Merges all of every partition's disk parts into one (drops deleted data).
     pub fn compact(&self) -> Result<(), StorageError> {
         let partitions: Vec<_> = self.inner.partitions.read().values().cloned().collect();

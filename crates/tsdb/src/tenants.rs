@@ -84,7 +84,7 @@ impl TsdbTenants {
     }
 
     /// Opens the tenants found on disk or in the bucket that are not open.
-    fn open_found(&self) -> Result<(), StorageError> {
+    pub fn open_found(&self) -> Result<(), StorageError> {
         let mut found = Vec::new();
         let dir = self.config.path.join(TENANTS_DIR);
         if let Ok(entries) = fs::read_dir(&dir) {
@@ -176,6 +176,11 @@ impl TsdbTenants {
     /// The default tenant's engine.
     pub fn default_engine(&self) -> Arc<Tsdb> {
         self.engines.read()[&TenantId::default_tenant()].clone()
+    }
+
+    /// `id`'s engine, if it is open.
+    pub fn engine(&self, id: &TenantId) -> Option<Arc<Tsdb>> {
+        self.engines.read().get(id).cloned()
     }
 
     /// Every open engine, by tenant.

@@ -254,6 +254,52 @@ impl Partition {
         Ok(())
     }
 
+    /// The partition's parts that the bucket holds.
+    pub fn uploaded_parts(&self) -> Vec<ObjectInfo> {
+        self.parts
+            .read()
+            .disk
+            .iter()
+            .filter_map(|p| p.object().cloned())
+            .collect()
+    }
+
+    /// Whether the bucket holds all the partition has: no row in memory,
+    /// no local part.
+    pub fn is_all_uploaded(&self) -> bool {
+        if self.head_rows() > 0 {
+            return false;
+        }
+        let parts = self.parts.read();
+        parts.memory.is_empty() && parts.disk.iter().all(|p| p.object().is_some())
+    }
+
+    /// Drops the uploaded parts that are among `objects` (same key and
+    /// version: a part rewritten since is not the one named) and deletes
+    /// them from the bucket, once a cluster's compactor holds their samples.
+    /// Returns how many it dropped.
+    pub fn retire(&self, objects: &[ObjectInfo]) -> Result<usize, StorageError> {
+        let Some(remote) = self.writable_remote() else {
+            return Ok(0);
+        };
+        let named = |p: &Arc<Part>| {
+            p.object()
+                .is_some_and(|o| objects.iter().any(|r| r.key == o.key && r.version == o.version))
+        };
+        let mut retired = Vec::new();
+        {
+            let _merge = self.disk_merge.lock();
+            self.edit_parts(|parts| {
+                retired = parts.disk.iter().filter(|p| named(p)).cloned().collect();
+                parts.disk.retain(|p| !named(p));
+            });
+        }
+        for object in retired.iter().filter_map(|p| p.object()) {
+            remote.bucket.delete(&object.key)?;
+        }
+        Ok(retired.len())
+    }
+
     /// Deletes every object of the partition from the bucket (retention).
     pub(super) fn delete_objects(&self) -> Result<(), StorageError> {
         match self.writable_remote() {

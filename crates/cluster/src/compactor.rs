@@ -1,0 +1,290 @@
+//! The compactor (`--cluster.role=compact`): each ingester uploads its
+//! replicas of the days that are over under `nodes/<id>/` of the shared
+//! bucket; the compactor merges them into one copy under `compacted/`,
+//! which every node reads, and then tells each ingester, by a note in the
+//! bucket, which of its parts that copy holds (the ingester drops them:
+//! retire.rs). After that the bucket holds each sample once.
+//!
+//! A round, every `compaction_interval`:
+//! 1. It opens a read-only view of each node's prefix that it has not seen,
+//!    and brings the others up to the bucket.
+//! 2. For each tenant and day, it takes from each node the parts that node
+//!    uploaded, unless a note still names some of them: then the node has
+//!    not dropped what it was told to, and copying again would store those
+//!    samples twice.
+//! 3. It copies their samples into its own engine, whose merges join the
+//!    replicas (one sample per series and timestamp, as any merge keeps).
+//! 4. It flushes, merges and uploads that day, and once the bucket holds all
+//!    of it, writes each node's note. A round that fails before leaves no
+//!    note: the next one copies again, which stores nothing twice while the
+//!    day is still on its disk.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use cairn_bucket::{Bucket, ObjectInfo};
+use cairn_model::{METRIC_NAME, MatchOp, Matcher, Sample};
+use cairn_storage::{Queryable, SelectHints, Shard, Storage, StorageError, TenantId, Tenants};
+use cairn_tsdb::{Config, Day, Tsdb, TsdbTenants};
+use parking_lot::{Condvar, Mutex};
+
+use crate::layout::{self, Note};
+use crate::node::{Cluster, now_ms};
+
+/// A day is copied in this many slices of its series, each read as the
+/// copy reaches its series, so memory holds one series' samples at a time.
+const SHARDS: usize = 16;
+/// Samples per commit into the compactor's engine.
+const BATCH_SAMPLES: usize = 1 << 20;
+
+/// One node's replicas of one tenant's day: the parts to copy.
+struct Replica {
+    node: String,
+    engine: Arc<Tsdb>,
+    parts: Vec<ObjectInfo>,
+}
+
+pub struct Compactor {
+    cluster: Arc<Cluster>,
+    bucket: Bucket,
+    /// The compactor's engine: each day once, under `compacted/`.
+    out: Arc<TsdbTenants>,
+    /// What a node's read-only view is opened with, but for its path and URL.
+    source_config: Config,
+    base: cairn_bucket::BucketConfig,
+    /// A read-only view of each node's prefix, by node directory.
+    sources: Mutex<BTreeMap<String, Arc<TsdbTenants>>>,
+    stop: Arc<(Mutex<bool>, Condvar)>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Compactor {
+    /// Starts compacting into `out` (opened with `out_config`, its bucket
+    /// at `layout::compacted_bucket_url`) every `compaction_interval`.
+    pub fn start(
+        cluster: &Arc<Cluster>,
+        out: Arc<TsdbTenants>,
+        out_config: &Config,
+    ) -> Result<Arc<Self>, StorageError> {
+        let base = cluster.config.bucket.clone().ok_or_else(|| {
+            StorageError::InvalidArgument("the compactor needs the shared bucket (--storage.object-store.url)".into())
+        })?;
+        let bucket = Bucket::open_uncached(&base)?;
+        let mut source_config = out_config.clone();
+        source_config.read_only = true;
+        source_config.background = false;
+        // Each part is read once, straight through: nothing to cache.
+        source_config.cache_max_bytes = 0;
+        source_config.wal_replay = Arc::default();
+        let compactor = Arc::new(Self {
+            cluster: cluster.clone(),
+            bucket,
+            out,
+            source_config,
+            base,
+            sources: Mutex::default(),
+            stop: Arc::default(),
+            thread: Mutex::new(None),
+        });
+        let worker = compactor.clone();
+        let handle = std::thread::Builder::new()
+            .name("cairn-compactor".into())
+            .spawn(move || worker.run())
+            .map_err(|e| StorageError::Unavailable(format!("cannot start the compactor: {e}")))?;
+        *compactor.thread.lock() = Some(handle);
+        Ok(compactor)
+    }
+
+    /// Stops after the round in progress.
+    pub fn stop(&self) {
+        let (stopped, wake) = &*self.stop;
+        *stopped.lock() = true;
+        wake.notify_all();
+        if let Some(handle) = self.thread.lock().take() {
+            let _ = handle.join();
+        }
+        for (_, source) in std::mem::take(&mut *self.sources.lock()) {
+            let _ = source.close();
+        }
+    }
+
+    fn run(&self) {
+        loop {
+            {
+                let (stopped, wake) = &*self.stop;
+                let mut stopped = stopped.lock();
+                if !*stopped {
+                    wake.wait_for(&mut stopped, self.cluster.config.compaction_interval);
+                }
+                if *stopped {
+                    return;
+                }
+            }
+            match self.round() {
+                Ok(0) => {}
+                Ok(days) => tracing::info!(days, "compacted the replicas of uploaded days"),
+                Err(e) => tracing::warn!(error = %e, "a compaction round failed; the next one tries again"),
+            }
+        }
+    }
+
+    /// One round; how many days it compacted. A day that fails is left for
+    /// the next round; the others go on.
+    pub fn round(&self) -> Result<usize, StorageError> {
+        let sources = self.sources()?;
+        self.retire_for_departed(&sources)?;
+        let mut jobs: BTreeMap<(TenantId, Day), Vec<Replica>> = BTreeMap::new();
+        for (node, source) in sources {
+            source.open_found()?;
+            let noted: BTreeMap<(TenantId, Day), String> = layout::notes_to(&self.bucket, &node)?
+                .into_iter()
+                .map(|(key, tenant, day)| ((tenant, day), key))
+                .collect();
+            for (tenant, engine) in source.engines() {
+                engine.refresh()?;
+                for (day, parts) in engine.uploaded_parts() {
+                    if let Some(key) = noted.get(&(tenant.clone(), day)) {
+                        let note = layout::read_note(&self.bucket, key)?;
+                        if parts.iter().any(|p| note.names(p)) {
+                            continue;
+                        }
+                    }
+                    jobs.entry((tenant.clone(), day)).or_default().push(Replica {
+                        node: node.clone(),
+                        engine: engine.clone(),
+                        parts,
+                    });
+                }
+            }
+        }
+        let (mut done, mut first_error) = (0, None);
+        for ((tenant, day), replicas) in jobs {
+            match self.compact(&tenant, day, &replicas) {
+                Ok(()) => done += 1,
+                Err(e) => {
+                    tracing::warn!(%tenant, %day, error = %e, "compacting a day failed");
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(done), Err)
+    }
+
+    /// Drops, for the nodes that left the cluster (gracefully, or forgotten
+    /// by an operator), the parts noted to them: no one else would.
+    fn retire_for_departed(&self, sources: &[(String, Arc<TsdbTenants>)]) -> Result<(), StorageError> {
+        let ring = self.cluster.ring();
+        // An empty ring (etcd not read yet) would make every node look gone.
+        if !ring.members().iter().any(|m| self.cluster.is_me(m)) {
+            return Ok(());
+        }
+        for (node, _) in sources {
+            if ring.members().iter().any(|m| layout::node_dir(&m.id) == *node) {
+                continue;
+            }
+            let delay = self.cluster.config.retire_delay;
+            crate::retire::retire_noted(&self.bucket, node, delay, |_, _, objects| {
+                for object in objects {
+                    self.bucket.delete(&layout::node_key(node, &object.key))?;
+                }
+                Ok(objects.len())
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Every node's read-only view, opened for the nodes new in the bucket.
+    fn sources(&self) -> Result<Vec<(String, Arc<TsdbTenants>)>, StorageError> {
+        for node in layout::nodes_in(&self.bucket)? {
+            if self.sources.lock().contains_key(&node) {
+                continue;
+            }
+            let mut config = self.source_config.clone();
+            config.path = self.source_config.path.join("sources").join(&node);
+            config.object_store = Some(layout::with_url(
+                &self.base,
+                layout::node_bucket_url(&self.base.url, &node),
+            ));
+            let settings: cairn_tsdb::SettingsOf = Arc::new(|_| cairn_tsdb::TenantSettings::default());
+            let source = TsdbTenants::open(config, settings)?;
+            tracing::info!(node, "compactor: reading a node's uploads");
+            self.sources.lock().insert(node, source);
+        }
+        Ok(self
+            .sources
+            .lock()
+            .iter()
+            .map(|(n, s)| (n.clone(), s.clone()))
+            .collect())
+    }
+
+    /// Copies the replicas' samples of `tenant`'s `day` into the compactor's
+    /// engine, has the bucket hold that day, and notes it to each node.
+    fn compact(&self, tenant: &TenantId, day: Day, replicas: &[Replica]) -> Result<(), StorageError> {
+        let storage = self.out.get_or_create(tenant)?;
+        let mut samples = 0;
+        for replica in replicas {
+            samples += copy_day(&replica.engine, storage.as_ref(), day)?;
+        }
+        let engine = self
+            .out
+            .engine(tenant)
+            .ok_or_else(|| StorageError::Unavailable(format!("tenant {tenant}'s compacted storage closed")))?;
+        engine.flush()?;
+        engine.compact()?;
+        engine.upload()?;
+        if !engine.is_uploaded(day) {
+            return Err(StorageError::Unavailable(format!(
+                "the compacted {day} of tenant {tenant} is not in the bucket yet"
+            )));
+        }
+        let written_ms = now_ms();
+        for replica in replicas {
+            let note = Note::new(written_ms, &replica.parts);
+            layout::write_note(&self.bucket, &layout::note_key(&replica.node, tenant, day), &note)?;
+        }
+        tracing::info!(%tenant, %day, replicas = replicas.len(), samples, "compacted a day");
+        Ok(())
+    }
+}
+
+/// Appends every sample `source` holds of `day` to `out`; returns how many.
+fn copy_day(source: &Tsdb, out: &dyn Storage, day: Day) -> Result<u64, StorageError> {
+    let every_series = [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+")
+        .map_err(|e| StorageError::InvalidArgument(e.to_string()))?];
+    let querier = source.querier(day.mint(), day.maxt())?;
+    let (mut ts, mut vs, mut samples) = (Vec::new(), Vec::new(), Vec::new());
+    let mut copied = 0;
+    for shard in 0..SHARDS {
+        let hints = SelectHints {
+            shard: Some(Shard::new(shard, SHARDS)),
+            ..SelectHints::default()
+        };
+        let mut appender = out.appender();
+        let mut batched = 0;
+        for series in querier.select(&hints, &every_series)? {
+            let mut series = series?;
+            let range = series.samples.read_into(&mut ts, &mut vs)?;
+            samples.clear();
+            samples.extend(
+                ts[range.clone()]
+                    .iter()
+                    .zip(&vs[range])
+                    .map(|(&t, &v)| Sample::new(t, v)),
+            );
+            if samples.is_empty() {
+                continue;
+            }
+            appender.append(&series.labels, &samples)?;
+            batched += samples.len();
+            if batched >= BATCH_SAMPLES {
+                copied += appender.commit()?.samples_accepted;
+                appender = out.appender();
+                batched = 0;
+            }
+        }
+        copied += appender.commit()?.samples_accepted;
+    }
+    Ok(copied)
+}
