@@ -790,7 +790,7 @@ fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
 }
 
 #[test]
-fn roles_split_routing_from_storing() {
+fn roles_split_routing_from_storing_and_long_queries_over_query_nodes() {
     let Some(etcd) = Etcd::start() else { return };
     let mut cluster = TestCluster::empty(etcd, 2);
     cluster.add_node("127.0.0.1", Vec::new(), &["--cluster.role", "ingest"]);
@@ -817,10 +817,80 @@ fn roles_split_routing_from_storing() {
         let stored = std::fs::read_dir(cluster.dirs[node].path()).unwrap().count();
         assert_eq!(stored, 0, "node {node} has no engine, so no files");
     }
+
+    // A long range query is cut by time over the query nodes, and the
+    // joined answer is the whole evaluation's, byte for byte.
+    cluster.add_node("127.0.0.1", Vec::new(), &["--cluster.role", "query"]);
+    let now = now_ms() / 60_000 * 60_000;
+    let history: Vec<_> = (0..6)
+        .map(|s| {
+            let samples: Vec<(i64, f64)> = (0..=288)
+                .map(|k| {
+                    (
+                        now - 48 * 3_600_000 + k * 600_000,
+                        (k * (s + 1)) as f64 + 0.1 * s as f64,
+                    )
+                })
+                .collect();
+            series(
+                &[
+                    ("__name__", "split_counter"),
+                    ("s", &s.to_string()),
+                    ("g", &(s % 2).to_string()),
+                ],
+                &samples,
+            )
+        })
+        .collect();
+    cluster.nodes[2].client().write(&history);
+    let (start, end) = (common::ms_to_param(now - 48 * 3_600_000), common::ms_to_param(now));
+    let http = http_client(Duration::from_secs(30));
+    let ask = |query: &str, whole: bool| {
+        let mut request = http
+            .get(format!("{}/api/v1/query_range", cluster.nodes[3].url()))
+            .query(&[("query", query), ("start", &start), ("end", &end), ("step", "300")]);
+        if whole {
+            request = request.header("x-cairn-query-part", "1");
+        }
+        let response = request.send().unwrap();
+        let parts = response
+            .headers()
+            .get("x-cairn-query-parts")
+            .map(|v| v.to_str().unwrap().to_string());
+        (parts, response.text().unwrap())
+    };
+    for query in [
+        "rate(split_counter[30m])",
+        "sum by (g) (rate(split_counter[30m]))",
+        "split_counter * 2",
+    ] {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let (parts, split) = loop {
+            let (parts, body) = ask(query, false);
+            if parts.is_some() || Instant::now() > deadline {
+                break (parts, body);
+            }
+            // Until node 3 has read the new query node from the ring.
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert_eq!(parts.as_deref(), Some("2"), "{query}: {split}");
+        let (none, whole) = ask(query, true);
+        assert_eq!(none, None);
+        assert!(whole.contains("\"result\":[{"), "{query}: {whole}");
+        assert_eq!(split, whole, "{query}");
+    }
+    // The second part of each was evaluated by the other query node.
+    let asked = cluster.nodes[4]
+        .client()
+        .metric(r#"cairn_http_requests_total{handler="/api/v1/query_range",code="200"}"#);
+    assert!(asked >= Some(3.0), "{asked:?}");
+    // An aggregation over another keeps the order of its input: never cut.
+    let (parts, _) = ask("sum(sum by (g) (rate(split_counter[30m])))", false);
+    assert_eq!(parts, None);
     // A delete through any node reaches every replica.
     let r = reader.post_form("/api/v1/admin/tsdb/delete_series", &[("match[]", "routed")]);
     assert_eq!(r.status, 204, "{}", r.body);
-    for node in [0, 1, 2, 3] {
+    for node in [0, 1, 2, 3, 4] {
         assert_eq!(
             count(&cluster.nodes[node].client(), "count(routed)"),
             Ok(0.0),

@@ -46,6 +46,12 @@ impl Role {
     pub fn stores(self) -> bool {
         matches!(self, Self::All | Self::Ingest)
     }
+
+    /// Whether the node is there to answer queries (and parts of its
+    /// peers' long ones).
+    pub fn queries(self) -> bool {
+        matches!(self, Self::All | Self::Query)
+    }
 }
 
 /// A node's cluster settings (the `--cluster.*` flags).

@@ -259,6 +259,7 @@ impl Cluster {
             zone: self.config.zone.clone(),
             ingester: self.config.role.stores(),
             compactor: self.config.role == crate::Role::Compact,
+            queries: self.config.role.queries(),
             state: self.state(),
         }
     }
@@ -404,6 +405,46 @@ impl Cluster {
             }
             Ok(bytes)
         }
+    }
+
+    /// The other nodes that answer queries and are up now.
+    pub fn query_peers(&self) -> Vec<Member> {
+        let ring = self.ring();
+        let members = ring.members().iter().enumerate();
+        members
+            .filter(|&(i, m)| m.queries && ring.is_alive(i) && !self.is_me(m))
+            .map(|(_, m)| m.clone())
+            .collect()
+    }
+
+    /// A GET of `path` on `member`'s public API, with `params` and
+    /// `headers`: its status and body.
+    pub fn get(
+        &self,
+        member: &Member,
+        path: &str,
+        params: &[(String, String)],
+        headers: &[(String, String)],
+    ) -> impl Future<Output = Result<(u16, Vec<u8>), String>> + Send + 'static {
+        let url = reqwest::Url::parse_with_params(&format!("http://{}{path}", member.addr), params);
+        let request = url.map(|url| {
+            let mut request = self.http.get(url);
+            for (name, value) in headers {
+                request = request.header(name, value);
+            }
+            request
+        });
+        let asked = self.runtime().spawn(async move {
+            let answer = request
+                .map_err(|e| e.to_string())?
+                .send()
+                .await
+                .map_err(|e| error_chain(&e))?;
+            let status = answer.status().as_u16();
+            let body = answer.bytes().await.map_err(|e| error_chain(&e))?;
+            Ok((status, body.to_vec()))
+        });
+        async move { asked.await.map_err(|e| e.to_string())? }
     }
 
     /// Whether `member` is this node.

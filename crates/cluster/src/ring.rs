@@ -41,6 +41,9 @@ pub struct Member {
     /// Whether it is a compactor, which holds the merged copy of old days.
     #[serde(default)]
     pub compactor: bool,
+    /// Whether it answers queries (and so evaluates parts of others').
+    #[serde(default)]
+    pub queries: bool,
     pub state: NodeState,
 }
 
@@ -201,6 +204,7 @@ mod tests {
             zone: zone.into(),
             ingester: true,
             compactor: false,
+            queries: true,
             state: NodeState::Active,
         }
     }

@@ -214,7 +214,7 @@ async fn ring(State(cluster): State<Arc<Cluster>>) -> Response {
         .enumerate()
         .map(|(i, m)| {
             serde_json::json!({
-                "id": m.id, "addr": m.addr, "zone": m.zone, "ingester": m.ingester, "compactor": m.compactor,
+                "id": m.id, "addr": m.addr, "zone": m.zone, "ingester": m.ingester, "compactor": m.compactor, "queries": m.queries,
                 "state": m.state, "alive": ring.is_alive(i),
             })
         })

@@ -54,6 +54,11 @@ impl Params {
             .filter(|v| !v.is_empty())
     }
 
+    /// Every pair, in order.
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.pairs
+    }
+
     /// Every value of `name`, in order (e.g. all `match[]`).
     pub fn get_all(&self, name: &str) -> Vec<&str> {
         self.pairs

@@ -111,7 +111,7 @@ pub struct QueryOptions {
 }
 
 /// The result of a query, with Prometheus' annotations.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct QueryResult {
     pub value: Value,
     pub warnings: Vec<String>,
@@ -388,6 +388,18 @@ impl Parsed {
     /// run, as planning does the index work its selects start with.
     pub fn may_be_inline(&self) -> bool {
         plan::may_be_inline(&self.root, self.ctx, &self.limits)
+    }
+
+    /// The step ranges `(start, end)` a range query may be cut into, at
+    /// most `parts` of them, each evaluated apart (on another node, say)
+    /// with the same step and the results joined in order: the answer is
+    /// then the whole evaluation's. `None` when it must run whole: too
+    /// short, an `@` modifier, or an aggregation whose order a part could
+    /// change (see `step_split.rs`, which splits over threads by the same rule).
+    pub fn split_over(&self, parts: usize) -> Option<Vec<(i64, i64)>> {
+        let lookback = self.limits.lookback;
+        let split = step_split::parts(self.limits.step_split, &self.root, self.ctx, parts, lookback)?;
+        Some(split.parts.iter().map(|c| (c.start, c.end)).collect())
     }
 
     /// Decides the plan over the series `q` holds now.

@@ -10,6 +10,7 @@
 
 mod ast_json;
 mod features;
+mod split;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ use cairn_promql::{Engine, ErrorKind, Parsed, QueryError, QueryOptions, QueryRes
 use cairn_storage::{ReadOptions, Storage, TenantScope};
 
 pub use cairn_promql::{EngineOptions, StepSplit};
+pub use split::{PART_HEADER, PARTS_HEADER, PeerAnswer, QueryPeers};
 
 /// The query routes, for [`cairn_http::router_with`], evaluating with an
 /// engine built from `options` (limits, timeout, lookback).
@@ -169,8 +171,16 @@ async fn query_range(
     State(state): State<AppState>,
     Tenant(scope): Tenant,
     Extension(engine): SharedEngine,
+    peers: Option<Extension<Arc<dyn QueryPeers>>>,
+    headers: axum::http::HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
+    if let Some(Extension(peers)) = peers
+        && !headers.contains_key(PART_HEADER)
+        && let Some(split) = split::answer(&state, &scope, &engine, &params, &headers, &peers).await?
+    {
+        return Ok(split);
+    }
     answer(state, &scope, &engine, &params, parse_range).await
 }
 

@@ -6,6 +6,7 @@ mod compaction;
 mod limits;
 mod memory;
 mod opening;
+mod query_peers;
 mod tls;
 
 use std::net::SocketAddr;
@@ -131,6 +132,8 @@ pub async fn run(
     state.set_ready(false);
     let mut app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));
     if let Some(cluster) = &cluster {
+        let peers: Arc<dyn cairn_query_api::QueryPeers> = Arc::new(query_peers::ClusterQueryPeers(cluster.clone()));
+        app = app.layer(axum::Extension(peers));
         app = app.merge(cairn_cluster::routes(
             cluster.clone(),
             internal_body_limit(&config),

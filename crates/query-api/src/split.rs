@@ -1,0 +1,281 @@
+//! A long range query cut by time over the nodes of a cluster, as Mimir's
+//! query-frontend splits by interval: each part is the same query over its
+//! own run of steps, evaluated on its own node, and the parts' series are
+//! joined in step order. The engine says whether and where a query may be
+//! cut (`Parsed::split_over`, by the rule it splits over its own threads
+//! with), so the joined answer is the whole evaluation's.
+//!
+//! This node evaluates the first part; each peer one other. A part a peer
+//! does not answer (down, or an answer that is not a float matrix) is
+//! evaluated here instead: a peer's failure costs time, never the answer.
+//! The limits (samples, series, timeout) apply to each part.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::Response;
+use cairn_http::{ApiError, AppState, Params};
+use cairn_model::Labels;
+use cairn_promql::{Engine, QueryResult, RangeSeries, Value};
+use cairn_storage::TenantScope;
+
+use crate::{CancelOnDrop, Request, evaluate, parse_range, read_options};
+
+/// Marks a request as one part of a query that another node split: it is
+/// evaluated here whole.
+pub const PART_HEADER: &str = "x-cairn-query-part";
+/// On a split answer: how many parts it was joined from.
+pub const PARTS_HEADER: &str = "x-cairn-query-parts";
+/// The request headers a part carries to the peer: who asks, for which tenant.
+const FORWARDED: &[&str] = &["authorization", "x-scope-orgid"];
+
+/// A peer's answer: its HTTP status and body, or why there is none.
+pub type PeerAnswer = Pin<Box<dyn Future<Output = Result<(u16, Vec<u8>), String>> + Send>>;
+
+/// The other nodes that evaluate parts of a long range query (a cluster's
+/// query nodes), given to the routes as an extension.
+pub trait QueryPeers: Send + Sync {
+    /// How many can evaluate a part now.
+    fn count(&self) -> usize;
+    /// Asks peer `i` (modulo [`Self::count`]) for `/api/v1/query_range`
+    /// with `params`, sending `headers`.
+    fn query_range(&self, i: usize, params: Vec<(String, String)>, headers: HeaderMap) -> PeerAnswer;
+}
+
+/// The answer of a range query split over this node and its peers, or
+/// `None` when it is not split (too short for parts, or a `limit`).
+pub(crate) async fn answer(
+    state: &AppState,
+    scope: &TenantScope,
+    engine: &Engine,
+    params: &Params,
+    headers: &HeaderMap,
+    peers: &Arc<dyn QueryPeers>,
+) -> Result<Option<Response>, ApiError> {
+    let request = Request::new(state, scope);
+    let (parsed, limit) = parse_range(engine, params, &request)?;
+    let peer_count = peers.count();
+    if peer_count == 0 || limit.is_some() {
+        return Ok(None);
+    }
+    let Some(parts) = parsed.split_over(peer_count + 1) else {
+        return Ok(None);
+    };
+    let _guard = CancelOnDrop(request.cancel.clone());
+    let mut forwarded = HeaderMap::new();
+    for name in FORWARDED {
+        if let Some(v) = headers.get(*name) {
+            forwarded.insert(*name, v.clone());
+        }
+    }
+    forwarded.insert(PART_HEADER, HeaderValue::from_static("1"));
+    let asked: Vec<_> = parts
+        .iter()
+        .enumerate()
+        .skip(1)
+        .map(|(i, &(start, end))| {
+            let call = peers.query_range(i - 1, part_params(params, start, end), forwarded.clone());
+            tokio::spawn(call)
+        })
+        .collect();
+    let options = read_options(params)?;
+    let (first_start, first_end) = parts[0];
+    let first = part_params(params, first_start, first_end);
+    let (first, _) = parse_range(engine, &params_of(&first), &request)?;
+    let mut results = vec![evaluate(first, state.reader_with(scope, &options)?).await?];
+    for (call, &(start, end)) in asked.into_iter().zip(&parts[1..]) {
+        let answered = match call.await {
+            Ok(Ok((200, body))) => matrix_of(&body),
+            _ => None,
+        };
+        let result = match answered {
+            Some(r) => r,
+            None => {
+                let (part, _) = parse_range(engine, &params_of(&part_params(params, start, end)), &request)?;
+                evaluate(part, state.reader_with(scope, &options)?).await?
+            }
+        };
+        results.push(result);
+    }
+    let mut joined = join(results);
+    joined.warnings.extend(options.warnings.take());
+    let mut response = crate::render(joined, None);
+    if let Ok(n) = HeaderValue::from_str(&parts.len().to_string()) {
+        response.headers_mut().insert(PARTS_HEADER, n);
+    }
+    Ok(Some(response))
+}
+
+/// `params` with `start` and `end` replaced.
+fn part_params(params: &Params, start: i64, end: i64) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = params
+        .pairs()
+        .iter()
+        .filter(|(k, _)| k != "start" && k != "end")
+        .cloned()
+        .collect();
+    for (name, t) in [("start", start), ("end", end)] {
+        let mut s = String::new();
+        crate::push_ts(&mut s, t);
+        out.push((name.into(), s));
+    }
+    out
+}
+
+fn params_of(pairs: &[(String, String)]) -> Params {
+    let mut p = Params::default();
+    for (k, v) in pairs {
+        p.push(k.clone(), v.clone());
+    }
+    p
+}
+
+/// A peer's answer as a result, if it is a successful matrix of floats
+/// (histograms are evaluated here: their JSON is not read back).
+fn matrix_of(body: &[u8]) -> Option<QueryResult> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    if v["status"] != "success" || v["data"]["resultType"] != "matrix" {
+        return None;
+    }
+    let mut series = Vec::new();
+    for s in v["data"]["result"].as_array()? {
+        if s.get("histograms").is_some() {
+            return None;
+        }
+        let mut pairs = Vec::new();
+        for (name, value) in s["metric"].as_object()? {
+            pairs.push(cairn_model::Label::new(name.as_str(), value.as_str()?));
+        }
+        let metric = Labels::new(pairs).ok()?;
+        let mut floats = Vec::new();
+        for point in s["values"].as_array().map(Vec::as_slice).unwrap_or_default() {
+            let t = (point[0].as_f64()? * 1000.0).round() as i64;
+            floats.push(cairn_model::Sample::new(t, go_float(point[1].as_str()?)?));
+        }
+        series.push(RangeSeries {
+            metric,
+            floats,
+            histograms: Vec::new(),
+        });
+    }
+    let strings = |key: &str| -> Option<Vec<String>> {
+        match v.get(key) {
+            None => Some(Vec::new()),
+            Some(list) => list.as_array()?.iter().map(|s| s.as_str().map(String::from)).collect(),
+        }
+    };
+    Some(QueryResult {
+        value: Value::Matrix(series),
+        warnings: strings("warnings")?,
+        infos: strings("infos")?,
+    })
+}
+
+/// A value as Prometheus writes it (Go's shortest form, which parses back
+/// to the same float).
+fn go_float(s: &str) -> Option<f64> {
+    match s {
+        "NaN" => Some(f64::NAN),
+        "+Inf" => Some(f64::INFINITY),
+        "-Inf" => Some(f64::NEG_INFINITY),
+        _ => s.parse().ok(),
+    }
+}
+
+/// The parts' results as one: each series' points in part (step) order,
+/// series by labels as a range query orders them, each annotation once.
+fn join(parts: Vec<QueryResult>) -> QueryResult {
+    let mut series: BTreeMap<Labels, RangeSeries> = BTreeMap::new();
+    let (mut warnings, mut infos) = (Vec::<String>::new(), Vec::<String>::new());
+    for part in parts {
+        if let Value::Matrix(m) = part.value {
+            for s in m {
+                match series.get_mut(&s.metric) {
+                    Some(joined) => {
+                        joined.floats.extend(s.floats);
+                        joined.histograms.extend(s.histograms);
+                    }
+                    None => {
+                        series.insert(s.metric.clone(), s);
+                    }
+                }
+            }
+        }
+        for (into, from) in [(&mut warnings, part.warnings), (&mut infos, part.infos)] {
+            for a in from {
+                if !into.contains(&a) {
+                    into.push(a);
+                }
+            }
+        }
+    }
+    QueryResult {
+        value: Value::Matrix(series.into_values().collect()),
+        warnings,
+        infos,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_model::Sample;
+
+    fn result(series: &[(&str, &[(i64, f64)])], warnings: &[&str]) -> QueryResult {
+        QueryResult {
+            value: Value::Matrix(
+                series
+                    .iter()
+                    .map(|(name, points)| RangeSeries {
+                        metric: Labels::from_pairs([("__name__", *name)]),
+                        floats: points.iter().map(|&(t, v)| Sample::new(t, v)).collect(),
+                        histograms: Vec::new(),
+                    })
+                    .collect(),
+            ),
+            warnings: warnings.iter().map(|w| w.to_string()).collect(),
+            infos: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn parts_join_by_series_in_step_order_with_each_warning_once() {
+        let joined = join(vec![
+            result(&[("b", &[(1, 1.0)]), ("c", &[(2, 2.0)])], &["w"]),
+            result(&[("a", &[(3, 3.0)]), ("b", &[(4, 4.0)])], &["w", "x"]),
+        ]);
+        assert_eq!(
+            joined,
+            result(
+                &[("a", &[(3, 3.0)]), ("b", &[(1, 1.0), (4, 4.0)]), ("c", &[(2, 2.0)])],
+                &["w", "x"]
+            )
+        );
+    }
+
+    #[test]
+    fn a_peers_matrix_reads_back_exactly() {
+        let original = result(
+            &[("m", &[(1_000, 0.1), (1_500, f64::INFINITY), (2_001, -3e-300)])],
+            &["w"],
+        );
+        let body = crate::render_body(original.clone(), None);
+        assert_eq!(matrix_of(body.as_bytes()), Some(original));
+        let nan = crate::render_body(result(&[("m", &[(5, f64::NAN)])], &[]), None);
+        let Some(QueryResult {
+            value: Value::Matrix(m),
+            ..
+        }) = matrix_of(nan.as_bytes())
+        else {
+            panic!("{nan}");
+        };
+        assert!(m[0].floats[0].v.is_nan());
+        assert_eq!(matrix_of(br#"{"status":"error"}"#), None);
+        let histograms =
+            r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"histograms":[]}]}}"#;
+        assert_eq!(matrix_of(histograms.as_bytes()), None, "histograms are evaluated here");
+    }
+}
