@@ -30,6 +30,7 @@ mod rate;
 mod samples;
 mod select;
 mod series;
+mod shard_split;
 mod step_split;
 mod steps;
 pub mod syntax;
@@ -400,6 +401,25 @@ impl Parsed {
         let lookback = self.limits.lookback;
         let split = step_split::parts(self.limits.step_split, &self.root, self.ctx, parts, lookback)?;
         Some(split.parts.iter().map(|c| (c.start, c.end)).collect())
+    }
+
+    /// How a range query may be cut by series into shards evaluated apart
+    /// (each over a [`cairn_storage::ShardView`] with the same placement)
+    /// and joined by labels, the answer then the whole evaluation's; `None`
+    /// when it must run whole (see `shard_split.rs`). Under
+    /// [`StepSplit::Auto`] only a query spanning at least half the least
+    /// part a split by time makes is cut: below, the hand-offs cost more.
+    pub fn shard_by(&self) -> Option<Arc<cairn_storage::ShardBy>> {
+        let span = self.ctx.end - self.ctx.start;
+        let long_enough = match self.limits.step_split {
+            StepSplit::Never => false,
+            StepSplit::Always => true,
+            StepSplit::Auto { min_part_span, .. } => span >= min_part_span.as_millis() as i64 / 2,
+        };
+        if self.ctx.step <= 0 || !long_enough {
+            return None;
+        }
+        shard_split::shard_by(&self.root)
     }
 
     /// Decides the plan over the series `q` holds now.

@@ -28,7 +28,7 @@ use cairn_http::{
 };
 use cairn_model::Labels;
 use cairn_promql::{Engine, ErrorKind, Parsed, QueryError, QueryOptions, QueryResult, SampleValue, Value};
-use cairn_storage::{ReadOptions, Storage, TenantScope};
+use cairn_storage::{Queryable, ReadOptions, TenantScope};
 
 pub use cairn_promql::{EngineOptions, StepSplit};
 pub use split::{PART_HEADER, PARTS_HEADER, PeerAnswer, QueryPeers};
@@ -100,7 +100,7 @@ fn query_options(engine: &Engine, params: &Params, request: &Request) -> Result<
 /// planned right on this async worker and, if the plan is inline, evaluated
 /// there too, as that costs less than the hand-offs to the blocking pool and
 /// back; any other query is planned and evaluated on the blocking pool.
-async fn evaluate(parsed: Parsed, storage: Arc<dyn Storage>) -> Result<QueryResult, ApiError> {
+async fn evaluate(parsed: Parsed, storage: Arc<dyn Queryable>) -> Result<QueryResult, ApiError> {
     if !parsed.may_be_inline() {
         let f = move || parsed.plan(storage.as_ref()).and_then(|p| p.run(storage.as_ref()));
         return run_blocking(move || f().map_err(query_error)).await;
@@ -148,12 +148,18 @@ async fn answer(
     engine: &Engine,
     params: &Params,
     parse: ParseParams,
+    shard: Option<cairn_storage::Shard>,
 ) -> Result<Response, ApiError> {
     let request = Request::new(&state, scope);
     let (parsed, limit) = parse(engine, params, &request)?;
     let _guard = CancelOnDrop(request.cancel);
     let options = read_options(params)?;
-    let mut res = evaluate(parsed, state.reader_with(scope, &options)?).await?;
+    let storage: Arc<dyn Queryable> = state.reader_with(scope, &options)?;
+    let storage = match shard {
+        Some(shard) => Arc::new(cairn_storage::ShardView::new(storage, shard)),
+        None => storage,
+    };
+    let mut res = evaluate(parsed, storage).await?;
     res.warnings.extend(options.warnings.take());
     Ok(render(res, limit))
 }
@@ -164,7 +170,7 @@ async fn query(
     Extension(engine): SharedEngine,
     params: Params,
 ) -> Result<Response, ApiError> {
-    answer(state, &scope, &engine, &params, parse_instant).await
+    answer(state, &scope, &engine, &params, parse_instant, None).await
 }
 
 async fn query_range(
@@ -175,13 +181,16 @@ async fn query_range(
     headers: axum::http::HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
+    if headers.contains_key(PART_HEADER) {
+        let shard = split::requested_shard(&params)?;
+        return answer(state, &scope, &engine, &params, parse_range, shard).await;
+    }
     if let Some(Extension(peers)) = peers
-        && !headers.contains_key(PART_HEADER)
         && let Some(split) = split::answer(&state, &scope, &engine, &params, &headers, &peers).await?
     {
         return Ok(split);
     }
-    answer(state, &scope, &engine, &params, parse_range).await
+    answer(state, &scope, &engine, &params, parse_range, None).await
 }
 
 /// The plan of a query (an instant query at `time`, or a range query with

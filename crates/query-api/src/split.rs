@@ -1,9 +1,11 @@
-//! A long range query cut by time over the nodes of a cluster, as Mimir's
-//! query-frontend splits by interval: each part is the same query over its
-//! own run of steps, evaluated on its own node, and the parts' series are
-//! joined in step order. The engine says whether and where a query may be
-//! cut (`Parsed::split_over`, by the rule it splits over its own threads
-//! with), so the joined answer is the whole evaluation's.
+//! A long range query cut over the nodes of a cluster, as Mimir's
+//! query-frontend splits by interval and shards by series: each part is the
+//! same query over its own run of steps, or over its own shard of the
+//! series, evaluated on its own node, and the parts' series are joined by
+//! labels. The engine says whether and where a query may be cut
+//! (`Parsed::split_over`, by the rule it splits over its own threads with;
+//! `Parsed::shard_by`, an aggregation's groups kept whole in one shard), so
+//! the joined answer is the whole evaluation's.
 //!
 //! This node evaluates the first part; each peer one other. A part a peer
 //! does not answer (down, or an answer that is not a float matrix) is
@@ -17,10 +19,10 @@ use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
-use cairn_http::{ApiError, AppState, Params};
+use cairn_http::{ApiError, AppState, Params, invalid_param};
 use cairn_model::Labels;
 use cairn_promql::{Engine, QueryResult, RangeSeries, Value};
-use cairn_storage::TenantScope;
+use cairn_storage::{Shard, ShardBy, ShardView, TenantScope};
 
 use crate::{CancelOnDrop, Request, evaluate, parse_range, read_options};
 
@@ -45,8 +47,26 @@ pub trait QueryPeers: Send + Sync {
     fn query_range(&self, i: usize, params: Vec<(String, String)>, headers: HeaderMap) -> PeerAnswer;
 }
 
+/// One part of a query cut over several nodes.
+#[derive(Debug, Clone)]
+enum Cut {
+    /// Its steps from `start` to `end`.
+    Time(i64, i64),
+    /// The series of one shard.
+    Series(Shard),
+}
+
+/// Query parameters that ask a node for one shard of a query's series (with
+/// [`PART_HEADER`]): `cairn_shard=<index>/<count>`, `cairn_shard_by=by|without`
+/// and one `cairn_shard_label` per grouping label.
+const SHARD_PARAM: &str = "cairn_shard";
+const SHARD_BY_PARAM: &str = "cairn_shard_by";
+const SHARD_LABEL_PARAM: &str = "cairn_shard_label";
+
 /// The answer of a range query split over this node and its peers, or
-/// `None` when it is not split (too short for parts, or a `limit`).
+/// `None` when it is not split (too short or not cut by either rule, or a
+/// `limit`). A query is cut by time where the engine allows, else by
+/// series where it allows that.
 pub(crate) async fn answer(
     state: &AppState,
     scope: &TenantScope,
@@ -61,7 +81,20 @@ pub(crate) async fn answer(
     if peer_count == 0 || limit.is_some() {
         return Ok(None);
     }
-    let Some(parts) = parsed.split_over(peer_count + 1) else {
+    let cuts: Vec<Cut> = if let Some(parts) = parsed.split_over(peer_count + 1) {
+        parts.into_iter().map(|(start, end)| Cut::Time(start, end)).collect()
+    } else if let Some(by) = parsed.shard_by() {
+        let count = peer_count + 1;
+        (0..count)
+            .map(|index| {
+                Cut::Series(Shard {
+                    index,
+                    count,
+                    by: Some(by.clone()),
+                })
+            })
+            .collect()
+    } else {
         return Ok(None);
     };
     let _guard = CancelOnDrop(request.cancel.clone());
@@ -72,57 +105,119 @@ pub(crate) async fn answer(
         }
     }
     forwarded.insert(PART_HEADER, HeaderValue::from_static("1"));
-    let asked: Vec<_> = parts
+    let asked: Vec<_> = cuts
         .iter()
         .enumerate()
         .skip(1)
-        .map(|(i, &(start, end))| {
-            let call = peers.query_range(i - 1, part_params(params, start, end), forwarded.clone());
-            tokio::spawn(call)
-        })
+        .map(|(i, cut)| tokio::spawn(peers.query_range(i - 1, cut_params(params, cut), forwarded.clone())))
         .collect();
     let options = read_options(params)?;
-    let (first_start, first_end) = parts[0];
-    let first = part_params(params, first_start, first_end);
-    let (first, _) = parse_range(engine, &params_of(&first), &request)?;
-    let mut results = vec![evaluate(first, state.reader_with(scope, &options)?).await?];
-    for (call, &(start, end)) in asked.into_iter().zip(&parts[1..]) {
+    let mut results = vec![evaluate_cut(engine, state, scope, params, &request, &options, &cuts[0]).await?];
+    for (call, cut) in asked.into_iter().zip(&cuts[1..]) {
         let answered = match call.await {
             Ok(Ok((200, body))) => matrix_of(&body),
             _ => None,
         };
         let result = match answered {
             Some(r) => r,
-            None => {
-                let (part, _) = parse_range(engine, &params_of(&part_params(params, start, end)), &request)?;
-                evaluate(part, state.reader_with(scope, &options)?).await?
-            }
+            None => evaluate_cut(engine, state, scope, params, &request, &options, cut).await?,
         };
         results.push(result);
     }
     let mut joined = join(results);
     joined.warnings.extend(options.warnings.take());
     let mut response = crate::render(joined, None);
-    if let Ok(n) = HeaderValue::from_str(&parts.len().to_string()) {
+    if let Ok(n) = HeaderValue::from_str(&cuts.len().to_string()) {
         response.headers_mut().insert(PARTS_HEADER, n);
     }
     Ok(Some(response))
 }
 
-/// `params` with `start` and `end` replaced.
-fn part_params(params: &Params, start: i64, end: i64) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = params
-        .pairs()
-        .iter()
-        .filter(|(k, _)| k != "start" && k != "end")
-        .cloned()
-        .collect();
-    for (name, t) in [("start", start), ("end", end)] {
-        let mut s = String::new();
-        crate::push_ts(&mut s, t);
-        out.push((name.into(), s));
+/// Evaluates one part here.
+async fn evaluate_cut(
+    engine: &Engine,
+    state: &AppState,
+    scope: &TenantScope,
+    params: &Params,
+    request: &Request,
+    options: &cairn_storage::ReadOptions,
+    cut: &Cut,
+) -> Result<QueryResult, ApiError> {
+    let (part, _) = parse_range(engine, &params_of(&cut_params(params, cut)), request)?;
+    let storage: Arc<dyn cairn_storage::Queryable> = state.reader_with(scope, options)?;
+    let storage = match cut {
+        Cut::Time(..) => storage,
+        Cut::Series(shard) => Arc::new(ShardView::new(storage, shard.clone())),
+    };
+    evaluate(part, storage).await
+}
+
+/// The shard of its series a part request asks for, if any.
+pub(crate) fn requested_shard(params: &Params) -> Result<Option<Shard>, ApiError> {
+    let Some(shard) = params.get(SHARD_PARAM) else {
+        return Ok(None);
+    };
+    let invalid = || invalid_param(SHARD_PARAM, format!("{shard:?} is not <index>/<count>"));
+    let (index, count) = shard.split_once('/').ok_or_else(invalid)?;
+    let (index, count): (usize, usize) = (
+        index.parse().map_err(|_| invalid())?,
+        count.parse().map_err(|_| invalid())?,
+    );
+    if index >= count {
+        return Err(invalid());
     }
-    out
+    let names = params
+        .get_all(SHARD_LABEL_PARAM)
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let by = match params.get(SHARD_BY_PARAM) {
+        Some("by") => ShardBy::Labels(names),
+        Some("without") => ShardBy::AllBut(names),
+        other => {
+            return Err(invalid_param(
+                SHARD_BY_PARAM,
+                format!("{other:?} is neither by nor without"),
+            ));
+        }
+    };
+    Ok(Some(Shard {
+        index,
+        count,
+        by: Some(Arc::new(by)),
+    }))
+}
+
+/// `params` as the part `cut` asks for them.
+fn cut_params(params: &Params, cut: &Cut) -> Vec<(String, String)> {
+    match cut {
+        Cut::Time(start, end) => {
+            let mut out: Vec<(String, String)> = params
+                .pairs()
+                .iter()
+                .filter(|(k, _)| k != "start" && k != "end")
+                .cloned()
+                .collect();
+            for (name, t) in [("start", *start), ("end", *end)] {
+                let mut s = String::new();
+                crate::push_ts(&mut s, t);
+                out.push((name.into(), s));
+            }
+            out
+        }
+        Cut::Series(shard) => {
+            let mut out = params.pairs().to_vec();
+            out.push((SHARD_PARAM.into(), format!("{}/{}", shard.index, shard.count)));
+            let (kind, names) = match shard.by.as_deref() {
+                Some(ShardBy::AllBut(names)) => ("without", names.as_slice()),
+                Some(ShardBy::Labels(names)) => ("by", names.as_slice()),
+                None => ("without", &[][..]),
+            };
+            out.push((SHARD_BY_PARAM.into(), kind.into()));
+            out.extend(names.iter().map(|n| (SHARD_LABEL_PARAM.to_string(), n.clone())));
+            out
+        }
+    }
 }
 
 fn params_of(pairs: &[(String, String)]) -> Params {
@@ -254,6 +349,32 @@ mod tests {
                 &["w", "x"]
             )
         );
+    }
+
+    #[test]
+    fn a_shard_travels_in_a_parts_parameters() {
+        let mut params = Params::default();
+        params.push("query", "sum by (a) (m)");
+        for by in [
+            ShardBy::Labels(vec!["a".into(), "b,c".into()]),
+            ShardBy::AllBut(Vec::new()),
+        ] {
+            let shard = Shard {
+                index: 2,
+                count: 3,
+                by: Some(Arc::new(by)),
+            };
+            let sent = params_of(&cut_params(&params, &Cut::Series(shard.clone())));
+            assert_eq!(requested_shard(&sent).unwrap(), Some(shard));
+            assert_eq!(sent.get("query"), Some("sum by (a) (m)"));
+        }
+        assert_eq!(requested_shard(&params).unwrap(), None);
+        for bad in ["3/3", "x", "1/"] {
+            let mut p = Params::default();
+            p.push(SHARD_PARAM, bad);
+            p.push(SHARD_BY_PARAM, "by");
+            assert!(requested_shard(&p).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod conformance;
 mod error;
 mod mem;
 mod query;
+mod shard_view;
 mod tenant;
 mod wal_replay;
 
@@ -31,6 +32,7 @@ pub use query::{
     Querier, Queryable, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, Shard, ShardBy, VecSampleBlocks,
     collect_samples,
 };
+pub use shard_view::ShardView;
 pub use tenant::{
     DEFAULT_TENANT, Federated, MemTenants, ReadOptions, ReadWarnings, TENANT_ID_LABEL, TENANT_SEPARATOR, TenantId,
     TenantScope, Tenants,
