@@ -850,7 +850,7 @@ fn roles_split_routing_from_storing_and_long_queries_over_query_nodes() {
             .get(format!("{}/api/v1/query_range", cluster.nodes[3].url()))
             .query(&[("query", query), ("start", &start), ("end", &end), ("step", "300")]);
         if whole {
-            request = request.header("x-cairn-query-part", "1");
+            request = request.header("x-cairn-peer-request", "1");
         }
         let response = request.send().unwrap();
         let parts = response
@@ -890,6 +890,59 @@ fn roles_split_routing_from_storing_and_long_queries_over_query_nodes() {
     // An aggregation over another keeps the order of its input: never cut.
     let (parts, _) = ask("sum(sum by (g) (rate(split_counter[30m])))", false);
     assert_eq!(parts, None);
+
+    // What only the receiving node keeps (metric metadata) and what is
+    // counted over every series (the TSDB status) answer for the cluster.
+    let metadata = cairn_protocols::MetricMetadata {
+        metric_family_name: "split_counter".into(),
+        metric_type: cairn_protocols::MetricType::Counter,
+        help: "Counts for the split test.".into(),
+        unit: String::new(),
+    };
+    let mut body = Vec::new();
+    cairn_protocols::remote_write::encode_write_request_with(
+        &[],
+        &[metadata],
+        cairn_protocols::remote_write::ContentEncoding::Snappy,
+        &mut body,
+    )
+    .unwrap();
+    assert_eq!(cluster.nodes[2].client().post_write(body, Some("snappy")).status, 204);
+    for node in [0, 3, 4] {
+        let r = cluster.nodes[node]
+            .client()
+            .get("/api/v1/metadata?metric=split_counter");
+        assert_eq!(
+            r.json()["data"]["split_counter"][0]["help"],
+            "Counts for the split test.",
+            "node {node}: {}",
+            r.body
+        );
+    }
+    let status = cluster.nodes[3].client().get("/api/v1/status/tsdb").json();
+    assert_eq!(
+        status["data"]["headStats"]["numSeries"], 7,
+        "6 split_counter and 1 routed: {status}"
+    );
+    // With an ingester down at RF 2 the series stay complete; with both, a
+    // partial answer is allowed only when asked for, and says what is missing.
+    cluster.nodes[0].kill9();
+    cluster.nodes[1].kill9();
+    let series = |params: &str| {
+        cluster.nodes[3]
+            .client()
+            .get(&format!("/api/v1/series?match[]=split_counter{params}"))
+    };
+    series("").assert_error(503, "unavailable");
+    let partial = series("&partial_response=true").json();
+    assert_eq!(partial["data"], serde_json::json!([]), "{partial}");
+    assert!(
+        partial["warnings"][0].as_str().unwrap().contains("partial response"),
+        "{partial}"
+    );
+    cluster.nodes[0].restart();
+    cluster.nodes[1].restart();
+    cluster.wait_alive(2);
     // A delete through any node reaches every replica.
     let r = reader.post_form("/api/v1/admin/tsdb/delete_series", &[("match[]", "routed")]);
     assert_eq!(r.status, 204, "{}", r.body);

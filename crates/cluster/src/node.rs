@@ -407,12 +407,13 @@ impl Cluster {
         }
     }
 
-    /// The other nodes that answer queries and are up now.
-    pub fn query_peers(&self) -> Vec<Member> {
+    /// The other nodes that are up now: only those that answer queries
+    /// when `querying`.
+    pub fn peers(&self, querying: bool) -> Vec<Member> {
         let ring = self.ring();
         let members = ring.members().iter().enumerate();
         members
-            .filter(|&(i, m)| m.queries && ring.is_alive(i) && !self.is_me(m))
+            .filter(|&(i, m)| (m.queries || !querying) && ring.is_alive(i) && !self.is_me(m))
             .map(|(_, m)| m.clone())
             .collect()
     }

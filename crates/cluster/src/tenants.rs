@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::Matcher;
+use cairn_model::{METRIC_NAME, MatchOp, Matcher};
 use cairn_storage::{
     Admin, Appendable, Appender, PartInfo, Querier, Queryable, ReadOptions, SelectHints, Storage, StorageError,
     StorageStats, TenantId, Tenants, TsdbStatus,
@@ -124,12 +124,27 @@ impl Admin for ClusterStorage {
         Ok(())
     }
 
-    /// This node's share of the tenant's series.
+    /// The tenant's series across the cluster (replicas and the compacted
+    /// days joined: each series once), counted here; the time range is
+    /// this node's own data's.
     fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError> {
-        match self.here() {
-            Some(s) => s.tsdb_status(mint, maxt, limit),
-            None => Ok(TsdbStatus::default()),
+        let every_series = [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+")
+            .map_err(|e| StorageError::InvalidArgument(e.to_string()))?];
+        let hints = SelectHints {
+            labels_only: true,
+            ..SelectHints::default()
+        };
+        let series = self
+            .querier(mint, maxt)?
+            .select(&hints, &every_series)?
+            .map(|s| s.map(|s| s.labels))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut status = TsdbStatus::from_series(series.iter(), limit);
+        if let Some(here) = self.here() {
+            let own = here.tsdb_status(mint, maxt, 0)?;
+            (status.min_time, status.max_time) = (own.min_time, own.max_time);
         }
+        Ok(status)
     }
 
     fn stats(&self) -> StorageStats {

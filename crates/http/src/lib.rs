@@ -30,6 +30,7 @@ mod metrics;
 mod opentsdb;
 mod otlp;
 mod params;
+pub mod peers;
 mod process;
 mod remote_read;
 mod response;
@@ -63,7 +64,7 @@ pub use metadata::{MetadataEntry, MetadataStore};
 pub use metrics::HttpMetrics;
 pub use params::{
     MAX_TIME, MIN_TIME, Params, format_build_date, format_duration, format_rfc3339, invalid_param, limit_param,
-    parse_date, parse_duration, parse_time, read_body, time_param, time_range, unescape_label_name,
+    parse_date, parse_duration, parse_time, read_body, read_options, time_param, time_range, unescape_label_name,
 };
 pub use response::{LabelsJson, Success, format_value, json_response, push_value};
 pub use selector::{parse_match_params, parse_selector};

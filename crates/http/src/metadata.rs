@@ -3,15 +3,18 @@
 //!
 //! Prometheus answers from its scrape targets; Cairn answers from what remote
 //! write senders reported, kept in memory (lost on restart; senders resend
-//! metadata periodically, Prometheus every minute by default).
+//! metadata periodically, Prometheus every minute by default); in a cluster,
+//! from what every node was sent.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use cairn_protocols::{MetricMetadata, MetricType};
 use parking_lot::RwLock;
 use serde::Serialize;
 use serde::ser::SerializeStruct;
 
+use crate::peers::{PeerKind, Peers, is_peer_request, peer_headers};
 use crate::{ApiError, AppState, Params, Success, Tenant};
 
 /// Most distinct (type, help, unit) entries kept per metric family; a new one
@@ -153,9 +156,14 @@ fn int_param(params: &Params, name: &str) -> Result<Option<i64>, ApiError> {
 /// `GET /api/v1/metadata`: `{"up":[{"type":"gauge","help":"...","unit":""}]}`.
 /// `metric` selects one family; `limit` (negative: no limit, `0`: none) caps
 /// the number of families, `limit_per_metric` (`> 0`) the entries of each.
+/// In a cluster, each node keeps what the writes it received reported: the
+/// answer joins every node's (a node that does not answer is named in a
+/// warning).
 pub async fn metadata(
     axum::extract::State(state): axum::extract::State<AppState>,
     Tenant(scope): Tenant,
+    peers: Option<axum::Extension<Arc<dyn Peers>>>,
+    headers: axum::http::HeaderMap,
     params: Params,
 ) -> Result<Success<BTreeMap<String, Vec<MetadataEntry>>>, ApiError> {
     let limit = int_param(&params, "limit")?.and_then(|l| usize::try_from(l).ok());
@@ -163,7 +171,54 @@ pub async fn metadata(
         .filter(|&l| l > 0)
         .and_then(|l| usize::try_from(l).ok());
     let metric = params.get("metric");
-    Ok(Success::new(state.metadata_of(&scope).list(metric, limit, per_metric)))
+    let mut store = state.metadata_of(&scope);
+    let mut warnings = Vec::new();
+    if let Some(axum::Extension(peers)) = peers
+        && !is_peer_request(&headers)
+    {
+        let asked: Vec<_> = (0..peers.count(PeerKind::Any))
+            .map(|i| {
+                let params = metric
+                    .map(|m| ("metric".to_string(), m.to_string()))
+                    .into_iter()
+                    .collect();
+                tokio::spawn(peers.get(PeerKind::Any, i, "/api/v1/metadata", params, peer_headers(&headers)))
+            })
+            .collect();
+        let joined = MetadataStore::new();
+        joined.absorb(&store);
+        for call in asked {
+            let answer = match call.await {
+                Ok(Ok((200, body))) => families_of(&body).ok_or_else(|| "an unreadable answer".to_string()),
+                Ok(Ok((status, _))) => Err(format!("status {status}")),
+                Ok(Err(e)) => Err(e),
+                Err(e) => Err(e.to_string()),
+            };
+            match answer {
+                Ok(families) => joined.record(&families),
+                Err(e) => warnings.push(format!("the metadata of a node is missing: {e}")),
+            }
+        }
+        store = Arc::new(joined);
+    }
+    Ok(Success::with_warnings(store.list(metric, limit, per_metric), warnings))
+}
+
+/// A peer's answer as the metadata it reported.
+fn families_of(body: &[u8]) -> Option<Vec<MetricMetadata>> {
+    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let mut out = Vec::new();
+    for (name, entries) in v["data"].as_object()? {
+        for e in entries.as_array()? {
+            out.push(MetricMetadata {
+                metric_family_name: name.clone(),
+                metric_type: MetricType::from_name(e["type"].as_str()?)?,
+                help: e["help"].as_str()?.to_string(),
+                unit: e["unit"].as_str()?.to_string(),
+            });
+        }
+    }
+    Some(out)
 }
 
 #[cfg(test)]

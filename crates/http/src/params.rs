@@ -69,6 +69,25 @@ impl Params {
     }
 }
 
+/// `partial_response`: whether an answer may leave out data that cannot be
+/// reached (nodes of a cluster down), with a warning, instead of failing.
+pub fn read_options(params: &Params) -> Result<cairn_storage::ReadOptions, ApiError> {
+    let partial_response = match params.get("partial_response") {
+        None | Some("") | Some("false") | Some("0") => false,
+        Some("true") | Some("1") => true,
+        Some(other) => {
+            return Err(invalid_param(
+                "partial_response",
+                format!("cannot parse {other:?} as a boolean"),
+            ));
+        }
+    };
+    Ok(cairn_storage::ReadOptions {
+        partial_response,
+        ..cairn_storage::ReadOptions::default()
+    })
+}
+
 /// Reads the query string and, for requests with a body, the form-encoded body.
 /// The body is bounded by the router's body limit (413 past it).
 impl FromRequest<AppState> for Params {

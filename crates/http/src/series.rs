@@ -11,8 +11,8 @@ use serde::Serialize;
 use serde::ser::SerializeSeq;
 
 use crate::{
-    ApiError, AppState, LabelsJson, MAX_TIME, Params, Success, Tenant, limit_param, parse_match_params, run_blocking,
-    time_range, unescape_label_name,
+    ApiError, AppState, LabelsJson, MAX_TIME, Params, Success, Tenant, limit_param, parse_match_params, read_options,
+    run_blocking, time_range, unescape_label_name,
 };
 
 /// The warning Prometheus adds when a `limit` cut the result.
@@ -79,7 +79,8 @@ pub async fn series(
     params: Params,
 ) -> Result<Success<LabelSets>, ApiError> {
     let req = metadata_request(&state, &params, true, state.config().default_series_limit)?;
-    let storage = state.reader(&scope)?;
+    let options = read_options(&params)?;
+    let storage = state.reader_with(&scope, &options)?;
     run_blocking(move || {
         let querier = storage.querier(req.start, req.end)?;
         let hints = SelectHints {
@@ -99,7 +100,8 @@ pub async fn series(
             list.sort_unstable();
             list.dedup();
         }
-        let warnings = truncate(&mut list, req.limit);
+        let mut warnings = truncate(&mut list, req.limit);
+        warnings.extend(options.warnings.take());
         Ok(Success::with_warnings(LabelSets(list), warnings))
     })
     .await
@@ -113,7 +115,8 @@ pub async fn labels(
     params: Params,
 ) -> Result<Success<Vec<String>>, ApiError> {
     let req = metadata_request(&state, &params, false, state.config().default_label_limit)?;
-    let storage = state.reader(&scope)?;
+    let options = read_options(&params)?;
+    let storage = state.reader_with(&scope, &options)?;
     run_blocking(move || {
         let querier = storage.querier(req.start, req.end)?;
         let fetch = req.limit.map(|l| l.saturating_add(1));
@@ -126,7 +129,8 @@ pub async fn labels(
             }
             all.into_iter().collect()
         };
-        let warnings = truncate(&mut names, req.limit);
+        let mut warnings = truncate(&mut names, req.limit);
+        warnings.extend(options.warnings.take());
         Ok(Success::with_warnings(names, warnings))
     })
     .await
@@ -146,7 +150,8 @@ pub async fn label_values(
         return Err(ApiError::bad_data(format!("invalid label name: {name:?}")));
     }
     let req = metadata_request(&state, &params, false, state.config().default_label_limit)?;
-    let storage = state.reader(&scope)?;
+    let options = read_options(&params)?;
+    let storage = state.reader_with(&scope, &options)?;
     run_blocking(move || {
         let querier = storage.querier(req.start, req.end)?;
         let fetch = req.limit.map(|l| l.saturating_add(1));
@@ -159,7 +164,8 @@ pub async fn label_values(
             }
             all.into_iter().collect()
         };
-        let warnings = truncate(&mut values, req.limit);
+        let mut warnings = truncate(&mut values, req.limit);
+        warnings.extend(options.warnings.take());
         Ok(Success::with_warnings(values, warnings))
     })
     .await

@@ -32,6 +32,24 @@ impl MetricType {
     }
 }
 
+impl MetricType {
+    /// The type named `name` as [`Self::as_str`] writes it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            Self::Unknown,
+            Self::Counter,
+            Self::Gauge,
+            Self::Histogram,
+            Self::GaugeHistogram,
+            Self::Summary,
+            Self::Info,
+            Self::StateSet,
+        ]
+        .into_iter()
+        .find(|t| t.as_str() == name)
+    }
+}
+
 impl fmt::Display for MetricType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

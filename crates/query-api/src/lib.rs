@@ -24,14 +24,14 @@ use axum::routing::get;
 use axum::{Extension, Router};
 use cairn_http::{
     ApiError, AppState, ErrorType, Params, Tenant, format_value, invalid_param, limit_param, parse_duration,
-    run_blocking, run_inline, time_param,
+    read_options, run_blocking, run_inline, time_param,
 };
 use cairn_model::Labels;
 use cairn_promql::{Engine, ErrorKind, Parsed, QueryError, QueryOptions, QueryResult, SampleValue, Value};
-use cairn_storage::{Queryable, ReadOptions, TenantScope};
+use cairn_storage::{Queryable, TenantScope};
 
 pub use cairn_promql::{EngineOptions, StepSplit};
-pub use split::{PART_HEADER, PARTS_HEADER, PeerAnswer, QueryPeers};
+pub use split::PARTS_HEADER;
 
 /// The query routes, for [`cairn_http::router_with`], evaluating with an
 /// engine built from `options` (limits, timeout, lookback).
@@ -177,11 +177,11 @@ async fn query_range(
     State(state): State<AppState>,
     Tenant(scope): Tenant,
     Extension(engine): SharedEngine,
-    peers: Option<Extension<Arc<dyn QueryPeers>>>,
+    peers: Option<Extension<Arc<dyn cairn_http::peers::Peers>>>,
     headers: axum::http::HeaderMap,
     params: Params,
 ) -> Result<Response, ApiError> {
-    if headers.contains_key(PART_HEADER) {
+    if cairn_http::peers::is_peer_request(&headers) {
         let shard = split::requested_shard(&params)?;
         return answer(state, &scope, &engine, &params, parse_range, shard).await;
     }
@@ -220,25 +220,6 @@ async fn explain(
     push_json_str(&mut body, &plan);
     body.push_str("}}");
     Ok(json(body))
-}
-
-/// `partial_response`: whether an answer may leave out data that cannot be
-/// reached (nodes of a cluster down), with a warning, instead of failing.
-fn read_options(params: &Params) -> Result<ReadOptions, ApiError> {
-    let partial_response = match params.get("partial_response") {
-        None | Some("") | Some("false") | Some("0") => false,
-        Some("true") | Some("1") => true,
-        Some(other) => {
-            return Err(invalid_param(
-                "partial_response",
-                format!("cannot parse {other:?} as a boolean"),
-            ));
-        }
-    };
-    Ok(ReadOptions {
-        partial_response,
-        ..ReadOptions::default()
-    })
 }
 
 /// Parses the instant query of a request's parameters; with its `limit`.

@@ -13,39 +13,20 @@
 //! The limits (samples, series, timeout) apply to each part.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
-use cairn_http::{ApiError, AppState, Params, invalid_param};
+use cairn_http::peers::{PeerKind, Peers, peer_headers};
+use cairn_http::{ApiError, AppState, Params, invalid_param, read_options};
 use cairn_model::Labels;
 use cairn_promql::{Engine, QueryResult, RangeSeries, Value};
 use cairn_storage::{Shard, ShardBy, ShardView, TenantScope};
 
-use crate::{CancelOnDrop, Request, evaluate, parse_range, read_options};
+use crate::{CancelOnDrop, Request, evaluate, parse_range};
 
-/// Marks a request as one part of a query that another node split: it is
-/// evaluated here whole.
-pub const PART_HEADER: &str = "x-cairn-query-part";
 /// On a split answer: how many parts it was joined from.
 pub const PARTS_HEADER: &str = "x-cairn-query-parts";
-/// The request headers a part carries to the peer: who asks, for which tenant.
-const FORWARDED: &[&str] = &["authorization", "x-scope-orgid"];
-
-/// A peer's answer: its HTTP status and body, or why there is none.
-pub type PeerAnswer = Pin<Box<dyn Future<Output = Result<(u16, Vec<u8>), String>> + Send>>;
-
-/// The other nodes that evaluate parts of a long range query (a cluster's
-/// query nodes), given to the routes as an extension.
-pub trait QueryPeers: Send + Sync {
-    /// How many can evaluate a part now.
-    fn count(&self) -> usize;
-    /// Asks peer `i` (modulo [`Self::count`]) for `/api/v1/query_range`
-    /// with `params`, sending `headers`.
-    fn query_range(&self, i: usize, params: Vec<(String, String)>, headers: HeaderMap) -> PeerAnswer;
-}
 
 /// One part of a query cut over several nodes.
 #[derive(Debug, Clone)]
@@ -56,8 +37,8 @@ enum Cut {
     Series(Shard),
 }
 
-/// Query parameters that ask a node for one shard of a query's series (with
-/// [`PART_HEADER`]): `cairn_shard=<index>/<count>`, `cairn_shard_by=by|without`
+/// Query parameters that ask a node for one shard of a query's series (in
+/// a peer request): `cairn_shard=<index>/<count>`, `cairn_shard_by=by|without`
 /// and one `cairn_shard_label` per grouping label.
 const SHARD_PARAM: &str = "cairn_shard";
 const SHARD_BY_PARAM: &str = "cairn_shard_by";
@@ -73,11 +54,11 @@ pub(crate) async fn answer(
     engine: &Engine,
     params: &Params,
     headers: &HeaderMap,
-    peers: &Arc<dyn QueryPeers>,
+    peers: &Arc<dyn Peers>,
 ) -> Result<Option<Response>, ApiError> {
     let request = Request::new(state, scope);
     let (parsed, limit) = parse_range(engine, params, &request)?;
-    let peer_count = peers.count();
+    let peer_count = peers.count(PeerKind::Query);
     if peer_count == 0 || limit.is_some() {
         return Ok(None);
     }
@@ -98,18 +79,15 @@ pub(crate) async fn answer(
         return Ok(None);
     };
     let _guard = CancelOnDrop(request.cancel.clone());
-    let mut forwarded = HeaderMap::new();
-    for name in FORWARDED {
-        if let Some(v) = headers.get(*name) {
-            forwarded.insert(*name, v.clone());
-        }
-    }
-    forwarded.insert(PART_HEADER, HeaderValue::from_static("1"));
+    let forwarded = peer_headers(headers);
     let asked: Vec<_> = cuts
         .iter()
         .enumerate()
         .skip(1)
-        .map(|(i, cut)| tokio::spawn(peers.query_range(i - 1, cut_params(params, cut), forwarded.clone())))
+        .map(|(i, cut)| {
+            let params = cut_params(params, cut);
+            tokio::spawn(peers.get(PeerKind::Query, i - 1, "/api/v1/query_range", params, forwarded.clone()))
+        })
         .collect();
     let options = read_options(params)?;
     let mut results = vec![evaluate_cut(engine, state, scope, params, &request, &options, &cuts[0]).await?];

@@ -6,7 +6,7 @@ mod compaction;
 mod limits;
 mod memory;
 mod opening;
-mod query_peers;
+mod peers;
 mod tls;
 
 use std::net::SocketAddr;
@@ -132,7 +132,7 @@ pub async fn run(
     state.set_ready(false);
     let mut app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));
     if let Some(cluster) = &cluster {
-        let peers: Arc<dyn cairn_query_api::QueryPeers> = Arc::new(query_peers::ClusterQueryPeers(cluster.clone()));
+        let peers: Arc<dyn cairn_http::peers::Peers> = Arc::new(peers::ClusterPeers(cluster.clone()));
         app = app.layer(axum::Extension(peers));
         app = app.merge(cairn_cluster::routes(
             cluster.clone(),

@@ -1,0 +1,40 @@
+//! A cluster's other nodes as the HTTP API asks them (`cairn_http::peers`).
+
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
+use cairn_cluster::Cluster;
+use cairn_http::peers::{PeerAnswer, PeerKind, Peers};
+
+pub struct ClusterPeers(pub Arc<Cluster>);
+
+impl ClusterPeers {
+    fn of(&self, kind: PeerKind) -> Vec<cairn_cluster::ring::Member> {
+        self.0.peers(kind == PeerKind::Query)
+    }
+}
+
+impl Peers for ClusterPeers {
+    fn count(&self, kind: PeerKind) -> usize {
+        self.of(kind).len()
+    }
+
+    fn get(
+        &self,
+        kind: PeerKind,
+        i: usize,
+        path: &'static str,
+        params: Vec<(String, String)>,
+        headers: HeaderMap,
+    ) -> PeerAnswer {
+        let peers = self.of(kind);
+        if peers.is_empty() {
+            return Box::pin(async { Err("no other node is up".to_string()) });
+        }
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_string())))
+            .collect();
+        Box::pin(self.0.get(&peers[i % peers.len()], path, &params, &headers))
+    }
+}
