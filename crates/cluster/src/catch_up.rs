@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use cairn_model::{METRIC_NAME, MatchOp, Matcher, Sample};
-use cairn_storage::{SelectHints, StorageError, TenantId};
+use cairn_storage::{SelectHints, Shard, StorageError, TenantId};
 
 use crate::node::Cluster;
 use crate::ring::series_hash;
@@ -28,10 +28,15 @@ const MAX_WINDOW_MS: i64 = 24 * 3600 * 1000;
 pub(crate) const WHOLE_WINDOW: i64 = 1;
 /// Series per local commit.
 const BATCH_SERIES: usize = 1000;
+/// Pages each peer's answer comes in: each a shard of the series, so
+/// neither side holds more than a slice of the window at once.
+const PAGES: usize = 16;
 
 /// Stores what the peers hold of this node's share since `last_alive_ms`
-/// (when it last renewed its lease; 0 for a node never in the ring);
-/// returns how many samples that was (some already here).
+/// (when it last renewed its lease; 0 for a node never in the ring), each
+/// peer sending only the series this node owns, page by page; returns how
+/// many samples that was (some already here). Fails when a peer that is up
+/// does not answer: the caller tries again.
 pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) -> Result<u64, StorageError> {
     let Some(local) = cluster.local() else {
         return Ok(0);
@@ -49,52 +54,60 @@ pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) 
         .map(|i| ring.member(i).clone())
         .collect();
     for peer in &peers {
-        let listed = cluster.block_on(cluster.post(peer, "tenants", &TenantId::default_tenant(), Vec::new()));
-        if let Ok(body) = listed
-            && let Ok(ids) = serde_json::from_slice::<Vec<String>>(&body)
-        {
-            tenants.extend(ids.iter().filter_map(|id| TenantId::new(id).ok()));
-        }
+        let listed = cluster
+            .block_on(cluster.post(peer, "tenants", &TenantId::default_tenant(), Vec::new()))
+            .map_err(|e| {
+                StorageError::Unavailable(format!("peer {} did not list its tenants: {}", e.node, e.reason))
+            })?;
+        let ids: Vec<String> = serde_json::from_slice(&listed)
+            .map_err(|e| StorageError::Unavailable(format!("peer {}'s tenants are unreadable: {e}", peer.id)))?;
+        tenants.extend(ids.iter().filter_map(|id| TenantId::new(id).ok()));
     }
     let every_series = [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+")
         .map_err(|e| StorageError::InvalidArgument(e.to_string()))?];
-    let request = SelectRequest::new(from, i64::MAX, &SelectHints::default(), &every_series);
-    let body = serde_json::to_vec(&request).unwrap_or_default();
     let me = ring.members().iter().position(|m| cluster.is_me(m));
     let (mut stored, mut owners, mut samples) = (0u64, Vec::new(), Vec::<Sample>::new());
     for tenant in &tenants {
+        let storage = local.get_or_create(tenant)?;
         for peer in &peers {
-            let answer = match cluster.block_on(cluster.post(peer, "select", tenant, body.clone())) {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(peer = %e.node, error = %e.reason, "catch-up: a peer did not answer; its replicas may");
-                    continue;
+            for page in 0..PAGES {
+                let hints = SelectHints {
+                    shard: Some(Shard::new(page, PAGES)),
+                    ..SelectHints::default()
+                };
+                let request = SelectRequest {
+                    owned_by: Some(cluster.config.node_id.clone()),
+                    ..SelectRequest::new(from, i64::MAX, &hints, &every_series)
+                };
+                let body = serde_json::to_vec(&request).unwrap_or_default();
+                let answer = cluster
+                    .block_on(cluster.post(peer, "select", tenant, body))
+                    .map_err(|e| StorageError::Unavailable(format!("peer {} did not answer: {}", e.node, e.reason)))?;
+                let mut appender = storage.appender();
+                let mut batched = 0;
+                for frame in frames(&answer)? {
+                    let frame = frame?;
+                    // The peer's ring may be older than this node's.
+                    ring.owners(
+                        series_hash(tenant.as_str(), frame.labels.as_bytes()),
+                        cluster.config.replication_factor,
+                        &mut owners,
+                    );
+                    if me.is_none_or(|me| !owners.contains(&me)) {
+                        continue;
+                    }
+                    frame.samples_into(&mut samples);
+                    appender.append_encoded(frame.labels, &samples)?;
+                    stored += samples.len() as u64;
+                    batched += 1;
+                    if batched == BATCH_SERIES {
+                        appender.commit()?;
+                        appender = storage.appender();
+                        batched = 0;
+                    }
                 }
-            };
-            let storage = local.get_or_create(tenant)?;
-            let mut appender = storage.appender();
-            let mut batched = 0;
-            for frame in frames(&answer)? {
-                let frame = frame?;
-                ring.owners(
-                    series_hash(tenant.as_str(), frame.labels.as_bytes()),
-                    cluster.config.replication_factor,
-                    &mut owners,
-                );
-                if me.is_none_or(|me| !owners.contains(&me)) {
-                    continue;
-                }
-                frame.samples_into(&mut samples);
-                appender.append_encoded(frame.labels, &samples)?;
-                stored += samples.len() as u64;
-                batched += 1;
-                if batched == BATCH_SERIES {
-                    appender.commit()?;
-                    appender = storage.appender();
-                    batched = 0;
-                }
+                appender.commit()?;
             }
-            appender.commit()?;
         }
     }
     Ok(stored)

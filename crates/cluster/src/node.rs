@@ -22,6 +22,9 @@ use crate::routes::{SECRET_HEADER, path};
 
 /// Under `ClusterConfig::state_dir`: when the node last renewed its lease.
 const ALIVE_FILE: &str = "cluster-last-alive";
+/// A failed catch-up is tried again this many times, 1 s later, then
+/// twice as late each time.
+const CATCH_UP_RETRIES: u32 = 5;
 
 /// One node of the cluster.
 pub struct Cluster {
@@ -194,11 +197,21 @@ impl Cluster {
             std::thread::sleep(self.config.ring_refresh * 2);
             let now = now_ms();
             let since = self.catch_up_since.load(Ordering::Acquire);
-            match crate::catch_up::catch_up(&self, since, now) {
-                Ok(samples) => tracing::info!(samples, "caught up from the peers"),
-                Err(e) => {
-                    tracing::error!(error = %e, "catch-up failed; reads stay complete through the other replicas")
+            let mut attempt = 0;
+            loop {
+                match crate::catch_up::catch_up(&self, since, now) {
+                    Ok(samples) => tracing::info!(samples, "caught up from the peers"),
+                    Err(e) if attempt < CATCH_UP_RETRIES => {
+                        tracing::warn!(error = %e, attempt, "catch-up failed; trying again");
+                        std::thread::sleep(std::time::Duration::from_secs(1 << attempt));
+                        attempt += 1;
+                        continue;
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "catch-up failed; reads stay complete through the other replicas")
+                    }
                 }
+                break;
             }
             done = registrations;
             self.caught_up.store(done, Ordering::Release);

@@ -127,8 +127,43 @@ pub(crate) fn store(local: &dyn Tenants, tenant: &TenantId, body: &[u8]) -> Resu
 async fn select(State(cluster): State<Arc<Cluster>>, headers: HeaderMap, body: Bytes) -> Result<Response, Failure> {
     let (local, tenant) = local_for(&cluster, &headers)?;
     let request: SelectRequest = json(&body)?;
-    let out = blocking(move || Ok(select_here(local.as_ref(), &tenant, &request)?)).await?;
+    let out = blocking(move || {
+        let owner = request.owned_by.as_deref().map(|id| Owner::new(&cluster, &tenant, id));
+        let keep = |labels: &[u8]| owner.as_ref().is_none_or(|o| o.owns(labels));
+        Ok(select_where(local.as_ref(), &tenant, &request, keep)?)
+    })
+    .await?;
     Ok(out.into_response())
+}
+
+/// Which series a node owns, by this node's ring.
+struct Owner {
+    ring: Arc<crate::ring::Ring>,
+    tenant: TenantId,
+    /// `None`: the node is not in this ring (yet): every series may be its.
+    index: Option<usize>,
+    replication_factor: usize,
+}
+
+impl Owner {
+    fn new(cluster: &Cluster, tenant: &TenantId, id: &str) -> Self {
+        let ring = cluster.ring();
+        let index = ring.members().iter().position(|m| m.id == id);
+        Self {
+            ring,
+            tenant: tenant.clone(),
+            index,
+            replication_factor: cluster.config.replication_factor,
+        }
+    }
+
+    fn owns(&self, labels: &[u8]) -> bool {
+        let Some(index) = self.index else { return true };
+        let mut owners = Vec::new();
+        let hash = crate::ring::series_hash(self.tenant.as_str(), labels);
+        self.ring.owners(hash, self.replication_factor, &mut owners);
+        owners.contains(&index)
+    }
 }
 
 /// A select over this node's engine, as series frames.
@@ -136,6 +171,16 @@ pub(crate) fn select_here(
     local: &dyn Tenants,
     tenant: &TenantId,
     request: &SelectRequest,
+) -> Result<Vec<u8>, StorageError> {
+    select_where(local, tenant, request, |_| true)
+}
+
+/// [`select_here`] of the series whose labels (encoded) `keep` takes.
+fn select_where(
+    local: &dyn Tenants,
+    tenant: &TenantId,
+    request: &SelectRequest,
+    keep: impl Fn(&[u8]) -> bool,
 ) -> Result<Vec<u8>, StorageError> {
     let mut out = FramesWriter::default();
     let Some(storage) = local.get(tenant)? else {
@@ -148,6 +193,9 @@ pub(crate) fn select_here(
         let mut series = series?;
         labels.clear();
         series.labels.encode(&mut labels);
+        if !keep(&labels) {
+            continue;
+        }
         let range = if request.labels_only {
             0..0
         } else {

@@ -238,6 +238,10 @@ pub struct SelectRequest {
     /// For a label-values listing: whose values.
     #[serde(default)]
     pub label_name: Option<String>,
+    /// Only the series this node owns, as the answering node's ring says (a
+    /// catch-up's).
+    #[serde(default)]
+    pub owned_by: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -290,6 +294,7 @@ impl SelectRequest {
             range_ms: hints.range_ms,
             func: hints.func.clone(),
             label_name: None,
+            owned_by: None,
         }
     }
 
