@@ -5,14 +5,17 @@ use std::sync::Arc;
 
 use cairn_model::{METRIC_NAME, MatchOp, Matcher};
 use cairn_storage::{
-    Admin, Appendable, Appender, PartInfo, Querier, Queryable, ReadOptions, SelectHints, Storage, StorageError,
-    StorageStats, TenantId, Tenants, TsdbStatus,
+    Admin, Appendable, Appender, PartInfo, Querier, Queryable, ReadOptions, SelectHints, SeriesCounter, Shard, Storage,
+    StorageError, StorageStats, TenantId, Tenants, TsdbStatus,
 };
 
 use crate::node::Cluster;
 use crate::read::{ClusterQuerier, Needed, fan_out};
 use crate::wire::SelectRequest;
 use crate::write::ClusterAppender;
+
+/// Pages the TSDB status reads the cluster's series in.
+const STATUS_PAGES: usize = 16;
 
 /// Every tenant's series, spread over the cluster's ingesters.
 pub struct ClusterTenants {
@@ -130,16 +133,21 @@ impl Admin for ClusterStorage {
     fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError> {
         let every_series = [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+")
             .map_err(|e| StorageError::InvalidArgument(e.to_string()))?];
-        let hints = SelectHints {
-            labels_only: true,
-            ..SelectHints::default()
-        };
-        let series = self
-            .querier(mint, maxt)?
-            .select(&hints, &every_series)?
-            .map(|s| s.map(|s| s.labels))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut status = TsdbStatus::from_series(series.iter(), limit);
+        let querier = self.querier(mint, maxt)?;
+        let mut counter = SeriesCounter::default();
+        // Page by page (shards of the series): memory holds one page's label
+        // sets and the distinct label pairs, not every series at once.
+        for page in 0..STATUS_PAGES {
+            let hints = SelectHints {
+                labels_only: true,
+                shard: Some(Shard::new(page, STATUS_PAGES)),
+                ..SelectHints::default()
+            };
+            for series in querier.select(&hints, &every_series)? {
+                counter.add(&series?.labels);
+            }
+        }
+        let mut status = counter.status(limit);
         if let Some(here) = self.here() {
             let own = here.tsdb_status(mint, maxt, 0)?;
             (status.min_time, status.max_time) = (own.min_time, own.max_time);

@@ -173,42 +173,63 @@ impl TsdbStatus {
     /// Computes the cardinality lists from label sets, each series given once.
     /// Lists are sorted by count descending, then by name.
     pub fn from_series<'a>(series: impl Iterator<Item = &'a cairn_model::Labels>, limit: usize) -> Self {
-        use std::collections::{HashMap, HashSet};
-        let mut by_metric: HashMap<&str, u64> = HashMap::new();
-        let mut by_pair: HashMap<(&str, &str), u64> = HashMap::new();
-        let mut num_series = 0;
+        let mut counter = SeriesCounter::default();
         for labels in series {
-            num_series += 1;
-            if let Some(name) = labels.metric_name() {
-                *by_metric.entry(name).or_default() += 1;
-            }
-            for l in labels {
-                *by_pair.entry((l.name.as_str(), l.value.as_str())).or_default() += 1;
+            counter.add(labels);
+        }
+        counter.status(limit)
+    }
+}
+
+/// [`TsdbStatus`] counted series by series, holding only the distinct label
+/// pairs and metric names seen, not the series.
+#[derive(Debug, Default)]
+pub struct SeriesCounter {
+    num_series: u64,
+    by_metric: std::collections::HashMap<String, u64>,
+    by_pair: std::collections::HashMap<(String, String), u64>,
+}
+
+impl SeriesCounter {
+    /// Counts one series; each must be given once.
+    pub fn add(&mut self, labels: &cairn_model::Labels) {
+        self.num_series += 1;
+        if let Some(name) = labels.metric_name() {
+            match self.by_metric.get_mut(name) {
+                Some(n) => *n += 1,
+                None => {
+                    self.by_metric.insert(name.to_string(), 1);
+                }
             }
         }
-        let mut values_by_name: HashMap<&str, HashSet<&str>> = HashMap::new();
-        for (name, value) in by_pair.keys() {
-            values_by_name.entry(name).or_default().insert(value);
+        for l in labels {
+            let key = (l.name.to_string(), l.value.to_string());
+            *self.by_pair.entry(key).or_default() += 1;
         }
-        let top = |v: Vec<(String, u64)>| {
-            let mut v = v;
+    }
+
+    /// The lists, each cut to its `limit` largest.
+    pub fn status(self, limit: usize) -> TsdbStatus {
+        let mut values_by_name: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+        for (name, _) in self.by_pair.keys() {
+            *values_by_name.entry(name).or_default() += 1;
+        }
+        let top = |mut v: Vec<(String, u64)>| {
             v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             v.truncate(limit);
             v
         };
-        Self {
-            num_series,
-            num_label_pairs: by_pair.len() as u64,
+        TsdbStatus {
+            num_series: self.num_series,
+            num_label_pairs: self.by_pair.len() as u64,
             min_time: None,
             max_time: None,
-            series_count_by_metric_name: top(by_metric.into_iter().map(|(k, v)| (k.to_string(), v)).collect()),
-            label_value_count_by_label_name: top(values_by_name
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.len() as u64))
-                .collect()),
-            series_count_by_label_value_pair: top(by_pair
-                .into_iter()
-                .map(|((n, v), c)| (format!("{n}={v}"), c))
+            label_value_count_by_label_name: top(values_by_name.into_iter().map(|(k, v)| (k.to_string(), v)).collect()),
+            series_count_by_metric_name: top(self.by_metric.into_iter().collect()),
+            series_count_by_label_value_pair: top(self
+                .by_pair
+                .iter()
+                .map(|((n, v), c)| (format!("{n}={v}"), *c))
                 .collect()),
         }
     }

@@ -23,7 +23,7 @@ mod shard_view;
 mod tenant;
 mod wal_replay;
 
-pub use admin::{Admin, ObjectStoreStats, PartInfo, RejectReason, StorageStats, TsdbStatus};
+pub use admin::{Admin, ObjectStoreStats, PartInfo, RejectReason, SeriesCounter, StorageStats, TsdbStatus};
 pub use append::{Appendable, Appender, CommitReport};
 pub use conformance::Storage;
 pub use error::{ErrorKind, StorageError};
