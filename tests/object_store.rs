@@ -324,6 +324,35 @@ fn a_read_only_instance_serves_uploaded_data_and_follows_the_writer() {
 }
 
 #[test]
+fn uploads_at_once_from_two_threads_keep_every_part() {
+    let store = Store::dir();
+    let data = tempfile::tempdir().unwrap();
+    let db = Tsdb::open(config(data.path(), &store)).unwrap();
+    let days: Vec<i64> = (2..12).map(day_start).collect();
+    for &day in &days {
+        write(&db, 1, 20, 50, day + 1000);
+    }
+    db.flush().unwrap();
+    db.maintain().unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| db.upload().unwrap());
+        }
+    });
+    assert_eq!(store.parts().len(), days.len(), "every day's part is in the bucket");
+    for &day in &days {
+        assert_eq!(metric(&db, 0, day).len(), 20);
+    }
+    let reopened = {
+        drop(db);
+        Tsdb::open(config(data.path(), &store)).unwrap()
+    };
+    for &day in &days {
+        assert_eq!(metric(&reopened, 0, day).len(), 20, "read back from the bucket");
+    }
+}
+
+#[test]
 fn uploaded_parts_are_retired_only_as_named() {
     let store = Store::dir();
     let data = tempfile::tempdir().unwrap();

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use cairn_model::{METRIC_NAME, MatchOp, Matcher, Sample};
+use cairn_model::Sample;
 use cairn_storage::{SelectHints, Shard, StorageError, TenantId};
 
 use crate::node::Cluster;
@@ -63,8 +63,7 @@ pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) 
             .map_err(|e| StorageError::Unavailable(format!("peer {}'s tenants are unreadable: {e}", peer.id)))?;
         tenants.extend(ids.iter().filter_map(|id| TenantId::new(id).ok()));
     }
-    let every_series = [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+")
-        .map_err(|e| StorageError::InvalidArgument(e.to_string()))?];
+    let every_series = crate::every_series();
     let me = ring.members().iter().position(|m| cluster.is_me(m));
     let (mut stored, mut owners, mut samples) = (0u64, Vec::new(), Vec::<Sample>::new());
     for tenant in &tenants {

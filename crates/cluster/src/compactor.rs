@@ -24,7 +24,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cairn_bucket::{Bucket, ObjectInfo};
-use cairn_model::{METRIC_NAME, MatchOp, Matcher, Sample};
 use cairn_storage::{Queryable, SelectHints, Shard, Storage, StorageError, TenantId, Tenants};
 use cairn_tsdb::{Config, Day, Tsdb, TsdbTenants};
 use parking_lot::{Condvar, Mutex};
@@ -239,6 +238,23 @@ impl Compactor {
                 "the compacted {day} of tenant {tenant} is not in the bucket yet"
             )));
         }
+        // The notes let the ingesters delete their copies: first the bucket
+        // itself must show this one.
+        let uploaded = engine.uploaded_parts().remove(&day).unwrap_or_default();
+        if samples > 0 && uploaded.is_empty() {
+            return Err(StorageError::Unavailable(format!(
+                "the compacted {day} of tenant {tenant} has no part in the bucket"
+            )));
+        }
+        for part in &uploaded {
+            let listed = self.bucket.head(&layout::compacted_key(&part.key))?;
+            if listed.size != part.size {
+                return Err(StorageError::Corrupt {
+                    path: self.bucket.url_of(&listed.key),
+                    reason: format!("{} bytes in the bucket, {} written", listed.size, part.size),
+                });
+            }
+        }
         let written_ms = now_ms();
         for replica in replicas {
             let note = Note::new(written_ms, &replica.parts);
@@ -251,8 +267,7 @@ impl Compactor {
 
 /// Appends every sample `source` holds of `day` to `out`; returns how many.
 fn copy_day(source: &Tsdb, out: &dyn Storage, day: Day) -> Result<u64, StorageError> {
-    let every_series = [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+")
-        .map_err(|e| StorageError::InvalidArgument(e.to_string()))?];
+    let every_series = crate::every_series();
     let querier = source.querier(day.mint(), day.maxt())?;
     let (mut ts, mut vs, mut samples) = (Vec::new(), Vec::new(), Vec::new());
     let mut copied = 0;
@@ -265,14 +280,7 @@ fn copy_day(source: &Tsdb, out: &dyn Storage, day: Day) -> Result<u64, StorageEr
         let mut batched = 0;
         for series in querier.select(&hints, &every_series)? {
             let mut series = series?;
-            let range = series.samples.read_into(&mut ts, &mut vs)?;
-            samples.clear();
-            samples.extend(
-                ts[range.clone()]
-                    .iter()
-                    .zip(&vs[range])
-                    .map(|(&t, &v)| Sample::new(t, v)),
-            );
+            crate::read_samples(&mut series, &mut ts, &mut vs, &mut samples)?;
             if samples.is_empty() {
                 continue;
             }

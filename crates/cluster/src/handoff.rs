@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::{METRIC_NAME, MatchOp, Matcher, Sample};
+use cairn_model::Sample;
 use cairn_storage::{Appender, SelectHints, StorageError};
 
 use crate::node::Cluster;
@@ -21,8 +21,7 @@ pub(crate) fn hand_off(cluster: &Arc<Cluster>) -> Result<u64, StorageError> {
     let Some(local) = cluster.local() else {
         return Ok(0);
     };
-    let every_series = [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+")
-        .map_err(|e| StorageError::InvalidArgument(e.to_string()))?];
+    let every_series = crate::every_series();
     let mut sent = 0u64;
     for tenant in local.list() {
         let Some(storage) = local.get(&tenant)? else { continue };
@@ -32,14 +31,7 @@ pub(crate) fn hand_off(cluster: &Arc<Cluster>) -> Result<u64, StorageError> {
         let (mut ts, mut vs, mut samples) = (Vec::new(), Vec::new(), Vec::<Sample>::new());
         for series in querier.select(&SelectHints::default(), &every_series)? {
             let mut series = series?;
-            let range = series.samples.read_into(&mut ts, &mut vs)?;
-            samples.clear();
-            samples.extend(
-                ts[range.clone()]
-                    .iter()
-                    .zip(&vs[range])
-                    .map(|(&t, &v)| Sample::new(t, v)),
-            );
+            crate::read_samples(&mut series, &mut ts, &mut vs, &mut samples)?;
             appender.append(&series.labels, &samples)?;
             sent += samples.len() as u64;
             batched += 1;

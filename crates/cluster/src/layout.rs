@@ -54,6 +54,11 @@ pub(crate) fn node_key(node: &str, key: &str) -> String {
     format!("{NODES}/{node}/{key}")
 }
 
+/// The key, below the base URL, of `key` in the compactor's prefix.
+pub(crate) fn compacted_key(key: &str) -> String {
+    format!("{COMPACTED}/{key}")
+}
+
 /// The nodes that have a prefix in the bucket.
 pub(crate) fn nodes_in(bucket: &Bucket) -> Result<Vec<String>, StorageError> {
     bucket.list_dirs(NODES)

@@ -39,3 +39,31 @@ pub use ha::HaConfig;
 pub use node::Cluster;
 pub use routes::{SECRET_HEADER, routes};
 pub use tenants::ClusterTenants;
+
+use cairn_model::{METRIC_NAME, MatchOp, Matcher, Sample};
+use cairn_storage::{Series, StorageError};
+
+/// Selects every series (all have a name): what copying all of a node's
+/// series, or counting them, reads.
+pub(crate) fn every_series() -> [Matcher; 1] {
+    [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+").expect("a constant, valid regex")]
+}
+
+/// Reads `series`' samples into `samples` (`ts` and `vs`: scratch reused
+/// from one series to the next).
+pub(crate) fn read_samples(
+    series: &mut Series,
+    ts: &mut Vec<i64>,
+    vs: &mut Vec<f64>,
+    samples: &mut Vec<Sample>,
+) -> Result<(), StorageError> {
+    let range = series.samples.read_into(ts, vs)?;
+    samples.clear();
+    samples.extend(
+        ts[range.clone()]
+            .iter()
+            .zip(&vs[range])
+            .map(|(&t, &v)| Sample::new(t, v)),
+    );
+    Ok(())
+}

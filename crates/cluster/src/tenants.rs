@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::{METRIC_NAME, MatchOp, Matcher};
+use cairn_model::Matcher;
 use cairn_storage::{
     Admin, Appendable, Appender, PartInfo, Querier, Queryable, ReadOptions, SelectHints, SeriesCounter, Shard, Storage,
     StorageError, StorageStats, TenantId, Tenants, TsdbStatus,
@@ -131,8 +131,7 @@ impl Admin for ClusterStorage {
     /// days joined: each series once), counted here; the time range is
     /// this node's own data's.
     fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError> {
-        let every_series = [Matcher::new(MatchOp::RegexMatch, METRIC_NAME, ".+")
-            .map_err(|e| StorageError::InvalidArgument(e.to_string()))?];
+        let every_series = crate::every_series();
         let querier = self.querier(mint, maxt)?;
         let mut counter = SeriesCounter::default();
         // Page by page (shards of the series): memory holds one page's label

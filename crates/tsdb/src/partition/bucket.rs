@@ -165,6 +165,7 @@ impl Partition {
         let Some(remote) = self.writable_remote() else {
             return Ok(Uploaded::default());
         };
+        let _upload = self.upload.lock();
         if !self.is_settled(now_ms, idle_ms) || self.head_rows() > 0 {
             return Ok(Uploaded::default());
         }

@@ -75,6 +75,10 @@ pub struct Partition {
     /// The index segments and tombstones the bucket holds: name → the
     /// fingerprint of the contents uploaded (bucket.rs).
     uploaded: Mutex<HashMap<String, u64>>,
+    /// Serialises uploads: two at once (the upload thread's round and an
+    /// explicit one) would each upload the same part, and the one finding
+    /// it installed by the other would delete the object both wrote.
+    upload: Mutex<()>,
 }
 
 /// What a query sees of a partition.
@@ -122,6 +126,7 @@ impl Partition {
             applied_tombstone_seq: AtomicU64::default(),
             remote,
             uploaded: Mutex::default(),
+            upload: Mutex::new(()),
         })
     }
 
@@ -250,6 +255,7 @@ impl Partition {
             applied_tombstone_seq: AtomicU64::new(applied),
             remote,
             uploaded: Mutex::new(uploaded),
+            upload: Mutex::new(()),
         };
         let ids: BTreeSet<u64> = p.tombstones.read().iter().map(|t| t.id).collect();
         p.update_liveness(ids)?;
