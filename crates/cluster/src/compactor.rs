@@ -12,8 +12,9 @@
 //!    uploaded, unless a note still names some of them: then the node has
 //!    not dropped what it was told to, and copying again would store those
 //!    samples twice.
-//! 3. It copies their samples into its own engine, whose merges join the
-//!    replicas (one sample per series and timestamp, as any merge keeps).
+//! 3. It reads the replicas' series side by side and writes each series
+//!    once, its replicas joined (every timestamp any holds), into its own
+//!    engine.
 //! 4. It flushes, merges and uploads that day, and once the bucket holds all
 //!    of it, writes each node's note. A round that fails before leaves no
 //!    note: the next one copies again, which stores nothing twice while the
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cairn_bucket::{Bucket, ObjectInfo};
+use cairn_model::Sample;
 use cairn_storage::{Queryable, SelectHints, Shard, Storage, StorageError, TenantId, Tenants};
 use cairn_tsdb::{Config, Day, Tsdb, TsdbTenants};
 use parking_lot::{Condvar, Mutex};
@@ -222,10 +224,8 @@ impl Compactor {
     /// engine, has the bucket hold that day, and notes it to each node.
     fn compact(&self, tenant: &TenantId, day: Day, replicas: &[Replica]) -> Result<(), StorageError> {
         let storage = self.out.get_or_create(tenant)?;
-        let mut samples = 0;
-        for replica in replicas {
-            samples += copy_day(&replica.engine, storage.as_ref(), day)?;
-        }
+        let sources: Vec<&Tsdb> = replicas.iter().map(|r| &*r.engine).collect();
+        let samples = copy_day(&sources, storage.as_ref(), day)?;
         let engine = self
             .out
             .engine(tenant)
@@ -265,10 +265,16 @@ impl Compactor {
     }
 }
 
-/// Appends every sample `source` holds of `day` to `out`; returns how many.
-fn copy_day(source: &Tsdb, out: &dyn Storage, day: Day) -> Result<u64, StorageError> {
+/// Appends to `out` every sample the replicas in `sources` hold of `day`,
+/// each series once with its replicas joined (every timestamp any holds);
+/// returns how many samples that was. The replicas' series are read side by
+/// side in label order, shard by shard.
+fn copy_day(sources: &[&Tsdb], out: &dyn Storage, day: Day) -> Result<u64, StorageError> {
     let every_series = crate::every_series();
-    let querier = source.querier(day.mint(), day.maxt())?;
+    let queriers = sources
+        .iter()
+        .map(|s| s.querier(day.mint(), day.maxt()))
+        .collect::<Result<Vec<_>, _>>()?;
     let (mut ts, mut vs, mut samples) = (Vec::new(), Vec::new(), Vec::new());
     let mut copied = 0;
     for shard in 0..SHARDS {
@@ -276,15 +282,33 @@ fn copy_day(source: &Tsdb, out: &dyn Storage, day: Day) -> Result<u64, StorageEr
             shard: Some(Shard::new(shard, SHARDS)),
             ..SelectHints::default()
         };
+        let mut replicas = queriers
+            .iter()
+            .map(|q| q.select(&hints, &every_series).map(Iterator::peekable))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut appender = out.appender();
         let mut batched = 0;
-        for series in querier.select(&hints, &every_series)? {
-            let mut series = series?;
-            crate::read_samples(&mut series, &mut ts, &mut vs, &mut samples)?;
-            if samples.is_empty() {
+        while let Some(labels) = least_next(&mut replicas)? {
+            let (mut joined_ts, mut joined_vs) = (Vec::new(), Vec::new());
+            for replica in &mut replicas {
+                if !replica
+                    .peek()
+                    .is_some_and(|s| s.as_ref().is_ok_and(|s| s.labels == labels))
+                {
+                    continue;
+                }
+                let Some(series) = replica.next() else { continue };
+                let mut series = series?;
+                let range = series.samples.read_into(&mut ts, &mut vs)?;
+                (joined_ts, joined_vs) =
+                    crate::read::join_replicas(&joined_ts, &joined_vs, &ts[range.clone()], &vs[range]);
+            }
+            if joined_ts.is_empty() {
                 continue;
             }
-            appender.append(&series.labels, &samples)?;
+            samples.clear();
+            samples.extend(joined_ts.iter().zip(&joined_vs).map(|(&t, &v)| Sample::new(t, v)));
+            appender.append(&labels, &samples)?;
             batched += samples.len();
             if batched >= BATCH_SAMPLES {
                 copied += appender.commit()?.samples_accepted;
@@ -295,4 +319,24 @@ fn copy_day(source: &Tsdb, out: &dyn Storage, day: Day) -> Result<u64, StorageEr
         copied += appender.commit()?.samples_accepted;
     }
     Ok(copied)
+}
+
+/// The least labels among the replicas' next series (`None` when all are
+/// done); a replica's failure to read is the copy's.
+fn least_next(
+    replicas: &mut [std::iter::Peekable<cairn_storage::SeriesSet>],
+) -> Result<Option<cairn_model::Labels>, StorageError> {
+    let mut least: Option<cairn_model::Labels> = None;
+    for replica in replicas.iter_mut() {
+        match replica.peek() {
+            Some(Ok(s)) if least.as_ref().is_none_or(|l| s.labels < *l) => least = Some(s.labels.clone()),
+            Some(Ok(_)) | None => {}
+            Some(Err(_)) => {
+                if let Some(Err(e)) = replica.next() {
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(least)
 }

@@ -197,7 +197,7 @@ fn series_of(labels: Labels, ts: Vec<i64>, vs: Vec<f64>) -> Series {
 /// Two replicas of a series as one: every timestamp either holds, once (a
 /// replica that missed writes, being down, is completed by the other).
 /// Where both hold a timestamp the first's value stands.
-fn join_replicas(ats: &[i64], avs: &[f64], bts: &[i64], bvs: &[f64]) -> (Vec<i64>, Vec<f64>) {
+pub(crate) fn join_replicas(ats: &[i64], avs: &[f64], bts: &[i64], bvs: &[f64]) -> (Vec<i64>, Vec<f64>) {
     if ats == bts {
         return (ats.to_vec(), avs.to_vec());
     }
