@@ -34,7 +34,8 @@ use crate::layout::{self, Note};
 use crate::node::{Cluster, now_ms};
 
 /// A day is copied in this many slices of its series, each read as the
-/// copy reaches its series, so memory holds one series' samples at a time.
+/// copy reaches its series: memory holds the replicas' current series and
+/// the samples batched for the next commit.
 const SHARDS: usize = 16;
 /// Samples per commit into the compactor's engine.
 const BATCH_SAMPLES: usize = 1 << 20;
@@ -56,17 +57,21 @@ pub struct Compactor {
     base: cairn_bucket::BucketConfig,
     /// A read-only view of each node's prefix, by node directory.
     sources: Mutex<BTreeMap<String, Arc<TsdbTenants>>>,
+    settings: cairn_tsdb::SettingsOf,
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Compactor {
     /// Starts compacting into `out` (opened with `out_config`, its bucket
-    /// at `layout::compacted_bucket_url`) every `compaction_interval`.
+    /// at `layout::compacted_bucket_url`) every `compaction_interval`. The
+    /// nodes' views are opened with the tenants' `settings` (their
+    /// retentions: a day one keeps longer is copied too).
     pub fn start(
         cluster: &Arc<Cluster>,
         out: Arc<TsdbTenants>,
         out_config: &Config,
+        settings: cairn_tsdb::SettingsOf,
     ) -> Result<Arc<Self>, StorageError> {
         let base = cluster.config.bucket.clone().ok_or_else(|| {
             StorageError::InvalidArgument("the compactor needs the shared bucket (--storage.object-store.url)".into())
@@ -85,6 +90,7 @@ impl Compactor {
             source_config,
             base,
             sources: Mutex::default(),
+            settings,
             stop: Arc::default(),
             thread: Mutex::new(None),
         });
@@ -130,36 +136,20 @@ impl Compactor {
         }
     }
 
-    /// One round; how many days it compacted. A day that fails is left for
-    /// the next round; the others go on.
+    /// One round; how many days it compacted. A node or a day that fails is
+    /// left for the next round; the others go on. (A node left out keeps its
+    /// parts, un-noted, so the next round copies them.)
     pub fn round(&self) -> Result<usize, StorageError> {
         let sources = self.sources()?;
-        self.retire_for_departed(&sources)?;
+        let mut first_error = self.retire_for_departed(&sources).err();
         let mut jobs: BTreeMap<(TenantId, Day), Vec<Replica>> = BTreeMap::new();
         for (node, source) in sources {
-            source.open_found()?;
-            let noted: BTreeMap<(TenantId, Day), String> = layout::notes_to(&self.bucket, &node)?
-                .into_iter()
-                .map(|(key, tenant, day)| ((tenant, day), key))
-                .collect();
-            for (tenant, engine) in source.engines() {
-                engine.refresh()?;
-                for (day, parts) in engine.uploaded_parts() {
-                    if let Some(key) = noted.get(&(tenant.clone(), day)) {
-                        let note = layout::read_note(&self.bucket, key)?;
-                        if parts.iter().any(|p| note.names(p)) {
-                            continue;
-                        }
-                    }
-                    jobs.entry((tenant.clone(), day)).or_default().push(Replica {
-                        node: node.clone(),
-                        engine: engine.clone(),
-                        parts,
-                    });
-                }
+            if let Err(e) = self.gather(&node, &source, &mut jobs) {
+                tracing::warn!(node, error = %e, "reading a node's uploads failed");
+                first_error.get_or_insert(e);
             }
         }
-        let (mut done, mut first_error) = (0, None);
+        let mut done = 0;
         for ((tenant, day), replicas) in jobs {
             match self.compact(&tenant, day, &replicas) {
                 Ok(()) => done += 1,
@@ -195,6 +185,37 @@ impl Compactor {
         Ok(())
     }
 
+    /// Adds to `jobs` the parts of `node`'s days that no note names.
+    fn gather(
+        &self,
+        node: &str,
+        source: &TsdbTenants,
+        jobs: &mut BTreeMap<(TenantId, Day), Vec<Replica>>,
+    ) -> Result<(), StorageError> {
+        source.open_found()?;
+        let noted: BTreeMap<(TenantId, Day), String> = layout::notes_to(&self.bucket, node)?
+            .into_iter()
+            .map(|(key, tenant, day)| ((tenant, day), key))
+            .collect();
+        for (tenant, engine) in source.engines() {
+            engine.refresh()?;
+            for (day, parts) in engine.uploaded_parts() {
+                if let Some(key) = noted.get(&(tenant.clone(), day)) {
+                    let note = layout::read_note(&self.bucket, key)?;
+                    if parts.iter().any(|p| note.names(p)) {
+                        continue;
+                    }
+                }
+                jobs.entry((tenant.clone(), day)).or_default().push(Replica {
+                    node: node.to_string(),
+                    engine: engine.clone(),
+                    parts,
+                });
+            }
+        }
+        Ok(())
+    }
+
     /// Every node's read-only view, opened for the nodes new in the bucket.
     fn sources(&self) -> Result<Vec<(String, Arc<TsdbTenants>)>, StorageError> {
         for node in layout::nodes_in(&self.bucket)? {
@@ -207,8 +228,7 @@ impl Compactor {
                 &self.base,
                 layout::node_bucket_url(&self.base.url, &node),
             ));
-            let settings: cairn_tsdb::SettingsOf = Arc::new(|_| cairn_tsdb::TenantSettings::default());
-            let source = TsdbTenants::open(config, settings)?;
+            let source = TsdbTenants::open(config, self.settings.clone())?;
             tracing::info!(node, "compactor: reading a node's uploads");
             self.sources.lock().insert(node, source);
         }
@@ -311,14 +331,27 @@ fn copy_day(sources: &[&Tsdb], out: &dyn Storage, day: Day) -> Result<u64, Stora
             appender.append(&labels, &samples)?;
             batched += samples.len();
             if batched >= BATCH_SAMPLES {
-                copied += appender.commit()?.samples_accepted;
+                copied += kept_all(appender.commit()?)?;
                 appender = out.appender();
                 batched = 0;
             }
         }
-        copied += appender.commit()?.samples_accepted;
+        copied += kept_all(appender.commit()?)?;
     }
     Ok(copied)
+}
+
+/// The samples a commit of the copy stored, or an error when it refused
+/// some (a retention shorter than the ingesters'): the ingesters must not
+/// drop copies the compacted day lacks.
+fn kept_all(report: cairn_storage::CommitReport) -> Result<u64, StorageError> {
+    match report.rejected_total() {
+        0 => Ok(report.samples_accepted),
+        n => Err(StorageError::InvalidArgument(format!(
+            "the compactor's storage refused {n} samples ({:?}): is its retention shorter than the ingesters'?",
+            report.samples_rejected
+        ))),
+    }
 }
 
 /// The least labels among the replicas' next series (`None` when all are

@@ -432,17 +432,18 @@ impl Cluster {
     }
 
     /// A GET of `path` on `member`'s public API, with `params` and
-    /// `headers`: its status and body.
+    /// `headers`: its status and body, given up after `timeout`.
     pub fn get(
         &self,
         member: &Member,
         path: &str,
         params: &[(String, String)],
         headers: &[(String, String)],
+        timeout: std::time::Duration,
     ) -> impl Future<Output = Result<(u16, Vec<u8>), String>> + Send + 'static {
         let url = reqwest::Url::parse_with_params(&format!("http://{}{path}", member.addr), params);
         let request = url.map(|url| {
-            let mut request = self.http.get(url);
+            let mut request = self.http.get(url).timeout(timeout);
             for (name, value) in headers {
                 request = request.header(name, value);
             }

@@ -55,14 +55,24 @@ pub(crate) fn retire_noted(
     delay: std::time::Duration,
     retire: impl Fn(&TenantId, Day, &[ObjectInfo]) -> Result<usize, StorageError>,
 ) -> Result<usize, StorageError> {
-    let mut retired = 0;
+    let (mut retired, mut first_error) = (0, None);
     for (key, tenant, day) in layout::notes_to(bucket, node)? {
-        let note = layout::read_note(bucket, &key)?;
-        if now_ms() - note.written_ms < delay.as_millis() as i64 {
-            continue;
+        // One note failing (another process deleting it meanwhile, say)
+        // leaves it for the next pass; the others go on.
+        let done = layout::read_note(bucket, &key).and_then(|note| {
+            if now_ms() - note.written_ms < delay.as_millis() as i64 {
+                return Ok(0);
+            }
+            let n = retire(&tenant, day, &note.objects())?;
+            bucket.delete(&key)?;
+            Ok(n)
+        });
+        match done {
+            Ok(n) => retired += n,
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
         }
-        retired += retire(&tenant, day, &note.objects())?;
-        bucket.delete(&key)?;
     }
-    Ok(retired)
+    first_error.map_or(Ok(retired), Err)
 }

@@ -182,7 +182,15 @@ pub async fn metadata(
                     .map(|m| ("metric".to_string(), m.to_string()))
                     .into_iter()
                     .collect();
-                tokio::spawn(peers.get(PeerKind::Any, i, "/api/v1/metadata", params, peer_headers(&headers)))
+                let timeout = std::time::Duration::from_secs(10);
+                tokio::spawn(peers.get(
+                    PeerKind::Any,
+                    i,
+                    "/api/v1/metadata",
+                    params,
+                    peer_headers(&headers),
+                    timeout,
+                ))
             })
             .collect();
         let joined = MetadataStore::new();

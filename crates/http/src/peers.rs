@@ -31,7 +31,7 @@ pub trait Peers: Send + Sync {
     /// How many of `kind` are up now.
     fn count(&self, kind: PeerKind) -> usize;
     /// A GET of `path` on the `i`-th of `kind` (modulo [`Self::count`]),
-    /// with `params` and `headers`.
+    /// with `params` and `headers`, given up after `timeout`.
     fn get(
         &self,
         kind: PeerKind,
@@ -39,6 +39,7 @@ pub trait Peers: Send + Sync {
         path: &'static str,
         params: Vec<(String, String)>,
         headers: HeaderMap,
+        timeout: std::time::Duration,
     ) -> PeerAnswer;
 }
 

@@ -395,9 +395,13 @@ impl Parsed {
     /// most `parts` of them, each evaluated apart (on another node, say)
     /// with the same step and the results joined in order: the answer is
     /// then the whole evaluation's. `None` when it must run whole: too
-    /// short, an `@` modifier, or an aggregation whose order a part could
-    /// change (see `step_split.rs`, which splits over threads by the same rule).
+    /// short, an `@` modifier, `start()` or `end()` (a part's own query has
+    /// other bounds), or an aggregation whose order a part could change (see
+    /// `step_split.rs`, which splits over threads by the same rule).
     pub fn split_over(&self, parts: usize) -> Option<Vec<(i64, i64)>> {
+        if step_split::uses_query_bounds(&self.root) {
+            return None;
+        }
         let lookback = self.limits.lookback;
         let split = step_split::parts(self.limits.step_split, &self.root, self.ctx, parts, lookback)?;
         Some(split.parts.iter().map(|c| (c.start, c.end)).collect())
@@ -496,6 +500,20 @@ mod tests {
         let mut opts = EngineOptions::default();
         f(&mut opts);
         Engine::new(opts)
+    }
+
+    #[test]
+    fn queries_reading_their_own_bounds_are_not_cut_into_queries_of_their_own() {
+        let e = engine(|o| o.step_split = StepSplit::Always);
+        let parts = |q: &str| {
+            let parsed = e
+                .parse_range(q, 0, 48 * 3_600_000, 60_000, &QueryOptions::default())
+                .unwrap();
+            parsed.split_over(2).map(|p| p.len())
+        };
+        assert_eq!(parts("m * 2"), Some(2));
+        assert_eq!(parts("m - start()"), None);
+        assert_eq!(parts("sum(rate(m[5m])) > bool end()"), None);
     }
 
     #[test]

@@ -126,6 +126,14 @@ fn may_have_several_names(node: &Node) -> bool {
     }
 }
 
+/// Whether `node` calls `start()` or `end()`: the bounds of the query it is
+/// part of. Parts evaluated as queries of their own (on other nodes) would
+/// each see their own bounds; the engine's own parts keep the whole query's.
+pub(crate) fn uses_query_bounds(node: &Node) -> bool {
+    matches!(node, Node::Call(c) if matches!(c.func, crate::func::Func::Start | crate::func::Func::End))
+        || node.children().into_iter().any(uses_query_bounds)
+}
+
 /// Whether an aggregation is at or under `node`, so its groups' order is
 /// the part's own.
 fn has_aggregation(node: &Node) -> bool {

@@ -43,6 +43,8 @@ enum Cut {
 const SHARD_PARAM: &str = "cairn_shard";
 const SHARD_BY_PARAM: &str = "cairn_shard_by";
 const SHARD_LABEL_PARAM: &str = "cairn_shard_label";
+/// More shards than nodes would ever be: a count past it is refused.
+const MAX_SHARDS: usize = 1 << 16;
 
 /// The answer of a range query split over this node and its peers, or
 /// `None` when it is not split (too short or not cut by either rule, or a
@@ -86,7 +88,16 @@ pub(crate) async fn answer(
         .skip(1)
         .map(|(i, cut)| {
             let params = cut_params(params, cut);
-            tokio::spawn(peers.get(PeerKind::Query, i - 1, "/api/v1/query_range", params, forwarded.clone()))
+            // A part may take as long as the whole query may.
+            let timeout = engine.options().timeout;
+            tokio::spawn(peers.get(
+                PeerKind::Query,
+                i - 1,
+                "/api/v1/query_range",
+                params,
+                forwarded.clone(),
+                timeout,
+            ))
         })
         .collect();
     let options = read_options(params)?;
@@ -141,7 +152,7 @@ pub(crate) fn requested_shard(params: &Params) -> Result<Option<Shard>, ApiError
         index.parse().map_err(|_| invalid())?,
         count.parse().map_err(|_| invalid())?,
     );
-    if index >= count {
+    if index >= count || count > MAX_SHARDS {
         return Err(invalid());
     }
     let names = params
@@ -184,7 +195,13 @@ fn cut_params(params: &Params, cut: &Cut) -> Vec<(String, String)> {
             out
         }
         Cut::Series(shard) => {
-            let mut out = params.pairs().to_vec();
+            // A client's own shard parameters must not stand before ours.
+            let mut out: Vec<(String, String)> = params
+                .pairs()
+                .iter()
+                .filter(|(k, _)| ![SHARD_PARAM, SHARD_BY_PARAM, SHARD_LABEL_PARAM].contains(&k.as_str()))
+                .cloned()
+                .collect();
             out.push((SHARD_PARAM.into(), format!("{}/{}", shard.index, shard.count)));
             let (kind, names) = match shard.by.as_deref() {
                 Some(ShardBy::AllBut(names)) => ("without", names.as_slice()),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use cairn_cluster::{Cluster, Compactor, Role, layout};
-use cairn_tsdb::{TenantSettings, TsdbTenants};
+use cairn_tsdb::{SettingsOf, TsdbTenants};
 
 use crate::ServerConfig;
 
@@ -40,6 +40,7 @@ pub async fn start(
     cluster: &Arc<Cluster>,
     config: &ServerConfig,
     db: Option<&Arc<TsdbTenants>>,
+    settings: SettingsOf,
 ) -> anyhow::Result<Compaction> {
     let Some(base) = cluster.config().bucket.clone() else {
         if cluster.config().role == Role::Compact {
@@ -50,7 +51,7 @@ pub async fn start(
     if cluster.config().role == Role::Compact {
         let db = db.context("the compactor's engine is not open")?.clone();
         cluster.set_compacted(db.clone());
-        let compactor = Compactor::start(cluster, db, &config.storage)?;
+        let compactor = Compactor::start(cluster, db, &config.storage, settings)?;
         return Ok(Compaction::Compactor(compactor));
     }
     let mut view = config.storage.clone();
@@ -59,12 +60,11 @@ pub async fn start(
     view.wal_replay = Arc::default();
     view.object_store = Some(layout::with_url(&base, layout::compacted_bucket_url(&base.url)));
     let path = view.path.clone();
-    let view = tokio::task::spawn_blocking(move || {
-        TsdbTenants::open(view, Arc::new(|_: &cairn_storage::TenantId| TenantSettings::default()))
-    })
-    .await
-    .context("opening the compacted days failed")?
-    .with_context(|| format!("cannot open the compacted days' view at {}", path.display()))?;
+    // The tenants' retentions, so a tenant kept longer is read longer.
+    let view = tokio::task::spawn_blocking(move || TsdbTenants::open(view, settings))
+        .await
+        .context("opening the compacted days failed")?
+        .with_context(|| format!("cannot open the compacted days' view at {}", path.display()))?;
     cluster.set_compacted(view.clone());
     Ok(Compaction::Reader(view))
 }

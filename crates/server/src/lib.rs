@@ -183,7 +183,10 @@ pub async fn run(
         None
     };
     let compaction = match &cluster {
-        Some(cluster) => Some(compaction::start(cluster, &config, db.as_ref()).await?),
+        Some(cluster) => {
+            let settings = limits::settings(state.limits().current());
+            Some(compaction::start(cluster, &config, db.as_ref(), settings).await?)
+        }
         None => None,
     };
     state.set_ready(true);

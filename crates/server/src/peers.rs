@@ -26,6 +26,7 @@ impl Peers for ClusterPeers {
         path: &'static str,
         params: Vec<(String, String)>,
         headers: HeaderMap,
+        timeout: std::time::Duration,
     ) -> PeerAnswer {
         let peers = self.of(kind);
         if peers.is_empty() {
@@ -35,6 +36,6 @@ impl Peers for ClusterPeers {
             .iter()
             .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_string())))
             .collect();
-        Box::pin(self.0.get(&peers[i % peers.len()], path, &params, &headers))
+        Box::pin(self.0.get(&peers[i % peers.len()], path, &params, &headers, timeout))
     }
 }

@@ -39,14 +39,18 @@ impl Querier for ShardQuerier {
     /// one's slices are then cut out of this shard's (slices are ranges of
     /// one hash). Otherwise the select's series are filtered here.
     fn select(&self, hints: &SelectHints, matchers: &[Matcher]) -> Result<SeriesSet, StorageError> {
-        let shard = match &hints.shard {
-            None => self.shard.clone(),
-            Some(local) if local.by == self.shard.by => Shard {
+        let nested = hints.shard.as_ref().and_then(|local| {
+            let count = self.shard.count.checked_mul(local.count)?;
+            (local.by == self.shard.by).then(|| Shard {
                 index: self.shard.index * local.count + local.index,
-                count: self.shard.count * local.count,
+                count,
                 by: local.by.clone(),
-            },
-            Some(_) => {
+            })
+        });
+        let shard = match (&hints.shard, nested) {
+            (None, _) => self.shard.clone(),
+            (Some(_), Some(nested)) => nested,
+            (Some(_), None) => {
                 let shard = self.shard.clone();
                 let all = self.inner.select(hints, matchers)?;
                 return Ok(Box::new(

@@ -295,10 +295,17 @@ impl Partition {
                 parts.disk.retain(|p| !named(p));
             });
         }
-        for object in retired.iter().filter_map(|p| p.object()) {
-            remote.bucket.delete(&object.key)?;
+        // Every named object goes, also one an earlier retire took out of the
+        // list but failed to delete; a listed part of the same name is
+        // another version (rewritten since), and stays.
+        let listed: Vec<String> = self.uploaded_parts().into_iter().map(|o| o.key).collect();
+        let mut first_error = None;
+        for object in objects.iter().filter(|o| !listed.contains(&o.key)) {
+            if let Err(e) = remote.bucket.delete(&object.key) {
+                first_error.get_or_insert(e);
+            }
         }
-        Ok(retired.len())
+        first_error.map_or(Ok(retired.len()), Err)
     }
 
     /// Deletes every object of the partition from the bucket (retention).
