@@ -188,10 +188,7 @@ impl ClusterQuerier {
 
 /// One series with its replicas joined.
 fn series_of(labels: Labels, ts: Vec<i64>, vs: Vec<f64>) -> Series {
-    Series {
-        labels,
-        samples: Box::new(VecSampleBlocks::from_columns(ts, vs)),
-    }
+    Series::floats(labels, Box::new(VecSampleBlocks::from_columns(ts, vs)))
 }
 
 /// Two replicas of a series as one: every timestamp either holds, once (a

@@ -1,16 +1,18 @@
-//! Cairn's data model: label sets, matchers and samples.
+//! Cairn's data model: label sets, matchers, samples and native histograms.
 //!
 //! Pure types, shared by every other crate. No I/O, no async, no logging.
 
 pub mod civil;
 mod encoded_labels;
 pub mod go_float;
+pub mod histogram;
 mod labels;
 mod matcher;
 mod sample;
 pub mod text_cache;
 
 pub use encoded_labels::{EncodedLabels, LabelsBuf};
+pub use histogram::{Histogram, HistogramSample};
 pub use labels::{Label, LabelError, Labels, METRIC_NAME, encode_canonical};
 pub use matcher::{MatchOp, Matcher, MatcherError, may_repeat_count};
 pub use sample::{STALE_NAN_BITS, Sample, is_stale_nan, stale_nan};

@@ -51,10 +51,7 @@ impl Querier for ColumnsQuerier {
             let hi = ts.partition_point(|&t| t <= self.maxt);
             if lo < hi {
                 let samples = ts[lo..hi].iter().zip(&vs[lo..hi]).map(|(&t, &v)| Sample::new(t, v));
-                out.push(Ok(Series {
-                    labels: l.clone(),
-                    samples: Box::new(VecSampleBlocks::new(samples)),
-                }));
+                out.push(Ok(Series::floats(l.clone(), Box::new(VecSampleBlocks::new(samples)))));
             }
         }
         Ok(Box::new(out.into_iter()))

@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use cairn_model::{EncodedLabels, Labels, Sample};
+use cairn_model::{EncodedLabels, HistogramSample, Labels, Sample};
 
 use crate::{RejectReason, StorageError};
 
@@ -32,6 +32,19 @@ pub trait Appender: Send {
         self.append(&labels.decode(), samples)
     }
 
+    /// Adds native histogram samples of one series, with the contract of
+    /// [`Appender::append`]; a histogram and a float at one timestamp
+    /// replace each other like two floats. Histograms must be valid
+    /// ([`cairn_model::Histogram::validate`]); staleness markers come as
+    /// float stale NaNs.
+    fn append_histograms(&mut self, labels: &Labels, samples: &[HistogramSample]) -> Result<(), StorageError> {
+        let _ = samples;
+        Err(StorageError::InvalidSeries {
+            labels: labels.to_string(),
+            reason: "this storage does not keep native histograms".into(),
+        })
+    }
+
     /// Makes the batch durable and visible.
     fn commit(self: Box<Self>) -> Result<CommitReport, StorageError>;
 
@@ -42,7 +55,10 @@ pub trait Appender: Send {
 /// What a commit stored and what it dropped, by reason.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommitReport {
+    /// Float and histogram samples stored.
     pub samples_accepted: u64,
+    /// Of those, histogram samples.
+    pub histograms_accepted: u64,
     pub series_created: u64,
     pub samples_rejected: BTreeMap<RejectReason, u64>,
 }

@@ -1,7 +1,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use cairn_model::{Labels, Matcher, Sample};
+use cairn_model::{Histogram, HistogramSample, Labels, Matcher, Sample};
 use parking_lot::RwLock;
 
 use crate::{
@@ -9,7 +9,14 @@ use crate::{
     StorageError, StorageStats, TsdbStatus, VecSampleBlocks,
 };
 
-type Data = BTreeMap<Labels, BTreeMap<i64, f64>>;
+/// A stored value: a float or a native histogram.
+#[derive(Clone)]
+enum Value {
+    Float(f64),
+    Histogram(Arc<Histogram>),
+}
+
+type Data = BTreeMap<Labels, BTreeMap<i64, Value>>;
 
 /// The reference implementation: everything in memory, nothing durable.
 ///
@@ -39,7 +46,9 @@ impl Queryable for MemStorage {
             .map(|(l, s)| {
                 (
                     l.clone(),
-                    s.range(mint..=maxt).map(|(&t, &v)| (t, v)).collect::<BTreeMap<_, _>>(),
+                    s.range(mint..=maxt)
+                        .map(|(&t, v)| (t, v.clone()))
+                        .collect::<BTreeMap<_, _>>(),
                 )
             })
             .filter(|(_, s)| !s.is_empty())
@@ -53,7 +62,7 @@ struct MemQuerier {
 }
 
 impl MemQuerier {
-    fn matching<'a>(&'a self, matchers: &'a [Matcher]) -> impl Iterator<Item = (&'a Labels, &'a BTreeMap<i64, f64>)> {
+    fn matching<'a>(&'a self, matchers: &'a [Matcher]) -> impl Iterator<Item = (&'a Labels, &'a BTreeMap<i64, Value>)> {
         self.data.iter().filter(move |(l, _)| matches_all(l, matchers))
     }
 }
@@ -69,11 +78,18 @@ impl Querier for MemQuerier {
                 // Only the newest when that is all the caller uses, so that
                 // engine tests over this storage check when it asks for it.
                 let skip = if hints.newest_only { s.len() - 1 } else { 0 };
+                let mut floats = Vec::new();
+                let mut histograms = Vec::new();
+                for (&t, v) in s.iter().skip(skip) {
+                    match v {
+                        Value::Float(v) => floats.push(Sample::new(t, *v)),
+                        Value::Histogram(h) => histograms.push(HistogramSample { t, h: h.clone() }),
+                    }
+                }
                 Ok(Series {
                     labels: l.clone(),
-                    samples: Box::new(VecSampleBlocks::new(
-                        s.iter().skip(skip).map(|(&t, &v)| Sample::new(t, v)),
-                    )),
+                    samples: Box::new(VecSampleBlocks::new(floats)),
+                    histograms,
                 })
             })
             .collect();
@@ -118,17 +134,36 @@ impl Appendable for MemStorage {
 
 struct MemAppender<'a> {
     storage: &'a MemStorage,
-    pending: Vec<(Labels, Vec<Sample>)>,
+    pending: Vec<(Labels, Vec<(i64, Value)>)>,
 }
 
-impl Appender for MemAppender<'_> {
-    fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), StorageError> {
+impl MemAppender<'_> {
+    fn add(&mut self, labels: &Labels, samples: Vec<(i64, Value)>) -> Result<(), StorageError> {
         labels.validate_for_storage().map_err(|e| StorageError::InvalidSeries {
             labels: labels.to_string(),
             reason: e.to_string(),
         })?;
-        self.pending.push((labels.clone(), samples.to_vec()));
+        self.pending.push((labels.clone(), samples));
         Ok(())
+    }
+}
+
+impl Appender for MemAppender<'_> {
+    fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), StorageError> {
+        self.add(labels, samples.iter().map(|s| (s.t, Value::Float(s.v))).collect())
+    }
+
+    fn append_histograms(&mut self, labels: &Labels, samples: &[HistogramSample]) -> Result<(), StorageError> {
+        for s in samples {
+            s.h.validate().map_err(|e| StorageError::InvalidSeries {
+                labels: labels.to_string(),
+                reason: e.to_string(),
+            })?;
+        }
+        self.add(
+            labels,
+            samples.iter().map(|s| (s.t, Value::Histogram(s.h.clone()))).collect(),
+        )
     }
 
     fn commit(self: Box<Self>) -> Result<CommitReport, StorageError> {
@@ -139,8 +174,9 @@ impl Appender for MemAppender<'_> {
                 report.series_created += 1;
                 BTreeMap::new()
             });
-            for s in samples {
-                series.insert(s.t, s.v);
+            for (t, v) in samples {
+                report.histograms_accepted += u64::from(matches!(v, Value::Histogram(_)));
+                series.insert(t, v);
                 report.samples_accepted += 1;
             }
         }

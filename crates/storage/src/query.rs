@@ -1,7 +1,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use cairn_model::{Labels, METRIC_NAME, Matcher, Sample};
+use cairn_model::{HistogramSample, Labels, METRIC_NAME, Matcher, Sample};
 
 use crate::StorageError;
 
@@ -166,9 +166,25 @@ pub trait Querier: Send + Sync {
 pub type SeriesSet = Box<dyn Iterator<Item = Result<Series, StorageError>> + Send>;
 
 /// One selected series: its labels and its samples in the querier's range.
+///
+/// A series holds floats, native histograms, or both at different times
+/// (never both at one timestamp), in two columns.
 pub struct Series {
     pub labels: Labels,
     pub samples: Box<dyn SampleBlocks>,
+    /// Histogram samples by strictly increasing timestamp, in the range.
+    pub histograms: Vec<HistogramSample>,
+}
+
+impl Series {
+    /// A series of floats only.
+    pub fn floats(labels: Labels, samples: Box<dyn SampleBlocks>) -> Self {
+        Self {
+            labels,
+            samples,
+            histograms: Vec::new(),
+        }
+    }
 }
 
 /// Decoded samples of one series, block by block.

@@ -175,15 +175,12 @@ impl Querier for TsdbQuerier {
                 };
                 if labels_only {
                     let samples: Box<dyn SampleBlocks> = Box::new(VecSampleBlocks::new([]));
-                    return Some(Ok(Series { labels, samples }));
+                    return Some(Ok(Series::floats(labels, samples)));
                 }
                 let mut reader = SeriesReader::new(sources, mint, maxt);
                 // Deletions can leave a series with blocks but no samples: skip it.
                 match reader.has_samples() {
-                    Ok(true) => Some(Ok(Series {
-                        labels,
-                        samples: Box::new(reader),
-                    })),
+                    Ok(true) => Some(Ok(Series::floats(labels, Box::new(reader)))),
                     Ok(false) => None,
                     Err(e) => Some(Err(e)),
                 }

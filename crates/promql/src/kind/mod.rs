@@ -11,19 +11,10 @@
 
 use std::convert::Infallible;
 
-// Storage, the kernels' callers and the API take histograms in the native
-// histograms issue; until then only the tests use them.
-#[cfg_attr(not(test), expect(dead_code, reason = "histograms are not stored yet"))]
 mod histogram;
 
 #[cfg(test)]
-pub(crate) use histogram::{CUSTOM_BUCKETS_SCHEMA, Histogram};
-
-/// Two values that cannot be combined: a histogram of custom buckets and
-/// one of exponential buckets. Prometheus drops the result of such an
-/// operation with a warning.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Incompatible;
+pub(crate) use cairn_model::histogram::{CUSTOM_BUCKETS_SCHEMA, Histogram, Incompatible};
 
 /// The arithmetic and counter semantics the kernels shared by every kind use.
 pub(crate) trait Kind: Clone + Default + Send + Sync + 'static {
