@@ -452,8 +452,127 @@ impl Histogram {
 /// `(lower, upper)` absolute bounds of bucket `idx` of an exponential schema:
 /// `(base^(idx-1), base^idx]` with `base = 2^(2^-schema)`.
 fn exponential_bucket(schema: i32, idx: i32) -> (f64, f64) {
-    let upper = |i: i32| (f64::from(i) * (-f64::from(schema)).exp2()).exp2();
-    (upper(idx - 1), upper(idx))
+    (exponential_upper(schema, idx - 1), exponential_upper(schema, idx))
+}
+
+/// The upper bound of bucket `idx` of an exponential schema, as Prometheus
+/// places it: `2^(idx * 2^-schema)`, except that the last bucket of finite
+/// numbers ends at `f64::MAX` (the next one counts infinities). For schemas
+/// above 0 the fraction `2^(r * 2^-schema - 1)` is computed, where
+/// Prometheus keeps a table, and may differ from it in the last bit.
+pub fn exponential_upper(schema: i32, idx: i32) -> f64 {
+    if schema < 0 {
+        let exp = i64::from(idx) << -schema;
+        if exp == 1024 {
+            return f64::MAX;
+        }
+        return ldexp(1.0, exp);
+    }
+    let r = idx & ((1 << schema) - 1);
+    let frac = (f64::from(r) / f64::from(1 << schema) - 1.0).exp2();
+    let exp = i64::from(idx >> schema) + 1;
+    if frac == 0.5 && exp == 1025 {
+        return f64::MAX;
+    }
+    ldexp(frac, exp)
+}
+
+/// `x * 2^exp`, in two steps so that `2^exp` alone may overflow.
+fn ldexp(x: f64, exp: i64) -> f64 {
+    let pow2 = |e: i64| 2f64.powi(e.clamp(-1100, 1100) as i32);
+    let half = exp / 2;
+    x * pow2(half) * pow2(exp - half)
+}
+
+/// One bucket as Prometheus' API shows it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    pub lower: f64,
+    pub upper: f64,
+    pub lower_inclusive: bool,
+    pub upper_inclusive: bool,
+    pub count: f64,
+}
+
+impl Bucket {
+    /// Prometheus' `boundary_rule`: 0 open left, 1 open right, 2 open both,
+    /// 3 closed both.
+    pub fn boundary_rule(&self) -> u8 {
+        match (self.lower_inclusive, self.upper_inclusive) {
+            (false, true) => 0,
+            (true, false) => 1,
+            (false, false) => 2,
+            (true, true) => 3,
+        }
+    }
+}
+
+impl Histogram {
+    /// Every bucket from the lowest to the highest values: negative ones,
+    /// the zero bucket when it counts anything, positive ones; buckets
+    /// touching the zero bucket end at its threshold. Prometheus' order,
+    /// bounds and inclusiveness (`AllBucketIterator`).
+    pub fn buckets(&self) -> Vec<Bucket> {
+        let mut out = Vec::with_capacity(self.positive.len() + self.negative.len() + 1);
+        let zt = self.zero_threshold;
+        let clamp = |mut b: Bucket| {
+            if b.upper < 0.0 && b.upper > -zt {
+                b.upper = -zt;
+            } else if b.lower > 0.0 && b.lower < zt {
+                b.lower = zt;
+            }
+            b
+        };
+        for &(idx, count) in self.negative.iter().rev() {
+            let (lower, upper) = (-self.upper_bound(idx), -self.upper_bound(idx - 1));
+            out.push(clamp(Bucket {
+                lower,
+                upper,
+                lower_inclusive: lower < 0.0,
+                upper_inclusive: upper > 0.0,
+                count,
+            }));
+        }
+        if self.zero_count > 0.0 {
+            out.push(Bucket {
+                lower: -zt,
+                upper: zt,
+                lower_inclusive: true,
+                upper_inclusive: true,
+                count: self.zero_count,
+            });
+        }
+        for &(idx, count) in &self.positive {
+            let (lower, upper) = (self.upper_bound(idx - 1), self.upper_bound(idx));
+            let (lower_inclusive, upper_inclusive) = if self.uses_custom_buckets() {
+                (idx == 0, true)
+            } else {
+                (lower < 0.0, upper > 0.0)
+            };
+            out.push(clamp(Bucket {
+                lower,
+                upper,
+                lower_inclusive,
+                upper_inclusive,
+                count,
+            }));
+        }
+        out
+    }
+
+    /// The upper bound of bucket `idx`, exponential or custom (`-1` is the
+    /// lower bound of the first custom bucket, -Inf).
+    pub fn upper_bound(&self, idx: i32) -> f64 {
+        if self.uses_custom_buckets() {
+            if idx < 0 {
+                f64::NEG_INFINITY
+            } else {
+                self.custom_upper(idx)
+            }
+        } else {
+            exponential_upper(self.schema, idx)
+        }
+    }
 }
 
 /// The bounds both sorted lists hold, in order.
@@ -581,6 +700,48 @@ mod tests {
         let mut stale = hist(0, &[]);
         stale.sum = crate::stale_nan();
         assert!(stale.is_stale_marker());
+    }
+
+    #[test]
+    fn buckets_are_listed_as_prometheus_shows_them() {
+        let mut h = hist(0, &[(0, 1.0), (1, 2.0)]);
+        h.negative = vec![(1, 3.0), (2, 4.0)];
+        h.zero_threshold = 0.75;
+        h.zero_count = 5.0;
+        let got: Vec<_> = h
+            .buckets()
+            .iter()
+            .map(|b| (b.boundary_rule(), b.lower, b.upper, b.count))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, -4.0, -2.0, 4.0),
+                (1, -2.0, -1.0, 3.0),
+                (3, -0.75, 0.75, 5.0),
+                // (0.5, 1] starts inside the zero bucket.
+                (0, 0.75, 1.0, 1.0),
+                (0, 1.0, 2.0, 2.0),
+            ]
+        );
+        let c = custom(&[(0, 1.0), (2, 2.0)], &[1.0, 5.0]);
+        let got: Vec<_> = c
+            .buckets()
+            .iter()
+            .map(|b| (b.boundary_rule(), b.lower, b.upper))
+            .collect();
+        assert_eq!(got, [(3, f64::NEG_INFINITY, 1.0), (0, 5.0, f64::INFINITY)]);
+    }
+
+    #[test]
+    fn the_last_finite_bucket_ends_at_the_largest_float() {
+        assert_eq!(exponential_upper(0, 1024), f64::MAX);
+        assert_eq!(exponential_upper(0, 1025), f64::INFINITY);
+        assert_eq!(exponential_upper(-2, 256), f64::MAX);
+        assert_eq!(exponential_upper(3, 1024 * 8), f64::MAX);
+        assert_eq!(exponential_upper(2, 8), 4.0);
+        assert_eq!(exponential_upper(2, -4), 0.5);
+        assert_eq!(exponential_upper(0, -1074), f64::from_bits(1));
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub use step_split::StepSplit;
 pub fn supports_function(name: &str) -> bool {
     func::Func::of(name).is_some()
 }
-pub use value::{FloatHistogram, InstantSample, RangeSeries, SampleValue, Value};
+pub use value::{InstantSample, RangeSeries, SampleValue, Value};
 
 /// Engine-wide settings.
 #[derive(Debug, Clone)]

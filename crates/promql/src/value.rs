@@ -1,26 +1,15 @@
 //! Result value types.
 
-use cairn_model::{Labels, Sample};
-use promql_parser::parser::value::ValueType;
+use std::sync::Arc;
 
-/// A native histogram with float counts. Not produced yet (storage holds only
-/// floats); present so result types and the HTTP encoding have room for it.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct FloatHistogram {
-    pub schema: i32,
-    pub count: f64,
-    pub sum: f64,
-    pub zero_threshold: f64,
-    pub zero_count: f64,
-    /// `(lower, upper, count)` per populated bucket, as the HTTP API renders them.
-    pub buckets: Vec<(f64, f64, f64)>,
-}
+use cairn_model::{Histogram, HistogramSample, Labels, Sample};
+use promql_parser::parser::value::ValueType;
 
 /// The value of one sample.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SampleValue {
     Float(f64),
-    Histogram(Box<FloatHistogram>),
+    Histogram(Arc<Histogram>),
 }
 
 impl SampleValue {
@@ -46,7 +35,7 @@ pub struct InstantSample {
 pub struct RangeSeries {
     pub metric: Labels,
     pub floats: Vec<Sample>,
-    pub histograms: Vec<(i64, FloatHistogram)>,
+    pub histograms: Vec<HistogramSample>,
 }
 
 /// A query result.

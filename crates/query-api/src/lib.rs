@@ -393,14 +393,14 @@ pub fn render_body(mut res: QueryResult, limit: Option<usize>) -> String {
                 }
                 if !s.histograms.is_empty() {
                     b.push_str(r#","histograms":["#);
-                    for (j, (t, h)) in s.histograms.iter().enumerate() {
+                    for (j, hs) in s.histograms.iter().enumerate() {
                         if j > 0 {
                             b.push(',');
                         }
                         b.push('[');
-                        push_ts(&mut b, *t);
+                        push_ts(&mut b, hs.t);
                         b.push(',');
-                        push_histogram(&mut b, h);
+                        push_histogram(&mut b, &hs.h);
                         b.push(']');
                     }
                     b.push(']');
@@ -454,26 +454,27 @@ fn push_labels(b: &mut String, l: &Labels) {
     b.push('}');
 }
 
-fn push_histogram(b: &mut String, h: &cairn_promql::FloatHistogram) {
+fn push_histogram(b: &mut String, h: &cairn_model::Histogram) {
     b.push_str(r#"{"count":""#);
     b.push_str(&format_value(h.count));
     b.push_str(r#"","sum":""#);
     b.push_str(&format_value(h.sum));
     b.push('"');
-    if !h.buckets.is_empty() {
-        b.push_str(r#","buckets":["#);
-        for (i, (lo, hi, c)) in h.buckets.iter().enumerate() {
-            if i > 0 {
-                b.push(',');
-            }
-            let _ = write!(
-                b,
-                r#"[3,"{}","{}","{}"]"#,
-                format_value(*lo),
-                format_value(*hi),
-                format_value(*c)
-            );
-        }
+    // Empty buckets are left out, as Prometheus does.
+    let mut first = true;
+    for bucket in h.buckets().into_iter().filter(|b| b.count != 0.0) {
+        b.push_str(if first { r#","buckets":["# } else { "," });
+        first = false;
+        let _ = write!(
+            b,
+            r#"[{},"{}","{}","{}"]"#,
+            bucket.boundary_rule(),
+            format_value(bucket.lower),
+            format_value(bucket.upper),
+            format_value(bucket.count)
+        );
+    }
+    if !first {
         b.push(']');
     }
     b.push('}');
