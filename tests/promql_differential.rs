@@ -211,13 +211,13 @@ fn points_by_time(a: &Answer) -> Option<PointsByTime> {
     match a {
         Answer::Vector(v) => {
             for (l, t, x) in v {
-                m.entry(*t).or_default().insert(l.clone(), *x);
+                m.entry(*t).or_default().insert(l.clone(), x.as_float());
             }
         }
         Answer::Matrix(mx) => {
             for (l, pts) in mx {
                 for (t, x) in pts {
-                    m.entry(*t).or_default().insert(l.clone(), *x);
+                    m.entry(*t).or_default().insert(l.clone(), x.as_float());
                 }
             }
         }
@@ -263,7 +263,7 @@ fn ties_diff(prom: &Answer, cairn: &Answer, ev: &Eval) -> Option<String> {
     }
     if matches!(ev, Eval::Instant { .. })
         && let (Answer::Vector(a), Answer::Vector(b)) = (prom, cairn)
-        && let Some(i) = a.iter().zip(b).position(|(x, y)| !compare::same_value(x.2, y.2))
+        && let Some(i) = a.iter().zip(b).position(|(x, y)| !compare::same_point(&x.2, &y.2))
     {
         return Some(format!(
             "    value order differs at #{i}: prometheus {}, cairn {}",

@@ -1,7 +1,8 @@
 //! Parsing `/api/v1/query[_range]` answers and comparing two of them.
 //!
 //! Values are equal when both are NaN, both the same infinity, or within
-//! 1e-9 relative. Label sets are compared exactly. Order is compared where
+//! 1e-9 relative; native histograms when their count, sum and buckets
+//! (boundary rules exactly, bounds and counts as values) are. Label sets are compared exactly. Order is compared where
 //! Prometheus defines it: a range query's matrix is sorted by labels, and an
 //! instant query whose outermost operation is `sort`, `sort_desc`, or an
 //! ungrouped `topk`/`bottomk` is ordered by value (ties may come in either
@@ -19,8 +20,116 @@ pub enum Answer {
     Error { error_type: String, message: String },
     Scalar(i64, f64),
     String(String),
-    Vector(Vec<(Labels, i64, f64)>),
-    Matrix(Vec<(Labels, Vec<(i64, f64)>)>),
+    Vector(Vec<(Labels, i64, Point)>),
+    Matrix(Vec<(Labels, Vec<(i64, Point)>)>),
+}
+
+/// The value of a vector element or matrix point.
+#[derive(Debug, Clone)]
+pub enum Point {
+    Float(f64),
+    Histogram(Histogram),
+}
+
+/// A native histogram as the API renders it.
+#[derive(Debug, Clone)]
+pub struct Histogram {
+    pub count: f64,
+    pub sum: f64,
+    /// `(boundary_rule, lower, upper, count)`.
+    pub buckets: Vec<(u64, f64, f64, f64)>,
+}
+
+impl std::fmt::Display for Point {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Point::Float(v) => write!(f, "{v}"),
+            Point::Histogram(h) => {
+                write!(f, "{{count:{} sum:{} buckets:", h.count, h.sum)?;
+                for (rule, lo, hi, c) in &h.buckets {
+                    write!(f, " [{rule} {lo} {hi} {c}]")?;
+                }
+                write!(f, "}}")
+            }
+        }
+    }
+}
+
+impl Point {
+    /// The float, or NaN for a histogram (for checks of float answers only).
+    pub fn as_float(&self) -> f64 {
+        match self {
+            Point::Float(v) => *v,
+            Point::Histogram(_) => f64::NAN,
+        }
+    }
+}
+
+/// Equal floats ([`same_value`]), or histograms equal in every part.
+pub fn same_point(a: &Point, b: &Point) -> bool {
+    match (a, b) {
+        (Point::Float(x), Point::Float(y)) => same_value(*x, *y),
+        (Point::Histogram(x), Point::Histogram(y)) => {
+            same_value(x.count, y.count)
+                && same_value(x.sum, y.sum)
+                && x.buckets.len() == y.buckets.len()
+                && x.buckets
+                    .iter()
+                    .zip(&y.buckets)
+                    .all(|(p, q)| p.0 == q.0 && same_value(p.1, q.1) && same_value(p.2, q.2) && same_value(p.3, q.3))
+        }
+        _ => false,
+    }
+}
+
+fn number(v: &Value) -> f64 {
+    match v.as_str().unwrap_or("") {
+        "NaN" => f64::NAN,
+        "+Inf" => f64::INFINITY,
+        "-Inf" => f64::NEG_INFINITY,
+        x => x.parse().unwrap_or(f64::NAN),
+    }
+}
+
+fn histogram(h: &Value) -> Histogram {
+    let buckets = h["buckets"]
+        .as_array()
+        .map(|bs| {
+            bs.iter()
+                .map(|b| {
+                    (
+                        b[0].as_u64().unwrap_or(u64::MAX),
+                        number(&b[1]),
+                        number(&b[2]),
+                        number(&b[3]),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Histogram {
+        count: number(&h["count"]),
+        sum: number(&h["sum"]),
+        buckets,
+    }
+}
+
+fn timestamp(t: &Value) -> i64 {
+    (t.as_f64().unwrap_or(f64::NAN) * 1000.0).round() as i64
+}
+
+/// The warnings and the infos of an answer, each sorted.
+pub fn annotations(body: &str) -> (Vec<String>, Vec<String>) {
+    let v: Value = serde_json::from_str(body).unwrap_or_default();
+    let list = |key: &str| {
+        let mut l: Vec<String> = v[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        l.sort();
+        l
+    };
+    (list("warnings"), list("infos"))
 }
 
 fn labels(v: &Value) -> Labels {
@@ -34,14 +143,11 @@ fn labels(v: &Value) -> Labels {
 }
 
 fn point(p: &Value) -> (i64, f64) {
-    let t = (p[0].as_f64().unwrap_or(f64::NAN) * 1000.0).round() as i64;
-    let v = match p[1].as_str().unwrap_or("") {
-        "NaN" => f64::NAN,
-        "+Inf" => f64::INFINITY,
-        "-Inf" => f64::NEG_INFINITY,
-        x => x.parse().unwrap_or(f64::NAN),
-    };
-    (t, v)
+    (timestamp(&p[0]), number(&p[1]))
+}
+
+fn histogram_point(p: &Value) -> (i64, Point) {
+    (timestamp(&p[0]), Point::Histogram(histogram(&p[1])))
 }
 
 /// Parses one answer (status code and body).
@@ -72,7 +178,13 @@ pub fn parse(status: u16, body: &str) -> Answer {
                 .map(|a| {
                     a.iter()
                         .map(|s| {
-                            let (t, x) = point(&s["value"]);
+                            let (t, x) = match s.get("histogram") {
+                                Some(h) => histogram_point(h),
+                                None => {
+                                    let (t, x) = point(&s["value"]);
+                                    (t, Point::Float(x))
+                                }
+                            };
                             (labels(&s["metric"]), t, x)
                         })
                         .collect()
@@ -85,10 +197,13 @@ pub fn parse(status: u16, body: &str) -> Answer {
                 .map(|a| {
                     a.iter()
                         .map(|s| {
-                            let pts = s["values"]
-                                .as_array()
-                                .map(|p| p.iter().map(point).collect())
-                                .unwrap_or_default();
+                            let floats = s["values"].as_array().into_iter().flatten().map(|p| {
+                                let (t, x) = point(p);
+                                (t, Point::Float(x))
+                            });
+                            let histograms = s["histograms"].as_array().into_iter().flatten().map(histogram_point);
+                            let mut pts: Vec<(i64, Point)> = floats.chain(histograms).collect();
+                            pts.sort_by_key(|p| p.0);
                             (labels(&s["metric"]), pts)
                         })
                         .collect()
@@ -193,14 +308,14 @@ fn brief(a: &Answer) -> String {
     }
 }
 
-fn diff_vector(a: &[(Labels, i64, f64)], b: &[(Labels, i64, f64)], order: Order, out: &mut String) {
+fn diff_vector(a: &[(Labels, i64, Point)], b: &[(Labels, i64, Point)], order: Order, out: &mut String) {
     let mut lines = Vec::new();
-    let ma: BTreeMap<&Labels, (i64, f64)> = a.iter().map(|(l, t, v)| (l, (*t, *v))).collect();
-    let mb: BTreeMap<&Labels, (i64, f64)> = b.iter().map(|(l, t, v)| (l, (*t, *v))).collect();
+    let ma: BTreeMap<&Labels, (i64, &Point)> = a.iter().map(|(l, t, v)| (l, (*t, v))).collect();
+    let mb: BTreeMap<&Labels, (i64, &Point)> = b.iter().map(|(l, t, v)| (l, (*t, v))).collect();
     for (l, (t, v)) in &ma {
         match mb.get(l) {
             None => lines.push(format!("only in prometheus: {} = {v} @{t}", show_labels(l))),
-            Some((tb, vb)) if tb != t || !same_value(*v, *vb) => {
+            Some((tb, vb)) if tb != t || !same_point(v, vb) => {
                 lines.push(format!("{}: prometheus {v} @{t}, cairn {vb} @{tb}", show_labels(l)))
             }
             _ => {}
@@ -213,7 +328,7 @@ fn diff_vector(a: &[(Labels, i64, f64)], b: &[(Labels, i64, f64)], order: Order,
     }
     if lines.is_empty() && order == Order::ByValue {
         for (i, (x, y)) in a.iter().zip(b).enumerate() {
-            if !same_value(x.2, y.2) {
+            if !same_point(&x.2, &y.2) {
                 lines.push(format!(
                     "order differs at #{i}: prometheus {} = {}, cairn {} = {}",
                     show_labels(&x.0),
@@ -228,21 +343,23 @@ fn diff_vector(a: &[(Labels, i64, f64)], b: &[(Labels, i64, f64)], order: Order,
     finish(lines, out);
 }
 
-fn diff_matrix(a: &[(Labels, Vec<(i64, f64)>)], b: &[(Labels, Vec<(i64, f64)>)], out: &mut String) {
+type Points = Vec<(i64, Point)>;
+
+fn diff_matrix(a: &[(Labels, Points)], b: &[(Labels, Points)], out: &mut String) {
     let mut lines = Vec::new();
-    let ma: BTreeMap<&Labels, &Vec<(i64, f64)>> = a.iter().map(|(l, p)| (l, p)).collect();
-    let mb: BTreeMap<&Labels, &Vec<(i64, f64)>> = b.iter().map(|(l, p)| (l, p)).collect();
+    let ma: BTreeMap<&Labels, &Points> = a.iter().map(|(l, p)| (l, p)).collect();
+    let mb: BTreeMap<&Labels, &Points> = b.iter().map(|(l, p)| (l, p)).collect();
     for (l, pa) in &ma {
         let Some(pb) = mb.get(l) else {
             lines.push(format!("only in prometheus: {} ({} points)", show_labels(l), pa.len()));
             continue;
         };
-        let ta: BTreeMap<i64, f64> = pa.iter().copied().collect();
-        let tb: BTreeMap<i64, f64> = pb.iter().copied().collect();
+        let ta: BTreeMap<i64, &Point> = pa.iter().map(|(t, v)| (*t, v)).collect();
+        let tb: BTreeMap<i64, &Point> = pb.iter().map(|(t, v)| (*t, v)).collect();
         for (t, v) in &ta {
             match tb.get(t) {
                 None => lines.push(format!("{} @{t}: prometheus {v}, cairn has no point", show_labels(l))),
-                Some(w) if !same_value(*v, *w) => {
+                Some(w) if !same_point(v, w) => {
                     lines.push(format!("{} @{t}: prometheus {v}, cairn {w}", show_labels(l)))
                 }
                 _ => {}

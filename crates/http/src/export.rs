@@ -12,6 +12,11 @@
 //! writing a non-stale NaN as the string `"NaN"` and infinities as `"+Inf"` /
 //! `"-Inf"`, the spelling the Prometheus API uses for sample values.
 //!
+//! Native histograms, which VictoriaMetrics' format has no room for, get a
+//! line of their own per series after its float line, in the form
+//! [`cairn_protocols::histogram_json`] describes; `/api/v1/import` reads it
+//! back exactly.
+//!
 //! The body is streamed ([`crate::body_stream`]) in chunks of about
 //! `export_chunk_bytes`.
 
@@ -20,7 +25,8 @@ use std::io::Write;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use cairn_model::is_stale_nan;
+use cairn_model::{HistogramSample, is_stale_nan};
+use cairn_protocols::histogram_json;
 use cairn_storage::{SelectHints, StorageError};
 
 use crate::body_stream::{ChunkSink, stream_blocking};
@@ -70,10 +76,13 @@ fn stream(series: MergedSeries, sink: &mut ChunkSink) -> Result<(), StorageError
             timestamps.extend_from_slice(block.ts);
             values.extend_from_slice(block.vs);
         }
-        if timestamps.is_empty() {
-            continue; // VictoriaMetrics skips series without samples in range.
+        // VictoriaMetrics skips series without samples in range.
+        if !timestamps.is_empty() {
+            write_line(&mut sink.buf, &s.labels, &values, &timestamps);
         }
-        write_line(&mut sink.buf, &s.labels, &values, &timestamps);
+        if !s.histograms.is_empty() {
+            write_histogram_line(&mut sink.buf, &s.labels, &s.histograms);
+        }
         if !sink.flush_if_full() {
             return Ok(());
         }
@@ -99,6 +108,27 @@ pub(crate) fn write_line(buf: &mut Vec<u8>, labels: &cairn_model::Labels, values
             buf.push(b',');
         }
         let _ = write!(buf, "{t}");
+    }
+    buf.extend_from_slice(b"]}\n");
+}
+
+/// One line of a series' histogram samples, newline included.
+fn write_histogram_line(buf: &mut Vec<u8>, labels: &cairn_model::Labels, samples: &[HistogramSample]) {
+    buf.extend_from_slice(b"{\"metric\":");
+    let _ = serde_json::to_writer(&mut *buf, &LabelsJson(labels));
+    buf.extend_from_slice(b",\"histograms\":[");
+    for (i, s) in samples.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        histogram_json::write_histogram(buf, &s.h);
+    }
+    buf.extend_from_slice(b"],\"timestamps\":[");
+    for (i, s) in samples.iter().enumerate() {
+        if i > 0 {
+            buf.push(b',');
+        }
+        let _ = write!(buf, "{}", s.t);
     }
     buf.extend_from_slice(b"]}\n");
 }
@@ -167,6 +197,43 @@ mod tests {
         for line in body.lines() {
             serde_json::from_str::<serde_json::Value>(line).expect(line);
         }
+    }
+
+    #[tokio::test]
+    async fn histograms_get_a_line_of_their_own() {
+        use cairn_model::{Histogram, HistogramSample, Labels, Sample};
+        use cairn_storage::Appendable;
+        let app = TestApp::new();
+        let labels = Labels::from_pairs([("__name__", "rpc_seconds")]);
+        let h = Histogram {
+            schema: 3,
+            count: 12.0,
+            sum: 4.5,
+            zero_threshold: 0.001,
+            zero_count: 2.0,
+            positive: vec![(0, 4.0), (3, 6.0)],
+            ..Histogram::default()
+        };
+        let mut appender = app.storage.appender();
+        appender.append(&labels, &[Sample::new(1000, 1.0)]).unwrap();
+        appender
+            .append_histograms(
+                &labels,
+                &[HistogramSample::new(2000, h.clone()), HistogramSample::new(3000, h)],
+            )
+            .unwrap();
+        appender.commit().unwrap();
+        let one = r#"{"schema":3,"count":12,"sum":4.5,"zero_threshold":0.001,"zero_count":2,"positive":[[0,4],[3,6]]}"#;
+        app.get("/api/v1/export?match[]=rpc_seconds").await.check(
+            200,
+            &format!(
+                "{}\n{}\n",
+                r#"{"metric":{"__name__":"rpc_seconds"},"values":[1],"timestamps":[1000]}"#,
+                format_args!(
+                    r#"{{"metric":{{"__name__":"rpc_seconds"}},"histograms":[{one},{one}],"timestamps":[2000,3000]}}"#
+                )
+            ),
+        );
     }
 
     #[tokio::test]

@@ -25,6 +25,7 @@
 mod batch;
 pub mod csv;
 pub mod graphite;
+pub mod histogram_json;
 pub mod influx;
 pub mod json_lines;
 mod limits;
