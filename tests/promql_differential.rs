@@ -20,6 +20,7 @@
 
 mod common;
 #[path = "differential/compare.rs"]
+#[allow(dead_code, reason = "shared with the histogram differential tests")]
 mod compare;
 #[path = "differential/data.rs"]
 mod data;

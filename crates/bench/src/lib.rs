@@ -10,6 +10,7 @@ pub mod cli;
 pub mod fleet;
 pub mod histogram;
 pub mod html;
+pub mod native_histograms;
 pub mod procfs;
 pub mod query;
 pub mod record;
