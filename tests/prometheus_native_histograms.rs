@@ -4,7 +4,9 @@
 //! and remote-writes to two Cairns, one with remote write 1.0 and one with
 //! 2.0. What each Cairn stored must equal what Prometheus stored: every
 //! sample, float or histogram, of the exporter's series, over the span all
-//! three have.
+//! three have. The histogram series are listed by `/api/v1/series`, counted
+//! by `/api/v1/status/tsdb`, and typed `histogram` by `/api/v1/metadata`
+//! from the metadata Prometheus sends.
 //!
 //! Without `go` or the Prometheus binary the test prints `SKIPPED` and
 //! passes, unless `CI` is set, where that is a failure.
@@ -123,6 +125,8 @@ scrape_configs:
 remote_write:
   - url: "http://127.0.0.1:{v1}/api/v1/write"
     send_native_histograms: true
+    metadata_config:
+      send_interval: 2s
 {queue}  - url: "http://127.0.0.1:{v2}/api/v1/write"
     protobuf_message: io.prometheus.write.v2.Request
     send_native_histograms: true
@@ -160,6 +164,32 @@ remote_write:
                     cairn.log()
                 );
             }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        let c = cairn.client();
+        let series = c.series(&["test_request_duration_seconds"]);
+        assert_eq!(series.len(), 2, "{name}: {series:?}");
+        let status = c.get("/api/v1/status/tsdb").json();
+        let counted = status["data"]["seriesCountByMetricName"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|m| m["name"] == "test_request_duration_seconds")
+            .map(|m| m["value"].clone());
+        assert_eq!(counted, Some(serde_json::json!(2)), "{name}: {status}");
+    }
+    // Remote write 1.0 carries metadata (2.0 sends it with each series).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for cairn in [&v1, &v2] {
+        loop {
+            let m = cairn
+                .client()
+                .get("/api/v1/metadata?metric=test_request_duration_seconds")
+                .json();
+            if m["data"]["test_request_duration_seconds"][0]["type"] == "histogram" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no histogram metadata: {m}");
             std::thread::sleep(Duration::from_millis(500));
         }
     }
