@@ -309,7 +309,7 @@ fn copy_day(sources: &[&Tsdb], out: &dyn Storage, day: Day) -> Result<u64, Stora
         let mut appender = out.appender();
         let mut batched = 0;
         while let Some(labels) = least_next(&mut replicas)? {
-            let (mut joined_ts, mut joined_vs) = (Vec::new(), Vec::new());
+            let (mut joined_ts, mut joined_vs, mut joined_hs) = (Vec::new(), Vec::new(), Vec::new());
             for replica in &mut replicas {
                 if !replica
                     .peek()
@@ -322,14 +322,19 @@ fn copy_day(sources: &[&Tsdb], out: &dyn Storage, day: Day) -> Result<u64, Stora
                 let range = series.samples.read_into(&mut ts, &mut vs)?;
                 (joined_ts, joined_vs) =
                     crate::read::join_replicas(&joined_ts, &joined_vs, &ts[range.clone()], &vs[range]);
+                if !series.histograms.is_empty() {
+                    joined_hs = crate::read::join_histograms(&joined_hs, &series.histograms);
+                }
             }
-            if joined_ts.is_empty() {
-                continue;
+            if !joined_ts.is_empty() {
+                samples.clear();
+                samples.extend(joined_ts.iter().zip(&joined_vs).map(|(&t, &v)| Sample::new(t, v)));
+                appender.append(&labels, &samples)?;
             }
-            samples.clear();
-            samples.extend(joined_ts.iter().zip(&joined_vs).map(|(&t, &v)| Sample::new(t, v)));
-            appender.append(&labels, &samples)?;
-            batched += samples.len();
+            if !joined_hs.is_empty() {
+                appender.append_histograms(&labels, &joined_hs)?;
+            }
+            batched += joined_ts.len() + joined_hs.len();
             if batched >= BATCH_SAMPLES {
                 copied += kept_all(appender.commit()?)?;
                 appender = out.appender();

@@ -32,8 +32,13 @@ pub(crate) fn hand_off(cluster: &Arc<Cluster>) -> Result<u64, StorageError> {
         for series in querier.select(&SelectHints::default(), &every_series)? {
             let mut series = series?;
             crate::read_samples(&mut series, &mut ts, &mut vs, &mut samples)?;
-            appender.append(&series.labels, &samples)?;
-            sent += samples.len() as u64;
+            if !samples.is_empty() {
+                appender.append(&series.labels, &samples)?;
+            }
+            if !series.histograms.is_empty() {
+                appender.append_histograms(&series.labels, &series.histograms)?;
+            }
+            sent += (samples.len() + series.histograms.len()) as u64;
             batched += 1;
             if batched == BATCH_SERIES {
                 Box::new(appender).commit()?;

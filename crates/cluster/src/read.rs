@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
 
-use cairn_model::{Labels, Matcher};
+use cairn_model::{HistogramSample, Labels, Matcher};
 use cairn_storage::{
     Querier, ReadOptions, SelectHints, Series, SeriesSet, Storage, StorageError, TenantId, VecSampleBlocks,
 };
@@ -53,7 +53,12 @@ impl Querier for ClusterQuerier {
                 let frame = frame?;
                 let (mut ts, mut vs) = (Vec::with_capacity(frame.len()), Vec::with_capacity(frame.len()));
                 frame.read_into(&mut ts, &mut vs);
-                series.push((frame.labels.decode(), ts, vs));
+                series.push(Replica {
+                    labels: frame.labels.decode(),
+                    ts,
+                    vs,
+                    histograms: frame.histograms,
+                });
             }
         }
         let compacted = self.compacted(|storage| {
@@ -62,32 +67,33 @@ impl Querier for ClusterQuerier {
                 let mut s = s?;
                 let (mut ts, mut vs) = (Vec::new(), Vec::new());
                 let range = s.samples.read_into(&mut ts, &mut vs)?;
-                found.push((s.labels, ts[range.clone()].to_vec(), vs[range].to_vec()));
+                found.push(Replica {
+                    labels: s.labels,
+                    ts: ts[range.clone()].to_vec(),
+                    vs: vs[range].to_vec(),
+                    histograms: s.histograms,
+                });
             }
             Ok(found)
         })?;
         series.extend(compacted.into_iter().flatten());
         // Stable: replicas keep the order of the ingesters that sent them.
-        series.sort_by(|a, b| a.0.cmp(&b.0));
+        series.sort_by(|a, b| a.labels.cmp(&b.labels));
         let mut merged: Vec<Series> = Vec::with_capacity(series.len());
-        let mut last: Option<(Labels, Vec<i64>, Vec<f64>)> = None;
-        for (labels, ts, vs) in series {
+        let mut last: Option<Replica> = None;
+        for replica in series {
             match &mut last {
-                Some((l, lts, lvs)) if *l == labels => {
-                    let (mts, mvs) = join_replicas(lts, lvs, &ts, &vs);
-                    *lts = mts;
-                    *lvs = mvs;
-                }
+                Some(l) if l.labels == replica.labels => l.join(&replica),
                 _ => {
-                    if let Some((l, ts, vs)) = last.take() {
-                        merged.push(series_of(l, ts, vs));
+                    if let Some(l) = last.take() {
+                        merged.push(l.into_series());
                     }
-                    last = Some((labels, ts, vs));
+                    last = Some(replica);
                 }
             }
         }
-        if let Some((l, ts, vs)) = last {
-            merged.push(series_of(l, ts, vs));
+        if let Some(l) = last {
+            merged.push(l.into_series());
         }
         if let Some(limit) = hints.limit {
             merged.truncate(limit);
@@ -186,9 +192,58 @@ impl ClusterQuerier {
     }
 }
 
-/// One series with its replicas joined.
-fn series_of(labels: Labels, ts: Vec<i64>, vs: Vec<f64>) -> Series {
-    Series::floats(labels, Box::new(VecSampleBlocks::from_columns(ts, vs)))
+/// One replica of a series, or several already joined.
+struct Replica {
+    labels: Labels,
+    ts: Vec<i64>,
+    vs: Vec<f64>,
+    histograms: Vec<HistogramSample>,
+}
+
+impl Replica {
+    /// Adds what `other` holds and this one does not.
+    fn join(&mut self, other: &Replica) {
+        (self.ts, self.vs) = join_replicas(&self.ts, &self.vs, &other.ts, &other.vs);
+        if !other.histograms.is_empty() {
+            self.histograms = join_histograms(&self.histograms, &other.histograms);
+        }
+    }
+
+    fn into_series(self) -> Series {
+        Series {
+            labels: self.labels,
+            samples: Box::new(VecSampleBlocks::from_columns(self.ts, self.vs)),
+            histograms: self.histograms,
+        }
+    }
+}
+
+/// [`join_replicas`] of histogram samples.
+pub(crate) fn join_histograms(a: &[HistogramSample], b: &[HistogramSample]) -> Vec<HistogramSample> {
+    let mut out = Vec::with_capacity(a.len().max(b.len()));
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) if x.t == y.t => {
+                out.push(x.clone());
+                (i, j) = (i + 1, j + 1);
+            }
+            (Some(x), Some(y)) if x.t < y.t => {
+                out.push(x.clone());
+                i += 1;
+            }
+            (Some(x), None) => {
+                out.push(x.clone());
+                i += 1;
+            }
+            (_, Some(y)) => {
+                out.push(y.clone());
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    out
 }
 
 /// Two replicas of a series as one: every timestamp either holds, once (a
@@ -353,5 +408,22 @@ mod tests {
         assert_eq!(ts, [4]);
         let (ts, _) = join_replicas(&[7, 8], &[7.0, 8.0], &[7, 8], &[7.0, 8.0]);
         assert_eq!(ts, [7, 8]);
+    }
+
+    #[test]
+    fn histogram_replicas_join_the_same_way() {
+        let h = |t: i64, count: f64| {
+            HistogramSample::new(
+                t,
+                cairn_model::Histogram {
+                    count,
+                    ..cairn_model::Histogram::default()
+                },
+            )
+        };
+        let joined = join_histograms(&[h(1, 1.0), h(3, 3.0)], &[h(2, 2.0), h(3, 30.0), h(6, 6.0)]);
+        let got: Vec<(i64, f64)> = joined.iter().map(|s| (s.t, s.h.count)).collect();
+        assert_eq!(got, [(1, 1.0), (2, 2.0), (3, 3.0), (6, 6.0)]);
+        assert_eq!(join_histograms(&[], &[h(4, 4.0)]).len(), 1);
     }
 }

@@ -119,7 +119,12 @@ pub(crate) fn store(local: &dyn Tenants, tenant: &TenantId, body: &[u8]) -> Resu
     for frame in frames(body)? {
         let frame = frame?;
         frame.samples_into(&mut samples);
-        appender.append_encoded(frame.labels, &samples)?;
+        if !samples.is_empty() || frame.histograms.is_empty() {
+            appender.append_encoded(frame.labels, &samples)?;
+        }
+        if !frame.histograms.is_empty() {
+            appender.append_histograms(&frame.labels.decode(), &frame.histograms)?;
+        }
     }
     Ok(WriteAnswer::from(&appender.commit()?))
 }
@@ -196,12 +201,12 @@ fn select_where(
         if !keep(&labels) {
             continue;
         }
-        let range = if request.labels_only {
-            0..0
+        let (range, histograms) = if request.labels_only {
+            (0..0, &[][..])
         } else {
-            series.samples.read_into(&mut ts, &mut vs)?
+            (series.samples.read_into(&mut ts, &mut vs)?, &series.histograms[..])
         };
-        out.push(&labels, &ts[range.clone()], &vs[range]);
+        out.push_with_histograms(&labels, &ts[range.clone()], &vs[range], histograms);
     }
     Ok(out.finish())
 }

@@ -3,22 +3,31 @@
 //!
 //! Series frames: `"CSF1"`, then per series a uvarint length and the labels
 //! in their canonical `Labels::encode` form, a uvarint sample count, and
-//! the samples as little-endian `i64` timestamps then `f64` values. The
-//! decoder takes bytes from the network and returns errors, never panics.
+//! the samples as little-endian `i64` timestamps then `f64` values. A body
+//! that carries native histograms starts with `"CSF2"` instead, and each
+//! frame then ends with a uvarint histogram count and the histograms
+//! ([`put_histogram`]); a body without any stays `"CSF1"`, which nodes of
+//! earlier versions read. The decoder takes bytes from the network and
+//! returns errors, never panics.
 
 use std::sync::Arc;
 
+use cairn_model::histogram::{Histogram, HistogramSample, ResetHint};
 use cairn_model::{EncodedLabels, MatchOp, Matcher, Sample};
 use cairn_storage::{CommitReport, RejectReason, SelectHints, Shard, ShardBy, StorageError};
 use serde::{Deserialize, Serialize};
 
 const MAGIC: &[u8; 4] = b"CSF1";
+const MAGIC_WITH_HISTOGRAMS: &[u8; 4] = b"CSF2";
 
 /// Builds a body of series frames.
 #[derive(Debug, Clone)]
 pub struct FramesWriter {
     buf: Vec<u8>,
     series: usize,
+    /// Where each frame ends in `buf`, and its histograms encoded, once a
+    /// frame has any: they are spliced in by [`Self::finish`].
+    histograms: Vec<(usize, Vec<u8>)>,
 }
 
 impl Default for FramesWriter {
@@ -26,11 +35,25 @@ impl Default for FramesWriter {
         Self {
             buf: MAGIC.to_vec(),
             series: 0,
+            histograms: Vec::new(),
         }
     }
 }
 
 impl FramesWriter {
+    /// A series with float and histogram samples.
+    pub fn push_with_histograms(&mut self, encoded_labels: &[u8], ts: &[i64], vs: &[f64], hs: &[HistogramSample]) {
+        self.push(encoded_labels, ts, vs);
+        if !hs.is_empty() {
+            let mut section = Vec::new();
+            put_uvarint(&mut section, hs.len() as u64);
+            for h in hs {
+                put_histogram(&mut section, h);
+            }
+            self.histograms.push((self.buf.len(), section));
+        }
+    }
+
     pub fn push(&mut self, encoded_labels: &[u8], ts: &[i64], vs: &[f64]) {
         debug_assert_eq!(ts.len(), vs.len());
         put_uvarint(&mut self.buf, encoded_labels.len() as u64);
@@ -56,8 +79,138 @@ impl FramesWriter {
     }
 
     pub fn finish(self) -> Vec<u8> {
-        self.buf
+        if self.histograms.is_empty() {
+            return self.buf;
+        }
+        // Every frame gets its histogram count: 0 where it has none.
+        let extra: usize = self.histograms.iter().map(|(_, h)| h.len()).sum();
+        let mut out = Vec::with_capacity(self.buf.len() + extra + self.series);
+        out.extend_from_slice(MAGIC_WITH_HISTOGRAMS);
+        let mut rest = self.buf.get(MAGIC.len()..).unwrap_or_default();
+        let mut with = self.histograms.iter().peekable();
+        let mut at = MAGIC.len();
+        while !rest.is_empty() {
+            let frame_len = frame_length(rest).unwrap_or(rest.len());
+            let (frame, tail) = rest.split_at(frame_len);
+            out.extend_from_slice(frame);
+            at += frame_len;
+            match with.peek() {
+                Some((end, section)) if *end == at => {
+                    out.extend_from_slice(section);
+                    with.next();
+                }
+                _ => out.push(0),
+            }
+            rest = tail;
+        }
+        out
     }
+}
+
+/// The length of the float frame at the start of `rest` (written by this
+/// process, so well formed).
+fn frame_length(rest: &[u8]) -> Option<usize> {
+    let mut r = rest;
+    let labels = take_uvarint(&mut r).ok()?;
+    take(&mut r, labels).ok()?;
+    let n = take_uvarint(&mut r).ok()?;
+    let consumed = rest.len() - r.len();
+    Some(consumed + usize::try_from(n).ok()?.checked_mul(16)?)
+}
+
+/// One histogram sample: its `i64` timestamp, the schema as a zig-zag
+/// varint, the reset hint as a byte, count, sum, zero threshold and zero
+/// count as `f64`s, the positive then the negative buckets (a uvarint
+/// count, then per bucket its index as a zig-zag varint and its count as
+/// an `f64`), and the custom bounds (a uvarint count, then `f64`s). Every
+/// number little-endian.
+fn put_histogram(out: &mut Vec<u8>, s: &HistogramSample) {
+    let h = &s.h;
+    out.extend_from_slice(&s.t.to_le_bytes());
+    put_uvarint(out, zigzag(i64::from(h.schema)));
+    out.push(match h.reset_hint {
+        ResetHint::Unknown => 0,
+        ResetHint::Reset => 1,
+        ResetHint::NotReset => 2,
+        ResetHint::Gauge => 3,
+    });
+    for v in [h.count, h.sum, h.zero_threshold, h.zero_count] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for side in [&h.positive, &h.negative] {
+        put_uvarint(out, side.len() as u64);
+        for &(idx, c) in side {
+            put_uvarint(out, zigzag(i64::from(idx)));
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+    }
+    let bounds = h.custom_bounds.as_deref();
+    put_uvarint(out, bounds.map_or(0, |b| b.len() as u64 + 1));
+    for b in bounds.unwrap_or_default() {
+        out.extend_from_slice(&b.to_le_bytes());
+    }
+}
+
+fn take_histogram(rest: &mut &[u8]) -> Result<HistogramSample, StorageError> {
+    let t = i64::from_le_bytes(word(take(rest, 8)?));
+    let schema = i32::try_from(unzigzag(take_uvarint(rest)?)).map_err(|_| malformed("schema out of range"))?;
+    let reset_hint = match take(rest, 1)? {
+        [0] => ResetHint::Unknown,
+        [1] => ResetHint::Reset,
+        [2] => ResetHint::NotReset,
+        [3] => ResetHint::Gauge,
+        _ => return Err(malformed("unknown reset hint")),
+    };
+    let mut float = || take(rest, 8).map(|b| f64::from_le_bytes(word(b)));
+    let (count, sum, zero_threshold, zero_count) = (float()?, float()?, float()?, float()?);
+    let mut sides = [Vec::new(), Vec::new()];
+    for side in &mut sides {
+        let n = take_uvarint(rest)?;
+        // Each bucket takes at least 9 bytes: no allocation beyond the body.
+        if n > (rest.len() / 9) as u64 {
+            return Err(malformed("bucket count past the end"));
+        }
+        side.reserve(n as usize);
+        for _ in 0..n {
+            let idx =
+                i32::try_from(unzigzag(take_uvarint(rest)?)).map_err(|_| malformed("bucket index out of range"))?;
+            side.push((idx, f64::from_le_bytes(word(take(rest, 8)?))));
+        }
+    }
+    let custom_bounds = match take_uvarint(rest)? {
+        0 => None,
+        n => {
+            let bytes = take(
+                rest,
+                (n - 1)
+                    .checked_mul(8)
+                    .ok_or_else(|| malformed("bound count overflows"))?,
+            )?;
+            Some(bytes.chunks_exact(8).map(|c| f64::from_le_bytes(word(c))).collect())
+        }
+    };
+    let [positive, negative] = sides;
+    let h = Histogram {
+        schema,
+        reset_hint,
+        count,
+        sum,
+        zero_threshold,
+        zero_count,
+        positive,
+        negative,
+        custom_bounds,
+    };
+    h.validate().map_err(|e| malformed(&e.to_string()))?;
+    Ok(HistogramSample::new(t, h))
+}
+
+fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
 /// One decoded series of a body of frames; its slices borrow the body.
@@ -65,6 +218,9 @@ pub struct Frame<'a> {
     pub labels: EncodedLabels<'a>,
     ts: &'a [u8],
     vs: &'a [u8],
+    /// The series' histogram samples, decoded with the frame (few series
+    /// have any).
+    pub histograms: Vec<HistogramSample>,
 }
 
 impl Frame<'_> {
@@ -72,8 +228,9 @@ impl Frame<'_> {
         self.ts.len() / 8
     }
 
+    /// No float and no histogram samples.
     pub fn is_empty(&self) -> bool {
-        self.ts.is_empty()
+        self.ts.is_empty() && self.histograms.is_empty()
     }
 
     /// Appends the samples' timestamps and values to `ts` and `vs`.
@@ -101,22 +258,25 @@ fn word(c: &[u8]) -> [u8; 8] {
 
 /// The frames of a body, in order; an error ends the iteration.
 pub fn frames(body: &[u8]) -> Result<impl Iterator<Item = Result<Frame<'_>, StorageError>>, StorageError> {
-    let rest = body
-        .strip_prefix(MAGIC.as_slice())
-        .ok_or_else(|| malformed("no frame header"))?;
-    let mut rest = rest;
+    let (mut rest, with_histograms) = if let Some(rest) = body.strip_prefix(MAGIC.as_slice()) {
+        (rest, false)
+    } else if let Some(rest) = body.strip_prefix(MAGIC_WITH_HISTOGRAMS.as_slice()) {
+        (rest, true)
+    } else {
+        return Err(malformed("no frame header"));
+    };
     let mut failed = false;
     Ok(std::iter::from_fn(move || {
         if rest.is_empty() || failed {
             return None;
         }
-        let frame = next_frame(&mut rest);
+        let frame = next_frame(&mut rest, with_histograms);
         failed = frame.is_err();
         Some(frame)
     }))
 }
 
-fn next_frame<'a>(rest: &mut &'a [u8]) -> Result<Frame<'a>, StorageError> {
+fn next_frame<'a>(rest: &mut &'a [u8], with_histograms: bool) -> Result<Frame<'a>, StorageError> {
     let len = take_uvarint(rest)?;
     let labels = take(rest, len)?;
     let labels = EncodedLabels::new(labels).map_err(|e| malformed(&format!("labels: {e}")))?;
@@ -124,7 +284,24 @@ fn next_frame<'a>(rest: &mut &'a [u8]) -> Result<Frame<'a>, StorageError> {
     let bytes = n.checked_mul(8).ok_or_else(|| malformed("sample count overflows"))?;
     let ts = take(rest, bytes)?;
     let vs = take(rest, bytes)?;
-    Ok(Frame { labels, ts, vs })
+    let mut histograms = Vec::new();
+    if with_histograms {
+        let n = take_uvarint(rest)?;
+        // Each histogram takes at least 44 bytes: no allocation beyond the body.
+        if n > (rest.len() / 44) as u64 {
+            return Err(malformed("histogram count past the end"));
+        }
+        histograms.reserve(n as usize);
+        for _ in 0..n {
+            histograms.push(take_histogram(rest)?);
+        }
+    }
+    Ok(Frame {
+        labels,
+        ts,
+        vs,
+        histograms,
+    })
 }
 
 fn take<'a>(rest: &mut &'a [u8], n: u64) -> Result<&'a [u8], StorageError> {
@@ -166,6 +343,9 @@ fn malformed(why: &str) -> StorageError {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WriteAnswer {
     pub samples_accepted: u64,
+    /// Of those, histogram samples (absent from the answers of earlier versions).
+    #[serde(default)]
+    pub histograms_accepted: u64,
     pub series_created: u64,
     pub out_of_retention: u64,
     pub too_far_in_future: u64,
@@ -177,6 +357,7 @@ impl From<&CommitReport> for WriteAnswer {
         let of = |reason| r.samples_rejected.get(&reason).copied().unwrap_or(0);
         Self {
             samples_accepted: r.samples_accepted,
+            histograms_accepted: r.histograms_accepted,
             series_created: r.series_created,
             out_of_retention: of(RejectReason::OutOfRetention),
             too_far_in_future: of(RejectReason::TooFarInFuture),
@@ -188,6 +369,7 @@ impl From<&CommitReport> for WriteAnswer {
 impl WriteAnswer {
     pub fn add(&mut self, o: &WriteAnswer) {
         self.samples_accepted += o.samples_accepted;
+        self.histograms_accepted += o.histograms_accepted;
         self.series_created += o.series_created;
         self.out_of_retention += o.out_of_retention;
         self.too_far_in_future += o.too_far_in_future;
@@ -199,6 +381,7 @@ impl WriteAnswer {
         let scale = |n: u64| (n as f64 / copies).round() as u64;
         let mut report = CommitReport {
             samples_accepted: scale(self.samples_accepted),
+            histograms_accepted: scale(self.histograms_accepted),
             series_created: scale(self.series_created),
             ..CommitReport::default()
         };
@@ -381,6 +564,51 @@ mod tests {
     }
 
     #[test]
+    fn histograms_make_a_body_of_the_second_form_and_come_back() {
+        use cairn_model::histogram::CUSTOM_BUCKETS_SCHEMA;
+        let a = encoded(&[("__name__", "rpc"), ("job", "a")]);
+        let b = encoded(&[("__name__", "up"), ("job", "b")]);
+        let c = encoded(&[("__name__", "rpc"), ("job", "c")]);
+        let exponential = Histogram {
+            schema: -2,
+            reset_hint: ResetHint::Gauge,
+            count: 9.0,
+            sum: -1.5,
+            zero_threshold: 0.001,
+            zero_count: 1.0,
+            positive: vec![(-3, 2.0), (7, 4.0)],
+            negative: vec![(1, 2.0)],
+            custom_bounds: None,
+        };
+        let custom = Histogram {
+            schema: CUSTOM_BUCKETS_SCHEMA,
+            count: 3.0,
+            sum: 2.0,
+            positive: vec![(0, 1.0), (2, 2.0)],
+            custom_bounds: Some([0.5, 1.0].into()),
+            ..Histogram::default()
+        };
+        let hs = [HistogramSample::new(10, exponential), HistogramSample::new(20, custom)];
+        let mut w = FramesWriter::default();
+        w.push_with_histograms(&a, &[5], &[1.0], &hs);
+        w.push(&b, &[1], &[2.0]);
+        w.push_with_histograms(&c, &[], &[], &hs[1..]);
+        let body = w.finish();
+        assert_eq!(&body[..4], MAGIC_WITH_HISTOGRAMS);
+        let got: Vec<_> = frames(&body).unwrap().collect::<Result<_, _>>().unwrap();
+        assert_eq!(got.len(), 3);
+        assert_eq!(got[0].labels.as_bytes(), &a[..]);
+        assert_eq!((got[0].len(), &got[0].histograms[..]), (1, &hs[..]));
+        assert_eq!((got[1].len(), got[1].histograms.len()), (1, 0));
+        assert_eq!(got[2].labels.as_bytes(), &c[..]);
+        assert_eq!((got[2].len(), &got[2].histograms[..]), (0, &hs[1..]));
+        // Without histograms, the first form, which earlier versions read.
+        let mut w = FramesWriter::default();
+        w.push_with_histograms(&b, &[1], &[2.0], &[]);
+        assert_eq!(&w.finish()[..4], MAGIC);
+    }
+
+    #[test]
     fn select_requests_keep_their_hints() {
         let hints = SelectHints {
             limit: Some(3),
@@ -406,7 +634,9 @@ mod tests {
         fn any_bytes_decode_without_panicking(body in proptest::collection::vec(any::<u8>(), 0..256)) {
             let mut with_magic = MAGIC.to_vec();
             with_magic.extend_from_slice(&body);
-            for b in [&body, &with_magic] {
+            let mut with_histograms = MAGIC_WITH_HISTOGRAMS.to_vec();
+            with_histograms.extend_from_slice(&body);
+            for b in [&body, &with_magic, &with_histograms] {
                 if let Ok(it) = frames(b) {
                     for f in it.take(1000).flatten() {
                         let (mut ts, mut vs) = (Vec::new(), Vec::new());

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use cairn_model::{EncodedLabels, Labels, Sample, encode_canonical};
+use cairn_model::{EncodedLabels, HistogramSample, Labels, Sample, encode_canonical};
 use cairn_storage::{Appender, CommitReport, RejectReason, StorageError, TenantId};
 use tokio::task::JoinSet;
 
@@ -51,21 +51,27 @@ impl ClusterAppender {
     }
 
     /// Sends a series to its owners.
-    fn route(&mut self, labels: EncodedLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
+    fn route(
+        &mut self,
+        labels: EncodedLabels<'_>,
+        samples: &[Sample],
+        histograms: &[HistogramSample],
+    ) -> Result<(), StorageError> {
         let series = u32::try_from(self.owners.len())
             .map_err(|_| StorageError::LimitExceeded("too many series in one write".into()))?;
         let hash = series_hash(self.tenant.as_str(), labels.as_bytes());
         self.ring
             .owners(hash, self.cluster.config.replication_factor, &mut self.owners_scratch);
         self.owners.push(self.owners_scratch.len() as u8);
-        self.samples += samples.len() as u64;
+        self.samples += (samples.len() + histograms.len()) as u64;
+        let (ts, vs): (Vec<i64>, Vec<f64>) = samples.iter().map(|s| (s.t, s.v)).unzip();
         for &owner in &self.owners_scratch {
             let slot = *self.batch_of.entry(owner).or_insert_with(|| {
                 self.batches.push((owner, FramesWriter::default(), Vec::new()));
                 self.batches.len() - 1
             });
             let (_, frames, members) = &mut self.batches[slot];
-            frames.push_samples(labels.as_bytes(), samples);
+            frames.push_with_histograms(labels.as_bytes(), &ts, &vs, histograms);
             members.push(series);
         }
         Ok(())
@@ -127,26 +133,23 @@ impl Appender for ClusterAppender {
     }
 
     fn append_encoded(&mut self, labels: EncodedLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
-        if labels.is_empty() {
-            return Err(StorageError::InvalidSeries {
-                labels: "{}".into(),
-                reason: "a series needs at least one label".into(),
-            });
+        self.append_both(labels, samples, &[])
+    }
+
+    fn append_histograms(&mut self, labels: &Labels, samples: &[HistogramSample]) -> Result<(), StorageError> {
+        let mut encoded = Vec::new();
+        labels.encode(&mut encoded);
+        let encoded = EncodedLabels::new(&encoded).map_err(|e| StorageError::InvalidSeries {
+            labels: labels.to_string(),
+            reason: e.to_string(),
+        })?;
+        for s in samples {
+            s.h.validate().map_err(|e| StorageError::InvalidSeries {
+                labels: labels.to_string(),
+                reason: e.to_string(),
+            })?;
         }
-        match self.deduplicated(labels)? {
-            None => {
-                self.ha_dropped += samples.len() as u64;
-                Ok(())
-            }
-            Some(None) => self.route(labels, samples),
-            Some(Some(without_replica)) => {
-                let labels = EncodedLabels::new(&without_replica).map_err(|e| StorageError::InvalidSeries {
-                    labels: labels.decode().to_string(),
-                    reason: e.to_string(),
-                })?;
-                self.route(labels, samples)
-            }
-        }
+        self.append_both(encoded, &[], samples)
     }
 
     fn commit(self: Box<Self>) -> Result<CommitReport, StorageError> {
@@ -162,6 +165,36 @@ impl Appender for ClusterAppender {
 }
 
 impl ClusterAppender {
+    /// Routes a series' floats and histograms, once the HA tracker let them
+    /// through.
+    fn append_both(
+        &mut self,
+        labels: EncodedLabels<'_>,
+        samples: &[Sample],
+        histograms: &[HistogramSample],
+    ) -> Result<(), StorageError> {
+        if labels.is_empty() {
+            return Err(StorageError::InvalidSeries {
+                labels: "{}".into(),
+                reason: "a series needs at least one label".into(),
+            });
+        }
+        match self.deduplicated(labels)? {
+            None => {
+                self.ha_dropped += (samples.len() + histograms.len()) as u64;
+                Ok(())
+            }
+            Some(None) => self.route(labels, samples, histograms),
+            Some(Some(without_replica)) => {
+                let labels = EncodedLabels::new(&without_replica).map_err(|e| StorageError::InvalidSeries {
+                    labels: labels.decode().to_string(),
+                    reason: e.to_string(),
+                })?;
+                self.route(labels, samples, histograms)
+            }
+        }
+    }
+
     fn send_to_owners(self: Box<Self>) -> Result<CommitReport, StorageError> {
         if self.owners.is_empty() {
             return Ok(CommitReport::default());
