@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use cairn_model::{Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
+use cairn_model::{HistogramSample, Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
 use cairn_storage::{Queryable, SelectHints, ShardBy};
 use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::{AtModifier, Offset, VectorSelector};
@@ -101,10 +101,12 @@ pub(crate) fn run(
                 Value::Vector(
                     ss.into_iter()
                         .filter_map(|s| {
-                            s.pts.first().map(|&(t, v)| InstantSample {
+                            let float = s.pts.first().map(|&(t, v)| (t, SampleValue::Float(v)));
+                            let hist = s.hs.first().map(|(t, h)| (*t, SampleValue::Histogram(h.clone())));
+                            float.or(hist).map(|(t, value)| InstantSample {
                                 metric: s.labels,
                                 t,
-                                value: SampleValue::Float(v),
+                                value,
                             })
                         })
                         .collect(),
@@ -133,7 +135,7 @@ fn to_range_series(s: Series) -> RangeSeries {
     RangeSeries {
         metric: s.labels,
         floats: s.pts.into_iter().map(|(t, v)| Sample::new(t, v)).collect(),
-        histograms: Vec::new(),
+        histograms: s.hs.into_iter().map(|(t, h)| HistogramSample { t, h }).collect(),
     }
 }
 
@@ -393,10 +395,11 @@ impl<'a> Ev<'a> {
                 let (out, _) = self.range_series(node, c, None, true, &|labels, drop_name, samples, ra| {
                     let (ws, we) = ra.window(ts);
                     let w = samples.window(ws, we);
-                    Ok((!w.is_empty()).then(|| Series {
+                    Ok((!w.is_void()).then(|| Series {
                         labels,
                         drop_name,
                         pts: w.pairs().collect(),
+                        hs: w.hs.iter().map(|h| (h.t, h.h.clone())).collect(),
                     }))
                 })?;
                 Ok(Val::Matrix(out))
@@ -461,6 +464,16 @@ impl<'a> Ev<'a> {
             count_output: true,
         };
         let out = self.select(sel, mint, maxt, hints, opts, &|labels, samples| {
+            if !samples.hs.is_empty() {
+                return Ok(
+                    crate::lookback::instant_points(samples, c, at, off, lookback, sample_ts).map(|(pts, hs)| Series {
+                        labels,
+                        drop_name: false,
+                        pts,
+                        hs,
+                    }),
+                );
+            }
             let mut pts = Vec::new();
             let mut cursor = 0usize;
             for i in 0..n {
@@ -480,11 +493,7 @@ impl<'a> Ev<'a> {
                     }
                 }
             }
-            Ok((!pts.is_empty()).then_some(Series {
-                labels,
-                drop_name: false,
-                pts,
-            }))
+            Ok((!pts.is_empty()).then_some(Series::floats(labels, false, pts)))
         })?;
         Ok(Val::Vector(out))
     }
@@ -544,11 +553,15 @@ impl<'a> Ev<'a> {
                     crate::select::reduce_all(series, sq.threads, &budget, &|s| {
                         let mut columns = SampleColumns::default();
                         columns.extend_pairs(&s.pts);
-                        reduce(s.labels, s.drop_name, columns.view(), ra)
+                        let hs: Vec<HistogramSample> =
+                            s.hs.iter()
+                                .map(|(t, h)| HistogramSample { t: *t, h: h.clone() })
+                                .collect();
+                        reduce(s.labels, s.drop_name, columns.view().with_histograms(&hs), ra)
                     })?
                 };
                 if count_output {
-                    self.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
+                    self.add_samples(out.iter().map(|s| s.pts.len() + s.hs.len()).sum())?;
                 }
                 Ok((out, ra))
             }
@@ -584,6 +597,7 @@ impl<'a> Ev<'a> {
                 labels: Labels::empty(),
                 drop_name: false,
                 pts: vs.iter().enumerate().map(|(i, &v)| (inner.ts(i), v)).collect(),
+                hs: Vec::new(),
             }],
             v => {
                 return Err(QueryError::BadData(format!(

@@ -143,6 +143,7 @@ fn finish(ev: &mut Ev, groups: Groups, c: Ctx, func: RangeFn) -> Result<Val> {
             // Range functions drop the metric name, except these two.
             drop_name: !func.keeps_name(),
             pts: steps.points(c),
+            hs: Vec::new(),
         })
         .collect();
     ev.add_samples(out.iter().map(|s| s.pts.len()).sum())?;

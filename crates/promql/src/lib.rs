@@ -22,6 +22,7 @@ mod func;
 mod functions;
 mod fused;
 mod kind;
+mod lookback;
 mod math;
 mod ops;
 mod plan;

@@ -3,7 +3,9 @@
 
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
-use cairn_model::{Label, Labels, METRIC_NAME};
+use std::sync::Arc;
+
+use cairn_model::{Histogram, Label, Labels, METRIC_NAME};
 
 use crate::QueryError;
 use crate::eval::Result;
@@ -18,6 +20,38 @@ pub(crate) struct Series {
     /// it, or when the query ends with delayed name removal.
     pub drop_name: bool,
     pub pts: Vec<(i64, f64)>,
+    /// Native histogram points, a column of their own beside the floats
+    /// (empty for float series, so float kernels pay nothing for them); a
+    /// step or sample time is in one column or the other, never both.
+    pub hs: Vec<(i64, Arc<Histogram>)>,
+}
+
+impl Series {
+    /// A series of float points only.
+    pub fn floats(labels: Labels, drop_name: bool, pts: Vec<(i64, f64)>) -> Self {
+        Self {
+            labels,
+            drop_name,
+            pts,
+            hs: Vec::new(),
+        }
+    }
+
+    /// The time of its first point of either kind.
+    pub fn first_t(&self) -> Option<i64> {
+        match (self.pts.first(), self.hs.first()) {
+            (Some(a), Some(b)) => Some(a.0.min(b.0)),
+            (a, b) => a.map(|p| p.0).or(b.map(|p| p.0)),
+        }
+    }
+
+    /// The time of its last point of either kind.
+    pub fn last_t(&self) -> Option<i64> {
+        match (self.pts.last(), self.hs.last()) {
+            (Some(a), Some(b)) => Some(a.0.max(b.0)),
+            (a, b) => a.map(|p| p.0).or(b.map(|p| p.0)),
+        }
+    }
 }
 
 pub(crate) enum Val {
@@ -52,17 +86,30 @@ pub(crate) fn cleanup(ss: Vec<Series>) -> Result<Vec<Series>> {
         }
         match index.get(&s.labels) {
             // A later part of a query split by steps (`step_split.rs`).
-            Some(&i) if out[i].pts.last().zip(s.pts.first()).is_some_and(|(a, b)| a.0 < b.0) => {
+            Some(&i) if out[i].last_t().zip(s.first_t()).is_some_and(|(a, b)| a < b) => {
                 out[i].pts.extend(s.pts);
+                out[i].hs.extend(s.hs);
             }
             Some(&i) => {
                 let existing = &mut out[i];
-                let ts: HashSet<i64> = existing.pts.iter().map(|p| p.0).collect();
-                if s.pts.iter().any(|p| ts.contains(&p.0)) {
+                let ts: HashSet<i64> = existing
+                    .pts
+                    .iter()
+                    .map(|p| p.0)
+                    .chain(existing.hs.iter().map(|p| p.0))
+                    .collect();
+                if s.pts
+                    .iter()
+                    .map(|p| p.0)
+                    .chain(s.hs.iter().map(|p| p.0))
+                    .any(|t| ts.contains(&t))
+                {
                     return Err(dup_labelset());
                 }
                 existing.pts.extend(s.pts);
                 existing.pts.sort_by_key(|p| p.0);
+                existing.hs.extend(s.hs);
+                existing.hs.sort_by_key(|p| p.0);
             }
             None => {
                 index.insert(s.labels.clone(), out.len());
@@ -150,11 +197,7 @@ impl OutAcc {
 
     fn insert(&mut self, labels: Labels) -> usize {
         self.index.insert(labels.clone(), self.series.len());
-        self.series.push(Series {
-            labels,
-            drop_name: false,
-            pts: Vec::new(),
-        });
+        self.series.push(Series::floats(labels, false, Vec::new()));
         self.series.len() - 1
     }
 

@@ -13,8 +13,6 @@
 mod nhcb;
 mod notation;
 
-use std::collections::BTreeSet;
-
 use cairn_model::histogram::HistogramSample;
 use cairn_model::{Label, Labels, Sample, stale_nan};
 use cairn_promql::{Engine, EngineOptions, QueryError, QueryResult, SampleValue, Value};
@@ -79,8 +77,6 @@ impl Matcher {
 
 struct State {
     storage: MemStorage,
-    histogram_names: BTreeSet<String>,
-    any_histogram: bool,
     start_timestamps: bool,
     type_unit: bool,
 }
@@ -89,19 +85,8 @@ impl State {
     fn new() -> Self {
         Self {
             storage: MemStorage::new(),
-            histogram_names: BTreeSet::new(),
-            any_histogram: false,
             start_timestamps: false,
             type_unit: false,
-        }
-    }
-}
-
-impl State {
-    fn note_histograms(&mut self, name: Option<&str>) {
-        self.any_histogram = true;
-        if let Some(n) = name {
-            self.histogram_names.insert(n.to_string());
         }
     }
 }
@@ -378,7 +363,6 @@ fn load(state: &mut State, header: &str, body: &[(usize, &str)], nhcb: bool) -> 
         .ok_or_else(|| format!("bad load header {header:?}"))?;
     let mut app = state.storage.appender();
     let mut loaded_floats = Vec::new();
-    let mut histogram_names = Vec::new();
     let (mut start_timestamps, mut type_unit) = (false, false);
     for &(_, line) in body {
         if line.contains("@st") {
@@ -398,7 +382,6 @@ fn load(state: &mut State, header: &str, body: &[(usize, &str)], nhcb: bool) -> 
             }
         }
         if !histograms.is_empty() {
-            histogram_names.push(labels.metric_name().map(str::to_string));
             app.append_histograms(&labels, &histograms).map_err(|e| e.to_string())?;
         }
         if !floats.is_empty() {
@@ -409,15 +392,11 @@ fn load(state: &mut State, header: &str, body: &[(usize, &str)], nhcb: bool) -> 
         }
     }
     for (labels, histograms) in nhcb::convert(&loaded_floats)? {
-        histogram_names.push(labels.metric_name().map(str::to_string));
         app.append_histograms(&labels, &histograms).map_err(|e| e.to_string())?;
     }
     app.commit().map_err(|e| e.to_string())?;
     state.start_timestamps |= start_timestamps;
     state.type_unit |= type_unit;
-    for n in histogram_names {
-        state.note_histograms(n.as_deref());
-    }
     Ok(())
 }
 
@@ -450,38 +429,16 @@ fn eval_header_re() -> &'static (Regex, Regex) {
 }
 
 /// Names a feature the query needs and Cairn lacks, if any.
-fn needs_feature(state: &State, query: &str, exp: &Expect) -> Option<String> {
-    static RE: std::sync::OnceLock<[Regex; 4]> = std::sync::OnceLock::new();
-    let [hist_fn, exp_fn, dur_expr, ext_range] = RE.get_or_init(|| {
+fn needs_feature(state: &State, query: &str) -> Option<String> {
+    static RE: std::sync::OnceLock<[Regex; 3]> = std::sync::OnceLock::new();
+    let [exp_fn, dur_expr, ext_range] = RE.get_or_init(|| {
         let mk = |s: &str| Regex::new(s).unwrap_or_else(|e| panic!("{e}"));
         [
-            mk(r"\bhistogram_(count|sum|avg|fraction|stddev|stdvar|quantiles)\s*\("),
-            mk(r"\b(info|integral|start_timestamp|max_of|min_of)\s*\("),
+            mk(r"\b(info|integral|start_timestamp|max_of|min_of|histogram_quantiles)\s*\("),
             mk(r"\[[^\]]*(\(|\)|[0-9smhdwy]\s*[-+*/%^]\s*[0-9(])[^\]]*\]|\b(offset|@)\s*-?\s*\(|(?i)\bstep\s*\(\s*\)|\brange\s*\(\s*\)"),
             mk(r"\b(anchored|smoothed)\b"),
         ]
     });
-    if query.contains("{{")
-        || exp
-            .series
-            .iter()
-            .any(|s| s.1.iter().any(|p| matches!(p, Some(Point::Histogram(_)))))
-    {
-        return Some("native-histograms".into());
-    }
-    if let Some(m) = hist_fn.captures(query) {
-        return Some(format!("native-histograms (histogram_{})", &m[1]));
-    }
-    if state.any_histogram {
-        let names = metric_names(query);
-        match names {
-            None => return Some("native-histograms (selector without a metric name over histogram data)".into()),
-            Some(ns) if ns.iter().any(|n| state.histogram_names.contains(n)) => {
-                return Some("native-histograms".into());
-            }
-            _ => {}
-        }
-    }
     if ext_range.is_match(query) {
         return Some("promql-extended-range-selectors (anchored/smoothed)".into());
     }
@@ -498,40 +455,6 @@ fn needs_feature(state: &State, query: &str, exp: &Expect) -> Option<String> {
         return Some("type-and-unit-labels".into());
     }
     None
-}
-
-/// Metric names of all selectors, or `None` if some selector has no fixed name.
-fn metric_names(query: &str) -> Option<Vec<String>> {
-    use promql_parser::parser::Expr;
-    fn walk(e: &Expr, out: &mut Vec<String>) -> bool {
-        match e {
-            Expr::VectorSelector(vs) => sel(vs, out),
-            Expr::MatrixSelector(ms) => sel(&ms.vs, out),
-            Expr::Aggregate(a) => walk(&a.expr, out) && a.param.as_ref().is_none_or(|p| walk(p, out)),
-            Expr::Unary(u) => walk(&u.expr, out),
-            Expr::Binary(b) => walk(&b.lhs, out) && walk(&b.rhs, out),
-            Expr::Paren(p) => walk(&p.expr, out),
-            Expr::Subquery(s) => walk(&s.expr, out),
-            Expr::Call(c) => c.args.args.iter().all(|a| walk(a, out)),
-            _ => true,
-        }
-    }
-    fn sel(vs: &promql_parser::parser::VectorSelector, out: &mut Vec<String>) -> bool {
-        if let Some(n) = &vs.name {
-            out.push(n.clone());
-            return true;
-        }
-        for m in &vs.matchers.matchers {
-            if m.name == "__name__" && matches!(m.op, promql_parser::label::MatchOp::Equal) {
-                out.push(m.value.clone());
-                return true;
-            }
-        }
-        false
-    }
-    let e = promql_parser::parser::parse(query).ok()?;
-    let mut out = Vec::new();
-    if walk(&e, &mut out) { Some(out) } else { None }
 }
 
 fn eval(engine: &Engine, state: &State, header: &str, body: &[(usize, &str)]) -> (String, Outcome) {
@@ -613,7 +536,7 @@ fn eval(engine: &Engine, state: &State, header: &str, body: &[(usize, &str)]) ->
             return (query, Outcome::Fail(format!("bad expectation {line:?}: {e}")));
         }
     }
-    if let Some(f) = needs_feature(state, &query, &exp) {
+    if let Some(f) = needs_feature(state, &query) {
         return (query, Outcome::Skip(f));
     }
     let res = match kind {

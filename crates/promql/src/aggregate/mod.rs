@@ -89,6 +89,7 @@ pub(crate) fn aggregate(
                     labels: l.clone(),
                     drop_name: d,
                     pts: Vec::new(),
+                    hs: Vec::new(),
                 })
                 .collect();
             let out = {

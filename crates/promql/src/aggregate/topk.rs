@@ -134,6 +134,7 @@ pub(super) fn select_k(
                             labels: input[j].labels.clone(),
                             drop_name: input[j].drop_name,
                             pts: Vec::new(),
+                            hs: Vec::new(),
                         });
                         out_idx[j] = Some(out.len() - 1);
                         out.len() - 1

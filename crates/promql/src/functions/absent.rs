@@ -24,6 +24,7 @@ pub(super) fn absent_over_time(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> 
             labels,
             drop_name: false,
             pts,
+            hs: Vec::new(),
         }))
     })?;
     let mut present = vec![false; n];
@@ -60,5 +61,6 @@ fn absent_result(labels: &Labels, present: &[bool], c: Ctx) -> Val {
         labels: labels.clone(),
         drop_name: false,
         pts,
+        hs: Vec::new(),
     }])
 }

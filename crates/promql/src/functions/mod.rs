@@ -50,6 +50,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
                 labels: Labels::empty(),
                 drop_name: false,
                 pts,
+                hs: Vec::new(),
             }]))
         }
         Func::Scalar => {

@@ -36,6 +36,7 @@ fn range_fn(ev: &mut Ev, f: RangeFn, m: &Node, scalars: Vec<Vec<f64>>, c: Ctx) -
             labels,
             drop_name: if f.keeps_name() { drop_name } else { true },
             pts,
+            hs: Vec::new(),
         }))
     })?;
     for s in &out {
