@@ -21,6 +21,7 @@ mod eval;
 mod func;
 mod functions;
 mod fused;
+mod histogram_stats;
 mod kind;
 mod lookback;
 mod math;
