@@ -9,6 +9,7 @@ use cairn_storage::{Queryable, SelectHints, ShardBy};
 use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::{AtModifier, Offset, VectorSelector};
 
+use crate::annotations::{Note, Notes};
 use crate::plan::{AggStrategy, Aggregate, MatcherSet, Node, Plan, Selector, Subquery};
 use crate::samples::{SampleColumns, Samples};
 use crate::select::{Budget, ReadOpts, Reduce, read_sharded};
@@ -250,6 +251,21 @@ impl<'a> Ev<'a> {
         }
         self.series = self.series.max(part.series);
         self.add_samples(part.samples)
+    }
+
+    /// Adds a warning or an info to the result.
+    pub(crate) fn note(&mut self, note: Note) {
+        match note {
+            Note::Warning(w) => self.warnings.push(w),
+            Note::Info(i) => self.infos.push(i),
+        }
+    }
+
+    /// Adds the notes gathered by workers.
+    pub(crate) fn take_notes(&mut self, notes: Notes) {
+        for n in notes.into_inner() {
+            self.note(n);
+        }
     }
 
     pub(crate) fn sort_warning(&mut self) {

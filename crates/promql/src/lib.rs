@@ -14,6 +14,7 @@
 #![allow(clippy::needless_range_loop, clippy::type_complexity)]
 
 mod aggregate;
+mod annotations;
 mod binary;
 mod calendar;
 mod escapes;

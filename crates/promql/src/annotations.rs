@@ -1,0 +1,63 @@
+//! The warnings and infos about native histograms, worded as Prometheus
+//! words them (one place for each text).
+
+/// A warning or an info for the query's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Note {
+    Warning(String),
+    Info(String),
+}
+
+/// Notes gathered by workers that run at once, handed to the evaluator
+/// when they are done.
+#[derive(Debug, Default)]
+pub(crate) struct Notes(std::sync::Mutex<Vec<Note>>);
+
+impl Notes {
+    pub fn add(&self, note: Note) {
+        let mut v = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if !v.contains(&note) {
+            v.push(note);
+        }
+    }
+
+    pub fn into_inner(self) -> Vec<Note> {
+        self.0.into_inner().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+pub(crate) fn mixed_floats_histograms(metric: &str) -> Note {
+    Note::Warning(format!(
+        "PromQL warning: encountered a mix of histograms and floats for metric name \"{metric}\""
+    ))
+}
+
+pub(crate) fn mixed_exponential_custom(metric: &str) -> Note {
+    Note::Warning(format!(
+        "PromQL warning: vector contains a mix of histograms with exponential and custom buckets schemas for metric name \"{metric}\""
+    ))
+}
+
+pub(crate) fn not_a_counter(metric: &str) -> Note {
+    Note::Warning(format!(
+        "PromQL warning: this native histogram metric is not a counter: \"{metric}\""
+    ))
+}
+
+pub(crate) fn not_a_gauge(metric: &str) -> Note {
+    Note::Warning(format!(
+        "PromQL warning: this native histogram metric is not a gauge: \"{metric}\""
+    ))
+}
+
+pub(crate) fn counter_reset_collision(operation: &str) -> Note {
+    Note::Warning(format!(
+        "PromQL warning: conflicting counter resets during histogram {operation}"
+    ))
+}
+
+pub(crate) fn histograms_ignored_in_range(metric: &str) -> Note {
+    Note::Info(format!(
+        "PromQL info: ignored histograms in a range containing both floats and histograms for metric name \"{metric}\""
+    ))
+}
