@@ -61,3 +61,11 @@ pub(crate) fn histograms_ignored_in_range(metric: &str) -> Note {
         "PromQL info: ignored histograms in a range containing both floats and histograms for metric name \"{metric}\""
     ))
 }
+
+pub(crate) fn mixed_floats_histograms_in_aggregation() -> Note {
+    Note::Warning("PromQL warning: encountered a mix of histograms and floats for aggregation".into())
+}
+
+pub(crate) fn histogram_ignored_in_aggregation(aggregation: &str) -> Note {
+    Note::Info(format!("PromQL info: ignored histogram in {aggregation} aggregation"))
+}

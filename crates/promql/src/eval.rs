@@ -629,15 +629,20 @@ impl<'a> Ev<'a> {
 
     fn eval_aggregate(&mut self, a: &Aggregate, c: Ctx) -> Result<Val> {
         match a.strategy {
-            AggStrategy::Folded => crate::fused::aggregate(self, a, c),
-            AggStrategy::NodeByNode { threads } => {
-                let param = match &a.param {
-                    Some(p) => Some(self.eval(p, c)?),
-                    None => None,
-                };
-                let input = self.eval_vector(&a.input, c)?;
-                crate::aggregate::aggregate(self, a.op, &a.grouping, param, input, threads, c)
-            }
+            AggStrategy::Folded => match crate::fused::aggregate(self, a, c)? {
+                Some(v) => Ok(v),
+                None => self.aggregate_node_by_node(a, 1, c),
+            },
+            AggStrategy::NodeByNode { threads } => self.aggregate_node_by_node(a, threads, c),
         }
+    }
+
+    fn aggregate_node_by_node(&mut self, a: &Aggregate, threads: usize, c: Ctx) -> Result<Val> {
+        let param = match &a.param {
+            Some(p) => Some(self.eval(p, c)?),
+            None => None,
+        };
+        let input = self.eval_vector(&a.input, c)?;
+        crate::aggregate::aggregate(self, a.op, &a.grouping, param, input, threads, c)
     }
 }
