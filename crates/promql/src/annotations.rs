@@ -69,3 +69,15 @@ pub(crate) fn mixed_floats_histograms_in_aggregation() -> Note {
 pub(crate) fn histogram_ignored_in_aggregation(aggregation: &str) -> Note {
     Note::Info(format!("PromQL info: ignored histogram in {aggregation} aggregation"))
 }
+
+pub(crate) fn incompatible_types_in_binop(op: &str, lhs: &str, rhs: &str) -> Note {
+    Note::Info(format!(
+        "PromQL info: incompatible sample types encountered for binary operator \"{op}\": {lhs} {op} {rhs}"
+    ))
+}
+
+pub(crate) fn incompatible_bucket_layout_in_binop(op: &str) -> Note {
+    Note::Warning(format!(
+        "PromQL warning: incompatible bucket layout encountered for binary operator {op}"
+    ))
+}

@@ -255,9 +255,12 @@ impl<'a> Ev<'a> {
 
     /// Adds a warning or an info to the result.
     pub(crate) fn note(&mut self, note: Note) {
-        match note {
-            Note::Warning(w) => self.warnings.push(w),
-            Note::Info(i) => self.infos.push(i),
+        let (list, text) = match note {
+            Note::Warning(w) => (&mut self.warnings, w),
+            Note::Info(i) => (&mut self.infos, i),
+        };
+        if !list.contains(&text) {
+            list.push(text);
         }
     }
 
@@ -397,6 +400,9 @@ impl<'a> Ev<'a> {
                     for s in &mut ss {
                         s.drop_name = true;
                         s.pts.iter_mut().for_each(|p| p.1 = -p.1);
+                        for (_, h) in &mut s.hs {
+                            Arc::make_mut(h).scale(-1.0);
+                        }
                     }
                     Ok(Val::Vector(settle_names(ss, Collision::AtOneStep, self.delayed_names)?))
                 }

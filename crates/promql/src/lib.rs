@@ -26,6 +26,7 @@ mod histogram_stats;
 mod kind;
 mod lookback;
 mod math;
+mod operand;
 mod ops;
 mod plan;
 mod positions;

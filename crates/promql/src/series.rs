@@ -9,6 +9,7 @@ use cairn_model::{Histogram, Label, Labels, METRIC_NAME};
 
 use crate::QueryError;
 use crate::eval::Result;
+use crate::operand::Operand;
 use crate::steps::Ctx;
 
 /// One series of an intermediate result: points at evaluation steps (vectors)
@@ -204,11 +205,22 @@ impl OutAcc {
     /// Appends a point to the output series at `slot` (from [`Self::slot`]).
     pub fn push_at(&mut self, slot: usize, drop_name: bool, t: i64, v: f64) -> Result<()> {
         let s = &mut self.series[slot];
-        if s.pts.last().is_some_and(|p| p.0 == t) {
+        if s.pts.last().is_some_and(|p| p.0 == t) || s.hs.last().is_some_and(|p| p.0 == t) {
             return Err(dup_labelset());
         }
         s.drop_name |= drop_name;
         s.pts.push((t, v));
+        Ok(())
+    }
+
+    /// Appends a histogram point to the output series at `slot`.
+    pub fn push_histogram_at(&mut self, slot: usize, drop_name: bool, t: i64, h: Arc<Histogram>) -> Result<()> {
+        let s = &mut self.series[slot];
+        if s.hs.last().is_some_and(|p| p.0 == t) || s.pts.last().is_some_and(|p| p.0 == t) {
+            return Err(dup_labelset());
+        }
+        s.drop_name |= drop_name;
+        s.hs.push((t, h));
         Ok(())
     }
 
@@ -223,28 +235,29 @@ impl OutAcc {
 
 /// A vector's points grouped by step (series order within a step), built
 /// once by walking each series; replaces a scan of every series per step,
-/// which jumped across all series' memory at every step.
-pub(crate) struct StepIter {
+/// which jumped across all series' memory at every step. Floats by default;
+/// [`crate::operand::Value`] takes histograms too.
+pub(crate) struct StepIter<V = f64> {
     ctx: Ctx,
     /// Entries of step `i` are `entries[offsets[i]..offsets[i + 1]]`.
     offsets: Vec<usize>,
-    entries: Vec<(usize, f64)>,
+    entries: Vec<(usize, V)>,
 }
 
-impl StepIter {
+impl<V: Operand> StepIter<V> {
     pub fn new(ss: &[Series], c: Ctx) -> Self {
         let n = c.n();
         let mut offsets = vec![0usize; n + 1];
         for s in ss {
-            c.walk_steps(&s.pts, 0, n, |i, _| offsets[i + 1] += 1);
+            V::walk(s, c, |i, _| offsets[i + 1] += 1);
         }
         for i in 0..n {
             offsets[i + 1] += offsets[i];
         }
-        let mut entries = vec![(0usize, 0.0f64); offsets[n]];
+        let mut entries = vec![(0usize, V::default()); offsets[n]];
         let mut pos = offsets.clone();
         for (j, s) in ss.iter().enumerate() {
-            c.walk_steps(&s.pts, 0, n, |i, &v| {
+            V::walk(s, c, |i, v| {
                 entries[pos[i]] = (j, v);
                 pos[i] += 1;
             });
@@ -257,7 +270,7 @@ impl StepIter {
     }
 
     /// Calls `f(series index, value)` for every series with a point at `t`.
-    pub fn at(&mut self, t: i64, mut f: impl FnMut(usize, f64)) {
+    pub fn at(&mut self, t: i64, mut f: impl FnMut(usize, &V)) {
         let c = self.ctx;
         if t < c.start || t > c.end {
             return;
@@ -266,8 +279,8 @@ impl StepIter {
         if i + 1 >= self.offsets.len() || c.ts(i) != t {
             return;
         }
-        for &(j, v) in &self.entries[self.offsets[i]..self.offsets[i + 1]] {
-            f(j, v);
+        for (j, v) in &self.entries[self.offsets[i]..self.offsets[i + 1]] {
+            f(*j, v);
         }
     }
 }

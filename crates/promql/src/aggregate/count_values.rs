@@ -31,7 +31,7 @@ pub(super) fn count_values(
     for i in 0..n {
         let t = c.ts(i);
         cur.clear();
-        it.at(t, |j, v| cur.push((j, v)));
+        it.at(t, |j, &v| cur.push((j, v)));
         let mut counts: Vec<(Labels, f64)> = Vec::new();
         let mut idx: HashMap<Labels, usize> = HashMap::new();
         for &(j, v) in &cur {

@@ -66,7 +66,7 @@ pub(super) fn select_k(
             k = (kk as usize).min(input.len());
         }
         cur.clear();
-        it.at(t, |j, v| cur.push((j, v)));
+        it.at(t, |j, &v| cur.push((j, v)));
         heaps.iter_mut().for_each(Vec::clear);
         let mut order: Vec<usize> = Vec::new();
         for &(j, v) in &cur {

@@ -101,7 +101,7 @@ fn bucket_statistic(ev: &mut Ev, stat: Statistic, ve: &Node, c: Ctx) -> Result<V
     for (i, natives) in natives.iter().enumerate() {
         let t = c.ts(i);
         buckets.iter_mut().for_each(Vec::clear);
-        it.at(t, |j, x| {
+        it.at(t, |j, &x| {
             if let Some((g, le)) = info[j] {
                 buckets[g].push((le, x));
             }
