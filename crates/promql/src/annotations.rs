@@ -81,3 +81,15 @@ pub(crate) fn incompatible_bucket_layout_in_binop(op: &str) -> Note {
         "PromQL warning: incompatible bucket layout encountered for binary operator {op}"
     ))
 }
+
+pub(crate) fn mismatched_custom_buckets(operation: &str) -> Note {
+    Note::Info(format!(
+        "PromQL info: mismatched custom buckets were reconciled during {operation}"
+    ))
+}
+
+/// Whether combining `a` and `b` reconciles different custom bucket
+/// bounds (the model adds them on the bounds they share).
+pub(crate) fn custom_bounds_differ(a: &cairn_model::Histogram, b: &cairn_model::Histogram) -> bool {
+    a.uses_custom_buckets() && b.uses_custom_buckets() && a.bounds() != b.bounds()
+}

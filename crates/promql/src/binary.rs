@@ -220,12 +220,8 @@ impl Ev<'_> {
                     one_matched[sg] = stamp;
                 }
                 let (fl, fr) = if swapped { (&ov, mv) } else { (mv, &ov) };
-                let (mut v, keep) = match V::apply(op, fl, fr) {
-                    Ok(r) => r,
-                    Err(note) => {
-                        notes.push(note);
-                        continue;
-                    }
+                let Some((mut v, keep)) = V::apply(op, fl, fr, &mut notes) else {
+                    continue;
                 };
                 if one_to_one && oj.is_some() {
                     if one_seen[sg] == stamp {
@@ -290,12 +286,8 @@ impl Ev<'_> {
                         continue;
                     }
                     let (fl, fr) = if swapped { (ov, &fv) } else { (&fv, ov) };
-                    let (mut v, keep) = match V::apply(op, fl, fr) {
-                        Ok(r) => r,
-                        Err(note) => {
-                            notes.push(note);
-                            continue;
-                        }
+                    let Some((mut v, keep)) = V::apply(op, fl, fr, &mut notes) else {
+                        continue;
                     };
                     if return_bool {
                         v = V::from_float(if keep { 1.0 } else { 0.0 });
@@ -384,12 +376,8 @@ fn histograms_by_scalar(
         let sv = Value::Float(s[c.idx(t)]);
         let hv = Value::Histogram(h);
         let (l, r) = if swap { (&sv, &hv) } else { (&hv, &sv) };
-        let (mut val, keep) = match Value::apply(op, l, r) {
-            Ok(r) => r,
-            Err(note) => {
-                notes.push(note);
-                continue;
-            }
+        let Some((mut val, keep)) = Value::apply(op, l, r, notes) else {
+            continue;
         };
         if op.is_comparison() && swap {
             val = hv.clone();

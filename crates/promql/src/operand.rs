@@ -20,9 +20,10 @@ pub(crate) trait Operand: Clone + Default {
 
     fn from_float(v: f64) -> Self;
 
-    /// `(value, keep)` of `l op r` as [`BinOp::apply`], or why the two
-    /// cannot be combined (the pair then has no result).
-    fn apply(op: BinOp, l: &Self, r: &Self) -> std::result::Result<(Self, bool), Note>;
+    /// `(value, keep)` of `l op r` as [`BinOp::apply`], or `None` when the
+    /// two cannot be combined; what Prometheus notes about the pair goes
+    /// to `notes`.
+    fn apply(op: BinOp, l: &Self, r: &Self, notes: &mut Vec<Note>) -> Option<(Self, bool)>;
 
     /// Appends a point to the output series at `slot`.
     fn push(acc: &mut OutAcc, slot: usize, drop_name: bool, t: i64, v: Self) -> Result<()>;
@@ -40,8 +41,8 @@ impl Operand for f64 {
     }
 
     #[inline]
-    fn apply(op: BinOp, l: &Self, r: &Self) -> std::result::Result<(Self, bool), Note> {
-        Ok(op.apply(*l, *r))
+    fn apply(op: BinOp, l: &Self, r: &Self, _: &mut Vec<Note>) -> Option<(Self, bool)> {
+        Some(op.apply(*l, *r))
     }
 
     #[inline]
@@ -82,23 +83,43 @@ impl Operand for Value {
         Self::Float(v)
     }
 
-    fn apply(op: BinOp, l: &Self, r: &Self) -> std::result::Result<(Self, bool), Note> {
+    fn apply(op: BinOp, l: &Self, r: &Self, notes: &mut Vec<Note>) -> Option<(Self, bool)> {
+        let r = combine(op, l, r);
+        if let Err(note) | Ok((_, Some(note))) = &r {
+            notes.push(note.clone());
+        }
+        r.ok().map(|r| r.0)
+    }
+
+    fn push(acc: &mut OutAcc, slot: usize, drop_name: bool, t: i64, v: Self) -> Result<()> {
+        match v {
+            Self::Float(f) => acc.push_at(slot, drop_name, t, f),
+            Self::Histogram(h) => acc.push_histogram_at(slot, drop_name, t, h),
+        }
+    }
+}
+
+/// `l op r` and an info about it, or why there is no result.
+#[allow(clippy::type_complexity)]
+fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool), Option<Note>), Note> {
+    use Value as V;
+    {
         let incompatible = || annotations::incompatible_types_in_binop(op.name(), l.type_name(), r.type_name());
         let scaled = |h: &Histogram, factor: f64| {
             let mut h = h.clone();
             h.scale(factor);
-            Value::Histogram(Arc::new(h))
+            V::Histogram(Arc::new(h))
         };
         match (l, r) {
-            (Self::Float(a), Self::Float(b)) => {
+            (V::Float(a), V::Float(b)) => {
                 let (v, keep) = op.apply(*a, *b);
-                Ok((Self::Float(v), keep))
+                Ok(((V::Float(v), keep), None))
             }
-            (Self::Float(f), Self::Histogram(h)) | (Self::Histogram(h), Self::Float(f)) if op == BinOp::Mul => {
-                Ok((scaled(h, *f), true))
+            (V::Float(f), V::Histogram(h)) | (V::Histogram(h), V::Float(f)) if op == BinOp::Mul => {
+                Ok(((scaled(h, *f), true), None))
             }
-            (Self::Histogram(h), Self::Float(f)) if op == BinOp::Div => Ok((scaled(h, 1.0 / f), true)),
-            (Self::Histogram(a), Self::Histogram(b)) => match op {
+            (V::Histogram(h), V::Float(f)) if op == BinOp::Div => Ok(((scaled(h, 1.0 / f), true), None)),
+            (V::Histogram(a), V::Histogram(b)) => match op {
                 BinOp::Add | BinOp::Sub => {
                     let mut r = (**a).clone();
                     let done = if op == BinOp::Add { r.add(b) } else { r.sub(b) };
@@ -108,20 +129,16 @@ impl Operand for Value {
                     if op == BinOp::Sub {
                         r.reset_hint = ResetHint::Gauge;
                     }
-                    Ok((Self::Histogram(Arc::new(r)), true))
+                    let operation = if op == BinOp::Add { "addition" } else { "subtraction" };
+                    let info = annotations::custom_bounds_differ(a, b)
+                        .then(|| annotations::mismatched_custom_buckets(operation));
+                    Ok(((V::Histogram(Arc::new(r)), true), info))
                 }
-                BinOp::Eq => Ok((l.clone(), same(a, b))),
-                BinOp::Ne => Ok((l.clone(), !same(a, b))),
+                BinOp::Eq => Ok(((l.clone(), same(a, b)), None)),
+                BinOp::Ne => Ok(((l.clone(), !same(a, b)), None)),
                 _ => Err(incompatible()),
             },
             _ => Err(incompatible()),
-        }
-    }
-
-    fn push(acc: &mut OutAcc, slot: usize, drop_name: bool, t: i64, v: Self) -> Result<()> {
-        match v {
-            Self::Float(f) => acc.push_at(slot, drop_name, t, f),
-            Self::Histogram(h) => acc.push_histogram_at(slot, drop_name, t, h),
         }
     }
 }
@@ -162,26 +179,30 @@ mod tests {
 
     #[test]
     fn histograms_scale_add_and_compare() {
-        let (r, keep) = Value::apply(BinOp::Mul, &Value::Float(3.0), &h(2.0)).unwrap();
+        let n = &mut Vec::new();
+        let (r, keep) = Value::apply(BinOp::Mul, &Value::Float(3.0), &h(2.0), n).unwrap();
         assert!(keep && count(&r) == 6.0);
-        let (r, _) = Value::apply(BinOp::Div, &h(2.0), &Value::Float(4.0)).unwrap();
+        let (r, _) = Value::apply(BinOp::Div, &h(2.0), &Value::Float(4.0), n).unwrap();
         assert_eq!(count(&r), 0.5);
-        let (r, _) = Value::apply(BinOp::Sub, &h(5.0), &h(2.0)).unwrap();
+        let (r, _) = Value::apply(BinOp::Sub, &h(5.0), &h(2.0), n).unwrap();
         assert_eq!(count(&r), 3.0);
-        assert!(Value::apply(BinOp::Eq, &h(2.0), &h(2.0)).unwrap().1);
-        assert!(!Value::apply(BinOp::Eq, &h(2.0), &h(3.0)).unwrap().1);
+        assert!(Value::apply(BinOp::Eq, &h(2.0), &h(2.0), n).unwrap().1);
+        assert!(!Value::apply(BinOp::Eq, &h(2.0), &h(3.0), n).unwrap().1);
+        assert!(n.is_empty());
     }
 
     #[test]
     fn floats_and_histograms_mostly_do_not_combine() {
+        let n = &mut Vec::new();
+        assert!(Value::apply(BinOp::Add, &h(2.0), &Value::Float(1.0), n).is_none());
         assert_eq!(
-            Value::apply(BinOp::Add, &h(2.0), &Value::Float(1.0)).unwrap_err(),
-            Note::Info(
+            n[..],
+            [Note::Info(
                 "PromQL info: incompatible sample types encountered for binary operator \"+\": histogram + float"
                     .into()
-            )
+            )]
         );
-        assert!(Value::apply(BinOp::Div, &Value::Float(1.0), &h(2.0)).is_err());
-        assert!(Value::apply(BinOp::Lt, &h(1.0), &h(2.0)).is_err());
+        assert!(Value::apply(BinOp::Div, &Value::Float(1.0), &h(2.0), n).is_none());
+        assert!(Value::apply(BinOp::Lt, &h(1.0), &h(2.0), n).is_none());
     }
 }

@@ -84,6 +84,9 @@ pub(super) fn merge(
                 let mut total = (*step.hs[0]).clone();
                 let mut ok = true;
                 for (h, name) in step.hs[1..].iter().zip(&step.names[1..]) {
+                    if annotations::custom_bounds_differ(&total, h) {
+                        notes.push(annotations::mismatched_custom_buckets("aggregation"));
+                    }
                     if total.add(h).is_err() {
                         notes.push(annotations::mixed_exponential_custom(name));
                         ok = false;

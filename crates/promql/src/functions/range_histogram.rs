@@ -153,6 +153,9 @@ fn rate(
     });
     for &(_, _, _, lo, hi) in windows.iter().filter(|w| w.4 - w.3 >= 2) {
         let w = &vs[lo..hi];
+        if annotations::custom_bounds_differ(&w[0], &w[w.len() - 1]) {
+            notes.add(annotations::mismatched_custom_buckets("subtraction"));
+        }
         let gauge = |h: &Histogram| h.reset_hint == ResetHint::Gauge;
         if counter && w.iter().any(gauge) {
             notes.add(annotations::not_a_counter(metric));
@@ -215,7 +218,11 @@ fn instant_change(per_second: bool, w: Samples<'_>, metric: &str, notes: &Notes)
                 notes.add(annotations::not_a_gauge(metric));
             }
             let mut r = (***b).clone();
-            if (!per_second || !Histogram::is_reset(a, b)) && r.sub(a).is_err() {
+            let subtract = !per_second || !Histogram::is_reset(a, b);
+            if subtract && annotations::custom_bounds_differ(a, b) {
+                notes.add(annotations::mismatched_custom_buckets("subtraction"));
+            }
+            if subtract && r.sub(a).is_err() {
                 notes.add(annotations::mixed_exponential_custom(metric));
                 return None;
             }
@@ -237,6 +244,9 @@ fn instant_change(per_second: bool, w: Samples<'_>, metric: &str, notes: &Notes)
 fn sum(hs: &[HistogramSample], metric: &str, notes: &Notes) -> Option<Histogram> {
     let mut total = (*hs[0].h).clone();
     for h in &hs[1..] {
+        if annotations::custom_bounds_differ(&total, &h.h) {
+            notes.add(annotations::mismatched_custom_buckets("aggregation"));
+        }
         if total.add(&h.h).is_err() {
             notes.add(annotations::mixed_exponential_custom(metric));
             return None;
