@@ -145,7 +145,7 @@ fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool
 
 /// Whether two histograms are equal as Prometheus compares them: the same
 /// layout and counts, empty buckets aside.
-fn same(a: &Histogram, b: &Histogram) -> bool {
+pub(crate) fn same(a: &Histogram, b: &Histogram) -> bool {
     let filled = |side: &[(i32, f64)]| side.iter().filter(|x| x.1 != 0.0).copied().collect::<Vec<_>>();
     a.schema == b.schema
         && a.count == b.count

@@ -117,6 +117,14 @@ pub(crate) fn points(
                 }
             }
         }
+        RangeFn::Changes | RangeFn::Resets => {
+            for t in (0..c.n()).map(|i| c.ts(i)) {
+                let (w, _) = windows(t);
+                if !w.is_void() {
+                    pts.push((t, transitions(f == RangeFn::Resets, w)));
+                }
+            }
+        }
         _ => {
             for p in float_pts {
                 if !windows(p.0).1.is_empty() {
@@ -176,6 +184,22 @@ fn rate(
             (t, Arc::new(h))
         })
         .collect()
+}
+
+/// How many samples of a window, in time order, are a reset (`resets`)
+/// or differ from the one before; a change of kind is both.
+fn transitions(resets: bool, w: Samples<'_>) -> f64 {
+    let mut all: Vec<(i64, std::result::Result<&Histogram, f64>)> = w.pairs().map(|(t, v)| (t, Err(v))).collect();
+    all.extend(w.hs.iter().map(|h| (h.t, Ok(&*h.h))));
+    all.sort_by_key(|p| p.0);
+    let counted = all.windows(2).filter(|p| match (&p[0].1, &p[1].1) {
+        (Err(a), Err(b)) if resets => b < a,
+        (Err(a), Err(b)) => a != b && !(a.is_nan() && b.is_nan()),
+        (Ok(a), Ok(b)) if resets => Histogram::is_reset(a, b),
+        (Ok(a), Ok(b)) => !crate::operand::same(a, b),
+        _ => true,
+    });
+    counted.count() as f64
 }
 
 enum Change {
