@@ -401,7 +401,7 @@ impl<'a> Ev<'a> {
                         s.drop_name = true;
                         s.pts.iter_mut().for_each(|p| p.1 = -p.1);
                         for (_, h) in &mut s.hs {
-                            Arc::make_mut(h).scale(-1.0);
+                            *h = Arc::new(crate::operand::times(h, -1.0));
                         }
                     }
                     Ok(Val::Vector(settle_names(ss, Collision::AtOneStep, self.delayed_names)?))

@@ -105,11 +105,8 @@ fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool
     use Value as V;
     {
         let incompatible = || annotations::incompatible_types_in_binop(op.name(), l.type_name(), r.type_name());
-        let scaled = |h: &Histogram, factor: f64| {
-            let mut h = h.clone();
-            h.scale(factor);
-            V::Histogram(Arc::new(h))
-        };
+        let scaled = |h: &Histogram, factor: f64| V::Histogram(Arc::new(times(h, factor)));
+        let divided = |h: &Histogram, divisor: f64| V::Histogram(Arc::new(divided_by(h, divisor)));
         match (l, r) {
             (V::Float(a), V::Float(b)) => {
                 let (v, keep) = op.apply(*a, *b);
@@ -118,7 +115,7 @@ fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool
             (V::Float(f), V::Histogram(h)) | (V::Histogram(h), V::Float(f)) if op == BinOp::Mul => {
                 Ok(((scaled(h, *f), true), None))
             }
-            (V::Histogram(h), V::Float(f)) if op == BinOp::Div => Ok(((scaled(h, 1.0 / f), true), None)),
+            (V::Histogram(h), V::Float(f)) if op == BinOp::Div => Ok(((divided(h, *f), true), None)),
             (V::Histogram(a), V::Histogram(b)) => match op {
                 BinOp::Add | BinOp::Sub => {
                     let mut r = (**a).clone();
@@ -141,6 +138,40 @@ fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool
             _ => Err(incompatible()),
         }
     }
+}
+
+/// `h * factor`: a negative factor makes a gauge.
+pub(crate) fn times(h: &Histogram, factor: f64) -> Histogram {
+    let mut h = h.clone();
+    h.scale(factor);
+    if factor < 0.0 {
+        h.reset_hint = ResetHint::Gauge;
+    }
+    h
+}
+
+/// `h / divisor`: dividing by zero leaves no buckets but the zero bucket,
+/// as in Prometheus.
+fn divided_by(h: &Histogram, divisor: f64) -> Histogram {
+    let mut h = h.clone();
+    if divisor == 0.0 {
+        h.count /= divisor;
+        h.sum /= divisor;
+        h.zero_count /= divisor;
+        h.positive.clear();
+        h.negative.clear();
+        return h;
+    }
+    for b in h.positive.iter_mut().chain(h.negative.iter_mut()) {
+        b.1 /= divisor;
+    }
+    h.count /= divisor;
+    h.sum /= divisor;
+    h.zero_count /= divisor;
+    if divisor < 0.0 {
+        h.reset_hint = ResetHint::Gauge;
+    }
+    h
 }
 
 /// Whether two histograms are equal as Prometheus compares them: the same
