@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use cairn_model::{HistogramSample, Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
+use cairn_model::histogram::ResetHint;
+use cairn_model::{Histogram, HistogramSample, Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
 use cairn_storage::{Queryable, SelectHints, ShardBy};
 use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::{AtModifier, Offset, VectorSelector};
@@ -137,6 +138,19 @@ fn to_range_series(s: Series) -> RangeSeries {
         metric: s.labels,
         floats: s.pts.into_iter().map(|(t, v)| Sample::new(t, v)).collect(),
         histograms: s.hs.into_iter().map(|(t, h)| HistogramSample { t, h }).collect(),
+    }
+}
+
+/// A subquery's histogram with a reset hint of a counter made unknown: its
+/// steps may skip the sample of a reset or return it more than once, so
+/// resets are found by comparing counts, as for floats (as Prometheus does).
+fn unhinted_counter(h: &Arc<Histogram>) -> Arc<Histogram> {
+    match h.reset_hint {
+        ResetHint::Reset | ResetHint::NotReset => Arc::new(Histogram {
+            reset_hint: ResetHint::Unknown,
+            ..(**h).clone()
+        }),
+        ResetHint::Unknown | ResetHint::Gauge => h.clone(),
     }
 }
 
@@ -577,7 +591,10 @@ impl<'a> Ev<'a> {
                         columns.extend_pairs(&s.pts);
                         let hs: Vec<HistogramSample> =
                             s.hs.iter()
-                                .map(|(t, h)| HistogramSample { t: *t, h: h.clone() })
+                                .map(|(t, h)| HistogramSample {
+                                    t: *t,
+                                    h: unhinted_counter(h),
+                                })
                                 .collect();
                         reduce(s.labels, s.drop_name, columns.view().with_histograms(&hs), ra)
                     })?
