@@ -371,7 +371,7 @@ fn load(state: &mut State, header: &str, body: &[(usize, &str)], nhcb: bool) -> 
         }
         let (labels, rest) = parse_series(line)?;
         type_unit |= labels.get("__type__").is_some() || labels.get("__unit__").is_some();
-        let mut floats = Vec::new();
+        let mut floats: Vec<Sample> = Vec::new();
         let mut histograms = Vec::new();
         for (i, p) in parse_points(&rest)?.into_iter().enumerate() {
             let t = i as i64 * interval;
@@ -382,6 +382,7 @@ fn load(state: &mut State, header: &str, body: &[(usize, &str)], nhcb: bool) -> 
             }
         }
         if !histograms.is_empty() {
+            as_stored(&mut histograms, &floats);
             app.append_histograms(&labels, &histograms).map_err(|e| e.to_string())?;
         }
         if !floats.is_empty() {
@@ -398,6 +399,43 @@ fn load(state: &mut State, header: &str, body: &[(usize, &str)], nhcb: bool) -> 
     state.start_timestamps |= start_timestamps;
     state.type_unit |= type_unit;
     Ok(())
+}
+
+/// The counter reset hints a series' histograms read back with from
+/// Prometheus' TSDB, which its test scripts expect: the storage decides
+/// them per chunk as it appends. A histogram that starts a chunk (the
+/// series' first, the first after a float or a gauge, or a reset) reads
+/// back with an unknown hint, later ones of the chunk as not resets;
+/// gauges stay gauges.
+fn as_stored(histograms: &mut [HistogramSample], floats: &[Sample]) {
+    use cairn_model::histogram::{Histogram, ResetHint};
+    let mut prev: Option<(i64, std::sync::Arc<Histogram>)> = None;
+    for s in histograms.iter_mut() {
+        let after_float = prev
+            .as_ref()
+            .is_some_and(|(pt, _)| floats.iter().any(|f| f.t > *pt && f.t < s.t));
+        let unhinted = Histogram {
+            reset_hint: ResetHint::Unknown,
+            ..(*s.h).clone()
+        };
+        let hint = match (&prev, s.h.reset_hint) {
+            (_, ResetHint::Gauge) => ResetHint::Gauge,
+            (_, ResetHint::Reset) => ResetHint::Unknown,
+            (Some((_, p)), _)
+                if !after_float && p.reset_hint != ResetHint::Gauge && !Histogram::is_reset(p, &unhinted) =>
+            {
+                ResetHint::NotReset
+            }
+            _ => ResetHint::Unknown,
+        };
+        if hint != s.h.reset_hint {
+            s.h = std::sync::Arc::new(Histogram {
+                reset_hint: hint,
+                ..unhinted
+            });
+        }
+        prev = Some((s.t, s.h.clone()));
+    }
 }
 
 fn parse_matcher(kind: Option<&str>, text: &str) -> Result<Option<Matcher>, String> {
