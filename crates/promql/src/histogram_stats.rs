@@ -60,6 +60,19 @@ impl HistogramStat {
     }
 }
 
+/// The sum of the sums and of the counts of `hs`, Kahan-compensated as
+/// Prometheus adds histograms up in aggregations (a sum field of 1e100
+/// and one of -1e100 cancel without losing what else was added).
+pub(crate) fn compensated_totals<'a>(hs: impl Iterator<Item = &'a Histogram>) -> (f64, f64) {
+    let (mut sum, mut sc, mut count, mut cc) = (0.0, 0.0, 0.0, 0.0);
+    for h in hs {
+        (sum, sc) = kahan_inc(h.sum, sum, sc);
+        (count, cc) = kahan_inc(h.count, count, cc);
+    }
+    let total = |v: f64, c: f64| if v.is_infinite() { v } else { v + c };
+    (total(sum, sc), total(count, cc))
+}
+
 /// The variance of the observations, each bucket's taken at its middle
 /// (arithmetic for custom buckets and the zero bucket, geometric for
 /// exponential ones).
@@ -327,6 +340,19 @@ mod tests {
         assert!(q.is_nan());
         assert_eq!(note, Some(NanNote::QuantileNaN));
         assert_eq!(fraction(0.0, 10.0, &h).1, Some(NanNote::FractionExcludesNaN));
+    }
+
+    #[test]
+    fn totals_are_compensated() {
+        let h = |sum: f64| Histogram {
+            sum,
+            count: 1.0,
+            ..Histogram::default()
+        };
+        let hs = [h(3.1), h(1e100), h(-1e100), h(1.3)];
+        let (sum, count) = compensated_totals(hs.iter());
+        assert!((sum - 4.4).abs() < 1e-12);
+        assert_eq!(count, 4.0);
     }
 
     #[test]

@@ -15,6 +15,7 @@ use cairn_model::Histogram;
 use cairn_model::histogram::ResetHint;
 
 use crate::annotations::{self, Note};
+use crate::histogram_stats;
 use crate::ops::AggOp as Op;
 use crate::series::Series;
 
@@ -96,6 +97,7 @@ pub(super) fn merge(
                 if !ok {
                     continue;
                 }
+                (total.sum, total.count) = histogram_stats::compensated_totals(step.hs.iter().map(|h| &**h));
                 if op == Op::Avg {
                     total.scale(1.0 / step.hs.len() as f64);
                 }
