@@ -73,6 +73,39 @@ pub(crate) fn compensated_totals<'a>(hs: impl Iterator<Item = &'a Histogram>) ->
     (total(sum, sc), total(count, cc))
 }
 
+/// The mean of `hs`, whose sum is `total`: the sum divided by their number,
+/// or, where the sum overflows, a mean taken incrementally, as Prometheus
+/// falls back to.
+pub(crate) fn mean<'a>(total: Histogram, hs: impl ExactSizeIterator<Item = &'a Histogram>) -> Histogram {
+    let n = hs.len() as f64;
+    let overflows = |h: &Histogram| {
+        [h.count, h.sum, h.zero_count]
+            .into_iter()
+            .chain(h.positive.iter().chain(&h.negative).map(|b| b.1))
+            .any(f64::is_infinite)
+    };
+    if !overflows(&total) {
+        let mut total = total;
+        total.scale(1.0 / n);
+        return total;
+    }
+    let mut mean: Option<Histogram> = None;
+    for (i, h) in hs.enumerate() {
+        let k = (i + 1) as f64;
+        let mut share = h.clone();
+        share.scale(1.0 / k);
+        match &mut mean {
+            None => mean = Some(share),
+            Some(m) => {
+                m.scale((k - 1.0) / k);
+                // The histograms were added up already: they combine.
+                let _ = m.add(&share);
+            }
+        }
+    }
+    mean.unwrap_or(total)
+}
+
 /// The variance of the observations, each bucket's taken at its middle
 /// (arithmetic for custom buckets and the zero bucket, geometric for
 /// exponential ones).
@@ -353,6 +386,22 @@ mod tests {
         let (sum, count) = compensated_totals(hs.iter());
         assert!((sum - 4.4).abs() < 1e-12);
         assert_eq!(count, 4.0);
+    }
+
+    #[test]
+    fn means_of_huge_histograms_do_not_overflow() {
+        let h = |count: f64| Histogram {
+            count,
+            sum: 1.0,
+            ..Histogram::default()
+        };
+        let hs = [h(1.5e308), h(1.5e308), h(0.0)];
+        let mut total = hs[0].clone();
+        total.add(&hs[1]).unwrap();
+        total.add(&hs[2]).unwrap();
+        let m = mean(total, hs.iter());
+        assert!((m.count - 1e308).abs() < 1e296);
+        assert!((m.sum - 1.0).abs() < 1e-12);
     }
 
     #[test]

@@ -99,7 +99,7 @@ pub(super) fn merge(
                 }
                 (total.sum, total.count) = histogram_stats::compensated_totals(step.hs.iter().map(|h| &**h));
                 if op == Op::Avg {
-                    total.scale(1.0 / step.hs.len() as f64);
+                    total = histogram_stats::mean(total, step.hs.iter().map(|h| &**h));
                 }
                 let i = slot(out, g);
                 out[i].hs.push((t, Arc::new(total)));

@@ -79,9 +79,7 @@ pub(crate) fn points(
                 }
                 if let Some(h) = sum(wh, metric, notes) {
                     let h = if f == RangeFn::AvgOverTime {
-                        let mut h = h;
-                        h.scale(1.0 / wh.len() as f64);
-                        h
+                        crate::histogram_stats::mean(h, wh.iter().map(|s| &*s.h))
                     } else {
                         h
                     };
