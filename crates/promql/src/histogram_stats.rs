@@ -103,7 +103,16 @@ pub(crate) fn mean<'a>(total: Histogram, hs: impl ExactSizeIterator<Item = &'a H
             }
         }
     }
-    mean.unwrap_or(total)
+    let mut mean = mean.unwrap_or_else(|| total.clone());
+    // Fields whose (compensated) total did not overflow are divided as they
+    // are: the incremental mean would lose what cancelled in them.
+    if total.sum.is_finite() {
+        mean.sum = total.sum / n;
+    }
+    if total.count.is_finite() {
+        mean.count = total.count / n;
+    }
+    mean
 }
 
 /// The variance of the observations, each bucket's taken at its middle
