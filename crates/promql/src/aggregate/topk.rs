@@ -158,10 +158,12 @@ pub(super) fn select_k(
                         out.len() - 1
                     }
                 };
-                let hist = input[j].hs.binary_search_by_key(&t, |p| p.0).ok();
+                let hist = limits
+                    .then(|| input[j].hs.binary_search_by_key(&t, |p| p.0).ok())
+                    .flatten();
                 match hist {
-                    Some(k) if limits => out[oi].hs.push((t, input[j].hs[k].1.clone())),
-                    _ => out[oi].pts.push((t, v)),
+                    Some(k) => out[oi].hs.push((t, input[j].hs[k].1.clone())),
+                    None => out[oi].pts.push((t, v)),
                 }
             }
         }
