@@ -7,8 +7,13 @@
 //! with `expect fail|warn|info|no_warn|no_info|ordered|string|range vector`
 //! lines (optionally `msg:`/`regex:`) and expected series.
 //!
-//! An eval that needs a feature Cairn does not have is skipped and the
-//! feature is named; everything else passes or fails.
+//! Series values may be native histograms in Prometheus' notation
+//! (`notation.rs`); `load_with_nhcb` also stores classic histograms as
+//! custom-bucket ones (`nhcb.rs`). Expected histograms are compared as
+//! Prometheus' test framework compares them.
+//!
+//! An eval that needs a feature Prometheus 3.14 keeps behind a flag is
+//! skipped and the feature is named; everything else passes or fails.
 
 mod nhcb;
 mod notation;
