@@ -7,7 +7,9 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 use promql_parser::parser::{LabelModifier, VectorMatchCardinality};
 
 use crate::QueryError;
+use crate::annotations::Note;
 use crate::eval::{Ev, Result};
+use crate::operand::{Operand, Value};
 use crate::ops::BinOp;
 use crate::plan::Binary;
 use crate::series::{OutAcc, Series, StepIter, Val, dup_labelset, labels_from};
@@ -32,22 +34,18 @@ impl Ev<'_> {
                 }
                 Ok(Val::Scalar(out))
             }
-            (Val::Vector(v), Val::Scalar(s)) => Ok(Val::Vector(vector_scalar(
-                op.element_wise()?,
-                v,
-                &s,
-                false,
-                return_bool,
-                c,
-            ))),
-            (Val::Scalar(s), Val::Vector(v)) => Ok(Val::Vector(vector_scalar(
-                op.element_wise()?,
-                v,
-                &s,
-                true,
-                return_bool,
-                c,
-            ))),
+            (Val::Vector(v), Val::Scalar(s)) => {
+                let mut notes = Vec::new();
+                let out = vector_scalar(op.element_wise()?, v, &s, false, return_bool, c, &mut notes);
+                notes.into_iter().for_each(|n| self.note(n));
+                Ok(Val::Vector(out))
+            }
+            (Val::Scalar(s), Val::Vector(v)) => {
+                let mut notes = Vec::new();
+                let out = vector_scalar(op.element_wise()?, v, &s, true, return_bool, c, &mut notes);
+                notes.into_iter().for_each(|n| self.note(n));
+                Ok(Val::Vector(out))
+            }
             (Val::Vector(l), Val::Vector(r)) => self.vector_vector(b, op, return_bool, l, r, c),
             (l, r) => Err(QueryError::BadData(format!(
                 "binary expression must contain only scalar and instant vector types, got {} and {}",
@@ -66,6 +64,24 @@ impl Ev<'_> {
         rhs: Vec<Series>,
         c: Ctx,
     ) -> Result<Val> {
+        if lhs.iter().chain(&rhs).all(|s| s.hs.is_empty()) {
+            return self.match_vectors::<f64>(b, op, return_bool, lhs, rhs, c);
+        }
+        self.match_vectors::<Value>(b, op, return_bool, lhs, rhs, c)
+    }
+
+    /// `lhs op rhs` matched by labels, over values of kind `V`.
+    #[allow(clippy::too_many_arguments)]
+    fn match_vectors<V: Operand>(
+        &mut self,
+        b: &Binary,
+        op: BinOp,
+        return_bool: bool,
+        lhs: Vec<Series>,
+        rhs: Vec<Series>,
+        c: Ctx,
+    ) -> Result<Val> {
+        let mut notes: Vec<Note> = Vec::new();
         let modifier = b.modifier.as_ref();
         let (on, names): (bool, Vec<String>) = match modifier.and_then(|m| m.matching.as_ref()) {
             Some(LabelModifier::Include(l)) => (true, l.labels.clone()),
@@ -93,10 +109,10 @@ impl Ev<'_> {
         let nsig = sig_ids.len();
         let n = c.n();
         let mut acc = OutAcc::new();
-        let mut li = StepIter::new(&lhs, c);
-        let mut ri = StepIter::new(&rhs, c);
-        let mut lcur: Vec<(usize, f64)> = Vec::new();
-        let mut rcur: Vec<(usize, f64)> = Vec::new();
+        let mut li = StepIter::<V>::new(&lhs, c);
+        let mut ri = StepIter::<V>::new(&rhs, c);
+        let mut lcur: Vec<(usize, V)> = Vec::new();
+        let mut rcur: Vec<(usize, V)> = Vec::new();
         let set_op = op.is_set();
         let include: Vec<String> = match &card {
             VectorMatchCardinality::ManyToOne(l) | VectorMatchCardinality::OneToMany(l) => l.labels.clone(),
@@ -110,7 +126,7 @@ impl Ev<'_> {
         let mut pair_slot: HashMap<(usize, usize), usize> = HashMap::new();
         let mut fill_slot: HashMap<usize, usize> = HashMap::new();
         let mut stamp_a = vec![0usize; nsig];
-        let mut one_at: Vec<(usize, f64)> = vec![(0, 0.0); nsig];
+        let mut one_at: Vec<(usize, V)> = vec![(0, V::default()); nsig];
         let mut one_matched = vec![0usize; nsig];
         let mut one_seen = vec![0usize; nsig];
         let mut sig_used = vec![0usize; nsig];
@@ -128,31 +144,34 @@ impl Ev<'_> {
             let t = c.ts(i);
             lcur.clear();
             rcur.clear();
-            li.at(t, |j, v| lcur.push((j, v)));
-            ri.at(t, |j, v| rcur.push((j, v)));
+            li.at(t, |j, v| lcur.push((j, v.clone())));
+            ri.at(t, |j, v| rcur.push((j, v.clone())));
             if set_op {
-                let copy = |acc: &mut OutAcc, side: &[Series], slots: &mut [Option<usize>], j: usize, v: f64| {
+                let copy = |acc: &mut OutAcc, side: &[Series], slots: &mut [Option<usize>], j: usize, v: &V| {
                     let slot = *slots[j].get_or_insert_with(|| acc.slot(&side[j].labels));
-                    acc.push_at(slot, side[j].drop_name, t, v)
+                    V::push(acc, slot, side[j].drop_name, t, v.clone())
                 };
                 match op {
                     BinOp::And | BinOp::Unless => {
-                        for &(j, _) in &rcur {
-                            stamp_a[rsig[j]] = stamp;
+                        for (j, _) in &rcur {
+                            stamp_a[rsig[*j]] = stamp;
                         }
                         let want = op == BinOp::And;
-                        for &(j, v) in &lcur {
+                        for (j, v) in &lcur {
+                            let j = *j;
                             if (stamp_a[lsig[j]] == stamp) == want {
                                 copy(&mut acc, &lhs, &mut lslot, j, v)?;
                             }
                         }
                     }
                     _ => {
-                        for &(j, v) in &lcur {
+                        for (j, v) in &lcur {
+                            let j = *j;
                             stamp_a[lsig[j]] = stamp;
                             copy(&mut acc, &lhs, &mut lslot, j, v)?;
                         }
-                        for &(j, v) in &rcur {
+                        for (j, v) in &rcur {
+                            let j = *j;
                             if stamp_a[rsig[j]] != stamp {
                                 copy(&mut acc, &rhs, &mut rslot, j, v)?;
                             }
@@ -169,7 +188,8 @@ impl Ev<'_> {
             } else {
                 (&lcur, &lhs, &lsig, &rcur, &rhs, &rsig)
             };
-            for &(j, v) in one.iter() {
+            for (j, v) in one.iter() {
+                let j = *j;
                 let sg = one_sig[j];
                 if stamp_a[sg] == stamp {
                     let dj = one_at[sg].0;
@@ -181,25 +201,28 @@ impl Ev<'_> {
                     )));
                 }
                 stamp_a[sg] = stamp;
-                one_at[sg] = (j, v);
+                one_at[sg] = (j, v.clone());
             }
-            for &(j, mv) in many.iter() {
+            for (j, mv) in many.iter() {
+                let j = *j;
                 let sg = many_sig[j];
                 let (oj, ov) = if stamp_a[sg] == stamp {
-                    let (oj, ov) = one_at[sg];
-                    (Some(oj), ov)
+                    let (oj, ov) = &one_at[sg];
+                    (Some(*oj), ov.clone())
                 } else {
                     let fill = if swapped { fill_l } else { fill_r };
                     match fill {
-                        Some(fv) => (None, fv),
+                        Some(fv) => (None, V::from_float(fv)),
                         None => continue,
                     }
                 };
                 if oj.is_some() {
                     one_matched[sg] = stamp;
                 }
-                let (fl, fr) = if swapped { (ov, mv) } else { (mv, ov) };
-                let (mut v, keep) = op.apply(fl, fr);
+                let (fl, fr) = if swapped { (&ov, mv) } else { (mv, &ov) };
+                let Some((mut v, keep)) = V::apply(op, fl, fr, &mut notes) else {
+                    continue;
+                };
                 if one_to_one && oj.is_some() {
                     if one_seen[sg] == stamp {
                         return Err(QueryError::Execution(
@@ -210,7 +233,7 @@ impl Ev<'_> {
                     one_seen[sg] = stamp;
                 }
                 if return_bool {
-                    v = if keep { 1.0 } else { 0.0 };
+                    v = V::from_float(if keep { 1.0 } else { 0.0 });
                 } else if !keep {
                     continue;
                 }
@@ -251,19 +274,23 @@ impl Ev<'_> {
                 }
                 sig_used[sg] = stamp;
                 let drop = return_bool || (op.is_comparison() && many_s[j].drop_name);
-                acc.push_at(slot, drop, t, v)?;
+                V::push(&mut acc, slot, drop, t, v)?;
             }
             // Fill in for unmatched series of the "one" side.
             let fill_many = if swapped { fill_r } else { fill_l };
             if let Some(fv) = fill_many {
-                for &(j, ov) in one.iter() {
+                let fv = V::from_float(fv);
+                for (j, ov) in one.iter() {
+                    let j = *j;
                     if one_matched[one_sig[j]] == stamp {
                         continue;
                     }
-                    let (fl, fr) = if swapped { (ov, fv) } else { (fv, ov) };
-                    let (mut v, keep) = op.apply(fl, fr);
+                    let (fl, fr) = if swapped { (ov, &fv) } else { (&fv, ov) };
+                    let Some((mut v, keep)) = V::apply(op, fl, fr, &mut notes) else {
+                        continue;
+                    };
                     if return_bool {
-                        v = if keep { 1.0 } else { 0.0 };
+                        v = V::from_float(if keep { 1.0 } else { 0.0 });
                     } else if !keep {
                         continue;
                     }
@@ -280,18 +307,32 @@ impl Ev<'_> {
                             &include,
                         ))
                     });
-                    acc.push_at(slot, true, t, v)?;
+                    V::push(&mut acc, slot, true, t, v)?;
                 }
             }
+        }
+        for note in notes {
+            self.note(note);
         }
         Ok(Val::Vector(acc.series))
     }
 }
 
-fn vector_scalar(op: BinOp, v: Vec<Series>, s: &[f64], swap: bool, return_bool: bool, c: Ctx) -> Vec<Series> {
+fn vector_scalar(
+    op: BinOp,
+    v: Vec<Series>,
+    s: &[f64],
+    swap: bool,
+    return_bool: bool,
+    c: Ctx,
+    notes: &mut Vec<Note>,
+) -> Vec<Series> {
     let cmp = op.is_comparison();
     let mut out = Vec::with_capacity(v.len());
     for mut series in v {
+        if !series.hs.is_empty() {
+            histograms_by_scalar(op, &mut series, s, swap, return_bool, c, notes);
+        }
         let mut pts = Vec::with_capacity(series.pts.len());
         for &(t, x) in &series.pts {
             let sv = s[c.idx(t)];
@@ -306,7 +347,7 @@ fn vector_scalar(op: BinOp, v: Vec<Series>, s: &[f64], swap: bool, return_bool: 
                 pts.push((t, val));
             }
         }
-        if pts.is_empty() {
+        if pts.is_empty() && series.hs.is_empty() {
             continue;
         }
         series.pts = pts;
@@ -316,6 +357,48 @@ fn vector_scalar(op: BinOp, v: Vec<Series>, s: &[f64], swap: bool, return_bool: 
         out.push(series);
     }
     out
+}
+
+/// `h op s` (or `s op h` when `swap`) for the histogram points of
+/// `series`, in place; float results (of `bool`) join its floats.
+fn histograms_by_scalar(
+    op: BinOp,
+    series: &mut Series,
+    s: &[f64],
+    swap: bool,
+    return_bool: bool,
+    c: Ctx,
+    notes: &mut Vec<Note>,
+) {
+    let mut hs = Vec::with_capacity(series.hs.len());
+    let mut floats = false;
+    for (t, h) in std::mem::take(&mut series.hs) {
+        let sv = Value::Float(s[c.idx(t)]);
+        let hv = Value::Histogram(h);
+        let (l, r) = if swap { (&sv, &hv) } else { (&hv, &sv) };
+        let Some((mut val, keep)) = Value::apply(op, l, r, notes) else {
+            continue;
+        };
+        if op.is_comparison() && swap {
+            val = hv.clone();
+        }
+        if return_bool {
+            val = Value::Float(if keep { 1.0 } else { 0.0 });
+        } else if !keep {
+            continue;
+        }
+        match val {
+            Value::Float(f) => {
+                series.pts.push((t, f));
+                floats = true;
+            }
+            Value::Histogram(h) => hs.push((t, h)),
+        }
+    }
+    if floats {
+        series.pts.sort_by_key(|p| p.0);
+    }
+    series.hs = hs;
 }
 
 /// The matching signature of a label set.

@@ -4,11 +4,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use cairn_model::{Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
+use cairn_model::histogram::ResetHint;
+use cairn_model::{Histogram, HistogramSample, Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
 use cairn_storage::{Queryable, SelectHints, ShardBy};
 use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::{AtModifier, Offset, VectorSelector};
 
+use crate::annotations::{Note, Notes};
 use crate::plan::{AggStrategy, Aggregate, MatcherSet, Node, Plan, Selector, Subquery};
 use crate::samples::{SampleColumns, Samples};
 use crate::select::{Budget, ReadOpts, Reduce, read_sharded};
@@ -101,10 +103,12 @@ pub(crate) fn run(
                 Value::Vector(
                     ss.into_iter()
                         .filter_map(|s| {
-                            s.pts.first().map(|&(t, v)| InstantSample {
+                            let float = s.pts.first().map(|&(t, v)| (t, SampleValue::Float(v)));
+                            let hist = s.hs.first().map(|(t, h)| (*t, SampleValue::Histogram(h.clone())));
+                            float.or(hist).map(|(t, value)| InstantSample {
                                 metric: s.labels,
                                 t,
-                                value: SampleValue::Float(v),
+                                value,
                             })
                         })
                         .collect(),
@@ -133,7 +137,20 @@ fn to_range_series(s: Series) -> RangeSeries {
     RangeSeries {
         metric: s.labels,
         floats: s.pts.into_iter().map(|(t, v)| Sample::new(t, v)).collect(),
-        histograms: Vec::new(),
+        histograms: s.hs.into_iter().map(|(t, h)| HistogramSample { t, h }).collect(),
+    }
+}
+
+/// A subquery's histogram with a reset hint of a counter made unknown: its
+/// steps may skip the sample of a reset or return it more than once, so
+/// resets are found by comparing counts, as for floats (as Prometheus does).
+fn unhinted_counter(h: &Arc<Histogram>) -> Arc<Histogram> {
+    match h.reset_hint {
+        ResetHint::Reset | ResetHint::NotReset => Arc::new(Histogram {
+            reset_hint: ResetHint::Unknown,
+            ..(**h).clone()
+        }),
+        ResetHint::Unknown | ResetHint::Gauge => h.clone(),
     }
 }
 
@@ -248,6 +265,24 @@ impl<'a> Ev<'a> {
         }
         self.series = self.series.max(part.series);
         self.add_samples(part.samples)
+    }
+
+    /// Adds a warning or an info to the result.
+    pub(crate) fn note(&mut self, note: Note) {
+        let (list, text) = match note {
+            Note::Warning(w) => (&mut self.warnings, w),
+            Note::Info(i) => (&mut self.infos, i),
+        };
+        if !list.contains(&text) {
+            list.push(text);
+        }
+    }
+
+    /// Adds the notes gathered by workers.
+    pub(crate) fn take_notes(&mut self, notes: Notes) {
+        for n in notes.into_inner() {
+            self.note(n);
+        }
     }
 
     pub(crate) fn sort_warning(&mut self) {
@@ -379,6 +414,9 @@ impl<'a> Ev<'a> {
                     for s in &mut ss {
                         s.drop_name = true;
                         s.pts.iter_mut().for_each(|p| p.1 = -p.1);
+                        for (_, h) in &mut s.hs {
+                            *h = Arc::new(crate::operand::times(h, -1.0));
+                        }
                     }
                     Ok(Val::Vector(settle_names(ss, Collision::AtOneStep, self.delayed_names)?))
                 }
@@ -393,10 +431,11 @@ impl<'a> Ev<'a> {
                 let (out, _) = self.range_series(node, c, None, true, &|labels, drop_name, samples, ra| {
                     let (ws, we) = ra.window(ts);
                     let w = samples.window(ws, we);
-                    Ok((!w.is_empty()).then(|| Series {
+                    Ok((!w.is_void()).then(|| Series {
                         labels,
                         drop_name,
                         pts: w.pairs().collect(),
+                        hs: w.hs.iter().map(|h| (h.t, h.h.clone())).collect(),
                     }))
                 })?;
                 Ok(Val::Matrix(out))
@@ -461,6 +500,16 @@ impl<'a> Ev<'a> {
             count_output: true,
         };
         let out = self.select(sel, mint, maxt, hints, opts, &|labels, samples| {
+            if !samples.hs.is_empty() {
+                return Ok(
+                    crate::lookback::instant_points(samples, c, at, off, lookback, sample_ts).map(|(pts, hs)| Series {
+                        labels,
+                        drop_name: false,
+                        pts,
+                        hs,
+                    }),
+                );
+            }
             let mut pts = Vec::new();
             let mut cursor = 0usize;
             for i in 0..n {
@@ -480,11 +529,7 @@ impl<'a> Ev<'a> {
                     }
                 }
             }
-            Ok((!pts.is_empty()).then_some(Series {
-                labels,
-                drop_name: false,
-                pts,
-            }))
+            Ok((!pts.is_empty()).then_some(Series::floats(labels, false, pts)))
         })?;
         Ok(Val::Vector(out))
     }
@@ -544,11 +589,18 @@ impl<'a> Ev<'a> {
                     crate::select::reduce_all(series, sq.threads, &budget, &|s| {
                         let mut columns = SampleColumns::default();
                         columns.extend_pairs(&s.pts);
-                        reduce(s.labels, s.drop_name, columns.view(), ra)
+                        let hs: Vec<HistogramSample> =
+                            s.hs.iter()
+                                .map(|(t, h)| HistogramSample {
+                                    t: *t,
+                                    h: unhinted_counter(h),
+                                })
+                                .collect();
+                        reduce(s.labels, s.drop_name, columns.view().with_histograms(&hs), ra)
                     })?
                 };
                 if count_output {
-                    self.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
+                    self.add_samples(out.iter().map(|s| s.pts.len() + s.hs.len()).sum())?;
                 }
                 Ok((out, ra))
             }
@@ -584,6 +636,7 @@ impl<'a> Ev<'a> {
                 labels: Labels::empty(),
                 drop_name: false,
                 pts: vs.iter().enumerate().map(|(i, &v)| (inner.ts(i), v)).collect(),
+                hs: Vec::new(),
             }],
             v => {
                 return Err(QueryError::BadData(format!(
@@ -599,15 +652,20 @@ impl<'a> Ev<'a> {
 
     fn eval_aggregate(&mut self, a: &Aggregate, c: Ctx) -> Result<Val> {
         match a.strategy {
-            AggStrategy::Folded => crate::fused::aggregate(self, a, c),
-            AggStrategy::NodeByNode { threads } => {
-                let param = match &a.param {
-                    Some(p) => Some(self.eval(p, c)?),
-                    None => None,
-                };
-                let input = self.eval_vector(&a.input, c)?;
-                crate::aggregate::aggregate(self, a.op, &a.grouping, param, input, threads, c)
-            }
+            AggStrategy::Folded => match crate::fused::aggregate(self, a, c)? {
+                Some(v) => Ok(v),
+                None => self.aggregate_node_by_node(a, 1, c),
+            },
+            AggStrategy::NodeByNode { threads } => self.aggregate_node_by_node(a, threads, c),
         }
+    }
+
+    fn aggregate_node_by_node(&mut self, a: &Aggregate, threads: usize, c: Ctx) -> Result<Val> {
+        let param = match &a.param {
+            Some(p) => Some(self.eval(p, c)?),
+            None => None,
+        };
+        let input = self.eval_vector(&a.input, c)?;
+        crate::aggregate::aggregate(self, a.op, &a.grouping, param, input, threads, c)
     }
 }

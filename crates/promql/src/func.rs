@@ -5,6 +5,7 @@
 //! whether an aggregation of it can be folded into its select) is written
 //! here only.
 
+use crate::histogram_stats::HistogramStat;
 use crate::ops::{by_name, name_in};
 use crate::rate::Extrapolation;
 
@@ -31,6 +32,9 @@ pub(crate) enum Func {
         desc: bool,
     },
     HistogramQuantile,
+    HistogramFraction,
+    /// A statistic of each native histogram.
+    HistogramStat(HistogramStat),
     Clamp(ClampFn),
     /// A field of the UTC calendar date of a value (or of the step time).
     Calendar(CalendarFn),
@@ -67,6 +71,12 @@ impl Func {
             "sort_by_label" => Self::SortByLabel { desc: false },
             "sort_by_label_desc" => Self::SortByLabel { desc: true },
             "histogram_quantile" => Self::HistogramQuantile,
+            "histogram_fraction" => Self::HistogramFraction,
+            "histogram_count" => Self::HistogramStat(HistogramStat::Count),
+            "histogram_sum" => Self::HistogramStat(HistogramStat::Sum),
+            "histogram_avg" => Self::HistogramStat(HistogramStat::Avg),
+            "histogram_stddev" => Self::HistogramStat(HistogramStat::Stddev),
+            "histogram_stdvar" => Self::HistogramStat(HistogramStat::Stdvar),
             "clamp" => Self::Clamp(ClampFn::Clamp),
             "clamp_min" => Self::Clamp(ClampFn::Min),
             "clamp_max" => Self::Clamp(ClampFn::Max),

@@ -52,7 +52,10 @@ struct Group {
 /// `a` evaluated by folding it into its select, read in the shards the
 /// plan gave it, placed by the grouping labels. The plan folds only
 /// aggregations of the shape [`Foldable`] describes.
-pub(crate) fn aggregate(ev: &mut Ev, a: &Aggregate, c: Ctx) -> Result<Val> {
+/// `None` when a selected series has native histograms: the folded
+/// kernels take floats only, and the aggregation is then evaluated node
+/// by node.
+pub(crate) fn aggregate(ev: &mut Ev, a: &Aggregate, c: Ctx) -> Result<Option<Val>> {
     let Foldable { func, sel, range, set } =
         foldable(a).ok_or_else(|| QueryError::Internal(format!("{:?} aggregation planned as folded", a.op)))?;
     let (op, grouping) = (a.op, &a.grouping);
@@ -72,8 +75,15 @@ pub(crate) fn aggregate(ev: &mut Ev, a: &Aggregate, c: Ctx) -> Result<Val> {
     let init = || Fold {
         groups: Groups::default(),
         pts: Vec::new(),
+        histograms: false,
     };
     let fold = |f: &mut Fold, labels: Labels, samples: Samples<'_>| {
+        if !samples.hs.is_empty() {
+            f.histograms = true;
+        }
+        if f.histograms {
+            return Ok(());
+        }
         f.pts.clear();
         range_points(func, &[], samples, c, ra, &mut f.pts)?;
         if !f.pts.is_empty() {
@@ -82,19 +92,24 @@ pub(crate) fn aggregate(ev: &mut Ev, a: &Aggregate, c: Ctx) -> Result<Val> {
         Ok(())
     };
     let folded = ev.fold_selected(set, mint, maxt, hints, Some(Arc::new(by)), &init, &fold)?;
+    if folded.iter().any(|f| f.histograms) {
+        return Ok(None);
+    }
     // Each group lies whole in one shard (sharded by its labels).
     let mut all = Groups::default();
     for shard in folded {
         all.groups.extend(shard.groups.groups);
         all.not_counters.extend(shard.groups.not_counters);
     }
-    finish(ev, all, c, func)
+    finish(ev, all, c, func).map(Some)
 }
 
 /// One shard's groups, and a buffer for a series' points.
 struct Fold {
     groups: Groups,
     pts: Vec<(i64, f64)>,
+    /// A series had histograms: the fold is abandoned.
+    histograms: bool,
 }
 
 /// Adds one series' points (on the step grid, in step order) to its group.
@@ -143,6 +158,7 @@ fn finish(ev: &mut Ev, groups: Groups, c: Ctx, func: RangeFn) -> Result<Val> {
             // Range functions drop the metric name, except these two.
             drop_name: !func.keeps_name(),
             pts: steps.points(c),
+            hs: Vec::new(),
         })
         .collect();
     ev.add_samples(out.iter().map(|s| s.pts.len()).sum())?;

@@ -14,6 +14,7 @@
 #![allow(clippy::needless_range_loop, clippy::type_complexity)]
 
 mod aggregate;
+mod annotations;
 mod binary;
 mod calendar;
 mod escapes;
@@ -21,8 +22,11 @@ mod eval;
 mod func;
 mod functions;
 mod fused;
+mod histogram_stats;
 mod kind;
+mod lookback;
 mod math;
+mod operand;
 mod ops;
 mod plan;
 mod positions;

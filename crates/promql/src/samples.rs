@@ -6,18 +6,32 @@
 //! dense array. Interleaving them into `(t, v)` pairs cost a copy of every
 //! sample (~12 % of a fleet-wide `rate` panel's CPU).
 
+use cairn_model::HistogramSample;
+
 /// Samples sorted by strictly increasing timestamp; `ts` and `vs` are
-/// equally long.
+/// equally long. A series' native histograms are a column of their own,
+/// `hs`, empty for float series, so that float kernels never look at them.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Samples<'a> {
     pub ts: &'a [i64],
     pub vs: &'a [f64],
+    pub hs: &'a [HistogramSample],
 }
 
 impl<'a> Samples<'a> {
     pub fn new(ts: &'a [i64], vs: &'a [f64]) -> Self {
         debug_assert_eq!(ts.len(), vs.len());
-        Self { ts, vs }
+        Self { ts, vs, hs: &[] }
+    }
+
+    /// These floats with the histogram column `hs`.
+    pub fn with_histograms(self, hs: &'a [HistogramSample]) -> Self {
+        Self { hs, ..self }
+    }
+
+    /// Whether neither column has a sample.
+    pub fn is_void(&self) -> bool {
+        self.ts.is_empty() && self.hs.is_empty()
     }
 
     pub fn len(&self) -> usize {
@@ -41,11 +55,13 @@ impl<'a> Samples<'a> {
         self.at(self.len() - 1)
     }
 
-    /// Samples `lo..hi`.
+    /// Float samples `lo..hi`, without histograms (a float window; both
+    /// columns are windowed by time with [`Self::window`]).
     pub fn slice(&self, lo: usize, hi: usize) -> Samples<'a> {
         Samples {
             ts: &self.ts[lo..hi],
             vs: &self.vs[lo..hi],
+            hs: &[],
         }
     }
 
@@ -54,9 +70,17 @@ impl<'a> Samples<'a> {
         self.ts.partition_point(|&x| x <= t)
     }
 
-    /// Samples in `(start, end]`.
+    /// Samples in `(start, end]`, of both columns.
     pub fn window(&self, start: i64, end: i64) -> Samples<'a> {
-        self.slice(self.count_until(start), self.count_until(end))
+        let floats = self.slice(self.count_until(start), self.count_until(end));
+        if self.hs.is_empty() {
+            return floats;
+        }
+        let (lo, hi) = (
+            self.hs.partition_point(|h| h.t <= start),
+            self.hs.partition_point(|h| h.t <= end),
+        );
+        floats.with_histograms(&self.hs[lo..hi])
     }
 
     pub fn pairs(&self) -> impl ExactSizeIterator<Item = (i64, f64)> + 'a {

@@ -132,7 +132,7 @@ pub(crate) fn read_sharded(
         &|out, labels, samples| {
             if let Some(series) = reduce(labels, samples)? {
                 if opts.count_output {
-                    budget.add_samples(series.pts.len())?;
+                    budget.add_samples(series.pts.len() + series.hs.len())?;
                 }
                 out.push(series);
             }
@@ -224,9 +224,16 @@ pub(crate) fn for_each_series(
             buf.retain_values(|v| !is_stale_nan(v));
             range = 0..buf.ts.len();
         }
-        let n = range.len();
+        let mut histograms = std::mem::take(&mut s.histograms);
+        if opts.drop_stale {
+            histograms.retain(|h| !h.h.is_stale_marker());
+        }
+        let n = range.len() + histograms.len();
         budget.add_samples(n)?;
-        let done = f(s.labels, buf.view().slice(range.start, range.end));
+        let done = f(
+            s.labels,
+            buf.view().slice(range.start, range.end).with_histograms(&histograms),
+        );
         budget.release_samples(n);
         done?;
     }
@@ -289,6 +296,7 @@ mod tests {
             labels: Labels::from_pairs([("a", name)]),
             drop_name: false,
             pts: Vec::new(),
+            hs: Vec::new(),
         }
     }
 

@@ -3,10 +3,13 @@
 
 use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 
-use cairn_model::{Label, Labels, METRIC_NAME};
+use std::sync::Arc;
+
+use cairn_model::{Histogram, Label, Labels, METRIC_NAME};
 
 use crate::QueryError;
 use crate::eval::Result;
+use crate::operand::Operand;
 use crate::steps::Ctx;
 
 /// One series of an intermediate result: points at evaluation steps (vectors)
@@ -18,6 +21,38 @@ pub(crate) struct Series {
     /// it, or when the query ends with delayed name removal.
     pub drop_name: bool,
     pub pts: Vec<(i64, f64)>,
+    /// Native histogram points, a column of their own beside the floats
+    /// (empty for float series, so float kernels pay nothing for them); a
+    /// step or sample time is in one column or the other, never both.
+    pub hs: Vec<(i64, Arc<Histogram>)>,
+}
+
+impl Series {
+    /// A series of float points only.
+    pub fn floats(labels: Labels, drop_name: bool, pts: Vec<(i64, f64)>) -> Self {
+        Self {
+            labels,
+            drop_name,
+            pts,
+            hs: Vec::new(),
+        }
+    }
+
+    /// The time of its first point of either kind.
+    pub fn first_t(&self) -> Option<i64> {
+        match (self.pts.first(), self.hs.first()) {
+            (Some(a), Some(b)) => Some(a.0.min(b.0)),
+            (a, b) => a.map(|p| p.0).or(b.map(|p| p.0)),
+        }
+    }
+
+    /// The time of its last point of either kind.
+    pub fn last_t(&self) -> Option<i64> {
+        match (self.pts.last(), self.hs.last()) {
+            (Some(a), Some(b)) => Some(a.0.max(b.0)),
+            (a, b) => a.map(|p| p.0).or(b.map(|p| p.0)),
+        }
+    }
 }
 
 pub(crate) enum Val {
@@ -52,17 +87,30 @@ pub(crate) fn cleanup(ss: Vec<Series>) -> Result<Vec<Series>> {
         }
         match index.get(&s.labels) {
             // A later part of a query split by steps (`step_split.rs`).
-            Some(&i) if out[i].pts.last().zip(s.pts.first()).is_some_and(|(a, b)| a.0 < b.0) => {
+            Some(&i) if out[i].last_t().zip(s.first_t()).is_some_and(|(a, b)| a < b) => {
                 out[i].pts.extend(s.pts);
+                out[i].hs.extend(s.hs);
             }
             Some(&i) => {
                 let existing = &mut out[i];
-                let ts: HashSet<i64> = existing.pts.iter().map(|p| p.0).collect();
-                if s.pts.iter().any(|p| ts.contains(&p.0)) {
+                let ts: HashSet<i64> = existing
+                    .pts
+                    .iter()
+                    .map(|p| p.0)
+                    .chain(existing.hs.iter().map(|p| p.0))
+                    .collect();
+                if s.pts
+                    .iter()
+                    .map(|p| p.0)
+                    .chain(s.hs.iter().map(|p| p.0))
+                    .any(|t| ts.contains(&t))
+                {
                     return Err(dup_labelset());
                 }
                 existing.pts.extend(s.pts);
                 existing.pts.sort_by_key(|p| p.0);
+                existing.hs.extend(s.hs);
+                existing.hs.sort_by_key(|p| p.0);
             }
             None => {
                 index.insert(s.labels.clone(), out.len());
@@ -150,22 +198,29 @@ impl OutAcc {
 
     fn insert(&mut self, labels: Labels) -> usize {
         self.index.insert(labels.clone(), self.series.len());
-        self.series.push(Series {
-            labels,
-            drop_name: false,
-            pts: Vec::new(),
-        });
+        self.series.push(Series::floats(labels, false, Vec::new()));
         self.series.len() - 1
     }
 
     /// Appends a point to the output series at `slot` (from [`Self::slot`]).
     pub fn push_at(&mut self, slot: usize, drop_name: bool, t: i64, v: f64) -> Result<()> {
         let s = &mut self.series[slot];
-        if s.pts.last().is_some_and(|p| p.0 == t) {
+        if s.pts.last().is_some_and(|p| p.0 == t) || s.hs.last().is_some_and(|p| p.0 == t) {
             return Err(dup_labelset());
         }
         s.drop_name |= drop_name;
         s.pts.push((t, v));
+        Ok(())
+    }
+
+    /// Appends a histogram point to the output series at `slot`.
+    pub fn push_histogram_at(&mut self, slot: usize, drop_name: bool, t: i64, h: Arc<Histogram>) -> Result<()> {
+        let s = &mut self.series[slot];
+        if s.hs.last().is_some_and(|p| p.0 == t) || s.pts.last().is_some_and(|p| p.0 == t) {
+            return Err(dup_labelset());
+        }
+        s.drop_name |= drop_name;
+        s.hs.push((t, h));
         Ok(())
     }
 
@@ -180,28 +235,29 @@ impl OutAcc {
 
 /// A vector's points grouped by step (series order within a step), built
 /// once by walking each series; replaces a scan of every series per step,
-/// which jumped across all series' memory at every step.
-pub(crate) struct StepIter {
+/// which jumped across all series' memory at every step. Floats by default;
+/// [`crate::operand::Value`] takes histograms too.
+pub(crate) struct StepIter<V = f64> {
     ctx: Ctx,
     /// Entries of step `i` are `entries[offsets[i]..offsets[i + 1]]`.
     offsets: Vec<usize>,
-    entries: Vec<(usize, f64)>,
+    entries: Vec<(usize, V)>,
 }
 
-impl StepIter {
+impl<V: Operand> StepIter<V> {
     pub fn new(ss: &[Series], c: Ctx) -> Self {
         let n = c.n();
         let mut offsets = vec![0usize; n + 1];
         for s in ss {
-            c.walk_steps(&s.pts, 0, n, |i, _| offsets[i + 1] += 1);
+            V::walk(s, c, |i, _| offsets[i + 1] += 1);
         }
         for i in 0..n {
             offsets[i + 1] += offsets[i];
         }
-        let mut entries = vec![(0usize, 0.0f64); offsets[n]];
+        let mut entries = vec![(0usize, V::default()); offsets[n]];
         let mut pos = offsets.clone();
         for (j, s) in ss.iter().enumerate() {
-            c.walk_steps(&s.pts, 0, n, |i, &v| {
+            V::walk(s, c, |i, v| {
                 entries[pos[i]] = (j, v);
                 pos[i] += 1;
             });
@@ -214,7 +270,7 @@ impl StepIter {
     }
 
     /// Calls `f(series index, value)` for every series with a point at `t`.
-    pub fn at(&mut self, t: i64, mut f: impl FnMut(usize, f64)) {
+    pub fn at(&mut self, t: i64, mut f: impl FnMut(usize, &V)) {
         let c = self.ctx;
         if t < c.start || t > c.end {
             return;
@@ -223,8 +279,8 @@ impl StepIter {
         if i + 1 >= self.offsets.len() || c.ts(i) != t {
             return;
         }
-        for &(j, v) in &self.entries[self.offsets[i]..self.offsets[i + 1]] {
-            f(j, v);
+        for (j, v) in &self.entries[self.offsets[i]..self.offsets[i + 1]] {
+            f(*j, v);
         }
     }
 }

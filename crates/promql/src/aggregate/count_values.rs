@@ -2,11 +2,13 @@
 
 use foldhash::{HashMap, HashMapExt};
 
+use cairn_model::Histogram;
 use cairn_model::Labels;
-use cairn_model::go_float::format_f;
+use cairn_model::go_float::{format_f, push_exposition};
 
 use crate::QueryError;
 use crate::eval::Result;
+use crate::operand::Value;
 use crate::series::{OutAcc, Series, StepIter, Val};
 use crate::steps::Ctx;
 
@@ -18,7 +20,7 @@ pub(super) fn count_values(
     c: Ctx,
 ) -> Result<Val> {
     let n = c.n();
-    let mut cur: Vec<(usize, f64)> = Vec::new();
+    let mut cur: Vec<(usize, String)> = Vec::new();
     let label = match param {
         Some(Val::Str(s)) => s.clone(),
         _ => return Err(QueryError::BadData("count_values needs a string parameter".into())),
@@ -27,16 +29,25 @@ pub(super) fn count_values(
         return Err(QueryError::Execution(format!("invalid label name {label:?}")));
     }
     let mut acc = OutAcc::new();
-    let mut it = StepIter::new(input, c);
+    // Histograms count by their text, as Prometheus writes them.
+    let mut it = StepIter::<Value>::new(input, c);
     for i in 0..n {
         let t = c.ts(i);
         cur.clear();
-        it.at(t, |j, v| cur.push((j, v)));
+        it.at(t, |j, v| {
+            cur.push((
+                j,
+                match v {
+                    Value::Float(f) => format_f(*f),
+                    Value::Histogram(h) => histogram_text(h),
+                },
+            ))
+        });
         let mut counts: Vec<(Labels, f64)> = Vec::new();
         let mut idx: HashMap<Labels, usize> = HashMap::new();
-        for &(j, v) in &cur {
-            let mut l = groups[sgroup[j]].clone();
-            l.set(&label, &format_f(v));
+        for (j, v) in &cur {
+            let mut l = groups[sgroup[*j]].clone();
+            l.set(&label, v);
             match idx.get(&l) {
                 Some(&k) => counts[k].1 += 1.0,
                 None => {
@@ -50,4 +61,46 @@ pub(super) fn count_values(
         }
     }
     Ok(Val::Vector(acc.series))
+}
+
+/// A histogram as Prometheus' `FloatHistogram.String` writes it: count,
+/// sum, and the populated buckets from the lowest up with their bounds.
+fn histogram_text(h: &Histogram) -> String {
+    let mut out = String::from("{count:");
+    push_exposition(&mut out, h.count);
+    out.push_str(", sum:");
+    push_exposition(&mut out, h.sum);
+    for b in h.buckets().iter().filter(|b| b.count != 0.0) {
+        out.push_str(if b.lower_inclusive { ", [" } else { ", (" });
+        push_exposition(&mut out, b.lower);
+        out.push(',');
+        push_exposition(&mut out, b.upper);
+        out.push_str(if b.upper_inclusive { "]:" } else { "):" });
+        push_exposition(&mut out, b.count);
+    }
+    out.push('}');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histograms_are_written_as_prometheus_writes_them() {
+        let h = Histogram {
+            schema: 0,
+            count: 20.0,
+            sum: 10.0,
+            zero_threshold: 0.001,
+            zero_count: 2.0,
+            positive: vec![(0, 1.0), (1, 2.0)],
+            negative: vec![(0, 1.0), (1, 2.0)],
+            ..Histogram::default()
+        };
+        assert_eq!(
+            histogram_text(&h),
+            "{count:20, sum:10, [-2,-1):2, [-1,-0.5):1, [-0.001,0.001]:2, (0.5,1]:1, (1,2]:2}"
+        );
+    }
 }

@@ -4,6 +4,7 @@
 
 mod accumulate;
 mod count_values;
+mod histograms;
 mod topk;
 
 use foldhash::{HashMap, HashMapExt};
@@ -89,13 +90,20 @@ pub(crate) fn aggregate(
                     labels: l.clone(),
                     drop_name: d,
                     pts: Vec::new(),
+                    hs: Vec::new(),
                 })
                 .collect();
-            let out = {
+            let mut out = {
                 let budget = ev.budget();
                 accumulate::simple(&budget, threads, op, &input, &sgroup, out, scalar_param.as_deref(), c)?
             };
-            ev.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
+            if input.iter().any(|s| !s.hs.is_empty()) {
+                let labelled: Vec<(Labels, bool)> = groups.iter().cloned().zip(gdrop.iter().copied()).collect();
+                for note in histograms::merge(op, &input, &sgroup, &labelled, &mut out) {
+                    ev.note(note);
+                }
+            }
+            ev.add_samples(out.iter().map(|s| s.pts.len() + s.hs.len()).sum())?;
             Ok(Val::Vector(out))
         }
     }

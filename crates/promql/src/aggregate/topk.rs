@@ -5,7 +5,9 @@ use cairn_model::Labels;
 use cairn_model::go_float::format_f;
 
 use crate::QueryError;
+use crate::annotations;
 use crate::eval::{Ev, Result};
+use crate::operand::Value;
 use crate::ops::AggOp;
 use crate::series::{Series, StepIter, Val};
 use crate::steps::Ctx;
@@ -28,6 +30,14 @@ pub(super) fn select_k(
     let top_less = |a: f64, b: f64| a.is_nan() || a < b;
     let bottom_less = |a: f64, b: f64| a.is_nan() || a > b;
     let mut it = StepIter::new(input, c);
+    // Vectors with histograms are walked with them: `limitk` and
+    // `limit_ratio` keep histograms, `topk` and `bottomk` ignore them.
+    let mut with_histograms = input
+        .iter()
+        .any(|s| !s.hs.is_empty())
+        .then(|| StepIter::<Value>::new(input, c));
+    let limits = matches!(op, AggOp::Limitk | AggOp::LimitRatio);
+    let mut ignored = false;
     for i in 0..n {
         let t = c.ts(i);
         let pv = p[i];
@@ -66,7 +76,15 @@ pub(super) fn select_k(
             k = (kk as usize).min(input.len());
         }
         cur.clear();
-        it.at(t, |j, v| cur.push((j, v)));
+        match &mut with_histograms {
+            // A histogram's place holds NaN: the output takes the histogram.
+            Some(hi) => hi.at(t, |j, v| match v {
+                Value::Float(f) => cur.push((j, *f)),
+                Value::Histogram(_) if limits => cur.push((j, f64::NAN)),
+                Value::Histogram(_) => ignored = true,
+            }),
+            None => it.at(t, |j, &v| cur.push((j, v))),
+        }
         heaps.iter_mut().for_each(Vec::clear);
         let mut order: Vec<usize> = Vec::new();
         for &(j, v) in &cur {
@@ -134,14 +152,24 @@ pub(super) fn select_k(
                             labels: input[j].labels.clone(),
                             drop_name: input[j].drop_name,
                             pts: Vec::new(),
+                            hs: Vec::new(),
                         });
                         out_idx[j] = Some(out.len() - 1);
                         out.len() - 1
                     }
                 };
-                out[oi].pts.push((t, v));
+                let hist = limits
+                    .then(|| input[j].hs.binary_search_by_key(&t, |p| p.0).ok())
+                    .flatten();
+                match hist {
+                    Some(k) => out[oi].hs.push((t, input[j].hs[k].1.clone())),
+                    None => out[oi].pts.push((t, v)),
+                }
             }
         }
+    }
+    if ignored {
+        ev.note(annotations::histogram_ignored_in_aggregation(op.name()));
     }
     Ok(Val::Vector(out))
 }

@@ -16,7 +16,7 @@ pub(super) fn absent_over_time(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> 
         let mut pts = Vec::new();
         for i in 0..n {
             let (ws, we) = ra.window(c.ts(i));
-            if !samples.window(ws, we).is_empty() {
+            if !samples.window(ws, we).is_void() {
                 pts.push((c.ts(i), 1.0));
             }
         }
@@ -24,6 +24,7 @@ pub(super) fn absent_over_time(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> 
             labels,
             drop_name: false,
             pts,
+            hs: Vec::new(),
         }))
     })?;
     let mut present = vec![false; n];
@@ -39,7 +40,7 @@ pub(super) fn absent(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
     let v = ev.eval_vector(arg(call, 0)?, c)?;
     let mut present = vec![false; c.n()];
     for s in &v {
-        for &(t, _) in &s.pts {
+        for t in s.pts.iter().map(|p| p.0).chain(s.hs.iter().map(|p| p.0)) {
             present[c.idx(t)] = true;
         }
     }
@@ -60,5 +61,6 @@ fn absent_result(labels: &Labels, present: &[bool], c: Ctx) -> Val {
         labels: labels.clone(),
         drop_name: false,
         pts,
+        hs: Vec::new(),
     }])
 }

@@ -23,6 +23,7 @@ pub(super) fn clamp(ev: &mut Ev, call: &Call, clamp: ClampFn, c: Ctx) -> Result<
     };
     for s in &mut v {
         s.drop_name = true;
+        s.hs.clear();
         s.pts.retain_mut(|p| {
             let i = c.idx(p.0);
             match clamp {
@@ -54,14 +55,17 @@ pub(super) fn calendar(ev: &mut Ev, call: &Call, field: CalendarFn, c: Ctx) -> R
             labels: Labels::empty(),
             drop_name: false,
             pts: (0..c.n()).map(|i| (c.ts(i), c.ts(i) as f64 / 1000.0)).collect(),
+            hs: Vec::new(),
         }],
     };
     for s in &mut v {
         s.drop_name = true;
+        s.hs.clear();
         for p in &mut s.pts {
             p.1 = field.of_time(p.1);
         }
     }
+    v.retain(|s| !s.pts.is_empty());
     Ok(Val::Vector(v))
 }
 
@@ -70,7 +74,10 @@ pub(super) fn math(ev: &mut Ev, call: &Call, m: MathFn, c: Ctx) -> Result<Val> {
     let f = m.kernel();
     for s in &mut v {
         s.drop_name = true;
+        s.hs.clear();
         s.pts.iter_mut().for_each(|p| p.1 = f(p.1));
     }
+    // Element-wise functions take floats only: histograms are left out.
+    v.retain(|s| !s.pts.is_empty());
     Ok(Val::Vector(v))
 }

@@ -1,17 +1,61 @@
-//! `histogram_quantile` over classic buckets (series with an `le` label).
+//! The histogram functions: statistics of native histograms, and
+//! `histogram_quantile`/`histogram_fraction` over native histograms and
+//! classic buckets (series with an `le` label) alike.
+
+use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
 
-use cairn_model::Labels;
 use cairn_model::go_float::format_f;
+use cairn_model::{Histogram, Labels};
 
 use crate::eval::{Ev, Result};
+use crate::histogram_stats::{self, HistogramStat};
 use crate::plan::Node;
-use crate::series::{OutAcc, StepIter, Val};
+use crate::series::{OutAcc, Series, StepIter, Val};
 use crate::steps::Ctx;
+
+/// Which statistic of each step's buckets, with its scalar arguments per step.
+pub(super) enum Statistic {
+    Quantile(Vec<f64>),
+    Fraction(Vec<f64>, Vec<f64>),
+}
+
+/// `histogram_count`, `histogram_sum`, `histogram_avg`,
+/// `histogram_stddev`, `histogram_stdvar`: one float per histogram point;
+/// float points are left out.
+pub(super) fn histogram_stat(ev: &mut Ev, ve: &Node, stat: HistogramStat, c: Ctx) -> Result<Val> {
+    let v = ev.eval_vector(ve, c)?;
+    let out = v
+        .into_iter()
+        .filter(|s| !s.hs.is_empty())
+        .map(|s| Series::floats(s.labels, true, s.hs.iter().map(|(t, h)| (*t, stat.of(h))).collect()))
+        .collect();
+    Ok(Val::Vector(out))
+}
 
 pub(super) fn histogram_quantile(ev: &mut Ev, qe: &Node, ve: &Node, c: Ctx) -> Result<Val> {
     let q = ev.eval_scalar(qe, c)?;
+    if let Some(bad) = q.iter().find(|q| !(0.0..=1.0).contains(*q)) {
+        ev.warnings.push(format!(
+            "PromQL warning: quantile value should be between 0 and 1, got {}",
+            format_f(*bad)
+        ));
+    }
+    bucket_statistic(ev, Statistic::Quantile(q), ve, c)
+}
+
+pub(super) fn histogram_fraction(ev: &mut Ev, le: &Node, ue: &Node, ve: &Node, c: Ctx) -> Result<Val> {
+    let lower = ev.eval_scalar(le, c)?;
+    let upper = ev.eval_scalar(ue, c)?;
+    bucket_statistic(ev, Statistic::Fraction(lower, upper), ve, c)
+}
+
+/// A quantile or fraction at every step of each native histogram and of
+/// each classic histogram (the float series that differ only in `le`). A
+/// native histogram with the labels of a classic one at the same step is
+/// an error of the input: neither has a result there.
+fn bucket_statistic(ev: &mut Ev, stat: Statistic, ve: &Node, c: Ctx) -> Result<Val> {
     let v = ev.eval_vector(ve, c)?;
     // Group series by labels without `le`.
     let mut gidx: HashMap<Labels, usize> = HashMap::new();
@@ -30,48 +74,149 @@ pub(super) fn histogram_quantile(ev: &mut Ev, qe: &Node, ve: &Node, c: Ctx) -> R
                 info.push(Some((g, le)));
             }
             None => {
-                let name = s.labels.metric_name().unwrap_or("");
-                ev.warnings.push(format!(
-                    "PromQL warning: bucket label \"le\" is missing or has a malformed value of \"{}\" for metric name \"{name}\"",
-                    s.labels.get("le").unwrap_or("")
-                ));
+                if !s.pts.is_empty() {
+                    let name = s.labels.metric_name().unwrap_or("");
+                    ev.warnings.push(format!(
+                        "PromQL warning: bucket label \"le\" is missing or has a malformed value of \"{}\" for metric name \"{name}\"",
+                        s.labels.get("le").unwrap_or("")
+                    ));
+                }
                 info.push(None);
             }
         }
     }
+    // Native histograms per step, and the classic group of their labels.
+    let mut natives: Vec<Vec<(usize, Arc<Histogram>)>> = vec![Vec::new(); c.n()];
+    let mut native_group: Vec<Option<usize>> = vec![None; v.len()];
+    for (j, s) in v.iter().enumerate() {
+        if s.hs.is_empty() {
+            continue;
+        }
+        native_group[j] = gidx.get(&s.labels).copied();
+        c.walk_steps(&s.hs, 0, c.n(), |i, h| natives[i].push((j, h.clone())));
+    }
     let mut buckets: Vec<Vec<(f64, f64)>> = vec![Vec::new(); groups.len()];
     let mut acc = OutAcc::new();
     let mut it = StepIter::new(&v, c);
-    for i in 0..c.n() {
+    for (i, natives) in natives.iter().enumerate() {
         let t = c.ts(i);
         buckets.iter_mut().for_each(Vec::clear);
-        it.at(t, |j, x| {
+        it.at(t, |j, &x| {
             if let Some((g, le)) = info[j] {
                 buckets[g].push((le, x));
             }
         });
-        let qv = q[i];
-        if !(0.0..=1.0).contains(&qv) {
-            ev.warnings.push(format!(
-                "PromQL warning: quantile value should be between 0 and 1, got {}",
-                format_f(qv)
-            ));
+        for (j, h) in natives {
+            let j = *j;
+            let s = &v[j];
+            if let Some(g) = native_group[j].filter(|&g| !buckets[g].is_empty()) {
+                ev.warnings.push(format!(
+                    "PromQL warning: vector contains a mix of classic and native histograms for metric name \"{}\"",
+                    s.labels.metric_name().unwrap_or("")
+                ));
+                buckets[g].clear();
+                continue;
+            }
+            let (r, note) = match &stat {
+                Statistic::Quantile(q) => histogram_stats::quantile(q[i], h),
+                Statistic::Fraction(lo, hi) => histogram_stats::fraction(lo[i], hi[i], h),
+            };
+            if let Some(note) = note {
+                ev.infos.push(note.text(s.labels.metric_name().unwrap_or("")));
+            }
+            acc.push(s.labels.clone(), true, t, r)?;
         }
         for (g, b) in buckets.iter_mut().enumerate() {
             if b.is_empty() {
                 continue;
             }
-            let (r, forced) = bucket_quantile(qv, b);
-            if forced {
-                ev.infos.push(format!(
-                    "PromQL info: input to histogram_quantile needed to be fixed for monotonicity (see https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile) for metric name \"{}\"",
-                    groups[g].metric_name().unwrap_or("")
-                ));
-            }
+            let r = match &stat {
+                Statistic::Quantile(q) => {
+                    let (r, forced) = bucket_quantile(q[i], b);
+                    if forced {
+                        ev.infos.push(format!(
+                            "PromQL info: input to histogram_quantile needed to be fixed for monotonicity (see https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile) for metric name \"{}\"",
+                            groups[g].metric_name().unwrap_or("")
+                        ));
+                    }
+                    r
+                }
+                Statistic::Fraction(lo, hi) => bucket_fraction(lo[i], hi[i], b),
+            };
             acc.push(groups[g].clone(), true, t, r)?;
         }
     }
     Ok(Val::Vector(acc.series))
+}
+
+/// The fraction of a classic histogram's observations between `lower`
+/// and `upper`, interpolated linearly within buckets.
+fn bucket_fraction(lower: f64, upper: f64, b: &mut [(f64, f64)]) -> f64 {
+    b.sort_by(|x, y| x.0.total_cmp(&y.0));
+    if b.last().is_none_or(|l| l.0 != f64::INFINITY) {
+        return f64::NAN;
+    }
+    let b = coalesce(b);
+    let count = b[b.len() - 1].1;
+    if count == 0.0 || lower.is_nan() || upper.is_nan() {
+        return f64::NAN;
+    }
+    if lower >= upper {
+        return 0.0;
+    }
+    let (mut rank, mut lower_rank, mut upper_rank) = (0.0, 0.0, 0.0);
+    let (mut lower_set, mut upper_set) = (false, false);
+    // Positive buckets only, unless the first ends at or below zero.
+    let mut lo = if b[0].0 <= 0.0 { f64::NEG_INFINITY } else { 0.0 };
+    for (i, &(hi, cum)) in b.iter().enumerate() {
+        if i > 0 {
+            lo = b[i - 1].0;
+        }
+        let interpolate = |v: f64| {
+            if lo == f64::NEG_INFINITY {
+                return cum;
+            }
+            rank + (cum - rank) * (v - lo) / (hi - lo)
+        };
+        if !lower_set && lo >= lower {
+            (lower_rank, lower_set) = (rank, true);
+        }
+        if !upper_set && lo >= upper {
+            (upper_rank, upper_set) = (rank, true);
+        }
+        if lower_set && upper_set {
+            break;
+        }
+        if !lower_set && lo < lower && hi > lower {
+            (lower_rank, lower_set) = (interpolate(lower), true);
+        }
+        if !upper_set && lo < upper && hi > upper {
+            (upper_rank, upper_set) = (interpolate(upper), true);
+        }
+        if lower_set && upper_set {
+            break;
+        }
+        rank = cum;
+    }
+    if !lower_set || lower_rank > count {
+        lower_rank = count;
+    }
+    if !upper_set || upper_rank > count {
+        upper_rank = count;
+    }
+    (upper_rank - lower_rank) / count
+}
+
+/// Sorted buckets with equal upper bounds merged.
+fn coalesce(b: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut merged: Vec<(f64, f64)> = Vec::with_capacity(b.len());
+    for &(le, c) in b {
+        match merged.last_mut() {
+            Some(last) if last.0 == le => last.1 += c,
+            _ => merged.push((le, c)),
+        }
+    }
+    merged
 }
 
 fn almost_equal(a: f64, b: f64, eps: f64) -> bool {
@@ -101,14 +246,7 @@ fn bucket_quantile(q: f64, b: &mut [(f64, f64)]) -> (f64, bool) {
     if b.last().is_none_or(|l| l.0 != f64::INFINITY) {
         return (f64::NAN, false);
     }
-    // Coalesce equal upper bounds.
-    let mut merged: Vec<(f64, f64)> = Vec::with_capacity(b.len());
-    for &(le, c) in b.iter() {
-        match merged.last_mut() {
-            Some(last) if last.0 == le => last.1 += c,
-            _ => merged.push((le, c)),
-        }
-    }
+    let mut merged = coalesce(b);
     let b = &mut merged;
     let mut forced = false;
     let mut prev = b[0].1;

@@ -63,6 +63,11 @@ pub(super) fn label_join(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
 pub(super) fn sort(ev: &mut Ev, call: &Call, desc: bool, c: Ctx) -> Result<Val> {
     let mut v = ev.eval_vector(arg(call, 0)?, c)?;
     ev.sort_warning();
+    // Sorting orders floats: histograms are left out.
+    if v.iter().any(|s| !s.hs.is_empty()) {
+        v.iter_mut().for_each(|s| s.hs.clear());
+        v.retain(|s| !s.pts.is_empty());
+    }
     if c.n() == 1 {
         let key = |s: &Series| s.pts.first().map(|p| p.1).unwrap_or(f64::NAN);
         v.sort_by(|a, b| {

@@ -5,6 +5,7 @@ mod elementwise;
 mod histogram;
 mod labels;
 mod range;
+mod range_histogram;
 mod timestamp;
 
 pub(crate) use range::{counter_info, range_points};
@@ -50,6 +51,7 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
                 labels: Labels::empty(),
                 drop_name: false,
                 pts,
+                hs: Vec::new(),
             }]))
         }
         Func::Scalar => {
@@ -80,6 +82,8 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
         Func::Sort { desc } => labels::sort(ev, call, desc, c),
         Func::SortByLabel { desc } => labels::sort_by_label(ev, call, desc, c),
         Func::HistogramQuantile => histogram::histogram_quantile(ev, arg(call, 0)?, arg(call, 1)?, c),
+        Func::HistogramFraction => histogram::histogram_fraction(ev, arg(call, 0)?, arg(call, 1)?, arg(call, 2)?, c),
+        Func::HistogramStat(stat) => histogram::histogram_stat(ev, arg(call, 0)?, stat, c),
         Func::Clamp(clamp) => elementwise::clamp(ev, call, clamp, c),
         Func::Calendar(field) => elementwise::calendar(ev, call, field, c),
         Func::Math(m) => elementwise::math(ev, call, m, c),

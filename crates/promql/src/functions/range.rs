@@ -3,6 +3,7 @@
 
 use super::{arg, quantile_warning};
 use crate::QueryError;
+use crate::annotations::Notes;
 use crate::eval::{Ev, Result};
 use crate::func::RangeFn;
 use crate::kind::Kind;
@@ -28,17 +29,26 @@ pub(super) fn call(ev: &mut Ev, call: &Call, f: RangeFn, c: Ctx) -> Result<Val> 
 
 fn range_fn(ev: &mut Ev, f: RangeFn, m: &Node, scalars: Vec<Vec<f64>>, c: Ctx) -> Result<Val> {
     let n = c.n();
+    let notes = Notes::default();
     let (out, _) = ev.range_series(m, c, Some(f.name()), true, &|labels, drop_name, samples, ra| {
+        let drop_name = if f.keeps_name() { drop_name } else { true };
+        if !samples.hs.is_empty() {
+            let metric = labels.metric_name().unwrap_or("");
+            let (pts, hs) = super::range_histogram::points(f, &scalars, samples, c, ra, metric, &notes)?;
+            return Ok((!pts.is_empty() || !hs.is_empty()).then_some(Series {
+                labels,
+                drop_name,
+                pts,
+                hs,
+            }));
+        }
         // At most one point per step, and dense series fill most steps.
         let mut pts = Vec::with_capacity(n.min(samples.len()));
         range_points(f, &scalars, samples, c, ra, &mut pts)?;
-        Ok((!pts.is_empty()).then_some(Series {
-            labels,
-            drop_name: if f.keeps_name() { drop_name } else { true },
-            pts,
-        }))
+        Ok((!pts.is_empty()).then_some(Series::floats(labels, drop_name, pts)))
     })?;
-    for s in &out {
+    ev.take_notes(notes);
+    for s in out.iter().filter(|s| !s.pts.is_empty()) {
         if let Some(info) = s.labels.metric_name().and_then(|mn| counter_info(f, mn)) {
             ev.infos.push(info);
         }
