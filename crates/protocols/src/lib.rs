@@ -25,6 +25,7 @@
 mod batch;
 pub mod csv;
 pub mod graphite;
+mod histogram;
 pub mod influx;
 pub mod json_lines;
 mod limits;
@@ -36,7 +37,8 @@ pub mod remote_read;
 pub mod remote_write;
 pub mod text_import;
 
-pub use batch::{SeriesSamples, WriteBatch};
+pub use batch::{InvalidHistograms, SeriesSamples, WriteBatch};
+pub use histogram::HistogramError;
 pub use limits::DecodeLimits;
 pub use metadata::{MetricMetadata, MetricType};
 

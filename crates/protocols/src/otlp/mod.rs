@@ -42,12 +42,18 @@
 //!   cumulative non-monotonic → gauge; Histogram → classic histogram:
 //!   cumulative `_bucket{le}` series per explicit bound, `le="+Inf"` equal to
 //!   `count`, `_count`, and `_sum` when the point has a sum; Summary →
-//!   `{quantile}` series, `_sum`, `_count`.
+//!   `{quantile}` series, `_sum`, `_count`; ExponentialHistogram (cumulative)
+//!   → native histogram under the translated name with no suffix added
+//!   (`http_server_request_duration_seconds`), converted as Prometheus does
+//!   ([`histogram`]: scale → schema, scales above 8 merged down to 8, bucket
+//!   indices moved up by one, zero bucket threshold 1e-128, `min`/`max`
+//!   dropped).
 //! - `time_unix_nano` becomes milliseconds (truncated); a point without one
 //!   (0) is stamped with the receive time, where Prometheus would store it at
 //!   1970 and lose it to retention.
 //! - A point flagged `NO_RECORDED_VALUE` stores Prometheus' stale marker in
-//!   every series it produces, as Prometheus does.
+//!   every series it produces, as Prometheus does (for an exponential
+//!   histogram, a float stale NaN: storage keeps staleness as floats).
 //! - Metadata (type, `description` as help, the OTLP unit) is recorded per
 //!   metric family; exemplars are counted and dropped.
 //!
@@ -60,9 +66,10 @@
 //! Rejected: delta (and unspecified) temporality, since Cairn stores
 //! cumulative series and converting deltas needs state across requests (set
 //! the exporter's temporality preference to cumulative, or put the
-//! Collector's `deltatocumulative` processor in front); exponential
-//! histograms, since native histograms cannot be stored yet; number points
-//! with no value; histograms whose bucket counts do not match their bounds or
+//! Collector's `deltatocumulative` processor in front; this holds for
+//! exponential histograms too); exponential histogram points Prometheus
+//! would refuse (a scale below -4, a count that is not the buckets' total,
+//! more buckets than [`DecodeLimits`] allow); number points with no value; histograms whose bucket counts do not match their bounds or
 //! whose bounds are not increasing; points whose labels break
 //! [`DecodeLimits`]. Prometheus instead drops such metrics with only a log
 //! line. A malformed body (bad framing, invalid UTF-8 in a string, bad
@@ -73,6 +80,7 @@
 
 mod decode;
 mod decompress;
+mod histogram;
 mod json;
 pub mod naming;
 pub mod proto;
@@ -99,7 +107,9 @@ pub const CONTENT_TYPE_JSON: &str = "application/json";
 pub enum RejectReason {
     DeltaTemporality,
     UnspecifiedTemporality,
-    ExponentialHistogram,
+    /// An exponential histogram point Prometheus would refuse (see
+    /// [`crate::HistogramError`]).
+    InvalidHistogram,
     MissingValue,
     InvalidBuckets,
     InvalidMetricName,
@@ -114,7 +124,7 @@ impl RejectReason {
         match self {
             Self::DeltaTemporality => "delta_temporality",
             Self::UnspecifiedTemporality => "unspecified_temporality",
-            Self::ExponentialHistogram => "exponential_histogram",
+            Self::InvalidHistogram => "invalid_histogram",
             Self::MissingValue => "missing_value",
             Self::InvalidBuckets => "invalid_buckets",
             Self::InvalidMetricName => "invalid_metric_name",
@@ -179,8 +189,9 @@ impl Rejections {
 /// A decoded request: what to store, and what was refused.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decoded {
-    /// Series and metadata to store; `histograms_rejected` counts the
-    /// exponential histogram points, `exemplars_dropped` the exemplars.
+    /// Series, native histograms and metadata to store; `exemplars_dropped`
+    /// counts the exemplars. Refused histogram points are in `rejected`,
+    /// not in the batch's `histograms_invalid`.
     pub batch: WriteBatch,
     /// Data points seen in the request (accepted or not).
     pub data_points: u64,

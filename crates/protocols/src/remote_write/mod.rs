@@ -14,10 +14,22 @@
 //!   sender used never changes a series' identity;
 //! - float samples keep their order and their exact bits (stale markers,
 //!   other NaN payloads, `-0.0` and infinities survive);
-//! - a series with no float samples is skipped silently, as Prometheus does,
-//!   before its labels are checked; its native histograms and exemplars are
-//!   only counted ([`WriteBatch::histograms_rejected`],
-//!   [`WriteBatch::exemplars_dropped`]): Cairn stores neither yet;
+//! - native histogram samples are kept beside the float samples
+//!   ([`SeriesRef::histograms`]), integer and float ones alike as float
+//!   counts; schemas 9 to 52 are reduced to 8, as Prometheus does. A
+//!   histogram Prometheus would refuse (spans not matching the counts, a
+//!   negative count, an integer count that is not its buckets' total, a
+//!   schema outside -4..=8 and -53, custom bounds that are not increasing,
+//!   more buckets than [`DecodeLimits`] allow) is left out and counted in
+//!   [`WriteBatch::histograms_invalid`] with the first one's reason; the
+//!   rest of the request is kept. A histogram staleness marker (its sum the
+//!   stale NaN) becomes a float stale NaN at its timestamp, the form
+//!   storage keeps staleness in, and counts in
+//!   [`WriteBatch::histograms_written`];
+//! - a series with neither float samples nor histograms is skipped
+//!   silently, as Prometheus does, before its labels are checked;
+//!   exemplars are only counted ([`WriteBatch::exemplars_dropped`]): Cairn
+//!   does not store them;
 //! - metadata is passed on; unknown metric type numbers become `Unknown`;
 //! - unknown protobuf fields are skipped, as protobuf requires.
 //!
@@ -43,13 +55,16 @@
 //! gives the answer in one match.
 //!
 //! [`WriteBatch`]: crate::WriteBatch
-//! [`WriteBatch::histograms_rejected`]: crate::WriteBatch::histograms_rejected
+//! [`WriteBatch::histograms_invalid`]: crate::WriteBatch::histograms_invalid
+//! [`WriteBatch::histograms_written`]: crate::WriteBatch::histograms_written
+//! [`SeriesRef::histograms`]: crate::batch::SeriesRef::histograms
 //! [`WriteBatch::exemplars_dropped`]: crate::WriteBatch::exemplars_dropped
 //! [`DecodeLimits`]: crate::DecodeLimits
 //! [`Labels::new`]: cairn_model::Labels::new
 
 mod decode;
 mod encode;
+mod histogram;
 pub mod proto;
 pub mod proto_v2;
 mod v2;
