@@ -377,4 +377,67 @@ mod tests {
         let got: Vec<(Labels, usize)> = batch.series().map(|s| (s.labels(), s.samples().len())).collect();
         assert_eq!(got, vec![(a.clone(), 2), (b, 1), (a, 1)]);
     }
+
+    fn hist(t: i64) -> HistogramSample {
+        HistogramSample::new(
+            t,
+            cairn_model::Histogram {
+                count: 1.0,
+                positive: vec![(1, 1.0)],
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn histograms_go_with_their_series_and_cost_float_batches_nothing() {
+        let a = labels(&[("__name__", "a")]);
+        let b = labels(&[("__name__", "b")]);
+        let mut batch = WriteBatch::default();
+        batch.push(&a, &[Sample::new(1, 1.0)]);
+        assert_eq!((batch.histogram_ranges.capacity(), batch.histograms.capacity()), (0, 0));
+        let mut pairs = vec![("__name__", "b")];
+        batch.push_pairs(&mut pairs, &[], &[hist(2), hist(3)]).unwrap();
+        batch.push(&a, &[Sample::new(4, 4.0)]);
+        let got: Vec<(usize, usize)> = batch
+            .series()
+            .map(|s| (s.samples().len(), s.histograms().len()))
+            .collect();
+        assert_eq!(got, [(1, 0), (0, 2), (1, 0)]);
+        assert_eq!(batch.series().nth(1).unwrap().histograms()[1], hist(3));
+        assert_eq!((batch.sample_count(), batch.histogram_count()), (2, 2));
+        batch.pop();
+        batch.pop();
+        assert_eq!((batch.series_count(), batch.histogram_count()), (1, 0));
+        batch.push_with_histograms(&b, &[], &[hist(5)]);
+        assert_eq!(batch.to_series()[1].histograms, [hist(5)]);
+    }
+
+    #[test]
+    fn histograms_and_stale_markers_join_the_last_series() {
+        let a = labels(&[("__name__", "a")]);
+        let b = labels(&[("__name__", "b")]);
+        let mut batch = WriteBatch::default();
+        assert!(!batch.push_histogram_joining_last(&a, hist(1)));
+        assert!(batch.push_histogram_joining_last(&a, hist(2)));
+        assert!(batch.push_joining_last(&a, Sample::new(3, cairn_model::stale_nan())));
+        batch.count_histogram_stale_marker();
+        assert!(!batch.push_joining_last(&b, Sample::new(3, 1.0)));
+        assert!(!batch.push_histogram_joining_last(&a, hist(4)));
+        let got: Vec<(Labels, usize, usize)> = batch
+            .series()
+            .map(|s| (s.labels(), s.samples().len(), s.histograms().len()))
+            .collect();
+        assert_eq!(got, [(a.clone(), 1, 2), (b, 1, 0), (a, 0, 1)]);
+        assert_eq!((batch.histograms_written(), batch.histogram_stale_markers()), (4, 1));
+    }
+
+    #[test]
+    fn invalid_histograms_keep_the_first_reason() {
+        let mut invalid = InvalidHistograms::default();
+        assert!(invalid.is_empty());
+        invalid.add(|| "first".into());
+        invalid.add(|| unreachable!());
+        assert_eq!((invalid.count, invalid.first.as_deref()), (2, Some("first")));
+    }
 }
