@@ -89,11 +89,13 @@ pub(super) fn from_proto(p: &proto::Histogram, max_buckets: usize) -> Result<Dec
 /// The message for one histogram sample: an integer histogram when every
 /// count is a whole number that an integer histogram can carry and the
 /// counts add up as Prometheus checks, else a float one. Either decodes
-/// back to the same [`Histogram`].
+/// back to the same [`Histogram`], but for a `-0.0` sum or zero threshold,
+/// which prost (like Prometheus' encoder) omits as zero.
 pub(super) fn to_proto(s: &HistogramSample) -> proto::Histogram {
     let h = &s.h;
-    // 2^53: above it a float no longer holds every integer.
-    let whole = |c: f64| (0.0..9_007_199_254_740_992.0).contains(&c) && c.fract() == 0.0;
+    // 2^53: above it a float no longer holds every integer; -0.0 must stay
+    // a float to keep its sign.
+    let whole = |c: f64| c.is_sign_positive() && c < 9_007_199_254_740_992.0 && c.fract() == 0.0;
     let counts = || h.positive.iter().chain(&h.negative).map(|b| b.1);
     let integer = whole(h.count) && whole(h.zero_count) && counts().all(whole) && {
         let in_buckets = counts().map(|c| c as u64).fold(h.zero_count as u64, u64::wrapping_add);
@@ -550,7 +552,8 @@ mod tests {
             });
         let custom = prop::collection::btree_map(0i32..6, 0u32..100, 0..6).prop_map(|m| {
             let positive: Vec<_> = m.into_iter().map(|(i, c)| (i, f64::from(c))).collect();
-            let count = positive.iter().map(|b| b.1).sum();
+            // An empty float sum is -0.0.
+            let count = positive.iter().map(|b| b.1).sum::<f64>() + 0.0;
             Histogram {
                 schema: CUSTOM_BUCKETS_SCHEMA,
                 count,
