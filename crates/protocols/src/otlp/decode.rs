@@ -14,7 +14,7 @@ use cairn_model::{HistogramSample, Label, Labels, METRIC_NAME, Sample, stale_nan
 use prost::Message;
 
 use super::decompress::decompress;
-use super::histogram::exponential;
+use super::histogram::{custom_buckets, exponential};
 use super::naming::{NameKind, label_name, metric_name};
 use super::proto::{
     ExponentialHistogramDataPoint, FLAG_NO_RECORDED_VALUE, HistogramDataPoint, KeyValue, NumberDataPoint, Resource,
@@ -22,7 +22,8 @@ use super::proto::{
 };
 use super::value::{any_value_string, float_label};
 use super::wire::{Field, Fields, utf8};
-use super::{ContentEncoding, DecodeError, Decoded, RejectReason, Rejections};
+use super::{ContentEncoding, DecodeError, Decoded, Options, RejectReason, Rejections};
+use crate::HistogramError;
 use crate::{DecodeLimits, MetricMetadata, MetricType, WriteBatch};
 
 /// The decoded series may take this many bytes per decompressed body byte
@@ -53,6 +54,17 @@ pub fn decode_export_request(
     limits: &DecodeLimits,
     now_ms: i64,
 ) -> Result<Decoded, DecodeError> {
+    decode_export_request_with(body, encoding, limits, now_ms, &Options::default())
+}
+
+/// [`decode_export_request`] with translation [`Options`].
+pub fn decode_export_request_with(
+    body: &[u8],
+    encoding: ContentEncoding,
+    limits: &DecodeLimits,
+    now_ms: i64,
+    options: &Options,
+) -> Result<Decoded, DecodeError> {
     let raw = decompress(body, encoding, limits.max_decompressed_bytes)?;
     let budget = raw
         .len()
@@ -60,6 +72,7 @@ pub fn decode_export_request(
         .max(MIN_OUTPUT_BUDGET_BYTES);
     let mut t = Translator {
         limits,
+        options: *options,
         now_ms,
         series: WriteBatch::default(),
         metadata: Vec::new(),
@@ -149,6 +162,7 @@ struct MetricCtx<'a> {
 
 struct Translator<'l> {
     limits: &'l DecodeLimits,
+    options: Options,
     now_ms: i64,
     /// Series only; metadata and counts are set by [`Translator::finish`].
     series: WriteBatch,
@@ -444,6 +458,11 @@ impl Translator<'_> {
             self.rejected.add(RejectReason::InvalidBuckets, 1, || why);
             return Ok(());
         }
+        if self.options.convert_histograms_to_nhcb {
+            let stale = p.flags & FLAG_NO_RECORDED_VALUE != 0;
+            let h = (!stale).then(|| custom_buckets(&p, self.limits.max_histogram_buckets));
+            return self.native_point(&p.attributes, p.time_unix_nano, h, metric, ctx, "histogram");
+        }
         let Some(base) = self.base_labels(p.attributes.iter(), ctx, 2, metric.otlp_name) else {
             return Ok(());
         };
@@ -482,23 +501,35 @@ impl Translator<'_> {
         let p = ExponentialHistogramDataPoint::decode(msg).map_err(|e| bad(at(), e.to_string()))?;
         self.exemplars_dropped += p.exemplars.len();
         let stale = p.flags & FLAG_NO_RECORDED_VALUE != 0;
-        let h = if stale {
-            None
-        } else {
-            match exponential(&p, self.limits.max_histogram_buckets) {
-                Ok(h) => Some(h),
-                Err(e) => {
-                    self.rejected.add(RejectReason::InvalidHistogram, 1, || {
-                        format!("a point of exponential histogram {:?}: {e}", metric.otlp_name)
-                    });
-                    return Ok(());
-                }
+        let h = (!stale).then(|| exponential(&p, self.limits.max_histogram_buckets));
+        self.native_point(&p.attributes, p.time_unix_nano, h, metric, ctx, "exponential histogram")
+    }
+
+    /// Stores one point as a native histogram sample under the metric's
+    /// name; `h` is `None` for a point without a value (a staleness marker,
+    /// stored as a float stale NaN), and a conversion error rejects it.
+    fn native_point(
+        &mut self,
+        attributes: &[KeyValue],
+        time_unix_nano: u64,
+        h: Option<Result<cairn_model::Histogram, HistogramError>>,
+        metric: &MetricCtx<'_>,
+        ctx: &mut ResourceCtx,
+        what: &str,
+    ) -> Result<(), DecodeError> {
+        let h = match h.transpose() {
+            Ok(h) => h,
+            Err(e) => {
+                self.rejected.add(RejectReason::InvalidHistogram, 1, || {
+                    format!("a point of {what} {:?}: {e}", metric.otlp_name)
+                });
+                return Ok(());
             }
         };
-        let Some(base) = self.base_labels(p.attributes.iter(), ctx, 1, metric.otlp_name) else {
+        let Some(base) = self.base_labels(attributes.iter(), ctx, 1, metric.otlp_name) else {
             return Ok(());
         };
-        let t = self.timestamp(p.time_unix_nano);
+        let t = self.timestamp(time_unix_nano);
         match h {
             Some(h) => self.push_histogram(&base, &metric.name, HistogramSample::new(t, h))?,
             None => {

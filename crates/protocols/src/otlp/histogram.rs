@@ -5,12 +5,15 @@
 //! (OTLP's buckets are `(base^i, base^(i+1)]`, Prometheus' end at
 //! `base^i`), counts are integers, and the zero bucket's threshold is
 //! Prometheus' fixed 1e-128 (OTLP's `zero_threshold` is not read, as in
-//! Prometheus); `min` and `max` are dropped.
+//! Prometheus); `min` and `max` are dropped. Explicit-bucket histograms
+//! convert to custom buckets ([`custom_buckets`]) when asked to.
+
+use std::sync::Arc;
 
 use cairn_model::Histogram;
-use cairn_model::histogram::{ResetHint, counts_from_deltas, expand_spans};
+use cairn_model::histogram::{CUSTOM_BUCKETS_SCHEMA, ResetHint, counts_from_deltas, expand_spans};
 
-use super::proto::{Buckets, ExponentialHistogramDataPoint};
+use super::proto::{Buckets, ExponentialHistogramDataPoint, HistogramDataPoint};
 use crate::histogram::{HistogramError, MAX_SCHEMA, check_integer_counts, finish};
 
 /// The zero bucket's width Prometheus gives every converted histogram.
@@ -33,7 +36,7 @@ pub(super) fn exponential(p: &ExponentialHistogramDataPoint, max_buckets: usize)
         });
     }
     let side = |b: &Option<Buckets>| match b {
-        Some(b) => layout(&b.bucket_counts, b.offset, scale_down),
+        Some(b) => layout(&b.bucket_counts, b.offset, scale_down, true),
         None => Ok((Vec::new(), Vec::new())),
     };
     let (positive_spans, positive_deltas) = side(&p.positive)?;
@@ -55,6 +58,35 @@ pub(super) fn exponential(p: &ExponentialHistogramDataPoint, max_buckets: usize)
 
 /// `(offset, length)` of each span.
 type Spans = Vec<(i32, u32)>;
+
+/// The native histogram with custom buckets (NHCB) of one explicit-bucket
+/// point, validated: bucket `i` of `bucket_counts` is custom bucket `i`,
+/// the bounds are `explicit_bounds`, leading empty buckets are left out and
+/// the rest laid out as for exponential histograms (Prometheus'
+/// `explicitHistogramToCustomBucketsHistogram`).
+pub(super) fn custom_buckets(p: &HistogramDataPoint, max_buckets: usize) -> Result<Histogram, HistogramError> {
+    let counts = &p.bucket_counts;
+    if counts.len() > max_buckets {
+        return Err(HistogramError::TooManyBuckets {
+            buckets: counts.len(),
+            limit: max_buckets,
+        });
+    }
+    let first = counts.iter().take_while(|&&c| c == 0).count();
+    let offset = i32::try_from(first).map_err(|_| HistogramError::IndexRange)?;
+    let (spans, deltas) = layout(counts.get(first..).unwrap_or_default(), offset, 0, false)?;
+    let sum = p.sum.unwrap_or(0.0);
+    check_integer_counts(&deltas, &[], 0, p.count, sum)?;
+    finish(Histogram {
+        schema: CUSTOM_BUCKETS_SCHEMA,
+        reset_hint: ResetHint::Unknown,
+        count: p.count as f64,
+        sum,
+        positive: expand_spans(spans, counts_from_deltas(&deltas))?,
+        custom_bounds: Some(Arc::from(&p.explicit_bounds[..])),
+        ..Histogram::default()
+    })
+}
 
 /// Spans and integer deltas of one side, as Prometheus writes them.
 #[derive(Default)]
@@ -92,8 +124,14 @@ impl Layout {
 /// Runs of up to two empty buckets stay inside a span, longer ones start a
 /// new span, and the last bucket is always written, as Prometheus lays
 /// them out. Indices are computed in 64 bits; ones outside 32 bits are an
-/// error where Go's would wrap.
-fn layout(counts: &[u64], offset: i32, scale_down: u32) -> Result<(Spans, Vec<i64>), HistogramError> {
+/// error where Go's would wrap. `shift_index` moves OTLP's exponential
+/// indices up by one; custom buckets keep theirs.
+fn layout(
+    counts: &[u64],
+    offset: i32,
+    scale_down: u32,
+    shift_index: bool,
+) -> Result<(Spans, Vec<i64>), HistogramError> {
     if counts.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
@@ -101,7 +139,7 @@ fn layout(counts: &[u64], offset: i32, scale_down: u32) -> Result<(Spans, Vec<i6
     let target = |otlp: i64| (otlp >> shift) + 1;
     let offset = i64::from(offset);
     let mut out = Layout {
-        spans: vec![(target(offset), 0)],
+        spans: vec![(if shift_index { target(offset) } else { offset }, 0)],
         deltas: Vec::with_capacity(counts.len()),
         prev: 0,
     };
@@ -205,6 +243,42 @@ mod tests {
         let h = exponential(&p, 100).unwrap();
         assert_eq!(h.negative, [(-1, 4.0), (0, 0.0), (1, 6.0)]);
         assert_eq!(h.zero_count, 2.0);
+    }
+
+    #[test]
+    fn explicit_buckets_become_custom_buckets() {
+        let p = HistogramDataPoint {
+            count: 9,
+            sum: Some(3.0),
+            bucket_counts: vec![0, 0, 4, 0, 5, 0, 0, 0, 0],
+            explicit_bounds: vec![0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0],
+            ..Default::default()
+        };
+        let h = custom_buckets(&p, 100).unwrap();
+        assert_eq!(h.schema, CUSTOM_BUCKETS_SCHEMA);
+        // Leading empty buckets left out, the gap of one kept, the trailing
+        // run of four empty ones reduced to its last bucket.
+        assert_eq!(h.positive, [(2, 4.0), (3, 0.0), (4, 5.0), (8, 0.0)]);
+        assert_eq!(h.bounds(), &p.explicit_bounds[..]);
+        assert_eq!((h.count, h.sum, h.zero_count, h.zero_threshold), (9.0, 3.0, 0.0, 0.0));
+        let empty = HistogramDataPoint::default();
+        assert_eq!(custom_buckets(&empty, 100).unwrap().positive, []);
+        let miscounted = HistogramDataPoint { count: 8, ..p.clone() };
+        assert_eq!(
+            custom_buckets(&miscounted, 100),
+            Err(HistogramError::CountMismatch { buckets: 9, count: 8 })
+        );
+        assert_eq!(
+            custom_buckets(&p, 8),
+            Err(HistogramError::TooManyBuckets { buckets: 9, limit: 8 })
+        );
+        let unsorted = HistogramDataPoint {
+            explicit_bounds: vec![1.0, 0.5],
+            bucket_counts: vec![1, 0, 0],
+            count: 1,
+            ..Default::default()
+        };
+        assert!(custom_buckets(&unsorted, 100).is_err());
     }
 
     #[test]

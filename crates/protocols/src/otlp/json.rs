@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::decompress::decompress;
 use super::proto::*;
-use super::{ContentEncoding, DecodeError, Decoded, Rejections, decode_export_request};
+use super::{ContentEncoding, DecodeError, Decoded, Options, Rejections, decode_export_request_with};
 use crate::DecodeLimits;
 
 /// Decodes one OTLP/JSON `ExportMetricsServiceRequest` body.
@@ -24,6 +24,17 @@ pub fn decode_export_request_json(
     encoding: ContentEncoding,
     limits: &DecodeLimits,
     now_ms: i64,
+) -> Result<Decoded, DecodeError> {
+    decode_export_request_json_with(body, encoding, limits, now_ms, &Options::default())
+}
+
+/// [`decode_export_request_json`] with translation [`Options`].
+pub fn decode_export_request_json_with(
+    body: &[u8],
+    encoding: ContentEncoding,
+    limits: &DecodeLimits,
+    now_ms: i64,
+    options: &Options,
 ) -> Result<Decoded, DecodeError> {
     let raw = decompress(body, encoding, limits.max_decompressed_bytes)?;
     let request = if raw.iter().all(u8::is_ascii_whitespace) {
@@ -38,7 +49,7 @@ pub fn decode_export_request_json(
     drop(raw);
     // The protobuf form is never larger than its JSON.
     let pb = request.encode_to_vec();
-    decode_export_request(&pb, ContentEncoding::Identity, limits, now_ms)
+    decode_export_request_with(&pb, ContentEncoding::Identity, limits, now_ms, options)
 }
 
 /// The JSON body of a successful export (`{}` when everything was stored).

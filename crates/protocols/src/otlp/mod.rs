@@ -41,7 +41,9 @@
 //! - Gauge → gauge; Sum, cumulative and monotonic → counter (`_total`);
 //!   cumulative non-monotonic → gauge; Histogram → classic histogram:
 //!   cumulative `_bucket{le}` series per explicit bound, `le="+Inf"` equal to
-//!   `count`, `_count`, and `_sum` when the point has a sum; Summary →
+//!   `count`, `_count`, and `_sum` when the point has a sum (or, with
+//!   [`Options::convert_histograms_to_nhcb`], a native histogram with custom
+//!   buckets under the metric's name); Summary →
 //!   `{quantile}` series, `_sum`, `_count`; ExponentialHistogram (cumulative)
 //!   → native histogram under the translated name with no suffix added
 //!   (`http_server_request_duration_seconds`), converted as Prometheus does
@@ -90,9 +92,9 @@ mod wire;
 use std::collections::BTreeMap;
 use std::fmt;
 
-pub use decode::decode_export_request;
+pub use decode::{decode_export_request, decode_export_request_with};
 pub use decompress::ContentEncoding;
-pub use json::{decode_export_request_json, encode_response_json, encode_status_json};
+pub use json::{decode_export_request_json, decode_export_request_json_with, encode_response_json, encode_status_json};
 
 use crate::{ErrorKind, WriteBatch};
 
@@ -100,6 +102,19 @@ use crate::{ErrorKind, WriteBatch};
 pub const CONTENT_TYPE_PROTOBUF: &str = "application/x-protobuf";
 /// The `Content-Type` of OTLP/HTTP JSON requests and responses.
 pub const CONTENT_TYPE_JSON: &str = "application/json";
+
+/// How OTLP metrics are translated, beyond the fixed rules above.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Store explicit-bucket histograms as native histograms with custom
+    /// buckets (schema -53, one series under the metric's name, bounds
+    /// from `explicit_bounds`) rather than classic `_bucket`/`_sum`/`_count`
+    /// series: Prometheus' `otlp.convert_histograms_to_nhcb`, off by
+    /// default there too. A point whose count is not its buckets' total is
+    /// then rejected ([`RejectReason::InvalidHistogram`]), as Prometheus
+    /// refuses it.
+    pub convert_histograms_to_nhcb: bool,
+}
 
 /// Why a point was not stored; the `reason` of Cairn's ingest metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

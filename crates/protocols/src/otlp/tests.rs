@@ -301,6 +301,77 @@ fn histogram_point(
 }
 
 #[test]
+fn histograms_become_custom_bucket_histograms_when_asked() {
+    let mut stale = histogram_point(&[("route", "/")], 0, None, &[1.0], &[0, 0]);
+    stale.time_unix_nano = T1 + 15_000_000_000;
+    stale.flags = FLAG_NO_RECORDED_VALUE;
+    let req = request(
+        vec![],
+        vec![
+            histogram(
+                "http.server.request.duration",
+                "s",
+                AggregationTemporality::Cumulative,
+                vec![
+                    histogram_point(&[("route", "/")], 10, Some(2.5), &[0.005, 0.1, 1.0], &[0, 2, 3, 5]),
+                    stale,
+                    // Its count is not its buckets' total.
+                    histogram_point(&[("route", "/x")], 4, Some(2.5), &[1.0], &[1, 2]),
+                ],
+            ),
+            histogram(
+                "d",
+                "",
+                AggregationTemporality::Delta,
+                vec![histogram_point(&[], 1, None, &[], &[1])],
+            ),
+        ],
+    );
+    let options = Options {
+        convert_histograms_to_nhcb: true,
+    };
+    let d = decode_export_request_with(
+        &req.encode_to_vec(),
+        ContentEncoding::Identity,
+        &DecodeLimits::default(),
+        NOW_MS,
+        &options,
+    )
+    .unwrap();
+    assert_eq!(
+        show(&d),
+        [
+            r#"{__name__="http_server_request_duration_seconds",route="/"} 1700000015123:stale 1700000000123:hist(schema=-53 count=10 sum=2.5 zero=0@0e0 pos=[(1, 2.0), (2, 3.0), (3, 5.0)] neg=[])"#
+        ]
+    );
+    let series = d.batch.to_series();
+    assert_eq!(series[0].histograms[0].h.bounds(), [0.005, 0.1, 1.0]);
+    assert_eq!(d.batch.histograms_written(), 2);
+    assert_eq!(
+        d.rejected.counts().collect::<Vec<_>>(),
+        vec![(RejectReason::DeltaTemporality, 1), (RejectReason::InvalidHistogram, 1)]
+    );
+    assert!(
+        d.rejected
+            .message()
+            .contains("3 observations found in buckets, but the histogram's count is 4"),
+        "{}",
+        d.rejected.message()
+    );
+    assert_eq!(
+        d.batch.metadata[0],
+        md(
+            "http_server_request_duration_seconds",
+            MetricType::Histogram,
+            "http.server.request.duration help",
+            "s"
+        )
+    );
+    // The default stays classic.
+    assert!(decode(&req).batch.series().all(|s| s.histograms().is_empty()));
+}
+
+#[test]
 fn histogram_becomes_cumulative_classic_buckets() {
     let d = check(
         &request(
