@@ -47,7 +47,7 @@
 //!   `{quantile}` series, `_sum`, `_count`; ExponentialHistogram (cumulative)
 //!   → native histogram under the translated name with no suffix added
 //!   (`http_server_request_duration_seconds`), converted as Prometheus does
-//!   ([`histogram`]: scale → schema, scales above 8 merged down to 8, bucket
+//!   (`histogram.rs`: scale → schema, scales above 8 merged down to 8, bucket
 //!   indices moved up by one, zero bucket threshold 1e-128, `min`/`max`
 //!   dropped).
 //! - `time_unix_nano` becomes milliseconds (truncated); a point without one
