@@ -20,6 +20,7 @@ fuzz_target!(|data: &[u8]| {
         max_labels_per_series: 4,
         max_label_name_len: 8,
         max_label_value_len: 8,
+        max_histogram_buckets: 4,
     };
     for encoding in [ContentEncoding::Identity, ContentEncoding::Gzip] {
         for limits in [DecodeLimits::default(), tiny] {
@@ -34,7 +35,11 @@ fuzz_target!(|data: &[u8]| {
                 continue;
             };
             for s in &decoded.batch.to_series() {
-                assert!(!s.samples.is_empty());
+                assert!(!s.samples.is_empty() || !s.histograms.is_empty());
+                for h in &s.histograms {
+                    assert_eq!(h.h.validate(), Ok(()));
+                    assert!(h.h.schema <= 8);
+                }
                 assert!(s.labels.metric_name().is_some_and(|n| !n.is_empty()));
                 assert!(s.labels.len() <= limits.max_labels_per_series);
                 for l in &s.labels {
@@ -47,7 +52,8 @@ fuzz_target!(|data: &[u8]| {
     // OTLP/JSON: any bytes, never a panic; what decodes obeys the limits.
     if let Ok(decoded) = decode_export_request_json(data, ContentEncoding::Identity, &tiny, NOW_MS) {
         for s in &decoded.batch.to_series() {
-            assert!(!s.samples.is_empty() && s.labels.len() <= tiny.max_labels_per_series);
+            assert!(!s.samples.is_empty() || !s.histograms.is_empty());
+            assert!(s.labels.len() <= tiny.max_labels_per_series);
         }
     }
 });

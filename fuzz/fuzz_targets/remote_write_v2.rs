@@ -13,6 +13,7 @@ fuzz_target!(|data: &[u8]| {
         max_labels_per_series: 4,
         max_label_name_len: 8,
         max_label_value_len: 8,
+        max_histogram_buckets: 4,
     };
     for encoding in [ContentEncoding::Snappy, ContentEncoding::Zstd, ContentEncoding::Identity] {
         for limits in [DecodeLimits::default(), tiny] {
@@ -20,7 +21,10 @@ fuzz_target!(|data: &[u8]| {
                 continue;
             };
             for s in &batch.to_series() {
-                assert!(!s.labels.is_empty() && !s.samples.is_empty());
+                assert!(!s.labels.is_empty() && (!s.samples.is_empty() || !s.histograms.is_empty()));
+                for h in &s.histograms {
+                    assert_eq!(h.h.validate(), Ok(()));
+                }
                 assert!(s.labels.len() <= limits.max_labels_per_series);
                 assert!(s.labels.metric_name().is_some());
             }

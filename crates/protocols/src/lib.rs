@@ -25,6 +25,7 @@
 mod batch;
 pub mod csv;
 pub mod graphite;
+mod histogram;
 pub mod histogram_json;
 pub mod influx;
 pub mod json_lines;
@@ -37,7 +38,8 @@ pub mod remote_read;
 pub mod remote_write;
 pub mod text_import;
 
-pub use batch::{SeriesSamples, WriteBatch};
+pub use batch::{InvalidHistograms, SeriesSamples, WriteBatch};
+pub use histogram::HistogramError;
 pub use limits::DecodeLimits;
 pub use metadata::{MetricMetadata, MetricType};
 

@@ -14,6 +14,9 @@ pub struct DecodeLimits {
     pub max_label_name_len: usize,
     /// Longest label value accepted, in bytes.
     pub max_label_value_len: usize,
+    /// Most buckets one native histogram sample may have, both sides
+    /// together; a histogram with more is refused on its own.
+    pub max_histogram_buckets: usize,
 }
 
 impl DecodeLimits {
@@ -24,6 +27,10 @@ impl DecodeLimits {
     pub const DEFAULT_MAX_LABELS_PER_SERIES: usize = 256;
     pub const DEFAULT_MAX_LABEL_NAME_LEN: usize = 1024;
     pub const DEFAULT_MAX_LABEL_VALUE_LEN: usize = 16 * 1024;
+    /// Client libraries and the OpenTelemetry SDKs default to 160 buckets;
+    /// this leaves room for far finer histograms while keeping one sample
+    /// near 1 MiB decoded.
+    pub const DEFAULT_MAX_HISTOGRAM_BUCKETS: usize = 1 << 16;
 }
 
 impl Default for DecodeLimits {
@@ -33,6 +40,7 @@ impl Default for DecodeLimits {
             max_labels_per_series: Self::DEFAULT_MAX_LABELS_PER_SERIES,
             max_label_name_len: Self::DEFAULT_MAX_LABEL_NAME_LEN,
             max_label_value_len: Self::DEFAULT_MAX_LABEL_VALUE_LEN,
+            max_histogram_buckets: Self::DEFAULT_MAX_HISTOGRAM_BUCKETS,
         }
     }
 }

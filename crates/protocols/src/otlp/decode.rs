@@ -10,18 +10,20 @@
 
 use std::collections::HashSet;
 
-use cairn_model::{Label, Labels, METRIC_NAME, Sample, stale_nan};
+use cairn_model::{HistogramSample, Label, Labels, METRIC_NAME, Sample, stale_nan};
 use prost::Message;
 
 use super::decompress::decompress;
+use super::histogram::{custom_buckets, exponential};
 use super::naming::{NameKind, label_name, metric_name};
 use super::proto::{
-    FLAG_NO_RECORDED_VALUE, HistogramDataPoint, KeyValue, NumberDataPoint, Resource, SummaryDataPoint,
-    number_data_point,
+    ExponentialHistogramDataPoint, FLAG_NO_RECORDED_VALUE, HistogramDataPoint, KeyValue, NumberDataPoint, Resource,
+    SummaryDataPoint, number_data_point,
 };
 use super::value::{any_value_string, float_label};
 use super::wire::{Field, Fields, utf8};
-use super::{ContentEncoding, DecodeError, Decoded, RejectReason, Rejections};
+use super::{ContentEncoding, DecodeError, Decoded, Options, RejectReason, Rejections};
+use crate::HistogramError;
 use crate::{DecodeLimits, MetricMetadata, MetricType, WriteBatch};
 
 /// The decoded series may take this many bytes per decompressed body byte
@@ -33,6 +35,9 @@ const MIN_OUTPUT_BUDGET_BYTES: usize = 64 << 20;
 const LABEL_OVERHEAD_BYTES: usize = 48;
 const SERIES_OVERHEAD_BYTES: usize = 96;
 const SAMPLE_BYTES: usize = 16;
+/// A histogram sample beside its buckets, and one sparse bucket.
+const HISTOGRAM_BYTES: usize = 160;
+const BUCKET_BYTES: usize = 16;
 
 /// `target_info` is sampled every half of the default 5 m lookback delta.
 const TARGET_INFO_INTERVAL_MS: i64 = 150_000;
@@ -49,6 +54,17 @@ pub fn decode_export_request(
     limits: &DecodeLimits,
     now_ms: i64,
 ) -> Result<Decoded, DecodeError> {
+    decode_export_request_with(body, encoding, limits, now_ms, &Options::default())
+}
+
+/// [`decode_export_request`] with translation [`Options`].
+pub fn decode_export_request_with(
+    body: &[u8],
+    encoding: ContentEncoding,
+    limits: &DecodeLimits,
+    now_ms: i64,
+    options: &Options,
+) -> Result<Decoded, DecodeError> {
     let raw = decompress(body, encoding, limits.max_decompressed_bytes)?;
     let budget = raw
         .len()
@@ -56,13 +72,13 @@ pub fn decode_export_request(
         .max(MIN_OUTPUT_BUDGET_BYTES);
     let mut t = Translator {
         limits,
+        options: *options,
         now_ms,
         series: WriteBatch::default(),
         metadata: Vec::new(),
         metadata_seen: HashSet::new(),
         rejected: Rejections::default(),
         data_points: 0,
-        histograms_rejected: 0,
         exemplars_dropped: 0,
         budget_limit: budget,
         budget_left: budget,
@@ -146,6 +162,7 @@ struct MetricCtx<'a> {
 
 struct Translator<'l> {
     limits: &'l DecodeLimits,
+    options: Options,
     now_ms: i64,
     /// Series only; metadata and counts are set by [`Translator::finish`].
     series: WriteBatch,
@@ -153,7 +170,6 @@ struct Translator<'l> {
     metadata_seen: HashSet<(String, MetricType)>,
     rejected: Rejections,
     data_points: u64,
-    histograms_rejected: usize,
     exemplars_dropped: usize,
     budget_limit: usize,
     budget_left: usize,
@@ -163,7 +179,6 @@ impl Translator<'_> {
     fn finish(self) -> Decoded {
         let mut batch = self.series;
         batch.metadata = self.metadata;
-        batch.histograms_rejected = self.histograms_rejected;
         batch.exemplars_dropped = self.exemplars_dropped;
         Decoded {
             batch,
@@ -294,14 +309,11 @@ impl Translator<'_> {
         }
         self.data_points += points;
         let reject = |t: &mut Self, reason, why: &dyn Fn() -> String| t.rejected.add(reason, points, why);
-        if kind == DataKind::ExponentialHistogram {
-            self.histograms_rejected += points as usize;
-            reject(self, RejectReason::ExponentialHistogram, &|| {
-                format!("metric {name:?} is an exponential histogram; Cairn cannot store native histograms yet")
-            });
-            return Ok(());
-        }
-        if matches!(kind, DataKind::Sum | DataKind::Histogram) && temporality != 2 {
+        if matches!(
+            kind,
+            DataKind::Sum | DataKind::Histogram | DataKind::ExponentialHistogram
+        ) && temporality != 2
+        {
             if temporality == 1 {
                 reject(self, RejectReason::DeltaTemporality, &|| {
                     format!(
@@ -331,8 +343,12 @@ impl Translator<'_> {
             return Ok(());
         };
         // `_bucket` is the longest suffix added to the name.
+        let suffix = match kind {
+            DataKind::Gauge | DataKind::Sum | DataKind::ExponentialHistogram => 0,
+            DataKind::Histogram | DataKind::Summary => "_bucket".len(),
+        };
         let value_limit = self.limits.max_label_value_len;
-        if prom_name.len() + "_bucket".len() > value_limit {
+        if prom_name.len() + suffix > value_limit {
             reject(self, RejectReason::LabelValueTooLong, &|| {
                 format!("metric name {:?} is over the {value_limit}-byte limit", evidence(name))
             });
@@ -360,7 +376,7 @@ impl Translator<'_> {
                         DataKind::Gauge | DataKind::Sum => self.number_point(point, &metric, ctx, &at)?,
                         DataKind::Histogram => self.histogram_point(point, &metric, ctx, &at)?,
                         DataKind::Summary => self.summary_point(point, &metric, ctx, &at)?,
-                        DataKind::ExponentialHistogram => {}
+                        DataKind::ExponentialHistogram => self.exponential_point(point, &metric, ctx, &at)?,
                     }
                     p += 1;
                 }
@@ -442,6 +458,11 @@ impl Translator<'_> {
             self.rejected.add(RejectReason::InvalidBuckets, 1, || why);
             return Ok(());
         }
+        if self.options.convert_histograms_to_nhcb {
+            let stale = p.flags & FLAG_NO_RECORDED_VALUE != 0;
+            let h = (!stale).then(|| custom_buckets(&p, self.limits.max_histogram_buckets));
+            return self.native_point(&p.attributes, p.time_unix_nano, h, metric, ctx, "histogram");
+        }
         let Some(base) = self.base_labels(p.attributes.iter(), ctx, 2, metric.otlp_name) else {
             return Ok(());
         };
@@ -466,6 +487,56 @@ impl Translator<'_> {
             )?;
         }
         self.push(&base, &bucket, Some(("le", "+Inf".into())), t, val(p.count as f64))?;
+        ctx.observe(t);
+        Ok(())
+    }
+
+    fn exponential_point(
+        &mut self,
+        msg: &[u8],
+        metric: &MetricCtx<'_>,
+        ctx: &mut ResourceCtx,
+        at: &dyn Fn() -> String,
+    ) -> Result<(), DecodeError> {
+        let p = ExponentialHistogramDataPoint::decode(msg).map_err(|e| bad(at(), e.to_string()))?;
+        self.exemplars_dropped += p.exemplars.len();
+        let stale = p.flags & FLAG_NO_RECORDED_VALUE != 0;
+        let h = (!stale).then(|| exponential(&p, self.limits.max_histogram_buckets));
+        self.native_point(&p.attributes, p.time_unix_nano, h, metric, ctx, "exponential histogram")
+    }
+
+    /// Stores one point as a native histogram sample under the metric's
+    /// name; `h` is `None` for a point without a value (a staleness marker,
+    /// stored as a float stale NaN), and a conversion error rejects it.
+    fn native_point(
+        &mut self,
+        attributes: &[KeyValue],
+        time_unix_nano: u64,
+        h: Option<Result<cairn_model::Histogram, HistogramError>>,
+        metric: &MetricCtx<'_>,
+        ctx: &mut ResourceCtx,
+        what: &str,
+    ) -> Result<(), DecodeError> {
+        let h = match h.transpose() {
+            Ok(h) => h,
+            Err(e) => {
+                self.rejected.add(RejectReason::InvalidHistogram, 1, || {
+                    format!("a point of {what} {:?}: {e}", metric.otlp_name)
+                });
+                return Ok(());
+            }
+        };
+        let Some(base) = self.base_labels(attributes.iter(), ctx, 1, metric.otlp_name) else {
+            return Ok(());
+        };
+        let t = self.timestamp(time_unix_nano);
+        match h {
+            Some(h) => self.push_histogram(&base, &metric.name, HistogramSample::new(t, h))?,
+            None => {
+                self.push(&base, &metric.name, None, t, stale_nan())?;
+                self.series.count_histogram_stale_marker();
+            }
+        }
         ctx.observe(t);
         Ok(())
     }
@@ -626,11 +697,31 @@ impl Translator<'_> {
         // Consecutive points of one stream join one series. Others are not
         // looked up: a series may repeat in a batch, and hashing every label
         // set cost a quarter of the decode time.
-        let cost = if self.series.push_joining_last(&labels, sample) {
-            SAMPLE_BYTES
+        let joined = self.series.push_joining_last(&labels, sample);
+        self.charge(joined, &labels, SAMPLE_BYTES)
+    }
+
+    /// [`Translator::push`] for a histogram sample, under `__name__=name`.
+    fn push_histogram(&mut self, base: &[Label], name: &str, sample: HistogramSample) -> Result<(), DecodeError> {
+        let mut labels = Vec::with_capacity(base.len() + 1);
+        labels.extend_from_slice(base);
+        set_label(&mut labels, METRIC_NAME, name.to_string());
+        let Ok(labels) = Labels::new(labels) else {
+            return Ok(());
+        };
+        let size = HISTOGRAM_BYTES + BUCKET_BYTES * (sample.h.positive.len() + sample.h.negative.len());
+        let joined = self.series.push_histogram_joining_last(&labels, sample);
+        self.charge(joined, &labels, size)
+    }
+
+    /// Takes a sample of `size` bytes, and a new series' labels unless it
+    /// `joined` the last one, from the output budget.
+    fn charge(&mut self, joined: bool, labels: &Labels, size: usize) -> Result<(), DecodeError> {
+        let cost = if joined {
+            size
         } else {
             SERIES_OVERHEAD_BYTES
-                + SAMPLE_BYTES
+                + size
                 + labels
                     .iter()
                     .map(|l| l.name.len() + l.value.len() + LABEL_OVERHEAD_BYTES)

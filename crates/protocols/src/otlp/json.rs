@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::decompress::decompress;
 use super::proto::*;
-use super::{ContentEncoding, DecodeError, Decoded, Rejections, decode_export_request};
+use super::{ContentEncoding, DecodeError, Decoded, Options, Rejections, decode_export_request_with};
 use crate::DecodeLimits;
 
 /// Decodes one OTLP/JSON `ExportMetricsServiceRequest` body.
@@ -24,6 +24,17 @@ pub fn decode_export_request_json(
     encoding: ContentEncoding,
     limits: &DecodeLimits,
     now_ms: i64,
+) -> Result<Decoded, DecodeError> {
+    decode_export_request_json_with(body, encoding, limits, now_ms, &Options::default())
+}
+
+/// [`decode_export_request_json`] with translation [`Options`].
+pub fn decode_export_request_json_with(
+    body: &[u8],
+    encoding: ContentEncoding,
+    limits: &DecodeLimits,
+    now_ms: i64,
+    options: &Options,
 ) -> Result<Decoded, DecodeError> {
     let raw = decompress(body, encoding, limits.max_decompressed_bytes)?;
     let request = if raw.iter().all(u8::is_ascii_whitespace) {
@@ -38,7 +49,7 @@ pub fn decode_export_request_json(
     drop(raw);
     // The protobuf form is never larger than its JSON.
     let pb = request.encode_to_vec();
-    decode_export_request(&pb, ContentEncoding::Identity, limits, now_ms)
+    decode_export_request_with(&pb, ContentEncoding::Identity, limits, now_ms, options)
 }
 
 /// The JSON body of a successful export (`{}` when everything was stored).
@@ -265,13 +276,7 @@ fn metric(m: &Map<String, Value>, at: &str) -> JsonResult<Metric> {
     }
     if let Some(e) = message(m, "exponentialHistogram", "exponential_histogram", at, |e, at| {
         Ok(ExponentialHistogram {
-            data_points: messages(e, "dataPoints", "data_points", at, |p, at| {
-                Ok(ExponentialHistogramDataPoint {
-                    time_unix_nano: int(p, "timeUnixNano", "time_unix_nano", at)?,
-                    count: int(p, "count", "count", at)?,
-                    ..Default::default()
-                })
-            })?,
+            data_points: messages(e, "dataPoints", "data_points", at, exponential_point)?,
             aggregation_temporality: temporality(e, at)?,
         })
     })? {
@@ -336,6 +341,36 @@ fn histogram_point(m: &Map<String, Value>, at: &str) -> JsonResult<HistogramData
         flags: int(m, "flags", "flags", at)?,
         min: opt_double(m, "min", "min", at)?,
         max: opt_double(m, "max", "max", at)?,
+    })
+}
+
+fn exponential_point(m: &Map<String, Value>, at: &str) -> JsonResult<ExponentialHistogramDataPoint> {
+    let buckets = |camel, at: &str| {
+        message(m, camel, camel, at, |b, at| {
+            Ok(Buckets {
+                offset: int(b, "offset", "offset", at)?,
+                bucket_counts: array(b, "bucketCounts", "bucket_counts", at)?
+                    .iter()
+                    .map(|v| integer(Some(v), "bucketCounts", at))
+                    .collect::<JsonResult<_>>()?,
+            })
+        })
+    };
+    Ok(ExponentialHistogramDataPoint {
+        attributes: messages(m, "attributes", "attributes", at, key_value)?,
+        start_time_unix_nano: int(m, "startTimeUnixNano", "start_time_unix_nano", at)?,
+        time_unix_nano: int(m, "timeUnixNano", "time_unix_nano", at)?,
+        count: int(m, "count", "count", at)?,
+        sum: opt_double(m, "sum", "sum", at)?,
+        scale: int(m, "scale", "scale", at)?,
+        zero_count: int(m, "zeroCount", "zero_count", at)?,
+        positive: buckets("positive", at)?,
+        negative: buckets("negative", at)?,
+        flags: int(m, "flags", "flags", at)?,
+        exemplars: exemplars(m, at)?,
+        min: opt_double(m, "min", "min", at)?,
+        max: opt_double(m, "max", "max", at)?,
+        zero_threshold: opt_double(m, "zeroThreshold", "zero_threshold", at)?.unwrap_or_default(),
     })
 }
 

@@ -41,13 +41,21 @@
 //! - Gauge → gauge; Sum, cumulative and monotonic → counter (`_total`);
 //!   cumulative non-monotonic → gauge; Histogram → classic histogram:
 //!   cumulative `_bucket{le}` series per explicit bound, `le="+Inf"` equal to
-//!   `count`, `_count`, and `_sum` when the point has a sum; Summary →
-//!   `{quantile}` series, `_sum`, `_count`.
+//!   `count`, `_count`, and `_sum` when the point has a sum (or, with
+//!   [`Options::convert_histograms_to_nhcb`], a native histogram with custom
+//!   buckets under the metric's name); Summary →
+//!   `{quantile}` series, `_sum`, `_count`; ExponentialHistogram (cumulative)
+//!   → native histogram under the translated name with no suffix added
+//!   (`http_server_request_duration_seconds`), converted as Prometheus does
+//!   (`histogram.rs`: scale → schema, scales above 8 merged down to 8, bucket
+//!   indices moved up by one, zero bucket threshold 1e-128, `min`/`max`
+//!   dropped).
 //! - `time_unix_nano` becomes milliseconds (truncated); a point without one
 //!   (0) is stamped with the receive time, where Prometheus would store it at
 //!   1970 and lose it to retention.
 //! - A point flagged `NO_RECORDED_VALUE` stores Prometheus' stale marker in
-//!   every series it produces, as Prometheus does.
+//!   every series it produces, as Prometheus does (for an exponential
+//!   histogram, a float stale NaN: storage keeps staleness as floats).
 //! - Metadata (type, `description` as help, the OTLP unit) is recorded per
 //!   metric family; exemplars are counted and dropped.
 //!
@@ -60,9 +68,10 @@
 //! Rejected: delta (and unspecified) temporality, since Cairn stores
 //! cumulative series and converting deltas needs state across requests (set
 //! the exporter's temporality preference to cumulative, or put the
-//! Collector's `deltatocumulative` processor in front); exponential
-//! histograms, since native histograms cannot be stored yet; number points
-//! with no value; histograms whose bucket counts do not match their bounds or
+//! Collector's `deltatocumulative` processor in front; this holds for
+//! exponential histograms too); exponential histogram points Prometheus
+//! would refuse (a scale below -4, a count that is not the buckets' total,
+//! more buckets than [`DecodeLimits`] allow); number points with no value; histograms whose bucket counts do not match their bounds or
 //! whose bounds are not increasing; points whose labels break
 //! [`DecodeLimits`]. Prometheus instead drops such metrics with only a log
 //! line. A malformed body (bad framing, invalid UTF-8 in a string, bad
@@ -73,6 +82,7 @@
 
 mod decode;
 mod decompress;
+mod histogram;
 mod json;
 pub mod naming;
 pub mod proto;
@@ -82,9 +92,9 @@ mod wire;
 use std::collections::BTreeMap;
 use std::fmt;
 
-pub use decode::decode_export_request;
+pub use decode::{decode_export_request, decode_export_request_with};
 pub use decompress::ContentEncoding;
-pub use json::{decode_export_request_json, encode_response_json, encode_status_json};
+pub use json::{decode_export_request_json, decode_export_request_json_with, encode_response_json, encode_status_json};
 
 use crate::{ErrorKind, WriteBatch};
 
@@ -93,13 +103,28 @@ pub const CONTENT_TYPE_PROTOBUF: &str = "application/x-protobuf";
 /// The `Content-Type` of OTLP/HTTP JSON requests and responses.
 pub const CONTENT_TYPE_JSON: &str = "application/json";
 
+/// How OTLP metrics are translated, beyond the fixed rules above.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Store explicit-bucket histograms as native histograms with custom
+    /// buckets (schema -53, one series under the metric's name, bounds
+    /// from `explicit_bounds`) rather than classic `_bucket`/`_sum`/`_count`
+    /// series: Prometheus' `otlp.convert_histograms_to_nhcb`, off by
+    /// default there too. A point whose count is not its buckets' total is
+    /// then rejected ([`RejectReason::InvalidHistogram`]), as Prometheus
+    /// refuses it.
+    pub convert_histograms_to_nhcb: bool,
+}
+
 /// Why a point was not stored; the `reason` of Cairn's ingest metrics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum RejectReason {
     DeltaTemporality,
     UnspecifiedTemporality,
-    ExponentialHistogram,
+    /// An exponential histogram point Prometheus would refuse (see
+    /// [`crate::HistogramError`]).
+    InvalidHistogram,
     MissingValue,
     InvalidBuckets,
     InvalidMetricName,
@@ -114,7 +139,7 @@ impl RejectReason {
         match self {
             Self::DeltaTemporality => "delta_temporality",
             Self::UnspecifiedTemporality => "unspecified_temporality",
-            Self::ExponentialHistogram => "exponential_histogram",
+            Self::InvalidHistogram => "invalid_histogram",
             Self::MissingValue => "missing_value",
             Self::InvalidBuckets => "invalid_buckets",
             Self::InvalidMetricName => "invalid_metric_name",
@@ -179,8 +204,9 @@ impl Rejections {
 /// A decoded request: what to store, and what was refused.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Decoded {
-    /// Series and metadata to store; `histograms_rejected` counts the
-    /// exponential histogram points, `exemplars_dropped` the exemplars.
+    /// Series, native histograms and metadata to store; `exemplars_dropped`
+    /// counts the exemplars. Refused histogram points are in `rejected`,
+    /// not in the batch's `histograms_invalid`.
     pub batch: WriteBatch,
     /// Data points seen in the request (accepted or not).
     pub data_points: u64,

@@ -230,10 +230,7 @@ pub struct HistogramDataPoint {
     pub max: Option<f64>,
 }
 
-/// `ExponentialHistogramDataPoint`, reduced to what Cairn reads (it stores
-/// none of it yet). Upstream also has `scale` (6), `zero_count` (7),
-/// `positive`/`negative` buckets (8, 9), `min`/`max` (12, 13) and
-/// `zero_threshold` (14).
+/// `ExponentialHistogramDataPoint`.
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct ExponentialHistogramDataPoint {
     #[prost(message, repeated, tag = "1")]
@@ -246,12 +243,35 @@ pub struct ExponentialHistogramDataPoint {
     pub count: u64,
     #[prost(double, optional, tag = "5")]
     pub sum: Option<f64>,
+    /// Bucket bounds grow by `2^(2^-scale)`: Prometheus' schema.
     #[prost(sint32, tag = "6")]
     pub scale: i32,
+    #[prost(fixed64, tag = "7")]
+    pub zero_count: u64,
+    #[prost(message, optional, tag = "8")]
+    pub positive: Option<Buckets>,
+    #[prost(message, optional, tag = "9")]
+    pub negative: Option<Buckets>,
     #[prost(uint32, tag = "10")]
     pub flags: u32,
     #[prost(message, repeated, tag = "11")]
     pub exemplars: Vec<Exemplar>,
+    #[prost(double, optional, tag = "12")]
+    pub min: Option<f64>,
+    #[prost(double, optional, tag = "13")]
+    pub max: Option<f64>,
+    #[prost(double, tag = "14")]
+    pub zero_threshold: f64,
+}
+
+/// `ExponentialHistogramDataPoint.Buckets`: `bucket_counts[i]` counts the
+/// observations in `(base^(offset + i), base^(offset + i + 1)]`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Buckets {
+    #[prost(sint32, tag = "1")]
+    pub offset: i32,
+    #[prost(uint64, repeated, tag = "2")]
+    pub bucket_counts: Vec<u64>,
 }
 
 /// `SummaryDataPoint`.

@@ -119,6 +119,13 @@ fn show(d: &Decoded) -> Vec<String> {
                         format!("{}:{}", smp.t, smp.v)
                     }
                 })
+                .chain(s.histograms.iter().map(|hs| {
+                    let h = &hs.h;
+                    format!(
+                        "{}:hist(schema={} count={} sum={} zero={}@{:e} pos={:?} neg={:?})",
+                        hs.t, h.schema, h.count, h.sum, h.zero_count, h.zero_threshold, h.positive, h.negative
+                    )
+                }))
                 .collect();
             format!("{{{}}} {}", labels.join(","), samples.join(" "))
         })
@@ -294,6 +301,77 @@ fn histogram_point(
 }
 
 #[test]
+fn histograms_become_custom_bucket_histograms_when_asked() {
+    let mut stale = histogram_point(&[("route", "/")], 0, None, &[1.0], &[0, 0]);
+    stale.time_unix_nano = T1 + 15_000_000_000;
+    stale.flags = FLAG_NO_RECORDED_VALUE;
+    let req = request(
+        vec![],
+        vec![
+            histogram(
+                "http.server.request.duration",
+                "s",
+                AggregationTemporality::Cumulative,
+                vec![
+                    histogram_point(&[("route", "/")], 10, Some(2.5), &[0.005, 0.1, 1.0], &[0, 2, 3, 5]),
+                    stale,
+                    // Its count is not its buckets' total.
+                    histogram_point(&[("route", "/x")], 4, Some(2.5), &[1.0], &[1, 2]),
+                ],
+            ),
+            histogram(
+                "d",
+                "",
+                AggregationTemporality::Delta,
+                vec![histogram_point(&[], 1, None, &[], &[1])],
+            ),
+        ],
+    );
+    let options = Options {
+        convert_histograms_to_nhcb: true,
+    };
+    let d = decode_export_request_with(
+        &req.encode_to_vec(),
+        ContentEncoding::Identity,
+        &DecodeLimits::default(),
+        NOW_MS,
+        &options,
+    )
+    .unwrap();
+    assert_eq!(
+        show(&d),
+        [
+            r#"{__name__="http_server_request_duration_seconds",route="/"} 1700000015123:stale 1700000000123:hist(schema=-53 count=10 sum=2.5 zero=0@0e0 pos=[(1, 2.0), (2, 3.0), (3, 5.0)] neg=[])"#
+        ]
+    );
+    let series = d.batch.to_series();
+    assert_eq!(series[0].histograms[0].h.bounds(), [0.005, 0.1, 1.0]);
+    assert_eq!(d.batch.histograms_written(), 2);
+    assert_eq!(
+        d.rejected.counts().collect::<Vec<_>>(),
+        vec![(RejectReason::DeltaTemporality, 1), (RejectReason::InvalidHistogram, 1)]
+    );
+    assert!(
+        d.rejected
+            .message()
+            .contains("3 observations found in buckets, but the histogram's count is 4"),
+        "{}",
+        d.rejected.message()
+    );
+    assert_eq!(
+        d.batch.metadata[0],
+        md(
+            "http_server_request_duration_seconds",
+            MetricType::Histogram,
+            "http.server.request.duration help",
+            "s"
+        )
+    );
+    // The default stays classic.
+    assert!(decode(&req).batch.series().all(|s| s.histograms().is_empty()));
+}
+
+#[test]
 fn histogram_becomes_cumulative_classic_buckets() {
     let d = check(
         &request(
@@ -427,32 +505,148 @@ fn summary_becomes_quantile_series() {
     assert_eq!(d.batch.metadata[0].metric_type, MetricType::Summary);
 }
 
+fn exp_point(attrs: &[(&str, &str)], t: u64, scale: i32, offset: i32, counts: &[u64]) -> ExponentialHistogramDataPoint {
+    ExponentialHistogramDataPoint {
+        attributes: attrs.iter().map(|(k, v)| KeyValue::string(*k, *v)).collect(),
+        time_unix_nano: t,
+        count: counts.iter().sum::<u64>() + 1,
+        sum: Some(4.5),
+        scale,
+        zero_count: 1,
+        zero_threshold: 0.001,
+        min: Some(0.0),
+        max: Some(9.0),
+        positive: Some(Buckets {
+            offset,
+            bucket_counts: counts.to_vec(),
+        }),
+        ..Default::default()
+    }
+}
+
+fn exp_histogram(
+    name: &str,
+    unit: &str,
+    temporality: AggregationTemporality,
+    points: Vec<ExponentialHistogramDataPoint>,
+) -> Metric {
+    metric(
+        name,
+        unit,
+        metric::Data::ExponentialHistogram(ExponentialHistogram {
+            data_points: points,
+            aggregation_temporality: temporality as i32,
+        }),
+    )
+}
+
 #[test]
-fn exponential_histograms_are_counted_and_refused() {
+fn exponential_histograms_become_native_histograms() {
+    let mut stale = exp_point(&[("method", "GET")], T1 + 60_000_000_000, 0, 0, &[]);
+    stale.flags = FLAG_NO_RECORDED_VALUE;
+    let mut negative = exp_point(&[("method", "PUT")], T1, -4, 0, &[]);
+    negative.negative = Some(Buckets {
+        offset: -1,
+        bucket_counts: vec![2, 3],
+    });
+    negative.count += 5;
+    negative.sum = None;
+    let d = check(
+        &request(
+            vec![],
+            vec![exp_histogram(
+                "http.server.request.duration",
+                "s",
+                AggregationTemporality::Cumulative,
+                vec![
+                    // Scale 10 is merged down to schema 8: OTLP buckets
+                    // 0..=3 fall into Prometheus' 1, bucket 4 into 2.
+                    exp_point(&[("method", "GET")], T1, 10, 0, &[1, 1, 1, 1, 1]),
+                    stale,
+                    negative,
+                ],
+            )],
+        ),
+        &[
+            r#"{__name__="http_server_request_duration_seconds",method="GET"} 1700000060123:stale 1700000000123:hist(schema=8 count=6 sum=4.5 zero=1@1e-128 pos=[(1, 4.0), (2, 1.0)] neg=[])"#,
+            r#"{__name__="http_server_request_duration_seconds",method="PUT"} 1700000000123:hist(schema=-4 count=6 sum=0 zero=1@1e-128 pos=[] neg=[(0, 2.0), (1, 3.0)])"#,
+        ],
+    );
+    assert_eq!(
+        (
+            d.batch.histogram_count(),
+            d.batch.histogram_stale_markers(),
+            d.batch.histograms_written()
+        ),
+        (2, 1, 3)
+    );
+    assert_eq!(
+        d.batch.metadata,
+        [md(
+            "http_server_request_duration_seconds",
+            MetricType::Histogram,
+            "http.server.request.duration help",
+            "s"
+        )]
+    );
+    assert!(d.rejected.is_empty());
+}
+
+#[test]
+fn exponential_histograms_prometheus_refuses_are_rejected_one_by_one() {
+    let mut wrong_count = exp_point(&[], T1, 0, 0, &[1, 2]);
+    wrong_count.count = 1;
     let d = check(
         &request(
             vec![],
             vec![
-                metric(
+                exp_histogram(
                     "latency",
                     "s",
-                    metric::Data::ExponentialHistogram(ExponentialHistogram {
-                        data_points: vec![ExponentialHistogramDataPoint::default(); 3],
-                        aggregation_temporality: AggregationTemporality::Cumulative as i32,
-                    }),
+                    AggregationTemporality::Cumulative,
+                    vec![
+                        exp_point(&[], T1, -5, 0, &[1]),
+                        wrong_count,
+                        exp_point(&[], T1, 0, 0, &[1]),
+                    ],
                 ),
-                gauge("g", "", vec![number(&[], T1, 1.0)]),
+                exp_histogram(
+                    "d",
+                    "",
+                    AggregationTemporality::Delta,
+                    vec![exp_point(&[], T1, 0, 0, &[1])],
+                ),
             ],
         ),
-        &[r#"{__name__="g"} 1700000000123:1"#],
+        &[
+            r#"{__name__="latency_seconds"} 1700000000123:hist(schema=0 count=2 sum=4.5 zero=1@1e-128 pos=[(1, 1.0)] neg=[])"#,
+        ],
     );
-    assert_eq!(d.batch.histograms_rejected, 3);
     assert_eq!(
         d.rejected.counts().collect::<Vec<_>>(),
-        vec![(RejectReason::ExponentialHistogram, 3)]
+        vec![(RejectReason::DeltaTemporality, 1), (RejectReason::InvalidHistogram, 2)]
     );
+    let message = d.rejected.message();
     assert!(
-        d.rejected.message().contains("native histograms"),
+        message.contains(r#"exponential histogram "latency": exponential histogram scale -5 is below -4"#),
+        "{message}"
+    );
+    let limits = DecodeLimits {
+        max_histogram_buckets: 1,
+        ..DecodeLimits::default()
+    };
+    let req = request(
+        vec![],
+        vec![exp_histogram(
+            "latency",
+            "s",
+            AggregationTemporality::Cumulative,
+            vec![exp_point(&[], T1, 0, 0, &[1, 1])],
+        )],
+    );
+    let d = decode_with(&req.encode_to_vec(), &limits).unwrap();
+    assert!(
+        d.rejected.message().contains("2 buckets, over the limit of 1"),
         "{}",
         d.rejected.message()
     );
@@ -1097,7 +1291,9 @@ fn otlp_json_decodes_like_protobuf() {
           {"key":"map","value":{"kvlistValue":{"values":[{"key":"k","value":{"stringValue":"v"}}]}}},
           {"key":"none","value":{}}, {"key":"nil","value":null}]}]}},
         {"name":"delta","sum":{"aggregationTemporality":1,"dataPoints":[{"asInt":1}]}},
-        {"name":"exp","exponentialHistogram":{"aggregationTemporality":2,"dataPoints":[{"count":"1"}]}}
+        {"name":"exp","exponentialHistogram":{"aggregationTemporality":2,"dataPoints":[{"timeUnixNano":"1700000000123456789",
+          "count":"3","sum":2,"scale":1,"zeroCount":"1","zeroThreshold":0.5,"positive":{"offset":-1,"bucketCounts":["1",1]},
+          "negative":{"bucketCounts":[]}}]}}
       ]}]}], "unknownKey": [1, 2]}"#;
     let d = decode_json(body).unwrap();
     assert_eq!(
@@ -1113,15 +1309,13 @@ fn otlp_json_decodes_like_protobuf() {
             r#"{__name__="q_count",job="svc"} 1700000000123:2"#,
             r#"{__name__="q",job="svc",quantile="0.5"} 1700000000123:1"#,
             r#"{__name__="b",arr="[1,0.5]",flag="true",job="svc",map="{\"k\":\"v\"}",raw="aGk="} 1700000000123:1"#,
+            r#"{__name__="exp",job="svc"} 1700000000123:hist(schema=1 count=3 sum=2 zero=1@1e-128 pos=[(0, 1.0), (1, 1.0)] neg=[])"#,
         ]
     );
     assert_eq!(d.batch.exemplars_dropped, 1);
     assert_eq!(
         d.rejected.counts().collect::<Vec<_>>(),
-        vec![
-            (RejectReason::DeltaTemporality, 1),
-            (RejectReason::ExponentialHistogram, 1)
-        ]
+        vec![(RejectReason::DeltaTemporality, 1)]
     );
     assert_eq!(d.batch.metadata[0].help, "d");
 }

@@ -5,18 +5,21 @@
 //! [`proto`](super::proto) structs first: label names and values
 //! stay borrowed from the body and are validated, canonicalised and written
 //! into the batch's flat label buffer (no `String` per label); samples are
-//! read straight into [`Sample`]; exemplars and histograms are counted, not
-//! built. The prost structs remain the schema of record and the tests check
-//! this walker against them.
+//! read straight into [`Sample`]; exemplars are counted, not built. Native
+//! histograms, rare and small beside float samples, are decoded by prost
+//! ([`proto::Histogram`]) one at a time. The prost structs remain the schema
+//! of record and the tests check this walker against them.
 
 use std::borrow::Cow;
 use std::io::Read;
 
-use cairn_model::{LabelError, METRIC_NAME, Sample};
+use cairn_model::{HistogramSample, LabelError, METRIC_NAME, Sample, stale_nan};
 use prost::encoding::{DecodeContext, WireType, skip_field};
 
+use super::histogram::{Decoded, from_proto};
 use super::{ContentEncoding, DecodeError, InvalidSeriesReason, proto};
-use crate::{DecodeLimits, WriteBatch};
+use crate::histogram::{HistogramError, max_message_len};
+use crate::{DecodeLimits, InvalidHistograms, WriteBatch};
 
 /// No snappy block expands more than ~22×: its densest element, a copy with
 /// a 2-byte offset, is 3 bytes for at most 64. A body declaring more is
@@ -204,6 +207,9 @@ struct Scratch<'a> {
     labels: Vec<(&'a [u8], &'a [u8])>,
     pairs: Vec<(&'a str, &'a str)>,
     samples: Vec<Sample>,
+    histograms: Vec<HistogramSample>,
+    /// Histogram staleness markers among `samples`.
+    stale_markers: usize,
 }
 
 fn decode_protobuf(mut buf: &[u8], limits: &DecodeLimits) -> Result<WriteBatch, DecodeError> {
@@ -212,6 +218,8 @@ fn decode_protobuf(mut buf: &[u8], limits: &DecodeLimits) -> Result<WriteBatch, 
         labels: Vec::new(),
         pairs: Vec::new(),
         samples: Vec::new(),
+        histograms: Vec::new(),
+        stale_markers: 0,
     };
     let mut series_index = 0usize;
     let mut meta_index = 0usize;
@@ -247,7 +255,10 @@ fn decode_series<'a>(
 ) -> Result<(), DecodeError> {
     scratch.labels.clear();
     scratch.samples.clear();
+    scratch.histograms.clear();
+    scratch.stale_markers = 0;
     let mut label_count = 0usize;
+    let mut histogram_count = 0usize;
     let series_at = || format!("series {index}");
     let whole = msg;
     // End of the run of label fields at the start of the message, as
@@ -284,15 +295,28 @@ fn decode_series<'a>(
                 batch.exemplars_dropped += 1;
             }
             4 => {
-                length_delimited(tag, wt, &mut msg).map_err(|e| e.at(series_at))?;
-                batch.histograms_rejected += 1;
+                let n = histogram_count;
+                let at = || format!("series {index} histogram {n}");
+                let field = length_delimited(tag, wt, &mut msg).map_err(|e| e.at(at))?;
+                histogram_count += 1;
+                let decoded = if field.len() > max_message_len(limits.max_histogram_buckets) {
+                    Err(HistogramError::TooLarge {
+                        len: field.len(),
+                        limit: limits.max_histogram_buckets,
+                    })
+                } else {
+                    let h =
+                        <proto::Histogram as prost::Message>::decode(field).map_err(|e| WireError::from(e).at(at))?;
+                    from_proto(&h, limits.max_histogram_buckets)
+                };
+                keep_histogram(decoded, scratch, &mut batch.histograms_invalid, &at);
             }
             _ => {
                 skip_field(wt, tag, &mut msg, DecodeContext::default()).map_err(|e| WireError::from(e).at(series_at))?
             }
         }
     }
-    if scratch.samples.is_empty() {
+    if scratch.samples.is_empty() && scratch.histograms.is_empty() {
         return Ok(());
     }
     let invalid = |reason| DecodeError::InvalidSeries { index, reason };
@@ -306,12 +330,35 @@ fn decode_series<'a>(
         &scratch.labels,
         checked,
         &scratch.samples,
+        &scratch.histograms,
         limits,
         &mut scratch.pairs,
         batch,
     )
     .map_err(invalid)?;
+    for _ in 0..scratch.stale_markers {
+        batch.count_histogram_stale_marker();
+    }
     Ok(())
+}
+
+/// Puts a decoded histogram message where it belongs: the series'
+/// histograms, a float stale NaN for a staleness marker, or the count of
+/// refused ones. `at` names it for the refusal message.
+fn keep_histogram(
+    decoded: Result<Decoded, HistogramError>,
+    scratch: &mut Scratch<'_>,
+    invalid: &mut InvalidHistograms,
+    at: &dyn Fn() -> String,
+) {
+    match decoded {
+        Ok(Decoded::Histogram(h)) => scratch.histograms.push(h),
+        Ok(Decoded::Stale(t)) => {
+            scratch.samples.push(Sample::new(t, stale_nan()));
+            scratch.stale_markers += 1;
+        }
+        Err(e) => invalid.add(|| format!("{}: {e}", at())),
+    }
 }
 
 /// `part` as a `&str` taken from `checked` (text already validated as UTF-8)
@@ -367,6 +414,7 @@ pub(super) fn push_series<'a>(
     raw: &[(&'a [u8], &'a [u8])],
     checked: Option<&'a str>,
     samples: &[Sample],
+    histograms: &[HistogramSample],
     limits: &DecodeLimits,
     pairs: &mut Vec<(&'a str, &'a str)>,
     batch: &mut WriteBatch,
@@ -399,7 +447,7 @@ pub(super) fn push_series<'a>(
         };
         pairs.push((name, value));
     }
-    batch.push_pairs(pairs, samples).map_err(|e| match e {
+    batch.push_pairs(pairs, samples, histograms).map_err(|e| match e {
         LabelError::DuplicateName(n) => InvalidSeriesReason::DuplicateLabelName(evidence(n.as_bytes())),
         LabelError::EmptyName => InvalidSeriesReason::EmptyLabelName,
         other => InvalidSeriesReason::Labels(other),

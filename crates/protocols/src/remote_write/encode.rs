@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use cairn_model::{Label, Sample};
 use prost::encoding::{encode_varint, encoded_len_varint};
 
+use super::histogram::to_proto;
 use super::{ContentEncoding, proto_v2};
 use crate::{MetricMetadata, SeriesSamples};
 
@@ -25,7 +26,8 @@ pub enum EncodeError {
 ///
 /// Labels go out in `Labels`' canonical (sorted) order; proto3 defaults
 /// (empty strings, zero timestamps, a `+0.0` value) are omitted as protobuf
-/// encoders do. Unlike Prometheus' encoder, a `-0.0` value is written rather
+/// encoders do. Native histograms go out as integer histograms when their
+/// counts allow, else as float ones. Unlike Prometheus' encoder, a `-0.0` value is written rather
 /// than omitted, so it survives the round trip bit-exact.
 pub fn encode_write_request(
     series: &[SeriesSamples],
@@ -96,6 +98,7 @@ pub fn encode_write_request_v2(
         request.timeseries.push(proto_v2::TimeSeries {
             labels_refs,
             samples,
+            histograms: s.histograms.iter().map(to_proto).collect(),
             ..Default::default()
         });
     }
@@ -140,8 +143,15 @@ const KEY_2_VARINT: u8 = 0x10;
 
 /// Appends the uncompressed `WriteRequest`.
 fn encode_protobuf(series: &[SeriesSamples], metadata: &[MetricMetadata], dst: &mut Vec<u8>) {
+    let mut histograms: Vec<Vec<u8>> = Vec::new();
     for s in series {
-        let len = series_len(s);
+        histograms.clear();
+        histograms.extend(s.histograms.iter().map(|h| prost::Message::encode_to_vec(&to_proto(h))));
+        let len = series_len(s)
+            + histograms
+                .iter()
+                .map(|h| 1 + encoded_len_varint(h.len() as u64) + h.len())
+                .sum::<usize>();
         dst.reserve(len + 6);
         dst.push(KEY_1_LEN);
         encode_varint(len as u64, dst);
@@ -162,6 +172,11 @@ fn encode_protobuf(series: &[SeriesSamples], metadata: &[MetricMetadata], dst: &
                 dst.push(KEY_2_VARINT);
                 encode_varint(smp.t as u64, dst);
             }
+        }
+        for h in &histograms {
+            dst.push(KEY_4_LEN);
+            encode_varint(h.len() as u64, dst);
+            dst.extend_from_slice(h);
         }
     }
     for m in metadata {

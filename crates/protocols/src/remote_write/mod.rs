@@ -14,14 +14,27 @@
 //!   sender used never changes a series' identity;
 //! - float samples keep their order and their exact bits (stale markers,
 //!   other NaN payloads, `-0.0` and infinities survive);
-//! - a series with no float samples is skipped silently, as Prometheus does,
-//!   before its labels are checked; its native histograms and exemplars are
-//!   only counted ([`WriteBatch::histograms_rejected`],
-//!   [`WriteBatch::exemplars_dropped`]): Cairn stores neither yet;
+//! - native histogram samples are kept beside the float samples (each
+//!   series of [`WriteBatch::series`] has its `histograms()`), integer and
+//!   float ones alike, as float counts; schemas 9 to 52 are reduced to 8,
+//!   as Prometheus does. A
+//!   histogram Prometheus would refuse (spans not matching the counts, a
+//!   negative count, an integer count that is not its buckets' total, a
+//!   schema outside -4..=8 and -53, custom bounds that are not increasing,
+//!   more buckets than [`DecodeLimits`] allow) is left out and counted in
+//!   [`WriteBatch::histograms_invalid`] with the first one's reason; the
+//!   rest of the request is kept. A histogram staleness marker (its sum the
+//!   stale NaN) becomes a float stale NaN at its timestamp, the form
+//!   storage keeps staleness in, and counts in
+//!   [`WriteBatch::histograms_written`];
+//! - a series with neither float samples nor histograms is skipped
+//!   silently, as Prometheus does, before its labels are checked;
+//!   exemplars are only counted ([`WriteBatch::exemplars_dropped`]): Cairn
+//!   does not store them;
 //! - metadata is passed on; unknown metric type numbers become `Unknown`;
 //! - unknown protobuf fields are skipped, as protobuf requires.
 //!
-//! # Partial acceptance: none
+//! # Partial acceptance: none (but for native histograms)
 //!
 //! The whole request is rejected if any kept series is invalid: no labels
 //! left after canonicalisation, no `__name__`, an empty or duplicate label
@@ -29,6 +42,12 @@
 //! [`DecodeLimits`] allow. The error names the series' index in the request
 //! and the offending label, so the sender's log points at the culprit.
 //! Senders do not retry a 400, so an invalid series costs its whole batch.
+//!
+//! An invalid native histogram refuses only itself: the decoder keeps the
+//! rest and reports it in [`WriteBatch::histograms_invalid`], so the HTTP
+//! layer can store the rest and answer 400 with the reason, as Prometheus'
+//! 2.0 receiver does, or refuse the whole request, as its 1.0 receiver does
+//! (it rolls back and answers 400).
 //!
 //! Upstream Prometheus (2.x/3.x, `storage/remote/write_handler.go`) differs
 //! here: its 1.0 receiver logs and skips a series with invalid labels and
@@ -43,13 +62,16 @@
 //! gives the answer in one match.
 //!
 //! [`WriteBatch`]: crate::WriteBatch
-//! [`WriteBatch::histograms_rejected`]: crate::WriteBatch::histograms_rejected
+//! [`WriteBatch::histograms_invalid`]: crate::WriteBatch::histograms_invalid
+//! [`WriteBatch::histograms_written`]: crate::WriteBatch::histograms_written
+//! [`WriteBatch::series`]: crate::WriteBatch::series
 //! [`WriteBatch::exemplars_dropped`]: crate::WriteBatch::exemplars_dropped
 //! [`DecodeLimits`]: crate::DecodeLimits
 //! [`Labels::new`]: cairn_model::Labels::new
 
 mod decode;
 mod encode;
+mod histogram;
 pub mod proto;
 pub mod proto_v2;
 mod v2;

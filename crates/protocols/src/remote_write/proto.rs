@@ -2,8 +2,7 @@
 //! and `remote.proto`), hand-written for prost.
 //!
 //! These are the schema of record: tests and tools build requests with them,
-//! and the hot-path decoder is checked against them. [`Histogram`] carries
-//! only the fields Cairn reads; prost skips the rest as unknown fields.
+//! and the hot-path decoder is checked against them.
 
 /// `prometheus.WriteRequest`. Field 2 is reserved upstream.
 #[derive(Clone, PartialEq, prost::Message)]
@@ -56,19 +55,84 @@ pub struct Exemplar {
     pub timestamp: i64,
 }
 
-/// `prometheus.Histogram` (a native histogram sample), reduced to the fields
-/// Cairn reads. Upstream also has the count/zero-count oneofs (1, 2, 6, 7),
-/// bucket spans and deltas (8–13), `reset_hint` (14) and `custom_values` (16).
+/// `prometheus.Histogram`: one native histogram sample. Integer histograms
+/// set `count_int` and send bucket counts as `*_deltas` (each bucket's
+/// change from the one before); float histograms set `count_float` and send
+/// `*_counts`. Remote write 2.0 uses the same message (plus a
+/// `start_timestamp`, 17, skipped here as an unknown field).
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct Histogram {
+    #[prost(oneof = "histogram::Count", tags = "1, 2")]
+    pub count: Option<histogram::Count>,
     #[prost(double, tag = "3")]
     pub sum: f64,
+    /// -4 to 8 for exponential buckets (senders may use up to 52), -53 for
+    /// custom buckets.
     #[prost(sint32, tag = "4")]
     pub schema: i32,
     #[prost(double, tag = "5")]
     pub zero_threshold: f64,
+    #[prost(oneof = "histogram::ZeroCount", tags = "6, 7")]
+    pub zero_count: Option<histogram::ZeroCount>,
+    #[prost(message, repeated, tag = "8")]
+    pub negative_spans: Vec<BucketSpan>,
+    #[prost(sint64, repeated, tag = "9")]
+    pub negative_deltas: Vec<i64>,
+    #[prost(double, repeated, tag = "10")]
+    pub negative_counts: Vec<f64>,
+    #[prost(message, repeated, tag = "11")]
+    pub positive_spans: Vec<BucketSpan>,
+    #[prost(sint64, repeated, tag = "12")]
+    pub positive_deltas: Vec<i64>,
+    #[prost(double, repeated, tag = "13")]
+    pub positive_counts: Vec<f64>,
+    #[prost(enumeration = "histogram::ResetHint", tag = "14")]
+    pub reset_hint: i32,
     #[prost(int64, tag = "15")]
     pub timestamp: i64,
+    /// Upper bounds of custom buckets (schema -53).
+    #[prost(double, repeated, tag = "16")]
+    pub custom_values: Vec<f64>,
+}
+
+pub mod histogram {
+    /// `Histogram.count`.
+    #[derive(Clone, Copy, PartialEq, prost::Oneof)]
+    pub enum Count {
+        #[prost(uint64, tag = "1")]
+        CountInt(u64),
+        #[prost(double, tag = "2")]
+        CountFloat(f64),
+    }
+
+    /// `Histogram.zero_count`.
+    #[derive(Clone, Copy, PartialEq, prost::Oneof)]
+    pub enum ZeroCount {
+        #[prost(uint64, tag = "6")]
+        ZeroCountInt(u64),
+        #[prost(double, tag = "7")]
+        ZeroCountFloat(f64),
+    }
+
+    /// `Histogram.ResetHint` (2.0 prefixes the names with `RESET_HINT_`).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, prost::Enumeration)]
+    #[repr(i32)]
+    pub enum ResetHint {
+        Unknown = 0,
+        Yes = 1,
+        No = 2,
+        Gauge = 3,
+    }
+}
+
+/// `prometheus.BucketSpan`: `length` consecutive buckets, starting `offset`
+/// after the previous span's end (the first span: at index `offset`).
+#[derive(Clone, Copy, PartialEq, Eq, prost::Message)]
+pub struct BucketSpan {
+    #[prost(sint32, tag = "1")]
+    pub offset: i32,
+    #[prost(uint32, tag = "2")]
+    pub length: u32,
 }
 
 /// `prometheus.MetricMetadata`.

@@ -1,8 +1,11 @@
 //! The `io.prometheus.write.v2` protobuf package of remote write 2.0
 //! (`prompb/io/prometheus/write/v2/types.proto`), hand-written for prost.
 //!
-//! [`Histogram`] carries only its timestamp: Cairn counts native histogram
-//! samples and refuses them, and prost skips the other fields as unknown.
+//! Native histograms use 1.0's [`Histogram`] message: 2.0's has the same
+//! fields and numbers, plus `start_timestamp` (17), which Cairn does not
+//! keep (as for float samples) and prost skips as unknown.
+
+pub use super::proto::{BucketSpan, Histogram, histogram};
 
 /// `io.prometheus.write.v2.Request`. Fields 1–3 are reserved so a 1.0 body
 /// decodes as an empty 2.0 request rather than as garbage.
@@ -68,11 +71,4 @@ pub struct Metadata {
     pub help_ref: u32,
     #[prost(uint32, tag = "4")]
     pub unit_ref: u32,
-}
-
-/// `io.prometheus.write.v2.Histogram`, reduced to its timestamp.
-#[derive(Clone, Copy, PartialEq, prost::Message)]
-pub struct Histogram {
-    #[prost(int64, tag = "15")]
-    pub timestamp: i64,
 }

@@ -1,4 +1,4 @@
-use cairn_model::{Label, Labels, STALE_NAN_BITS, Sample, stale_nan};
+use cairn_model::{Histogram, HistogramSample, Label, Labels, STALE_NAN_BITS, Sample, stale_nan};
 use proptest::prelude::*;
 use prost::Message;
 use prost::encoding::encode_varint;
@@ -256,8 +256,8 @@ fn series_without_float_samples_are_skipped_but_counted() {
             .map(|_| proto::Histogram {
                 sum: 1.0,
                 schema: 3,
-                zero_threshold: 0.0,
                 timestamp: 5,
+                ..Default::default()
             })
             .collect(),
     };
@@ -272,7 +272,7 @@ fn series_without_float_samples_are_skipped_but_counted() {
             ts(name("a"), 2, 1, 0),
             ts(name("hist"), 0, 0, 3),
             // Invalid labels but nothing to store: skipped, not an error.
-            ts(vec![], 0, 2, 1),
+            ts(vec![], 0, 2, 0),
             ts(name("b"), 1, 0, 0),
         ],
         metadata: vec![],
@@ -284,10 +284,10 @@ fn series_without_float_samples_are_skipped_but_counted() {
     )
     .unwrap();
     let names: Vec<_> = batch.to_series().iter().map(|s| s.labels.to_string()).collect();
-    assert_eq!(names, ["a", "b"]);
+    assert_eq!(names, ["a", "hist", "b"]);
     assert_eq!(
-        (batch.sample_count(), batch.histograms_rejected, batch.exemplars_dropped),
-        (3, 4, 3)
+        (batch.sample_count(), batch.histogram_count(), batch.exemplars_dropped),
+        (3, 3, 3)
     );
 }
 
@@ -821,14 +821,15 @@ proptest! {
                 labels: pl.clone(),
                 samples: samples.iter().map(|&(t, v)| proto::Sample { value: v, timestamp: t }).collect(),
                 exemplars: vec![],
-                histograms: (0..histograms).map(|_| proto::Histogram { sum: 1.0, schema: 0, zero_threshold: 0.0, timestamp: 1 }).collect(),
+                histograms: (0..histograms).map(|_| proto::Histogram { sum: 1.0, timestamp: 1, ..Default::default() }).collect(),
             });
-            if !samples.is_empty() {
+            if !samples.is_empty() || histograms > 0 {
                 let l = Labels::new(pl.into_iter().map(|l| Label::new(l.name, l.value)).collect()).unwrap();
                 // prost, like Prometheus' Go encoder, omits a -0.0 value
                 // (it equals the 0.0 default), so it arrives as +0.0.
                 let arrives = |v: f64| if v == 0.0 { 0.0 } else { v };
-                want.push(if named { Some(SeriesSamples::new(l, samples.iter().map(|&(t, v)| Sample::new(t, arrives(v))).collect())) } else { None });
+                let hs = (0..histograms).map(|_| HistogramSample::new(1, Histogram { sum: 1.0, ..Histogram::default() })).collect();
+                want.push(if named { Some(SeriesSamples::with_histograms(l, samples.iter().map(|&(t, v)| Sample::new(t, arrives(v))).collect(), hs)) } else { None });
             }
         }
         let got = decode_write_request(&req.encode_to_vec(), ContentEncoding::Identity, &DecodeLimits::default());
@@ -858,7 +859,7 @@ proptest! {
             body[i] = byte;
         }
         let _ = decode_write_request(&body, enc, &DecodeLimits::default());
-        let _ = decode_write_request(&body, enc, &DecodeLimits { max_decompressed_bytes: 64, max_labels_per_series: 2, max_label_name_len: 3, max_label_value_len: 3 });
+        let _ = decode_write_request(&body, enc, &DecodeLimits { max_decompressed_bytes: 64, max_labels_per_series: 2, max_label_name_len: 3, max_label_value_len: 3, max_histogram_buckets: 2 });
     }
 }
 

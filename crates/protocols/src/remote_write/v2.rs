@@ -4,9 +4,9 @@
 //!   every reference is bounds-checked, and a series with an odd number of
 //!   label references, an out-of-range reference, or labels 1.0 would refuse
 //!   (see [`InvalidSeriesReason`]) makes the whole request a 400, as in 1.0.
-//! - Float samples are kept; native histogram samples are counted in
-//!   [`WriteBatch::histograms_rejected`] (the handler stores the floats and
-//!   then answers 400, so they are never dropped silently); exemplars are
+//! - Float and native histogram samples are kept, histograms by 1.0's rules
+//!   (invalid ones counted in [`WriteBatch::histograms_invalid`], staleness
+//!   markers as float stale NaNs); exemplars are
 //!   accepted and counted in [`WriteBatch::exemplars_dropped`] (Cairn does
 //!   not store exemplars, so the written-exemplars header says 0).
 //! - `start_timestamp` / `created_timestamp` are accepted and not stored:
@@ -18,6 +18,7 @@
 use prost::Message;
 
 use super::decode::{decompress, push_series};
+use super::histogram::{Decoded, from_proto};
 use super::{ContentEncoding, DecodeError, InvalidSeriesReason, proto_v2};
 use crate::{DecodeLimits, MetricMetadata, MetricType, WriteBatch};
 
@@ -56,6 +57,7 @@ fn convert(req: proto_v2::Request, limits: &DecodeLimits) -> Result<WriteBatch, 
     let mut batch = WriteBatch::default();
     let mut pairs = Vec::new();
     let mut samples = Vec::new();
+    let mut histograms = Vec::new();
     for (index, ts) in req.timeseries.iter().enumerate() {
         let at = || format!("series {index}");
         if ts.labels_refs.len() % 2 != 0 {
@@ -84,12 +86,29 @@ fn convert(req: proto_v2::Request, limits: &DecodeLimits) -> Result<WriteBatch, 
                 .iter()
                 .map(|s| cairn_model::Sample::new(s.timestamp, s.value)),
         );
-        let name = push_series(&raw, None, &samples, limits, &mut pairs, &mut batch)
+        histograms.clear();
+        let mut stale_markers = 0;
+        for (n, h) in ts.histograms.iter().enumerate() {
+            match from_proto(h, limits.max_histogram_buckets) {
+                Ok(Decoded::Histogram(h)) => histograms.push(h),
+                Ok(Decoded::Stale(t)) => {
+                    samples.push(cairn_model::Sample::new(t, cairn_model::stale_nan()));
+                    stale_markers += 1;
+                }
+                Err(e) => batch
+                    .histograms_invalid
+                    .add(|| format!("series {index} histogram {n}: {e}")),
+            }
+        }
+        let name = push_series(&raw, None, &samples, &histograms, limits, &mut pairs, &mut batch)
             .map_err(|reason| DecodeError::InvalidSeries { index, reason })?;
-        // A series without float samples is validated like any other, then
-        // not kept.
-        if samples.is_empty() {
+        // A series without samples is validated like any other, then not
+        // kept.
+        if samples.is_empty() && histograms.is_empty() {
             batch.pop();
+        }
+        for _ in 0..stale_markers {
+            batch.count_histogram_stale_marker();
         }
         for ex in &ts.exemplars {
             for r in &ex.labels_refs {
@@ -97,7 +116,6 @@ fn convert(req: proto_v2::Request, limits: &DecodeLimits) -> Result<WriteBatch, 
             }
         }
         batch.exemplars_dropped += ts.exemplars.len();
-        batch.histograms_rejected += ts.histograms.len();
         if let Some(md) = ts.metadata {
             let metadata = MetricMetadata {
                 metric_family_name: name.to_string(),
@@ -194,7 +212,16 @@ mod tests {
                 },
                 TimeSeries {
                     labels_refs: vec![1, 8],
-                    histograms: vec![Histogram { timestamp: 1000 }, Histogram { timestamp: 2000 }],
+                    histograms: vec![
+                        Histogram {
+                            timestamp: 1000,
+                            ..Default::default()
+                        },
+                        Histogram {
+                            timestamp: 2000,
+                            ..Default::default()
+                        },
+                    ],
                     ..Default::default()
                 },
             ],
@@ -216,7 +243,7 @@ mod tests {
         body.extend(snap::raw::Encoder::new().compress_vec(&raw).unwrap());
         let batch = decode_write_request_v2(&body, ContentEncoding::Snappy, &DecodeLimits::default()).unwrap();
         let series = batch.to_series();
-        assert_eq!(series.len(), 2);
+        assert_eq!(series.len(), 3);
         assert_eq!(
             series[0].labels,
             Labels::from_pairs([("__name__", "http_requests_total"), ("job", "api")])
@@ -230,7 +257,11 @@ mod tests {
         );
         assert_eq!(series[1].samples, vec![cairn_model::Sample::new(1000, 21.5)]);
         assert_eq!(batch.exemplars_dropped, 1);
-        assert_eq!(batch.histograms_rejected, 2);
+        assert_eq!(batch.histogram_count(), 2);
+        assert_eq!(
+            series[2].histograms.iter().map(|h| h.t).collect::<Vec<_>>(),
+            [1000, 2000]
+        );
         assert_eq!(
             batch.metadata,
             vec![
