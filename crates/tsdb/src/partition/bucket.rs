@@ -84,9 +84,12 @@ pub fn file_name(object: &ObjectInfo) -> &str {
 }
 
 /// Whether a file of a partition directory is one the bucket keeps beside
-/// the parts: index segments and tombstones.
+/// the parts: index segments, tombstones and histogram bodies.
 pub fn is_kept_file(name: &str) -> bool {
-    crate::index::segment_seq(name).is_some() || name == TOMBSTONES || name == crate::tombstones::APPLIED_FILE
+    crate::index::segment_seq(name).is_some()
+        || name == TOMBSTONES
+        || name == crate::tombstones::APPLIED_FILE
+        || crate::histograms::file_seq(name).is_some()
 }
 
 /// Downloads into `dir` the index segments and tombstones of `objects` that
