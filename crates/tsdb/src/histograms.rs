@@ -64,10 +64,16 @@ struct Block {
     bytes: Arc<[u8]>,
 }
 
+/// Histogram files a partition keeps before a flush merges them into one,
+/// which bounds the files and blocks a read goes through.
+const MAX_FILES: usize = 8;
+
 #[derive(Default)]
 pub struct HistogramStore {
     /// Blocks per series, oldest file first.
     flushed: HashMap<u64, Vec<Block>>,
+    /// The WAL segments of the files, oldest first.
+    files: Vec<u64>,
     /// Bodies committed since the last flush, by series and timestamp.
     fresh: HashMap<u64, BTreeMap<i64, Arc<Histogram>>>,
 }
@@ -88,7 +94,8 @@ impl HistogramStore {
         }
         files.sort();
         let mut store = Self::default();
-        for (_, path) in files {
+        for (seq, path) in files {
+            store.files.push(seq);
             let bytes = fs::read(&path).map_err(StorageError::io("read", &path))?;
             let blocks = decode_file(&bytes).map_err(|reason| StorageError::Corrupt {
                 path: path.clone(),
@@ -154,8 +161,8 @@ impl HistogramStore {
     /// segment `seq`, then holds them encoded. The file is written without
     /// the lock, so commits go on; a body replaced meanwhile stays unflushed
     /// (and wins over the file's). Nothing changes on error.
-    pub fn flush(store: &RwLock<Self>, dir: &Path, seq: u64) -> Result<(), StorageError> {
-        let fresh = store.read().fresh.clone();
+    pub fn flush(lock: &RwLock<Self>, dir: &Path, seq: u64) -> Result<(), StorageError> {
+        let fresh = lock.read().fresh.clone();
         if fresh.is_empty() {
             return Ok(());
         }
@@ -165,20 +172,10 @@ impl HistogramStore {
         for id in ids {
             let Some(of_series) = fresh.get(&id) else { continue };
             let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = of_series.iter().map(|(&t, h)| (t, to_value(h))).unzip();
-            let mut bytes = Vec::new();
-            encode_histograms(&mut bytes, &ts, &hs);
-            let (mint, maxt) = (ts.first().copied().unwrap_or(0), ts.last().copied().unwrap_or(0));
-            blocks.push((
-                id,
-                Block {
-                    mint,
-                    maxt,
-                    bytes: bytes.into(),
-                },
-            ));
+            blocks.push((id, Block::encode(&ts, &hs)));
         }
         crate::index::write_atomically(&dir.join(file_name(seq)), &encode_file(&blocks))?;
-        let mut store = store.write();
+        let mut store = lock.write();
         for (id, written) in &fresh {
             if let Some(now) = store.fresh.get_mut(id) {
                 now.retain(|t, h| written.get(t).is_none_or(|w| !Arc::ptr_eq(w, h)));
@@ -190,7 +187,71 @@ impl HistogramStore {
         for (id, block) in blocks {
             store.flushed.entry(id).or_default().push(block);
         }
+        store.files.push(seq);
+        if store.files.len() > MAX_FILES {
+            drop(store);
+            Self::merge_files(lock, dir)?;
+        }
         Ok(())
+    }
+
+    /// Rewrites every file as one under the newest file's name (replaced
+    /// atomically; it then holds what the others do, newest body winning),
+    /// then removes the others. A crash in between leaves files the merged
+    /// one overrides. Only flushes call it, one at a time (the caller's
+    /// partition serialises them), so the flushed blocks do not change
+    /// meanwhile.
+    fn merge_files(lock: &RwLock<Self>, dir: &Path) -> Result<(), StorageError> {
+        let (blocks, files) = {
+            let store = lock.read();
+            let mut ids: Vec<u64> = store.flushed.keys().copied().collect();
+            ids.sort_unstable();
+            let mut blocks = Vec::with_capacity(ids.len());
+            for id in ids {
+                let mut merged: BTreeMap<i64, HistogramValue> = BTreeMap::new();
+                for b in store.flushed.get(&id).into_iter().flatten() {
+                    let (mut ts, mut hs) = (Vec::new(), Vec::new());
+                    decode_histograms(&b.bytes, &mut ts, &mut hs).map_err(|e| StorageError::Corrupt {
+                        path: dir.to_path_buf(),
+                        reason: format!("histogram block of series {id:016x}: {e}"),
+                    })?;
+                    merged.extend(ts.into_iter().zip(hs));
+                }
+                let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = merged.into_iter().unzip();
+                blocks.push((id, Block::encode(&ts, &hs)));
+            }
+            (blocks, store.files.clone())
+        };
+        let Some((&newest, older)) = files.split_last() else {
+            return Ok(());
+        };
+        crate::index::write_atomically(&dir.join(file_name(newest)), &encode_file(&blocks))?;
+        {
+            let mut store = lock.write();
+            store.flushed = HashMap::new();
+            for (id, block) in blocks {
+                store.flushed.entry(id).or_default().push(block);
+            }
+            store.files = vec![newest];
+        }
+        for seq in older {
+            let path = dir.join(file_name(*seq));
+            fs::remove_file(&path).map_err(StorageError::io("remove merged histogram file", &path))?;
+        }
+        crate::wal::sync_dir(dir)
+    }
+}
+
+impl Block {
+    fn encode(ts: &[i64], hs: &[HistogramValue]) -> Self {
+        let mut bytes = Vec::new();
+        encode_histograms(&mut bytes, ts, hs);
+        let (mint, maxt) = (ts.first().copied().unwrap_or(0), ts.last().copied().unwrap_or(0));
+        Block {
+            mint,
+            maxt,
+            bytes: bytes.into(),
+        }
     }
 }
 
@@ -335,6 +396,26 @@ mod tests {
         assert!(store.read().fresh.is_empty());
         want(&store.read());
         want(&HistogramStore::load(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn flushes_past_the_file_limit_merge_the_files_keeping_the_newest_bodies() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RwLock::new(HistogramStore::default());
+        for seq in 1..=(MAX_FILES as u64 + 1) {
+            store.write().insert(1, 10, h(seq as f64));
+            store.write().insert(2, seq as i64, h(seq as f64));
+            HistogramStore::flush(&store, dir.path(), seq).unwrap();
+        }
+        let files = fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(files, 1);
+        for s in [&*store.read(), &HistogramStore::load(dir.path()).unwrap()] {
+            assert_eq!(
+                s.read(1, 0, 100).unwrap().into_values().collect::<Vec<_>>(),
+                vec![h(9.0)]
+            );
+            assert_eq!(s.read(2, 0, 100).unwrap().len(), MAX_FILES + 1);
+        }
     }
 
     #[test]

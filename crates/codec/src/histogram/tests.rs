@@ -230,6 +230,27 @@ proptest! {
         check(&ts, &hs);
     }
 
+    /// Damaged blocks, which reach deeper into the decoder than random bytes.
+    #[test]
+    fn decoding_damaged_blocks_never_panics(
+        samples in proptest::collection::vec((any::<i64>(), histogram()), 1..6),
+        flips in proptest::collection::vec((any::<usize>(), 1u8..=255), 1..4),
+        cut in any::<usize>(),
+    ) {
+        let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = samples.into_iter().unzip();
+        let mut buf = Vec::new();
+        encode_histograms(&mut buf, &ts, &hs);
+        for (at, x) in flips {
+            let len = buf.len();
+            buf[at % len] ^= x;
+        }
+        buf.truncate(cut % (buf.len() + 1));
+        let (mut got_ts, mut got_hs) = (Vec::new(), Vec::new());
+        if decode_histograms(&buf, &mut got_ts, &mut got_hs).is_err() {
+            prop_assert!(got_ts.is_empty() && got_hs.is_empty());
+        }
+    }
+
     #[test]
     fn decoding_arbitrary_bytes_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
         let (mut ts, mut hs) = (Vec::new(), Vec::new());
