@@ -175,3 +175,49 @@ fn tsdb_histograms_span_days_and_respect_retention() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].2, hs[1..3].to_vec());
 }
+
+/// Background threads off, a day settled as soon as nothing is written to
+/// it, and a bucket in a directory.
+fn bucket_config(data: &std::path::Path, bucket: &std::path::Path) -> Config {
+    let mut c = config(data);
+    c.idle_merge_after = Duration::ZERO;
+    c.object_store = Some(cairn_tsdb::BucketConfig::new(format!("file://{}", bucket.display())));
+    c
+}
+
+fn settle(db: &Tsdb) {
+    db.flush().unwrap();
+    db.maintain().unwrap();
+    db.upload().unwrap();
+}
+
+#[test]
+fn tsdb_histograms_of_settled_days_are_served_from_the_bucket() {
+    let bucket = tempfile::tempdir().unwrap();
+    let today = now() / DAY * DAY;
+    let (d1, d2) = (today - 4 * DAY, today - 3 * DAY);
+    let wdir = tempfile::tempdir().unwrap();
+    let writer = Tsdb::open(bucket_config(wdir.path(), bucket.path())).unwrap();
+    write(&writer, 3, 20, d1 + 1000, 0);
+    settle(&writer);
+    let day1 = all(&writer);
+    assert_eq!(day1.len(), 3);
+    // A node that lost its disk, and a read-only one, see them.
+    let lost = tempfile::tempdir().unwrap();
+    assert_eq!(
+        all(&Tsdb::open(bucket_config(lost.path(), bucket.path())).unwrap()),
+        day1
+    );
+    let rdir = tempfile::tempdir().unwrap();
+    let mut ro = bucket_config(rdir.path(), bucket.path());
+    ro.read_only = true;
+    let reader = Tsdb::open(ro).unwrap();
+    assert_eq!(all(&reader), day1);
+    // The writer uploads another day; the reader follows on refresh.
+    write(&writer, 3, 20, d2 + 1000, 0);
+    settle(&writer);
+    reader.refresh().unwrap();
+    let both = all(&writer);
+    assert_eq!(both[0].2.len(), 40);
+    assert_eq!(all(&reader), both);
+}
