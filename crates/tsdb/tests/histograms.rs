@@ -221,3 +221,29 @@ fn tsdb_histograms_of_settled_days_are_served_from_the_bucket() {
     assert_eq!(both[0].2.len(), 40);
     assert_eq!(all(&reader), both);
 }
+
+#[test]
+fn tsdb_histogram_files_of_flushes_after_a_reopen_keep_earlier_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let start = now() - 3 * HOUR;
+    for round in 0..4 {
+        // Each round: an open, histograms of known series (no new index
+        // segment), a flush and a close.
+        let db = Tsdb::open(c.clone()).unwrap();
+        write(&db, 2, 5, start, round * 5);
+        db.close().unwrap();
+        drop(db);
+        // After a clean close the WAL holds nothing to replay; without it
+        // the next open numbers segments from what the partitions name.
+        std::fs::remove_dir_all(dir.path().join("wal")).unwrap();
+    }
+    let db = Tsdb::open(c).unwrap();
+    let got = all(&db);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[1].2.len(), 20);
+    assert_eq!(
+        got[1].2[12],
+        HistogramSample::new(start + 12 * 15_000, histogram(1, 12))
+    );
+}

@@ -294,14 +294,19 @@ impl Partition {
         selection
     }
 
-    /// The highest sequence number in the names of the index segments on
-    /// disk: the WAL numbers its segments above it, since a flush names
-    /// its index segment after the WAL segment it rotated to.
+    /// The highest sequence number in the names of the index segments and
+    /// histogram files on disk: the WAL numbers its segments above it, since
+    /// a flush names them after the WAL segment it rotated to.
     pub fn max_index_segment(&self) -> Result<u64, StorageError> {
         let mut max = 0;
         for entry in fs::read_dir(&self.dir).map_err(StorageError::io("list", &self.dir))? {
             let name = entry.map_err(StorageError::io("list", &self.dir))?.file_name();
-            max = max.max(name.to_str().and_then(crate::index::segment_seq).unwrap_or(0));
+            // Histogram files are named by their flush's segment too: a
+            // later flush must not reuse one's name.
+            let seq = name
+                .to_str()
+                .and_then(|n| crate::index::segment_seq(n).or_else(|| crate::histograms::file_seq(n)));
+            max = max.max(seq.unwrap_or(0));
         }
         Ok(max)
     }
