@@ -121,16 +121,16 @@ impl HistogramStore {
         self.fresh.entry(id).or_default().insert(t, h);
     }
 
-    /// Bytes held, roughly.
-    pub fn memory_bytes(&self) -> usize {
-        let flushed: usize = self.flushed.values().flatten().map(|b| b.bytes.len() + 32).sum();
-        let fresh: usize = self
-            .fresh
+    /// Bytes of the unflushed bodies, roughly: what a flush frees (it
+    /// counts toward the in-memory budget that triggers flushes). Flushed
+    /// blocks stay in memory, encoded, and are not counted, or a flush would
+    /// be asked for again and again once they pass that budget.
+    pub fn unflushed_bytes(&self) -> usize {
+        self.fresh
             .values()
             .flat_map(|m| m.values())
             .map(|h| 96 + 16 * (h.positive.len() + h.negative.len()))
-            .sum();
-        flushed + fresh
+            .sum()
     }
 
     /// The newest histogram of series `id` at each timestamp in `[mint, maxt]`.

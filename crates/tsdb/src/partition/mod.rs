@@ -504,7 +504,7 @@ impl Partition {
     pub fn memory_bytes(&self) -> u64 {
         let rows = self.head.lock().memory_bytes() as u64;
         let parts: u64 = self.parts.read().memory.iter().map(|p| p.size_bytes()).sum();
-        rows + parts + self.histograms.read().memory_bytes() as u64
+        rows + parts + self.histograms.read().unflushed_bytes() as u64
     }
 
     /// Bytes of the partition's local files (parts in the bucket not counted).
