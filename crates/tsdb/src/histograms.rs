@@ -14,7 +14,7 @@
 //! series and file. A later write of the same series and timestamp wins:
 //! files are read oldest first, then the unflushed bodies.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -161,7 +161,15 @@ impl HistogramStore {
     /// segment `seq`, then holds them encoded. The file is written without
     /// the lock, so commits go on; a body replaced meanwhile stays unflushed
     /// (and wins over the file's). Nothing changes on error.
-    pub fn flush(lock: &RwLock<Self>, dir: &Path, seq: u64) -> Result<(), StorageError> {
+    /// `dead` tells, of a list of series ids, those the partition's index
+    /// holds as deleted (no sample left): a merge of the files drops their
+    /// bodies. It is called without the store's lock.
+    pub fn flush(
+        lock: &RwLock<Self>,
+        dir: &Path,
+        seq: u64,
+        dead: impl FnOnce(&[u64]) -> HashSet<u64>,
+    ) -> Result<(), StorageError> {
         let fresh = lock.read().fresh.clone();
         if fresh.is_empty() {
             return Ok(());
@@ -189,22 +197,23 @@ impl HistogramStore {
         }
         store.files.push(seq);
         if store.files.len() > MAX_FILES {
+            let ids: Vec<u64> = store.flushed.keys().copied().collect();
             drop(store);
-            Self::merge_files(lock, dir)?;
+            Self::merge_files(lock, dir, &dead(&ids))?;
         }
         Ok(())
     }
 
     /// Rewrites every file as one under the newest file's name (replaced
-    /// atomically; it then holds what the others do, newest body winning),
-    /// then removes the others. A crash in between leaves files the merged
+    /// atomically; it then holds what the others do, newest body winning,
+    /// less the bodies of `dead` series), then removes the others. A crash in between leaves files the merged
     /// one overrides. Only flushes call it, one at a time (the caller's
     /// partition serialises them), so the flushed blocks do not change
     /// meanwhile.
-    fn merge_files(lock: &RwLock<Self>, dir: &Path) -> Result<(), StorageError> {
+    fn merge_files(lock: &RwLock<Self>, dir: &Path, dead: &HashSet<u64>) -> Result<(), StorageError> {
         let (blocks, files) = {
             let store = lock.read();
-            let mut ids: Vec<u64> = store.flushed.keys().copied().collect();
+            let mut ids: Vec<u64> = store.flushed.keys().copied().filter(|id| !dead.contains(id)).collect();
             ids.sort_unstable();
             let mut blocks = Vec::with_capacity(ids.len());
             for id in ids {
@@ -360,6 +369,10 @@ pub fn from_value(v: HistogramValue) -> Histogram {
 mod tests {
     use super::*;
 
+    fn none_dead(_: &[u64]) -> HashSet<u64> {
+        HashSet::new()
+    }
+
     fn h(count: f64) -> Arc<Histogram> {
         Arc::new(Histogram {
             schema: 3,
@@ -376,7 +389,7 @@ mod tests {
         let store = RwLock::new(HistogramStore::default());
         store.write().insert(7, 10, h(1.0));
         store.write().insert(7, 20, h(2.0));
-        HistogramStore::flush(&store, dir.path(), 1).unwrap();
+        HistogramStore::flush(&store, dir.path(), 1, none_dead).unwrap();
         store.write().insert(7, 20, h(3.0));
         store.write().insert(8, 5, h(4.0));
         let want = |s: &HistogramStore| {
@@ -392,20 +405,25 @@ mod tests {
             assert!(!s.has(9) && s.has(8));
         };
         want(&store.read());
-        HistogramStore::flush(&store, dir.path(), 2).unwrap();
+        HistogramStore::flush(&store, dir.path(), 2, none_dead).unwrap();
         assert!(store.read().fresh.is_empty());
         want(&store.read());
         want(&HistogramStore::load(dir.path()).unwrap());
     }
 
     #[test]
-    fn flushes_past_the_file_limit_merge_the_files_keeping_the_newest_bodies() {
+    fn flushes_past_the_file_limit_merge_the_files_keeping_the_newest_bodies_of_live_series() {
         let dir = tempfile::tempdir().unwrap();
         let store = RwLock::new(HistogramStore::default());
         for seq in 1..=(MAX_FILES as u64 + 1) {
             store.write().insert(1, 10, h(seq as f64));
             store.write().insert(2, seq as i64, h(seq as f64));
-            HistogramStore::flush(&store, dir.path(), seq).unwrap();
+            store.write().insert(3, seq as i64, h(seq as f64));
+            // Series 3 is deleted by the time the files merge.
+            HistogramStore::flush(&store, dir.path(), seq, |ids| {
+                ids.iter().copied().filter(|&id| id == 3).collect()
+            })
+            .unwrap();
         }
         let files = fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(files, 1);
@@ -415,6 +433,7 @@ mod tests {
                 vec![h(9.0)]
             );
             assert_eq!(s.read(2, 0, 100).unwrap().len(), MAX_FILES + 1);
+            assert!(!s.has(3));
         }
     }
 
@@ -423,7 +442,7 @@ mod tests {
         let store = RwLock::new(HistogramStore::default());
         store.write().insert(1, 1, h(1.0));
         let dir = tempfile::tempdir().unwrap();
-        HistogramStore::flush(&store, dir.path(), 3).unwrap();
+        HistogramStore::flush(&store, dir.path(), 3, none_dead).unwrap();
         let path = dir.path().join(file_name(3));
         let bytes = fs::read(&path).unwrap();
         for i in 0..bytes.len() {

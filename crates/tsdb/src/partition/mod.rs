@@ -564,7 +564,11 @@ impl Partition {
             self.index.write().shrink_to_fit();
         }
         // Before the WAL that holds these bodies is truncated (the caller's next step).
-        HistogramStore::flush(&self.histograms, &self.dir, index_seq)?;
+        HistogramStore::flush(&self.histograms, &self.dir, index_seq, |ids| {
+            let index = self.index.read();
+            let dead = |id: &u64| index.local_of(*id).is_none_or(|local| !index.live().contains(local));
+            ids.iter().copied().filter(dead).collect()
+        })?;
         if memory.is_empty() {
             return Ok(());
         }
