@@ -356,6 +356,11 @@ impl<'a> BitReader<'a> {
     }
 
     /// Bytes consumed so far, counting the padded last byte.
+    /// Bits of input not read yet.
+    pub(crate) fn bits_left(&self) -> usize {
+        (self.src.len() * 8).saturating_sub(self.bit_pos)
+    }
+
     pub(crate) fn bytes_consumed(&self) -> usize {
         self.bit_pos.div_ceil(8)
     }

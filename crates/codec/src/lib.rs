@@ -12,6 +12,7 @@ mod bits;
 mod cursor;
 mod decimal;
 mod gorilla;
+mod histogram;
 mod intseq;
 mod prom_xor;
 mod residuals;
@@ -20,6 +21,7 @@ mod timestamps;
 mod values;
 pub mod varint;
 
+pub use histogram::{HistogramValue, decode_histograms, encode_histograms};
 pub use prom_xor::{XOR_CHUNK_MAX_SAMPLES, encode_xor_chunk};
 pub use timestamps::{decode_timestamps, encode_timestamps, encode_timestamps_fast};
 pub use values::{decode_values, encode_values, encode_values_fast};

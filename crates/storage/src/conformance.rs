@@ -9,6 +9,8 @@ use cairn_model::{EncodedLabels, Labels, MatchOp, Matcher, Sample, stale_nan};
 
 use crate::{Admin, Appendable, Queryable, SelectHints, ShardBy, collect_samples};
 
+mod histograms;
+
 /// Everything the suite needs.
 pub trait Storage: Queryable + Appendable + Admin {}
 impl<T: Queryable + Appendable + Admin> Storage for T {}
@@ -41,7 +43,8 @@ pub fn run_all<S: Storage>(make: impl Fn() -> S) {
         ("querier_is_a_snapshot", querier_is_a_snapshot),
         ("tsdb_status_counts", tsdb_status_counts),
     ];
-    for (name, case) in cases {
+    let histogram_cases = histograms::cases::<S>();
+    for (name, case) in cases.iter().chain(&histogram_cases) {
         let storage = make();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| case(&storage)));
         if let Err(e) = result {

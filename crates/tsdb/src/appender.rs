@@ -3,12 +3,13 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use cairn_model::{EncodedLabels, LabelError, Labels, Sample};
+use cairn_model::{EncodedLabels, Histogram, HistogramSample, LabelError, Labels, Sample};
 use cairn_storage::{Appender, CommitReport, RejectReason, StorageError};
 
 use crate::day::Day;
 use crate::engine::Inner;
 use crate::head::{Row, UNKNOWN_LOCAL};
+use crate::histograms;
 use crate::index::series_hash;
 use crate::partition::Partition;
 use crate::wal::record::{DayBatch, SeriesRows, encode_batch};
@@ -29,7 +30,13 @@ struct DaySamples {
     series: Vec<Pending>,
     ts: Vec<i64>,
     vs: Vec<f64>,
+    /// Bodies of the histogram samples among them (whose value is the
+    /// marker): the series' label encoding, timestamp and histogram.
+    histograms: Vec<(Range<usize>, i64, Arc<Histogram>)>,
 }
+
+/// Histogram bodies per day, in `by_day` order, with their series' ids.
+type DayHistograms = Vec<Vec<(u64, i64, Arc<Histogram>)>>;
 
 pub struct TsdbAppender<'a> {
     db: &'a Inner,
@@ -50,6 +57,20 @@ impl<'a> TsdbAppender<'a> {
             rejected: BTreeMap::new(),
             min_t: db.min_valid_t(),
             max_t: db.max_valid_t(),
+        }
+    }
+
+    /// [`Self::add_samples`] for floats a client wrote: one with the
+    /// histogram marker's bits is kept as the ordinary NaN.
+    fn add_floats(&mut self, encoded: Range<usize>, samples: &[Sample]) {
+        if samples.iter().any(|s| histograms::is_marker(s.v)) {
+            let unmarked: Vec<Sample> = samples
+                .iter()
+                .map(|s| Sample::new(s.t, histograms::unmark(s.v)))
+                .collect();
+            self.add_samples(encoded, &unmarked);
+        } else {
+            self.add_samples(encoded, samples);
         }
     }
 
@@ -154,6 +175,8 @@ impl TsdbAppender<'_> {
 type DayIds = Vec<Vec<(u64, u32)>>;
 /// Series created by a commit per day: id and canonical label encoding.
 type NewSeries<'l> = Vec<Vec<(u64, &'l [u8])>>;
+/// What the commit lock writes and applies (see [`TsdbAppender::prepare`]).
+type Prepared<'l> = (Vec<Vec<Row>>, NewSeries<'l>, DayHistograms, Vec<u8>);
 
 impl TsdbAppender<'_> {
     /// Gives ids to the series `known` lacks: the first free id probing from
@@ -197,21 +220,54 @@ impl TsdbAppender<'_> {
     }
 
     /// What the commit lock writes and applies: the rows per day, the new
-    /// series per day, and the batch as one framed WAL record.
-    fn prepare<'l>(&'l self, ids: &DayIds, new_series: NewSeries<'l>) -> (Vec<Vec<Row>>, NewSeries<'l>, Vec<u8>) {
-        let record = self.wal_record(ids, &new_series);
-        (self.rows(ids), new_series, record)
+    /// series per day, the histogram bodies per day, and the batch as one
+    /// framed WAL record.
+    fn prepare<'l>(&'l self, ids: &DayIds, new_series: NewSeries<'l>) -> Prepared<'l> {
+        let histograms = self.histograms(ids);
+        let record = self.wal_record(ids, &new_series, &histograms);
+        (self.rows(ids), new_series, histograms, record)
+    }
+
+    /// The histogram bodies per day with their series' ids; those of series
+    /// refused for the series limit are left out with their markers.
+    fn histograms(&self, ids: &DayIds) -> DayHistograms {
+        self.by_day
+            .values()
+            .zip(ids)
+            .map(|(d, day_ids)| {
+                if d.histograms.is_empty() {
+                    return Vec::new();
+                }
+                let id_of: HashMap<(usize, usize), u64> = d
+                    .series
+                    .iter()
+                    .zip(day_ids)
+                    .map(|(s, &(id, _))| ((s.encoded.start, s.encoded.end), id))
+                    .collect();
+                let mut out: Vec<(u64, i64, Arc<Histogram>)> = d
+                    .histograms
+                    .iter()
+                    .filter_map(|(enc, t, h)| Some((*id_of.get(&(enc.start, enc.end))?, *t, h.clone())))
+                    .collect();
+                // Grouped by series for the WAL's blocks; stable, so later
+                // writes of a timestamp stay later.
+                out.sort_by_key(|h| h.0);
+                out
+            })
+            .collect()
     }
 
     /// The batch as one framed WAL record.
-    fn wal_record(&self, ids: &DayIds, new_series: &NewSeries<'_>) -> Vec<u8> {
+    fn wal_record(&self, ids: &DayIds, new_series: &NewSeries<'_>, histograms: &DayHistograms) -> Vec<u8> {
         let groups: Vec<DayBatch> = self
             .by_day
             .iter()
             .zip(ids)
             .zip(new_series)
-            .map(|(((day, d), day_ids), day_new)| DayBatch {
+            .zip(histograms)
+            .map(|((((day, d), day_ids), day_new), day_histograms)| DayBatch {
                 day: *day,
+                histograms: day_histograms,
                 new_series: day_new,
                 rows: d
                     .series
@@ -258,7 +314,32 @@ impl Appender for TsdbAppender<'_> {
         })?;
         let start = self.labels.len();
         labels.encode(&mut self.labels);
-        self.add_samples(start..self.labels.len(), samples);
+        self.add_floats(start..self.labels.len(), samples);
+        Ok(())
+    }
+
+    fn append_histograms(&mut self, labels: &Labels, samples: &[HistogramSample]) -> Result<(), StorageError> {
+        let invalid = |reason: String| StorageError::InvalidSeries {
+            labels: labels.to_string(),
+            reason,
+        };
+        labels.validate_for_storage().map_err(|e| invalid(e.to_string()))?;
+        for s in samples {
+            s.h.validate().map_err(|e| invalid(e.to_string()))?;
+        }
+        let start = self.labels.len();
+        labels.encode(&mut self.labels);
+        let encoded = start..self.labels.len();
+        // Refused samples are counted by `add_samples`, from the markers.
+        let mut markers = Vec::with_capacity(samples.len());
+        for s in samples {
+            markers.push(Sample::new(s.t, histograms::marker()));
+            if s.t >= self.min_t && s.t <= self.max_t {
+                let day = self.by_day.entry(Day::of(s.t)).or_default();
+                day.histograms.push((encoded.clone(), s.t, s.h.clone()));
+            }
+        }
+        self.add_samples(encoded, &markers);
         Ok(())
     }
 
@@ -272,7 +353,7 @@ impl Appender for TsdbAppender<'_> {
         }
         let start = self.labels.len();
         self.labels.extend_from_slice(labels.as_bytes());
-        self.add_samples(start..self.labels.len(), samples);
+        self.add_floats(start..self.labels.len(), samples);
         Ok(())
     }
 
@@ -324,7 +405,7 @@ impl Appender for TsdbAppender<'_> {
 
         let commit = db.commit_lock.lock();
         let seq = db.next_seq.fetch_add(1, Ordering::Relaxed);
-        let (rows, new_series, record) = match prepared {
+        let (rows, new_series, histograms, record) = match prepared {
             Some(p) => p,
             None => {
                 let (ids, new_series) = self.resolve_new_series(&partitions, known);
@@ -340,12 +421,13 @@ impl Appender for TsdbAppender<'_> {
         db.wal.append_framed(&record)?;
 
         let mut full = Vec::new();
-        for ((p, rows), day_new) in partitions.iter().zip(&rows).zip(&new_series) {
+        for (((p, rows), day_new), day_histograms) in partitions.iter().zip(&rows).zip(&new_series).zip(&histograms) {
             report.samples_accepted += rows.len() as u64;
+            report.histograms_accepted += day_histograms.len() as u64;
             report.series_created += day_new.len() as u64;
             // Fails only on a broken invariant (a row of a series the index
             // lacks), which replaying this record would meet again.
-            if p.apply(day_new, rows, seq, &db.config)? {
+            if p.apply(day_new, rows, day_histograms, seq, &db.config)? {
                 full.push(p);
             }
         }

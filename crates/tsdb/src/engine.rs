@@ -369,7 +369,7 @@ impl Inner {
                     })
                     .collect();
                 p.check_known(&d.new_series, &rows)?;
-                if p.apply(&d.new_series, &rows, seq, &self.config)? {
+                if p.apply(&d.new_series, &rows, &d.histograms, seq, &self.config)? {
                     p.seal_rows()?;
                 }
             }

@@ -23,6 +23,7 @@ mod config;
 mod day;
 mod engine;
 mod head;
+mod histograms;
 mod index;
 mod part;
 mod partition;

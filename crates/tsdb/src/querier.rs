@@ -1,12 +1,14 @@
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Range;
+use std::sync::Arc;
 
 use rayon::slice::ParallelSliceMut;
 
-use cairn_model::{Labels, Matcher};
+use cairn_model::{Histogram, HistogramSample, Labels, Matcher};
 use cairn_storage::{Querier, SampleBlocks, SelectHints, Series, SeriesSet, StorageError, VecSampleBlocks};
 
-use crate::partition::{PartitionSnapshot, newest_sources_of, sources_of, tombstones_by_id};
+use crate::histograms::is_marker;
+use crate::partition::{Partition, PartitionSnapshot, newest_sources_of, sources_of, tombstones_by_id};
 use crate::series_reader::{Ranked, SeriesReader, keep_newest_source};
 use crate::shared_reads::{SELECT_BUDGET, share_part_reads};
 
@@ -19,6 +21,9 @@ struct Selected {
     labels: Range<usize>,
     order: Range<usize>,
     sources: Vec<Ranked>,
+    /// The partitions (and the series' id in each) whose samples may hold
+    /// histogram markers; empty for a series of floats only.
+    histograms: Vec<(Arc<Partition>, u64)>,
 }
 
 /// A read view: the partitions overlapping `[mint, maxt]`, as they were
@@ -92,6 +97,7 @@ impl Querier for TsdbQuerier {
                     labels,
                     order,
                     sources: Vec::new(),
+                    histograms: Vec::new(),
                 }));
                 continue;
             }
@@ -116,6 +122,8 @@ impl Querier for TsdbQuerier {
             }
             let mut cursors: Vec<_> = parts.iter().map(|p| p.block_cursor()).collect();
             let (mut keys, mut sources) = (Vec::new(), Vec::new());
+            let store = snap.partition.histograms();
+            let with_histograms = |id: u64| (!store.is_empty() && store.has(id)).then(|| (snap.partition.clone(), id));
             for ((id, _, labels, order), rows) in selected.into_iter().zip(fresh) {
                 // Unflushed rows are the newest writes of all.
                 // About one block per part, and the rows: allocated once.
@@ -130,17 +138,23 @@ impl Querier for TsdbQuerier {
                     keep_newest_source(&mut of_series, self.maxt);
                 }
                 if !of_series.is_empty() {
-                    keys.push((labels, order));
+                    keys.push((labels, order, with_histograms(id)));
                     sources.push(of_series);
                 }
             }
+            drop(store);
             for part in &parts {
                 share_part_reads(part, &mut sources, &mut read_budget);
             }
             series.extend(
                 keys.into_iter()
                     .zip(sources)
-                    .map(|((labels, order), sources)| Selected { labels, order, sources }),
+                    .map(|((labels, order, histograms), sources)| Selected {
+                        labels,
+                        order,
+                        sources,
+                        histograms: histograms.into_iter().collect(),
+                    }),
             );
         }
         // Stable: a series found in several days keeps its days in order.
@@ -155,6 +169,7 @@ impl Querier for TsdbQuerier {
             let same = arena[later.order.clone()] == arena[earlier.order.clone()];
             if same {
                 earlier.sources.append(&mut later.sources);
+                earlier.histograms.append(&mut later.histograms);
             }
             same
         });
@@ -162,29 +177,39 @@ impl Querier for TsdbQuerier {
         let limit = hints.limit.unwrap_or(usize::MAX);
         let iter = series
             .into_iter()
-            .filter_map(move |Selected { labels, sources, .. }| {
-                // The index only holds encodings that decoded when inserted.
-                let labels = match Labels::decode(&arena[labels]) {
-                    Ok((labels, _)) => labels,
-                    Err(e) => {
-                        return Some(Err(StorageError::Corrupt {
-                            path: "<index>".into(),
-                            reason: format!("undecodable labels: {e}"),
-                        }));
+            .filter_map(
+                move |Selected {
+                          labels,
+                          sources,
+                          histograms,
+                          ..
+                      }| {
+                    // The index only holds encodings that decoded when inserted.
+                    let labels = match Labels::decode(&arena[labels]) {
+                        Ok((labels, _)) => labels,
+                        Err(e) => {
+                            return Some(Err(StorageError::Corrupt {
+                                path: "<index>".into(),
+                                reason: format!("undecodable labels: {e}"),
+                            }));
+                        }
+                    };
+                    if labels_only {
+                        let samples: Box<dyn SampleBlocks> = Box::new(VecSampleBlocks::new([]));
+                        return Some(Ok(Series::floats(labels, samples)));
                     }
-                };
-                if labels_only {
-                    let samples: Box<dyn SampleBlocks> = Box::new(VecSampleBlocks::new([]));
-                    return Some(Ok(Series::floats(labels, samples)));
-                }
-                let mut reader = SeriesReader::new(sources, mint, maxt);
-                // Deletions can leave a series with blocks but no samples: skip it.
-                match reader.has_samples() {
-                    Ok(true) => Some(Ok(Series::floats(labels, Box::new(reader)))),
-                    Ok(false) => None,
-                    Err(e) => Some(Err(e)),
-                }
-            })
+                    let mut reader = SeriesReader::new(sources, mint, maxt);
+                    if !histograms.is_empty() {
+                        return with_histograms(labels, reader, &histograms, mint, maxt).transpose();
+                    }
+                    // Deletions can leave a series with blocks but no samples: skip it.
+                    match reader.has_samples() {
+                        Ok(true) => Some(Ok(Series::floats(labels, Box::new(reader)))),
+                        Ok(false) => None,
+                        Err(e) => Some(Err(e)),
+                    }
+                },
+            )
             .take(limit);
         Ok(Box::new(iter))
     }
@@ -213,4 +238,55 @@ impl Querier for TsdbQuerier {
         }
         Ok(out.into_iter().take(limit.unwrap_or(usize::MAX)).collect())
     }
+}
+
+/// A series whose samples may hold histogram markers, read whole: its
+/// floats, and the bodies of its markers in place of them. `None` if
+/// nothing is left in range.
+fn with_histograms(
+    labels: Labels,
+    mut reader: SeriesReader,
+    partitions: &[(Arc<Partition>, u64)],
+    mint: i64,
+    maxt: i64,
+) -> Result<Option<Series>, StorageError> {
+    let (mut ts, mut vs) = (Vec::new(), Vec::new());
+    let range = reader.read_into(&mut ts, &mut vs)?;
+    let (ts, vs) = (&ts[range.clone()], &vs[range]);
+    let marked: Vec<i64> = ts
+        .iter()
+        .zip(vs)
+        .filter(|(_, v)| is_marker(**v))
+        .map(|(t, _)| *t)
+        .collect();
+    let mut bodies: BTreeMap<i64, Arc<Histogram>> = BTreeMap::new();
+    if let (Some(&first), Some(&last)) = (marked.first(), marked.last()) {
+        // Days do not overlap, so each timestamp is found in one partition.
+        for (p, id) in partitions {
+            bodies.extend(p.histograms().read(*id, first.max(mint), last.min(maxt))?);
+        }
+    }
+    let histograms: Vec<HistogramSample> = marked
+        .iter()
+        .filter_map(|t| {
+            Some(HistogramSample {
+                t: *t,
+                h: bodies.get(t)?.clone(),
+            })
+        })
+        .collect();
+    let (fts, fvs): (Vec<i64>, Vec<f64>) = ts
+        .iter()
+        .zip(vs)
+        .filter(|(_, v)| !is_marker(**v))
+        .map(|(t, v)| (*t, *v))
+        .unzip();
+    if fts.is_empty() && histograms.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Series {
+        labels,
+        samples: Box::new(VecSampleBlocks::from_columns(fts, fvs)),
+        histograms,
+    }))
 }

@@ -1,11 +1,14 @@
-//! Model-based test: random sequences of writes, flushes, merges, deletes and
-//! reopens against the TSDB and against `MemStorage`, the reference
-//! implementation; every read must agree, and so must the newest sample a
-//! select that asks only for it returns.
+//! Model-based test: random sequences of writes (floats and native
+//! histograms), flushes, merges, deletes, reopens and crashes against the
+//! TSDB and against `MemStorage`, the reference implementation; every read
+//! must agree, and so must the newest sample a select that asks only for it
+//! returns.
 
-use cairn_model::{Labels, Matcher, Sample};
+use std::sync::Arc;
+
+use cairn_model::{Histogram, HistogramSample, Labels, Matcher, Sample};
 use cairn_storage::conformance::read;
-use cairn_storage::{Admin, Appendable, MemStorage, Queryable, SelectHints};
+use cairn_storage::{Admin, Appendable, MemStorage, Queryable, SelectHints, collect_samples};
 use cairn_tsdb::{Config, Tsdb};
 use proptest::prelude::*;
 
@@ -13,8 +16,8 @@ const HOUR: i64 = 3_600_000;
 
 #[derive(Debug, Clone)]
 enum Op {
-    /// (series, offset in 15 s steps, value)
-    Append(Vec<(u8, u16, i16)>),
+    /// (series, offset in 15 s steps, value, as a histogram)
+    Append(Vec<(u8, u16, i16, bool)>),
     Flush,
     Maintain,
     Compact,
@@ -24,16 +27,19 @@ enum Op {
         to: u16,
     },
     Reopen,
+    /// The process dies: nothing flushed or closed.
+    Crash,
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => proptest::collection::vec((0u8..6, 0u16..8000, any::<i16>()), 1..40).prop_map(Op::Append),
+        6 => proptest::collection::vec((0u8..6, 0u16..8000, any::<i16>(), proptest::bool::weighted(0.3)), 1..40).prop_map(Op::Append),
         1 => Just(Op::Flush),
         1 => Just(Op::Maintain),
         1 => Just(Op::Compact),
         1 => (0u8..6, 0u16..8000, 0u16..8000).prop_map(|(series, a, b)| Op::Delete { series, from: a.min(b), to: a.max(b) }),
         1 => Just(Op::Reopen),
+        1 => Just(Op::Crash),
     ]
 }
 
@@ -49,15 +55,46 @@ fn config(dir: &std::path::Path) -> Config {
     c
 }
 
+/// A histogram standing for the value `v`.
+fn histogram(v: i16) -> Histogram {
+    let c = f64::from(v.unsigned_abs());
+    Histogram {
+        schema: i32::from(v.rem_euclid(9)) - 4,
+        count: 2.0 * c,
+        sum: f64::from(v) * 0.5,
+        zero_count: c,
+        positive: vec![(i32::from(v % 7), c)],
+        ..Histogram::default()
+    }
+}
+
 fn everything(s: &dyn Queryable) -> Vec<(Labels, Vec<Sample>)> {
     read(s, &[Matcher::equal("__name__", "m")], i64::MIN / 2, i64::MAX / 2)
 }
 
+fn all_histograms(s: &dyn Queryable) -> Vec<(Labels, Vec<HistogramSample>)> {
+    let q = s.querier(i64::MIN / 2, i64::MAX / 2).unwrap();
+    q.select(&SelectHints::default(), &[Matcher::equal("__name__", "m")])
+        .unwrap()
+        .map(|series| {
+            let series = series.unwrap();
+            (series.labels, series.histograms)
+        })
+        .collect()
+}
+
+/// A sample of either kind: a float's bits or a histogram.
+#[derive(Debug, Clone, PartialEq)]
+enum Value {
+    Float(u64),
+    Histogram(Arc<Histogram>),
+}
+
 /// Each series' newest sample in `[maxt - 6 h, maxt]`, from a select with
-/// `newest_only` (only the last sample it returns counts).
-fn newest(s: &dyn Queryable, maxt: i64) -> Vec<(Labels, Sample)> {
+/// `newest_only` (only the last sample of either kind it returns counts).
+fn newest(s: &dyn Queryable, maxt: i64, newest_only: bool) -> Vec<(Labels, i64, Value)> {
     let hints = SelectHints {
-        newest_only: true,
+        newest_only,
         ..SelectHints::default()
     };
     let q = s.querier(maxt - 6 * HOUR, maxt).unwrap();
@@ -65,20 +102,20 @@ fn newest(s: &dyn Queryable, maxt: i64) -> Vec<(Labels, Sample)> {
         .unwrap()
         .map(|series| {
             let mut series = series.unwrap();
-            let (mut ts, mut vs) = (Vec::new(), Vec::new());
-            let range = series.samples.read_into(&mut ts, &mut vs).unwrap();
-            let last = range.end - 1;
-            (series.labels, Sample::new(ts[last], vs[last]))
-        })
-        .collect()
-}
-
-fn newest_of_all(everything: Vec<(Labels, Vec<Sample>)>, maxt: i64) -> Vec<(Labels, Sample)> {
-    everything
-        .into_iter()
-        .filter_map(|(labels, samples)| {
-            let last = samples.into_iter().rfind(|s| s.t <= maxt && s.t >= maxt - 6 * HOUR)?;
-            Some((labels, last))
+            let floats = collect_samples(series.samples.as_mut()).unwrap();
+            let float = floats.last().map(|s| (s.t, Value::Float(s.v.to_bits())));
+            let hist = series.histograms.last().map(|h| (h.t, Value::Histogram(h.h.clone())));
+            let (t, v) = match (float, hist) {
+                (Some(f), Some(h)) => {
+                    if f.0 > h.0 {
+                        f
+                    } else {
+                        h
+                    }
+                }
+                (f, h) => f.or(h).expect("a selected series has a sample"),
+            };
+            (series.labels, t, v)
         })
         .collect()
 }
@@ -99,10 +136,16 @@ proptest! {
             match op {
                 Op::Append(points) => {
                     let (mut a, mut b) = (d.appender(), model.appender());
-                    for (s, step, v) in points {
-                        let sample = [Sample::new(t(step), f64::from(v))];
-                        a.append(&labels(s), &sample).unwrap();
-                        b.append(&labels(s), &sample).unwrap();
+                    for (s, step, v, as_histogram) in points {
+                        if as_histogram {
+                            let sample = [HistogramSample::new(t(step), histogram(v))];
+                            a.append_histograms(&labels(s), &sample).unwrap();
+                            b.append_histograms(&labels(s), &sample).unwrap();
+                        } else {
+                            let sample = [Sample::new(t(step), f64::from(v))];
+                            a.append(&labels(s), &sample).unwrap();
+                            b.append(&labels(s), &sample).unwrap();
+                        }
                     }
                     a.commit().unwrap();
                     b.commit().unwrap();
@@ -119,11 +162,18 @@ proptest! {
                     drop(db.take());
                     db = Some(Tsdb::open(config(dir.path())).unwrap());
                 }
+                Op::Crash => {
+                    std::mem::forget(db.take());
+                    // A dead process holds no lock.
+                    std::fs::remove_file(dir.path().join("LOCK")).ok();
+                    db = Some(Tsdb::open(config(dir.path())).unwrap());
+                }
             }
             let d = db.as_ref().unwrap();
             prop_assert_eq!(everything(d), everything(&model));
+            prop_assert_eq!(all_histograms(d), all_histograms(&model));
             for step in [500, 2000, 4000, 6000, 7999] {
-                prop_assert_eq!(newest(d, t(step)), newest_of_all(everything(&model), t(step)), "at step {}", step);
+                prop_assert_eq!(newest(d, t(step), true), newest(&model, t(step), false), "at step {}", step);
             }
         }
     }

@@ -84,9 +84,12 @@ pub fn file_name(object: &ObjectInfo) -> &str {
 }
 
 /// Whether a file of a partition directory is one the bucket keeps beside
-/// the parts: index segments and tombstones.
+/// the parts: index segments, tombstones and histogram bodies.
 pub fn is_kept_file(name: &str) -> bool {
-    crate::index::segment_seq(name).is_some() || name == TOMBSTONES || name == crate::tombstones::APPLIED_FILE
+    crate::index::segment_seq(name).is_some()
+        || name == TOMBSTONES
+        || name == crate::tombstones::APPLIED_FILE
+        || crate::histograms::file_seq(name).is_some()
 }
 
 /// Downloads into `dir` the index segments and tombstones of `objects` that
@@ -326,6 +329,7 @@ impl Partition {
         };
         let mut new_segments = Vec::new();
         let mut tombstones_changed = false;
+        let mut histograms_changed = false;
         for object in objects {
             let name = file_name(object);
             let path = self.dir.join(name);
@@ -335,6 +339,8 @@ impl Partition {
             let changed = match name {
                 TOMBSTONES => local_len != Some(object.size),
                 _ if crate::index::segment_seq(name).is_some() => local_len.is_none(),
+                // New, or rewritten by the writer's merge of its files.
+                _ if crate::histograms::file_seq(name).is_some() => local_len != Some(object.size),
                 _ => false,
             };
             if !changed {
@@ -344,6 +350,8 @@ impl Partition {
             crate::index::write_atomically(&path, &bytes)?;
             if name == TOMBSTONES {
                 tombstones_changed = true;
+            } else if crate::histograms::file_seq(name).is_some() {
+                histograms_changed = true;
             } else {
                 new_segments.push(path);
             }
@@ -386,6 +394,10 @@ impl Partition {
         }
         if tombstones_changed {
             *self.tombstones.write() = Arc::new(crate::tombstones::load(&self.dir)?);
+        }
+        if histograms_changed {
+            // A read-only instance commits nothing, so every body is in the files.
+            *self.histograms.write() = crate::histograms::HistogramStore::load(&self.dir)?;
         }
         if tombstones_changed || !new_segments.is_empty() {
             let ids = self.tombstones.read().iter().map(|t| t.id).collect();

@@ -13,13 +13,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use cairn_bucket::ObjectInfo;
-use cairn_model::{EncodedLabels, Matcher};
+use cairn_model::{EncodedLabels, Histogram, Matcher};
 use cairn_storage::StorageError;
 use parking_lot::{Mutex, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 use rayon::prelude::*;
 
 use crate::day::Day;
 use crate::head::{Head, HeadSnapshot, Row, UNKNOWN_LOCAL};
+use crate::histograms::HistogramStore;
 use crate::index::PartitionIndex;
 use crate::part::{BlockCursor, BlockEncoding, Part, PartWriter};
 use crate::selection::{self, Selection, SelectionCache};
@@ -53,6 +54,9 @@ pub struct Partition {
     head: Mutex<Head>,
     parts: RwLock<Arc<PartSet>>,
     tombstones: RwLock<Arc<Vec<Tombstone>>>,
+    /// Bodies of the histogram samples whose markers the head and parts
+    /// hold. Taken after `head` where both are held.
+    histograms: RwLock<HistogramStore>,
     /// When rows were last applied (ms since the epoch), to find idle partitions.
     last_write_ms: AtomicI64,
     /// Tombstones up to this sequence number are merged out of all disk parts.
@@ -118,6 +122,7 @@ impl Partition {
             head: Mutex::default(),
             parts: RwLock::default(),
             tombstones: RwLock::default(),
+            histograms: RwLock::default(),
             rewrite: Mutex::new(()),
             disk_merge: Mutex::new(()),
             seal: Mutex::new(()),
@@ -240,6 +245,7 @@ impl Partition {
         let index = index?;
         let tombs = tombstones::load(&dir)?;
         let applied = tombstones::load_applied(&dir)?;
+        let histograms = HistogramStore::load(&dir)?;
         let p = Self {
             day,
             dir,
@@ -247,6 +253,7 @@ impl Partition {
             head: Mutex::default(),
             parts: RwLock::new(Arc::new(parts)),
             tombstones: RwLock::new(Arc::new(tombs)),
+            histograms: RwLock::new(histograms),
             rewrite: Mutex::new(()),
             disk_merge: Mutex::new(()),
             seal: Mutex::new(()),
@@ -260,6 +267,11 @@ impl Partition {
         let ids: BTreeSet<u64> = p.tombstones.read().iter().map(|t| t.id).collect();
         p.update_liveness(ids)?;
         Ok(p)
+    }
+
+    /// The histogram bodies, read-locked: take it alone.
+    pub fn histograms(&self) -> RwLockReadGuard<'_, HistogramStore> {
+        self.histograms.read()
     }
 
     /// The series index, read-locked: take it alone, never while holding
@@ -282,14 +294,19 @@ impl Partition {
         selection
     }
 
-    /// The highest sequence number in the names of the index segments on
-    /// disk: the WAL numbers its segments above it, since a flush names
-    /// its index segment after the WAL segment it rotated to.
+    /// The highest sequence number in the names of the index segments and
+    /// histogram files on disk: the WAL numbers its segments above it, since
+    /// a flush names them after the WAL segment it rotated to.
     pub fn max_index_segment(&self) -> Result<u64, StorageError> {
         let mut max = 0;
         for entry in fs::read_dir(&self.dir).map_err(StorageError::io("list", &self.dir))? {
             let name = entry.map_err(StorageError::io("list", &self.dir))?.file_name();
-            max = max.max(name.to_str().and_then(crate::index::segment_seq).unwrap_or(0));
+            // Histogram files are named by their flush's segment too: a
+            // later flush must not reuse one's name.
+            let seq = name
+                .to_str()
+                .and_then(|n| crate::index::segment_seq(n).or_else(|| crate::histograms::file_seq(n)));
+            max = max.max(seq.unwrap_or(0));
         }
         Ok(max)
     }
@@ -345,6 +362,7 @@ impl Partition {
         &self,
         new_series: &[(u64, &[u8])],
         rows: &[Row],
+        histograms: &[(u64, i64, Arc<Histogram>)],
         seq: u64,
         config: &crate::Config,
     ) -> Result<bool, StorageError> {
@@ -392,6 +410,14 @@ impl Partition {
         let seal_at = config.seal_rows(index.series_count());
         self.last_write_ms.store(crate::engine::now_ms(), Ordering::Relaxed);
         let mut head = self.head.lock();
+        // Bodies first, under the head lock: a snapshot that sees a marker
+        // finds its histogram.
+        if !histograms.is_empty() {
+            let mut store = self.histograms.write();
+            for (id, t, h) in histograms {
+                store.insert(*id, *t, h.clone());
+            }
+        }
         if locals.is_empty() {
             head.extend(seq, rows.iter().map(|r| (r.local, r.t, r.v)));
         } else {
@@ -478,7 +504,7 @@ impl Partition {
     pub fn memory_bytes(&self) -> u64 {
         let rows = self.head.lock().memory_bytes() as u64;
         let parts: u64 = self.parts.read().memory.iter().map(|p| p.size_bytes()).sum();
-        rows + parts
+        rows + parts + self.histograms.read().unflushed_bytes() as u64
     }
 
     /// Bytes of the partition's local files (parts in the bucket not counted).
@@ -537,6 +563,12 @@ impl Partition {
             // growing for now, so its growth slack is only memory.
             self.index.write().shrink_to_fit();
         }
+        // Before the WAL that holds these bodies is truncated (the caller's next step).
+        HistogramStore::flush(&self.histograms, &self.dir, index_seq, |ids| {
+            let index = self.index.read();
+            let dead = |id: &u64| index.local_of(*id).is_none_or(|local| !index.live().contains(local));
+            ids.iter().copied().filter(dead).collect()
+        })?;
         if memory.is_empty() {
             return Ok(());
         }

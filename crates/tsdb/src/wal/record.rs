@@ -4,22 +4,35 @@
 //! ```text
 //! record := kind:u8=2 uvarint(len) zstd-frame(batch)  (batch is len bytes)
 //!         | batch
-//! batch  := kind:u8=1 uvarint(n_days) day*
+//! batch  := kind:u8=1 uvarint(n_days) day*           (no histograms)
+//!         | kind:u8=3 uvarint(n_days) hday*
 //! day    := varint(day) uvarint(n_new) new* uvarint(n_series) series*
+//! hday   := day uvarint(n_hseries) hseries*
 //! new    := id:u64 LE uvarint(len) labels[len]      (series created by this batch)
 //! series := id:u64 LE uvarint(n) varint(t0) varint(t[i]-t[i-1])*(n-1) value:u64 LE*n
+//! hseries := id:u64 LE uvarint(len) histogram-block[len]  (cairn-codec)
 //! ```
+//!
+//! A histogram sample is also a row of its series, whose value is the
+//! histogram marker (see `histograms.rs`); `hseries` carry the bodies.
 
 use std::cell::RefCell;
 use std::io::Read;
+use std::sync::Arc;
 
 use cairn_codec::varint::{get_uvarint, get_varint, put_uvarint, put_varint};
 
+use cairn_codec::{HistogramValue, decode_histograms, encode_histograms};
+use cairn_model::Histogram;
+
 use super::MAX_RECORD_BYTES;
 use crate::day::Day;
+use crate::histograms::{from_value, to_value};
 
 const KIND_BATCH: u8 = 1;
 const KIND_ZSTD: u8 = 2;
+/// A batch whose days also carry histogram bodies.
+const KIND_HISTOGRAM_BATCH: u8 = 3;
 /// zstd's fastest regular level: a batch's series of one metric share their
 /// ids' first bytes, a target's samples their timestamps, and many values
 /// repeat, so even this level shrinks a remote-write batch several times.
@@ -45,6 +58,8 @@ pub struct DayBatch<'a> {
     /// Series created by this commit: id and canonical label encoding.
     pub new_series: &'a [(u64, &'a [u8])],
     pub rows: Vec<SeriesRows<'a>>,
+    /// Histogram bodies: series id, timestamp, histogram.
+    pub histograms: &'a [(u64, i64, Arc<Histogram>)],
 }
 
 /// Appends a batch to `dst`, compressed unless that would not make the
@@ -77,9 +92,20 @@ pub fn encode_batch(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
 
 /// Appends a batch to `dst` uncompressed.
 fn encode_raw(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
-    dst.push(KIND_BATCH);
+    let with_histograms = days.iter().any(|d| !d.histograms.is_empty());
+    dst.push(if with_histograms {
+        KIND_HISTOGRAM_BATCH
+    } else {
+        KIND_BATCH
+    });
     put_uvarint(dst, days.len() as u64);
-    for DayBatch { day, new_series, rows } in days {
+    for DayBatch {
+        day,
+        new_series,
+        rows,
+        histograms,
+    } in days
+    {
         put_varint(dst, i64::from(day.0));
         put_uvarint(dst, new_series.len() as u64);
         for (id, labels) in *new_series {
@@ -100,6 +126,25 @@ fn encode_raw(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
                 dst.extend_from_slice(&v.to_bits().to_le_bytes());
             }
         }
+        if with_histograms {
+            encode_histogram_series(dst, histograms);
+        }
+    }
+}
+
+/// One block per run of bodies of one series.
+fn encode_histogram_series(dst: &mut Vec<u8>, histograms: &[(u64, i64, Arc<Histogram>)]) {
+    let runs: Vec<&[(u64, i64, Arc<Histogram>)]> = histograms.chunk_by(|a, b| a.0 == b.0).collect();
+    put_uvarint(dst, runs.len() as u64);
+    let mut block = Vec::new();
+    for run in runs {
+        let id = run.first().map_or(0, |r| r.0);
+        let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = run.iter().map(|(_, t, h)| (*t, to_value(h))).unzip();
+        block.clear();
+        encode_histograms(&mut block, &ts, &hs);
+        dst.extend_from_slice(&id.to_le_bytes());
+        put_uvarint(dst, block.len() as u64);
+        dst.extend_from_slice(&block);
     }
 }
 
@@ -110,6 +155,8 @@ pub struct DayRecord<'a> {
     pub new_series: Vec<(u64, &'a [u8])>,
     /// `(series id, t, value bits)`
     pub rows: Vec<(u64, i64, f64)>,
+    /// Histogram bodies: series id, timestamp, histogram.
+    pub histograms: Vec<(u64, i64, Arc<Histogram>)>,
 }
 
 /// Decodes a record, decompressing it into `scratch` if it is compressed.
@@ -144,7 +191,7 @@ pub fn decode_batch<'a>(src: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Vec<D
 
 fn decode_raw(src: &[u8]) -> Result<Vec<DayRecord<'_>>, &'static str> {
     let (&kind, mut src) = src.split_first().ok_or("empty record")?;
-    if kind != KIND_BATCH {
+    if kind != KIND_BATCH && kind != KIND_HISTOGRAM_BATCH {
         return Err("unknown record kind");
     }
     let n_days = take_count(&mut src)?;
@@ -180,6 +227,21 @@ fn decode_raw(src: &[u8]) -> Result<Vec<DayRecord<'_>>, &'static str> {
             }
             for row in &mut rec.rows[start..] {
                 row.2 = f64::from_bits(take_u64(&mut src)?);
+            }
+        }
+        if kind == KIND_HISTOGRAM_BATCH {
+            for _ in 0..take_count(&mut src)? {
+                let id = take_u64(&mut src)?;
+                let len = take_count(&mut src)?;
+                let (block, rest) = src.split_at(len);
+                src = rest;
+                let (mut ts, mut hs) = (Vec::new(), Vec::new());
+                let left = decode_histograms(block, &mut ts, &mut hs).map_err(|_| "bad histogram block")?;
+                if !left.is_empty() {
+                    return Err("trailing bytes in histogram block");
+                }
+                rec.histograms
+                    .extend(ts.into_iter().zip(hs).map(|(t, h)| (id, t, Arc::new(from_value(h)))));
             }
         }
         out.push(rec);
@@ -224,6 +286,7 @@ mod tests {
                 ts: &ts,
                 vs: &vs,
             }],
+            histograms: &[],
         }];
         let mut buf = Vec::new();
         encode_batch(&mut buf, &days);
@@ -257,6 +320,7 @@ mod tests {
             day: Day(19675),
             new_series: &[],
             rows,
+            histograms: &[],
         }];
         let mut raw = Vec::new();
         encode_raw(&mut raw, &days);
@@ -286,6 +350,53 @@ mod tests {
         );
     }
 
+    #[test]
+    fn histogram_bodies_round_trip_and_old_records_still_decode() {
+        let h = |c: f64| {
+            Arc::new(Histogram {
+                schema: -53,
+                count: c,
+                positive: vec![(0, c)],
+                custom_bounds: Some(Arc::from(vec![1.0, 2.0])),
+                ..Histogram::default()
+            })
+        };
+        let marker = crate::histograms::marker();
+        let histograms = [(7u64, 10i64, h(1.0)), (7, 20, h(2.0)), (9, 10, h(3.0)), (7, 30, h(4.0))];
+        let (ts7, vs7) = ([10i64, 20, 30], [marker; 3]);
+        let days = [DayBatch {
+            day: Day(1),
+            new_series: &[],
+            rows: vec![
+                SeriesRows {
+                    id: 7,
+                    ts: &ts7,
+                    vs: &vs7,
+                },
+                SeriesRows {
+                    id: 9,
+                    ts: &ts7[..1],
+                    vs: &vs7[..1],
+                },
+            ],
+            histograms: &histograms,
+        }];
+        let mut buf = Vec::new();
+        encode_batch(&mut buf, &days);
+        let mut scratch = Vec::new();
+        let got = decode_batch(&buf, &mut scratch).unwrap();
+        assert_eq!(got[0].histograms, histograms.to_vec());
+        assert_eq!(got[0].rows.len(), 4);
+        // A record of the format before histograms (kind 1) decodes as it did.
+        let old = [
+            KIND_BATCH, 1, 2, 0, 1, 7, 0, 0, 0, 0, 0, 0, 0, 1, 20, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f,
+        ];
+        let mut scratch = Vec::new();
+        let got = decode_batch(&old, &mut scratch).unwrap();
+        assert_eq!(got[0].rows, vec![(7, 10, 1.5)]);
+        assert!(got[0].histograms.is_empty());
+    }
+
     fn uvarint_len(x: usize) -> usize {
         let mut v = Vec::new();
         put_uvarint(&mut v, x as u64);
@@ -310,7 +421,7 @@ mod tests {
                 .collect();
             let rows: Vec<SeriesRows> = cols.iter().map(|(id, ts, vs)| SeriesRows { id: *id, ts, vs }).collect();
             let mut buf = Vec::new();
-            encode_batch(&mut buf, &[DayBatch { day: Day(-3), new_series: &[], rows }]);
+            encode_batch(&mut buf, &[DayBatch { day: Day(-3), new_series: &[], rows, histograms: &[] }]);
             let mut scratch = Vec::new();
             let got = decode_batch(&buf, &mut scratch).unwrap();
             let want: Vec<(u64, i64, u64)> = cols

@@ -1,0 +1,464 @@
+//! Native histogram samples of one day partition.
+//!
+//! A histogram sample is written to the float column as [`MARKER`] (a NaN
+//! no float write keeps, see [`is_marker`]) and its body to this store, by
+//! series id and timestamp. The float path then decides alone which write
+//! of a timestamp wins (a float or a histogram, newest first), what deletes
+//! hide and what a part, a merge or retention keeps; a reader that meets a
+//! marker takes the histogram of that timestamp from here. Series without
+//! histograms cost nothing here.
+//!
+//! Bodies committed since the last flush are held decoded; a flush writes
+//! them to an immutable, checksummed file per flush (`hist-<seq>.chist`, see
+//! docs/format/part.md), held encoded in memory as one codec block per
+//! series and file. A later write of the same series and timestamp wins:
+//! files are read oldest first, then the unflushed bodies.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use cairn_codec::varint::{get_uvarint, put_uvarint};
+use cairn_codec::{HistogramValue, decode_histograms, encode_histograms};
+use cairn_model::Histogram;
+use cairn_model::histogram::ResetHint;
+use cairn_storage::StorageError;
+use parking_lot::RwLock;
+
+/// The float value that stands for a histogram sample: a NaN payload
+/// spelling "hist", distinct from the staleness marker.
+pub const MARKER: u64 = 0x7ff4_0000_6869_7374;
+
+const FILE_MAGIC: &[u8; 4] = b"CHST";
+const FILE_VERSION: u32 = 1;
+
+pub fn marker() -> f64 {
+    f64::from_bits(MARKER)
+}
+
+pub fn is_marker(v: f64) -> bool {
+    v.to_bits() == MARKER
+}
+
+/// A float written by a client with the marker's bits is kept as the
+/// ordinary NaN, so it is never read back as a histogram.
+pub fn unmark(v: f64) -> f64 {
+    if is_marker(v) { f64::NAN } else { v }
+}
+
+/// The file of the histograms a flush at WAL segment `seq` wrote.
+fn file_name(seq: u64) -> String {
+    format!("hist-{seq:020}.chist")
+}
+
+/// The WAL segment of a histogram file's name.
+pub fn file_seq(name: &str) -> Option<u64> {
+    name.strip_prefix("hist-")?.strip_suffix(".chist")?.parse().ok()
+}
+
+/// One series' histograms of one file: a codec block and its time range.
+struct Block {
+    mint: i64,
+    maxt: i64,
+    bytes: Arc<[u8]>,
+}
+
+/// Histogram files a partition keeps before a flush merges them into one,
+/// which bounds the files and blocks a read goes through.
+const MAX_FILES: usize = 8;
+
+#[derive(Default)]
+pub struct HistogramStore {
+    /// Blocks per series, oldest file first.
+    flushed: HashMap<u64, Vec<Block>>,
+    /// The WAL segments of the files, oldest first.
+    files: Vec<u64>,
+    /// Bodies committed since the last flush, by series and timestamp.
+    fresh: HashMap<u64, BTreeMap<i64, Arc<Histogram>>>,
+}
+
+impl HistogramStore {
+    /// Loads the histogram files of a partition directory.
+    pub fn load(dir: &Path) -> Result<Self, StorageError> {
+        let mut files: Vec<(u64, PathBuf)> = Vec::new();
+        for entry in fs::read_dir(dir).map_err(StorageError::io("list", dir))? {
+            let path = entry.map_err(StorageError::io("list", dir))?.path();
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if let Some(seq) = file_seq(&name) {
+                files.push((seq, path));
+            }
+        }
+        files.sort();
+        let mut store = Self::default();
+        for (seq, path) in files {
+            store.files.push(seq);
+            let bytes = fs::read(&path).map_err(StorageError::io("read", &path))?;
+            let blocks = decode_file(&bytes).map_err(|reason| StorageError::Corrupt {
+                path: path.clone(),
+                reason: reason.into(),
+            })?;
+            for (id, block) in blocks {
+                store.flushed.entry(id).or_default().push(block);
+            }
+        }
+        Ok(store)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.flushed.is_empty() && self.fresh.is_empty()
+    }
+
+    /// Whether series `id` ever had a histogram in this partition.
+    pub fn has(&self, id: u64) -> bool {
+        self.fresh.contains_key(&id) || self.flushed.contains_key(&id)
+    }
+
+    pub fn insert(&mut self, id: u64, t: i64, h: Arc<Histogram>) {
+        self.fresh.entry(id).or_default().insert(t, h);
+    }
+
+    /// Bytes of the unflushed bodies, roughly: what a flush frees (it
+    /// counts toward the in-memory budget that triggers flushes). Flushed
+    /// blocks stay in memory, encoded, and are not counted, or a flush would
+    /// be asked for again and again once they pass that budget.
+    pub fn unflushed_bytes(&self) -> usize {
+        self.fresh
+            .values()
+            .flat_map(|m| m.values())
+            .map(|h| 96 + 16 * (h.positive.len() + h.negative.len()))
+            .sum()
+    }
+
+    /// The newest histogram of series `id` at each timestamp in `[mint, maxt]`.
+    pub fn read(&self, id: u64, mint: i64, maxt: i64) -> Result<BTreeMap<i64, Arc<Histogram>>, StorageError> {
+        let mut out = BTreeMap::new();
+        for b in self.flushed.get(&id).into_iter().flatten() {
+            if b.maxt < mint || b.mint > maxt {
+                continue;
+            }
+            let (mut ts, mut hs) = (Vec::new(), Vec::new());
+            decode_histograms(&b.bytes, &mut ts, &mut hs).map_err(|e| StorageError::Corrupt {
+                path: "<histogram block>".into(),
+                reason: e.to_string(),
+            })?;
+            for (t, h) in ts.into_iter().zip(hs) {
+                if (mint..=maxt).contains(&t) {
+                    out.insert(t, Arc::new(from_value(h)));
+                }
+            }
+        }
+        if let Some(fresh) = self.fresh.get(&id) {
+            out.extend(fresh.range(mint..=maxt).map(|(&t, h)| (t, h.clone())));
+        }
+        Ok(out)
+    }
+
+    /// Writes the bodies unflushed when it starts to the file of WAL
+    /// segment `seq`, then holds them encoded. The file is written without
+    /// the lock, so commits go on; a body replaced meanwhile stays unflushed
+    /// (and wins over the file's). Nothing changes on error.
+    /// `dead` tells, of a list of series ids, those the partition's index
+    /// holds as deleted (no sample left): a merge of the files drops their
+    /// bodies. It is called without the store's lock.
+    pub fn flush(
+        lock: &RwLock<Self>,
+        dir: &Path,
+        seq: u64,
+        dead: impl FnOnce(&[u64]) -> HashSet<u64>,
+    ) -> Result<(), StorageError> {
+        let fresh = lock.read().fresh.clone();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let mut ids: Vec<u64> = fresh.keys().copied().collect();
+        ids.sort_unstable();
+        let mut blocks = Vec::with_capacity(ids.len());
+        for id in ids {
+            let Some(of_series) = fresh.get(&id) else { continue };
+            let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = of_series.iter().map(|(&t, h)| (t, to_value(h))).unzip();
+            blocks.push((id, Block::encode(&ts, &hs)));
+        }
+        crate::index::write_atomically(&dir.join(file_name(seq)), &encode_file(&blocks))?;
+        let mut store = lock.write();
+        for (id, written) in &fresh {
+            if let Some(now) = store.fresh.get_mut(id) {
+                now.retain(|t, h| written.get(t).is_none_or(|w| !Arc::ptr_eq(w, h)));
+                if now.is_empty() {
+                    store.fresh.remove(id);
+                }
+            }
+        }
+        for (id, block) in blocks {
+            store.flushed.entry(id).or_default().push(block);
+        }
+        store.files.push(seq);
+        if store.files.len() > MAX_FILES {
+            let ids: Vec<u64> = store.flushed.keys().copied().collect();
+            drop(store);
+            Self::merge_files(lock, dir, &dead(&ids))?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites every file as one under the newest file's name (replaced
+    /// atomically; it then holds what the others do, newest body winning,
+    /// less the bodies of `dead` series), then removes the others. A crash in between leaves files the merged
+    /// one overrides. Only flushes call it, one at a time (the caller's
+    /// partition serialises them), so the flushed blocks do not change
+    /// meanwhile.
+    fn merge_files(lock: &RwLock<Self>, dir: &Path, dead: &HashSet<u64>) -> Result<(), StorageError> {
+        let (blocks, files) = {
+            let store = lock.read();
+            let mut ids: Vec<u64> = store.flushed.keys().copied().filter(|id| !dead.contains(id)).collect();
+            ids.sort_unstable();
+            let mut blocks = Vec::with_capacity(ids.len());
+            for id in ids {
+                let mut merged: BTreeMap<i64, HistogramValue> = BTreeMap::new();
+                for b in store.flushed.get(&id).into_iter().flatten() {
+                    let (mut ts, mut hs) = (Vec::new(), Vec::new());
+                    decode_histograms(&b.bytes, &mut ts, &mut hs).map_err(|e| StorageError::Corrupt {
+                        path: dir.to_path_buf(),
+                        reason: format!("histogram block of series {id:016x}: {e}"),
+                    })?;
+                    merged.extend(ts.into_iter().zip(hs));
+                }
+                let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = merged.into_iter().unzip();
+                blocks.push((id, Block::encode(&ts, &hs)));
+            }
+            (blocks, store.files.clone())
+        };
+        let Some((&newest, older)) = files.split_last() else {
+            return Ok(());
+        };
+        crate::index::write_atomically(&dir.join(file_name(newest)), &encode_file(&blocks))?;
+        {
+            let mut store = lock.write();
+            store.flushed = HashMap::new();
+            for (id, block) in blocks {
+                store.flushed.entry(id).or_default().push(block);
+            }
+            store.files = vec![newest];
+        }
+        for seq in older {
+            let path = dir.join(file_name(*seq));
+            fs::remove_file(&path).map_err(StorageError::io("remove merged histogram file", &path))?;
+        }
+        crate::wal::sync_dir(dir)
+    }
+}
+
+impl Block {
+    fn encode(ts: &[i64], hs: &[HistogramValue]) -> Self {
+        let mut bytes = Vec::new();
+        encode_histograms(&mut bytes, ts, hs);
+        let (mint, maxt) = (ts.first().copied().unwrap_or(0), ts.last().copied().unwrap_or(0));
+        Block {
+            mint,
+            maxt,
+            bytes: bytes.into(),
+        }
+    }
+}
+
+/// `magic "CHST" | version:u32 LE | uvarint(n) | (id:u64 LE | varint(mint) |
+/// varint(maxt) | uvarint(len) | block[len])*n | crc32c:u32 LE` (of all before).
+fn encode_file(blocks: &[(u64, Block)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(FILE_MAGIC);
+    out.extend_from_slice(&FILE_VERSION.to_le_bytes());
+    put_uvarint(&mut out, blocks.len() as u64);
+    for (id, b) in blocks {
+        out.extend_from_slice(&id.to_le_bytes());
+        cairn_codec::varint::put_varint(&mut out, b.mint);
+        cairn_codec::varint::put_varint(&mut out, b.maxt);
+        put_uvarint(&mut out, b.bytes.len() as u64);
+        out.extend_from_slice(&b.bytes);
+    }
+    let crc = cairn_codec::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// The blocks of a histogram file; never panics.
+fn decode_file(bytes: &[u8]) -> Result<Vec<(u64, Block)>, &'static str> {
+    let (body, crc) = bytes.split_last_chunk::<4>().ok_or("truncated histogram file")?;
+    if cairn_codec::crc32c(body) != u32::from_le_bytes(*crc) {
+        return Err("histogram file checksum mismatch");
+    }
+    let rest = body.strip_prefix(FILE_MAGIC).ok_or("not a histogram file")?;
+    let (version, mut rest) = rest.split_first_chunk::<4>().ok_or("truncated histogram file")?;
+    if u32::from_le_bytes(*version) != FILE_VERSION {
+        return Err("unknown histogram file version");
+    }
+    let (n, r) = get_uvarint(rest).map_err(|_| "bad histogram block count")?;
+    rest = r;
+    if n > rest.len() as u64 {
+        return Err("histogram block count exceeds file");
+    }
+    let mut out = Vec::with_capacity(n as usize);
+    for _ in 0..n {
+        let (id, r) = rest.split_first_chunk::<8>().ok_or("truncated histogram block")?;
+        let (mint, r) = cairn_codec::varint::get_varint(r).map_err(|_| "bad histogram block mint")?;
+        let (maxt, r) = cairn_codec::varint::get_varint(r).map_err(|_| "bad histogram block maxt")?;
+        let (len, r) = get_uvarint(r).map_err(|_| "bad histogram block length")?;
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&l| l <= r.len())
+            .ok_or("histogram block overruns file")?;
+        let (block, r) = r.split_at(len);
+        rest = r;
+        out.push((
+            u64::from_le_bytes(*id),
+            Block {
+                mint,
+                maxt,
+                bytes: block.into(),
+            },
+        ));
+    }
+    if !rest.is_empty() {
+        return Err("trailing bytes in histogram file");
+    }
+    Ok(out)
+}
+
+/// The model's histogram as the codec stores it.
+pub fn to_value(h: &Histogram) -> HistogramValue {
+    HistogramValue {
+        schema: h.schema,
+        reset_hint: match h.reset_hint {
+            ResetHint::Unknown => 0,
+            ResetHint::Reset => 1,
+            ResetHint::NotReset => 2,
+            ResetHint::Gauge => 3,
+        },
+        count: h.count,
+        sum: h.sum,
+        zero_threshold: h.zero_threshold,
+        zero_count: h.zero_count,
+        positive: h.positive.clone(),
+        negative: h.negative.clone(),
+        custom_bounds: h.custom_bounds.clone(),
+    }
+}
+
+pub fn from_value(v: HistogramValue) -> Histogram {
+    Histogram {
+        schema: v.schema,
+        reset_hint: match v.reset_hint {
+            1 => ResetHint::Reset,
+            2 => ResetHint::NotReset,
+            3 => ResetHint::Gauge,
+            _ => ResetHint::Unknown,
+        },
+        count: v.count,
+        sum: v.sum,
+        zero_threshold: v.zero_threshold,
+        zero_count: v.zero_count,
+        positive: v.positive,
+        negative: v.negative,
+        custom_bounds: v.custom_bounds,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn none_dead(_: &[u64]) -> HashSet<u64> {
+        HashSet::new()
+    }
+
+    fn h(count: f64) -> Arc<Histogram> {
+        Arc::new(Histogram {
+            schema: 3,
+            count,
+            sum: count * 1.5,
+            positive: vec![(1, count)],
+            ..Histogram::default()
+        })
+    }
+
+    #[test]
+    fn histograms_survive_flushes_and_reloads_newest_write_winning() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RwLock::new(HistogramStore::default());
+        store.write().insert(7, 10, h(1.0));
+        store.write().insert(7, 20, h(2.0));
+        HistogramStore::flush(&store, dir.path(), 1, none_dead).unwrap();
+        store.write().insert(7, 20, h(3.0));
+        store.write().insert(8, 5, h(4.0));
+        let want = |s: &HistogramStore| {
+            assert_eq!(
+                s.read(7, 0, 100).unwrap().into_iter().collect::<Vec<_>>(),
+                vec![(10, h(1.0)), (20, h(3.0))]
+            );
+            assert_eq!(s.read(7, 11, 100).unwrap().len(), 1);
+            assert_eq!(
+                s.read(8, 0, 100).unwrap().into_values().collect::<Vec<_>>(),
+                vec![h(4.0)]
+            );
+            assert!(!s.has(9) && s.has(8));
+        };
+        want(&store.read());
+        HistogramStore::flush(&store, dir.path(), 2, none_dead).unwrap();
+        assert!(store.read().fresh.is_empty());
+        want(&store.read());
+        want(&HistogramStore::load(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn flushes_past_the_file_limit_merge_the_files_keeping_the_newest_bodies_of_live_series() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RwLock::new(HistogramStore::default());
+        for seq in 1..=(MAX_FILES as u64 + 1) {
+            store.write().insert(1, 10, h(seq as f64));
+            store.write().insert(2, seq as i64, h(seq as f64));
+            store.write().insert(3, seq as i64, h(seq as f64));
+            // Series 3 is deleted by the time the files merge.
+            HistogramStore::flush(&store, dir.path(), seq, |ids| {
+                ids.iter().copied().filter(|&id| id == 3).collect()
+            })
+            .unwrap();
+        }
+        let files = fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(files, 1);
+        for s in [&*store.read(), &HistogramStore::load(dir.path()).unwrap()] {
+            assert_eq!(
+                s.read(1, 0, 100).unwrap().into_values().collect::<Vec<_>>(),
+                vec![h(9.0)]
+            );
+            assert_eq!(s.read(2, 0, 100).unwrap().len(), MAX_FILES + 1);
+            assert!(!s.has(3));
+        }
+    }
+
+    #[test]
+    fn a_damaged_histogram_file_is_refused_and_decoding_never_panics() {
+        let store = RwLock::new(HistogramStore::default());
+        store.write().insert(1, 1, h(1.0));
+        let dir = tempfile::tempdir().unwrap();
+        HistogramStore::flush(&store, dir.path(), 3, none_dead).unwrap();
+        let path = dir.path().join(file_name(3));
+        let bytes = fs::read(&path).unwrap();
+        for i in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(decode_file(&bad).is_err());
+            assert!(decode_file(&bytes[..i]).is_err());
+        }
+        fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
+        assert!(HistogramStore::load(dir.path()).is_err());
+    }
+
+    #[test]
+    fn marker_is_no_float_a_client_keeps() {
+        assert!(is_marker(marker()) && marker().is_nan());
+        assert!(!is_marker(unmark(marker())));
+        assert_ne!(MARKER, cairn_model::STALE_NAN_BITS);
+    }
+}
