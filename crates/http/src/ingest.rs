@@ -55,7 +55,7 @@ pub fn store_batch(
     if !batch.is_empty() {
         state
             .limits()
-            .admit_write(tenant, batch.sample_count() as u64)
+            .admit_write(tenant, (batch.sample_count() + batch.histogram_count()) as u64)
             .map_err(|e| ("ingestion_rate", e))?;
     }
     // The tenant exists (or may be created) before anything is kept for it.
@@ -67,8 +67,14 @@ pub fn store_batch(
     let mut app = storage.appender();
     for s in batch.series() {
         // An error drops `app`, which rolls the batch back.
-        app.append_encoded(s.encoded_labels(), s.samples())
-            .map_err(storage_refusal)?;
+        if !s.samples().is_empty() || s.histograms().is_empty() {
+            app.append_encoded(s.encoded_labels(), s.samples())
+                .map_err(storage_refusal)?;
+        }
+        if !s.histograms().is_empty() {
+            app.append_histograms(&s.labels(), s.histograms())
+                .map_err(storage_refusal)?;
+        }
     }
     let report = app.commit().map_err(storage_refusal)?;
     let metrics = state.metrics();

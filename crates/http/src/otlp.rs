@@ -10,7 +10,8 @@
 //!   points are durable: empty when every point was stored (byte-identical
 //!   to Prometheus' empty 200), with `partial_success` (rejected count and a
 //!   message naming each reason) when some were refused, e.g. delta sums or
-//!   exponential histograms;
+//!   invalid histograms (exponential histograms are stored as native
+//!   histograms);
 //! - errors with a `google.rpc.Status` protobuf body (gRPC code and message;
 //!   the message reads as text even with curl): 400 for a malformed or
 //!   oversized body and when no point of a non-empty request could be stored

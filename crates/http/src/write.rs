@@ -1,10 +1,11 @@
 //! `POST /api/v1/write`: Prometheus remote write 1.0 and 2.0.
 //!
-//! Answers: 204 once every float sample is durable (or counted as dropped by
-//! storage, e.g. out of retention); 400 for a body the decoder refuses (its
-//! message), or after storing the floats when the request also carried native
-//! histograms, which Cairn cannot store yet (a 400 makes senders drop rather
-//! than retry, and the message says why); 413 for an oversized body; 415 for
+//! Answers: 204 once every sample, float or native histogram, is durable (or
+//! counted as dropped by storage, e.g. out of retention); 400 for a body the
+//! decoder refuses (its message), or after storing the rest when some native
+//! histograms were invalid (as Prometheus answers a partly bad request: a 400
+//! makes senders drop rather than retry, and the message names the first
+//! refused histogram and why); 413 for an oversized body; 415 for
 //! an unknown `Content-Encoding` or an unknown `proto` in the `Content-Type`;
 //! storage errors by their kind, so `Unavailable` (503) makes senders retry.
 //!
@@ -50,7 +51,7 @@ pub async fn remote_write(State(state): State<AppState>, req: Request) -> Respon
         Version::V1 => Protocol::RemoteWrite,
         Version::V2 => Protocol::RemoteWrite2,
     };
-    let (result, samples_written) = handle(&state, req, version).await;
+    let (result, written) = handle(&state, req, version).await;
     let mut resp = match result {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
         Err(refusal) => {
@@ -60,10 +61,9 @@ pub async fn remote_write(State(state): State<AppState>, req: Request) -> Respon
     };
     if version == Version::V2 {
         let headers = resp.headers_mut();
-        headers.insert(SAMPLES_WRITTEN, HeaderValue::from(samples_written));
-        // Cairn stores neither native histograms (refused) nor exemplars
-        // (accepted and counted), so none are ever written.
-        headers.insert(HISTOGRAMS_WRITTEN, HeaderValue::from(0u64));
+        headers.insert(SAMPLES_WRITTEN, HeaderValue::from(written.samples));
+        headers.insert(HISTOGRAMS_WRITTEN, HeaderValue::from(written.histograms));
+        // Exemplars are accepted and counted, never stored.
         headers.insert(EXEMPLARS_WRITTEN, HeaderValue::from(0u64));
     }
     resp
@@ -99,12 +99,20 @@ fn version_of(req: &Request) -> Result<Version, Refusal> {
     }
 }
 
-/// Stores what the body holds; returns the outcome and the float samples
-/// written (for the 2.0 headers).
-async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(), Refusal>, u64) {
+/// What a request stored, for the 2.0 headers.
+#[derive(Debug, Clone, Copy, Default)]
+struct Written {
+    /// Float samples (histogram staleness markers not among them).
+    samples: u64,
+    /// Native histogram samples, staleness markers included.
+    histograms: u64,
+}
+
+/// Stores what the body holds; returns the outcome and what was written.
+async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(), Refusal>, Written) {
     let tenant = match write_tenant(req.headers()) {
         Ok(t) => t,
-        Err(refusal) => return (Err(refusal), 0),
+        Err(refusal) => return (Err(refusal), Written::default()),
     };
     let encoding_header = match req.headers().get(header::CONTENT_ENCODING) {
         None => None,
@@ -116,7 +124,7 @@ async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(),
                         "unsupported_encoding",
                         ApiError::new(ErrorType::UnsupportedMediaType, "Content-Encoding is not valid ASCII"),
                     )),
-                    0,
+                    Written::default(),
                 );
             }
         },
@@ -129,13 +137,13 @@ async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(),
                     "unsupported_encoding",
                     ApiError::new(ErrorType::UnsupportedMediaType, e.to_string()),
                 )),
-                0,
+                Written::default(),
             );
         }
     };
     let body = match read_body(req, state).await {
         Ok(b) => b,
-        Err(e) => return (Err(("too_large", e)), 0),
+        Err(e) => return (Err(("too_large", e)), Written::default()),
     };
     // Small bodies are decoded and stored on the runtime worker that read
     // them; bigger ones go to the blocking pool so that one huge request cannot
@@ -154,7 +162,10 @@ async fn handle(state: &AppState, req: Request, version: Version) -> (Result<(),
         Ok(r) => r,
         Err(e) => {
             tracing::error!(error = %e, "remote write task failed");
-            (Err(("internal", ApiError::internal(format!("internal error: {e}")))), 0)
+            (
+                Err(("internal", ApiError::internal(format!("internal error: {e}")))),
+                Written::default(),
+            )
         }
     }
 }
@@ -166,7 +177,7 @@ fn decode_and_store(
     body: &[u8],
     version: Version,
     encoding: ContentEncoding,
-) -> (Result<(), Refusal>, u64) {
+) -> (Result<(), Refusal>, Written) {
     state
         .metrics()
         .measure_ingest(|| decode_and_store_measured(state, tenant, body, version, encoding))
@@ -178,7 +189,7 @@ fn decode_and_store_measured(
     body: &[u8],
     version: Version,
     encoding: ContentEncoding,
-) -> (Result<(), Refusal>, u64) {
+) -> (Result<(), Refusal>, Written) {
     let limits = state.config().remote_write_limits;
     let decoded: Result<WriteBatch, DecodeError> = match version {
         Version::V1 => decode_write_request(body, encoding, &limits),
@@ -186,7 +197,7 @@ fn decode_and_store_measured(
     };
     let batch = match decoded {
         Ok(b) => b,
-        Err(e) => return (Err(("bad_data", ApiError::bad_data(e.to_string()))), 0),
+        Err(e) => return (Err(("bad_data", ApiError::bad_data(e.to_string()))), Written::default()),
     };
     let protocol = match version {
         Version::V1 => Protocol::RemoteWrite,
@@ -194,31 +205,39 @@ fn decode_and_store_measured(
     };
     let report = match store_batch(state, tenant, protocol, &batch) {
         Ok(r) => r,
-        Err(refusal) => return (Err(refusal), 0),
+        Err(refusal) => return (Err(refusal), Written::default()),
+    };
+    let stale_markers = batch.histogram_stale_markers() as u64;
+    let written = Written {
+        samples: report
+            .samples_accepted
+            .saturating_sub(report.histograms_accepted + stale_markers),
+        histograms: report.histograms_accepted + stale_markers,
     };
     if batch.exemplars_dropped > 0 {
         state
             .metrics()
             .ingest_samples_rejected(protocol, "exemplar_not_stored", batch.exemplars_dropped as u64);
     }
-    if batch.histograms_rejected > 0 {
+    let invalid = &batch.histograms_invalid;
+    if !invalid.is_empty() {
         state
             .metrics()
-            .ingest_samples_rejected(protocol, "native_histogram", batch.histograms_rejected as u64);
+            .ingest_samples_rejected(protocol, "invalid_histogram", invalid.count as u64);
         return (
             Err((
-                "native_histograms",
+                "invalid_histogram",
                 ApiError::bad_data(format!(
-                    "native histograms are not supported yet: {} histogram samples were rejected \
-                     ({} float samples were stored)",
-                    batch.histograms_rejected,
-                    batch.sample_count()
+                    "{} invalid native histogram samples were refused, the rest of the request was stored; \
+                     the first: {}",
+                    invalid.count,
+                    invalid.first.as_deref().unwrap_or("?")
                 )),
             )),
-            report.samples_accepted,
+            written,
         );
     }
-    (Ok(()), report.samples_accepted)
+    (Ok(()), written)
 }
 
 #[cfg(test)]
@@ -408,7 +427,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn native_histograms_are_refused_loudly() {
+    async fn native_histograms_are_stored_beside_floats() {
         let req = proto::WriteRequest {
             timeseries: vec![
                 proto::TimeSeries {
@@ -417,6 +436,12 @@ mod tests {
                         value: "h".into(),
                     }],
                     histograms: vec![proto::Histogram {
+                        count: Some(proto::histogram::Count::CountFloat(2.5)),
+                        sum: 4.0,
+                        schema: -53,
+                        positive_spans: vec![proto::BucketSpan { offset: 0, length: 2 }],
+                        positive_counts: vec![0.5, 2.0],
+                        custom_values: vec![1.0],
                         timestamp: 1000,
                         ..Default::default()
                     }],
@@ -443,14 +468,14 @@ mod tests {
             req.encode_to_vec(),
         )
         .await
-        .check_error(
-            400,
-            "bad_data",
-            "native histograms are not supported yet: 1 histogram samples were rejected (1 float samples were stored)",
-        );
+        .check(204, "");
         app.get("/api/v1/export?match[]=f").await.check(
             200,
             "{\"metric\":{\"__name__\":\"f\"},\"values\":[2],\"timestamps\":[1000]}\n",
+        );
+        app.get("/api/v1/export?match[]=h").await.check(
+            200,
+            "{\"metric\":{\"__name__\":\"h\"},\"histograms\":[{\"schema\":-53,\"count\":2.5,\"sum\":4,\"positive\":[[0,0.5],[1,2]],\"custom_values\":[1]}],\"timestamps\":[1000]}\n",
         );
     }
 
@@ -580,11 +605,34 @@ mod v2_tests {
         assert_eq!(written(&v1).0, "missing");
     }
 
+    fn histogram(t: i64, schema: i32, deltas: Vec<i64>) -> Histogram {
+        let mut level = 0i64;
+        let count: u64 = deltas
+            .iter()
+            .map(|d| {
+                level += d;
+                level as u64
+            })
+            .sum();
+        Histogram {
+            count: Some(histogram::Count::CountInt(count)),
+            sum: 1.5,
+            schema,
+            positive_spans: vec![BucketSpan {
+                offset: 0,
+                length: deltas.len() as u32,
+            }],
+            positive_deltas: deltas,
+            timestamp: t,
+            ..Default::default()
+        }
+    }
+
     #[tokio::test]
-    async fn histograms_are_refused_after_storing_floats_with_honest_headers() {
+    async fn histograms_are_stored_and_counted_in_the_headers() {
         let app = TestApp::new();
         let mut h = series(vec![1, 2], vec![]);
-        h.histograms = vec![Histogram { timestamp: 1000 }];
+        h.histograms = vec![histogram(1000, 0, vec![1, 1]), histogram(2000, 0, vec![2, 1])];
         let resp = app
             .post_raw(
                 "/api/v1/write",
@@ -592,15 +640,39 @@ mod v2_tests {
                 request(vec![series(vec![1, 2, 3, 4], vec![(1000, 3.0)]), h]),
             )
             .await;
-        resp.check_error(
-            400,
-            "bad_data",
-            "native histograms are not supported yet: 1 histogram samples were rejected (1 float samples were stored)",
+        resp.check(204, "");
+        assert_eq!(written(&resp), ("1".into(), "2".into(), "0".into()));
+        let body = app.get("/api/v1/export?match[]=up").await.body;
+        assert!(
+            body.contains(r#""histograms":[{"schema":0,"count":3,"sum":1.5,"positive":[[0,1],[1,2]]},{"schema":0,"count":5,"sum":1.5,"positive":[[0,2],[1,3]]}],"timestamps":[1000,2000]"#),
+            "{body}"
         );
-        assert_eq!(written(&resp), ("1".into(), "0".into(), "0".into()));
-        app.get("/api/v1/export?match[]=up").await.check(
-            200,
-            "{\"metric\":{\"__name__\":\"up\",\"job\":\"a\"},\"values\":[3],\"timestamps\":[1000]}\n",
+    }
+
+    #[tokio::test]
+    async fn invalid_histograms_are_refused_after_storing_the_rest_with_honest_headers() {
+        let app = TestApp::new();
+        let mut h = series(vec![1, 2], vec![]);
+        h.histograms = vec![histogram(1000, 0, vec![1]), histogram(2000, 10_000, vec![1])];
+        let resp = app
+            .post_raw(
+                "/api/v1/write",
+                &[("content-type", V2)],
+                request(vec![series(vec![1, 2, 3, 4], vec![(1000, 3.0)]), h]),
+            )
+            .await;
+        assert_eq!(resp.status, 400, "{}", resp.body);
+        assert!(
+            resp.body.contains("1 invalid native histogram samples were refused") && resp.body.contains("schema 10000"),
+            "{}",
+            resp.body
+        );
+        assert_eq!(written(&resp), ("1".into(), "1".into(), "0".into()));
+        let body = app.get("/api/v1/export?match[]=up").await.body;
+        assert!(body.contains(r#""values":[3],"timestamps":[1000]"#), "{body}");
+        assert!(
+            body.contains(r#""timestamps":[1000]}"#) && body.contains("histograms"),
+            "{body}"
         );
     }
 

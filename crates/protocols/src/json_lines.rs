@@ -15,14 +15,18 @@
 //!   the bit; or the bare tokens `NaN`, `Inf`, `+Inf`, `-Inf` (not JSON, but
 //!   what `vmctl` sends and VictoriaMetrics accepts). Numbers are parsed
 //!   with correct rounding.
+//! - A line with `histograms` in place of `values` holds native histogram
+//!   samples in the form [`crate::histogram_json`] describes, which
+//!   `/api/v1/export` writes; each must be valid.
 //! - Blank lines are skipped; a bad line is counted and skipped (see
 //!   [`crate::text_import`] for the partial acceptance rule).
 
 use std::borrow::Cow;
 
-use cairn_model::{Label, Sample, stale_nan};
+use cairn_model::{HistogramSample, Label, Sample, stale_nan};
 use serde_json::Value;
 
+use crate::histogram_json::parse_histogram;
 use crate::text_import::{ImportResult, finish_labels, lines};
 use crate::{DecodeLimits, SeriesSamples};
 
@@ -51,8 +55,10 @@ fn decode_line(line: &[u8], extra: &[Label], limits: &DecodeLimits) -> Result<Se
     let Some(Value::Object(metric)) = obj.remove("metric") else {
         return Err("missing \"metric\" object".into());
     };
-    let Some(Value::Array(values)) = obj.remove("values") else {
-        return Err("missing \"values\" array".into());
+    let (values, histograms) = match (obj.remove("values"), obj.remove("histograms")) {
+        (Some(Value::Array(values)), None) => (values, false),
+        (None, Some(Value::Array(histograms))) => (histograms, true),
+        _ => return Err("want a \"values\" or a \"histograms\" array".into()),
     };
     let Some(Value::Array(timestamps)) = obj.remove("timestamps") else {
         return Err("missing \"timestamps\" array".into());
@@ -78,6 +84,18 @@ fn decode_line(line: &[u8], extra: &[Label], limits: &DecodeLimits) -> Result<Se
         labels.push(Label::new(name, value));
     }
     let labels = finish_labels(labels, extra, limits)?;
+    if histograms {
+        let mut samples = Vec::with_capacity(values.len());
+        for (i, (h, t)) in values.iter().zip(&timestamps).enumerate() {
+            let t = t
+                .as_i64()
+                .ok_or_else(|| format!("timestamp {i} is not an integer number of milliseconds: {t}"))?;
+            let h = parse_histogram(h).map_err(|e| format!("histogram {i}: {e}"))?;
+            h.validate().map_err(|e| format!("histogram {i}: {e}"))?;
+            samples.push(HistogramSample::new(t, h));
+        }
+        return Ok(SeriesSamples::with_histograms(labels, Vec::new(), samples));
+    }
     let mut samples = Vec::with_capacity(values.len());
     for (i, (v, t)) in values.iter().zip(&timestamps).enumerate() {
         let t = t
@@ -200,12 +218,39 @@ mod tests {
     }
 
     #[test]
+    fn histogram_lines_as_export_writes_them() {
+        let r = decode(concat!(
+            r#"{"metric":{"__name__":"rpc"},"histograms":[{"schema":3,"count":6,"sum":4.5,"zero_threshold":0.001,"zero_count":2,"positive":[[0,4]]},{"schema":-53,"count":1,"sum":NaN,"positive":[[1,1]],"custom_values":[1,2],"reset_hint":"gauge"}],"timestamps":[1000,2000]}"#,
+            "\n",
+            r#"{"metric":{"__name__":"bad"},"histograms":[{"schema":99,"count":1,"sum":1}],"timestamps":[1]}"#,
+            "\n",
+            r#"{"metric":{"__name__":"both"},"values":[1],"histograms":[],"timestamps":[1]}"#,
+        ));
+        assert_eq!(r.bad_lines, 2, "{:?}", r.first_error);
+        assert!(
+            format!("{:?}", r.first_error).contains("schema 99"),
+            "{:?}",
+            r.first_error
+        );
+        let s = &r.batch.to_series();
+        assert_eq!(s.len(), 1);
+        assert!(s[0].samples.is_empty());
+        let hs: Vec<(i64, i32, f64)> = s[0].histograms.iter().map(|h| (h.t, h.h.schema, h.h.count)).collect();
+        assert_eq!(hs, [(1000, 3, 6.0), (2000, -53, 1.0)]);
+        assert!(s[0].histograms[1].h.sum.is_nan());
+        assert_eq!(s[0].histograms[0].h.positive, [(0, 4.0)]);
+    }
+
+    #[test]
     fn bad_lines_are_counted_and_the_first_is_named() {
         for (line, reason) in [
             ("{", "invalid JSON"),
             ("[1]", "want a JSON object"),
             (r#"{"values":[1],"timestamps":[1]}"#, "missing \"metric\""),
-            (r#"{"metric":{"a":"b"},"timestamps":[1]}"#, "missing \"values\""),
+            (
+                r#"{"metric":{"a":"b"},"timestamps":[1]}"#,
+                "want a \"values\" or a \"histograms\" array",
+            ),
             (r#"{"metric":{"a":"b"},"values":[1]}"#, "missing \"timestamps\""),
             (
                 r#"{"metric":{"a":"b"},"values":[1,2],"timestamps":[1]}"#,

@@ -13,6 +13,7 @@ fn gzip(body: &[u8]) -> Vec<u8> {
 
 const EXPORTED: &str = concat!(
     "{\"metric\":{\"__name__\":\"up\",\"job\":\"a\"},\"values\":[1,null,\"NaN\",\"+Inf\",\"-Inf\",-0.125,0.0000001,0.30000000000000004],\"timestamps\":[1000,2000,3000,4000,5000,6000,7000,8000]}\n",
+    "{\"metric\":{\"__name__\":\"up\",\"job\":\"a\"},\"histograms\":[{\"schema\":3,\"count\":7,\"sum\":0.30000000000000004,\"zero_threshold\":0.001,\"zero_count\":1,\"positive\":[[-2,1],[5,4]],\"negative\":[[1,1]]},{\"schema\":-53,\"count\":2.5,\"sum\":\"NaN\",\"positive\":[[0,0.5],[2,2]],\"custom_values\":[0.1,1],\"reset_hint\":\"gauge\"}],\"timestamps\":[9000,10000]}\n",
     "{\"metric\":{\"__name__\":\"up\",\"job\":\"b\"},\"values\":[123456789012345680000],\"timestamps\":[-1000]}\n",
 );
 
@@ -37,7 +38,7 @@ async fn json_lines_export_reimports_bit_for_bit() {
     other.get("/api/v1/export?match[]=up").await.check(200, EXPORTED);
     assert_eq!(
         other.state.metrics().ingest_samples(crate::ingest::Protocol::JsonLines),
-        9
+        11
     );
 }
 
