@@ -6,7 +6,10 @@
 //! every query of tests/differential/histogram_queries.txt runs on both as
 //! instant queries at three times and as range queries with three steps.
 //! Answers must be equal (exact bucket layouts and boundary rules; values
-//! and bounds within 1e-9 relative) and so must the warnings and infos.
+//! and bounds within 1e-9 relative) and so must the warnings and infos,
+//! except for the evaluations [`KNOWN_DIFFERENCES`] names, where Prometheus'
+//! answer depends on how its chunks store the data
+//! (docs/native-histograms.md); those must differ, so the list stays true.
 //!
 //! Without the Prometheus binary the test prints `SKIPPED` and passes,
 //! unless `CI` is set, where that is a failure.
@@ -28,6 +31,28 @@ use common::*;
 
 const QUERIES: &str = include_str!("differential/histogram_queries.txt");
 const MIN_QUERIES: usize = 100;
+
+/// `(query, evaluation)` pairs whose answers differ from Prometheus' for a
+/// reason docs/native-histograms.md explains.
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
+    // Prometheus reads the first sample back with the empty negative
+    // buckets its chunk gained from later samples, so the zero bucket keeps
+    // its negative half.
+    (
+        "histogram_fraction(0, 0.1, rpc_seconds)",
+        "range end-3599s..end+300s step 217s",
+    ),
+    // Prometheus' reader for histogram_count() detects counter resets and
+    // hints them, which the sum then finds in conflict.
+    (
+        "vector(1) + on() group_left() histogram_count(sum(rpc_seconds))",
+        "range end-3299s..end+60s step 60s",
+    ),
+    (
+        "scalar(histogram_count(sum(rpc_seconds)))",
+        "range end-3299s..end+60s step 60s",
+    ),
+];
 
 /// One evaluation: the API path, the parameters besides `query`, and a
 /// description.
@@ -114,7 +139,7 @@ fn native_histograms_answer_as_prometheus_does() {
         .collect();
     assert!(queries.len() >= MIN_QUERIES, "only {} queries", queries.len());
     let evals = evaluations(&data);
-    let (mut compared, mut differences) = (0, Vec::new());
+    let (mut compared, mut differences, mut known) = (0, Vec::new(), Vec::new());
     for q in &queries {
         for (path, params, what) in &evals {
             let mut form = params.clone();
@@ -135,16 +160,21 @@ fn native_histograms_answer_as_prometheus_does() {
                     "    annotations: prometheus {want_notes:?}\n           cairn {got_notes:?}"
                 );
             }
-            if !diff.is_empty() {
-                differences.push(format!("{q}  ({what})\n{diff}"));
+            let expected = KNOWN_DIFFERENCES.contains(&(*q, what.as_str()));
+            match (diff.is_empty(), expected) {
+                (false, false) => differences.push(format!("{q}  ({what})\n{diff}")),
+                (true, true) => differences.push(format!("{q}  ({what})\n    equal, but listed as a known difference")),
+                (false, true) => known.push(format!("{q}  ({what})")),
+                (true, false) => {}
             }
         }
     }
     prom.assert_running();
     println!(
-        "native histograms: {} queries, {compared} evaluations, {} equal, {} differ",
+        "native histograms: {} queries, {compared} evaluations, {} equal, {} known differences, {} unexplained",
         queries.len(),
-        compared - differences.len(),
+        compared - differences.len() - known.len(),
+        known.len(),
         differences.len()
     );
     assert!(

@@ -184,6 +184,14 @@ impl Histogram {
         Ok(())
     }
 
+    /// Drops the buckets that count nothing, as Prometheus' `Compact(0)`
+    /// does to the results of arithmetic, rates and aggregations (which
+    /// decides, e.g., whether a quantile in the zero bucket may start at 0).
+    pub fn compact(&mut self) {
+        self.positive.retain(|b| b.1 != 0.0);
+        self.negative.retain(|b| b.1 != 0.0);
+    }
+
     pub fn uses_custom_buckets(&self) -> bool {
         self.schema == CUSTOM_BUCKETS_SCHEMA
     }

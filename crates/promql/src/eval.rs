@@ -39,7 +39,7 @@ pub(crate) struct Ev<'a> {
     pub infos: Vec<String>,
     range_query: bool,
     /// [`crate::EngineOptions::delayed_name_removal`].
-    delayed_names: bool,
+    pub(crate) delayed_names: bool,
 }
 
 /// The query's lookback delta in ms: its own, else the engine's (5 m when

@@ -126,6 +126,7 @@ fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool
                     if op == BinOp::Sub {
                         r.reset_hint = ResetHint::Gauge;
                     }
+                    r.compact();
                     let operation = if op == BinOp::Add { "addition" } else { "subtraction" };
                     let info = annotations::custom_bounds_differ(a, b)
                         .then(|| annotations::mismatched_custom_buckets(operation));
@@ -144,6 +145,7 @@ fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool
 pub(crate) fn times(h: &Histogram, factor: f64) -> Histogram {
     let mut h = h.clone();
     h.scale(factor);
+    h.compact();
     if factor < 0.0 {
         h.reset_hint = ResetHint::Gauge;
     }
@@ -165,6 +167,7 @@ fn divided_by(h: &Histogram, divisor: f64) -> Histogram {
     for b in h.positive.iter_mut().chain(h.negative.iter_mut()) {
         b.1 /= divisor;
     }
+    h.compact();
     h.count /= divisor;
     h.sum /= divisor;
     h.zero_count /= divisor;

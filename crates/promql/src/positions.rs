@@ -94,9 +94,41 @@ fn located(query: &str, at: usize, message: &str) -> String {
 /// `annotation` with the position Prometheus appends to it, when the query
 /// shows what it is about.
 pub fn annotation(query: &str, annotation: &str) -> String {
-    let at = if annotation.contains("might not be a counter") || annotation.contains("might not be a histogram") {
+    let at = if annotation.contains("might not be a counter")
+        || annotation.contains("might not be a histogram")
+        || annotation.contains("native histogram metric is not a")
+        || annotation.contains("mix of histograms and floats for metric name")
+    {
         // About the selector of the metric named last in the text.
         quoted_tail(annotation).and_then(|name| find_word(query, &name))
+    } else if annotation.contains("mix of histograms with exponential and custom buckets schemas") {
+        // A function's selector, or where the name is not written, the
+        // expression a `sum` or `avg` aggregates.
+        quoted_tail(annotation)
+            .and_then(|name| find_word(query, &name))
+            .or_else(|| aggregated_expression(query, &["sum", "avg"]))
+    } else if annotation.contains("reconciled during aggregation")
+        || annotation.contains("conflicting counter resets during histogram aggregation")
+    {
+        aggregated_expression(query, &["sum", "avg"])
+    } else if let Some(op) = annotation
+        .strip_prefix("PromQL info: ignored histogram in ")
+        .and_then(|rest| rest.strip_suffix(" aggregation"))
+    {
+        // About the aggregated expression, but `topk` and `bottomk` name
+        // the aggregation itself.
+        if matches!(op, "topk" | "bottomk") {
+            find_call(query, op)
+        } else {
+            aggregated_expression(query, &[op])
+        }
+    } else if annotation.contains("encountered for binary operator") {
+        binary_with_operator(query, annotation)
+    } else if annotation.contains("sort is ineffective for range queries") {
+        ["sort", "sort_desc", "sort_by_label", "sort_by_label_desc"]
+            .iter()
+            .filter_map(|f| find_call(query, f))
+            .min()
     } else if annotation.contains("bucket label \"le\" is missing")
         || annotation.contains("needed to be fixed for monotonicity")
     {
@@ -332,6 +364,38 @@ fn call_args(text: &str, name: &str) -> Option<Vec<usize>> {
     Some(args.into_iter().map(skip_blank).collect())
 }
 
+/// Where the expression an aggregation of one of `ops` aggregates starts
+/// (its last argument), for the first such aggregation in the query.
+fn aggregated_expression(query: &str, ops: &[&str]) -> Option<usize> {
+    ops.iter()
+        .filter_map(|op| call_at(query, op).map(|(start, _)| (start, op)))
+        .min()
+        .and_then(|(_, op)| call_args(query, op)?.last().copied())
+}
+
+/// Where the binary operation whose operator the annotation names starts
+/// (the innermost one, as Prometheus evaluates it first).
+fn binary_with_operator(query: &str, annotation: &str) -> Option<usize> {
+    // `... binary operator "+": ...` or `... binary operator + (...)`.
+    let rest = annotation.split("binary operator ").nth(1)?;
+    let op = rest.trim_start_matches('"').split(['"', ' ', ':']).next()?;
+    let crate::syntax::Recognized::Valid(nodes) = crate::syntax::recognize(query) else {
+        return None;
+    };
+    nodes
+        .iter()
+        .filter_map(|n| match n.kind {
+            NodeKind::Binary { op: at, .. } => {
+                let text = query.get(at..)?;
+                let matches = text.starts_with(op) && !text[op.len()..].starts_with(['=', '~', '/']);
+                matches.then_some((n.end - n.start, n.start))
+            }
+            _ => None,
+        })
+        .min()
+        .map(|(_, start)| start)
+}
+
 /// The PromQL type of the argument starting at `at`, when it parses alone.
 fn arg_type(text: &str, at: usize) -> Option<&'static str> {
     let rest = text.get(at..)?;
@@ -500,6 +564,58 @@ mod tests {
                 "histogram_quantile(0.5, up)",
                 r#"PromQL warning: bucket label "le" is missing or has a malformed value of """#,
                 "(1:25)",
+            ),
+            // Native histograms, positioned as Prometheus 3.14 answers.
+            (
+                "rate(queue_depth[5m])",
+                r#"PromQL warning: this native histogram metric is not a counter: "queue_depth""#,
+                "(1:6)",
+            ),
+            (
+                "avg_over_time(mixed_kind[30m])",
+                r#"PromQL warning: encountered a mix of histograms and floats for metric name "mixed_kind""#,
+                "(1:15)",
+            ),
+            ("min(h)", "PromQL info: ignored histogram in min aggregation", "(1:5)"),
+            (
+                "quantile(0.5, h)",
+                "PromQL info: ignored histogram in quantile aggregation",
+                "(1:15)",
+            ),
+            (
+                "topk(1, h)",
+                "PromQL info: ignored histogram in topk aggregation",
+                "(1:1)",
+            ),
+            (
+                "histogram_quantile(0.9, sum(rate(h[5m])))",
+                "PromQL info: mismatched custom buckets were reconciled during aggregation",
+                "(1:29)",
+            ),
+            (
+                r#"sum({__name__=~"a|b"})"#,
+                r#"PromQL warning: vector contains a mix of histograms with exponential and custom buckets schemas for metric name "b""#,
+                "(1:5)",
+            ),
+            (
+                "x + 1",
+                r#"PromQL info: incompatible sample types encountered for binary operator "+": histogram + float"#,
+                "(1:1)",
+            ),
+            (
+                "sum(x) + on(a) (y >= 2 * z)",
+                r#"PromQL info: incompatible sample types encountered for binary operator ">=": histogram >= float"#,
+                "(1:17)",
+            ),
+            (
+                "a + on(svc) b",
+                "PromQL warning: incompatible bucket layout encountered for binary operator +",
+                "(1:1)",
+            ),
+            (
+                "sort(up)",
+                "PromQL warning: sort is ineffective for range queries since results are always ordered by labels",
+                "(1:1)",
             ),
         ] {
             assert_eq!(annotation(query, text), format!("{text} {want}"), "{query}");

@@ -101,6 +101,7 @@ pub(super) fn merge(
                 if op == Op::Avg {
                     total = histogram_stats::mean(total, step.hs.iter().map(|h| &**h));
                 }
+                total.compact();
                 let i = slot(out, g);
                 out[i].hs.push((t, Arc::new(total)));
             }

@@ -75,9 +75,13 @@ fn bucket_statistic(ev: &mut Ev, stat: Statistic, ve: &Node, c: Ctx) -> Result<V
             }
             None => {
                 if !s.pts.is_empty() {
-                    let name = s.labels.metric_name().unwrap_or("");
+                    // Prometheus names the metric only when names are removed late.
+                    let name = match s.labels.metric_name() {
+                        Some(name) if ev.delayed_names => format!(" for metric name \"{name}\""),
+                        _ => String::new(),
+                    };
                     ev.warnings.push(format!(
-                        "PromQL warning: bucket label \"le\" is missing or has a malformed value of \"{}\" for metric name \"{name}\"",
+                        "PromQL warning: bucket label \"le\" is missing or has a malformed value of \"{}\"{name}",
                         s.labels.get("le").unwrap_or("")
                     ));
                 }

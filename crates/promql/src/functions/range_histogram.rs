@@ -61,7 +61,10 @@ pub(crate) fn points(
                 let (w, _) = windows(t);
                 match instant_change(f == RangeFn::Irate, w, metric, notes) {
                     Some(Change::Float(v)) => pts.push((t, v)),
-                    Some(Change::Histogram(h)) => out.push((t, Arc::new(h))),
+                    Some(Change::Histogram(mut h)) => {
+                        h.compact();
+                        out.push((t, Arc::new(h)));
+                    }
                     None => {}
                 }
             }
@@ -179,6 +182,7 @@ fn rate(
     out.into_iter()
         .map(|(t, mut h)| {
             h.reset_hint = ResetHint::Gauge;
+            h.compact();
             (t, Arc::new(h))
         })
         .collect()
