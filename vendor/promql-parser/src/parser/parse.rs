@@ -2525,4 +2525,49 @@ mod tests {
         parser::parse(case).unwrap();
         assert!(parser::parse(case).is_ok());
     }
+
+    #[test]
+    fn test_histogram_trim_operators() {
+        // Same precedence as the comparisons, left-associative.
+        // Every binary expression in parentheses, the source's own ones dropped.
+        fn shape(e: &Expr) -> String {
+            match e {
+                Expr::Binary(b) => format!("({} {} {})", shape(&b.lhs), b.op, shape(&b.rhs)),
+                Expr::Paren(p) => shape(&p.expr),
+                _ => e.to_string(),
+            }
+        }
+        let same = |a: &str, b: &str| {
+            let (a_, b_) = (parser::parse(a).unwrap(), parser::parse(b).unwrap());
+            assert_eq!(shape(&a_), shape(&b_), "{a}")
+        };
+        same("foo </ 2 + 1 >/ bar", "(foo </ (2 + 1)) >/ bar");
+        same("foo < bar >/ 1", "(foo < bar) >/ 1");
+        same("foo >/ 1 == bar", "(foo >/ 1) == bar");
+        same("foo and bar </ 1", "foo and (bar </ 1)");
+        let joined = parser::parse("foo >/ on (a) group_left (b) bar").unwrap();
+        assert_eq!(joined.to_string(), "foo >/ on (a) group_left (b) bar");
+        same("1 </ foo", "(1) </ (foo)");
+
+        let expr = parser::parse("foo </ 1.5").unwrap();
+        assert_eq!(
+            expr,
+            Expr::new_binary_expr(
+                Expr::from(VectorSelector::from("foo")),
+                token::T_TRIM_UPPER,
+                None,
+                Expr::from(1.5),
+            )
+            .unwrap()
+        );
+        assert_eq!(expr.to_string(), "foo </ 1.5");
+        assert_eq!(parser::parse("foo >/ 0").unwrap().to_string(), "foo >/ 0");
+
+        // Not comparisons: no bool, and scalars on both sides need none.
+        let err = parser::parse("foo </ bool 1").unwrap_err();
+        assert!(err.contains("bool modifier can only be used on comparison operators"), "{err}");
+        assert!(parser::parse("1 >/ 2").is_ok());
+        assert!(parser::parse("foo </").is_err());
+        assert!(parser::parse("foo < / 1").is_err());
+    }
 }

@@ -134,6 +134,8 @@ pub(crate) fn token_display(id: TokenId) -> &'static str {
         T_SUB => "-",
         T_AT => "@",
         T_ATAN2 => "atan2",
+        T_TRIM_UPPER => "</",
+        T_TRIM_LOWER => ">/",
         T_OPERATORS_END => "operators_end",
 
         // Aggregators.
@@ -301,6 +303,8 @@ mod tests {
         assert_eq!(token_display(T_NEQ), "!=");
         assert_eq!(token_display(T_NEQ_REGEX), "!~");
         assert_eq!(token_display(T_POW), "^");
+        assert_eq!(token_display(T_TRIM_UPPER), "</");
+        assert_eq!(token_display(T_TRIM_LOWER), ">/");
         assert_eq!(token_display(T_SUB), "-");
         assert_eq!(token_display(T_AT), "@");
         assert_eq!(token_display(T_ATAN2), "atan2");
@@ -343,13 +347,13 @@ mod tests {
         assert_eq!(token_display(T_PREPROCESSOR_END), "preprocessors_end");
 
         // if new token added in promql.y, this has to be updated
-        for i in 80..=85 {
+        for i in 82..=87 {
             assert_eq!(token_display(i), "not used");
         }
 
         // All tokens are now tested individually above
 
-        for i in 86..=u16::MAX {
+        for i in 88..=u16::MAX {
             assert_eq!(token_display(i), "unknown token");
         }
     }
