@@ -341,7 +341,10 @@ fn vector_scalar(
         }
         if op.is_trim() && !series.pts.is_empty() {
             // Floats do not trim; histograms' results are all histograms.
-            notes.push(annotations::incompatible_types_in_binop(op.name(), "float", "float"));
+            annotations::add_once(
+                notes,
+                annotations::incompatible_types_in_binop(op.name(), "float", "float"),
+            );
             series.pts.clear();
         }
         let mut pts = Vec::with_capacity(series.pts.len());

@@ -44,7 +44,10 @@ impl Operand for f64 {
     #[inline]
     fn apply(op: BinOp, l: &Self, r: &Self, notes: &mut Vec<Note>) -> Option<(Self, bool)> {
         if op.is_trim() {
-            notes.push(annotations::incompatible_types_in_binop(op.name(), "float", "float"));
+            annotations::add_once(
+                notes,
+                annotations::incompatible_types_in_binop(op.name(), "float", "float"),
+            );
             return None;
         }
         Some(op.apply(*l, *r))
@@ -91,7 +94,7 @@ impl Operand for Value {
     fn apply(op: BinOp, l: &Self, r: &Self, notes: &mut Vec<Note>) -> Option<(Self, bool)> {
         let r = combine(op, l, r);
         if let Err(note) | Ok((_, Some(note))) = &r {
-            notes.push(note.clone());
+            annotations::add_once(notes, note.clone());
         }
         r.ok().map(|r| r.0)
     }
@@ -260,6 +263,7 @@ mod tests {
         assert!(Value::apply(BinOp::TrimLower, &f, &f, n).is_none());
         assert!(Value::apply(BinOp::TrimLower, &h(1.0), &h(2.0), n).is_none());
         assert!(f64::apply(BinOp::TrimUpper, &1.0, &2.0, n).is_none());
+        assert!(f64::apply(BinOp::TrimUpper, &3.0, &4.0, n).is_none(), "noted once");
         let info = |types: &str| {
             Note::Info(format!(
                 "PromQL info: incompatible sample types encountered for binary operator \"{}\": {types}",
