@@ -8,6 +8,14 @@ pub(crate) enum Note {
     Info(String),
 }
 
+/// Adds `note` to `notes` unless it is there: an operator notes the same
+/// thing about each pair it cannot combine, at every step.
+pub(crate) fn add_once(notes: &mut Vec<Note>, note: Note) {
+    if !notes.contains(&note) {
+        notes.push(note);
+    }
+}
+
 /// Notes gathered by workers that run at once, handed to the evaluator
 /// when they are done.
 #[derive(Debug, Default)]

@@ -7,7 +7,7 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 use promql_parser::parser::{LabelModifier, VectorMatchCardinality};
 
 use crate::QueryError;
-use crate::annotations::Note;
+use crate::annotations::{self, Note};
 use crate::eval::{Ev, Result};
 use crate::operand::{Operand, Value};
 use crate::ops::BinOp;
@@ -23,6 +23,12 @@ impl Ev<'_> {
         match (lhs, rhs) {
             (Val::Scalar(l), Val::Scalar(r)) => {
                 let op = op.element_wise()?;
+                if op.is_trim() {
+                    return Err(QueryError::Execution(format!(
+                        "operator {:?} not allowed for Scalar operations",
+                        op.name()
+                    )));
+                }
                 let mut out = Vec::with_capacity(l.len());
                 for (a, b) in l.iter().zip(&r) {
                     let (v, keep) = op.apply(*a, *b);
@@ -273,7 +279,7 @@ impl Ev<'_> {
                     slot_used[slot] = (stamp, sg);
                 }
                 sig_used[sg] = stamp;
-                let drop = return_bool || (op.is_comparison() && many_s[j].drop_name);
+                let drop = return_bool || (!op.changes_metric_schema() && many_s[j].drop_name);
                 V::push(&mut acc, slot, drop, t, v)?;
             }
             // Fill in for unmatched series of the "one" side.
@@ -333,6 +339,14 @@ fn vector_scalar(
         if !series.hs.is_empty() {
             histograms_by_scalar(op, &mut series, s, swap, return_bool, c, notes);
         }
+        if op.is_trim() && !series.pts.is_empty() {
+            // Floats do not trim; histograms' results are all histograms.
+            annotations::add_once(
+                notes,
+                annotations::incompatible_types_in_binop(op.name(), "float", "float"),
+            );
+            series.pts.clear();
+        }
         let mut pts = Vec::with_capacity(series.pts.len());
         for &(t, x) in &series.pts {
             let sv = s[c.idx(t)];
@@ -351,7 +365,7 @@ fn vector_scalar(
             continue;
         }
         series.pts = pts;
-        if !cmp || return_bool {
+        if op.changes_metric_schema() || return_bool {
             series.drop_name = true;
         }
         out.push(series);
@@ -442,7 +456,7 @@ fn result_metric(
     card: &VectorMatchCardinality,
     include: &[String],
 ) -> Labels {
-    let arithmetic = !op.is_comparison();
+    let arithmetic = op.changes_metric_schema();
     let mut v: Vec<Label> = lhs
         .iter()
         .filter(|l| {
@@ -471,10 +485,10 @@ fn result_metric(
 
 #[cfg(test)]
 mod tests {
-    use cairn_model::{Labels, Sample};
+    use cairn_model::{HistogramSample, Labels, Sample};
     use cairn_storage::{Appendable, MemStorage};
 
-    use crate::{Engine, Value};
+    use crate::{Engine, SampleValue, Value};
 
     fn storage(series: &[(&[(&str, &str)], f64)]) -> MemStorage {
         let s = MemStorage::new();
@@ -512,5 +526,64 @@ mod tests {
             labels_of(&r.value),
             vec![r#"{instance="a", job="foo"}"#, r#"{instance="c"}"#]
         );
+    }
+
+    /// A histogram series `h{k="v"}` with buckets (0.5, 1] and (1, 2] of 1
+    /// and 3, and a float series `f{k="v"}` of 2.
+    fn histogram_and_float() -> MemStorage {
+        let s = storage(&[(&[("__name__", "f"), ("k", "v")], 2.0)]);
+        let h = cairn_model::Histogram {
+            count: 4.0,
+            sum: 5.0,
+            positive: vec![(0, 1.0), (1, 3.0)],
+            ..cairn_model::Histogram::default()
+        };
+        let mut app = s.appender();
+        app.append_histograms(
+            &Labels::from_pairs([("__name__", "h"), ("k", "v")]),
+            &[HistogramSample::new(0, h)],
+        )
+        .unwrap();
+        app.commit().unwrap();
+        s
+    }
+
+    fn counts(v: &Value) -> Vec<(String, f64)> {
+        let Value::Vector(v) = v else {
+            panic!("not a vector: {v:?}")
+        };
+        v.iter()
+            .map(|s| match &s.value {
+                SampleValue::Histogram(h) => (s.metric.to_string(), h.count),
+                SampleValue::Float(f) => panic!("a float {f}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn trims_keep_the_name_and_drop_floats_with_an_info() {
+        let s = histogram_and_float();
+        let e = Engine::default();
+        let r = e.instant(&s, "h </ 1", 0).unwrap();
+        assert_eq!(counts(&r.value), [(r#"h{k="v"}"#.to_string(), 1.0)]);
+        assert!(r.infos.is_empty());
+        let r = e.instant(&s, "h >/ on (k) f", 0).unwrap();
+        assert_eq!(counts(&r.value), [(r#"{k="v"}"#.to_string(), 0.0)]);
+        let r = e.instant(&s, "f >/ 1", 0).unwrap();
+        assert!(counts(&r.value).is_empty());
+        assert_eq!(
+            r.infos,
+            [r#"PromQL info: incompatible sample types encountered for binary operator ">/": float >/ float"#]
+        );
+        let r = e.instant(&s, "1 </ h", 0).unwrap();
+        assert!(counts(&r.value).is_empty());
+        assert_eq!(
+            r.infos,
+            [r#"PromQL info: incompatible sample types encountered for binary operator "</": float </ histogram"#]
+        );
+        let r = e.instant(&s, "{__name__=~\"f|h\"} </ ignoring (__name__) group_left f", 0);
+        assert_eq!(counts(&r.unwrap().value), [(r#"h{k="v"}"#.to_string(), 4.0)]);
+        let err = e.instant(&s, "1 </ 2", 0).unwrap_err();
+        assert_eq!(err.to_string(), r#"operator "</" not allowed for Scalar operations"#);
     }
 }

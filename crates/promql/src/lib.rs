@@ -38,6 +38,7 @@ mod shard_split;
 mod step_split;
 mod steps;
 pub mod syntax;
+mod trim;
 mod value;
 mod window_index;
 

@@ -13,6 +13,7 @@ use crate::eval::Result;
 use crate::ops::BinOp;
 use crate::series::{OutAcc, Series};
 use crate::steps::Ctx;
+use crate::trim;
 
 pub(crate) trait Operand: Clone + Default {
     /// Calls `f(step index, value)` for each point of `s` on a step of `c`.
@@ -41,7 +42,14 @@ impl Operand for f64 {
     }
 
     #[inline]
-    fn apply(op: BinOp, l: &Self, r: &Self, _: &mut Vec<Note>) -> Option<(Self, bool)> {
+    fn apply(op: BinOp, l: &Self, r: &Self, notes: &mut Vec<Note>) -> Option<(Self, bool)> {
+        if op.is_trim() {
+            annotations::add_once(
+                notes,
+                annotations::incompatible_types_in_binop(op.name(), "float", "float"),
+            );
+            return None;
+        }
         Some(op.apply(*l, *r))
     }
 
@@ -86,7 +94,7 @@ impl Operand for Value {
     fn apply(op: BinOp, l: &Self, r: &Self, notes: &mut Vec<Note>) -> Option<(Self, bool)> {
         let r = combine(op, l, r);
         if let Err(note) | Ok((_, Some(note))) = &r {
-            notes.push(note.clone());
+            annotations::add_once(notes, note.clone());
         }
         r.ok().map(|r| r.0)
     }
@@ -108,6 +116,11 @@ fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool
         let scaled = |h: &Histogram, factor: f64| V::Histogram(Arc::new(times(h, factor)));
         let divided = |h: &Histogram, divisor: f64| V::Histogram(Arc::new(divided_by(h, divisor)));
         match (l, r) {
+            (V::Float(_), V::Float(_)) if op.is_trim() => Err(incompatible()),
+            (V::Histogram(h), V::Float(x)) if op.is_trim() => {
+                let trimmed = trim::trim(h, *x, op == BinOp::TrimUpper);
+                Ok(((V::Histogram(Arc::new(trimmed)), true), None))
+            }
             (V::Float(a), V::Float(b)) => {
                 let (v, keep) = op.apply(*a, *b);
                 Ok(((V::Float(v), keep), None))
@@ -238,5 +251,36 @@ mod tests {
         );
         assert!(Value::apply(BinOp::Div, &Value::Float(1.0), &h(2.0), n).is_none());
         assert!(Value::apply(BinOp::Lt, &h(1.0), &h(2.0), n).is_none());
+    }
+
+    #[test]
+    fn only_a_histogram_and_a_float_on_its_right_trim() {
+        let n = &mut Vec::new();
+        let (r, keep) = Value::apply(BinOp::TrimUpper, &h(2.0), &Value::Float(0.5), n).unwrap();
+        assert!(keep && count(&r) == 0.0, "(0.5, 1] and (1, 2] are above 0.5");
+        let (r, _) = Value::apply(BinOp::TrimLower, &h(2.0), &Value::Float(0.5), n).unwrap();
+        assert_eq!(count(&r), 2.0);
+        assert!(n.is_empty());
+        let f = Value::Float(1.0);
+        assert!(Value::apply(BinOp::TrimUpper, &f, &h(2.0), n).is_none());
+        assert!(Value::apply(BinOp::TrimLower, &f, &f, n).is_none());
+        assert!(Value::apply(BinOp::TrimLower, &h(1.0), &h(2.0), n).is_none());
+        assert!(f64::apply(BinOp::TrimUpper, &1.0, &2.0, n).is_none());
+        assert!(f64::apply(BinOp::TrimUpper, &3.0, &4.0, n).is_none(), "noted once");
+        let info = |types: &str| {
+            Note::Info(format!(
+                "PromQL info: incompatible sample types encountered for binary operator \"{}\": {types}",
+                &types[types.find(' ').unwrap() + 1..types.rfind(' ').unwrap()]
+            ))
+        };
+        assert_eq!(
+            n[..],
+            [
+                info("float </ histogram"),
+                info("float >/ float"),
+                info("histogram >/ histogram"),
+                info("float </ float"),
+            ]
+        );
     }
 }

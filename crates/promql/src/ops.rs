@@ -37,6 +37,10 @@ pub(crate) enum BinOp {
     And,
     Or,
     Unless,
+    /// `</`: the part of a histogram below a float.
+    TrimUpper,
+    /// `>/`: the part of a histogram above a float.
+    TrimLower,
 }
 
 /// Whether the engine evaluates the binary operator or aggregation spelled
@@ -46,7 +50,7 @@ pub fn supports_operator(name: &str) -> bool {
 }
 
 impl BinOp {
-    const ALL: [(&'static str, BinOp); 16] = [
+    const ALL: [(&'static str, BinOp); 18] = [
         ("+", Self::Add),
         ("-", Self::Sub),
         ("*", Self::Mul),
@@ -63,6 +67,8 @@ impl BinOp {
         ("and", Self::And),
         ("or", Self::Or),
         ("unless", Self::Unless),
+        ("</", Self::TrimUpper),
+        (">/", Self::TrimLower),
     ];
 
     pub fn of(token: TokenType) -> Result<Self, QueryError> {
@@ -76,6 +82,17 @@ impl BinOp {
 
     pub fn is_comparison(self) -> bool {
         matches!(self, Self::Eq | Self::Ne | Self::Gt | Self::Lt | Self::Ge | Self::Le)
+    }
+
+    /// `</`, `>/`: defined between a histogram and a float only.
+    pub fn is_trim(self) -> bool {
+        matches!(self, Self::TrimUpper | Self::TrimLower)
+    }
+
+    /// Whether the result is a new quantity, which loses the metric name
+    /// (Prometheus' `changesMetricSchema`); comparisons and trims keep it.
+    pub fn changes_metric_schema(self) -> bool {
+        !(self.is_comparison() || self.is_trim() || self.is_set())
     }
 
     /// `and`, `or`, `unless`: defined between vectors only.
@@ -107,6 +124,8 @@ impl BinOp {
                 debug_assert!(false, "{self:?} has no element result");
                 (l, true)
             }
+            // Two floats do not trim: the pair is dropped (callers note why).
+            Self::TrimUpper | Self::TrimLower => (l, false),
         }
     }
 
@@ -240,6 +259,11 @@ mod tests {
         assert_eq!(binop("a unless b"), BinOp::Unless);
         assert!(binop("a != b").is_comparison() && !binop("a ^ b").is_comparison());
         assert!(binop("a or b").is_set());
+        assert_eq!(binop("a </ 1"), BinOp::TrimUpper);
+        assert_eq!(binop("a >/ on (x) b"), BinOp::TrimLower);
+        assert!(binop("a </ 1").is_trim() && !binop("a </ 1").is_comparison());
+        assert!(!binop("a >/ 1").changes_metric_schema() && !binop("a > 1").changes_metric_schema());
+        assert!(binop("a atan2 b").changes_metric_schema() && !binop("a and b").changes_metric_schema());
         assert_eq!(aggop("sum by (x) (a)"), AggOp::Sum);
         assert_eq!(aggop("limit_ratio(0.5, a)"), AggOp::LimitRatio);
         assert_eq!(aggop(r#"count_values("v", a)"#), AggOp::CountValues);

@@ -493,6 +493,21 @@ mod tests {
                 "unclosed left parenthesis",
                 "1:19: parse error: unclosed left parenthesis",
             ),
+            (
+                "foo </ bool 1",
+                "bool modifier can only be used on comparison operators",
+                "1:5: parse error: bool modifier can only be used on comparison operators",
+            ),
+            (
+                "foo >/",
+                "invalid promql query",
+                "1:7: parse error: unexpected end of input",
+            ),
+            (
+                "foo < / 1",
+                "invalid promql query",
+                "1:7: parse error: unexpected <op:/>",
+            ),
         ] {
             assert_eq!(parse_error(query, parser_message), want, "{query}");
         }

@@ -193,7 +193,7 @@ async fn features_are_answered_by_the_engine() {
     assert_eq!(d["promql_functions"]["mad_over_time"], true);
     assert_eq!(d["promql_functions"]["info"], false);
     assert_eq!(d["promql_operators"]["limitk"], true);
-    assert_eq!(d["promql_operators"]["</"], false);
+    assert_eq!(d["promql_operators"]["</"], true);
     assert_eq!(d["api"]["remote_write_receiver"], true);
     assert_eq!(d["tsdb"]["native_histograms"], false);
 }
