@@ -1,6 +1,7 @@
 //! Crash safety: `kill -9` the real binary at random moments while a writer
-//! streams batches, restart on the same data directory, and check that every
-//! acknowledged (204) sample is there with its exact value.
+//! streams batches of float and native histogram samples, restart on the
+//! same data directory, and check that every acknowledged (204) sample is
+//! there with its exact value.
 //!
 //! Reproduce a run with `CAIRN_CRASH_SEED=<seed printed by the test>`;
 //! `CAIRN_CRASH_ROUNDS` changes the number of rounds (default 24).
@@ -12,13 +13,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cairn_model::{Labels, Sample};
+use cairn_model::{Histogram, HistogramSample, Labels, Sample};
 use cairn_protocols::SeriesSamples;
 use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 const SERIES: usize = 200;
+/// Of them, the first this many also hold native histograms, under their
+/// own metric name (one sample of each kind per series and step).
+const HISTOGRAM_SERIES: usize = 20;
 const SAMPLES_PER_BATCH: usize = 4;
 
 /// Batch `b`'s samples are at `t0 + (b * SAMPLES_PER_BATCH + k) * STEP_MS`.
@@ -35,23 +39,45 @@ fn ts(t0: i64, b: u64, k: usize) -> i64 {
     t0 + (b as i64 * SAMPLES_PER_BATCH as i64 + k as i64) * STEP_MS
 }
 
-fn labels(s: usize) -> Labels {
+fn labels(name: &str, s: usize) -> Labels {
     Labels::from_pairs([
-        ("__name__", "crash_test".to_string()),
+        ("__name__", name.to_string()),
         ("instance", format!("host-{:03}", s % 37)),
         ("series", format!("{s:04}")),
     ])
 }
 
+/// The histogram of series `s` at sample `k` of batch `b`: its layout and
+/// counts follow from the float value, so each sample is distinct.
+fn histogram(s: usize, b: u64, k: usize) -> Histogram {
+    let x = value(s, b, k);
+    let n = (x as u64 % 7) as i32;
+    let positive: Vec<(i32, f64)> = (0..=n).map(|i| (i - 2, f64::from(i + 1) * 3.0)).collect();
+    Histogram {
+        schema: (s % 9) as i32 - 4,
+        count: positive.iter().map(|b| b.1).sum::<f64>() + 2.0,
+        sum: x,
+        zero_threshold: 0.001,
+        zero_count: 2.0,
+        positive,
+        ..Histogram::default()
+    }
+}
+
 fn batch(t0: i64, b: u64) -> Vec<SeriesSamples> {
-    (0..SERIES)
-        .map(|s| {
-            let samples = (0..SAMPLES_PER_BATCH)
-                .map(|k| Sample::new(ts(t0, b, k), value(s, b, k)))
-                .collect();
-            SeriesSamples::new(labels(s), samples)
-        })
-        .collect()
+    let floats = (0..SERIES).map(|s| {
+        let samples = (0..SAMPLES_PER_BATCH)
+            .map(|k| Sample::new(ts(t0, b, k), value(s, b, k)))
+            .collect();
+        SeriesSamples::new(labels("crash_test", s), samples)
+    });
+    let histograms = (0..HISTOGRAM_SERIES).map(|s| {
+        let samples = (0..SAMPLES_PER_BATCH)
+            .map(|k| HistogramSample::new(ts(t0, b, k), histogram(s, b, k)))
+            .collect();
+        SeriesSamples::with_histograms(labels("crash_test_histograms", s), Vec::new(), samples)
+    });
+    floats.chain(histograms).collect()
 }
 
 /// Checks the store against what was sent: every acknowledged batch fully
@@ -61,8 +87,12 @@ fn verify(client: &Client, t0: i64, from: u64, sent: u64, acked: &[u64], round: 
     if from >= sent {
         return Vec::new();
     }
-    let exported = client.export(&["crash_test"], Some((ts(t0, from, 0), ts(t0, sent, 0) - 1)));
+    let exported = client.export(
+        &["crash_test", "crash_test_histograms"],
+        Some((ts(t0, from, 0), ts(t0, sent, 0) - 1)),
+    );
     let mut by_series: HashMap<String, BTreeMap<i64, u64>> = HashMap::new();
+    let mut present = vec![0usize; sent as usize];
     for e in exported {
         let name = e.labels.get("series").cloned().unwrap_or_default();
         assert_eq!(
@@ -71,13 +101,34 @@ fn verify(client: &Client, t0: i64, from: u64, sent: u64, acked: &[u64], round: 
             "round {round} seed {seed}: unexpected labels {:?}",
             e.labels
         );
+        if e.labels["__name__"] == "crash_test_histograms" {
+            let s: usize = name.parse().expect("series number");
+            assert!(e.samples.is_empty() && s < HISTOGRAM_SERIES);
+            for (t, h) in &e.histograms {
+                let idx = ((t - t0) / STEP_MS) as u64;
+                let (b, k) = (
+                    idx / SAMPLES_PER_BATCH as u64,
+                    (idx % SAMPLES_PER_BATCH as u64) as usize,
+                );
+                assert!(
+                    (t - t0) % STEP_MS == 0 && b >= from && b < sent,
+                    "round {round} seed {seed}: histogram at {t} that was never sent"
+                );
+                assert_eq!(
+                    *h,
+                    histogram(s, b, k),
+                    "round {round} seed {seed}: series {s} batch {b} histogram {k} at {t}"
+                );
+                present[b as usize] += 1;
+            }
+            continue;
+        }
         let m = by_series.entry(name).or_default();
         for s in e.samples {
             assert!(m.insert(s.t, s.v.to_bits()).is_none(), "duplicate timestamp {}", s.t);
         }
     }
     // Per batch: how many samples are present (and all values exact).
-    let mut present = vec![0usize; sent as usize];
     for (name, samples) in &by_series {
         let s: usize = name.parse().expect("series number");
         assert!(s < SERIES);
@@ -106,7 +157,7 @@ fn verify(client: &Client, t0: i64, from: u64, sent: u64, acked: &[u64], round: 
             present[b as usize] += 1;
         }
     }
-    let full = SERIES * SAMPLES_PER_BATCH;
+    let full = (SERIES + HISTOGRAM_SERIES) * SAMPLES_PER_BATCH;
     for &b in acked.iter().filter(|&&b| b >= from) {
         assert_eq!(
             present[b as usize], full,
@@ -256,7 +307,7 @@ fn kill_9_during_ingestion_loses_no_acknowledged_sample() {
     println!(
         "crash test: {rounds} rounds, {} batches ({} samples) durable, {total_killed_mid_write} killed in flight, {:.1}s",
         acked.len(),
-        acked.len() * SERIES * SAMPLES_PER_BATCH,
+        acked.len() * (SERIES + HISTOGRAM_SERIES) * SAMPLES_PER_BATCH,
         started.elapsed().as_secs_f64()
     );
     assert!(acked.len() > rounds, "too few batches acknowledged to mean anything");

@@ -240,6 +240,8 @@ impl Resp {
 pub struct Exported {
     pub labels: BTreeMap<String, String>,
     pub samples: Vec<Sample>,
+    /// Native histogram samples (export writes them on lines of their own).
+    pub histograms: Vec<(i64, cairn_model::Histogram)>,
 }
 
 /// The Cairn API over HTTP.
@@ -420,15 +422,40 @@ pub fn parse_export(body: &str) -> Vec<Exported> {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.as_str().expect("label value").to_string()))
                 .collect();
-            let values = v["values"].as_array().expect("values");
             let ts = v["timestamps"].as_array().expect("timestamps");
+            let t = |t: &Value| t.as_i64().expect("integer timestamp");
+            if let Some(histograms) = v["histograms"].as_array() {
+                assert_eq!(
+                    histograms.len(),
+                    ts.len(),
+                    "histograms/timestamps length mismatch: {line}"
+                );
+                let histograms = histograms
+                    .iter()
+                    .zip(ts)
+                    .map(|(h, ts)| {
+                        let h = cairn_protocols::histogram_json::parse_histogram(h).expect("histogram");
+                        (t(ts), h)
+                    })
+                    .collect();
+                return Exported {
+                    labels,
+                    samples: Vec::new(),
+                    histograms,
+                };
+            }
+            let values = v["values"].as_array().expect("values");
             assert_eq!(values.len(), ts.len(), "values/timestamps length mismatch: {line}");
             let samples = values
                 .iter()
                 .zip(ts)
-                .map(|(v, t)| Sample::new(t.as_i64().expect("integer timestamp"), export_value(v)))
+                .map(|(v, ts)| Sample::new(t(ts), export_value(v)))
                 .collect();
-            Exported { labels, samples }
+            Exported {
+                labels,
+                samples,
+                histograms: Vec::new(),
+            }
         })
         .collect()
 }

@@ -96,12 +96,7 @@ pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) 
                         continue;
                     }
                     frame.samples_into(&mut samples);
-                    if !samples.is_empty() {
-                        appender.append_encoded(frame.labels, &samples)?;
-                    }
-                    if !frame.histograms.is_empty() {
-                        appender.append_histograms(&frame.labels.decode(), &frame.histograms)?;
-                    }
+                    appender.append_series(frame.labels, &samples, &frame.histograms)?;
                     stored += (samples.len() + frame.histograms.len()) as u64;
                     batched += 1;
                     if batched == BATCH_SERIES {

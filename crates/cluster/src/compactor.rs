@@ -25,13 +25,14 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use cairn_bucket::{Bucket, ObjectInfo};
-use cairn_model::Sample;
+use cairn_model::{Labels, Sample};
 use cairn_storage::{Queryable, SelectHints, Shard, Storage, StorageError, TenantId, Tenants};
 use cairn_tsdb::{Config, Day, Tsdb, TsdbTenants};
 use parking_lot::{Condvar, Mutex};
 
 use crate::layout::{self, Note};
 use crate::node::{Cluster, now_ms};
+use crate::read::ReplicaSeries;
 
 /// A day is copied in this many slices of its series, each read as the
 /// copy reaches its series: memory holds the replicas' current series and
@@ -309,7 +310,12 @@ fn copy_day(sources: &[&Tsdb], out: &dyn Storage, day: Day) -> Result<u64, Stora
         let mut appender = out.appender();
         let mut batched = 0;
         while let Some(labels) = least_next(&mut replicas)? {
-            let (mut joined_ts, mut joined_vs, mut joined_hs) = (Vec::new(), Vec::new(), Vec::new());
+            let mut joined = ReplicaSeries {
+                labels: labels.clone(),
+                ts: Vec::new(),
+                vs: Vec::new(),
+                histograms: Vec::new(),
+            };
             for replica in &mut replicas {
                 if !replica
                     .peek()
@@ -320,12 +326,19 @@ fn copy_day(sources: &[&Tsdb], out: &dyn Storage, day: Day) -> Result<u64, Stora
                 let Some(series) = replica.next() else { continue };
                 let mut series = series?;
                 let range = series.samples.read_into(&mut ts, &mut vs)?;
-                (joined_ts, joined_vs) =
-                    crate::read::join_replicas(&joined_ts, &joined_vs, &ts[range.clone()], &vs[range]);
-                if !series.histograms.is_empty() {
-                    joined_hs = crate::read::join_histograms(&joined_hs, &series.histograms);
-                }
+                joined.join(&ReplicaSeries {
+                    labels: Labels::default(),
+                    ts: ts[range.clone()].to_vec(),
+                    vs: vs[range].to_vec(),
+                    histograms: std::mem::take(&mut series.histograms),
+                });
             }
+            let ReplicaSeries {
+                ts: joined_ts,
+                vs: joined_vs,
+                histograms: joined_hs,
+                ..
+            } = joined;
             if !joined_ts.is_empty() {
                 samples.clear();
                 samples.extend(joined_ts.iter().zip(&joined_vs).map(|(&t, &v)| Sample::new(t, v)));

@@ -53,7 +53,7 @@ impl Querier for ClusterQuerier {
                 let frame = frame?;
                 let (mut ts, mut vs) = (Vec::with_capacity(frame.len()), Vec::with_capacity(frame.len()));
                 frame.read_into(&mut ts, &mut vs);
-                series.push(Replica {
+                series.push(ReplicaSeries {
                     labels: frame.labels.decode(),
                     ts,
                     vs,
@@ -67,7 +67,7 @@ impl Querier for ClusterQuerier {
                 let mut s = s?;
                 let (mut ts, mut vs) = (Vec::new(), Vec::new());
                 let range = s.samples.read_into(&mut ts, &mut vs)?;
-                found.push(Replica {
+                found.push(ReplicaSeries {
                     labels: s.labels,
                     ts: ts[range.clone()].to_vec(),
                     vs: vs[range].to_vec(),
@@ -80,7 +80,7 @@ impl Querier for ClusterQuerier {
         // Stable: replicas keep the order of the ingesters that sent them.
         series.sort_by(|a, b| a.labels.cmp(&b.labels));
         let mut merged: Vec<Series> = Vec::with_capacity(series.len());
-        let mut last: Option<Replica> = None;
+        let mut last: Option<ReplicaSeries> = None;
         for replica in series {
             match &mut last {
                 Some(l) if l.labels == replica.labels => l.join(&replica),
@@ -193,23 +193,41 @@ impl ClusterQuerier {
 }
 
 /// One replica of a series, or several already joined.
-struct Replica {
-    labels: Labels,
-    ts: Vec<i64>,
-    vs: Vec<f64>,
-    histograms: Vec<HistogramSample>,
+pub(crate) struct ReplicaSeries {
+    pub labels: Labels,
+    pub ts: Vec<i64>,
+    pub vs: Vec<f64>,
+    pub histograms: Vec<HistogramSample>,
 }
 
-impl Replica {
-    /// Adds what `other` holds and this one does not.
-    fn join(&mut self, other: &Replica) {
-        (self.ts, self.vs) = join_replicas(&self.ts, &self.vs, &other.ts, &other.vs);
-        if !other.histograms.is_empty() {
-            self.histograms = join_histograms(&self.histograms, &other.histograms);
+impl ReplicaSeries {
+    /// Adds what `other` holds and this one does not. Where both hold a
+    /// timestamp, this one's sample stands whatever its kind, so the joined
+    /// series never has a float and a histogram at one time.
+    pub(crate) fn join(&mut self, other: &ReplicaSeries) {
+        if self.histograms.is_empty() && other.histograms.is_empty() {
+            (self.ts, self.vs) = join_replicas(&self.ts, &self.vs, &other.ts, &other.vs);
+            return;
         }
+        let has_histogram = |t: i64| self.histograms.binary_search_by_key(&t, |h| h.t).is_ok();
+        let (ots, ovs): (Vec<i64>, Vec<f64>) = other
+            .ts
+            .iter()
+            .zip(&other.vs)
+            .filter(|(t, _)| !has_histogram(**t))
+            .map(|(&t, &v)| (t, v))
+            .unzip();
+        let ohs: Vec<HistogramSample> = other
+            .histograms
+            .iter()
+            .filter(|h| self.ts.binary_search(&h.t).is_err())
+            .cloned()
+            .collect();
+        (self.ts, self.vs) = join_replicas(&self.ts, &self.vs, &ots, &ovs);
+        self.histograms = join_histograms(&self.histograms, &ohs);
     }
 
-    fn into_series(self) -> Series {
+    pub(crate) fn into_series(self) -> Series {
         Series {
             labels: self.labels,
             samples: Box::new(VecSampleBlocks::from_columns(self.ts, self.vs)),
@@ -408,6 +426,25 @@ mod tests {
         assert_eq!(ts, [4]);
         let (ts, _) = join_replicas(&[7, 8], &[7.0, 8.0], &[7, 8], &[7.0, 8.0]);
         assert_eq!(ts, [7, 8]);
+    }
+
+    #[test]
+    fn a_timestamp_keeps_the_first_replicas_sample_whatever_its_kind() {
+        let h = |t: i64| HistogramSample::new(t, cairn_model::Histogram::default());
+        let mut a = ReplicaSeries {
+            labels: Labels::default(),
+            ts: vec![1, 3],
+            vs: vec![1.0, 3.0],
+            histograms: vec![h(2)],
+        };
+        a.join(&ReplicaSeries {
+            labels: Labels::default(),
+            ts: vec![2, 4],
+            vs: vec![20.0, 4.0],
+            histograms: vec![h(3), h(5)],
+        });
+        assert_eq!((a.ts, a.vs), (vec![1, 3, 4], vec![1.0, 3.0, 4.0]));
+        assert_eq!(a.histograms.iter().map(|h| h.t).collect::<Vec<_>>(), [2, 5]);
     }
 
     #[test]

@@ -119,12 +119,7 @@ pub(crate) fn store(local: &dyn Tenants, tenant: &TenantId, body: &[u8]) -> Resu
     for frame in frames(body)? {
         let frame = frame?;
         frame.samples_into(&mut samples);
-        if !samples.is_empty() || frame.histograms.is_empty() {
-            appender.append_encoded(frame.labels, &samples)?;
-        }
-        if !frame.histograms.is_empty() {
-            appender.append_histograms(&frame.labels.decode(), &frame.histograms)?;
-        }
+        appender.append_series(frame.labels, &samples, &frame.histograms)?;
     }
     Ok(WriteAnswer::from(&appender.commit()?))
 }

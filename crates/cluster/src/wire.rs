@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use cairn_codec::varint::{zigzag_decode, zigzag_encode};
 use cairn_model::histogram::{Histogram, HistogramSample, ResetHint};
 use cairn_model::{EncodedLabels, MatchOp, Matcher, Sample};
 use cairn_storage::{CommitReport, RejectReason, SelectHints, Shard, ShardBy, StorageError};
@@ -25,8 +26,8 @@ const MAGIC_WITH_HISTOGRAMS: &[u8; 4] = b"CSF2";
 pub struct FramesWriter {
     buf: Vec<u8>,
     series: usize,
-    /// Where each frame ends in `buf`, and its histograms encoded, once a
-    /// frame has any: they are spliced in by [`Self::finish`].
+    /// The histograms of the frames that have any, encoded, by the offset
+    /// in `buf` where their frame ends: [`Self::finish`] splices them in.
     histograms: Vec<(usize, Vec<u8>)>,
 }
 
@@ -82,24 +83,21 @@ impl FramesWriter {
         if self.histograms.is_empty() {
             return self.buf;
         }
-        // Every frame gets its histogram count: 0 where it has none.
+        // Every frame gets its histogram count: 0 where it has none. The
+        // frames are walked by their own lengths, all written here.
         let extra: usize = self.histograms.iter().map(|(_, h)| h.len()).sum();
         let mut out = Vec::with_capacity(self.buf.len() + extra + self.series);
         out.extend_from_slice(MAGIC_WITH_HISTOGRAMS);
-        let mut rest = self.buf.get(MAGIC.len()..).unwrap_or_default();
         let mut with = self.histograms.iter().peekable();
+        let mut rest = self.buf.get(MAGIC.len()..).unwrap_or_default();
         let mut at = MAGIC.len();
-        while !rest.is_empty() {
-            let frame_len = frame_length(rest).unwrap_or(rest.len());
-            let (frame, tail) = rest.split_at(frame_len);
+        while let Some(len) = frame_length(rest) {
+            let (frame, tail) = rest.split_at(len.min(rest.len()));
             out.extend_from_slice(frame);
-            at += frame_len;
-            match with.peek() {
-                Some((end, section)) if *end == at => {
-                    out.extend_from_slice(section);
-                    with.next();
-                }
-                _ => out.push(0),
+            at += frame.len();
+            match with.next_if(|(end, _)| *end == at) {
+                Some((_, section)) => out.extend_from_slice(section),
+                None => out.push(0),
             }
             rest = tail;
         }
@@ -107,15 +105,14 @@ impl FramesWriter {
     }
 }
 
-/// The length of the float frame at the start of `rest` (written by this
-/// process, so well formed).
+/// The length of the float frame at the start of `rest`, `None` at the end.
 fn frame_length(rest: &[u8]) -> Option<usize> {
     let mut r = rest;
     let labels = take_uvarint(&mut r).ok()?;
     take(&mut r, labels).ok()?;
     let n = take_uvarint(&mut r).ok()?;
-    let consumed = rest.len() - r.len();
-    Some(consumed + usize::try_from(n).ok()?.checked_mul(16)?)
+    let header = rest.len() - r.len();
+    Some(header + usize::try_from(n).ok()?.checked_mul(16)?)
 }
 
 /// One histogram sample: its `i64` timestamp, the schema as a zig-zag
@@ -127,20 +124,15 @@ fn frame_length(rest: &[u8]) -> Option<usize> {
 fn put_histogram(out: &mut Vec<u8>, s: &HistogramSample) {
     let h = &s.h;
     out.extend_from_slice(&s.t.to_le_bytes());
-    put_uvarint(out, zigzag(i64::from(h.schema)));
-    out.push(match h.reset_hint {
-        ResetHint::Unknown => 0,
-        ResetHint::Reset => 1,
-        ResetHint::NotReset => 2,
-        ResetHint::Gauge => 3,
-    });
+    put_uvarint(out, zigzag_encode(i64::from(h.schema)));
+    out.push(h.reset_hint.code());
     for v in [h.count, h.sum, h.zero_threshold, h.zero_count] {
         out.extend_from_slice(&v.to_le_bytes());
     }
     for side in [&h.positive, &h.negative] {
         put_uvarint(out, side.len() as u64);
         for &(idx, c) in side {
-            put_uvarint(out, zigzag(i64::from(idx)));
+            put_uvarint(out, zigzag_encode(i64::from(idx)));
             out.extend_from_slice(&c.to_le_bytes());
         }
     }
@@ -153,12 +145,9 @@ fn put_histogram(out: &mut Vec<u8>, s: &HistogramSample) {
 
 fn take_histogram(rest: &mut &[u8]) -> Result<HistogramSample, StorageError> {
     let t = i64::from_le_bytes(word(take(rest, 8)?));
-    let schema = i32::try_from(unzigzag(take_uvarint(rest)?)).map_err(|_| malformed("schema out of range"))?;
+    let schema = i32::try_from(zigzag_decode(take_uvarint(rest)?)).map_err(|_| malformed("schema out of range"))?;
     let reset_hint = match take(rest, 1)? {
-        [0] => ResetHint::Unknown,
-        [1] => ResetHint::Reset,
-        [2] => ResetHint::NotReset,
-        [3] => ResetHint::Gauge,
+        &[code] if code <= 3 => ResetHint::from_code(i64::from(code)),
         _ => return Err(malformed("unknown reset hint")),
     };
     let mut float = || take(rest, 8).map(|b| f64::from_le_bytes(word(b)));
@@ -172,8 +161,8 @@ fn take_histogram(rest: &mut &[u8]) -> Result<HistogramSample, StorageError> {
         }
         side.reserve(n as usize);
         for _ in 0..n {
-            let idx =
-                i32::try_from(unzigzag(take_uvarint(rest)?)).map_err(|_| malformed("bucket index out of range"))?;
+            let idx = i32::try_from(zigzag_decode(take_uvarint(rest)?))
+                .map_err(|_| malformed("bucket index out of range"))?;
             side.push((idx, f64::from_le_bytes(word(take(rest, 8)?))));
         }
     }
@@ -203,14 +192,6 @@ fn take_histogram(rest: &mut &[u8]) -> Result<HistogramSample, StorageError> {
     };
     h.validate().map_err(|e| malformed(&e.to_string()))?;
     Ok(HistogramSample::new(t, h))
-}
-
-fn zigzag(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
-}
-
-fn unzigzag(v: u64) -> i64 {
-    ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
 /// One decoded series of a body of frames; its slices borrow the body.

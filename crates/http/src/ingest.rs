@@ -67,14 +67,8 @@ pub fn store_batch(
     let mut app = storage.appender();
     for s in batch.series() {
         // An error drops `app`, which rolls the batch back.
-        if !s.samples().is_empty() || s.histograms().is_empty() {
-            app.append_encoded(s.encoded_labels(), s.samples())
-                .map_err(storage_refusal)?;
-        }
-        if !s.histograms().is_empty() {
-            app.append_histograms(&s.labels(), s.histograms())
-                .map_err(storage_refusal)?;
-        }
+        app.append_series(s.encoded_labels(), s.samples(), s.histograms())
+            .map_err(storage_refusal)?;
     }
     let report = app.commit().map_err(storage_refusal)?;
     let metrics = state.metrics();

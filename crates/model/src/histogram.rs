@@ -38,6 +38,30 @@ pub enum ResetHint {
     Gauge,
 }
 
+impl ResetHint {
+    /// The number Prometheus' protobuf gives the hint (`UNKNOWN` 0, `YES` 1,
+    /// `NO` 2, `GAUGE` 3), which Cairn's own formats use too.
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Unknown => 0,
+            Self::Reset => 1,
+            Self::NotReset => 2,
+            Self::Gauge => 3,
+        }
+    }
+
+    /// The hint numbered `code`; an unknown number is an unknown hint, as
+    /// Prometheus reads it.
+    pub fn from_code(code: i64) -> Self {
+        match code {
+            1 => Self::Reset,
+            2 => Self::NotReset,
+            3 => Self::Gauge,
+            _ => Self::Unknown,
+        }
+    }
+}
+
 /// A native histogram with float counts.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Histogram {
@@ -86,6 +110,8 @@ pub enum InvalidHistogram {
     SpanOffset,
     #[error("histogram has a negative count")]
     NegativeCount,
+    #[error("histogram bucket indexes must increase strictly")]
+    BucketOrder,
     #[error("histogram zero threshold is negative")]
     ZeroThreshold,
     #[error(
@@ -155,6 +181,12 @@ impl Histogram {
     pub fn validate(&self) -> Result<(), InvalidHistogram> {
         // NaN counts pass, as in Prometheus: only a negative count is refused.
         let counts_ok = |side: &[(i32, f64)]| !side.iter().any(|b| b.1 < 0.0);
+        // Spans give increasing indexes; every reader of the sparse form
+        // (arithmetic, storage codecs) relies on it.
+        let ordered = |side: &[(i32, f64)]| side.windows(2).all(|w| w[0].0 < w[1].0);
+        if !ordered(&self.positive) || !ordered(&self.negative) {
+            return Err(InvalidHistogram::BucketOrder);
+        }
         if self.uses_custom_buckets() {
             let bounds = self.custom_bounds.as_deref().unwrap_or(&[]);
             let last = self.positive.last().map_or(0, |b| b.0);
@@ -224,8 +256,8 @@ impl Histogram {
         debug_assert!(!self.uses_custom_buckets() && target <= self.schema);
         if target < self.schema {
             let by = self.schema - target;
-            reduce_buckets(&mut self.positive, by);
-            reduce_buckets(&mut self.negative, by);
+            reduce_buckets(&mut self.positive, by.unsigned_abs());
+            reduce_buckets(&mut self.negative, by.unsigned_abs());
             self.schema = target;
         }
     }
@@ -616,11 +648,14 @@ fn absorb(schema: i32, side: &[(i32, f64)], threshold: f64, count: &mut f64) -> 
 }
 
 /// Maps each bucket to the one containing it `by` schemas lower, merging
-/// the ones that land together (neighbours, as the map keeps order).
-fn reduce_buckets(buckets: &mut Vec<(i32, f64)>, by: i32) {
+/// the ones that land together (neighbours, as the map keeps order). In
+/// `i64`, so that no index overflows.
+pub fn reduce_buckets(buckets: &mut Vec<(i32, f64)>, by: u32) {
     let mut out: Vec<(i32, f64)> = Vec::with_capacity(buckets.len());
     for &(idx, c) in buckets.iter() {
-        let idx = ((idx - 1) >> by) + 1;
+        // Shifting right never grows the magnitude of idx - 1: within i32.
+        let idx = ((i64::from(idx) - 1) >> by.min(63)) + 1;
+        let idx = i32::try_from(idx).unwrap_or(i32::MAX);
         match out.last_mut() {
             Some(last) if last.0 == idx => last.1 += c,
             _ => out.push((idx, c)),
@@ -693,6 +728,14 @@ mod tests {
         assert_eq!(hist(0, &[(1, 2.0)]).validate(), Ok(()));
         assert_eq!(hist(9, &[]).validate(), Err(InvalidHistogram::Schema(9)));
         assert_eq!(hist(0, &[(1, -2.0)]).validate(), Err(InvalidHistogram::NegativeCount));
+        assert_eq!(
+            hist(0, &[(2, 1.0), (1, 1.0)]).validate(),
+            Err(InvalidHistogram::BucketOrder)
+        );
+        assert_eq!(
+            hist(0, &[(1, 1.0), (1, 1.0)]).validate(),
+            Err(InvalidHistogram::BucketOrder)
+        );
         let mut bounded = hist(0, &[]);
         bounded.custom_bounds = Some([1.0].into());
         assert_eq!(bounded.validate(), Err(InvalidHistogram::ExponentialBounds));
@@ -772,6 +815,10 @@ mod tests {
         h.reduce_schema(-1);
         assert_eq!(h.positive, [(0, 3.0), (1, 18.0)]);
         assert_eq!(h.schema, -1);
+        // The extreme indexes do not overflow.
+        let mut far = vec![(i32::MIN, 1.0), (-5, 1.0), (0, 1.0), (1, 1.0), (i32::MAX, 1.0)];
+        reduce_buckets(&mut far, 100);
+        assert_eq!(far, [(0, 3.0), (1, 2.0)]);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! checked as Prometheus checks it before storing.
 
 use cairn_model::Histogram;
-use cairn_model::histogram::InvalidHistogram;
+use cairn_model::histogram::{InvalidHistogram, reduce_buckets};
 
 /// The finest exponential schema stored; Prometheus reduces finer ones
 /// (up to its reserved 52) on ingestion rather than refusing them.
@@ -44,8 +44,8 @@ pub(crate) fn max_message_len(limit: usize) -> usize {
 pub(crate) fn finish(mut h: Histogram) -> Result<Histogram, HistogramError> {
     if h.schema > MAX_SCHEMA && h.schema <= MAX_RESERVED_SCHEMA {
         let by = (h.schema - MAX_SCHEMA).unsigned_abs();
-        downscale(&mut h.positive, by);
-        downscale(&mut h.negative, by);
+        reduce_buckets(&mut h.positive, by);
+        reduce_buckets(&mut h.negative, by);
         h.schema = MAX_SCHEMA;
     }
     h.validate()?;
@@ -94,38 +94,9 @@ fn integer_total(deltas: &[i64]) -> Result<u64, HistogramError> {
     Ok(total)
 }
 
-/// Maps sorted `(index, count)` buckets `by` schemas coarser, merging the
-/// ones that land together. Bucket `i` of the finer schema falls into
-/// `((i - 1) >> by) + 1`; shifts past 63 saturate, as Go's do.
-pub(crate) fn downscale(buckets: &mut Vec<(i32, f64)>, by: u32) {
-    let mut out: Vec<(i32, f64)> = Vec::with_capacity(buckets.len());
-    for &(idx, c) in buckets.iter() {
-        // Within i32: shifting right never grows the magnitude of idx - 1.
-        let idx = ((i64::from(idx) - 1) >> by.min(63)) + 1;
-        let idx = i32::try_from(idx).unwrap_or(i32::MAX);
-        match out.last_mut() {
-            Some(last) if last.0 == idx => last.1 += c,
-            _ => out.push((idx, c)),
-        }
-    }
-    *buckets = out;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn downscaling_merges_buckets_that_land_together() {
-        // Schema 1 buckets 1..=4 are (1, √2], (√2, 2], (2, 2√2], (2√2, 4]:
-        // at schema 0, (1, 2] and (2, 4]; bucket 0 is (1/√2, 1] → (1/2, 1].
-        let mut b = vec![(-1, 1.0), (0, 2.0), (1, 3.0), (2, 4.0), (3, 5.0), (4, 6.0)];
-        downscale(&mut b, 1);
-        assert_eq!(b, [(0, 3.0), (1, 7.0), (2, 11.0)]);
-        let mut far = vec![(i32::MIN, 1.0), (-5, 1.0), (0, 1.0), (1, 1.0), (i32::MAX, 1.0)];
-        downscale(&mut far, 100);
-        assert_eq!(far, [(0, 3.0), (1, 2.0)]);
-    }
 
     #[test]
     fn schemas_up_to_52_are_reduced_to_8_and_others_refused() {

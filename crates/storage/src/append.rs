@@ -45,6 +45,24 @@ pub trait Appender: Send {
         })
     }
 
+    /// A series' floats and histograms: [`Appender::append_encoded`] and
+    /// [`Appender::append_histograms`], the latter only when it has any (a
+    /// series of histograms only is not appended floats).
+    fn append_series(
+        &mut self,
+        labels: EncodedLabels<'_>,
+        samples: &[Sample],
+        histograms: &[HistogramSample],
+    ) -> Result<(), StorageError> {
+        if !samples.is_empty() || histograms.is_empty() {
+            self.append_encoded(labels, samples)?;
+        }
+        if !histograms.is_empty() {
+            self.append_histograms(&labels.decode(), histograms)?;
+        }
+        Ok(())
+    }
+
     /// Makes the batch durable and visible.
     fn commit(self: Box<Self>) -> Result<CommitReport, StorageError>;
 

@@ -330,12 +330,7 @@ fn decode_file(bytes: &[u8]) -> Result<Vec<(u64, Block)>, &'static str> {
 pub fn to_value(h: &Histogram) -> HistogramValue {
     HistogramValue {
         schema: h.schema,
-        reset_hint: match h.reset_hint {
-            ResetHint::Unknown => 0,
-            ResetHint::Reset => 1,
-            ResetHint::NotReset => 2,
-            ResetHint::Gauge => 3,
-        },
+        reset_hint: h.reset_hint.code(),
         count: h.count,
         sum: h.sum,
         zero_threshold: h.zero_threshold,
@@ -349,12 +344,7 @@ pub fn to_value(h: &Histogram) -> HistogramValue {
 pub fn from_value(v: HistogramValue) -> Histogram {
     Histogram {
         schema: v.schema,
-        reset_hint: match v.reset_hint {
-            1 => ResetHint::Reset,
-            2 => ResetHint::NotReset,
-            3 => ResetHint::Gauge,
-            _ => ResetHint::Unknown,
-        },
+        reset_hint: ResetHint::from_code(i64::from(v.reset_hint)),
         count: v.count,
         sum: v.sum,
         zero_threshold: v.zero_threshold,

@@ -266,15 +266,18 @@ fn with_histograms(
             bodies.extend(p.histograms().read(*id, first.max(mint), last.min(maxt))?);
         }
     }
+    // Every visible marker has its body (an invariant of the store): one
+    // that does not is damage to report, not a sample to leave out.
     let histograms: Vec<HistogramSample> = marked
         .iter()
-        .filter_map(|t| {
-            Some(HistogramSample {
-                t: *t,
-                h: bodies.get(t)?.clone(),
-            })
+        .map(|t| match bodies.get(t) {
+            Some(h) => Ok(HistogramSample { t: *t, h: h.clone() }),
+            None => Err(StorageError::Corrupt {
+                path: "<histogram store>".into(),
+                reason: format!("series {labels} has a histogram at {t} without its body"),
+            }),
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     let (fts, fvs): (Vec<i64>, Vec<f64>) = ts
         .iter()
         .zip(vs)

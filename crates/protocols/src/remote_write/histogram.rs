@@ -69,12 +69,7 @@ pub(super) fn from_proto(p: &proto::Histogram, max_buckets: usize) -> Result<Dec
         (p.schema == CUSTOM_BUCKETS_SCHEMA || !p.custom_values.is_empty()).then(|| Arc::from(&p.custom_values[..]));
     let h = finish(Histogram {
         schema: p.schema,
-        reset_hint: match p.reset_hint {
-            1 => ResetHint::Reset,
-            2 => ResetHint::NotReset,
-            3 => ResetHint::Gauge,
-            _ => ResetHint::Unknown,
-        },
+        reset_hint: ResetHint::from_code(i64::from(p.reset_hint)),
         count,
         sum: p.sum,
         zero_threshold: p.zero_threshold,
@@ -124,12 +119,7 @@ pub(super) fn to_proto(s: &HistogramSample) -> proto::Histogram {
         zero_threshold: h.zero_threshold,
         negative_spans: spans(&h.negative),
         positive_spans: spans(&h.positive),
-        reset_hint: match h.reset_hint {
-            ResetHint::Unknown => proto::histogram::ResetHint::Unknown,
-            ResetHint::Reset => proto::histogram::ResetHint::Yes,
-            ResetHint::NotReset => proto::histogram::ResetHint::No,
-            ResetHint::Gauge => proto::histogram::ResetHint::Gauge,
-        } as i32,
+        reset_hint: i32::from(h.reset_hint.code()),
         timestamp: s.t,
         custom_values: h.bounds().to_vec(),
         ..proto::Histogram::default()
