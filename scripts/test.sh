@@ -69,7 +69,7 @@ cargo clippy --workspace --all-targets -- -D warnings
 echo "fmt + clippy: $((SECONDS - start))s"
 
 start=$SECONDS
-cargo test --workspace --release
+cargo test --workspace --release --no-fail-fast
 echo "test suite: $((SECONDS - start))s"
 
 # The PromQL conformance report against Prometheus' own test scripts

@@ -573,13 +573,15 @@ mod tests {
         assert!(counts(&r.value).is_empty());
         assert_eq!(
             r.infos,
-            [r#"PromQL info: incompatible sample types encountered for binary operator ">/": float >/ float"#]
+            [r#"PromQL info: incompatible sample types encountered for binary operator ">/": float >/ float (1:1)"#]
         );
         let r = e.instant(&s, "1 </ h", 0).unwrap();
         assert!(counts(&r.value).is_empty());
         assert_eq!(
             r.infos,
-            [r#"PromQL info: incompatible sample types encountered for binary operator "</": float </ histogram"#]
+            [
+                r#"PromQL info: incompatible sample types encountered for binary operator "</": float </ histogram (1:1)"#
+            ]
         );
         let r = e.instant(&s, "{__name__=~\"f|h\"} </ ignoring (__name__) group_left f", 0);
         assert_eq!(counts(&r.unwrap().value), [(r#"h{k="v"}"#.to_string(), 4.0)]);
