@@ -102,14 +102,7 @@ pub(crate) fn write_line(buf: &mut Vec<u8>, labels: &cairn_model::Labels, values
         }
         write_value(buf, v);
     }
-    buf.extend_from_slice(b"],\"timestamps\":[");
-    for (i, t) in timestamps.iter().enumerate() {
-        if i > 0 {
-            buf.push(b',');
-        }
-        let _ = write!(buf, "{t}");
-    }
-    buf.extend_from_slice(b"]}\n");
+    write_timestamps(buf, timestamps.iter().copied());
 }
 
 /// One line of a series' histogram samples, newline included.
@@ -123,27 +116,28 @@ fn write_histogram_line(buf: &mut Vec<u8>, labels: &cairn_model::Labels, samples
         }
         histogram_json::write_histogram(buf, &s.h);
     }
+    write_timestamps(buf, samples.iter().map(|s| s.t));
+}
+
+/// Closes a line's values with its timestamps and the newline.
+fn write_timestamps(buf: &mut Vec<u8>, timestamps: impl Iterator<Item = i64>) {
     buf.extend_from_slice(b"],\"timestamps\":[");
-    for (i, s) in samples.iter().enumerate() {
+    for (i, t) in timestamps.enumerate() {
         if i > 0 {
             buf.push(b',');
         }
-        let _ = write!(buf, "{}", s.t);
+        let _ = write!(buf, "{t}");
     }
     buf.extend_from_slice(b"]}\n");
 }
 
+/// A sample value: a staleness marker as `null`, as VictoriaMetrics writes
+/// it; any other number as histograms' numbers are written.
 fn write_value(buf: &mut Vec<u8>, v: f64) {
     if is_stale_nan(v) {
         buf.extend_from_slice(b"null");
-    } else if v.is_nan() {
-        buf.extend_from_slice(b"\"NaN\"");
-    } else if v == f64::INFINITY {
-        buf.extend_from_slice(b"\"+Inf\"");
-    } else if v == f64::NEG_INFINITY {
-        buf.extend_from_slice(b"\"-Inf\"");
     } else {
-        let _ = write!(buf, "{v}");
+        histogram_json::write_number(buf, v);
     }
 }
 

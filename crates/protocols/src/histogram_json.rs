@@ -78,7 +78,9 @@ pub fn write_histogram(buf: &mut Vec<u8>, h: &Histogram) {
     buf.push(b'}');
 }
 
-fn write_number(buf: &mut Vec<u8>, v: f64) {
+/// A float as export lines write it: the shortest decimal that reads back
+/// the same, `"NaN"`, `"+Inf"` or `"-Inf"` as strings.
+pub fn write_number(buf: &mut Vec<u8>, v: f64) {
     if v.is_nan() {
         buf.extend_from_slice(b"\"NaN\"");
     } else if v == f64::INFINITY {
