@@ -10,12 +10,16 @@
 //!
 //! Bodies committed since the last flush are held decoded; a flush writes
 //! them to an immutable, checksummed file per flush (`hist-<seq>.chist`, see
-//! docs/format/part.md), held encoded in memory as one codec block per
-//! series and file. A later write of the same series and timestamp wins:
-//! files are read oldest first, then the unflushed bodies.
+//! docs/format/part.md), one codec block per series. Memory then keeps only
+//! where each block lies in its open file and its time range; a read takes
+//! the blocks it needs from the file. A later write of the same series and
+//! timestamp wins: files are read oldest first, then the unflushed bodies.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs;
+use std::fs::{self, File};
+use std::io::Read;
+use std::ops::Range;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -57,11 +61,36 @@ pub fn file_seq(name: &str) -> Option<u64> {
     name.strip_prefix("hist-")?.strip_suffix(".chist")?.parse().ok()
 }
 
-/// One series' histograms of one file: a codec block and its time range.
+/// A histogram file, open for reading its blocks.
+struct HistogramFile {
+    path: PathBuf,
+    file: File,
+}
+
+/// One series' histograms of one file: where its codec block lies, and its
+/// time range.
 struct Block {
     mint: i64,
     maxt: i64,
-    bytes: Arc<[u8]>,
+    file: Arc<HistogramFile>,
+    bytes: Range<u64>,
+}
+
+/// A block's place in its file, as the file's directory lists it.
+#[derive(Debug, PartialEq)]
+struct Entry {
+    id: u64,
+    mint: i64,
+    maxt: i64,
+    bytes: Range<u64>,
+}
+
+/// One series' histograms encoded for a new file.
+struct Encoded {
+    id: u64,
+    mint: i64,
+    maxt: i64,
+    bytes: Vec<u8>,
 }
 
 /// Histogram files a partition keeps before a flush merges them into one,
@@ -95,17 +124,29 @@ impl HistogramStore {
         files.sort();
         let mut store = Self::default();
         for (seq, path) in files {
-            store.files.push(seq);
-            let bytes = fs::read(&path).map_err(StorageError::io("read", &path))?;
-            let blocks = decode_file(&bytes).map_err(|reason| StorageError::Corrupt {
+            let mut file = File::open(&path).map_err(StorageError::io("open", &path))?;
+            let mut bytes = Vec::new();
+            file.read_to_end(&mut bytes).map_err(StorageError::io("read", &path))?;
+            let entries = decode_file(&bytes).map_err(|reason| StorageError::Corrupt {
                 path: path.clone(),
                 reason: reason.into(),
             })?;
-            for (id, block) in blocks {
-                store.flushed.entry(id).or_default().push(block);
-            }
+            store.files.push(seq);
+            store.attach(Arc::new(HistogramFile { path, file }), entries);
         }
         Ok(store)
+    }
+
+    /// Adds the blocks of a file, which is newer than those attached before.
+    fn attach(&mut self, file: Arc<HistogramFile>, entries: Vec<Entry>) {
+        for e in entries {
+            self.flushed.entry(e.id).or_default().push(Block {
+                mint: e.mint,
+                maxt: e.maxt,
+                file: file.clone(),
+                bytes: e.bytes,
+            });
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -140,11 +181,7 @@ impl HistogramStore {
             if b.maxt < mint || b.mint > maxt {
                 continue;
             }
-            let (mut ts, mut hs) = (Vec::new(), Vec::new());
-            decode_histograms(&b.bytes, &mut ts, &mut hs).map_err(|e| StorageError::Corrupt {
-                path: "<histogram block>".into(),
-                reason: e.to_string(),
-            })?;
+            let (ts, hs) = b.decode(id)?;
             for (t, h) in ts.into_iter().zip(hs) {
                 if (mint..=maxt).contains(&t) {
                     out.insert(t, Arc::new(from_value(h)));
@@ -158,7 +195,7 @@ impl HistogramStore {
     }
 
     /// Writes the bodies unflushed when it starts to the file of WAL
-    /// segment `seq`, then holds them encoded. The file is written without
+    /// segment `seq`, then reads them from there. The file is written without
     /// the lock, so commits go on; a body replaced meanwhile stays unflushed
     /// (and wins over the file's). Nothing changes on error.
     /// `dead` tells, of a list of series ids, those the partition's index
@@ -180,9 +217,9 @@ impl HistogramStore {
         for id in ids {
             let Some(of_series) = fresh.get(&id) else { continue };
             let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = of_series.iter().map(|(&t, h)| (t, to_value(h))).unzip();
-            blocks.push((id, Block::encode(&ts, &hs)));
+            blocks.push(Encoded::new(id, &ts, &hs));
         }
-        crate::index::write_atomically(&dir.join(file_name(seq)), &encode_file(&blocks))?;
+        let (file, entries) = write_file(&dir.join(file_name(seq)), &blocks)?;
         let mut store = lock.write();
         for (id, written) in &fresh {
             if let Some(now) = store.fresh.get_mut(id) {
@@ -192,9 +229,7 @@ impl HistogramStore {
                 }
             }
         }
-        for (id, block) in blocks {
-            store.flushed.entry(id).or_default().push(block);
-        }
+        store.attach(file, entries);
         store.files.push(seq);
         if store.files.len() > MAX_FILES {
             let ids: Vec<u64> = store.flushed.keys().copied().collect();
@@ -219,28 +254,22 @@ impl HistogramStore {
             for id in ids {
                 let mut merged: BTreeMap<i64, HistogramValue> = BTreeMap::new();
                 for b in store.flushed.get(&id).into_iter().flatten() {
-                    let (mut ts, mut hs) = (Vec::new(), Vec::new());
-                    decode_histograms(&b.bytes, &mut ts, &mut hs).map_err(|e| StorageError::Corrupt {
-                        path: dir.to_path_buf(),
-                        reason: format!("histogram block of series {id:016x}: {e}"),
-                    })?;
+                    let (ts, hs) = b.decode(id)?;
                     merged.extend(ts.into_iter().zip(hs));
                 }
                 let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = merged.into_iter().unzip();
-                blocks.push((id, Block::encode(&ts, &hs)));
+                blocks.push(Encoded::new(id, &ts, &hs));
             }
             (blocks, store.files.clone())
         };
         let Some((&newest, older)) = files.split_last() else {
             return Ok(());
         };
-        crate::index::write_atomically(&dir.join(file_name(newest)), &encode_file(&blocks))?;
+        let (file, entries) = write_file(&dir.join(file_name(newest)), &blocks)?;
         {
             let mut store = lock.write();
             store.flushed = HashMap::new();
-            for (id, block) in blocks {
-                store.flushed.entry(id).or_default().push(block);
-            }
+            store.attach(file, entries);
             store.files = vec![newest];
         }
         for seq in older {
@@ -252,39 +281,79 @@ impl HistogramStore {
 }
 
 impl Block {
-    fn encode(ts: &[i64], hs: &[HistogramValue]) -> Self {
+    /// The block's histograms, read from its file.
+    fn decode(&self, id: u64) -> Result<(Vec<i64>, Vec<HistogramValue>), StorageError> {
+        let path = &self.file.path;
+        let len = usize::try_from(self.bytes.end - self.bytes.start).map_err(|_| StorageError::Corrupt {
+            path: path.clone(),
+            reason: "histogram block too large".into(),
+        })?;
+        let mut bytes = vec![0; len];
+        self.file
+            .file
+            .read_exact_at(&mut bytes, self.bytes.start)
+            .map_err(StorageError::io("read", path))?;
+        let (mut ts, mut hs) = (Vec::new(), Vec::new());
+        decode_histograms(&bytes, &mut ts, &mut hs).map_err(|e| StorageError::Corrupt {
+            path: path.clone(),
+            reason: format!("histogram block of series {id:016x}: {e}"),
+        })?;
+        Ok((ts, hs))
+    }
+}
+
+impl Encoded {
+    fn new(id: u64, ts: &[i64], hs: &[HistogramValue]) -> Self {
         let mut bytes = Vec::new();
         encode_histograms(&mut bytes, ts, hs);
-        let (mint, maxt) = (ts.first().copied().unwrap_or(0), ts.last().copied().unwrap_or(0));
-        Block {
-            mint,
-            maxt,
-            bytes: bytes.into(),
+        Encoded {
+            id,
+            mint: ts.first().copied().unwrap_or(0),
+            maxt: ts.last().copied().unwrap_or(0),
+            bytes,
         }
     }
 }
 
+/// Writes a histogram file atomically and opens it for reads.
+fn write_file(path: &Path, blocks: &[Encoded]) -> Result<(Arc<HistogramFile>, Vec<Entry>), StorageError> {
+    let (bytes, entries) = encode_file(blocks);
+    crate::index::write_atomically(path, &bytes)?;
+    let file = File::open(path).map_err(StorageError::io("open", path))?;
+    let path = path.to_path_buf();
+    Ok((Arc::new(HistogramFile { path, file }), entries))
+}
+
 /// `magic "CHST" | version:u32 LE | uvarint(n) | (id:u64 LE | varint(mint) |
 /// varint(maxt) | uvarint(len) | block[len])*n | crc32c:u32 LE` (of all before).
-fn encode_file(blocks: &[(u64, Block)]) -> Vec<u8> {
+/// Returns the file's bytes and where each block lies in them.
+fn encode_file(blocks: &[Encoded]) -> (Vec<u8>, Vec<Entry>) {
     let mut out = Vec::new();
+    let mut entries = Vec::with_capacity(blocks.len());
     out.extend_from_slice(FILE_MAGIC);
     out.extend_from_slice(&FILE_VERSION.to_le_bytes());
     put_uvarint(&mut out, blocks.len() as u64);
-    for (id, b) in blocks {
-        out.extend_from_slice(&id.to_le_bytes());
+    for b in blocks {
+        out.extend_from_slice(&b.id.to_le_bytes());
         cairn_codec::varint::put_varint(&mut out, b.mint);
         cairn_codec::varint::put_varint(&mut out, b.maxt);
         put_uvarint(&mut out, b.bytes.len() as u64);
+        let start = out.len() as u64;
         out.extend_from_slice(&b.bytes);
+        entries.push(Entry {
+            id: b.id,
+            mint: b.mint,
+            maxt: b.maxt,
+            bytes: start..out.len() as u64,
+        });
     }
     let crc = cairn_codec::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
-    out
+    (out, entries)
 }
 
-/// The blocks of a histogram file; never panics.
-fn decode_file(bytes: &[u8]) -> Result<Vec<(u64, Block)>, &'static str> {
+/// Where the blocks of a histogram file lie; never panics.
+fn decode_file(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
     let (body, crc) = bytes.split_last_chunk::<4>().ok_or("truncated histogram file")?;
     if cairn_codec::crc32c(body) != u32::from_le_bytes(*crc) {
         return Err("histogram file checksum mismatch");
@@ -309,16 +378,14 @@ fn decode_file(bytes: &[u8]) -> Result<Vec<(u64, Block)>, &'static str> {
             .ok()
             .filter(|&l| l <= r.len())
             .ok_or("histogram block overruns file")?;
-        let (block, r) = r.split_at(len);
-        rest = r;
-        out.push((
-            u64::from_le_bytes(*id),
-            Block {
-                mint,
-                maxt,
-                bytes: block.into(),
-            },
-        ));
+        let start = (body.len() - r.len()) as u64;
+        rest = &r[len..];
+        out.push(Entry {
+            id: u64::from_le_bytes(*id),
+            mint,
+            maxt,
+            bytes: start..start + len as u64,
+        });
     }
     if !rest.is_empty() {
         return Err("trailing bytes in histogram file");
@@ -443,6 +510,43 @@ mod tests {
         }
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(HistogramStore::load(dir.path()).is_err());
+    }
+
+    #[test]
+    fn flushed_bodies_are_read_from_their_file_where_its_directory_places_them() {
+        let store = RwLock::new(HistogramStore::default());
+        for id in 1..=3 {
+            store.write().insert(id, 10 * id as i64, h(id as f64));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        HistogramStore::flush(&store, dir.path(), 4, none_dead).unwrap();
+        let path = dir.path().join(file_name(4));
+        let bytes = fs::read(&path).unwrap();
+        let entries = decode_file(&bytes).unwrap();
+        assert_eq!(entries.iter().map(|e| e.id).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(entries[1].mint, 20);
+        // Damage series 2's block in place: only its read fails, naming the file.
+        let mut damaged = bytes.clone();
+        for b in &mut damaged[entries[1].bytes.start as usize..entries[1].bytes.end as usize] {
+            *b = 0xff;
+        }
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .write_all_at(&damaged, 0)
+            .unwrap();
+        let s = store.read();
+        assert_eq!(
+            s.read(1, 0, 100).unwrap().into_values().collect::<Vec<_>>(),
+            vec![h(1.0)]
+        );
+        assert_eq!(
+            s.read(3, 0, 100).unwrap().into_values().collect::<Vec<_>>(),
+            vec![h(3.0)]
+        );
+        let err = s.read(2, 0, 100).unwrap_err().to_string();
+        assert!(err.contains("hist-"), "{err}");
     }
 
     #[test]
