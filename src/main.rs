@@ -214,6 +214,13 @@ struct Cli {
     #[arg(long = "opentsdb.listen-addr")]
     opentsdb_listen_addr: Option<SocketAddr>,
 
+    /// Store OTLP explicit-bucket histograms as native histograms with
+    /// custom buckets (one series per histogram) rather than classic
+    /// `_bucket`/`_sum`/`_count` series, as Prometheus' `otlp:
+    /// convert_histograms_to_nhcb: true` does. Off by default, as there.
+    #[arg(long = "otlp.convert-histograms-to-nhcb")]
+    otlp_convert_histograms_to_nhcb: bool,
+
     /// Largest accepted request body in bytes (413 beyond it).
     #[arg(long = "http.max-request-body-bytes", default_value_t = 64 << 20)]
     max_request_body_bytes: usize,
@@ -417,6 +424,9 @@ fn main() -> anyhow::Result<()> {
         remote_read_sample_limit: cli.remote_read_sample_limit,
         remote_read_concurrency: cli.remote_read_concurrent_limit,
         remote_read_max_bytes_in_frame: cli.remote_read_max_bytes_in_frame,
+        otlp: cairn_http::OtlpOptions {
+            convert_histograms_to_nhcb: cli.otlp_convert_histograms_to_nhcb,
+        },
         ..cairn_http::ApiConfig::default()
     };
     if storage.wal_sync == cairn_tsdb::WalSync::EveryCommit {

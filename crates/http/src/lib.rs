@@ -55,6 +55,7 @@ use axum::routing::{get, post};
 use cairn_storage::{Tenants, WalReplay};
 
 pub use cairn_protocols::DecodeLimits;
+pub use cairn_protocols::otlp::Options as OtlpOptions;
 
 pub use auth::{Access, Auth, WebConfig};
 pub use error::{ApiError, ErrorType, storage_error};
@@ -110,6 +111,9 @@ pub struct ApiConfig {
     /// How far back `/federate` looks for a series' newest sample, in ms:
     /// the server sets it from the engine's lookback delta. Default 5 minutes.
     pub lookback_delta_ms: i64,
+    /// How OTLP metrics become series (e.g. explicit-bucket histograms as
+    /// native histograms with custom buckets). Default: as Prometheus does.
+    pub otlp: OtlpOptions,
 }
 
 /// The process' configuration as `/api/v1/status/*` report it.
@@ -146,6 +150,7 @@ impl Default for ApiConfig {
         Self {
             max_request_body_bytes: 64 << 20,
             remote_write_limits: DecodeLimits::default(),
+            otlp: OtlpOptions::default(),
             inline_write_max_body_bytes: 1 << 20,
             default_series_limit: None,
             default_label_limit: None,

@@ -32,8 +32,8 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use cairn_protocols::otlp::{
-    CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, ContentEncoding, Rejections, decode_export_request,
-    decode_export_request_json, encode_response, encode_response_json, encode_status, encode_status_json, status_code,
+    CONTENT_TYPE_JSON, CONTENT_TYPE_PROTOBUF, ContentEncoding, Rejections, decode_export_request_json_with,
+    decode_export_request_with, encode_response, encode_response_json, encode_status, encode_status_json, status_code,
 };
 
 use crate::ingest::{Protocol, Refusal, record_refusal, store_batch, write_tenant};
@@ -133,13 +133,13 @@ async fn handle(state: &AppState, req: Request, format: Option<Format>) -> Resul
     })?;
     let body = read_body(req, state).await.map_err(|e| ("too_large", e))?;
     let state = state.clone();
-    let limits = state.config().remote_write_limits;
+    let (limits, options) = (state.config().remote_write_limits, state.config().otlp);
     let joined = tokio::task::spawn_blocking(move || -> Result<Rejections, Refusal> {
         let metrics = state.metrics().clone();
         metrics.measure_ingest(|| {
             let decoded = match format {
-                Format::Protobuf => decode_export_request(&body, encoding, &limits, now_ms()),
-                Format::Json => decode_export_request_json(&body, encoding, &limits, now_ms()),
+                Format::Protobuf => decode_export_request_with(&body, encoding, &limits, now_ms(), &options),
+                Format::Json => decode_export_request_json_with(&body, encoding, &limits, now_ms(), &options),
             }
             .map_err(|e| (e.reason(), ApiError::bad_data(e.to_string())))?;
             drop(body);
@@ -284,6 +284,60 @@ mod tests {
             );
             assert_eq!(app.state.metrics().ingest_samples(crate::ingest::Protocol::Otlp), 1);
         }
+    }
+
+    fn explicit_histogram() -> Metric {
+        Metric {
+            name: "rpc.latency".into(),
+            unit: "s".into(),
+            data: Some(metric::Data::Histogram(Histogram {
+                data_points: vec![HistogramDataPoint {
+                    time_unix_nano: T,
+                    count: 3,
+                    sum: Some(2.5),
+                    bucket_counts: vec![1, 2, 0],
+                    explicit_bounds: vec![0.5, 1.0],
+                    ..Default::default()
+                }],
+                aggregation_temporality: AggregationTemporality::Cumulative as i32,
+            })),
+            ..Default::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn explicit_bucket_histograms_are_native_only_when_configured() {
+        let classic = TestApp::new();
+        let nhcb = TestApp::with_config(crate::ApiConfig {
+            otlp: crate::OtlpOptions {
+                convert_histograms_to_nhcb: true,
+            },
+            ..crate::ApiConfig::default()
+        });
+        for app in [&classic, &nhcb] {
+            let resp = post(
+                app,
+                "/api/v1/otlp/v1/metrics",
+                &[PB],
+                request(vec![explicit_histogram()]),
+            )
+            .await;
+            assert_eq!(resp.status, 200);
+        }
+        classic.get("/api/v1/label/__name__/values").await.check(
+            200,
+            r#"{"status":"success","data":["rpc_latency_seconds_bucket","rpc_latency_seconds_count","rpc_latency_seconds_sum"]}"#,
+        );
+        nhcb.get("/api/v1/label/__name__/values")
+            .await
+            .check(200, r#"{"status":"success","data":["rpc_latency_seconds"]}"#);
+        let export = nhcb.get("/api/v1/export?match[]=rpc_latency_seconds").await;
+        assert!(
+            export.body.contains(r#""schema":-53,"count":3,"sum":2.5"#)
+                && export.body.contains(r#""custom_values":[0.5,1]"#),
+            "{}",
+            export.body
+        );
     }
 
     #[tokio::test]
