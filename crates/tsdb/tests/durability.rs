@@ -5,22 +5,10 @@ use std::time::Duration;
 use cairn_model::{Labels, Matcher, Sample};
 use cairn_storage::conformance::read;
 use cairn_storage::{Admin, Appendable, Queryable};
-use cairn_tsdb::{Config, Tsdb};
+use cairn_tsdb::Tsdb;
 
-const HOUR: i64 = 3_600_000;
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-fn config(dir: &std::path::Path) -> Config {
-    let mut c = Config::new(dir);
-    c.background = false;
-    c
-}
+mod common;
+use common::{HOUR, config, now};
 
 fn series(i: usize) -> Labels {
     Labels::from_pairs([("__name__", "m"), ("i", &i.to_string())])

@@ -8,21 +8,8 @@ use cairn_model::{Histogram, HistogramSample, Labels, Matcher, Sample};
 use cairn_storage::{Admin, Appendable, Queryable, RejectReason, SelectHints, collect_samples};
 use cairn_tsdb::{Config, Tsdb};
 
-const HOUR: i64 = 3_600_000;
-const DAY: i64 = 24 * HOUR;
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
-}
-
-fn config(dir: &std::path::Path) -> Config {
-    let mut c = Config::new(dir);
-    c.background = false;
-    c
-}
+mod common;
+use common::{DAY, HOUR, config, now};
 
 fn series(i: usize) -> Labels {
     Labels::from_pairs([("__name__", "h"), ("i", &i.to_string())])

@@ -9,6 +9,9 @@ use cairn_storage::conformance::read;
 use cairn_storage::{Admin, Appendable, Queryable};
 use cairn_tsdb::{Config, Tsdb};
 
+mod common;
+use common::now;
+
 #[allow(unsafe_code)]
 mod limit {
     use std::ffi::c_int;
@@ -51,13 +54,6 @@ mod limit {
             assert_eq!(setrlimit(RLIMIT_FSIZE, &l), 0);
         }
     }
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as i64
 }
 
 /// One commit of 20 series × 10 samples, values tagged with `batch`.

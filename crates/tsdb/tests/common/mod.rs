@@ -1,0 +1,25 @@
+//! Helpers the TSDB's integration tests share.
+
+#![allow(dead_code)]
+
+use cairn_tsdb::Config;
+
+pub const HOUR: i64 = 3_600_000;
+pub const DAY: i64 = 24 * HOUR;
+
+/// The wall clock in ms: the TSDB's retention and day partitions are
+/// relative to it.
+pub fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// A configuration without background work, so a test decides when data
+/// is flushed and merged.
+pub fn config(dir: &std::path::Path) -> Config {
+    let mut c = Config::new(dir);
+    c.background = false;
+    c
+}
