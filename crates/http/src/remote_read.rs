@@ -15,8 +15,9 @@
 //!   a Prometheus client takes each frame for a series of its own, so the
 //!   frame size should stay above what one series of a read holds.
 //!
-//! Native histograms are not in either answer yet (docs/native-histograms.md):
-//! a series' float samples are.
+//! Native histograms are in the samples answer (counted toward its limit as
+//! samples are, as Prometheus counts them); the streamed answer carries a
+//! series' float samples only, as Cairn writes no histogram chunks yet.
 //!
 //! At most `remote_read_concurrency` reads run at once (0: no limit);
 //! others wait for a slot. Errors use the API's JSON envelope; a Prometheus client reports
@@ -28,6 +29,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use cairn_model::{Labels, Matcher};
 use cairn_protocols::remote_read::{self, QueryResult, ReadResponse, ResponseType, SeriesFrames};
+use cairn_protocols::remote_write::histogram_to_proto;
 use cairn_protocols::remote_write::proto::{Label, Sample, TimeSeries};
 use cairn_storage::{Querier, SelectHints, SeriesSet, Storage, StorageError};
 
@@ -146,9 +148,14 @@ fn samples_response(storage: &dyn Storage, queries: &[ReadQuery], limit: usize) 
         for s in selected.series {
             let mut s = s?;
             let mut samples = Vec::new();
+            let over_limit = |count: usize| limit > 0 && count > limit;
+            count += s.histograms.len();
+            if over_limit(count) {
+                return Err(ApiError::bad_data(format!("exceeded sample limit ({limit})")));
+            }
             while let Some(block) = s.samples.next_block()? {
                 count += block.ts.len();
-                if limit > 0 && count > limit {
+                if over_limit(count) {
                     return Err(ApiError::bad_data(format!("exceeded sample limit ({limit})")));
                 }
                 samples.extend(
@@ -159,10 +166,11 @@ fn samples_response(storage: &dyn Storage, queries: &[ReadQuery], limit: usize) 
                         .map(|(&timestamp, &value)| Sample { value, timestamp }),
                 );
             }
-            if !samples.is_empty() {
+            if !samples.is_empty() || !s.histograms.is_empty() {
                 result.timeseries.push(TimeSeries {
                     labels: labels_of(&s.labels),
                     samples,
+                    histograms: s.histograms.iter().map(histogram_to_proto).collect(),
                     ..Default::default()
                 });
             }
@@ -441,5 +449,79 @@ mod tests {
         read(&app, body(vec![(0, 1, vec![re("job", "(")])], &[]))
             .await
             .check_status(400);
+    }
+
+    #[tokio::test]
+    async fn samples_answer_carries_native_histograms_beside_floats() {
+        use cairn_model::histogram::{Histogram, HistogramSample};
+        use cairn_storage::Appendable;
+        let app = app();
+        let h = |count: f64| Histogram {
+            schema: 2,
+            count,
+            sum: count * 0.5,
+            positive: vec![(1, count - 1.0), (4, 1.0)],
+            ..Histogram::default()
+        };
+        let labels = cairn_model::Labels::from_pairs([("__name__", "rpc_seconds"), ("job", "a")]);
+        let mut w = app.storage.appender();
+        w.append(&labels, &[cairn_model::Sample::new(500, 7.0)]).unwrap();
+        w.append_histograms(
+            &labels,
+            &[HistogramSample::new(1000, h(3.0)), HistogramSample::new(2000, h(5.0))],
+        )
+        .unwrap();
+        w.commit().unwrap();
+        let resp = read(
+            &app,
+            body(
+                vec![(0, 10_000, vec![eq("__name__", "rpc_seconds")])],
+                &[ResponseType::Samples],
+            ),
+        )
+        .await;
+        resp.check_status(200);
+        let raw = snap::raw::Decoder::new().decompress_vec(&resp.raw).unwrap();
+        let answer = ReadResponse::decode(raw.as_slice()).unwrap();
+        let series = &answer.results[0].timeseries;
+        assert_eq!(series.len(), 1);
+        assert_eq!(series[0].samples.len(), 1);
+        // Read back as a remote write of the same series would be.
+        let rewritten = cairn_protocols::remote_write::proto::WriteRequest {
+            timeseries: series.clone(),
+            ..Default::default()
+        };
+        let batch = cairn_protocols::remote_write::decode_write_request(
+            &rewritten.encode_to_vec(),
+            cairn_protocols::remote_write::ContentEncoding::Identity,
+            &cairn_protocols::DecodeLimits::default(),
+        )
+        .unwrap();
+        let histograms: Vec<_> = batch
+            .series()
+            .flat_map(|s| s.histograms().to_vec())
+            .map(|s| (s.t, s.h.count, s.h.positive.clone()))
+            .collect();
+        assert_eq!(
+            histograms,
+            vec![
+                (1000, 3.0, vec![(1, 2.0), (4, 1.0)]),
+                (2000, 5.0, vec![(1, 4.0), (4, 1.0)])
+            ]
+        );
+        // Histograms count toward the sample limit as Prometheus counts them.
+        let many: Vec<HistogramSample> = (0..100).map(|i| HistogramSample::new(10_000 + i, h(3.0))).collect();
+        let mut w = app.storage.appender();
+        w.append_histograms(&labels, &many).unwrap();
+        w.commit().unwrap();
+        read(
+            &app,
+            body(
+                vec![(0, 20_000, vec![eq("__name__", "rpc_seconds")])],
+                &[ResponseType::Samples],
+            ),
+        )
+        .await
+        .check_error(400, "bad_data", "exceeded sample limit (100)");
     }
 }

@@ -86,7 +86,7 @@ pub(super) fn from_proto(p: &proto::Histogram, max_buckets: usize) -> Result<Dec
 /// counts add up as Prometheus checks, else a float one. Either decodes
 /// back to the same [`Histogram`], but for a `-0.0` sum or zero threshold,
 /// which prost (like Prometheus' encoder) omits as zero.
-pub(super) fn to_proto(s: &HistogramSample) -> proto::Histogram {
+pub fn to_proto(s: &HistogramSample) -> proto::Histogram {
     let h = &s.h;
     // 2^53: above it a float no longer holds every integer; -0.0 must stay
     // a float to keep its sign.
