@@ -40,6 +40,8 @@ pub(crate) struct Ev<'a> {
     range_query: bool,
     /// [`crate::EngineOptions::delayed_name_removal`].
     pub(crate) delayed_names: bool,
+    /// [`crate::EngineOptions::type_and_unit_labels`].
+    pub(crate) type_and_unit_labels: bool,
 }
 
 /// The query's lookback delta in ms: its own, else the engine's (5 m when
@@ -75,6 +77,7 @@ pub(crate) fn run(
         infos: Vec::new(),
         range_query: !instant,
         delayed_names: opts.delayed_name_removal,
+        type_and_unit_labels: opts.type_and_unit_labels,
     };
     let v = match &plan.split {
         Some(split) => crate::step_split::eval(&mut ev, &plan.root, split)?,
@@ -245,6 +248,7 @@ impl<'a> Ev<'a> {
             infos: Vec::new(),
             range_query: self.range_query,
             delayed_names: self.delayed_names,
+            type_and_unit_labels: self.type_and_unit_labels,
         }
     }
 
