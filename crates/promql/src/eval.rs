@@ -376,6 +376,7 @@ impl<'a> Ev<'a> {
         let opts = ReadOpts {
             drop_stale: true,
             count_output: false,
+            detect_resets: false,
         };
         self.counted(|budget| {
             crate::select::fold_sharded(
@@ -495,13 +496,15 @@ impl<'a> Ev<'a> {
         let n = c.n();
         let hints = SelectHints {
             step_ms: (c.step > 0).then_some(c.step),
-            // Every step reads the sample at `maxt`: one step, or one `@` time.
-            newest_only: n == 1 || at.is_some(),
+            // Every step reads the sample at `maxt`: one step, or one `@`
+            // time. Detecting resets compares it with those before it.
+            newest_only: (n == 1 || at.is_some()) && !sel.detect_resets,
             ..SelectHints::default()
         };
         let opts = ReadOpts {
             drop_stale: false,
             count_output: true,
+            detect_resets: sel.detect_resets,
         };
         let out = self.select(sel, mint, maxt, hints, opts, &|labels, samples| {
             if !samples.hs.is_empty() {
@@ -580,6 +583,7 @@ impl<'a> Ev<'a> {
                 let opts = ReadOpts {
                     drop_stale: true,
                     count_output,
+                    detect_resets: sel.detect_resets,
                 };
                 let out = self.select(sel, mint, maxt, hints, opts, &|labels, samples| {
                     reduce(labels, false, samples, ra)
