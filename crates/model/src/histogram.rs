@@ -50,6 +50,26 @@ impl ResetHint {
         }
     }
 
+    /// Whether combining histograms of hints `self` and `other` meets a reset
+    /// beside a histogram said not to follow one, which Prometheus warns of
+    /// ("conflicting counter resets").
+    pub fn conflicts_with(self, other: Self) -> bool {
+        matches!(
+            (self, other),
+            (Self::Reset, Self::NotReset) | (Self::NotReset, Self::Reset)
+        )
+    }
+
+    /// [`ResetHint::conflicts_with`] for any two of `hints` (an aggregation's).
+    pub fn conflict_among(hints: impl IntoIterator<Item = Self>) -> bool {
+        let (mut reset, mut not_reset) = (false, false);
+        for h in hints {
+            reset |= h == Self::Reset;
+            not_reset |= h == Self::NotReset;
+        }
+        reset && not_reset
+    }
+
     /// The hint numbered `code`; an unknown number is an unknown hint, as
     /// Prometheus reads it.
     pub fn from_code(code: i64) -> Self {
@@ -908,6 +928,17 @@ mod tests {
         ));
         // Up to 1: 1 then 0.
         assert!(Histogram::is_reset(&prev, &custom(&[(1, 7.0)], &[1.0, 10.0])));
+    }
+
+    #[test]
+    fn only_a_reset_beside_a_not_reset_conflicts() {
+        use ResetHint::*;
+        assert!(Reset.conflicts_with(NotReset) && NotReset.conflicts_with(Reset));
+        for (a, b) in [(Reset, Reset), (Reset, Unknown), (NotReset, Gauge), (Unknown, Gauge)] {
+            assert!(!a.conflicts_with(b) && !b.conflicts_with(a), "{a:?} {b:?}");
+        }
+        assert!(ResetHint::conflict_among([NotReset, Gauge, Unknown, Reset]));
+        assert!(!ResetHint::conflict_among([NotReset, Gauge, Unknown]));
     }
 
     #[test]
