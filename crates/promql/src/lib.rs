@@ -323,6 +323,7 @@ impl Engine {
             step_split: self.opts.step_split,
             fold_sharded_min_points: self.opts.fold_sharded_min_points,
         };
+        aggregate::check_label_names(ast, text)?;
         Ok(Parsed {
             root: plan::lower(ast)?,
             ctx,
