@@ -277,6 +277,13 @@ struct Cli {
     #[arg(long = "query.delayed-name-removal")]
     query_delayed_name_removal: bool,
 
+    /// Judge whether `rate` and `increase` are given counters by the
+    /// `__type__` label rather than the metric name's suffix, as
+    /// Prometheus' `type-and-unit-labels` feature does (off in a Prometheus
+    /// 3.14 server, and here).
+    #[arg(long = "query.type-and-unit-labels")]
+    query_type_and_unit_labels: bool,
+
     /// Log filter, e.g. info, debug, cairn_tsdb=debug.
     #[arg(long = "log.level", default_value = "info")]
     log_level: String,
@@ -451,6 +458,7 @@ fn main() -> anyhow::Result<()> {
         lookback_delta: cli.query_lookback_delta,
         step_split: cli.query_step_split,
         delayed_name_removal: cli.query_delayed_name_removal,
+        type_and_unit_labels: cli.query_type_and_unit_labels,
         ..cairn_server::EngineOptions::default()
     };
     let web = match &cli.web_config_file {

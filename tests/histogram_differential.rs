@@ -42,16 +42,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "histogram_fraction(0, 0.1, rpc_seconds)",
         "range end-3599s..end+300s step 217s",
     ),
-    // Prometheus' reader for histogram_count() detects counter resets and
-    // hints them, which the sum then finds in conflict.
-    (
-        "vector(1) + on() group_left() histogram_count(sum(rpc_seconds))",
-        "range end-3299s..end+60s step 60s",
-    ),
-    (
-        "scalar(histogram_count(sum(rpc_seconds)))",
-        "range end-3299s..end+60s step 60s",
-    ),
 ];
 
 /// One evaluation: the API path, the parameters besides `query`, and a

@@ -50,6 +50,26 @@ impl ResetHint {
         }
     }
 
+    /// Whether combining histograms of hints `self` and `other` meets a reset
+    /// beside a histogram said not to follow one, which Prometheus warns of
+    /// ("conflicting counter resets").
+    pub fn conflicts_with(self, other: Self) -> bool {
+        matches!(
+            (self, other),
+            (Self::Reset, Self::NotReset) | (Self::NotReset, Self::Reset)
+        )
+    }
+
+    /// [`ResetHint::conflicts_with`] for any two of `hints` (an aggregation's).
+    pub fn conflict_among(hints: impl IntoIterator<Item = Self>) -> bool {
+        let (mut reset, mut not_reset) = (false, false);
+        for h in hints {
+            reset |= h == Self::Reset;
+            not_reset |= h == Self::NotReset;
+        }
+        reset && not_reset
+    }
+
     /// The hint numbered `code`; an unknown number is an unknown hint, as
     /// Prometheus reads it.
     pub fn from_code(code: i64) -> Self {
@@ -418,6 +438,32 @@ impl Histogram {
         self.zero_count *= factor;
         for b in self.positive.iter_mut().chain(self.negative.iter_mut()) {
             b.1 *= factor;
+        }
+    }
+
+    /// The counter reset hints of `samples` (one series' histograms, in time
+    /// order) as a reader that compares each with the one read before it
+    /// hints them, as Prometheus' reader for `histogram_count`,
+    /// `histogram_sum` and `histogram_avg` does: an unknown hint becomes
+    /// `Reset` or `NotReset`; the first sample, definite hints, gauges and
+    /// staleness markers (which are not compared with) keep theirs.
+    pub fn detect_reset_hints(samples: &mut [HistogramSample]) {
+        let mut prev: Option<Arc<Histogram>> = None;
+        for s in samples {
+            if s.h.is_stale_marker() {
+                continue;
+            }
+            if let Some(p) = &prev
+                && s.h.reset_hint == ResetHint::Unknown
+            {
+                let hint = if Self::is_reset(p, &s.h) {
+                    ResetHint::Reset
+                } else {
+                    ResetHint::NotReset
+                };
+                Arc::make_mut(&mut s.h).reset_hint = hint;
+            }
+            prev = Some(s.h.clone());
         }
     }
 
@@ -882,6 +928,47 @@ mod tests {
         ));
         // Up to 1: 1 then 0.
         assert!(Histogram::is_reset(&prev, &custom(&[(1, 7.0)], &[1.0, 10.0])));
+    }
+
+    #[test]
+    fn only_a_reset_beside_a_not_reset_conflicts() {
+        use ResetHint::*;
+        assert!(Reset.conflicts_with(NotReset) && NotReset.conflicts_with(Reset));
+        for (a, b) in [(Reset, Reset), (Reset, Unknown), (NotReset, Gauge), (Unknown, Gauge)] {
+            assert!(!a.conflicts_with(b) && !b.conflicts_with(a), "{a:?} {b:?}");
+        }
+        assert!(ResetHint::conflict_among([NotReset, Gauge, Unknown, Reset]));
+        assert!(!ResetHint::conflict_among([NotReset, Gauge, Unknown]));
+    }
+
+    #[test]
+    fn a_detecting_reader_hints_unknown_resets_and_keeps_the_rest() {
+        let at = |t: i64, count: f64, hint: ResetHint| HistogramSample {
+            t,
+            h: Arc::new(Histogram {
+                reset_hint: hint,
+                ..hist(0, &[(1, count)])
+            }),
+        };
+        let mut stale = hist(0, &[]);
+        stale.sum = f64::from_bits(crate::STALE_NAN_BITS);
+        let mut samples = vec![
+            at(0, 5.0, ResetHint::Unknown),
+            at(1, 6.0, ResetHint::Unknown),
+            at(2, 2.0, ResetHint::Unknown),
+            HistogramSample {
+                t: 3,
+                h: Arc::new(stale),
+            },
+            // Compared with the sample before the marker.
+            at(4, 3.0, ResetHint::Unknown),
+            at(5, 1.0, ResetHint::Gauge),
+            at(6, 9.0, ResetHint::Reset),
+        ];
+        Histogram::detect_reset_hints(&mut samples);
+        let hints: Vec<ResetHint> = samples.iter().map(|s| s.h.reset_hint).collect();
+        use ResetHint::*;
+        assert_eq!(hints, [Unknown, NotReset, Reset, Unknown, NotReset, Gauge, Reset]);
     }
 
     #[test]

@@ -3,6 +3,17 @@ use std::fmt;
 /// The label that holds the metric name.
 pub const METRIC_NAME: &str = "__name__";
 
+/// The label that holds the metric type (`counter`, `gauge`, ...) under
+/// Prometheus' type-and-unit labels.
+pub const METRIC_TYPE: &str = "__type__";
+
+/// The label that holds the metric unit under Prometheus' type-and-unit labels.
+pub const METRIC_UNIT: &str = "__unit__";
+
+/// The labels that describe a metric's schema rather than one series of it:
+/// a result that no longer measures the metric drops them all together.
+pub const SCHEMA_LABELS: [&str; 3] = [METRIC_NAME, METRIC_TYPE, METRIC_UNIT];
+
 /// A label name or value: up to 24 bytes are held inline, so decoding or
 /// cloning a typical label set allocates once for its vector, not twice per label.
 pub type LabelText = compact_str::CompactString;
@@ -94,6 +105,16 @@ impl Labels {
     /// The metric name, if the set has one.
     pub fn metric_name(&self) -> Option<&str> {
         self.get(METRIC_NAME)
+    }
+
+    /// Removes the metric name, type and unit ([`SCHEMA_LABELS`]).
+    pub fn remove_schema_labels(&mut self) {
+        self.0.retain(|l| !SCHEMA_LABELS.contains(&l.name.as_str()));
+    }
+
+    /// Whether the set carries a metric type or unit label.
+    pub fn has_type_or_unit(&self) -> bool {
+        self.get(METRIC_TYPE).is_some() || self.get(METRIC_UNIT).is_some()
     }
 
     pub fn iter(&self) -> std::slice::Iter<'_, Label> {
@@ -373,6 +394,20 @@ mod tests {
         let a = Labels::new(vec![Label::new("b", "2"), Label::new("a", "1"), Label::new("c", "")]).unwrap();
         let b = Labels::from_pairs([("a", "1"), ("b", "2")]);
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn schema_labels_go_together_and_others_stay() {
+        let mut l = Labels::from_pairs([
+            ("__name__", "m"),
+            ("__type__", "counter"),
+            ("__unit__", "s"),
+            ("job", "a"),
+        ]);
+        assert!(l.has_type_or_unit());
+        l.remove_schema_labels();
+        assert_eq!(l, Labels::from_pairs([("job", "a")]));
+        assert!(!l.has_type_or_unit());
     }
 
     #[test]

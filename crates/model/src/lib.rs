@@ -13,7 +13,7 @@ pub mod text_cache;
 
 pub use encoded_labels::{EncodedLabels, LabelsBuf};
 pub use histogram::{Histogram, HistogramSample};
-pub use labels::{Label, LabelError, Labels, METRIC_NAME, encode_canonical};
+pub use labels::{Label, LabelError, Labels, METRIC_NAME, METRIC_TYPE, METRIC_UNIT, SCHEMA_LABELS, encode_canonical};
 pub use matcher::{MatchOp, Matcher, MatcherError, may_repeat_count};
 pub use sample::{STALE_NAN_BITS, Sample, is_stale_nan, stale_nan};
 

@@ -3,7 +3,7 @@
 
 use foldhash::{HashMap, HashMapExt};
 
-use cairn_model::{Label, Labels, METRIC_NAME};
+use cairn_model::{Label, Labels, METRIC_NAME, SCHEMA_LABELS};
 use promql_parser::parser::{LabelModifier, VectorMatchCardinality};
 
 use crate::QueryError;
@@ -460,7 +460,7 @@ fn result_metric(
     let mut v: Vec<Label> = lhs
         .iter()
         .filter(|l| {
-            if arithmetic && l.name == METRIC_NAME {
+            if arithmetic && SCHEMA_LABELS.contains(&l.name.as_str()) {
                 return false;
             }
             if matches!(card, VectorMatchCardinality::OneToOne) {

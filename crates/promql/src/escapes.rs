@@ -83,6 +83,68 @@ pub(crate) fn normalize_byte_escapes(query: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The bytes Go reads from `literal`, a string literal as written (quotes
+/// included; a raw one is its text): escapes decoded, byte escapes as the
+/// bytes they are, valid UTF-8 or not.
+pub(crate) fn literal_bytes(literal: &str) -> Vec<u8> {
+    let body = literal.get(1..literal.len().saturating_sub(1)).unwrap_or("");
+    if literal.starts_with('`') {
+        return body.as_bytes().to_vec();
+    }
+    let b = body.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        if let Some((byte, len)) = byte_escape(&b[i..]) {
+            out.push(byte);
+            i += len;
+            continue;
+        }
+        let simple = match b.get(i + 1) {
+            Some(b'a') => Some(0x07),
+            Some(b'b') => Some(0x08),
+            Some(b'f') => Some(0x0c),
+            Some(b'n') => Some(b'\n'),
+            Some(b'r') => Some(b'\r'),
+            Some(b't') => Some(b'\t'),
+            Some(b'v') => Some(0x0b),
+            Some(&c @ (b'\\' | b'"' | b'\'')) => Some(c),
+            _ => None,
+        };
+        if let Some(c) = simple {
+            out.push(c);
+            i += 2;
+            continue;
+        }
+        let digits = match b.get(i + 1) {
+            Some(b'u') => 4,
+            Some(b'U') => 8,
+            _ => 0,
+        };
+        let ch = body
+            .get(i + 2..i + 2 + digits)
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+            .and_then(char::from_u32);
+        match ch {
+            Some(ch) if digits > 0 => {
+                out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+                i += 2 + digits;
+            }
+            // Not an escape the lexer lets through: kept as written.
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// The byte of a `\xNN` or `\NNN` (octal) escape at the start of `s`, and
 /// the escape's length.
 fn byte_escape(s: &[u8]) -> Option<(u8, usize)> {
@@ -122,6 +184,15 @@ mod tests {
         ] {
             assert_eq!(n(q), q);
         }
+    }
+
+    #[test]
+    fn literals_read_as_the_bytes_go_reads() {
+        use super::literal_bytes as b;
+        assert_eq!(b(r#""a\xc5z""#), b"a\xc5z");
+        assert_eq!(b(r#"'\303\277\n\'\u00e9'"#), "ÿ\n'é".as_bytes());
+        assert_eq!(b(r#""\U0001F600\"\\""#), "😀\"\\".as_bytes());
+        assert_eq!(b(r"`\xc5`"), br"\xc5");
     }
 
     #[test]

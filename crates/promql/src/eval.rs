@@ -40,6 +40,8 @@ pub(crate) struct Ev<'a> {
     range_query: bool,
     /// [`crate::EngineOptions::delayed_name_removal`].
     pub(crate) delayed_names: bool,
+    /// [`crate::EngineOptions::type_and_unit_labels`].
+    pub(crate) type_and_unit_labels: bool,
 }
 
 /// The query's lookback delta in ms: its own, else the engine's (5 m when
@@ -75,6 +77,7 @@ pub(crate) fn run(
         infos: Vec::new(),
         range_query: !instant,
         delayed_names: opts.delayed_name_removal,
+        type_and_unit_labels: opts.type_and_unit_labels,
     };
     let v = match &plan.split {
         Some(split) => crate::step_split::eval(&mut ev, &plan.root, split)?,
@@ -245,6 +248,7 @@ impl<'a> Ev<'a> {
             infos: Vec::new(),
             range_query: self.range_query,
             delayed_names: self.delayed_names,
+            type_and_unit_labels: self.type_and_unit_labels,
         }
     }
 
@@ -372,6 +376,7 @@ impl<'a> Ev<'a> {
         let opts = ReadOpts {
             drop_stale: true,
             count_output: false,
+            detect_resets: false,
         };
         self.counted(|budget| {
             crate::select::fold_sharded(
@@ -491,13 +496,15 @@ impl<'a> Ev<'a> {
         let n = c.n();
         let hints = SelectHints {
             step_ms: (c.step > 0).then_some(c.step),
-            // Every step reads the sample at `maxt`: one step, or one `@` time.
-            newest_only: n == 1 || at.is_some(),
+            // Every step reads the sample at `maxt`: one step, or one `@`
+            // time. Detecting resets compares it with those before it.
+            newest_only: (n == 1 || at.is_some()) && !sel.detect_resets,
             ..SelectHints::default()
         };
         let opts = ReadOpts {
             drop_stale: false,
             count_output: true,
+            detect_resets: sel.detect_resets,
         };
         let out = self.select(sel, mint, maxt, hints, opts, &|labels, samples| {
             if !samples.hs.is_empty() {
@@ -576,6 +583,7 @@ impl<'a> Ev<'a> {
                 let opts = ReadOpts {
                     drop_stale: true,
                     count_output,
+                    detect_resets: sel.detect_resets,
                 };
                 let out = self.select(sel, mint, maxt, hints, opts, &|labels, samples| {
                     reduce(labels, false, samples, ra)

@@ -38,7 +38,7 @@ use crate::steps::Ctx;
 #[derive(Default)]
 struct Groups {
     groups: HashMap<Labels, Group>,
-    /// Metric names that `rate`/`increase` should warn about.
+    /// The infos `rate`/`increase` give about series that may not be counters.
     not_counters: BTreeSet<String>,
 }
 
@@ -72,6 +72,7 @@ pub(crate) fn aggregate(ev: &mut Ev, a: &Aggregate, c: Ctx) -> Result<Option<Val
         ..SelectHints::default()
     };
     let n = c.n();
+    let by_type = ev.type_and_unit_labels;
     let init = || Fold {
         groups: Groups::default(),
         pts: Vec::new(),
@@ -87,7 +88,7 @@ pub(crate) fn aggregate(ev: &mut Ev, a: &Aggregate, c: Ctx) -> Result<Option<Val
         f.pts.clear();
         range_points(func, &[], samples, c, ra, &mut f.pts)?;
         if !f.pts.is_empty() {
-            add_series(&mut f.groups, op, n, c, grouping, func, labels, &f.pts);
+            add_series(&mut f.groups, (op, func, by_type), n, c, grouping, labels, &f.pts);
         }
         Ok(())
     };
@@ -113,21 +114,17 @@ struct Fold {
 }
 
 /// Adds one series' points (on the step grid, in step order) to its group.
-#[allow(clippy::too_many_arguments)]
 fn add_series(
     groups: &mut Groups,
-    op: AggOp,
+    (op, func, by_type): (AggOp, RangeFn, bool),
     n: usize,
     c: Ctx,
     grouping: &Grouping,
-    func: RangeFn,
     labels: Labels,
     pts: &[(i64, f64)],
 ) {
-    if let Some(mn) = labels.metric_name()
-        && counter_info(func, mn).is_some()
-    {
-        groups.not_counters.insert(mn.to_string());
+    if let Some(info) = counter_info(func, &labels, by_type) {
+        groups.not_counters.insert(info);
     }
     let key = group_labels(&labels, grouping.without, &grouping.names);
     let group = groups.groups.entry(key).or_insert_with(|| Group {
@@ -148,9 +145,7 @@ fn finish(ev: &mut Ev, groups: Groups, c: Ctx, func: RangeFn) -> Result<Val> {
     out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     // Series are read in label order, so the node-by-node path's per-series
     // infos come out by metric name too (then deduplicated).
-    for metric in &groups.not_counters {
-        ev.infos.extend(counter_info(func, metric));
-    }
+    ev.infos.extend(groups.not_counters);
     let out: Vec<Series> = out
         .into_iter()
         .map(|(_, labels, steps)| Series {

@@ -39,6 +39,8 @@ mod step_split;
 mod steps;
 pub mod syntax;
 mod trim;
+#[cfg(test)]
+mod type_and_unit;
 mod value;
 mod window_index;
 
@@ -86,6 +88,12 @@ pub struct EngineOptions {
     /// are the error `vector cannot contain metrics with the same labelset`
     /// where they meet.
     pub delayed_name_removal: bool,
+    /// Prometheus' `type-and-unit-labels` feature: `rate` and `increase`
+    /// judge whether a series is a counter by its `__type__` label rather
+    /// than its name's suffix. Off, as in a Prometheus 3.14 server. Results
+    /// drop `__type__` and `__unit__` with `__name__` either way, as
+    /// Prometheus does.
+    pub type_and_unit_labels: bool,
 }
 
 impl Default for EngineOptions {
@@ -99,6 +107,7 @@ impl Default for EngineOptions {
             step_split: StepSplit::default(),
             fold_sharded_min_points: 1 << 21,
             delayed_name_removal: false,
+            type_and_unit_labels: false,
         }
     }
 }
@@ -314,6 +323,7 @@ impl Engine {
             step_split: self.opts.step_split,
             fold_sharded_min_points: self.opts.fold_sharded_min_points,
         };
+        aggregate::check_label_names(ast, text)?;
         Ok(Parsed {
             root: plan::lower(ast)?,
             ctx,

@@ -92,11 +92,18 @@ impl Operand for Value {
     }
 
     fn apply(op: BinOp, l: &Self, r: &Self, notes: &mut Vec<Note>) -> Option<(Self, bool)> {
-        let r = combine(op, l, r);
-        if let Err(note) | Ok((_, Some(note))) = &r {
-            annotations::add_once(notes, note.clone());
+        match combine(op, l, r) {
+            Ok((v, about)) => {
+                for note in about {
+                    annotations::add_once(notes, note);
+                }
+                Some(v)
+            }
+            Err(note) => {
+                annotations::add_once(notes, note);
+                None
+            }
         }
-        r.ok().map(|r| r.0)
     }
 
     fn push(acc: &mut OutAcc, slot: usize, drop_name: bool, t: i64, v: Self) -> Result<()> {
@@ -107,9 +114,9 @@ impl Operand for Value {
     }
 }
 
-/// `l op r` and an info about it, or why there is no result.
+/// `l op r` and the notes about it, or why there is no result.
 #[allow(clippy::type_complexity)]
-fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool), Option<Note>), Note> {
+fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool), Vec<Note>), Note> {
     use Value as V;
     {
         let incompatible = || annotations::incompatible_types_in_binop(op.name(), l.type_name(), r.type_name());
@@ -119,16 +126,16 @@ fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool
             (V::Float(_), V::Float(_)) if op.is_trim() => Err(incompatible()),
             (V::Histogram(h), V::Float(x)) if op.is_trim() => {
                 let trimmed = trim::trim(h, *x, op == BinOp::TrimUpper);
-                Ok(((V::Histogram(Arc::new(trimmed)), true), None))
+                Ok(((V::Histogram(Arc::new(trimmed)), true), Vec::new()))
             }
             (V::Float(a), V::Float(b)) => {
                 let (v, keep) = op.apply(*a, *b);
-                Ok(((V::Float(v), keep), None))
+                Ok(((V::Float(v), keep), Vec::new()))
             }
             (V::Float(f), V::Histogram(h)) | (V::Histogram(h), V::Float(f)) if op == BinOp::Mul => {
-                Ok(((scaled(h, *f), true), None))
+                Ok(((scaled(h, *f), true), Vec::new()))
             }
-            (V::Histogram(h), V::Float(f)) if op == BinOp::Div => Ok(((divided(h, *f), true), None)),
+            (V::Histogram(h), V::Float(f)) if op == BinOp::Div => Ok(((divided(h, *f), true), Vec::new())),
             (V::Histogram(a), V::Histogram(b)) => match op {
                 BinOp::Add | BinOp::Sub => {
                     let mut r = (**a).clone();
@@ -141,12 +148,17 @@ fn combine(op: BinOp, l: &Value, r: &Value) -> std::result::Result<((Value, bool
                     }
                     r.compact();
                     let operation = if op == BinOp::Add { "addition" } else { "subtraction" };
-                    let info = annotations::custom_bounds_differ(a, b)
-                        .then(|| annotations::mismatched_custom_buckets(operation));
-                    Ok(((V::Histogram(Arc::new(r)), true), info))
+                    let mut about = Vec::new();
+                    if a.reset_hint.conflicts_with(b.reset_hint) {
+                        about.push(annotations::counter_reset_collision(operation));
+                    }
+                    if annotations::custom_bounds_differ(a, b) {
+                        about.push(annotations::mismatched_custom_buckets(operation));
+                    }
+                    Ok(((V::Histogram(Arc::new(r)), true), about))
                 }
-                BinOp::Eq => Ok(((l.clone(), same(a, b)), None)),
-                BinOp::Ne => Ok(((l.clone(), !same(a, b)), None)),
+                BinOp::Eq => Ok(((l.clone(), same(a, b)), Vec::new())),
+                BinOp::Ne => Ok(((l.clone(), !same(a, b)), Vec::new())),
                 _ => Err(incompatible()),
             },
             _ => Err(incompatible()),
@@ -236,6 +248,36 @@ mod tests {
         assert!(Value::apply(BinOp::Eq, &h(2.0), &h(2.0), n).unwrap().1);
         assert!(!Value::apply(BinOp::Eq, &h(2.0), &h(3.0), n).unwrap().1);
         assert!(n.is_empty());
+    }
+
+    #[test]
+    fn adding_a_reset_to_a_not_reset_warns_of_the_conflict() {
+        let hinted = |count: f64, hint: ResetHint| match h(count) {
+            Value::Histogram(x) => Value::Histogram(Arc::new(Histogram {
+                reset_hint: hint,
+                ..(*x).clone()
+            })),
+            Value::Float(_) => unreachable!(),
+        };
+        let n = &mut Vec::new();
+        Value::apply(
+            BinOp::Add,
+            &hinted(1.0, ResetHint::Reset),
+            &hinted(2.0, ResetHint::Unknown),
+            n,
+        )
+        .unwrap();
+        assert!(n.is_empty());
+        for (op, what) in [(BinOp::Add, "addition"), (BinOp::Sub, "subtraction")] {
+            let n = &mut Vec::new();
+            Value::apply(op, &hinted(1.0, ResetHint::Reset), &hinted(2.0, ResetHint::NotReset), n).unwrap();
+            assert_eq!(
+                n[..],
+                [Note::Warning(format!(
+                    "PromQL warning: conflicting counter resets during histogram {what}"
+                ))]
+            );
+        }
     }
 
     #[test]

@@ -107,6 +107,9 @@ pub(crate) struct ReadOpts {
     pub drop_stale: bool,
     /// Count the reduced points against `max_samples`.
     pub count_output: bool,
+    /// Hint counter resets as a reader for histogram statistics does
+    /// ([`cairn_model::Histogram::detect_reset_hints`]).
+    pub detect_resets: bool,
 }
 
 /// Reads every series of `set` through `reduce`, in the shards the plan
@@ -227,6 +230,9 @@ pub(crate) fn for_each_series(
         let mut histograms = std::mem::take(&mut s.histograms);
         if opts.drop_stale {
             histograms.retain(|h| !h.h.is_stale_marker());
+        }
+        if opts.detect_resets {
+            cairn_model::Histogram::detect_reset_hints(&mut histograms);
         }
         let n = range.len() + histograms.len();
         budget.add_samples(n)?;

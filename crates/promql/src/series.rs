@@ -17,8 +17,9 @@ use crate::steps::Ctx;
 #[derive(Debug, Clone)]
 pub(crate) struct Series {
     pub labels: Labels,
-    /// `__name__` is to be dropped: by [`settle_names`] at the node that set
-    /// it, or when the query ends with delayed name removal.
+    /// `__name__` (with `__type__` and `__unit__`) is to be dropped: by
+    /// [`settle_names`] at the node that set it, or when the query ends with
+    /// delayed name removal.
     pub drop_name: bool,
     pub pts: Vec<(i64, f64)>,
     /// Native histogram points, a column of their own beside the floats
@@ -82,7 +83,7 @@ pub(crate) fn cleanup(ss: Vec<Series>) -> Result<Vec<Series>> {
     let mut index: HashMap<Labels, usize> = HashMap::with_capacity(ss.len());
     for mut s in ss {
         if s.drop_name {
-            s.labels.remove(METRIC_NAME);
+            s.labels.remove_schema_labels();
             s.drop_name = false;
         }
         match index.get(&s.labels) {
@@ -141,10 +142,14 @@ pub(crate) fn settle_names(ss: Vec<Series>, collision: Collision, delayed: bool)
     if delayed || !ss.iter().any(|s| s.drop_name) {
         return Ok(ss);
     }
-    // All dropping one name (or none): they stay distinct without it,
-    // which is the usual case, told by comparing names only.
+    // All dropping one name (or none) and no type or unit: they stay
+    // distinct without it, which is the usual case, told by comparing
+    // names only.
     let first = ss.first().and_then(|s| s.labels.metric_name());
-    if ss.iter().all(|s| s.drop_name && s.labels.metric_name() == first) {
+    if ss
+        .iter()
+        .all(|s| s.drop_name && s.labels.metric_name() == first && !s.labels.has_type_or_unit())
+    {
         let mut ss = ss;
         for s in &mut ss {
             s.labels.remove(METRIC_NAME);
@@ -157,7 +162,7 @@ pub(crate) fn settle_names(ss: Vec<Series>, collision: Collision, delayed: bool)
         for s in &ss {
             let mut labels = s.labels.clone();
             if s.drop_name {
-                labels.remove(METRIC_NAME);
+                labels.remove_schema_labels();
             }
             if !seen.insert(labels) {
                 return Err(dup_labelset());

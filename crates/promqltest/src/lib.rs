@@ -83,7 +83,6 @@ impl Matcher {
 struct State {
     storage: MemStorage,
     start_timestamps: bool,
-    type_unit: bool,
 }
 
 impl State {
@@ -91,7 +90,6 @@ impl State {
         Self {
             storage: MemStorage::new(),
             start_timestamps: false,
-            type_unit: false,
         }
     }
 }
@@ -111,7 +109,10 @@ pub fn run_script(text: &str) -> Vec<EvalReport> {
 }
 
 /// The options Prometheus runs its PromQL test scripts with where they
-/// differ from a server's defaults: delayed name removal on.
+/// differ from a server's defaults: delayed name removal on. Type-and-unit
+/// labels stay off, as there: their scripts expect `rate`'s info about
+/// counters by name (`type_and_unit.test` holds either way, as results drop
+/// `__type__` and `__unit__` with the name regardless).
 pub fn upstream_options() -> EngineOptions {
     EngineOptions {
         delayed_name_removal: true,
@@ -368,14 +369,13 @@ fn load(state: &mut State, header: &str, body: &[(usize, &str)], nhcb: bool) -> 
         .ok_or_else(|| format!("bad load header {header:?}"))?;
     let mut app = state.storage.appender();
     let mut loaded_floats = Vec::new();
-    let (mut start_timestamps, mut type_unit) = (false, false);
+    let mut start_timestamps = false;
     for &(_, line) in body {
         if line.contains("@st") {
             start_timestamps = true;
             continue;
         }
         let (labels, rest) = parse_series(line)?;
-        type_unit |= labels.get("__type__").is_some() || labels.get("__unit__").is_some();
         let mut floats: Vec<Sample> = Vec::new();
         let mut histograms = Vec::new();
         for (i, p) in parse_points(&rest)?.into_iter().enumerate() {
@@ -402,7 +402,6 @@ fn load(state: &mut State, header: &str, body: &[(usize, &str)], nhcb: bool) -> 
     }
     app.commit().map_err(|e| e.to_string())?;
     state.start_timestamps |= start_timestamps;
-    state.type_unit |= type_unit;
     Ok(())
 }
 
@@ -493,9 +492,6 @@ fn needs_feature(state: &State, query: &str) -> Option<String> {
     }
     if state.start_timestamps {
         return Some("start-timestamps (@st series)".into());
-    }
-    if state.type_unit {
-        return Some("type-and-unit-labels".into());
     }
     None
 }

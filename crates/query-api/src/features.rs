@@ -151,6 +151,7 @@ fn category(entries: &[(&'static str, bool)]) -> Category {
 
 pub async fn features(Extension(engine): Extension<Arc<Engine>>) -> Success<BTreeMap<&'static str, Category>> {
     let delayed_name_removal = engine.options().delayed_name_removal;
+    let type_and_unit_labels = engine.options().type_and_unit_labels;
     let mut operators: Category = OPERATORS
         .iter()
         .map(|&op| (op, cairn_promql::supports_operator(op)))
@@ -209,7 +210,7 @@ pub async fn features(Extension(engine): Extension<Arc<Engine>>) -> Success<BTre
                 ("per_step_stats", false),
                 ("smoothed", false),
                 ("subqueries", true),
-                ("type_and_unit_labels", false),
+                ("type_and_unit_labels", type_and_unit_labels),
                 ("without", true),
             ]),
         ),

@@ -6,11 +6,50 @@ use cairn_model::Histogram;
 use cairn_model::Labels;
 use cairn_model::go_float::{format_f, push_exposition};
 
+use promql_parser::parser::Expr;
+use promql_parser::util::{ExprVisitor, walk_expr};
+
 use crate::QueryError;
 use crate::eval::Result;
 use crate::operand::Value;
+use crate::ops::AggOp;
 use crate::series::{OutAcc, Series, StepIter, Val};
 use crate::steps::Ctx;
+
+/// Prometheus' check of the label each `count_values` of `ast` (the parse
+/// of `query`) writes: a name of valid UTF-8. A literal of byte escapes
+/// that are not reaches the parse with U+FFFD in their place
+/// (`escapes.rs`), so it is read again as written, for the check and for
+/// Prometheus' words, which show the bytes.
+pub(crate) fn check_label_names(ast: &Expr, query: &str) -> Result<()> {
+    struct Check<'q>(&'q str);
+    impl ExprVisitor for Check<'_> {
+        type Error = QueryError;
+        fn pre_visit(&mut self, e: &Expr) -> Result<bool> {
+            if let Expr::Aggregate(a) = e
+                && matches!(AggOp::of(a.op), Ok(AggOp::CountValues))
+                && let Some(Expr::StringLiteral(label)) = a.param.as_deref()
+                && label.val.contains('\u{FFFD}')
+            {
+                let written = crate::syntax::string_literals(self.0)
+                    .into_iter()
+                    .map(crate::escapes::literal_bytes)
+                    .find(|b| std::str::from_utf8(b).is_err() && String::from_utf8_lossy(b) == label.val);
+                if let Some(bytes) = written {
+                    return Err(QueryError::Execution(format!(
+                        "invalid label name {}",
+                        crate::syntax::go_quote_bytes(&bytes)
+                    )));
+                }
+            }
+            Ok(true)
+        }
+    }
+    if !query.contains("count_values") {
+        return Ok(());
+    }
+    walk_expr(&mut Check(query), ast).map(|_| ())
+}
 
 pub(super) fn count_values(
     param: &Option<Val>,
@@ -85,6 +124,22 @@ fn histogram_text(h: &Histogram) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_label_of_invalid_utf8_is_refused_in_prometheus_words() {
+        let check = |q: &str| check_label_names(&crate::parse(q).unwrap(), q);
+        let err = check(r#"sum(count_values("a\xc5z", m))"#).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::Execution);
+        assert_eq!(err.to_string(), r#"invalid label name "a\xc5z""#);
+        // U+FFFD itself, and bytes that spell valid UTF-8, are valid names.
+        for q in [
+            r#"count_values("a\ufffdz", m)"#,
+            "count_values(\"a\u{FFFD}z\", m)",
+            r#"count_values("\xc3\xbf", m)"#,
+        ] {
+            assert!(check(q).is_ok(), "{q}");
+        }
+    }
 
     #[test]
     fn histograms_are_written_as_prometheus_writes_them() {

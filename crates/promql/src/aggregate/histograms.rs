@@ -78,8 +78,7 @@ pub(super) fn merge(
                     out[i].pts.retain(|p| p.0 != t);
                     continue;
                 }
-                let hint = |r: ResetHint| step.hs.iter().any(|h| h.reset_hint == r);
-                if hint(ResetHint::Reset) && hint(ResetHint::NotReset) {
+                if ResetHint::conflict_among(step.hs.iter().map(|h| h.reset_hint)) {
                     notes.push(annotations::counter_reset_collision("aggregation"));
                 }
                 let mut total = (*step.hs[0]).clone();

@@ -1,6 +1,8 @@
 //! Functions of a range vector (`rate`, `*_over_time`, `deriv`, ...),
 //! evaluated window by window over each series' samples as it is read.
 
+use cairn_model::{Labels, METRIC_TYPE};
+
 use super::{arg, quantile_warning};
 use crate::QueryError;
 use crate::annotations::Notes;
@@ -49,7 +51,7 @@ fn range_fn(ev: &mut Ev, f: RangeFn, m: &Node, scalars: Vec<Vec<f64>>, c: Ctx) -
     })?;
     ev.take_notes(notes);
     for s in out.iter().filter(|s| !s.pts.is_empty()) {
-        if let Some(info) = s.labels.metric_name().and_then(|mn| counter_info(f, mn)) {
+        if let Some(info) = counter_info(f, &s.labels, ev.type_and_unit_labels) {
             ev.infos.push(info);
         }
     }
@@ -93,14 +95,26 @@ pub(crate) fn range_points(
     failed.map_or(Ok(()), Err)
 }
 
-/// Prometheus' info that `rate`/`increase` was given a series named
-/// `metric`, which does not look like a counter's (for a series with a
-/// result), if `f` needs one.
-pub(crate) fn counter_info(f: RangeFn, metric: &str) -> Option<String> {
-    (f.expects_counter()
-        && !["_total", "_sum", "_count", "_bucket"]
-            .iter()
-            .any(|x| metric.ends_with(x)))
+/// Prometheus' info that `rate`/`increase` was given a named series which
+/// does not look like a counter's (for a series with a result), if `f`
+/// needs one: by its `__type__` label under type-and-unit labels
+/// (`by_type`), else by its name's suffix.
+pub(crate) fn counter_info(f: RangeFn, labels: &Labels, by_type: bool) -> Option<String> {
+    let metric = labels.metric_name()?;
+    if !f.expects_counter() {
+        return None;
+    }
+    if by_type {
+        let typ = labels.get(METRIC_TYPE).unwrap_or("");
+        return (typ != "counter" && typ != "histogram").then(|| {
+            format!(
+                "PromQL info: metric might not be a counter, __type__ label is not set to \"counter\" or \"histogram\", got {typ:?}: {metric:?}"
+            )
+        });
+    }
+    (!["_total", "_sum", "_count", "_bucket"]
+        .iter()
+        .any(|x| metric.ends_with(x)))
     .then(|| {
         format!(
             "PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: {metric:?}"

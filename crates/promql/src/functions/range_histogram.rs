@@ -279,8 +279,7 @@ fn sum(hs: &[HistogramSample], metric: &str, notes: &Notes) -> Option<Histogram>
         }
     }
     (total.sum, total.count) = crate::histogram_stats::compensated_totals(hs.iter().map(|h| &*h.h));
-    let hint = |r: ResetHint| hs.iter().any(|h| h.h.reset_hint == r);
-    if hint(ResetHint::Reset) && hint(ResetHint::NotReset) {
+    if ResetHint::conflict_among(hs.iter().map(|h| h.h.reset_hint)) {
         notes.add(annotations::counter_reset_collision("aggregation"));
     }
     Some(total)

@@ -92,6 +92,7 @@ fn selector(vs: &promql_parser::parser::VectorSelector) -> Result<Selector> {
         offset: offset_ms(&vs.offset),
         at: vs.at.clone(),
         sets,
+        detect_resets: false,
     })
 }
 

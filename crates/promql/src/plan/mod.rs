@@ -15,6 +15,7 @@
 mod decide;
 mod display;
 mod lower;
+mod stats_reads;
 #[cfg(test)]
 mod tests;
 
@@ -26,7 +27,13 @@ use crate::ops::{AggOp, BinOp};
 use crate::steps::Ctx;
 
 pub(crate) use decide::{Foldable, Limits, decide, foldable, may_be_inline};
-pub(crate) use lower::lower;
+
+/// `e` lowered to plan nodes, its selectors read as their consumers need.
+pub(crate) fn lower(e: &promql_parser::parser::Expr) -> crate::eval::Result<Node> {
+    let mut root = lower::lower(e)?;
+    stats_reads::mark(&mut root);
+    Ok(root)
+}
 
 /// A query ready to evaluate: its nodes and how it runs.
 #[derive(Debug, Clone)]
@@ -115,6 +122,9 @@ pub(crate) struct Selector {
     pub at: Option<AtModifier>,
     /// One set of storage matchers per `or` alternative, each read on its own.
     pub sets: Vec<MatcherSet>,
+    /// Read for a histogram's count and sum only: unknown counter reset
+    /// hints are detected sample by sample (`stats_reads.rs`).
+    pub detect_resets: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -9,6 +9,18 @@ mod lex;
 mod quote;
 
 pub use grammar::{Node, NodeKind, Recognized, first_error, first_selector_error, recognize};
+pub(crate) use quote::go_quote_bytes;
+
+/// The string literals of `query` as written, quotes included, in order.
+pub(crate) fn string_literals(query: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    lex::lex(query, |kind, pos, text| {
+        if kind == lex::Kind::String {
+            out.push(&query[pos..pos + text.len()]);
+        }
+    });
+    out
+}
 
 /// An upper bound of how deep `query`'s expression tree can be: its
 /// operators, opening parentheses and brackets. Evaluating a tree is

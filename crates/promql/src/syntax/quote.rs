@@ -25,6 +25,21 @@ pub fn go_quote_str(s: &str) -> String {
     out
 }
 
+/// Bytes as Go's `%q` shows a string holding them: invalid UTF-8 as `\xNN`.
+pub fn go_quote_bytes(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len() + 2);
+    out.push('"');
+    for chunk in b.utf8_chunks() {
+        let valid = go_quote_str(chunk.valid());
+        out.push_str(&valid[1..valid.len() - 1]);
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// A character as Go's `%#U` shows it: `U+0063 'c'`.
 pub fn go_unicode(c: char) -> String {
     if is_print(c) {
@@ -73,6 +88,12 @@ fn escaped(c: char) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn invalid_utf8_shows_as_byte_escapes() {
+        assert_eq!(go_quote_bytes(b"a\xc5z"), r#""a\xc5z""#);
+        assert_eq!(go_quote_bytes("\"ÿ\n".as_bytes()), r#""\"ÿ\n""#);
+    }
 
     #[test]
     fn as_go_quotes() {
