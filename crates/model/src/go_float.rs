@@ -100,6 +100,22 @@ pub fn push_exposition(out: &mut String, v: f64) {
     }
 }
 
+/// `v` as OpenMetrics writes a float (Go's `strconv.FormatFloat(v, 'g', -1,
+/// 64)`, with `.0` appended when that has neither a `.` nor an exponent:
+/// `1.0`, `0.25`, `1e+06`; zero of either sign is `0.0`). Prometheus labels
+/// values it makes of floats this way, as a quantile in `histogram_quantiles`.
+pub fn format_openmetrics(v: f64) -> String {
+    if v == 0.0 {
+        return "0.0".into();
+    }
+    let mut out = String::with_capacity(24);
+    push_exposition(&mut out, v);
+    if v.is_finite() && !out.contains(['.', 'e']) {
+        out.push_str(".0");
+    }
+    out
+}
+
 /// Appends [`shortest_plain`]'s text for `v` to `out`.
 pub fn push_plain(out: &mut String, v: f64) {
     if v.is_finite() && v != 0.0 {
@@ -235,6 +251,27 @@ mod tests {
             let mut out = String::new();
             push_exposition(&mut out, v);
             assert_eq!(out, want, "{v:e}");
+        }
+    }
+
+    #[test]
+    fn openmetrics_floats_end_in_a_fraction_or_an_exponent() {
+        for (v, want) in [
+            (0.0, "0.0"),
+            (-0.0, "0.0"),
+            (1.0, "1.0"),
+            (-1.0, "-1.0"),
+            (0.25, "0.25"),
+            (-0.1, "-0.1"),
+            (1.01, "1.01"),
+            (123_456.0, "123456.0"),
+            (1e6, "1e+06"),
+            (1.5e-7, "1.5e-07"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+        ] {
+            assert_eq!(format_openmetrics(v), want, "{v:e}");
         }
     }
 

@@ -315,7 +315,7 @@ impl<'a> Ev<'a> {
     /// Reads the series selected by `sel` with samples in `[mint, maxt]`,
     /// each reduced by `reduce` as soon as it is decoded (in the shards the
     /// plan gives, see `select.rs`); the results come back in label order.
-    fn select(
+    pub(crate) fn select(
         &mut self,
         sel: &Selector,
         mint: i64,
@@ -458,6 +458,7 @@ impl<'a> Ev<'a> {
                 v => Ok(v),
             },
             Node::Aggregate(a) => self.eval_aggregate(a, c),
+            Node::Info(info) => crate::info::eval(self, info, c),
             Node::Binary(b) => match self.eval_binary(b, c)? {
                 Val::Vector(ss) => Ok(Val::Vector(settle_names(ss, Collision::AtOneStep, self.delayed_names)?)),
                 v => Ok(v),
@@ -487,20 +488,9 @@ impl<'a> Ev<'a> {
     /// sample's timestamp in seconds (for `timestamp()`).
     pub(crate) fn eval_vector_selector(&mut self, sel: &Selector, c: Ctx, sample_ts: bool) -> Result<Val> {
         let off = sel.offset;
-        let at = self.at_ms(&sel.at);
         let lookback = self.lookback;
-        let (mint, maxt) = match at {
-            Some(a) => (a - off - lookback + 1, a - off),
-            None => (c.start - off - lookback + 1, c.end - off),
-        };
+        let (at, mint, maxt, hints) = self.instant_window(sel, c);
         let n = c.n();
-        let hints = SelectHints {
-            step_ms: (c.step > 0).then_some(c.step),
-            // Every step reads the sample at `maxt`: one step, or one `@`
-            // time. Detecting resets compares it with those before it.
-            newest_only: (n == 1 || at.is_some()) && !sel.detect_resets,
-            ..SelectHints::default()
-        };
         let opts = ReadOpts {
             drop_stale: false,
             count_output: true,
@@ -539,6 +529,25 @@ impl<'a> Ev<'a> {
             Ok((!pts.is_empty()).then_some(Series::floats(labels, false, pts)))
         })?;
         Ok(Val::Vector(out))
+    }
+
+    /// The time `@` fixes for instant selector `sel` at the steps of `c`, the
+    /// sample range `[mint, maxt]` its lookback covers, and its select hints.
+    pub(crate) fn instant_window(&self, sel: &Selector, c: Ctx) -> (Option<i64>, i64, i64, SelectHints) {
+        let off = sel.offset;
+        let at = self.at_ms(&sel.at);
+        let (mint, maxt) = match at {
+            Some(a) => (a - off - self.lookback + 1, a - off),
+            None => (c.start - off - self.lookback + 1, c.end - off),
+        };
+        let hints = SelectHints {
+            step_ms: (c.step > 0).then_some(c.step),
+            // Every step reads the sample at `maxt`: one step, or one `@`
+            // time. Detecting resets compares it with those before it.
+            newest_only: (c.n() == 1 || at.is_some()) && !sel.detect_resets,
+            ..SelectHints::default()
+        };
+        (at, mint, maxt, hints)
     }
 
     /// The window of matrix selector `sel[range]` at the steps of `c`, and

@@ -32,6 +32,8 @@ pub(crate) enum Func {
         desc: bool,
     },
     HistogramQuantile,
+    /// `histogram_quantile` of several quantiles, each labelled with its own.
+    HistogramQuantiles,
     HistogramFraction,
     /// A statistic of each native histogram.
     HistogramStat(HistogramStat),
@@ -40,6 +42,9 @@ pub(crate) enum Func {
     Calendar(CalendarFn),
     /// An element-wise function of one value.
     Math(MathFn),
+    /// The data labels of info series added to each series: lowered to
+    /// [`crate::plan::Node::Info`], which selects the info series.
+    Info,
 }
 
 impl Func {
@@ -71,6 +76,7 @@ impl Func {
             "sort_by_label" => Self::SortByLabel { desc: false },
             "sort_by_label_desc" => Self::SortByLabel { desc: true },
             "histogram_quantile" => Self::HistogramQuantile,
+            "histogram_quantiles" => Self::HistogramQuantiles,
             "histogram_fraction" => Self::HistogramFraction,
             "histogram_count" => Self::HistogramStat(HistogramStat::Count),
             "histogram_sum" => Self::HistogramStat(HistogramStat::Sum),
@@ -81,6 +87,7 @@ impl Func {
             "clamp_min" => Self::Clamp(ClampFn::Min),
             "clamp_max" => Self::Clamp(ClampFn::Max),
             "round" => Self::Clamp(ClampFn::Round),
+            "info" => Self::Info,
             _ => return None,
         })
     }
@@ -385,6 +392,8 @@ mod tests {
             "label_join",
             "sort_by_label_desc",
             "histogram_quantile",
+            "histogram_quantiles",
+            "info",
             "clamp",
             "round",
             "day_of_week",

@@ -23,6 +23,7 @@ mod func;
 mod functions;
 mod fused;
 mod histogram_stats;
+mod info;
 mod kind;
 mod lookback;
 mod math;

@@ -64,7 +64,7 @@ fn per_series(node: &Node) -> bool {
             let series_args = call.args.iter().filter(|a| per_series(a)).count();
             element_wise && series_args == 1 && call.args.iter().all(|a| per_series(a) || constant(a))
         }
-        Node::Aggregate(_) | Node::Number(_) | Node::Str(_) => false,
+        Node::Aggregate(_) | Node::Info(_) | Node::Number(_) | Node::Str(_) => false,
     }
 }
 
@@ -77,7 +77,7 @@ fn constant(node: &Node) -> bool {
         Node::Call(call) => {
             matches!(call.func, Func::Time | Func::Pi | Func::Start | Func::End) && call.args.iter().all(constant)
         }
-        Node::Vector(_) | Node::Matrix(..) | Node::Subquery(_) | Node::Aggregate(_) => false,
+        Node::Vector(_) | Node::Matrix(..) | Node::Subquery(_) | Node::Aggregate(_) | Node::Info(_) => false,
     }
 }
 

@@ -169,6 +169,7 @@ fn lookbehind(node: &Node, lookback: i64) -> Option<i64> {
             Some(param.max(lookbehind(&a.input, lookback)?))
         }
         Node::Neg(n) => lookbehind(n, lookback),
+        Node::Info(info) => Some(selector(&info.select, lookback)?.max(lookbehind(&info.input, lookback)?)),
         Node::Binary(b) => Some(lookbehind(&b.lhs, lookback)?.max(lookbehind(&b.rhs, lookback)?)),
         // A function of a range vector that drops the name fails when two
         // of its series collide without it, wherever they are in time

@@ -476,7 +476,7 @@ fn needs_feature(state: &State, query: &str) -> Option<String> {
     let [exp_fn, dur_expr, ext_range] = RE.get_or_init(|| {
         let mk = |s: &str| Regex::new(s).unwrap_or_else(|e| panic!("{e}"));
         [
-            mk(r"\b(info|integral|start_timestamp|max_of|min_of|histogram_quantiles)\s*\("),
+            mk(r"\b(integral|start_timestamp|max_of|min_of)\s*\("),
             mk(r"\[[^\]]*(\(|\)|[0-9smhdwy]\s*[-+*/%^]\s*[0-9(])[^\]]*\]|\b(offset|@)\s*-?\s*\(|(?i)\bstep\s*\(\s*\)|\brange\s*\(\s*\)"),
             mk(r"\b(anchored|smoothed)\b"),
         ]

@@ -191,7 +191,9 @@ async fn features_are_answered_by_the_engine() {
     let d = &v["data"];
     assert_eq!(d["promql_functions"]["rate"], true);
     assert_eq!(d["promql_functions"]["mad_over_time"], true);
-    assert_eq!(d["promql_functions"]["info"], false);
+    assert_eq!(d["promql_functions"]["info"], true);
+    assert_eq!(d["promql_functions"]["histogram_quantiles"], true);
+    assert_eq!(d["promql_functions"]["start_timestamp"], false);
     assert_eq!(d["promql_operators"]["limitk"], true);
     assert_eq!(d["promql_operators"]["</"], true);
     assert_eq!(d["api"]["remote_write_receiver"], true);

@@ -6,18 +6,27 @@ use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
 
-use cairn_model::go_float::format_f;
+use cairn_model::go_float::{format_f, format_openmetrics};
 use cairn_model::{Histogram, Labels};
 
+use super::arg_str;
+use crate::QueryError;
+use crate::annotations::Note;
 use crate::eval::{Ev, Result};
 use crate::histogram_stats::{self, HistogramStat};
-use crate::plan::Node;
+use crate::plan::{Call, Node};
 use crate::series::{OutAcc, Series, StepIter, Val};
 use crate::steps::Ctx;
 
 /// Which statistic of each step's buckets, with its scalar arguments per step.
 pub(super) enum Statistic {
-    Quantile(Vec<f64>),
+    /// Quantiles: with `label`, one result per quantile, labelled with it
+    /// (`histogram_quantiles`); without, the one result has the input's
+    /// labels (`histogram_quantile`).
+    Quantiles {
+        label: Option<String>,
+        qs: Vec<Vec<f64>>,
+    },
     Fraction(Vec<f64>, Vec<f64>),
 }
 
@@ -35,14 +44,56 @@ pub(super) fn histogram_stat(ev: &mut Ev, ve: &Node, stat: HistogramStat, c: Ctx
 }
 
 pub(super) fn histogram_quantile(ev: &mut Ev, qe: &Node, ve: &Node, c: Ctx) -> Result<Val> {
+    let q = quantile_arg(ev, qe, c)?;
+    bucket_statistic(
+        ev,
+        Statistic::Quantiles {
+            label: None,
+            qs: vec![q],
+        },
+        ve,
+        c,
+    )
+}
+
+/// `histogram_quantiles(v, "label", q1, q2, ...)`: `histogram_quantile` of
+/// each quantile, each result with the quantile as the value of `label`
+/// (set over a label of that name the input has).
+pub(super) fn histogram_quantiles(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
+    let (ve, label_arg, q_args) = match call.args.as_slice() {
+        [ve, label, qs @ ..] if !qs.is_empty() => (ve, label, qs),
+        _ => {
+            return Err(QueryError::BadData(
+                "histogram_quantiles needs a vector, a label and quantiles".into(),
+            ));
+        }
+    };
+    let label = arg_str(ev, label_arg, c)?;
+    let qs = q_args.iter().map(|qe| quantile_arg(ev, qe, c)).collect::<Result<_>>()?;
+    let stat = Statistic::Quantiles { label: Some(label), qs };
+    bucket_statistic(ev, stat, ve, c)
+}
+
+/// A quantile argument per step, warned about when outside [0, 1].
+fn quantile_arg(ev: &mut Ev, qe: &Node, c: Ctx) -> Result<Vec<f64>> {
     let q = ev.eval_scalar(qe, c)?;
     if let Some(bad) = q.iter().find(|q| !(0.0..=1.0).contains(*q)) {
-        ev.warnings.push(format!(
+        ev.note(Note::Warning(format!(
             "PromQL warning: quantile value should be between 0 and 1, got {}",
             format_f(*bad)
-        ));
+        )));
     }
-    bucket_statistic(ev, Statistic::Quantile(q), ve, c)
+    Ok(q)
+}
+
+/// `labels` with `label` set to quantile `q` (none when `label` is `None`).
+fn with_quantile(labels: &Labels, label: Option<&str>, q: f64) -> Labels {
+    let Some(label) = label else {
+        return labels.clone();
+    };
+    let mut out = labels.clone();
+    out.set(label, &format_openmetrics(q));
+    out
 }
 
 pub(super) fn histogram_fraction(ev: &mut Ev, le: &Node, ue: &Node, ve: &Node, c: Ctx) -> Result<Val> {
@@ -121,33 +172,46 @@ fn bucket_statistic(ev: &mut Ev, stat: Statistic, ve: &Node, c: Ctx) -> Result<V
                 buckets[g].clear();
                 continue;
             }
-            let (r, note) = match &stat {
-                Statistic::Quantile(q) => histogram_stats::quantile(q[i], h),
-                Statistic::Fraction(lo, hi) => histogram_stats::fraction(lo[i], hi[i], h),
-            };
-            if let Some(note) = note {
-                ev.infos.push(note.text(s.labels.metric_name().unwrap_or("")));
+            match &stat {
+                Statistic::Quantiles { label, qs } => {
+                    for q in qs {
+                        let (r, note) = histogram_stats::quantile(q[i], h);
+                        if let Some(note) = note {
+                            ev.infos.push(note.text(s.labels.metric_name().unwrap_or("")));
+                        }
+                        acc.push(with_quantile(&s.labels, label.as_deref(), q[i]), true, t, r)?;
+                    }
+                }
+                Statistic::Fraction(lo, hi) => {
+                    let (r, note) = histogram_stats::fraction(lo[i], hi[i], h);
+                    if let Some(note) = note {
+                        ev.infos.push(note.text(s.labels.metric_name().unwrap_or("")));
+                    }
+                    acc.push(s.labels.clone(), true, t, r)?;
+                }
             }
-            acc.push(s.labels.clone(), true, t, r)?;
         }
         for (g, b) in buckets.iter_mut().enumerate() {
             if b.is_empty() {
                 continue;
             }
-            let r = match &stat {
-                Statistic::Quantile(q) => {
-                    let (r, forced) = bucket_quantile(q[i], b);
-                    if forced {
-                        ev.infos.push(format!(
-                            "PromQL info: input to histogram_quantile needed to be fixed for monotonicity (see https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile) for metric name \"{}\"",
-                            groups[g].metric_name().unwrap_or("")
-                        ));
+            match &stat {
+                Statistic::Quantiles { label, qs } => {
+                    for q in qs {
+                        let (r, forced) = bucket_quantile(q[i], b);
+                        if forced {
+                            ev.infos.push(format!(
+                                "PromQL info: input to histogram_quantile needed to be fixed for monotonicity (see https://prometheus.io/docs/prometheus/latest/querying/functions/#histogram_quantile) for metric name \"{}\"",
+                                groups[g].metric_name().unwrap_or("")
+                            ));
+                        }
+                        acc.push(with_quantile(&groups[g], label.as_deref(), q[i]), true, t, r)?;
                     }
-                    r
                 }
-                Statistic::Fraction(lo, hi) => bucket_fraction(lo[i], hi[i], b),
-            };
-            acc.push(groups[g].clone(), true, t, r)?;
+                Statistic::Fraction(lo, hi) => {
+                    acc.push(groups[g].clone(), true, t, bucket_fraction(lo[i], hi[i], b))?
+                }
+            }
         }
     }
     Ok(Val::Vector(acc.series))

@@ -82,11 +82,13 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
         Func::Sort { desc } => labels::sort(ev, call, desc, c),
         Func::SortByLabel { desc } => labels::sort_by_label(ev, call, desc, c),
         Func::HistogramQuantile => histogram::histogram_quantile(ev, arg(call, 0)?, arg(call, 1)?, c),
+        Func::HistogramQuantiles => histogram::histogram_quantiles(ev, call, c),
         Func::HistogramFraction => histogram::histogram_fraction(ev, arg(call, 0)?, arg(call, 1)?, arg(call, 2)?, c),
         Func::HistogramStat(stat) => histogram::histogram_stat(ev, arg(call, 0)?, stat, c),
         Func::Clamp(clamp) => elementwise::clamp(ev, call, clamp, c),
         Func::Calendar(field) => elementwise::calendar(ev, call, field, c),
         Func::Math(m) => elementwise::math(ev, call, m, c),
+        Func::Info => Err(QueryError::Internal("info() is planned as a node of its own".into())),
     }
 }
 

@@ -173,6 +173,10 @@ fn collect(node: &Node, w: Window, limits: &Limits, out: &mut Vec<Reach>, subque
     match node {
         Node::Vector(sel) => out.push(w.reach(sel, limits.lookback)),
         Node::Matrix(sel, range) => out.push(w.reach(sel, *range)),
+        Node::Info(info) => {
+            out.push(w.reach(&info.select, limits.lookback));
+            collect(&info.input, w, limits, out, subquery);
+        }
         Node::Subquery(sq) => {
             *subquery = true;
             let (start, end) = w.pinned(&sq.at);
@@ -195,14 +199,10 @@ fn collect(node: &Node, w: Window, limits: &Limits, out: &mut Vec<Reach>, subque
 /// spanning `span` ms.
 fn place(node: &mut Node, threads: usize, steps: usize, span: i64, limits: &Limits) {
     match node {
-        Node::Vector(sel) | Node::Matrix(sel, _) => {
-            for set in &mut sel.sets {
-                set.shards = if threads <= 1 || set.bound <= SEQUENTIAL_MAX_SERIES {
-                    1
-                } else {
-                    threads
-                };
-            }
+        Node::Vector(sel) | Node::Matrix(sel, _) => place_select(sel, threads),
+        Node::Info(info) => {
+            place_select(&mut info.select, threads);
+            place(&mut info.input, threads, steps, span, limits);
         }
         Node::Subquery(sq) => {
             sq.threads = threads;
@@ -225,6 +225,17 @@ fn place(node: &mut Node, threads: usize, steps: usize, span: i64, limits: &Limi
                 place(child, threads, steps, span, limits);
             }
         }
+    }
+}
+
+/// The shards each of `sel`'s selects is read in.
+fn place_select(sel: &mut Selector, threads: usize) {
+    for set in &mut sel.sets {
+        set.shards = if threads <= 1 || set.bound <= SEQUENTIAL_MAX_SERIES {
+            1
+        } else {
+            threads
+        };
     }
 }
 
@@ -295,5 +306,6 @@ fn series_bound(node: &Node) -> usize {
         Node::Aggregate(a) if !a.grouping.without && a.grouping.names.is_empty() => 1,
         Node::Aggregate(a) => series_bound(&a.input),
         Node::Binary(b) => series_bound(&b.lhs).saturating_add(series_bound(&b.rhs)),
+        Node::Info(info) => series_bound(&info.input),
     }
 }

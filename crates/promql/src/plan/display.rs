@@ -92,6 +92,11 @@ fn node(f: &mut Formatter<'_>, n: &Node, depth: usize) -> fmt::Result {
             }
             node(f, &a.input, depth + 1)
         }
+        Node::Info(info) => {
+            writeln!(f, "{pad}info()")?;
+            node(f, &info.input, depth + 1)?;
+            selector(f, &"  ".repeat(depth + 1), &info.select, "")
+        }
         Node::Binary(b) => {
             let bool_ = if b.return_bool { " bool" } else { "" };
             writeln!(f, "{pad}{}{bool_}", b.op.name())?;

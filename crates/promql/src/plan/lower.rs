@@ -33,6 +33,9 @@ pub(crate) fn lower(e: &Expr) -> Result<Node> {
             let name = call.func.name;
             let func =
                 Func::of(name).ok_or_else(|| QueryError::BadData(format!("function \"{name}\" is not supported")))?;
+            if func == Func::Info {
+                return Ok(Node::Info(Box::new(super::info::lower_info(call, lower)?)));
+            }
             let absent_labels = match (func, call.args.args.first()) {
                 (Func::Absent | Func::AbsentOverTime, Some(arg)) => absent_labels(arg),
                 _ => Labels::empty(),

@@ -14,6 +14,7 @@
 
 mod decide;
 mod display;
+mod info;
 mod lower;
 mod stats_reads;
 #[cfg(test)]
@@ -27,6 +28,7 @@ use crate::ops::{AggOp, BinOp};
 use crate::steps::Ctx;
 
 pub(crate) use decide::{Foldable, Limits, decide, foldable, may_be_inline};
+pub(crate) use info::Info;
 
 /// `e` lowered to plan nodes, its selectors read as their consumers need.
 pub(crate) fn lower(e: &promql_parser::parser::Expr) -> crate::eval::Result<Node> {
@@ -71,6 +73,8 @@ pub(crate) enum Node {
     Call(Call),
     Aggregate(Box<Aggregate>),
     Binary(Box<Binary>),
+    /// `info(...)`: its input enriched from the info series it selects.
+    Info(Box<Info>),
 }
 
 impl Node {
@@ -83,6 +87,7 @@ impl Node {
             Node::Call(call) => call.args.iter().collect(),
             Node::Aggregate(a) => a.param.iter().chain([&a.input]).collect(),
             Node::Binary(b) => vec![&b.lhs, &b.rhs],
+            Node::Info(info) => vec![&info.input],
         }
     }
 
@@ -101,6 +106,7 @@ impl Node {
                 let b = &mut **b;
                 vec![&mut b.lhs, &mut b.rhs]
             }
+            Node::Info(info) => vec![&mut info.input],
         }
     }
 
@@ -108,6 +114,12 @@ impl Node {
     pub fn selectors_mut(&mut self) -> Vec<&mut Selector> {
         match self {
             Node::Vector(sel) | Node::Matrix(sel, _) => vec![sel],
+            Node::Info(info) => {
+                let info = &mut **info;
+                std::iter::once(&mut info.select)
+                    .chain(info.input.selectors_mut())
+                    .collect()
+            }
             _ => self.children_mut().into_iter().flat_map(Node::selectors_mut).collect(),
         }
     }

@@ -340,3 +340,24 @@ fn plans_print_what_was_decided() {
         "{text}"
     );
 }
+
+#[test]
+fn info_series_are_bounded_and_placed_as_any_select() {
+    let p = plan(
+        r#"info(rate(http_requests_total[5m]), {__name__="build_info"})"#,
+        5_000,
+        2,
+        panel(1),
+    );
+    let Node::Info(info) = &p.root else { panic!("{p}") };
+    let set = &info.select.sets[0];
+    assert_eq!((set.bound, set.shards), (5_000, 2));
+    let text = p.to_string();
+    assert!(
+        text.contains(r#"  info series {__name__="build_info"}: at most 5000 series, 2 shard(s)"#),
+        "{text}"
+    );
+    // Both selects count towards running inline.
+    assert!(plan("info(up)", 8, 2, instant()).inline);
+    assert!(!plan("info(up)", 9, 2, instant()).inline, "9 + 9 series");
+}

@@ -1643,6 +1643,15 @@ fn check_ast_for_call(ex: Call) -> Result<Expr, String> {
     }
 
     check_args_match_types(&ex.args.args, &ex.func.arg_types, name)?;
+    if name == "info" {
+        match ex.args.args.get(1).map(|a| a.as_ref()) {
+            Some(Expr::VectorSelector(vs)) if vs.name.is_some() => {
+                return Err("expected label selectors only, got vector selector instead".into());
+            }
+            None | Some(Expr::VectorSelector(_)) => {}
+            Some(_) => return Err("expected label selectors only".into()),
+        }
+    }
     Ok(Expr::Call(ex))
 }
 
@@ -1721,13 +1730,53 @@ fn check_ast_for_vector_selector(ex: VectorSelector) -> Result<Expr, String> {
             )),
             None => Ok(Expr::VectorSelector(ex)),
         },
-        None if ex.matchers.is_empty_matchers() => {
-            // When name is None, a vector selector must contain at least one non-empty matcher
-            // to prevent implicit selection of all metrics (e.g. by a typo).
-            Err("vector selector must contain at least one non-empty matcher".into())
-        }
-        _ => Ok(Expr::VectorSelector(ex)),
+        // Whether it has a non-empty matcher is checked once the whole
+        // query is parsed (`check_selectors_match_something`): `info`'s
+        // label selector need not have one.
+        None => Ok(Expr::VectorSelector(ex)),
     }
+}
+
+/// Every vector selector without a metric name must contain a matcher that
+/// does not match the empty value, so that a typo does not select every
+/// series; `info`'s label selector is exempt, as in Prometheus. Walks the
+/// tree with a stack of its own: a query may nest deeper than a thread's
+/// stack allows recursion.
+pub(crate) fn check_selectors_match_something(expr: &Expr) -> Result<(), String> {
+    let mut stack: Vec<&Expr> = vec![expr];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::VectorSelector(vs) => check_selector_matches_something(vs)?,
+            Expr::MatrixSelector(ms) => check_selector_matches_something(&ms.vs)?,
+            Expr::Aggregate(ex) => {
+                stack.extend(ex.param.as_deref());
+                stack.push(&ex.expr);
+            }
+            Expr::Unary(ex) => stack.push(&ex.expr),
+            Expr::Binary(ex) => {
+                stack.push(&ex.rhs);
+                stack.push(&ex.lhs);
+            }
+            Expr::Paren(ex) => stack.push(&ex.expr),
+            Expr::Subquery(ex) => stack.push(&ex.expr),
+            Expr::Call(ex) => {
+                for (i, arg) in ex.args.args.iter().enumerate().rev() {
+                    if !(ex.func.name == "info" && i == 1) {
+                        stack.push(arg);
+                    }
+                }
+            }
+            Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => {}
+        }
+    }
+    Ok(())
+}
+
+fn check_selector_matches_something(vs: &VectorSelector) -> Result<(), String> {
+    if vs.name.is_none() && vs.matchers.is_empty_matchers() {
+        return Err("vector selector must contain at least one non-empty matcher".into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -21,7 +21,9 @@ pub fn parse(input: &str) -> Result<Expr, String> {
         Ok(lexer) => {
             // NOTE: the errs is ignored so far.
             let (res, _errs) = crate::promql_y::parse(&lexer);
-            res.ok_or_else(|| String::from(INVALID_QUERY_INFO))?
+            let expr = res.ok_or_else(|| String::from(INVALID_QUERY_INFO))??;
+            crate::parser::ast::check_selectors_match_something(&expr)?;
+            Ok(expr)
         }
     }
 }
@@ -2371,8 +2373,9 @@ mod tests {
             // This is testing that we are not re-rendering the expression string for each error, which would timeout.
             {
                 let input = "(".to_string() + &"-{}-1".repeat(10_000) + ")" + &"[1m:]".repeat(1000);
-                let expected =
-                    Err("vector selector must contain at least one non-empty matcher".into());
+                // Empty selectors are refused once the query is parsed, after
+                // the grammar's checks (see `check_selectors_match_something`).
+                let expected = Err("subquery is only allowed on vector, got matrix instead".into());
                 Case { input, expected }
             },
         ];
@@ -2569,5 +2572,42 @@ mod tests {
         assert!(parser::parse("1 >/ 2").is_ok());
         assert!(parser::parse("foo </").is_err());
         assert!(parser::parse("foo < / 1").is_err());
+    }
+
+    #[test]
+    fn test_info_label_selector() {
+        for ok in [
+            r#"info(up, {data=~".*"})"#,
+            r#"info(up, {})"#,
+            r#"info(up, {__name__!~".+_info", data=~".*"})"#,
+            r#"info(up)"#,
+        ] {
+            assert!(parser::parse(ok).is_ok(), "{ok}");
+        }
+        for (query, err) in [
+            (
+                r#"up + {data=~".*"}"#,
+                "vector selector must contain at least one non-empty matcher",
+            ),
+            (
+                r#"info({data=~".*"}, {data=~".*"})"#,
+                "vector selector must contain at least one non-empty matcher",
+            ),
+            (
+                "info(up, foo)",
+                "expected label selectors only, got vector selector instead",
+            ),
+            (r#"info(up, {a="b"} + {c="d"})"#, "expected label selectors only"),
+            (
+                r#"info(up, {a="b"}[5m])"#,
+                "expected type vector in call to function 'info', got matrix",
+            ),
+            (
+                r#"histogram_quantiles(up, "q")"#,
+                "expected at least 3 argument(s) in call to 'histogram_quantiles', got 2",
+            ),
+        ] {
+            assert_eq!(parser::parse(query).unwrap_err(), err, "{query}");
+        }
     }
 }
