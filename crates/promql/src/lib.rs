@@ -315,7 +315,7 @@ impl Engine {
             fold_sharded_min_points: self.opts.fold_sharded_min_points,
         };
         Ok(Parsed {
-            root: plan::lower(ast)?,
+            root: plan::lower(ast, plan::QueryTimes::of(&ctx))?,
             ctx,
             limits,
             run: Run {

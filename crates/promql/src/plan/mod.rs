@@ -14,6 +14,7 @@
 
 mod decide;
 mod display;
+mod durations;
 mod lower;
 #[cfg(test)]
 mod tests;
@@ -26,6 +27,7 @@ use crate::ops::{AggOp, BinOp};
 use crate::steps::Ctx;
 
 pub(crate) use decide::{Foldable, Limits, decide, foldable, may_be_inline};
+pub(crate) use durations::QueryTimes;
 pub(crate) use lower::lower;
 
 /// A query ready to evaluate: its nodes and how it runs.
