@@ -2611,6 +2611,9 @@ mod tests {
             assert_eq!(printed(query), Ok(shown.to_string()), "{query}");
         }
 
+        let pretty = parser::parse("rate(foo[5m+1m] offset (1h/2))").unwrap().prettify();
+        assert_eq!(pretty, "rate(foo[5m + 1m] offset (1h / 2))");
+
         // (foo offset -step()) * 2, and one offset of (1) + 2.
         let Ok(Expr::Binary(b)) = parser::parse("foo offset -step()*2") else {
             panic!()
