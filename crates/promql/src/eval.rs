@@ -8,7 +8,7 @@ use cairn_model::histogram::ResetHint;
 use cairn_model::{Histogram, HistogramSample, Labels, METRIC_NAME, MatchOp, Matcher, Sample, is_stale_nan};
 use cairn_storage::{Queryable, SelectHints, ShardBy};
 use promql_parser::label::MatchOp as PMatchOp;
-use promql_parser::parser::{AtModifier, Offset, VectorSelector};
+use promql_parser::parser::{AtModifier, VectorSelector};
 
 use crate::annotations::{Note, Notes};
 use crate::plan::{AggStrategy, Aggregate, MatcherSet, Node, Plan, Selector, Subquery};
@@ -154,18 +154,6 @@ fn unhinted_counter(h: &Arc<Histogram>) -> Arc<Histogram> {
             ..(**h).clone()
         }),
         ResetHint::Unknown | ResetHint::Gauge => h.clone(),
-    }
-}
-
-pub(crate) fn duration_ms(d: &std::time::Duration) -> i64 {
-    d.as_millis() as i64
-}
-
-pub(crate) fn offset_ms(o: &Option<Offset>) -> i64 {
-    match o {
-        None => 0,
-        Some(Offset::Pos(d)) => duration_ms(d),
-        Some(Offset::Neg(d)) => -duration_ms(d),
     }
 }
 

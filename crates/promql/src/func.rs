@@ -16,6 +16,10 @@ pub(crate) enum Func {
     Start,
     End,
     Pi,
+    /// `min_of(a, b)` (`max` false) and `max_of(a, b)` of two scalars.
+    ScalarExtremum {
+        max: bool,
+    },
     Vector,
     Scalar,
     /// A function of a range vector evaluated window by window.
@@ -64,6 +68,8 @@ impl Func {
             "start" => Self::Start,
             "end" => Self::End,
             "pi" => Self::Pi,
+            "min_of" => Self::ScalarExtremum { max: false },
+            "max_of" => Self::ScalarExtremum { max: true },
             "vector" => Self::Vector,
             "scalar" => Self::Scalar,
             "absent_over_time" => Self::AbsentOverTime,

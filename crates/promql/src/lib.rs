@@ -326,7 +326,7 @@ impl Engine {
         };
         aggregate::check_label_names(ast, text)?;
         Ok(Parsed {
-            root: plan::lower(ast)?,
+            root: plan::lower(ast, plan::QueryTimes::of(&ctx))?,
             ctx,
             limits,
             run: Run {

@@ -238,7 +238,7 @@ mod tests {
     }
 
     fn node(q: &str) -> Node {
-        crate::plan::lower(&crate::parse(q).unwrap()).unwrap()
+        crate::plan::lower(&crate::parse(q).unwrap(), crate::plan::QueryTimes::of(&day(HOUR))).unwrap()
     }
 
     fn plan_of(q: &str, c: Ctx, threads: usize) -> Option<Vec<Ctx>> {

@@ -472,12 +472,11 @@ fn eval_header_re() -> &'static (Regex, Regex) {
 
 /// Names a feature the query needs and Cairn lacks, if any.
 fn needs_feature(state: &State, query: &str) -> Option<String> {
-    static RE: std::sync::OnceLock<[Regex; 3]> = std::sync::OnceLock::new();
-    let [exp_fn, dur_expr, ext_range] = RE.get_or_init(|| {
+    static RE: std::sync::OnceLock<[Regex; 2]> = std::sync::OnceLock::new();
+    let [exp_fn, ext_range] = RE.get_or_init(|| {
         let mk = |s: &str| Regex::new(s).unwrap_or_else(|e| panic!("{e}"));
         [
-            mk(r"\b(integral|start_timestamp|max_of|min_of)\s*\("),
-            mk(r"\[[^\]]*(\(|\)|[0-9smhdwy]\s*[-+*/%^]\s*[0-9(])[^\]]*\]|\b(offset|@)\s*-?\s*\(|(?i)\bstep\s*\(\s*\)|\brange\s*\(\s*\)"),
+            mk(r"\b(integral|start_timestamp)\s*\("),
             mk(r"\b(anchored|smoothed)\b"),
         ]
     });
@@ -486,9 +485,6 @@ fn needs_feature(state: &State, query: &str) -> Option<String> {
     }
     if let Some(m) = exp_fn.captures(query) {
         return Some(format!("promql-experimental-functions ({})", &m[1]));
-    }
-    if dur_expr.is_match(query) {
-        return Some("promql-duration-expr".into());
     }
     if state.start_timestamps {
         return Some("start-timestamps (@st series)".into());

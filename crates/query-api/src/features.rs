@@ -196,7 +196,7 @@ pub async fn features(Extension(engine): Extension<Arc<Engine>>) -> Success<BTre
                 ("bool", true),
                 ("by", true),
                 ("delayed_name_removal", delayed_name_removal),
-                ("duration_expr", false),
+                ("duration_expr", true),
                 ("fill", false),
                 ("fill_left", false),
                 ("fill_right", false),

@@ -31,6 +31,16 @@ fn scalar_series(c: Ctx, f: impl Fn(i64) -> f64) -> Vec<f64> {
     (0..c.n()).map(|i| f(c.ts(i))).collect()
 }
 
+/// Go's `math.Max`/`math.Min`, as Prometheus' `max_of`/`min_of`: NaN
+/// when either is NaN.
+fn scalar_extremum(a: f64, b: f64, max: bool) -> f64 {
+    match (a.is_nan() || b.is_nan(), max) {
+        (true, _) => f64::NAN,
+        (false, true) => a.max(b),
+        (false, false) => a.min(b),
+    }
+}
+
 /// Argument `i` of `call`.
 fn arg(call: &Call, i: usize) -> Result<&Node> {
     call.args
@@ -44,6 +54,13 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
         Func::Start => Ok(Val::Scalar(vec![ev.qstart as f64 / 1000.0; c.n()])),
         Func::End => Ok(Val::Scalar(vec![ev.qend as f64 / 1000.0; c.n()])),
         Func::Pi => Ok(Val::Scalar(vec![std::f64::consts::PI; c.n()])),
+        Func::ScalarExtremum { max } => {
+            let a = ev.eval_scalar(arg(call, 0)?, c)?;
+            let b = ev.eval_scalar(arg(call, 1)?, c)?;
+            Ok(Val::Scalar(
+                a.iter().zip(&b).map(|(&a, &b)| scalar_extremum(a, b, max)).collect(),
+            ))
+        }
         Func::Vector => {
             let s = ev.eval_scalar(arg(call, 0)?, c)?;
             let pts = s.iter().enumerate().map(|(i, &v)| (c.ts(i), v)).collect();
@@ -99,5 +116,18 @@ pub(crate) fn quantile_warning(ev: &mut Ev, q: &[f64]) {
             "PromQL warning: quantile value should be between 0 and 1, got {}",
             format_f(*bad)
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scalar_extremum;
+
+    #[test]
+    fn min_of_and_max_of_are_nan_when_either_is() {
+        assert_eq!(scalar_extremum(3.0, 5.0, false), 3.0);
+        assert_eq!(scalar_extremum(-2.0, -5.0, true), -2.0);
+        assert!(scalar_extremum(f64::NAN, 3.0, false).is_nan());
+        assert!(scalar_extremum(3.0, f64::NAN, true).is_nan());
     }
 }

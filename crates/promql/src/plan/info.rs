@@ -11,7 +11,8 @@ use promql_parser::parser::{AtModifier, Call as ParsedCall, Expr};
 
 use super::{MatcherSet, Node, Selector};
 use crate::QueryError;
-use crate::eval::{Result, convert_matchers, offset_ms};
+use super::QueryTimes;
+use crate::eval::{Result, convert_matchers};
 
 /// The info metric read when the label selector names none.
 const DEFAULT_INFO_METRIC: &str = "target_info";
@@ -39,7 +40,7 @@ pub(crate) struct Info {
 }
 
 /// `info(...)` as parsed, lowered with `lower` for its input.
-pub(super) fn lower_info(call: &ParsedCall, lower: impl Fn(&Expr) -> Result<Node>) -> Result<Info> {
+pub(super) fn lower_info(call: &ParsedCall, times: QueryTimes, lower: impl Fn(&Expr) -> Result<Node>) -> Result<Info> {
     let args = &call.args.args;
     let input = args
         .first()
@@ -54,7 +55,7 @@ pub(super) fn lower_info(call: &ParsedCall, lower: impl Fn(&Expr) -> Result<Node
     };
     let (given_names, data): (Vec<Matcher>, Vec<Matcher>) = given.into_iter().partition(|m| m.name == METRIC_NAME);
     let names = info_names(given_names)?;
-    let (at, offset) = first_selector_time(input).unwrap_or((None, 0));
+    let (at, offset) = first_selector_time(input, &times)?.unwrap_or((None, 0));
     let matchers = names.iter().chain(&data).cloned().collect();
     let select = Selector {
         text: match args.get(1) {
@@ -100,24 +101,36 @@ fn info_names(given: Vec<Matcher>) -> Result<Vec<Matcher>> {
 /// The `@` and offset (ms) the info series are read with: those of the
 /// first selector in `e` (written order), each subquery around it adding
 /// its offset until one with an `@` fixes the time. `None` without a selector.
-fn first_selector_time(e: &Expr) -> Option<(Option<AtModifier>, i64)> {
-    match e {
-        Expr::VectorSelector(vs) => Some((vs.at.clone(), offset_ms(&vs.offset))),
-        Expr::MatrixSelector(ms) => Some((ms.vs.at.clone(), offset_ms(&ms.vs.offset))),
-        Expr::Subquery(sq) => {
-            let (at, offset) = first_selector_time(&sq.expr)?;
-            Some(match at {
-                Some(at) => (Some(at), offset),
-                None => (sq.at.clone(), offset + offset_ms(&sq.offset)),
-            })
-        }
-        Expr::Paren(p) => first_selector_time(&p.expr),
-        Expr::Unary(u) => first_selector_time(&u.expr),
-        Expr::Call(call) => call.args.args.iter().find_map(|a| first_selector_time(a)),
-        Expr::Aggregate(a) => first_selector_time(&a.expr).or_else(|| a.param.as_deref().and_then(first_selector_time)),
-        Expr::Binary(b) => first_selector_time(&b.lhs).or_else(|| first_selector_time(&b.rhs)),
+fn first_selector_time(e: &Expr, times: &QueryTimes) -> Result<Option<(Option<AtModifier>, i64)>> {
+    let first = |e: &Expr| first_selector_time(e, times);
+    Ok(match e {
+        Expr::VectorSelector(vs) => Some((vs.at.clone(), times.offset(&vs.offset)?)),
+        Expr::MatrixSelector(ms) => Some((ms.vs.at.clone(), times.offset(&ms.vs.offset)?)),
+        Expr::Subquery(sq) => match first(&sq.expr)? {
+            None => None,
+            Some((Some(at), offset)) => Some((Some(at), offset)),
+            Some((None, offset)) => Some((sq.at.clone(), offset + times.offset(&sq.offset)?)),
+        },
+        Expr::Paren(p) => first(&p.expr)?,
+        Expr::Unary(u) => first(&u.expr)?,
+        Expr::Call(call) => first_of(call.args.args.iter().map(|a| &**a), first)?,
+        Expr::Aggregate(a) => first_of([&*a.expr].into_iter().chain(a.param.as_deref()), first)?,
+        Expr::Binary(b) => first_of([&*b.lhs, &*b.rhs], first)?,
         Expr::NumberLiteral(_) | Expr::StringLiteral(_) | Expr::Extension(_) => None,
+    })
+}
+
+/// The first of `es` that has a selector time.
+fn first_of<'e, T>(
+    es: impl IntoIterator<Item = &'e Expr>,
+    first: impl Fn(&Expr) -> Result<Option<T>>,
+) -> Result<Option<T>> {
+    for e in es {
+        if let Some(t) = first(e)? {
+            return Ok(Some(t));
+        }
     }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -128,7 +141,8 @@ mod tests {
         let Ok(Expr::Call(call)) = promql_parser::parser::parse(q) else {
             panic!("{q} is not a call");
         };
-        lower_info(&call, super::super::lower).unwrap()
+        let times = QueryTimes::of(&crate::steps::Ctx { start: 0, end: 0, step: 0 });
+        lower_info(&call, times, |e| super::super::lower(e, times)).unwrap()
     }
 
     fn text(ms: &[Matcher]) -> Vec<String> {

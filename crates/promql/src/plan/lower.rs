@@ -6,35 +6,41 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 use promql_parser::label::MatchOp;
 use promql_parser::parser::{Expr, LabelModifier};
 
+use super::durations::QueryTimes;
 use super::{AggStrategy, Aggregate, Binary, Call, Grouping, MatcherSet, Node, Selector, Subquery};
 use crate::QueryError;
-use crate::eval::{Result, convert_matchers, duration_ms, offset_ms};
+use crate::eval::{Result, convert_matchers};
 use crate::func::Func;
 use crate::ops::{AggOp, BinOp};
 use crate::series::labels_from;
 
-pub(crate) fn lower(e: &Expr) -> Result<Node> {
+/// `e` lowered for a query of `times` (which duration expressions need).
+pub(crate) fn lower(e: &Expr, times: QueryTimes) -> Result<Node> {
+    let lower = |e: &Expr| lower(e, times);
     Ok(match e {
         Expr::NumberLiteral(n) => Node::Number(n.val),
         Expr::StringLiteral(s) => Node::Str(s.val.clone()),
         Expr::Paren(p) => lower(&p.expr)?,
         Expr::Unary(u) => Node::Neg(Box::new(lower(&u.expr)?)),
-        Expr::VectorSelector(vs) => Node::Vector(selector(vs)?),
-        Expr::MatrixSelector(ms) => Node::Matrix(selector(&ms.vs)?, duration_ms(&ms.range)),
+        Expr::VectorSelector(vs) => Node::Vector(selector(vs, times)?),
+        Expr::MatrixSelector(ms) => Node::Matrix(selector(&ms.vs, times)?, times.range(&ms.range, &ms.range_expr)?),
         Expr::Subquery(sq) => Node::Subquery(Box::new(Subquery {
             inner: lower(&sq.expr)?,
-            range: duration_ms(&sq.range),
-            step: sq.step.as_ref().map(duration_ms).filter(|&s| s > 0),
-            offset: offset_ms(&sq.offset),
+            range: times.range(&sq.range, &sq.range_expr)?,
+            step: times.step(&sq.step, &sq.step_expr)?.filter(|&s| s > 0),
+            offset: times.offset(&sq.offset)?,
             at: sq.at.clone(),
             threads: 1,
         })),
+        // The query's step and range, as Prometheus folds them.
+        Expr::Call(call) if call.func.name == "step" => Node::Number(times.step_secs()),
+        Expr::Call(call) if call.func.name == "range" => Node::Number(times.range_secs()),
         Expr::Call(call) => {
             let name = call.func.name;
             let func =
                 Func::of(name).ok_or_else(|| QueryError::BadData(format!("function \"{name}\" is not supported")))?;
             if func == Func::Info {
-                return Ok(Node::Info(Box::new(super::info::lower_info(call, lower)?)));
+                return Ok(Node::Info(Box::new(super::info::lower_info(call, times, lower)?)));
             }
             let absent_labels = match (func, call.args.args.first()) {
                 (Func::Absent | Func::AbsentOverTime, Some(arg)) => absent_labels(arg),
@@ -81,7 +87,7 @@ pub(crate) fn lower(e: &Expr) -> Result<Node> {
     })
 }
 
-fn selector(vs: &promql_parser::parser::VectorSelector) -> Result<Selector> {
+fn selector(vs: &promql_parser::parser::VectorSelector, times: QueryTimes) -> Result<Selector> {
     let sets = convert_matchers(vs)?
         .into_iter()
         .map(|matchers| MatcherSet {
@@ -92,7 +98,7 @@ fn selector(vs: &promql_parser::parser::VectorSelector) -> Result<Selector> {
         .collect();
     Ok(Selector {
         text: vs.to_string(),
-        offset: offset_ms(&vs.offset),
+        offset: times.offset(&vs.offset)?,
         at: vs.at.clone(),
         sets,
         detect_resets: false,

@@ -14,6 +14,7 @@
 
 mod decide;
 mod display;
+mod durations;
 mod info;
 mod lower;
 mod stats_reads;
@@ -28,11 +29,12 @@ use crate::ops::{AggOp, BinOp};
 use crate::steps::Ctx;
 
 pub(crate) use decide::{Foldable, Limits, decide, foldable, may_be_inline};
+pub(crate) use durations::QueryTimes;
 pub(crate) use info::Info;
 
 /// `e` lowered to plan nodes, its selectors read as their consumers need.
-pub(crate) fn lower(e: &promql_parser::parser::Expr) -> crate::eval::Result<Node> {
-    let mut root = lower::lower(e)?;
+pub(crate) fn lower(e: &promql_parser::parser::Expr, times: QueryTimes) -> crate::eval::Result<Node> {
+    let mut root = lower::lower(e, times)?;
     stats_reads::mark(&mut root);
     Ok(root)
 }

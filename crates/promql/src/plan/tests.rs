@@ -48,7 +48,7 @@ fn limits(threads: usize) -> Limits {
 }
 
 fn plan(q: &str, bound: usize, threads: usize, c: Ctx) -> Plan {
-    let root = lower(&crate::parse(q).unwrap()).unwrap();
+    let root = lower(&crate::parse(q).unwrap(), super::QueryTimes::of(&c)).unwrap();
     decide(&Bound(bound), root, c, &limits(threads)).unwrap()
 }
 
@@ -154,7 +154,7 @@ fn few_series_over_at_most_a_day_without_subqueries_run_inline() {
 #[test]
 fn the_shape_alone_tells_which_queries_may_run_inline() {
     let may = |q: &str, c: Ctx| {
-        let root = lower(&crate::parse(q).unwrap()).unwrap();
+        let root = lower(&crate::parse(q).unwrap(), super::QueryTimes::of(&c)).unwrap();
         may_be_inline(&root, c, &limits(2))
     };
     assert!(may("sum(rate(m[5m]))", instant()), "whatever its bound");
@@ -183,7 +183,7 @@ impl Queryable for Reached {
 fn selectors_pinned_by_at_are_bounded_over_their_own_window() {
     let reach = |q: &str, c: Ctx| {
         let store = Reached::default();
-        let root = lower(&crate::parse(q).unwrap()).unwrap();
+        let root = lower(&crate::parse(q).unwrap(), super::QueryTimes::of(&c)).unwrap();
         decide(&store, root, c, &limits(2)).unwrap();
         store.0.into_inner().unwrap()
     };

@@ -13,6 +13,7 @@
 // limitations under the License.
 
 use crate::label::{Labels, Matchers, METRIC_NAME};
+use crate::parser::duration_expr::DurationExpr;
 use crate::parser::token::{
     self, token_display, T_BOTTOMK, T_COUNT_VALUES, T_END, T_QUANTILE, T_START, T_TOPK,
 };
@@ -383,6 +384,8 @@ where
 pub enum Offset {
     Pos(Duration),
     Neg(Duration),
+    /// Evaluated per query.
+    Expr(DurationExpr),
 }
 
 impl Offset {
@@ -391,6 +394,7 @@ impl Offset {
         match self {
             Self::Pos(dur) => dur.as_millis() as i128,
             Self::Neg(dur) => -(dur.as_millis() as i128),
+            Self::Expr(_) => 0,
         }
     }
 
@@ -412,6 +416,7 @@ impl fmt::Display for Offset {
         match self {
             Offset::Pos(dur) => write!(f, "{}", display_duration(dur)),
             Offset::Neg(dur) => write!(f, "-{}", display_duration(dur)),
+            Offset::Expr(e) => write!(f, "{e}"),
         }
     }
 }
@@ -762,15 +767,25 @@ pub struct SubqueryExpr {
         serde(serialize_with = "crate::util::duration::serialize_duration_opt")
     )]
     pub step: Option<Duration>,
+    /// The range as written when it is an expression; `range` is then zero.
+    #[cfg_attr(feature = "ser", serde(skip))]
+    pub range_expr: Option<DurationExpr>,
+    /// The step as written when it is an expression; `step` is then `None`.
+    #[cfg_attr(feature = "ser", serde(skip))]
+    pub step_expr: Option<DurationExpr>,
 }
 
 impl SubqueryExpr {
     fn get_time_suffix_string(&self) -> String {
-        let step = match &self.step {
-            Some(step) => display_duration(step),
-            None => String::from(""),
+        let step = match (&self.step, &self.step_expr) {
+            (Some(step), _) => display_duration(step),
+            (None, Some(e)) => e.to_string(),
+            (None, None) => String::from(""),
         };
-        let range = display_duration(&self.range);
+        let range = match &self.range_expr {
+            Some(e) => e.to_string(),
+            None => display_duration(&self.range),
+        };
 
         let mut s = format!("[{range}:{step}]");
 
@@ -995,6 +1010,9 @@ pub struct MatrixSelector {
         serde(serialize_with = "crate::util::duration::serialize_duration")
     )]
     pub range: Duration,
+    /// The range as written when it is an expression; `range` is then zero.
+    #[cfg_attr(feature = "ser", serde(skip))]
+    pub range_expr: Option<DurationExpr>,
 }
 
 impl fmt::Display for MatrixSelector {
@@ -1008,7 +1026,10 @@ impl fmt::Display for MatrixSelector {
             write!(f, "{{{matchers}}}")?;
         }
 
-        write!(f, "[{}]", display_duration(&self.range))?;
+        match &self.range_expr {
+            Some(e) => write!(f, "[{e}]")?,
+            None => write!(f, "[{}]", display_duration(&self.range))?,
+        }
 
         if let Some(at) = &self.vs.at {
             write!(f, " {at}")?;
@@ -1194,8 +1215,31 @@ impl Expr {
             at: None,
             range,
             step,
+            range_expr: None,
+            step_expr: None,
         });
         Ok(se)
+    }
+
+    /// Sets the duration expressions of a range or subquery, evaluated per
+    /// query.
+    pub(crate) fn with_duration_exprs(
+        self,
+        range: Option<DurationExpr>,
+        step: Option<DurationExpr>,
+    ) -> Self {
+        match self {
+            Expr::MatrixSelector(mut ms) => {
+                ms.range_expr = range;
+                Expr::MatrixSelector(ms)
+            }
+            Expr::Subquery(mut sq) => {
+                sq.range_expr = range;
+                sq.step_expr = step;
+                Expr::Subquery(sq)
+            }
+            e => e,
+        }
     }
 
     pub(crate) fn new_paren_expr(expr: Expr) -> Result<Self, String> {
@@ -1215,7 +1259,11 @@ impl Expr {
                 Err("no @ modifiers allowed before range".into())
             }
             Expr::VectorSelector(vs) => {
-                let ms = Expr::MatrixSelector(MatrixSelector { vs, range });
+                let ms = Expr::MatrixSelector(MatrixSelector {
+                    vs,
+                    range,
+                    range_expr: None,
+                });
                 Ok(ms)
             }
             _ => Err("ranges only allowed for vector selectors".into()),

@@ -12,6 +12,7 @@
 // See the License for the specific language governing permissions and
 // limitations under the License.
 
+use crate::parser::duration_parse::{read_prefix, starts_offset_expr, Place};
 use crate::parser::token::*;
 use cfgrammar::NewlineCache;
 use lrlex::{DefaultLexeme, DefaultLexerTypes, LRNonStreamingLexer};
@@ -66,6 +67,9 @@ struct Context {
     bracket_open: bool, // Whether a [ is opened.
     got_colon: bool,    // Whether we got a ':' after [ was opened.
     eof: bool,          // Whether we got end of file
+
+    last_token: Option<TokenId>, // The lexeme before this one.
+    offset_expr_next: bool,      // Whether an offset written as an expression comes next.
 }
 
 impl Context {
@@ -81,6 +85,9 @@ impl Context {
             bracket_open: false,
             got_colon: false,
             eof: false,
+
+            last_token: None,
+            offset_expr_next: false,
         }
     }
 
@@ -272,6 +279,11 @@ impl Lexer {
     }
 
     fn start(&mut self) -> State {
+        if self.ctx.offset_expr_next {
+            self.ctx.offset_expr_next = false;
+            return self.accept_offset_expr();
+        }
+
         if self.is_inside_braces() {
             return State::InsideBraces;
         }
@@ -439,6 +451,10 @@ impl Lexer {
                         // Not followed by (, treat as metric identifier
                         return State::Lexeme(T_IDENTIFIER);
                     }
+                }
+                if token_id == T_OFFSET && self.follows_operand() {
+                    let rest: String = self.ctx.chars[self.ctx.idx..].iter().collect();
+                    self.ctx.offset_expr_next = starts_offset_expr(&rest);
                 }
                 State::Lexeme(token_id)
             }
@@ -661,13 +677,16 @@ impl Lexer {
                 self.set_colon_scanned();
                 State::Lexeme(T_COLON)
             }
-            Some(ch) if ch.is_ascii_digit() => self.accept_number_or_duration(),
             Some(']') => {
                 self.jump_outof_brackets();
                 self.reset_colon_scanned();
                 State::Lexeme(T_RIGHT_BRACKET)
             }
             Some('[') => State::Err("unexpected left brace '[' inside brackets".into()),
+            Some(ch) if ch.is_ascii_alphanumeric() || "._(+-".contains(ch) => {
+                self.backup();
+                self.accept_bracket_duration()
+            }
             Some(ch) => State::Err(format!("unexpected character inside brackets: '{ch}'")),
             None => State::Err("unexpected end of input inside brackets".into()),
         }
@@ -678,6 +697,70 @@ impl Lexer {
     fn accept_identifier(&mut self) -> State {
         self.accept_run(is_alpha_numeric);
         State::Lexeme(T_IDENTIFIER)
+    }
+}
+
+/// Duration expressions, each one `DURATION_EXPR` lexeme.
+impl Lexer {
+    /// A range or subquery step: a number or duration alone stays one
+    /// such lexeme, anything else is read as a duration expression.
+    fn accept_bracket_duration(&mut self) -> State {
+        let (idx, pos) = (self.ctx.idx, self.ctx.pos);
+        if let Some(ch) = self.pop() {
+            if ch.is_ascii_digit() {
+                let literal = self.accept_number_or_duration();
+                let ends = self.ctx.chars[self.ctx.idx..]
+                    .iter()
+                    .find(|c| !c.is_ascii_whitespace())
+                    .is_none_or(|&c| c == ':' || c == ']');
+                if matches!(literal, State::Lexeme(_)) && ends {
+                    return literal;
+                }
+            }
+        }
+        self.ctx.idx = idx;
+        self.ctx.pos = pos;
+        self.accept_duration_expr(Place::Bracket)
+    }
+
+    fn accept_offset_expr(&mut self) -> State {
+        self.accept_run(|ch| ch.is_ascii_whitespace());
+        self.ignore();
+        self.accept_duration_expr(Place::Offset)
+    }
+
+    fn accept_duration_expr(&mut self, place: Place) -> State {
+        let rest: String = self.ctx.chars[self.ctx.idx..].iter().collect();
+        match read_prefix(&rest, place) {
+            Ok((_, len)) => {
+                let end = self.ctx.pos + len;
+                while self.ctx.pos < end && self.pop().is_some() {}
+                State::Lexeme(T_DURATION_EXPR)
+            }
+            Err(e) => State::Err(e),
+        }
+    }
+
+    /// Whether the lexeme before ends an operand, so that `offset` now is
+    /// a modifier, not a metric named `offset`.
+    fn follows_operand(&self) -> bool {
+        matches!(
+            self.ctx.last_token,
+            Some(
+                T_IDENTIFIER
+                    | T_METRIC_IDENTIFIER
+                    | T_RIGHT_BRACE
+                    | T_RIGHT_BRACKET
+                    | T_RIGHT_PAREN
+                    | T_NUMBER
+                    | T_DURATION
+                    | T_DURATION_EXPR
+                    | T_STRING
+                    | T_OFFSET
+                    | T_ANCHORED
+                    | T_SMOOTHED
+            )
+        )
     }
 }
 
@@ -695,7 +778,10 @@ impl Iterator for Lexer {
         loop {
             self.shift();
             match &self.state {
-                State::Lexeme(token_id) => return Some(Ok(self.lexeme(*token_id))),
+                State::Lexeme(token_id) => {
+                    self.ctx.last_token = Some(*token_id);
+                    return Some(Ok(self.lexeme(*token_id)));
+                }
                 State::Err(info) => return Some(Err(info.clone())),
                 State::End => return None,
                 _ => continue,

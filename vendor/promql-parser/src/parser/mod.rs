@@ -21,6 +21,8 @@
 //! parameters like "start"/"end" time or "step" time etc, which is included in [`EvalStmt`].
 
 pub mod ast;
+pub mod duration_expr;
+pub(crate) mod duration_parse;
 pub mod function;
 pub mod lex;
 pub mod parse;
@@ -33,6 +35,7 @@ pub use ast::{
     LabelModifier, MatrixSelector, NumberLiteral, Offset, ParenExpr, StringLiteral, SubqueryExpr,
     UnaryExpr, VectorMatchCardinality, VectorMatchFillValues, VectorSelector,
 };
+pub use duration_expr::{DurationExpr, DurationOp};
 pub use function::{clear_extra_functions, register_extra_functions, Function, FunctionArgs};
 pub use lex::lexer;
 pub use parse::parse;

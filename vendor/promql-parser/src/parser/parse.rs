@@ -1128,8 +1128,8 @@ mod tests {
 
         let fail_cases = vec![
             ("foo[5mm]", "bad number or duration syntax: 5mm"),
-            ("foo[5m1]", "bad number or duration syntax: 5m1]"),
-            ("foo[5m:1m1]", "bad number or duration syntax: 1m1]"),
+            ("foo[5m1]", "bad number or duration syntax: 5m1"),
+            ("foo[5m:1m1]", "bad number or duration syntax: 1m1"),
             ("foo[5y1hs]", "not a valid duration string: 5y1hs"),
             ("foo[5m1h]", "not a valid duration string: 5m1h"),
             ("foo[5m1m]", "not a valid duration string: 5m1m"),
@@ -2608,6 +2608,95 @@ mod tests {
             ),
         ] {
             assert_eq!(parser::parse(query).unwrap_err(), err, "{query}");
+        }
+    }
+
+    #[test]
+    fn test_duration_expressions() {
+        use crate::parser::{DurationExpr, Offset};
+        let printed = |q: &str| parser::parse(q).map(|e| e.to_string());
+        for (query, shown) in [
+            ("foo[5m+1m]", "foo[5m + 1m]"),
+            ("foo[ 2m*(10+5) ]", "foo[2m * (10 + 5)]"),
+            ("foo[1h30m % 1h]", "foo[1h30m % 1h]"),
+            ("foo[-5m+35m]", "foo[-5m + 35m]"),
+            ("foo[1800]", "foo[30m]"),
+            ("foo[STep()]", "foo[step()]"),
+            (
+                "foo[max_of(min_of(step()+1,1h),1ms)]",
+                "foo[max_of(min_of(step() + 1, 1h), 1ms)]",
+            ),
+            ("foo[29s+1s:20*500ms]", "foo[29s + 1s:20 * 500ms]"),
+            ("foo[5m:step()]", "foo[5m:step()]"),
+            ("foo[5m:] offset (2 * 2)", "foo[5m:] offset (2 * 2)"),
+            (
+                "foo offset -(min_of(step(), 1s))",
+                "foo offset -(min_of(step(), 1s))",
+            ),
+            ("foo offset (-2 ^ 2)", "foo offset (-2 ^ 2)"),
+            // An offset is one operand; what follows belongs to the query.
+            ("foo offset 100 + 2", "foo offset 1m40s + 2"),
+            ("foo offset -step()*2", "foo offset -step() * 2"),
+            (
+                "foo offset min_of(step(), 1s)+8000",
+                "foo offset min_of(step(), 1s) + 8000",
+            ),
+            // ... unless it starts with a parenthesis, as Prometheus reads it.
+            ("foo offset (1) + 2", "foo offset (1) + 2"),
+            // A metric named offset.
+            ("offset - (1)", "offset - (1)"),
+            ("offset offset step()", "offset offset step()"),
+            ("foo[5m] offset range()", "foo[5m] offset range()"),
+        ] {
+            assert_eq!(printed(query), Ok(shown.to_string()), "{query}");
+        }
+
+        let pretty = parser::parse("rate(foo[5m+1m] offset (1h/2))").unwrap().prettify();
+        assert_eq!(pretty, "rate(foo[5m + 1m] offset (1h / 2))");
+
+        // (foo offset -step()) * 2, and one offset of (1) + 2.
+        let Ok(Expr::Binary(b)) = parser::parse("foo offset -step()*2") else {
+            panic!()
+        };
+        let Expr::VectorSelector(vs) = *b.lhs else {
+            panic!()
+        };
+        assert_eq!(
+            vs.offset,
+            Some(Offset::Expr(DurationExpr::Neg(Box::new(
+                DurationExpr::Step
+            ))))
+        );
+        let Ok(Expr::VectorSelector(vs)) = parser::parse("foo offset (1) + 2") else {
+            panic!()
+        };
+        let Some(Offset::Expr(e)) = vs.offset else {
+            panic!()
+        };
+        assert_eq!(e.eval(0.0, 0.0), Ok(3.0));
+        let Ok(Expr::MatrixSelector(ms)) = parser::parse("foo[step()]") else {
+            panic!()
+        };
+        assert_eq!(
+            (ms.range, ms.range_expr),
+            (Duration::ZERO, Some(DurationExpr::Step))
+        );
+
+        for (query, err) in [
+            ("foo[-5m]", "duration must be greater than 0"),
+            ("foo[5m/0]", "division by zero"),
+            ("foo[5m%0]", "modulo by zero"),
+            ("foo[5m:-1m]", "duration must be greater than 0"),
+            (
+                "foo[foo()]",
+                "unexpected identifier \"foo\" in duration expression",
+            ),
+            (
+                "foo offset step(",
+                "unexpected end of input in duration expression",
+            ),
+        ] {
+            assert_eq!(printed(query), Err(err.to_string()), "{query}");
         }
     }
 }

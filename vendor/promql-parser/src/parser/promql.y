@@ -25,6 +25,7 @@ COLON
 COMMA
 COMMENT
 DURATION
+DURATION_EXPR
 EOF
 ERROR
 IDENTIFIER
@@ -395,6 +396,11 @@ offset_expr -> Result<Expr, String>:
                 expr OFFSET duration { $1?.offset_expr(Offset::Pos($3?)) }
         |       expr OFFSET ADD duration { $1?.offset_expr(Offset::Pos($4?)) }
         |       expr OFFSET SUB duration { $1?.offset_expr(Offset::Neg($4?)) }
+        |       expr OFFSET DURATION_EXPR
+                {
+                        let offset = read_offset(&lexeme_to_string($lexer, &$3)?)?;
+                        $1?.offset_expr(Offset::Expr(offset))
+                }
         |       expr OFFSET EOF { Err("unexpected end of input in offset, expected duration".into()) }
 ;
 
@@ -431,9 +437,10 @@ at_modifier_preprocessors -> Result<Token, String>:
  * Subquery and range selectors.
  */
 matrix_selector -> Result<Expr, String>:
-                expr LEFT_BRACKET duration RIGHT_BRACKET
+                expr LEFT_BRACKET range_duration RIGHT_BRACKET
                 {
-                        Expr::new_matrix_selector($1?, $3?)
+                        let (range, range_expr) = $3?;
+                        Ok(Expr::new_matrix_selector($1?, range)?.with_duration_exprs(range_expr, None))
                 }
         |       expr LEFT_BRACKET RIGHT_BRACKET
                 {
@@ -442,9 +449,15 @@ matrix_selector -> Result<Expr, String>:
 ;
 
 subquery_expr -> Result<Expr, String>:
-                expr LEFT_BRACKET duration COLON maybe_duration RIGHT_BRACKET
+                expr LEFT_BRACKET range_duration COLON maybe_range_duration RIGHT_BRACKET
                 {
-                        Expr::new_subquery_expr($1?, $3?, $5?)
+                        let (range, range_expr) = $3?;
+                        let (step, step_expr) = match $5? {
+                            Some((_, step_expr @ Some(_))) => (None, step_expr),
+                            Some((step, None)) => (Some(step), None),
+                            None => (None, None),
+                        };
+                        Ok(Expr::new_subquery_expr($1?, range, step)?.with_duration_exprs(range_expr, step_expr))
                 }
 ;
 
@@ -696,12 +709,18 @@ duration -> Result<Duration, String>:
                 }
 ;
 
+/* A range or subquery step: a literal, or a duration expression read per query. */
+range_duration -> Result<(Duration, Option<DurationExpr>), String>:
+                duration { Ok(($1?, None)) }
+        |       DURATION_EXPR { read_range(&lexeme_to_string($lexer, &$1)?) }
+;
+
 /*
  * Wrappers for optional arguments.
  */
-maybe_duration -> Result<Option<Duration>, String>:
+maybe_range_duration -> Result<Option<(Duration, Option<DurationExpr>)>, String>:
                 { Ok(None) }
-        |       duration { $1.map(Some) }
+        |       range_duration { $1.map(Some) }
 ;
 
 %%
@@ -710,6 +729,8 @@ use std::time::Duration;
 use crate::label::{Labels, Matcher, Matchers};
 use crate::parser::{AtModifier, BinModifier, Expr, FunctionArgs, LabelModifier, Offset, VectorMatchCardinality, VectorMatchFillValues};
 use crate::parser::ast::check_ast;
+use crate::parser::duration_expr::DurationExpr;
+use crate::parser::duration_parse::{read_offset, read_range};
 use crate::parser::function::get_function;
 use crate::parser::lex::is_label;
 use crate::parser::production::{lexeme_to_string, lexeme_to_token, span_to_string};

@@ -95,6 +95,7 @@ pub(crate) fn token_display(id: TokenId) -> &'static str {
         T_COMMA => ",",
         T_COMMENT => "#",
         T_DURATION => "[du]",
+        T_DURATION_EXPR => "[duration expression]",
         T_EOF => "<eof>",
         T_ERROR => "{Err}",
         T_IDENTIFIER => "{ID}",
@@ -269,6 +270,7 @@ mod tests {
         assert_eq!(token_display(T_COMMA), ",");
         assert_eq!(token_display(T_COMMENT), "#");
         assert_eq!(token_display(T_DURATION), "[du]");
+        assert_eq!(token_display(T_DURATION_EXPR), "[duration expression]");
         assert_eq!(token_display(T_EOF), "<eof>");
         assert_eq!(token_display(T_ERROR), "{Err}");
         assert_eq!(token_display(T_IDENTIFIER), "{ID}");
@@ -347,13 +349,13 @@ mod tests {
         assert_eq!(token_display(T_PREPROCESSOR_END), "preprocessors_end");
 
         // if new token added in promql.y, this has to be updated
-        for i in 82..=87 {
+        for i in 83..=88 {
             assert_eq!(token_display(i), "not used");
         }
 
         // All tokens are now tested individually above
 
-        for i in 88..=u16::MAX {
+        for i in 89..=u16::MAX {
             assert_eq!(token_display(i), "unknown token");
         }
     }
