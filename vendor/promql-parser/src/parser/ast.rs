@@ -891,6 +891,30 @@ pub struct VectorSelector {
     #[cfg_attr(feature = "ser", serde(flatten))]
     #[cfg_attr(feature = "ser", serde(serialize_with = "serialize_at_modifier"))]
     pub at: Option<AtModifier>,
+    /// `anchored` or `smoothed`, Prometheus' extended range selectors.
+    #[cfg_attr(feature = "ser", serde(skip_serializing_if = "Option::is_none"))]
+    pub extended: Option<ExtendedRange>,
+}
+
+/// The modifier of an extended range selector: which samples a selector
+/// takes beyond its window, and how its boundaries are valued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "ser", derive(serde::Serialize))]
+#[cfg_attr(feature = "ser", serde(rename_all = "lowercase"))]
+pub enum ExtendedRange {
+    /// The last sample at or before the window start is the window's first.
+    Anchored,
+    /// The window's boundaries are interpolated from the samples around them.
+    Smoothed,
+}
+
+impl fmt::Display for ExtendedRange {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            ExtendedRange::Anchored => write!(f, "anchored"),
+            ExtendedRange::Smoothed => write!(f, "smoothed"),
+        }
+    }
 }
 
 impl VectorSelector {
@@ -900,6 +924,7 @@ impl VectorSelector {
             matchers,
             offset: None,
             at: None,
+            extended: None,
         }
     }
 }
@@ -911,6 +936,7 @@ impl Default for VectorSelector {
             matchers: Matchers::empty(),
             offset: None,
             at: None,
+            extended: None,
         }
     }
 }
@@ -921,6 +947,7 @@ impl From<String> for VectorSelector {
             name: Some(name),
             offset: None,
             at: None,
+            extended: None,
             matchers: Matchers::empty(),
         }
     }
@@ -940,6 +967,7 @@ impl From<String> for VectorSelector {
 ///     name: Some(String::from("foo")),
 ///     offset: None,
 ///     at: None,
+///     extended: None,
 ///     matchers: Matchers::empty(),
 /// };
 ///
@@ -971,6 +999,9 @@ impl fmt::Display for VectorSelector {
         }
         if let Some(at) = &self.at {
             write!(f, " {at}")?;
+        }
+        if let Some(extended) = &self.extended {
+            write!(f, " {extended}")?;
         }
         if let Some(offset) = &self.offset {
             write!(f, " offset {offset}")?;
@@ -1009,6 +1040,10 @@ impl fmt::Display for MatrixSelector {
         }
 
         write!(f, "[{}]", display_duration(&self.range))?;
+
+        if let Some(extended) = &self.vs.extended {
+            write!(f, " {extended}")?;
+        }
 
         if let Some(at) = &self.vs.at {
             write!(f, " {at}")?;
@@ -1249,6 +1284,34 @@ impl Expr {
             _ => {
                 Err("@ modifier must be preceded by an vector selector or matrix selector or a subquery".into())
             }
+        }
+    }
+
+    /// Marks a selector `anchored` or `smoothed`, with Prometheus' errors
+    /// for other expressions and for both modifiers on one selector.
+    pub(crate) fn extended_expr(self, extended: ExtendedRange) -> Result<Self, String> {
+        let mark = |vs: &mut VectorSelector| match vs.extended {
+            Some(set) if set != extended => {
+                Err("anchored and smoothed modifiers cannot be used together".to_string())
+            }
+            _ => {
+                vs.extended = Some(extended);
+                Ok(())
+            }
+        };
+        match self {
+            Expr::VectorSelector(mut vs) => {
+                mark(&mut vs)?;
+                Ok(Expr::VectorSelector(vs))
+            }
+            Expr::MatrixSelector(mut ms) => {
+                mark(&mut ms.vs)?;
+                Ok(Expr::MatrixSelector(ms))
+            }
+            Expr::Subquery(_) => Err(format!(
+                "{extended} modifier is not supported for subqueries"
+            )),
+            _ => Err(format!("{extended} modifier not implemented")),
         }
     }
 
