@@ -473,18 +473,14 @@ fn eval_header_re() -> &'static (Regex, Regex) {
 
 /// Names a feature the query needs and Cairn lacks, if any.
 fn needs_feature(state: &State, query: &str) -> Option<String> {
-    static RE: std::sync::OnceLock<[Regex; 3]> = std::sync::OnceLock::new();
-    let [exp_fn, dur_expr, ext_range] = RE.get_or_init(|| {
+    static RE: std::sync::OnceLock<[Regex; 2]> = std::sync::OnceLock::new();
+    let [exp_fn, dur_expr] = RE.get_or_init(|| {
         let mk = |s: &str| Regex::new(s).unwrap_or_else(|e| panic!("{e}"));
         [
             mk(r"\b(info|integral|start_timestamp|max_of|min_of|histogram_quantiles)\s*\("),
             mk(r"\[[^\]]*(\(|\)|[0-9smhdwy]\s*[-+*/%^]\s*[0-9(])[^\]]*\]|\b(offset|@)\s*-?\s*\(|(?i)\bstep\s*\(\s*\)|\brange\s*\(\s*\)"),
-            mk(r"\b(anchored|smoothed)\b"),
         ]
     });
-    if ext_range.is_match(query) {
-        return Some("promql-extended-range-selectors (anchored/smoothed)".into());
-    }
     if let Some(m) = exp_fn.captures(query) {
         return Some(format!("promql-experimental-functions ({})", &m[1]));
     }

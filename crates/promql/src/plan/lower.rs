@@ -37,10 +37,23 @@ pub(crate) fn lower(e: &Expr) -> Result<Node> {
                 (Func::Absent | Func::AbsentOverTime, Some(arg)) => absent_labels(arg),
                 _ => Labels::empty(),
             };
+            let args: Vec<Node> = call.args.args.iter().map(|a| lower(a)).collect::<Result<_>>()?;
+            for arg in &args {
+                if let Node::Matrix(
+                    Selector {
+                        extended: Some(modifier),
+                        ..
+                    },
+                    _,
+                ) = arg
+                {
+                    crate::extended::check_function(*modifier, name)?;
+                }
+            }
             Node::Call(Call {
                 func,
                 name,
-                args: call.args.args.iter().map(|a| lower(a)).collect::<Result<_>>()?,
+                args,
                 absent_labels,
             })
         }
@@ -91,6 +104,7 @@ fn selector(vs: &promql_parser::parser::VectorSelector) -> Result<Selector> {
         text: vs.to_string(),
         offset: offset_ms(&vs.offset),
         at: vs.at.clone(),
+        extended: vs.extended,
         sets,
     })
 }
