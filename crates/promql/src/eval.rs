@@ -431,6 +431,10 @@ impl<'a> Ev<'a> {
                 let ts = c.end;
                 let (out, _) = self.range_series(node, c, None, true, &|labels, drop_name, samples, ra| {
                     let (ws, we) = ra.window(ts);
+                    if let Some(ext) = ra.extended {
+                        let pts = crate::extended::window_points(samples, ws, we, ext)?;
+                        return Ok((!pts.is_empty()).then(|| Series::floats(labels, drop_name, pts)));
+                    }
                     let w = samples.window(ws, we);
                     Ok((!w.is_void()).then(|| Series {
                         labels,

@@ -112,6 +112,33 @@ pub(crate) fn points(
     Ok((pts, hs))
 }
 
+/// The samples of an extended range selector's window `(start, end]` as
+/// the query's result: its boundary values at `start` and `end` (as
+/// `rate` takes them) around the samples inside. Floats only, as in
+/// Prometheus.
+pub(crate) fn window_points(samples: Samples<'_>, start: i64, end: i64, ext: Extended) -> Result<Vec<(i64, f64)>> {
+    let (lo, hi) = ext.reach(start, end);
+    let w = samples.window(lo, hi);
+    if !w.hs.is_empty() {
+        return Err(QueryError::Execution(format!(
+            "{} modifier is not supported with histograms",
+            ext.modifier
+        )));
+    }
+    let smoothed = ext.smoothed();
+    let Some((first, last)) = boundaries(w.ts, start, end, smoothed) else {
+        return Ok(Vec::new());
+    };
+    let Ok((left, right)) = boundary_values::<f64, _>(w.ts, w.vs, (first, last), (start, end), smoothed, false);
+    let inside_from = if w.ts[first] <= start { first + 1 } else { first };
+    let inside_to = if w.ts[last] >= end { last } else { last + 1 };
+    let mut pts = Vec::with_capacity(inside_to.saturating_sub(inside_from) + 2);
+    pts.push((start, left));
+    pts.extend(w.slice(inside_from, inside_to.max(inside_from)).pairs());
+    pts.push((end, right));
+    Ok(pts)
+}
+
 /// The samples a window's change is measured between: `first`, the last at
 /// or before the window start (else the first), and `last`, the last read
 /// (smoothed: the first at or after the window end, else the last read).
@@ -518,6 +545,26 @@ mod tests {
         let h = histogram_change(&hs, 5_000, 15_000, true, true, "m", &notes).unwrap();
         assert_eq!(h.count, 2.5);
         assert!(notes.into_inner().is_empty());
+    }
+
+    #[test]
+    fn a_window_as_result_has_its_boundary_values_around_its_samples() {
+        let ts = [0, 10_000, 20_000, 30_000];
+        let vs = [0.0, 10.0, 20.0, 30.0];
+        let s = Samples::new(&ts, &vs);
+        assert_eq!(
+            window_points(s, 5_000, 25_000, ext(ExtendedRange::Smoothed)).unwrap(),
+            [(5_000, 5.0), (10_000, 10.0), (20_000, 20.0), (25_000, 25.0)]
+        );
+        assert_eq!(
+            window_points(s, 5_000, 25_000, ext(ExtendedRange::Anchored)).unwrap(),
+            [(5_000, 0.0), (10_000, 10.0), (20_000, 20.0), (25_000, 20.0)]
+        );
+        assert!(
+            window_points(s, 30_000, 40_000, ext(ExtendedRange::Anchored))
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
