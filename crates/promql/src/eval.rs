@@ -486,7 +486,8 @@ impl<'a> Ev<'a> {
     /// unless it is a stale marker. With `sample_ts`, the value is the
     /// sample's timestamp in seconds (for `timestamp()`).
     pub(crate) fn eval_vector_selector(&mut self, sel: &Selector, c: Ctx, sample_ts: bool) -> Result<Val> {
-        if sel.extended == Some(crate::extended::ExtendedRange::Smoothed) {
+        // `timestamp()` takes the samples as they are, as Prometheus' does.
+        if sel.extended == Some(crate::extended::ExtendedRange::Smoothed) && !sample_ts {
             return self.eval_smoothed_selector(sel, c);
         }
         let off = sel.offset;

@@ -477,6 +477,24 @@ mod tests {
     }
 
     #[test]
+    fn misplaced_modifiers_are_parse_errors() {
+        for (query, words) in [
+            ("rate(foo[1m]) anchored", "anchored modifier not implemented"),
+            (
+                "foo[5m:1m] smoothed",
+                "smoothed modifier is not supported for subqueries",
+            ),
+            (
+                "foo smoothed anchored",
+                "anchored and smoothed modifiers cannot be used together",
+            ),
+        ] {
+            let err = crate::parse(query).unwrap_err().to_string();
+            assert!(err.contains(words), "{query}: {err}");
+        }
+    }
+
+    #[test]
     fn anchored_change_starts_at_the_sample_before_the_window() {
         // 1 2 3 4 5 every 15 s; window (50 s, 110 s] holds 4 and 5 (at 60 s).
         let ts = [0, 15_000, 30_000, 45_000, 60_000];
