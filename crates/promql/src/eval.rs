@@ -11,6 +11,7 @@ use promql_parser::label::MatchOp as PMatchOp;
 use promql_parser::parser::{AtModifier, VectorSelector};
 
 use crate::annotations::{Note, Notes};
+use crate::extended::Extended;
 use crate::plan::{AggStrategy, Aggregate, MatcherSet, Node, Plan, Selector, Subquery};
 use crate::samples::{SampleColumns, Samples};
 use crate::select::{Budget, ReadOpts, Reduce, read_sharded};
@@ -423,6 +424,10 @@ impl<'a> Ev<'a> {
                 let ts = c.end;
                 let (out, _) = self.range_series(node, c, None, true, &|labels, drop_name, samples, ra| {
                     let (ws, we) = ra.window(ts);
+                    if let Some(ext) = ra.extended {
+                        let pts = crate::extended::window_points(samples, ws, we, ext)?;
+                        return Ok((!pts.is_empty()).then(|| Series::floats(labels, drop_name, pts)));
+                    }
                     let w = samples.window(ws, we);
                     Ok((!w.is_void()).then(|| Series {
                         labels,
@@ -475,6 +480,10 @@ impl<'a> Ev<'a> {
     /// unless it is a stale marker. With `sample_ts`, the value is the
     /// sample's timestamp in seconds (for `timestamp()`).
     pub(crate) fn eval_vector_selector(&mut self, sel: &Selector, c: Ctx, sample_ts: bool) -> Result<Val> {
+        // `timestamp()` takes the samples as they are, as Prometheus' does.
+        if sel.extended == Some(crate::extended::ExtendedRange::Smoothed) && !sample_ts {
+            return self.eval_smoothed_selector(sel, c);
+        }
         let off = sel.offset;
         let lookback = self.lookback;
         let (at, mint, maxt, hints) = self.instant_window(sel, c);
@@ -538,6 +547,51 @@ impl<'a> Ev<'a> {
         (at, mint, maxt, hints)
     }
 
+    /// Smoothed instant selector: at each step, the value interpolated at
+    /// its time from the samples a lookback around it (`extended.rs`).
+    fn eval_smoothed_selector(&mut self, sel: &Selector, c: Ctx) -> Result<Val> {
+        use crate::extended::{SmoothedValue, smoothed_reach, smoothed_value};
+        let off = sel.offset;
+        let at = self.at_ms(&sel.at);
+        let lookback = self.lookback;
+        let (first, last) = match at {
+            Some(a) => (a - off, a - off),
+            None => (c.start - off, c.end - off),
+        };
+        let (mint, maxt) = (smoothed_reach(first, lookback).0 + 1, smoothed_reach(last, lookback).1);
+        let hints = SelectHints {
+            step_ms: (c.step > 0).then_some(c.step),
+            ..SelectHints::default()
+        };
+        let opts = ReadOpts {
+            drop_stale: true,
+            count_output: true,
+            detect_resets: sel.detect_resets,
+        };
+        let notes = Notes::default();
+        let out = self.select(sel, mint, maxt, hints, opts, &|labels, samples| {
+            let metric = labels.metric_name().unwrap_or("").to_string();
+            let (mut pts, mut hs) = (Vec::new(), Vec::new());
+            for ts in (0..c.n()).map(|i| c.ts(i)) {
+                let t = at.unwrap_or(ts) - off;
+                let (lo, hi) = smoothed_reach(t, lookback);
+                match smoothed_value(samples.window(lo, hi), t, &metric, &notes) {
+                    Some(SmoothedValue::Float(v)) => pts.push((ts, v)),
+                    Some(SmoothedValue::Histogram(h)) => hs.push((ts, Arc::new(h))),
+                    None => {}
+                }
+            }
+            Ok((!pts.is_empty() || !hs.is_empty()).then_some(Series {
+                labels,
+                drop_name: false,
+                pts,
+                hs,
+            }))
+        })?;
+        self.take_notes(notes);
+        Ok(Val::Vector(out))
+    }
+
     /// The window of matrix selector `sel[range]` at the steps of `c`, and
     /// the sample range `[mint, maxt]` its windows cover.
     pub(crate) fn matrix_window(&self, sel: &Selector, range: i64, c: Ctx) -> (RangeArg, i64, i64) {
@@ -545,12 +599,17 @@ impl<'a> Ev<'a> {
             range,
             offset: sel.offset,
             at: self.at_ms(&sel.at),
+            extended: sel.extended.map(|modifier| Extended {
+                modifier,
+                lookback: self.lookback,
+            }),
         };
         let (mint, maxt) = match ra.at {
             Some(a) => (a - ra.offset - ra.range + 1, a - ra.offset),
             None => (c.start - ra.offset - ra.range + 1, c.end - ra.offset),
         };
-        (ra, mint, maxt)
+        let (back, ahead) = sel.extra_reach(self.lookback);
+        (ra, mint - back, maxt + ahead)
     }
 
     /// Reads the series of a range-vector expression (matrix selector or
@@ -619,6 +678,7 @@ impl<'a> Ev<'a> {
             range: sq.range,
             offset: sq.offset,
             at: self.at_ms(&sq.at),
+            extended: None,
         };
         let step = sq.step.unwrap_or(DEFAULT_SUBQUERY_STEP);
         let ref_start = ra.at.unwrap_or(c.start) - ra.offset;

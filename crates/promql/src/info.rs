@@ -411,6 +411,7 @@ mod tests {
                 shards: 1,
             }],
             detect_resets: false,
+            extended: None,
         };
         let input = vec![
             series(&[("instance", "a.b"), ("job", "j")], &[]),

@@ -19,6 +19,7 @@ mod binary;
 mod calendar;
 mod escapes;
 mod eval;
+mod extended;
 mod func;
 mod functions;
 mod fused;

@@ -148,7 +148,7 @@ fn has_aggregation(node: &Node) -> bool {
 /// found by the differential test's byte-for-byte comparison), or a range
 /// function's result must be checked whole for series that collide.
 fn lookbehind(node: &Node, lookback: i64) -> Option<i64> {
-    let selector = |sel: &Selector, window: i64| sel.at.is_none().then_some(window);
+    let selector = |sel: &Selector, window: i64| sel.at.is_none().then_some(window + sel.extra_reach(lookback).0);
     match node {
         Node::Vector(sel) => selector(sel, lookback),
         Node::Matrix(sel, range) => selector(sel, *range),

@@ -58,6 +58,8 @@ pub(crate) struct RangeArg {
     pub range: i64,
     pub offset: i64,
     pub at: Option<i64>,
+    /// `anchored` or `smoothed`, with how far around the window it reads.
+    pub extended: Option<crate::extended::Extended>,
 }
 
 impl RangeArg {

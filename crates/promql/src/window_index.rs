@@ -156,6 +156,7 @@ mod tests {
             range,
             offset: 0,
             at: None,
+            extended: None,
         }
     }
 
@@ -204,8 +205,8 @@ mod tests {
             at in proptest::option::of(-60_000i64..60_000),
         ) {
             let c = Ctx { start, end: start + (n - 1) * step, step };
-            let ra = RangeArg { range, offset, at };
-            let other = RangeArg { range: range + 1, offset, at };
+            let ra = RangeArg { range, offset, at, extended: None };
+            let other = RangeArg { range: range + 1, offset, at, extended: None };
             for (ts, ra) in [(&a, ra), (&a, ra), (&b, ra), (&a, ra), (&a, other), (&a, ra)] {
                 prop_assert_eq!(spans(ts, c, ra), searched(ts, c, ra));
             }

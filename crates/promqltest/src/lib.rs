@@ -472,17 +472,9 @@ fn eval_header_re() -> &'static (Regex, Regex) {
 
 /// Names a feature the query needs and Cairn lacks, if any.
 fn needs_feature(state: &State, query: &str) -> Option<String> {
-    static RE: std::sync::OnceLock<[Regex; 2]> = std::sync::OnceLock::new();
-    let [exp_fn, ext_range] = RE.get_or_init(|| {
-        let mk = |s: &str| Regex::new(s).unwrap_or_else(|e| panic!("{e}"));
-        [
-            mk(r"\b(integral|start_timestamp)\s*\("),
-            mk(r"\b(anchored|smoothed)\b"),
-        ]
-    });
-    if ext_range.is_match(query) {
-        return Some("promql-extended-range-selectors (anchored/smoothed)".into());
-    }
+    static EXPERIMENTAL_FUNCTION: std::sync::OnceLock<Regex> = std::sync::OnceLock::new();
+    let exp_fn = EXPERIMENTAL_FUNCTION
+        .get_or_init(|| Regex::new(r"\b(integral|start_timestamp)\s*\(").unwrap_or_else(|e| panic!("{e}")));
     if let Some(m) = exp_fn.captures(query) {
         return Some(format!("promql-experimental-functions ({})", &m[1]));
     }

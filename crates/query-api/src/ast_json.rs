@@ -3,7 +3,7 @@
 //! rewrites its JSON into Prometheus' (tests/prometheus_api_shapes.rs
 //! compares the two servers):
 //! - a selector lists its metric name as the last `__name__` matcher, has
-//!   `anchored`, `smoothed` and `offsetExpr` (and a range selector
+//!   `anchored` and `smoothed` flags (the parser's `extended`), `offsetExpr` (and a range selector
 //!   `rangeExpr`), and an empty name is `""`;
 //! - a subquery has `offsetExpr`, `rangeExpr` and `stepExpr`, and a default
 //!   step is `0`;
@@ -50,8 +50,13 @@ pub fn to_prometheus(v: &mut Value) {
 }
 
 fn selector(node: &mut Map<String, Value>) {
+    // The parser names the modifier, if any; Prometheus has a flag for each.
+    let extended = node.remove("extended");
     for key in ["anchored", "smoothed"] {
-        node.entry(key).or_insert(Value::Bool(false));
+        node.insert(
+            key.into(),
+            Value::Bool(extended.as_ref().and_then(Value::as_str) == Some(key)),
+        );
     }
     node.entry("offsetExpr").or_insert(Value::Null);
     let name = match node.get("name") {
@@ -136,6 +141,17 @@ mod tests {
                    "offset":60000,"offsetExpr":null,"range":300000,"rangeExpr":null,"smoothed":false,"startOrEnd":null,
                    "timestamp":null,"type":"matrixSelector"}],
                    "func":{"argTypes":["matrix"],"name":"rate","returnType":"vector","variadic":0},"type":"call"})
+        );
+        let anchored = &ast("rate(up[5m] anchored)")["args"][0];
+        assert_eq!(
+            (&anchored["anchored"], &anchored["smoothed"]),
+            (&json!(true), &json!(false))
+        );
+        assert!(anchored.get("extended").is_none());
+        let smoothed = ast("up smoothed");
+        assert_eq!(
+            (&smoothed["anchored"], &smoothed["smoothed"]),
+            (&json!(false), &json!(true))
         );
         let sub = ast("up[5m:] offset 1m");
         assert_eq!((sub["step"].clone(), sub["stepExpr"].clone()), (json!(0), Value::Null));

@@ -191,7 +191,7 @@ pub async fn features(Extension(engine): Extension<Arc<Engine>>) -> Success<BTre
         (
             "promql",
             category(&[
-                ("anchored", false),
+                ("anchored", true),
                 ("at_modifier", true),
                 ("bool", true),
                 ("by", true),
@@ -208,7 +208,7 @@ pub async fn features(Extension(engine): Extension<Arc<Engine>>) -> Success<BTre
                 ("on", true),
                 ("per_query_lookback_delta", true),
                 ("per_step_stats", false),
-                ("smoothed", false),
+                ("smoothed", true),
                 ("subqueries", true),
                 ("type_and_unit_labels", type_and_unit_labels),
                 ("without", true),

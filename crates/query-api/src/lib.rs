@@ -281,7 +281,8 @@ async fn format_query(params: Params) -> Result<Response, ApiError> {
 /// The AST as JSON, in `promql-parser`'s rendering of Prometheus'
 /// `translateAST` shape (`{"type":"vectorSelector","name":"up",...}`). Known
 /// differences from Prometheus 3: selectors list only non-name matchers, and
-/// the newer `offsetExpr`/`rangeExpr`/`anchored`/`smoothed` fields are absent.
+/// the newer `offsetExpr`/`rangeExpr`/`anchored`/`smoothed` fields are absent
+/// (`ast_json.rs` adds them).
 async fn parse_query(params: Params) -> Result<Response, ApiError> {
     let expr = params.get("query").unwrap_or("");
     let ast = cairn_promql::parse(expr).map_err(query_error)?;

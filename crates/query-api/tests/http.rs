@@ -196,6 +196,8 @@ async fn features_are_answered_by_the_engine() {
     assert_eq!(d["promql_functions"]["start_timestamp"], false);
     assert_eq!(d["promql_operators"]["limitk"], true);
     assert_eq!(d["promql_operators"]["</"], true);
+    assert_eq!(d["promql"]["anchored"], true);
+    assert_eq!(d["promql"]["smoothed"], true);
     assert_eq!(d["api"]["remote_write_receiver"], true);
     assert_eq!(d["tsdb"]["native_histograms"], false);
 }

@@ -5,7 +5,7 @@ mod elementwise;
 mod histogram;
 mod labels;
 mod range;
-mod range_histogram;
+pub(crate) mod range_histogram;
 mod timestamp;
 
 pub(crate) use range::{counter_info, range_points};

@@ -34,6 +34,16 @@ fn range_fn(ev: &mut Ev, f: RangeFn, m: &Node, scalars: Vec<Vec<f64>>, c: Ctx) -
     let notes = Notes::default();
     let (out, _) = ev.range_series(m, c, Some(f.name()), true, &|labels, drop_name, samples, ra| {
         let drop_name = if f.keeps_name() { drop_name } else { true };
+        if let Some(ext) = ra.extended {
+            let metric = labels.metric_name().unwrap_or("");
+            let (pts, hs) = crate::extended::points(f, samples, c, ra, ext, metric, &notes)?;
+            return Ok((!pts.is_empty() || !hs.is_empty()).then_some(Series {
+                labels,
+                drop_name,
+                pts,
+                hs,
+            }));
+        }
         if !samples.hs.is_empty() {
             let metric = labels.metric_name().unwrap_or("");
             let (pts, hs) = super::range_histogram::points(f, &scalars, samples, c, ra, metric, &notes)?;
@@ -68,6 +78,12 @@ pub(crate) fn range_points(
     ra: RangeArg,
     pts: &mut Vec<(i64, f64)>,
 ) -> Result<()> {
+    if let Some(ext) = ra.extended {
+        // Floats only: there is nothing to warn about.
+        let (floats, _) = crate::extended::points(f, samples, c, ra, ext, "", &Default::default())?;
+        pts.extend(floats);
+        return Ok(());
+    }
     if let Some(x) = f.extrapolation() {
         // Counter resets are rare: a series without any skips looking
         // for them window by window.

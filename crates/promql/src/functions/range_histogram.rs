@@ -190,7 +190,7 @@ fn rate(
 
 /// How many samples of a window, in time order, are a reset (`resets`)
 /// or differ from the one before; a change of kind is both.
-fn transitions(resets: bool, w: Samples<'_>) -> f64 {
+pub(crate) fn transitions(resets: bool, w: Samples<'_>) -> f64 {
     let mut all: Vec<(i64, std::result::Result<&Histogram, f64>)> = w.pairs().map(|(t, v)| (t, Err(v))).collect();
     all.extend(w.hs.iter().map(|h| (h.t, Ok(&*h.h))));
     all.sort_by_key(|p| p.0);
@@ -315,6 +315,7 @@ mod tests {
         range: 30_000,
         offset: 0,
         at: None,
+        extended: None,
     };
 
     #[test]

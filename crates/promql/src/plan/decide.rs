@@ -158,23 +158,25 @@ impl Window {
         }
     }
 
-    fn reach(self, sel: &Selector, back: i64) -> Reach {
+    fn reach(self, sel: &Selector, back: i64, lookback: i64) -> Reach {
         let offset = sel.offset;
         let (start, end) = self.pinned(&sel.at);
+        let (extra_back, ahead) = sel.extra_reach(lookback);
+        let back = back.saturating_add(extra_back);
         Reach {
             lo: start.saturating_sub(offset).saturating_sub(back),
-            hi: end.saturating_sub(offset),
-            span: end.saturating_sub(start).saturating_add(back),
+            hi: end.saturating_sub(offset).saturating_add(ahead),
+            span: end.saturating_sub(start).saturating_add(back).saturating_add(ahead),
         }
     }
 }
 
 fn collect(node: &Node, w: Window, limits: &Limits, out: &mut Vec<Reach>, subquery: &mut bool) {
     match node {
-        Node::Vector(sel) => out.push(w.reach(sel, limits.lookback)),
-        Node::Matrix(sel, range) => out.push(w.reach(sel, *range)),
+        Node::Vector(sel) => out.push(w.reach(sel, limits.lookback, limits.lookback)),
+        Node::Matrix(sel, range) => out.push(w.reach(sel, *range, limits.lookback)),
         Node::Info(info) => {
-            out.push(w.reach(&info.select, limits.lookback));
+            out.push(w.reach(&info.select, limits.lookback, limits.lookback));
             collect(&info.input, w, limits, out, subquery);
         }
         Node::Subquery(sq) => {

@@ -69,8 +69,9 @@ pub(super) fn lower_info(call: &ParsedCall, times: QueryTimes, lower: impl Fn(&E
             bound: usize::MAX,
             shards: 1,
         }],
-        // Info series are floats.
+        // Info series are floats, read as they are.
         detect_resets: false,
+        extended: None,
     };
     Ok(Info {
         input: lower(input)?,

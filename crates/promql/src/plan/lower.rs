@@ -46,10 +46,23 @@ pub(crate) fn lower(e: &Expr, times: QueryTimes) -> Result<Node> {
                 (Func::Absent | Func::AbsentOverTime, Some(arg)) => absent_labels(arg),
                 _ => Labels::empty(),
             };
+            let args: Vec<Node> = call.args.args.iter().map(|a| lower(a)).collect::<Result<_>>()?;
+            for arg in &args {
+                if let Node::Matrix(
+                    Selector {
+                        extended: Some(modifier),
+                        ..
+                    },
+                    _,
+                ) = arg
+                {
+                    crate::extended::check_function(*modifier, name)?;
+                }
+            }
             Node::Call(Call {
                 func,
                 name,
-                args: call.args.args.iter().map(|a| lower(a)).collect::<Result<_>>()?,
+                args,
                 absent_labels,
             })
         }
@@ -100,6 +113,7 @@ fn selector(vs: &promql_parser::parser::VectorSelector, times: QueryTimes) -> Re
         text: vs.to_string(),
         offset: times.offset(&vs.offset)?,
         at: vs.at.clone(),
+        extended: vs.extended,
         sets,
         detect_resets: false,
     })

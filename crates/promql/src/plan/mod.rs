@@ -22,7 +22,7 @@ mod stats_reads;
 mod tests;
 
 use cairn_model::{Labels, Matcher};
-use promql_parser::parser::{AtModifier, BinModifier};
+use promql_parser::parser::{AtModifier, BinModifier, ExtendedRange};
 
 use crate::func::Func;
 use crate::ops::{AggOp, BinOp};
@@ -134,11 +134,25 @@ pub(crate) struct Selector {
     /// Its `offset` in ms (negative: ahead).
     pub offset: i64,
     pub at: Option<AtModifier>,
+    /// `anchored` or `smoothed` (`extended.rs`).
+    pub extended: Option<ExtendedRange>,
     /// One set of storage matchers per `or` alternative, each read on its own.
     pub sets: Vec<MatcherSet>,
     /// Read for a histogram's count and sum only: unknown counter reset
     /// hints are detected sample by sample (`stats_reads.rs`).
     pub detect_resets: bool,
+}
+
+impl Selector {
+    /// How much farther back and ahead than its window or lookback the
+    /// selector reads, for a query's `lookback`.
+    pub fn extra_reach(&self, lookback: i64) -> (i64, i64) {
+        match self.extended {
+            None => (0, 0),
+            Some(ExtendedRange::Anchored) => (lookback, 0),
+            Some(ExtendedRange::Smoothed) => (lookback, lookback),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

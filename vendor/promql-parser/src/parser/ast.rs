@@ -906,6 +906,30 @@ pub struct VectorSelector {
     #[cfg_attr(feature = "ser", serde(flatten))]
     #[cfg_attr(feature = "ser", serde(serialize_with = "serialize_at_modifier"))]
     pub at: Option<AtModifier>,
+    /// `anchored` or `smoothed`, Prometheus' extended range selectors.
+    #[cfg_attr(feature = "ser", serde(skip_serializing_if = "Option::is_none"))]
+    pub extended: Option<ExtendedRange>,
+}
+
+/// The modifier of an extended range selector: which samples a selector
+/// takes beyond its window, and how its boundaries are valued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "ser", derive(serde::Serialize))]
+#[cfg_attr(feature = "ser", serde(rename_all = "lowercase"))]
+pub enum ExtendedRange {
+    /// The last sample at or before the window start is the window's first.
+    Anchored,
+    /// The window's boundaries are interpolated from the samples around them.
+    Smoothed,
+}
+
+impl fmt::Display for ExtendedRange {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        match self {
+            ExtendedRange::Anchored => write!(f, "anchored"),
+            ExtendedRange::Smoothed => write!(f, "smoothed"),
+        }
+    }
 }
 
 impl VectorSelector {
@@ -915,6 +939,7 @@ impl VectorSelector {
             matchers,
             offset: None,
             at: None,
+            extended: None,
         }
     }
 }
@@ -926,6 +951,7 @@ impl Default for VectorSelector {
             matchers: Matchers::empty(),
             offset: None,
             at: None,
+            extended: None,
         }
     }
 }
@@ -936,6 +962,7 @@ impl From<String> for VectorSelector {
             name: Some(name),
             offset: None,
             at: None,
+            extended: None,
             matchers: Matchers::empty(),
         }
     }
@@ -955,6 +982,7 @@ impl From<String> for VectorSelector {
 ///     name: Some(String::from("foo")),
 ///     offset: None,
 ///     at: None,
+///     extended: None,
 ///     matchers: Matchers::empty(),
 /// };
 ///
@@ -986,6 +1014,9 @@ impl fmt::Display for VectorSelector {
         }
         if let Some(at) = &self.at {
             write!(f, " {at}")?;
+        }
+        if let Some(extended) = &self.extended {
+            write!(f, " {extended}")?;
         }
         if let Some(offset) = &self.offset {
             write!(f, " offset {offset}")?;
@@ -1029,6 +1060,10 @@ impl fmt::Display for MatrixSelector {
         match &self.range_expr {
             Some(e) => write!(f, "[{e}]")?,
             None => write!(f, "[{}]", display_duration(&self.range))?,
+        }
+
+        if let Some(extended) = &self.vs.extended {
+            write!(f, " {extended}")?;
         }
 
         if let Some(at) = &self.vs.at {
@@ -1297,6 +1332,34 @@ impl Expr {
             _ => {
                 Err("@ modifier must be preceded by an vector selector or matrix selector or a subquery".into())
             }
+        }
+    }
+
+    /// Marks a selector `anchored` or `smoothed`, with Prometheus' errors
+    /// for other expressions and for both modifiers on one selector.
+    pub(crate) fn extended_expr(self, extended: ExtendedRange) -> Result<Self, String> {
+        let mark = |vs: &mut VectorSelector| match vs.extended {
+            Some(set) if set != extended => {
+                Err("anchored and smoothed modifiers cannot be used together".to_string())
+            }
+            _ => {
+                vs.extended = Some(extended);
+                Ok(())
+            }
+        };
+        match self {
+            Expr::VectorSelector(mut vs) => {
+                mark(&mut vs)?;
+                Ok(Expr::VectorSelector(vs))
+            }
+            Expr::MatrixSelector(mut ms) => {
+                mark(&mut ms.vs)?;
+                Ok(Expr::MatrixSelector(ms))
+            }
+            Expr::Subquery(_) => Err(format!(
+                "{extended} modifier is not supported for subqueries"
+            )),
+            _ => Err(format!("{extended} modifier not implemented")),
         }
     }
 

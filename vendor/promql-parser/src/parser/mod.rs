@@ -31,7 +31,8 @@ pub mod token;
 pub mod value;
 
 pub use ast::{
-    AggregateExpr, AtModifier, BinModifier, BinaryExpr, Call, EvalStmt, Expr, Extension,
+    AggregateExpr, AtModifier, BinModifier, BinaryExpr, Call, EvalStmt, Expr, ExtendedRange,
+    Extension,
     LabelModifier, MatrixSelector, NumberLiteral, Offset, ParenExpr, StringLiteral, SubqueryExpr,
     UnaryExpr, VectorMatchCardinality, VectorMatchFillValues, VectorSelector,
 };

@@ -2699,4 +2699,59 @@ mod tests {
             assert_eq!(printed(query), Err(err.to_string()), "{query}");
         }
     }
+
+    #[test]
+    fn test_extended_range_selectors() {
+        use crate::parser::ExtendedRange;
+        let extended = |q: &str| match parser::parse(q).unwrap() {
+            Expr::VectorSelector(vs) => vs.extended,
+            Expr::MatrixSelector(ms) => ms.vs.extended,
+            Expr::Call(c) => match &*c.args.args[0] {
+                Expr::MatrixSelector(ms) => ms.vs.extended,
+                e => panic!("{q}: argument {e:?}"),
+            },
+            e => panic!("{q}: {e:?}"),
+        };
+        let anchored = Some(ExtendedRange::Anchored);
+        let smoothed = Some(ExtendedRange::Smoothed);
+        assert_eq!(extended("foo[1m] anchored"), anchored);
+        assert_eq!(extended("foo smoothed"), smoothed);
+        assert_eq!(extended("foo"), None);
+        assert_eq!(extended("rate(foo[5m] smoothed)"), smoothed);
+        // Every order of the modifiers.
+        for q in [
+            "foo[1m] anchored offset 5m @ 10",
+            "foo[1m] offset 5m anchored @ 10",
+            "foo[1m] @ 10 offset 5m anchored",
+            "foo[1m] @ 10 anchored offset 5m",
+        ] {
+            let Expr::MatrixSelector(ms) = parser::parse(q).unwrap() else {
+                panic!("{q}")
+            };
+            assert_eq!(ms.vs.extended, anchored, "{q}");
+            assert!(ms.vs.offset.is_some() && ms.vs.at.is_some(), "{q}");
+            assert_eq!(ms.to_string(), "foo[1m] anchored @ 10.000 offset 5m", "{q}");
+        }
+        assert_eq!(
+            parser::parse("foo offset -1m smoothed @ 100").unwrap().to_string(),
+            "foo @ 100.000 smoothed offset -1m"
+        );
+        // The modifier binds to the selector next to it.
+        let Expr::Binary(b) = parser::parse("foo smoothed + bar anchored").unwrap() else {
+            panic!()
+        };
+        assert!(matches!(&*b.lhs, Expr::VectorSelector(vs) if vs.extended == smoothed));
+        assert!(matches!(&*b.rhs, Expr::VectorSelector(vs) if vs.extended == anchored));
+        // Still names of metrics and labels.
+        assert_eq!(parser::parse("anchored").unwrap().to_string(), "anchored");
+        assert_eq!(parser::parse("smoothed smoothed").unwrap().to_string(), "smoothed smoothed");
+        assert!(parser::parse("sum by (anchored, smoothed) (foo)").is_ok());
+        assert!(parser::parse("foo{anchored=\"x\"}").is_ok());
+        // Prometheus' errors.
+        let err = |q: &str| parser::parse(q).unwrap_err();
+        assert!(err("foo[1m] anchored smoothed").contains("anchored and smoothed modifiers cannot be used together"));
+        assert!(err("foo[5m:1m] anchored").contains("anchored modifier is not supported for subqueries"));
+        assert!(err("rate(foo[1m]) smoothed").contains("smoothed modifier not implemented"));
+        assert!(err("1 anchored").contains("anchored modifier not implemented"));
+    }
 }

@@ -124,7 +124,6 @@ START_METRIC_SELECTOR
 %expect-unused 'KEYWORDS_START' 'KEYWORDS_END' 'PREPROCESSOR_START' 'PREPROCESSOR_END'
 %expect-unused 'STEP' 'STARTSYMBOLS_START'
 %expect-unused 'START_METRIC' 'START_SERIES_DESCRIPTION' 'START_EXPRESSION' 'START_METRIC_SELECTOR' 'STARTSYMBOLS_END'
-%expect-unused 'SMOOTHED' 'ANCHORED'
 
 %expect 5
 
@@ -139,7 +138,7 @@ START_METRIC_SELECTOR
 %right POW
 
 // Offset and At modifiers do not have associativity.
-%nonassoc OFFSET AT GROUP_LEFT GROUP_RIGHT
+%nonassoc OFFSET AT GROUP_LEFT GROUP_RIGHT ANCHORED SMOOTHED
 
 // This ensures that it is always attempted to parse range or subquery selectors when a left
 // bracket is encountered.
@@ -165,6 +164,7 @@ expr -> Result<Expr, String>:
         |       matrix_selector { check_ast($1?) }
         |       number_literal { check_ast($1?) }
         |       offset_expr { check_ast($1?) }
+        |       extended_expr { check_ast($1?) }
         |       paren_expr { check_ast($1?) }
         |       string_literal { check_ast($1?) }
         |       subquery_expr { check_ast($1?) }
@@ -405,6 +405,14 @@ offset_expr -> Result<Expr, String>:
 ;
 
 /*
+ * Anchored and smoothed modifiers.
+ */
+extended_expr -> Result<Expr, String>:
+                expr ANCHORED { $1?.extended_expr(ExtendedRange::Anchored) }
+        |       expr SMOOTHED { $1?.extended_expr(ExtendedRange::Smoothed) }
+;
+
+/*
  * @ modifiers.
  *
  * the original name of this production head is step_invariant_expr
@@ -602,6 +610,8 @@ metric_identifier -> Result<Token, String>:
         |       WITHOUT { lexeme_to_token($lexer, $1) }
         |       START { lexeme_to_token($lexer, $1) }
         |       END { lexeme_to_token($lexer, $1) }
+        |       ANCHORED { lexeme_to_token($lexer, $1) }
+        |       SMOOTHED { lexeme_to_token($lexer, $1) }
 ;
 
 /*
@@ -664,6 +674,8 @@ maybe_label -> Result<Token, String>:
         |       START { lexeme_to_token($lexer, $1) }
         |       END { lexeme_to_token($lexer, $1) }
         |       ATAN2 { lexeme_to_token($lexer, $1) }
+        |       ANCHORED { lexeme_to_token($lexer, $1) }
+        |       SMOOTHED { lexeme_to_token($lexer, $1) }
 ;
 
 match_op -> Result<Token, String>:
@@ -727,7 +739,7 @@ maybe_range_duration -> Result<Option<(Duration, Option<DurationExpr>)>, String>
 
 use std::time::Duration;
 use crate::label::{Labels, Matcher, Matchers};
-use crate::parser::{AtModifier, BinModifier, Expr, FunctionArgs, LabelModifier, Offset, VectorMatchCardinality, VectorMatchFillValues};
+use crate::parser::{AtModifier, BinModifier, Expr, ExtendedRange, FunctionArgs, LabelModifier, Offset, VectorMatchCardinality, VectorMatchFillValues};
 use crate::parser::ast::check_ast;
 use crate::parser::duration_expr::DurationExpr;
 use crate::parser::duration_parse::{read_offset, read_range};
