@@ -9,9 +9,9 @@
 use cairn_model::{METRIC_NAME, MatchOp, Matcher};
 use promql_parser::parser::{AtModifier, Call as ParsedCall, Expr};
 
+use super::QueryTimes;
 use super::{MatcherSet, Node, Selector};
 use crate::QueryError;
-use super::QueryTimes;
 use crate::eval::{Result, convert_matchers};
 
 /// The info metric read when the label selector names none.
@@ -142,7 +142,11 @@ mod tests {
         let Ok(Expr::Call(call)) = promql_parser::parser::parse(q) else {
             panic!("{q} is not a call");
         };
-        let times = QueryTimes::of(&crate::steps::Ctx { start: 0, end: 0, step: 0 });
+        let times = QueryTimes::of(&crate::steps::Ctx {
+            start: 0,
+            end: 0,
+            step: 0,
+        });
         lower_info(&call, times, |e| super::super::lower(e, times)).unwrap()
     }
 

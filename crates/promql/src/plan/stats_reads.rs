@@ -60,7 +60,11 @@ mod tests {
                 _ => n.children().into_iter().for_each(|c| collect(c, out)),
             }
         }
-        let times = super::super::QueryTimes::of(&crate::steps::Ctx { start: 0, end: 0, step: 0 });
+        let times = super::super::QueryTimes::of(&crate::steps::Ctx {
+            start: 0,
+            end: 0,
+            step: 0,
+        });
         let root = lower(&crate::parse(q).unwrap(), times).unwrap();
         let mut out = Vec::new();
         collect(&root, &mut out);
