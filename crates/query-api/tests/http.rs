@@ -199,5 +199,6 @@ async fn features_are_answered_by_the_engine() {
     assert_eq!(d["promql"]["anchored"], true);
     assert_eq!(d["promql"]["smoothed"], true);
     assert_eq!(d["api"]["remote_write_receiver"], true);
-    assert_eq!(d["tsdb"]["native_histograms"], false);
+    assert_eq!(d["tsdb"]["native_histograms"], true);
+    assert_eq!(d["promql"]["fill_left"], true);
 }
