@@ -85,8 +85,9 @@ fn tsdb_data_survives_flush_merge_and_reopen() {
 fn tsdb_merges_young_flush_parts_as_they_come() {
     let dir = tempfile::tempdir().unwrap();
     let db = Tsdb::open(config(dir.path())).unwrap();
-    // A flush a minute, as during live ingestion, of that minute's samples.
-    let start = now() - HOUR;
+    // A flush a minute, as during live ingestion, of that minute's samples,
+    // from the start of an hour so that the minutes stay in one day.
+    let start = (now() - 2 * HOUR) / HOUR * HOUR;
     for minute in 0..12 {
         write(&db, 20, 4, start + minute * 60_000);
         db.flush().unwrap();
