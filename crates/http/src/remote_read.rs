@@ -148,16 +148,16 @@ fn samples_response(storage: &dyn Storage, queries: &[ReadQuery], limit: usize) 
         for s in selected.series {
             let mut s = s?;
             let mut samples = Vec::new();
-            let over_limit = |count: usize| limit > 0 && count > limit;
-            count += s.histograms.len();
-            if over_limit(count) {
-                return Err(ApiError::bad_data(format!("exceeded sample limit ({limit})")));
-            }
-            while let Some(block) = s.samples.next_block()? {
-                count += block.ts.len();
-                if over_limit(count) {
+            let mut add = |n: usize| {
+                count += n;
+                if limit > 0 && count > limit {
                     return Err(ApiError::bad_data(format!("exceeded sample limit ({limit})")));
                 }
+                Ok(())
+            };
+            add(s.histograms.len())?;
+            while let Some(block) = s.samples.next_block()? {
+                add(block.ts.len())?;
                 samples.extend(
                     block
                         .ts
