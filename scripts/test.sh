@@ -26,6 +26,16 @@ if ! command -v prometheus >/dev/null 2>&1; then
 fi
 prometheus --version 2>&1 | head -n 1
 
+# node_exporter and Alertmanager (Debian's prometheus-node-exporter and
+# prometheus-alertmanager) are the real scrape target and notification receiver
+# of tests/scrape_differential.rs and tests/rules_differential.rs (with CI set,
+# those tests fail rather than skip when they are missing).
+if ! command -v prometheus-node-exporter >/dev/null 2>&1 || ! command -v prometheus-alertmanager >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends prometheus-node-exporter prometheus-alertmanager
+fi
+
 # vmctl (Debian's victoria-metrics package) is the real migration client of
 # tests/vmctl.rs, which also needs promtool (prometheus package) and script(1);
 # with CI set, that test fails rather than skips when they are missing.

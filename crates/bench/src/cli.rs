@@ -27,6 +27,39 @@ pub enum BenchCommand {
     Compare(CompareArgs),
     /// Record a new trace from a running exporter (same format as the embedded one).
     Record(RecordArgs),
+    /// Cairn and Prometheus scrape the same synthetic fleet with the same config and rules.
+    Scrape(ScrapeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ScrapeArgs {
+    /// The `cairn` binary to start.
+    #[arg(long)]
+    pub cairn_bin: PathBuf,
+    /// The Prometheus binary to start beside it.
+    #[arg(long, default_value = "../shared/peers/prometheus-3.14.0")]
+    pub prometheus_bin: PathBuf,
+    /// Synthetic node_exporter targets, each on its own loopback address.
+    #[arg(long, default_value_t = 1000)]
+    pub targets: usize,
+    /// Scrape and rule evaluation interval.
+    #[arg(long, default_value = "15s", value_parser = duration)]
+    pub interval: Duration,
+    #[arg(long, default_value = "5m", value_parser = duration)]
+    pub duration: Duration,
+    /// Rule file both evaluate (default: the embedded node_exporter alerts).
+    #[arg(long)]
+    pub rules: Option<PathBuf>,
+    /// Trace the targets replay (default: the embedded one).
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// Write the reports as JSON here.
+    #[arg(long)]
+    pub report_json: Option<PathBuf>,
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -289,6 +322,24 @@ pub fn main(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
             Ok(())
         }
         BenchCommand::Compare(a) => compare(&a),
+        BenchCommand::Scrape(a) => {
+            let reports = crate::scrape::run(&crate::scrape::ScrapeBenchConfig {
+                cairn_bin: a.cairn_bin,
+                prometheus_bin: a.prometheus_bin,
+                targets: a.targets,
+                interval: a.interval,
+                duration: a.duration,
+                rules: a.rules,
+                trace: a.trace,
+                work_dir: a.work_dir,
+                quiet: a.quiet,
+            })?;
+            crate::scrape::print(&reports);
+            if let Some(path) = a.report_json {
+                std::fs::write(path, serde_json::to_vec_pretty(&reports)?)?;
+            }
+            Ok(())
+        }
         BenchCommand::Record(a) => {
             let s = crate::record::record(&a.url, a.interval, a.duration, &a.out, !a.quiet)?;
             let t = crate::trace::Trace::load(&a.out)?;

@@ -17,6 +17,7 @@ pub mod record;
 pub mod report;
 pub mod rules;
 pub mod run;
+pub mod scrape;
 pub mod sender;
 pub mod targets;
 pub mod trace;

@@ -81,14 +81,32 @@ fn start(
 
 /// Starts `cairn` (the binary at `bin`) with default flags.
 pub fn start_cairn(bin: &Path, work_dir: Option<&Path>) -> anyhow::Result<StartedTarget> {
+    start_cairn_with(bin, work_dir, &[])
+}
+
+/// Starts `cairn` with `extra` flags after the storage and listen flags.
+pub fn start_cairn_with(bin: &Path, work_dir: Option<&Path>, extra: &[String]) -> anyhow::Result<StartedTarget> {
     let dir = tempdir(work_dir, "cairn-bench-cairn")?;
     let port = free_port()?;
     let mut cmd = Command::new(bin);
     cmd.arg("--storage.path")
         .arg(dir.path())
         .arg("--http.listen-addr")
-        .arg(format!("127.0.0.1:{port}"));
+        .arg(format!("127.0.0.1:{port}"))
+        .args(extra);
     start("cairn", cmd, port, dir, "/-/ready")
+}
+
+/// Starts a Prometheus server (`bin`) with the configuration file `config`.
+pub fn start_prometheus(bin: &Path, work_dir: Option<&Path>, config: &Path) -> anyhow::Result<StartedTarget> {
+    anyhow::ensure!(bin.exists(), "{} not found", bin.display());
+    let dir = tempdir(work_dir, "cairn-bench-prometheus")?;
+    let port = free_port()?;
+    let mut cmd = Command::new(bin);
+    cmd.arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.path().display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"));
+    start("prometheus", cmd, port, dir, "/-/ready")
 }
 
 /// Starts VictoriaMetrics single-node (Debian's `/usr/bin/victoria-metrics`

@@ -4,6 +4,7 @@
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Request};
 use axum::http::{Method, header};
+pub use cairn_model::civil::format_rfc3339;
 use cairn_model::civil::{civil_from_days, days_from_civil};
 
 use crate::{ApiError, AppState, ErrorType};
@@ -250,32 +251,6 @@ pub fn format_build_date(secs: i64) -> String {
         rem / 60 % 60,
         rem % 60
     )
-}
-
-pub fn format_rfc3339(t: std::time::SystemTime) -> String {
-    let (secs, nanos) = match t.duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
-        Err(e) => {
-            let d = e.duration();
-            let (s, n) = (-(d.as_secs() as i64), d.subsec_nanos());
-            if n == 0 { (s, 0) } else { (s - 1, 1_000_000_000 - n) }
-        }
-    };
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
-    let rem = secs.rem_euclid(86_400);
-    let mut out = format!(
-        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    );
-    if nanos != 0 {
-        let frac = format!("{nanos:09}");
-        out.push('.');
-        out.push_str(frac.trim_end_matches('0'));
-    }
-    out.push('Z');
-    out
 }
 
 /// A duration in ms as Prometheus prints one (`model.Duration.String`):
@@ -536,24 +511,7 @@ mod tests {
     }
 
     #[test]
-    fn formatted_times_and_durations() {
-        use std::time::{Duration, UNIX_EPOCH};
-        let t = |ms: u64| format_rfc3339(UNIX_EPOCH + Duration::from_millis(ms));
-        assert_eq!(t(0), "1970-01-01T00:00:00Z");
-        assert_eq!(t(1_700_000_000_000), "2023-11-14T22:13:20Z");
-        assert_eq!(t(1_709_164_800_500), "2024-02-29T00:00:00.5Z");
-        assert_eq!(
-            format_rfc3339(UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789)),
-            "2023-11-14T22:13:20.123456789Z"
-        );
-        assert_eq!(
-            format_rfc3339(UNIX_EPOCH - Duration::from_millis(500)),
-            "1969-12-31T23:59:59.5Z"
-        );
-        for days in [-800_000, -1, 0, 59, 365, 11_016, 20_000, 2_932_896] {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days);
-        }
+    fn formatted_durations() {
         assert_eq!(format_duration(31 * 86_400_000), "31d");
         assert_eq!(format_duration(14 * 86_400_000), "2w");
         assert_eq!(format_duration(365 * 86_400_000), "1y");

@@ -25,6 +25,53 @@ pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
+/// `t` in RFC 3339 with as many fractional digits as it needs (Go's
+/// `time.RFC3339Nano`), UTC.
+pub fn format_rfc3339(t: std::time::SystemTime) -> String {
+    let (secs, nanos) = match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => (d.as_secs() as i64, d.subsec_nanos()),
+        Err(e) => {
+            let d = e.duration();
+            let (s, n) = (-(d.as_secs() as i64), d.subsec_nanos());
+            if n == 0 { (s, 0) } else { (s - 1, 1_000_000_000 - n) }
+        }
+    };
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    let mut out = format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    );
+    if nanos != 0 {
+        let frac = format!("{nanos:09}");
+        out.push('.');
+        out.push_str(frac.trim_end_matches('0'));
+    }
+    out.push('Z');
+    out
+}
+
+/// `t` in RFC 3339 with exactly three fractional digits (go-openapi's
+/// `strfmt.DateTime`, which Alertmanager's API uses), UTC.
+pub fn format_rfc3339_millis(t: std::time::SystemTime) -> String {
+    let ms = match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_millis() as i64,
+        Err(e) => -(e.duration().as_nanos().div_ceil(1_000_000) as i64),
+    };
+    let secs = ms.div_euclid(1000);
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        ms.rem_euclid(1000)
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -38,5 +85,34 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(days_from_civil(2000, 3, 1) - days_from_civil(2000, 2, 28), 2);
         assert_eq!(days_from_civil(1900, 3, 1) - days_from_civil(1900, 2, 28), 1);
+    }
+
+    #[test]
+    fn rfc3339_as_go_writes_it() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let t = |ms: u64| format_rfc3339(UNIX_EPOCH + Duration::from_millis(ms));
+        assert_eq!(t(0), "1970-01-01T00:00:00Z");
+        assert_eq!(t(1_700_000_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(t(1_709_164_800_500), "2024-02-29T00:00:00.5Z");
+        assert_eq!(
+            format_rfc3339(UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789)),
+            "2023-11-14T22:13:20.123456789Z"
+        );
+        assert_eq!(
+            format_rfc3339(UNIX_EPOCH - Duration::from_millis(500)),
+            "1969-12-31T23:59:59.5Z"
+        );
+    }
+
+    #[test]
+    fn rfc3339_millis_as_alertmanagers_api_writes_it() {
+        use std::time::{Duration, UNIX_EPOCH};
+        let t = |ms: u64| format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms));
+        assert_eq!(t(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(t(1_700_000_000_123), "2023-11-14T22:13:20.123Z");
+        assert_eq!(
+            format_rfc3339_millis(UNIX_EPOCH - Duration::from_millis(500)),
+            "1969-12-31T23:59:59.500Z"
+        );
     }
 }
