@@ -89,9 +89,16 @@ pub(crate) fn serialize_labels<S: Serializer>(labels: &Labels, serializer: S) ->
 
 /// A YAML mapping of label name to value; names must be non-empty.
 pub(crate) fn deserialize_labels<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Labels, D::Error> {
-    let map = Option::<std::collections::BTreeMap<String, String>>::deserialize(deserializer)?.unwrap_or_default();
-    if map.contains_key("") {
+    use crate::serde_util::ScalarString;
+    let map = Option::<std::collections::BTreeMap<ScalarString, ScalarString>>::deserialize(deserializer)?
+        .unwrap_or_default();
+    if map.contains_key(&ScalarString::default()) {
         return Err(serde::de::Error::custom("\"\" is not a valid label name"));
     }
-    Labels::new(map.into_iter().map(|(n, v)| cairn_model::Label::new(n, v)).collect()).map_err(serde::de::Error::custom)
+    Labels::new(
+        map.into_iter()
+            .map(|(n, v)| cairn_model::Label::new(n.0, v.0))
+            .collect(),
+    )
+    .map_err(serde::de::Error::custom)
 }

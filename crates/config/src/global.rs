@@ -14,8 +14,10 @@ pub const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(60);
 pub const DEFAULT_SCRAPE_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_EVALUATION_INTERVAL: Duration = Duration::from_secs(60);
 
+/// Intervals read as zero when left out and are filled in by validation, so
+/// a `scrape_interval` below 10s also lowers the default `scrape_timeout`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[serde(default = "GlobalConfig::unset", deny_unknown_fields)]
 pub struct GlobalConfig {
     pub scrape_interval: Duration,
     pub scrape_timeout: Duration,
@@ -55,6 +57,18 @@ pub struct GlobalConfig {
     pub convert_classic_histograms_to_nhcb: bool,
     pub always_scrape_classic_histograms: bool,
     pub extra_scrape_metrics: bool,
+}
+
+impl GlobalConfig {
+    /// The defaults with the intervals not yet decided, as parsing starts from.
+    fn unset() -> Self {
+        Self {
+            scrape_interval: Duration::ZERO,
+            scrape_timeout: Duration::ZERO,
+            evaluation_interval: Duration::ZERO,
+            ..Self::default()
+        }
+    }
 }
 
 fn is_zero(v: &u64) -> bool {

@@ -342,19 +342,56 @@ fn decode_or_default<T: DeserializeOwned + Default>(value: Value, context: &str)
 
 /// Deserializes one section, turning serde's messages into ours.
 fn decode<T: DeserializeOwned>(value: Value, context: &str) -> Result<T, ConfigError> {
-    serde_yaml_ng::from_value(value).map_err(|e| ConfigError::invalid(context, tidy_message(&e.to_string())))
+    let original = value.clone();
+    serde_yaml_ng::from_value(value).map_err(|e| {
+        let message = e.to_string();
+        let Some(key) = unknown_key(&message) else {
+            return ConfigError::invalid(context, message);
+        };
+        // Say which nested mapping holds the unknown key, e.g. `tls_config`.
+        let where_ = key_path(&original, key).unwrap_or_default();
+        let context = if where_.is_empty() {
+            context.to_string()
+        } else {
+            join_context(context, &where_)
+        };
+        ConfigError::invalid(&context, format!("unknown field {key:?}"))
+    })
 }
 
-/// serde says ``unknown field `x`, expected one of `a`, `b`, ...`` and
-/// prefixes nested paths as `a.b: `; keep the path and the key, drop the list.
-fn tidy_message(message: &str) -> String {
-    let Some(start) = message.find("unknown field `") else {
-        return message.to_string();
-    };
-    let (path, rest) = message.split_at(start);
-    let rest = &rest["unknown field `".len()..];
-    let Some(end) = rest.find('`') else {
-        return message.to_string();
-    };
-    format!("{path}unknown field {:?}", &rest[..end])
+/// The key of serde's ``unknown field `x`, expected one of ...``.
+fn unknown_key(message: &str) -> Option<&str> {
+    let rest = &message[message.find("unknown field `")? + "unknown field `".len()..];
+    Some(&rest[..rest.find('`')?])
+}
+
+/// Where in `value` a mapping has the key `key`: `""` for `value` itself,
+/// else a path such as `tls_config` or `relabel_configs[2]`.
+fn key_path(value: &Value, key: &str) -> Option<String> {
+    match value {
+        Value::Mapping(m) => {
+            if m.contains_key(key) {
+                return Some(String::new());
+            }
+            m.iter().find_map(|(k, v)| {
+                let inner = key_path(v, key)?;
+                let name = key_name(k, "").ok()?;
+                Some(if inner.is_empty() || inner.starts_with('[') {
+                    format!("{name}{inner}")
+                } else {
+                    format!("{name}.{inner}")
+                })
+            })
+        }
+        Value::Sequence(items) => items.iter().enumerate().find_map(|(i, v)| {
+            let inner = key_path(v, key)?;
+            Some(if inner.is_empty() || inner.starts_with('[') {
+                format!("[{i}]{inner}")
+            } else {
+                format!("[{i}].{inner}")
+            })
+        }),
+        Value::Tagged(t) => key_path(&t.value, key),
+        _ => None,
+    }
 }

@@ -150,7 +150,7 @@ impl<'de> Deserialize<'de> for Scheme {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ScrapeConfig {
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "crate::serde_util::scalar_string")]
     pub job_name: String,
     pub honor_labels: bool,
     pub honor_timestamps: bool,

@@ -11,3 +11,49 @@ where
 {
     Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
+
+/// A string written as any YAML scalar: Go's YAML decoder reads `9100`,
+/// `1.5` or `true` into a string field as written, so Prometheus accepts
+/// `job_name: 123` and `labels: {port: 9100}`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct ScalarString(pub String);
+
+impl<'de> Deserialize<'de> for ScalarString {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = ScalarString;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ScalarString, E> {
+                Ok(ScalarString(v.to_string()))
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<ScalarString, E> {
+                Ok(ScalarString(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ScalarString, E> {
+                Ok(ScalarString(v.to_string()))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ScalarString, E> {
+                Ok(ScalarString(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<ScalarString, E> {
+                Ok(ScalarString(v.to_string()))
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<ScalarString, E> {
+                Ok(ScalarString::default())
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<ScalarString, E> {
+                Ok(ScalarString::default())
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
+/// A string field that also takes numbers and booleans as written (see
+/// [`ScalarString`]); `null` is empty.
+pub fn scalar_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Ok(ScalarString::deserialize(deserializer)?.0)
+}

@@ -116,7 +116,7 @@ pub struct RelabelConfig {
         deserialize_with = "crate::serde_util::null_as_default"
     )]
     pub source_labels: Vec<String>,
-    #[serde(deserialize_with = "crate::serde_util::null_as_default")]
+    #[serde(deserialize_with = "crate::serde_util::scalar_string")]
     pub separator: String,
     #[serde(skip_serializing_if = "RelabelRegex::is_default")]
     pub regex: RelabelRegex,
@@ -124,10 +124,10 @@ pub struct RelabelConfig {
     pub modulus: u64,
     #[serde(
         skip_serializing_if = "String::is_empty",
-        deserialize_with = "crate::serde_util::null_as_default"
+        deserialize_with = "crate::serde_util::scalar_string"
     )]
     pub target_label: String,
-    #[serde(deserialize_with = "crate::serde_util::null_as_default")]
+    #[serde(deserialize_with = "crate::serde_util::scalar_string")]
     pub replacement: String,
     pub action: RelabelAction,
     /// Which label names `replace` and `labelmap` may produce; set from the

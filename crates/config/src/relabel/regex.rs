@@ -92,7 +92,7 @@ impl Serialize for RelabelRegex {
 impl<'de> Deserialize<'de> for RelabelRegex {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // An explicit null is the empty pattern, as in Prometheus.
-        let pattern = Option::<String>::deserialize(deserializer)?.unwrap_or_default();
+        let pattern = crate::serde_util::scalar_string(deserializer)?;
         Self::new(&pattern)
             .map_err(|e| serde::de::Error::custom(format!("invalid regex {pattern:?}: {}", one_line(&e))))
     }
