@@ -141,7 +141,8 @@ impl Serialize for Duration {
 
 impl<'de> Deserialize<'de> for Duration {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
+        // Go reads any scalar here as its text, so `0` is a valid duration and `10` a size without unit.
+        let text = crate::serde_util::scalar_string(deserializer)?;
         Self::parse(&text).map_err(serde::de::Error::custom)
     }
 }

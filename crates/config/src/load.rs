@@ -342,9 +342,12 @@ fn decode_or_default<T: DeserializeOwned + Default>(value: Value, context: &str)
 
 /// Deserializes one section, turning serde's messages into ours.
 fn decode<T: DeserializeOwned>(value: Value, context: &str) -> Result<T, ConfigError> {
-    let original = value.clone();
-    serde_yaml_ng::from_value(value).map_err(|e| {
-        let message = e.to_string();
+    // Decoding from text rather than from the value makes serde name the
+    // path of a wrongly typed key (`queue_config.capacity: invalid type ...`).
+    let text = serde_yaml_ng::to_string(&value).map_err(|e| ConfigError::invalid(context, e.to_string()))?;
+    let original = value;
+    serde_yaml_ng::from_str(&text).map_err(|e| {
+        let message = without_location(&e.to_string());
         let Some(key) = unknown_key(&message) else {
             return ConfigError::invalid(context, message);
         };
@@ -357,6 +360,15 @@ fn decode<T: DeserializeOwned>(value: Value, context: &str) -> Result<T, ConfigE
         };
         ConfigError::invalid(&context, format!("unknown field {key:?}"))
     })
+}
+
+/// serde's message without ` at line L column C`, which would point into
+/// the re-serialized section rather than the file.
+fn without_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) if message[i..].contains(" column ") => message[..i].to_string(),
+        _ => message.to_string(),
+    }
 }
 
 /// The key of serde's ``unknown field `x`, expected one of ...``.
