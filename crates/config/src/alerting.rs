@@ -6,7 +6,6 @@ use crate::discovery::ServiceDiscoveryConfigs;
 use crate::duration::Duration;
 use crate::http_client::HttpClientConfig;
 use crate::relabel::RelabelConfig;
-use crate::scrape::Scheme;
 use crate::serde_util::null_as_default;
 
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -51,7 +50,9 @@ impl<'de> Deserialize<'de> for AlertmanagerApiVersion {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AlertmanagerConfig {
-    pub scheme: Scheme,
+    /// `http` or `https` by convention; any string is accepted, as in Prometheus.
+    #[serde(deserialize_with = "crate::serde_util::scalar_string")]
+    pub scheme: String,
     #[serde(deserialize_with = "null_as_default")]
     pub path_prefix: String,
     pub timeout: Duration,
@@ -71,7 +72,7 @@ pub const DEFAULT_ALERTMANAGER_TIMEOUT: Duration = Duration::from_secs(10);
 impl Default for AlertmanagerConfig {
     fn default() -> Self {
         Self {
-            scheme: Scheme::Http,
+            scheme: "http".to_string(),
             path_prefix: String::new(),
             timeout: DEFAULT_ALERTMANAGER_TIMEOUT,
             api_version: AlertmanagerApiVersion::V2,

@@ -36,6 +36,6 @@ pub use http_client::{Authorization, BasicAuth, HttpClientConfig, HttpHeader, Tl
 pub use names::NameValidationScheme;
 pub use relabel::{LabelsBuilder, RelabelAction, RelabelConfig, RelabelRegex};
 pub use remote_write::{MetadataConfig, QueueConfig, RemoteWriteConfig};
-pub use scrape::{Scheme, ScrapeConfig, ScrapeProtocol};
+pub use scrape::{ScrapeConfig, ScrapeProtocol};
 pub use secret::Secret;
 pub use size::ByteSize;

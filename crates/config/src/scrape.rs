@@ -103,48 +103,6 @@ impl<'de> Deserialize<'de> for ScrapeProtocol {
     }
 }
 
-/// `http` or `https`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Scheme {
-    #[default]
-    Http,
-    Https,
-}
-
-impl Scheme {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Http => "http",
-            Self::Https => "https",
-        }
-    }
-}
-
-impl fmt::Display for Scheme {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Scheme {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Scheme {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        match text.as_str() {
-            "http" => Ok(Self::Http),
-            "https" => Ok(Self::Https),
-            _ => Err(serde::de::Error::custom(format!(
-                "invalid scheme {text:?}, must be \"http\" or \"https\""
-            ))),
-        }
-    }
-}
-
 /// One scrape job. After loading, every field inherited from `global` is
 /// filled in (intervals, limits, protocols, histogram options).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -176,7 +134,10 @@ pub struct ScrapeConfig {
     pub extra_scrape_metrics: Option<bool>,
     #[serde(deserialize_with = "null_as_default")]
     pub metrics_path: String,
-    pub scheme: Scheme,
+    /// `http` or `https` by convention; Prometheus accepts any string here
+    /// (it becomes the `__scheme__` label, which relabelling may change).
+    #[serde(deserialize_with = "crate::serde_util::scalar_string")]
+    pub scheme: String,
     pub enable_compression: bool,
     #[serde(skip_serializing_if = "String::is_empty", deserialize_with = "null_as_default")]
     pub scrape_failure_log_file: String,
@@ -240,7 +201,7 @@ impl Default for ScrapeConfig {
             convert_classic_histograms_to_nhcb: None,
             extra_scrape_metrics: None,
             metrics_path: "/metrics".to_string(),
-            scheme: Scheme::Http,
+            scheme: "http".to_string(),
             enable_compression: true,
             scrape_failure_log_file: String::new(),
             body_size_limit: ByteSize::default(),

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use cairn_config::{
-    ByteSize, Config, Duration, NameValidationScheme, RelabelAction, Scheme, ScrapeProtocol, Secret, TlsVersion,
+    ByteSize, Config, Duration, NameValidationScheme, RelabelAction, ScrapeProtocol, Secret, TlsVersion,
 };
 use cairn_model::Labels;
 
@@ -45,7 +45,7 @@ fn load_minimal_job_gets_prometheus_defaults() {
     assert_eq!(s.scrape_interval, secs(60));
     assert_eq!(s.scrape_timeout, secs(10));
     assert_eq!(s.metrics_path, "/metrics");
-    assert_eq!(s.scheme, Scheme::Http);
+    assert_eq!(s.scheme, "http");
     assert!(!s.honor_labels);
     assert!(s.honor_timestamps);
     assert!(!s.track_timestamps_staleness);
@@ -177,7 +177,7 @@ fn load_full_config_node_job() {
     assert_eq!(n.native_histogram_bucket_limit, 160);
     assert_eq!(n.native_histogram_min_bucket_factor, 1.1);
     assert_eq!(n.metrics_path, "/custom/metrics");
-    assert_eq!(n.scheme, Scheme::Https);
+    assert_eq!(n.scheme, "https");
     assert_eq!(n.params["module"], ["http_2xx"]);
     assert_eq!(n.params["collect[]"], ["cpu", "meminfo"]);
     assert!(!n.enable_compression);
@@ -271,7 +271,7 @@ fn load_full_config_alerting() {
     let path = |p: &str| testdata().join(p).to_string_lossy().into_owned();
     assert_eq!(c.alerting.alert_relabel_configs[0].action, RelabelAction::LabelDrop);
     let am = &c.alerting.alertmanagers[0];
-    assert_eq!(am.scheme, Scheme::Https);
+    assert_eq!(am.scheme, "https");
     assert_eq!(am.path_prefix, "/alertmanager");
     assert_eq!(am.timeout, secs(5));
     let basic = am.http_client.basic_auth.as_ref().unwrap();
@@ -283,7 +283,7 @@ fn load_full_config_alerting() {
     assert_eq!(am.alert_relabel_configs[0].regex.as_str(), "debug");
     let second = &c.alerting.alertmanagers[1];
     assert_eq!(second.timeout, secs(10));
-    assert_eq!(second.scheme, Scheme::Http);
+    assert_eq!(second.scheme, "http");
     assert_eq!(
         second.service_discovery.http_sd_configs[0].url,
         "https://sd.internal/alertmanagers"
