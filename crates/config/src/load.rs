@@ -74,7 +74,7 @@ const HTTP_CLIENT_KEYS: [&str; 12] = [
 const DISCOVERY_KEYS: [&str; 3] = ["static_configs", "file_sd_configs", "http_sd_configs"];
 
 pub(crate) fn decode_config(yaml: &str) -> Result<Config, ConfigError> {
-    let root: Value = serde_yaml_ng::from_str(yaml).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+    let root = parse_yaml(yaml)?;
     let mut config = Config::default();
     for (key, value) in top_mapping(root, "")? {
         let key = key_name(&key, "")?;
@@ -239,8 +239,7 @@ pub(crate) fn all_scrape_configs(config: &Config) -> Result<Vec<ScrapeConfig>, C
                 path: path.clone(),
                 source,
             })?;
-            let root: Value =
-                serde_yaml_ng::from_str(&yaml).map_err(|e| in_file(ConfigError::Syntax(e.to_string())))?;
+            let root = parse_yaml(&yaml).map_err(in_file)?;
             let mut scrape_configs = Vec::new();
             for (key, value) in top_mapping(root, "").map_err(in_file)? {
                 match key_name(&key, "").map_err(in_file)?.as_str() {
@@ -268,6 +267,13 @@ pub(crate) fn all_scrape_configs(config: &Config) -> Result<Vec<ScrapeConfig>, C
         }
     }
     Ok(all)
+}
+
+/// The document as a value, with `<<: *anchor` merge keys applied as Go's YAML decoder does.
+fn parse_yaml(yaml: &str) -> Result<Value, ConfigError> {
+    let mut root: Value = serde_yaml_ng::from_str(yaml).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+    root.apply_merge().map_err(|e| ConfigError::Syntax(e.to_string()))?;
+    Ok(root)
 }
 
 fn top_mapping(value: Value, context: &str) -> Result<Mapping, ConfigError> {
@@ -355,6 +361,8 @@ fn decode<T: DeserializeOwned>(value: Value, context: &str) -> Result<T, ConfigE
         let where_ = key_path(&original, key).unwrap_or_default();
         let context = if where_.is_empty() {
             context.to_string()
+        } else if where_.starts_with('[') {
+            format!("{context}{where_}")
         } else {
             join_context(context, &where_)
         };

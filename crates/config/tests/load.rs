@@ -513,3 +513,13 @@ fn without_secrets(c: Config) -> Config {
 fn dump_full_to_yaml() {
     println!("{}", full().to_yaml());
 }
+
+#[test]
+fn load_applies_yaml_merge_keys() {
+    let c = parse(
+        "scrape_configs:\n  - &defaults\n    job_name: a\n    scrape_interval: 30s\n    metrics_path: /m\n  - <<: *defaults\n    job_name: b\n",
+    );
+    assert_eq!(c.scrape_configs[1].job_name, "b");
+    assert_eq!(c.scrape_configs[1].scrape_interval, secs(30));
+    assert_eq!(c.scrape_configs[1].metrics_path, "/m");
+}

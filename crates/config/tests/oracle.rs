@@ -36,6 +36,7 @@ const ACCEPTED: &[&str] = &[
     "alerting:\n  alertmanagers: [{static_configs: [{targets: ['am:9093']}], api_version: v2, timeout: 1s}]\n",
     "remote_write:\n  - url: http://a/w\n    queue_config: {capacity: 1}\n    metadata_config: {send: false}\n",
     "global:\n  external_labels: {replica: $HOSTNAME, cost: $$5}\n",
+    "scrape_configs:\n  - &defaults\n    job_name: a\n    scrape_interval: 30s\n  - <<: *defaults\n    job_name: b\n",
     "global:\n  metric_name_validation_scheme: legacy\nscrape_configs:\n  - {job_name: a}\n",
 ];
 

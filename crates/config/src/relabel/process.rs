@@ -36,8 +36,8 @@ fn apply(config: &RelabelConfig, builder: &mut LabelsBuilder, scratch: &mut Stri
         RelabelAction::DropEqual => return builder.get(&config.target_label) != value,
         RelabelAction::KeepEqual => return builder.get(&config.target_label) == value,
         RelabelAction::Replace => replace(config, builder, &value, scratch),
-        RelabelAction::Lowercase => builder.set(&config.target_label, &value.to_lowercase()),
-        RelabelAction::Uppercase => builder.set(&config.target_label, &value.to_uppercase()),
+        RelabelAction::Lowercase => builder.set(&config.target_label, &go_lowercase(&value)),
+        RelabelAction::Uppercase => builder.set(&config.target_label, &go_uppercase(&value)),
         RelabelAction::HashMod => {
             let modulus = config.modulus.max(1);
             builder.set(&config.target_label, &(hash_of(&value) % modulus).to_string());
@@ -94,6 +94,36 @@ fn replace(config: &RelabelConfig, builder: &mut LabelsBuilder, value: &str, scr
     // An empty replacement removes the target label.
     builder.set(&target, scratch);
     *scratch = target;
+}
+
+/// Lower case rune by rune with single-character mappings, as Go's
+/// `strings.ToLower` does: no context rules (a final `Σ` becomes `σ`), and
+/// `İ` becomes a plain `i`.
+fn go_lowercase(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            let mut lower = c.to_lowercase();
+            match (lower.next(), lower.next()) {
+                (Some(l), None) => l,
+                _ if c == '\u{130}' => 'i',
+                _ => c,
+            }
+        })
+        .collect()
+}
+
+/// Upper case rune by rune as Go's `strings.ToUpper` does: characters whose
+/// upper case is several characters (`ß`, ligatures) stay as they are.
+fn go_uppercase(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            let mut upper = c.to_uppercase();
+            match (upper.next(), upper.next()) {
+                (Some(u), None) => u,
+                _ => c,
+            }
+        })
+        .collect()
 }
 
 /// Prometheus' hashmod hash: the last 8 bytes of the MD5 digest, big-endian.

@@ -21,8 +21,14 @@ pub struct RelabelRegex {
     is_default: bool,
 }
 
+/// Go's regexp has no size limit; long alternations of names are common in
+/// relabelling rules, so allow far more than the `regex` crate's default.
+const COMPILED_SIZE_LIMIT_BYTES: usize = 256 << 20;
+
 fn compile(pattern: &str) -> Result<Regex, regex::Error> {
-    Regex::new(&format!("^(?s:{})$", crate::go_regex::translate(pattern)))
+    regex::RegexBuilder::new(&format!("^(?s:{})$", crate::go_regex::translate(pattern)))
+        .size_limit(COMPILED_SIZE_LIMIT_BYTES)
+        .build()
 }
 
 impl RelabelRegex {

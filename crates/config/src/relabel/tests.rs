@@ -251,6 +251,17 @@ fn relabel_lowercase_and_uppercase() {
     assert_eq!(process(&input, &lower).unwrap().get("low"), Some("abcd;ünï"));
     let upper = rules("- {source_labels: [a], target_label: a, action: uppercase}");
     assert_eq!(process(&input, &upper).unwrap().get("a"), Some("ABCD"));
+    // Rune by rune, as Go does: no final-sigma rule, no expansion of `ß`.
+    let greek = rules("- {source_labels: [a], target_label: a, action: lowercase}");
+    assert_eq!(
+        process(&labels(&[("a", "ΟΔΟΣ İ")]), &greek).unwrap().get("a"),
+        Some("οδοσ i")
+    );
+    let sharp = rules("- {source_labels: [a], target_label: a, action: uppercase}");
+    assert_eq!(
+        process(&labels(&[("a", "straße")]), &sharp).unwrap().get("a"),
+        Some("STRAßE")
+    );
     // An empty value removes the target.
     let empty = rules("- {source_labels: [missing], target_label: a, action: lowercase}");
     assert_eq!(process(&input, &empty).unwrap().get("a"), None);

@@ -22,7 +22,7 @@ pub const REJECTED: &[(&str, &str)] = &[
     ),
     (
         "scrape_configs:\n  - job_name: n\n    static_configs: [{targets: ['a:1'], label: {a: b}}]\n",
-        r#"scrape_configs[0] (job "n"): static_configs: [0]: unknown field "label""#,
+        r#"scrape_configs[0] (job "n"): static_configs[0]: unknown field "label""#,
     ),
     (
         "scrape_configs:\n  - job_name: n\n    file_sd_configs: [{files: [a.json], refresh: 1m}]\n",
