@@ -53,9 +53,13 @@ pub struct GlobalConfig {
     pub metric_name_validation_scheme: NameValidationScheme,
     #[serde(skip_serializing_if = "String::is_empty", deserialize_with = "null_as_default")]
     pub metric_name_escaping_scheme: String,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub scrape_native_histograms: bool,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub convert_classic_histograms_to_nhcb: bool,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub always_scrape_classic_histograms: bool,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub extra_scrape_metrics: bool,
 }
 

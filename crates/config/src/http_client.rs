@@ -26,13 +26,16 @@ pub struct HttpClientConfig {
     pub bearer_token_file: String,
     #[serde(deserialize_with = "null_as_default")]
     pub tls_config: TlsConfig,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub follow_redirects: bool,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub enable_http2: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy_url: Option<String>,
     #[serde(skip_serializing_if = "String::is_empty", deserialize_with = "null_as_default")]
     pub no_proxy: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub proxy_from_environment: bool,
     #[serde(skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "null_as_default")]
     pub proxy_connect_header: BTreeMap<String, Vec<Secret>>,
@@ -103,6 +106,7 @@ pub struct TlsConfig {
     pub key_file: String,
     #[serde(skip_serializing_if = "String::is_empty", deserialize_with = "null_as_default")]
     pub server_name: String,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub insecure_skip_verify: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub min_version: Option<TlsVersion>,

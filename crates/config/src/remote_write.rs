@@ -22,10 +22,13 @@ pub struct RemoteWriteConfig {
     #[serde(skip_serializing_if = "String::is_empty", deserialize_with = "null_as_default")]
     pub name: String,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub send_exemplars: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub send_native_histograms: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub round_robin_dns: bool,
     /// `prometheus.WriteRequest` (remote write 1.0) unless set to the 2.0 message.
     #[serde(skip_serializing_if = "String::is_empty", deserialize_with = "null_as_default")]
@@ -71,6 +74,7 @@ pub struct QueueConfig {
     pub min_backoff: Duration,
     pub max_backoff: Duration,
     #[serde(rename = "retry_on_http_429", skip_serializing_if = "std::ops::Not::not")]
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub retry_on_http_429: bool,
     #[serde(skip_serializing_if = "Duration::is_zero_ref")]
     pub sample_age_limit: Duration,
@@ -96,6 +100,7 @@ impl Default for QueueConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MetadataConfig {
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub send: bool,
     pub send_interval: Duration,
     pub max_samples_per_send: u64,

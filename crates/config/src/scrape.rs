@@ -110,8 +110,11 @@ impl<'de> Deserialize<'de> for ScrapeProtocol {
 pub struct ScrapeConfig {
     #[serde(deserialize_with = "crate::serde_util::scalar_string")]
     pub job_name: String,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub honor_labels: bool,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub honor_timestamps: bool,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub track_timestamps_staleness: bool,
     #[serde(skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "null_as_default")]
     pub params: BTreeMap<String, Vec<String>>,
@@ -125,12 +128,16 @@ pub struct ScrapeConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fallback_scrape_protocol: Option<ScrapeProtocol>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "crate::serde_util::go_opt_bool")]
     pub scrape_native_histograms: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "crate::serde_util::go_opt_bool")]
     pub always_scrape_classic_histograms: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "crate::serde_util::go_opt_bool")]
     pub convert_classic_histograms_to_nhcb: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "crate::serde_util::go_opt_bool")]
     pub extra_scrape_metrics: Option<bool>,
     #[serde(deserialize_with = "null_as_default")]
     pub metrics_path: String,
@@ -138,6 +145,7 @@ pub struct ScrapeConfig {
     /// (it becomes the `__scheme__` label, which relabelling may change).
     #[serde(deserialize_with = "crate::serde_util::scalar_string")]
     pub scheme: String,
+    #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub enable_compression: bool,
     #[serde(skip_serializing_if = "String::is_empty", deserialize_with = "null_as_default")]
     pub scrape_failure_log_file: String,

@@ -57,3 +57,33 @@ impl<'de> Deserialize<'de> for ScalarString {
 pub fn scalar_string<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
     Ok(ScalarString::deserialize(deserializer)?.0)
 }
+
+/// A boolean as Go's YAML 1.1 decoder reads one: besides `true`/`false`,
+/// also `yes`/`no`, `on`/`off` and `y`/`n` in their usual capitalisations.
+pub fn go_bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = bool;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a boolean")
+        }
+        fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<bool, E> {
+            Ok(v)
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
+            match v {
+                "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" | "true" | "True" | "TRUE" => Ok(true),
+                "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" | "false" | "False" | "FALSE" => Ok(false),
+                _ => Err(E::invalid_type(serde::de::Unexpected::Str(v), &self)),
+            }
+        }
+    }
+    deserializer.deserialize_any(Visitor)
+}
+
+/// An optional [`go_bool`]; `null` is unset.
+pub fn go_opt_bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {
+    #[derive(Deserialize)]
+    struct Wrapped(#[serde(deserialize_with = "go_bool")] bool);
+    Ok(Option::<Wrapped>::deserialize(deserializer)?.map(|w| w.0))
+}

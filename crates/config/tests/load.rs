@@ -523,3 +523,13 @@ fn load_applies_yaml_merge_keys() {
     assert_eq!(c.scrape_configs[1].scrape_interval, secs(30));
     assert_eq!(c.scrape_configs[1].metrics_path, "/m");
 }
+
+#[test]
+fn load_reads_yaml_1_1_booleans_as_go_does() {
+    let c = parse(
+        "scrape_configs:\n  - {job_name: a, honor_labels: yes, honor_timestamps: off, scrape_native_histograms: On, tls_config: {insecure_skip_verify: Y}}\n",
+    );
+    let s = &c.scrape_configs[0];
+    assert!(s.honor_labels && !s.honor_timestamps && s.scrape_native_histograms_enabled());
+    assert!(s.http_client.tls_config.insecure_skip_verify);
+}

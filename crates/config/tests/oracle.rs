@@ -37,6 +37,7 @@ const ACCEPTED: &[&str] = &[
     "remote_write:\n  - url: http://a/w\n    queue_config: {capacity: 1}\n    metadata_config: {send: false}\n",
     "global:\n  external_labels: {replica: $HOSTNAME, cost: $$5}\n",
     "scrape_configs:\n  - &defaults\n    job_name: a\n    scrape_interval: 30s\n  - <<: *defaults\n    job_name: b\n",
+    "scrape_configs:\n  - {job_name: a, honor_labels: yes, honor_timestamps: off, scrape_native_histograms: On}\n",
     "global:\n  metric_name_validation_scheme: legacy\nscrape_configs:\n  - {job_name: a}\n",
 ];
 
@@ -90,7 +91,8 @@ fn oracle_prometheus_agrees_on_accepted_configs() {
         return;
     };
     let mut failures = Vec::new();
-    for yaml in ACCEPTED {
+    let full = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testdata/full.yml")).unwrap();
+    for yaml in ACCEPTED.iter().copied().chain([full.as_str()]) {
         if let Err(e) = Config::parse(yaml, Path::new("/")) {
             failures.push(format!("Cairn rejects:\n{yaml}\n  {e}"));
         }
