@@ -18,6 +18,26 @@ pub struct AlertingConfig {
     pub alertmanagers: Vec<AlertmanagerConfig>,
 }
 
+/// The label that holds an Alertmanager's alerts path before relabelling.
+pub const ALERTS_PATH_LABEL: &str = "__alerts_path__";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alerting_alerts_path_joins_prefix() {
+        let with = |prefix: &str| AlertmanagerConfig {
+            path_prefix: prefix.to_string(),
+            ..AlertmanagerConfig::default()
+        };
+        assert_eq!(with("").alerts_path(), "/api/v2/alerts");
+        assert_eq!(with("/am").alerts_path(), "/am/api/v2/alerts");
+        assert_eq!(with("am/").alerts_path(), "/am/api/v2/alerts");
+        assert_eq!(with("/a/../b//c").alerts_path(), "/b/c/api/v2/alerts");
+    }
+}
+
 /// The Alertmanager API version; Prometheus 3 speaks only v2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum AlertmanagerApiVersion {
@@ -65,6 +85,26 @@ pub struct AlertmanagerConfig {
     pub http_client: HttpClientConfig,
     #[serde(skip_deserializing, flatten)]
     pub service_discovery: ServiceDiscoveryConfigs,
+}
+
+impl AlertmanagerConfig {
+    /// The URL path alerts are posted to: `/<path_prefix>/api/v2/alerts`,
+    /// cleaned as Go's `path.Join` does. It starts as the `__alerts_path__`
+    /// label of each discovered Alertmanager, which relabelling may change.
+    pub fn alerts_path(&self) -> String {
+        let joined = format!("/{}/api/v2/alerts", self.path_prefix);
+        let mut parts: Vec<&str> = Vec::new();
+        for part in joined.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    parts.pop();
+                }
+                p => parts.push(p),
+            }
+        }
+        format!("/{}", parts.join("/"))
+    }
 }
 
 pub const DEFAULT_ALERTMANAGER_TIMEOUT: Duration = Duration::from_secs(10);

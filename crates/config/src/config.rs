@@ -74,6 +74,19 @@ impl Config {
         crate::load::all_scrape_configs(self)
     }
 
+    /// The rule files `rule_files` names now, in order, each once.
+    pub fn rule_file_paths(&self) -> Result<Vec<std::path::PathBuf>, ConfigError> {
+        let mut out = Vec::new();
+        for pattern in &self.rule_files {
+            for path in crate::validate::glob(pattern).map_err(|e| ConfigError::invalid("rule_files", e))? {
+                if !out.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+        Ok(out)
+    }
+
     fn set_directory(&mut self, dir: &Path) {
         use crate::paths::join_dir;
         join_dir(dir, &mut self.global.query_log_file);

@@ -255,6 +255,61 @@ impl HttpClientConfig {
     }
 }
 
+impl HttpClientConfig {
+    /// The `Authorization` header value to send, reading `*_file` settings
+    /// now (as Prometheus does per request, so rotated secrets take effect).
+    /// File contents are trimmed of surrounding whitespace.
+    pub fn authorization_header(&self) -> std::io::Result<Option<String>> {
+        if let Some(basic) = &self.basic_auth {
+            let username = value_or_file(&basic.username, &basic.username_file)?;
+            let password = value_or_file(basic.password.expose(), &basic.password_file)?;
+            return Ok(Some(format!(
+                "Basic {}",
+                base64(format!("{username}:{password}").as_bytes())
+            )));
+        }
+        if let Some(auth) = &self.authorization {
+            let credentials = value_or_file(auth.credentials.expose(), &auth.credentials_file)?;
+            let auth_type = if auth.auth_type.is_empty() {
+                "Bearer"
+            } else {
+                &auth.auth_type
+            };
+            return Ok(Some(format!("{auth_type} {credentials}")));
+        }
+        Ok(None)
+    }
+}
+
+fn value_or_file(value: &str, file: &str) -> std::io::Result<String> {
+    if file.is_empty() {
+        return Ok(value.to_string());
+    }
+    Ok(std::fs::read_to_string(file)?.trim().to_string())
+}
+
+/// Standard base64 with padding, for basic authentication.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
 impl TlsConfig {
     pub fn validate(&self) -> Result<(), String> {
         if !self.ca.is_empty() && !self.ca_file.is_empty() {
@@ -288,5 +343,58 @@ impl TlsConfig {
         join_dir(dir, &mut self.ca_file);
         join_dir(dir, &mut self.cert_file);
         join_dir(dir, &mut self.key_file);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_client_base64_matches_rfc4648() {
+        for (input, expected) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("user:pass", "dXNlcjpwYXNz"),
+        ] {
+            assert_eq!(base64(input.as_bytes()), expected);
+        }
+    }
+
+    #[test]
+    fn http_client_authorization_header_reads_files_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "abc\n").unwrap();
+        let mut client = HttpClientConfig {
+            authorization: Some(Authorization {
+                credentials_file: token.to_string_lossy().into_owned(),
+                ..Authorization::default()
+            }),
+            ..HttpClientConfig::default()
+        };
+        client.validate().unwrap();
+        assert_eq!(client.authorization_header().unwrap().as_deref(), Some("Bearer abc"));
+        std::fs::write(&token, "rotated").unwrap();
+        assert_eq!(
+            client.authorization_header().unwrap().as_deref(),
+            Some("Bearer rotated")
+        );
+        let basic = HttpClientConfig {
+            basic_auth: Some(BasicAuth {
+                username: "user".into(),
+                password: Secret::new("pass"),
+                ..BasicAuth::default()
+            }),
+            ..HttpClientConfig::default()
+        };
+        assert_eq!(
+            basic.authorization_header().unwrap().as_deref(),
+            Some("Basic dXNlcjpwYXNz")
+        );
+        assert_eq!(HttpClientConfig::default().authorization_header().unwrap(), None);
     }
 }

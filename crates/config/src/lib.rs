@@ -39,3 +39,4 @@ pub use remote_write::{MetadataConfig, QueueConfig, RemoteWriteConfig};
 pub use scrape::{ScrapeConfig, ScrapeProtocol};
 pub use secret::Secret;
 pub use size::ByteSize;
+pub use validate::{check_target_address, glob};

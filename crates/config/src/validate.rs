@@ -313,9 +313,16 @@ fn validate_name_schemes(scrape: &mut ScrapeConfig, global: &GlobalConfig) -> Re
 /// Prometheus refuses URLs where `host:port` belongs (unless relabelling may fix them).
 fn check_static_targets(static_configs: &[StaticConfig]) -> Result<(), String> {
     for target in static_configs.iter().flat_map(|s| &s.targets) {
-        if target.contains('/') {
-            return Err(format!("{target:?} is not a valid hostname"));
-        }
+        check_target_address(target)?;
+    }
+    Ok(())
+}
+
+/// Prometheus' check of a target's `__address__` (after relabelling too):
+/// it must be `host[:port]`, not a URL.
+pub fn check_target_address(address: &str) -> Result<(), String> {
+    if address.contains('/') {
+        return Err(format!("{address:?} is not a valid hostname"));
     }
     Ok(())
 }
@@ -441,9 +448,9 @@ fn validate_remote_write(
     Ok(())
 }
 
-/// The files matching a glob, sorted; a glob without wildcards names one file
-/// (which need not exist, as with Go's `filepath.Glob`).
-pub(crate) fn glob(pattern: &str) -> Result<Vec<PathBuf>, String> {
+/// The existing files matching a glob (`rule_files`, `scrape_config_files`),
+/// sorted; an invalid pattern is an error.
+pub fn glob(pattern: &str) -> Result<Vec<PathBuf>, String> {
     let paths = glob::glob(pattern).map_err(|e| format!("error retrieving files for {pattern:?}: {e}"))?;
     let mut out: Vec<PathBuf> = paths.filter_map(Result::ok).collect();
     out.sort();

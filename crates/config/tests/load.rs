@@ -533,3 +533,20 @@ fn load_reads_yaml_1_1_booleans_as_go_does() {
     assert!(s.honor_labels && !s.honor_timestamps && s.scrape_native_histograms_enabled());
     assert!(s.http_client.tls_config.insecure_skip_verify);
 }
+
+#[test]
+fn load_rule_file_globs_expand_relative_to_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("rules")).unwrap();
+    for f in ["b.yml", "a.yml", "c.txt"] {
+        std::fs::write(dir.path().join("rules").join(f), "groups: []\n").unwrap();
+    }
+    std::fs::write(
+        dir.path().join("prometheus.yml"),
+        "rule_files: ['rules/*.yml', 'rules/a.yml', 'missing.yml']\n",
+    )
+    .unwrap();
+    let c = Config::load(dir.path().join("prometheus.yml")).unwrap();
+    let paths = c.rule_file_paths().unwrap();
+    assert_eq!(paths, [dir.path().join("rules/a.yml"), dir.path().join("rules/b.yml")]);
+}
