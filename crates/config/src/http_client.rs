@@ -141,7 +141,7 @@ pub struct HttpHeader {
 
 /// Headers the client sets itself, which `http_headers` may not override
 /// (matched case-insensitively), as in prometheus/common.
-const RESERVED_HEADERS: [&str; 9] = [
+const RESERVED_HEADERS: [&str; 18] = [
     "authorization",
     "host",
     "content-encoding",
@@ -151,6 +151,15 @@ const RESERVED_HEADERS: [&str; 9] = [
     "connection",
     "keep-alive",
     "proxy-authenticate",
+    "proxy-authorization",
+    "www-authenticate",
+    "accept-encoding",
+    "x-prometheus-remote-write-version",
+    "x-prometheus-remote-read-version",
+    "x-prometheus-scrape-timeout-seconds",
+    "x-amz-date",
+    "x-amz-security-token",
+    "x-amz-content-sha256",
 ];
 
 impl HttpClientConfig {

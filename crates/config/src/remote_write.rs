@@ -80,6 +80,31 @@ pub struct QueueConfig {
     pub sample_age_limit: Duration,
 }
 
+impl QueueConfig {
+    /// Checks the queue settings as Prometheus does.
+    pub fn validate(&self) -> Result<(), &'static str> {
+        if self.max_shards == 0 {
+            return Err("remote write queue max_shards must be positive");
+        }
+        if self.min_shards == 0 {
+            return Err("remote write queue min_shards must be positive");
+        }
+        if self.min_shards > self.max_shards {
+            return Err("remote write queue min_shards must not be greater than max_shards");
+        }
+        if self.max_samples_per_send == 0 {
+            return Err("remote write queue max_samples_per_send must be positive");
+        }
+        if self.capacity == 0 {
+            return Err("remote write queue capacity must be positive");
+        }
+        if self.max_backoff < self.min_backoff {
+            return Err("remote write queue max_backoff must not be less than min_backoff");
+        }
+        Ok(())
+    }
+}
+
 impl Default for QueueConfig {
     fn default() -> Self {
         Self {

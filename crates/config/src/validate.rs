@@ -28,13 +28,13 @@ static FILE_SD_NAME: LazyLock<Regex> = LazyLock::new(|| {
 
 const ESCAPING_SCHEMES: [&str; 4] = ["allow-utf-8", "underscores", "dots", "values"];
 
-/// Headers remote write sets itself, which `headers` may not change.
-const REMOTE_WRITE_RESERVED_HEADERS: [&str; 14] = [
+/// Headers remote write sets itself, which `headers` may not change
+/// (`authorization` has its own message).
+const REMOTE_WRITE_RESERVED_HEADERS: [&str; 16] = [
     "host",
-    "authorization",
     "content-encoding",
+    "content-length",
     "content-type",
-    "x-prometheus-remote-write-version",
     "user-agent",
     "connection",
     "keep-alive",
@@ -42,8 +42,11 @@ const REMOTE_WRITE_RESERVED_HEADERS: [&str; 14] = [
     "proxy-authorization",
     "www-authenticate",
     "accept-encoding",
+    "x-prometheus-remote-write-version",
     "x-prometheus-remote-read-version",
     "x-amz-date",
+    "x-amz-security-token",
+    "x-amz-content-sha256",
 ];
 
 pub(crate) fn validate_config(config: &mut Config) -> Result<(), ConfigError> {
@@ -426,10 +429,7 @@ fn validate_remote_write(
                 "authorization header must be changed via the basic_auth, authorization, oauth2, sigv4, azuread or google_iam parameter".into(),
             ));
         }
-        if REMOTE_WRITE_RESERVED_HEADERS.contains(&lower.as_str())
-            || lower == "x-amz-security-token"
-            || lower == "x-amz-content-sha256"
-        {
+        if REMOTE_WRITE_RESERVED_HEADERS.contains(&lower.as_str()) {
             return Err(invalid(format!("{name} is a reserved header. It must not be changed")));
         }
     }
@@ -440,6 +440,7 @@ fn validate_remote_write(
         )));
     }
     rw.http_client.validate().map_err(invalid)?;
+    rw.queue_config.validate().map_err(|e| invalid(e.to_string()))?;
     validate_relabel_configs(
         &mut rw.write_relabel_configs,
         scheme,

@@ -275,7 +275,31 @@ pub const REJECTED: &[(&str, &str)] = &[
         "remote_write:\n  - {url: 'http://a/w', protobuf_message: v3}\n",
         "unknown remote write protobuf message",
     ),
+    (
+        "remote_write:\n  - {url: 'http://a/w', headers: {Content-Length: '1'}}\n",
+        "Content-Length is a reserved header. It must not be changed",
+    ),
+    (
+        "remote_write:\n  - {url: 'http://a/w', queue_config: {min_shards: 5, max_shards: 2}}\n",
+        "remote write queue min_shards must not be greater than max_shards",
+    ),
+    (
+        "remote_write:\n  - {url: 'http://a/w', queue_config: {capacity: 0}}\n",
+        "remote write queue capacity must be positive",
+    ),
+    (
+        "remote_write:\n  - {url: 'http://a/w', queue_config: {min_backoff: 1s, max_backoff: 10ms}}\n",
+        "remote write queue max_backoff must not be less than min_backoff",
+    ),
     // HTTP client settings.
+    (
+        "scrape_configs:\n  - {job_name: a, http_headers: {Proxy-Authorization: {values: [x]}}}\n",
+        r#"setting header "Proxy-Authorization" is not allowed"#,
+    ),
+    (
+        "scrape_configs:\n  - {job_name: a, http_headers: {X-Prometheus-Scrape-Timeout-Seconds: {values: [x]}}}\n",
+        "is not allowed",
+    ),
     (
         "scrape_configs:\n  - job_name: a\n    basic_auth: {username: u, password: p}\n    authorization: {credentials: c}\n",
         "at most one of basic_auth, oauth2 & authorization must be configured",
