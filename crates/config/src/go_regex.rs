@@ -399,3 +399,17 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn go_regex_translate_never_panics(pattern in r"[ab\\\\(){}\[\]^$*+?|:,0-9PpQEdwsx<>é-]{0,16}") {
+            if let Ok(translated) = super::translate(&pattern) {
+                let _ = regex::Regex::new(&translated);
+            }
+        }
+    }
+}
