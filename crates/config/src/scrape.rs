@@ -169,6 +169,7 @@ pub struct ScrapeConfig {
     #[serde(skip_serializing_if = "is_zero_f64")]
     pub native_histogram_min_bucket_factor: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "crate::names::deserialize_optional_scheme")]
     pub metric_name_validation_scheme: Option<NameValidationScheme>,
     #[serde(skip_serializing_if = "String::is_empty", deserialize_with = "null_as_default")]
     pub metric_name_escaping_scheme: String,

@@ -421,7 +421,10 @@ fn validate_remote_write(
     if rw.url.is_empty() {
         return Err(invalid("url for remote_write is empty".into()));
     }
-    check_http_url(&rw.url).map_err(invalid)?;
+    // Prometheus only parses the URL here; a wrong scheme fails when sending.
+    if rw.url.chars().any(char::is_control) {
+        return Err(invalid(format!("invalid URL {:?}: control character in URL", rw.url)));
+    }
     for name in rw.headers.keys() {
         let lower = name.to_lowercase();
         if lower == "authorization" {

@@ -38,6 +38,8 @@ const ACCEPTED: &[&str] = &[
     "global:\n  external_labels: {replica: $HOSTNAME, cost: $$5}\n",
     "scrape_configs:\n  - &defaults\n    job_name: a\n    scrape_interval: 30s\n  - <<: *defaults\n    job_name: b\n",
     "scrape_configs:\n  - {job_name: a, honor_labels: yes, honor_timestamps: off, scrape_native_histograms: On}\n",
+    "remote_write:\n  - url: 'ftp://a/w'\n  - url: a/w\n",
+    "global:\n  metric_name_validation_scheme: ''\nscrape_configs:\n  - {job_name: a, metric_name_validation_scheme: ''}\n",
     "global:\n  metric_name_validation_scheme: legacy\nscrape_configs:\n  - {job_name: a}\n",
 ];
 
