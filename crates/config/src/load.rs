@@ -79,7 +79,17 @@ pub(crate) fn decode_config(yaml: &str) -> Result<Config, ConfigError> {
     for (key, value) in top_mapping(root, "")? {
         let key = key_name(&key, "")?;
         match key.as_str() {
-            "global" => config.global = decode_or_default::<GlobalConfig>(value, "global")?,
+            "global" => {
+                if let Value::Mapping(m) = &value
+                    && is_empty_list(m.get("scrape_protocols"))
+                {
+                    return Err(ConfigError::invalid(
+                        "global",
+                        "scrape_protocols cannot be empty for global config",
+                    ));
+                }
+                config.global = decode_or_default::<GlobalConfig>(value, "global")?
+            }
             "rule_files" => config.rule_files = decode_or_default(value, "rule_files")?,
             "scrape_config_files" => config.scrape_config_files = decode_or_default(value, "scrape_config_files")?,
             "scrape_configs" => config.scrape_configs = decode_scrape_configs(value, "")?,
@@ -116,6 +126,13 @@ fn decode_scrape_configs(value: Value, context: &str) -> Result<Vec<ScrapeConfig
             ));
         }
         let mut parts = split_inline(item, &item_context, &[])?;
+        if is_empty_list(parts.own.get("scrape_protocols")) {
+            let job = parts.own.get("job_name").and_then(Value::as_str).unwrap_or_default();
+            return Err(ConfigError::invalid(
+                &item_context,
+                format!("scrape_protocols cannot be empty for scrape config with job name {job:?}"),
+            ));
+        }
         let mut scrape: ScrapeConfig = decode(Value::Mapping(parts.own), &item_context)?;
         scrape.http_client = decode(Value::Mapping(parts.http_client), &item_context)?;
         scrape.service_discovery = decode_discovery(&mut parts.discovery, &item_context)?;
@@ -274,6 +291,11 @@ fn parse_yaml(yaml: &str) -> Result<Value, ConfigError> {
     let mut root: Value = serde_yaml_ng::from_str(yaml).map_err(|e| ConfigError::Syntax(e.to_string()))?;
     root.apply_merge().map_err(|e| ConfigError::Syntax(e.to_string()))?;
     Ok(root)
+}
+
+/// Whether a key was given as `[]`: Prometheus tells that from leaving it out.
+fn is_empty_list(value: Option<&Value>) -> bool {
+    matches!(value, Some(Value::Sequence(s)) if s.is_empty())
 }
 
 fn top_mapping(value: Value, context: &str) -> Result<Mapping, ConfigError> {

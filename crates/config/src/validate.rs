@@ -422,9 +422,7 @@ fn validate_remote_write(
         return Err(invalid("url for remote_write is empty".into()));
     }
     // Prometheus only parses the URL here; a wrong scheme fails when sending.
-    if rw.url.chars().any(char::is_control) {
-        return Err(invalid(format!("invalid URL {:?}: control character in URL", rw.url)));
-    }
+    crate::http_client::check_url_syntax(&rw.url).map_err(invalid)?;
     for name in rw.headers.keys() {
         let lower = name.to_lowercase();
         if lower == "authorization" {

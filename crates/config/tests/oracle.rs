@@ -53,6 +53,10 @@ const ACCEPTED: &[&str] = &[
     "global: {body_size_limit: 1KiB, scrape_interval: 1h, scrape_timeout: 1h}\nscrape_configs:\n  - {job_name: a, scrape_timeout: 1h}\n",
     "scrape_configs:\n  - job_name: a\n    relabel_configs:\n      - action: replace\n        source_labels: []\n        target_label: x\n        replacement: y\n",
     "scrape_configs:\n  - job_name: a\n    scrape_interval:\n    honor_timestamps:\n    body_size_limit:\n    fallback_scrape_protocol: ''\n",
+    "scrape_configs:\n  - {job_name: a, proxy_url: 'localhost:3128', tls_config: {min_version: TLS13, max_version: TLS12}}\n",
+    "scrape_configs:\n  - {job_name: 'a/b', static_configs: [{targets: ['a b', '']}], authorization: {type: ''}}\n",
+    "alerting:\n  alertmanagers: [{timeout: 0s, scheme: ftp}]\nremote_write:\n  - {url: 'http://a/w', name: ''}\n  - {url: 'http://b/w', name: ''}\n",
+    "global:\n  metric_name_escaping_scheme: dots\nscrape_configs:\n  - {job_name: a, native_histogram_min_bucket_factor: -1, http_headers: {X: {files: [f]}}}\n",
     "global:\n  metric_name_validation_scheme: legacy\nscrape_configs:\n  - {job_name: a}\n",
 ];
 
