@@ -49,12 +49,7 @@ impl Duration {
         self.0
     }
 
-    pub fn is_zero(self) -> bool {
-        self.0 == 0
-    }
-
-    /// [`Duration::is_zero`] by reference, for serde's `skip_serializing_if`.
-    pub fn is_zero_ref(&self) -> bool {
+    pub fn is_zero(&self) -> bool {
         self.0 == 0
     }
 
