@@ -72,6 +72,47 @@ scrape_configs:
       - source_labels: [host, region]
         regex: 'db-.*;us'
         action: drop
+  - job_name: edge
+    scrape_interval: 1h
+    static_configs:
+      - targets: ['a:1', 'b:2', 'c:3', 'd:4', 'e:5']
+        labels: {x: same, y: same, word: 'ΟΔΟΣ straße İ', num: '١٢3'}
+      - targets: ['f:6', 'g:7']
+        labels: {x: one, y: two, word: plain, num: '42'}
+    relabel_configs:
+      - source_labels: [x]
+        target_label: y
+        action: keepequal
+      - source_labels: [word]
+        target_label: lower
+        action: lowercase
+      - source_labels: [word]
+        target_label: upper
+        action: uppercase
+      - source_labels: [num]
+        regex: '\d+'
+        target_label: ascii_digits
+        replacement: 'yes'
+      - source_labels: [__address__]
+        regex: '(\w):(\d)'
+        target_label: suffixed
+        replacement: '$1x-${1}x-$2'
+      - source_labels: [__address__]
+        regex: '(?P<host>\w):(?P<port>\d)'
+        target_label: 'named_${host}'
+        replacement: '$port$$'
+      - source_labels: [__address__]
+        regex: 'c:3'
+        target_label: word
+        replacement: ''
+      - source_labels: [__address__]
+        target_label: x
+        action: dropequal
+      - regex: '__.*|job|x|y|lower|upper|ascii_digits|suffixed|named_.*|word'
+        action: labelkeep
+      - source_labels: [__address__]
+        regex: 'e:5'
+        action: drop
 "#;
 
 fn free_port() -> u16 {
@@ -151,7 +192,7 @@ fn oracle_relabel_targets_like_prometheus() {
     // Drain the log so Prometheus never blocks on a full pipe.
     std::thread::spawn(move || for _ in BufReader::new(stderr).lines() {});
 
-    let expected_targets = 8;
+    let expected_targets = 15;
     let deadline = Instant::now() + Duration::from_secs(60);
     let targets = loop {
         assert!(Instant::now() < deadline, "Prometheus did not list the targets in time");
@@ -169,25 +210,32 @@ fn oracle_relabel_targets_like_prometheus() {
     };
 
     let config = Config::parse(CONFIG, Path::new("/")).unwrap();
-    let rules = &config.scrape_configs[0].relabel_configs;
+    let rules_of = |discovered: &Labels| {
+        let job = discovered.get("job").unwrap_or_default();
+        let scrape = config
+            .scrape_configs
+            .iter()
+            .find(|s| s.job_name == job)
+            .expect("a known job");
+        scrape.relabel_configs.clone()
+    };
     let mut checked = 0;
     for target in targets["activeTargets"].as_array().unwrap() {
         let discovered = labels_of(&target["discoveredLabels"]);
-        let ours = relabel::process(&discovered, rules).unwrap_or_else(|| panic!("Cairn drops {discovered}"));
+        let ours =
+            relabel::process(&discovered, &rules_of(&discovered)).unwrap_or_else(|| panic!("Cairn drops {discovered}"));
         assert_eq!(target_labels(&ours), labels_of(&target["labels"]), "for {discovered}");
         checked += 1;
     }
     for target in targets["droppedTargets"].as_array().unwrap() {
         let discovered = labels_of(&target["discoveredLabels"]);
-        assert_eq!(
-            relabel::process(&discovered, rules),
-            None,
-            "Prometheus drops {discovered}"
-        );
+        let ours = relabel::process(&discovered, &rules_of(&discovered));
+        assert_eq!(ours, None, "Prometheus drops {discovered}");
         checked += 1;
     }
     assert_eq!(checked, expected_targets);
-    // `tmp-1` by its address, `db-1.us` by host and region; `DB-2.US` stays
-    // (its host keeps its case, its region was lowered).
-    assert_eq!(targets["droppedTargets"].as_array().unwrap().len(), 2);
+    // Job relabel: `tmp-1` by its address, `db-1.us` by host and region
+    // (`DB-2.US` stays: its host keeps its case). Job edge: `f` and `g` by
+    // keepequal, `e` by drop.
+    assert_eq!(targets["droppedTargets"].as_array().unwrap().len(), 5);
 }
