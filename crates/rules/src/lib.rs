@@ -1,11 +1,21 @@
 //! Prometheus' recording and alerting rules: rule files (`file`), Go templates
-//! for alert labels and annotations (`template`), and their evaluation.
+//! for alert labels and annotations (`template`), group evaluation with alert
+//! state (`group`, `alert`), the manager that schedules and reloads groups
+//! (`manager`) and the status the API shows (`status`).
 
+mod alert;
 mod duration;
 mod file;
+mod group;
+mod manager;
+mod status;
 pub mod template;
 
+pub use alert::{AlertNotifier, AlertState, NotifyAlert};
 pub use duration::{format_duration, parse_duration};
 pub use file::{
     GroupSpec, RuleFile, RuleFileCheck, RuleKind, RuleSpec, check_rule_files, load_rule_file, parse_rule_file,
 };
+pub use group::RuleHealth;
+pub use manager::{RuleManager, RuleManagerOptions, RulesConfig};
+pub use status::{AlertStatus, GroupStatus, RuleStatus, alerts_json, rfc3339_nano, rules_json};
