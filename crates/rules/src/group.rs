@@ -296,14 +296,18 @@ impl Group {
     }
 }
 
-/// Prometheus' hash of the labels `{file, name}` (xxhash64 of `name\xffvalue\xff` pairs).
+/// Prometheus' hash of the labels `{file, name}`: xxhash64 of its label encoding
+/// (each name and value preceded by its length as a uvarint).
 pub(crate) fn group_hash(name: &str, file: &str) -> u64 {
-    let mut bytes = Vec::with_capacity(name.len() + file.len() + 16);
-    for (k, v) in [("file", file), ("name", name)] {
-        bytes.extend_from_slice(k.as_bytes());
-        bytes.push(0xff);
-        bytes.extend_from_slice(v.as_bytes());
-        bytes.push(0xff);
+    let mut bytes = Vec::with_capacity(name.len() + file.len() + 24);
+    for text in ["file", file, "name", name] {
+        let mut len = text.len();
+        while len >= 0x80 {
+            bytes.push((len as u8 & 0x7f) | 0x80);
+            len >>= 7;
+        }
+        bytes.push(len as u8);
+        bytes.extend_from_slice(text.as_bytes());
     }
     xxhash_rust::xxh64::xxh64(&bytes, 0)
 }

@@ -425,4 +425,33 @@ fn evaluation_slots_are_aligned_per_group() {
         assert_eq!(slot.rem_euclid(interval), offset);
         assert!(slot <= now && now < slot + interval);
     }
+    // Prometheus 3.14 evaluated group "t" of /tmp/promt/rules.yml (interval 1s)
+    // at …50.897519994Z: its phase within the second.
+    assert_eq!(group_hash("t", "/tmp/promt/rules.yml") % 1_000_000_000, 897_519_994);
+}
+
+/// Expectations read from Prometheus 3.14's `/api/v1/alerts` for the same rule
+/// (all but `now`, which depends on the evaluation time).
+#[test]
+fn template_functions_match_prometheus() {
+    let f = fixture(include_str!("../../testdata/template_functions.rules.yml"));
+    let mut cfg = config(&f.file);
+    cfg.external_url = "http://prom.example:9090/prefix".into();
+    f.manager.update(cfg).unwrap();
+    f.eval("t", T0);
+    let want: serde_json::Value =
+        serde_json::from_str(include_str!("../../testdata/template_functions.prometheus-3.14.json")).unwrap();
+    let alerts = f.manager.alerts();
+    let got = &alerts[0];
+    let mut failures = Vec::new();
+    for (k, v) in want["annotations"].as_object().unwrap() {
+        let got = got.annotations.get(k).cloned().unwrap_or_default();
+        if got != v.as_str().unwrap() {
+            failures.push(format!("{k}:\n   got {got:?}\n  want {v}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(serde_json::json!(got.labels), want["labels"]);
+    // `now` is the evaluation time in seconds.
+    assert_eq!(got.annotations["a29"], "1.7e+09");
 }

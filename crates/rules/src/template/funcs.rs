@@ -222,11 +222,34 @@ pub fn call(name: &str, args: &[Value], ctx: &Context<'_>) -> Result<Value, Stri
 }
 
 fn compile(pattern: &str) -> Result<regex::Regex, String> {
-    regex::Regex::new(pattern).map_err(|e| format!("error parsing regexp: {}", first_line(&e.to_string())))
+    regex::Regex::new(pattern)
+        .map_err(|e| format!("error parsing regexp: {}", go_regexp_error(&e.to_string(), pattern)))
 }
 
-fn first_line(s: &str) -> String {
-    s.lines().last().unwrap_or(s).trim().to_string()
+/// Go's wording of the common syntax errors (Go's text names the code and the expression).
+fn go_regexp_error(rust: &str, pattern: &str) -> String {
+    let code = if rust.contains("unclosed group") {
+        "missing closing )"
+    } else if rust.contains("unopened group") {
+        "unexpected )"
+    } else if rust.contains("unclosed character class") {
+        "missing closing ]"
+    } else if rust.contains("repetition operator missing expression") {
+        "missing argument to repetition operator"
+    } else if rust.contains("unrecognized escape sequence") {
+        "invalid escape sequence"
+    } else if rust.contains("invalid character class range") {
+        "invalid character class range"
+    } else {
+        return rust
+            .lines()
+            .last()
+            .unwrap_or(rust)
+            .trim()
+            .trim_start_matches("error: ")
+            .to_string();
+    };
+    format!("{code}: `{pattern}`")
 }
 
 fn go_backquote(s: &str) -> String {

@@ -49,10 +49,7 @@ impl Template {
                 Some(nl) => e.pos - nl - 1,
                 None => e.pos,
             };
-            let mut context = e.context;
-            if context.chars().count() > 20 {
-                context = format!("{}...", context.chars().take(20).collect::<String>());
-            }
+            let context = e.context;
             format!(
                 "template: {name}:{}:{col}: executing {name:?} at <{context}>: {}",
                 line_of(&self.text, e.pos),
