@@ -10,6 +10,7 @@ mod group;
 mod manager;
 mod status;
 pub mod template;
+mod unit_test;
 
 pub use alert::{AlertNotifier, AlertState, NotifyAlert};
 pub use duration::{format_duration, parse_duration};
@@ -19,3 +20,4 @@ pub use file::{
 pub use group::RuleHealth;
 pub use manager::{RuleManager, RuleManagerOptions, RulesConfig};
 pub use status::{AlertStatus, GroupStatus, RuleStatus, alerts_json, rfc3339_nano, rules_json};
+pub use unit_test::{RuleTestReport, run_rule_tests};

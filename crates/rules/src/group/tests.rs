@@ -455,3 +455,41 @@ fn template_functions_match_prometheus() {
     // `now` is the evaluation time in seconds.
     assert_eq!(got.annotations["a29"], "1.7e+09");
 }
+
+/// The scheduled path: groups run on their own with a short interval.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_groups_evaluate_on_their_interval() {
+    let storage = Arc::new(MemStorage::new());
+    let opts = RuleManagerOptions::new(
+        Arc::new(Engine::new(EngineOptions::default())),
+        storage.clone() as Arc<dyn Queryable>,
+        storage.clone() as Arc<dyn Appendable>,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.yml");
+    std::fs::write(
+        &file,
+        "groups:\n  - name: fast\n    interval: 20ms\n    rules:\n      - record: one\n        expr: vector(1)\n",
+    )
+    .unwrap();
+    let manager = RuleManager::new(opts);
+    manager.update(config(&file)).unwrap();
+    let mut evaluations = 0;
+    for _ in 0..200 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let q = storage.querier(0, i64::MAX / 2).unwrap();
+        let series: Vec<_> = q
+            .select(&SelectHints::default(), &[Matcher::equal("__name__", "one")])
+            .unwrap()
+            .collect();
+        if let Some(Ok(mut s)) = series.into_iter().next() {
+            evaluations = collect_samples(s.samples.as_mut()).unwrap().len();
+            if evaluations >= 3 {
+                break;
+            }
+        }
+    }
+    assert!(evaluations >= 3, "{evaluations} evaluations");
+    assert_eq!(manager.groups()[0].rules[0].health, RuleHealth::Good);
+    manager.stop();
+}
