@@ -67,17 +67,85 @@ impl RuleSpec {
 pub struct RuleFileCheck {
     pub path: PathBuf,
     pub result: Result<usize, Vec<String>>,
+    /// promtool's duplicate-rules lint (same name and labels twice), when it found any.
+    pub lint: Option<String>,
 }
 
-/// Checks each file as `promtool check rules` does.
+/// Checks each file as `promtool check rules` does (with its default duplicate-rules lint).
 pub fn check_rule_files(paths: &[PathBuf]) -> Vec<RuleFileCheck> {
     paths
         .iter()
-        .map(|path| RuleFileCheck {
-            path: path.clone(),
-            result: load_rule_file(path).map(|f| f.groups.iter().map(|g| g.rules.len()).sum()),
+        .map(|path| {
+            let loaded = load_rule_file(path);
+            let lint = loaded.as_ref().ok().and_then(|f| duplicate_rules_lint(&f.groups));
+            RuleFileCheck {
+                path: path.clone(),
+                result: loaded.map(|f| f.groups.iter().map(|g| g.rules.len()).sum()),
+                lint,
+            }
         })
         .collect()
+}
+
+/// promtool's report of `check rules`: (stdout, stderr, exit code). Exit 1 on
+/// errors; 3 on lint findings only when `lint_fatal`; else 0.
+pub fn render_rule_checks(checks: &[RuleFileCheck], lint_fatal: bool) -> (String, String, i32) {
+    let (mut out, mut err) = (String::new(), String::new());
+    let (mut errors, mut lints) = (false, false);
+    for c in checks {
+        out.push_str(&format!("Checking {}\n", c.path.display()));
+        match (&c.result, &c.lint) {
+            (Err(es), _) => {
+                errors = true;
+                err.push_str("  FAILED:\n");
+                for e in es {
+                    err.push_str(e);
+                    err.push('\n');
+                }
+            }
+            (Ok(_), Some(lint)) => {
+                lints = true;
+                err.push_str("  FAILED:\n");
+                err.push_str(&format!("lint error {lint}\n"));
+            }
+            (Ok(n), None) => out.push_str(&format!("  SUCCESS: {n} rules found\n")),
+        }
+        out.push('\n');
+    }
+    let code = if errors {
+        1
+    } else if lints && lint_fatal {
+        3
+    } else {
+        0
+    };
+    (out, err, code)
+}
+
+fn duplicate_rules_lint(groups: &[GroupSpec]) -> Option<String> {
+    let mut rules: Vec<(&str, &BTreeMap<String, String>)> = groups
+        .iter()
+        .flat_map(|g| g.rules.iter().map(|r| (r.name(), &r.labels)))
+        .collect();
+    rules.sort();
+    let mut duplicates: Vec<(&str, &BTreeMap<String, String>)> = Vec::new();
+    for pair in rules.windows(2) {
+        if pair[0] == pair[1] && duplicates.last() != Some(&pair[1]) {
+            duplicates.push(pair[1]);
+        }
+    }
+    if duplicates.is_empty() {
+        return None;
+    }
+    let mut msg = format!("{} duplicate rule(s) found.\n", duplicates.len());
+    for (metric, labels) in duplicates {
+        msg.push_str(&format!("Metric: {metric}\nLabel(s):\n"));
+        for (k, v) in labels {
+            msg.push_str(&format!("\t{k}: {v}\n"));
+        }
+    }
+    msg.push_str("Might cause inconsistency while recording expressions");
+    Some(msg)
 }
 
 /// Reads and validates one rule file; errors are prefixed with the file name.

@@ -1,7 +1,8 @@
 //! Prometheus' recording and alerting rules: rule files (`file`), Go templates
 //! for alert labels and annotations (`template`), group evaluation with alert
 //! state (`group`, `alert`), the manager that schedules and reloads groups
-//! (`manager`) and the status the API shows (`status`).
+//! (`manager`), the status the API shows (`status`) and promtool's rule unit
+//! tests (`unit_test`).
 
 mod alert;
 mod duration;
@@ -16,6 +17,7 @@ pub use alert::{AlertNotifier, AlertState, NotifyAlert};
 pub use duration::{format_duration, parse_duration};
 pub use file::{
     GroupSpec, RuleFile, RuleFileCheck, RuleKind, RuleSpec, check_rule_files, load_rule_file, parse_rule_file,
+    render_rule_checks,
 };
 pub use group::RuleHealth;
 pub use manager::{RuleManager, RuleManagerOptions, RulesConfig};

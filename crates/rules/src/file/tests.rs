@@ -155,4 +155,32 @@ fn check_counts_rules_per_file() {
         )]
     );
     assert!(checks[2].result.clone().unwrap_err()[0].starts_with(&missing.display().to_string()));
+    let (out, err, code) = render_rule_checks(&checks[..2], false);
+    assert_eq!(
+        out,
+        format!(
+            "Checking {}\n  SUCCESS: 2 rules found\n\nChecking {}\n\n",
+            good.display(),
+            bad.display()
+        )
+    );
+    assert_eq!(err, format!("  FAILED:\n{}\n", bad_errs[0]));
+    assert_eq!(code, 1);
+}
+
+#[test]
+fn duplicate_rules_are_a_lint() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dup.yml");
+    let text = "groups:\n- name: a\n  labels: {t: x}\n  rules:\n  - record: r\n    expr: up\n  - record: r\n    expr: up * 2\n";
+    std::fs::write(&path, text).unwrap();
+    let checks = check_rule_files(std::slice::from_ref(&path));
+    assert_eq!(checks[0].result, Ok(2));
+    let lint = checks[0].lint.clone().unwrap();
+    assert_eq!(
+        lint,
+        "1 duplicate rule(s) found.\nMetric: r\nLabel(s):\n\tt: x\nMight cause inconsistency while recording expressions"
+    );
+    assert_eq!(render_rule_checks(&checks, false).2, 0);
+    assert_eq!(render_rule_checks(&checks, true).2, 3);
 }
