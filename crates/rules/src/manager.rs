@@ -62,8 +62,40 @@ pub struct RulesConfig {
     pub external_url: String,
 }
 
+/// A group and the status snapshot taken after each of its evaluations, so
+/// the API never waits for an evaluation in progress.
+struct RunningGroup {
+    group: Mutex<Group>,
+    status: Mutex<GroupStatus>,
+}
+
+impl RunningGroup {
+    fn new(group: Group) -> Self {
+        let status = Mutex::new(group_status(&group));
+        Self {
+            group: Mutex::new(group),
+            status,
+        }
+    }
+
+    fn eval(&self, ts: i64, env: &EvalEnv, restore: bool) {
+        let mut g = self.group.lock();
+        g.eval(ts, env);
+        if restore && g.should_restore {
+            g.restore_for_state(system_time_to_ns(SystemTime::now()), env);
+        }
+        *self.status.lock() = group_status(&g);
+    }
+
+    fn restore(&self, ts: i64, env: &EvalEnv) {
+        let mut g = self.group.lock();
+        g.restore_for_state(ts, env);
+        *self.status.lock() = group_status(&g);
+    }
+}
+
 struct GroupHandle {
-    group: Arc<Mutex<Group>>,
+    group: Arc<RunningGroup>,
     stop: Arc<AtomicBool>,
     wake: Arc<tokio::sync::Notify>,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -140,7 +172,7 @@ impl RuleManager {
             let mut new = Group::new(spec, config.evaluation_interval, config.query_offset, should_restore);
             if let Some(mut old) = old_groups.remove(&key) {
                 let unchanged = {
-                    let g = old.group.lock();
+                    let g = old.group.group.lock();
                     g.spec == new.spec
                         && g.interval == new.interval
                         && g.query_offset == new.query_offset
@@ -151,7 +183,7 @@ impl RuleManager {
                     continue;
                 }
                 old.stop();
-                new.copy_state(&mut old.group.lock());
+                new.copy_state(&mut old.group.group.lock());
             }
             new_groups.insert(key, self.start(new, &env));
         }
@@ -167,7 +199,7 @@ impl RuleManager {
     }
 
     fn start(&self, group: Group, env: &Arc<EvalEnv>) -> GroupHandle {
-        let group = Arc::new(Mutex::new(group));
+        let group = Arc::new(RunningGroup::new(group));
         let stop = Arc::new(AtomicBool::new(false));
         let wake = Arc::new(tokio::sync::Notify::new());
         let task = if self.opts.schedule {
@@ -192,7 +224,7 @@ impl RuleManager {
     /// (time for a group elsewhere to take them over), as in Prometheus.
     fn mark_removed_stale(&self, old: &GroupHandle, env: &Arc<EvalEnv>) {
         let (series, interval, offset) = {
-            let mut g = old.group.lock();
+            let mut g = old.group.group.lock();
             (g.take_all_series(), g.interval, g.query_offset)
         };
         if series.is_empty() {
@@ -230,7 +262,7 @@ impl RuleManager {
                 None => return false,
             }
         };
-        group.lock().eval(system_time_to_ns(ts), &env);
+        group.eval(system_time_to_ns(ts), &env, false);
         true
     }
 
@@ -244,14 +276,14 @@ impl RuleManager {
                 None => return false,
             }
         };
-        group.lock().restore_for_state(system_time_to_ns(now), &env);
+        group.restore(system_time_to_ns(now), &env);
         true
     }
 
     /// Every group's status, ordered by file then name (as `/api/v1/rules` lists them).
     pub fn groups(&self) -> Vec<GroupStatus> {
-        let handles: Vec<Arc<Mutex<Group>>> = self.state.lock().groups.values().map(|h| h.group.clone()).collect();
-        handles.iter().map(|g| group_status(&g.lock())).collect()
+        let handles: Vec<Arc<RunningGroup>> = self.state.lock().groups.values().map(|h| h.group.clone()).collect();
+        handles.iter().map(|g| g.status.lock().clone()).collect()
     }
 
     /// The active (pending and firing) alerts of every alerting rule.
@@ -294,9 +326,9 @@ fn env_for(opts: &RuleManagerOptions, config: &RulesConfig) -> EvalEnv {
 /// Prometheus' group loop: the first evaluation at the group's next aligned
 /// slot, then one per interval (skipping missed slots); after the second
 /// evaluation following startup, alert state is restored.
-async fn run_group(group: Arc<Mutex<Group>>, env: Arc<EvalEnv>, stop: Arc<AtomicBool>, wake: Arc<tokio::sync::Notify>) {
+async fn run_group(group: Arc<RunningGroup>, env: Arc<EvalEnv>, stop: Arc<AtomicBool>, wake: Arc<tokio::sync::Notify>) {
     let (interval, mut next) = {
-        let g = group.lock();
+        let g = group.group.lock();
         let now = system_time_to_ns(SystemTime::now());
         (
             g.interval.as_nanos().max(1) as i64,
@@ -318,14 +350,7 @@ async fn run_group(group: Arc<Mutex<Group>>, env: Arc<EvalEnv>, stop: Arc<Atomic
         }
         let (g, e, ts) = (group.clone(), env.clone(), next);
         let restore_after = iterations == 1;
-        let _ = tokio::task::spawn_blocking(move || {
-            let mut g = g.lock();
-            g.eval(ts, &e);
-            if restore_after && g.should_restore {
-                g.restore_for_state(system_time_to_ns(SystemTime::now()), &e);
-            }
-        })
-        .await;
+        let _ = tokio::task::spawn_blocking(move || g.eval(ts, &e, restore_after)).await;
         iterations += 1;
         let now = system_time_to_ns(SystemTime::now());
         let missed = ((now - next) / interval - 1).max(0);
