@@ -184,3 +184,13 @@ fn duplicate_rules_are_a_lint() {
     assert_eq!(render_rule_checks(&checks, false).2, 0);
     assert_eq!(render_rule_checks(&checks, true).2, 3);
 }
+
+/// Prometheus 3.14 reports this rule as `... could not parse expression: 1:6: parse error: unclosed left parenthesis`.
+#[test]
+fn expression_errors_read_as_prometheus() {
+    let errs = parse_rule_file("groups:\n- name: a\n  rules:\n  - record: r\n    expr: sum((\n", "f").unwrap_err();
+    assert_eq!(
+        errs,
+        vec![r#"f: group "a", rule 1, "r": could not parse expression: 1:6: parse error: unclosed left parenthesis"#]
+    );
+}
