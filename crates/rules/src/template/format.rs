@@ -312,7 +312,17 @@ fn format_one(verb: char, spec: &Spec, arg: &Value) -> String {
             Some(p) => s.chars().take(p).collect(),
             None => s.clone(),
         },
-        ('s', Value::Time(_) | Value::Duration(_)) => arg.print(),
+        ('s', Value::Time(_) | Value::Duration(_) | Value::StrMap(_)) => arg.print(),
+        // Go applies the verb to each element of a map.
+        ('s' | 'd', Value::Map(m)) => {
+            let inner = Spec::default();
+            let parts: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k}:{}", format_one(verb, &inner, v)))
+                .collect();
+            format!("map[{}]", parts.join(" "))
+        }
+        ('s', Value::Nil) => "%!s(<nil>)".to_string(),
         ('q', Value::Str(s) | Value::Html(s)) => go_quote(s),
         ('x' | 'X', Value::Str(s)) => {
             let hex: String = s.bytes().map(|b| format!("{b:02x}")).collect();

@@ -112,6 +112,65 @@ const GO_CASES: &[(&str, &str)] = &[
         "{{ printf \"%.3g|%.0f|%.10g|%g\" 1234.5678 2.5 0.1 100000.0 }}",
         "1.23e+03|2|0.1|100000",
     ),
+    (
+        "{{ if eq $labels.job \"x\" }}x{{ else if eq $labels.job \"node\" }}node{{ else }}other{{ end }}",
+        "node",
+    ),
+    (
+        "{{ with $labels.nope }}a{{ else with $labels.job }}b {{ . }}{{ end }}",
+        "b node",
+    ),
+    (
+        "{{ range $i, $k := args \"a\" \"b\" }}{{ $i }}:{{ $k }}/{{ $.ExternalURL }} {{ end }}",
+        "arg0:a/http://prom.example:9090/prefix arg1:b/http://prom.example:9090/prefix ",
+    ),
+    (
+        "{{ range $k, $v := $labels }}{{ if eq $k \"instance\" }}{{ continue }}{{ end }}{{ $k }} {{ end }}",
+        "job severity ",
+    ),
+    (
+        "{{ (index $labels \"job\") }} {{ len \"héllo\" }} {{ not \"\" }} {{ lt \"abc\" \"abd\" }}",
+        "node 6 true true",
+    ),
+    (
+        "{{ printf \"%6.2f%%\" 12.345 }} {{ printf \"%-8s|\" \"ab\" }} {{ printf \"%08.3f\" -3.14159 }} {{ printf \"%x %X %o\" 255 255 8 }}",
+        " 12.35% ab      | -003.142 ff FF 10",
+    ),
+    ("a\n  {{- /* c */ -}}\n  b\n{{- \" c\" }}", "ab c"),
+    (
+        "{{ $x := \"outer\" }}{{ with $labels.job }}{{ $x := \"inner\" }}{{ $x }}{{ end }} {{ $x }}",
+        "inner outer",
+    ),
+    (
+        "{{ if and $labels.job (eq $value 0.8534) }}yes{{ end }} {{ or $labels.nope \"fallback\" }}",
+        "yes fallback",
+    ),
+    ("{{ printf \"%v %v %v\" true nil (args) }}", "true <nil> map[]"),
+    (
+        "{{ printf \"%s\" $labels }}",
+        "map[instance:host1:9100 job:node severity:page]",
+    ),
+    ("{{ printf \"%d %d\" 1 }}", "1 %!d(MISSING)"),
+    (
+        "{{ index (args 1 2) \"arg1\" }} {{ index (args) \"zz\" }}",
+        "2 <no value>",
+    ),
+    (
+        "{{ .Labels.job | printf \"%q\" }} {{ \"x\" | printf \"%s%s\" \"y\" }}",
+        "\"node\" yx",
+    ),
+    ("{{ range $labels }}{{ . }}{{ break }}{{ end }}", "host1:9100"),
+    (
+        "{{ printf \"%.0f %.1e %g %g\" 2.5 123456.0 1e-7 123456789.0 }}",
+        "2 1.2e+05 1e-07 1.23456789e+08",
+    ),
+    ("{{ 3 | printf \"%d-%d\" 4 }}", "4-3"),
+    ("{{ with $x := $labels.job }}{{ $x }}{{ end }}", "node"),
+    ("{{ if 0 }}a{{ else }}{{ if \"\" }}b{{ else }}c{{ end }}{{ end }}", "c"),
+    (
+        "{{ $value | printf \"%.3g\" }} {{ -1.5 }} {{ +2 }} {{ 1_000 }} {{ 0.5e1 }}",
+        "0.853 -1.5 2 1000 5",
+    ),
 ];
 
 fn data() -> AlertData {
