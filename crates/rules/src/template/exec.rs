@@ -4,8 +4,9 @@ use super::funcs::{self, Context};
 use super::parse::{Branch, Cmd, Node, Operand, Pipe, Tree};
 use super::value::Value;
 
-/// Go's limit on nested template calls.
-const MAX_DEPTH: usize = 10_000;
+/// The limit on nested template calls. Go allows 100000; evaluation threads
+/// have small stacks, so a self-calling template must stop far sooner.
+const MAX_DEPTH: usize = 200;
 
 pub struct ExecError {
     pub pos: usize,
@@ -94,7 +95,7 @@ impl Exec<'_> {
                     return Err(err(
                         *pos,
                         format!("template {name:?}"),
-                        "exceeded maximum template depth",
+                        format!("exceeded maximum template depth ({MAX_DEPTH})"),
                     ));
                 }
                 self.depth += 1;

@@ -212,3 +212,15 @@ fn go_template_semantics_match_go() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn self_calling_templates_stop_with_an_error() {
+    let out = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(|| run(r#"{{ define "a" }}x{{ template "a" . }}{{ end }}{{ template "a" . }}"#))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(out.starts_with("EXEC template: __alert_A:"), "{out}");
+    assert!(out.ends_with("exceeded maximum template depth (200)"), "{out}");
+}
