@@ -71,6 +71,9 @@ pub struct Tree {
 
 pub type ParseError = (usize, String);
 
+/// Bounds parsing's recursion (rule files are trusted, but a stack overflow would end the server).
+const MAX_NESTING: usize = 200;
+
 pub fn parse(tokens: Vec<Token>, is_func: &dyn Fn(&str) -> bool) -> Result<Tree, ParseError> {
     let end = tokens.last().map(|t| t.pos).unwrap_or(0);
     let mut p = Parser {
@@ -80,6 +83,7 @@ pub fn parse(tokens: Vec<Token>, is_func: &dyn Fn(&str) -> bool) -> Result<Tree,
         defines: HashMap::new(),
         is_func,
         range_depth: 0,
+        nesting: 0,
         end,
     };
     let (root, stop) = p.list()?;
@@ -108,6 +112,8 @@ struct Parser<'a> {
     defines: HashMap<String, Vec<Node>>,
     is_func: &'a dyn Fn(&str) -> bool,
     range_depth: usize,
+    /// Open branches and parentheses (bounded: parsing recurses on them).
+    nesting: usize,
     end: usize,
 }
 
@@ -235,6 +241,22 @@ impl Parser<'_> {
 
     /// After `{{if`, `{{range` or `{{with`: the pipeline, the body, an else part, `{{end}}`.
     fn branch(&mut self, keyword: &str) -> Result<Node, ParseError> {
+        let pos = self.peek().map(|t| t.pos).unwrap_or(self.end);
+        self.enter(pos)?;
+        let node = self.branch_body(keyword);
+        self.nesting -= 1;
+        node
+    }
+
+    fn enter(&mut self, pos: usize) -> Result<(), ParseError> {
+        if self.nesting >= MAX_NESTING {
+            return Err((pos, format!("more than {MAX_NESTING} nested actions or parentheses")));
+        }
+        self.nesting += 1;
+        Ok(())
+    }
+
+    fn branch_body(&mut self, keyword: &str) -> Result<Node, ParseError> {
         let scope = self.vars.len();
         let pipe = self.pipeline(keyword, true, Tok::Close)?;
         if keyword == "range" {
@@ -375,7 +397,12 @@ impl Parser<'_> {
                 }
                 Operand::Var(v, Vec::new())
             }
-            Tok::LParen => Operand::Pipe(Box::new(self.pipeline("parenthesized pipeline", false, Tok::RParen)?)),
+            Tok::LParen => {
+                self.enter(t.pos)?;
+                let pipe = self.pipeline("parenthesized pipeline", false, Tok::RParen);
+                self.nesting -= 1;
+                Operand::Pipe(Box::new(pipe?))
+            }
             other => return Err((t.pos, format!("unexpected {} in operand", describe(&other)))),
         };
         let mut chained = false;

@@ -224,3 +224,11 @@ fn self_calling_templates_stop_with_an_error() {
     assert!(out.starts_with("EXEC template: __alert_A:"), "{out}");
     assert!(out.ends_with("exceeded maximum template depth (200)"), "{out}");
 }
+
+#[test]
+fn deep_nesting_is_a_parse_error() {
+    let deep = format!("{{{{ {}1{} }}}}", "(".repeat(300), ")".repeat(300));
+    let out = run(&deep);
+    assert!(out.ends_with("more than 200 nested actions or parentheses"), "{out}");
+    assert_eq!(run(&format!("{{{{ {}1{} }}}}", "(".repeat(20), ")".repeat(20))), "1");
+}
