@@ -493,3 +493,12 @@ async fn scheduled_groups_evaluate_on_their_interval() {
     assert_eq!(manager.groups()[0].rules[0].health, RuleHealth::Good);
     manager.stop();
 }
+
+#[test]
+fn query_offset_shifts_query_and_output_time() {
+    let f = fixture("groups:\n  - name: o\n    query_offset: 1m\n    rules:\n      - record: copy\n        expr: x\n");
+    f.write(&[("__name__", "x")], T0 - MIN, 1.0);
+    f.write(&[("__name__", "x")], T0, 2.0);
+    f.eval("o", T0);
+    assert_eq!(f.series("copy")[0].1, vec![Sample::new(T0 - MIN, 1.0)]);
+}
