@@ -10,6 +10,8 @@ use serde::Deserialize;
 use crate::duration::serde_opt;
 use crate::template;
 
+mod positions;
+
 /// One rule file, validated.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RuleFile {
@@ -162,15 +164,19 @@ pub fn load_rule_file(path: &Path) -> Result<RuleFile, Vec<String>> {
 pub fn parse_rule_file(text: &str, file: &str) -> Result<Vec<GroupSpec>, Vec<String>> {
     let raw: Option<RawFile> = serde_yaml_ng::from_str(text).map_err(|e| vec![format!("{file}: {e}")])?;
     let raw = raw.unwrap_or_default();
+    let positions = positions::rule_positions(text);
     let mut errors = Vec::new();
     let mut seen = std::collections::HashSet::new();
     let mut groups = Vec::with_capacity(raw.groups.len());
-    for g in raw.groups {
+    for (j, g) in raw.groups.into_iter().enumerate() {
         if g.name.is_empty() {
-            errors.push(format!("{file}: Groupname must not be empty"));
+            errors.push(format!("{file}: 0:0: Groupname must not be empty"));
         }
         if !seen.insert(g.name.clone()) {
-            errors.push(format!("{file}: groupname: {:?} is repeated in the same file", g.name));
+            errors.push(format!(
+                "{file}: 0:0: groupname: {:?} is repeated in the same file",
+                g.name
+            ));
         }
         for (k, v) in &g.labels {
             check_label(k, &v.0, &mut errors, file);
@@ -185,8 +191,22 @@ pub fn parse_rule_file(text: &str, file: &str) -> Result<Vec<GroupSpec>, Vec<Str
             };
             let mut rule_errors = Vec::new();
             let spec = validate_rule(r, &group_labels, &mut rule_errors);
-            for e in rule_errors {
-                errors.push(format!("{file}: group {:?}, rule {}, {:?}: {e}", g.name, i + 1, name));
+            let at = positions.get(j).and_then(|rs| rs.get(i)).copied().unwrap_or_default();
+            for (node, e) in rule_errors {
+                let prefix = match node {
+                    Node::None => String::new(),
+                    Node::Record => format!("{}:{}: ", at.record.0, at.record.1),
+                    Node::Expr => format!("{}:{}: ", at.expr.0, at.expr.1),
+                    Node::RecordAndAlert => {
+                        format!("{}:{}: {}:{}: ", at.record.0, at.record.1, at.alert.0, at.alert.1)
+                    }
+                };
+                errors.push(format!(
+                    "{file}: {prefix}group {:?}, rule {}, {:?}: {e}",
+                    g.name,
+                    i + 1,
+                    name
+                ));
             }
             rules.extend(spec);
         }
@@ -210,23 +230,38 @@ fn check_label(name: &str, _value: &str, errors: &mut Vec<String>, file: &str) {
     }
 }
 
-fn validate_rule(r: RawRule, group_labels: &BTreeMap<String, String>, errors: &mut Vec<String>) -> Option<RuleSpec> {
+/// The YAML value an error is about (Prometheus prefixes its position).
+enum Node {
+    None,
+    Record,
+    Expr,
+    RecordAndAlert,
+}
+
+fn validate_rule(
+    r: RawRule,
+    group_labels: &BTreeMap<String, String>,
+    errors: &mut Vec<(Node, String)>,
+) -> Option<RuleSpec> {
     let (record, alert) = (r.record.0, r.alert.0);
     if !record.is_empty() && !alert.is_empty() {
-        errors.push("only one of 'record' and 'alert' must be set".into());
+        errors.push((
+            Node::RecordAndAlert,
+            "only one of 'record' and 'alert' must be set".into(),
+        ));
     }
     if record.is_empty() && alert.is_empty() {
-        errors.push("one of 'record' or 'alert' must be set".into());
+        errors.push((Node::RecordAndAlert, "one of 'record' or 'alert' must be set".into()));
     }
     let mut query = None;
     if r.expr.0.is_empty() {
-        errors.push("field 'expr' must be set in rule".into());
+        errors.push((Node::Expr, "field 'expr' must be set in rule".into()));
     } else {
         match cairn_promql::parse(&r.expr.0) {
             Ok(expr) => query = Some(expr.to_string()),
-            Err(e) => errors.push(format!(
-                "could not parse expression: {}",
-                strip_query_prefix(&e.to_string())
+            Err(e) => errors.push((
+                Node::Expr,
+                format!("could not parse expression: {}", strip_query_prefix(&e.to_string())),
             )),
         }
     }
@@ -234,40 +269,41 @@ fn validate_rule(r: RawRule, group_labels: &BTreeMap<String, String>, errors: &m
     let keep_firing_for = r.keep_firing_for.unwrap_or_default();
     if !record.is_empty() {
         if !r.annotations.is_empty() {
-            errors.push("invalid field 'annotations' in recording rule".into());
+            errors.push((Node::Record, "invalid field 'annotations' in recording rule".into()));
         }
         if !for_duration.is_zero() {
-            errors.push("invalid field 'for' in recording rule".into());
+            errors.push((Node::Record, "invalid field 'for' in recording rule".into()));
         }
         if !keep_firing_for.is_zero() {
-            errors.push("invalid field 'keep_firing_for' in recording rule".into());
+            errors.push((Node::Record, "invalid field 'keep_firing_for' in recording rule".into()));
         }
         if record.contains('{') || record.contains('}') {
-            errors.push(format!(
-                "braces present in the recording rule name; should it be in expr?: {record}"
+            errors.push((
+                Node::Record,
+                format!("braces present in the recording rule name; should it be in expr?: {record}"),
             ));
         }
     }
     for k in r.labels.keys() {
         if k.is_empty() || k == "__name__" {
-            errors.push(format!("invalid label name: {k}"));
+            errors.push((Node::None, format!("invalid label name: {k}")));
         }
     }
     for k in r.annotations.keys() {
         if k.is_empty() {
-            errors.push(format!("invalid annotation name: {k}"));
+            errors.push((Node::None, format!("invalid annotation name: {k}")));
         }
     }
     if !alert.is_empty() {
         let name = format!("__alert_{alert}");
         for (k, v) in &r.labels {
             if let Err(e) = template::parse_alert_template(&name, &v.0) {
-                errors.push(format!("label {k:?}: {e}"));
+                errors.push((Node::None, format!("label {k:?}: {e}")));
             }
         }
         for (k, v) in &r.annotations {
             if let Err(e) = template::parse_alert_template(&name, &v.0) {
-                errors.push(format!("annotation {k:?}: {e}"));
+                errors.push((Node::None, format!("annotation {k:?}: {e}")));
             }
         }
     }

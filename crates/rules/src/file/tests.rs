@@ -103,23 +103,23 @@ groups:
 "#;
     let errs = parse_rule_file(text, "f").unwrap_err();
     let expect = [
-        r#"f: group "a", rule 1, "y": only one of 'record' and 'alert' must be set"#,
-        r#"f: group "a", rule 2, "": one of 'record' or 'alert' must be set"#,
-        r#"f: group "a", rule 3, "r": field 'expr' must be set in rule"#,
-        r#"f: group "a", rule 4, "r{a}": braces present in the recording rule name; should it be in expr?: r{a}"#,
-        r#"f: group "a", rule 6, "r3": invalid field 'annotations' in recording rule"#,
-        r#"f: group "a", rule 6, "r3": invalid field 'for' in recording rule"#,
+        r#"f: 5:17: 6:16: group "a", rule 1, "y": only one of 'record' and 'alert' must be set"#,
+        r#"f: 0:0: 0:0: group "a", rule 2, "": one of 'record' or 'alert' must be set"#,
+        r#"f: 0:0: group "a", rule 3, "r": field 'expr' must be set in rule"#,
+        r#"f: 10:17: group "a", rule 4, "r{a}": braces present in the recording rule name; should it be in expr?: r{a}"#,
+        r#"f: 14:17: group "a", rule 6, "r3": invalid field 'annotations' in recording rule"#,
+        r#"f: 14:17: group "a", rule 6, "r3": invalid field 'for' in recording rule"#,
         r#"f: group "a", rule 7, "A": invalid label name: __name__"#,
         r#"f: group "a", rule 7, "A": annotation "s": template: __alert_A:1: function "nosuch" not defined"#,
-        r#"f: groupname: "a" is repeated in the same file"#,
-        r#"f: Groupname must not be empty"#,
+        r#"f: 0:0: groupname: "a" is repeated in the same file"#,
+        r#"f: 0:0: Groupname must not be empty"#,
     ];
     for e in expect {
         assert!(errs.iter().any(|x| x == e), "missing {e}\nin {errs:#?}");
     }
     assert!(
         errs.iter()
-            .any(|e| e.starts_with(r#"f: group "a", rule 5, "r2": could not parse expression: "#)),
+            .any(|e| e.starts_with(r#"f: 13:15: group "a", rule 5, "r2": could not parse expression: "#)),
         "{errs:#?}"
     );
     assert_eq!(errs.len(), expect.len() + 1, "{errs:#?}");
@@ -150,7 +150,7 @@ fn check_counts_rules_per_file() {
     assert_eq!(
         bad_errs,
         vec![format!(
-            "{}: group \"a\", rule 1, \"x\": field 'expr' must be set in rule",
+            "{}: 0:0: group \"a\", rule 1, \"x\": field 'expr' must be set in rule",
             bad.display()
         )]
     );
@@ -191,6 +191,38 @@ fn expression_errors_read_as_prometheus() {
     let errs = parse_rule_file("groups:\n- name: a\n  rules:\n  - record: r\n    expr: sum((\n", "f").unwrap_err();
     assert_eq!(
         errs,
-        vec![r#"f: group "a", rule 1, "r": could not parse expression: 1:6: parse error: unclosed left parenthesis"#]
+        vec![
+            r#"f: 5:11: group "a", rule 1, "r": could not parse expression: 1:6: parse error: unclosed left parenthesis"#
+        ]
+    );
+}
+
+/// The errors Prometheus 3.14 logged for this file, in its order.
+#[test]
+fn errors_match_prometheus_for_a_bad_file() {
+    let text = r#"groups:
+  - name: a
+    rules:
+      - record: x
+        alert: y
+        expr: up
+      - record: "r{a}"
+        expr: sum((
+      - alert: A
+        expr: up
+        annotations:
+          s: "{{ nosuch }}"
+  - name: a
+"#;
+    let f = "/tmp/promt/bad.yml";
+    assert_eq!(
+        parse_rule_file(text, f).unwrap_err(),
+        vec![
+            r#"/tmp/promt/bad.yml: 4:17: 5:16: group "a", rule 1, "y": only one of 'record' and 'alert' must be set"#,
+            r#"/tmp/promt/bad.yml: 8:15: group "a", rule 2, "r{a}": could not parse expression: 1:6: parse error: unclosed left parenthesis"#,
+            r#"/tmp/promt/bad.yml: 7:17: group "a", rule 2, "r{a}": braces present in the recording rule name; should it be in expr?: r{a}"#,
+            r#"/tmp/promt/bad.yml: group "a", rule 3, "A": annotation "s": template: __alert_A:1: function "nosuch" not defined"#,
+            r#"/tmp/promt/bad.yml: 0:0: groupname: "a" is repeated in the same file"#,
+        ]
     );
 }
