@@ -233,9 +233,15 @@ impl RuleManager {
         let stopped = system_time_to_ns(SystemTime::now());
         let t_ms = (stopped - offset.as_nanos() as i64).div_euclid(1_000_000);
         let appendable = env.appendable.clone();
+        let queryable = env.queryable.clone();
         let write = move || {
             let mut app = appendable.appender();
             for s in &series {
+                // Storage here accepts writes into the past: a series another
+                // group took over must not get a marker behind its newer samples.
+                if written_since(queryable.as_ref(), s, t_ms) {
+                    continue;
+                }
                 let _ = app.append(s, &[Sample::new(t_ms, stale_nan())]);
             }
             if let Err(e) = app.commit() {
@@ -307,6 +313,25 @@ impl Drop for RuleManager {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// Whether `series` has a sample after `t_ms`.
+fn written_since(queryable: &dyn Queryable, series: &cairn_model::Labels, t_ms: i64) -> bool {
+    let matchers: Vec<cairn_model::Matcher> = series
+        .iter()
+        .map(|l| cairn_model::Matcher::equal(l.name.as_str(), l.value.as_str()))
+        .collect();
+    let Ok(q) = queryable.querier(t_ms + 1, i64::MAX / 2) else {
+        return false;
+    };
+    let Ok(set) = q.select(&cairn_storage::SelectHints::default(), &matchers) else {
+        return false;
+    };
+    set.flatten().any(|mut s| {
+        s.labels == *series
+            && (!s.histograms.is_empty()
+                || cairn_storage::collect_samples(s.samples.as_mut()).is_ok_and(|v| !v.is_empty()))
+    })
 }
 
 fn env_for(opts: &RuleManagerOptions, config: &RulesConfig) -> EvalEnv {

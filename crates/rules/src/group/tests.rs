@@ -502,3 +502,16 @@ fn query_offset_shifts_query_and_output_time() {
     f.eval("o", T0);
     assert_eq!(f.series("copy")[0].1, vec![Sample::new(T0 - MIN, 1.0)]);
 }
+
+#[test]
+fn removed_group_series_taken_over_elsewhere_get_no_marker_in_their_past() {
+    let f = fixture("groups:\n  - name: old\n    rules:\n      - record: shared\n        expr: vector(1)\n");
+    let now = crate::alert::system_time_to_ns(SystemTime::now()) / 1_000_000;
+    f.eval("old", now - 2 * MIN);
+    // Another writer has newer samples of the same series (the group moved files).
+    f.write(&[("__name__", "shared")], now + MIN, 1.0);
+    std::fs::write(&f.file, "groups: []\n").unwrap();
+    f.manager.update(config(&f.file)).unwrap();
+    let samples = &f.series("shared")[0].1;
+    assert!(samples.iter().all(|s| !cairn_model::is_stale_nan(s.v)), "{samples:?}");
+}
