@@ -1,0 +1,583 @@
+//! A rule group: its rules evaluated in order at one timestamp, their output
+//! written with stale markers, alert state, notification, restore and the
+//! state a reload carries over.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use cairn_model::{HistogramSample, Labels, Matcher, Sample, stale_nan};
+use cairn_promql::{Engine, SampleValue, Value as PromValue};
+use cairn_storage::{Appendable, Queryable, SelectHints, collect_samples};
+
+use crate::alert::{Alert, AlertNotifier, AlertState, NotifyAlert, ns_to_system_time};
+use crate::file::{GroupSpec, RuleKind, RuleSpec};
+use crate::template::{self, AlertData, QuerySample};
+
+/// How long resolved alerts are kept (and re-sent) after they resolve.
+const RESOLVED_RETENTION_NS: i64 = 15 * 60 * 1_000_000_000;
+
+/// What every evaluation needs from the manager.
+pub struct EvalEnv {
+    pub engine: Arc<Engine>,
+    pub queryable: Arc<dyn Queryable>,
+    pub appendable: Arc<dyn Appendable>,
+    pub notifier: Option<Arc<dyn AlertNotifier>>,
+    pub external_labels: BTreeMap<String, String>,
+    pub external_url: String,
+    pub resend_delay: Duration,
+    pub outage_tolerance: Duration,
+    pub for_grace_period: Duration,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleHealth {
+    Unknown,
+    Good,
+    Bad,
+}
+
+impl RuleHealth {
+    /// The API's words.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleHealth::Unknown => "unknown",
+            RuleHealth::Good => "ok",
+            RuleHealth::Bad => "err",
+        }
+    }
+}
+
+pub(crate) struct Rule {
+    pub spec: RuleSpec,
+    pub health: RuleHealth,
+    pub last_error: Option<String>,
+    pub evaluation_time: Duration,
+    pub last_evaluation: Option<SystemTime>,
+    /// Alerting rules: alerts by their label set.
+    pub active: HashMap<Labels, Alert>,
+    /// Alerting rules write ALERTS only once their state was restored (or needed none).
+    pub restored: bool,
+    /// The series this rule wrote at its last evaluation (for stale markers).
+    pub previous_series: HashSet<Labels>,
+}
+
+pub(crate) struct Group {
+    pub spec: GroupSpec,
+    pub interval: Duration,
+    pub query_offset: Duration,
+    pub rules: Vec<Rule>,
+    pub evaluation_time: Duration,
+    pub last_evaluation: Option<SystemTime>,
+    /// The scheduled timestamp of the last evaluation, in ns.
+    pub last_eval_timestamp: Option<i64>,
+    pub should_restore: bool,
+    /// Series of rules gone in a reload, to be marked stale at the next evaluation.
+    pub stale_series: Vec<Labels>,
+}
+
+type QueryOutput = Vec<(Labels, SampleValue)>;
+
+impl Group {
+    pub fn new(
+        spec: GroupSpec,
+        default_interval: Duration,
+        default_query_offset: Duration,
+        should_restore: bool,
+    ) -> Self {
+        let interval = spec.interval.unwrap_or(default_interval);
+        let query_offset = spec.query_offset.unwrap_or(default_query_offset);
+        let rules = spec
+            .rules
+            .iter()
+            .map(|r| Rule {
+                spec: r.clone(),
+                health: RuleHealth::Unknown,
+                last_error: None,
+                evaluation_time: Duration::ZERO,
+                last_evaluation: None,
+                active: HashMap::new(),
+                restored: !should_restore,
+                previous_series: HashSet::new(),
+            })
+            .collect();
+        Group {
+            spec,
+            interval,
+            query_offset,
+            rules,
+            evaluation_time: Duration::ZERO,
+            last_evaluation: None,
+            last_eval_timestamp: None,
+            should_restore,
+            stale_series: Vec::new(),
+        }
+    }
+
+    /// Prometheus' per-group phase: the group's hash of (name, file) modulo the interval.
+    pub fn eval_timestamp(&self, now_ns: i64) -> i64 {
+        let interval = self.interval.as_nanos().max(1) as i64;
+        let offset = (group_hash(&self.spec.name, &self.spec.file) % interval as u64) as i64;
+        let adjusted = now_ns - offset;
+        let base = adjusted - adjusted.rem_euclid(interval);
+        base + offset
+    }
+
+    /// Evaluates every rule in order at `ts` (ns), writing each rule's output before the next runs.
+    pub fn eval(&mut self, ts: i64, env: &EvalEnv) {
+        let started = Instant::now();
+        let wall = SystemTime::now();
+        let query_ms = (ts - self.query_offset.as_nanos() as i64).div_euclid(1_000_000);
+        let limit = self.spec.limit;
+        let interval = self.interval;
+        for i in 0..self.rules.len() {
+            let rule_started = Instant::now();
+            let rule_wall = SystemTime::now();
+            let rule = &mut self.rules[i];
+            let result = match rule.spec.kind.clone() {
+                RuleKind::Record(name) => eval_recording(rule, &name, query_ms, limit, env),
+                RuleKind::Alert(name) => eval_alerting(rule, &name, ts, query_ms, limit, env),
+            };
+            match result {
+                Err(e) => {
+                    tracing::warn!(group = %self.spec.name, rule = rule.spec.name(), err = %e, "evaluating rule failed");
+                    rule.health = RuleHealth::Bad;
+                    rule.last_error = Some(e);
+                }
+                Ok(output) => {
+                    rule.health = RuleHealth::Good;
+                    rule.last_error = None;
+                    if matches!(rule.spec.kind, RuleKind::Alert(_)) {
+                        send_alerts(rule, ts, interval, env);
+                    }
+                    if let Err(e) = write_output(rule, output, query_ms, env) {
+                        rule.health = RuleHealth::Bad;
+                        rule.last_error = Some(e);
+                    }
+                }
+            }
+            rule.evaluation_time = rule_started.elapsed();
+            rule.last_evaluation = Some(rule_wall);
+        }
+        self.cleanup_stale_series(query_ms, env);
+        self.evaluation_time = started.elapsed();
+        self.last_evaluation = Some(wall);
+        self.last_eval_timestamp = Some(ts);
+    }
+
+    fn cleanup_stale_series(&mut self, query_ms: i64, env: &EvalEnv) {
+        if self.stale_series.is_empty() {
+            return;
+        }
+        let mut app = env.appendable.appender();
+        for s in &self.stale_series {
+            if let Err(e) = app.append(s, &[Sample::new(query_ms, stale_nan())]) {
+                tracing::warn!(err = %e, "adding stale sample for a removed rule failed");
+            }
+        }
+        match app.commit() {
+            Ok(_) => self.stale_series.clear(),
+            Err(e) => tracing::warn!(err = %e, "writing stale samples for removed rules failed"),
+        }
+    }
+
+    /// Restores the `for` state of alerts from `ALERTS_FOR_STATE` after a restart (at `ts`, ns).
+    pub fn restore_for_state(&mut self, ts: i64, env: &EvalEnv) {
+        self.should_restore = false;
+        let maxt = ts.div_euclid(1_000_000);
+        let mint = (ts - env.outage_tolerance.as_nanos() as i64).div_euclid(1_000_000);
+        let querier = match env.queryable.querier(mint, maxt) {
+            Ok(q) => q,
+            Err(e) => {
+                tracing::error!(err = %e, "failed to get a querier to restore alert state");
+                return;
+            }
+        };
+        let grace = env.for_grace_period.as_nanos() as i64;
+        for rule in &mut self.rules {
+            let RuleKind::Alert(name) = rule.spec.kind.clone() else {
+                continue;
+            };
+            let hold = rule.spec.for_duration.as_nanos() as i64;
+            if hold < grace {
+                rule.restored = true;
+                continue;
+            }
+            let mut matchers = vec![
+                Matcher::equal("__name__", "ALERTS_FOR_STATE"),
+                Matcher::equal("alertname", name.as_str()),
+            ];
+            for (k, v) in &rule.spec.labels {
+                if !v.contains("{{") && !v.is_empty() && k != "alertname" {
+                    matchers.push(Matcher::equal(k.as_str(), v.as_str()));
+                }
+            }
+            let series = match querier.select(&SelectHints::default(), &matchers) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(alert = %name, err = %e, "failed to restore 'for' state");
+                    rule.restored = true;
+                    continue;
+                }
+            };
+            let mut last_by_labels: HashMap<Labels, Sample> = HashMap::new();
+            for s in series {
+                let Ok(mut s) = s else { continue };
+                let Ok(samples) = collect_samples(s.samples.as_mut()) else {
+                    continue;
+                };
+                let Some(last) = samples.last() else { continue };
+                let mut labels = s.labels.clone();
+                labels.remove("__name__");
+                last_by_labels.insert(labels, *last);
+            }
+            for a in rule.active.values_mut() {
+                let Some(last) = last_by_labels.get(&a.labels) else {
+                    continue;
+                };
+                if cairn_model::is_stale_nan(last.v) {
+                    continue;
+                }
+                let down_at = last.t.div_euclid(1000) * 1_000_000_000;
+                let mut restored_active_at = (last.v as i64) * 1_000_000_000;
+                let remaining = hold - (down_at - restored_active_at);
+                if remaining <= 0 {
+                } else if remaining < grace {
+                    restored_active_at = ts + grace - hold;
+                } else {
+                    restored_active_at += ts - down_at;
+                }
+                a.active_at = restored_active_at;
+            }
+            rule.restored = true;
+        }
+    }
+
+    /// Prometheus' `CopyState`: a reloaded group keeps the state of the rules it shares with the old one.
+    pub fn copy_state(&mut self, from: &mut Group) {
+        self.evaluation_time = from.evaluation_time;
+        self.last_evaluation = from.last_evaluation;
+        self.last_eval_timestamp = from.last_eval_timestamp;
+        let key = |r: &RuleSpec| (r.name().to_string(), r.labels.clone());
+        let mut by_key: HashMap<(String, BTreeMap<String, String>), Vec<usize>> = HashMap::new();
+        for (i, r) in from.rules.iter().enumerate() {
+            by_key.entry(key(&r.spec)).or_default().push(i);
+        }
+        for v in by_key.values_mut() {
+            v.reverse();
+        }
+        let mut used = vec![false; from.rules.len()];
+        for rule in &mut self.rules {
+            let Some(fi) = by_key.get_mut(&key(&rule.spec)).and_then(Vec::pop) else {
+                continue;
+            };
+            used[fi] = true;
+            let old = &mut from.rules[fi];
+            rule.previous_series = std::mem::take(&mut old.previous_series);
+            if matches!(rule.spec.kind, RuleKind::Alert(_)) && matches!(old.spec.kind, RuleKind::Alert(_)) {
+                rule.active.extend(old.active.drain());
+            }
+        }
+        self.stale_series = std::mem::take(&mut from.stale_series);
+        for (fi, old) in from.rules.iter_mut().enumerate() {
+            if !used[fi] {
+                self.stale_series.extend(old.previous_series.drain());
+            }
+        }
+    }
+
+    /// Every series the group wrote last (for stale markers when it is removed).
+    pub fn take_all_series(&mut self) -> Vec<Labels> {
+        let mut out = std::mem::take(&mut self.stale_series);
+        for r in &mut self.rules {
+            out.extend(r.previous_series.drain());
+        }
+        out
+    }
+}
+
+/// Prometheus' hash of the labels `{file, name}`: xxhash64 of its label encoding
+/// (each name and value preceded by its length as a uvarint).
+pub(crate) fn group_hash(name: &str, file: &str) -> u64 {
+    let mut bytes = Vec::with_capacity(name.len() + file.len() + 24);
+    for text in ["file", file, "name", name] {
+        let mut len = text.len();
+        while len >= 0x80 {
+            bytes.push((len as u8 & 0x7f) | 0x80);
+            len >>= 7;
+        }
+        bytes.push(len as u8);
+        bytes.extend_from_slice(text.as_bytes());
+    }
+    xxhash_rust::xxh64::xxh64(&bytes, 0)
+}
+
+/// Prometheus' rule query: an instant query whose scalar becomes one sample without labels.
+fn run_query(env: &EvalEnv, query: &str, t_ms: i64) -> Result<QueryOutput, String> {
+    let result = env
+        .engine
+        .instant(env.queryable.as_ref(), query, t_ms)
+        .map_err(|e| e.to_string())?;
+    match result.value {
+        PromValue::Vector(v) => Ok(v.into_iter().map(|s| (s.metric, s.value)).collect()),
+        PromValue::Scalar { v, .. } => Ok(vec![(Labels::empty(), SampleValue::Float(v))]),
+        _ => Err("rule result is not a vector or scalar".into()),
+    }
+}
+
+/// Sets or (for an empty value) removes each label, as Prometheus' label builder does.
+fn with_labels(mut labels: Labels, set: impl IntoIterator<Item = (String, String)>) -> Labels {
+    for (k, v) in set {
+        if v.is_empty() {
+            labels.remove(&k);
+        } else {
+            labels.set(&k, &v);
+        }
+    }
+    labels
+}
+
+fn eval_recording(rule: &Rule, name: &str, t_ms: i64, limit: usize, env: &EvalEnv) -> Result<QueryOutput, String> {
+    let result = run_query(env, &rule.spec.query, t_ms)?;
+    let mut out = Vec::with_capacity(result.len());
+    let mut seen = HashSet::with_capacity(result.len());
+    for (metric, value) in result {
+        let mut labels = metric;
+        labels.set("__name__", name);
+        let labels = with_labels(labels, rule.spec.labels.clone());
+        if !seen.insert(labels.clone()) {
+            return Err("vector contains metrics with the same labelset after applying rule labels".into());
+        }
+        out.push((labels, value));
+    }
+    if limit > 0 && out.len() > limit {
+        return Err(format!("exceeded limit of {limit} with {} series", out.len()));
+    }
+    Ok(out)
+}
+
+fn label_map(labels: &Labels) -> BTreeMap<String, String> {
+    labels
+        .iter()
+        .map(|l| (l.name.to_string(), l.value.to_string()))
+        .collect()
+}
+
+fn eval_alerting(
+    rule: &mut Rule,
+    name: &str,
+    ts: i64,
+    query_ms: i64,
+    limit: usize,
+    env: &EvalEnv,
+) -> Result<QueryOutput, String> {
+    let result = run_query(env, &rule.spec.query, query_ms)?;
+    let query_fn = |q: &str, t_ms: i64| -> Result<Vec<QuerySample>, String> {
+        Ok(run_query(env, q, t_ms)?
+            .into_iter()
+            .map(|(labels, v)| QuerySample {
+                labels: label_map(&labels),
+                value: v.as_float().unwrap_or(f64::NAN),
+            })
+            .collect())
+    };
+    let ctx = template::Context {
+        time_ms: ts.div_euclid(1_000_000),
+        query: Some(&query_fn),
+        external_url: Some(&env.external_url),
+    };
+    let mut fresh: HashMap<Labels, Alert> = HashMap::with_capacity(result.len());
+    for (metric, value) in result {
+        let value = value.as_float().unwrap_or(f64::NAN);
+        let data = AlertData {
+            labels: label_map(&metric),
+            external_labels: env.external_labels.clone(),
+            external_url: env.external_url.clone(),
+            value,
+        };
+        let mut labels = metric;
+        labels.remove("__name__");
+        let expanded: Vec<(String, String)> = rule
+            .spec
+            .labels
+            .iter()
+            .map(|(k, v)| (k.clone(), template::expand_alert(name, v, &data, &ctx)))
+            .collect();
+        let mut labels = with_labels(labels, expanded);
+        labels.set("alertname", name);
+        let annotations: BTreeMap<String, String> = rule
+            .spec
+            .annotations
+            .iter()
+            .map(|(k, v)| (k.clone(), template::expand_alert(name, v, &data, &ctx)))
+            .collect();
+        if fresh.contains_key(&labels) {
+            return Err("vector contains metrics with the same labelset after applying alert labels".into());
+        }
+        fresh.insert(
+            labels.clone(),
+            Alert {
+                labels,
+                annotations,
+                state: AlertState::Pending,
+                value,
+                active_at: ts,
+                fired_at: None,
+                resolved_at: None,
+                last_sent_at: None,
+                valid_until: None,
+                keep_firing_since: None,
+            },
+        );
+    }
+    let result_keys: HashSet<Labels> = fresh.keys().cloned().collect();
+    for (k, a) in fresh {
+        match rule.active.get_mut(&k) {
+            Some(old) if old.state != AlertState::Inactive => {
+                old.value = a.value;
+                old.annotations = a.annotations;
+            }
+            _ => {
+                rule.active.insert(k, a);
+            }
+        }
+    }
+    let hold = rule.spec.for_duration.as_nanos() as i64;
+    let keep_firing_for = rule.spec.keep_firing_for.as_nanos() as i64;
+    let mut out = Vec::new();
+    let mut active_pending = 0usize;
+    let mut remove = Vec::new();
+    for (k, a) in rule.active.iter_mut() {
+        if !result_keys.contains(k) {
+            let mut keep_firing = false;
+            if a.state == AlertState::Firing && keep_firing_for > 0 {
+                let since = *a.keep_firing_since.get_or_insert(ts);
+                keep_firing = ts - since < keep_firing_for;
+            }
+            if a.state == AlertState::Pending || a.resolved_at.is_some_and(|r| ts - r > RESOLVED_RETENTION_NS) {
+                remove.push(k.clone());
+            }
+            if a.state != AlertState::Inactive && !keep_firing {
+                a.state = AlertState::Inactive;
+                a.resolved_at = Some(ts);
+            }
+            if !keep_firing {
+                continue;
+            }
+        } else {
+            a.keep_firing_since = None;
+        }
+        active_pending += 1;
+        if a.state == AlertState::Pending && ts - a.active_at >= hold {
+            a.state = AlertState::Firing;
+            a.fired_at = Some(ts);
+        }
+        if a.state == AlertState::Firing && ts - a.active_at < hold {
+            a.state = AlertState::Pending;
+            a.fired_at = None;
+            a.last_sent_at = None;
+            a.keep_firing_since = None;
+        }
+        if rule.restored {
+            let base = with_labels(Labels::empty(), rule.spec.labels.clone());
+            let mut series = base;
+            for l in a.labels.iter() {
+                series.set(&l.name, &l.value);
+            }
+            series.set("alertname", name);
+            let mut alerts = series.clone();
+            alerts.set("__name__", "ALERTS");
+            alerts.set("alertstate", a.state.as_str());
+            out.push((alerts, SampleValue::Float(1.0)));
+            let mut for_state = series;
+            for_state.set("__name__", "ALERTS_FOR_STATE");
+            out.push((
+                for_state,
+                SampleValue::Float(a.active_at.div_euclid(1_000_000_000) as f64),
+            ));
+        }
+    }
+    for k in remove {
+        rule.active.remove(&k);
+    }
+    if limit > 0 && active_pending > limit {
+        rule.active.clear();
+        return Err(format!("exceeded limit of {limit} with {active_pending} alerts"));
+    }
+    Ok(out)
+}
+
+/// Prometheus' `sendAlerts` and the notifier's `Send`: alerts due, with EndsAt and external labels.
+fn send_alerts(rule: &mut Rule, ts: i64, interval: Duration, env: &EvalEnv) {
+    let resend = env.resend_delay.as_nanos() as i64;
+    let delta = (interval.as_nanos() as i64).max(resend);
+    let generator_url = format!(
+        "{}/graph?g0.expr={}&g0.tab=1",
+        env.external_url,
+        template::query_escape(&rule.spec.query)
+    );
+    let mut batch = Vec::new();
+    for a in rule.active.values_mut() {
+        if !a.needs_sending(ts, resend) {
+            continue;
+        }
+        a.last_sent_at = Some(ts);
+        a.valid_until = Some(ts + 4 * delta);
+        let mut labels = a.labels.clone();
+        for (k, v) in &env.external_labels {
+            if labels.get(k).is_none_or(str::is_empty) && !v.is_empty() {
+                labels.set(k, v);
+            }
+        }
+        batch.push(NotifyAlert {
+            labels,
+            annotations: a.annotations.clone(),
+            starts_at: ns_to_system_time(a.fired_at.unwrap_or(0)),
+            ends_at: ns_to_system_time(a.resolved_at.or(a.valid_until).unwrap_or(0)),
+            generator_url: generator_url.clone(),
+        });
+    }
+    if let Some(n) = &env.notifier
+        && !batch.is_empty()
+    {
+        n.send(batch);
+    }
+}
+
+/// Writes a rule's output and stale markers for the series it no longer produces.
+fn write_output(rule: &mut Rule, output: QueryOutput, t_ms: i64, env: &EvalEnv) -> Result<(), String> {
+    let mut app = env.appendable.appender();
+    let mut returned = HashSet::with_capacity(output.len());
+    let mut first_error = None;
+    for (labels, value) in output {
+        let r = match value {
+            SampleValue::Float(v) => app.append(&labels, &[Sample::new(t_ms, v)]),
+            SampleValue::Histogram(h) => app.append_histograms(&labels, &[HistogramSample { t: t_ms, h }]),
+        };
+        match r {
+            Ok(()) => {
+                returned.insert(labels);
+            }
+            Err(e) => {
+                tracing::warn!(err = %e, series = ?labels, "rule evaluation result discarded");
+                first_error.get_or_insert(e.to_string());
+            }
+        }
+    }
+    for old in &rule.previous_series {
+        if !returned.contains(old)
+            && let Err(e) = app.append(old, &[Sample::new(t_ms, stale_nan())])
+        {
+            tracing::warn!(err = %e, "adding stale sample failed");
+        }
+    }
+    app.commit().map_err(|e| e.to_string())?;
+    rule.previous_series = returned;
+    match first_error {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;
