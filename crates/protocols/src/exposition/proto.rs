@@ -1,0 +1,1 @@
+//! The `io.prometheus.client` protobuf messages.
