@@ -56,7 +56,6 @@ pub(crate) fn normalize_nan(v: f64) -> f64 {
 
 /// Float seconds to milliseconds as Go's `int64(ts * 1000)` does:
 /// truncated toward zero, saturating where Go's conversion is undefined.
-#[allow(dead_code)] // used by the OpenMetrics parser, next
 pub(crate) fn seconds_to_ms(seconds: f64) -> i64 {
     (seconds * 1000.0) as i64
 }
@@ -101,7 +100,7 @@ mod tests {
     #[test]
     fn seconds_truncate_to_milliseconds() {
         assert_eq!(seconds_to_ms(1.5), 1500);
-        assert_eq!(seconds_to_ms(1_700_000_000.1234), 1_700_000_000_123);
+        assert_eq!(seconds_to_ms(1_700_000_000.123_4), 1_700_000_000_123);
         assert_eq!(seconds_to_ms(-0.0015), -1);
         assert_eq!(normalize_nan(f64::NAN).to_bits(), NORMAL_NAN_BITS);
     }

@@ -132,15 +132,9 @@ impl ExpositionError {
 
 /// Reads one (decompressed) scrape body in `format`.
 pub fn parse(format: ScrapeFormat, body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    let mut out = match format {
-        ScrapeFormat::PrometheusText0_0_4 | ScrapeFormat::PrometheusText1_0_0 => text::parse(body)?,
-        ScrapeFormat::OpenMetricsText0_0_1 | ScrapeFormat::OpenMetricsText1_0_0 => {
-            openmetrics::parse(body, opts.skip_openmetrics_created_series)?
-        }
-        ScrapeFormat::PrometheusProto => return protobuf::parse(body, opts),
-    };
-    if opts.convert_classic_histograms_to_nhcb {
-        classic::convert_to_nhcb(&mut out, opts.keep_classic_histograms)?;
+    match format {
+        ScrapeFormat::PrometheusText0_0_4 | ScrapeFormat::PrometheusText1_0_0 => text::parse(body, opts),
+        ScrapeFormat::OpenMetricsText0_0_1 | ScrapeFormat::OpenMetricsText1_0_0 => openmetrics::parse(body, opts),
+        ScrapeFormat::PrometheusProto => protobuf::parse(body, opts),
     }
-    Ok(out)
 }

@@ -10,28 +10,29 @@
 
 use cairn_model::{Label, METRIC_NAME};
 
+use super::classic::Sink;
 use super::common::{
     MetadataSet, Position, finish_labels, is_label_char, is_label_start, is_metric_char, is_metric_start,
     normalize_label_value, quoted_end, run_end, unescape, unescape_help, utf8,
 };
 use super::float::{normalize_nan, parse_go_float};
-use super::{Exposition, ExpositionError, ScrapedSample, ScrapedValue};
+use super::{Exposition, ExpositionError, ParseOptions, ScrapedSample, ScrapedValue};
 use crate::MetricType;
 
 /// Reads a whole body.
-pub fn parse(body: &[u8]) -> Result<Exposition, ExpositionError> {
+pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
         i: 0,
         line: 1,
         kind: MetricType::Unknown,
         metadata: MetadataSet::default(),
-        samples: Vec::new(),
+        sink: Sink::new(opts),
         labels: Vec::new(),
     };
     p.run()?;
     Ok(Exposition {
-        samples: p.samples,
+        samples: p.sink.finish(),
         metadata: p.metadata.into_vec(),
     })
 }
@@ -44,7 +45,7 @@ struct Parser<'a> {
     /// decides whether `le` and `quantile` values are normalised.
     kind: MetricType,
     metadata: MetadataSet,
-    samples: Vec<ScrapedSample>,
+    sink: Sink,
     /// Reused between samples.
     labels: Vec<(usize, usize, usize, usize)>,
 }
@@ -132,6 +133,7 @@ impl<'a> Parser<'a> {
             None
         };
         let Some(keyword) = keyword else {
+            self.sink.other_line();
             self.skip_to_eol();
             self.end_line();
             return Ok(());
@@ -167,6 +169,7 @@ impl<'a> Parser<'a> {
                 })?;
                 let help = unescape_help(text);
                 self.metadata.update(name, |m| m.help = help.into_owned());
+                self.sink.other_line();
             }
             MetaKind::Type => {
                 let kind = match text_bytes {
@@ -181,6 +184,7 @@ impl<'a> Parser<'a> {
                 };
                 self.kind = kind;
                 self.metadata.update(name, |m| m.kind = kind);
+                self.sink.type_line(name, kind);
             }
         }
         self.count_lines(start);
@@ -218,7 +222,7 @@ impl<'a> Parser<'a> {
         }
         let value = std::str::from_utf8(self.b.get(value_start..self.i).unwrap_or_default())
             .map_err(|_| "invalid syntax".to_string())
-            .and_then(|s| parse_go_float(s))
+            .and_then(parse_go_float)
             .map_err(|e| pos.error(format!("{e} while parsing: {:?}", pos.entry_text(self.b, self.i))))?;
         self.skip_blanks();
         let timestamp_ms = match self.peek_eol() {
@@ -246,7 +250,7 @@ impl<'a> Parser<'a> {
             _ => return Err(pos.unexpected(self.b, "expected timestamp or new record", self.i, self.i)),
         };
         let labels = self.build_labels(name_start, name_end).map_err(|e| pos.error(e))?;
-        self.samples.push(ScrapedSample {
+        self.sink.push(ScrapedSample {
             labels,
             timestamp_ms,
             value: ScrapedValue::Float(normalize_nan(value)),

@@ -5,7 +5,7 @@ use crate::exposition::FamilyMetadata;
 use crate::exposition::float::NORMAL_NAN_BITS;
 
 fn floats(body: &str) -> Vec<(String, Option<i64>, f64)> {
-    parse(body.as_bytes())
+    parse(body.as_bytes(), &ParseOptions::default())
         .unwrap()
         .samples
         .into_iter()
@@ -17,7 +17,7 @@ fn floats(body: &str) -> Vec<(String, Option<i64>, f64)> {
 }
 
 fn error(body: &str) -> ExpositionError {
-    parse(body.as_bytes()).unwrap_err()
+    parse(body.as_bytes(), &ParseOptions::default()).unwrap_err()
 }
 
 #[test]
@@ -31,7 +31,7 @@ go_gc_duration_seconds_count 12\n\
 # HELP node_cpu_seconds_total Seconds the CPUs spent in each mode.\n\
 # TYPE node_cpu_seconds_total counter\n\
 node_cpu_seconds_total{cpu=\"0\",mode=\"idle\"} 1234.56\n";
-    let out = parse(body.as_bytes()).unwrap();
+    let out = parse(body.as_bytes(), &ParseOptions::default()).unwrap();
     let got: Vec<String> = out.samples.iter().map(|s| s.labels.to_string()).collect();
     assert_eq!(
         got,
@@ -80,6 +80,7 @@ fn whitespace_timestamps_and_values() {
 fn escapes_and_quoted_names() {
     let out = parse(
         b"# HELP m a \\\\ b \\n c \\\" d\n{\"my.metric\", \"label.name\"=\"v\\\"q\\\\\\n\\t\"} 1\nx{\"a b\"=\"1\"} 2\n",
+        &ParseOptions::default(),
     )
     .unwrap();
     assert_eq!(out.metadata[0].help, "a \\ b \n c \\\" d");
@@ -109,7 +110,7 @@ fn comments_are_skipped_and_type_normalises_le() {
 
 #[test]
 fn empty_label_values_are_dropped_and_help_may_be_empty() {
-    let out = parse(b"# HELP a\n# HELP b \na{x=\"\"} 1\n").unwrap();
+    let out = parse(b"# HELP a\n# HELP b \na{x=\"\"} 1\n", &ParseOptions::default()).unwrap();
     assert_eq!(out.samples[0].labels, Labels::from_pairs([("__name__", "a")]));
     assert_eq!(out.metadata.len(), 2);
     assert!(out.metadata.iter().all(|m| m.help.is_empty()));
@@ -117,9 +118,9 @@ fn empty_label_values_are_dropped_and_help_may_be_empty() {
 
 #[test]
 fn label_values_may_span_lines() {
-    let out = parse(b"a{x=\"1\n2\"} 1\nb{ 2\n").unwrap_err();
+    let out = parse(b"a{x=\"1\n2\"} 1\nb{ 2\n", &ParseOptions::default()).unwrap_err();
     assert_eq!(out.line, 3);
-    let out = parse(b"a{x=\"1\n2\"} 1\n").unwrap();
+    let out = parse(b"a{x=\"1\n2\"} 1\n", &ParseOptions::default()).unwrap();
     assert_eq!(out.samples[0].labels.get("x"), Some("1\n2"));
 }
 
@@ -157,13 +158,13 @@ fn errors_fail_the_whole_body() {
         assert!(e.message.contains(want), "{body:?}: {e}");
     }
     assert!(
-        parse(b"a{x=\"\xff\"} 1\n")
+        parse(b"a{x=\"\xff\"} 1\n", &ParseOptions::default())
             .unwrap_err()
             .message
             .contains("invalid UTF-8 label value")
     );
     assert!(
-        parse(b"# HELP a \xff\n")
+        parse(b"# HELP a \xff\n", &ParseOptions::default())
             .unwrap_err()
             .message
             .contains("not a valid utf8")
