@@ -16,7 +16,7 @@ use crate::MetricType;
 /// One classic histogram's parts, in any order.
 #[derive(Debug, Default)]
 pub(crate) struct ClassicHistogram {
-    /// `(le, cumulative count)` by increasing `le`.
+    /// `(le, cumulative count)` as given.
     buckets: Vec<(f64, f64)>,
     count: Option<f64>,
     sum: f64,
@@ -25,6 +25,9 @@ pub(crate) struct ClassicHistogram {
 }
 
 impl ClassicHistogram {
+    /// Records a bucket. Buckets may come in any order; the first of two
+    /// with the same bound wins. They are sorted and checked on conversion,
+    /// so a body of many out-of-order buckets costs `n log n`, not `n²`.
     pub(crate) fn set_bucket(&mut self, le: f64, count: f64) {
         if self.error.is_some() {
             return;
@@ -37,19 +40,7 @@ impl ClassicHistogram {
             self.error = Some(format!("bucket count must be non-negative: le={le}, count={count}"));
             return;
         }
-        let at = self.buckets.partition_point(|b| b.0 < le);
-        if self.buckets.get(at).is_some_and(|b| b.0 == le) {
-            return;
-        }
-        if at > 0 && self.buckets.get(at - 1).is_some_and(|b| count < b.1) {
-            self.error = Some("count is not cumulative".into());
-            return;
-        }
-        if self.buckets.get(at).is_some_and(|b| count > b.1) {
-            self.error = Some("count is not cumulative".into());
-            return;
-        }
-        self.buckets.insert(at, (le, count));
+        self.buckets.push((le, count));
     }
 
     pub(crate) fn set_count(&mut self, count: f64) {
@@ -74,6 +65,13 @@ impl ClassicHistogram {
     pub(crate) fn convert(mut self, gauge: bool) -> Result<Histogram, String> {
         if let Some(e) = self.error {
             return Err(e);
+        }
+        // Stable: of equal bounds, the first given stays first and is kept.
+        self.buckets
+            .sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+        self.buckets.dedup_by(|later, first| later.0 == first.0);
+        if self.buckets.windows(2).any(|w| matches!(w, [a, b] if b.1 < a.1)) {
+            return Err("count is not cumulative".into());
         }
         let count = match (self.count, self.buckets.last()) {
             (Some(c), _) => c,

@@ -138,3 +138,6 @@ pub fn parse(format: ScrapeFormat, body: &[u8], opts: &ParseOptions) -> Result<E
         ScrapeFormat::PrometheusProto => protobuf::parse(body, opts),
     }
 }
+
+#[cfg(test)]
+mod roundtrip_tests;

@@ -83,3 +83,16 @@ fn unconvertible_histograms_are_dropped() {
     let e = parse(ScrapeFormat::PrometheusText0_0_4, body.as_bytes(), &nhcb_opts(false)).unwrap();
     assert!(e.samples.is_empty());
 }
+
+#[test]
+fn duplicate_bounds_keep_the_first_and_order_does_not_matter() {
+    let mut c = ClassicHistogram::default();
+    for i in (0..50_000).rev() {
+        c.set_bucket(f64::from(i), 0.0);
+    }
+    c.set_bucket(1.0, 7.0);
+    c.set_count(0.0);
+    let h = c.convert(false).unwrap();
+    assert_eq!(h.custom_bounds.as_deref().map(<[f64]>::len), Some(50_000));
+    assert!(h.positive.is_empty());
+}
