@@ -132,6 +132,10 @@ struct Nhcb {
     kind: MetricType,
     family: String,
     group: Option<Group>,
+    /// The timestamp of the last sample read, which Prometheus gives the
+    /// histogram it emits: the group's last one when metadata or the end
+    /// of the body closes the group, the next series' when that does.
+    last_timestamp_ms: Option<i64>,
 }
 
 struct Group {
@@ -139,7 +143,6 @@ struct Group {
     /// The labels but `__name__` and `le`, sorted.
     rest: Vec<Label>,
     histogram: ClassicHistogram,
-    timestamp_ms: Option<i64>,
 }
 
 enum Suffix {
@@ -179,6 +182,7 @@ impl Sink {
                 kind: MetricType::Unknown,
                 family: String::new(),
                 group: None,
+                last_timestamp_ms: None,
             }),
         }
     }
@@ -201,6 +205,7 @@ impl Sink {
             self.samples.push(sample);
             return;
         };
+        n.last_timestamp_ms = sample.timestamp_ms;
         let name = sample.labels.metric_name().unwrap_or_default();
         let continues = n.kind == MetricType::Histogram
             && n.group.as_ref().is_some_and(|g| {
@@ -238,14 +243,12 @@ impl Sink {
                                     .cloned()
                                     .collect(),
                                 histogram: ClassicHistogram::default(),
-                                timestamp_ms: None,
                             });
                             match (suffix, le) {
                                 (Suffix::Bucket, Some(le)) => group.histogram.set_bucket(le, value),
                                 (Suffix::Count, _) => group.histogram.set_count(value),
                                 _ => group.histogram.set_sum(value),
                             }
-                            group.timestamp_ms = sample.timestamp_ms;
                             true
                         }
                         None => false,
@@ -260,7 +263,11 @@ impl Sink {
 
     /// Emits the histogram being gathered, if it converts.
     fn flush(&mut self) {
-        let Some(group) = self.nhcb.as_mut().and_then(|n| n.group.take()) else {
+        let Some(n) = self.nhcb.as_mut() else {
+            return;
+        };
+        let timestamp_ms = n.last_timestamp_ms;
+        let Some(group) = n.group.take() else {
             return;
         };
         let Ok(h) = group.histogram.convert(false) else {
@@ -273,7 +280,7 @@ impl Sink {
         };
         self.samples.push(ScrapedSample {
             labels,
-            timestamp_ms: group.timestamp_ms,
+            timestamp_ms,
             value: ScrapedValue::Histogram(h),
         });
     }

@@ -96,24 +96,78 @@ impl ScrapeFormat {
     /// blank, malformed or unsupported type; the scraper then uses the
     /// `fallback_scrape_protocol` or fails the scrape.
     pub fn from_content_type(ct: &str) -> Option<Self> {
-        let (media, params) = parse_media_type(ct)?;
+        Self::classify(ct).ok()
+    }
+
+    fn classify(ct: &str) -> Result<Self, ContentTypeProblem> {
+        let Some((media, params)) = parse_media_type(ct) else {
+            return Err(ContentTypeProblem::Malformed);
+        };
         let version = params
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case("version"))
             .map(|(_, v)| v.as_str());
         match media.as_str() {
-            "text/plain" => Some(if version == Some("1.0.0") {
+            "text/plain" => Ok(if version == Some("1.0.0") {
                 Self::PrometheusText1_0_0
             } else {
                 Self::PrometheusText0_0_4
             }),
-            "application/openmetrics-text" => Some(if version == Some("0.0.1") {
+            "application/openmetrics-text" => Ok(if version == Some("0.0.1") {
                 Self::OpenMetricsText0_0_1
             } else {
                 Self::OpenMetricsText1_0_0
             }),
-            "application/vnd.google.protobuf" => Some(Self::PrometheusProto),
-            _ => None,
+            "application/vnd.google.protobuf" => Ok(Self::PrometheusProto),
+            _ => Err(ContentTypeProblem::Unsupported),
+        }
+    }
+
+    /// The format to parse an answer in, as Prometheus decides it from the
+    /// `Content-Type` and the scrape config's `fallback_scrape_protocol`:
+    /// the named format; else the fallback, with a warning to log; else an
+    /// error that fails the scrape. Messages are worded as Prometheus'.
+    pub fn for_response(content_type: &str, fallback: Option<Self>) -> Result<(Self, Option<String>), String> {
+        let problem = match Self::classify(content_type) {
+            Ok(f) => return Ok((f, None)),
+            Err(_) if content_type.is_empty() => match fallback {
+                None => {
+                    return Err("non-compliant scrape target sending blank Content-Type and no \
+                                fallback_scrape_protocol specified for target"
+                        .to_string());
+                }
+                Some(f) => format!(
+                    "non-compliant scrape target sending blank Content-Type, using fallback_scrape_protocol {:?}",
+                    f.media_type()
+                ),
+            },
+            Err(ContentTypeProblem::Malformed) => match fallback {
+                None => {
+                    return Err(format!(
+                        "cannot parse Content-Type {content_type:?} and no fallback_scrape_protocol for target"
+                    ));
+                }
+                Some(f) => format!(
+                    "could not parse received Content-Type {content_type:?}, using fallback_scrape_protocol {:?}",
+                    f.media_type()
+                ),
+            },
+            Err(ContentTypeProblem::Unsupported) => match fallback {
+                None => {
+                    return Err(format!(
+                        "received unsupported Content-Type {content_type:?} and no fallback_scrape_protocol \
+                         specified for target"
+                    ));
+                }
+                Some(f) => format!(
+                    "received unsupported Content-Type {content_type:?}, using fallback_scrape_protocol {:?}",
+                    f.media_type()
+                ),
+            },
+        };
+        match fallback {
+            Some(f) => Ok((f, Some(problem))),
+            None => Err(problem),
         }
     }
 
@@ -142,6 +196,12 @@ impl ScrapeFormat {
         out.push_str(&format!("*/*;q=0.{weight}"));
         out
     }
+}
+
+/// Why a `Content-Type` names no parser.
+enum ContentTypeProblem {
+    Malformed,
+    Unsupported,
 }
 
 /// Splits a media type as Go's `mime.ParseMediaType` does, closely enough
@@ -248,6 +308,33 @@ mod tests {
         ] {
             assert_eq!(ScrapeFormat::from_content_type(ct), want, "{ct:?}");
         }
+    }
+
+    #[test]
+    fn responses_fall_back_as_configured() {
+        use ScrapeFormat as F;
+        assert_eq!(F::for_response("text/plain", None), Ok((F::PrometheusText0_0_4, None)));
+        assert!(F::for_response("", None).unwrap_err().contains("blank Content-Type"));
+        assert!(
+            F::for_response("text/html", None)
+                .unwrap_err()
+                .contains("unsupported Content-Type \"text/html\"")
+        );
+        assert!(
+            F::for_response("text/plain; x", None)
+                .unwrap_err()
+                .contains("cannot parse Content-Type")
+        );
+        let (f, warning) = F::for_response("", Some(F::PrometheusText1_0_0)).unwrap();
+        assert_eq!(f, F::PrometheusText1_0_0);
+        assert!(
+            warning
+                .unwrap()
+                .contains("using fallback_scrape_protocol \"text/plain\"")
+        );
+        let (f, warning) = F::for_response("application/json", Some(F::OpenMetricsText1_0_0)).unwrap();
+        assert_eq!(f, F::OpenMetricsText1_0_0);
+        assert!(warning.unwrap().contains("received unsupported Content-Type"));
     }
 
     #[test]

@@ -96,3 +96,23 @@ fn duplicate_bounds_keep_the_first_and_order_does_not_matter() {
     assert_eq!(h.custom_bounds.as_deref().map(<[f64]>::len), Some(50_000));
     assert!(h.positive.is_empty());
 }
+
+#[test]
+fn emitted_histograms_take_the_timestamp_prometheus_gives_them() {
+    let body = "# TYPE h histogram\nh_bucket{le=\"+Inf\"} 1 10\nh_count 1 20\nh_sum 1 30\nother 1 40\n\
+                # TYPE g histogram\ng_count 1 50\n# HELP g x\n";
+    let e = parse(ScrapeFormat::PrometheusText0_0_4, body.as_bytes(), &nhcb_opts(false)).unwrap();
+    let got: Vec<(String, Option<i64>)> = e
+        .samples
+        .iter()
+        .map(|s| (s.labels.to_string(), s.timestamp_ms))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("h".to_string(), Some(40)),
+            ("other".to_string(), Some(40)),
+            ("g".to_string(), Some(50))
+        ]
+    );
+}
