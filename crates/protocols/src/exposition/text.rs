@@ -111,11 +111,7 @@ impl<'a> Parser<'a> {
     }
 
     fn skip_to_eol(&mut self) {
-        self.i = self
-            .b
-            .get(self.i..)
-            .and_then(|r| r.iter().position(|&c| c == b'\n'))
-            .map_or(self.b.len(), |n| self.i + n);
+        self.i = line_end(self.b, self.i);
     }
 
     fn comment(&mut self, start: usize) -> Result<(), ExpositionError> {
