@@ -130,8 +130,13 @@ impl ExpositionError {
     }
 }
 
-/// Reads one (decompressed) scrape body in `format`.
+/// Reads one (decompressed) scrape body in `format`. An empty body is an
+/// empty scrape in every format (Prometheus never parses one, so even
+/// OpenMetrics needs no `# EOF` there).
 pub fn parse(format: ScrapeFormat, body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
+    if body.is_empty() {
+        return Ok(Exposition::default());
+    }
     match format {
         ScrapeFormat::PrometheusText0_0_4 | ScrapeFormat::PrometheusText1_0_0 => text::parse(body, opts),
         ScrapeFormat::OpenMetricsText0_0_1 | ScrapeFormat::OpenMetricsText1_0_0 => openmetrics::parse(body, opts),

@@ -183,10 +183,11 @@ fn labels_of(
     extra: Option<(&str, String)>,
 ) -> Result<Labels, String> {
     let mut labels = Vec::with_capacity(pairs.len() + 2);
-    let mut full = String::with_capacity(name.len() + suffix.len());
-    full.push_str(name);
-    full.push_str(suffix);
-    labels.push(Label::new(METRIC_NAME, full));
+    if suffix.is_empty() {
+        labels.push(Label::new(METRIC_NAME, name));
+    } else {
+        labels.push(Label::new(METRIC_NAME, [name, suffix].concat()));
+    }
     for p in pairs {
         if p.name.is_empty() {
             return Err("invalid label name: ".to_string());

@@ -116,3 +116,14 @@ fn emitted_histograms_take_the_timestamp_prometheus_gives_them() {
         ]
     );
 }
+
+#[test]
+fn an_empty_body_is_an_empty_scrape_in_every_format() {
+    for format in ScrapeFormat::all() {
+        assert_eq!(
+            parse(format, b"", &ParseOptions::default()),
+            Ok(crate::exposition::Exposition::default())
+        );
+    }
+    assert!(parse(ScrapeFormat::OpenMetricsText1_0_0, b"\n", &ParseOptions::default()).is_err());
+}
