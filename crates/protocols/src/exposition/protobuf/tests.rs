@@ -1,6 +1,10 @@
 use super::*;
 use crate::exposition::FamilyMetadata;
-use crate::exposition::proto::{Bucket, BucketSpan, Counter, Gauge, LabelPair, Metric, Quantile, Summary};
+use prost::Message;
+
+use crate::exposition::proto::{
+    Bucket, BucketSpan, Counter, Gauge, LabelPair, Metric, MetricFamily, Quantile, Summary,
+};
 
 fn body(families: &[MetricFamily]) -> Vec<u8> {
     let mut out = Vec::new();
