@@ -51,6 +51,12 @@ pub struct ParseOptions {
     /// counters, summaries and histograms (Prometheus keeps them as plain
     /// series unless this feature is on).
     pub skip_openmetrics_created_series: bool,
+    /// The `type-and-unit-labels` feature: every sample gets `__type__`
+    /// (unless its type is unknown) and `__unit__` (unless empty) from its
+    /// family's metadata, replacing labels of those names it carries. The
+    /// text formats take them from the last `TYPE` and `UNIT` lines read,
+    /// as Prometheus does.
+    pub type_and_unit_labels: bool,
 }
 
 impl Default for ParseOptions {
@@ -61,6 +67,7 @@ impl Default for ParseOptions {
             convert_classic_histograms_to_nhcb: false,
             native_histograms: false,
             skip_openmetrics_created_series: false,
+            type_and_unit_labels: false,
         }
     }
 }

@@ -20,7 +20,7 @@ use cairn_model::histogram::{ResetHint, counts_from_deltas, expand_spans};
 use cairn_model::{Histogram, Label, Labels, METRIC_NAME};
 
 use super::classic::ClassicHistogram;
-use super::common::{MetadataSet, finish_labels};
+use super::common::{MetadataSet, SchemaLabels, finish_labels};
 use super::proto;
 use super::{Exposition, ExpositionError, ParseOptions, ScrapedSample, ScrapedValue};
 use crate::MetricType;
@@ -111,12 +111,16 @@ fn read_family<'a>(
         family.help.clone_into(&mut m.help);
         family.unit.clone_into(&mut m.unit);
     });
+    let schema = opts.type_and_unit_labels.then_some(SchemaLabels {
+        kind,
+        unit: family.unit,
+    });
     for &encoded in &buffers.metrics {
         let metric = wire::metric(encoded, &mut buffers.labels)?;
         let pairs = &buffers.labels;
         let timestamp_ms = (metric.timestamp_ms != 0).then_some(metric.timestamp_ms);
         let mut emit = |suffix: &str, extra: Option<(&str, String)>, value: ScrapedValue| -> Result<(), String> {
-            let labels = labels_of(name, suffix, pairs, extra)?;
+            let labels = labels_of(name, suffix, pairs, extra, schema)?;
             samples.push(ScrapedSample {
                 labels,
                 timestamp_ms,
@@ -191,6 +195,7 @@ fn labels_of(
     suffix: &str,
     pairs: &[(&str, &str)],
     extra: Option<(&str, String)>,
+    schema: Option<SchemaLabels<'_>>,
 ) -> Result<Labels, String> {
     let mut labels = Vec::with_capacity(pairs.len() + 2);
     if suffix.is_empty() {
@@ -198,9 +203,15 @@ fn labels_of(
     } else {
         labels.push(Label::new(METRIC_NAME, [name, suffix].concat()));
     }
+    if let Some(schema) = schema {
+        schema.push_to(&mut labels);
+    }
     for &(n, v) in pairs {
         if n.is_empty() {
             return Err("invalid label name: ".to_string());
+        }
+        if schema.is_some_and(|s| s.overrides(n)) {
+            continue;
         }
         labels.push(Label::new(n, v));
     }

@@ -177,6 +177,7 @@ fn all_options() -> [ParseOptions; 4] {
             keep_classic_histograms: true,
             native_histograms: true,
             skip_openmetrics_created_series: true,
+            type_and_unit_labels: true,
         },
     ]
 }

@@ -385,3 +385,30 @@ fn malformed_bodies_fail() {
     assert_eq!(parse(&[], &opts).unwrap(), Exposition::default());
     let _ = FamilyMetadata::default();
 }
+
+#[test]
+fn type_and_unit_labels_come_from_the_family() {
+    let mut f = family(
+        "lat_seconds",
+        proto::MetricType::Summary,
+        vec![Metric {
+            label: vec![label("__type__", "x"), label("__unit__", "y")],
+            summary: Some(Summary::default()),
+            ..Metric::default()
+        }],
+    );
+    f.unit = "seconds".into();
+    let opts = ParseOptions {
+        type_and_unit_labels: true,
+        ..ParseOptions::default()
+    };
+    let e = parse(&body(&[f]), &opts).unwrap();
+    assert_eq!(
+        names(&e),
+        [
+            r#"lat_seconds_count{__type__="summary", __unit__="seconds"}"#,
+            r#"lat_seconds_sum{__type__="summary", __unit__="seconds"}"#,
+        ]
+    );
+    assert_eq!(e.metadata[0].unit, "seconds");
+}
