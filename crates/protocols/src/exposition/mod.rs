@@ -18,6 +18,18 @@
 //! such a scrape when it appends it). Values keep their bits but for a
 //! text `NaN`, which becomes Prometheus' ordinary NaN (never the staleness
 //! marker). Exemplars are checked for syntax and dropped.
+//!
+//! In both text formats a histogram's `le` and a summary's `quantile` are
+//! respelt as OpenMetrics floats (`1` → `1.0`) when the last `TYPE` line
+//! says histogram or summary, so that every format names a bucket alike.
+//! Classic histograms can be converted to native histograms with custom
+//! buckets (see [`ParseOptions`]); which series are kept, and the
+//! timestamp the converted sample gets, follow Prometheus.
+//!
+//! What stays with the scraper: choosing the format from the answer
+//! ([`ScrapeFormat::for_response`], with `fallback_scrape_protocol`),
+//! decompression, body size, sample and label limits, the legacy name
+//! validation scheme, duplicate series within one scrape, and staleness.
 
 mod classic;
 mod common;
