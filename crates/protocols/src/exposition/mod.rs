@@ -63,12 +63,6 @@ pub struct ParseOptions {
     /// counters, summaries and histograms (Prometheus keeps them as plain
     /// series unless this feature is on).
     pub skip_openmetrics_created_series: bool,
-    /// The `type-and-unit-labels` feature: every sample gets `__type__`
-    /// (unless its type is unknown) and `__unit__` (unless empty) from its
-    /// family's metadata, replacing labels of those names it carries. The
-    /// text formats take them from the last `TYPE` and `UNIT` lines read,
-    /// as Prometheus does.
-    pub type_and_unit_labels: bool,
 }
 
 impl Default for ParseOptions {
@@ -79,7 +73,6 @@ impl Default for ParseOptions {
             convert_classic_histograms_to_nhcb: false,
             native_histograms: false,
             skip_openmetrics_created_series: false,
-            type_and_unit_labels: false,
         }
     }
 }
@@ -153,13 +146,39 @@ impl ExpositionError {
 /// empty scrape in every format (Prometheus never parses one, so even
 /// OpenMetrics needs no `# EOF` there).
 pub fn parse(format: ScrapeFormat, body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
+    parse_as(format, body, opts, false)
+}
+
+/// [`parse`] under Prometheus' `type-and-unit-labels` feature: every
+/// sample gets `__type__` (unless its type is unknown) and `__unit__`
+/// (unless empty) from its family's metadata, replacing labels of those
+/// names it carries. The text formats take them from the last `TYPE` and
+/// `UNIT` lines read, as Prometheus does.
+pub fn parse_with_type_and_unit_labels(
+    format: ScrapeFormat,
+    body: &[u8],
+    opts: &ParseOptions,
+) -> Result<Exposition, ExpositionError> {
+    parse_as(format, body, opts, true)
+}
+
+fn parse_as(
+    format: ScrapeFormat,
+    body: &[u8],
+    opts: &ParseOptions,
+    type_and_unit_labels: bool,
+) -> Result<Exposition, ExpositionError> {
     if body.is_empty() {
         return Ok(Exposition::default());
     }
     match format {
-        ScrapeFormat::PrometheusText0_0_4 | ScrapeFormat::PrometheusText1_0_0 => text::parse(body, opts),
-        ScrapeFormat::OpenMetricsText0_0_1 | ScrapeFormat::OpenMetricsText1_0_0 => openmetrics::parse(body, opts),
-        ScrapeFormat::PrometheusProto => protobuf::parse(body, opts),
+        ScrapeFormat::PrometheusText0_0_4 | ScrapeFormat::PrometheusText1_0_0 => {
+            text::parse_as(body, opts, type_and_unit_labels)
+        }
+        ScrapeFormat::OpenMetricsText0_0_1 | ScrapeFormat::OpenMetricsText1_0_0 => {
+            openmetrics::parse_as(body, opts, type_and_unit_labels)
+        }
+        ScrapeFormat::PrometheusProto => protobuf::parse_as(body, opts, type_and_unit_labels),
     }
 }
 

@@ -23,13 +23,22 @@ use crate::MetricType;
 /// Reads a whole body. With `opts.skip_openmetrics_created_series`, the
 /// `_created` series of counters, summaries and histograms are left out.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
+    parse_as(body, opts, false)
+}
+
+/// [`parse`], with type-and-unit labels when asked.
+pub(crate) fn parse_as(
+    body: &[u8],
+    opts: &ParseOptions,
+    type_and_unit_labels: bool,
+) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
         i: 0,
         line: 1,
         kind: MetricType::Unknown,
         skip_created_series: opts.skip_openmetrics_created_series,
-        type_and_unit_labels: opts.type_and_unit_labels,
+        type_and_unit_labels,
         unit: String::new(),
         metadata: MetadataSet::default(),
         sink: Sink::new(opts),

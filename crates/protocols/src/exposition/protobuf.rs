@@ -31,6 +31,15 @@ const MAX_PREFIX_LEN: usize = 5;
 
 /// Reads a whole body.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
+    parse_as(body, opts, false)
+}
+
+/// [`parse`], with type-and-unit labels when asked.
+pub(crate) fn parse_as(
+    body: &[u8],
+    opts: &ParseOptions,
+    type_and_unit_labels: bool,
+) -> Result<Exposition, ExpositionError> {
     let mut samples = Vec::new();
     let mut metadata = MetadataSet::default();
     let mut at = 0;
@@ -48,7 +57,15 @@ pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionE
                 rest.len()
             ))
         })?;
-        read_family(message, opts, &mut buffers, &mut samples, &mut metadata).map_err(fail)?;
+        read_family(
+            message,
+            opts,
+            type_and_unit_labels,
+            &mut buffers,
+            &mut samples,
+            &mut metadata,
+        )
+        .map_err(fail)?;
         at += total;
     }
     Ok(Exposition {
@@ -90,6 +107,7 @@ struct Buffers<'a> {
 fn read_family<'a>(
     message: &'a [u8],
     opts: &ParseOptions,
+    type_and_unit_labels: bool,
     buffers: &mut Buffers<'a>,
     samples: &mut Vec<ScrapedSample>,
     metadata: &mut MetadataSet,
@@ -111,7 +129,7 @@ fn read_family<'a>(
         family.help.clone_into(&mut m.help);
         family.unit.clone_into(&mut m.unit);
     });
-    let schema = opts.type_and_unit_labels.then_some(SchemaLabels {
+    let schema = type_and_unit_labels.then_some(SchemaLabels {
         kind,
         unit: family.unit,
     });

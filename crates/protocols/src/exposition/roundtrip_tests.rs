@@ -177,7 +177,6 @@ fn all_options() -> [ParseOptions; 4] {
             keep_classic_histograms: true,
             native_histograms: true,
             skip_openmetrics_created_series: true,
-            type_and_unit_labels: true,
         },
     ]
 }
@@ -188,6 +187,7 @@ proptest! {
         for opts in all_options() {
             for format in ScrapeFormat::all() {
                 let _ = parse(format, &body, &opts);
+                let _ = parse_with_type_and_unit_labels(format, &body, &opts);
             }
         }
     }

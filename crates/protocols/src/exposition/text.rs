@@ -21,12 +21,21 @@ use crate::MetricType;
 
 /// Reads a whole body.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
+    parse_as(body, opts, false)
+}
+
+/// [`parse`], with type-and-unit labels when asked.
+pub(crate) fn parse_as(
+    body: &[u8],
+    opts: &ParseOptions,
+    type_and_unit_labels: bool,
+) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
         i: 0,
         line: 1,
         kind: MetricType::Unknown,
-        type_and_unit_labels: opts.type_and_unit_labels,
+        type_and_unit_labels,
         metadata: MetadataSet::default(),
         sink: Sink::new(opts),
         labels: Vec::new(),

@@ -130,10 +130,8 @@ fn an_empty_body_is_an_empty_scrape_in_every_format() {
 
 #[test]
 fn type_and_unit_labels_come_from_metadata() {
-    let opts = ParseOptions {
-        type_and_unit_labels: true,
-        ..ParseOptions::default()
-    };
+    use crate::exposition::parse_with_type_and_unit_labels as parse;
+    let opts = ParseOptions::default();
     let text = "# TYPE c counter\nc_total{__type__=\"gauge\",__unit__=\"s\",x=\"1\"} 1\n# TYPE u untyped\nu{__type__=\"t\"} 1\n";
     let e = parse(ScrapeFormat::PrometheusText0_0_4, text.as_bytes(), &opts).unwrap();
     let got: Vec<String> = e.samples.iter().map(|s| s.labels.to_string()).collect();
@@ -150,7 +148,7 @@ fn type_and_unit_labels_come_from_metadata() {
         e.samples[0].labels.to_string(),
         r#"d_seconds{__type__="gauge", __unit__="seconds"}"#
     );
-    let plain = parse(
+    let plain = crate::exposition::parse(
         ScrapeFormat::OpenMetricsText1_0_0,
         om.as_bytes(),
         &ParseOptions::default(),

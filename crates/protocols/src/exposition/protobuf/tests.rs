@@ -398,11 +398,7 @@ fn type_and_unit_labels_come_from_the_family() {
         }],
     );
     f.unit = "seconds".into();
-    let opts = ParseOptions {
-        type_and_unit_labels: true,
-        ..ParseOptions::default()
-    };
-    let e = parse(&body(&[f]), &opts).unwrap();
+    let e = parse_as(&body(&[f]), &ParseOptions::default(), true).unwrap();
     assert_eq!(
         names(&e),
         [
