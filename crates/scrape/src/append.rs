@@ -1,0 +1,237 @@
+//! Appending one scrape to storage, as Prometheus' scrape loop does: cached
+//! label sets, target labels (honor_labels or `exported_`), metric
+//! relabelling, limits that fail the whole scrape, duplicates, staleness
+//! markers for series that disappeared, and the report series.
+
+use std::sync::Arc;
+
+use cairn_model::{HistogramSample, Label, Labels, Sample, stale_nan};
+use cairn_storage::Appender;
+
+use crate::cache::ScrapeCache;
+use crate::exposition::{Scraped, Value};
+use crate::settings::JobSettings;
+
+/// Samples further than this in the future are refused (not stored, not an error).
+const MAX_AHEAD_MS: i64 = 10 * 60 * 1000;
+
+const EXPORTED_PREFIX: &str = "exported_";
+
+/// What one append stored, for the report series.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AppendCounts {
+    /// Samples in the body.
+    pub total: usize,
+    /// Samples left after metric relabelling (duplicates included).
+    pub added: usize,
+    /// Series new to the cache in this scrape.
+    pub series_added: usize,
+}
+
+/// The label set a scraped series is stored under, or `None` when metric
+/// relabelling drops it.
+pub(crate) fn sample_labels(exposed: &Labels, target: &Labels, job: &JobSettings) -> Option<Labels> {
+    let mut lb = exposed.clone();
+    if job.honor_labels {
+        for l in target.iter() {
+            if exposed.get(&l.name).is_none() {
+                lb.set(&l.name, &l.value);
+            }
+        }
+    } else {
+        let mut conflicts: Vec<Label> = Vec::new();
+        for l in target.iter() {
+            if let Some(existing) = exposed.get(&l.name) {
+                conflicts.push(Label::new(l.name.as_str(), existing));
+            }
+            lb.set(&l.name, &l.value);
+        }
+        // Shorter names first, so `exported_x` of one conflict cannot take the
+        // place of another's.
+        conflicts.sort_by_key(|l| l.name.len());
+        for l in conflicts {
+            let mut name = l.name.to_string();
+            loop {
+                name = format!("{EXPORTED_PREFIX}{name}");
+                if lb.get(&name).is_none() {
+                    lb.set(&name, &l.value);
+                    break;
+                }
+            }
+        }
+    }
+    job.metric_relabel.apply(lb)
+}
+
+/// The first label limit `lset` exceeds, with Prometheus' message.
+fn check_label_limits(lset: &Labels, job: &JobSettings) -> Result<(), String> {
+    let met = lset.metric_name().unwrap_or("");
+    let met: String = met.chars().take(50).collect();
+    if job.label_limit > 0 && lset.len() > job.label_limit {
+        return Err(format!(
+            "label_limit exceeded (metric: {met}, number of labels: {}, limit: {})",
+            lset.len(),
+            job.label_limit
+        ));
+    }
+    for l in lset.iter() {
+        let name: String = l.name.chars().take(50).collect();
+        if job.label_name_length_limit > 0 && l.name.len() > job.label_name_length_limit {
+            return Err(format!(
+                "label_name_length_limit exceeded (metric: {met}, label name: {name}, length: {}, limit: {})",
+                l.name.len(),
+                job.label_name_length_limit
+            ));
+        }
+        if job.label_value_length_limit > 0 && l.value.len() > job.label_value_length_limit {
+            let value: String = l.value.chars().take(50).collect();
+            return Err(format!(
+                "label_value_length_limit exceeded (metric: {met}, label name: {name}, value: {value:?}, length: {}, limit: {})",
+                l.value.len(),
+                job.label_value_length_limit
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Appends a parsed scrape; the counts are what the report series show even
+/// when it fails. On `Err` the caller rolls the appender back and calls
+/// [`append_empty`] (what was tracked for staleness stays tracked, as in
+/// Prometheus).
+pub(crate) fn append_scraped(
+    cache: &mut ScrapeCache,
+    app: &mut dyn Appender,
+    scraped: &Scraped,
+    target: &Labels,
+    job: &JobSettings,
+    default_t: i64,
+    now_ms: i64,
+) -> (AppendCounts, Result<(), String>) {
+    let mut counts = AppendCounts::default();
+    let result = append_samples(cache, app, scraped, target, job, default_t, now_ms, &mut counts);
+    (counts, result)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn append_samples(
+    cache: &mut ScrapeCache,
+    app: &mut dyn Appender,
+    scraped: &Scraped,
+    target: &Labels,
+    job: &JobSettings,
+    default_t: i64,
+    now_ms: i64,
+    counts: &mut AppendCounts,
+) -> Result<(), String> {
+    cache.set_metadata(&scraped.metadata);
+    let mut appended_for_limit = 0usize;
+    let mut sample_limit_hit = false;
+    for s in &scraped.samples {
+        counts.total += 1;
+        let own_t = if job.honor_timestamps { s.t } else { None };
+        let t = own_t.unwrap_or(default_t);
+        if cache.is_dropped(&s.labels) {
+            continue;
+        }
+        let (lset, cached, already) = match cache.get(&s.labels) {
+            Some((lset, already)) => (lset, true, already),
+            None => {
+                let Some(lset) = sample_labels(&s.labels, target, job) else {
+                    cache.add_dropped(s.labels.clone());
+                    continue;
+                };
+                if lset.is_empty() {
+                    cache.add_dropped(s.labels.clone());
+                    continue;
+                }
+                if lset.metric_name().is_none() {
+                    return Err("missing metric name (__name__ label)".into());
+                }
+                check_label_limits(&lset, job)?;
+                (Arc::new(lset), false, false)
+            }
+        };
+        let added = if already && own_t.is_none() {
+            // The same series twice in one scrape: Prometheus refuses the
+            // second as a duplicate sample and carries on.
+            false
+        } else {
+            appended_for_limit += 1;
+            if job.sample_limit > 0 && appended_for_limit > job.sample_limit {
+                sample_limit_hit = true;
+                false
+            } else if t > now_ms + MAX_AHEAD_MS {
+                false
+            } else {
+                let result = match &s.value {
+                    Value::Float(v) => app.append(&lset, &[Sample::new(t, *v)]),
+                    Value::Histogram(h) => app.append_histograms(&lset, &[HistogramSample { t, h: h.clone() }]),
+                };
+                result.map_err(|e| e.to_string())?;
+                true
+            }
+        };
+        if added && (own_t.is_none() || job.track_timestamps_staleness) {
+            cache.current.insert(lset.clone());
+        }
+        if !cached && added {
+            cache.add(s.labels.clone(), lset);
+            if !sample_limit_hit {
+                counts.series_added += 1;
+            }
+        }
+        counts.added += 1;
+    }
+    if sample_limit_hit {
+        return Err("sample limit exceeded".into());
+    }
+    write_stale_markers(cache, app, default_t)?;
+    cache.iter_done(true);
+    Ok(())
+}
+
+/// A scrape with nothing in it (failed, empty, or the target gone): stale
+/// markers for what the last scrape had.
+pub(crate) fn append_empty(cache: &mut ScrapeCache, app: &mut dyn Appender, default_t: i64) -> Result<(), String> {
+    let result = write_stale_markers(cache, app, default_t);
+    cache.iter_done(false);
+    result
+}
+
+fn write_stale_markers(cache: &ScrapeCache, app: &mut dyn Appender, t: i64) -> Result<(), String> {
+    for lset in cache.stale() {
+        app.append(lset, &[Sample::new(t, stale_nan())])
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The report series' names, in Prometheus' order.
+pub(crate) const REPORT_SERIES: [&str; 5] = [
+    "up",
+    "scrape_duration_seconds",
+    "scrape_samples_scraped",
+    "scrape_samples_post_metric_relabeling",
+    "scrape_series_added",
+];
+
+/// The label sets of the report series of a target.
+pub(crate) fn report_labels(target: &Labels) -> Vec<Labels> {
+    REPORT_SERIES
+        .iter()
+        .map(|name| {
+            let mut l = target.clone();
+            l.set(cairn_model::METRIC_NAME, name);
+            l
+        })
+        .collect()
+}
+
+/// Appends the report series of one scrape (or their stale markers: `values` all stale NaN).
+pub(crate) fn append_report(app: &mut dyn Appender, labels: &[Labels], t: i64, values: [f64; 5]) -> Result<(), String> {
+    for (lset, v) in labels.iter().zip(values) {
+        app.append(lset, &[Sample::new(t, v)]).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
