@@ -24,6 +24,7 @@
 
 mod batch;
 pub mod csv;
+pub mod exposition;
 pub mod graphite;
 mod histogram;
 pub mod histogram_json;

@@ -1,0 +1,126 @@
+//! Differential check against a real Prometheus: every configuration Cairn
+//! rejects for a reason Prometheus shares must be rejected by Prometheus too,
+//! and every configuration Cairn accepts must be accepted by Prometheus.
+//!
+//! Starts the Prometheus binary once per configuration, so it is opt-in:
+//! `cargo test -p cairn-config --test oracle -- --ignored`, with
+//! `PROMETHEUS_BIN` pointing at the binary (default: the 3.14 peer binary).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use cairn_config::Config;
+
+mod cases;
+
+const DEFAULT_BINARY: &str = "/work/shared/peers/prometheus-3.14.0";
+
+/// Configurations both must accept.
+const ACCEPTED: &[&str] = &[
+    "",
+    "global:\n",
+    "scrape_configs:\n  - job_name: node\n    static_configs: [{targets: ['localhost:9100']}]\n",
+    "global: {scrape_interval: 5s}\nscrape_configs:\n  - {job_name: a, scrape_interval: 0}\n",
+    "scrape_configs:\n  - {job_name: 123, static_configs: [{targets: ['a:1'], labels: {port: 9100}}]}\n",
+    "scrape_configs:\n  - {job_name: a, body_size_limit: 1.5GB512MB}\n",
+    "scrape_configs:\n  - {job_name: a, body_size_limit: 0}\n",
+    "scrape_configs:\n  - {job_name: a, scrape_interval: 1y2w3d4h5m6s7ms, scrape_timeout: 10s}\n",
+    "scrape_configs:\n  - job_name: a\n    relabel_configs: [{action: LabelMap, regex: '__meta_(.+)'}]\n",
+    "scrape_configs:\n  - job_name: a\n    relabel_configs: [{target_label: 'a.b', replacement: x}]\n",
+    "scrape_configs:\n  - job_name: a\n    relabel_configs: [{source_labels: [a], target_label: b, action: keepequal}]\n",
+    "scrape_configs:\n  - job_name: a\n    relabel_configs: [{regex: '', target_label: y}]\n    metric_relabel_configs:\n      - regex:\n        target_label: x\n",
+    "scrape_configs:\n  - {job_name: a, scheme: ftp}\n",
+    "scrape_configs:\n  - job_name: a\n    bearer_token: tok\n",
+    "scrape_configs:\n  - job_name: a\n    authorization: {type: Token, credentials: c}\n",
+    "alerting:\n  alertmanagers: [{static_configs: [{targets: ['am:9093']}], api_version: v2, timeout: 1s}]\n",
+    "remote_write:\n  - url: http://a/w\n    queue_config: {capacity: 1}\n    metadata_config: {send: false}\n",
+    "global:\n  external_labels: {replica: $HOSTNAME, cost: $$5}\n",
+    "scrape_configs:\n  - &defaults\n    job_name: a\n    scrape_interval: 30s\n  - <<: *defaults\n    job_name: b\n",
+    "scrape_configs:\n  - {job_name: a, honor_labels: yes, honor_timestamps: off, scrape_native_histograms: On}\n",
+    "global:\n  metric_name_validation_scheme: legacy\nscrape_configs:\n  - {job_name: a}\n",
+];
+
+/// What Prometheus did with a configuration.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    Accepted,
+    Rejected(String),
+}
+
+fn prometheus(binary: &Path, yaml: &str) -> Verdict {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(&config, yaml).unwrap();
+    let mut child = Command::new(binary)
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+        .arg("--web.listen-address=127.0.0.1:0")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start prometheus");
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut verdict = Verdict::Rejected("no verdict before exit".into());
+    for line in stderr.lines().map_while(Result::ok) {
+        if line.contains("Error loading config") {
+            verdict = Verdict::Rejected(line);
+            break;
+        }
+        // Loading succeeded; applying it (opening files, clients) is not our concern.
+        if line.contains("Completed loading of configuration file") || line.contains("Failed to apply configuration") {
+            verdict = Verdict::Accepted;
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    verdict
+}
+
+fn binary() -> Option<PathBuf> {
+    let path = PathBuf::from(std::env::var("PROMETHEUS_BIN").unwrap_or_else(|_| DEFAULT_BINARY.to_string()));
+    path.exists().then_some(path)
+}
+
+#[test]
+#[ignore = "starts a Prometheus per configuration"]
+fn oracle_prometheus_agrees_on_accepted_configs() {
+    let Some(binary) = binary() else {
+        eprintln!("no Prometheus binary; skipped");
+        return;
+    };
+    let mut failures = Vec::new();
+    let full = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/testdata/full.yml")).unwrap();
+    for yaml in ACCEPTED.iter().copied().chain([full.as_str()]) {
+        if let Err(e) = Config::parse(yaml, Path::new("/")) {
+            failures.push(format!("Cairn rejects:\n{yaml}\n  {e}"));
+        }
+        if let Verdict::Rejected(why) = prometheus(&binary, yaml) {
+            failures.push(format!("Prometheus rejects:\n{yaml}\n  {why}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+#[ignore = "starts a Prometheus per configuration"]
+fn oracle_prometheus_agrees_on_rejected_configs() {
+    let Some(binary) = binary() else {
+        eprintln!("no Prometheus binary; skipped");
+        return;
+    };
+    let mut failures = Vec::new();
+    for (yaml, expected) in cases::REJECTED {
+        let verdict = prometheus(&binary, yaml);
+        let unsupported = expected.ends_with("is not supported by Cairn");
+        match (unsupported, verdict) {
+            (false, Verdict::Accepted) => failures.push(format!("Prometheus accepts:\n{yaml}")),
+            (true, Verdict::Rejected(why)) => failures.push(format!(
+                "Prometheus rejects what Cairn calls unsupported:\n{yaml}\n  {why}"
+            )),
+            _ => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
