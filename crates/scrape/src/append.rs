@@ -9,8 +9,8 @@ use cairn_model::{HistogramSample, Label, Labels, Sample, stale_nan};
 use cairn_storage::Appender;
 
 use crate::cache::ScrapeCache;
-use crate::exposition::{Scraped, Value};
 use crate::settings::JobSettings;
+use cairn_protocols::exposition::{Exposition, ScrapedValue};
 
 /// Samples further than this in the future are refused (not stored, not an error).
 const MAX_AHEAD_MS: i64 = 10 * 60 * 1000;
@@ -63,6 +63,25 @@ pub(crate) fn sample_labels(exposed: &Labels, target: &Labels, job: &JobSettings
     job.metric_relabel.apply(lb)
 }
 
+/// Prometheus' legacy names: `[a-zA-Z_:][a-zA-Z0-9_:]*` for the metric,
+/// without `:` for labels.
+fn legacy_valid(lset: &Labels) -> bool {
+    let ok = |s: &str, colon: bool| {
+        let mut chars = s.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':'))
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':'))
+    };
+    lset.iter().all(|l| {
+        if l.name == cairn_model::METRIC_NAME {
+            ok(&l.value, true)
+        } else {
+            ok(&l.name, false)
+        }
+    })
+}
+
 /// The first label limit `lset` exceeds, with Prometheus' message.
 fn check_label_limits(lset: &Labels, job: &JobSettings) -> Result<(), String> {
     let met = lset.metric_name().unwrap_or("");
@@ -102,7 +121,7 @@ fn check_label_limits(lset: &Labels, job: &JobSettings) -> Result<(), String> {
 pub(crate) fn append_scraped(
     cache: &mut ScrapeCache,
     app: &mut dyn Appender,
-    scraped: &Scraped,
+    scraped: &Exposition,
     target: &Labels,
     job: &JobSettings,
     default_t: i64,
@@ -117,7 +136,7 @@ pub(crate) fn append_scraped(
 fn append_samples(
     cache: &mut ScrapeCache,
     app: &mut dyn Appender,
-    scraped: &Scraped,
+    scraped: &Exposition,
     target: &Labels,
     job: &JobSettings,
     default_t: i64,
@@ -129,7 +148,7 @@ fn append_samples(
     let mut sample_limit_hit = false;
     for s in &scraped.samples {
         counts.total += 1;
-        let own_t = if job.honor_timestamps { s.t } else { None };
+        let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
         if cache.is_dropped(&s.labels) {
             continue;
@@ -148,6 +167,9 @@ fn append_samples(
                 if lset.metric_name().is_none() {
                     return Err("missing metric name (__name__ label)".into());
                 }
+                if job.legacy_name_validation && !legacy_valid(&lset) {
+                    return Err(format!("invalid metric name or label names: {lset}"));
+                }
                 check_label_limits(&lset, job)?;
                 (Arc::new(lset), false, false)
             }
@@ -165,8 +187,14 @@ fn append_samples(
                 false
             } else {
                 let result = match &s.value {
-                    Value::Float(v) => app.append(&lset, &[Sample::new(t, *v)]),
-                    Value::Histogram(h) => app.append_histograms(&lset, &[HistogramSample { t, h: h.clone() }]),
+                    ScrapedValue::Float(v) => app.append(&lset, &[Sample::new(t, *v)]),
+                    ScrapedValue::Histogram(h) => app.append_histograms(
+                        &lset,
+                        &[HistogramSample {
+                            t,
+                            h: Arc::new(h.clone()),
+                        }],
+                    ),
                 };
                 result.map_err(|e| e.to_string())?;
                 true

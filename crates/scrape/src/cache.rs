@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use cairn_model::Labels;
-use cairn_protocols::MetricMetadata;
+use cairn_protocols::exposition::FamilyMetadata as ExposedMetadata;
 use parking_lot::Mutex;
 
 use crate::target::{FamilyMetadata, MetadataStore};
@@ -75,16 +75,16 @@ impl ScrapeCache {
         self.previous.iter().filter(|l| !self.current.contains(*l))
     }
 
-    pub fn set_metadata(&mut self, metadata: &[MetricMetadata]) {
+    pub fn set_metadata(&mut self, metadata: &[ExposedMetadata]) {
         let mut store = self.metadata.lock();
         for m in metadata {
             let entry = FamilyMetadata {
-                family: m.metric_family_name.clone(),
-                metric_type: m.metric_type,
+                family: m.name.clone(),
+                metric_type: m.kind,
                 help: m.help.clone(),
                 unit: m.unit.clone(),
             };
-            store.entries.insert(m.metric_family_name.clone(), (entry, self.iter));
+            store.entries.insert(m.name.clone(), (entry, self.iter));
         }
     }
 

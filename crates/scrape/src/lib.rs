@@ -10,6 +10,7 @@ pub mod client;
 pub mod discovery;
 pub mod duration;
 mod exposition;
+mod from_config;
 mod manager;
 mod pool;
 mod scrape_loop;
@@ -17,8 +18,9 @@ pub mod settings;
 mod status;
 pub mod target;
 
+pub use from_config::{http_settings, jobs_of, sd_configs};
 pub use manager::{ScrapeManager, ScrapeOptions};
-pub use settings::{JobSettings, Relabeling, ScrapeProtocol};
+pub use settings::{JobSettings, Relabeling};
 pub use status::{GlobalUrlOptions, global_url, go_time_json};
 pub use target::{FamilyMetadata, Health, ScrapeStatus, Target};
 

@@ -117,7 +117,7 @@ impl ScrapeManager {
     }
 
     async fn reload_pool(&self, entry: &mut PoolEntry, job: Arc<JobSettings>) -> Result<(), String> {
-        if !job.fingerprint.is_empty() && job.fingerprint == entry.job.fingerprint {
+        if job.same_config(&entry.job) {
             return Ok(());
         }
         if job.discovery != entry.job.discovery {
@@ -135,6 +135,11 @@ impl ScrapeManager {
         }
         entry.job = job;
         Ok(())
+    }
+
+    /// [`ScrapeManager::apply`] with the scrape jobs of a loaded configuration.
+    pub async fn apply_config(&self, config: &cairn_config::Config) -> Result<(), String> {
+        self.apply(crate::from_config::jobs_of(config)?).await
     }
 
     /// Active targets by pool.

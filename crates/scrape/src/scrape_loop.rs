@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 use crate::append::{append_empty, append_report, append_scraped, report_labels};
 use crate::cache::ScrapeCache;
 use crate::client::with_credentials;
-use crate::exposition::{media_kind, parse};
+use crate::exposition::{parse_body, parse_options};
 use crate::settings::JobSettings;
 use crate::target::{Health, ScrapeStatus, Target};
 
@@ -96,6 +96,7 @@ impl LoopHandle {
 
 struct LoopState {
     cache: ScrapeCache,
+    parse_options: cairn_protocols::exposition::ParseOptions,
     report_labels: Vec<Labels>,
     target_labels: Labels,
 }
@@ -109,6 +110,7 @@ async fn run(
     let (interval, timeout) = target.interval_and_timeout(&ctx.job);
     let target_labels = target.labels();
     let mut state = Some(LoopState {
+        parse_options: parse_options(&target, &ctx.job),
         report_labels: report_labels(&target_labels),
         target_labels,
         cache,
@@ -362,7 +364,7 @@ fn process(
             append_error = append_empty(&mut state.cache, &mut *app, t).err();
         }
         (None, Ok((body, content_type))) => {
-            let parsed = media_kind(&content_type, job.fallback_protocol).and_then(|kind| parse(&body, kind));
+            let parsed = parse_body(&body, &content_type, job, &state.parse_options);
             let result = match parsed {
                 Ok(scraped) => {
                     let (c, result) = append_scraped(

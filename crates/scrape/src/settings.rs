@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cairn_model::Labels;
+use cairn_protocols::exposition::ScrapeFormat;
 
 use crate::discovery::SdConfig;
 
@@ -115,6 +116,8 @@ pub struct HttpSettings {
     pub tls: TlsSettings,
     pub follow_redirects: bool,
     pub proxy_url: Option<String>,
+    /// `http_headers`: each header's values, files read at each request.
+    pub headers: Vec<(String, Vec<Secret>)>,
 }
 
 impl Default for HttpSettings {
@@ -125,65 +128,9 @@ impl Default for HttpSettings {
             tls: TlsSettings::default(),
             follow_redirects: true,
             proxy_url: None,
+            headers: Vec::new(),
         }
     }
-}
-
-/// The formats a scrape asks for, in the order of `scrape_protocols`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScrapeProtocol {
-    PrometheusProto,
-    OpenMetricsText1_0_0,
-    OpenMetricsText0_0_1,
-    PrometheusText1_0_0,
-    PrometheusText0_0_4,
-}
-
-impl ScrapeProtocol {
-    /// The media type offered in `Accept`.
-    pub fn media_type(self) -> &'static str {
-        match self {
-            Self::PrometheusProto => {
-                "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
-            }
-            Self::OpenMetricsText1_0_0 => "application/openmetrics-text;version=1.0.0",
-            Self::OpenMetricsText0_0_1 => "application/openmetrics-text;version=0.0.1",
-            Self::PrometheusText1_0_0 => "text/plain;version=1.0.0",
-            Self::PrometheusText0_0_4 => "text/plain;version=0.0.4",
-        }
-    }
-
-    /// Prometheus 3's default `scrape_protocols`.
-    pub fn defaults() -> Vec<Self> {
-        vec![
-            Self::OpenMetricsText1_0_0,
-            Self::OpenMetricsText0_0_1,
-            Self::PrometheusText1_0_0,
-            Self::PrometheusText0_0_4,
-        ]
-    }
-}
-
-/// `Accept` as Prometheus builds it: each protocol with a falling `q`, the
-/// newer text formats with the name escaping scheme, then `*/*`.
-pub fn accept_header(protocols: &[ScrapeProtocol], escaping: &str) -> String {
-    let mut weight = 5 + 1;
-    let mut parts = Vec::with_capacity(protocols.len() + 1);
-    for p in protocols {
-        let mut v = p.media_type().to_string();
-        if matches!(
-            p,
-            ScrapeProtocol::PrometheusText1_0_0 | ScrapeProtocol::OpenMetricsText1_0_0
-        ) {
-            v.push_str(";escaping=");
-            v.push_str(escaping);
-        }
-        v.push_str(&format!(";q=0.{weight}"));
-        parts.push(v);
-        weight -= 1;
-    }
-    parts.push(format!("*/*;q=0.{weight}"));
-    parts.join(",")
 }
 
 /// One scrape job, resolved.
@@ -207,12 +154,15 @@ pub struct JobSettings {
     pub label_value_length_limit: usize,
     pub body_size_limit: u64,
     pub keep_dropped_targets: usize,
-    pub scrape_protocols: Vec<ScrapeProtocol>,
-    /// The `Accept` header sent (see [`accept_header`]).
+    pub scrape_protocols: Vec<ScrapeFormat>,
+    /// The `Accept` header sent ([`ScrapeFormat::accept_header_with_escaping`]).
     pub accept: String,
-    /// The media type of a response whose `Content-Type` is missing or unknown;
+    /// The format of a response whose `Content-Type` is missing or unknown;
     /// without one such a scrape fails.
-    pub fallback_protocol: Option<ScrapeProtocol>,
+    pub fallback_protocol: Option<ScrapeFormat>,
+    /// Metric and label names must be Prometheus' legacy names
+    /// (`metric_name_validation_scheme: legacy`).
+    pub legacy_name_validation: bool,
     pub enable_compression: bool,
     pub scrape_native_histograms: bool,
     pub always_scrape_classic_histograms: bool,
@@ -221,8 +171,11 @@ pub struct JobSettings {
     pub metric_relabel: Relabeling,
     pub http: HttpSettings,
     pub discovery: Vec<SdConfig>,
-    /// Identifies the job's whole configuration: two jobs with equal
-    /// fingerprints scrape identically (a reload leaves such a pool alone).
+    /// The configuration this was resolved from: a reload leaves a pool whose
+    /// configuration is equal alone.
+    pub source: Option<Arc<cairn_config::ScrapeConfig>>,
+    /// Without a `source`: identifies the job's whole configuration; two
+    /// jobs with equal non-empty fingerprints scrape identically.
     pub fingerprint: String,
     /// The configuration without the settings that do not change what a scrape
     /// stores (interval, timeout, sample limit, HTTP client): when only those
@@ -233,7 +186,7 @@ pub struct JobSettings {
 impl JobSettings {
     /// A job with Prometheus' defaults (1m interval, 10s timeout, `/metrics`, http).
     pub fn new(job_name: &str) -> Self {
-        let protocols = ScrapeProtocol::defaults();
+        let protocols = ScrapeFormat::defaults().to_vec();
         Self {
             job_name: job_name.to_string(),
             scrape_interval: Duration::from_secs(60),
@@ -251,9 +204,10 @@ impl JobSettings {
             label_value_length_limit: 0,
             body_size_limit: 0,
             keep_dropped_targets: 0,
-            accept: accept_header(&protocols, "underscores"),
+            accept: ScrapeFormat::accept_header(&protocols),
             scrape_protocols: protocols,
             fallback_protocol: None,
+            legacy_name_validation: false,
             enable_compression: true,
             scrape_native_histograms: false,
             always_scrape_classic_histograms: false,
@@ -262,30 +216,36 @@ impl JobSettings {
             metric_relabel: Relabeling::none(),
             http: HttpSettings::default(),
             discovery: Vec::new(),
+            source: None,
             fingerprint: String::new(),
             cache_fingerprint: String::new(),
         }
     }
 
-    /// Whether a reload may keep the loops' caches (see `cache_fingerprint`).
-    pub(crate) fn cache_reusable(&self, other: &JobSettings) -> bool {
-        !self.cache_fingerprint.is_empty() && self.cache_fingerprint == other.cache_fingerprint
+    /// Whether `other` is the same configuration (a reload keeps the pool as it is).
+    pub(crate) fn same_config(&self, other: &JobSettings) -> bool {
+        match (&self.source, &other.source) {
+            (Some(a), Some(b)) => a == b,
+            _ => !self.fingerprint.is_empty() && self.fingerprint == other.fingerprint,
+        }
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn accept_header_matches_prometheus_defaults() {
-        let h = accept_header(&ScrapeProtocol::defaults(), "underscores");
-        assert_eq!(
-            h,
-            "application/openmetrics-text;version=1.0.0;escaping=underscores;q=0.6,\
-             application/openmetrics-text;version=0.0.1;q=0.5,\
-             text/plain;version=1.0.0;escaping=underscores;q=0.4,\
-             text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
-        );
+    /// Whether a reload may keep the loops' caches: nothing changed but the
+    /// interval, timeout, sample limit or HTTP client.
+    pub(crate) fn cache_reusable(&self, other: &JobSettings) -> bool {
+        match (&self.source, &other.source) {
+            (Some(a), Some(b)) => {
+                let zero = |c: &cairn_config::ScrapeConfig| {
+                    let mut c = c.clone();
+                    c.scrape_interval = Default::default();
+                    c.scrape_timeout = Default::default();
+                    c.sample_limit = 0;
+                    c.http_client = Default::default();
+                    c
+                };
+                zero(a) == zero(b)
+            }
+            _ => !self.cache_fingerprint.is_empty() && self.cache_fingerprint == other.cache_fingerprint,
+        }
     }
 }

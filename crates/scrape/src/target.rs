@@ -23,9 +23,9 @@ pub const META_LABEL_PREFIX: &str = "__meta_";
 pub const RESERVED_LABEL_PREFIX: &str = "__";
 pub const JOB_LABEL: &str = "job";
 pub const INSTANCE_LABEL: &str = "instance";
-const CONVERT_NHCB_LABEL: &str = "__convert_classic_histograms_to_nhcb__";
-const ALWAYS_CLASSIC_LABEL: &str = "__always_scrape_classic_histograms__";
-const NATIVE_HISTOGRAMS_LABEL: &str = "__scrape_native_histograms__";
+pub(crate) const CONVERT_NHCB_LABEL: &str = "__convert_classic_histograms_to_nhcb__";
+pub(crate) const ALWAYS_CLASSIC_LABEL: &str = "__always_scrape_classic_histograms__";
+pub(crate) const NATIVE_HISTOGRAMS_LABEL: &str = "__scrape_native_histograms__";
 
 /// The labels a target has before relabelling: its own, its group's below
 /// them, then the job's settings where relabelling has not set them.
@@ -72,7 +72,7 @@ pub fn discovered_labels(job: &JobSettings, target: &LabelSet, group: &LabelSet)
 }
 
 /// Go's `strconv.ParseBool`.
-fn parse_go_bool(s: &str) -> Option<bool> {
+pub(crate) fn parse_go_bool(s: &str) -> Option<bool> {
     match s {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
