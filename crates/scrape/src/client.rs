@@ -32,11 +32,18 @@ pub fn build_client(settings: &HttpSettings) -> Result<reqwest::Client, String> 
     builder.build().map_err(|e| format!("building the HTTP client: {e}"))
 }
 
-/// Adds `basic_auth` or `authorization` to a request, reading secret files now.
+/// Adds the configured headers and `basic_auth` or `authorization` to a
+/// request, reading secret files now.
 pub fn with_credentials(
-    req: reqwest::RequestBuilder,
+    mut req: reqwest::RequestBuilder,
     settings: &HttpSettings,
 ) -> Result<reqwest::RequestBuilder, String> {
+    for (name, values) in &settings.headers {
+        for v in values {
+            let v = v.read().map_err(|e| format!("unable to read header {name:?}: {e}"))?;
+            req = req.header(name.as_str(), v);
+        }
+    }
     if let Some(auth) = &settings.basic_auth {
         let user = auth
             .username

@@ -184,3 +184,31 @@ pub fn jobs_of(config: &Config) -> Result<Vec<JobSettings>, String> {
     let configs = config.all_scrape_configs().map_err(|e| e.to_string())?;
     configs.iter().map(JobSettings::from_config).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_settings_carry_headers_and_credentials() {
+        let yaml = "scrape_configs:\n  - job_name: j\n    authorization:\n      credentials: tok\n    http_headers:\n      X-Extra:\n        values: [one]\n    static_configs: [{targets: ['a:1'], labels: {x: y}}]\n";
+        let config = Config::parse(yaml, std::path::Path::new("/")).unwrap();
+        let jobs = jobs_of(&config).unwrap();
+        let http = &jobs[0].http;
+        assert_eq!(
+            http.headers,
+            vec![("X-Extra".to_string(), vec![Secret::Inline("one".into())])]
+        );
+        let auth = http.authorization.as_ref().unwrap();
+        assert_eq!(
+            (auth.kind.as_str(), auth.credentials.clone()),
+            ("Bearer", Some(Secret::Inline("tok".into())))
+        );
+        let SdConfig::Static(groups) = &jobs[0].discovery[0] else {
+            panic!("static first")
+        };
+        assert_eq!(groups[0].targets[0]["__address__"], "a:1");
+        assert_eq!(groups[0].labels["x"], "y");
+        assert_eq!(jobs[0].scrape_interval, std::time::Duration::from_secs(60));
+    }
+}

@@ -19,7 +19,7 @@ mod status;
 pub mod target;
 
 pub use from_config::{http_settings, jobs_of, sd_configs};
-pub use manager::{ScrapeManager, ScrapeOptions};
+pub use manager::{ScrapeManager, ScrapeOptions, offset_seed};
 pub use settings::{JobSettings, Relabeling};
 pub use status::{GlobalUrlOptions, global_url, go_time_json};
 pub use target::{FamilyMetadata, Health, ScrapeStatus, Target};

@@ -26,6 +26,16 @@ pub struct ScrapeOptions {
     pub discovery: DiscoveryOptions,
 }
 
+/// Prometheus' offset seed: FNV-64a of the host's name followed by the
+/// external labels as Go prints a label set (`{a="b", c="d"}`).
+pub fn offset_seed(hostname: &str, external_labels: &cairn_model::Labels) -> u64 {
+    let pairs: Vec<String> = external_labels
+        .iter()
+        .map(|l| format!("{}={:?}", l.name, l.value.as_str()))
+        .collect();
+    crate::target::fnv64a(format!("{hostname}{{{}}}", pairs.join(", ")).as_bytes())
+}
+
 struct PoolEntry {
     pool: Arc<Mutex<ScrapePool>>,
     view: Arc<RwLock<PoolView>>,

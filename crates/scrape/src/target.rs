@@ -198,7 +198,7 @@ pub fn labels_hash(labels: &Labels) -> u64 {
     xxhash_rust::xxh64::xxh64(&b, 0)
 }
 
-fn fnv64a(data: &[u8]) -> u64 {
+pub(crate) fn fnv64a(data: &[u8]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for &b in data {
         h ^= u64::from(b);
