@@ -235,18 +235,23 @@ fn write_stale_markers(cache: &ScrapeCache, app: &mut dyn Appender, t: i64) -> R
     Ok(())
 }
 
-/// The report series' names, in Prometheus' order.
-pub(crate) const REPORT_SERIES: [&str; 5] = [
+/// The report series' names, in Prometheus' order; the last three only with
+/// `extra_scrape_metrics`.
+pub(crate) const REPORT_SERIES: [&str; 8] = [
     "up",
     "scrape_duration_seconds",
     "scrape_samples_scraped",
     "scrape_samples_post_metric_relabeling",
     "scrape_series_added",
+    "scrape_timeout_seconds",
+    "scrape_sample_limit",
+    "scrape_body_size_bytes",
 ];
 
 /// The label sets of the report series of a target.
-pub(crate) fn report_labels(target: &Labels) -> Vec<Labels> {
-    REPORT_SERIES
+pub(crate) fn report_labels(target: &Labels, extra: bool) -> Vec<Labels> {
+    let n = if extra { 8 } else { 5 };
+    REPORT_SERIES[..n]
         .iter()
         .map(|name| {
             let mut l = target.clone();
@@ -256,10 +261,11 @@ pub(crate) fn report_labels(target: &Labels) -> Vec<Labels> {
         .collect()
 }
 
-/// Appends the report series of one scrape (or their stale markers: `values` all stale NaN).
-pub(crate) fn append_report(app: &mut dyn Appender, labels: &[Labels], t: i64, values: [f64; 5]) -> Result<(), String> {
+/// Appends the report series of one scrape (or their stale markers), one
+/// value per label set of [`report_labels`].
+pub(crate) fn append_report(app: &mut dyn Appender, labels: &[Labels], t: i64, values: &[f64]) -> Result<(), String> {
     for (lset, v) in labels.iter().zip(values) {
-        app.append(lset, &[Sample::new(t, v)]).map_err(|e| e.to_string())?;
+        app.append(lset, &[Sample::new(t, *v)]).map_err(|e| e.to_string())?;
     }
     Ok(())
 }

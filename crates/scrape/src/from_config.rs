@@ -165,6 +165,7 @@ impl JobSettings {
             fallback_protocol: c.fallback_scrape_protocol.map(format_of).transpose()?,
             legacy_name_validation: c.name_validation() == NameValidationScheme::Legacy,
             enable_compression: c.enable_compression,
+            extra_scrape_metrics: c.extra_scrape_metrics_enabled(),
             scrape_native_histograms: c.scrape_native_histograms_enabled(),
             always_scrape_classic_histograms: c.always_scrape_classic_histograms_enabled(),
             convert_classic_histograms_to_nhcb: c.convert_classic_histograms_to_nhcb_enabled(),

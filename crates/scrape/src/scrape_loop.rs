@@ -111,7 +111,7 @@ async fn run(
     let target_labels = target.labels();
     let mut state = Some(LoopState {
         parse_options: parse_options(&target, &ctx.job),
-        report_labels: report_labels(&target_labels),
+        report_labels: report_labels(&target_labels, ctx.job.extra_scrape_metrics),
         target_labels,
         cache,
     });
@@ -159,7 +159,17 @@ async fn run(
         let forced = ctx.forced_error.lock().clone();
         let processed = tokio::task::spawn_blocking(move || {
             let mut s = s;
-            process(&mut s, &target2, &job, &*storage, fetched, forced, scrape_time, started);
+            process(
+                &mut s,
+                &target2,
+                &job,
+                &*storage,
+                fetched,
+                forced,
+                scrape_time,
+                started,
+                timeout,
+            );
             s
         })
         .await;
@@ -231,7 +241,7 @@ async fn finish(
         let mut state = state;
         let mut app = storage.appender();
         let result = append_empty(&mut state.cache, &mut *app, stale_ms)
-            .and_then(|()| append_report(&mut *app, &state.report_labels, stale_ms, [stale_nan(); 5]));
+            .and_then(|()| append_report(&mut *app, &state.report_labels, stale_ms, &[stale_nan(); 8]));
         match result {
             Ok(()) => {
                 if let Err(e) = app.commit() {
@@ -344,9 +354,16 @@ fn process(
     forced_error: Option<String>,
     scrape_time: SystemTime,
     started: Instant,
+    timeout: Duration,
 ) {
     let t = millis(scrape_time);
     let now_ms = millis(SystemTime::now());
+    // The uncompressed body size; -1 when it was over body_size_limit.
+    let body_bytes = match &fetched {
+        Ok((body, _)) => body.len() as f64,
+        Err(e) if e == BODY_SIZE_LIMIT => -1.0,
+        Err(_) => 0.0,
+    };
     let mut app = storage.appender();
     let mut counts = Default::default();
     let mut scrape_error: Option<String> = None;
@@ -417,8 +434,11 @@ fn process(
         counts.total as f64,
         counts.added as f64,
         counts.series_added as f64,
+        timeout.as_secs_f64(),
+        job.sample_limit as f64,
+        body_bytes,
     ];
-    if let Err(e) = append_report(&mut *app, &state.report_labels, t, values) {
+    if let Err(e) = append_report(&mut *app, &state.report_labels, t, &values) {
         tracing::warn!(target = %target.url(), err = %e, "Appending scrape report failed");
         app.rollback();
         return;

@@ -164,6 +164,8 @@ pub struct JobSettings {
     /// (`metric_name_validation_scheme: legacy`).
     pub legacy_name_validation: bool,
     pub enable_compression: bool,
+    /// Also report `scrape_timeout_seconds`, `scrape_sample_limit` and `scrape_body_size_bytes`.
+    pub extra_scrape_metrics: bool,
     pub scrape_native_histograms: bool,
     pub always_scrape_classic_histograms: bool,
     pub convert_classic_histograms_to_nhcb: bool,
@@ -209,6 +211,7 @@ impl JobSettings {
             fallback_protocol: None,
             legacy_name_validation: false,
             enable_compression: true,
+            extra_scrape_metrics: false,
             scrape_native_histograms: false,
             always_scrape_classic_histograms: false,
             convert_classic_histograms_to_nhcb: false,

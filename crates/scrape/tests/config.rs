@@ -149,9 +149,12 @@ global:
   scrape_timeout: 80ms
 scrape_configs:
   - job_name: zipped
+    extra_scrape_metrics: true
+    sample_limit: 10
     static_configs: [{{targets: ['{zipped}']}}]
   - job_name: big
     body_size_limit: 100B
+    extra_scrape_metrics: true
     static_configs: [{{targets: ['{big}']}}]
   - job_name: untyped
     static_configs: [{{targets: ['{untyped}']}}]
@@ -178,5 +181,22 @@ scrape_configs:
         "received unsupported Content-Type \"application/octet-stream\" and no fallback_scrape_protocol specified for target"
     );
     assert_eq!(error("zipped"), "");
+    let last = |name: &str, job: &str| {
+        dump(&storage, name)
+            .into_iter()
+            .find(|(k, _)| k.contains(&format!("job=\"{job}\"")))
+            .unwrap()
+            .1[0]
+            .1
+    };
+    assert_eq!(last("scrape_body_size_bytes", "zipped"), Some(9.0), "uncompressed size");
+    assert_eq!(last("scrape_body_size_bytes", "big"), Some(-1.0));
+    assert_eq!(last("scrape_sample_limit", "zipped"), Some(10.0));
+    assert_eq!(last("scrape_timeout_seconds", "zipped"), Some(0.08));
+    assert!(
+        dump(&storage, "scrape_timeout_seconds")
+            .keys()
+            .all(|k| !k.contains("untyped"))
+    );
     m.shutdown().await;
 }
