@@ -3,11 +3,11 @@
 //! every scrape), the series relabelling dropped, the series of the current
 //! and previous scrape (for staleness), and the metadata of its families.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use cairn_model::Labels;
 use cairn_protocols::exposition::FamilyMetadata as ExposedMetadata;
+use foldhash::{HashMap, HashSet};
 use parking_lot::Mutex;
 
 use crate::target::{FamilyMetadata, MetadataStore};

@@ -279,7 +279,7 @@ async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration) -> Fetched
         .header("X-Prometheus-Scrape-Timeout-Seconds", crate::seconds_text(timeout))
         .timeout(timeout);
     let req = with_credentials(req, &job.http)?;
-    let mut resp = req.send().await.map_err(|e| describe(&e, timeout))?;
+    let mut resp = req.send().await.map_err(|e| describe(&e, target.url()))?;
     if resp.status() != reqwest::StatusCode::OK {
         return Err(format!(
             "server returned HTTP status {}",
@@ -302,7 +302,7 @@ async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration) -> Fetched
         .unwrap_or("")
         .to_string();
     let mut raw = Vec::new();
-    while let Some(chunk) = resp.chunk().await.map_err(|e| describe(&e, timeout))? {
+    while let Some(chunk) = resp.chunk().await.map_err(|e| describe(&e, target.url()))? {
         raw.extend_from_slice(&chunk);
         if !gzip && raw.len() as u64 >= limit {
             return Err(BODY_SIZE_LIMIT.into());
@@ -324,23 +324,24 @@ async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration) -> Fetched
 
 pub(crate) const BODY_SIZE_LIMIT: &str = "body size limit exceeded";
 
-fn describe(e: &reqwest::Error, timeout: Duration) -> String {
+/// A request error worded like Go's client errors: `Get "<url>": <why>`.
+fn describe(e: &reqwest::Error, url: &str) -> String {
     if e.is_timeout() {
-        format!(
-            "Get \"{}\": context deadline exceeded (timeout {})",
-            e.url().map(|u| u.as_str()).unwrap_or(""),
-            crate::duration::format_duration(timeout)
-        )
-    } else {
-        let mut msg = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(s) = source {
-            msg.push_str(": ");
-            msg.push_str(&s.to_string());
-            source = s.source();
-        }
-        msg
+        return format!("Get {url:?}: context deadline exceeded");
     }
+    let mut why = String::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if !why.is_empty() {
+            why.push_str(": ");
+        }
+        why.push_str(&s.to_string());
+        source = s.source();
+    }
+    if why.is_empty() {
+        why = e.to_string();
+    }
+    format!("Get {url:?}: {why}")
 }
 
 /// Appends one scrape's result, reports it and commits: one commit per scrape.

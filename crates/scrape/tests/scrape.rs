@@ -340,3 +340,20 @@ async fn target_limit_fails_every_scrape_of_the_pool() {
     assert_eq!(err, "target_limit exceeded (number of targets: 2, limit: 1)");
     m.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_target_is_down_with_gos_wording() {
+    let storage = MemStorage::new();
+    let m = manager(&storage);
+    m.apply(vec![job("j", &["127.0.0.1:1".to_string()], 100)])
+        .await
+        .unwrap();
+    wait_until(5, "report", || !dump(&storage, "up").is_empty()).await;
+    let up = dump(&storage, "up").into_values().next().unwrap();
+    assert_eq!(up[0].1, Some(0.0));
+    let t = &m.active_targets()["j"][0];
+    wait_until(5, "status", || t.status().health == Health::Down).await;
+    let err = t.status().last_error.unwrap();
+    assert!(err.starts_with("Get \"http://127.0.0.1:1/metrics\": "), "{err}");
+    m.shutdown().await;
+}
