@@ -49,12 +49,7 @@ impl Duration {
         self.0
     }
 
-    pub fn is_zero(self) -> bool {
-        self.0 == 0
-    }
-
-    /// [`Duration::is_zero`] by reference, for serde's `skip_serializing_if`.
-    pub fn is_zero_ref(&self) -> bool {
+    pub fn is_zero(&self) -> bool {
         self.0 == 0
     }
 
@@ -142,7 +137,10 @@ impl Serialize for Duration {
 impl<'de> Deserialize<'de> for Duration {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // Go reads any scalar here as its text, so `0` is a valid duration and `10` a size without unit.
-        let text = crate::serde_util::scalar_string(deserializer)?;
+        // `null` leaves the zero value, as in Go (an interval then comes from its default).
+        let Some(text) = crate::serde_util::NullableScalar::deserialize(deserializer)?.0 else {
+            return Ok(Self::ZERO);
+        };
         Self::parse(&text).map_err(serde::de::Error::custom)
     }
 }

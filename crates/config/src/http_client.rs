@@ -221,9 +221,7 @@ impl HttpClientConfig {
             if self.proxy_from_environment {
                 return Err("if proxy_from_environment is configured, proxy_url must not be configured".into());
             }
-            if !proxy.contains("://") {
-                return Err(format!("invalid proxy_url {proxy:?}: missing scheme"));
-            }
+            check_url_syntax(proxy)?;
         }
         if !self.no_proxy.is_empty() && self.proxy_url.is_none() {
             return Err("if no_proxy is configured, proxy_url must also be configured".into());
@@ -290,6 +288,27 @@ impl HttpClientConfig {
     }
 }
 
+/// The little Go's `url.Parse` refuses: control characters and malformed
+/// `%` escapes (`localhost:3128` parses, with `localhost` as its scheme).
+pub(crate) fn check_url_syntax(url: &str) -> Result<(), String> {
+    if url.chars().any(char::is_control) {
+        return Err(format!("parse {url:?}: net/url: invalid control character in URL"));
+    }
+    let bytes = url.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        if *b == b'%' {
+            let valid = bytes
+                .get(i + 1..i + 3)
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit));
+            if !valid {
+                let escape: String = url[i..].chars().take(3).collect();
+                return Err(format!("parse {url:?}: invalid URL escape {escape:?}"));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn value_or_file(value: &str, file: &str) -> std::io::Result<String> {
     if file.is_empty() {
         return Ok(value.to_string());
@@ -339,11 +358,6 @@ impl TlsConfig {
         }
         if has_key && !has_cert {
             return Err("exactly one of cert or cert_file must be configured when a client key is configured".into());
-        }
-        if let (Some(min), Some(max)) = (self.min_version, self.max_version)
-            && min > max
-        {
-            return Err("tls_config: max_version must be greater than or equal to min_version".into());
         }
         Ok(())
     }

@@ -75,11 +75,22 @@ const DISCOVERY_KEYS: [&str; 3] = ["static_configs", "file_sd_configs", "http_sd
 
 pub(crate) fn decode_config(yaml: &str) -> Result<Config, ConfigError> {
     let root = parse_yaml(yaml)?;
+    check_label_filters(&root, "")?;
     let mut config = Config::default();
     for (key, value) in top_mapping(root, "")? {
         let key = key_name(&key, "")?;
         match key.as_str() {
-            "global" => config.global = decode_or_default::<GlobalConfig>(value, "global")?,
+            "global" => {
+                if let Value::Mapping(m) = &value
+                    && is_empty_list(m.get("scrape_protocols"))
+                {
+                    return Err(ConfigError::invalid(
+                        "global",
+                        "scrape_protocols cannot be empty for global config",
+                    ));
+                }
+                config.global = decode_or_default::<GlobalConfig>(value, "global")?
+            }
             "rule_files" => config.rule_files = decode_or_default(value, "rule_files")?,
             "scrape_config_files" => config.scrape_config_files = decode_or_default(value, "scrape_config_files")?,
             "scrape_configs" => config.scrape_configs = decode_scrape_configs(value, "")?,
@@ -116,6 +127,13 @@ fn decode_scrape_configs(value: Value, context: &str) -> Result<Vec<ScrapeConfig
             ));
         }
         let mut parts = split_inline(item, &item_context, &[])?;
+        if is_empty_list(parts.own.get("scrape_protocols")) {
+            let job = parts.own.get("job_name").and_then(Value::as_str).unwrap_or_default();
+            return Err(ConfigError::invalid(
+                &item_context,
+                format!("scrape_protocols cannot be empty for scrape config with job name {job:?}"),
+            ));
+        }
         let mut scrape: ScrapeConfig = decode(Value::Mapping(parts.own), &item_context)?;
         scrape.http_client = decode(Value::Mapping(parts.http_client), &item_context)?;
         scrape.service_discovery = decode_discovery(&mut parts.discovery, &item_context)?;
@@ -274,6 +292,48 @@ fn parse_yaml(yaml: &str) -> Result<Value, ConfigError> {
     let mut root: Value = serde_yaml_ng::from_str(yaml).map_err(|e| ConfigError::Syntax(e.to_string()))?;
     root.apply_merge().map_err(|e| ConfigError::Syntax(e.to_string()))?;
     Ok(root)
+}
+
+/// `labeldrop` and `labelkeep` rules may not name `source_labels`, even as
+/// `[]`; decoding cannot tell `[]` from leaving the key out, so look first.
+fn check_label_filters(value: &Value, context: &str) -> Result<(), ConfigError> {
+    match value {
+        Value::Mapping(m) => {
+            for (key, v) in m {
+                let name = key.as_str().unwrap_or_default();
+                let inner = join_context(context, name);
+                if let (true, Value::Sequence(rules)) = (name.ends_with("relabel_configs"), v) {
+                    for (i, rule) in rules.iter().enumerate() {
+                        let action = rule
+                            .get("action")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_lowercase();
+                        let names_sources = rule.get("source_labels").is_some_and(|s| !s.is_null());
+                        if names_sources && (action == "labeldrop" || action == "labelkeep") {
+                            return Err(ConfigError::invalid(
+                                &format!("{inner}[{i}]"),
+                                format!("{action} action requires only 'regex', and no other fields"),
+                            ));
+                        }
+                    }
+                } else {
+                    check_label_filters(v, &inner)?;
+                }
+            }
+            Ok(())
+        }
+        Value::Sequence(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, v)| check_label_filters(v, &format!("{context}[{i}]"))),
+        _ => Ok(()),
+    }
+}
+
+/// Whether a key was given as `[]`: Prometheus tells that from leaving it out.
+fn is_empty_list(value: Option<&Value>) -> bool {
+    matches!(value, Some(Value::Sequence(s)) if s.is_empty())
 }
 
 fn top_mapping(value: Value, context: &str) -> Result<Mapping, ConfigError> {

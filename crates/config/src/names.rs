@@ -53,6 +53,18 @@ pub fn is_legacy_label_name(name: &str) -> bool {
         && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 
+/// A job's scheme, where an empty string means "as in `global`".
+pub(crate) fn deserialize_optional_scheme<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<NameValidationScheme>, D::Error> {
+    match Option::<String>::deserialize(deserializer)?.as_deref() {
+        None | Some("") => Ok(None),
+        Some(text) => {
+            NameValidationScheme::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(text)).map(Some)
+        }
+    }
+}
+
 impl fmt::Display for NameValidationScheme {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -69,7 +81,8 @@ impl<'de> Deserialize<'de> for NameValidationScheme {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
         match text.as_str() {
-            "utf8" => Ok(Self::Utf8),
+            // Left empty, Prometheus uses its default.
+            "utf8" | "" => Ok(Self::Utf8),
             "legacy" => Ok(Self::Legacy),
             _ => Err(serde::de::Error::custom(format!(
                 "unknown name validation method specified, must be either '', 'legacy' or 'utf8', got {text}"

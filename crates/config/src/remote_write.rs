@@ -76,7 +76,7 @@ pub struct QueueConfig {
     #[serde(rename = "retry_on_http_429", skip_serializing_if = "std::ops::Not::not")]
     #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub retry_on_http_429: bool,
-    #[serde(skip_serializing_if = "Duration::is_zero_ref")]
+    #[serde(skip_serializing_if = "Duration::is_zero")]
     pub sample_age_limit: Duration,
 }
 

@@ -126,6 +126,7 @@ pub struct ScrapeConfig {
     #[serde(deserialize_with = "null_as_default")]
     pub scrape_protocols: Vec<ScrapeProtocol>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "deserialize_fallback_protocol")]
     pub fallback_scrape_protocol: Option<ScrapeProtocol>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[serde(deserialize_with = "crate::serde_util::go_opt_bool")]
@@ -169,6 +170,7 @@ pub struct ScrapeConfig {
     #[serde(skip_serializing_if = "is_zero_f64")]
     pub native_histogram_min_bucket_factor: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "crate::names::deserialize_optional_scheme")]
     pub metric_name_validation_scheme: Option<NameValidationScheme>,
     #[serde(skip_serializing_if = "String::is_empty", deserialize_with = "null_as_default")]
     pub metric_name_escaping_scheme: String,
@@ -182,6 +184,16 @@ pub struct ScrapeConfig {
     pub relabel_configs: Vec<RelabelConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_default")]
     pub metric_relabel_configs: Vec<RelabelConfig>,
+}
+
+/// An empty `fallback_scrape_protocol` means none, as in Prometheus.
+fn deserialize_fallback_protocol<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ScrapeProtocol>, D::Error> {
+    match Option::<String>::deserialize(deserializer)?.as_deref() {
+        None | Some("") => Ok(None),
+        Some(text) => ScrapeProtocol::deserialize(serde::de::value::StrDeserializer::<D::Error>::new(text)).map(Some),
+    }
 }
 
 fn is_zero(v: &u64) -> bool {

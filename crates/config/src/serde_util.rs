@@ -18,6 +18,16 @@ where
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct ScalarString(pub String);
 
+/// A [`ScalarString`] or `null`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NullableScalar(pub Option<String>);
+
+impl<'de> Deserialize<'de> for NullableScalar {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Self(Option::<ScalarString>::deserialize(deserializer)?.map(|s| s.0)))
+    }
+}
+
 impl<'de> Deserialize<'de> for ScalarString {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Visitor;
@@ -69,6 +79,10 @@ pub fn go_bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Er
         }
         fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<bool, E> {
             Ok(v)
+        }
+        /// Go leaves a field given as `null` at its zero value.
+        fn visit_unit<E: serde::de::Error>(self) -> Result<bool, E> {
+            Ok(false)
         }
         fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<bool, E> {
             match v {

@@ -123,7 +123,10 @@ impl Serialize for ByteSize {
 impl<'de> Deserialize<'de> for ByteSize {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // Go reads any scalar here as its text, so `0` is a valid duration and `10` a size without unit.
-        let text = crate::serde_util::scalar_string(deserializer)?;
+        // `null` leaves the zero value, as in Go (an interval then comes from its default).
+        let Some(text) = crate::serde_util::NullableScalar::deserialize(deserializer)?.0 else {
+            return Ok(Self(0));
+        };
         Self::parse(&text).map_err(serde::de::Error::custom)
     }
 }

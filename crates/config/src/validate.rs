@@ -421,7 +421,8 @@ fn validate_remote_write(
     if rw.url.is_empty() {
         return Err(invalid("url for remote_write is empty".into()));
     }
-    check_http_url(&rw.url).map_err(invalid)?;
+    // Prometheus only parses the URL here; a wrong scheme fails when sending.
+    crate::http_client::check_url_syntax(&rw.url).map_err(invalid)?;
     for name in rw.headers.keys() {
         let lower = name.to_lowercase();
         if lower == "authorization" {

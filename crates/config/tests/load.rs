@@ -550,3 +550,15 @@ fn load_rule_file_globs_expand_relative_to_the_config() {
     let paths = c.rule_file_paths().unwrap();
     assert_eq!(paths, [dir.path().join("rules/a.yml"), dir.path().join("rules/b.yml")]);
 }
+
+#[test]
+fn load_null_values_are_zero_values_as_in_go() {
+    let c = parse(
+        "global: {scrape_interval: 20s}\nscrape_configs:\n  - job_name: a\n    scrape_interval:\n    honor_timestamps:\n    body_size_limit:\n    fallback_scrape_protocol: ''\n",
+    );
+    let s = &c.scrape_configs[0];
+    assert_eq!(s.scrape_interval, secs(20));
+    assert!(!s.honor_timestamps);
+    assert_eq!(s.body_size_limit, ByteSize::from_bytes(0));
+    assert_eq!(s.fallback_scrape_protocol, None);
+}

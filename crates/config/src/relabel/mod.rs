@@ -14,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub use builder::LabelsBuilder;
 pub use expand::expand;
 pub use process::{process, process_builder};
-pub use regex::RelabelRegex;
+pub use regex::{RegexError, RelabelRegex};
 
 use crate::names::NameValidationScheme;
 

@@ -25,15 +25,24 @@ pub struct RelabelRegex {
 /// relabelling rules, so allow far more than the `regex` crate's default.
 const COMPILED_SIZE_LIMIT_BYTES: usize = 256 << 20;
 
-fn compile(pattern: &str) -> Result<Regex, regex::Error> {
-    regex::RegexBuilder::new(&format!("^(?s:{})$", crate::go_regex::translate(pattern)))
+/// Why a relabelling regex does not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct RegexError(String);
+
+fn compile(pattern: &str) -> Result<Regex, RegexError> {
+    // Anchor first, then translate, as Prometheus anchors before Go parses:
+    // an unclosed `\Q` then swallows the anchors, as it does in Prometheus.
+    let translated = crate::go_regex::translate(&format!("^(?s:{pattern})$")).map_err(RegexError)?;
+    regex::RegexBuilder::new(&translated)
         .size_limit(COMPILED_SIZE_LIMIT_BYTES)
         .build()
+        .map_err(|e| RegexError(one_line(&e)))
 }
 
 impl RelabelRegex {
     /// Compiles `pattern` (RE2 syntax, matched in full).
-    pub fn new(pattern: &str) -> Result<Self, regex::Error> {
+    pub fn new(pattern: &str) -> Result<Self, RegexError> {
         Ok(Self {
             pattern: pattern.to_string(),
             compiled: compile(pattern)?,
@@ -99,8 +108,7 @@ impl<'de> Deserialize<'de> for RelabelRegex {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // An explicit null is the empty pattern, as in Prometheus.
         let pattern = crate::serde_util::scalar_string(deserializer)?;
-        Self::new(&pattern)
-            .map_err(|e| serde::de::Error::custom(format!("invalid regex {pattern:?}: {}", one_line(&e))))
+        Self::new(&pattern).map_err(|e| serde::de::Error::custom(format!("invalid regex {pattern:?}: {e}")))
     }
 }
 

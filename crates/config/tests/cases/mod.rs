@@ -226,6 +226,10 @@ pub const REJECTED: &[(&str, &str)] = &[
         "remote_write:\n  - {url: 'http://a/w', write_relabel_configs: [{action: labelmap, replacement: ''}]}\n",
         "remote_write[0]: write_relabel_configs[0]",
     ),
+    (
+        "scrape_configs:\n  - job_name: a\n    metric_relabel_configs: [{action: LabelKeep, source_labels: []}]\n",
+        r#"scrape_configs[0]: metric_relabel_configs[0]: labelkeep action requires only 'regex', and no other fields"#,
+    ),
     // Service discovery.
     (
         "scrape_configs:\n  - job_name: a\n    file_sd_configs: [{files: []}]\n",

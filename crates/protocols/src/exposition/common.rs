@@ -2,7 +2,6 @@
 //! escapes, label sets, metadata, and error wording.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use cairn_model::go_float::format_openmetrics;
 use cairn_model::{Label, Labels, METRIC_NAME};
@@ -29,6 +28,13 @@ pub(crate) fn is_label_start(c: u8) -> bool {
 /// `[a-zA-Z0-9_]`.
 pub(crate) fn is_label_char(c: u8) -> bool {
     is_label_start(c) || c.is_ascii_digit()
+}
+
+/// The position of the next newline at or after `start`, or the end.
+pub(crate) fn line_end(b: &[u8], start: usize) -> usize {
+    b.get(start..)
+        .and_then(|rest| memchr::memchr(b'\n', rest))
+        .map_or(b.len(), |n| start + n)
 }
 
 /// The end (exclusive) of the run of bytes from `start` that satisfy `f`.
@@ -153,7 +159,7 @@ pub(crate) fn finish_labels(mut labels: Vec<Label>) -> Result<Labels, String> {
 #[derive(Default)]
 pub(crate) struct MetadataSet {
     entries: Vec<FamilyMetadata>,
-    index: HashMap<String, usize>,
+    index: foldhash::HashMap<String, usize>,
 }
 
 impl MetadataSet {

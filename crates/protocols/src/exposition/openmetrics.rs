@@ -152,7 +152,7 @@ impl<'a> Parser<'a> {
             name_end
         };
         // The text: one space, the rest of the line, its newline.
-        let newline = self.rest().iter().position(|&c| c == b'\n');
+        let newline = memchr::memchr(b'\n', self.rest());
         let (Some(b' '), Some(newline)) = (self.peek(), newline) else {
             return Err(pos.error(format!("expected text in {keyword}")));
         };

@@ -12,7 +12,7 @@ use cairn_model::{Label, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    MetadataSet, Position, finish_labels, is_label_char, is_label_start, is_metric_char, is_metric_start,
+    MetadataSet, Position, finish_labels, is_label_char, is_label_start, is_metric_char, is_metric_start, line_end,
     normalize_label_value, quoted_end, run_end, unescape, unescape_help, utf8,
 };
 use super::float::{normalize_nan, parse_go_float};
@@ -111,11 +111,7 @@ impl<'a> Parser<'a> {
     }
 
     fn skip_to_eol(&mut self) {
-        self.i = self
-            .b
-            .get(self.i..)
-            .and_then(|r| r.iter().position(|&c| c == b'\n'))
-            .map_or(self.b.len(), |n| self.i + n);
+        self.i = line_end(self.b, self.i);
     }
 
     fn comment(&mut self, start: usize) -> Result<(), ExpositionError> {
