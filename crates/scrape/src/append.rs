@@ -82,6 +82,51 @@ fn legacy_valid(lset: &Labels) -> bool {
     })
 }
 
+/// A value as it is stored.
+enum Stored {
+    Float(f64),
+    Histogram(Arc<cairn_model::Histogram>),
+}
+
+/// The schemas of exponential native histograms.
+const EXPONENTIAL_SCHEMAS: std::ops::RangeInclusive<i32> = -4..=8;
+
+/// Prometheus' highest schema for `native_histogram_min_bucket_factor`.
+pub fn schema_for_bucket_factor(factor: f64) -> i32 {
+    let factor = if factor <= 1.0 { 1.00271 } else { factor };
+    let floor = (-factor.log2().log2()).floor();
+    floor.clamp(
+        f64::from(*EXPONENTIAL_SCHEMAS.start()),
+        f64::from(*EXPONENTIAL_SCHEMAS.end()),
+    ) as i32
+}
+
+/// A histogram as stored under `native_histogram_min_bucket_factor` (the
+/// schema lowered to the job's maximum) and `native_histogram_bucket_limit`
+/// (lowered further until its buckets fit); `None` when they cannot fit.
+fn limit_histogram(h: &cairn_model::Histogram, job: &JobSettings) -> Option<cairn_model::Histogram> {
+    let exponential = EXPONENTIAL_SCHEMAS.contains(&h.schema);
+    let mut h = h.clone();
+    if exponential && h.schema > job.native_histogram_max_schema {
+        h.reduce_schema(job.native_histogram_max_schema);
+    }
+    let limit = job.native_histogram_bucket_limit;
+    if limit == 0 {
+        return Some(h);
+    }
+    let buckets = |h: &cairn_model::Histogram| h.positive.len() + h.negative.len();
+    if buckets(&h) > limit && !exponential {
+        return None;
+    }
+    while buckets(&h) > limit {
+        if h.schema <= *EXPONENTIAL_SCHEMAS.start() {
+            return None;
+        }
+        h.reduce_schema(h.schema - 1);
+    }
+    Some(h)
+}
+
 /// The first label limit `lset` exceeds, with Prometheus' message.
 fn check_label_limits(lset: &Labels, job: &JobSettings) -> Result<(), String> {
     let met = lset.metric_name().unwrap_or("");
@@ -146,6 +191,7 @@ fn append_samples(
     cache.set_metadata(&scraped.metadata);
     let mut appended_for_limit = 0usize;
     let mut sample_limit_hit = false;
+    let mut bucket_limit_hit = false;
     for s in &scraped.samples {
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
@@ -179,25 +225,33 @@ fn append_samples(
             // second as a duplicate sample and carries on.
             false
         } else {
-            appended_for_limit += 1;
-            if job.sample_limit > 0 && appended_for_limit > job.sample_limit {
-                sample_limit_hit = true;
-                false
-            } else if t > now_ms + MAX_AHEAD_MS {
-                false
-            } else {
-                let result = match &s.value {
-                    ScrapedValue::Float(v) => app.append(&lset, &[Sample::new(t, *v)]),
-                    ScrapedValue::Histogram(h) => app.append_histograms(
-                        &lset,
-                        &[HistogramSample {
-                            t,
-                            h: Arc::new(h.clone()),
-                        }],
-                    ),
-                };
-                result.map_err(|e| e.to_string())?;
-                true
+            // As Prometheus' appender chain: the histogram's schema and
+            // bucket limits first, then the sample limit, then the time.
+            let value = match &s.value {
+                ScrapedValue::Float(v) => Some(Stored::Float(*v)),
+                ScrapedValue::Histogram(h) => limit_histogram(h, job).map(|h| Stored::Histogram(Arc::new(h))),
+            };
+            match value {
+                None => {
+                    bucket_limit_hit = true;
+                    false
+                }
+                Some(value) => {
+                    appended_for_limit += 1;
+                    if job.sample_limit > 0 && appended_for_limit > job.sample_limit {
+                        sample_limit_hit = true;
+                        false
+                    } else if t > now_ms + MAX_AHEAD_MS {
+                        false
+                    } else {
+                        let result = match value {
+                            Stored::Float(v) => app.append(&lset, &[Sample::new(t, v)]),
+                            Stored::Histogram(h) => app.append_histograms(&lset, &[HistogramSample { t, h }]),
+                        };
+                        result.map_err(|e| e.to_string())?;
+                        true
+                    }
+                }
             }
         };
         if added && (own_t.is_none() || job.track_timestamps_staleness) {
@@ -205,7 +259,7 @@ fn append_samples(
         }
         if !cached && added {
             cache.add(s.labels.clone(), lset);
-            if !sample_limit_hit {
+            if !sample_limit_hit && !bucket_limit_hit {
                 counts.series_added += 1;
             }
         }
@@ -213,6 +267,9 @@ fn append_samples(
     }
     if sample_limit_hit {
         return Err("sample limit exceeded".into());
+    }
+    if bucket_limit_hit {
+        return Err("histogram bucket limit exceeded".into());
     }
     write_stale_markers(cache, app, default_t)?;
     cache.iter_done(true);
@@ -268,4 +325,84 @@ pub(crate) fn append_report(app: &mut dyn Appender, labels: &[Labels], t: i64, v
         app.append(lset, &[Sample::new(t, *v)]).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_factor_picks_prometheus_schema() {
+        assert_eq!(schema_for_bucket_factor(0.0), 8);
+        assert_eq!(schema_for_bucket_factor(1.1), 2);
+        assert_eq!(schema_for_bucket_factor(2.0), 0);
+        assert_eq!(schema_for_bucket_factor(1e9), -4);
+    }
+
+    #[test]
+    fn bucket_limit_lowers_resolution_until_the_buckets_fit() {
+        let mut job = JobSettings::new("j");
+        let h = cairn_model::Histogram {
+            schema: 3,
+            count: 8.0,
+            positive: (0..8).map(|i| (i, 1.0)).collect(),
+            ..Default::default()
+        };
+        job.native_histogram_bucket_limit = 4;
+        let limited = limit_histogram(&h, &job).unwrap();
+        assert!(limited.positive.len() <= 4 && limited.schema < 3);
+        assert_eq!(limited.positive.iter().map(|(_, c)| c).sum::<f64>(), 8.0);
+        job.native_histogram_bucket_limit = 0;
+        job.native_histogram_max_schema = 1;
+        assert_eq!(limit_histogram(&h, &job).unwrap().schema, 1);
+        let custom = cairn_model::Histogram {
+            schema: -53,
+            positive: vec![(0, 1.0), (1, 1.0)],
+            ..Default::default()
+        };
+        job.native_histogram_bucket_limit = 1;
+        assert!(
+            limit_histogram(&custom, &job).is_none(),
+            "custom buckets cannot be merged"
+        );
+    }
+
+    #[test]
+    fn conflicting_exposed_labels_get_exported_prefixes() {
+        let job = JobSettings::new("j");
+        let target = Labels::from_pairs([("instance", "t:1"), ("job", "j")]);
+        let exposed = Labels::from_pairs([
+            ("__name__", "m"),
+            ("job", "a"),
+            ("exported_job", "b"),
+            ("instance", "i"),
+        ]);
+        let l = sample_labels(&exposed, &target, &job).unwrap();
+        assert_eq!(l.get("job"), Some("j"));
+        assert_eq!(l.get("exported_job"), Some("b"), "an exposed exported_job stays");
+        assert_eq!(l.get("exported_exported_job"), Some("a"));
+        assert_eq!(l.get("exported_instance"), Some("i"));
+        let mut honoring = JobSettings::new("j");
+        honoring.honor_labels = true;
+        let l = sample_labels(&exposed, &target, &honoring).unwrap();
+        assert_eq!((l.get("job"), l.get("instance")), (Some("a"), Some("i")));
+    }
+
+    #[test]
+    fn label_limits_name_the_limit() {
+        let mut job = JobSettings::new("j");
+        job.label_limit = 1;
+        let l = Labels::from_pairs([("__name__", "m"), ("a", "bc")]);
+        assert_eq!(
+            check_label_limits(&l, &job).unwrap_err(),
+            "label_limit exceeded (metric: m, number of labels: 2, limit: 1)"
+        );
+        job.label_limit = 0;
+        job.label_value_length_limit = 1;
+        assert!(
+            check_label_limits(&l, &job)
+                .unwrap_err()
+                .starts_with("label_value_length_limit exceeded")
+        );
+    }
 }

@@ -165,6 +165,8 @@ impl JobSettings {
             fallback_protocol: c.fallback_scrape_protocol.map(format_of).transpose()?,
             legacy_name_validation: c.name_validation() == NameValidationScheme::Legacy,
             enable_compression: c.enable_compression,
+            native_histogram_bucket_limit: usize_of(c.native_histogram_bucket_limit),
+            native_histogram_max_schema: crate::append::schema_for_bucket_factor(c.native_histogram_min_bucket_factor),
             extra_scrape_metrics: c.extra_scrape_metrics_enabled(),
             scrape_native_histograms: c.scrape_native_histograms_enabled(),
             always_scrape_classic_histograms: c.always_scrape_classic_histograms_enabled(),

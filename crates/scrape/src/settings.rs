@@ -164,6 +164,11 @@ pub struct JobSettings {
     /// (`metric_name_validation_scheme: legacy`).
     pub legacy_name_validation: bool,
     pub enable_compression: bool,
+    /// Most buckets of a native histogram; more lower its resolution, and one
+    /// that cannot fit fails the scrape. Zero: no limit.
+    pub native_histogram_bucket_limit: usize,
+    /// Highest schema stored (from `native_histogram_min_bucket_factor`).
+    pub native_histogram_max_schema: i32,
     /// Also report `scrape_timeout_seconds`, `scrape_sample_limit` and `scrape_body_size_bytes`.
     pub extra_scrape_metrics: bool,
     pub scrape_native_histograms: bool,
@@ -211,6 +216,8 @@ impl JobSettings {
             fallback_protocol: None,
             legacy_name_validation: false,
             enable_compression: true,
+            native_histogram_bucket_limit: 0,
+            native_histogram_max_schema: 8,
             extra_scrape_metrics: false,
             scrape_native_histograms: false,
             always_scrape_classic_histograms: false,
