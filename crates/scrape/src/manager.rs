@@ -9,7 +9,7 @@ use parking_lot::RwLock;
 use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
-use crate::discovery::{DiscoveryManager, DiscoveryOptions};
+use crate::discovery::{DiscoveryManager, DiscoveryOptions, SdConfig};
 use crate::pool::{PoolView, ScrapePool};
 use crate::settings::JobSettings;
 use crate::target::Target;
@@ -134,10 +134,15 @@ impl ScrapeManager {
             entry.sync_task.abort();
             entry.discovery = DiscoveryManager::start(&job.discovery, &self.options.discovery);
             let mut updates = entry.discovery.subscribe();
-            let groups = updates.borrow_and_update().clone();
             let mut pool = entry.pool.lock().await;
             pool.reload(job.clone()).await?;
-            pool.sync(groups);
+            // Static groups are final now; other mechanisms' targets replace
+            // the old ones when they first report, so that targets found
+            // again keep their loops.
+            let groups = updates.borrow_and_update().clone();
+            if entry.discovery.has_reported() || job.discovery.iter().all(|d| matches!(d, SdConfig::Static(_))) {
+                pool.sync(groups);
+            }
             drop(pool);
             entry.sync_task = tokio::spawn(sync_on_updates(entry.pool.clone(), updates));
         } else {

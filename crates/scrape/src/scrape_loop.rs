@@ -131,7 +131,7 @@ async fn run(
         }
     }
     let mut ticker = tokio::time::interval(interval);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     ticker.tick().await;
     let mut aligned = SystemTime::now();
     let tolerance = (interval / 100).min(TIMESTAMP_TOLERANCE);

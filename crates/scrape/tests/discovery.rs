@@ -180,3 +180,46 @@ async fn http_sd_checks_the_response_and_keeps_the_last_good_groups() {
     .unwrap()
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_that_changes_file_sd_keeps_targets_found_again() {
+    let exporter = Exporter::start(Exposition::text("x 1\n")).await;
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a.json", "b.json"] {
+        std::fs::write(
+            dir.path().join(name),
+            format!(r#"[{{"targets":["{}"]}}]"#, exporter.address()),
+        )
+        .unwrap();
+    }
+    let storage = MemStorage::new();
+    let m = ScrapeManager::new(
+        Arc::new(storage.clone()),
+        ScrapeOptions {
+            skip_offset: true,
+            discovery: fast_discovery(),
+            ..Default::default()
+        },
+    );
+    let with_file = |file: &str| {
+        let mut j = job("files", &[], 100);
+        j.discovery = vec![SdConfig::File {
+            files: vec![dir.path().join(file).to_string_lossy().into_owned()],
+            refresh_interval: Duration::from_secs(300),
+        }];
+        j.fingerprint = file.to_string();
+        j.cache_fingerprint = file.to_string();
+        j
+    };
+    m.apply(vec![with_file("a.json")]).await.unwrap();
+    wait_until(5, "scraped", || !dump(&storage, "x").is_empty()).await;
+    m.apply(vec![with_file("b.json")]).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let x = dump(&storage, "x").into_values().next().unwrap();
+    assert!(
+        x.iter().all(|(_, v)| v.is_some()),
+        "the target never left: no staleness marker"
+    );
+    assert_eq!(m.active_targets()["files"].len(), 1);
+    m.shutdown().await;
+}

@@ -29,9 +29,12 @@ pub(super) async fn run(
         let due = last_refresh.elapsed() >= refresh_interval;
         if last_snapshot.as_ref() != Some(&snapshot) || due {
             let updates = refresh(&snapshot, &mut group_counts);
+            let first = last_snapshot.is_none();
             last_snapshot = Some(snapshot);
             last_refresh = tokio::time::Instant::now();
-            if !updates.is_empty() && tx.send(updates).await.is_err() {
+            // The first refresh is sent even when empty: it tells the job that
+            // file discovery has run (a reload waits for it).
+            if (first || !updates.is_empty()) && tx.send(updates).await.is_err() {
                 return;
             }
         }

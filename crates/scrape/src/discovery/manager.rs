@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
@@ -28,6 +29,8 @@ impl Default for DiscoveryOptions {
 /// The running discovery of one job (or one Alertmanager set). Dropping it stops it.
 pub struct DiscoveryManager {
     rx: watch::Receiver<Arc<Vec<TargetGroup>>>,
+    /// Publications since the start (the static groups at start excluded).
+    reports: Arc<AtomicU64>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -78,6 +81,8 @@ impl DiscoveryManager {
         }
         drop(updates_tx);
         let (tx, rx) = watch::channel(Arc::new(merged(&groups)));
+        let reports = Arc::new(AtomicU64::new(0));
+        let counter = reports.clone();
         tasks.push(tokio::spawn(async move {
             while let Some((provider, update)) = updates_rx.recv().await {
                 for g in update {
@@ -89,17 +94,23 @@ impl DiscoveryManager {
                         groups.insert((provider, g.source.clone()), g);
                     }
                 }
+                counter.fetch_add(1, Ordering::Release);
                 if tx.send(Arc::new(merged(&groups))).is_err() {
                     return;
                 }
             }
         }));
-        Self { rx, tasks }
+        Self { rx, reports, tasks }
     }
 
     /// A receiver of every publication (the current one is marked seen only once read).
     pub fn subscribe(&self) -> watch::Receiver<Arc<Vec<TargetGroup>>> {
         self.rx.clone()
+    }
+
+    /// Whether a mechanism other than static lists has reported yet.
+    pub fn has_reported(&self) -> bool {
+        self.reports.load(Ordering::Acquire) > 0
     }
 
     /// The groups known now.
