@@ -94,6 +94,7 @@ impl ScrapePool {
         }
         let mut active: HashMap<u64, Arc<Target>> = HashMap::new();
         let mut order: Vec<u64> = Vec::new();
+        let mut to_start: Vec<Arc<Target>> = Vec::new();
         for t in wanted {
             let hash = t.hash();
             if let Some(running) = self.loops.get(&hash) {
@@ -104,19 +105,11 @@ impl ScrapePool {
                 }
                 continue;
             }
-            if active.contains_key(&hash) {
-                continue;
+            if let std::collections::hash_map::Entry::Vacant(e) = active.entry(hash) {
+                e.insert(t.clone());
+                order.push(hash);
+                to_start.push(t);
             }
-            let handle = self.start_loop(t.clone(), ScrapeCache::default());
-            self.loops.insert(
-                hash,
-                RunningLoop {
-                    target: t.clone(),
-                    handle,
-                },
-            );
-            active.insert(hash, t);
-            order.push(hash);
         }
         let gone: Vec<u64> = self.loops.keys().filter(|h| !active.contains_key(h)).copied().collect();
         for hash in gone {
@@ -124,13 +117,22 @@ impl ScrapePool {
                 running.handle.stop();
             }
         }
+        // The limit's verdict is set before new loops start, so that none
+        // scrapes once when the pool is over it.
+        let error = self.target_limit_error(active.len());
+        for running in self.loops.values() {
+            *running.handle.forced_error.lock() = error.clone();
+        }
+        for t in to_start {
+            let handle = self.start_loop(t.clone(), ScrapeCache::default(), error.clone());
+            self.loops.insert(t.hash(), RunningLoop { target: t, handle });
+        }
         let live: std::collections::HashSet<u64> = active.values().map(|t| series_identity(t)).collect();
         self.last_scrape.retain(|h, last| {
             live.contains(h)
                 || last.load(std::sync::atomic::Ordering::Relaxed)
                     > now_ms() - 3 * job.scrape_interval.as_millis() as i64 - 60_000
         });
-        self.apply_target_limit();
         let mut active: Vec<Arc<Target>> = order.into_iter().filter_map(|h| active.remove(&h)).collect();
         active.sort_by(|a, b| a.url().cmp(b.url()).then_with(|| a.all_labels().cmp(b.all_labels())));
         *self.view.write() = PoolView {
@@ -140,20 +142,13 @@ impl ScrapePool {
         };
     }
 
-    fn apply_target_limit(&self) {
+    fn target_limit_error(&self, targets: usize) -> Option<String> {
         let limit = self.job.target_limit;
-        let error = (limit > 0 && self.loops.len() > limit).then(|| {
-            format!(
-                "target_limit exceeded (number of targets: {}, limit: {limit})",
-                self.loops.len()
-            )
-        });
-        for running in self.loops.values() {
-            *running.handle.forced_error.lock() = error.clone();
-        }
+        (limit > 0 && targets > limit)
+            .then(|| format!("target_limit exceeded (number of targets: {targets}, limit: {limit})"))
     }
 
-    fn start_loop(&mut self, target: Arc<Target>, cache: ScrapeCache) -> LoopHandle {
+    fn start_loop(&mut self, target: Arc<Target>, cache: ScrapeCache, forced_error: Option<String>) -> LoopHandle {
         let last_scrape = self.last_scrape.entry(series_identity(&target)).or_default().clone();
         let ctx = LoopContext {
             job: self.job.clone(),
@@ -162,7 +157,7 @@ impl ScrapePool {
             offset_seed: self.options.offset_seed,
             skip_offset: self.options.skip_offset,
             last_scrape_ms: last_scrape,
-            forced_error: Arc::new(Mutex::new(None)),
+            forced_error: Arc::new(Mutex::new(forced_error)),
             shutdown: self.shutdown.clone(),
         };
         LoopHandle::start(target, ctx, cache)
@@ -194,8 +189,9 @@ impl ScrapePool {
                 caches.push((running.target, ScrapeCache::default(), hash));
             }
         }
+        let error = self.target_limit_error(caches.len());
         for (target, cache, hash) in caches {
-            let handle = self.start_loop(target.clone(), cache);
+            let handle = self.start_loop(target.clone(), cache, error.clone());
             self.loops.insert(hash, RunningLoop { target, handle });
         }
         let groups = self.groups.clone();

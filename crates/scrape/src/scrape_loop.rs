@@ -148,15 +148,19 @@ async fn run(
             scrape_time = aligned;
         }
         let started = Instant::now();
-        let fetched = tokio::select! {
-            f = fetch(&target, &ctx, timeout) => f,
-            _ = wait_for(&mut signal, Signal::Shutdown) => return None,
+        // A forced error (target_limit exceeded) fails the scrape without a request.
+        let forced = ctx.forced_error.lock().clone();
+        let fetched = match &forced {
+            Some(e) => Err(e.clone()),
+            None => tokio::select! {
+                f = fetch(&target, &ctx, timeout) => f,
+                _ = wait_for(&mut signal, Signal::Shutdown) => return None,
+            },
         };
         let s = state.take()?;
         let target2 = target.clone();
         let job = ctx.job.clone();
         let storage = ctx.storage.clone();
-        let forced = ctx.forced_error.lock().clone();
         let processed = tokio::task::spawn_blocking(move || {
             let mut s = s;
             process(
@@ -177,6 +181,10 @@ async fn run(
         state = Some(s);
         ctx.last_scrape_ms.fetch_max(millis(scrape_time), Ordering::Relaxed);
         last_scrape = Some(scrape_time);
+        // A stop that came during the scrape (whose signal the wait above saw).
+        if *signal.borrow() != Signal::Run {
+            break;
+        }
         let stop = tokio::select! {
             _ = ticker.tick() => false,
             changed = signal.changed() => changed.is_err() || *signal.borrow() != Signal::Run,

@@ -338,6 +338,11 @@ async fn target_limit_fails_every_scrape_of_the_pool() {
     assert!(dump(&storage, "a").is_empty());
     let err = m.active_targets()["j"][0].status().last_error.unwrap();
     assert_eq!(err, "target_limit exceeded (number of targets: 2, limit: 1)");
+    assert_eq!(
+        e1.request_count() + e2.request_count(),
+        0,
+        "no request while over the limit"
+    );
     m.shutdown().await;
 }
 
