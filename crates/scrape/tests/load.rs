@@ -32,7 +32,7 @@ async fn twenty_targets_of_a_thousand_series_keep_their_interval() {
     .await;
     let elapsed = started.elapsed();
     // Start offsets spread the first scrapes over one interval; then one per interval.
-    assert!(elapsed.as_millis() < 3_600, "{elapsed:?}");
+    assert!(elapsed.as_millis() < 4_500, "{elapsed:?}");
     let durations = dump(&storage, "scrape_duration_seconds");
     assert_eq!(durations.len(), 20);
     let worst = durations.values().flatten().filter_map(|(_, v)| *v).fold(0.0, f64::max);

@@ -48,7 +48,7 @@ async fn scrapes_series_with_target_labels_and_report_series() {
     // Samples and report series of one scrape share its timestamp, and scrapes are an interval apart.
     let (t0, t1) = (a[0].0, a[1].0);
     assert_eq!(up[&key("up")][0].0, t0);
-    assert!((t1 - t0 - 150).abs() <= 30, "interval {}", t1 - t0);
+    assert!((t1 - t0 - 150).abs() <= 60, "interval {}", t1 - t0);
 
     let req = exporter.requests.lock()[0].clone();
     assert!(
@@ -156,7 +156,7 @@ async fn a_removed_target_gets_stale_markers_after_two_intervals() {
     let last_real = a[a.len() - 2].0;
     let stale = a.last().unwrap().0;
     assert!(
-        stale > last_real && stale - last_real <= 250,
+        stale > last_real && stale - last_real <= 300,
         "marker at the first missed scrape"
     );
     m.shutdown().await;
