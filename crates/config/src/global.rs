@@ -39,16 +39,22 @@ pub struct GlobalConfig {
     #[serde(skip_serializing_if = "ByteSize::is_zero")]
     pub body_size_limit: ByteSize,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub sample_limit: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub target_limit: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub label_limit: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub label_name_length_limit: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub label_value_length_limit: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub keep_dropped_targets: u64,
     pub metric_name_validation_scheme: NameValidationScheme,
     #[serde(skip_serializing_if = "String::is_empty", deserialize_with = "null_as_default")]

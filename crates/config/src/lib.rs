@@ -6,6 +6,17 @@
 //! (static, file and HTTP service discovery; scraping; rules; Alertmanager;
 //! remote write) and refuses at startup, by name, every key it does not
 //! implement, rather than ignoring it.
+//!
+//! Entry points: [`Config::load`] / [`Config::parse`] (validated, defaults
+//! and `global` inheritance filled in, relative paths resolved),
+//! [`Config::all_scrape_configs`] (with `scrape_config_files`),
+//! [`Config::rule_file_paths`], [`Config::to_yaml`] (what
+//! `/api/v1/status/config` shows), and [`relabel::process`] /
+//! [`relabel::process_builder`] for relabelling.
+//!
+//! YAML is read the way Go's decoder reads it, since that is what
+//! Prometheus users write against: any scalar where a string is expected,
+//! `yes`/`no`/`on`/`off` booleans, `null` as the zero value, merge keys.
 
 pub mod alerting;
 mod config;

@@ -126,7 +126,7 @@ fn decode_scrape_configs(value: Value, context: &str) -> Result<Vec<ScrapeConfig
                 "empty or null scrape config section",
             ));
         }
-        let mut parts = split_inline(item, &item_context, &[])?;
+        let mut parts = split_inline(item, &item_context)?;
         if is_empty_list(parts.own.get("scrape_protocols")) {
             let job = parts.own.get("job_name").and_then(Value::as_str).unwrap_or_default();
             return Err(ConfigError::invalid(
@@ -153,7 +153,7 @@ fn decode_alerting(value: Value) -> Result<AlertingConfig, ConfigError> {
     if let Some(managers) = managers {
         for (i, item) in sequence(managers, "alerting.alertmanagers")?.into_iter().enumerate() {
             let context = format!("alerting.alertmanagers[{i}]");
-            let mut parts = split_inline(item, &context, &[])?;
+            let mut parts = split_inline(item, &context)?;
             let mut am: AlertmanagerConfig = decode(Value::Mapping(parts.own), &context)?;
             am.http_client = decode(Value::Mapping(parts.http_client), &context)?;
             am.service_discovery = decode_discovery(&mut parts.discovery, &context)?;
@@ -170,7 +170,7 @@ fn decode_remote_write(value: Value, context: &str) -> Result<RemoteWriteConfig,
             "empty or null remote write config section",
         ));
     }
-    let parts = split_inline(value, context, &[])?;
+    let parts = split_inline(value, context)?;
     if let Some(key) = parts.discovery.keys().next() {
         return Err(unknown_field(context, &key_name(key, context)?));
     }
@@ -196,7 +196,7 @@ fn decode_discovery(discovery: &mut Mapping, context: &str) -> Result<ServiceDis
         let list_context = join_context(context, "http_sd_configs");
         for (i, item) in sequence(v, &list_context)?.into_iter().enumerate() {
             let item_context = format!("{list_context}[{i}]");
-            let parts = split_inline(item, &item_context, &[])?;
+            let parts = split_inline(item, &item_context)?;
             if let Some(key) = parts.discovery.keys().next() {
                 return Err(unknown_field(&item_context, &key_name(key, &item_context)?));
             }
@@ -215,7 +215,7 @@ struct InlineParts {
     discovery: Mapping,
 }
 
-fn split_inline(value: Value, context: &str, extra_unsupported: &[&str]) -> Result<InlineParts, ConfigError> {
+fn split_inline(value: Value, context: &str) -> Result<InlineParts, ConfigError> {
     let mut parts = InlineParts {
         own: Mapping::new(),
         http_client: Mapping::new(),
@@ -223,10 +223,7 @@ fn split_inline(value: Value, context: &str, extra_unsupported: &[&str]) -> Resu
     };
     for (key, v) in top_mapping(value, context)? {
         let name = key_name(&key, context)?;
-        if UNSUPPORTED_DISCOVERY.contains(&name.as_str())
-            || UNSUPPORTED_AUTH.contains(&name.as_str())
-            || extra_unsupported.contains(&name.as_str())
-        {
+        if UNSUPPORTED_DISCOVERY.contains(&name.as_str()) || UNSUPPORTED_AUTH.contains(&name.as_str()) {
             return Err(unsupported(context, &name));
         }
         if HTTP_CLIENT_KEYS.contains(&name.as_str()) {

@@ -66,9 +66,13 @@ impl Default for RemoteWriteConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct QueueConfig {
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub capacity: u64,
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub max_shards: u64,
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub min_shards: u64,
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub max_samples_per_send: u64,
     pub batch_send_deadline: Duration,
     pub min_backoff: Duration,
@@ -128,6 +132,7 @@ pub struct MetadataConfig {
     #[serde(deserialize_with = "crate::serde_util::go_bool")]
     pub send: bool,
     pub send_interval: Duration,
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub max_samples_per_send: u64,
 }
 

@@ -154,18 +154,25 @@ pub struct ScrapeConfig {
     #[serde(skip_serializing_if = "ByteSize::is_zero")]
     pub body_size_limit: ByteSize,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub sample_limit: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub target_limit: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub label_limit: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub label_name_length_limit: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub label_value_length_limit: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub keep_dropped_targets: u64,
     #[serde(skip_serializing_if = "is_zero")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub native_histogram_bucket_limit: u64,
     #[serde(skip_serializing_if = "is_zero_f64")]
     pub native_histogram_min_bucket_factor: f64,

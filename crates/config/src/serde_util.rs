@@ -101,3 +101,33 @@ pub fn go_opt_bool<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<
     struct Wrapped(#[serde(deserialize_with = "go_bool")] bool);
     Ok(Option::<Wrapped>::deserialize(deserializer)?.map(|w| w.0))
 }
+
+/// An unsigned integer as Go's YAML decoder reads one: also from a float
+/// with an exact integer value (`1e3`); `null` is zero.
+pub fn go_uint<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    struct Visitor;
+    impl serde::de::Visitor<'_> for Visitor {
+        type Value = u64;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a non-negative integer")
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
+            Ok(v)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
+            u64::try_from(v).map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(v), &self))
+        }
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<u64, E> {
+            // 2^64 itself is not representable; everything below with no fraction is.
+            if (0.0..18_446_744_073_709_551_616.0).contains(&v) && v.fract() == 0.0 {
+                Ok(v as u64)
+            } else {
+                Err(E::invalid_value(serde::de::Unexpected::Float(v), &self))
+            }
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<u64, E> {
+            Ok(0)
+        }
+    }
+    deserializer.deserialize_any(Visitor)
+}

@@ -465,10 +465,10 @@ mod tests {
 
     #[test]
     fn validate_env_expansion_in_external_labels() {
-        // SAFETY-free: set_var is safe in edition 2024 only in unsafe; use an existing variable instead.
-        let home = std::env::var("PATH").unwrap_or_default();
-        assert_eq!(expand_env("a-$PATH-b"), format!("a-{home}-b"));
-        assert_eq!(expand_env("${PATH}x"), format!("{home}x"));
+        // Setting a variable needs `unsafe` in Rust 2024; read one every test run has.
+        let path = std::env::var("PATH").unwrap_or_default();
+        assert_eq!(expand_env("a-$PATH-b"), format!("a-{path}-b"));
+        assert_eq!(expand_env("${PATH}x"), format!("{path}x"));
         assert_eq!(expand_env("cost $$5"), "cost $5");
         assert_eq!(expand_env("$CAIRN_SURELY_UNSET_VAR"), "");
         assert_eq!(expand_env("trailing $"), "trailing $");

@@ -562,3 +562,17 @@ fn load_null_values_are_zero_values_as_in_go() {
     assert_eq!(s.body_size_limit, ByteSize::from_bytes(0));
     assert_eq!(s.fallback_scrape_protocol, None);
 }
+
+#[test]
+fn load_integers_written_as_floats_as_in_go() {
+    let c = parse("scrape_configs:\n  - {job_name: a, sample_limit: 1e3, label_limit: null, target_limit: 2.0}\n");
+    let s = &c.scrape_configs[0];
+    assert_eq!((s.sample_limit, s.label_limit, s.target_limit), (1000, 0, 2));
+    assert!(
+        Config::parse(
+            "scrape_configs:\n  - {job_name: a, sample_limit: 1.5}\n",
+            Path::new("/")
+        )
+        .is_err()
+    );
+}

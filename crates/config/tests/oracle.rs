@@ -57,6 +57,7 @@ const ACCEPTED: &[&str] = &[
     "scrape_configs:\n  - {job_name: 'a/b', static_configs: [{targets: ['a b', '']}], authorization: {type: ''}}\n",
     "alerting:\n  alertmanagers: [{timeout: 0s, scheme: ftp}]\nremote_write:\n  - {url: 'http://a/w', name: ''}\n  - {url: 'http://b/w', name: ''}\n",
     "global:\n  metric_name_escaping_scheme: dots\nscrape_configs:\n  - {job_name: a, native_histogram_min_bucket_factor: -1, http_headers: {X: {files: [f]}}}\n",
+    "scrape_configs:\n  - {job_name: a, sample_limit: 1e3, label_limit: null, target_limit: 2.0}\n",
     "global:\n  metric_name_validation_scheme: legacy\nscrape_configs:\n  - {job_name: a}\n",
 ];
 

@@ -121,6 +121,7 @@ pub struct RelabelConfig {
     #[serde(skip_serializing_if = "RelabelRegex::is_default")]
     pub regex: RelabelRegex,
     #[serde(skip_serializing_if = "is_zero_u64")]
+    #[serde(deserialize_with = "crate::serde_util::go_uint")]
     pub modulus: u64,
     #[serde(
         skip_serializing_if = "String::is_empty",

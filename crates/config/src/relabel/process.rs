@@ -8,11 +8,42 @@ use super::{LabelsBuilder, RelabelAction, RelabelConfig, expand};
 /// Applies `configs` in order to `labels`. `None` means a rule dropped the
 /// set. The result may be empty; callers decide whether that is a drop.
 pub fn process(labels: &Labels, configs: &[RelabelConfig]) -> Option<Labels> {
-    if configs.is_empty() {
-        return Some(labels.clone());
+    // Filtering rules (the usual metric relabelling) only read: decide them
+    // on `labels` itself and build a changed set only from the first rule
+    // that writes.
+    let mut joined = String::new();
+    for (i, config) in configs.iter().enumerate() {
+        let read = |name: &str| labels.get(name).unwrap_or("");
+        let keep = match config.action {
+            RelabelAction::Drop => !config.regex.is_match(source_value(config, read, &mut joined)),
+            RelabelAction::Keep => config.regex.is_match(source_value(config, read, &mut joined)),
+            RelabelAction::DropEqual => read(&config.target_label) != source_value(config, read, &mut joined),
+            RelabelAction::KeepEqual => read(&config.target_label) == source_value(config, read, &mut joined),
+            _ => {
+                let mut builder = LabelsBuilder::new(labels);
+                return process_builder(&mut builder, &configs[i..]).then(|| builder.labels());
+            }
+        };
+        if !keep {
+            return None;
+        }
     }
-    let mut builder = LabelsBuilder::new(labels);
-    process_builder(&mut builder, configs).then(|| builder.labels())
+    Some(labels.clone())
+}
+
+/// The source labels' values joined by the separator; borrowed when there is one.
+fn source_value<'a>(config: &RelabelConfig, read: impl Fn(&str) -> &'a str, joined: &'a mut String) -> &'a str {
+    if let [only] = config.source_labels.as_slice() {
+        return read(only);
+    }
+    joined.clear();
+    for (i, name) in config.source_labels.iter().enumerate() {
+        if i > 0 {
+            joined.push_str(&config.separator);
+        }
+        joined.push_str(read(name));
+    }
+    joined
 }
 
 /// Applies `configs` in order to the labels in `builder`; false when a rule

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use cairn_model::go_float::format_openmetrics;
-use cairn_model::{Label, Labels, METRIC_NAME};
+use cairn_model::{Label, Labels, METRIC_NAME, METRIC_TYPE, METRIC_UNIT};
 
 use super::float::parse_go_float;
 use super::{ExpositionError, FamilyMetadata};
@@ -227,4 +227,34 @@ impl Position {
 pub(crate) fn utf8<'a>(b: &'a [u8], start: usize, end: usize, what: &str) -> Result<&'a str, String> {
     let bytes = b.get(start..end).unwrap_or_default();
     std::str::from_utf8(bytes).map_err(|_| format!("invalid UTF-8 {what}: {:?}", String::from_utf8_lossy(bytes)))
+}
+
+/// Prometheus' type-and-unit labels: `__type__` and `__unit__` from the
+/// family's metadata, which replace any the sample carries itself (as does
+/// the metric name an explicit `__name__` label).
+#[derive(Clone, Copy)]
+pub(crate) struct SchemaLabels<'a> {
+    pub(crate) kind: MetricType,
+    pub(crate) unit: &'a str,
+}
+
+impl SchemaLabels<'_> {
+    /// Whether a sample's own label `name` gives way to the metadata.
+    pub(crate) fn overrides(self, name: &str) -> bool {
+        match name {
+            METRIC_NAME => true,
+            METRIC_TYPE => self.kind != MetricType::Unknown,
+            METRIC_UNIT => !self.unit.is_empty(),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn push_to(self, labels: &mut Vec<Label>) {
+        if self.kind != MetricType::Unknown {
+            labels.push(Label::new(METRIC_TYPE, self.kind.as_str()));
+        }
+        if !self.unit.is_empty() {
+            labels.push(Label::new(METRIC_UNIT, self.unit));
+        }
+    }
 }

@@ -18,6 +18,18 @@
 //! such a scrape when it appends it). Values keep their bits but for a
 //! text `NaN`, which becomes Prometheus' ordinary NaN (never the staleness
 //! marker). Exemplars are checked for syntax and dropped.
+//!
+//! In both text formats a histogram's `le` and a summary's `quantile` are
+//! respelt as OpenMetrics floats (`1` → `1.0`) when the last `TYPE` line
+//! says histogram or summary, so that every format names a bucket alike.
+//! Classic histograms can be converted to native histograms with custom
+//! buckets (see [`ParseOptions`]); which series are kept, and the
+//! timestamp the converted sample gets, follow Prometheus.
+//!
+//! What stays with the scraper: choosing the format from the answer
+//! ([`ScrapeFormat::for_response`], with `fallback_scrape_protocol`),
+//! decompression, body size, sample and label limits, the legacy name
+//! validation scheme, duplicate series within one scrape, and staleness.
 
 mod classic;
 mod common;
@@ -130,12 +142,43 @@ impl ExpositionError {
     }
 }
 
-/// Reads one (decompressed) scrape body in `format`.
+/// Reads one (decompressed) scrape body in `format`. An empty body is an
+/// empty scrape in every format (Prometheus never parses one, so even
+/// OpenMetrics needs no `# EOF` there).
 pub fn parse(format: ScrapeFormat, body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
+    parse_as(format, body, opts, false)
+}
+
+/// [`parse`] under Prometheus' `type-and-unit-labels` feature: every
+/// sample gets `__type__` (unless its type is unknown) and `__unit__`
+/// (unless empty) from its family's metadata, replacing labels of those
+/// names it carries. The text formats take them from the last `TYPE` and
+/// `UNIT` lines read, as Prometheus does.
+pub fn parse_with_type_and_unit_labels(
+    format: ScrapeFormat,
+    body: &[u8],
+    opts: &ParseOptions,
+) -> Result<Exposition, ExpositionError> {
+    parse_as(format, body, opts, true)
+}
+
+fn parse_as(
+    format: ScrapeFormat,
+    body: &[u8],
+    opts: &ParseOptions,
+    type_and_unit_labels: bool,
+) -> Result<Exposition, ExpositionError> {
+    if body.is_empty() {
+        return Ok(Exposition::default());
+    }
     match format {
-        ScrapeFormat::PrometheusText0_0_4 | ScrapeFormat::PrometheusText1_0_0 => text::parse(body, opts),
-        ScrapeFormat::OpenMetricsText0_0_1 | ScrapeFormat::OpenMetricsText1_0_0 => openmetrics::parse(body, opts),
-        ScrapeFormat::PrometheusProto => protobuf::parse(body, opts),
+        ScrapeFormat::PrometheusText0_0_4 | ScrapeFormat::PrometheusText1_0_0 => {
+            text::parse_as(body, opts, type_and_unit_labels)
+        }
+        ScrapeFormat::OpenMetricsText0_0_1 | ScrapeFormat::OpenMetricsText1_0_0 => {
+            openmetrics::parse_as(body, opts, type_and_unit_labels)
+        }
+        ScrapeFormat::PrometheusProto => protobuf::parse_as(body, opts, type_and_unit_labels),
     }
 }
 

@@ -13,7 +13,7 @@ use cairn_model::{Label, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    MetadataSet, Position, finish_labels, is_label_char, is_label_start, is_metric_char, is_metric_start,
+    MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start, is_metric_char, is_metric_start,
     normalize_label_value, quoted_end, run_end, unescape, utf8,
 };
 use super::float::{normalize_nan, parse_go_float, seconds_to_ms};
@@ -23,12 +23,23 @@ use crate::MetricType;
 /// Reads a whole body. With `opts.skip_openmetrics_created_series`, the
 /// `_created` series of counters, summaries and histograms are left out.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
+    parse_as(body, opts, false)
+}
+
+/// [`parse`], with type-and-unit labels when asked.
+pub(crate) fn parse_as(
+    body: &[u8],
+    opts: &ParseOptions,
+    type_and_unit_labels: bool,
+) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
         i: 0,
         line: 1,
         kind: MetricType::Unknown,
         skip_created_series: opts.skip_openmetrics_created_series,
+        type_and_unit_labels,
+        unit: String::new(),
         metadata: MetadataSet::default(),
         sink: Sink::new(opts),
         labels: Vec::new(),
@@ -47,6 +58,9 @@ struct Parser<'a> {
     /// The type of the last `# TYPE` line.
     kind: MetricType,
     skip_created_series: bool,
+    type_and_unit_labels: bool,
+    /// The unit of the last `# UNIT` line, for type-and-unit labels.
+    unit: String,
     metadata: MetadataSet,
     sink: Sink,
     /// Label name and value spans of the sample being read.
@@ -197,6 +211,7 @@ impl<'a> Parser<'a> {
                     return Err(pos.error(format!("unit {unit:?} not a suffix of metric {name:?}")));
                 }
                 let unit = unit.into_owned();
+                self.unit.clone_from(&unit);
                 self.metadata.update(name, |m| m.unit = unit);
                 self.sink.other_line();
             }
@@ -270,10 +285,20 @@ impl<'a> Parser<'a> {
         if self.skip_created_series && created_kind && metric_name.ends_with("_created") {
             return Ok(());
         }
-        let mut out = Vec::with_capacity(self.labels.len() + 1);
+        let mut out = Vec::with_capacity(self.labels.len() + 3);
         out.push(Label::new(METRIC_NAME, metric_name.as_ref()));
+        let schema = self.type_and_unit_labels.then_some(SchemaLabels {
+            kind: self.kind,
+            unit: &self.unit,
+        });
+        if let Some(schema) = schema {
+            schema.push_to(&mut out);
+        }
         for &(ns, ne, vs, ve) in &self.labels {
             let label = unescape(utf8(self.b, ns, ne, "label name").map_err(|e| pos.error(e))?);
+            if schema.is_some_and(|s| s.overrides(&label)) {
+                continue;
+            }
             let value = unescape(utf8(self.b, vs, ve, "label value").map_err(|e| pos.error(e))?);
             let value = normalize_label_value(self.kind, &label, value);
             out.push(Label::new(label.as_ref(), value.as_ref()));

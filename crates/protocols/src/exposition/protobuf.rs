@@ -18,11 +18,10 @@
 use cairn_model::go_float::format_openmetrics;
 use cairn_model::histogram::{ResetHint, counts_from_deltas, expand_spans};
 use cairn_model::{Histogram, Label, Labels, METRIC_NAME};
-use prost::Message;
 
 use super::classic::ClassicHistogram;
-use super::common::{MetadataSet, finish_labels};
-use super::proto::{self, MetricFamily};
+use super::common::{MetadataSet, SchemaLabels, finish_labels};
+use super::proto;
 use super::{Exposition, ExpositionError, ParseOptions, ScrapedSample, ScrapedValue};
 use crate::MetricType;
 use crate::histogram::{check_integer_counts, finish};
@@ -32,10 +31,20 @@ const MAX_PREFIX_LEN: usize = 5;
 
 /// Reads a whole body.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
+    parse_as(body, opts, false)
+}
+
+/// [`parse`], with type-and-unit labels when asked.
+pub(crate) fn parse_as(
+    body: &[u8],
+    opts: &ParseOptions,
+    type_and_unit_labels: bool,
+) -> Result<Exposition, ExpositionError> {
     let mut samples = Vec::new();
     let mut metadata = MetadataSet::default();
     let mut at = 0;
     let mut family_number = 0;
+    let mut buffers = Buffers::default();
     while at < body.len() {
         family_number += 1;
         let rest = body.get(at..).unwrap_or_default();
@@ -48,8 +57,15 @@ pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionE
                 rest.len()
             ))
         })?;
-        let family = MetricFamily::decode(message).map_err(|e| fail(format!("decoding MetricFamily: {e}")))?;
-        read_family(&family, opts, &mut samples, &mut metadata).map_err(fail)?;
+        read_family(
+            message,
+            opts,
+            type_and_unit_labels,
+            &mut buffers,
+            &mut samples,
+            &mut metadata,
+        )
+        .map_err(fail)?;
         at += total;
     }
     Ok(Exposition {
@@ -81,21 +97,31 @@ fn kind_of(t: proto::MetricType) -> MetricType {
     }
 }
 
-fn read_family(
-    family: &MetricFamily,
+/// Scratch space reused from family to family.
+#[derive(Default)]
+struct Buffers<'a> {
+    metrics: Vec<&'a [u8]>,
+    labels: Vec<(&'a str, &'a str)>,
+}
+
+fn read_family<'a>(
+    message: &'a [u8],
     opts: &ParseOptions,
+    type_and_unit_labels: bool,
+    buffers: &mut Buffers<'a>,
     samples: &mut Vec<ScrapedSample>,
     metadata: &mut MetadataSet,
 ) -> Result<(), String> {
-    if family.metric.is_empty() {
+    let family = wire::family(message, &mut buffers.metrics)?;
+    if buffers.metrics.is_empty() {
         return Ok(());
     }
-    let name = family.name.as_str();
+    let name = family.name;
     if name.is_empty() {
         return Err(format!("invalid metric name: {name}"));
     }
-    let Ok(t) = proto::MetricType::try_from(family.r#type) else {
-        return Err(format!("unknown metric type for metric {name:?}: {}", family.r#type));
+    let Ok(t) = proto::MetricType::try_from(family.kind) else {
+        return Err(format!("unknown metric type for metric {name:?}: {}", family.kind));
     };
     let kind = kind_of(t);
     metadata.update(name, |m| {
@@ -103,10 +129,16 @@ fn read_family(
         family.help.clone_into(&mut m.help);
         family.unit.clone_into(&mut m.unit);
     });
-    for metric in &family.metric {
+    let schema = type_and_unit_labels.then_some(SchemaLabels {
+        kind,
+        unit: family.unit,
+    });
+    for &encoded in &buffers.metrics {
+        let metric = wire::metric(encoded, &mut buffers.labels)?;
+        let pairs = &buffers.labels;
         let timestamp_ms = (metric.timestamp_ms != 0).then_some(metric.timestamp_ms);
         let mut emit = |suffix: &str, extra: Option<(&str, String)>, value: ScrapedValue| -> Result<(), String> {
-            let labels = labels_of(name, suffix, &metric.label, extra)?;
+            let labels = labels_of(name, suffix, pairs, extra, schema)?;
             samples.push(ScrapedSample {
                 labels,
                 timestamp_ms,
@@ -179,19 +211,27 @@ fn read_family(
 fn labels_of(
     name: &str,
     suffix: &str,
-    pairs: &[proto::LabelPair],
+    pairs: &[(&str, &str)],
     extra: Option<(&str, String)>,
+    schema: Option<SchemaLabels<'_>>,
 ) -> Result<Labels, String> {
     let mut labels = Vec::with_capacity(pairs.len() + 2);
-    let mut full = String::with_capacity(name.len() + suffix.len());
-    full.push_str(name);
-    full.push_str(suffix);
-    labels.push(Label::new(METRIC_NAME, full));
-    for p in pairs {
-        if p.name.is_empty() {
+    if suffix.is_empty() {
+        labels.push(Label::new(METRIC_NAME, name));
+    } else {
+        labels.push(Label::new(METRIC_NAME, [name, suffix].concat()));
+    }
+    if let Some(schema) = schema {
+        schema.push_to(&mut labels);
+    }
+    for &(n, v) in pairs {
+        if n.is_empty() {
             return Err("invalid label name: ".to_string());
         }
-        labels.push(Label::new(p.name.as_str(), p.value.as_str()));
+        if schema.is_some_and(|s| s.overrides(n)) {
+            continue;
+        }
+        labels.push(Label::new(n, v));
     }
     if let Some((n, v)) = extra {
         labels.push(Label::new(n, v));
@@ -292,6 +332,8 @@ fn nhcb(h: &proto::Histogram, gauge: bool) -> Result<Histogram, String> {
     }
     c.convert(gauge)
 }
+
+mod wire;
 
 #[cfg(test)]
 mod tests;

@@ -187,6 +187,7 @@ proptest! {
         for opts in all_options() {
             for format in ScrapeFormat::all() {
                 let _ = parse(format, &body, &opts);
+                let _ = parse_with_type_and_unit_labels(format, &body, &opts);
             }
         }
     }

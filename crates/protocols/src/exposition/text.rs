@@ -12,8 +12,8 @@ use cairn_model::{Label, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    MetadataSet, Position, finish_labels, is_label_char, is_label_start, is_metric_char, is_metric_start, line_end,
-    normalize_label_value, quoted_end, run_end, unescape, unescape_help, utf8,
+    MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start, is_metric_char, is_metric_start,
+    line_end, normalize_label_value, quoted_end, run_end, unescape, unescape_help, utf8,
 };
 use super::float::{normalize_nan, parse_go_float};
 use super::{Exposition, ExpositionError, ParseOptions, ScrapedSample, ScrapedValue};
@@ -21,11 +21,21 @@ use crate::MetricType;
 
 /// Reads a whole body.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
+    parse_as(body, opts, false)
+}
+
+/// [`parse`], with type-and-unit labels when asked.
+pub(crate) fn parse_as(
+    body: &[u8],
+    opts: &ParseOptions,
+    type_and_unit_labels: bool,
+) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
         i: 0,
         line: 1,
         kind: MetricType::Unknown,
+        type_and_unit_labels,
         metadata: MetadataSet::default(),
         sink: Sink::new(opts),
         labels: Vec::new(),
@@ -44,6 +54,7 @@ struct Parser<'a> {
     /// The type of the last `# TYPE` line, whatever family it named: it
     /// decides whether `le` and `quantile` values are normalised.
     kind: MetricType,
+    type_and_unit_labels: bool,
     metadata: MetadataSet,
     sink: Sink,
     /// Reused between samples.
@@ -324,10 +335,20 @@ impl<'a> Parser<'a> {
 
     fn build_labels(&self, name_start: usize, name_end: usize) -> Result<cairn_model::Labels, String> {
         let name = unescape(utf8(self.b, name_start, name_end, "metric name")?);
-        let mut out = Vec::with_capacity(self.labels.len() + 1);
+        let mut out = Vec::with_capacity(self.labels.len() + 3);
         out.push(Label::new(METRIC_NAME, name.as_ref()));
+        let schema = self.type_and_unit_labels.then_some(SchemaLabels {
+            kind: self.kind,
+            unit: "",
+        });
+        if let Some(schema) = schema {
+            schema.push_to(&mut out);
+        }
         for &(ns, ne, vs, ve) in &self.labels {
             let label = unescape(utf8(self.b, ns, ne, "label name")?);
+            if schema.is_some_and(|s| s.overrides(&label)) {
+                continue;
+            }
             let value = unescape(utf8(self.b, vs, ve, "label value")?);
             let value = normalize_label_value(self.kind, &label, value);
             out.push(Label::new(label.as_ref(), value.as_ref()));

@@ -116,3 +116,42 @@ fn emitted_histograms_take_the_timestamp_prometheus_gives_them() {
         ]
     );
 }
+
+#[test]
+fn an_empty_body_is_an_empty_scrape_in_every_format() {
+    for format in ScrapeFormat::all() {
+        assert_eq!(
+            parse(format, b"", &ParseOptions::default()),
+            Ok(crate::exposition::Exposition::default())
+        );
+    }
+    assert!(parse(ScrapeFormat::OpenMetricsText1_0_0, b"\n", &ParseOptions::default()).is_err());
+}
+
+#[test]
+fn type_and_unit_labels_come_from_metadata() {
+    use crate::exposition::parse_with_type_and_unit_labels as parse;
+    let opts = ParseOptions::default();
+    let text = "# TYPE c counter\nc_total{__type__=\"gauge\",__unit__=\"s\",x=\"1\"} 1\n# TYPE u untyped\nu{__type__=\"t\"} 1\n";
+    let e = parse(ScrapeFormat::PrometheusText0_0_4, text.as_bytes(), &opts).unwrap();
+    let got: Vec<String> = e.samples.iter().map(|s| s.labels.to_string()).collect();
+    assert_eq!(
+        got,
+        [
+            r#"c_total{__type__="counter", __unit__="s", x="1"}"#,
+            r#"u{__type__="t"}"#,
+        ]
+    );
+    let om = "# TYPE d_seconds gauge\n# UNIT d_seconds seconds\nd_seconds{__unit__=\"x\",__name__=\"y\"} 1\n# EOF\n";
+    let e = parse(ScrapeFormat::OpenMetricsText1_0_0, om.as_bytes(), &opts).unwrap();
+    assert_eq!(
+        e.samples[0].labels.to_string(),
+        r#"d_seconds{__type__="gauge", __unit__="seconds"}"#
+    );
+    let plain = crate::exposition::parse(
+        ScrapeFormat::OpenMetricsText1_0_0,
+        om.as_bytes(),
+        &ParseOptions::default(),
+    );
+    assert!(plain.unwrap_err().message.contains("not unique"));
+}

@@ -1,6 +1,10 @@
 use super::*;
 use crate::exposition::FamilyMetadata;
-use crate::exposition::proto::{Bucket, BucketSpan, Counter, Gauge, LabelPair, Metric, Quantile, Summary};
+use prost::Message;
+
+use crate::exposition::proto::{
+    Bucket, BucketSpan, Counter, Gauge, LabelPair, Metric, MetricFamily, Quantile, Summary,
+};
 
 fn body(families: &[MetricFamily]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -380,4 +384,27 @@ fn malformed_bodies_fail() {
     assert_eq!((e.line, e.offset), (2, good.len()));
     assert_eq!(parse(&[], &opts).unwrap(), Exposition::default());
     let _ = FamilyMetadata::default();
+}
+
+#[test]
+fn type_and_unit_labels_come_from_the_family() {
+    let mut f = family(
+        "lat_seconds",
+        proto::MetricType::Summary,
+        vec![Metric {
+            label: vec![label("__type__", "x"), label("__unit__", "y")],
+            summary: Some(Summary::default()),
+            ..Metric::default()
+        }],
+    );
+    f.unit = "seconds".into();
+    let e = parse_as(&body(&[f]), &ParseOptions::default(), true).unwrap();
+    assert_eq!(
+        names(&e),
+        [
+            r#"lat_seconds_count{__type__="summary", __unit__="seconds"}"#,
+            r#"lat_seconds_sum{__type__="summary", __unit__="seconds"}"#,
+        ]
+    );
+    assert_eq!(e.metadata[0].unit, "seconds");
 }
