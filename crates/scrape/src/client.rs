@@ -104,8 +104,17 @@ fn tls_config(tls: &TlsSettings) -> Result<rustls::ClientConfig, String> {
             None => webpki,
         }
     };
+    let versions: Vec<&'static rustls::SupportedProtocolVersion> =
+        [((1, 2), &rustls::version::TLS12), ((1, 3), &rustls::version::TLS13)]
+            .into_iter()
+            .filter(|(v, _)| tls.min_version.is_none_or(|min| *v >= min) && tls.max_version.is_none_or(|max| *v <= max))
+            .map(|(_, p)| p)
+            .collect();
+    if versions.is_empty() {
+        return Err("no TLS version between min_version and max_version is supported (TLS 1.2 and 1.3 are)".into());
+    }
     let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(&versions)
         .map_err(|e| e.to_string())?
         .dangerous()
         .with_custom_certificate_verifier(verifier);

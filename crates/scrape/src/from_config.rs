@@ -57,6 +57,8 @@ pub fn http_settings(c: &HttpClientConfig) -> HttpSettings {
         key: pem(t.key.expose(), &t.key_file),
         server_name: (!t.server_name.is_empty()).then(|| t.server_name.clone()),
         insecure_skip_verify: t.insecure_skip_verify,
+        min_version: t.min_version.map(tls_version),
+        max_version: t.max_version.map(tls_version),
     };
     let headers = c
         .http_headers
@@ -75,6 +77,15 @@ pub fn http_settings(c: &HttpClientConfig) -> HttpSettings {
         follow_redirects: c.follow_redirects,
         proxy_url: c.proxy_url.clone(),
         headers,
+    }
+}
+
+fn tls_version(v: cairn_config::TlsVersion) -> (u8, u8) {
+    match v {
+        cairn_config::TlsVersion::Tls10 => (1, 0),
+        cairn_config::TlsVersion::Tls11 => (1, 1),
+        cairn_config::TlsVersion::Tls12 => (1, 2),
+        cairn_config::TlsVersion::Tls13 => (1, 3),
     }
 }
 

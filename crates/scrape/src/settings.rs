@@ -106,6 +106,10 @@ pub struct TlsSettings {
     /// The name the server's certificate must carry instead of the target's host.
     pub server_name: Option<String>,
     pub insecure_skip_verify: bool,
+    /// Lowest and highest TLS versions as `(1, 2)` for TLS 1.2; rustls
+    /// speaks 1.2 and 1.3 only.
+    pub min_version: Option<(u8, u8)>,
+    pub max_version: Option<(u8, u8)>,
 }
 
 /// Prometheus' `http_client_config`, the part Cairn implements.

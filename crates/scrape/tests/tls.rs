@@ -117,6 +117,8 @@ async fn https_scrapes_check_the_server_and_present_client_certificates() {
             key: Some(PemSource::Inline(pki.client_key_pem.clone())),
             server_name: Some("cairn-test.example".into()),
             insecure_skip_verify: false,
+            min_version: Some((1, 3)),
+            max_version: None,
         },
     );
     let wrong_name = https(
