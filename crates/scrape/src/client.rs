@@ -22,8 +22,11 @@ pub fn build_client(settings: &HttpSettings) -> Result<reqwest::Client, String> 
         })
         .pool_max_idle_per_host(2);
     if let Some(proxy) = &settings.proxy_url {
-        builder = builder.proxy(reqwest::Proxy::all(proxy).map_err(|e| format!("invalid proxy_url: {e}"))?);
-    } else {
+        let proxy = reqwest::Proxy::all(proxy)
+            .map_err(|e| format!("invalid proxy_url: {e}"))?
+            .no_proxy(reqwest::NoProxy::from_string(&settings.no_proxy));
+        builder = builder.proxy(proxy);
+    } else if !settings.proxy_from_environment {
         builder = builder.no_proxy();
     }
     if settings.tls != TlsSettings::default() {

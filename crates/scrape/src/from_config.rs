@@ -76,6 +76,8 @@ pub fn http_settings(c: &HttpClientConfig) -> HttpSettings {
         tls,
         follow_redirects: c.follow_redirects,
         proxy_url: c.proxy_url.clone(),
+        no_proxy: c.no_proxy.clone(),
+        proxy_from_environment: c.proxy_from_environment,
         headers,
     }
 }

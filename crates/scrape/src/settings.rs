@@ -120,6 +120,10 @@ pub struct HttpSettings {
     pub tls: TlsSettings,
     pub follow_redirects: bool,
     pub proxy_url: Option<String>,
+    /// Hosts reached without the proxy (comma-separated, as `NO_PROXY`).
+    pub no_proxy: String,
+    /// Use the `HTTP_PROXY`/`HTTPS_PROXY`/`NO_PROXY` environment variables.
+    pub proxy_from_environment: bool,
     /// `http_headers`: each header's values, files read at each request.
     pub headers: Vec<(String, Vec<Secret>)>,
 }
@@ -132,6 +136,8 @@ impl Default for HttpSettings {
             tls: TlsSettings::default(),
             follow_redirects: true,
             proxy_url: None,
+            no_proxy: String::new(),
+            proxy_from_environment: false,
             headers: Vec::new(),
         }
     }
