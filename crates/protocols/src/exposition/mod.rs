@@ -44,7 +44,7 @@ use cairn_model::{Histogram, Labels};
 
 use crate::MetricType;
 
-pub use format::ScrapeFormat;
+pub use format::{DEFAULT_ESCAPING_SCHEME, ScrapeFormat};
 
 /// How one scrape body is read; the scrape config's switches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
