@@ -3,10 +3,7 @@
 use std::sync::Arc;
 
 use cairn_config::{Config, HttpClientConfig, NameValidationScheme, ScrapeConfig};
-use cairn_protocols::exposition::ScrapeFormat;
-
-/// Prometheus 3's escaping of names when the configuration names none.
-const DEFAULT_ESCAPING_SCHEME: &str = "allow-utf-8";
+use cairn_protocols::exposition::{DEFAULT_ESCAPING_SCHEME, ScrapeFormat};
 
 use crate::discovery::{LabelSet, SdConfig, TargetGroup};
 use crate::settings::{
