@@ -76,10 +76,11 @@ pub fn run(cfg: &ScrapeBenchConfig) -> anyhow::Result<Vec<ScrapeReport>> {
         None => tempfile::Builder::new().prefix("cairn-bench-scrape").tempdir()?,
     };
     let rules_path = dir.path().join("rules.yml");
-    match &cfg.rules {
-        Some(p) => std::fs::copy(p, &rules_path).map(|_| ())?,
-        None => std::fs::write(&rules_path, crate::rules::DEFAULT_RULES_YAML)?,
-    }
+    let rules_yaml = match &cfg.rules {
+        Some(p) => std::fs::read_to_string(p)?,
+        None => crate::rules::DEFAULT_RULES_YAML.to_string(),
+    };
+    std::fs::write(&rules_path, prometheus_rules(&rules_yaml)?)?;
     let config_path = dir.path().join("prometheus.yml");
     std::fs::write(&config_path, config_yaml(cfg, port, &rules_path))?;
     if !cfg.quiet {
@@ -168,6 +169,18 @@ fn config_yaml(cfg: &ScrapeBenchConfig, port: u16, rules: &Path) -> String {
         y.push_str(&format!("        - {}:{port}\n", exporter::target_addr(t)));
     }
     y
+}
+
+/// The rule file without vmalert's extensions (a group's `concurrency`),
+/// which Prometheus refuses.
+fn prometheus_rules(yaml: &str) -> anyhow::Result<String> {
+    let mut doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(yaml)?;
+    if let Some(groups) = doc.get_mut("groups").and_then(|g| g.as_sequence_mut()) {
+        for g in groups.iter_mut().filter_map(|g| g.as_mapping_mut()) {
+            g.remove("concurrency");
+        }
+    }
+    Ok(serde_yaml_ng::to_string(&doc)?)
 }
 
 fn scalar(q: &QueryClient, expr: &str) -> anyhow::Result<f64> {
@@ -261,6 +274,16 @@ mod tests {
         for t in ["127.1.0.1:9100", "127.1.0.2:9100", "127.1.0.3:9100"] {
             assert!(y.contains(&format!("        - {t}\n")), "{y}");
         }
+    }
+
+    #[test]
+    fn rule_files_lose_vmalerts_extensions() {
+        let out = prometheus_rules(
+            "groups:\n  - name: g\n    concurrency: 4\n    rules:\n      - record: r\n        expr: up\n",
+        )
+        .unwrap();
+        assert!(!out.contains("concurrency"), "{out}");
+        assert!(out.contains("record: r"), "{out}");
     }
 
     #[test]
