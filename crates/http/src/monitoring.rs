@@ -118,10 +118,7 @@ pub async fn rules(State(state): State<AppState>, params: Params) -> Result<Succ
         Some(v) => match v.parse::<i64>() {
             Ok(n) if n > 0 => Some(n as usize),
             _ => {
-                return Err(invalid_param(
-                    "group_limit",
-                    "group_limit needs to be greater than 0",
-                ));
+                return Err(invalid_param("group_limit", "group_limit needs to be greater than 0"));
             }
         },
         None => None,
