@@ -22,7 +22,8 @@ use cairn_protocols::MetricType;
 use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, ScrapedValue, parse};
 
 const NODE_EXPORTER: &str = "/usr/bin/prometheus-node-exporter";
-const PROMETHEUS: &str = "/work/shared/peers/prometheus-3.14.0";
+/// Prometheus 3.14 from `../shared/peers/` beside the repository.
+const PROMETHEUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/peers/prometheus-3.14.0");
 
 /// Kills the exporter when the test ends, however it ends.
 struct Running(Child);
