@@ -253,44 +253,44 @@ impl Running {
         }
         self.notifier.stop().await;
     }
+}
 
-    fn filtered_groups(&self, filter: &RuleFilter) -> Result<(Vec<GroupStatus>, Option<String>), String> {
-        let wanted = |list: &[String], v: &str| list.is_empty() || list.iter().any(|w| w == v);
-        let rule_filters = filter.alerting.is_some() || !filter.rule_names.is_empty() || !filter.matchers.is_empty();
-        let mut groups: Vec<GroupStatus> = self
-            .rules
-            .groups()
-            .into_iter()
-            .filter(|g| wanted(&filter.rule_groups, &g.name) && wanted(&filter.files, &g.file))
-            .map(|mut g| {
-                g.rules.retain(|r| {
-                    filter.alerting.is_none_or(|a| a == r.alerting)
-                        && wanted(&filter.rule_names, &r.name)
-                        && (filter.matchers.is_empty() || filter.matchers.iter().any(|set| matches_all(set, &r.labels)))
-                });
-                if filter.exclude_alerts {
-                    for r in &mut g.rules {
-                        r.alerts.clear();
-                    }
+/// The groups and rules `/api/v1/rules` asks for, and the token of the
+/// next page when `group_limit` cut the list.
+fn filter_groups(groups: Vec<GroupStatus>, filter: &RuleFilter) -> Result<(Vec<GroupStatus>, Option<String>), String> {
+    let wanted = |list: &[String], v: &str| list.is_empty() || list.iter().any(|w| w == v);
+    let rule_filters = filter.alerting.is_some() || !filter.rule_names.is_empty() || !filter.matchers.is_empty();
+    let mut groups: Vec<GroupStatus> = groups
+        .into_iter()
+        .filter(|g| wanted(&filter.rule_groups, &g.name) && wanted(&filter.files, &g.file))
+        .map(|mut g| {
+            g.rules.retain(|r| {
+                filter.alerting.is_none_or(|a| a == r.alerting)
+                    && wanted(&filter.rule_names, &r.name)
+                    && (filter.matchers.is_empty() || filter.matchers.iter().any(|set| matches_all(set, &r.labels)))
+            });
+            if filter.exclude_alerts {
+                for r in &mut g.rules {
+                    r.alerts.clear();
                 }
-                g
-            })
-            .filter(|g| !rule_filters || !g.rules.is_empty())
-            .collect();
-        let Some(limit) = filter.group_limit else {
-            return Ok((groups, None));
-        };
-        if let Some(token) = &filter.group_next_token {
-            let start = groups
-                .iter()
-                .position(|g| &group_token(g) == token)
-                .ok_or_else(|| "invalid group_next_token".to_string())?;
-            groups.drain(..start);
-        }
-        let next = groups.get(limit).map(group_token);
-        groups.truncate(limit);
-        Ok((groups, next))
+            }
+            g
+        })
+        .filter(|g| !rule_filters || !g.rules.is_empty())
+        .collect();
+    let Some(limit) = filter.group_limit else {
+        return Ok((groups, None));
+    };
+    if let Some(token) = &filter.group_next_token {
+        let start = groups
+            .iter()
+            .position(|g| &group_token(g) == token)
+            .ok_or_else(|| "invalid group_next_token".to_string())?;
+        groups.drain(..start);
     }
+    let next = groups.get(limit).map(group_token);
+    groups.truncate(limit);
+    Ok((groups, next))
 }
 
 fn matches_all(set: &[Matcher], labels: &BTreeMap<String, String>) -> bool {
@@ -384,7 +384,7 @@ impl Monitoring for Shown {
     }
 
     fn rules(&self, filter: &RuleFilter) -> Result<Value, String> {
-        let (groups, next) = self.0.filtered_groups(filter)?;
+        let (groups, next) = filter_groups(self.0.rules.groups(), filter)?;
         let mut v = cairn_rules::rules_json(&groups);
         if let (Some(next), Some(obj)) = (next, v.as_object_mut()) {
             obj.insert("groupNextToken".into(), Value::String(next));
@@ -433,6 +433,105 @@ mod tests {
             ]
         );
         assert!(unimplemented_settings(&Config::parse("scrape_configs: []\n", Path::new("/")).unwrap()).is_empty());
+    }
+
+    fn group(file: &str, name: &str, rules: &[(&str, bool, &[(&str, &str)])]) -> GroupStatus {
+        GroupStatus {
+            name: name.into(),
+            file: file.into(),
+            interval: Duration::from_secs(60),
+            query_offset: Duration::ZERO,
+            limit: 0,
+            rules: rules
+                .iter()
+                .map(|(rule, alerting, labels)| cairn_rules::RuleStatus {
+                    name: rule.to_string(),
+                    alerting: *alerting,
+                    query: "up".into(),
+                    duration: Duration::ZERO,
+                    keep_firing_for: Duration::ZERO,
+                    labels: labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+                    annotations: BTreeMap::new(),
+                    health: cairn_rules::RuleHealth::Good,
+                    last_error: None,
+                    evaluation_time: Duration::ZERO,
+                    last_evaluation: None,
+                    state: cairn_rules::AlertState::Inactive,
+                    alerts: Vec::new(),
+                })
+                .collect(),
+            evaluation_time: Duration::ZERO,
+            last_evaluation: None,
+        }
+    }
+
+    fn names(groups: &[GroupStatus]) -> Vec<String> {
+        groups
+            .iter()
+            .map(|g| {
+                format!(
+                    "{}:{}",
+                    g.name,
+                    g.rules.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(",")
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rules_are_filtered_and_paged_as_prometheus_does() {
+        let groups = vec![
+            group(
+                "a.yml",
+                "g1",
+                &[("r1", false, &[]), ("A1", true, &[("severity", "page")])],
+            ),
+            group("a.yml", "g2", &[("A2", true, &[("severity", "ticket")])]),
+            group("b.yml", "g3", &[("r3", false, &[])]),
+        ];
+        let run = |f: RuleFilter| filter_groups(groups.clone(), &f).unwrap();
+        assert_eq!(names(&run(RuleFilter::default()).0), ["g1:r1,A1", "g2:A2", "g3:r3"]);
+        let alerts = run(RuleFilter {
+            alerting: Some(true),
+            ..RuleFilter::default()
+        });
+        assert_eq!(
+            names(&alerts.0),
+            ["g1:A1", "g2:A2"],
+            "groups left empty by a rule filter go"
+        );
+        let by_file = run(RuleFilter {
+            files: vec!["b.yml".into()],
+            ..RuleFilter::default()
+        });
+        assert_eq!(names(&by_file.0), ["g3:r3"]);
+        let matched = run(RuleFilter {
+            matchers: vec![vec![Matcher::equal("severity", "page")]],
+            ..RuleFilter::default()
+        });
+        assert_eq!(names(&matched.0), ["g1:A1"]);
+
+        let (page1, next) = run(RuleFilter {
+            group_limit: Some(2),
+            ..RuleFilter::default()
+        });
+        assert_eq!(names(&page1), ["g1:r1,A1", "g2:A2"]);
+        let (page2, last) = run(RuleFilter {
+            group_limit: Some(2),
+            group_next_token: next,
+            ..RuleFilter::default()
+        });
+        assert_eq!(names(&page2), ["g3:r3"]);
+        assert!(last.is_none());
+        let bad = filter_groups(
+            groups.clone(),
+            &RuleFilter {
+                group_limit: Some(1),
+                group_next_token: Some("nope".into()),
+                ..RuleFilter::default()
+            },
+        );
+        assert_eq!(bad.unwrap_err(), "invalid group_next_token");
     }
 
     #[test]
