@@ -435,7 +435,10 @@ mod tests {
         assert!(unimplemented_settings(&Config::parse("scrape_configs: []\n", Path::new("/")).unwrap()).is_empty());
     }
 
-    fn group(file: &str, name: &str, rules: &[(&str, bool, &[(&str, &str)])]) -> GroupStatus {
+    /// A rule's name, whether it alerts, and its labels.
+    type TestRule<'a> = (&'a str, bool, &'a [(&'a str, &'a str)]);
+
+    fn group(file: &str, name: &str, rules: &[TestRule<'_>]) -> GroupStatus {
         GroupStatus {
             name: name.into(),
             file: file.into(),
