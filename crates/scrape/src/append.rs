@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cairn_model::{HistogramSample, Label, Labels, Sample, stale_nan};
 use cairn_storage::Appender;
 
-use crate::cache::ScrapeCache;
+use crate::cache::{ExposedKey, ScrapeCache};
 use crate::settings::JobSettings;
 use cairn_protocols::exposition::{Exposition, ScrapedValue};
 
@@ -29,12 +29,21 @@ pub(crate) struct AppendCounts {
 }
 
 /// The label set a scraped series is stored under, or `None` when metric
-/// relabelling drops it.
-pub(crate) fn sample_labels(exposed: &Labels, target: &Labels, job: &JobSettings) -> Option<Labels> {
+/// relabelling drops it. `exposed_empty` are labels the sample gave with an
+/// empty value: with `honor_labels` they win over the target's like any
+/// exposed label, and then vanish as empty labels do. Without it an empty
+/// exposed value is no conflict.
+pub(crate) fn sample_labels(
+    exposed: &Labels,
+    exposed_empty: &[Label],
+    target: &Labels,
+    job: &JobSettings,
+) -> Option<Labels> {
     let mut lb = exposed.clone();
     if job.honor_labels {
         for l in target.iter() {
-            if exposed.get(&l.name).is_none() {
+            let is_exposed = exposed.get(&l.name).is_some() || exposed_empty.iter().any(|e| e.name == l.name);
+            if !is_exposed {
                 lb.set(&l.name, &l.value);
             }
         }
@@ -61,6 +70,20 @@ pub(crate) fn sample_labels(exposed: &Labels, target: &Labels, job: &JobSettings
         }
     }
     job.metric_relabel.apply(lb)
+}
+
+/// The labels a sample exposed with an empty value that change where it is
+/// stored: with `honor_labels`, those the target also has. Allocates only
+/// when there are some.
+fn honoured_empty_labels(exposed_empty: &[Label], target: &Labels, job: &JobSettings) -> Vec<Label> {
+    if !job.honor_labels || exposed_empty.is_empty() {
+        return Vec::new();
+    }
+    exposed_empty
+        .iter()
+        .filter(|l| target.get(&l.name).is_some())
+        .cloned()
+        .collect()
 }
 
 /// Prometheus' legacy names: `[a-zA-Z_:][a-zA-Z0-9_:]*` for the metric,
@@ -196,18 +219,23 @@ fn append_samples(
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
-        if cache.is_dropped(&s.labels) {
+        let honoured_empty = honoured_empty_labels(&s.empty_labels, target, job);
+        let key = ExposedKey {
+            labels: &s.labels,
+            honoured_empty: &honoured_empty,
+        };
+        if cache.is_dropped(key) {
             continue;
         }
-        let (lset, cached, already) = match cache.get(&s.labels) {
+        let (lset, cached, already) = match cache.get(key) {
             Some((lset, already)) => (lset, true, already),
             None => {
-                let Some(lset) = sample_labels(&s.labels, target, job) else {
-                    cache.add_dropped(s.labels.clone());
+                let Some(lset) = sample_labels(&s.labels, &honoured_empty, target, job) else {
+                    cache.add_dropped(key);
                     continue;
                 };
                 if lset.is_empty() {
-                    cache.add_dropped(s.labels.clone());
+                    cache.add_dropped(key);
                     continue;
                 }
                 if lset.metric_name().is_none() {
@@ -258,7 +286,7 @@ fn append_samples(
             cache.current.insert(lset.clone());
         }
         if !cached && added {
-            cache.add(s.labels.clone(), lset);
+            cache.add(key, lset);
             if !sample_limit_hit && !bucket_limit_hit {
                 counts.series_added += 1;
             }
@@ -377,15 +405,122 @@ mod tests {
             ("exported_job", "b"),
             ("instance", "i"),
         ]);
-        let l = sample_labels(&exposed, &target, &job).unwrap();
+        let l = sample_labels(&exposed, &[], &target, &job).unwrap();
         assert_eq!(l.get("job"), Some("j"));
         assert_eq!(l.get("exported_job"), Some("b"), "an exposed exported_job stays");
         assert_eq!(l.get("exported_exported_job"), Some("a"));
         assert_eq!(l.get("exported_instance"), Some("i"));
         let mut honoring = JobSettings::new("j");
         honoring.honor_labels = true;
-        let l = sample_labels(&exposed, &target, &honoring).unwrap();
+        let l = sample_labels(&exposed, &[], &target, &honoring).unwrap();
         assert_eq!((l.get("job"), l.get("instance")), (Some("a"), Some("i")));
+    }
+
+    #[test]
+    fn honoured_empty_labels_keep_the_target_labels_off() {
+        let target = Labels::from_pairs([("instance", "t:1"), ("job", "honor"), ("zone", "z")]);
+        let exposed = Labels::from_pairs([("__name__", "m"), ("env", "e")]);
+        let empty = [Label::new("instance", ""), Label::new("job", "")];
+        let mut honoring = JobSettings::new("honor");
+        honoring.honor_labels = true;
+        assert_eq!(
+            sample_labels(&exposed, &empty, &target, &honoring).unwrap(),
+            Labels::from_pairs([("__name__", "m"), ("env", "e"), ("zone", "z")]),
+        );
+        let plain = JobSettings::new("honor");
+        assert_eq!(
+            sample_labels(&exposed, &empty, &target, &plain).unwrap(),
+            Labels::from_pairs([
+                ("__name__", "m"),
+                ("env", "e"),
+                ("instance", "t:1"),
+                ("job", "honor"),
+                ("zone", "z")
+            ]),
+            "an empty exposed value is no conflict without honor_labels"
+        );
+        assert!(honoured_empty_labels(&empty, &target, &plain).is_empty());
+        let other = [Label::new("other", ""), Label::new("zone", "")];
+        assert_eq!(
+            honoured_empty_labels(&other, &target, &honoring),
+            vec![Label::new("zone", "")],
+            "only the target's labels matter"
+        );
+    }
+
+    /// Keeps what was appended, in order.
+    #[derive(Default)]
+    struct Recorder(Vec<(Labels, f64)>);
+
+    impl Appender for Recorder {
+        fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), cairn_storage::StorageError> {
+            self.0.extend(samples.iter().map(|s| (labels.clone(), s.v)));
+            Ok(())
+        }
+
+        fn commit(self: Box<Self>) -> Result<cairn_storage::CommitReport, cairn_storage::StorageError> {
+            Ok(cairn_storage::CommitReport::default())
+        }
+
+        fn rollback(self: Box<Self>) {}
+    }
+
+    fn scrape(cache: &mut ScrapeCache, body: &str, job: &JobSettings, t: i64) -> Vec<(Labels, f64)> {
+        let scraped = cairn_protocols::exposition::text::parse(body.as_bytes(), &Default::default()).unwrap();
+        let target = Labels::from_pairs([("instance", "t:1"), ("job", "honor")]);
+        let mut app = Recorder::default();
+        let (_, result) = append_scraped(cache, &mut app, &scraped, &target, job, t, t);
+        result.unwrap();
+        app.0.retain(|(_, v)| !cairn_model::is_stale_nan(*v));
+        app.0
+    }
+
+    #[test]
+    fn series_apart_only_by_an_honoured_empty_label_are_cached_apart() {
+        let mut job = JobSettings::new("honor");
+        job.honor_labels = true;
+        let body = "m{job=\"\",env=\"empty-job\"} 2\nm{env=\"empty-job\"} 3\nm{instance=\"\",env=\"empty-job\"} 4\n";
+        let want = vec![
+            (
+                Labels::from_pairs([("__name__", "m"), ("env", "empty-job"), ("instance", "t:1")]),
+                2.0,
+            ),
+            (
+                Labels::from_pairs([
+                    ("__name__", "m"),
+                    ("env", "empty-job"),
+                    ("instance", "t:1"),
+                    ("job", "honor"),
+                ]),
+                3.0,
+            ),
+            (
+                Labels::from_pairs([("__name__", "m"), ("env", "empty-job"), ("job", "honor")]),
+                4.0,
+            ),
+        ];
+        let mut cache = ScrapeCache::default();
+        assert_eq!(scrape(&mut cache, body, &job, 1000), want);
+        assert_eq!(scrape(&mut cache, body, &job, 2000), want, "from the cache");
+        let swapped = "m{env=\"empty-job\"} 3\nm{job=\"\",env=\"empty-job\"} 2\n";
+        let mut cache = ScrapeCache::default();
+        assert_eq!(
+            scrape(&mut cache, swapped, &job, 1000),
+            vec![want[1].clone(), want[0].clone()]
+        );
+    }
+
+    #[test]
+    fn without_honor_labels_an_empty_label_names_the_same_series() {
+        let job = JobSettings::new("honor");
+        let body = "m{job=\"\"} 2\nm 3\n";
+        let lset = Labels::from_pairs([("__name__", "m"), ("instance", "t:1"), ("job", "honor")]);
+        let mut cache = ScrapeCache::default();
+        assert_eq!(
+            scrape(&mut cache, body, &job, 1000),
+            vec![(lset, 2.0)],
+            "the second is a duplicate of the first"
+        );
     }
 
     #[test]

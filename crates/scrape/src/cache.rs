@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::Labels;
+use cairn_model::{Label, Labels};
 use cairn_protocols::exposition::FamilyMetadata as ExposedMetadata;
 use foldhash::{HashMap, HashSet};
 use parking_lot::Mutex;
@@ -19,6 +19,73 @@ pub(crate) struct CacheEntry {
     pub last_iter: u64,
 }
 
+/// How the cache knows a scraped series: its exposed labels and, with
+/// `honor_labels`, the target's label names it exposed with an empty value
+/// (those keep the target's label off the series, so `m{job=""}` and `m`
+/// are stored apart).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ExposedKey<'a> {
+    pub labels: &'a Labels,
+    /// Sorted by name; empty for nearly every series.
+    pub honoured_empty: &'a [Label],
+}
+
+/// Values by [`ExposedKey`]. Series without honoured empty labels, nearly
+/// all of them, are found by their labels alone, without allocating.
+pub(crate) struct ByExposed<V> {
+    plain: HashMap<Labels, V>,
+    with_empty: HashMap<Labels, Vec<(Vec<Label>, V)>>,
+}
+
+impl<V> Default for ByExposed<V> {
+    fn default() -> Self {
+        Self {
+            plain: HashMap::default(),
+            with_empty: HashMap::default(),
+        }
+    }
+}
+
+impl<V> ByExposed<V> {
+    pub fn get_mut(&mut self, key: ExposedKey<'_>) -> Option<&mut V> {
+        if key.honoured_empty.is_empty() {
+            return self.plain.get_mut(key.labels);
+        }
+        self.with_empty
+            .get_mut(key.labels)?
+            .iter_mut()
+            .find(|(empty, _)| empty.as_slice() == key.honoured_empty)
+            .map(|(_, v)| v)
+    }
+
+    pub fn insert(&mut self, key: ExposedKey<'_>, value: V) {
+        if key.honoured_empty.is_empty() {
+            self.plain.insert(key.labels.clone(), value);
+            return;
+        }
+        if let Some(v) = self.get_mut(key) {
+            *v = value;
+            return;
+        }
+        self.with_empty
+            .entry(key.labels.clone())
+            .or_default()
+            .push((key.honoured_empty.to_vec(), value));
+    }
+
+    pub fn retain(&mut self, mut keep: impl FnMut(&V) -> bool) {
+        self.plain.retain(|_, v| keep(v));
+        self.with_empty.retain(|_, variants| {
+            variants.retain(|(_, v)| keep(v));
+            !variants.is_empty()
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.plain.len() + self.with_empty.values().map(Vec::len).sum::<usize>()
+    }
+}
+
 /// Scrapes after which metadata of a family no longer exposed is forgotten.
 const METADATA_KEEP_SCRAPES: u64 = 10;
 
@@ -26,8 +93,8 @@ const METADATA_KEEP_SCRAPES: u64 = 10;
 pub(crate) struct ScrapeCache {
     pub iter: u64,
     successful_count: usize,
-    pub series: HashMap<Labels, CacheEntry>,
-    pub dropped: HashMap<Labels, u64>,
+    pub series: ByExposed<CacheEntry>,
+    pub dropped: ByExposed<u64>,
     /// Series appended without an own timestamp in this scrape and the last.
     pub current: HashSet<Arc<Labels>>,
     pub previous: HashSet<Arc<Labels>>,
@@ -37,7 +104,7 @@ pub(crate) struct ScrapeCache {
 impl ScrapeCache {
     /// The entry of an exposed label set, marked seen; and whether it was
     /// already seen in this scrape.
-    pub fn get(&mut self, exposed: &Labels) -> Option<(Arc<Labels>, bool)> {
+    pub fn get(&mut self, exposed: ExposedKey<'_>) -> Option<(Arc<Labels>, bool)> {
         let iter = self.iter;
         self.series.get_mut(exposed).map(|e| {
             let already = e.last_iter == iter;
@@ -46,7 +113,7 @@ impl ScrapeCache {
         })
     }
 
-    pub fn add(&mut self, exposed: Labels, lset: Arc<Labels>) {
+    pub fn add(&mut self, exposed: ExposedKey<'_>, lset: Arc<Labels>) {
         self.series.insert(
             exposed,
             CacheEntry {
@@ -56,7 +123,7 @@ impl ScrapeCache {
         );
     }
 
-    pub fn is_dropped(&mut self, exposed: &Labels) -> bool {
+    pub fn is_dropped(&mut self, exposed: ExposedKey<'_>) -> bool {
         match self.dropped.get_mut(exposed) {
             Some(iter) => {
                 *iter = self.iter;
@@ -66,7 +133,7 @@ impl ScrapeCache {
         }
     }
 
-    pub fn add_dropped(&mut self, exposed: Labels) {
+    pub fn add_dropped(&mut self, exposed: ExposedKey<'_>) {
         self.dropped.insert(exposed, self.iter);
     }
 
@@ -102,8 +169,8 @@ impl ScrapeCache {
         };
         if flush {
             let iter = self.iter;
-            self.series.retain(|_, e| e.last_iter == iter);
-            self.dropped.retain(|_, i| *i == iter);
+            self.series.retain(|e| e.last_iter == iter);
+            self.dropped.retain(|i| *i == iter);
             self.metadata
                 .lock()
                 .entries

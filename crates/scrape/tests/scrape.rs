@@ -188,6 +188,35 @@ async fn honor_labels_decides_conflicts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn honor_labels_lets_an_empty_exposed_label_remove_the_targets() {
+    let exporter = Exporter::start(Exposition::text(
+        "m{job=\"\",env=\"empty-job\"} 2\nm{instance=\"\",env=\"empty-instance\"} 3\nm{env=\"none\"} 4\n",
+    ))
+    .await;
+    let storage = MemStorage::new();
+    let m = manager(&storage);
+    let mut honoring = job("honoring", &[exporter.address()], 100);
+    honoring.honor_labels = true;
+    let plain = job("plain", &[exporter.address()], 100);
+    m.apply(vec![honoring, plain]).await.unwrap();
+    wait_until(5, "both", || dump(&storage, "m").len() == 6).await;
+    let mut keys: Vec<String> = dump(&storage, "m").into_keys().collect();
+    keys.sort();
+    let inst = exporter.address();
+    let mut want = vec![
+        format!(r#"m{{env="empty-job", instance="{inst}"}}"#),
+        r#"m{env="empty-instance", job="honoring"}"#.to_string(),
+        format!(r#"m{{env="none", instance="{inst}", job="honoring"}}"#),
+        format!(r#"m{{env="empty-job", instance="{inst}", job="plain"}}"#),
+        format!(r#"m{{env="empty-instance", instance="{inst}", job="plain"}}"#),
+        format!(r#"m{{env="none", instance="{inst}", job="plain"}}"#),
+    ];
+    want.sort();
+    assert_eq!(keys, want);
+    m.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sample_limit_fails_the_whole_scrape() {
     let exporter = Exporter::start(Exposition::text("a 1\n")).await;
     let storage = MemStorage::new();

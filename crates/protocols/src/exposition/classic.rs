@@ -142,6 +142,9 @@ struct Group {
     base_name: String,
     /// The labels but `__name__` and `le`, sorted.
     rest: Vec<Label>,
+    /// Those given with an empty value: a series that gives one more or
+    /// fewer is another series.
+    empty: Vec<Label>,
     histogram: ClassicHistogram,
 }
 
@@ -209,7 +212,9 @@ impl Sink {
         let name = sample.labels.metric_name().unwrap_or_default();
         let continues = n.kind == MetricType::Histogram
             && n.group.as_ref().is_some_and(|g| {
-                split_suffix(name).is_some_and(|(_, base)| base == g.base_name) && same_rest(&sample.labels, &g.rest)
+                split_suffix(name).is_some_and(|(_, base)| base == g.base_name)
+                    && same_rest(&sample.labels, &g.rest)
+                    && sample.empty_labels == g.empty
             });
         if !continues {
             self.flush();
@@ -242,6 +247,7 @@ impl Sink {
                                     .filter(|l| l.name != METRIC_NAME && l.name != "le")
                                     .cloned()
                                     .collect(),
+                                empty: sample.empty_labels.clone(),
                                 histogram: ClassicHistogram::default(),
                             });
                             match (suffix, le) {
@@ -280,6 +286,7 @@ impl Sink {
         };
         self.samples.push(ScrapedSample {
             labels,
+            empty_labels: group.empty,
             timestamp_ms,
             value: ScrapedValue::Histogram(h),
         });

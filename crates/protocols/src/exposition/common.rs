@@ -135,8 +135,9 @@ pub(crate) fn normalize_label_value<'a>(kind: MetricType, name: &str, value: Cow
 
 /// Builds a sample's canonical labels, refusing what Prometheus refuses
 /// when it appends a scraped series: an empty metric name, an empty label
-/// name, a name given twice.
-pub(crate) fn finish_labels(mut labels: Vec<Label>) -> Result<Labels, String> {
+/// name, a name given twice. The labels given with an empty value come
+/// apart, sorted by name (see [`super::ScrapedSample::empty_labels`]).
+pub(crate) fn finish_labels(mut labels: Vec<Label>) -> Result<(Labels, Vec<Label>), String> {
     labels.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     if let Some(pair) = labels
         .windows(2)
@@ -152,7 +153,9 @@ pub(crate) fn finish_labels(mut labels: Vec<Label>) -> Result<Labels, String> {
     if labels.iter().any(|l| l.name.is_empty()) {
         return Err("invalid label name: empty".to_string());
     }
-    Labels::new(labels).map_err(|e| e.to_string())
+    let empty: Vec<Label> = labels.extract_if(.., |l| l.value.is_empty()).collect();
+    let labels = Labels::new(labels).map_err(|e| e.to_string())?;
+    Ok((labels, empty))
 }
 
 /// Metadata entries in order of first appearance, one per family name.

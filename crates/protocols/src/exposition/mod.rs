@@ -13,8 +13,9 @@
 //! nothing: the first malformed entry fails the whole body, with its line
 //! (or message) and byte offset, as Prometheus fails the scrape.
 //!
-//! A sample's labels always include `__name__`; empty label values are
-//! dropped, and a label name given twice is an error (Prometheus refuses
+//! A sample's labels always include `__name__`; labels with an empty value
+//! are kept apart from them (they still matter to `honor_labels`), and a
+//! label name given twice is an error (Prometheus refuses
 //! such a scrape when it appends it). Values keep their bits but for a
 //! text `NaN`, which becomes Prometheus' ordinary NaN (never the staleness
 //! marker). Exemplars are checked for syntax and dropped.
@@ -40,7 +41,7 @@ pub mod proto;
 pub mod protobuf;
 pub mod text;
 
-use cairn_model::{Histogram, Labels};
+use cairn_model::{Histogram, Label, Labels};
 
 use crate::MetricType;
 
@@ -92,6 +93,11 @@ pub struct Exposition {
 pub struct ScrapedSample {
     /// Canonical labels, `__name__` included.
     pub labels: Labels,
+    /// The labels the body gave with an empty value, which `labels` leaves
+    /// out, sorted by name; unallocated when there are none. Prometheus'
+    /// scraper still sees them: with `honor_labels`, an exposed `job=""`
+    /// keeps the target's `job` off the series.
+    pub empty_labels: Vec<Label>,
     /// The exposed timestamp in milliseconds, if the body gave one (the
     /// scraper uses the scrape's time otherwise).
     pub timestamp_ms: Option<i64>,

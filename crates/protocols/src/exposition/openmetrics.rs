@@ -303,9 +303,10 @@ impl<'a> Parser<'a> {
             let value = normalize_label_value(self.kind, &label, value);
             out.push(Label::new(label.as_ref(), value.as_ref()));
         }
-        let labels = finish_labels(out).map_err(|e| pos.error(e))?;
+        let (labels, empty_labels) = finish_labels(out).map_err(|e| pos.error(e))?;
         self.sink.push(ScrapedSample {
             labels,
+            empty_labels,
             timestamp_ms,
             value: ScrapedValue::Float(normalize_nan(value)),
         });

@@ -138,9 +138,10 @@ fn read_family<'a>(
         let pairs = &buffers.labels;
         let timestamp_ms = (metric.timestamp_ms != 0).then_some(metric.timestamp_ms);
         let mut emit = |suffix: &str, extra: Option<(&str, String)>, value: ScrapedValue| -> Result<(), String> {
-            let labels = labels_of(name, suffix, pairs, extra, schema)?;
+            let (labels, empty_labels) = labels_of(name, suffix, pairs, extra, schema)?;
             samples.push(ScrapedSample {
                 labels,
+                empty_labels,
                 timestamp_ms,
                 value,
             });
@@ -207,14 +208,15 @@ fn read_family<'a>(
 }
 
 /// `name` + `suffix`, the metric's labels and the series' own `le` or
-/// `quantile`, checked as Prometheus checks scraped labels.
+/// `quantile`, checked as Prometheus checks scraped labels; and the label
+/// pairs with an empty value.
 fn labels_of(
     name: &str,
     suffix: &str,
     pairs: &[(&str, &str)],
     extra: Option<(&str, String)>,
     schema: Option<SchemaLabels<'_>>,
-) -> Result<Labels, String> {
+) -> Result<(Labels, Vec<Label>), String> {
     let mut labels = Vec::with_capacity(pairs.len() + 2);
     if suffix.is_empty() {
         labels.push(Label::new(METRIC_NAME, name));

@@ -256,9 +256,10 @@ impl<'a> Parser<'a> {
             }
             _ => return Err(pos.unexpected(self.b, "expected timestamp or new record", self.i, self.i)),
         };
-        let labels = self.build_labels(name_start, name_end).map_err(|e| pos.error(e))?;
+        let (labels, empty_labels) = self.build_labels(name_start, name_end).map_err(|e| pos.error(e))?;
         self.sink.push(ScrapedSample {
             labels,
+            empty_labels,
             timestamp_ms,
             value: ScrapedValue::Float(normalize_nan(value)),
         });
@@ -333,7 +334,8 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn build_labels(&self, name_start: usize, name_end: usize) -> Result<cairn_model::Labels, String> {
+    /// The sample's labels and those it gave with an empty value.
+    fn build_labels(&self, name_start: usize, name_end: usize) -> Result<(cairn_model::Labels, Vec<Label>), String> {
         let name = unescape(utf8(self.b, name_start, name_end, "metric name")?);
         let mut out = Vec::with_capacity(self.labels.len() + 3);
         out.push(Label::new(METRIC_NAME, name.as_ref()));

@@ -155,3 +155,26 @@ fn type_and_unit_labels_come_from_metadata() {
     );
     assert!(plain.unwrap_err().message.contains("not unique"));
 }
+
+#[test]
+fn converted_histograms_keep_their_empty_labels_and_are_told_apart_by_them() {
+    let body = "# TYPE lat histogram\n\
+lat_bucket{job=\"\",le=\"1\"} 1\n\
+lat_bucket{job=\"\",le=\"+Inf\"} 2\n\
+lat_count{job=\"\"} 2\n\
+lat_sum{job=\"\"} 3\n\
+lat_bucket{le=\"1\"} 4\n\
+lat_bucket{le=\"+Inf\"} 5\n\
+lat_count 5\n\
+lat_sum 6\n";
+    let out = parse(ScrapeFormat::PrometheusText0_0_4, body.as_bytes(), &nhcb_opts(false)).unwrap();
+    let got: Vec<(String, usize, f64)> = out
+        .samples
+        .iter()
+        .map(|s| match &s.value {
+            ScrapedValue::Histogram(h) => (s.labels.to_string(), s.empty_labels.len(), h.count),
+            ScrapedValue::Float(_) => panic!("float {}", s.labels),
+        })
+        .collect();
+    assert_eq!(got, [("lat".to_string(), 1, 2.0), ("lat".to_string(), 0, 5.0)]);
+}

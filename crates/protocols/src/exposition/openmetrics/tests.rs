@@ -178,3 +178,15 @@ fn trailing_comma_and_quoted_names() {
     assert_eq!(got[0].0, r#"a{x="1"}"#);
     assert_eq!(got[1].0, r#"a.b{x="\\"}"#);
 }
+
+#[test]
+fn empty_label_values_are_kept_apart() {
+    let out = parse(
+        b"test_conflict{job=\"\",env=\"empty-job\"} 2\n# EOF\n",
+        &ParseOptions::default(),
+    )
+    .unwrap();
+    let s = &out.samples[0];
+    assert_eq!(s.labels.to_string(), r#"test_conflict{env="empty-job"}"#);
+    assert_eq!(s.empty_labels, [cairn_model::Label::new("job", "")]);
+}

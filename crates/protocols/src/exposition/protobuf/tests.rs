@@ -408,3 +408,25 @@ fn type_and_unit_labels_come_from_the_family() {
     );
     assert_eq!(e.metadata[0].unit, "seconds");
 }
+
+#[test]
+fn empty_label_pairs_are_kept_apart() {
+    let metric = Metric {
+        label: vec![label("job", ""), label("env", "empty-job"), label("instance", "")],
+        counter: Some(Counter {
+            value: 2.0,
+            ..Counter::default()
+        }),
+        ..Metric::default()
+    };
+    let out = parse(
+        &body(&[family("test_conflict", proto::MetricType::Counter, vec![metric])]),
+        &ParseOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(names(&out), [r#"test_conflict{env="empty-job"}"#]);
+    assert_eq!(
+        out.samples[0].empty_labels,
+        [Label::new("instance", ""), Label::new("job", "")]
+    );
+}

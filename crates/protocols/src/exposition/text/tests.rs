@@ -109,9 +109,27 @@ fn comments_are_skipped_and_type_normalises_le() {
 }
 
 #[test]
-fn empty_label_values_are_dropped_and_help_may_be_empty() {
-    let out = parse(b"# HELP a\n# HELP b \na{x=\"\"} 1\n", &ParseOptions::default()).unwrap();
-    assert_eq!(out.samples[0].labels, Labels::from_pairs([("__name__", "a")]));
+fn empty_label_values_are_kept_apart_and_help_may_be_empty() {
+    let out = parse(
+        b"# HELP a\n# HELP b \na{x=\"\",job=\"\",y=\"1\"} 1\na{y=\"1\"} 2\n",
+        &ParseOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        out.samples[0].labels,
+        Labels::from_pairs([("__name__", "a"), ("y", "1")])
+    );
+    assert_eq!(
+        out.samples[0].empty_labels,
+        [cairn_model::Label::new("job", ""), cairn_model::Label::new("x", "")],
+        "sorted by name"
+    );
+    assert_eq!(out.samples[1].labels, out.samples[0].labels);
+    assert_eq!(out.samples[1].empty_labels.capacity(), 0, "nothing allocated");
+    assert!(
+        error("a{x=\"\",x=\"1\"} 1\n").message.contains("not unique"),
+        "an empty value still names the label"
+    );
     assert_eq!(out.metadata.len(), 2);
     assert!(out.metadata.iter().all(|m| m.help.is_empty()));
 }
