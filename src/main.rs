@@ -287,6 +287,40 @@ struct Cli {
     /// Log filter, e.g. info, debug, cairn_tsdb=debug.
     #[arg(long = "log.level", default_value = "info")]
     log_level: String,
+
+    /// Prometheus' configuration file: Cairn scrapes its `scrape_configs`,
+    /// evaluates its `rule_files` and notifies its `alerting.alertmanagers`,
+    /// as a Prometheus server would. Reloaded on SIGHUP (and on
+    /// `POST /-/reload` with --web.enable-lifecycle). Keys Cairn does not
+    /// support stop the start, by name.
+    #[arg(long = "config.file")]
+    config_file: Option<PathBuf>,
+
+    /// The URL under which users reach Cairn (alerts link to it).
+    /// Default: http://<hostname>:<port>/.
+    #[arg(long = "web.external-url")]
+    web_external_url: Option<String>,
+
+    /// Allow reloading the configuration over HTTP (`POST /-/reload`).
+    #[arg(long = "web.enable-lifecycle")]
+    web_enable_lifecycle: bool,
+
+    /// Wait at least this long before resending an alert to Alertmanager.
+    #[arg(long = "rules.alert.resend-delay", default_value = "1m", value_parser = duration)]
+    rules_alert_resend_delay: Duration,
+
+    /// Longest outage after which an alert's `for` state is still restored.
+    #[arg(long = "rules.alert.for-outage-tolerance", default_value = "1h", value_parser = duration)]
+    rules_alert_for_outage_tolerance: Duration,
+
+    /// Least time an alert waits after a restart before firing, when its
+    /// `for` is at least this long.
+    #[arg(long = "rules.alert.for-grace-period", default_value = "10m", value_parser = duration)]
+    rules_alert_for_grace_period: Duration,
+
+    /// Alerts each Alertmanager's queue holds; the oldest are dropped past it.
+    #[arg(long = "alertmanager.notification-queue-capacity", default_value_t = 10_000)]
+    alertmanager_notification_queue_capacity: usize,
 }
 
 fn step_split(s: &str) -> Result<cairn_server::StepSplit, String> {
@@ -334,12 +368,7 @@ fn cluster_config(cli: &Cli) -> anyhow::Result<Option<cairn_cluster::ClusterConf
     };
     let advertise = match &cli.cluster_advertise_addr {
         Some(a) => a.clone(),
-        None if cli.listen_addr.ip().is_unspecified() => {
-            let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|h| h.trim().to_string())
-                .unwrap_or_else(|_| "localhost".into());
-            format!("{host}:{}", cli.listen_addr.port())
-        }
+        None if cli.listen_addr.ip().is_unspecified() => format!("{}:{}", hostname(), cli.listen_addr.port()),
         None => cli.listen_addr.to_string(),
     };
     let secret = match &cli.cluster_secret_file {
@@ -372,10 +401,22 @@ fn cluster_config(cli: &Cli) -> anyhow::Result<Option<cairn_cluster::ClusterConf
     }))
 }
 
+/// This machine's host name (`localhost` if unknown).
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
 fn main() -> anyhow::Result<()> {
     // `cairn bench ...` is the load generator; everything else starts the server.
     if std::env::args().nth(1).as_deref() == Some("bench") {
         return cairn_bench::cli::main(std::env::args().skip(1));
+    }
+    // `cairn check ...` / `cairn test rules ...`: promtool's checks.
+    if matches!(std::env::args().nth(1).as_deref(), Some("check" | "test")) {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        std::process::exit(cairn_server::check::main(&args));
     }
     let command = Cli::command();
     let matches = command.clone().get_matches();
@@ -465,7 +506,23 @@ fn main() -> anyhow::Result<()> {
         Some(path) => cairn_http::WebConfig::load(path).map_err(anyhow::Error::msg)?,
         None => cairn_http::WebConfig::default(),
     };
+    let monitoring = cli.config_file.as_ref().map(|file| cairn_server::MonitoringConfig {
+        external_url: cli
+            .web_external_url
+            .clone()
+            .unwrap_or_else(|| format!("http://{}:{}/", hostname(), cli.listen_addr.port())),
+        resend_delay: cli.rules_alert_resend_delay,
+        outage_tolerance: cli.rules_alert_for_outage_tolerance,
+        for_grace_period: cli.rules_alert_for_grace_period,
+        notifier: cairn_server::NotifierOptions {
+            queue_capacity: cli.alertmanager_notification_queue_capacity,
+            ..cairn_server::NotifierOptions::default()
+        },
+        ..cairn_server::MonitoringConfig::new(file.clone())
+    });
+    api.enable_lifecycle = cli.web_enable_lifecycle;
     let config = cairn_server::ServerConfig {
+        monitoring,
         listen_addr: cli.listen_addr,
         storage,
         api,

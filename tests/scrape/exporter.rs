@@ -12,8 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 pub struct Exporter {
     phase: Arc<AtomicUsize>,
     pub addrs: Vec<String>,
-    /// A timestamp (ms) the timestamped series carry, fixed at start.
-    pub base_ms: i64,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -26,6 +24,7 @@ impl Exporter {
             .build()
             .expect("runtime");
         let phase = Arc::new(AtomicUsize::new(0));
+        // The timestamped series' first timestamp.
         let base_ms = now_ms() / 1000 * 1000;
         let listeners: Vec<TcpListener> = (0..targets)
             .map(|_| {
@@ -34,7 +33,10 @@ impl Exporter {
                 l
             })
             .collect();
-        let addrs: Vec<String> = listeners.iter().map(|l| l.local_addr().expect("addr").to_string()).collect();
+        let addrs: Vec<String> = listeners
+            .iter()
+            .map(|l| l.local_addr().expect("addr").to_string())
+            .collect();
         // HTTP service discovery (on every target): the last target, with a label.
         let sd = serde_json::json!([{"targets": [addrs[targets - 1]], "labels": {"sd": "http"}}]).to_string();
         for (target, l) in listeners.into_iter().enumerate() {
@@ -62,7 +64,6 @@ impl Exporter {
         Self {
             phase,
             addrs,
-            base_ms,
             _runtime: runtime,
         }
     }
@@ -91,8 +92,14 @@ fn body(target: usize, phase: usize, base_ms: i64, params: &[(String, String)]) 
     let t = target as f64;
     let mut b = String::new();
     b.push_str("# HELP test_requests_total Requests served.\n# TYPE test_requests_total counter\n");
-    b.push_str(&format!("test_requests_total{{code=\"200\",path=\"/a\"}} {}\n", 100.0 * t + 10.0 * (p + 1.0)));
-    b.push_str(&format!("test_requests_total{{code=\"500\",path=\"/a\"}} {}\n", 1.0 + p));
+    b.push_str(&format!(
+        "test_requests_total{{code=\"200\",path=\"/a\"}} {}\n",
+        100.0 * t + 10.0 * (p + 1.0)
+    ));
+    b.push_str(&format!(
+        "test_requests_total{{code=\"500\",path=\"/a\"}} {}\n",
+        1.0 + p
+    ));
     b.push_str("# HELP test_temperature_celsius A gauge.\n# TYPE test_temperature_celsius gauge\n");
     b.push_str(&format!("test_temperature_celsius{{room=\"kitchen\"}} {}\n", 21.5 - p));
     if phase == 0 {
@@ -105,7 +112,11 @@ fn body(target: usize, phase: usize, base_ms: i64, params: &[(String, String)]) 
     for (le, n) in [("0.1", 3.0), ("1", 5.0), ("+Inf", 6.0)] {
         b.push_str(&format!("test_latency_seconds_bucket{{le=\"{le}\"}} {}\n", n + p));
     }
-    b.push_str(&format!("test_latency_seconds_sum {}\ntest_latency_seconds_count {}\n", 2.5 + p, 6.0 + p));
+    b.push_str(&format!(
+        "test_latency_seconds_sum {}\ntest_latency_seconds_count {}\n",
+        2.5 + p,
+        6.0 + p
+    ));
     b.push_str("# HELP test_rpc_seconds A summary.\n# TYPE test_rpc_seconds summary\n");
     b.push_str(&format!(
         "test_rpc_seconds{{quantile=\"0.5\"}} 0.2\ntest_rpc_seconds{{quantile=\"0.99\"}} {}\n",
@@ -118,18 +129,31 @@ fn body(target: usize, phase: usize, base_ms: i64, params: &[(String, String)]) 
     b.push_str("test_conflict{job=\"\",env=\"empty-job\"} 2\n");
     // Explicit timestamps: one new one per phase.
     b.push_str("# TYPE test_timestamped gauge\n");
-    b.push_str(&format!("test_timestamped {} {}\n", 5.0 + p, base_ms + phase as i64 * 1000));
+    b.push_str(&format!(
+        "test_timestamped {} {}\n",
+        5.0 + p,
+        base_ms + phase as i64 * 1000
+    ));
     b.push_str("# TYPE test_special untyped\n");
     b.push_str("test_special{text=\"quote\\\" backslash\\\\ newline\\n\"} NaN\n");
     b.push_str("test_special{text=\"inf\"} +Inf\n");
     b.push_str("test_special{text=\"neg\"} -Inf\n");
     b.push_str("test_special{text=\"tiny\"} 1.5e-300\n");
-    b.push_str(&format!("test_mixed_Case_name{{UPPER=\"Value\",lower=\"x{target}\"}} {t}\n"));
+    b.push_str(&format!(
+        "test_mixed_Case_name{{UPPER=\"Value\",lower=\"x{target}\"}} {t}\n"
+    ));
     for (k, v) in params {
         b.push_str(&format!("test_param{{name=\"{k}\",value=\"{v}\"}} 1\n"));
     }
     if phase >= 2 {
         b.push_str("# TYPE test_new_series gauge\ntest_new_series 7\n");
     }
-    ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], b).into_response()
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        b,
+    )
+        .into_response()
 }

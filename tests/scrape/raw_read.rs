@@ -10,17 +10,16 @@ use prost::Message;
 /// Labels → `(timestamp ms, value)` in time order.
 pub type RawSeries = BTreeMap<BTreeMap<String, String>, Vec<(i64, f64)>>;
 
-/// The samples in `[start_ms, end_ms]` of every series whose `job` matches
-/// the regex `job`.
-pub fn read(base_url: &str, job: &str, start_ms: i64, end_ms: i64) -> RawSeries {
+/// The samples in `[start_ms, end_ms]` of every series.
+pub fn read(base_url: &str, start_ms: i64, end_ms: i64) -> RawSeries {
     let request = ReadRequest {
         queries: vec![Query {
             start_timestamp_ms: start_ms,
             end_timestamp_ms: end_ms,
             matchers: vec![LabelMatcher {
                 r#type: MatcherType::Re as i32,
-                name: "job".into(),
-                value: job.into(),
+                name: "__name__".into(),
+                value: ".+".into(),
             }],
             hints: None,
         }],
@@ -37,7 +36,11 @@ pub fn read(base_url: &str, job: &str, start_ms: i64, end_ms: i64) -> RawSeries 
         .body(body)
         .send()
         .expect("remote read");
-    assert!(resp.status().is_success(), "remote read of {base_url}: {}", resp.status());
+    assert!(
+        resp.status().is_success(),
+        "remote read of {base_url}: {}",
+        resp.status()
+    );
     let bytes = resp.bytes().expect("body");
     let decoded = snap::raw::Decoder::new().decompress_vec(&bytes).expect("snappy answer");
     let answer = ReadResponse::decode(decoded.as_slice()).expect("ReadResponse");

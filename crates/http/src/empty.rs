@@ -1,7 +1,8 @@
 //! Valid, empty answers for Prometheus endpoints whose features Cairn does
-//! not have yet (rules, alerts, scrape targets and pools, alertmanagers,
-//! exemplars, notifications), so Grafana and other clients work unchanged.
-//! Parameters are validated as Prometheus validates them.
+//! not have (exemplars, notifications, relabel steps) or, for targets and
+//! Alertmanagers, runs only with `--config.file` (monitoring.rs), so Grafana
+//! and other clients work unchanged. Parameters are validated as Prometheus
+//! validates them.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -12,27 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::{
-    ApiError, MAX_TIME, MIN_TIME, Params, Success, invalid_param, parse_match_params, parse_selector, time_param,
-};
-
-/// `GET /api/v1/rules`: `{"groups":[]}`. `type` must be `alert` or `record`
-/// if given; `match[]` must parse.
-pub async fn rules(params: Params) -> Result<Success<serde_json::Value>, ApiError> {
-    if let Some(t) = params.get("type") {
-        let t = t.to_ascii_lowercase();
-        if t != "alert" && t != "record" {
-            return Err(invalid_param("type", format!("not supported value {t:?}")));
-        }
-    }
-    parse_match_params(&params.get_all("match[]"))?;
-    Ok(Success::new(json!({ "groups": [] })))
-}
-
-/// `GET /api/v1/alerts`: `{"alerts":[]}`.
-pub async fn alerts() -> Success<serde_json::Value> {
-    Success::new(json!({ "alerts": [] }))
-}
+use crate::{ApiError, MAX_TIME, MIN_TIME, Params, Success, time_param};
 
 /// `GET /api/v1/targets`: no active or dropped targets. As Prometheus,
 /// `droppedTargetCounts` is `{}` when dropped targets are shown (`state`
@@ -98,25 +79,6 @@ fn has_selector(expr: &Expr) -> bool {
     let mut f = Find(false);
     let _ = walk_expr(&mut f, expr);
     f.0
-}
-
-/// `GET /api/v1/scrape_pools`: none, Cairn does not scrape.
-pub async fn scrape_pools() -> Success<serde_json::Value> {
-    Success::new(json!({ "scrapePools": [] }))
-}
-
-/// `GET /api/v1/targets/metadata`: `[]` (metadata of scraped targets) after
-/// Prometheus' checks of `limit` and `match_target`.
-pub async fn targets_metadata(params: Params) -> Result<Success<serde_json::Value>, ApiError> {
-    if let Some(limit) = params.get("limit")
-        && limit.parse::<i64>().is_err()
-    {
-        return Err(ApiError::bad_data("limit must be a number"));
-    }
-    if let Some(target) = params.get("match_target").filter(|t| !t.is_empty()) {
-        parse_selector(target).map_err(|e| invalid_param("match_target", e.message))?;
-    }
-    Ok(Success::new(json!([])))
 }
 
 /// `GET /api/v1/targets/relabel_steps`: Prometheus' errors for a missing

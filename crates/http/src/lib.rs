@@ -27,6 +27,7 @@ mod limits;
 mod merged_series;
 mod metadata;
 mod metrics;
+pub mod monitoring;
 mod opentsdb;
 mod otlp;
 mod params;
@@ -63,9 +64,11 @@ pub use exposition::Exposition;
 pub use limits::{Limits, LimitsState, TenantLimits};
 pub use metadata::{MetadataEntry, MetadataStore};
 pub use metrics::HttpMetrics;
+pub use monitoring::{Monitoring, RuleFilter};
 pub use params::{
     MAX_TIME, MIN_TIME, Params, format_build_date, format_duration, format_rfc3339, invalid_param, limit_param,
-    parse_date, parse_duration, parse_time, read_body, read_options, time_param, time_range, unescape_label_name,
+    parse_bool, parse_date, parse_duration, parse_time, read_body, read_options, time_param, time_range,
+    unescape_label_name,
 };
 pub use response::{LabelsJson, Success, format_value, json_response, push_value};
 pub use selector::{parse_match_params, parse_selector};
@@ -114,6 +117,8 @@ pub struct ApiConfig {
     /// How OTLP metrics become series (e.g. explicit-bucket histograms as
     /// native histograms with custom buckets). Default: as Prometheus does.
     pub otlp: OtlpOptions,
+    /// Whether `POST /-/reload` works (`--web.enable-lifecycle`). Default off, as Prometheus.
+    pub enable_lifecycle: bool,
 }
 
 /// The process' configuration as `/api/v1/status/*` report it.
@@ -151,6 +156,7 @@ impl Default for ApiConfig {
             max_request_body_bytes: 64 << 20,
             remote_write_limits: DecodeLimits::default(),
             otlp: OtlpOptions::default(),
+            enable_lifecycle: false,
             inline_write_max_body_bytes: 1 << 20,
             default_series_limit: None,
             default_label_limit: None,
@@ -178,6 +184,7 @@ pub struct AppState {
     started: SystemTime,
     remote_read_slots: Arc<tokio::sync::Semaphore>,
     wal_replay: Arc<WalReplay>,
+    monitoring: Arc<std::sync::OnceLock<Arc<dyn Monitoring>>>,
 }
 
 impl AppState {
@@ -191,6 +198,7 @@ impl AppState {
                 n => n,
             })),
             wal_replay: Arc::default(),
+            monitoring: Arc::default(),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),
             tenant_metadata: Arc::default(),
@@ -229,6 +237,15 @@ impl AppState {
     /// The same state, reporting the progress of this WAL replay.
     pub fn with_wal_replay(self, wal_replay: Arc<WalReplay>) -> Self {
         Self { wal_replay, ..self }
+    }
+
+    /// Plugs in what the server runs from `--config.file` (once).
+    pub fn set_monitoring(&self, monitoring: Arc<dyn Monitoring>) {
+        let _ = self.monitoring.set(monitoring);
+    }
+
+    pub fn monitoring(&self) -> Option<Arc<dyn Monitoring>> {
+        self.monitoring.get().cloned()
     }
 
     pub fn wal_replay(&self) -> &WalReplay {
@@ -354,8 +371,8 @@ pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
         .route("/api/v1/status/runtimeinfo", get(server_status::runtime_info))
         .route("/api/v1/status/buildinfo", get(server_status::build_info))
         .route("/api/v1/status/walreplay", get(server_status::wal_replay))
-        .route("/api/v1/scrape_pools", get(empty::scrape_pools))
-        .route("/api/v1/targets/metadata", get(empty::targets_metadata))
+        .route("/api/v1/scrape_pools", get(monitoring::scrape_pools))
+        .route("/api/v1/targets/metadata", get(monitoring::targets_metadata))
         .route("/api/v1/targets/relabel_steps", get(empty::targets_relabel_steps))
         .route("/api/v1/notifications", get(empty::notifications))
         .route("/api/v1/notifications/live", get(empty::notifications_live))
@@ -363,15 +380,17 @@ pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
             "/api/v1/search/{kind}",
             get(empty::search_disabled).post(empty::search_disabled),
         )
-        .route("/api/v1/rules", get(empty::rules))
-        .route("/api/v1/alerts", get(empty::alerts))
-        .route("/api/v1/targets", get(empty::targets))
-        .route("/api/v1/alertmanagers", get(empty::alertmanagers))
+        .route("/api/v1/rules", get(monitoring::rules))
+        .route("/api/v1/alerts", get(monitoring::alerts))
+        .route("/api/v1/targets", get(monitoring::targets))
+        .route("/api/v1/alertmanagers", get(monitoring::alertmanagers))
         .route("/metrics", get(metrics::metrics_handler));
-    let admin = Router::new().route(
-        "/api/v1/admin/tsdb/delete_series",
-        post(admin::delete_series).put(admin::delete_series),
-    );
+    let admin = Router::new()
+        .route(
+            "/api/v1/admin/tsdb/delete_series",
+            post(admin::delete_series).put(admin::delete_series),
+        )
+        .route("/-/reload", post(monitoring::reload).put(monitoring::reload));
     let open = Router::new()
         .route("/-/healthy", get(health::healthy))
         .route("/-/ready", get(health::ready))

@@ -172,6 +172,15 @@ pub async fn metadata(
         .and_then(|l| usize::try_from(l).ok());
     let metric = params.get("metric");
     let mut store = state.metadata_of(&scope);
+    // Scrapes write to the default tenant: their metadata is its too.
+    if let Some(m) = state.monitoring()
+        && scope.only().is_ok_and(|t| t.is_default())
+    {
+        let joined = MetadataStore::new();
+        joined.absorb(&store);
+        joined.record(&m.scraped_metadata());
+        store = Arc::new(joined);
+    }
     let mut warnings = Vec::new();
     if let Some(axum::Extension(peers)) = peers
         && !is_peer_request(&headers)

@@ -253,6 +253,15 @@ pub fn format_build_date(secs: i64) -> String {
     )
 }
 
+/// Go's `strconv.ParseBool`.
+pub fn parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
 /// A duration in ms as Prometheus prints one (`model.Duration.String`):
 /// `31d`, `1h30m`, `2w`, `1y`, `0s`; years and weeks only when exact.
 pub fn format_duration(ms: i64) -> String {

@@ -22,9 +22,12 @@ struct ConfigBody {
 
 /// `GET /api/v1/status/config`: `{"yaml":"..."}`.
 pub async fn config(State(state): State<AppState>) -> Success<impl Serialize> {
-    Success::new(ConfigBody {
-        yaml: state.config().status.config_yaml.clone(),
-    })
+    // With a Prometheus configuration file, that file is the configuration.
+    let yaml = match state.monitoring() {
+        Some(m) => m.config_yaml(),
+        None => state.config().status.config_yaml.clone(),
+    };
+    Success::new(ConfigBody { yaml })
 }
 
 /// Prometheus' `RuntimeInfo`. Go-specific fields get their nearest meaning:

@@ -12,6 +12,10 @@
 //! - [`otlp`]: OpenTelemetry OTLP/HTTP metrics (protobuf), with Prometheus 3's
 //!   name translation.
 //!
+//! Scrapes are read by [`exposition`]: the Prometheus text format,
+//! OpenMetrics and the Prometheus protobuf format, as Prometheus' scrape
+//! path reads them, into samples and metadata rather than a batch.
+//!
 //! One protocol goes the other way: [`remote_read`], Prometheus remote read's
 //! request and its two answers (samples, streamed XOR chunks).
 //!
@@ -24,6 +28,7 @@
 
 mod batch;
 pub mod csv;
+pub mod exposition;
 pub mod graphite;
 mod histogram;
 pub mod histogram_json;

@@ -2,9 +2,11 @@
 //! HTTP API already answers `/-/ready` with 503), serves the Prometheus API
 //! over it, and on shutdown stops accepting requests and flushes storage.
 
+pub mod check;
 mod compaction;
 mod limits;
 mod memory;
+mod monitoring;
 mod opening;
 mod peers;
 mod tls;
@@ -20,7 +22,9 @@ use cairn_tsdb::TsdbTenants;
 use crate::opening::OpeningTenants;
 
 pub use cairn_http::parse_duration;
+pub use cairn_notifier::NotifierOptions;
 pub use cairn_query_api::{EngineOptions, StepSplit};
+pub use monitoring::{MonitoringConfig, check_config};
 
 /// Everything the binary configures.
 #[derive(Debug, Clone)]
@@ -40,6 +44,9 @@ pub struct ServerConfig {
     pub web: cairn_http::WebConfig,
     /// Cluster mode; a single node when `None`.
     pub cluster: Option<cairn_cluster::ClusterConfig>,
+    /// Scraping, rules and alerting from a Prometheus configuration file
+    /// (`--config.file`); none when `None`.
+    pub monitoring: Option<MonitoringConfig>,
 }
 
 /// Serves until `shutdown` resolves, then flushes storage and returns.
@@ -55,6 +62,10 @@ pub async fn run(
             "the Graphite and OpenTSDB telnet listeners carry no credentials: they cannot run with authentication on"
         );
     }
+    if config.cluster.is_some() && config.monitoring.is_some() {
+        // Every node would scrape every target and evaluate every rule.
+        anyhow::bail!("--config.file (scraping, rules, alerting) runs on a single node, not in cluster mode yet");
+    }
     if config.cluster.is_some() && config.web.tls_server_config.is_some() {
         anyhow::bail!("cluster mode does not speak TLS between nodes yet: run it without tls_server_config");
     }
@@ -66,6 +77,12 @@ pub async fn run(
             "with authentication on, the nodes of a cluster must share a secret (--cluster.secret-file): \
              otherwise anyone could write through a node's internal routes"
         );
+    }
+    if let Some(m) = &config.monitoring {
+        // A bad configuration stops the start before anything listens.
+        check_config(&m.config_file)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("cannot load --config.file {}", m.config_file.display()))?;
     }
     let tls = config
         .web
@@ -189,6 +206,20 @@ pub async fn run(
         }
         None => None,
     };
+    let monitoring = match &config.monitoring {
+        Some(m) => {
+            let running = monitoring::Running::start(
+                m.clone(),
+                state.tenants().clone(),
+                config.engine.clone(),
+                config.listen_addr,
+            )
+            .await?;
+            state.set_monitoring(Arc::new(monitoring::Shown(running.clone())));
+            Some((running.clone(), tokio::spawn(reload_on_sighup(running))))
+        }
+        None => None,
+    };
     state.set_ready(true);
     // TCP senders cannot retry a refused line, so they wait for storage.
     let line_tasks: Vec<_> = line_listeners
@@ -203,6 +234,10 @@ pub async fn run(
         if let Err(e) = task.await {
             tracing::error!(error = %e, "line protocol listener failed");
         }
+    }
+    if let Some((running, sighup)) = monitoring {
+        sighup.abort();
+        running.stop().await;
     }
     if let Some(compaction) = compaction {
         tokio::task::spawn_blocking(move || compaction.stop())
@@ -269,6 +304,23 @@ pub fn config_yaml(config: &ServerConfig) -> String {
     y
 }
 
+/// Reloads the configuration on each SIGHUP, as Prometheus does.
+async fn reload_on_sighup(running: Arc<monitoring::Running>) {
+    #[cfg(unix)]
+    {
+        let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) else {
+            return;
+        };
+        while hup.recv().await.is_some() {
+            if let Err(e) = running.reload().await {
+                tracing::error!(error = %e, "error reloading the configuration: the running one stays");
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    std::future::pending::<()>().await;
+}
+
 /// Resolves on SIGINT or SIGTERM.
 pub async fn shutdown_signal() {
     let ctrl_c = async {
@@ -307,6 +359,7 @@ mod tests {
             limits_file: None,
             web: cairn_http::WebConfig::default(),
             cluster: None,
+            monitoring: None,
         };
         assert_eq!(
             config_yaml(&config),

@@ -1,0 +1,260 @@
+//! What the two text parsers share: names, quoted strings and their
+//! escapes, label sets, metadata, and error wording.
+
+use std::borrow::Cow;
+
+use cairn_model::go_float::format_openmetrics;
+use cairn_model::{Label, Labels, METRIC_NAME, METRIC_TYPE, METRIC_UNIT};
+
+use super::float::parse_go_float;
+use super::{ExpositionError, FamilyMetadata};
+use crate::MetricType;
+
+/// `[a-zA-Z_:]`: a bare metric name's first byte.
+pub(crate) fn is_metric_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_' || c == b':'
+}
+
+/// `[a-zA-Z0-9_:]`.
+pub(crate) fn is_metric_char(c: u8) -> bool {
+    is_metric_start(c) || c.is_ascii_digit()
+}
+
+/// `[a-zA-Z_]`: a bare label name's first byte.
+pub(crate) fn is_label_start(c: u8) -> bool {
+    c.is_ascii_alphabetic() || c == b'_'
+}
+
+/// `[a-zA-Z0-9_]`.
+pub(crate) fn is_label_char(c: u8) -> bool {
+    is_label_start(c) || c.is_ascii_digit()
+}
+
+/// The position of the next newline at or after `start`, or the end.
+pub(crate) fn line_end(b: &[u8], start: usize) -> usize {
+    b.get(start..)
+        .and_then(|rest| memchr::memchr(b'\n', rest))
+        .map_or(b.len(), |n| start + n)
+}
+
+/// The end (exclusive) of the run of bytes from `start` that satisfy `f`.
+pub(crate) fn run_end(b: &[u8], start: usize, f: impl Fn(u8) -> bool) -> usize {
+    let mut i = start;
+    while b.get(i).is_some_and(|&c| f(c)) {
+        i += 1;
+    }
+    i
+}
+
+/// The end (exclusive) of a double-quoted string opening at `start`:
+/// a backslash escapes any byte but a newline; raw newlines are allowed
+/// only where `newlines` says so. `None` if unterminated or malformed.
+pub(crate) fn quoted_end(b: &[u8], start: usize, newlines: bool) -> Option<usize> {
+    let mut i = start + 1;
+    loop {
+        match *b.get(i)? {
+            b'"' => return Some(i + 1),
+            b'\\' => {
+                if *b.get(i + 1)? == b'\n' {
+                    return None;
+                }
+                i += 2;
+            }
+            b'\n' if !newlines => return None,
+            _ => i += 1,
+        }
+    }
+}
+
+/// Label value escapes: `\"`, `\\` and `\n` are replaced; any other
+/// backslash stays as written.
+pub(crate) fn unescape(s: &str) -> Cow<'_, str> {
+    if !s.contains('\\') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('"') => out.push('"'),
+            Some('\\') => out.push('\\'),
+            Some('n') => out.push('\n'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Prometheus text `HELP` escapes: only `\\` and `\n`.
+pub(crate) fn unescape_help(s: &str) -> Cow<'_, str> {
+    if !s.contains('\\') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('\\') => out.push('\\'),
+            Some('n') => out.push('\n'),
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+            None => out.push('\\'),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A histogram's `le` and a summary's `quantile` are rewritten in
+/// OpenMetrics' float spelling (`1` → `1.0`), so the text formats and
+/// protobuf name the same bucket alike. `kind` is the last `TYPE` read.
+pub(crate) fn normalize_label_value<'a>(kind: MetricType, name: &str, value: Cow<'a, str>) -> Cow<'a, str> {
+    let applies =
+        (kind == MetricType::Summary && name == "quantile") || (kind == MetricType::Histogram && name == "le");
+    if !applies {
+        return value;
+    }
+    match parse_go_float(&value) {
+        Ok(f) => Cow::Owned(format_openmetrics(f)),
+        Err(_) => value,
+    }
+}
+
+/// Builds a sample's canonical labels, refusing what Prometheus refuses
+/// when it appends a scraped series: an empty metric name, an empty label
+/// name, a name given twice.
+pub(crate) fn finish_labels(mut labels: Vec<Label>) -> Result<Labels, String> {
+    labels.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    if let Some(pair) = labels
+        .windows(2)
+        .find(|p| p.first().map(|l| &l.name) == p.get(1).map(|l| &l.name))
+    {
+        let name = pair.first().map_or("", |l| l.name.as_str());
+        return Err(format!("label name {name:?} is not unique"));
+    }
+    let name_ok = labels.iter().any(|l| l.name == METRIC_NAME && !l.value.is_empty());
+    if !name_ok {
+        return Err("invalid metric name: empty".to_string());
+    }
+    if labels.iter().any(|l| l.name.is_empty()) {
+        return Err("invalid label name: empty".to_string());
+    }
+    Labels::new(labels).map_err(|e| e.to_string())
+}
+
+/// Metadata entries in order of first appearance, one per family name.
+#[derive(Default)]
+pub(crate) struct MetadataSet {
+    entries: Vec<FamilyMetadata>,
+    index: foldhash::HashMap<String, usize>,
+}
+
+impl MetadataSet {
+    /// Changes the entry for `name`, created empty if new.
+    pub(crate) fn update(&mut self, name: &str, f: impl FnOnce(&mut FamilyMetadata)) {
+        let i = match self.index.get(name) {
+            Some(&i) => i,
+            None => {
+                self.entries.push(FamilyMetadata {
+                    name: name.to_string(),
+                    ..FamilyMetadata::default()
+                });
+                self.index.insert(name.to_string(), self.entries.len() - 1);
+                self.entries.len() - 1
+            }
+        };
+        if let Some(e) = self.entries.get_mut(i) {
+            f(e);
+        }
+    }
+
+    pub(crate) fn into_vec(self) -> Vec<FamilyMetadata> {
+        self.entries
+    }
+}
+
+/// Where the parser is, for error messages: the line being read and where
+/// its entry started.
+#[derive(Clone, Copy)]
+pub(crate) struct Position {
+    pub(crate) line: usize,
+    pub(crate) entry_start: usize,
+}
+
+impl Position {
+    /// An error worded as Prometheus words its parse errors: what was
+    /// expected, what was found, and the entry so far.
+    pub(crate) fn unexpected(self, b: &[u8], expected: &str, token_start: usize, i: usize) -> ExpositionError {
+        let end = (i + 1).min(b.len());
+        let got = b.get(token_start.min(end)..end).unwrap_or_default();
+        let entry = b.get(self.entry_start.min(end)..end).unwrap_or_default();
+        ExpositionError::new(
+            self.line,
+            self.entry_start,
+            format!(
+                "{expected}, got {:?} while parsing: {:?}",
+                String::from_utf8_lossy(got),
+                String::from_utf8_lossy(entry)
+            ),
+        )
+    }
+
+    pub(crate) fn error(self, message: impl Into<String>) -> ExpositionError {
+        ExpositionError::new(self.line, self.entry_start, message)
+    }
+
+    /// The entry from its start to `i`, for messages.
+    pub(crate) fn entry_text(self, b: &[u8], i: usize) -> String {
+        let end = i.min(b.len());
+        String::from_utf8_lossy(b.get(self.entry_start.min(end)..end).unwrap_or_default()).into_owned()
+    }
+}
+
+/// The UTF-8 text of `b[start..end]`, or an error naming `what`.
+pub(crate) fn utf8<'a>(b: &'a [u8], start: usize, end: usize, what: &str) -> Result<&'a str, String> {
+    let bytes = b.get(start..end).unwrap_or_default();
+    std::str::from_utf8(bytes).map_err(|_| format!("invalid UTF-8 {what}: {:?}", String::from_utf8_lossy(bytes)))
+}
+
+/// Prometheus' type-and-unit labels: `__type__` and `__unit__` from the
+/// family's metadata, which replace any the sample carries itself (as does
+/// the metric name an explicit `__name__` label).
+#[derive(Clone, Copy)]
+pub(crate) struct SchemaLabels<'a> {
+    pub(crate) kind: MetricType,
+    pub(crate) unit: &'a str,
+}
+
+impl SchemaLabels<'_> {
+    /// Whether a sample's own label `name` gives way to the metadata.
+    pub(crate) fn overrides(self, name: &str) -> bool {
+        match name {
+            METRIC_NAME => true,
+            METRIC_TYPE => self.kind != MetricType::Unknown,
+            METRIC_UNIT => !self.unit.is_empty(),
+            _ => false,
+        }
+    }
+
+    pub(crate) fn push_to(self, labels: &mut Vec<Label>) {
+        if self.kind != MetricType::Unknown {
+            labels.push(Label::new(METRIC_TYPE, self.kind.as_str()));
+        }
+        if !self.unit.is_empty() {
+            labels.push(Label::new(METRIC_UNIT, self.unit));
+        }
+    }
+}

@@ -1,0 +1,408 @@
+//! Appending one scrape to storage, as Prometheus' scrape loop does: cached
+//! label sets, target labels (honor_labels or `exported_`), metric
+//! relabelling, limits that fail the whole scrape, duplicates, staleness
+//! markers for series that disappeared, and the report series.
+
+use std::sync::Arc;
+
+use cairn_model::{HistogramSample, Label, Labels, Sample, stale_nan};
+use cairn_storage::Appender;
+
+use crate::cache::ScrapeCache;
+use crate::settings::JobSettings;
+use cairn_protocols::exposition::{Exposition, ScrapedValue};
+
+/// Samples further than this in the future are refused (not stored, not an error).
+const MAX_AHEAD_MS: i64 = 10 * 60 * 1000;
+
+const EXPORTED_PREFIX: &str = "exported_";
+
+/// What one append stored, for the report series.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AppendCounts {
+    /// Samples in the body.
+    pub total: usize,
+    /// Samples left after metric relabelling (duplicates included).
+    pub added: usize,
+    /// Series new to the cache in this scrape.
+    pub series_added: usize,
+}
+
+/// The label set a scraped series is stored under, or `None` when metric
+/// relabelling drops it.
+pub(crate) fn sample_labels(exposed: &Labels, target: &Labels, job: &JobSettings) -> Option<Labels> {
+    let mut lb = exposed.clone();
+    if job.honor_labels {
+        for l in target.iter() {
+            if exposed.get(&l.name).is_none() {
+                lb.set(&l.name, &l.value);
+            }
+        }
+    } else {
+        let mut conflicts: Vec<Label> = Vec::new();
+        for l in target.iter() {
+            if let Some(existing) = exposed.get(&l.name) {
+                conflicts.push(Label::new(l.name.as_str(), existing));
+            }
+            lb.set(&l.name, &l.value);
+        }
+        // Shorter names first, so `exported_x` of one conflict cannot take the
+        // place of another's.
+        conflicts.sort_by_key(|l| l.name.len());
+        for l in conflicts {
+            let mut name = l.name.to_string();
+            loop {
+                name = format!("{EXPORTED_PREFIX}{name}");
+                if lb.get(&name).is_none() {
+                    lb.set(&name, &l.value);
+                    break;
+                }
+            }
+        }
+    }
+    job.metric_relabel.apply(lb)
+}
+
+/// Prometheus' legacy names: `[a-zA-Z_:][a-zA-Z0-9_:]*` for the metric,
+/// without `:` for labels.
+fn legacy_valid(lset: &Labels) -> bool {
+    let ok = |s: &str, colon: bool| {
+        let mut chars = s.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || (colon && c == ':'))
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || (colon && c == ':'))
+    };
+    lset.iter().all(|l| {
+        if l.name == cairn_model::METRIC_NAME {
+            ok(&l.value, true)
+        } else {
+            ok(&l.name, false)
+        }
+    })
+}
+
+/// A value as it is stored.
+enum Stored {
+    Float(f64),
+    Histogram(Arc<cairn_model::Histogram>),
+}
+
+/// The schemas of exponential native histograms.
+const EXPONENTIAL_SCHEMAS: std::ops::RangeInclusive<i32> = -4..=8;
+
+/// Prometheus' highest schema for `native_histogram_min_bucket_factor`.
+pub fn schema_for_bucket_factor(factor: f64) -> i32 {
+    let factor = if factor <= 1.0 { 1.00271 } else { factor };
+    let floor = (-factor.log2().log2()).floor();
+    floor.clamp(
+        f64::from(*EXPONENTIAL_SCHEMAS.start()),
+        f64::from(*EXPONENTIAL_SCHEMAS.end()),
+    ) as i32
+}
+
+/// A histogram as stored under `native_histogram_min_bucket_factor` (the
+/// schema lowered to the job's maximum) and `native_histogram_bucket_limit`
+/// (lowered further until its buckets fit); `None` when they cannot fit.
+fn limit_histogram(h: &cairn_model::Histogram, job: &JobSettings) -> Option<cairn_model::Histogram> {
+    let exponential = EXPONENTIAL_SCHEMAS.contains(&h.schema);
+    let mut h = h.clone();
+    if exponential && h.schema > job.native_histogram_max_schema {
+        h.reduce_schema(job.native_histogram_max_schema);
+    }
+    let limit = job.native_histogram_bucket_limit;
+    if limit == 0 {
+        return Some(h);
+    }
+    let buckets = |h: &cairn_model::Histogram| h.positive.len() + h.negative.len();
+    if buckets(&h) > limit && !exponential {
+        return None;
+    }
+    while buckets(&h) > limit {
+        if h.schema <= *EXPONENTIAL_SCHEMAS.start() {
+            return None;
+        }
+        h.reduce_schema(h.schema - 1);
+    }
+    Some(h)
+}
+
+/// The first label limit `lset` exceeds, with Prometheus' message.
+fn check_label_limits(lset: &Labels, job: &JobSettings) -> Result<(), String> {
+    let met = lset.metric_name().unwrap_or("");
+    let met: String = met.chars().take(50).collect();
+    if job.label_limit > 0 && lset.len() > job.label_limit {
+        return Err(format!(
+            "label_limit exceeded (metric: {met}, number of labels: {}, limit: {})",
+            lset.len(),
+            job.label_limit
+        ));
+    }
+    for l in lset.iter() {
+        let name: String = l.name.chars().take(50).collect();
+        if job.label_name_length_limit > 0 && l.name.len() > job.label_name_length_limit {
+            return Err(format!(
+                "label_name_length_limit exceeded (metric: {met}, label name: {name}, length: {}, limit: {})",
+                l.name.len(),
+                job.label_name_length_limit
+            ));
+        }
+        if job.label_value_length_limit > 0 && l.value.len() > job.label_value_length_limit {
+            let value: String = l.value.chars().take(50).collect();
+            return Err(format!(
+                "label_value_length_limit exceeded (metric: {met}, label name: {name}, value: {value:?}, length: {}, limit: {})",
+                l.value.len(),
+                job.label_value_length_limit
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Appends a parsed scrape; the counts are what the report series show even
+/// when it fails. On `Err` the caller rolls the appender back and calls
+/// [`append_empty`] (what was tracked for staleness stays tracked, as in
+/// Prometheus).
+pub(crate) fn append_scraped(
+    cache: &mut ScrapeCache,
+    app: &mut dyn Appender,
+    scraped: &Exposition,
+    target: &Labels,
+    job: &JobSettings,
+    default_t: i64,
+    now_ms: i64,
+) -> (AppendCounts, Result<(), String>) {
+    let mut counts = AppendCounts::default();
+    let result = append_samples(cache, app, scraped, target, job, default_t, now_ms, &mut counts);
+    (counts, result)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn append_samples(
+    cache: &mut ScrapeCache,
+    app: &mut dyn Appender,
+    scraped: &Exposition,
+    target: &Labels,
+    job: &JobSettings,
+    default_t: i64,
+    now_ms: i64,
+    counts: &mut AppendCounts,
+) -> Result<(), String> {
+    cache.set_metadata(&scraped.metadata);
+    let mut appended_for_limit = 0usize;
+    let mut sample_limit_hit = false;
+    let mut bucket_limit_hit = false;
+    for s in &scraped.samples {
+        counts.total += 1;
+        let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
+        let t = own_t.unwrap_or(default_t);
+        if cache.is_dropped(&s.labels) {
+            continue;
+        }
+        let (lset, cached, already) = match cache.get(&s.labels) {
+            Some((lset, already)) => (lset, true, already),
+            None => {
+                let Some(lset) = sample_labels(&s.labels, target, job) else {
+                    cache.add_dropped(s.labels.clone());
+                    continue;
+                };
+                if lset.is_empty() {
+                    cache.add_dropped(s.labels.clone());
+                    continue;
+                }
+                if lset.metric_name().is_none() {
+                    return Err("missing metric name (__name__ label)".into());
+                }
+                if job.legacy_name_validation && !legacy_valid(&lset) {
+                    return Err(format!("invalid metric name or label names: {lset}"));
+                }
+                check_label_limits(&lset, job)?;
+                (Arc::new(lset), false, false)
+            }
+        };
+        let added = if already && own_t.is_none() {
+            // The same series twice in one scrape: Prometheus refuses the
+            // second as a duplicate sample and carries on.
+            false
+        } else {
+            // As Prometheus' appender chain: the histogram's schema and
+            // bucket limits first, then the sample limit, then the time.
+            let value = match &s.value {
+                ScrapedValue::Float(v) => Some(Stored::Float(*v)),
+                ScrapedValue::Histogram(h) => limit_histogram(h, job).map(|h| Stored::Histogram(Arc::new(h))),
+            };
+            match value {
+                None => {
+                    bucket_limit_hit = true;
+                    false
+                }
+                Some(value) => {
+                    appended_for_limit += 1;
+                    if job.sample_limit > 0 && appended_for_limit > job.sample_limit {
+                        sample_limit_hit = true;
+                        false
+                    } else if t > now_ms + MAX_AHEAD_MS {
+                        false
+                    } else {
+                        let result = match value {
+                            Stored::Float(v) => app.append(&lset, &[Sample::new(t, v)]),
+                            Stored::Histogram(h) => app.append_histograms(&lset, &[HistogramSample { t, h }]),
+                        };
+                        result.map_err(|e| e.to_string())?;
+                        true
+                    }
+                }
+            }
+        };
+        if added && (own_t.is_none() || job.track_timestamps_staleness) {
+            cache.current.insert(lset.clone());
+        }
+        if !cached && added {
+            cache.add(s.labels.clone(), lset);
+            if !sample_limit_hit && !bucket_limit_hit {
+                counts.series_added += 1;
+            }
+        }
+        counts.added += 1;
+    }
+    if sample_limit_hit {
+        return Err("sample limit exceeded".into());
+    }
+    if bucket_limit_hit {
+        return Err("histogram bucket limit exceeded".into());
+    }
+    write_stale_markers(cache, app, default_t)?;
+    cache.iter_done(true);
+    Ok(())
+}
+
+/// A scrape with nothing in it (failed, empty, or the target gone): stale
+/// markers for what the last scrape had.
+pub(crate) fn append_empty(cache: &mut ScrapeCache, app: &mut dyn Appender, default_t: i64) -> Result<(), String> {
+    let result = write_stale_markers(cache, app, default_t);
+    cache.iter_done(false);
+    result
+}
+
+fn write_stale_markers(cache: &ScrapeCache, app: &mut dyn Appender, t: i64) -> Result<(), String> {
+    for lset in cache.stale() {
+        app.append(lset, &[Sample::new(t, stale_nan())])
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// The report series' names, in Prometheus' order; the last three only with
+/// `extra_scrape_metrics`.
+pub(crate) const REPORT_SERIES: [&str; 8] = [
+    "up",
+    "scrape_duration_seconds",
+    "scrape_samples_scraped",
+    "scrape_samples_post_metric_relabeling",
+    "scrape_series_added",
+    "scrape_timeout_seconds",
+    "scrape_sample_limit",
+    "scrape_body_size_bytes",
+];
+
+/// The label sets of the report series of a target.
+pub(crate) fn report_labels(target: &Labels, extra: bool) -> Vec<Labels> {
+    let n = if extra { 8 } else { 5 };
+    REPORT_SERIES[..n]
+        .iter()
+        .map(|name| {
+            let mut l = target.clone();
+            l.set(cairn_model::METRIC_NAME, name);
+            l
+        })
+        .collect()
+}
+
+/// Appends the report series of one scrape (or their stale markers), one
+/// value per label set of [`report_labels`].
+pub(crate) fn append_report(app: &mut dyn Appender, labels: &[Labels], t: i64, values: &[f64]) -> Result<(), String> {
+    for (lset, v) in labels.iter().zip(values) {
+        app.append(lset, &[Sample::new(t, *v)]).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_factor_picks_prometheus_schema() {
+        assert_eq!(schema_for_bucket_factor(0.0), 8);
+        assert_eq!(schema_for_bucket_factor(1.1), 2);
+        assert_eq!(schema_for_bucket_factor(2.0), 0);
+        assert_eq!(schema_for_bucket_factor(1e9), -4);
+    }
+
+    #[test]
+    fn bucket_limit_lowers_resolution_until_the_buckets_fit() {
+        let mut job = JobSettings::new("j");
+        let h = cairn_model::Histogram {
+            schema: 3,
+            count: 8.0,
+            positive: (0..8).map(|i| (i, 1.0)).collect(),
+            ..Default::default()
+        };
+        job.native_histogram_bucket_limit = 4;
+        let limited = limit_histogram(&h, &job).unwrap();
+        assert!(limited.positive.len() <= 4 && limited.schema < 3);
+        assert_eq!(limited.positive.iter().map(|(_, c)| c).sum::<f64>(), 8.0);
+        job.native_histogram_bucket_limit = 0;
+        job.native_histogram_max_schema = 1;
+        assert_eq!(limit_histogram(&h, &job).unwrap().schema, 1);
+        let custom = cairn_model::Histogram {
+            schema: -53,
+            positive: vec![(0, 1.0), (1, 1.0)],
+            ..Default::default()
+        };
+        job.native_histogram_bucket_limit = 1;
+        assert!(
+            limit_histogram(&custom, &job).is_none(),
+            "custom buckets cannot be merged"
+        );
+    }
+
+    #[test]
+    fn conflicting_exposed_labels_get_exported_prefixes() {
+        let job = JobSettings::new("j");
+        let target = Labels::from_pairs([("instance", "t:1"), ("job", "j")]);
+        let exposed = Labels::from_pairs([
+            ("__name__", "m"),
+            ("job", "a"),
+            ("exported_job", "b"),
+            ("instance", "i"),
+        ]);
+        let l = sample_labels(&exposed, &target, &job).unwrap();
+        assert_eq!(l.get("job"), Some("j"));
+        assert_eq!(l.get("exported_job"), Some("b"), "an exposed exported_job stays");
+        assert_eq!(l.get("exported_exported_job"), Some("a"));
+        assert_eq!(l.get("exported_instance"), Some("i"));
+        let mut honoring = JobSettings::new("j");
+        honoring.honor_labels = true;
+        let l = sample_labels(&exposed, &target, &honoring).unwrap();
+        assert_eq!((l.get("job"), l.get("instance")), (Some("a"), Some("i")));
+    }
+
+    #[test]
+    fn label_limits_name_the_limit() {
+        let mut job = JobSettings::new("j");
+        job.label_limit = 1;
+        let l = Labels::from_pairs([("__name__", "m"), ("a", "bc")]);
+        assert_eq!(
+            check_label_limits(&l, &job).unwrap_err(),
+            "label_limit exceeded (metric: m, number of labels: 2, limit: 1)"
+        );
+        job.label_limit = 0;
+        job.label_value_length_limit = 1;
+        assert!(
+            check_label_limits(&l, &job)
+                .unwrap_err()
+                .starts_with("label_value_length_limit exceeded")
+        );
+    }
+}

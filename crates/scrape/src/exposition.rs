@@ -1,0 +1,33 @@
+//! Reading a scrape body with cairn-protocols' exposition parsers, in the
+//! format its `Content-Type` (or the fallback protocol) names.
+
+use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, parse};
+
+use crate::settings::JobSettings;
+use crate::target::{ALWAYS_CLASSIC_LABEL, CONVERT_NHCB_LABEL, NATIVE_HISTOGRAMS_LABEL, Target, parse_go_bool};
+
+/// How a target's bodies are read: the job's histogram switches, which the
+/// target's `__scrape_native_histograms__` etc. labels override.
+pub(crate) fn parse_options(target: &Target, job: &JobSettings) -> ParseOptions {
+    let flag = |name: &str, default: bool| parse_go_bool(target.get(name)).unwrap_or(default);
+    ParseOptions {
+        keep_classic_histograms: flag(ALWAYS_CLASSIC_LABEL, job.always_scrape_classic_histograms),
+        convert_classic_histograms_to_nhcb: flag(CONVERT_NHCB_LABEL, job.convert_classic_histograms_to_nhcb),
+        native_histograms: flag(NATIVE_HISTOGRAMS_LABEL, job.scrape_native_histograms),
+        skip_openmetrics_created_series: false,
+    }
+}
+
+/// Parses a whole body; any malformed entry fails the scrape, as in Prometheus.
+pub(crate) fn parse_body(
+    body: &[u8],
+    content_type: &str,
+    job: &JobSettings,
+    options: &ParseOptions,
+) -> Result<Exposition, String> {
+    let (format, warning) = ScrapeFormat::for_response(content_type, job.fallback_protocol)?;
+    if let Some(w) = warning {
+        tracing::debug!(job = %job.job_name, "{w}");
+    }
+    parse(format, body, options).map_err(|e| e.to_string())
+}

@@ -1,0 +1,228 @@
+//! A scrape pool: one job's targets from its discovered groups, one loop per
+//! distinct target, the dropped targets, target_limit, and reloads.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
+
+use cairn_storage::Appendable;
+use parking_lot::{Mutex, RwLock};
+
+use crate::cache::ScrapeCache;
+use crate::client::build_client;
+use crate::discovery::TargetGroup;
+use crate::manager::ScrapeOptions;
+use crate::scrape_loop::{LoopContext, LoopHandle};
+use crate::settings::JobSettings;
+use crate::target::{Target, discovered_labels, target_labels};
+
+/// What the targets API shows of a pool.
+#[derive(Default)]
+pub(crate) struct PoolView {
+    pub active: Vec<Arc<Target>>,
+    /// Up to `keep_dropped_targets` of them.
+    pub dropped: Vec<Arc<Target>>,
+    pub dropped_count: usize,
+}
+
+struct RunningLoop {
+    target: Arc<Target>,
+    handle: LoopHandle,
+}
+
+pub(crate) struct ScrapePool {
+    job: Arc<JobSettings>,
+    client: reqwest::Client,
+    storage: Arc<dyn Appendable>,
+    options: ScrapeOptions,
+    loops: HashMap<u64, RunningLoop>,
+    /// Per set of target labels (what its series carry), the newest scrape
+    /// time of the loops writing them (see `LoopContext`).
+    last_scrape: HashMap<u64, Arc<AtomicI64>>,
+    groups: Arc<Vec<TargetGroup>>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+    pub view: Arc<RwLock<PoolView>>,
+}
+
+impl ScrapePool {
+    pub fn new(
+        job: Arc<JobSettings>,
+        storage: Arc<dyn Appendable>,
+        options: ScrapeOptions,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> Result<Self, String> {
+        let client = build_client(&job.http)?;
+        Ok(Self {
+            job,
+            client,
+            storage,
+            options,
+            loops: HashMap::new(),
+            last_scrape: HashMap::new(),
+            groups: Arc::new(Vec::new()),
+            shutdown,
+            view: Arc::default(),
+        })
+    }
+
+    /// Turns groups into targets: starts loops for new targets, stops those of
+    /// targets gone (they write staleness markers), keeps the others running.
+    pub fn sync(&mut self, groups: Arc<Vec<TargetGroup>>) {
+        self.groups = groups.clone();
+        let job = self.job.clone();
+        let keep_dropped = job.keep_dropped_targets;
+        let mut dropped = Vec::new();
+        let mut dropped_count = 0;
+        let mut wanted: Vec<Arc<Target>> = Vec::new();
+        for group in groups.iter() {
+            for (i, t) in group.targets.iter().enumerate() {
+                let discovered = discovered_labels(&job, t, &group.labels);
+                match target_labels(&job, &discovered) {
+                    Err(e) => tracing::error!(
+                        scrape_pool = %job.job_name, err = %format!("instance {i} in group {}: {e}", group.source),
+                        "Creating target failed"
+                    ),
+                    Ok(Some(labels)) => wanted.push(Arc::new(Target::new(&job, labels, discovered))),
+                    Ok(None) => {
+                        if keep_dropped == 0 || dropped.len() < keep_dropped {
+                            dropped.push(Arc::new(Target::new(&job, Default::default(), discovered)));
+                        }
+                        dropped_count += 1;
+                    }
+                }
+            }
+        }
+        let mut active: HashMap<u64, Arc<Target>> = HashMap::new();
+        let mut order: Vec<u64> = Vec::new();
+        let mut to_start: Vec<Arc<Target>> = Vec::new();
+        for t in wanted {
+            let hash = t.hash();
+            if let Some(running) = self.loops.get(&hash) {
+                running.target.set_discovered_labels(t.discovered_labels());
+                if let std::collections::hash_map::Entry::Vacant(e) = active.entry(hash) {
+                    e.insert(running.target.clone());
+                    order.push(hash);
+                }
+                continue;
+            }
+            if let std::collections::hash_map::Entry::Vacant(e) = active.entry(hash) {
+                e.insert(t.clone());
+                order.push(hash);
+                to_start.push(t);
+            }
+        }
+        let gone: Vec<u64> = self.loops.keys().filter(|h| !active.contains_key(h)).copied().collect();
+        for hash in gone {
+            if let Some(running) = self.loops.remove(&hash) {
+                running.handle.stop();
+            }
+        }
+        // The limit's verdict is set before new loops start, so that none
+        // scrapes once when the pool is over it.
+        let error = self.target_limit_error(active.len());
+        for running in self.loops.values() {
+            *running.handle.forced_error.lock() = error.clone();
+        }
+        for t in to_start {
+            let handle = self.start_loop(t.clone(), ScrapeCache::default(), error.clone());
+            self.loops.insert(t.hash(), RunningLoop { target: t, handle });
+        }
+        let live: std::collections::HashSet<u64> = active.values().map(|t| series_identity(t)).collect();
+        self.last_scrape.retain(|h, last| {
+            live.contains(h)
+                || last.load(std::sync::atomic::Ordering::Relaxed)
+                    > now_ms() - 3 * job.scrape_interval.as_millis() as i64 - 60_000
+        });
+        let mut active: Vec<Arc<Target>> = order.into_iter().filter_map(|h| active.remove(&h)).collect();
+        active.sort_by(|a, b| a.url().cmp(b.url()).then_with(|| a.all_labels().cmp(b.all_labels())));
+        *self.view.write() = PoolView {
+            active,
+            dropped,
+            dropped_count,
+        };
+    }
+
+    fn target_limit_error(&self, targets: usize) -> Option<String> {
+        let limit = self.job.target_limit;
+        (limit > 0 && targets > limit)
+            .then(|| format!("target_limit exceeded (number of targets: {targets}, limit: {limit})"))
+    }
+
+    fn start_loop(&mut self, target: Arc<Target>, cache: ScrapeCache, forced_error: Option<String>) -> LoopHandle {
+        let last_scrape = self.last_scrape.entry(series_identity(&target)).or_default().clone();
+        let ctx = LoopContext {
+            job: self.job.clone(),
+            client: self.client.clone(),
+            storage: self.storage.clone(),
+            offset_seed: self.options.offset_seed,
+            skip_offset: self.options.skip_offset,
+            last_scrape_ms: last_scrape,
+            forced_error: Arc::new(Mutex::new(forced_error)),
+            shutdown: self.shutdown.clone(),
+        };
+        LoopHandle::start(target, ctx, cache)
+    }
+
+    /// A changed job: every loop restarts with the new settings (keeping its
+    /// cache when only interval, timeout, sample limit or the HTTP client
+    /// changed), then the targets are derived again from the last groups.
+    pub async fn reload(&mut self, job: Arc<JobSettings>) -> Result<(), String> {
+        let client = build_client(&job.http)?;
+        let reuse = self.job.cache_reusable(&job);
+        self.job = job;
+        self.client = client;
+        let old: Vec<(u64, RunningLoop)> = self.loops.drain().collect();
+        let mut caches = Vec::with_capacity(old.len());
+        if reuse {
+            let mut pending = Vec::with_capacity(old.len());
+            for (hash, running) in old {
+                running.handle.begin_handover();
+                pending.push((hash, running));
+            }
+            for (hash, running) in pending {
+                let cache = running.handle.hand_over().await.unwrap_or_default();
+                caches.push((running.target, cache, hash));
+            }
+        } else {
+            for (hash, running) in old {
+                running.handle.stop();
+                caches.push((running.target, ScrapeCache::default(), hash));
+            }
+        }
+        let error = self.target_limit_error(caches.len());
+        for (target, cache, hash) in caches {
+            let handle = self.start_loop(target.clone(), cache, error.clone());
+            self.loops.insert(hash, RunningLoop { target, handle });
+        }
+        let groups = self.groups.clone();
+        self.sync(groups);
+        Ok(())
+    }
+
+    /// The job is gone: every loop stops and marks its series stale.
+    pub fn stop(&mut self) {
+        for (_, running) in self.loops.drain() {
+            running.handle.stop();
+        }
+        *self.view.write() = PoolView::default();
+    }
+
+    /// The process stops: loops end at once, without staleness markers.
+    pub fn shutdown(&mut self) {
+        for (_, running) in self.loops.drain() {
+            running.handle.shutdown();
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Loops of targets with equal public labels write the same series.
+fn series_identity(target: &Target) -> u64 {
+    crate::target::labels_hash(&target.labels())
+}

@@ -1,0 +1,417 @@
+//! What `--config.file` adds to the server: Prometheus' scraping, recording
+//! and alerting rules and Alertmanager notifications, configured from one
+//! Prometheus configuration file and reloaded together (SIGHUP, or
+//! `POST /-/reload` with `--web.enable-lifecycle`).
+//!
+//! A reload first loads the file and every rule file it names; anything
+//! wrong refuses the whole reload and the running configuration stays.
+//! Scraped samples and rule results go to the default tenant through the
+//! same storage seam the API uses (in a cluster, the cluster's).
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use cairn_config::Config;
+use cairn_http::{Monitoring, RuleFilter};
+use cairn_model::{Labels, Matcher};
+use cairn_notifier::{Alert, Notifier, NotifierOptions};
+use cairn_protocols::MetricMetadata;
+use cairn_rules::{AlertNotifier, GroupStatus, NotifyAlert, RuleManager, RuleManagerOptions, RulesConfig};
+use cairn_scrape::discovery::{DiscoveryManager, DiscoveryOptions, TargetGroup};
+use cairn_scrape::{GlobalUrlOptions, ScrapeManager, ScrapeOptions};
+use cairn_storage::{Storage, TenantId, Tenants};
+use serde_json::{Value, json};
+
+/// The flags of this part of the server.
+#[derive(Debug, Clone)]
+pub struct MonitoringConfig {
+    /// `--config.file`: Prometheus' configuration file.
+    pub config_file: PathBuf,
+    /// `--web.external-url`: where users reach this server (alerts link to it).
+    pub external_url: String,
+    /// `--rules.alert.resend-delay`.
+    pub resend_delay: Duration,
+    /// `--rules.alert.for-outage-tolerance`.
+    pub outage_tolerance: Duration,
+    /// `--rules.alert.for-grace-period`.
+    pub for_grace_period: Duration,
+    pub notifier: NotifierOptions,
+}
+
+impl MonitoringConfig {
+    pub fn new(config_file: PathBuf) -> Self {
+        Self {
+            config_file,
+            external_url: String::new(),
+            resend_delay: Duration::from_secs(60),
+            outage_tolerance: Duration::from_secs(3600),
+            for_grace_period: Duration::from_secs(600),
+            notifier: NotifierOptions::default(),
+        }
+    }
+}
+
+/// A configuration file and its rule files, loaded and checked.
+struct Loaded {
+    config: Config,
+    rule_files: Vec<PathBuf>,
+}
+
+/// Loads `path` and checks every rule file it names, without applying anything.
+fn load(path: &Path) -> Result<Loaded, String> {
+    let config = Config::load(path).map_err(|e| e.to_string())?;
+    let rule_files = config.rule_file_paths().map_err(|e| e.to_string())?;
+    let mut errors = Vec::new();
+    for file in &rule_files {
+        if let Err(es) = cairn_rules::load_rule_file(file) {
+            errors.extend(es);
+        }
+    }
+    if !errors.is_empty() {
+        return Err(format!("error loading rules: {}", errors.join("; ")));
+    }
+    Ok(Loaded { config, rule_files })
+}
+
+/// Checks a configuration file as a start or reload would (`cairn check config`).
+pub fn check_config(path: &Path) -> Result<(Config, Vec<PathBuf>), String> {
+    load(path).map(|l| (l.config, l.rule_files))
+}
+
+/// The running scrape, rule and notification managers.
+pub struct Running {
+    options: MonitoringConfig,
+    scrape: ScrapeManager,
+    rules: RuleManager,
+    notifier: Notifier,
+    alertmanager_discovery: parking_lot::Mutex<Vec<(DiscoveryManager, tokio::task::JoinHandle<()>)>>,
+    config_yaml: parking_lot::RwLock<String>,
+    reloading: tokio::sync::Mutex<()>,
+    global_url: GlobalUrlOptions,
+}
+
+impl Running {
+    /// Loads the configuration and starts everything it configures.
+    pub async fn start(
+        options: MonitoringConfig,
+        tenants: Arc<dyn Tenants>,
+        engine: cairn_promql::EngineOptions,
+        listen_addr: std::net::SocketAddr,
+    ) -> anyhow::Result<Arc<Self>> {
+        let loaded = load(&options.config_file)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("cannot load --config.file {}", options.config_file.display()))?;
+        let tenants2 = tenants.clone();
+        let storage: Arc<dyn Storage> =
+            tokio::task::spawn_blocking(move || tenants2.get_or_create(&TenantId::default_tenant()))
+                .await
+                .context("storage task failed")?
+                .context("cannot open the default tenant's storage")?;
+        let scrape = ScrapeManager::new(
+            storage.clone(),
+            ScrapeOptions {
+                offset_seed: cairn_scrape::offset_seed(&hostname(), &loaded.config.global.external_labels),
+                ..ScrapeOptions::default()
+            },
+        );
+        let notifier = Notifier::new(options.notifier.clone());
+        let mut rule_options =
+            RuleManagerOptions::new(Arc::new(cairn_promql::Engine::new(engine)), storage.clone(), storage);
+        rule_options.notifier = Some(Arc::new(ToAlertmanager(notifier.clone())));
+        rule_options.resend_delay = options.resend_delay;
+        rule_options.outage_tolerance = options.outage_tolerance;
+        rule_options.for_grace_period = options.for_grace_period;
+        let (host, scheme) = external_host_and_scheme(&options.external_url);
+        let running = Arc::new(Self {
+            global_url: GlobalUrlOptions {
+                listen_address: listen_addr.to_string(),
+                host,
+                scheme,
+            },
+            options,
+            scrape,
+            rules: RuleManager::new(rule_options),
+            notifier,
+            alertmanager_discovery: parking_lot::Mutex::default(),
+            config_yaml: parking_lot::RwLock::default(),
+            reloading: tokio::sync::Mutex::new(()),
+        });
+        running.apply(loaded).await.map_err(anyhow::Error::msg)?;
+        Ok(running)
+    }
+
+    /// Reads the configuration file again and applies it; on any error the
+    /// running configuration stays.
+    pub async fn reload(&self) -> Result<(), String> {
+        let _one_at_a_time = self.reloading.lock().await;
+        let loaded = load(&self.options.config_file)?;
+        self.apply(loaded).await?;
+        tracing::info!(file = %self.options.config_file.display(), "completed loading of configuration file");
+        Ok(())
+    }
+
+    async fn apply(&self, loaded: Loaded) -> Result<(), String> {
+        let Loaded { config, rule_files } = loaded;
+        self.notifier.apply_config(&config, &|http| {
+            cairn_scrape::client::build_client(&cairn_scrape::http_settings(http))
+        })?;
+        self.rules
+            .update(RulesConfig {
+                files: rule_files,
+                evaluation_interval: config.global.evaluation_interval.as_std(),
+                query_offset: config.global.rule_query_offset.as_std(),
+                external_labels: config
+                    .global
+                    .external_labels
+                    .iter()
+                    .map(|l| (l.name.to_string(), l.value.to_string()))
+                    .collect(),
+                external_url: self.options.external_url.clone(),
+            })
+            .map_err(|e| e.join("; "))?;
+        self.discover_alertmanagers(&config);
+        self.scrape.apply_config(&config).await?;
+        *self.config_yaml.write() = config.to_yaml();
+        Ok(())
+    }
+
+    /// Restarts discovery of every Alertmanager set; each feeds its set.
+    fn discover_alertmanagers(&self, config: &Config) {
+        let mut running = self.alertmanager_discovery.lock();
+        for (_, task) in running.drain(..) {
+            task.abort();
+        }
+        for (name, am) in cairn_notifier::alertmanager_set_names(&config.alerting.alertmanagers) {
+            let discovery = DiscoveryManager::start(
+                &cairn_scrape::sd_configs(&am.service_discovery),
+                &DiscoveryOptions::default(),
+            );
+            let mut updates = discovery.subscribe();
+            let notifier = self.notifier.clone();
+            let task = tokio::spawn(async move {
+                loop {
+                    let groups = updates.borrow_and_update().clone();
+                    notifier.sync(&name, targets_of(&groups));
+                    if updates.changed().await.is_err() {
+                        return;
+                    }
+                }
+            });
+            running.push((discovery, task));
+        }
+    }
+
+    /// Stops scraping (no staleness markers: the process is stopping),
+    /// rule evaluation, and sends what is queued for Alertmanager.
+    pub async fn stop(&self) {
+        self.scrape.shutdown().await;
+        self.rules.stop();
+        for (_, task) in self.alertmanager_discovery.lock().drain(..) {
+            task.abort();
+        }
+        self.notifier.stop().await;
+    }
+
+    fn filtered_groups(&self, filter: &RuleFilter) -> Result<(Vec<GroupStatus>, Option<String>), String> {
+        let wanted = |list: &[String], v: &str| list.is_empty() || list.iter().any(|w| w == v);
+        let rule_filters = filter.alerting.is_some() || !filter.rule_names.is_empty() || !filter.matchers.is_empty();
+        let mut groups: Vec<GroupStatus> = self
+            .rules
+            .groups()
+            .into_iter()
+            .filter(|g| wanted(&filter.rule_groups, &g.name) && wanted(&filter.files, &g.file))
+            .map(|mut g| {
+                g.rules.retain(|r| {
+                    filter.alerting.is_none_or(|a| a == r.alerting)
+                        && wanted(&filter.rule_names, &r.name)
+                        && (filter.matchers.is_empty() || filter.matchers.iter().any(|set| matches_all(set, &r.labels)))
+                });
+                if filter.exclude_alerts {
+                    for r in &mut g.rules {
+                        r.alerts.clear();
+                    }
+                }
+                g
+            })
+            .filter(|g| !rule_filters || !g.rules.is_empty())
+            .collect();
+        let Some(limit) = filter.group_limit else {
+            return Ok((groups, None));
+        };
+        if let Some(token) = &filter.group_next_token {
+            let start = groups
+                .iter()
+                .position(|g| &group_token(g) == token)
+                .ok_or_else(|| "invalid group_next_token".to_string())?;
+            groups.drain(..start);
+        }
+        let next = groups.get(limit).map(group_token);
+        groups.truncate(limit);
+        Ok((groups, next))
+    }
+}
+
+fn matches_all(set: &[Matcher], labels: &BTreeMap<String, String>) -> bool {
+    set.iter()
+        .all(|m| m.matches(labels.get(m.name.as_str()).map_or("", String::as_str)))
+}
+
+/// An opaque, stable token naming a group for pagination.
+fn group_token(g: &GroupStatus) -> String {
+    format!(
+        "{:016x}",
+        xxhash_rust::xxh3::xxh3_64(format!("{};{}", g.file, g.name).as_bytes())
+    )
+}
+
+/// Each discovered Alertmanager as one label set: its own labels over its group's.
+fn targets_of(groups: &[TargetGroup]) -> Vec<Labels> {
+    let mut out = Vec::new();
+    for g in groups {
+        for t in &g.targets {
+            let mut pairs = g.labels.clone();
+            pairs.extend(t.iter().map(|(k, v)| (k.clone(), v.clone())));
+            out.push(Labels::from_pairs(pairs));
+        }
+    }
+    out
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The host (`host[:port]`) and scheme of the external URL.
+fn external_host_and_scheme(url: &str) -> (String, String) {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("http", url));
+    let host = rest.split('/').next().unwrap_or("");
+    (host.to_string(), scheme.to_string())
+}
+
+/// Rule evaluation's alerts, handed to the Alertmanager notifier.
+struct ToAlertmanager(Notifier);
+
+impl AlertNotifier for ToAlertmanager {
+    fn send(&self, alerts: Vec<NotifyAlert>) {
+        self.0.send(
+            alerts
+                .into_iter()
+                .map(|a| Alert {
+                    labels: a.labels,
+                    annotations: Labels::from_pairs(a.annotations),
+                    starts_at: a.starts_at,
+                    ends_at: Some(a.ends_at),
+                    generator_url: a.generator_url,
+                })
+                .collect(),
+        );
+    }
+}
+
+/// What the API shows of it.
+pub struct Shown(pub Arc<Running>);
+
+impl Monitoring for Shown {
+    fn targets(&self, state: Option<&str>, scrape_pool: Option<&str>) -> Value {
+        self.0.scrape.targets_json(state, scrape_pool, &self.0.global_url)
+    }
+
+    fn scrape_pools(&self) -> Vec<String> {
+        self.0.scrape.active_targets().into_keys().collect()
+    }
+
+    fn targets_metadata(&self, match_target: &[Matcher], metric: Option<&str>, limit: Option<usize>) -> Value {
+        self.0.scrape.targets_metadata_json(match_target, metric, limit)
+    }
+
+    fn scraped_metadata(&self) -> Vec<MetricMetadata> {
+        let mut out = Vec::new();
+        for targets in self.0.scrape.active_targets().into_values() {
+            for t in targets {
+                out.extend(t.metadata().into_iter().map(|m| MetricMetadata {
+                    metric_family_name: m.family,
+                    metric_type: m.metric_type,
+                    help: m.help,
+                    unit: m.unit,
+                }));
+            }
+        }
+        out
+    }
+
+    fn rules(&self, filter: &RuleFilter) -> Result<Value, String> {
+        let (groups, next) = self.0.filtered_groups(filter)?;
+        let mut v = cairn_rules::rules_json(&groups);
+        if let (Some(next), Some(obj)) = (next, v.as_object_mut()) {
+            obj.insert("groupNextToken".into(), Value::String(next));
+        }
+        Ok(v)
+    }
+
+    fn alerts(&self) -> Value {
+        cairn_rules::alerts_json(&self.0.rules.alerts())
+    }
+
+    fn alertmanagers(&self) -> Value {
+        let (active, dropped) = self.0.notifier.alertmanagers();
+        let urls = |v: Vec<String>| v.into_iter().map(|url| json!({ "url": url })).collect::<Vec<_>>();
+        json!({ "activeAlertmanagers": urls(active), "droppedAlertmanagers": urls(dropped) })
+    }
+
+    fn config_yaml(&self) -> String {
+        self.0.config_yaml.read().clone()
+    }
+
+    fn reload(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'static>> {
+        let running = self.0.clone();
+        Box::pin(async move { running.reload().await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn external_url_host_and_scheme() {
+        assert_eq!(
+            external_host_and_scheme("https://prom.example.com:8443/cairn/"),
+            ("prom.example.com:8443".into(), "https".into())
+        );
+        assert_eq!(
+            external_host_and_scheme("http://h:9090"),
+            ("h:9090".into(), "http".into())
+        );
+    }
+
+    #[test]
+    fn discovered_alertmanagers_take_their_groups_labels_below_their_own() {
+        let group = TargetGroup {
+            source: "s".into(),
+            targets: vec![
+                BTreeMap::from([("__address__".to_string(), "a:9093".to_string())]),
+                BTreeMap::from([
+                    ("__address__".to_string(), "b:9093".to_string()),
+                    ("zone".to_string(), "own".to_string()),
+                ]),
+            ],
+            labels: BTreeMap::from([("zone".to_string(), "group".to_string())]),
+        };
+        let targets = targets_of(&[group]);
+        assert_eq!(
+            targets[0],
+            Labels::from_pairs([("__address__", "a:9093"), ("zone", "group")])
+        );
+        assert_eq!(
+            targets[1],
+            Labels::from_pairs([("__address__", "b:9093"), ("zone", "own")])
+        );
+    }
+}
