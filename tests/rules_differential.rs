@@ -175,6 +175,30 @@ fn sorted_alerts(mut v: Value) -> Value {
     v
 }
 
+/// The paths where two JSON values differ, with both sides.
+fn json_differences(path: &str, got: &Value, want: &Value, out: &mut Vec<String>) {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            let keys: BTreeSet<&String> = g.keys().chain(w.keys()).collect();
+            for k in keys {
+                json_differences(
+                    &format!("{path}.{k}"),
+                    g.get(k).unwrap_or(&Value::Null),
+                    w.get(k).unwrap_or(&Value::Null),
+                    out,
+                );
+            }
+        }
+        (Value::Array(g), Value::Array(w)) if g.len() == w.len() => {
+            for (i, (g, w)) in g.iter().zip(w).enumerate() {
+                json_differences(&format!("{path}[{i}]"), g, w, out);
+            }
+        }
+        _ if got != want => out.push(format!("{path}:\n    got  {got}\n    want {want}")),
+        _ => {}
+    }
+}
+
 fn api(url: &str, path: &str) -> Value {
     let r = Client::new(url.to_string()).get(path);
     assert_eq!(r.status, 200, "{url}{path}: {}", r.body);
@@ -442,14 +466,15 @@ fn cairn_evaluates_rules_as_prometheus_does() {
             report.push(format!("rule output ({} series):\n{}", raw.len(), raw.join("\n")));
         }
         let (rules, alerts) = &snapshots[i + 1];
-        if *rules != snapshots[0].0 {
-            report.push(format!("/api/v1/rules:\n    got  {rules}\n    want {}", snapshots[0].0));
-        }
-        if *alerts != snapshots[0].1 {
-            report.push(format!(
-                "/api/v1/alerts:\n    got  {alerts}\n    want {}",
-                snapshots[0].1
-            ));
+        for (what, got, want) in [
+            ("/api/v1/rules", rules, &snapshots[0].0),
+            ("/api/v1/alerts", alerts, &snapshots[0].1),
+        ] {
+            let mut diff = Vec::new();
+            json_differences(what, got, want, &mut diff);
+            if !diff.is_empty() {
+                report.push(diff.join("\n"));
+            }
         }
         let am = map_differences(&am_seen.get(subject.name).cloned().unwrap_or_default(), &want_am);
         if !am.is_empty() {
