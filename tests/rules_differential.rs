@@ -155,6 +155,10 @@ fn without_times(mut v: Value) -> Value {
                 }
             }
             Value::Object(m) => {
+                // Prometheus lists a rule's alerts in map order: no order.
+                if let Some(Value::Array(a)) = m.get_mut("alerts") {
+                    a.sort_by_key(|x| x["labels"].to_string());
+                }
                 m.remove("evaluationTime");
                 m.remove("lastEvaluation");
                 m.values_mut().for_each(strip);
