@@ -166,3 +166,69 @@ impl Prometheus {
         }
     }
 }
+
+/// An Alertmanager (Debian's `prometheus-alertmanager`) over a temporary
+/// directory, without clustering; killed however the test ends.
+pub struct Alertmanager {
+    child: Child,
+    pub port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl Drop for Alertmanager {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Alertmanager {
+    /// Starts `bin` with `config` (YAML) and waits until `/-/ready` answers.
+    pub fn start(bin: &Path, config: &str) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let port = super::free_port();
+        let config_path = dir.path().join("alertmanager.yml");
+        std::fs::write(&config_path, config).expect("write config");
+        let log = std::fs::File::create(dir.path().join("alertmanager.log")).expect("log file");
+        let child = Command::new(bin)
+            .arg(format!("--config.file={}", config_path.display()))
+            .arg(format!("--storage.path={}", dir.path().join("data").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--cluster.listen-address=")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("clone log"))
+            .stderr(log)
+            .spawn()
+            .expect("start alertmanager");
+        let mut am = Self { child, port, dir };
+        let http = super::http_client(Duration::from_secs(5));
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            am.assert_running();
+            if http
+                .get(format!("{}/-/ready", am.url()))
+                .send()
+                .is_ok_and(|r| r.status().is_success())
+            {
+                return am;
+            }
+            assert!(Instant::now() < deadline, "alertmanager not ready:\n{}", am.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("alertmanager.log")).unwrap_or_default()
+    }
+
+    /// Fails the test, with Alertmanager's log, if it has exited.
+    pub fn assert_running(&mut self) {
+        if let Some(status) = self.child.try_wait().expect("wait") {
+            panic!("alertmanager exited with {status}:\n{}", self.log());
+        }
+    }
+}

@@ -1,0 +1,502 @@
+//! Differential test of rules and alerts (issue #24): Cairn and Prometheus
+//! 3.14 (`../shared/peers/`, the oracle) read the same rule file (the benchmark's node_exporter
+//! alerts with `for:` shortened, plus recording rules and templated alerts
+//! of our own, tests/rules/files.rs) at the same path, so every server
+//! evaluates each group at the same timestamps. (Debian's Prometheus 2.42
+//! is not compared: it places a group's evaluations at another offset in
+//! the interval than 3.14 does, so no evaluation timestamp is shared.) The same samples are
+//! remote-written into all of them once a second, half a second before
+//! each evaluation (tests/rules/data.rs): two replayed node_exporter
+//! targets and a node whose values change in phases, so alerts go pending,
+//! fire, change labels, keep firing and resolve. All notify one real
+//! Alertmanager, told apart by the external label `replica`.
+//!
+//! Compared with the oracle: every raw sample the rules wrote (recording
+//! rules, `ALERTS`, `ALERTS_FOR_STATE`; exact timestamps and values,
+//! staleness markers included) through remote read; `/api/v1/rules` and
+//! `/api/v1/alerts` field by field (evaluation times aside) in a calm
+//! phase; and what Alertmanager got from each replica: the alerts its API
+//! showed during the run, and the notifications its webhook sent (firing
+//! and resolved, with start and end times).
+//!
+//! Without the peers the test prints `SKIPPED` and passes, unless `CI` is
+//! set, where that is a failure.
+
+mod common;
+#[path = "rules/data.rs"]
+mod data;
+#[path = "rules/files.rs"]
+mod files;
+#[path = "rules/raw_read.rs"]
+mod raw_read;
+#[path = "rules/webhook.rs"]
+mod webhook;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cairn_protocols::remote_write::ContentEncoding;
+use common::peers::{Alertmanager, Prometheus, prometheus_3, require};
+use common::*;
+use raw_read::RawSeries;
+use serde_json::Value;
+
+const STALE_BITS: u64 = 0x7ff0_0000_0000_0002;
+/// The names the rules write.
+const RULE_OUTPUT: &str = "ALERTS|ALERTS_FOR_STATE|rulesdiff:.+|instance:.+|job:.+";
+/// How long before an evaluation its batch is written.
+const LEAD_MS: i64 = 500;
+
+/// One server evaluating the rules.
+struct Replica {
+    name: &'static str,
+    url: String,
+}
+
+type Labels = BTreeMap<String, String>;
+
+/// The evaluation phase of a server's `rulesdiff` group (ms in the second),
+/// from the timestamps of its heartbeat rule; waits for two evaluations.
+fn evaluation_phase(url: &str) -> Option<i64> {
+    let since = now_ms() - 60_000;
+    let heartbeat = raw_read::read(url, "rulesdiff:heartbeat", true, since, now_ms() + 60_000);
+    let samples = heartbeat.values().next()?;
+    (samples.len() >= 2).then(|| samples[samples.len() - 1].0.rem_euclid(1000))
+}
+
+fn show_value(v: f64) -> String {
+    if v.to_bits() == STALE_BITS {
+        "stale".into()
+    } else {
+        format!("{v:?}")
+    }
+}
+
+/// Every difference between two replicas' raw rule output, one per line.
+fn raw_differences(got: &RawSeries, want: &RawSeries) -> Vec<String> {
+    let shaped = |s: &RawSeries| -> BTreeMap<Labels, Vec<(i64, String)>> {
+        s.iter()
+            .map(|(l, v)| (l.clone(), v.iter().map(|&(t, v)| (t, show_value(v))).collect()))
+            .collect()
+    };
+    let (got, want) = (shaped(got), shaped(want));
+    let mut out = Vec::new();
+    for (l, w) in &want {
+        match got.get(l) {
+            None => out.push(format!("missing series {l:?}")),
+            Some(g) if g != w => {
+                let first = g
+                    .iter()
+                    .zip(w)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(g.len().min(w.len()));
+                out.push(format!(
+                    "{l:?}: {} samples, want {}; first difference at #{first}:\n    got  {:?}\n    want {:?}",
+                    g.len(),
+                    w.len(),
+                    &g[first.min(g.len())..(first + 4).min(g.len())],
+                    &w[first.min(w.len())..(first + 4).min(w.len())],
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    for l in got.keys().filter(|l| !want.contains_key(*l)) {
+        out.push(format!("unexpected series {l:?}"));
+    }
+    out
+}
+
+/// Each alert's states over time from its `ALERTS` series, for the log:
+/// at a timestamp where one state's series ends (a staleness marker) and
+/// another's starts, the new state counts.
+fn transitions(raw: &RawSeries) -> BTreeMap<String, Vec<String>> {
+    let mut by_alert: BTreeMap<String, BTreeMap<i64, String>> = BTreeMap::new();
+    for (l, samples) in raw
+        .iter()
+        .filter(|(l, _)| l.get("__name__").is_some_and(|n| n == "ALERTS"))
+    {
+        let mut key = l.clone();
+        let state = key.remove("alertstate").unwrap_or_default();
+        key.remove("__name__");
+        let entry = by_alert.entry(format!("{key:?}")).or_default();
+        for &(t, v) in samples {
+            if v.to_bits() != STALE_BITS {
+                entry.insert(t, state.clone());
+            } else {
+                entry.entry(t).or_insert_with(|| "inactive".into());
+            }
+        }
+    }
+    by_alert
+        .into_iter()
+        .map(|(k, v)| {
+            let mut states: Vec<String> = Vec::new();
+            for s in v.into_values() {
+                if states.last() != Some(&s) {
+                    states.push(s);
+                }
+            }
+            (k, states)
+        })
+        .collect()
+}
+
+/// An API answer with the fields that depend on the moment removed, and
+/// numbers compared as JSON numbers (Prometheus writes `1`, serde `1.0`).
+fn without_times(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Number(n) => {
+                if let Some(f) = n.as_f64().and_then(serde_json::Number::from_f64) {
+                    *n = f;
+                }
+            }
+            Value::Object(m) => {
+                // Prometheus lists a rule's alerts in map order: no order.
+                if let Some(Value::Array(a)) = m.get_mut("alerts") {
+                    a.sort_by_key(|x| x["labels"].to_string());
+                }
+                m.remove("evaluationTime");
+                m.remove("lastEvaluation");
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
+}
+
+/// `/api/v1/alerts` with its alerts in label order.
+fn sorted_alerts(mut v: Value) -> Value {
+    if let Some(a) = v["data"]["alerts"].as_array_mut() {
+        a.sort_by_key(|x| x["labels"].to_string());
+    }
+    v
+}
+
+/// The paths where two JSON values differ, with both sides.
+fn json_differences(path: &str, got: &Value, want: &Value, out: &mut Vec<String>) {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => {
+            let keys: BTreeSet<&String> = g.keys().chain(w.keys()).collect();
+            for k in keys {
+                json_differences(
+                    &format!("{path}.{k}"),
+                    g.get(k).unwrap_or(&Value::Null),
+                    w.get(k).unwrap_or(&Value::Null),
+                    out,
+                );
+            }
+        }
+        (Value::Array(g), Value::Array(w)) if g.len() == w.len() => {
+            for (i, (g, w)) in g.iter().zip(w).enumerate() {
+                json_differences(&format!("{path}[{i}]"), g, w, out);
+            }
+        }
+        _ if got != want => out.push(format!("{path}:\n    got  {got}\n    want {want}")),
+        _ => {}
+    }
+}
+
+fn api(url: &str, path: &str) -> Value {
+    let r = Client::new(url.to_string()).get(path);
+    assert_eq!(r.status, 200, "{url}{path}: {}", r.body);
+    r.json()
+}
+
+/// What Alertmanager showed of one replica: alert labels (without
+/// `replica`) → the `(state, startsAt, annotations)` seen.
+type AmSeen = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+fn replica_and_key(labels: &Value) -> (String, String) {
+    let mut l: Labels = serde_json::from_value(labels.clone()).expect("labels");
+    let replica = l.remove("replica").unwrap_or_default();
+    (replica, format!("{l:?}"))
+}
+
+fn poll_alertmanager(am: &str, seen: &Mutex<AmSeen>) {
+    let r = Client::new(am.to_string()).get("/api/v2/alerts");
+    if r.status != 200 {
+        return;
+    }
+    let mut seen = seen.lock().expect("lock");
+    for a in r.json().as_array().into_iter().flatten() {
+        let (replica, key) = replica_and_key(&a["labels"]);
+        let what = format!("{} since {} {}", a["status"]["state"], a["startsAt"], a["annotations"]);
+        seen.entry(replica).or_default().entry(key).or_default().insert(what);
+    }
+}
+
+/// The webhook's notifications per replica: alert → its distinct
+/// `(status, startsAt, endsAt when resolved, annotations)` in order.
+fn notifications(bodies: &[Value]) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+    let mut out: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    for body in bodies {
+        for a in body["alerts"].as_array().into_iter().flatten() {
+            let (replica, key) = replica_and_key(&a["labels"]);
+            let resolved = a["status"] == "resolved";
+            let what = format!(
+                "{} since {}{} {}",
+                a["status"],
+                a["startsAt"],
+                if resolved {
+                    format!(" until {}", a["endsAt"])
+                } else {
+                    String::new()
+                },
+                a["annotations"]
+            );
+            let seq = out.entry(replica).or_default().entry(key).or_default();
+            if !seq.contains(&what) {
+                seq.push(what);
+            }
+        }
+    }
+    out
+}
+
+/// Lines that differ between two maps of printable values.
+fn map_differences<V: std::fmt::Debug + PartialEq>(
+    got: &BTreeMap<String, V>,
+    want: &BTreeMap<String, V>,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (k, w) in want {
+        match got.get(k) {
+            None => out.push(format!("missing {k}: want {w:?}")),
+            Some(g) if g != w => out.push(format!("{k}:\n    got  {g:?}\n    want {w:?}")),
+            Some(_) => {}
+        }
+    }
+    for (k, g) in got.iter().filter(|(k, _)| !want.contains_key(*k)) {
+        out.push(format!("unexpected {k}: {g:?}"));
+    }
+    out
+}
+
+#[test]
+fn cairn_evaluates_rules_as_prometheus_does() {
+    let Some(prom3_bin) = prometheus_3() else { return };
+    let Some(am_bin) = require("prometheus-alertmanager", "prometheus-alertmanager") else {
+        return;
+    };
+    let began = Instant::now();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rule_file = dir.path().join("rules.yml");
+    std::fs::write(&rule_file, files::rules()).expect("rules");
+
+    let hook = webhook::Webhook::start();
+    let mut am = Alertmanager::start(&am_bin, &files::alertmanager_yml(&hook.url));
+    let am_addr = format!("127.0.0.1:{}", am.port);
+    let config = |replica: &str| files::prometheus_yml(&rule_file, &am_addr, replica);
+
+    let receiver = ["--web.enable-remote-write-receiver"];
+    let mut prom3 = Prometheus::start(&prom3_bin, &config("prom"), &receiver);
+    let cairn_config = dir.path().join("cairn.yml");
+    std::fs::write(&cairn_config, config("cairn")).expect("cairn config");
+    let cairn = Server::start_with(&["--config.file", cairn_config.to_str().expect("utf-8 path")]);
+
+    let oracle = Replica {
+        name: "prom",
+        url: prom3.url(),
+    };
+    let subjects = vec![Replica {
+        name: "cairn",
+        url: cairn.url(),
+    }];
+
+    // Every server must be evaluating, in the same phase, before data flows.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let phase = loop {
+        let phases: Vec<Option<i64>> = std::iter::once(&oracle)
+            .chain(&subjects)
+            .map(|r| evaluation_phase(&r.url))
+            .collect();
+        if phases.iter().all(Option::is_some) {
+            let want = phases[0].expect("oracle phase");
+            for (r, p) in subjects.iter().zip(&phases[1..]) {
+                assert_eq!(
+                    *p,
+                    Some(want),
+                    "{} evaluates at {p:?} ms in the second, Prometheus at {want} ms",
+                    r.name
+                );
+            }
+            break want;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "not every server evaluates the rules: {phases:?}\nCairn's log:\n{}",
+            cairn.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    };
+
+    // Alertmanager's API, watched through the run.
+    let am_seen = Arc::new(Mutex::new(AmSeen::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let poller = {
+        let (url, seen, stop) = (am.url(), Arc::clone(&am_seen), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                poll_alertmanager(&url, &seen);
+                std::thread::sleep(Duration::from_millis(300));
+            }
+        })
+    };
+
+    let data = data::Data::new(2);
+    let urls: Vec<String> = std::iter::once(&oracle)
+        .chain(&subjects)
+        .map(|r| r.url.clone())
+        .collect();
+    let clients: Vec<Client> = urls.iter().map(|u| Client::new(u.clone())).collect();
+    // Batch k is stamped T_k and written at T_k; the evaluation at
+    // T_k + LEAD_MS reads it.
+    let first = (now_ms() / 1000 + 2) * 1000 + phase - LEAD_MS;
+    let batches = data::PHASES * data::PHASE_LEN;
+    let snapshot_at = 4 * data::PHASE_LEN + 2;
+    let mut late = Vec::new();
+    let mut snapshots: Vec<(Value, Value)> = Vec::new();
+    for k in 0..batches {
+        let t = first + k as i64 * 1000;
+        let wait = t - now_ms();
+        if wait > 0 {
+            std::thread::sleep(Duration::from_millis(wait as u64));
+        }
+        let body = encode(&data.batch(k, t), ContentEncoding::Snappy);
+        for c in &clients {
+            let r = c.post_write(body.clone(), Some("snappy"));
+            assert!(
+                r.status == 204 || r.status == 200,
+                "{} refused a write: {}",
+                c.base,
+                r.body
+            );
+        }
+        let lateness = now_ms() - t;
+        if lateness > LEAD_MS * 4 / 5 {
+            late.push((k, lateness));
+        }
+        if k == snapshot_at {
+            // Half a second from the evaluations on either side.
+            snapshots = urls
+                .iter()
+                .map(|u| {
+                    (
+                        without_times(api(u, "/api/v1/rules")),
+                        sorted_alerts(without_times(api(u, "/api/v1/alerts"))),
+                    )
+                })
+                .collect();
+        }
+    }
+    let last = first + (batches as i64 - 1) * 1000;
+    // Let the last evaluation and notifications happen.
+    std::thread::sleep(Duration::from_millis(2500));
+    stop.store(true, Ordering::Relaxed);
+    poller.join().expect("poller");
+    prom3.assert_running();
+    am.assert_running();
+    let late_note = if late.is_empty() {
+        String::new()
+    } else {
+        format!("\n(batches written too late to be evaluated reliably: {late:?})")
+    };
+
+    // Rule output, without the external label remote read adds.
+    let window = (first - 1000, last + LEAD_MS);
+    let read = |url: &str| -> RawSeries {
+        raw_read::read(url, RULE_OUTPUT, true, window.0, window.1)
+            .into_iter()
+            .map(|(mut l, v)| {
+                l.remove("replica");
+                (l, v)
+            })
+            .collect()
+    };
+    let want = read(&oracle.url);
+    assert!(want.len() > 20, "Prometheus wrote only {} rule series", want.len());
+    for (name, states) in transitions(&want) {
+        println!("{name}: {}", states.join(" → "));
+    }
+    let want_states = transitions(&want);
+    for expected in [
+        "FilesystemAlmostFull",
+        "HostOutOfMemory",
+        "HostOomKillDetected",
+        "CpuBusy",
+        "FewNodes",
+    ] {
+        assert!(
+            want_states.keys().any(|k| k.contains(&format!("\"{expected}\""))),
+            "the data never raised {expected}: {want_states:?}"
+        );
+    }
+    assert!(
+        want_states
+            .values()
+            .any(|s| s.len() >= 3 && s[..3] == ["pending", "firing", "inactive"]),
+        "no alert went pending → firing → resolved: {want_states:?}"
+    );
+
+    let am_seen = am_seen.lock().expect("lock").clone();
+    let notified = notifications(&hook.received());
+    let want_am = am_seen.get("prom").cloned().unwrap_or_default();
+    let want_notified = notified.get("prom").cloned().unwrap_or_default();
+    assert!(
+        want_notified
+            .values()
+            .any(|v| v.iter().any(|s| s.starts_with("\"resolved\""))),
+        "Alertmanager notified no resolution from Prometheus: {want_notified:?}"
+    );
+
+    let mut failures = Vec::new();
+    for (i, subject) in subjects.iter().enumerate() {
+        let mut report = Vec::new();
+        let got = read(&subject.url);
+        let raw = raw_differences(&got, &want);
+        if !raw.is_empty() {
+            report.push(format!("rule output ({} series):\n{}", raw.len(), raw.join("\n")));
+        }
+        let (rules, alerts) = &snapshots[i + 1];
+        for (what, got, want) in [
+            ("/api/v1/rules", rules, &snapshots[0].0),
+            ("/api/v1/alerts", alerts, &snapshots[0].1),
+        ] {
+            let mut diff = Vec::new();
+            json_differences(what, got, want, &mut diff);
+            if !diff.is_empty() {
+                report.push(diff.join("\n"));
+            }
+        }
+        let am = map_differences(&am_seen.get(subject.name).cloned().unwrap_or_default(), &want_am);
+        if !am.is_empty() {
+            report.push(format!("Alertmanager's alerts:\n{}", am.join("\n")));
+        }
+        let hooked = map_differences(&notified.get(subject.name).cloned().unwrap_or_default(), &want_notified);
+        if !hooked.is_empty() {
+            report.push(format!("Alertmanager's notifications:\n{}", hooked.join("\n")));
+        }
+        if !report.is_empty() {
+            failures.push(format!(
+                "{} differs from Prometheus 3.14:\n{}",
+                subject.name,
+                report.join("\n\n")
+            ));
+        }
+    }
+    println!(
+        "compared {} rule series, {} alerts in Alertmanager, {} notified, in {:?}",
+        want.len(),
+        want_am.len(),
+        want_notified.len(),
+        began.elapsed()
+    );
+    assert!(failures.is_empty(), "{}{late_note}", failures.join("\n\n"));
+}
