@@ -162,8 +162,8 @@ fn rule_json(r: &RuleStatus) -> Json {
     m.insert("name".into(), json!(r.name));
     m.insert("query".into(), json!(r.query));
     if r.alerting {
-        m.insert("duration".into(), json!(r.duration.as_secs_f64()));
-        m.insert("keepFiringFor".into(), json!(r.keep_firing_for.as_secs_f64()));
+        m.insert("duration".into(), go_seconds(r.duration));
+        m.insert("keepFiringFor".into(), go_seconds(r.keep_firing_for));
     }
     m.insert("labels".into(), json!(r.labels));
     if r.alerting {
@@ -174,13 +174,23 @@ fn rule_json(r: &RuleStatus) -> Json {
     if let Some(e) = &r.last_error {
         m.insert("lastError".into(), json!(e));
     }
-    m.insert("evaluationTime".into(), json!(r.evaluation_time.as_secs_f64()));
+    m.insert("evaluationTime".into(), go_seconds(r.evaluation_time));
     m.insert("lastEvaluation".into(), json!(rfc3339_nano(r.last_evaluation)));
     m.insert("type".into(), json!(if r.alerting { "alerting" } else { "recording" }));
     Json::Object(m)
 }
 
 /// The `data` of `/api/v1/rules`: `{"groups": [...]}`.
+/// Seconds as Go's encoding/json writes a float64: whole numbers without `.0`.
+fn go_seconds(d: Duration) -> Json {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 && s < 9_007_199_254_740_992.0 {
+        json!(s as u64)
+    } else {
+        json!(s)
+    }
+}
+
 pub fn rules_json(groups: &[GroupStatus]) -> Json {
     let groups: Vec<Json> = groups
         .iter()
@@ -189,9 +199,9 @@ pub fn rules_json(groups: &[GroupStatus]) -> Json {
                 "name": g.name,
                 "file": g.file,
                 "rules": g.rules.iter().map(rule_json).collect::<Vec<_>>(),
-                "interval": g.interval.as_secs_f64(),
+                "interval": go_seconds(g.interval),
                 "limit": g.limit,
-                "evaluationTime": g.evaluation_time.as_secs_f64(),
+                "evaluationTime": go_seconds(g.evaluation_time),
                 "lastEvaluation": rfc3339_nano(g.last_evaluation),
             })
         })
@@ -202,4 +212,17 @@ pub fn rules_json(groups: &[GroupStatus]) -> Json {
 /// The `data` of `/api/v1/alerts`: `{"alerts": [...]}`.
 pub fn alerts_json(alerts: &[AlertStatus]) -> Json {
     json!({ "alerts": alerts.iter().map(alert_json).collect::<Vec<_>>() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_written_as_go_writes_a_float64() {
+        assert_eq!(go_seconds(Duration::from_secs(60)).to_string(), "60");
+        assert_eq!(go_seconds(Duration::ZERO).to_string(), "0");
+        assert_eq!(go_seconds(Duration::from_millis(1500)).to_string(), "1.5");
+        assert_eq!(go_seconds(Duration::from_micros(123)).to_string(), "0.000123");
+    }
 }
