@@ -57,6 +57,12 @@ impl Duration {
         StdDuration::from_millis(self.0)
     }
 
+    /// The duration at Prometheus' millisecond resolution: sub-millisecond parts
+    /// are dropped and what does not fit in `u64` milliseconds saturates.
+    pub fn from_std(d: StdDuration) -> Self {
+        Self(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+
     /// Parses Prometheus' duration syntax.
     pub fn parse(text: &str) -> Result<Self, DurationError> {
         if text.is_empty() {
@@ -145,6 +151,36 @@ impl<'de> Deserialize<'de> for Duration {
     }
 }
 
+impl From<Duration> for StdDuration {
+    fn from(d: Duration) -> Self {
+        d.as_std()
+    }
+}
+
+impl From<StdDuration> for Duration {
+    fn from(d: StdDuration) -> Self {
+        Self::from_std(d)
+    }
+}
+
+/// Serde adapter (`#[serde(default, with = "...")]`) for an optional
+/// `std::time::Duration` written in Prometheus' notation; `null` or absent is `None`.
+pub mod option_std {
+    use std::time::Duration as StdDuration;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::Duration;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<StdDuration>, D::Error> {
+        Ok(Option::<Duration>::deserialize(deserializer)?.map(StdDuration::from))
+    }
+
+    pub fn serialize<S: Serializer>(value: &Option<StdDuration>, serializer: S) -> Result<S::Ok, S::Error> {
+        value.map(Duration::from_std).serialize(serializer)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +233,62 @@ mod tests {
             assert_eq!(Duration::from_millis(ms).to_string(), text);
             assert_eq!(Duration::parse(text).unwrap().as_millis(), ms);
         }
+    }
+
+    #[test]
+    fn duration_round_trips_through_display() {
+        for (text, ms, back) in [
+            ("90s", 90_000, "1m30s"),
+            ("2w", 1_209_600_000, "2w"),
+            ("1m500ms", 60_500, "1m500ms"),
+            ("15s", 15_000, "15s"),
+            ("100ms", 100, "100ms"),
+        ] {
+            let d = Duration::parse(text).unwrap();
+            assert_eq!(d.as_millis(), ms, "{text}");
+            assert_eq!(d.to_string(), back);
+        }
+    }
+
+    #[test]
+    fn duration_errors_read_as_prometheus_words_them() {
+        assert_eq!(Duration::parse("").unwrap_err().to_string(), "empty duration string");
+        for bad in ["5", "m", "1m1h", "1x", "-1m", "1.5m", "1s1s", "30s1m", "abc"] {
+            assert_eq!(
+                Duration::parse(bad).unwrap_err().to_string(),
+                format!("not a valid duration string: {bad:?}")
+            );
+        }
+    }
+
+    #[test]
+    fn duration_converts_to_and_from_std() {
+        let d = Duration::parse("1m30s").unwrap();
+        assert_eq!(StdDuration::from(d), StdDuration::from_secs(90));
+        assert_eq!(
+            Duration::from(StdDuration::from_micros(1_500_999)),
+            Duration::from_millis(1_500)
+        );
+        assert_eq!(Duration::from_std(StdDuration::MAX).as_millis(), u64::MAX);
+    }
+
+    #[test]
+    fn optional_std_duration_reads_prometheus_notation() {
+        #[derive(serde::Deserialize, serde::Serialize)]
+        struct Holder {
+            #[serde(default, with = "super::option_std")]
+            d: Option<StdDuration>,
+        }
+        let read = |yaml: &str| serde_yaml_ng::from_str::<Holder>(yaml).map(|h| h.d);
+        assert_eq!(read("d: 1h30m").unwrap(), Some(StdDuration::from_secs(5_400)));
+        assert_eq!(read("d: 0").unwrap(), Some(StdDuration::ZERO));
+        assert_eq!(read("d: null").unwrap(), None);
+        assert_eq!(read("{}").unwrap(), None);
+        assert!(read("d: 1x").is_err());
+        let written = serde_yaml_ng::to_string(&Holder {
+            d: Some(StdDuration::from_secs(90)),
+        })
+        .unwrap();
+        assert_eq!(written.trim(), "d: 1m30s");
     }
 }

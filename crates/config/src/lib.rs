@@ -40,7 +40,7 @@ mod validate;
 pub use alerting::{AlertingConfig, AlertmanagerApiVersion, AlertmanagerConfig};
 pub use config::Config;
 pub use discovery::{FileSdConfig, HttpSdConfig, ServiceDiscoveryConfigs, StaticConfig};
-pub use duration::Duration;
+pub use duration::{Duration, DurationError};
 pub use error::ConfigError;
 pub use global::GlobalConfig;
 pub use http_client::{Authorization, BasicAuth, HttpClientConfig, HttpHeader, TlsConfig, TlsVersion};

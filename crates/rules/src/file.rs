@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::duration::serde_opt;
 use crate::template;
+use cairn_config::duration::option_std as serde_opt;
 
 mod positions;
 

@@ -5,7 +5,6 @@
 //! tests (`unit_test`).
 
 mod alert;
-mod duration;
 mod file;
 mod group;
 mod manager;
@@ -14,7 +13,6 @@ pub mod template;
 mod unit_test;
 
 pub use alert::{AlertNotifier, AlertState, NotifyAlert};
-pub use duration::{format_duration, parse_duration};
 pub use file::{
     GroupSpec, RuleFile, RuleFileCheck, RuleKind, RuleSpec, check_rule_files, load_rule_file, parse_rule_file,
     render_rule_checks,

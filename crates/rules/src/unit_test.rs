@@ -12,9 +12,9 @@ use cairn_storage::{Appendable, MemStorage, Queryable};
 use promql_parser::parser::Expr;
 use serde::Deserialize;
 
-use crate::duration::serde_opt;
 use crate::file::load_rule_file;
 use crate::group::{EvalEnv, Group};
+use cairn_config::duration::option_std as serde_opt;
 
 /// What one unit-test file found: each failure, by test group.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -340,7 +340,7 @@ fn samples_text(samples: &[(Labels, f64)]) -> String {
 
 /// How promtool prints an `eval_time` (`6m`).
 fn model_duration(ns: i64) -> String {
-    crate::format_duration(Duration::from_nanos(ns.max(0) as u64))
+    cairn_config::Duration::from_std(Duration::from_nanos(ns.max(0) as u64)).to_string()
 }
 
 /// How promtool prints an evaluation time (Go's `time.Duration`, `6m0s`).

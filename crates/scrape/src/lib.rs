@@ -8,7 +8,6 @@ mod append;
 mod cache;
 pub mod client;
 pub mod discovery;
-pub mod duration;
 mod exposition;
 mod from_config;
 mod manager;

@@ -11,7 +11,7 @@ use cairn_protocols::MetricType;
 use parking_lot::Mutex;
 
 use crate::discovery::{ADDRESS_LABEL, LabelSet};
-use crate::duration::{format_duration, parse_duration};
+
 use crate::settings::JobSettings;
 
 pub const SCHEME_LABEL: &str = "__scheme__";
@@ -359,6 +359,16 @@ impl Target {
         let store = store.lock();
         store.entries.get(family).map(|(m, _)| m.clone())
     }
+}
+
+/// Prometheus' text for a duration (`1m30s`), as the interval/timeout labels hold it.
+fn format_duration(d: Duration) -> String {
+    cairn_config::Duration::from_std(d).to_string()
+}
+
+/// Reads Prometheus' duration notation from an interval/timeout label.
+fn parse_duration(text: &str) -> Result<Duration, cairn_config::DurationError> {
+    cairn_config::Duration::parse(text).map(cairn_config::Duration::as_std)
 }
 
 #[cfg(test)]

@@ -571,7 +571,9 @@ fn parse_duration_allow_negative(s: &str) -> Result<f64, String> {
         Some(b) => (true, b),
         None => (false, s),
     };
-    let d = crate::duration::parse_duration(body).map_err(|_| format!("not a valid duration string: {s:?}"))?;
+    let d = cairn_config::Duration::parse(body)
+        .map(cairn_config::Duration::as_std)
+        .map_err(|_| format!("not a valid duration string: {s:?}"))?;
     let secs = d.as_secs_f64();
     Ok(if neg { -secs } else { secs })
 }
