@@ -45,6 +45,8 @@ fn config(yaml: &str) -> Config {
 }
 
 fn client(_: &cairn_config::HttpClientConfig) -> Result<reqwest::Client, String> {
+    // In a workspace build reqwest has rustls without a provider: install ring's, as the server does.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().build().map_err(|e| e.to_string())
 }
 
