@@ -27,8 +27,6 @@ mod common;
 mod data;
 #[path = "rules/files.rs"]
 mod files;
-#[path = "rules/raw_read.rs"]
-mod raw_read;
 #[path = "rules/webhook.rs"]
 mod webhook;
 
@@ -39,8 +37,8 @@ use std::time::{Duration, Instant};
 
 use cairn_protocols::remote_write::ContentEncoding;
 use common::peers::{Alertmanager, Prometheus, prometheus_3, require};
+use common::raw_read::{self, RawSeries};
 use common::*;
-use raw_read::RawSeries;
 use serde_json::Value;
 
 const STALE_BITS: u64 = 0x7ff0_0000_0000_0002;

@@ -22,8 +22,6 @@
 mod common;
 #[path = "scrape/exporter.rs"]
 mod exporter;
-#[path = "scrape/raw_read.rs"]
-mod raw_read;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,9 +29,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::peers::{Prometheus, prometheus_3, require};
+use common::raw_read::{self, RawSeries};
 use common::*;
 use exporter::{Exporter, now_ms};
-use raw_read::RawSeries;
 
 const STALE_BITS: u64 = 0x7ff0_0000_0000_0002;
 
@@ -323,9 +321,9 @@ fn cairn_scrapes_what_prometheus_scrapes() {
     prom2.assert_running();
     let end = now_ms();
 
-    let want = raw_read::read(&prom3.url(), start - 60_000, end);
-    let from_cairn = raw_read::read(&cairn.url(), start - 60_000, end);
-    let from_2_42 = raw_read::read(&prom2.url(), start - 60_000, end);
+    let want = raw_read::read(&prom3.url(), ".+", true, start - 60_000, end);
+    let from_cairn = raw_read::read(&cairn.url(), ".+", true, start - 60_000, end);
+    let from_2_42 = raw_read::read(&prom2.url(), ".+", true, start - 60_000, end);
     assert!(want.len() > 60, "Prometheus 3.14 stored only {} series", want.len());
 
     let cairn_diff = differences(&from_cairn, &want, &|_| {});

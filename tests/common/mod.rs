@@ -8,6 +8,7 @@
 pub mod etcd;
 pub mod netns;
 pub mod peers;
+pub mod raw_read;
 pub mod seaweedfs;
 
 use std::collections::BTreeMap;

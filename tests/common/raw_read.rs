@@ -1,6 +1,7 @@
-//! Every stored sample of a server, staleness markers included, through
-//! remote read's samples answer (which both Prometheus and Cairn serve):
-//! the only API that shows the raw samples a scrape wrote.
+//! Every stored sample of the series whose name matches a regex, staleness
+//! markers included, through remote read's samples answer (served by both
+//! Prometheus and Cairn): the only API that shows the raw samples a scrape or
+//! a rule evaluation wrote, with their exact timestamps.
 
 use std::collections::BTreeMap;
 
@@ -10,16 +11,18 @@ use prost::Message;
 /// Labels → `(timestamp ms, value)` in time order.
 pub type RawSeries = BTreeMap<BTreeMap<String, String>, Vec<(i64, f64)>>;
 
-/// The samples in `[start_ms, end_ms]` of every series.
-pub fn read(base_url: &str, start_ms: i64, end_ms: i64) -> RawSeries {
+/// The samples in `[start_ms, end_ms]` of every series whose name matches
+/// (`matches`) or does not match the regex `name`.
+pub fn read(base_url: &str, name: &str, matches: bool, start_ms: i64, end_ms: i64) -> RawSeries {
+    let kind = if matches { MatcherType::Re } else { MatcherType::Nre };
     let request = ReadRequest {
         queries: vec![Query {
             start_timestamp_ms: start_ms,
             end_timestamp_ms: end_ms,
             matchers: vec![LabelMatcher {
-                r#type: MatcherType::Re as i32,
+                r#type: kind as i32,
                 name: "__name__".into(),
-                value: ".+".into(),
+                value: name.into(),
             }],
             hints: None,
         }],
@@ -28,7 +31,7 @@ pub fn read(base_url: &str, start_ms: i64, end_ms: i64) -> RawSeries {
     let body = snap::raw::Encoder::new()
         .compress_vec(&request.encode_to_vec())
         .expect("snappy");
-    let resp = super::common::http_client(std::time::Duration::from_secs(30))
+    let resp = super::http_client(std::time::Duration::from_secs(30))
         .post(format!("{base_url}/api/v1/read"))
         .header("Content-Encoding", "snappy")
         .header("Content-Type", "application/x-protobuf")
