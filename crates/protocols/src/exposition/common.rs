@@ -69,32 +69,16 @@ pub(crate) fn quoted_end(b: &[u8], start: usize, newlines: bool) -> Option<usize
 /// Label value escapes: `\"`, `\\` and `\n` are replaced; any other
 /// backslash stays as written.
 pub(crate) fn unescape(s: &str) -> Cow<'_, str> {
-    if !s.contains('\\') {
-        return Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('"') => out.push('"'),
-            Some('\\') => out.push('\\'),
-            Some('n') => out.push('\n'),
-            Some(other) => {
-                out.push('\\');
-                out.push(other);
-            }
-            None => out.push('\\'),
-        }
-    }
-    Cow::Owned(out)
+    unescape_escapes(s, true)
 }
 
 /// Prometheus text `HELP` escapes: only `\\` and `\n`.
 pub(crate) fn unescape_help(s: &str) -> Cow<'_, str> {
+    unescape_escapes(s, false)
+}
+
+/// `\\` and `\n` replaced, and `\"` when `quote`; any other backslash stays.
+fn unescape_escapes(s: &str, quote: bool) -> Cow<'_, str> {
     if !s.contains('\\') {
         return Cow::Borrowed(s);
     }
@@ -106,6 +90,7 @@ pub(crate) fn unescape_help(s: &str) -> Cow<'_, str> {
             continue;
         }
         match chars.next() {
+            Some('"') if quote => out.push('"'),
             Some('\\') => out.push('\\'),
             Some('n') => out.push('\n'),
             Some(other) => {
