@@ -50,6 +50,23 @@ static ASSETS: LazyLock<HashMap<String, Asset>> = LazyLock::new(|| {
         .collect()
 });
 
+/// The paths the app answers (`routes.json`, written by its build).
+static PAGE_PATHS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    Dist::get("routes.json")
+        .and_then(|file| serde_json::from_slice(&file.data).ok())
+        .unwrap_or_default()
+});
+
+/// Whether `path` (below the prefix, e.g. `/query`; a trailing slash
+/// ignored) is one of the app's pages.
+pub fn is_page(path: &str) -> bool {
+    let path = match path.trim_end_matches('/') {
+        "" => "/",
+        p => p,
+    };
+    PAGE_PATHS.iter().any(|p| p == path)
+}
+
 /// The app's page with `prefix` (no trailing slash; "" at the root) as the
 /// path everything else is fetched under.
 pub fn page(prefix: &str) -> Response {
@@ -157,6 +174,16 @@ mod tests {
         let start = html.find("assets/").expect("the page loads an asset");
         let end = html[start..].find('"').unwrap() + start;
         html[start + "assets/".len()..end].to_string()
+    }
+
+    #[test]
+    fn the_pages_are_those_the_app_routes() {
+        for path in ["/", "/query", "/graph", "/graph/", "/alerts", "/cardinality"] {
+            assert!(is_page(path), "{path}");
+        }
+        for path in ["/api/v1/query", "/assets/x.js", "/nope", "/query/x"] {
+            assert!(!is_page(path), "{path}");
+        }
     }
 
     #[tokio::test]

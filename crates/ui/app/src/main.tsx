@@ -13,34 +13,27 @@ import { StoragePage } from "./pages/StoragePage";
 import { IngestionPage } from "./pages/IngestionPage";
 import { FlagsPage } from "./pages/FlagsPage";
 import { ConfigPage } from "./pages/ConfigPage";
+import { PAGES, type PageId, type PageInfo } from "./pages";
 import "./style.css";
 
 export interface PageProps {
   location: Location;
 }
 
-interface Page {
-  path: string;
-  title: string;
-  component: ComponentType<PageProps>;
-  /** Other paths of the same page (Prometheus' names). */
-  aliases?: string[];
-  /** In the "Status" menu rather than the top bar. */
-  status?: boolean;
-}
+const COMPONENTS: Record<PageId, ComponentType<PageProps>> = {
+  query: QueryPage,
+  alerts: AlertsPage,
+  rules: RulesPage,
+  targets: TargetsPage,
+  cardinality: CardinalityPage,
+  status: StatusPage,
+  storage: StoragePage,
+  ingestion: IngestionPage,
+  flags: FlagsPage,
+  config: ConfigPage,
+};
 
-const PAGES: Page[] = [
-  { path: "/query", title: "Query", component: QueryPage, aliases: ["/", "/graph"] },
-  { path: "/alerts", title: "Alerts", component: AlertsPage },
-  { path: "/rules", title: "Rules", component: RulesPage },
-  { path: "/targets", title: "Targets", component: TargetsPage },
-  { path: "/cardinality", title: "Cardinality", component: CardinalityPage, aliases: ["/tsdb-status"] },
-  { path: "/status", title: "Runtime & build", component: StatusPage, status: true },
-  { path: "/storage", title: "Storage", component: StoragePage, status: true },
-  { path: "/ingestion", title: "Ingestion", component: IngestionPage, status: true },
-  { path: "/flags", title: "Flags", component: FlagsPage, status: true },
-  { path: "/config", title: "Configuration", component: ConfigPage, status: true },
-];
+type Page = PageInfo;
 
 function pageOf(path: string): Page | undefined {
   const p = path.replace(/\/+$/, "") || "/";
@@ -69,7 +62,7 @@ function App() {
   const [menuOpen, setMenuOpen] = useState(false);
   const page = pageOf(location.path);
   document.title = page ? `${page.title} · Cairn` : "Cairn";
-  const Component = page?.component;
+  const Component = page && COMPONENTS[page.id];
   const toggleTheme = () => {
     const next = theme === "dark" ? "light" : "dark";
     applyTheme(next, true);
