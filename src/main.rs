@@ -301,6 +301,12 @@ struct Cli {
     #[arg(long = "web.external-url")]
     web_external_url: Option<String>,
 
+    /// Also serve the API and the web UI under this path, e.g. `/cairn`
+    /// (they are always at `/` and `/prometheus`). Default: the path of
+    /// --web.external-url.
+    #[arg(long = "web.route-prefix")]
+    web_route_prefix: Option<String>,
+
     /// Allow reloading the configuration over HTTP (`POST /-/reload`).
     #[arg(long = "web.enable-lifecycle")]
     web_enable_lifecycle: bool,
@@ -402,6 +408,23 @@ fn cluster_config(cli: &Cli) -> anyhow::Result<Option<cairn_cluster::ClusterConf
 }
 
 /// This machine's host name (`localhost` if unknown).
+/// The path of a URL as a prefix: `https://x/cairn/` → `/cairn`, `http://x` → "".
+fn url_path(url: &str) -> String {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let path = after_scheme.find('/').map_or("", |i| &after_scheme[i..]);
+    normalize_prefix(path.split(['?', '#']).next().unwrap_or(""))
+}
+
+/// A path prefix with one leading slash and none at the end ("" for the root).
+fn normalize_prefix(prefix: &str) -> String {
+    let trimmed = prefix.trim_matches('/');
+    if trimmed.is_empty() {
+        String::new()
+    } else {
+        format!("/{trimmed}")
+    }
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
@@ -521,6 +544,12 @@ fn main() -> anyhow::Result<()> {
         ..cairn_server::MonitoringConfig::new(file.clone())
     });
     api.enable_lifecycle = cli.web_enable_lifecycle;
+    let external_path = cli.web_external_url.as_deref().map(url_path).unwrap_or_default();
+    api.route_prefix = match &cli.web_route_prefix {
+        Some(prefix) => normalize_prefix(prefix),
+        None => external_path.clone(),
+    };
+    api.external_path = (!external_path.is_empty()).then_some(external_path);
     let config = cairn_server::ServerConfig {
         monitoring,
         listen_addr: cli.listen_addr,
@@ -538,4 +567,24 @@ fn main() -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(cairn_server::run(config, cairn_server::shutdown_signal()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn external_url_paths_become_prefixes() {
+        for (url, path) in [
+            ("http://host:9090", ""),
+            ("http://host:9090/", ""),
+            ("https://host/cairn/", "/cairn"),
+            ("https://host/a/b?x=1", "/a/b"),
+            ("/relative/", "/relative"),
+        ] {
+            assert_eq!(url_path(url), path, "{url}");
+        }
+        assert_eq!(normalize_prefix("cairn/"), "/cairn");
+        assert_eq!(normalize_prefix("/"), "");
+    }
 }

@@ -76,9 +76,17 @@ pub async fn ping() -> Response {
         .into_response()
 }
 
-/// `GET|POST /query?q=...`: only `CREATE DATABASE` succeeds.
+/// `GET|POST /query?q=...`: only `CREATE DATABASE` succeeds. A GET without
+/// `q` is a browser opening the web UI's query page.
 pub async fn query(State(state): State<AppState>, req: Request) -> Response {
     let mut params = query_params(&req);
+    if req.method() == axum::http::Method::GET && params.get("q").is_none() {
+        let path = req
+            .extensions()
+            .get::<axum::extract::OriginalUri>()
+            .map_or_else(|| req.uri().path().to_string(), |uri| uri.path().to_string());
+        return crate::ui::page_at(&state, &path);
+    }
     let is_form = req
         .headers()
         .get(header::CONTENT_TYPE)

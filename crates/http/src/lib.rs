@@ -43,6 +43,7 @@ pub mod tcp;
 mod tenant;
 #[cfg(test)]
 mod test_util;
+mod ui;
 mod write;
 
 use std::collections::BTreeMap;
@@ -119,6 +120,12 @@ pub struct ApiConfig {
     pub otlp: OtlpOptions,
     /// Whether `POST /-/reload` works (`--web.enable-lifecycle`). Default off, as Prometheus.
     pub enable_lifecycle: bool,
+    /// Where the API and the web UI are served besides `/` and `/prometheus`
+    /// (`--web.route-prefix`, e.g. `/cairn`). Default "": nowhere else.
+    pub route_prefix: String,
+    /// The path browsers reach the route prefix under when a reverse proxy
+    /// in front changes it (the path of `--web.external-url`). Default `None`.
+    pub external_path: Option<String>,
 }
 
 /// The process' configuration as `/api/v1/status/*` report it.
@@ -157,6 +164,8 @@ impl Default for ApiConfig {
             remote_write_limits: DecodeLimits::default(),
             otlp: OtlpOptions::default(),
             enable_lifecycle: false,
+            route_prefix: String::new(),
+            external_path: None,
             inline_write_max_body_bytes: 1 << 20,
             default_series_limit: None,
             default_label_limit: None,
@@ -384,7 +393,8 @@ pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
         .route("/api/v1/alerts", get(monitoring::alerts))
         .route("/api/v1/targets", get(monitoring::targets))
         .route("/api/v1/alertmanagers", get(monitoring::alertmanagers))
-        .route("/metrics", get(metrics::metrics_handler));
+        .route("/metrics", get(metrics::metrics_handler))
+        .merge(ui::page_routes());
     let admin = Router::new()
         .route(
             "/api/v1/admin/tsdb/delete_series",
@@ -395,7 +405,8 @@ pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
         .route("/-/healthy", get(health::healthy))
         .route("/-/ready", get(health::ready))
         // VictoriaMetrics' liveness path, which vmctl checks before importing.
-        .route("/health", get(import::vm_health));
+        .route("/health", get(import::vm_health))
+        .merge(ui::asset_routes());
     vec![
         (Access::Write, write),
         (Access::Read, read),
@@ -405,7 +416,7 @@ pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
     ]
 }
 
-/// The full API: [`api_routes`] at `/` and under `/prometheus`, with request
+/// The full API: [`api_routes`] at `/`, under `/prometheus` and the route prefix, with request
 /// metrics, the body limit and the JSON 404/405 fallbacks.
 pub fn router(state: AppState) -> Router {
     router_with(state, Router::new())
@@ -426,9 +437,12 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         };
         routes = routes.merge(group.route_layer(axum::middleware::from_fn_with_state(gate, auth::check)));
     }
-    Router::new()
-        .merge(routes.clone())
-        .nest("/prometheus", routes)
+    let mut router = Router::new().merge(routes.clone()).nest("/prometheus", routes.clone());
+    let route_prefix = state.config.route_prefix.as_str();
+    if !route_prefix.is_empty() && route_prefix != "/prometheus" {
+        router = router.nest(route_prefix, routes);
+    }
+    router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), metrics::track))
@@ -437,8 +451,14 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         .with_state(state)
 }
 
-async fn not_found(uri: axum::http::Uri) -> ApiError {
-    ApiError::not_found(format!("no such endpoint: {}", uri.path()))
+async fn not_found(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    uri: axum::http::Uri,
+) -> axum::response::Response {
+    if let Some(redirect) = ui::prefix_root_redirect(&state, &uri) {
+        return redirect;
+    }
+    axum::response::IntoResponse::into_response(ApiError::not_found(format!("no such endpoint: {}", uri.path())))
 }
 
 async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
