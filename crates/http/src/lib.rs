@@ -39,6 +39,7 @@ mod selector;
 mod series;
 mod server_status;
 mod status;
+mod storage_status;
 pub mod tcp;
 mod tenant;
 #[cfg(test)]
@@ -380,6 +381,8 @@ pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
         .route("/api/v1/status/runtimeinfo", get(server_status::runtime_info))
         .route("/api/v1/status/buildinfo", get(server_status::build_info))
         .route("/api/v1/status/walreplay", get(server_status::wal_replay))
+        .route("/api/v1/status/storage", get(storage_status::storage))
+        .route("/api/v1/status/ingestion", get(storage_status::ingestion))
         .route("/api/v1/scrape_pools", get(monitoring::scrape_pools))
         .route("/api/v1/targets/metadata", get(monitoring::targets_metadata))
         .route("/api/v1/targets/relabel_steps", get(empty::targets_relabel_steps))

@@ -12,6 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use cairn_storage::{ObjectStoreStats, StorageStats, TenantId};
 use parking_lot::Mutex;
+use serde::Serialize;
 
 use crate::auth::Caller;
 use crate::exposition::{CONTENT_TYPE, Exposition};
@@ -51,6 +52,25 @@ pub struct HttpMetrics {
     ingest: Mutex<BTreeMap<Protocol, IngestCounters>>,
     /// CPU time of decoding and storing writes, every protocol together.
     ingest_cpu_nanos: AtomicU64,
+}
+
+/// What each protocol ingested and refused.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IngestionStatus {
+    pub protocols: Vec<ProtocolIngestion>,
+    /// CPU time of decoding and storing writes, every protocol together.
+    pub cpu_seconds: f64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProtocolIngestion {
+    pub protocol: &'static str,
+    pub samples: u64,
+    pub series: u64,
+    pub samples_rejected: BTreeMap<&'static str, u64>,
+    pub requests_rejected: BTreeMap<&'static str, u64>,
 }
 
 /// Per-protocol ingestion counters.
@@ -124,6 +144,26 @@ impl HttpMetrics {
     /// Samples accepted through `protocol` so far.
     pub fn ingest_samples(&self, protocol: Protocol) -> u64 {
         self.ingest.lock().get(&protocol).map_or(0, |c| c.samples)
+    }
+
+    /// Every protocol's ingestion so far, as `/api/v1/status/ingestion` shows it.
+    pub fn ingestion(&self) -> IngestionStatus {
+        let protocols = self
+            .ingest
+            .lock()
+            .iter()
+            .map(|(protocol, c)| ProtocolIngestion {
+                protocol: protocol.as_str(),
+                samples: c.samples,
+                series: c.series,
+                samples_rejected: c.samples_rejected.clone(),
+                requests_rejected: c.requests_rejected.clone(),
+            })
+            .collect();
+        IngestionStatus {
+            protocols,
+            cpu_seconds: self.ingest_cpu_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+        }
     }
 
     fn render(&self, e: &mut Exposition) {
@@ -394,17 +434,9 @@ fn render_object_store(e: &mut Exposition, o: &ObjectStoreStats) {
 
 /// `GET /metrics`: HTTP, storage and process metrics in the text format.
 pub async fn metrics_handler(State(state): State<AppState>, caller: Option<Extension<Caller>>) -> Response {
-    let tenants = state.tenants().clone();
-    let per_tenant = match tokio::task::spawn_blocking(move || {
-        let ids = tenants.list();
-        ids.into_iter()
-            .filter_map(|id| Some((id.clone(), tenants.get(&id).ok()??.stats())))
-            .collect::<Vec<_>>()
-    })
-    .await
-    {
+    let per_tenant = match tenant_stats(&state).await {
         Ok(s) => s,
-        Err(e) => return crate::ApiError::internal(e.to_string()).into_response(),
+        Err(e) => return e.into_response(),
     };
     let mut stats = StorageStats::default();
     for (_, s) in &per_tenant {
@@ -414,7 +446,7 @@ pub async fn metrics_handler(State(state): State<AppState>, caller: Option<Exten
     state.metrics().render(&mut e);
     render_storage(&mut e, &stats);
     // Each tenant's own series only for those the caller may read.
-    let shown = |t: &TenantId| caller.as_ref().is_none_or(|Extension(c)| c.may_read(t));
+    let shown = |t: &TenantId| may_see(caller.as_ref(), t);
     let visible: Vec<(TenantId, StorageStats)> = per_tenant.into_iter().filter(|(t, _)| shown(t)).collect();
     render_tenants(&mut e, &visible);
     e.family(
@@ -431,6 +463,24 @@ pub async fn metrics_handler(State(state): State<AppState>, caller: Option<Exten
     }
     process::render(&mut e);
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], e.finish()).into_response()
+}
+
+/// Every open tenant's storage figures.
+pub async fn tenant_stats(state: &AppState) -> Result<Vec<(TenantId, StorageStats)>, crate::ApiError> {
+    let tenants = state.tenants().clone();
+    crate::run_blocking(move || {
+        let ids = tenants.list();
+        Ok(ids
+            .into_iter()
+            .filter_map(|id| Some((id.clone(), tenants.get(&id).ok()??.stats())))
+            .collect())
+    })
+    .await
+}
+
+/// Whether a caller may see a tenant's own figures: those it may read.
+pub fn may_see(caller: Option<&Extension<Caller>>, tenant: &TenantId) -> bool {
+    caller.is_none_or(|Extension(c)| c.may_read(tenant))
 }
 
 /// Middleware counting requests and their latency per route.
