@@ -34,6 +34,7 @@ pub(crate) struct Ev<'a> {
     samples: usize,
     max_series: usize,
     series: usize,
+    pub(crate) stats: crate::QueryStats,
     deadline: Instant,
     cancel: Option<Arc<AtomicBool>>,
     pub warnings: Vec<String>,
@@ -72,6 +73,7 @@ pub(crate) fn run(
         samples: 0,
         max_series: opts.max_series,
         series: 0,
+        stats: crate::QueryStats::default(),
         deadline: started + timeout,
         cancel: qo.cancel.clone(),
         warnings: Vec::new(),
@@ -134,6 +136,7 @@ pub(crate) fn run(
         value,
         warnings: ev.warnings,
         infos: ev.infos,
+        stats: ev.stats,
     })
 }
 
@@ -231,6 +234,7 @@ impl<'a> Ev<'a> {
             samples: 0,
             max_series: self.max_series,
             series: 0,
+            stats: crate::QueryStats::default(),
             deadline: self.deadline,
             cancel: self.cancel.clone(),
             warnings: Vec::new(),
@@ -257,6 +261,7 @@ impl<'a> Ev<'a> {
             }
         }
         self.series = self.series.max(part.series);
+        self.stats.absorb(part.stats);
         self.add_samples(part.samples)
     }
 
@@ -289,6 +294,7 @@ impl<'a> Ev<'a> {
 
     pub(crate) fn add_samples(&mut self, n: usize) -> Result<()> {
         self.samples += n;
+        self.stats.peak_samples = self.stats.peak_samples.max(self.samples);
         if self.samples > self.max_samples {
             return Err(QueryError::Execution(
                 "query processing would load too many samples into memory in query execution".into(),
@@ -334,16 +340,22 @@ impl<'a> Ev<'a> {
     /// Runs `f` with a budget of this evaluation's limits and keeps the
     /// series and samples it counted (also when `f` fails).
     fn counted<T>(&mut self, f: impl FnOnce(&Budget<'_>) -> T) -> T {
-        let (out, series, samples) = {
+        let (out, series, samples, read) = {
             let budget = self.budget();
             let out = f(&budget);
+            let read = crate::QueryStats {
+                samples_read: budget.samples_read.load(Ordering::Relaxed),
+                peak_samples: budget.peak_samples.load(Ordering::Relaxed),
+            };
             (
                 out,
                 budget.series.load(Ordering::Relaxed),
                 budget.samples.load(Ordering::Relaxed),
+                read,
             )
         };
         (self.series, self.samples) = (series, samples);
+        self.stats.absorb(read);
         out
     }
 

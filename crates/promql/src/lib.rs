@@ -133,6 +133,26 @@ pub struct QueryResult {
     pub value: Value,
     pub warnings: Vec<String>,
     pub infos: Vec<String>,
+    /// What the evaluation read and held.
+    pub stats: QueryStats,
+}
+
+/// What a query cost: counted as it runs, reported on request (`stats=all`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryStats {
+    /// Raw samples read from storage (each once per selector that read it).
+    pub samples_read: usize,
+    /// The most samples the query held at once: results so far plus raw
+    /// samples being reduced (what `max_samples` limits).
+    pub peak_samples: usize,
+}
+
+impl QueryStats {
+    /// Adds the figures of another part of the same query.
+    pub fn absorb(&mut self, other: QueryStats) {
+        self.samples_read += other.samples_read;
+        self.peak_samples = self.peak_samples.max(other.peak_samples);
+    }
 }
 
 /// How an error should be reported (maps to Prometheus' `errorType`).
@@ -568,6 +588,20 @@ mod tests {
             .instant(&s, "m", 2000)
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Timeout);
+    }
+
+    #[test]
+    fn stats_count_the_samples_read_and_held() {
+        let s = storage(3);
+        let e = engine(|_| {});
+        // 3 series of 2 samples each, all in the window; 3 results held.
+        let stats = e.instant(&s, "sum_over_time(m[5s])", 2000).unwrap().stats;
+        assert_eq!(stats.samples_read, 6);
+        assert!((3..=9).contains(&stats.peak_samples), "{stats:?}");
+        // Each selector reads its series again.
+        let twice = e.instant(&s, "sum_over_time(m[5s]) + sum_over_time(m[5s])", 2000);
+        assert_eq!(twice.unwrap().stats.samples_read, 12);
+        assert_eq!(e.instant(&s, "1 + 1", 2000).unwrap().stats, QueryStats::default());
     }
 
     /// Planning counts towards the timeout: a query parsed long enough ago

@@ -41,6 +41,9 @@ pub(crate) struct Budget<'a> {
     pub cancel: Option<&'a AtomicBool>,
     /// Set when a worker failed, so the others stop early.
     failed: AtomicBool,
+    /// For the query's stats: what was read, and the most `samples` reached.
+    pub samples_read: AtomicUsize,
+    pub peak_samples: AtomicUsize,
 }
 
 impl<'a> Budget<'a> {
@@ -60,6 +63,8 @@ impl<'a> Budget<'a> {
             deadline,
             cancel,
             failed: AtomicBool::new(false),
+            samples_read: AtomicUsize::new(0),
+            peak_samples: AtomicUsize::new(samples),
         }
     }
 
@@ -85,6 +90,7 @@ impl<'a> Budget<'a> {
 
     pub fn add_samples(&self, n: usize) -> Result<()> {
         let total = self.samples.fetch_add(n, Ordering::Relaxed) + n;
+        self.peak_samples.fetch_max(total, Ordering::Relaxed);
         if total > self.max_samples {
             return Err(too_many_samples());
         }
@@ -235,6 +241,7 @@ pub(crate) fn for_each_series(
             cairn_model::Histogram::detect_reset_hints(&mut histograms);
         }
         let n = range.len() + histograms.len();
+        budget.samples_read.fetch_add(n, Ordering::Relaxed);
         budget.add_samples(n)?;
         let done = f(
             s.labels,

@@ -15,7 +15,7 @@ mod split;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -27,7 +27,7 @@ use cairn_http::{
     read_options, run_blocking, run_inline, time_param,
 };
 use cairn_model::Labels;
-use cairn_promql::{Engine, ErrorKind, Parsed, QueryError, QueryOptions, QueryResult, SampleValue, Value};
+use cairn_promql::{Engine, ErrorKind, Parsed, QueryError, QueryOptions, QueryResult, QueryStats, SampleValue, Value};
 use cairn_storage::{Queryable, TenantScope};
 
 pub use cairn_promql::{EngineOptions, StepSplit};
@@ -159,9 +159,10 @@ async fn answer(
         Some(shard) => Arc::new(cairn_storage::ShardView::new(storage, shard)),
         None => storage,
     };
+    let started = Instant::now();
     let mut res = evaluate(parsed, storage).await?;
     res.warnings.extend(options.warnings.take());
-    Ok(render(res, limit))
+    Ok(render(res, limit, stats_requested(params).then(|| started.elapsed())))
 }
 
 async fn query(
@@ -300,13 +301,19 @@ fn json(body: String) -> Response {
     (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// Renders a query result as Prometheus does.
-pub fn render(res: QueryResult, limit: Option<usize>) -> Response {
-    json(render_body(res, limit))
+/// Whether the request asks for the query's stats (`stats=<anything>`, as Prometheus).
+fn stats_requested(params: &Params) -> bool {
+    params.get("stats").is_some_and(|s| !s.is_empty())
+}
+
+/// Renders a query result as Prometheus does; with its stats when `took`
+/// (the evaluation's time) is given.
+pub fn render(res: QueryResult, limit: Option<usize>, took: Option<Duration>) -> Response {
+    json(render_body(res, limit, took))
 }
 
 /// The JSON body of a successful query.
-pub fn render_body(mut res: QueryResult, limit: Option<usize>) -> String {
+pub fn render_body(mut res: QueryResult, limit: Option<usize>, took: Option<Duration>) -> String {
     if let Some(limit) = limit {
         let truncated = match &mut res.value {
             Value::Vector(v) if v.len() > limit => {
@@ -411,6 +418,9 @@ pub fn render_body(mut res: QueryResult, limit: Option<usize>) -> String {
             b.push(']');
         }
     }
+    if let Some(took) = took {
+        push_stats(&mut b, &res.stats, took);
+    }
     b.push('}');
     if !res.warnings.is_empty() {
         b.push_str(r#","warnings":"#);
@@ -422,6 +432,18 @@ pub fn render_body(mut res: QueryResult, limit: Option<usize>) -> String {
     }
     b.push('}');
     b
+}
+
+/// Prometheus' `stats` object: the evaluation's time, and the samples it
+/// read and held at most (Cairn counts each raw sample read once per selector;
+/// Prometheus counts a sample once per step whose window holds it).
+fn push_stats(b: &mut String, stats: &QueryStats, took: Duration) {
+    let seconds = took.as_secs_f64();
+    let _ = write!(
+        b,
+        r#","stats":{{"timings":{{"evalTotalTime":{seconds},"execTotalTime":{seconds}}},"samples":{{"totalQueryableSamples":{},"peakSamples":{}}}}}"#,
+        stats.samples_read, stats.peak_samples
+    );
 }
 
 fn push_str_array(b: &mut String, items: &[String]) {
@@ -536,9 +558,18 @@ mod tests {
             }]),
             warnings: vec![],
             infos: vec![],
+            stats: QueryStats {
+                samples_read: 12,
+                peak_samples: 3,
+            },
         };
+        let with_stats = render_body(res.clone(), None, Some(Duration::from_millis(1500)));
+        assert!(
+            with_stats.contains(r#","stats":{"timings":{"evalTotalTime":1.5,"execTotalTime":1.5},"samples":{"totalQueryableSamples":12,"peakSamples":3}}}"#),
+            "{with_stats}"
+        );
         assert_eq!(
-            render_body(res, None),
+            render_body(res, None, None),
             r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{"__name__":"up","job":"a"},"value":[1,"1"]}]}}"#
         );
     }

@@ -20,7 +20,7 @@ use axum::response::Response;
 use cairn_http::peers::{PeerKind, Peers, peer_headers};
 use cairn_http::{ApiError, AppState, Params, invalid_param, read_options};
 use cairn_model::Labels;
-use cairn_promql::{Engine, QueryResult, RangeSeries, Value};
+use cairn_promql::{Engine, QueryResult, QueryStats, RangeSeries, Value};
 use cairn_storage::{Shard, ShardBy, ShardView, TenantScope};
 
 use crate::{CancelOnDrop, Request, evaluate, parse_range};
@@ -58,6 +58,7 @@ pub(crate) async fn answer(
     headers: &HeaderMap,
     peers: &Arc<dyn Peers>,
 ) -> Result<Option<Response>, ApiError> {
+    let started = std::time::Instant::now();
     let request = Request::new(state, scope);
     let (parsed, limit) = parse_range(engine, params, &request)?;
     let peer_count = peers.count(PeerKind::Query);
@@ -115,7 +116,8 @@ pub(crate) async fn answer(
     }
     let mut joined = join(results);
     joined.warnings.extend(options.warnings.take());
-    let mut response = crate::render(joined, None);
+    let took = crate::stats_requested(params).then(|| started.elapsed());
+    let mut response = crate::render(joined, None, took);
     if let Ok(n) = HeaderValue::from_str(&cuts.len().to_string()) {
         response.headers_mut().insert(PARTS_HEADER, n);
     }
@@ -257,10 +259,17 @@ fn matrix_of(body: &[u8]) -> Option<QueryResult> {
             Some(list) => list.as_array()?.iter().map(|s| s.as_str().map(String::from)).collect(),
         }
     };
+    // The peer's stats, when the request (forwarded as it came) asked for them.
+    let samples = &v["data"]["stats"]["samples"];
+    let count = |key: &str| samples[key].as_u64().unwrap_or(0) as usize;
     Some(QueryResult {
         value: Value::Matrix(series),
         warnings: strings("warnings")?,
         infos: strings("infos")?,
+        stats: QueryStats {
+            samples_read: count("totalQueryableSamples"),
+            peak_samples: count("peakSamples"),
+        },
     })
 }
 
@@ -280,7 +289,9 @@ fn go_float(s: &str) -> Option<f64> {
 fn join(parts: Vec<QueryResult>) -> QueryResult {
     let mut series: BTreeMap<Labels, RangeSeries> = BTreeMap::new();
     let (mut warnings, mut infos) = (Vec::<String>::new(), Vec::<String>::new());
+    let mut stats = QueryStats::default();
     for part in parts {
+        stats.absorb(part.stats);
         if let Value::Matrix(m) = part.value {
             for s in m {
                 match series.get_mut(&s.metric) {
@@ -306,6 +317,7 @@ fn join(parts: Vec<QueryResult>) -> QueryResult {
         value: Value::Matrix(series.into_values().collect()),
         warnings,
         infos,
+        stats,
     }
 }
 
@@ -328,6 +340,7 @@ mod tests {
             ),
             warnings: warnings.iter().map(|w| w.to_string()).collect(),
             infos: Vec::new(),
+            stats: QueryStats::default(),
         }
     }
 
@@ -378,9 +391,9 @@ mod tests {
             &[("m", &[(1_000, 0.1), (1_500, f64::INFINITY), (2_001, -3e-300)])],
             &["w"],
         );
-        let body = crate::render_body(original.clone(), None);
+        let body = crate::render_body(original.clone(), None, None);
         assert_eq!(matrix_of(body.as_bytes()), Some(original));
-        let nan = crate::render_body(result(&[("m", &[(5, f64::NAN)])], &[]), None);
+        let nan = crate::render_body(result(&[("m", &[(5, f64::NAN)])], &[]), None, None);
         let Some(QueryResult {
             value: Value::Matrix(m),
             ..
