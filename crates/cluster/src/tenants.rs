@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use cairn_model::Matcher;
 use cairn_storage::{
-    Admin, Appendable, Appender, PartInfo, Querier, Queryable, ReadOptions, SelectHints, SeriesCounter, Shard, Storage,
-    StorageError, StorageStats, TenantId, Tenants, TsdbStatus,
+    Admin, Appendable, Appender, CardinalityQuery, PartInfo, Querier, Queryable, ReadOptions, SelectHints,
+    SeriesCounter, Shard, Storage, StorageError, StorageStats, TenantId, Tenants, TsdbStatus,
 };
 
 use crate::node::Cluster;
@@ -130,10 +130,10 @@ impl Admin for ClusterStorage {
     /// The tenant's series across the cluster (replicas and the compacted
     /// days joined: each series once), counted here; the time range is
     /// this node's own data's.
-    fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError> {
+    fn tsdb_status(&self, query: &CardinalityQuery) -> Result<TsdbStatus, StorageError> {
         let every_series = crate::every_series();
-        let querier = self.querier(mint, maxt)?;
-        let mut counter = SeriesCounter::default();
+        let querier = self.querier(query.mint, query.maxt)?;
+        let mut counter = SeriesCounter::new(query);
         // Page by page (shards of the series): memory holds one page's label
         // sets and the distinct label pairs, not every series at once.
         for page in 0..STATUS_PAGES {
@@ -146,9 +146,9 @@ impl Admin for ClusterStorage {
                 counter.add(&series?.labels);
             }
         }
-        let mut status = counter.status(limit);
+        let mut status = counter.status();
         if let Some(here) = self.here() {
-            let own = here.tsdb_status(mint, maxt, 0)?;
+            let own = here.tsdb_status(&CardinalityQuery::all(query.mint, query.maxt, 0))?;
             (status.min_time, status.max_time) = (own.min_time, own.max_time);
         }
         Ok(status)

@@ -35,9 +35,8 @@ pub trait Admin: Send + Sync {
     /// Effective for queries at once; space is reclaimed in the background.
     fn delete_series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<(), StorageError>;
 
-    /// Cardinality statistics of series with samples in `[mint, maxt]`,
-    /// each top list cut to `limit` entries.
-    fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError>;
+    /// Cardinality statistics of the series `query` asks about.
+    fn tsdb_status(&self, query: &CardinalityQuery) -> Result<TsdbStatus, StorageError>;
 
     /// Counters and gauges for self-monitoring.
     fn stats(&self) -> StorageStats;
@@ -66,6 +65,41 @@ pub struct PartInfo {
     pub format: u32,
 }
 
+/// What `/api/v1/status/tsdb` asks: which series, and how much of each list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CardinalityQuery {
+    /// Series with samples in `[mint, maxt]`.
+    pub mint: i64,
+    pub maxt: i64,
+    /// Each top list is cut to this many entries.
+    pub limit: usize,
+    /// Only series matching one of these selectors (`match[]`); none: all.
+    pub selectors: Vec<Vec<Matcher>>,
+    /// A label whose values to count series by (`focusLabel`).
+    pub focus_label: Option<String>,
+}
+
+impl CardinalityQuery {
+    /// Every series with samples in `[mint, maxt]`, lists cut to `limit`.
+    pub fn all(mint: i64, maxt: i64, limit: usize) -> Self {
+        Self {
+            mint,
+            maxt,
+            limit,
+            selectors: Vec::new(),
+            focus_label: None,
+        }
+    }
+
+    fn selects(&self, labels: &cairn_model::Labels) -> bool {
+        self.selectors.is_empty()
+            || self
+                .selectors
+                .iter()
+                .any(|set| set.iter().all(|m| m.matches(labels.get(&m.name).unwrap_or(""))))
+    }
+}
+
 /// The body of `/api/v1/status/tsdb`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TsdbStatus {
@@ -76,6 +110,9 @@ pub struct TsdbStatus {
     pub series_count_by_metric_name: Vec<(String, u64)>,
     pub label_value_count_by_label_name: Vec<(String, u64)>,
     pub series_count_by_label_value_pair: Vec<(String, u64)>,
+    pub series_count_by_label_name: Vec<(String, u64)>,
+    /// Series by the value of the focus label, if one was asked for.
+    pub series_count_by_focus_label_value: Vec<(String, u64)>,
 }
 
 /// Self-monitoring figures, rendered by the HTTP layer as `cairn_*` metrics.
@@ -170,29 +207,43 @@ impl ObjectStoreStats {
 }
 
 impl TsdbStatus {
-    /// Computes the cardinality lists from label sets, each series given once.
-    /// Lists are sorted by count descending, then by name.
-    pub fn from_series<'a>(series: impl Iterator<Item = &'a cairn_model::Labels>, limit: usize) -> Self {
-        let mut counter = SeriesCounter::default();
+    /// Computes the cardinality lists from label sets, each series given once
+    /// (those `query` does not select are skipped). Lists are sorted by
+    /// count descending, then by name.
+    pub fn from_series<'a>(series: impl Iterator<Item = &'a cairn_model::Labels>, query: &CardinalityQuery) -> Self {
+        let mut counter = SeriesCounter::new(query);
         for labels in series {
             counter.add(labels);
         }
-        counter.status(limit)
+        counter.status()
     }
 }
 
 /// [`TsdbStatus`] counted series by series, holding only the distinct label
 /// pairs and metric names seen, not the series.
-#[derive(Debug, Default)]
-pub struct SeriesCounter {
+#[derive(Debug)]
+pub struct SeriesCounter<'q> {
+    query: &'q CardinalityQuery,
     num_series: u64,
     by_metric: std::collections::HashMap<String, u64>,
     by_pair: std::collections::HashMap<(String, String), u64>,
 }
 
-impl SeriesCounter {
-    /// Counts one series; each must be given once.
+impl<'q> SeriesCounter<'q> {
+    pub fn new(query: &'q CardinalityQuery) -> Self {
+        Self {
+            query,
+            num_series: 0,
+            by_metric: Default::default(),
+            by_pair: Default::default(),
+        }
+    }
+
+    /// Counts one series if the query selects it; each must be given once.
     pub fn add(&mut self, labels: &cairn_model::Labels) {
+        if !self.query.selects(labels) {
+            return;
+        }
         self.num_series += 1;
         if let Some(name) = labels.metric_name() {
             match self.by_metric.get_mut(name) {
@@ -208,23 +259,35 @@ impl SeriesCounter {
         }
     }
 
-    /// The lists, each cut to its `limit` largest.
-    pub fn status(self, limit: usize) -> TsdbStatus {
+    /// The lists, each cut to the query's `limit` largest.
+    pub fn status(self) -> TsdbStatus {
+        let limit = self.query.limit;
         let mut values_by_name: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
-        for (name, _) in self.by_pair.keys() {
+        let mut series_by_name: std::collections::HashMap<&str, u64> = std::collections::HashMap::new();
+        for ((name, _), series) in &self.by_pair {
             *values_by_name.entry(name).or_default() += 1;
+            *series_by_name.entry(name).or_default() += series;
         }
         let top = |mut v: Vec<(String, u64)>| {
             v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
             v.truncate(limit);
             v
         };
+        let focus = self.query.focus_label.as_deref();
+        let by_focus_value = self
+            .by_pair
+            .iter()
+            .filter(|((name, _), _)| Some(name.as_str()) == focus)
+            .map(|((_, value), series)| (value.clone(), *series))
+            .collect();
         TsdbStatus {
             num_series: self.num_series,
             num_label_pairs: self.by_pair.len() as u64,
             min_time: None,
             max_time: None,
             label_value_count_by_label_name: top(values_by_name.into_iter().map(|(k, v)| (k.to_string(), v)).collect()),
+            series_count_by_label_name: top(series_by_name.into_iter().map(|(k, v)| (k.to_string(), v)).collect()),
+            series_count_by_focus_label_value: top(by_focus_value),
             series_count_by_metric_name: top(self.by_metric.into_iter().collect()),
             series_count_by_label_value_pair: top(self
                 .by_pair

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cairn_model::{EncodedLabels, Labels, MatchOp, Matcher, Sample, stale_nan};
 
-use crate::{Admin, Appendable, Queryable, SelectHints, ShardBy, collect_samples};
+use crate::{Admin, Appendable, CardinalityQuery, Queryable, SelectHints, ShardBy, collect_samples};
 
 mod histograms;
 
@@ -505,7 +505,7 @@ fn tsdb_status_counts(s: &impl Storage) {
             (labels(&[("__name__", "b"), ("job", "x")]), samples(&[(1, 1.0)])),
         ],
     );
-    let st = s.tsdb_status(0, 10, 10).expect("status");
+    let st = s.tsdb_status(&CardinalityQuery::all(0, 10, 10)).expect("status");
     assert_eq!(st.num_series, 3);
     assert_eq!(
         st.series_count_by_metric_name,
@@ -519,6 +519,28 @@ fn tsdb_status_counts(s: &impl Storage) {
         st.series_count_by_label_value_pair[..2],
         [("__name__=a".to_string(), 2), ("job=x".to_string(), 2)]
     );
+    assert_eq!(
+        st.series_count_by_label_name,
+        vec![("__name__".to_string(), 3), ("job".to_string(), 3)]
+    );
+    assert!(st.series_count_by_focus_label_value.is_empty());
+
+    // A selector (one of several matching) and a focus label.
+    let query = CardinalityQuery {
+        selectors: vec![
+            vec![Matcher::new(MatchOp::Equal, "job", "x").unwrap()],
+            vec![Matcher::new(MatchOp::Equal, "job", "none").unwrap()],
+        ],
+        focus_label: Some("__name__".to_string()),
+        ..CardinalityQuery::all(0, 10, 10)
+    };
+    let st = s.tsdb_status(&query).expect("status");
+    assert_eq!(st.num_series, 2);
+    assert_eq!(
+        st.series_count_by_focus_label_value,
+        vec![("a".to_string(), 1), ("b".to_string(), 1)]
+    );
+    assert_eq!(st.series_count_by_label_value_pair[0], ("job=x".to_string(), 2));
 }
 
 #[cfg(test)]

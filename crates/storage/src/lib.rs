@@ -23,7 +23,9 @@ mod shard_view;
 mod tenant;
 mod wal_replay;
 
-pub use admin::{Admin, ObjectStoreStats, PartInfo, RejectReason, SeriesCounter, StorageStats, TsdbStatus};
+pub use admin::{
+    Admin, CardinalityQuery, ObjectStoreStats, PartInfo, RejectReason, SeriesCounter, StorageStats, TsdbStatus,
+};
 pub use append::{Appendable, Appender, CommitReport};
 pub use conformance::Storage;
 pub use error::{ErrorKind, StorageError};

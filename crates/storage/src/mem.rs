@@ -5,8 +5,8 @@ use cairn_model::{Histogram, HistogramSample, Labels, Matcher, Sample};
 use parking_lot::RwLock;
 
 use crate::{
-    Admin, Appendable, Appender, CommitReport, PartInfo, Querier, Queryable, SelectHints, Series, SeriesSet,
-    StorageError, StorageStats, TsdbStatus, VecSampleBlocks,
+    Admin, Appendable, Appender, CardinalityQuery, CommitReport, PartInfo, Querier, Queryable, SelectHints, Series,
+    SeriesSet, StorageError, StorageStats, TsdbStatus, VecSampleBlocks,
 };
 
 /// A stored value: a float or a native histogram.
@@ -196,13 +196,13 @@ impl Admin for MemStorage {
         Ok(())
     }
 
-    fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError> {
+    fn tsdb_status(&self, query: &CardinalityQuery) -> Result<TsdbStatus, StorageError> {
         let data = self.data.read();
         let live = data
             .iter()
-            .filter(|(_, s)| s.range(mint..=maxt).next().is_some())
+            .filter(|(_, s)| s.range(query.mint..=query.maxt).next().is_some())
             .map(|(l, _)| l);
-        Ok(TsdbStatus::from_series(live, limit))
+        Ok(TsdbStatus::from_series(live, query))
     }
 
     fn stats(&self) -> StorageStats {

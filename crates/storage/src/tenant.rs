@@ -13,8 +13,8 @@ use cairn_model::{Labels, Matcher};
 use parking_lot::RwLock;
 
 use crate::{
-    Admin, Appendable, Appender, MemStorage, PartInfo, Querier, Queryable, SelectHints, Series, SeriesSet, Storage,
-    StorageError, StorageStats, TsdbStatus,
+    Admin, Appendable, Appender, CardinalityQuery, MemStorage, PartInfo, Querier, Queryable, SelectHints, Series,
+    SeriesSet, Storage, StorageError, StorageStats, TsdbStatus,
 };
 
 /// The tenant of requests without `X-Scope-OrgID` (Mimir's name for it).
@@ -353,7 +353,7 @@ impl Admin for Federated {
         Err(one_tenant_only("a delete"))
     }
 
-    fn tsdb_status(&self, _: i64, _: i64, _: usize) -> Result<TsdbStatus, StorageError> {
+    fn tsdb_status(&self, _: &CardinalityQuery) -> Result<TsdbStatus, StorageError> {
         Err(one_tenant_only("the TSDB status"))
     }
 

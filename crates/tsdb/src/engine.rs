@@ -9,8 +9,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use cairn_bucket::{ObjectInfo, Op};
 use cairn_model::{Labels, Matcher};
 use cairn_storage::{
-    Admin, Appendable, Appender, ObjectStoreStats, PartInfo, Querier, Queryable, RejectReason, StorageError,
-    StorageStats, TsdbStatus,
+    Admin, Appendable, Appender, CardinalityQuery, ObjectStoreStats, PartInfo, Querier, Queryable, RejectReason,
+    StorageError, StorageStats, TsdbStatus,
 };
 use parking_lot::{Condvar, Mutex, RwLock};
 use rayon::prelude::*;
@@ -567,7 +567,8 @@ impl Admin for Tsdb {
         self.inner.delete(matchers, mint, maxt)
     }
 
-    fn tsdb_status(&self, mint: i64, maxt: i64, limit: usize) -> Result<TsdbStatus, StorageError> {
+    fn tsdb_status(&self, query: &CardinalityQuery) -> Result<TsdbStatus, StorageError> {
+        let (mint, maxt) = (query.mint, query.maxt);
         let mut series = std::collections::BTreeSet::<Labels>::new();
         let mut min_time = None::<i64>;
         let mut max_time = None::<i64>;
@@ -586,7 +587,7 @@ impl Admin for Tsdb {
             let index = p.index();
             series.extend(index.live().iter().map(|l| index.labels_of(l)));
         }
-        let mut st = TsdbStatus::from_series(series.iter(), limit);
+        let mut st = TsdbStatus::from_series(series.iter(), query);
         st.min_time = min_time;
         st.max_time = max_time;
         Ok(st)
