@@ -1,0 +1,99 @@
+// The Graph tab: a range query over the chosen range, drawn with uPlot.
+import { useMemo, useRef, useState } from "preact/hooks";
+import type { Params } from "../../api";
+import { useQuery } from "./useQuery";
+import { QueryMessages, QueryStats } from "./QueryStatus";
+import { GraphControls } from "./GraphControls";
+import { Chart } from "./Chart";
+import { formatMs } from "./format";
+import type { DisplayMode, PanelState } from "./panelState";
+
+interface Props {
+  panel: PanelState;
+  /** The expression last run (the editor's text may differ). */
+  expr: string;
+  runId: number;
+  onChange: (change: Partial<PanelState>) => void;
+}
+
+/** About one point per two pixels of chart width, at least a second. */
+function autoStepFor(rangeMs: number, widthPx: number): number {
+  const points = Math.max(100, Math.floor(widthPx / 2));
+  return Math.max(1000, Math.ceil(rangeMs / points / 1000) * 1000);
+}
+
+export function GraphView({ panel, expr, runId, onChange }: Props) {
+  const { range, end, step, displayMode } = panel;
+  const box = useRef<HTMLDivElement>(null);
+  // The draw time, with the arrival time of the data it is for.
+  const [drawn, setDrawn] = useState<{ at: number; ms: number } | null>(null);
+  const width = () => box.current?.clientWidth || window.innerWidth - 40;
+  const autoStep = autoStepFor(range, width());
+
+  // "Now" is taken once per run, so re-renders do not re-query.
+  const params = useMemo<Params | null>(() => {
+    if (!expr.trim()) return null;
+    const endMs = end ?? Date.now();
+    const stepMs = step ?? autoStepFor(range, width());
+    return { query: expr, start: (endMs - range) / 1000, end: endMs / 1000, step: stepMs / 1000, stats: "all" };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [expr, range, end, step, runId]);
+  const [outcome, cancel] = useQuery("api/v1/query_range", params, runId);
+  const used = outcome.params;
+
+  return (
+    <div class="graph-view" ref={box}>
+      <GraphControls
+        range={range}
+        end={end}
+        step={step}
+        autoStep={autoStep}
+        displayMode={displayMode}
+        onChange={(c: { range?: number; end?: number | null; step?: number | null; displayMode?: DisplayMode }) =>
+          onChange(c)
+        }
+      />
+      {outcome.status === "loading" && (
+        <p class="muted">
+          Loading…{" "}
+          <button type="button" onClick={cancel}>
+            Cancel
+          </button>
+        </p>
+      )}
+      <QueryMessages outcome={outcome} />
+      {outcome.status === "cancelled" && <p class="muted">Query cancelled.</p>}
+      {outcome.status === "idle" && <p class="muted">No query run yet.</p>}
+      {outcome.data && outcome.status !== "error" && used && outcome.data.resultType !== "matrix" && (
+        <div class="error">
+          {`the query's result is a ${outcome.data.resultType}, not a range vector to graph`}
+        </div>
+      )}
+      {outcome.data?.resultType === "matrix" && outcome.status !== "error" && used && (
+        outcome.data.result.length ? (
+          <Chart
+            series={outcome.data.result}
+            start={Number(used.start)}
+            end={Number(used.end)}
+            step={Number(used.step)}
+            stacked={displayMode === "stacked"}
+            receivedAt={outcome.receivedAt ?? performance.now()}
+            onDrawn={(ms) => setDrawn({ at: outcome.receivedAt ?? 0, ms })}
+            onZoom={(from, to) => onChange({ range: Math.max(1000, Math.round(to - from)), end: Math.round(to) })}
+          />
+        ) : (
+          <p class="muted">Empty query result.</p>
+        )
+      )}
+      <QueryStats
+        outcome={outcome}
+        extra={[
+          used ? `step ${Number(used.step)}s` : "",
+          drawn && drawn.at === outcome.receivedAt ? `drawn in ${formatMs(drawn.ms)}` : "",
+        ]
+          .filter(Boolean)
+          .join(" · ")}
+      />
+    </div>
+  );
+}

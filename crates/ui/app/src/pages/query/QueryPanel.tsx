@@ -1,0 +1,78 @@
+// One query panel: the expression editor, then the Table or Graph tab.
+import { useRef, useState } from "preact/hooks";
+import { PromQLEditor } from "./PromQLEditor";
+import { TableView } from "./TableView";
+import { GraphView } from "./GraphView";
+import { rememberQuery } from "./history";
+import type { PanelState, Tab } from "./panelState";
+
+interface Props {
+  panel: PanelState;
+  onChange: (change: Partial<PanelState>) => void;
+  onRemove: () => void;
+  onDuplicate: () => void;
+}
+
+const TABS: { tab: Tab; title: string }[] = [
+  { tab: "table", title: "Table" },
+  { tab: "graph", title: "Graph" },
+];
+
+export function QueryPanel({ panel, onChange, onRemove, onDuplicate }: Props) {
+  const text = useRef(panel.expr);
+  // A panel opened from a URL with an expression runs it at once, as Prometheus does.
+  const [run, setRun] = useState({ expr: panel.expr, id: panel.expr ? 1 : 0 });
+
+  const execute = () => {
+    const expr = text.current;
+    rememberQuery(expr);
+    setRun((r) => ({ expr, id: r.id + 1 }));
+    if (expr !== panel.expr) onChange({ expr });
+  };
+
+  return (
+    <section class="query-panel" data-testid="query-panel" aria-label="Query panel">
+      <div class="editor-row">
+        <PromQLEditor initial={panel.expr} onChange={(t) => (text.current = t)} onRun={execute} />
+        <div class="editor-actions">
+          <button type="button" class="primary" data-testid="execute" onClick={execute}>
+            Execute
+          </button>
+          <button type="button" title="Duplicate this panel" aria-label="Duplicate panel" onClick={onDuplicate}>
+            ⧉
+          </button>
+          <button type="button" title="Remove this panel" aria-label="Remove panel" onClick={onRemove}>
+            ✕
+          </button>
+        </div>
+      </div>
+      <div class="tabs" role="tablist">
+        {TABS.map(({ tab, title }) => (
+          <button
+            key={tab}
+            type="button"
+            role="tab"
+            data-testid={`tab-${tab}`}
+            aria-selected={panel.tab === tab}
+            class={panel.tab === tab ? "active" : undefined}
+            onClick={() => onChange({ tab })}
+          >
+            {title}
+          </button>
+        ))}
+      </div>
+      <div class="tab-body" role="tabpanel">
+        {panel.tab === "table" ? (
+          <TableView
+            expr={run.expr}
+            moment={panel.moment}
+            runId={run.id}
+            onMomentChange={(moment) => onChange({ moment })}
+          />
+        ) : (
+          <GraphView panel={panel} expr={run.expr} runId={run.id} onChange={onChange} />
+        )}
+      </div>
+    </section>
+  );
+}
