@@ -1,11 +1,12 @@
 // The uPlot chart of a range query with its own lightweight legend (uPlot's
 // is off: it builds a table row per series, too slow for 1,000 series).
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { alignSeries, seriesColor, type ChartData } from "./chartData";
 import { formatSI } from "./format";
 import { tooltipPlugin } from "./tooltip";
+import { timeTicks } from "./timeAxis";
 import { cssVar, useThemeName } from "./useThemeName";
 import { Legend } from "./Legend";
 import type { RangeSeries } from "./types";
@@ -38,9 +39,12 @@ export function Chart({ series, start, end, step, stacked, receivedAt, onZoom, o
     () => alignSeries(series, start, end, step, stacked),
     [series, start, end, step, stacked],
   );
+  // The legend of a new result is put in the DOM once the chart is drawn: the chart comes first.
+  const [legendFor, setLegendFor] = useState<RangeSeries[] | null>(null);
   useEffect(() => setShown(null), [series]);
 
-  useEffect(() => {
+  // A layout effect: the chart is built right after this render, not after a paint.
+  useLayoutEffect(() => {
     const el = host.current!;
     const graph = container.current!;
     graph.removeAttribute("data-render-ms");
@@ -55,16 +59,20 @@ export function Chart({ series, start, end, step, stacked, receivedAt, onZoom, o
       height: window.innerWidth <= 720 ? 260 : 400,
       legend: { show: false },
       cursor: { points: { show: false }, drag: { x: true, y: false, setScale: false } },
-      scales: { x: { time: true, min: start, max: end } },
+      scales: {
+        x: { time: true, min: start, max: end },
+        // Stacked areas start at zero, or the lowest band would seem to be missing.
+        ...(stacked ? { y: { range: (_u: uPlot, min: number, max: number) => stackedRange(min, max) } } : {}),
+      },
       axes: [
-        axis,
+        { ...axis, space: 70, values: timeTicks },
         { ...axis, size: 56, values: (_u: uPlot, splits: number[]) => splits.map(formatSI) },
       ],
       series: [
         {},
         ...data.drawn.map((_, i) => ({
           stroke: seriesColor(i),
-          width: 1.25,
+          width: 1,
           points: { show: false },
           fill: stacked ? `${seriesColor(i)}55` : undefined,
           show: shown ? shown[i] : true,
@@ -81,6 +89,7 @@ export function Chart({ series, start, end, step, stacked, receivedAt, onZoom, o
             const ms = performance.now() - receivedAt;
             graph.setAttribute("data-render-ms", ms.toFixed(1));
             callbacks.current.onDrawn(ms);
+            setLegendFor(series);
           },
         ],
         setSelect: [
@@ -130,7 +139,14 @@ export function Chart({ series, start, end, step, stacked, receivedAt, onZoom, o
         </div>
       )}
       <div class="chart" ref={host} />
-      <Legend metrics={series.map((s) => s.metric)} shown={shown} onChange={setShown} />
+      {legendFor === series && <Legend metrics={series.map((s) => s.metric)} shown={shown} onChange={setShown} />}
     </div>
   );
+}
+
+function stackedRange(min: number, max: number): [number, number] {
+  const lo = Math.min(0, min);
+  const hi = Math.max(0, max);
+  const pad = (hi - lo || Math.abs(hi) || 1) * 0.05;
+  return [lo < 0 ? lo - pad : 0, hi > 0 ? hi + pad : 0];
 }

@@ -38,11 +38,16 @@ export function QueryPanel({ panel, onChange, onRemove, onDuplicate }: Props) {
           <button type="button" class="primary" data-testid="execute" onClick={execute}>
             Execute
           </button>
-          <button type="button" title="Duplicate this panel" aria-label="Duplicate panel" onClick={onDuplicate}>
-            ⧉
+          <button type="button" class="icon" title="Duplicate this panel" aria-label="Duplicate panel" onClick={onDuplicate}>
+            <svg viewBox="0 0 16 16" aria-hidden="true">
+              <rect x="5" y="5" width="9" height="9" rx="1.5" />
+              <path d="M11 5V3.5A1.5 1.5 0 0 0 9.5 2h-6A1.5 1.5 0 0 0 2 3.5v6A1.5 1.5 0 0 0 3.5 11H5" />
+            </svg>
           </button>
-          <button type="button" title="Remove this panel" aria-label="Remove panel" onClick={onRemove}>
-            ✕
+          <button type="button" class="icon" title="Remove this panel" aria-label="Remove panel" onClick={onRemove}>
+            <svg viewBox="0 0 16 16" aria-hidden="true">
+              <path d="M3.5 3.5l9 9M12.5 3.5l-9 9" />
+            </svg>
           </button>
         </div>
       </div>

@@ -125,7 +125,10 @@ function MatrixTable({ rows }: { rows: RangeSeries[] }) {
                 <td data-testid="result-value" class="mono value">
                   {(s.values ?? []).map(([t, v]) => (
                     <div key={t}>
-                      {v} <span class="muted">@{t}</span>
+                      {v}{" "}
+                      <span class="muted" title={formatLocalTime(t * 1000)}>
+                        @{t}
+                      </span>
                     </div>
                   ))}
                   {(s.histograms ?? []).map(([t, h]) => (

@@ -20,38 +20,49 @@ export interface ChartData {
  */
 export function alignSeries(series: RangeSeries[], start: number, end: number, step: number, stacked: boolean): ChartData {
   const n = Math.max(0, Math.floor((end - start) / step + 1e-9) + 1);
-  const xs = new Array<number>(n);
-  for (let k = 0; k < n; k++) xs[k] = start + k * step;
+  const xs: number[] = [];
+  for (let k = 0; k < n; k++) xs.push(start + k * step);
   let histogramOnly = 0;
   const raw = series.map((s) => {
-    const col = new Array<number | null>(n).fill(null);
     const values = s.values;
-    if (!values?.length) {
-      if (s.histograms?.length) histogramOnly++;
-      return col;
-    }
-    for (let j = 0; j < values.length; j++) {
-      const [t, text] = values[j];
-      const k = Math.round((t - start) / step);
-      if (k < 0 || k >= n) continue;
-      const v = sampleValue(text);
-      // uPlot cannot place NaN or infinities; they show as gaps.
-      col[k] = Number.isFinite(v) ? v : null;
-    }
-    return col;
+    if (!values?.length && s.histograms?.length) histogramOnly++;
+    return column(values ?? [], start, step, n);
   });
   return { xs, raw, drawn: stacked ? stack(raw, n) : raw, histogramOnly };
+}
+
+/**
+ * A series' values in grid order, built by appending: a series without gaps
+ * stays an array of unboxed doubles in V8 (no object per sample), which makes
+ * 1,000 × 1,440 samples cheap to build and to draw.
+ */
+function column(values: [number, string][], start: number, step: number, n: number): (number | null)[] {
+  const col: (number | null)[] = [];
+  let j = 0;
+  for (let k = 0; k < n; k++) {
+    // Skip samples before this step (none in a well-formed answer).
+    while (j < values.length && Math.round((values[j][0] - start) / step) < k) j++;
+    if (j < values.length && Math.round((values[j][0] - start) / step) === k) {
+      const v = sampleValue(values[j][1]);
+      // uPlot cannot place NaN or infinities; they show as gaps.
+      col.push(Number.isFinite(v) ? v : null);
+      j++;
+    } else {
+      col.push(null);
+    }
+  }
+  return col;
 }
 
 /** Running sums over the series; a series without a sample at a step adds nothing there. */
 function stack(raw: (number | null)[][], n: number): (number | null)[][] {
   const sums = new Float64Array(n);
   return raw.map((col) => {
-    const out = new Array<number | null>(n);
+    const out: (number | null)[] = [];
     for (let k = 0; k < n; k++) {
       const v = col[k];
       if (v !== null) sums[k] += v;
-      out[k] = v === null ? null : sums[k];
+      out.push(v === null ? null : sums[k]);
     }
     return out;
   });

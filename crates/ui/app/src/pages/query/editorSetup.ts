@@ -52,6 +52,7 @@ const theme = EditorView.theme({
     backgroundColor: "var(--accent)",
     color: "var(--accent-fg)",
   },
+  ".cm-completionMatchedText": { textDecoration: "none", fontWeight: "bold" },
   ".cm-completionDetail": { color: "var(--fg-muted)", fontStyle: "normal", marginLeft: "0.8em" },
   ".cm-completionInfo": { maxWidth: "28em" },
   ".cm-completionSection": { color: "var(--fg-muted)", borderBottomColor: "var(--border)" },
