@@ -33,7 +33,8 @@ export function GraphView({ panel, expr, runId, onChange }: Props) {
   // "Now" is taken once per run, so re-renders do not re-query.
   const params = useMemo<Params | null>(() => {
     if (!expr.trim()) return null;
-    const endMs = end ?? Date.now();
+    // Whole seconds: the answer's timestamps then read as plain times.
+    const endMs = end ?? Math.floor(Date.now() / 1000) * 1000;
     const stepMs = step ?? autoStepFor(range, width());
     return { query: expr, start: (endMs - range) / 1000, end: endMs / 1000, step: stepMs / 1000, stats: "all" };
     // eslint-disable-next-line react-hooks/exhaustive-deps

@@ -7,21 +7,22 @@ import type { Labels } from "./types";
 interface Props {
   metrics: Labels[];
   shown: boolean[] | null;
-  onChange: (shown: boolean[] | null) => void;
+  /** Gets an update of the current flags (clicks may come faster than renders). */
+  onChange: (update: (shown: boolean[] | null) => boolean[] | null) => void;
 }
 
 export function Legend({ metrics, shown, onChange }: Props) {
-  const click = (i: number, e: MouseEvent) => {
-    const current = shown ?? metrics.map(() => true);
-    if (e.ctrlKey || e.metaKey) {
-      const next = current.slice();
-      next[i] = !next[i];
-      onChange(next.every(Boolean) ? null : next);
-      return;
-    }
-    const onlyThis = current[i] && current.filter(Boolean).length === 1;
-    onChange(onlyThis ? null : metrics.map((_, j) => j === i));
-  };
+  const click = (i: number, e: MouseEvent) =>
+    onChange((prev) => {
+      const current = prev ?? metrics.map(() => true);
+      if (e.ctrlKey || e.metaKey) {
+        const next = current.slice();
+        next[i] = !next[i];
+        return next.every(Boolean) ? null : next;
+      }
+      const onlyThis = current[i] && current.filter(Boolean).length === 1;
+      return onlyThis ? null : metrics.map((_, j) => j === i);
+    });
   return (
     <ul class="legend" aria-label="Series (click: show only this one, Ctrl/Cmd-click: toggle)">
       {metrics.map((m, i) => (

@@ -21,7 +21,7 @@ interface Props {
 
 export function TableView({ expr, moment, runId, onMomentChange }: Props) {
   const params = useMemo<Params | null>(
-    () => (expr.trim() ? { query: expr, time: (moment ?? Date.now()) / 1000, stats: "all" } : null),
+    () => (expr.trim() ? { query: expr, time: (moment ?? Math.floor(Date.now() / 1000) * 1000) / 1000, stats: "all" } : null),
     [expr, moment, runId],
   );
   const [outcome, cancel] = useQuery("api/v1/query", params, runId);
