@@ -25,6 +25,7 @@ interface Props {
   onDrawn: (renderMs: number) => void;
 }
 
+/** Mounted once per result (keyed by its arrival), so the series selection starts anew with new data. */
 export function Chart({ series, start, end, step, stacked, receivedAt, onZoom, onDrawn }: Props) {
   const container = useRef<HTMLDivElement>(null);
   const host = useRef<HTMLDivElement>(null);
@@ -41,7 +42,6 @@ export function Chart({ series, start, end, step, stacked, receivedAt, onZoom, o
   );
   // The legend of a new result is put in the DOM once the chart is drawn: the chart comes first.
   const [legendFor, setLegendFor] = useState<RangeSeries[] | null>(null);
-  useEffect(() => setShown(null), [series]);
 
   // A layout effect: the chart is built right after this render, not after a paint.
   useLayoutEffect(() => {
@@ -115,7 +115,6 @@ export function Chart({ series, start, end, step, stacked, receivedAt, onZoom, o
       plot.current = null;
     };
     // Visibility changes are applied below without rebuilding the chart.
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [data, theme]);
 
   useEffect(() => {

@@ -2,7 +2,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { formatDuration, parseDuration, parseStep } from "./duration";
 import { TimeInput } from "./TimeInput";
-import type { DisplayMode } from "./panelState";
+import type { DisplayMode, PanelState } from "./panelState";
 
 const PRESETS = ["5m", "15m", "30m", "1h", "2h", "6h", "12h", "1d", "2d", "1w", "2w", "4w", "8w"].map(
   (p) => parseDuration(p)!,
@@ -14,7 +14,7 @@ interface Props {
   step: number | null;
   autoStep: number;
   displayMode: DisplayMode;
-  onChange: (change: { range?: number; end?: number | null; step?: number | null; displayMode?: DisplayMode }) => void;
+  onChange: (change: Partial<Pick<PanelState, "range" | "end" | "step" | "displayMode">>) => void;
 }
 
 export function GraphControls({ range, end, step, autoStep, displayMode, onChange }: Props) {

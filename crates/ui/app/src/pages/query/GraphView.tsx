@@ -6,7 +6,7 @@ import { QueryMessages, QueryStats } from "./QueryStatus";
 import { GraphControls } from "./GraphControls";
 import { Chart } from "./Chart";
 import { formatMs } from "./format";
-import type { DisplayMode, PanelState } from "./panelState";
+import type { PanelState } from "./panelState";
 
 interface Props {
   panel: PanelState;
@@ -16,10 +16,15 @@ interface Props {
   onChange: (change: Partial<PanelState>) => void;
 }
 
-/** About one point per two pixels of chart width, at least a second. */
+/** Steps the automatic resolution picks from: round numbers read better and align across queries. */
+const NICE_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400].map(
+  (s) => s * 1000,
+);
+
+/** About one point per two pixels of chart width (at least 100 points), rounded up to a round step. */
 function autoStepFor(rangeMs: number, widthPx: number): number {
-  const points = Math.max(100, Math.floor(widthPx / 2));
-  return Math.max(1000, Math.ceil(rangeMs / points / 1000) * 1000);
+  const raw = rangeMs / Math.max(100, Math.floor(widthPx / 2));
+  return NICE_STEPS.find((s) => s >= raw) ?? Math.ceil(raw / 86_400_000) * 86_400_000;
 }
 
 export function GraphView({ panel, expr, runId, onChange }: Props) {
@@ -37,7 +42,6 @@ export function GraphView({ panel, expr, runId, onChange }: Props) {
     const endMs = end ?? Math.floor(Date.now() / 1000) * 1000;
     const stepMs = step ?? autoStepFor(range, width());
     return { query: expr, start: (endMs - range) / 1000, end: endMs / 1000, step: stepMs / 1000, stats: "all" };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [expr, range, end, step, runId]);
   const [outcome, cancel] = useQuery("api/v1/query_range", params, runId);
   const used = outcome.params;
@@ -50,9 +54,7 @@ export function GraphView({ panel, expr, runId, onChange }: Props) {
         step={step}
         autoStep={autoStep}
         displayMode={displayMode}
-        onChange={(c: { range?: number; end?: number | null; step?: number | null; displayMode?: DisplayMode }) =>
-          onChange(c)
-        }
+        onChange={onChange}
       />
       {outcome.status === "loading" && (
         <p class="muted">
@@ -73,6 +75,7 @@ export function GraphView({ panel, expr, runId, onChange }: Props) {
       {outcome.data?.resultType === "matrix" && outcome.status !== "error" && used && (
         outcome.data.result.length ? (
           <Chart
+            key={outcome.receivedAt}
             series={outcome.data.result}
             start={Number(used.start)}
             end={Number(used.end)}
@@ -80,7 +83,10 @@ export function GraphView({ panel, expr, runId, onChange }: Props) {
             stacked={displayMode === "stacked"}
             receivedAt={outcome.receivedAt ?? performance.now()}
             onDrawn={(ms) => setDrawn({ at: outcome.receivedAt ?? 0, ms })}
-            onZoom={(from, to) => onChange({ range: Math.max(1000, Math.round(to - from)), end: Math.round(to) })}
+            onZoom={(from, to) =>
+              // Whole seconds, so the URL carries a readable range ("5h40m", not "5h40m41s640ms").
+              onChange({ range: Math.max(1, Math.round((to - from) / 1000)) * 1000, end: Math.round(to / 1000) * 1000 })
+            }
           />
         ) : (
           <p class="muted">Empty query result.</p>

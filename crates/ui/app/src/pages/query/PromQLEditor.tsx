@@ -29,7 +29,6 @@ export function PromQLEditor({ initial, onChange, onRun }: Props) {
     });
     view.contentDOM.setAttribute("aria-label", "PromQL expression");
     return () => view.destroy();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
 
   return <div class="promql-editor" ref={host} />;

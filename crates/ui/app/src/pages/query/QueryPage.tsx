@@ -22,7 +22,6 @@ export function QueryPage({ location }: PageProps) {
     if (written.current !== null && search === written.current) return;
     if (written.current !== null) setPanels(panelsOf(location.search));
     written.current = search;
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [location.search.toString()]);
 
   const update = (next: PanelState[]) => {

@@ -69,7 +69,6 @@ export function useQuery(path: string, params: Params | null, runId: number): [Q
         if (controller.current === abort) controller.current = null;
       });
     return () => abort.abort();
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [path, key, runId]);
 
   const cancel = useCallback(() => {
