@@ -6,11 +6,13 @@ import { editorExtensions } from "./editorSetup";
 
 interface Props {
   initial: string;
+  /** Set to the editor while mounted, for the panel's Format and metric explorer actions. */
+  viewRef: { current: EditorView | null };
   onChange: (text: string) => void;
   onRun: () => void;
 }
 
-export function PromQLEditor({ initial, onChange, onRun }: Props) {
+export function PromQLEditor({ initial, viewRef, onChange, onRun }: Props) {
   const host = useRef<HTMLDivElement>(null);
   // The editor is built once; the latest callbacks are read through refs.
   const callbacks = useRef({ onChange, onRun });
@@ -28,7 +30,11 @@ export function PromQLEditor({ initial, onChange, onRun }: Props) {
       }),
     });
     view.contentDOM.setAttribute("aria-label", "PromQL expression");
-    return () => view.destroy();
+    viewRef.current = view;
+    return () => {
+      viewRef.current = null;
+      view.destroy();
+    };
   }, []);
 
   return <div class="promql-editor" ref={host} />;
