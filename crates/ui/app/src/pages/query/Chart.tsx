@@ -30,6 +30,7 @@ export function Chart({ series, start, end, step, stacked, receivedAt, onZoom, o
   const container = useRef<HTMLDivElement>(null);
   const host = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
+  const builds = useRef(0);
   const theme = useThemeName();
   // null: all shown; otherwise one flag per series.
   const [shown, setShown] = useState<boolean[] | null>(null);
@@ -48,6 +49,9 @@ export function Chart({ series, start, end, step, stacked, receivedAt, onZoom, o
     const el = host.current!;
     const graph = container.current!;
     graph.removeAttribute("data-render-ms");
+    // The first chart of a result counts from the data's arrival; a redraw
+    // (display mode, theme) from now.
+    const since = builds.current++ === 0 ? receivedAt : performance.now();
     let reported = false;
     const axis = {
       stroke: cssVar("--fg-muted"),
@@ -86,7 +90,7 @@ export function Chart({ series, start, end, step, stacked, receivedAt, onZoom, o
           () => {
             if (reported) return;
             reported = true;
-            const ms = performance.now() - receivedAt;
+            const ms = performance.now() - since;
             graph.setAttribute("data-render-ms", ms.toFixed(1));
             callbacks.current.onDrawn(ms);
             setLegendFor(series);

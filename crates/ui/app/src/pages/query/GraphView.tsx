@@ -67,11 +67,6 @@ export function GraphView({ panel, expr, runId, onChange }: Props) {
       <QueryMessages outcome={outcome} />
       {outcome.status === "cancelled" && <p class="muted">Query cancelled.</p>}
       {outcome.status === "idle" && <p class="muted">No query run yet.</p>}
-      {outcome.data && outcome.status !== "error" && used && outcome.data.resultType !== "matrix" && (
-        <div class="error">
-          {`the query's result is a ${outcome.data.resultType}, not a range vector to graph`}
-        </div>
-      )}
       {outcome.data?.resultType === "matrix" && outcome.status !== "error" && used && (
         outcome.data.result.length ? (
           <Chart
