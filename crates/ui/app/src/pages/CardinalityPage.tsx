@@ -1,6 +1,283 @@
+// The cardinality explorer (`/cardinality`, Prometheus' `/tsdb-status`):
+// what holds the series, from `api/v1/status/tsdb`, narrowed by day, by a
+// series selector and by a focus label, as VictoriaMetrics' vmui does.
+import { useEffect, useState } from "preact/hooks";
 import type { PageProps } from "../main";
+import { useApi } from "../components/useApi";
+import { Fetching } from "../components/Fetching";
+import { PageHeader } from "../components/controls";
+import { Tiles, type Tile } from "../components/tables";
+import { setSearchParams } from "../components/urlState";
+import { formatCount, formatDateTime, utcDate } from "../format";
+import { labelName, metricSelector, narrowSelector, pairSelector, splitPair } from "../selectors";
+import { CardinalityTable } from "./CardinalityTable";
+import { DEFAULT_TOP_N, TOP_N_CHOICES, type CardinalityQuery, type TsdbStatus } from "./cardinalityTypes";
+import "../components/ui.css";
 
-// Placeholder until the page is written.
-export function CardinalityPage(_props: PageProps) {
-  return <p>CardinalityPage</p>;
+function readQuery(search: URLSearchParams): CardinalityQuery {
+  const topN = Number(search.get("topN"));
+  return {
+    date: search.get("date") ?? "",
+    match: search.get("match[]") ?? "",
+    focusLabel: search.get("focusLabel") ?? "",
+    topN: Number.isInteger(topN) && topN > 0 ? topN : DEFAULT_TOP_N,
+  };
+}
+
+export function CardinalityPage({ location }: PageProps) {
+  const query = readQuery(location.search);
+  const update = (changes: Partial<CardinalityQuery>) => {
+    const next = { ...query, ...changes };
+    setSearchParams(location, {
+      date: next.date,
+      "match[]": next.match,
+      focusLabel: next.focusLabel,
+      topN: next.topN === DEFAULT_TOP_N ? undefined : String(next.topN),
+    });
+  };
+  // `limit` is Prometheus' name of the list length, `topN` VictoriaMetrics'.
+  const fetched = useApi<TsdbStatus>("api/v1/status/tsdb", {
+    limit: query.topN,
+    topN: query.topN,
+    date: query.date || undefined,
+    "match[]": query.match || undefined,
+    focusLabel: query.focusLabel || undefined,
+  });
+  return (
+    <div data-testid="page-cardinality">
+      <PageHeader title="Cardinality" loading={fetched.loading} onRefresh={fetched.reload} />
+      <Controls query={query} update={update} />
+      <Fetching fetched={fetched} what="the cardinality statistics">
+        {(status) => <Explorer status={status} query={query} update={update} />}
+      </Fetching>
+    </div>
+  );
+}
+
+/** The day, the selector, the focus label and the list length. */
+function Controls({ query, update }: { query: CardinalityQuery; update: (c: Partial<CardinalityQuery>) => void }) {
+  // Typed text applies on Enter or "Apply", not on every keystroke.
+  const [match, setMatch] = useState(query.match);
+  const [focus, setFocus] = useState(query.focusLabel);
+  useEffect(() => setMatch(query.match), [query.match]);
+  useEffect(() => setFocus(query.focusLabel), [query.focusLabel]);
+  const dirty = match.trim() !== query.match || focus.trim() !== query.focusLabel;
+  return (
+    <form
+      class="toolbar cardinality-controls"
+      onSubmit={(e) => {
+        e.preventDefault();
+        update({ match: match.trim(), focusLabel: focus.trim() });
+      }}
+    >
+      <label>
+        Day (UTC)
+        <input
+          type="date"
+          value={query.date}
+          max={utcDate()}
+          onChange={(e) => update({ date: (e.target as HTMLInputElement).value })}
+        />
+      </label>
+      <span class="chips">
+        <button type="button" class={`chip${query.date === utcDate() ? " on" : ""}`} onClick={() => update({ date: utcDate() })}>
+          Today
+        </button>
+        <button type="button" class={`chip${query.date === "" ? " on" : ""}`} onClick={() => update({ date: "" })}>
+          All time
+        </button>
+      </span>
+      <label class="grow">
+        Series selector
+        <input
+          type="text"
+          class="mono search"
+          name="match"
+          placeholder='e.g. {job="node"}'
+          spellcheck={false}
+          autocomplete="off"
+          value={match}
+          onInput={(e) => setMatch((e.target as HTMLInputElement).value)}
+        />
+      </label>
+      <label>
+        Focus label
+        <input
+          type="text"
+          class="mono"
+          name="focusLabel"
+          placeholder="e.g. instance"
+          spellcheck={false}
+          autocomplete="off"
+          size={14}
+          value={focus}
+          onInput={(e) => setFocus((e.target as HTMLInputElement).value)}
+        />
+      </label>
+      <label>
+        Top
+        <select value={String(query.topN)} onChange={(e) => update({ topN: Number((e.target as HTMLSelectElement).value) })}>
+          {[...new Set([...TOP_N_CHOICES, query.topN])]
+            .sort((a, b) => a - b)
+            .map((n) => (
+              <option key={n} value={String(n)}>
+                {n}
+              </option>
+            ))}
+        </select>
+      </label>
+      <button type="submit" class={dirty ? "primary" : undefined}>
+        Apply
+      </button>
+      {(query.match || query.focusLabel) && (
+        <button type="button" onClick={() => update({ match: "", focusLabel: "" })}>
+          Reset
+        </button>
+      )}
+    </form>
+  );
+}
+
+/** An int64 bound means "no data" in Prometheus' head stats. */
+function validTime(ms: number | undefined): ms is number {
+  return ms !== undefined && Math.abs(ms) < 8.64e15;
+}
+
+function Explorer({
+  status,
+  query,
+  update,
+}: {
+  status: TsdbStatus;
+  query: CardinalityQuery;
+  update: (c: Partial<CardinalityQuery>) => void;
+}) {
+  const totalSeries = status.totalSeries ?? status.headStats?.numSeries ?? 0;
+  const totalPairs = status.totalLabelValuePairs ?? status.headStats?.numLabelPairs;
+  const metricNames = status.labelValueCountByLabelName.find((s) => s.name === "__name__")?.value;
+  const head = status.headStats;
+  const tiles: Tile[] = [{ label: query.match ? "Matching series" : "Series", value: formatCount(totalSeries) }];
+  if (totalPairs !== undefined) tiles.push({ label: "Label pairs", value: formatCount(totalPairs) });
+  if (metricNames !== undefined) tiles.push({ label: "Metric names", value: formatCount(metricNames) });
+  if (head && validTime(head.minTime) && validTime(head.maxTime)) {
+    tiles.push({ label: "Oldest sample", value: <span class="small-value">{formatDateTime(head.minTime)}</span> });
+    tiles.push({ label: "Newest sample", value: <span class="small-value">{formatDateTime(head.maxTime)}</span> });
+  }
+  const scope = [
+    query.date ? `on ${query.date} (UTC)` : "over all retained data",
+    query.match ? `matching ${query.match}` : "",
+  ]
+    .filter(Boolean)
+    .join(", ");
+  const narrow = (name: string, value: string) => update({ match: narrowSelector(query.match, name, value) });
+  const top = `Top ${query.topN}`;
+  return (
+    <>
+      <p class="muted">Series {scope}.</p>
+      <Tiles tiles={tiles} />
+      {query.focusLabel && (
+        <FocusValues status={status} query={query} totalSeries={totalSeries} narrow={narrow} />
+      )}
+      <div class="cardinality-grid">
+        <CardinalityTable
+          title="Metric names by series"
+          description={top}
+          nameHeader="Metric name"
+          valueHeader="Series"
+          stats={status.seriesCountByMetricName}
+          total={totalSeries}
+          testIds={{ row: "top-metric", name: "metric-name", value: "metric-series" }}
+          row={(s) => ({
+            name: s.name,
+            expr: metricSelector(s.name),
+            focus: { label: `Focus on metric ${s.name}`, apply: () => narrow("__name__", s.name) },
+          })}
+        />
+        {status.seriesCountByLabelName && (
+          <CardinalityTable
+            title="Label names by series"
+            description={top}
+            nameHeader="Label name"
+            valueHeader="Series"
+            stats={status.seriesCountByLabelName}
+            total={totalSeries}
+            row={(s) => labelRow(s.name, query.match, update)}
+          />
+        )}
+        <CardinalityTable
+          title="Label names by number of values"
+          description={top}
+          nameHeader="Label name"
+          valueHeader="Values"
+          stats={status.labelValueCountByLabelName}
+          row={(s) => labelRow(s.name, query.match, update)}
+        />
+        <CardinalityTable
+          title="Label pairs by series"
+          description={top}
+          nameHeader="Label pair"
+          valueHeader="Series"
+          stats={status.seriesCountByLabelValuePair}
+          total={totalSeries}
+          row={(s) => {
+            const [name, value] = splitPair(s.name);
+            return {
+              name: s.name,
+              expr: pairSelector(name, value),
+              focus: { label: `Focus on ${s.name}`, apply: () => narrow(name, value) },
+            };
+          }}
+        />
+      </div>
+    </>
+  );
+}
+
+/** A label name's row: the query counts series per value; focus makes it the focus label. */
+function labelRow(name: string, match: string, update: (c: Partial<CardinalityQuery>) => void) {
+  // The series that have the label (within the selector), counted per value.
+  const having = narrowSelector(match, name, "", "!=");
+  return {
+    name,
+    expr: `count by (${labelName(name)}) (${having})`,
+    focus: { label: `Focus on label ${name}`, apply: () => update({ focusLabel: name }) },
+  };
+}
+
+function FocusValues({
+  status,
+  query,
+  totalSeries,
+  narrow,
+}: {
+  status: TsdbStatus;
+  query: CardinalityQuery;
+  totalSeries: number;
+  narrow: (name: string, value: string) => void;
+}) {
+  const values = status.seriesCountByFocusLabelValue;
+  if (!values) {
+    return (
+      <div class="info">
+        This server does not report series per value of a focus label (<code>seriesCountByFocusLabelValue</code>); the
+        label pairs below include those of <code>{query.focusLabel}</code>.
+      </div>
+    );
+  }
+  const label = query.focusLabel;
+  return (
+    <CardinalityTable
+      title={`Values of ${label} by series`}
+      description={`Top ${query.topN}`}
+      nameHeader={label}
+      valueHeader="Series"
+      stats={values}
+      total={totalSeries}
+      row={(s) => ({
+        name: s.name,
+        expr: narrowSelector(query.match, label, s.name),
+        focus: { label: `Focus on ${label}="${s.name}"`, apply: () => narrow(label, s.name) },
+      })}
+    />
+  );
 }
