@@ -77,7 +77,9 @@ export function formatRelative(time: string | number | Date, now = Date.now()): 
   if (!t || t.getUTCFullYear() < 1971) return "never";
   const seconds = (now - t.getTime()) / 1000;
   if (Math.abs(seconds) < 1) return "just now";
-  return seconds > 0 ? `${formatDuration(seconds)} ago` : `in ${formatDuration(-seconds)}`;
+  // Whole seconds: the page is not re-rendered every millisecond anyway.
+  const d = formatDuration(Math.round(Math.abs(seconds)));
+  return seconds > 0 ? `${d} ago` : `in ${d}`;
 }
 
 function pad(n: number, width = 2): string {

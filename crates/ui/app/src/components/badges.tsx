@@ -5,7 +5,7 @@ export type Tone = "ok" | "bad" | "warn" | "neutral" | "info";
 
 export function Badge({ tone = "neutral", children, title }: { tone?: Tone; children: ComponentChildren; title?: string }) {
   return (
-    <span class={`badge ${tone}`} title={title}>
+    <span class={`badge tone-${tone}`} title={title}>
       {children}
     </span>
   );

@@ -51,7 +51,7 @@ export function StateFilter<S extends string>({
           <button
             key={s}
             type="button"
-            class={`chip ${s}${on ? " on" : ""}`}
+            class={`chip${on ? " on" : ""}`}
             aria-pressed={on}
             onClick={() => onChange(on ? (selected.filter((x) => x !== s) as S[]) : ([...selected, s] as S[]))}
           >
