@@ -86,7 +86,7 @@ function ActiveAlerts({ alerts, states, search }: { alerts: Alert[]; states: str
 
 function AlertTable({ alerts }: { alerts: Alert[] }) {
   return (
-    <table>
+    <table class="stack">
       <thead>
         <tr>
           <th>Labels</th>
@@ -98,11 +98,11 @@ function AlertTable({ alerts }: { alerts: Alert[] }) {
       <tbody>
         {alerts.map((a, i) => (
           <tr key={i} data-testid="alert">
-            <td>
+            <td data-label="Labels">
               <LabelBadges labels={a.labels} />
               {a.annotations.summary && <div class="muted annotation">{a.annotations.summary}</div>}
             </td>
-            <td>
+            <td data-label="State">
               <StateBadge state={a.state} />
               {a.keepFiringSince && (
                 <div class="muted" title={formatIso(a.keepFiringSince)}>
@@ -110,7 +110,7 @@ function AlertTable({ alerts }: { alerts: Alert[] }) {
                 </div>
               )}
             </td>
-            <td class="nowrap" title={a.activeAt ? formatIso(a.activeAt) : undefined}>
+            <td class="nowrap" data-label="Active since" title={a.activeAt ? formatIso(a.activeAt) : undefined}>
               {a.activeAt ? (
                 <>
                   {formatRelative(a.activeAt)}
@@ -120,7 +120,7 @@ function AlertTable({ alerts }: { alerts: Alert[] }) {
                 "–"
               )}
             </td>
-            <td class="num mono">{formatSampleValue(a.value)}</td>
+            <td class="num mono" data-label="Value">{formatSampleValue(a.value)}</td>
           </tr>
         ))}
       </tbody>

@@ -95,7 +95,7 @@ function Groups({ groups, matches }: { groups: RuleGroup[]; matches: (r: Rule) =
                 </Badge>
               </span>
             </div>
-            <table class="rules-table">
+            <table class="rules-table stack">
               <thead>
                 <tr>
                   <th>Rule</th>
@@ -120,7 +120,7 @@ function Groups({ groups, matches }: { groups: RuleGroup[]; matches: (r: Rule) =
 function RuleRow({ rule }: { rule: Rule }) {
   return (
     <tr data-testid="rule">
-      <td class="rule-cell">
+      <td class="rule-cell" data-label="Rule">
         <div class="rule-title">
           <Badge tone="info">{rule.type === "alerting" ? "alert" : "record"}</Badge>
           {rule.type === "alerting" ? (
@@ -141,14 +141,14 @@ function RuleRow({ rule }: { rule: Rule }) {
         )}
         {rule.labels && Object.keys(rule.labels).length > 0 && <LabelBadges labels={rule.labels} />}
       </td>
-      <td>
+      <td data-label="Health">
         <StateBadge state={rule.health} />
         {rule.lastError && <div class="error-text">{rule.lastError}</div>}
       </td>
-      <td class="nowrap" title={formatIso(rule.lastEvaluation)}>
+      <td class="nowrap" data-label="Last evaluation" title={formatIso(rule.lastEvaluation)}>
         {formatRelative(rule.lastEvaluation)}
       </td>
-      <td class="num">{formatDuration(rule.evaluationTime)}</td>
+      <td class="num" data-label="Duration">{formatDuration(rule.evaluationTime)}</td>
     </tr>
   );
 }
