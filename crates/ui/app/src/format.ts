@@ -123,3 +123,20 @@ export function formatSampleValue(value: string): string {
   if (value.trim() === "" || !Number.isFinite(n)) return value;
   return Math.abs(n) >= 1e15 || (n !== 0 && Math.abs(n) < 1e-6) ? n.toExponential(3) : String(+n.toPrecision(6));
 }
+
+/** A camelCase API field for people: "maintenanceCpuSeconds" → "Maintenance CPU seconds". */
+export function titleOfKey(key: string): string {
+  const words = key
+    .replace(/_/g, " ")
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .toLowerCase()
+    .replace(/\b(cpu|wal|id|url|http|api)\b/g, (w) => w.toUpperCase());
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** A counter named by an API field, in the unit its name says (…Bytes, …Seconds). */
+export function formatByKey(key: string, value: number): string {
+  if (/bytes$/i.test(key)) return formatBytes(value);
+  if (/seconds$/i.test(key)) return formatDuration(value);
+  return formatCount(value);
+}
