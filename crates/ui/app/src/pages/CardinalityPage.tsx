@@ -171,9 +171,18 @@ function Explorer({
     .join(", ");
   const narrow = (name: string, value: string) => update({ match: narrowSelector(query.match, name, value) });
   const top = `Top ${query.topN}`;
+  // A server that knows VictoriaMetrics' parameters answers with its totals;
+  // without them, the selector was most likely not applied.
+  const unfiltered = query.match !== "" && status.totalSeries === undefined;
   return (
     <>
       <p class="muted">Series {scope}.</p>
+      {unfiltered && (
+        <div class="warning">
+          This server's answer has no <code>totalSeries</code>, the sign of a server that does not take a series
+          selector (<code>match[]</code>): the figures may be for all series.
+        </div>
+      )}
       <Tiles tiles={tiles} />
       {query.focusLabel && (
         <FocusValues status={status} query={query} totalSeries={totalSeries} narrow={narrow} />

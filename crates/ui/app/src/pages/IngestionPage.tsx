@@ -25,18 +25,14 @@ interface IngestionStatus {
 /** The wire protocols' names as their users know them; others show as the server names them. */
 const PROTOCOL_NAMES: Record<string, string> = {
   remote_write: "Prometheus remote write",
-  influx_line: "InfluxDB line protocol",
+  remote_write_2: "Prometheus remote write 2.0",
   influx: "InfluxDB line protocol",
   opentsdb: "OpenTSDB",
-  opentsdb_http: "OpenTSDB (HTTP)",
   graphite: "Graphite",
+  prometheus_text: "Import, Prometheus text",
+  json_lines: "Import, JSON lines",
+  csv: "Import, CSV",
   otlp: "OpenTelemetry (OTLP)",
-  import: "Import",
-  prometheus_import: "Import (Prometheus text)",
-  json_import: "Import (JSON lines)",
-  csv_import: "Import (CSV)",
-  scrape: "Scrape",
-  rules: "Recording rules",
 };
 
 const sum = (counts: Record<string, number>) => Object.values(counts ?? {}).reduce((a, b) => a + b, 0);

@@ -23,7 +23,8 @@ interface StorageStats {
   flushes: number;
   maintenanceCpuSeconds: number;
   samplesRejected: Record<string, number>;
-  objectStore: Record<string, number> | null;
+  /** Counters of the bucket, some of them per request kind. */
+  objectStore: Record<string, number | Record<string, number>> | null;
 }
 
 interface StorageStatus {
@@ -111,13 +112,30 @@ function Totals({ status }: { status: StorageStatus }) {
             </div>
             <div class="card-body">
               <KeyValueTable
-                rows={Object.entries(t.objectStore).map(([k, v]) => [titleOfKey(k), typeof v === "number" ? formatByKey(k, v) : String(v)])}
+                rows={Object.entries(t.objectStore).map(([k, v]) => [titleOfKey(k), <Counter name={k} value={v} />])}
               />
             </div>
           </section>
         )}
       </div>
       {status.tenants.length > 0 && <Tenants tenants={status.tenants} />}
+    </>
+  );
+}
+
+/** A counter, or counters by kind ("get 12 · put 3"). */
+function Counter({ name, value }: { name: string; value: number | Record<string, number> }) {
+  if (typeof value === "number") return <>{formatByKey(name, value)}</>;
+  const entries = Object.entries(value);
+  if (entries.length === 0) return <span class="muted">none</span>;
+  return (
+    <>
+      {entries.map(([kind, n], i) => (
+        <span key={kind}>
+          {i > 0 && " · "}
+          <span class="muted">{kind}</span> {formatByKey(name, n)}
+        </span>
+      ))}
     </>
   );
 }
