@@ -24,17 +24,19 @@ export function Tiles({ tiles }: { tiles: Tile[] }) {
 /** A two-column table of names and values. */
 export function KeyValueTable({ rows, caption }: { rows: [ComponentChildren, ComponentChildren][]; caption?: string }) {
   return (
-    <table class="kv">
-      {caption && <caption>{caption}</caption>}
-      <tbody>
-        {rows.map(([k, v], i) => (
-          <tr key={i}>
-            <th scope="row">{k}</th>
-            <td>{v}</td>
-          </tr>
-        ))}
-      </tbody>
-    </table>
+    <div class="scroll-x">
+      <table class="kv">
+        {caption && <caption>{caption}</caption>}
+        <tbody>
+          {rows.map(([k, v], i) => (
+            <tr key={i}>
+              <th scope="row">{k}</th>
+              <td>{v}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
   );
 }
 

@@ -5,7 +5,7 @@ import { useEffect, useState } from "preact/hooks";
 import type { PageProps } from "../main";
 import { useApi } from "../components/useApi";
 import { Fetching } from "../components/Fetching";
-import { PageHeader } from "../components/controls";
+import { Empty, PageHeader } from "../components/controls";
 import { Tiles, type Tile } from "../components/tables";
 import { setSearchParams } from "../components/urlState";
 import { formatCount, formatDateTime, utcDate } from "../format";
@@ -170,7 +170,6 @@ function Explorer({
     .filter(Boolean)
     .join(", ");
   const narrow = (name: string, value: string) => update({ match: narrowSelector(query.match, name, value) });
-  const top = `Top ${query.topN}`;
   // A server that knows VictoriaMetrics' parameters answers with its totals;
   // without them, the selector was most likely not applied.
   const unfiltered = query.match !== "" && status.totalSeries === undefined;
@@ -184,6 +183,36 @@ function Explorer({
         </div>
       )}
       <Tiles tiles={tiles} />
+      {totalSeries === 0 && status.seriesCountByMetricName.length === 0 ? (
+        <Empty>
+          No series {scope}.{" "}
+          {query.match || query.date
+            ? "Widen the day or the selector."
+            : "Once data arrives (remote write, scrapes, imports: see the ingestion page), its series show here."}
+        </Empty>
+      ) : (
+        <Lists status={status} query={query} update={update} totalSeries={totalSeries} narrow={narrow} />
+      )}
+    </>
+  );
+}
+
+function Lists({
+  status,
+  query,
+  update,
+  totalSeries,
+  narrow,
+}: {
+  status: TsdbStatus;
+  query: CardinalityQuery;
+  update: (c: Partial<CardinalityQuery>) => void;
+  totalSeries: number;
+  narrow: (name: string, value: string) => void;
+}) {
+  const top = `Top ${query.topN}`;
+  return (
+    <>
       {query.focusLabel && (
         <FocusValues status={status} query={query} totalSeries={totalSeries} narrow={narrow} />
       )}

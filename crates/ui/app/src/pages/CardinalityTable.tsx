@@ -48,55 +48,57 @@ export function CardinalityTable({
           <Empty>Nothing in this range.</Empty>
         </div>
       ) : (
-        <table>
-          <thead>
-            <tr>
-              <th>{nameHeader}</th>
-              <th class="num">{valueHeader}</th>
-              {total !== undefined && <th>Share of all series</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {stats.map((stat) => {
-              const r = row(stat);
-              return (
-                <tr key={r.name} data-testid={testIds?.row}>
-                  <td>
-                    <span class="stat-name">
-                      <span data-testid={testIds?.name}>
-                        <QueryLink expr={r.expr} class="mono">
-                          {r.name}
-                        </QueryLink>
-                      </span>
-                      {r.focus && (
-                        <button
-                          type="button"
-                          class="icon-button"
-                          title={r.focus.label}
-                          aria-label={r.focus.label}
-                          onClick={r.focus.apply}
-                        >
-                          focus
-                        </button>
-                      )}
-                    </span>
-                  </td>
-                  <td class="num" data-testid={testIds?.value} data-value={stat.value}>
-                    {formatCount(stat.value)}
-                  </td>
-                  {total !== undefined && (
+        <div class="scroll-x">
+          <table>
+            <thead>
+              <tr>
+                <th>{nameHeader}</th>
+                <th class="num">{valueHeader}</th>
+                {total !== undefined && <th>Share of all series</th>}
+              </tr>
+            </thead>
+            <tbody>
+              {stats.map((stat) => {
+                const r = row(stat);
+                return (
+                  <tr key={r.name} data-testid={testIds?.row}>
                     <td>
-                      <span class="share">
-                        <ShareBar part={stat.value} total={total} />
-                        {formatPercent(stat.value, total)}
+                      <span class="stat-name">
+                        <span data-testid={testIds?.name}>
+                          <QueryLink expr={r.expr} class="mono">
+                            {r.name}
+                          </QueryLink>
+                        </span>
+                        {r.focus && (
+                          <button
+                            type="button"
+                            class="icon-button"
+                            title={r.focus.label}
+                            aria-label={r.focus.label}
+                            onClick={r.focus.apply}
+                          >
+                            focus
+                          </button>
+                        )}
                       </span>
                     </td>
-                  )}
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+                    <td class="num" data-testid={testIds?.value} data-value={stat.value}>
+                      {formatCount(stat.value)}
+                    </td>
+                    {total !== undefined && (
+                      <td>
+                        <span class="share">
+                          <ShareBar part={stat.value} total={total} />
+                          {formatPercent(stat.value, total)}
+                        </span>
+                      </td>
+                    )}
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
       )}
     </section>
   );

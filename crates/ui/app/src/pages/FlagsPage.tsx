@@ -28,22 +28,24 @@ export function FlagsPage({ location }: PageProps) {
           if (shown.length === 0) return <Empty>No flag matches “{search}”.</Empty>;
           return (
             <section class="card">
-              <table class="flags-table">
-                <thead>
-                  <tr>
-                    <th>Flag</th>
-                    <th>Value</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {shown.map(([name, value]) => (
-                    <tr key={name} data-testid="flag">
-                      <td class="mono">--{name}</td>
-                      <td class="mono">{value === "" ? <span class="muted">(empty)</span> : value}</td>
+              <div class="scroll-x">
+                <table class="flags-table">
+                  <thead>
+                    <tr>
+                      <th>Flag</th>
+                      <th>Value</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
+                  </thead>
+                  <tbody>
+                    {shown.map(([name, value]) => (
+                      <tr key={name} data-testid="flag">
+                        <td class="mono">--{name}</td>
+                        <td class="mono">{value === "" ? <span class="muted">(empty)</span> : value}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
             </section>
           );
         }}

@@ -51,7 +51,7 @@ export function NoRules({ kind }: { kind: "alerting rules" | "rules" }) {
   return (
     <Empty>
       No {kind} are loaded. Rules come from the files listed under <code>rule_files</code> in the file given with{" "}
-      <code>--config.file</code>; see the <a href="https://prometheus.io/docs/prometheus/latest/configuration/alerting_rules/">
+      <code>--config.file</code>; see the <a href="https://prometheus.io/docs/prometheus/latest/configuration/recording_rules/" target="_blank" rel="noreferrer">
         rule file format
       </a>
       .

@@ -147,40 +147,42 @@ function Tenants({ tenants }: { tenants: StorageStatus["tenants"] }) {
         <h2>Tenants</h2>
         <span class="muted">{tenants.length}</span>
       </div>
-      <table>
-        <thead>
-          <tr>
-            <th>Tenant</th>
-            <th class="num">Active series</th>
-            <th class="num">Samples ingested</th>
-            <th class="num">Rejected</th>
-            <th class="num">On disk</th>
-            <th class="num">WAL</th>
-            <th class="num">Parts</th>
-            <th class="num">Partitions</th>
-            <th class="num">Bytes / sample</th>
-          </tr>
-        </thead>
-        <tbody>
-          {[...tenants]
-            .sort((a, b) => b.activeSeries - a.activeSeries)
-            .map((t) => (
-              <tr key={t.tenant} data-testid="tenant">
-                <td class="mono">{t.tenant}</td>
-                <td class="num">{formatCount(t.activeSeries)}</td>
-                <td class="num">{formatCount(t.samplesIngested)}</td>
-                <td class="num">{formatCount(sum(t.samplesRejected ?? {}))}</td>
-                <td class="num">{formatBytes(t.storageBytes)}</td>
-                <td class="num">{formatBytes(t.walBytes)}</td>
-                <td class="num">{formatCount(t.parts)}</td>
-                <td class="num">{formatCount(t.partitions)}</td>
-                <td class="num" title="Bytes on disk per sample ingested since start (a rough compression figure)">
-                  {t.samplesIngested > 0 ? formatNumber(t.storageBytes / t.samplesIngested) : "–"}
-                </td>
-              </tr>
-            ))}
-        </tbody>
-      </table>
+      <div class="scroll-x">
+        <table>
+          <thead>
+            <tr>
+              <th>Tenant</th>
+              <th class="num">Active series</th>
+              <th class="num">Samples ingested</th>
+              <th class="num">Rejected</th>
+              <th class="num">On disk</th>
+              <th class="num">WAL</th>
+              <th class="num">Parts</th>
+              <th class="num">Partitions</th>
+              <th class="num">Bytes / sample</th>
+            </tr>
+          </thead>
+          <tbody>
+            {[...tenants]
+              .sort((a, b) => b.activeSeries - a.activeSeries)
+              .map((t) => (
+                <tr key={t.tenant} data-testid="tenant">
+                  <td class="mono">{t.tenant}</td>
+                  <td class="num">{formatCount(t.activeSeries)}</td>
+                  <td class="num">{formatCount(t.samplesIngested)}</td>
+                  <td class="num">{formatCount(sum(t.samplesRejected ?? {}))}</td>
+                  <td class="num">{formatBytes(t.storageBytes)}</td>
+                  <td class="num">{formatBytes(t.walBytes)}</td>
+                  <td class="num">{formatCount(t.parts)}</td>
+                  <td class="num">{formatCount(t.partitions)}</td>
+                  <td class="num" title="Bytes on disk per sample ingested since start (a rough compression figure)">
+                    {t.samplesIngested > 0 ? formatNumber(t.storageBytes / t.samplesIngested) : "–"}
+                  </td>
+                </tr>
+              ))}
+          </tbody>
+        </table>
+      </div>
     </section>
   );
 }
