@@ -12,7 +12,8 @@ export interface Fetched<T> {
   reload: () => void;
 }
 
-export function useApi<T>(path: string, params: Params = {}): Fetched<T> {
+/** `path` null fetches nothing (a request that the page does not need now). */
+export function useApi<T>(path: string | null, params: Params = {}): Fetched<T> {
   const key = JSON.stringify([path, params]);
   const [state, setState] = useState<{ answer?: Answer<T>; error?: Error; loading: boolean }>({ loading: true });
   const [generation, setGeneration] = useState(0);
@@ -21,6 +22,10 @@ export function useApi<T>(path: string, params: Params = {}): Fetched<T> {
   paramsRef.current = params;
 
   useEffect(() => {
+    if (path === null) {
+      setState({ loading: false });
+      return;
+    }
     const abort = new AbortController();
     setState((s) => ({ ...s, loading: true }));
     call<T>(path, paramsRef.current, { signal: abort.signal }).then(

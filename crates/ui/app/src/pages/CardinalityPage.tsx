@@ -36,19 +36,24 @@ export function CardinalityPage({ location }: PageProps) {
     });
   };
   // `limit` is Prometheus' name of the list length, `topN` VictoriaMetrics'.
-  const fetched = useApi<TsdbStatus>("api/v1/status/tsdb", {
+  const params = {
     limit: query.topN,
     topN: query.topN,
-    date: query.date || undefined,
     "match[]": query.match || undefined,
     focusLabel: query.focusLabel || undefined,
-  });
+  };
+  const fetched = useApi<TsdbStatus>("api/v1/status/tsdb", { ...params, date: query.date || undefined });
+  // For one day, the day before too: what grew is what to look at (as vmui does).
+  const dayBefore = query.date ? previousDay(query.date) : "";
+  const before = useApi<TsdbStatus>(dayBefore ? "api/v1/status/tsdb" : null, { ...params, date: dayBefore });
   return (
     <div data-testid="page-cardinality">
       <PageHeader title="Cardinality" loading={fetched.loading} onRefresh={fetched.reload} />
       <Controls query={query} update={update} />
       <Fetching fetched={fetched} what="the cardinality statistics">
-        {(status) => <Explorer status={status} query={query} update={update} />}
+        {(status) => (
+          <Explorer status={status} before={before.answer?.data} query={query} update={update} />
+        )}
       </Fetching>
     </div>
   );
@@ -143,12 +148,20 @@ function validTime(ms: number | undefined): ms is number {
   return ms !== undefined && Math.abs(ms) < 8.64e15;
 }
 
+/** The UTC day before a YYYY-MM-DD day. */
+function previousDay(date: string): string {
+  const t = Date.parse(`${date}T00:00:00Z`);
+  return Number.isNaN(t) ? "" : utcDate(-1, new Date(t));
+}
+
 function Explorer({
   status,
+  before,
   query,
   update,
 }: {
   status: TsdbStatus;
+  before?: TsdbStatus;
   query: CardinalityQuery;
   update: (c: Partial<CardinalityQuery>) => void;
 }) {
@@ -191,7 +204,14 @@ function Explorer({
             : "Once data arrives (remote write, scrapes, imports: see the ingestion page), its series show here."}
         </Empty>
       ) : (
-        <Lists status={status} query={query} update={update} totalSeries={totalSeries} narrow={narrow} />
+        <Lists
+          status={status}
+          before={before}
+          query={query}
+          update={update}
+          totalSeries={totalSeries}
+          narrow={narrow}
+        />
       )}
     </>
   );
@@ -199,12 +219,14 @@ function Explorer({
 
 function Lists({
   status,
+  before,
   query,
   update,
   totalSeries,
   narrow,
 }: {
   status: TsdbStatus;
+  before?: TsdbStatus;
   query: CardinalityQuery;
   update: (c: Partial<CardinalityQuery>) => void;
   totalSeries: number;
@@ -223,6 +245,8 @@ function Lists({
           nameHeader="Metric name"
           valueHeader="Series"
           stats={status.seriesCountByMetricName}
+          previous={before?.seriesCountByMetricName}
+          limit={query.topN}
           total={totalSeries}
           testIds={{ row: "top-metric", name: "metric-name", value: "metric-series" }}
           row={(s) => ({
@@ -238,6 +262,8 @@ function Lists({
             nameHeader="Label name"
             valueHeader="Series"
             stats={status.seriesCountByLabelName}
+            previous={before?.seriesCountByLabelName}
+            limit={query.topN}
             total={totalSeries}
             row={(s) => labelRow(s.name, query.match, update)}
           />
@@ -248,6 +274,8 @@ function Lists({
           nameHeader="Label name"
           valueHeader="Values"
           stats={status.labelValueCountByLabelName}
+          previous={before?.labelValueCountByLabelName}
+          limit={query.topN}
           row={(s) => labelRow(s.name, query.match, update)}
         />
         <CardinalityTable
@@ -256,6 +284,8 @@ function Lists({
           nameHeader="Label pair"
           valueHeader="Series"
           stats={status.seriesCountByLabelValuePair}
+          previous={before?.seriesCountByLabelValuePair}
+          limit={query.topN}
           total={totalSeries}
           row={(s) => {
             const [name, value] = splitPair(s.name);

@@ -22,6 +22,8 @@ export function CardinalityTable({
   nameHeader,
   valueHeader,
   stats,
+  previous,
+  limit = Infinity,
   row,
   total,
   testIds,
@@ -31,6 +33,10 @@ export function CardinalityTable({
   nameHeader: string;
   valueHeader: string;
   stats: Stat[];
+  /** The same list for the day before, for a change column. */
+  previous?: Stat[];
+  /** The length the lists were cut to: a shorter list is complete. */
+  limit?: number;
   row: (stat: Stat) => StatRow;
   /** The count shares are of; no share column without one. */
   total?: number;
@@ -54,6 +60,7 @@ export function CardinalityTable({
               <tr>
                 <th>{nameHeader}</th>
                 <th class="num">{valueHeader}</th>
+                {previous && <th class="num">vs day before</th>}
                 {total !== undefined && <th>Share of all series</th>}
               </tr>
             </thead>
@@ -85,6 +92,15 @@ export function CardinalityTable({
                     <td class="num" data-testid={testIds?.value} data-value={stat.value}>
                       {formatCount(stat.value)}
                     </td>
+                    {previous && (
+                      <td class="num">
+                        <Change
+                          now={stat.value}
+                          // Missing from a complete list: none that day.
+                          before={previous.find((p) => p.name === stat.name)?.value ?? (previous.length < limit ? 0 : undefined)}
+                        />
+                      </td>
+                    )}
                     {total !== undefined && (
                       <td>
                         <span class="share">
@@ -101,5 +117,18 @@ export function CardinalityTable({
         </div>
       )}
     </section>
+  );
+}
+
+/** The change from the day before; a name outside that day's top list has no figure. */
+function Change({ now, before }: { now: number; before?: number }) {
+  if (before === undefined) return <span class="muted" title="Not in the day before's top list">–</span>;
+  const d = now - before;
+  if (d === 0) return <span class="muted">0</span>;
+  return (
+    <span class={d > 0 ? "change-up" : "change-down"} title={`${formatCount(before)} the day before`}>
+      {d > 0 ? "+" : "−"}
+      {formatCount(Math.abs(d))}
+    </span>
   );
 }
