@@ -1,7 +1,6 @@
 // The cardinality explorer (`/cardinality`, Prometheus' `/tsdb-status`):
 // what holds the series, from `api/v1/status/tsdb`, narrowed by day, by a
 // series selector and by a focus label, as VictoriaMetrics' vmui does.
-import { useEffect, useState } from "preact/hooks";
 import type { PageProps } from "../main";
 import { useApi } from "../components/useApi";
 import { Fetching } from "../components/Fetching";
@@ -11,7 +10,8 @@ import { setSearchParams } from "../components/urlState";
 import { formatCount, formatDateTime, utcDate } from "../format";
 import { labelName, metricSelector, narrowSelector, pairSelector, splitPair } from "../selectors";
 import { CardinalityTable } from "./CardinalityTable";
-import { DEFAULT_TOP_N, TOP_N_CHOICES, type CardinalityQuery, type TsdbStatus } from "./cardinalityTypes";
+import { CardinalityControls } from "./CardinalityControls";
+import { DEFAULT_TOP_N, type CardinalityQuery, type TsdbStatus } from "./cardinalityTypes";
 import "../components/ui.css";
 
 function readQuery(search: URLSearchParams): CardinalityQuery {
@@ -49,97 +49,13 @@ export function CardinalityPage({ location }: PageProps) {
   return (
     <div data-testid="page-cardinality">
       <PageHeader title="Cardinality" loading={fetched.loading} onRefresh={fetched.reload} />
-      <Controls query={query} update={update} />
+      <CardinalityControls query={query} update={update} />
       <Fetching fetched={fetched} what="the cardinality statistics">
         {(status) => (
           <Explorer status={status} before={before.answer?.data} query={query} update={update} />
         )}
       </Fetching>
     </div>
-  );
-}
-
-/** The day, the selector, the focus label and the list length. */
-function Controls({ query, update }: { query: CardinalityQuery; update: (c: Partial<CardinalityQuery>) => void }) {
-  // Typed text applies on Enter or "Apply", not on every keystroke.
-  const [match, setMatch] = useState(query.match);
-  const [focus, setFocus] = useState(query.focusLabel);
-  useEffect(() => setMatch(query.match), [query.match]);
-  useEffect(() => setFocus(query.focusLabel), [query.focusLabel]);
-  const dirty = match.trim() !== query.match || focus.trim() !== query.focusLabel;
-  return (
-    <form
-      class="toolbar cardinality-controls"
-      onSubmit={(e) => {
-        e.preventDefault();
-        update({ match: match.trim(), focusLabel: focus.trim() });
-      }}
-    >
-      <label>
-        Day (UTC)
-        <input
-          type="date"
-          value={query.date}
-          max={utcDate()}
-          onChange={(e) => update({ date: (e.target as HTMLInputElement).value })}
-        />
-      </label>
-      <span class="chips">
-        <button type="button" class={`chip${query.date === utcDate() ? " on" : ""}`} onClick={() => update({ date: utcDate() })}>
-          Today
-        </button>
-        <button type="button" class={`chip${query.date === "" ? " on" : ""}`} onClick={() => update({ date: "" })}>
-          All time
-        </button>
-      </span>
-      <label class="grow">
-        Series selector
-        <input
-          type="text"
-          class="mono search"
-          name="match"
-          placeholder='e.g. {job="node"}'
-          spellcheck={false}
-          autocomplete="off"
-          value={match}
-          onInput={(e) => setMatch((e.target as HTMLInputElement).value)}
-        />
-      </label>
-      <label>
-        Focus label
-        <input
-          type="text"
-          class="mono"
-          name="focusLabel"
-          placeholder="e.g. instance"
-          spellcheck={false}
-          autocomplete="off"
-          size={14}
-          value={focus}
-          onInput={(e) => setFocus((e.target as HTMLInputElement).value)}
-        />
-      </label>
-      <label>
-        Top
-        <select value={String(query.topN)} onChange={(e) => update({ topN: Number((e.target as HTMLSelectElement).value) })}>
-          {[...new Set([...TOP_N_CHOICES, query.topN])]
-            .sort((a, b) => a - b)
-            .map((n) => (
-              <option key={n} value={String(n)}>
-                {n}
-              </option>
-            ))}
-        </select>
-      </label>
-      <button type="submit" class={dirty ? "primary" : undefined}>
-        Apply
-      </button>
-      {(query.match || query.focusLabel) && (
-        <button type="button" onClick={() => update({ match: "", focusLabel: "" })}>
-          Reset
-        </button>
-      )}
-    </form>
   );
 }
 
