@@ -47,8 +47,8 @@ const RUNTIME_FIELDS: Record<string, Field> = {
   },
   lastConfigTime: { title: "Last successful configuration reload", show: moment },
   corruptionCount: { title: "WAL corruptions", show: (v) => formatCount(Number(v)) },
-  goroutineCount: { title: "Threads", show: (v) => formatCount(Number(v)) },
-  GOMAXPROCS: { title: "CPUs used", show: (v) => formatCount(Number(v)) },
+  goroutineCount: { title: "OS threads", show: (v) => formatCount(Number(v)) },
+  GOMAXPROCS: { title: "CPUs available", show: (v) => formatCount(Number(v)) },
   GOMEMLIMIT: {
     title: "Memory limit",
     // MaxInt64 means no limit.

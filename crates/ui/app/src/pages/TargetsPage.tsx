@@ -42,6 +42,14 @@ export function TargetsPage({ location }: PageProps) {
     pools.reload();
     targets.reload();
   };
+  // The configured pools, and any a target names (should the pool list fail).
+  const poolNames = [
+    ...new Set([
+      ...(pools.answer?.data.scrapePools ?? []),
+      ...(targets.answer?.data.activeTargets.map((t) => t.scrapePool) ?? []),
+      ...(pool ? [pool] : []),
+    ]),
+  ];
   return (
     <div data-testid="page-targets">
       <PageHeader title="Targets" loading={pools.loading || targets.loading} onRefresh={reload} />
@@ -50,7 +58,7 @@ export function TargetsPage({ location }: PageProps) {
           Pool
           <select value={pool} onChange={(e) => setSearchParams(location, { pool: (e.target as HTMLSelectElement).value })}>
             <option value="">All pools</option>
-            {(pools.answer?.data.scrapePools ?? (pool ? [pool] : [])).map((p) => (
+            {poolNames.map((p) => (
               <option key={p} value={p}>
                 {p}
               </option>
