@@ -48,11 +48,19 @@ export function CardinalityPage({ location }: PageProps) {
   const before = useApi<TsdbStatus>(dayBefore ? "api/v1/status/tsdb" : null, { ...params, date: dayBefore });
   return (
     <div data-testid="page-cardinality">
-      <PageHeader title="Cardinality" loading={fetched.loading} onRefresh={fetched.reload} />
+      <PageHeader
+        title="Cardinality"
+        loading={fetched.loading}
+        onRefresh={() => {
+          fetched.reload();
+          before.reload();
+        }}
+      />
       <CardinalityControls query={query} update={update} />
       <Fetching fetched={fetched} what="the cardinality statistics">
         {(status) => (
-          <Explorer status={status} before={before.answer?.data} query={query} update={update} />
+          // The day before's lists only once they are for the day shown.
+          <Explorer status={status} before={before.loading ? undefined : before.answer?.data} query={query} update={update} />
         )}
       </Fetching>
     </div>
