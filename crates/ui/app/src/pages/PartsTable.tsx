@@ -59,7 +59,7 @@ export function PartsTable({ parts }: { parts: Part[] }) {
                   <td class="num">{p.bytes !== undefined ? formatBytes(p.bytes) : "–"}</td>
                   <td class="num">{p.bytes !== undefined && samples ? formatNumber(p.bytes / samples) : "–"}</td>
                   <td>{p.inMemory ? <Badge tone="warn">in memory</Badge> : <Badge tone="ok">on disk</Badge>}</td>
-                  <td class="mono muted small">{p.ulid}</td>
+                  <td class="mono muted small nowrap">{p.ulid}</td>
                 </tr>
               );
             })}
