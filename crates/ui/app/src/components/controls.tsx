@@ -1,7 +1,7 @@
 // Inputs shared by the pages: a search box, toggle chips for states, a copy
 // button, a page header with a refresh button.
 import type { ComponentChildren } from "preact";
-import { useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 
 export function SearchInput({
   value,
@@ -99,26 +99,57 @@ function legacyCopy(text: string): boolean {
   }
 }
 
-/** A page's title line: the title, an optional note, and a refresh button. */
+const AUTO_REFRESH_SECONDS = [0, 5, 15, 30, 60] as const;
+
+/**
+ * A page's title line: the title, an optional note, a refresh button and,
+ * for pages that watch something (targets, alerts), an automatic refresh.
+ */
 export function PageHeader({
   title,
   loading,
   onRefresh,
+  autoRefresh,
   children,
 }: {
   title: string;
   loading?: boolean;
   onRefresh?: () => void;
+  autoRefresh?: boolean;
   children?: ComponentChildren;
 }) {
+  const [every, setEvery] = useState(0);
+  // The latest callback, so the timer does not restart on every render.
+  const refresh = useRef(onRefresh);
+  refresh.current = onRefresh;
+  useEffect(() => {
+    if (!every) return;
+    const timer = setInterval(() => refresh.current?.(), every * 1000);
+    return () => clearInterval(timer);
+  }, [every]);
   return (
     <div class="page-header">
       <h1>{title}</h1>
       {children}
       {onRefresh && (
-        <button type="button" class="refresh" onClick={onRefresh} disabled={loading} aria-label={`Refresh ${title}`}>
-          {loading ? "Loading…" : "↻ Refresh"}
-        </button>
+        <span class="refresh">
+          {autoRefresh && (
+            <select
+              aria-label="Refresh automatically"
+              value={String(every)}
+              onChange={(e) => setEvery(Number((e.target as HTMLSelectElement).value))}
+            >
+              {AUTO_REFRESH_SECONDS.map((s) => (
+                <option key={s} value={String(s)}>
+                  {s === 0 ? "Auto-refresh off" : `Every ${s}s`}
+                </option>
+              ))}
+            </select>
+          )}
+          <button type="button" onClick={onRefresh} disabled={loading} aria-busy={loading} aria-label={`Refresh ${title}`}>
+            ↻ Refresh
+          </button>
+        </span>
       )}
     </div>
   );

@@ -23,7 +23,7 @@ export function AlertsPage({ location }: PageProps) {
   };
   return (
     <div data-testid="page-alerts">
-      <PageHeader title="Alerts" loading={rules.loading || alerts.loading} onRefresh={reload} />
+      <PageHeader title="Alerts" loading={rules.loading || alerts.loading} onRefresh={reload} autoRefresh />
       <Fetching fetched={rules} what="the alerting rules">
         {(data) => {
           const counts = countStates(data.groups.flatMap((g) => g.rules));

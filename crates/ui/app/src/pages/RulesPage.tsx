@@ -21,7 +21,7 @@ export function RulesPage({ location }: PageProps) {
   const fetched = useApi<RulesResult>("api/v1/rules");
   return (
     <div data-testid="page-rules">
-      <PageHeader title="Rules" loading={fetched.loading} onRefresh={fetched.reload} />
+      <PageHeader title="Rules" loading={fetched.loading} onRefresh={fetched.reload} autoRefresh />
       <Fetching fetched={fetched} what="the rules">
         {({ groups }) => {
           const all = groups.flatMap((g) => g.rules);

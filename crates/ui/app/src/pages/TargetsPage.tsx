@@ -52,7 +52,7 @@ export function TargetsPage({ location }: PageProps) {
   ];
   return (
     <div data-testid="page-targets">
-      <PageHeader title="Targets" loading={pools.loading || targets.loading} onRefresh={reload} />
+      <PageHeader title="Targets" loading={pools.loading || targets.loading} onRefresh={reload} autoRefresh />
       <div class="toolbar">
         <label>
           Pool
