@@ -100,7 +100,7 @@ function AlertTable({ alerts }: { alerts: Alert[] }) {
           <tr key={i} data-testid="alert">
             <td data-label="Labels">
               <LabelBadges labels={a.labels} />
-              {a.annotations.summary && <div class="muted annotation">{a.annotations.summary}</div>}
+              {a.annotations?.summary && <div class="muted annotation">{a.annotations.summary}</div>}
             </td>
             <td data-label="State">
               <StateBadge state={a.state} />

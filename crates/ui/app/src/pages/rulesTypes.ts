@@ -5,7 +5,8 @@ export type RuleHealth = "ok" | "err" | "unknown";
 
 export interface Alert {
   labels: Record<string, string>;
-  annotations: Record<string, string>;
+  /** Prometheus always sends them; other servers may not. */
+  annotations?: Record<string, string>;
   state: AlertState;
   /** RFC 3339. */
   activeAt?: string;
