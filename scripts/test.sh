@@ -36,6 +36,18 @@ if ! command -v prometheus-node-exporter >/dev/null 2>&1 || ! command -v prometh
     apt-get install -y -qq --no-install-recommends prometheus-node-exporter prometheus-alertmanager
 fi
 
+# Debian's Chromium and chromedriver run the web UI's browser tests
+# (tests/ui_browser.rs; with CI set, they fail rather than skip when missing).
+if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends chromium chromium-driver
+fi
+
+# The web UI's build output (crates/ui/dist) is committed so that building
+# cairn needs no Node.js; it must be what its source builds to.
+scripts/build-ui.sh --check
+
 # vmctl (Debian's victoria-metrics package) is the real migration client of
 # tests/vmctl.rs, which also needs promtool (prometheus package) and script(1);
 # with CI set, that test fails rather than skips when they are missing.

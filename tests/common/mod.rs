@@ -10,6 +10,7 @@ pub mod netns;
 pub mod peers;
 pub mod raw_read;
 pub mod seaweedfs;
+pub mod webdriver;
 
 use std::collections::BTreeMap;
 use std::fs::File;
