@@ -3,8 +3,9 @@
 //! without console errors at `/`, `/prometheus` and a route prefix, and
 //! behind a reverse proxy that adds a path; a typed query completes metric
 //! names, shows the right values in the table and draws one line per series;
-//! a bad query shows the API's error text; the cardinality page lists the top
-//! metrics. Screenshots of every page go to `target/ui-screenshots/`.
+//! a bad query shows the API's error text, which is Prometheus 3.14's; the
+//! cardinality page lists the top metrics of a `match[]` focus. Screenshots
+//! of every page go to `target/ui-screenshots/`.
 //!
 //! Skipped, saying so, when Chromium or chromedriver is not installed
 //! (`scripts/test.sh` installs them); under CI that fails.
@@ -14,6 +15,7 @@ mod ui;
 
 use std::time::Duration;
 
+use common::peers::{Prometheus, prometheus_3};
 use common::webdriver::{Browser, available};
 use common::*;
 use serde_json::json;
@@ -149,6 +151,12 @@ fn query_page(browser: &Browser, fixture: &Fixture) {
         Duration::from_secs(10),
     );
     assert_eq!(shown.as_str().unwrap().trim(), expected);
+    // ... and that text is Prometheus 3.14's, word for word.
+    if let Some(bin) = prometheus_3() {
+        let prometheus = Prometheus::start(&bin, "global:\n  scrape_interval: 1m\n", &[]);
+        let theirs = Client::new(prometheus.url()).get_query("/api/v1/query", &[("query", bad)]);
+        assert_eq!(theirs.json()["error"].as_str().unwrap(), expected);
+    }
     browser.screenshot(&screenshot_path("query-error"));
     // The failed request is the one console entry (Chromium logs the 400).
     let errors = browser.console_errors();
