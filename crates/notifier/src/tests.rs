@@ -118,7 +118,10 @@ async fn alerts_get_external_labels_and_relabelling_then_reach_each_alertmanager
     assert_eq!((to_a.sent, to_a.errors, to_a.dropped), (1, 0, 0));
     let latency = to_a.latency.as_ref().expect("a latency summary after a send");
     assert_eq!(latency.count, 1);
-    assert_eq!(latency.quantiles.iter().map(|q| q.0).collect::<Vec<_>>(), [0.5, 0.9, 0.99]);
+    assert_eq!(
+        latency.quantiles.iter().map(|q| q.0).collect::<Vec<_>>(),
+        [0.5, 0.9, 0.99]
+    );
     assert!(latency.quantiles.iter().all(|q| q.1 >= 0.0));
     n.stop().await;
 }

@@ -27,10 +27,10 @@ pub struct ScrapeMetrics {
     pub(crate) sample_out_of_bounds: AtomicU64,
     pub(crate) cache_flush_forced: AtomicU64,
     /// By the job's interval in Go's notation (`15s`, `1m0s`).
-    interval_length: Mutex<BTreeMap<String, Arc<WindowedSummary>>>,
-    reload_length: Mutex<BTreeMap<String, Arc<WindowedSummary>>>,
+    pub(crate) interval_length: Mutex<BTreeMap<String, Arc<WindowedSummary>>>,
+    pub(crate) reload_length: Mutex<BTreeMap<String, Arc<WindowedSummary>>>,
     /// By job; a pool's entry goes with the pool.
-    pools: Mutex<BTreeMap<String, Arc<PoolCounters>>>,
+    pub(crate) pools: Mutex<BTreeMap<String, Arc<PoolCounters>>>,
     /// File and HTTP service discovery failures, every job's together.
     pub(crate) discovery: Arc<DiscoveryCounters>,
 }

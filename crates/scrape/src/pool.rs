@@ -199,7 +199,9 @@ impl ScrapePool {
         inc(&self.metrics.pool_reloads);
         let started = std::time::Instant::now();
         let client = build_client(&job.http).inspect_err(|_| inc(&self.metrics.pool_reloads_failed))?;
-        self.counters.target_limit.store(job.target_limit as u64, Ordering::Relaxed);
+        self.counters
+            .target_limit
+            .store(job.target_limit as u64, Ordering::Relaxed);
         let reuse = self.job.cache_reusable(&job);
         self.job = job;
         self.client = client;

@@ -175,7 +175,12 @@ pub fn render_scrape(e: &mut Exposition, m: &ScrapeMetricsSnapshot) {
         "scrape_job",
         m.pools.iter().map(|p| (p.job.as_str(), &p.sync_length)),
     );
-    type PoolFamily = (&'static str, &'static str, &'static str, fn(&cairn_scrape::PoolMetrics) -> u64);
+    type PoolFamily = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&cairn_scrape::PoolMetrics) -> u64,
+    );
     let per_pool: [PoolFamily; 4] = [
         (
             "prometheus_target_scrape_pool_sync_total",
@@ -249,7 +254,11 @@ pub fn render_rules(e: &mut Exposition, m: &RuleMetrics) {
         "How long rule evaluations took.",
         "summary",
     )
-    .summary("prometheus_rule_evaluation_duration_seconds", &[], &m.evaluation_duration);
+    .summary(
+        "prometheus_rule_evaluation_duration_seconds",
+        &[],
+        &m.evaluation_duration,
+    );
     e.family(
         "prometheus_rule_group_duration_seconds",
         "How long rule group iterations took.",
@@ -318,12 +327,9 @@ pub fn render_rules(e: &mut Exposition, m: &RuleMetrics) {
             "gauge",
             |g| g.last_rule_duration_sum_seconds,
         ),
-        (
-            "prometheus_rule_group_rules",
-            "Rules in the group.",
-            "gauge",
-            |g| g.rules as f64,
-        ),
+        ("prometheus_rule_group_rules", "Rules in the group.", "gauge", |g| {
+            g.rules as f64
+        }),
         (
             "prometheus_rule_group_last_restore_duration_seconds",
             "How long the group's restore of alert state took.",
@@ -359,7 +365,12 @@ pub fn render_notifier(e: &mut Exposition, n: &NotifierFigures) {
         ams.iter()
             .filter_map(|(url, (s, _))| s.latency.as_ref().map(|l| (url.as_str(), l))),
     );
-    type AmFamily = (&'static str, &'static str, &'static str, fn(&AlertmanagerStats, usize) -> f64);
+    type AmFamily = (
+        &'static str,
+        &'static str,
+        &'static str,
+        fn(&AlertmanagerStats, usize) -> f64,
+    );
     let families: [AmFamily; 4] = [
         (
             "prometheus_notifications_errors_total",
