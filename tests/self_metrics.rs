@@ -298,7 +298,8 @@ fn self_metrics_match_prometheus() {
         parse(&body)
     };
     // A few evaluation cycles: alert state restored, the alert sent (and
-    // failed) once, intervals between scrapes measured.
+    // failed) once, intervals between scrapes measured (from the second
+    // scrape on, which may come almost two intervals after the start).
     let deadline = Instant::now() + Duration::from_secs(40);
     let ready = |m: &BTreeMap<String, Family>| {
         let iterations = m
@@ -309,7 +310,16 @@ fn self_metrics_match_prometheus() {
             .get("prometheus_notifications_errors_total")
             .and_then(|f| f.samples.values().next().copied())
             .unwrap_or(0.0);
-        iterations >= 5.0 && errors >= 1.0
+        let intervals = m
+            .get("prometheus_target_interval_length_seconds")
+            .and_then(|f| {
+                f.samples
+                    .iter()
+                    .find(|((n, _), _)| n.ends_with("_count"))
+                    .map(|(_, v)| *v)
+            })
+            .unwrap_or(0.0);
+        iterations >= 5.0 && errors >= 1.0 && intervals >= 2.0
     };
     let (want, got) = loop {
         let (want, got) = (fetch(&prom.url()), fetch(&cairn.url()));
