@@ -2,6 +2,8 @@
 
 use std::fmt::Write;
 
+use cairn_model::summary::SummarySnapshot;
+
 /// `Content-Type` of the text format.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -38,6 +40,19 @@ impl Exposition {
     /// A family with a single unlabelled sample.
     pub fn single(&mut self, name: &str, help: &str, kind: &str, value: f64) -> &mut Self {
         self.family(name, help, kind).sample(name, &[], value)
+    }
+
+    /// One summary series: a line per quantile (label `quantile` after
+    /// `labels`), then `_sum` and `_count`.
+    pub fn summary(&mut self, name: &str, labels: &[(&str, &str)], s: &SummarySnapshot) -> &mut Self {
+        for (q, v) in &s.quantiles {
+            let q = cairn_model::go_float::format_f(*q);
+            let mut with_quantile: Vec<(&str, &str)> = labels.to_vec();
+            with_quantile.push(("quantile", &q));
+            self.sample(name, &with_quantile, *v);
+        }
+        self.sample(&format!("{name}_sum"), labels, s.sum);
+        self.sample(&format!("{name}_count"), labels, s.count as f64)
     }
 
     pub fn finish(self) -> String {
@@ -89,6 +104,27 @@ mod tests {
              # TYPE x_total counter\n\
              x_total{a=\"q\\\"b\\\\c\\nd\",b=\"\"} 1\n\
              x_total +Inf\n"
+        );
+    }
+
+    #[test]
+    fn writes_summaries_as_the_text_format_does() {
+        let mut e = Exposition::new();
+        let s = SummarySnapshot {
+            count: 3,
+            sum: 0.75,
+            quantiles: vec![(0.5, 0.25), (0.99, f64::NAN)],
+        };
+        e.family("d_seconds", "Durations.", "summary")
+            .summary("d_seconds", &[("job", "a")], &s);
+        assert_eq!(
+            e.finish(),
+            "# HELP d_seconds Durations.\n\
+             # TYPE d_seconds summary\n\
+             d_seconds{job=\"a\",quantile=\"0.5\"} 0.25\n\
+             d_seconds{job=\"a\",quantile=\"0.99\"} NaN\n\
+             d_seconds_sum{job=\"a\"} 0.75\n\
+             d_seconds_count{job=\"a\"} 3\n"
         );
     }
 }

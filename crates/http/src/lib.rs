@@ -66,7 +66,7 @@ pub use exposition::Exposition;
 pub use limits::{Limits, LimitsState, TenantLimits};
 pub use metadata::{MetadataEntry, MetadataStore};
 pub use metrics::HttpMetrics;
-pub use monitoring::{Monitoring, RuleFilter};
+pub use monitoring::{Monitoring, ReloadStatus, RuleFilter};
 pub use params::{
     MAX_TIME, MIN_TIME, Params, format_build_date, format_duration, format_rfc3339, invalid_param, limit_param,
     parse_bool, parse_date, parse_duration, parse_time, read_body, read_options, time_param, time_range,

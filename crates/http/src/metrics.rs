@@ -461,6 +461,9 @@ pub async fn metrics_handler(State(state): State<AppState>, caller: Option<Exten
             n as f64,
         );
     }
+    if let Some(m) = state.monitoring() {
+        m.render_metrics(&mut e);
+    }
     process::render(&mut e);
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], e.finish()).into_response()
 }

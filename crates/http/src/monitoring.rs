@@ -7,6 +7,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -15,7 +16,9 @@ use cairn_model::Matcher;
 use cairn_protocols::MetricMetadata;
 use serde_json::{Value, json};
 
-use crate::{ApiError, AppState, Params, Success, empty, invalid_param, parse_match_params, parse_selector};
+use crate::{
+    ApiError, AppState, Exposition, Params, Success, empty, invalid_param, parse_match_params, parse_selector,
+};
 
 /// Scraping, rules and notifications as the API shows them.
 pub trait Monitoring: Send + Sync {
@@ -38,6 +41,21 @@ pub trait Monitoring: Send + Sync {
     /// Reads the configuration file again and applies it, or keeps the
     /// running configuration and says why not.
     fn reload(&self) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'static>>;
+    /// How the last (re)load of the configuration went.
+    fn reload_status(&self) -> ReloadStatus;
+    /// Prometheus' own metrics of configuration reloads, scraping, rules
+    /// and notifications, for `/metrics`.
+    fn render_metrics(&self, e: &mut Exposition);
+}
+
+/// The outcome of the last configuration (re)load, as Prometheus' runtime
+/// information and `prometheus_config_last_reload_*` report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReloadStatus {
+    /// Whether the last attempt applied the file.
+    pub successful: bool,
+    /// When a load last succeeded.
+    pub last_success: SystemTime,
 }
 
 /// What `/api/v1/rules` asks for.

@@ -59,15 +59,23 @@ struct RuntimeInfo {
 /// `GET /api/v1/status/runtimeinfo`.
 pub async fn runtime_info(State(state): State<AppState>) -> Success<impl Serialize> {
     let started = format_rfc3339(state.started());
+    // Without a configuration file, the start is the only configuration load.
+    let (reload_config_success, last_config_time) = match state.monitoring() {
+        Some(m) => {
+            let r = m.reload_status();
+            (r.successful, format_rfc3339(r.last_success))
+        }
+        None => (true, started.clone()),
+    };
     Success::new(RuntimeInfo {
-        start_time: started.clone(),
+        start_time: started,
         cwd: std::env::current_dir()
             .map(|d| d.display().to_string())
             .unwrap_or_default(),
         hostname: hostname(),
         server_time: format_rfc3339(std::time::SystemTime::now()),
-        reload_config_success: true,
-        last_config_time: started,
+        reload_config_success,
+        last_config_time,
         corruption_count: 0,
         goroutine_count: thread_count(),
         gomaxprocs: std::thread::available_parallelism().map_or(1, |n| n.get()),

@@ -9,6 +9,7 @@ pub mod histogram;
 mod labels;
 mod matcher;
 mod sample;
+pub mod summary;
 pub mod text_cache;
 
 pub use encoded_labels::{EncodedLabels, LabelsBuf};

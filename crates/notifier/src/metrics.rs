@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use cairn_model::summary::{QUANTILES_3, SummarySnapshot, WindowedSummary};
 use parking_lot::Mutex;
 
 /// What was delivered to one Alertmanager since start.
@@ -18,11 +19,14 @@ pub struct AlertmanagerStats {
     /// Requests that succeeded and their total latency.
     pub requests: u64,
     pub latency_seconds_sum: f64,
+    /// The latency of successful requests, once there was one.
+    pub latency: Option<SummarySnapshot>,
 }
 
 #[derive(Debug, Default)]
 pub(crate) struct Metrics {
     by_url: Mutex<BTreeMap<String, AlertmanagerStats>>,
+    latency: Mutex<BTreeMap<String, WindowedSummary>>,
 }
 
 impl Metrics {
@@ -32,6 +36,12 @@ impl Metrics {
         s.sent += alerts;
         s.requests += 1;
         s.latency_seconds_sum += latency.as_secs_f64();
+        drop(m);
+        self.latency
+            .lock()
+            .entry(url.to_string())
+            .or_insert_with(|| WindowedSummary::new(QUANTILES_3))
+            .observe(latency.as_secs_f64());
     }
 
     /// A failed request: its alerts count as errors and are dropped.
@@ -46,7 +56,17 @@ impl Metrics {
         self.by_url.lock().entry(url.to_string()).or_default().dropped += alerts;
     }
 
+    /// An Alertmanager no longer sent to: its figures go, as in Prometheus.
+    pub fn forget(&self, url: &str) {
+        self.by_url.lock().remove(url);
+        self.latency.lock().remove(url);
+    }
+
     pub fn snapshot(&self) -> BTreeMap<String, AlertmanagerStats> {
-        self.by_url.lock().clone()
+        let mut out = self.by_url.lock().clone();
+        for (url, summary) in self.latency.lock().iter() {
+            out.entry(url.clone()).or_default().latency = Some(summary.snapshot());
+        }
+        out
     }
 }

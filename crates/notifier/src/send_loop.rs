@@ -85,6 +85,7 @@ impl SendLoop {
             let left = std::mem::take(&mut *self.queue.lock()).len();
             self.metrics.dropped(&self.url, left as u64);
         }
+        self.metrics.forget(&self.url);
     }
 
     async fn run(self: Arc<Self>) {

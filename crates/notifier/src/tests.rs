@@ -114,7 +114,15 @@ async fn alerts_get_external_labels_and_relabelling_then_reach_each_alertmanager
     assert!(got_a.alerts()[0]["labels"].get("via").is_none());
 
     let stats = n.stats();
-    assert_eq!(stats[&format!("http://{a}/api/v2/alerts")].0.sent, 1);
+    let to_a = &stats[&format!("http://{a}/api/v2/alerts")].0;
+    assert_eq!((to_a.sent, to_a.errors, to_a.dropped), (1, 0, 0));
+    let latency = to_a.latency.as_ref().expect("a latency summary after a send");
+    assert_eq!(latency.count, 1);
+    assert_eq!(
+        latency.quantiles.iter().map(|q| q.0).collect::<Vec<_>>(),
+        [0.5, 0.9, 0.99]
+    );
+    assert!(latency.quantiles.iter().all(|q| q.1 >= 0.0));
     n.stop().await;
 }
 
@@ -159,7 +167,12 @@ async fn a_full_queue_drops_the_oldest_alerts() {
     let l = n.shared.state.lock().sets["config-0"].send_loop(&url).unwrap();
     l.add(&(0..5).map(|i| alert("A", &format!("h{i}"))).collect::<Vec<_>>());
     assert!(l.queue_len() <= 3);
-    eventually("the failed send to be counted", || n.stats()[&url].0.dropped >= 2).await;
+    assert!(n.stats()[&url].0.dropped >= 2, "two alerts beyond the capacity");
+    eventually("the failed send to be counted", || n.stats()[&url].0.errors >= 1).await;
+    let s = n.stats()[&url].0.clone();
+    assert_eq!(s.sent, 0);
+    assert_eq!(s.dropped, 2 + s.errors, "a failed send drops what it carried");
+    assert!(s.latency.is_none(), "only successful sends are timed");
     n.stop().await;
 }
 

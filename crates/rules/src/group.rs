@@ -12,6 +12,7 @@ use cairn_storage::{Appendable, Queryable, SelectHints, collect_samples};
 
 use crate::alert::{Alert, AlertNotifier, AlertState, NotifyAlert, ns_to_system_time};
 use crate::file::{GroupSpec, RuleKind, RuleSpec};
+use crate::metrics::{Durations, GroupCounters};
 use crate::template::{self, AlertData, QuerySample};
 
 /// How long resolved alerts are kept (and re-sent) after they resolve.
@@ -28,6 +29,8 @@ pub struct EvalEnv {
     pub resend_delay: Duration,
     pub outage_tolerance: Duration,
     pub for_grace_period: Duration,
+    /// The latency summaries every group feeds.
+    pub(crate) durations: Arc<Durations>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +77,8 @@ pub(crate) struct Group {
     pub should_restore: bool,
     /// Series of rules gone in a reload, to be marked stale at the next evaluation.
     pub stale_series: Vec<Labels>,
+    /// Kept by the group that replaces this one in a reload.
+    pub counters: Arc<GroupCounters>,
 }
 
 type QueryOutput = Vec<(Labels, SampleValue)>;
@@ -111,6 +116,7 @@ impl Group {
             last_eval_timestamp: None,
             should_restore,
             stale_series: Vec::new(),
+            counters: Arc::new(GroupCounters::new()),
         }
     }
 
@@ -130,10 +136,13 @@ impl Group {
         let query_ms = (ts - self.query_offset.as_nanos() as i64).div_euclid(1_000_000);
         let limit = self.spec.limit;
         let interval = self.interval;
+        let mut samples = 0;
+        let mut rule_duration_sum = Duration::ZERO;
         for i in 0..self.rules.len() {
             let rule_started = Instant::now();
             let rule_wall = SystemTime::now();
             let rule = &mut self.rules[i];
+            self.counters.evaluation();
             let result = match rule.spec.kind.clone() {
                 RuleKind::Record(name) => eval_recording(rule, &name, query_ms, limit, env),
                 RuleKind::Alert(name) => eval_alerting(rule, &name, ts, query_ms, limit, env),
@@ -143,26 +152,38 @@ impl Group {
                     tracing::warn!(group = %self.spec.name, rule = rule.spec.name(), err = %e, "evaluating rule failed");
                     rule.health = RuleHealth::Bad;
                     rule.last_error = Some(e);
+                    self.counters.evaluation_failed();
                 }
                 Ok(output) => {
                     rule.health = RuleHealth::Good;
                     rule.last_error = None;
+                    samples += output.len() as u64;
                     if matches!(rule.spec.kind, RuleKind::Alert(_)) {
                         send_alerts(rule, ts, interval, env);
                     }
-                    if let Err(e) = write_output(rule, output, query_ms, env) {
+                    if let Err(failure) = write_output(rule, output, query_ms, env) {
                         rule.health = RuleHealth::Bad;
-                        rule.last_error = Some(e);
+                        // As in Prometheus, a refused sample marks the rule
+                        // bad but only a failed commit counts as a failure.
+                        if let WriteFailure::Commit(_) = failure {
+                            self.counters.evaluation_failed();
+                        }
+                        rule.last_error = Some(failure.into_message());
                     }
                 }
             }
             rule.evaluation_time = rule_started.elapsed();
             rule.last_evaluation = Some(rule_wall);
+            rule_duration_sum += rule.evaluation_time;
+            env.durations.rule.observe(rule.evaluation_time.as_secs_f64());
         }
         self.cleanup_stale_series(query_ms, env);
         self.evaluation_time = started.elapsed();
         self.last_evaluation = Some(wall);
         self.last_eval_timestamp = Some(ts);
+        env.durations.group.observe(self.evaluation_time.as_secs_f64());
+        self.counters
+            .iteration(wall, self.evaluation_time, samples, rule_duration_sum);
     }
 
     fn cleanup_stale_series(&mut self, query_ms: i64, env: &EvalEnv) {
@@ -183,6 +204,12 @@ impl Group {
 
     /// Restores the `for` state of alerts from `ALERTS_FOR_STATE` after a restart (at `ts`, ns).
     pub fn restore_for_state(&mut self, ts: i64, env: &EvalEnv) {
+        let started = Instant::now();
+        self.restore_rules(ts, env);
+        self.counters.restored(started.elapsed());
+    }
+
+    fn restore_rules(&mut self, ts: i64, env: &EvalEnv) {
         self.should_restore = false;
         let maxt = ts.div_euclid(1_000_000);
         let mint = (ts - env.outage_tolerance.as_nanos() as i64).div_euclid(1_000_000);
@@ -255,6 +282,7 @@ impl Group {
 
     /// Prometheus' `CopyState`: a reloaded group keeps the state of the rules it shares with the old one.
     pub fn copy_state(&mut self, from: &mut Group) {
+        self.counters = from.counters.clone();
         self.evaluation_time = from.evaluation_time;
         self.last_evaluation = from.last_evaluation;
         self.last_eval_timestamp = from.last_eval_timestamp;
@@ -545,7 +573,23 @@ fn send_alerts(rule: &mut Rule, ts: i64, interval: Duration, env: &EvalEnv) {
 }
 
 /// Writes a rule's output and stale markers for the series it no longer produces.
-fn write_output(rule: &mut Rule, output: QueryOutput, t_ms: i64, env: &EvalEnv) -> Result<(), String> {
+/// Why a rule's output was not all written.
+enum WriteFailure {
+    /// Storage refused a sample; the others were written.
+    Sample(String),
+    /// Nothing was written.
+    Commit(String),
+}
+
+impl WriteFailure {
+    fn into_message(self) -> String {
+        match self {
+            WriteFailure::Sample(m) | WriteFailure::Commit(m) => m,
+        }
+    }
+}
+
+fn write_output(rule: &mut Rule, output: QueryOutput, t_ms: i64, env: &EvalEnv) -> Result<(), WriteFailure> {
     let mut app = env.appendable.appender();
     let mut returned = HashSet::with_capacity(output.len());
     let mut first_error = None;
@@ -571,10 +615,10 @@ fn write_output(rule: &mut Rule, output: QueryOutput, t_ms: i64, env: &EvalEnv) 
             tracing::warn!(err = %e, "adding stale sample failed");
         }
     }
-    app.commit().map_err(|e| e.to_string())?;
+    app.commit().map_err(|e| WriteFailure::Commit(e.to_string()))?;
     rule.previous_series = returned;
     match first_error {
-        Some(e) => Err(e),
+        Some(e) => Err(WriteFailure::Sample(e)),
         None => Ok(()),
     }
 }

@@ -8,6 +8,7 @@ mod alert;
 mod file;
 mod group;
 mod manager;
+mod metrics;
 mod status;
 pub mod template;
 mod unit_test;
@@ -19,5 +20,6 @@ pub use file::{
 };
 pub use group::RuleHealth;
 pub use manager::{RuleManager, RuleManagerOptions, RulesConfig};
+pub use metrics::{GroupMetrics, RuleMetrics};
 pub use status::{AlertStatus, GroupStatus, RuleStatus, alerts_json, rfc3339_nano, rules_json};
 pub use unit_test::{RuleTestReport, run_rule_tests};

@@ -15,6 +15,7 @@ use parking_lot::Mutex;
 use crate::alert::{AlertNotifier, system_time_to_ns};
 use crate::file::load_rule_file;
 use crate::group::{EvalEnv, Group};
+use crate::metrics::{Durations, GroupCounters, GroupMetrics, RuleMetrics};
 use crate::status::{GroupStatus, group_status};
 
 /// What the manager is built with (fixed for its life).
@@ -67,12 +68,19 @@ pub struct RulesConfig {
 struct RunningGroup {
     group: Mutex<Group>,
     status: Mutex<GroupStatus>,
+    /// The group's counters, read without waiting for an evaluation.
+    counters: Arc<GroupCounters>,
+    interval: Duration,
+    rules: usize,
 }
 
 impl RunningGroup {
     fn new(group: Group) -> Self {
         let status = Mutex::new(group_status(&group));
         Self {
+            counters: group.counters.clone(),
+            interval: group.interval,
+            rules: group.rules.len(),
             group: Mutex::new(group),
             status,
         }
@@ -123,13 +131,16 @@ struct State {
 pub struct RuleManager {
     opts: RuleManagerOptions,
     state: Mutex<State>,
+    durations: Arc<Durations>,
 }
 
 impl RuleManager {
     pub fn new(opts: RuleManagerOptions) -> Self {
-        let env = Arc::new(env_for(&opts, &RulesConfig::default()));
+        let durations = Arc::new(Durations::default());
+        let env = Arc::new(env_for(&opts, &RulesConfig::default(), &durations));
         Self {
             opts,
+            durations,
             state: Mutex::new(State {
                 groups: BTreeMap::new(),
                 env,
@@ -160,7 +171,7 @@ impl RuleManager {
         let env_changed =
             state.config.external_labels != config.external_labels || state.config.external_url != config.external_url;
         let env = if env_changed || state.groups.is_empty() {
-            Arc::new(env_for(&self.opts, &config))
+            Arc::new(env_for(&self.opts, &config, &self.durations))
         } else {
             state.env.clone()
         };
@@ -292,6 +303,26 @@ impl RuleManager {
         handles.iter().map(|g| g.status.lock().clone()).collect()
     }
 
+    /// Prometheus' `prometheus_rule_*` figures: every loaded group's (a
+    /// removed group's are gone) and the evaluation latency summaries.
+    pub fn metrics(&self) -> RuleMetrics {
+        let groups = self
+            .state
+            .lock()
+            .groups
+            .iter()
+            .map(|((file, name), h)| {
+                let g = &h.group;
+                g.counters.snapshot(file, name, g.interval, g.rules)
+            })
+            .collect::<Vec<GroupMetrics>>();
+        RuleMetrics {
+            groups,
+            evaluation_duration: self.durations.rule.snapshot(),
+            group_duration: self.durations.group.snapshot(),
+        }
+    }
+
     /// The active (pending and firing) alerts of every alerting rule.
     pub fn alerts(&self) -> Vec<crate::status::AlertStatus> {
         self.groups()
@@ -334,7 +365,7 @@ fn written_since(queryable: &dyn Queryable, series: &cairn_model::Labels, t_ms: 
     })
 }
 
-fn env_for(opts: &RuleManagerOptions, config: &RulesConfig) -> EvalEnv {
+fn env_for(opts: &RuleManagerOptions, config: &RulesConfig, durations: &Arc<Durations>) -> EvalEnv {
     EvalEnv {
         engine: opts.engine.clone(),
         queryable: opts.queryable.clone(),
@@ -345,6 +376,7 @@ fn env_for(opts: &RuleManagerOptions, config: &RulesConfig) -> EvalEnv {
         resend_delay: opts.resend_delay,
         outage_tolerance: opts.outage_tolerance,
         for_grace_period: opts.for_grace_period,
+        durations: durations.clone(),
     }
 }
 
@@ -377,11 +409,35 @@ async fn run_group(group: Arc<RunningGroup>, env: Arc<EvalEnv>, stop: Arc<Atomic
         let restore_after = iterations == 1;
         let _ = tokio::task::spawn_blocking(move || g.eval(ts, &e, restore_after)).await;
         iterations += 1;
-        let now = system_time_to_ns(SystemTime::now());
-        let missed = ((now - next) / interval - 1).max(0);
-        if missed > 0 {
-            tracing::warn!(missed, "rule group missed evaluations");
-        }
-        next += (missed + 1) * interval;
+        next = next_slot(&group.counters, next, interval, system_time_to_ns(SystemTime::now()));
+    }
+}
+
+/// The slot after an iteration scheduled at `slot` (ns) that ended at `now`:
+/// slots that passed meanwhile are skipped and counted as missed.
+fn next_slot(counters: &GroupCounters, slot: i64, interval: i64, now: i64) -> i64 {
+    let missed = ((now - slot) / interval - 1).max(0);
+    if missed > 0 {
+        tracing::warn!(missed, "rule group missed evaluations");
+        counters.missed(missed as u64);
+    }
+    slot + (missed + 1) * interval
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrunning_iteration_counts_missed_slots() {
+        let c = GroupCounters::new();
+        let s = 1_000_000_000;
+        // On time: the next slot follows, nothing missed.
+        assert_eq!(next_slot(&c, 10 * s, s, 10 * s + s / 2), 11 * s);
+        // Ran 3.5 intervals: slots 11 and 12 are skipped, 13 runs late at once.
+        assert_eq!(next_slot(&c, 10 * s, s, 13 * s + s / 2), 13 * s);
+        let m = c.snapshot("f", "g", Duration::from_secs(1), 0);
+        assert_eq!(m.iterations_missed_total, 2);
+        assert_eq!(m.iterations_total, 2, "missed slots count as scheduled iterations");
     }
 }

@@ -26,6 +26,13 @@ pub(crate) struct AppendCounts {
     pub added: usize,
     /// Series new to the cache in this scrape.
     pub series_added: usize,
+    /// Samples refused as a second value of a series at one time.
+    pub duplicates: usize,
+    /// Samples refused for being too far in the future.
+    pub out_of_bounds: usize,
+    pub sample_limit_hit: bool,
+    pub bucket_limit_hit: bool,
+    pub label_limit_hit: bool,
 }
 
 /// The label set a scraped series is stored under, or `None` when metric
@@ -244,13 +251,17 @@ fn append_samples(
                 if job.legacy_name_validation && !legacy_valid(&lset) {
                     return Err(format!("invalid metric name or label names: {lset}"));
                 }
-                check_label_limits(&lset, job)?;
+                if let Err(e) = check_label_limits(&lset, job) {
+                    counts.label_limit_hit = true;
+                    return Err(e);
+                }
                 (Arc::new(lset), false, false)
             }
         };
         let added = if already && own_t.is_none() {
             // The same series twice in one scrape: Prometheus refuses the
             // second as a duplicate sample and carries on.
+            counts.duplicates += 1;
             false
         } else {
             // As Prometheus' appender chain: the histogram's schema and
@@ -270,6 +281,7 @@ fn append_samples(
                         sample_limit_hit = true;
                         false
                     } else if t > now_ms + MAX_AHEAD_MS {
+                        counts.out_of_bounds += 1;
                         false
                     } else {
                         let result = match value {
@@ -293,6 +305,8 @@ fn append_samples(
         }
         counts.added += 1;
     }
+    counts.sample_limit_hit = sample_limit_hit;
+    counts.bucket_limit_hit = bucket_limit_hit;
     if sample_limit_hit {
         return Err("sample limit exceeded".into());
     }

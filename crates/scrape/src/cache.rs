@@ -93,6 +93,9 @@ const METADATA_KEEP_SCRAPES: u64 = 10;
 pub(crate) struct ScrapeCache {
     pub iter: u64,
     successful_count: usize,
+    /// Flushes forced since the loop last took the count (a cache grown
+    /// through failing scrapes).
+    pub forced_flushes: u64,
     pub series: ByExposed<CacheEntry>,
     pub dropped: ByExposed<u64>,
     /// Series appended without an own timestamp in this scrape and the last.
@@ -165,7 +168,9 @@ impl ScrapeCache {
             self.successful_count = count;
             true
         } else {
-            count > self.successful_count * 2 + 1000
+            let forced = count > self.successful_count * 2 + 1000;
+            self.forced_flushes += u64::from(forced);
+            forced
         };
         if flush {
             let iter = self.iter;

@@ -11,6 +11,7 @@ pub mod discovery;
 mod exposition;
 mod from_config;
 mod manager;
+mod metrics;
 mod pool;
 mod scrape_loop;
 pub mod settings;
@@ -19,6 +20,7 @@ pub mod target;
 
 pub use from_config::{http_settings, jobs_of, sd_configs};
 pub use manager::{ScrapeManager, ScrapeOptions, offset_seed};
+pub use metrics::{DiscoveryCounters, PoolMetrics, ScrapeMetrics, ScrapeMetricsSnapshot, go_duration};
 pub use settings::{JobSettings, Relabeling};
 pub use status::{GlobalUrlOptions, global_url, go_time_json};
 pub use target::{FamilyMetadata, Health, ScrapeStatus, Target};

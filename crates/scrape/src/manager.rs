@@ -10,6 +10,7 @@ use tokio::sync::{Mutex, watch};
 use tokio::task::JoinHandle;
 
 use crate::discovery::{DiscoveryManager, DiscoveryOptions, SdConfig};
+use crate::metrics::{ScrapeMetrics, ScrapeMetricsSnapshot, inc};
 use crate::pool::{PoolView, ScrapePool};
 use crate::settings::JobSettings;
 use crate::target::Target;
@@ -51,17 +52,29 @@ pub struct ScrapeManager {
     pools: Mutex<BTreeMap<String, PoolEntry>>,
     views: RwLock<BTreeMap<String, Arc<RwLock<PoolView>>>>,
     shutdown: watch::Sender<bool>,
+    metrics: Arc<ScrapeMetrics>,
 }
 
 impl ScrapeManager {
     pub fn new(storage: Arc<dyn Appendable>, options: ScrapeOptions) -> Self {
+        let metrics = Arc::new(ScrapeMetrics {
+            discovery: options.discovery.counters.clone(),
+            ..ScrapeMetrics::default()
+        });
         Self {
             storage,
             options,
             pools: Mutex::new(BTreeMap::new()),
             views: RwLock::new(BTreeMap::new()),
             shutdown: watch::channel(false).0,
+            metrics,
         }
+    }
+
+    /// Prometheus' `prometheus_target_*` figures (and the scrape side's
+    /// `prometheus_sd_*`): counters since start, the running pools'.
+    pub fn metrics(&self) -> ScrapeMetricsSnapshot {
+        self.metrics.snapshot()
     }
 
     /// Makes `jobs` the scraped set: new jobs start, removed ones stop (their
@@ -105,12 +118,15 @@ impl ScrapeManager {
     }
 
     fn start_pool(&self, job: Arc<JobSettings>) -> Result<PoolEntry, String> {
+        inc(&self.metrics.scrape_pools);
         let mut pool = ScrapePool::new(
             job.clone(),
             self.storage.clone(),
             self.options.clone(),
             self.shutdown.subscribe(),
-        )?;
+            self.metrics.clone(),
+        )
+        .inspect_err(|_| inc(&self.metrics.scrape_pools_failed))?;
         let discovery = DiscoveryManager::start(&job.discovery, &self.options.discovery);
         let mut updates = discovery.subscribe();
         pool.sync(updates.borrow_and_update().clone());

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
+use std::sync::atomic::{AtomicI64, Ordering};
 
 use cairn_storage::Appendable;
 use parking_lot::{Mutex, RwLock};
@@ -12,6 +12,7 @@ use crate::cache::ScrapeCache;
 use crate::client::build_client;
 use crate::discovery::TargetGroup;
 use crate::manager::ScrapeOptions;
+use crate::metrics::{PoolCounters, ScrapeMetrics, inc};
 use crate::scrape_loop::{LoopContext, LoopHandle};
 use crate::settings::JobSettings;
 use crate::target::{Target, discovered_labels, target_labels};
@@ -42,6 +43,8 @@ pub(crate) struct ScrapePool {
     groups: Arc<Vec<TargetGroup>>,
     shutdown: tokio::sync::watch::Receiver<bool>,
     pub view: Arc<RwLock<PoolView>>,
+    metrics: Arc<ScrapeMetrics>,
+    counters: Arc<PoolCounters>,
 }
 
 impl ScrapePool {
@@ -50,9 +53,14 @@ impl ScrapePool {
         storage: Arc<dyn Appendable>,
         options: ScrapeOptions,
         shutdown: tokio::sync::watch::Receiver<bool>,
+        metrics: Arc<ScrapeMetrics>,
     ) -> Result<Self, String> {
         let client = build_client(&job.http)?;
+        let counters = metrics.pool(&job.job_name);
+        counters.target_limit.store(job.target_limit as u64, Ordering::Relaxed);
         Ok(Self {
+            metrics,
+            counters,
             job,
             client,
             storage,
@@ -68,7 +76,19 @@ impl ScrapePool {
     /// Turns groups into targets: starts loops for new targets, stops those of
     /// targets gone (they write staleness markers), keeps the others running.
     pub fn sync(&mut self, groups: Arc<Vec<TargetGroup>>) {
+        let started = std::time::Instant::now();
+        let discovered: usize = groups.iter().map(|g| g.targets.len()).sum();
+        self.counters.discovered.store(discovered as u64, Ordering::Relaxed);
+        let failures = self.sync_targets(groups);
+        self.counters.sync_failed.fetch_add(failures, Ordering::Relaxed);
+        self.counters.sync_length.observe(started.elapsed().as_secs_f64());
+        inc(&self.counters.syncs);
+    }
+
+    /// [`ScrapePool::sync`]'s work; returns the targets whose labels failed.
+    fn sync_targets(&mut self, groups: Arc<Vec<TargetGroup>>) -> u64 {
         self.groups = groups.clone();
+        let mut failures = 0;
         let job = self.job.clone();
         let keep_dropped = job.keep_dropped_targets;
         let mut dropped = Vec::new();
@@ -78,10 +98,13 @@ impl ScrapePool {
             for (i, t) in group.targets.iter().enumerate() {
                 let discovered = discovered_labels(&job, t, &group.labels);
                 match target_labels(&job, &discovered) {
-                    Err(e) => tracing::error!(
-                        scrape_pool = %job.job_name, err = %format!("instance {i} in group {}: {e}", group.source),
-                        "Creating target failed"
-                    ),
+                    Err(e) => {
+                        failures += 1;
+                        tracing::error!(
+                            scrape_pool = %job.job_name, err = %format!("instance {i} in group {}: {e}", group.source),
+                            "Creating target failed"
+                        )
+                    }
                     Ok(Some(labels)) => wanted.push(Arc::new(Target::new(&job, labels, discovered))),
                     Ok(None) => {
                         if keep_dropped == 0 || dropped.len() < keep_dropped {
@@ -120,6 +143,10 @@ impl ScrapePool {
         // The limit's verdict is set before new loops start, so that none
         // scrapes once when the pool is over it.
         let error = self.target_limit_error(active.len());
+        if error.is_some() {
+            inc(&self.metrics.exceeded_target_limit);
+        }
+        self.counters.targets.store(active.len() as u64, Ordering::Relaxed);
         for running in self.loops.values() {
             *running.handle.forced_error.lock() = error.clone();
         }
@@ -140,6 +167,7 @@ impl ScrapePool {
             dropped,
             dropped_count,
         };
+        failures
     }
 
     fn target_limit_error(&self, targets: usize) -> Option<String> {
@@ -159,6 +187,7 @@ impl ScrapePool {
             last_scrape_ms: last_scrape,
             forced_error: Arc::new(Mutex::new(forced_error)),
             shutdown: self.shutdown.clone(),
+            metrics: self.metrics.clone(),
         };
         LoopHandle::start(target, ctx, cache)
     }
@@ -167,7 +196,12 @@ impl ScrapePool {
     /// cache when only interval, timeout, sample limit or the HTTP client
     /// changed), then the targets are derived again from the last groups.
     pub async fn reload(&mut self, job: Arc<JobSettings>) -> Result<(), String> {
-        let client = build_client(&job.http)?;
+        inc(&self.metrics.pool_reloads);
+        let started = std::time::Instant::now();
+        let client = build_client(&job.http).inspect_err(|_| inc(&self.metrics.pool_reloads_failed))?;
+        self.counters
+            .target_limit
+            .store(job.target_limit as u64, Ordering::Relaxed);
         let reuse = self.job.cache_reusable(&job);
         self.job = job;
         self.client = client;
@@ -195,7 +229,8 @@ impl ScrapePool {
             self.loops.insert(hash, RunningLoop { target, handle });
         }
         let groups = self.groups.clone();
-        self.sync(groups);
+        self.sync_targets(groups);
+        self.metrics.observe_reload(self.job.scrape_interval, started.elapsed());
         Ok(())
     }
 
@@ -204,6 +239,7 @@ impl ScrapePool {
         for (_, running) in self.loops.drain() {
             running.handle.stop();
         }
+        self.metrics.remove_pool(&self.job.job_name);
         *self.view.write() = PoolView::default();
     }
 

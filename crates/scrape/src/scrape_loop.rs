@@ -14,10 +14,11 @@ use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::append::{append_empty, append_report, append_scraped, report_labels};
+use crate::append::{AppendCounts, append_empty, append_report, append_scraped, report_labels};
 use crate::cache::ScrapeCache;
 use crate::client::with_credentials;
 use crate::exposition::{parse_body, parse_options};
+use crate::metrics::{ScrapeMetrics, inc};
 use crate::settings::JobSettings;
 use crate::target::{Health, ScrapeStatus, Target};
 
@@ -51,6 +52,7 @@ pub(crate) struct LoopContext {
     pub forced_error: Arc<Mutex<Option<String>>>,
     /// Becomes true when the process stops (no staleness markers then).
     pub shutdown: watch::Receiver<bool>,
+    pub metrics: Arc<ScrapeMetrics>,
 }
 
 pub(crate) struct LoopHandle {
@@ -136,6 +138,8 @@ async fn run(
     let mut aligned = SystemTime::now();
     let tolerance = (interval / 100).min(TIMESTAMP_TOLERANCE);
     let mut last_scrape: Option<SystemTime> = None;
+    let interval_length = ctx.metrics.interval_length(interval);
+    let mut last_start: Option<Instant> = None;
     loop {
         if *signal.borrow() != Signal::Run {
             break;
@@ -148,6 +152,10 @@ async fn run(
             scrape_time = aligned;
         }
         let started = Instant::now();
+        if let Some(last) = last_start {
+            interval_length.observe(started.duration_since(last).as_secs_f64());
+        }
+        last_start = Some(started);
         // A forced error (target_limit exceeded) fails the scrape without a request.
         let forced = ctx.forced_error.lock().clone();
         let fetched = match &forced {
@@ -161,6 +169,7 @@ async fn run(
         let target2 = target.clone();
         let job = ctx.job.clone();
         let storage = ctx.storage.clone();
+        let metrics = ctx.metrics.clone();
         let processed = tokio::task::spawn_blocking(move || {
             let mut s = s;
             process(
@@ -168,6 +177,7 @@ async fn run(
                 &target2,
                 &job,
                 &*storage,
+                &metrics,
                 fetched,
                 forced,
                 scrape_time,
@@ -359,6 +369,7 @@ fn process(
     target: &Target,
     job: &JobSettings,
     storage: &dyn Appendable,
+    metrics: &ScrapeMetrics,
     fetched: Fetched,
     forced_error: Option<String>,
     scrape_time: SystemTime,
@@ -370,11 +381,14 @@ fn process(
     // The uncompressed body size; -1 when it was over body_size_limit.
     let body_bytes = match &fetched {
         Ok((body, _)) => body.len() as f64,
-        Err(e) if e == BODY_SIZE_LIMIT => -1.0,
+        Err(e) if e == BODY_SIZE_LIMIT => {
+            inc(&metrics.exceeded_body_size_limit);
+            -1.0
+        }
         Err(_) => 0.0,
     };
     let mut app = storage.appender();
-    let mut counts = Default::default();
+    let mut counts = AppendCounts::default();
     let mut scrape_error: Option<String> = None;
     let mut append_error: Option<String> = None;
     match (forced_error, fetched) {
@@ -452,7 +466,40 @@ fn process(
         app.rollback();
         return;
     }
-    if let Err(e) = app.commit() {
+    let report = app.commit();
+    count_append(metrics, &counts, report.as_ref().ok());
+    if std::mem::take(&mut state.cache.forced_flushes) > 0 {
+        inc(&metrics.cache_flush_forced);
+    }
+    if let Err(e) = report {
         tracing::error!(target = %target.url(), err = %e, "Scrape commit failed");
     }
+}
+
+/// What one scrape's append and commit add to the pool-wide counters.
+fn count_append(metrics: &ScrapeMetrics, counts: &AppendCounts, report: Option<&cairn_storage::CommitReport>) {
+    let add = |c: &std::sync::atomic::AtomicU64, n: u64| {
+        if n > 0 {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
+    };
+    add(&metrics.exceeded_sample_limit, u64::from(counts.sample_limit_hit));
+    add(&metrics.exceeded_bucket_limit, u64::from(counts.bucket_limit_hit));
+    add(&metrics.exceeded_label_limits, u64::from(counts.label_limit_hit));
+    add(&metrics.sample_duplicate, counts.duplicates as u64);
+    // Storage refuses samples outside the time it accepts (retention, too
+    // far ahead), Prometheus' out-of-bounds; it takes any order.
+    let refused = report.map_or(0, |r| {
+        r.samples_rejected
+            .iter()
+            .filter(|(reason, _)| {
+                matches!(
+                    reason,
+                    cairn_storage::RejectReason::OutOfRetention | cairn_storage::RejectReason::TooFarInFuture
+                )
+            })
+            .map(|(_, n)| *n)
+            .sum()
+    });
+    add(&metrics.sample_out_of_bounds, counts.out_of_bounds as u64 + refused);
 }

@@ -16,6 +16,7 @@ use support::{Exporter, Exposition, dump, job, wait_until};
 fn fast_discovery() -> DiscoveryOptions {
     DiscoveryOptions {
         file_poll_interval: Duration::from_millis(50),
+        ..DiscoveryOptions::default()
     }
 }
 
@@ -25,12 +26,13 @@ async fn file_sd_follows_file_changes_and_keeps_groups_of_a_bad_file() {
     let path = dir.path().join("targets.yml");
     std::fs::write(&path, "- targets: ['a:1', 'b:2']\n  labels:\n    env: prod\n").unwrap();
     let glob = dir.path().join("*.yml").to_string_lossy().into_owned();
+    let options = fast_discovery();
     let sd = DiscoveryManager::start(
         &[SdConfig::File {
             files: vec![glob],
             refresh_interval: Duration::from_secs(300),
         }],
-        &fast_discovery(),
+        &options,
     );
     let mut rx = sd.subscribe();
     let addresses = |groups: &[cairn_scrape::discovery::TargetGroup]| -> Vec<String> {
@@ -61,6 +63,11 @@ async fn file_sd_follows_file_changes_and_keeps_groups_of_a_bad_file() {
         vec!["c:3"],
         "a bad file keeps its last good groups"
     );
+    assert!(
+        options.counters.file_read_errors() >= 1,
+        "the bad file counts as a read error"
+    );
+    assert_eq!(options.counters.http_failures(), 0);
 
     std::fs::remove_file(&path).unwrap();
     tokio::time::timeout(Duration::from_secs(5), rx.wait_for(|g| g.is_empty()))

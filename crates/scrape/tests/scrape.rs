@@ -244,6 +244,18 @@ async fn sample_limit_fails_the_whole_scrape() {
     // `a` was appended before the limit was hit: it stays tracked, so no marker (as in Prometheus).
     let a = dump(&storage, "a").into_values().next().unwrap();
     assert!(a.iter().all(|(_, v)| v.is_some()));
+    let metrics = m.metrics();
+    assert!(metrics.scrapes_exceeded_sample_limit_total >= 1);
+    assert_eq!(metrics.scrapes_exceeded_body_size_limit_total, 0);
+    assert_eq!(metrics.scrape_pools_total, 1);
+    let pool = &metrics.pools[0];
+    assert_eq!((pool.job.as_str(), pool.targets, pool.discovered_targets), ("j", 1, 1));
+    assert!(pool.syncs_total >= 1 && pool.sync_length.count == pool.syncs_total);
+    let (interval, between) = &metrics.interval_length[0];
+    assert_eq!(interval, "100ms");
+    assert!(between.count >= 1, "intervals are measured from the second scrape on");
+    let median = between.quantiles[2].1;
+    assert!((0.05..0.5).contains(&median), "{median}");
     m.shutdown().await;
 }
 
@@ -321,6 +333,13 @@ async fn reload_keeps_unchanged_jobs_and_caches() {
     assert!(a.iter().all(|(_, v)| v.is_some()), "no stale marker across the reload");
     let added = dump(&storage, "scrape_series_added").into_values().next().unwrap();
     assert_eq!(added.iter().filter(|(_, v)| *v == Some(1.0)).count(), 1);
+    let metrics = m.metrics();
+    assert_eq!(metrics.scrape_pool_reloads_total, 1, "only the changed job reloads");
+    assert_eq!(metrics.reload_length.len(), 1);
+    assert_eq!(metrics.reload_length[0].1.count, 1);
+    // A removed job's figures go with it.
+    m.apply(vec![]).await.unwrap();
+    assert!(m.metrics().pools.is_empty());
     m.shutdown().await;
 }
 
@@ -372,6 +391,9 @@ async fn target_limit_fails_every_scrape_of_the_pool() {
         0,
         "no request while over the limit"
     );
+    let metrics = m.metrics();
+    assert!(metrics.scrape_pool_exceeded_target_limit_total >= 1);
+    assert_eq!((metrics.pools[0].targets, metrics.pools[0].target_limit), (2, 1));
     m.shutdown().await;
 }
 

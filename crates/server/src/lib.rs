@@ -9,6 +9,7 @@ mod memory;
 mod monitoring;
 mod opening;
 mod peers;
+mod self_metrics;
 mod tls;
 
 use std::net::SocketAddr;

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use cairn_config::Config;
-use cairn_http::{Monitoring, RuleFilter};
+use cairn_http::{Exposition, Monitoring, ReloadStatus, RuleFilter};
 use cairn_model::{Labels, Matcher};
 use cairn_notifier::{Alert, Notifier, NotifierOptions};
 use cairn_protocols::MetricMetadata;
@@ -25,6 +25,8 @@ use cairn_rules::{AlertNotifier, GroupStatus, NotifyAlert, RuleManager, RuleMana
 use cairn_scrape::discovery::{DiscoveryManager, DiscoveryOptions, TargetGroup};
 use cairn_scrape::{GlobalUrlOptions, ScrapeManager, ScrapeOptions};
 use cairn_storage::{Storage, TenantId, Tenants};
+
+use crate::self_metrics;
 use serde_json::{Value, json};
 
 /// The flags of this part of the server.
@@ -130,6 +132,10 @@ pub struct Running {
     config_yaml: parking_lot::RwLock<String>,
     reloading: tokio::sync::Mutex<()>,
     global_url: GlobalUrlOptions,
+    reload_status: parking_lot::Mutex<ReloadStatus>,
+    /// Alertmanagers each set's discovery found last, by set name.
+    alertmanagers_discovered: Arc<parking_lot::Mutex<BTreeMap<String, usize>>>,
+    discovery: DiscoveryOptions,
 }
 
 impl Running {
@@ -149,10 +155,13 @@ impl Running {
                 .await
                 .context("storage task failed")?
                 .context("cannot open the default tenant's storage")?;
+        // Scrape jobs and Alertmanager sets count discovery failures together.
+        let discovery = DiscoveryOptions::default();
         let scrape = ScrapeManager::new(
             storage.clone(),
             ScrapeOptions {
                 offset_seed: cairn_scrape::offset_seed(&hostname(), &loaded.config.global.external_labels),
+                discovery: discovery.clone(),
                 ..ScrapeOptions::default()
             },
         );
@@ -177,19 +186,41 @@ impl Running {
             alertmanager_discovery: parking_lot::Mutex::default(),
             config_yaml: parking_lot::RwLock::default(),
             reloading: tokio::sync::Mutex::new(()),
+            reload_status: parking_lot::Mutex::new(ReloadStatus {
+                successful: true,
+                last_success: std::time::SystemTime::now(),
+            }),
+            alertmanagers_discovered: Arc::default(),
+            discovery,
         });
         running.apply(loaded).await.map_err(anyhow::Error::msg)?;
+        *running.reload_status.lock() = ReloadStatus {
+            successful: true,
+            last_success: std::time::SystemTime::now(),
+        };
         Ok(running)
+    }
+
+    /// How the last (re)load went.
+    pub fn reload_status(&self) -> ReloadStatus {
+        *self.reload_status.lock()
     }
 
     /// Reads the configuration file again and applies it; on any error the
     /// running configuration stays.
     pub async fn reload(&self) -> Result<(), String> {
         let _one_at_a_time = self.reloading.lock().await;
-        let loaded = load(&self.options.config_file)?;
-        self.apply(loaded).await?;
-        tracing::info!(file = %self.options.config_file.display(), "completed loading of configuration file");
-        Ok(())
+        let result = match load(&self.options.config_file) {
+            Ok(loaded) => self.apply(loaded).await,
+            Err(e) => Err(e),
+        };
+        let mut status = self.reload_status.lock();
+        status.successful = result.is_ok();
+        if result.is_ok() {
+            status.last_success = std::time::SystemTime::now();
+            tracing::info!(file = %self.options.config_file.display(), "completed loading of configuration file");
+        }
+        result
     }
 
     async fn apply(&self, loaded: Loaded) -> Result<(), String> {
@@ -223,17 +254,18 @@ impl Running {
         for (_, task) in running.drain(..) {
             task.abort();
         }
+        self.alertmanagers_discovered.lock().clear();
         for (name, am) in cairn_notifier::alertmanager_set_names(&config.alerting.alertmanagers) {
-            let discovery = DiscoveryManager::start(
-                &cairn_scrape::sd_configs(&am.service_discovery),
-                &DiscoveryOptions::default(),
-            );
+            let discovery = DiscoveryManager::start(&cairn_scrape::sd_configs(&am.service_discovery), &self.discovery);
             let mut updates = discovery.subscribe();
             let notifier = self.notifier.clone();
+            let discovered = self.alertmanagers_discovered.clone();
             let task = tokio::spawn(async move {
                 loop {
                     let groups = updates.borrow_and_update().clone();
-                    notifier.sync(&name, targets_of(&groups));
+                    let targets = targets_of(&groups);
+                    discovered.lock().insert(name.clone(), targets.len());
+                    notifier.sync(&name, targets);
                     if updates.changed().await.is_err() {
                         return;
                     }
@@ -410,6 +442,42 @@ impl Monitoring for Shown {
         let running = self.0.clone();
         Box::pin(async move { running.reload().await })
     }
+
+    fn reload_status(&self) -> ReloadStatus {
+        self.0.reload_status()
+    }
+
+    fn render_metrics(&self, e: &mut Exposition) {
+        let r = &self.0;
+        self_metrics::render_reload(e, &r.reload_status());
+        let scrape = r.scrape.metrics();
+        self_metrics::render_scrape(e, &scrape);
+        self_metrics::render_discovery(
+            e,
+            &self_metrics::DiscoveryFigures {
+                scrape: scrape
+                    .pools
+                    .iter()
+                    .map(|p| (p.job.clone(), p.discovered_targets))
+                    .collect(),
+                notify: r
+                    .alertmanagers_discovered
+                    .lock()
+                    .iter()
+                    .map(|(set, n)| (set.clone(), *n as u64))
+                    .collect(),
+            },
+        );
+        self_metrics::render_rules(e, &r.rules.metrics());
+        self_metrics::render_notifier(
+            e,
+            &self_metrics::NotifierFigures {
+                alertmanagers: r.notifier.stats(),
+                queue_capacity: r.notifier.queue_capacity(),
+                discovered: r.notifier.alertmanagers().0.len(),
+            },
+        );
+    }
 }
 
 #[cfg(test)]
@@ -535,6 +603,56 @@ mod tests {
             },
         );
         assert_eq!(bad.unwrap_err(), "invalid group_next_token");
+    }
+
+    #[tokio::test]
+    async fn a_refused_reload_is_reported_until_a_good_one() {
+        let dir = std::env::temp_dir().join(format!(
+            "cairn-reload-{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("prometheus.yml");
+        std::fs::write(&file, "global:\n  evaluation_interval: 1m\n").unwrap();
+        let tenants: Arc<dyn Tenants> = Arc::new(cairn_storage::MemTenants::new());
+        let running = Running::start(
+            MonitoringConfig::new(file.clone()),
+            tenants,
+            cairn_promql::EngineOptions::default(),
+            "127.0.0.1:9090".parse().unwrap(),
+        )
+        .await
+        .unwrap();
+        let rendered = |r: &Arc<Running>| {
+            let mut e = Exposition::new();
+            Shown(r.clone()).render_metrics(&mut e);
+            e.finish()
+        };
+        let started = running.reload_status();
+        assert!(started.successful);
+        assert!(rendered(&running).contains("\nprometheus_config_last_reload_successful 1\n"));
+
+        std::fs::write(&file, "global:\n  no_such_key: 1\n").unwrap();
+        assert!(running.reload().await.is_err());
+        let refused = running.reload_status();
+        assert!(!refused.successful);
+        assert_eq!(refused.last_success, started.last_success, "the last success stays");
+        assert!(rendered(&running).contains("\nprometheus_config_last_reload_successful 0\n"));
+
+        std::fs::write(&file, "global:\n  evaluation_interval: 30s\n").unwrap();
+        running.reload().await.unwrap();
+        let good = running.reload_status();
+        assert!(good.successful);
+        assert!(good.last_success > started.last_success);
+        let text = rendered(&running);
+        assert!(text.contains("\nprometheus_config_last_reload_successful 1\n"));
+        assert!(text.contains("# TYPE prometheus_notifications_queue_capacity gauge\n"));
+        running.stop().await;
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

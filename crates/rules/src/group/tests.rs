@@ -515,3 +515,77 @@ fn removed_group_series_taken_over_elsewhere_get_no_marker_in_their_past() {
     let samples = &f.series("shared")[0].1;
     assert!(samples.iter().all(|s| !cairn_model::is_stale_nan(s.v)), "{samples:?}");
 }
+
+#[test]
+fn group_metrics_count_evaluations_failures_and_samples() {
+    let f = fixture(
+        r#"
+groups:
+  - name: g
+    interval: 30s
+    rules:
+      - record: job:up:sum
+        expr: sum by (job) (up)
+      - record: broken
+        expr: 'label_replace(up, "x", "$1", "job", "(")'
+"#,
+    );
+    let file = f.file.display().to_string();
+    let before = f.manager.metrics();
+    let g = &before.groups[0];
+    assert_eq!((g.key(), g.rules, g.interval_seconds), (format!("{file};g"), 2, 30.0));
+    assert_eq!(
+        (g.iterations_total, g.evaluations_total, g.evaluation_failures_total),
+        (0, 0, 0)
+    );
+    assert_eq!(g.last_evaluation_timestamp_seconds, 0.0);
+
+    f.write(&[("__name__", "up"), ("job", "a"), ("instance", "1")], T0, 1.0);
+    f.write(&[("__name__", "up"), ("job", "b"), ("instance", "2")], T0, 1.0);
+    f.eval("g", T0);
+    f.eval("g", T0 + 30_000);
+    let m = f.manager.metrics();
+    let g = &m.groups[0];
+    assert_eq!(g.iterations_total, 2);
+    assert_eq!(g.evaluations_total, 4);
+    assert_eq!(g.evaluation_failures_total, 2, "the invalid regex fails each time");
+    assert_eq!(
+        g.last_evaluation_samples, 2,
+        "two job sums, nothing from the failing rule"
+    );
+    assert!(
+        g.last_evaluation_timestamp_seconds > 1e9,
+        "wall clock of the last start"
+    );
+    assert!(g.last_duration_seconds > 0.0 && g.last_rule_duration_sum_seconds <= g.last_duration_seconds);
+    assert_eq!(m.evaluation_duration.count, 4);
+    assert_eq!(m.group_duration.count, 2);
+    assert!(m.group_duration.quantiles.iter().all(|(_, v)| *v >= 0.0));
+}
+
+#[test]
+fn group_metrics_survive_a_change_and_go_with_the_group() {
+    let f = fixture(ALERT_RULES);
+    f.write(&[("__name__", "load"), ("instance", "h1")], T0, 3.0);
+    f.eval("alerts", T0);
+    assert_eq!(
+        f.manager.metrics().groups[0].last_evaluation_samples,
+        2,
+        "ALERTS and ALERTS_FOR_STATE"
+    );
+    let changed = format!("{ALERT_RULES}      - record: extra\n        expr: load\n");
+    std::fs::write(&f.file, changed).unwrap();
+    f.manager.update(config(&f.file)).unwrap();
+    let g = f.manager.metrics().groups[0].clone();
+    assert_eq!((g.iterations_total, g.evaluations_total, g.rules), (1, 1, 2));
+    std::fs::write(&f.file, "groups: []\n").unwrap();
+    f.manager.update(config(&f.file)).unwrap();
+    assert!(f.manager.metrics().groups.is_empty());
+}
+
+#[test]
+fn group_metrics_record_the_restore_duration() {
+    let f = fixture(ALERT_RULES);
+    let g = &f.manager.metrics().groups[0];
+    assert!(g.last_restore_duration_seconds.is_some_and(|d| d >= 0.0));
+}

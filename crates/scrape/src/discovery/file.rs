@@ -6,12 +6,14 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use tokio::sync::mpsc;
 
 use super::group::{parse_json_groups, parse_yaml_groups};
 use super::{FILEPATH_LABEL, TargetGroup};
+use crate::metrics::{DiscoveryCounters, inc};
 
 type Snapshot = Vec<(String, Option<(SystemTime, u64)>)>;
 
@@ -19,6 +21,7 @@ pub(super) async fn run(
     files: Vec<String>,
     refresh_interval: Duration,
     poll_interval: Duration,
+    counters: Arc<DiscoveryCounters>,
     tx: mpsc::Sender<Vec<TargetGroup>>,
 ) {
     let mut group_counts: BTreeMap<String, usize> = BTreeMap::new();
@@ -28,7 +31,7 @@ pub(super) async fn run(
         let snapshot = snapshot(&files);
         let due = last_refresh.elapsed() >= refresh_interval;
         if last_snapshot.as_ref() != Some(&snapshot) || due {
-            let updates = refresh(&snapshot, &mut group_counts);
+            let updates = refresh(&snapshot, &mut group_counts, &counters);
             let first = last_snapshot.is_none();
             last_snapshot = Some(snapshot);
             last_refresh = tokio::time::Instant::now();
@@ -69,7 +72,11 @@ fn snapshot(globs: &[String]) -> Snapshot {
 
 /// Reads every file; returns the groups to publish (a bad file's previous
 /// groups stay as they are, a vanished file's sources are emptied).
-fn refresh(snapshot: &Snapshot, group_counts: &mut BTreeMap<String, usize>) -> Vec<TargetGroup> {
+fn refresh(
+    snapshot: &Snapshot,
+    group_counts: &mut BTreeMap<String, usize>,
+    counters: &DiscoveryCounters,
+) -> Vec<TargetGroup> {
     let mut updates = Vec::new();
     let mut counts = BTreeMap::new();
     for (path, _) in snapshot {
@@ -80,6 +87,7 @@ fn refresh(snapshot: &Snapshot, group_counts: &mut BTreeMap<String, usize>) -> V
             }
             Err(e) => {
                 tracing::error!(path = %path, err = %e, "Error reading file");
+                inc(&counters.file_read_errors);
                 counts.insert(path.clone(), group_counts.get(path).copied().unwrap_or(0));
             }
         }
@@ -134,22 +142,22 @@ mod tests {
         std::fs::write(&a, r#"[{"targets":["x:1"]},{"targets":["y:1"]}]"#).unwrap();
         let globs = vec![dir.path().join("*.json").to_string_lossy().into_owned()];
         let mut counts = BTreeMap::new();
-        let first = refresh(&snapshot(&globs), &mut counts);
+        let first = refresh(&snapshot(&globs), &mut counts, &DiscoveryCounters::default());
         assert_eq!(first.len(), 2);
         assert_eq!(first[0].labels[FILEPATH_LABEL], a.to_string_lossy());
         assert_eq!(first[1].source, format!("{}:1", a.to_string_lossy()));
 
         std::fs::write(&a, "not json").unwrap();
-        assert!(refresh(&snapshot(&globs), &mut counts).is_empty());
+        assert!(refresh(&snapshot(&globs), &mut counts, &DiscoveryCounters::default()).is_empty());
 
         std::fs::write(&a, r#"[{"targets":["z:1"]}]"#).unwrap();
-        let shrunk = refresh(&snapshot(&globs), &mut counts);
+        let shrunk = refresh(&snapshot(&globs), &mut counts, &DiscoveryCounters::default());
         assert_eq!(shrunk.len(), 2);
         assert_eq!(shrunk[0].targets[0]["__address__"], "z:1");
         assert!(shrunk[1].targets.is_empty());
 
         std::fs::remove_file(&a).unwrap();
-        let gone = refresh(&snapshot(&globs), &mut counts);
+        let gone = refresh(&snapshot(&globs), &mut counts, &DiscoveryCounters::default());
         assert_eq!(gone.len(), 1);
         assert!(gone[0].targets.is_empty());
     }

@@ -2,7 +2,7 @@
 //! with Prometheus' checks (status 200, `application/json` content type, no
 //! null groups). A failed refresh keeps the groups of the last good one.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use regex::Regex;
@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use super::group::parse_json_groups;
 use super::{TargetGroup, URL_LABEL};
 use crate::client::{build_client, with_credentials};
+use crate::metrics::{DiscoveryCounters, inc};
 use crate::settings::HttpSettings;
 
 static JSON_CONTENT_TYPE: LazyLock<Regex> =
@@ -20,6 +21,7 @@ pub(super) async fn run(
     url: String,
     refresh_interval: Duration,
     http: HttpSettings,
+    counters: Arc<DiscoveryCounters>,
     tx: mpsc::Sender<Vec<TargetGroup>>,
 ) {
     let client = match build_client(&http) {
@@ -37,7 +39,10 @@ pub(super) async fn run(
                     return;
                 }
             }
-            Err(e) => tracing::error!(url = %url, err = %e, "Unable to refresh target groups"),
+            Err(e) => {
+                tracing::error!(url = %url, err = %e, "Unable to refresh target groups");
+                inc(&counters.http_failures);
+            }
         }
         tokio::time::sleep(refresh_interval).await;
     }

@@ -16,12 +16,15 @@ use super::{SdConfig, TargetGroup, file, http};
 pub struct DiscoveryOptions {
     /// How often file SD checks its files for a change.
     pub file_poll_interval: Duration,
+    /// Where file and HTTP discovery count their failures.
+    pub counters: Arc<crate::metrics::DiscoveryCounters>,
 }
 
 impl Default for DiscoveryOptions {
     fn default() -> Self {
         Self {
             file_poll_interval: Duration::from_secs(3),
+            counters: Arc::default(),
         }
     }
 }
@@ -59,6 +62,7 @@ impl DiscoveryManager {
                         files.clone(),
                         *refresh_interval,
                         options.file_poll_interval,
+                        options.counters.clone(),
                         tx,
                     )));
                     tasks.push(tokio::spawn(forward(provider, rx, updates_tx.clone())));
@@ -73,6 +77,7 @@ impl DiscoveryManager {
                         url.clone(),
                         *refresh_interval,
                         (**settings).clone(),
+                        options.counters.clone(),
                         tx,
                     )));
                     tasks.push(tokio::spawn(forward(provider, rx, updates_tx.clone())));
