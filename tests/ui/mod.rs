@@ -176,10 +176,8 @@ pub fn screenshot_path(name: &str) -> PathBuf {
 
 /// A reverse proxy serving `backend` under a path: `/monitoring/x` is
 /// `backend/x`, as a proxy that strips the prefix does. One thread per
-/// connection, one request per connection.
-pub struct PathProxy {
-    port: u16,
-}
+/// connection, one request per connection; it runs until the test ends.
+pub struct PathProxy;
 
 impl PathProxy {
     pub fn start(port: u16, prefix: &'static str, backend_port: u16) -> Self {
@@ -193,7 +191,7 @@ impl PathProxy {
                 });
             }
         });
-        Self { port }
+        Self
     }
 }
 
