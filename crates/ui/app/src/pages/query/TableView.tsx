@@ -48,9 +48,9 @@ export function TableView({ expr, moment, runId, onMomentChange }: Props) {
 function Result({ data }: { data: QueryData }) {
   switch (data.resultType) {
     case "vector":
-      return <VectorTable rows={data.result} />;
+      return <SeriesTable rows={data.result} value={InstantValue} />;
     case "matrix":
-      return <MatrixTable rows={data.result} />;
+      return <SeriesTable rows={data.result} value={RangeValues} />;
     case "scalar":
     case "string":
       return (
@@ -80,12 +80,15 @@ function Capped({ total }: { total: number }) {
   );
 }
 
-function Empty() {
-  return <p class="muted">Empty query result.</p>;
-}
-
-function VectorTable({ rows }: { rows: InstantSample[] }) {
-  if (!rows.length) return <Empty />;
+/** One row per series (labels, then what `value` draws of it), capped at MAX_ROWS. */
+function SeriesTable<S extends { metric: Record<string, string> }>({
+  rows,
+  value: Value,
+}: {
+  rows: S[];
+  value: (props: { series: S }) => preact.JSX.Element;
+}) {
+  if (!rows.length) return <p class="muted">Empty query result.</p>;
   return (
     <>
       <Capped total={rows.length} />
@@ -98,7 +101,7 @@ function VectorTable({ rows }: { rows: InstantSample[] }) {
                   <SeriesLabels metric={s.metric} />
                 </td>
                 <td data-testid="result-value" class="mono value">
-                  {s.histogram ? <HistogramValue h={s.histogram[1]} /> : s.value?.[1]}
+                  <Value series={s} />
                 </td>
               </tr>
             ))}
@@ -109,42 +112,33 @@ function VectorTable({ rows }: { rows: InstantSample[] }) {
   );
 }
 
-function MatrixTable({ rows }: { rows: RangeSeries[] }) {
-  if (!rows.length) return <Empty />;
+function InstantValue({ series }: { series: InstantSample }) {
+  return series.histogram ? <HistogramValue h={series.histogram[1]} /> : <>{series.value?.[1]}</>;
+}
+
+/** A range query's samples, each with its Unix time (the local time on hover), as Prometheus' table shows them. */
+function RangeValues({ series }: { series: RangeSeries }) {
   return (
     <>
-      <Capped total={rows.length} />
-      <div class="table-scroll">
-        <table class="result-table">
-          <tbody>
-            {rows.slice(0, MAX_ROWS).map((s, i) => (
-              <tr key={i} data-testid="result-row">
-                <td data-testid="result-labels">
-                  <SeriesLabels metric={s.metric} />
-                </td>
-                <td data-testid="result-value" class="mono value">
-                  {(s.values ?? []).map(([t, v]) => (
-                    <div key={t}>
-                      {v}{" "}
-                      <span class="muted" title={formatLocalTime(t * 1000)}>
-                        @{t}
-                      </span>
-                    </div>
-                  ))}
-                  {(s.histograms ?? []).map(([t, h]) => (
-                    <div key={`h${t}`} class="matrix-histogram">
-                      <span class="muted" title={formatLocalTime(t * 1000)}>
-                        @{t}
-                      </span>
-                      <HistogramValue h={h} />
-                    </div>
-                  ))}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      {(series.values ?? []).map(([t, v]) => (
+        <div key={t}>
+          {v} <SampleTime t={t} />
+        </div>
+      ))}
+      {(series.histograms ?? []).map(([t, h]) => (
+        <div key={`h${t}`} class="matrix-histogram">
+          <SampleTime t={t} />
+          <HistogramValue h={h} />
+        </div>
+      ))}
     </>
+  );
+}
+
+function SampleTime({ t }: { t: number }) {
+  return (
+    <span class="muted" title={formatLocalTime(t * 1000)}>
+      @{t}
+    </span>
   );
 }
