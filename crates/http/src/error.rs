@@ -1,10 +1,15 @@
 //! The Prometheus error envelope and the one mapping from storage errors to it.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use cairn_storage::{ErrorKind, StorageError};
 use serde::Serialize;
+
+/// How long a client refused for now (503 unavailable, 429) is asked to
+/// wait before it retries: long enough for a flush or a merge to free
+/// memory or space, short enough that senders' queues stay small.
+const RETRY_AFTER_SECONDS: &str = "5";
 
 /// Prometheus' `errorType` values, each with its HTTP status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,7 +154,13 @@ impl IntoResponse for ApiError {
             error_type: self.kind.as_str(),
             error: &self.message,
         };
-        (self.status(), Json(body)).into_response()
+        let mut response = (self.status(), Json(body)).into_response();
+        if matches!(self.kind, ErrorType::Unavailable | ErrorType::TooManyRequests) {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_AFTER_SECONDS));
+        }
+        response
     }
 }
 
@@ -194,6 +205,20 @@ mod tests {
             assert_eq!(api.status().as_u16(), status, "{err}");
             assert_eq!(api.kind.as_str(), kind);
             assert_eq!(api.message, err.to_string());
+        }
+    }
+
+    #[test]
+    fn refusals_worth_a_retry_say_when() {
+        for (kind, retry_after) in [
+            (ErrorType::Unavailable, Some("5")),
+            (ErrorType::TooManyRequests, Some("5")),
+            (ErrorType::Timeout, None),
+            (ErrorType::Internal, None),
+        ] {
+            let response = ApiError::new(kind, "x").into_response();
+            let header = response.headers().get(header::RETRY_AFTER);
+            assert_eq!(header.map(|v| v.to_str().unwrap()), retry_after, "{kind:?}");
         }
     }
 }
