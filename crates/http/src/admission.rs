@@ -326,6 +326,49 @@ mod tests {
         assert_eq!(g.running(), slots.len());
     }
 
+    /// The expensive reads wait for a slot; the cheap ones (labels without
+    /// `match[]`) do not.
+    #[tokio::test]
+    async fn expensive_reads_are_refused_while_the_slots_are_taken() {
+        use crate::test_util::TestApp;
+        let app = TestApp::with_config(crate::ApiConfig {
+            query_admission: AdmissionConfig {
+                max_concurrency: 1,
+                max_queue_length: 0,
+                max_queue_wait: Duration::from_secs(60),
+            },
+            ..crate::ApiConfig::default()
+        });
+        app.write(&[("up", "a", &[(1000, 1.0)])]);
+        let taken = app.state.query_gate().admit().await.unwrap();
+        for path in [
+            "/api/v1/series?match[]=up",
+            "/api/v1/labels?match[]=up",
+            "/api/v1/label/job/values?match[]=up",
+            "/federate?match[]=up",
+            "/api/v1/export?match[]=up",
+        ] {
+            let r = app.get(path).await;
+            r.check_status(503);
+            assert!(r.body.contains(r#""errorType":"unavailable""#), "{path}: {}", r.body);
+            assert_eq!(
+                r.headers.get("retry-after").map(|v| v.to_str().unwrap()),
+                Some("5"),
+                "{path}"
+            );
+        }
+        app.get("/api/v1/labels").await.check_status(200);
+        app.get("/api/v1/label/job/values").await.check_status(200);
+        drop(taken);
+        app.get("/api/v1/series?match[]=up").await.check_status(200);
+        assert_eq!(app.state.query_gate().running(), 0);
+        let metrics = app.get("/metrics").await.body;
+        assert!(
+            metrics.contains("cairn_query_refused_total{reason=\"queue_full\"} 5"),
+            "{metrics}"
+        );
+    }
+
     async fn futures_admit(g: &Arc<QueryGate>, n: usize) -> Vec<QuerySlot> {
         let mut out = Vec::new();
         for _ in 0..n {
