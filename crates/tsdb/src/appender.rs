@@ -455,7 +455,9 @@ impl Appender for TsdbAppender<'_> {
         db.counters
             .series_created
             .fetch_add(report.series_created, Ordering::Relaxed);
-        if db.memory_bytes() > db.config.flush_threshold_bytes() {
+        let memory = db.memory_bytes();
+        db.health.note_memory(memory);
+        if memory > db.config.flush_threshold_bytes() {
             db.nudge();
         }
         Ok(report)

@@ -23,6 +23,9 @@ pub(crate) struct WriteHealth {
     /// The last flush's failure, until a flush succeeds.
     flush_fault: Mutex<Option<String>>,
     errors: [AtomicU64; WriteOperation::ALL.len()],
+    /// In-memory bytes as the last commit left them: admission looks here
+    /// first, and sums the partitions only when this is over the bound.
+    memory_seen: AtomicU64,
     /// Flush attempts so far; writers held back by memory wait for the next.
     flushes: Mutex<u64>,
     flushed: Condvar,
@@ -37,6 +40,7 @@ impl WriteHealth {
             wal_faulty: AtomicBool::new(false),
             flush_fault: Mutex::new(None),
             errors: Default::default(),
+            memory_seen: AtomicU64::new(0),
             flushes: Mutex::new(0),
             flushed: Condvar::new(),
         }
@@ -107,6 +111,11 @@ impl WriteHealth {
         self.flushed.notify_all();
     }
 
+    /// Records the in-memory bytes a commit left.
+    pub fn note_memory(&self, bytes: u64) {
+        self.memory_seen.store(bytes, Ordering::Relaxed);
+    }
+
     pub fn count_error(&self, op: WriteOperation) {
         self.errors[op as usize].fetch_add(1, Ordering::Relaxed);
     }
@@ -159,6 +168,9 @@ impl WriteHealth {
             if let Some(refusal) = self.low_space(dir) {
                 return Err(StorageError::Unavailable(refusal.message));
             }
+        }
+        if self.memory_seen.load(Ordering::Relaxed) <= max {
+            return Ok(());
         }
         let mut used = memory();
         if used <= max {
@@ -249,6 +261,7 @@ mod tests {
             h2.record_flush(&Ok(()));
         });
         let load = || memory.load(Ordering::Relaxed);
+        h.note_memory(20);
         h.admit(dir, load, 10, Duration::from_secs(30), || {}).unwrap();
         flusher.join().unwrap();
         memory.store(20, Ordering::Relaxed);
