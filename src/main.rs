@@ -653,6 +653,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_default_query_memory_budget_shares_half_the_memory() {
+        let one = default_query_memory_bytes(1);
+        assert!(one >= 64 << 20, "{one}");
+        let twenty = default_query_memory_bytes(20);
+        assert_eq!(twenty, one / 20);
+        assert_eq!(default_query_memory_bytes(0), one);
+    }
+
+    #[test]
     fn external_url_paths_become_prefixes() {
         for (url, path) in [
             ("http://host:9090", ""),
