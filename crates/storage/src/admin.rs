@@ -134,6 +134,9 @@ pub struct StorageStats {
     pub maintenance_cpu_seconds_total: f64,
     /// The object-storage tier, when there is one.
     pub object_store: Option<ObjectStoreStats>,
+    /// Files found damaged and moved into the quarantine, by kind (part,
+    /// index, tombstones, histograms, wal).
+    pub quarantined_files_total: Vec<(&'static str, u64)>,
 }
 
 impl StorageStats {
@@ -157,6 +160,12 @@ impl StorageStats {
         self.merged_bytes_total += other.merged_bytes_total;
         self.flushes_total += other.flushes_total;
         self.maintenance_cpu_seconds_total += other.maintenance_cpu_seconds_total;
+        for (kind, n) in &other.quarantined_files_total {
+            match self.quarantined_files_total.iter_mut().find(|(k, _)| k == kind) {
+                Some((_, total)) => *total += n,
+                None => self.quarantined_files_total.push((kind, *n)),
+            }
+        }
         if let Some(theirs) = &other.object_store {
             self.object_store.get_or_insert_with(Default::default).add(theirs);
         }

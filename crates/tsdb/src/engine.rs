@@ -21,6 +21,7 @@ use crate::config::{Config, WalSync};
 use crate::day::Day;
 use crate::head::{Row, UNKNOWN_LOCAL};
 use crate::partition::{Partition, Remote};
+use crate::quarantine::Quarantine;
 use crate::querier::TsdbQuerier;
 use crate::tier;
 use crate::wal::{self, Wal, record};
@@ -91,6 +92,8 @@ pub(crate) struct Inner {
     /// Series today's partition may hold before commits stop creating more
     /// (0: no limit).
     pub max_active_series: AtomicU64,
+    /// Where files found damaged go (quarantine.rs).
+    pub quarantine: Arc<Quarantine>,
 }
 
 /// Flushes `partitions` (in day order, as a map of them yields them), each
@@ -140,6 +143,7 @@ impl Tsdb {
         })?;
         let partitions_dir = root.join("partitions");
         fs::create_dir_all(&partitions_dir).map_err(StorageError::io("create", &partitions_dir))?;
+        let quarantine = Arc::new(Quarantine::new(&root));
         let oldest_day = Day::of(now_ms() - config.retention.as_millis() as i64);
         // Each day to open, with the bucket's objects of it.
         let mut to_open: BTreeMap<Day, Vec<ObjectInfo>> = BTreeMap::new();
@@ -163,7 +167,10 @@ impl Tsdb {
         // days load on every core (a restart holds at least two).
         let opened: Vec<Partition> = to_open
             .into_par_iter()
-            .map(|(day, objects)| Partition::open(partitions_dir.join(day.to_string()), day, remote.clone(), &objects))
+            .map(|(day, objects)| {
+                let dir = partitions_dir.join(day.to_string());
+                Partition::open(dir, day, remote.clone(), &objects, quarantine.clone())
+            })
             .collect::<Result<_, _>>()?;
         let mut partitions = BTreeMap::new();
         let (mut max_seq, mut max_index_segment) = (0, 0);
@@ -203,6 +210,7 @@ impl Tsdb {
             expired: Mutex::default(),
             retention_ms: AtomicI64::new(config.retention.as_millis() as i64),
             max_active_series: AtomicU64::new(config.max_active_series),
+            quarantine,
             config,
         });
         inner.replay_wal(&wal_dir)?;
@@ -322,7 +330,12 @@ impl Inner {
         if let Some(p) = map.get(&day) {
             return Ok(p.clone());
         }
-        let p = Arc::new(Partition::create(self.partition_dir(day), day, self.remote.clone())?);
+        let p = Arc::new(Partition::create(
+            self.partition_dir(day),
+            day,
+            self.remote.clone(),
+            self.quarantine.clone(),
+        )?);
         map.insert(day, p.clone());
         Ok(p)
     }
@@ -346,43 +359,57 @@ impl Inner {
         let mut records = 0u64;
         let min_t = self.min_valid_t();
         let mut scratch = Vec::new();
-        wal::replay(wal_dir, active, &self.config.wal_replay, |segment, payload| {
-            let days = record::decode_batch(payload, &mut scratch).map_err(|reason| StorageError::Corrupt {
-                path: wal_dir.to_path_buf(),
-                reason: format!("undecodable record in segment {segment}: {reason}"),
-            })?;
-            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-            for d in days {
-                let day = Day(d.day);
-                if day.maxt() < min_t {
-                    continue;
+        let mut unknown_rows = 0;
+        wal::replay(
+            wal_dir,
+            active,
+            &self.config.wal_replay,
+            &self.quarantine,
+            |segment, payload| {
+                let days = record::decode_batch(payload, &mut scratch).map_err(|reason| StorageError::Corrupt {
+                    path: wal_dir.to_path_buf(),
+                    reason: format!("undecodable record in segment {segment}: {reason}"),
+                })?;
+                let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+                for d in days {
+                    let day = Day(d.day);
+                    if day.maxt() < min_t {
+                        continue;
+                    }
+                    let p = self.partition(day)?;
+                    let mut rows: Vec<Row> = d
+                        .rows
+                        .iter()
+                        .map(|&(id, t, v)| Row {
+                            id,
+                            local: UNKNOWN_LOCAL,
+                            t,
+                            v,
+                        })
+                        .collect();
+                    let mut histograms = d.histograms;
+                    unknown_rows += p.retain_known(&d.new_series, &mut rows, &mut histograms);
+                    if p.apply(&d.new_series, &rows, &histograms, seq, &self.config)? {
+                        p.seal_rows()?;
+                    }
                 }
-                let p = self.partition(day)?;
-                let rows: Vec<Row> = d
-                    .rows
-                    .iter()
-                    .map(|&(id, t, v)| Row {
-                        id,
-                        local: UNKNOWN_LOCAL,
-                        t,
-                        v,
-                    })
-                    .collect();
-                p.check_known(&d.new_series, &rows)?;
-                if p.apply(&d.new_series, &rows, &d.histograms, seq, &self.config)? {
-                    p.seal_rows()?;
+                records += 1;
+                // Bounded memory: flush to parts when in-memory data grows, and
+                // drop the segments replayed completely so far.
+                if self.memory_bytes() > self.config.max_in_memory_bytes as u64 {
+                    let seq = self.seal_and_flush_all()?;
+                    self.wal.remove_before(segment.min(seq))?;
                 }
-            }
-            records += 1;
-            // Bounded memory: flush to parts when in-memory data grows, and
-            // drop the segments replayed completely so far.
-            if self.memory_bytes() > self.config.max_in_memory_bytes as u64 {
-                let seq = self.seal_and_flush_all()?;
-                self.wal.remove_before(segment.min(seq))?;
-            }
-            Ok(())
-        })?;
+                Ok(())
+            },
+        )?;
         self.flush()?;
+        if unknown_rows > 0 {
+            tracing::error!(
+                unknown_rows,
+                "WAL samples of series whose index segment was quarantined were dropped"
+            );
+        }
         if records > 0 {
             tracing::info!(
                 records,
@@ -622,6 +649,7 @@ impl Admin for Tsdb {
             merged_bytes_total: c.merged_bytes.load(Ordering::Relaxed),
             flushes_total: c.flushes.load(Ordering::Relaxed),
             maintenance_cpu_seconds_total: c.maintenance_cpu_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            quarantined_files_total: self.inner.quarantine.counts(),
             object_store: self.inner.remote.as_ref().map(|remote| {
                 let (bucket, cache) = (&remote.bucket.counters, &remote.bucket.cache);
                 let (backlog_parts, backlog_bytes) = self.inner.upload_backlog();

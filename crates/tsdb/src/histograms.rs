@@ -108,8 +108,20 @@ pub struct HistogramStore {
 }
 
 impl HistogramStore {
-    /// Loads the histogram files of a partition directory.
+    /// Loads the histogram files of a partition directory; a damaged one is an error.
     pub fn load(dir: &Path) -> Result<Self, StorageError> {
+        match Self::load_lenient(dir)? {
+            (_, damaged) if !damaged.is_empty() => {
+                let (path, reason) = damaged.into_iter().next().unwrap_or_default();
+                Err(StorageError::Corrupt { path, reason })
+            }
+            (store, _) => Ok(store),
+        }
+    }
+
+    /// Loads the histogram files of a partition directory, leaving out the
+    /// damaged ones, which it returns with what is wrong with each.
+    pub fn load_lenient(dir: &Path) -> Result<(Self, Vec<(PathBuf, String)>), StorageError> {
         let mut files: Vec<(u64, PathBuf)> = Vec::new();
         for entry in fs::read_dir(dir).map_err(StorageError::io("list", dir))? {
             let path = entry.map_err(StorageError::io("list", dir))?.path();
@@ -123,18 +135,20 @@ impl HistogramStore {
         }
         files.sort();
         let mut store = Self::default();
+        let mut damaged = Vec::new();
         for (seq, path) in files {
             let mut file = File::open(&path).map_err(StorageError::io("open", &path))?;
             let mut bytes = Vec::new();
             file.read_to_end(&mut bytes).map_err(StorageError::io("read", &path))?;
-            let entries = decode_file(&bytes).map_err(|reason| StorageError::Corrupt {
-                path: path.clone(),
-                reason: reason.into(),
-            })?;
-            store.files.push(seq);
-            store.attach(Arc::new(HistogramFile { path, file }), entries);
+            match decode_file(&bytes) {
+                Ok(entries) => {
+                    store.files.push(seq);
+                    store.attach(Arc::new(HistogramFile { path, file }), entries);
+                }
+                Err(reason) => damaged.push((path, reason.to_string())),
+            }
         }
-        Ok(store)
+        Ok((store, damaged))
     }
 
     /// Adds the blocks of a file, which is newer than those attached before.
@@ -393,6 +407,27 @@ fn decode_file(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
     Ok(out)
 }
 
+/// Checks a histogram file whole: its checksum and every block's
+/// histograms. Returns how many blocks it holds.
+pub fn check_file(bytes: &[u8]) -> Result<usize, String> {
+    let entries = decode_file(bytes)?;
+    let (mut ts, mut hs) = (Vec::new(), Vec::new());
+    for e in &entries {
+        let block = bytes
+            .get(e.bytes.start as usize..e.bytes.end as usize)
+            .ok_or("histogram block overruns file")?;
+        decode_histograms(block, &mut ts, &mut hs).map_err(|err| {
+            format!(
+                "histogram block of series {:016x} at offset {}: {err}",
+                e.id, e.bytes.start
+            )
+        })?;
+        ts.clear();
+        hs.clear();
+    }
+    Ok(entries.len())
+}
+
 /// The model's histogram as the codec stores it.
 pub fn to_value(h: &Histogram) -> HistogramValue {
     HistogramValue {
@@ -510,6 +545,12 @@ mod tests {
         }
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(HistogramStore::load(dir.path()).is_err());
+        assert!(check_file(&bytes[..bytes.len() - 1]).is_err());
+        assert_eq!(check_file(&bytes), Ok(1));
+        let (store, damaged) = HistogramStore::load_lenient(dir.path()).unwrap();
+        assert!(store.is_empty());
+        assert_eq!(damaged.len(), 1);
+        assert_eq!(damaged[0].0, path);
     }
 
     #[test]
