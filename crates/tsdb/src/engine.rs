@@ -359,50 +359,45 @@ impl Inner {
         let mut records = 0u64;
         let min_t = self.min_valid_t();
         let mut scratch = Vec::new();
+        let (progress, quarantine) = (&self.config.wal_replay, &*self.quarantine);
         let mut unknown_rows = 0;
-        wal::replay(
-            wal_dir,
-            active,
-            &self.config.wal_replay,
-            &self.quarantine,
-            |segment, payload| {
-                let days = record::decode_batch(payload, &mut scratch).map_err(|reason| StorageError::Corrupt {
-                    path: wal_dir.to_path_buf(),
-                    reason: format!("undecodable record in segment {segment}: {reason}"),
-                })?;
-                let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-                for d in days {
-                    let day = Day(d.day);
-                    if day.maxt() < min_t {
-                        continue;
-                    }
-                    let p = self.partition(day)?;
-                    let mut rows: Vec<Row> = d
-                        .rows
-                        .iter()
-                        .map(|&(id, t, v)| Row {
-                            id,
-                            local: UNKNOWN_LOCAL,
-                            t,
-                            v,
-                        })
-                        .collect();
-                    let mut histograms = d.histograms;
-                    unknown_rows += p.retain_known(&d.new_series, &mut rows, &mut histograms);
-                    if p.apply(&d.new_series, &rows, &histograms, seq, &self.config)? {
-                        p.seal_rows()?;
-                    }
+        wal::replay(wal_dir, active, progress, quarantine, |segment, payload| {
+            let days = record::decode_batch(payload, &mut scratch).map_err(|reason| StorageError::Corrupt {
+                path: wal_dir.to_path_buf(),
+                reason: format!("undecodable record in segment {segment}: {reason}"),
+            })?;
+            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+            for d in days {
+                let day = Day(d.day);
+                if day.maxt() < min_t {
+                    continue;
                 }
-                records += 1;
-                // Bounded memory: flush to parts when in-memory data grows, and
-                // drop the segments replayed completely so far.
-                if self.memory_bytes() > self.config.max_in_memory_bytes as u64 {
-                    let seq = self.seal_and_flush_all()?;
-                    self.wal.remove_before(segment.min(seq))?;
+                let p = self.partition(day)?;
+                let mut rows: Vec<Row> = d
+                    .rows
+                    .iter()
+                    .map(|&(id, t, v)| Row {
+                        id,
+                        local: UNKNOWN_LOCAL,
+                        t,
+                        v,
+                    })
+                    .collect();
+                let mut histograms = d.histograms;
+                unknown_rows += p.retain_known(&d.new_series, &mut rows, &mut histograms);
+                if p.apply(&d.new_series, &rows, &histograms, seq, &self.config)? {
+                    p.seal_rows()?;
                 }
-                Ok(())
-            },
-        )?;
+            }
+            records += 1;
+            // Bounded memory: flush to parts when in-memory data grows, and
+            // drop the segments replayed completely so far.
+            if self.memory_bytes() > self.config.max_in_memory_bytes as u64 {
+                let seq = self.seal_and_flush_all()?;
+                self.wal.remove_before(segment.min(seq))?;
+            }
+            Ok(())
+        })?;
         self.flush()?;
         if unknown_rows > 0 {
             tracing::error!(

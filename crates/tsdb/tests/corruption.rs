@@ -316,3 +316,20 @@ fn a_damaged_wal_segment_before_the_last_is_quarantined_and_the_rest_replayed() 
     assert_quarantined(&db, dir.path(), &segments[0], "wal");
     assert_eq!(all(&db), before[1..].to_vec());
 }
+
+#[test]
+fn a_tenants_files_are_checked_and_quarantined_in_its_own_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    two_days(&config(dir.path()));
+    let tenant = dir.path().join("tenants").join("team-a");
+    let c = config(&tenant);
+    let (a, _) = two_days(&c);
+    let segment = file_in(&day_dir(&tenant, a), "index-", ".cidx");
+    flip(&segment, 20);
+    assert_checked_damaged(dir.path(), &segment);
+    let report = check_dir(dir.path()).unwrap();
+    assert_eq!(report.checked["part"], 4);
+    let db = Tsdb::open(c).unwrap();
+    assert_quarantined(&db, &tenant, &segment, "index");
+    assert!(!dir.path().join("quarantine").exists());
+}
