@@ -231,42 +231,46 @@ pub fn replay(
         let mut offset: u64 = 0;
         let mut payload = Vec::new();
         loop {
-            match read_record(&mut reader, file_len.saturating_sub(offset), &mut payload) {
-                Ok(Some(())) => {
-                    apply(seq, &payload)?;
-                    offset += (HEADER_BYTES + payload.len()) as u64;
-                }
+            let (reason, whole) = match read_record(&mut reader, file_len.saturating_sub(offset), &mut payload) {
+                Ok(Some(())) => match apply(seq, &payload) {
+                    // `apply` names the directory for a record that passed
+                    // its checksum but does not decode: damage here too.
+                    Err(StorageError::Corrupt { path: named, reason }) if named == dir => (reason, true),
+                    applied => {
+                        applied?;
+                        offset += (HEADER_BYTES + payload.len()) as u64;
+                        continue;
+                    }
+                },
                 Ok(None) => break,
                 Err(RecordError::Io(e)) => return Err(StorageError::io("read", &path)(e)),
-                Err(RecordError::Damaged(reason)) if is_last => {
-                    tracing::warn!(path = %path.display(), offset, reason, "truncating torn WAL tail");
-                    if reason == CHECKSUM_MISMATCH && offset + scan_whole_record(&path, offset)? < file_len {
-                        let lost = file_len - offset;
-                        let why = format!("{reason} at offset {offset}, followed by more records; {lost} bytes lost");
-                        quarantine.copy(&path, FileKind::Wal, &why)?;
-                    }
-                    let f = OpenOptions::new()
-                        .write(true)
-                        .open(&path)
-                        .map_err(StorageError::io("open", &path))?;
-                    f.set_len(offset).map_err(StorageError::io("truncate", &path))?;
-                    f.sync_all().map_err(StorageError::io("sync", &path))?;
-                    break;
+                Err(RecordError::Damaged(reason)) => (reason.to_string(), reason == CHECKSUM_MISMATCH),
+            };
+            let lost = file_len - offset;
+            if is_last {
+                tracing::warn!(path = %path.display(), offset, reason, "truncating torn WAL tail");
+                if whole && offset + scan_whole_record(&path, offset)? < file_len {
+                    let why = format!("{reason} at offset {offset}, followed by more records; {lost} bytes lost");
+                    quarantine.copy(&path, FileKind::Wal, &why)?;
                 }
-                Err(RecordError::Damaged(reason)) => {
-                    let lost = file_len - offset;
-                    tracing::error!(
-                        path = %path.display(),
-                        offset,
-                        lost_bytes = lost,
-                        reason,
-                        "damaged WAL segment: the samples of its records from the damage on are lost"
-                    );
-                    let why = format!("{reason} at offset {offset}; {lost} bytes of records after it not replayed");
-                    quarantine.take(&path, FileKind::Wal, &why)?;
-                    break;
-                }
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(StorageError::io("open", &path))?;
+                f.set_len(offset).map_err(StorageError::io("truncate", &path))?;
+                f.sync_all().map_err(StorageError::io("sync", &path))?;
+            } else {
+                tracing::error!(
+                    path = %path.display(),
+                    offset,
+                    lost_bytes = lost,
+                    reason,
+                    "damaged WAL segment: the samples of its records from the damage on are lost"
+                );
+                let why = format!("{reason} at offset {offset}; {lost} bytes of records after it not replayed");
+                quarantine.take(&path, FileKind::Wal, &why)?;
             }
+            break;
         }
     }
     Ok(())

@@ -138,3 +138,31 @@ fn damage_followed_by_whole_records_in_the_last_segment_is_truncated_and_copied(
     let copied = dir.path().join("quarantine").join(seg.file_name().unwrap());
     assert_eq!(std::fs::read(copied).unwrap(), bytes);
 }
+
+#[test]
+fn a_record_that_checks_but_does_not_decode_quarantines_its_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let wal = Wal::open(dir.path(), 1 << 20, false, 0).unwrap();
+        wal.append(b"good").unwrap();
+        wal.append(b"undecodable").unwrap();
+        wal.rotate().unwrap();
+        wal.append(b"later").unwrap();
+    }
+    let quarantine = Quarantine::new(dir.path());
+    let mut seen = Vec::new();
+    replay(dir.path(), u64::MAX, &WalReplay::default(), &quarantine, |_, p| {
+        if p == b"undecodable" {
+            return Err(StorageError::Corrupt {
+                path: dir.path().to_path_buf(),
+                reason: "undecodable record".into(),
+            });
+        }
+        seen.push(p.to_vec());
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, vec![b"good".to_vec(), b"later".to_vec()]);
+    assert_eq!(quarantine.counts()[4], ("wal", 1));
+    assert!(dir.path().join("quarantine").join("00000000000000000001.wal").is_file());
+}
