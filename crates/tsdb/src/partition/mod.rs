@@ -626,11 +626,14 @@ impl Partition {
             self.index.write().shrink_to_fit();
         }
         // Before the WAL that holds these bodies is truncated (the caller's next step).
-        HistogramStore::flush(&self.histograms, &self.dir, index_seq, |ids| {
+        let dead = |ids: &[u64]| {
             let index = self.index.read();
             let dead = |id: &u64| index.local_of(*id).is_none_or(|local| !index.live().contains(local));
             ids.iter().copied().filter(dead).collect()
-        })?;
+        };
+        if HistogramStore::flush(&self.histograms, &self.dir, index_seq, dead, &self.quarantine)? {
+            self.lost_histograms.store(true, Ordering::Relaxed);
+        }
         if memory.is_empty() {
             return Ok(());
         }
