@@ -35,11 +35,20 @@ struct Cli {
     #[arg(long = "storage.flush-interval", default_value = "60s", value_parser = duration)]
     flush_interval: Duration,
 
-    /// Flush to disk early when in-memory data (unsorted rows and compressed
-    /// in-memory parts) exceeds this many bytes; a quarter of it bounds one
-    /// row buffer.
-    #[arg(long = "storage.max-in-memory-bytes", default_value_t = 256 << 20)]
+    /// Bound of in-memory data (unsorted rows and compressed in-memory
+    /// parts): a flush to disk starts at half of it, an eighth of it bounds
+    /// one row buffer, and past all of it writes wait briefly for a flush,
+    /// then get 503 with Retry-After (ingestion faster than the disk takes
+    /// it, or flushes failing).
+    #[arg(long = "storage.max-in-memory-bytes", default_value_t = 512 << 20)]
     max_in_memory_bytes: usize,
+
+    /// Writes are refused (503 with Retry-After; /-/ready says why) while
+    /// fewer bytes than this are free on the data directory's filesystem,
+    /// so flushes and merges keep room to finish; they resume once space
+    /// is freed. 0: only a full disk refuses them.
+    #[arg(long = "storage.min-free-disk-bytes", default_value_t = 64 << 20)]
+    min_free_disk_bytes: u64,
 
     /// A day partition without writes for this long is merged into one part
     /// (best compression) and, with an object store, uploaded once the day
@@ -458,6 +467,7 @@ fn main() -> anyhow::Result<()> {
     };
     storage.flush_interval = cli.flush_interval;
     storage.max_in_memory_bytes = cli.max_in_memory_bytes;
+    storage.min_free_disk_bytes = cli.min_free_disk_bytes;
     storage.idle_merge_after = cli.settle_time;
     let mut cluster = cluster_config(&cli)?;
     let bucket = cli.object_store_url.as_ref().map(|url| cairn_tsdb::BucketConfig {

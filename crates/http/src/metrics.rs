@@ -10,7 +10,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use cairn_storage::{ObjectStoreStats, StorageStats, TenantId};
+use cairn_storage::{ObjectStoreStats, RefusalReason, StorageStats, TenantId};
 use parking_lot::Mutex;
 use serde::Serialize;
 
@@ -309,6 +309,7 @@ fn render_storage(e: &mut Exposition, s: &StorageStats) {
     for (name, help, v) in gauges {
         e.single(name, help, "gauge", v as f64);
     }
+    render_write_health(e, s);
     if !s.quarantined_files_total.is_empty() {
         let name = "cairn_storage_quarantined_files_total";
         e.family(name, "Damaged files moved into the quarantine, by kind.", "counter");
@@ -318,6 +319,38 @@ fn render_storage(e: &mut Exposition, s: &StorageStats) {
     }
     if let Some(o) = &s.object_store {
         render_object_store(e, o);
+    }
+}
+
+/// Whether writes are taken, and the disk failures behind a refusal.
+fn render_write_health(e: &mut Exposition, s: &StorageStats) {
+    let name = "cairn_storage_writes_refused";
+    e.family(
+        name,
+        "1 while writes are refused for this reason (each clears by itself), else 0.",
+        "gauge",
+    );
+    let refused = s.write_refusal.as_ref().map(|r| r.reason);
+    for reason in RefusalReason::ALL {
+        let v = if refused == Some(reason) { 1.0 } else { 0.0 };
+        e.sample(name, &[("reason", reason.as_str())], v);
+    }
+    let name = "cairn_storage_write_errors_total";
+    e.family(
+        name,
+        "Failed disk writes of storage, by what was being written (each is retried).",
+        "counter",
+    );
+    for (op, n) in &s.write_errors_total {
+        e.sample(name, &[("operation", op.as_str())], *n as f64);
+    }
+    if let Some(free) = s.free_disk_bytes {
+        e.single(
+            "cairn_storage_free_disk_bytes",
+            "Bytes free to Cairn on the data directory's filesystem.",
+            "gauge",
+            free as f64,
+        );
     }
 }
 

@@ -287,7 +287,7 @@ pub fn config_yaml(config: &ServerConfig) -> String {
     let _ = write!(
         y,
         "storage:\n  path: {}\n  retention: {}\n  wal_fsync_interval: {}\n  flush_interval: {}\n  \
-         max_in_memory_bytes: {}\n\
+         max_in_memory_bytes: {}\n  min_free_disk_bytes: {}\n\
          http:\n  listen_addr: {}\n  max_request_body_bytes: {}\n\
          query:\n  timeout: {}\n  max_samples: {}\n  max_series: {}\n  lookback_delta: {}\n",
         q(&st.path.display().to_string()),
@@ -295,6 +295,7 @@ pub fn config_yaml(config: &ServerConfig) -> String {
         fsync,
         d(st.flush_interval),
         st.max_in_memory_bytes,
+        st.min_free_disk_bytes,
         q(&config.listen_addr.to_string()),
         config.api.max_request_body_bytes,
         d(e.timeout),
@@ -365,7 +366,7 @@ mod tests {
         assert_eq!(
             config_yaml(&config),
             "storage:\n  path: \"/data/cairn\"\n  retention: 31d\n  wal_fsync_interval: 1s\n  flush_interval: 1m\n  \
-             max_in_memory_bytes: 268435456\n\
+             max_in_memory_bytes: 536870912\n  min_free_disk_bytes: 67108864\n\
              http:\n  listen_addr: \"127.0.0.1:9090\"\n  max_request_body_bytes: 67108864\n\
              query:\n  timeout: 2m\n  max_samples: 50000000\n  max_series: 1000000\n  lookback_delta: 5m\n"
         );

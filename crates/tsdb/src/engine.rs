@@ -20,6 +20,7 @@ use crate::background;
 use crate::config::{Config, WalSync};
 use crate::day::Day;
 use crate::head::{Row, UNKNOWN_LOCAL};
+use crate::health::WriteHealth;
 use crate::partition::{Partition, Remote};
 use crate::quarantine::Quarantine;
 use crate::querier::TsdbQuerier;
@@ -94,6 +95,8 @@ pub(crate) struct Inner {
     pub max_active_series: AtomicU64,
     /// Where files found damaged go (quarantine.rs).
     pub quarantine: Arc<Quarantine>,
+    /// Whether writes are taken, and why not (health.rs).
+    pub health: WriteHealth,
 }
 
 /// Flushes `partitions` (in day order, as a map of them yields them), each
@@ -211,8 +214,10 @@ impl Tsdb {
             retention_ms: AtomicI64::new(config.retention.as_millis() as i64),
             max_active_series: AtomicU64::new(config.max_active_series),
             quarantine,
+            health: WriteHealth::new(config.min_free_disk_bytes),
             config,
         });
+        inner.health.check_free_space(&root);
         inner.replay_wal(&wal_dir)?;
         let db = Self {
             inner,
@@ -392,7 +397,7 @@ impl Inner {
             records += 1;
             // Bounded memory: flush to parts when in-memory data grows, and
             // drop the segments replayed completely so far.
-            if self.memory_bytes() > self.config.max_in_memory_bytes as u64 {
+            if self.memory_bytes() > self.config.flush_threshold_bytes() {
                 let seq = self.seal_and_flush_all()?;
                 self.wal.remove_before(segment.min(seq))?;
             }
@@ -435,6 +440,12 @@ impl Inner {
     /// Writes in-memory data to disk and truncates the WAL. Commits wait only
     /// while heads are sealed and the WAL rotates, not during the writes.
     pub fn flush(&self) -> Result<(), StorageError> {
+        let result = self.flush_unrecorded();
+        self.health.record_flush(&result);
+        result
+    }
+
+    fn flush_unrecorded(&self) -> Result<(), StorageError> {
         let _flush = self.flush_lock.lock();
         let (partitions, seq) = {
             let _commits = self.commit_lock.lock();
@@ -521,6 +532,18 @@ impl Inner {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Admits a commit, or refuses it with a retryable error while the
+    /// disk is under its free-space reserve or memory stays over its bound.
+    pub fn admit_write(&self) -> Result<(), StorageError> {
+        self.health.admit(
+            &self.config.path,
+            || self.memory_bytes(),
+            self.config.max_in_memory_bytes as u64,
+            self.config.max_write_stall,
+            || self.nudge(),
+        )
     }
 
     /// Refuses a change of data on a read-only instance.
@@ -645,6 +668,17 @@ impl Admin for Tsdb {
             flushes_total: c.flushes.load(Ordering::Relaxed),
             maintenance_cpu_seconds_total: c.maintenance_cpu_nanos.load(Ordering::Relaxed) as f64 / 1e9,
             quarantined_files_total: self.inner.quarantine.counts(),
+            write_refusal: (!self.inner.config.read_only)
+                .then(|| {
+                    self.inner.health.refusal(
+                        &self.inner.config.path,
+                        partitions.iter().map(|p| p.memory_bytes()).sum(),
+                        self.inner.config.max_in_memory_bytes as u64,
+                    )
+                })
+                .flatten(),
+            free_disk_bytes: self.inner.health.free_bytes(),
+            write_errors_total: self.inner.health.errors(),
             object_store: self.inner.remote.as_ref().map(|remote| {
                 let (bucket, cache) = (&remote.bucket.counters, &remote.bucket.cache);
                 let (backlog_parts, backlog_bytes) = self.inner.upload_backlog();

@@ -24,6 +24,7 @@ mod config;
 mod day;
 mod engine;
 mod head;
+mod health;
 mod histograms;
 mod index;
 mod part;

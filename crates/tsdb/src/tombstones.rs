@@ -52,8 +52,13 @@ pub fn append(dir: &Path, tombs: &[Tombstone]) -> Result<(), StorageError> {
         .append(true)
         .open(&path)
         .map_err(StorageError::io("open", &path))?;
-    f.write_all(&buf).map_err(StorageError::io("append to", &path))?;
-    f.sync_all().map_err(StorageError::io("sync", &path))?;
+    let len = f.metadata().map_err(StorageError::io("stat", &path))?.len();
+    if let Err(e) = f.write_all(&buf).and_then(|()| f.sync_all()) {
+        // Records appended after a torn one would read as corruption: cut
+        // the failed append off (the deletion is refused and may be retried).
+        let _ = f.set_len(len);
+        return Err(StorageError::io("append to", &path)(e));
+    }
     crate::wal::sync_dir(dir)
 }
 

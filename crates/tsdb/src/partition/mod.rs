@@ -853,28 +853,33 @@ impl Partition {
         let max_seq = inputs.iter().map(|p| p.meta().max_seq).max().unwrap_or(0);
         let path = self.dir.join(part_file_name(min_seq, max_seq));
         let tmp = path.with_extension("tmp");
-        let file = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
-        let tombs = self.tombstones.read().clone();
-        let merged = merge_parts(
-            inputs,
-            &tombs,
-            BufWriter::with_capacity(1 << 20, file),
-            BlockEncoding::Compact,
-        )
-        .and_then(|w| w.finish().map_err(StorageError::io("write", &tmp)));
-        let (writer, meta) = merged.inspect_err(|_| {
+        let written = (|| {
+            let file = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
+            let tombs = self.tombstones.read().clone();
+            let (writer, meta) = merge_parts(
+                inputs,
+                &tombs,
+                BufWriter::with_capacity(1 << 20, file),
+                BlockEncoding::Compact,
+            )?
+            .finish()
+            .map_err(StorageError::io("write", &tmp))?;
+            let file = writer
+                .into_inner()
+                .map_err(|e| StorageError::io("write", &tmp)(e.into_error()))?;
+            if meta.blocks > 0 {
+                file.sync_all().map_err(StorageError::io("sync", &tmp))?;
+                fs::rename(&tmp, &path).map_err(StorageError::io("rename", &tmp))?;
+            }
+            Ok(meta.blocks > 0)
+        })();
+        // A failed attempt (a full disk) or an empty result leaves nothing behind.
+        if !matches!(written, Ok(true)) {
             let _ = fs::remove_file(&tmp);
-        })?;
-        let file = writer
-            .into_inner()
-            .map_err(|e| StorageError::io("write", &tmp)(e.into_error()))?;
-        if meta.blocks == 0 {
-            drop(file);
-            fs::remove_file(&tmp).map_err(StorageError::io("remove", &tmp))?;
+        }
+        if !written? {
             return Ok(None);
         }
-        file.sync_all().map_err(StorageError::io("sync", &tmp))?;
-        fs::rename(&tmp, &path).map_err(StorageError::io("rename", &tmp))?;
         crate::wal::sync_dir(&self.dir)?;
         Ok(Some(Arc::new(Part::open(&path)?)))
     }

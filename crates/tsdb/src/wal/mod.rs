@@ -35,9 +35,10 @@ struct Segment {
     file: File,
     bytes: u64,
     needs_sync: bool,
-    /// Set when a failed write left bytes that could not be cut off again:
-    /// records appended after them would be lost at replay, so none are.
-    torn: Option<String>,
+    /// Set when a failed write left bytes that could not be cut off yet:
+    /// records appended after them would be lost at replay, so none are
+    /// until cutting them off succeeds (the filesystem writable again).
+    torn: bool,
 }
 
 fn segment_path(dir: &Path, seq: u64) -> PathBuf {
@@ -85,7 +86,7 @@ impl Wal {
     /// Appends a record built by [`frame`], in one `write`.
     pub fn append_framed(&self, frame: &[u8]) -> Result<(), StorageError> {
         let mut seg = self.active.lock();
-        seg.check_whole(&self.dir)?;
+        seg.mend(&self.dir)?;
         if seg.bytes > 0 && seg.bytes + frame.len() as u64 > self.segment_bytes {
             let next = seg.seq + 1;
             seg.sync(&self.dir)?;
@@ -95,9 +96,7 @@ impl Wal {
         if let Err(e) = seg.file.write_all(frame) {
             // A partial record followed by whole ones would make replay stop
             // at the partial one: cut it off before anything else is appended.
-            if let Err(cut) = seg.file.set_len(seg.bytes) {
-                seg.torn = Some(cut.to_string());
-            }
+            seg.torn = seg.file.set_len(seg.bytes).is_err();
             return Err(StorageError::io("append to", &path)(e));
         }
         seg.bytes += frame.len() as u64;
@@ -117,7 +116,7 @@ impl Wal {
     /// appended before the call is in an older segment.
     pub fn rotate(&self) -> Result<u64, StorageError> {
         let mut seg = self.active.lock();
-        seg.check_whole(&self.dir)?;
+        seg.mend(&self.dir)?;
         seg.sync(&self.dir)?;
         let next = seg.seq + 1;
         *seg = Segment::create(&self.dir, next)?;
@@ -155,20 +154,31 @@ impl Segment {
             file,
             bytes: 0,
             needs_sync: false,
-            torn: None,
+            torn: false,
         })
     }
 
-    /// Fails if a failed write left a torn record here: nothing may follow
-    /// it, neither a record nor a newer segment (replay would stop at it).
-    fn check_whole(&self, dir: &Path) -> Result<(), StorageError> {
-        match &self.torn {
-            None => Ok(()),
-            Some(reason) => {
-                let reason = format!("an earlier failed write left a torn record ({reason}); restart to recover");
-                Err(StorageError::io("append to", segment_path(dir, self.seq))(
-                    std::io::Error::other(reason),
-                ))
+    /// Cuts off the torn record a failed write left, if one is left, or
+    /// fails: nothing may follow it, neither a record nor a newer segment
+    /// (replay would stop at it). Tried again at every append, so the log
+    /// mends itself once the filesystem takes writes again.
+    fn mend(&mut self, dir: &Path) -> Result<(), StorageError> {
+        if !self.torn {
+            return Ok(());
+        }
+        let path = segment_path(dir, self.seq);
+        match self.file.set_len(self.bytes) {
+            Ok(()) => {
+                tracing::info!(path = %path.display(), "cut off the torn record of a failed write");
+                self.torn = false;
+                Ok(())
+            }
+            Err(e) => {
+                let reason = format!("an earlier failed write left a torn record that cannot be cut off yet: {e}");
+                Err(StorageError::io("append to", path)(std::io::Error::new(
+                    e.kind(),
+                    reason,
+                )))
             }
         }
     }
