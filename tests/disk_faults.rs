@@ -419,6 +419,11 @@ fn under_the_free_space_reserve_writes_are_refused_before_the_disk_is_full() {
         .metric("cairn_storage_free_disk_bytes")
         .expect("free space metric");
     assert!(free < reserve as f64, "free {free} under the reserve {reserve}");
+    let status = client.get("/api/v1/status/storage").json();
+    assert_eq!(
+        status["data"]["totals"]["writeRefusal"]["reason"], "low_disk_space",
+        "{status}"
+    );
 
     fs::remove_file(&ballast).expect("free the space");
     send_until_taken(&client, t0, 1, Duration::from_secs(5));
