@@ -310,6 +310,13 @@ fn render_storage(e: &mut Exposition, s: &StorageStats) {
         e.single(name, help, "gauge", v as f64);
     }
     render_write_health(e, s);
+    if !s.quarantined_files_total.is_empty() {
+        let name = "cairn_storage_quarantined_files_total";
+        e.family(name, "Damaged files moved into the quarantine, by kind.", "counter");
+        for (kind, n) in &s.quarantined_files_total {
+            e.sample(name, &[("kind", kind)], *n as f64);
+        }
+    }
     if let Some(o) = &s.object_store {
         render_object_store(e, o);
     }

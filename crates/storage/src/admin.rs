@@ -141,6 +141,9 @@ pub struct StorageStats {
     /// Failed disk writes of storage, by what was being written
     /// ([`WriteOperation`]); each is retried.
     pub write_errors_total: Vec<(WriteOperation, u64)>,
+    /// Files found damaged and moved into the quarantine, by kind (part,
+    /// index, tombstones, histograms, wal).
+    pub quarantined_files_total: Vec<(&'static str, u64)>,
 }
 
 /// Why a store refuses writes for now. Each clears by itself once its
@@ -236,6 +239,12 @@ impl StorageStats {
         self.merged_bytes_total += other.merged_bytes_total;
         self.flushes_total += other.flushes_total;
         self.maintenance_cpu_seconds_total += other.maintenance_cpu_seconds_total;
+        for (kind, n) in &other.quarantined_files_total {
+            match self.quarantined_files_total.iter_mut().find(|(k, _)| k == kind) {
+                Some((_, total)) => *total += n,
+                None => self.quarantined_files_total.push((kind, *n)),
+            }
+        }
         if let Some(theirs) = &other.object_store {
             self.object_store.get_or_insert_with(Default::default).add(theirs);
         }

@@ -19,6 +19,7 @@
 
 mod appender;
 mod background;
+pub mod check;
 mod config;
 mod day;
 mod engine;
@@ -28,6 +29,7 @@ mod histograms;
 mod index;
 mod part;
 mod partition;
+mod quarantine;
 mod querier;
 mod selection;
 mod series_reader;
