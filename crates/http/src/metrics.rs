@@ -484,6 +484,7 @@ pub async fn metrics_handler(State(state): State<AppState>, caller: Option<Exten
     }
     let mut e = Exposition::new();
     state.metrics().render(&mut e);
+    state.query_gate().render(&mut e);
     render_storage(&mut e, &stats);
     // Each tenant's own series only for those the caller may read.
     let shown = |t: &TenantId| may_see(caller.as_ref(), t);

@@ -10,6 +10,7 @@ mod monitoring;
 mod opening;
 mod peers;
 mod self_metrics;
+mod serve;
 mod tls;
 
 use std::net::SocketAddr;
@@ -26,6 +27,7 @@ pub use cairn_http::parse_duration;
 pub use cairn_notifier::NotifierOptions;
 pub use cairn_query_api::{EngineOptions, StepSplit};
 pub use monitoring::{MonitoringConfig, check_config};
+pub use serve::HttpTimeouts;
 
 /// Everything the binary configures.
 #[derive(Debug, Clone)]
@@ -48,6 +50,8 @@ pub struct ServerConfig {
     /// Scraping, rules and alerting from a Prometheus configuration file
     /// (`--config.file`); none when `None`.
     pub monitoring: Option<MonitoringConfig>,
+    /// How long the server waits on slow or idle clients.
+    pub http_timeouts: HttpTimeouts,
 }
 
 /// Serves until `shutdown` resolves, then flushes storage and returns.
@@ -167,12 +171,13 @@ pub async fn run(
             let _ = tokio::task::spawn_blocking(move || cluster.leave()).await;
         }
     };
+    let timeouts = config.http_timeouts;
     let server = match tls {
         Some(tls) => {
             let listener = tls::TlsListener::new(listener, tls)?;
-            tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await })
+            tokio::spawn(serve::serve(listener, app, timeouts, shutdown))
         }
-        None => tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await }),
+        None => tokio::spawn(serve::serve(listener, app, timeouts, shutdown)),
     };
 
     let db = if stores {
@@ -362,6 +367,7 @@ mod tests {
             web: cairn_http::WebConfig::default(),
             cluster: None,
             monitoring: None,
+            http_timeouts: HttpTimeouts::default(),
         };
         assert_eq!(
             config_yaml(&config),
