@@ -332,6 +332,12 @@ struct Cli {
     #[arg(long = "query.max-memory-bytes", default_value_t = 0)]
     query_max_memory_bytes: usize,
 
+    /// How much lower than ingestion the API's queries run, as a Linux nice
+    /// increment (0-19; 0: the same priority): a storm of heavy queries then
+    /// takes the CPU that ingestion and rule evaluation leave, not theirs.
+    #[arg(long = "query.nice", default_value_t = 5, value_parser = clap::value_parser!(i32).range(0..=19))]
+    query_nice: i32,
+
     /// Log filter, e.g. info, debug, cairn_tsdb=debug.
     #[arg(long = "log.level", default_value = "info")]
     log_level: String,
@@ -623,6 +629,7 @@ fn main() -> anyhow::Result<()> {
             read: cli.http_read_timeout,
             write: cli.http_write_timeout,
         },
+        query_nice: cli.query_nice,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

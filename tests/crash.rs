@@ -367,7 +367,7 @@ fn verify_in_chunks(
     round: usize,
     seed: u64,
 ) -> Vec<u64> {
-    const CHUNK: u64 = 2_000;
+    const CHUNK: u64 = 500;
     (from..sent)
         .step_by(CHUNK as usize)
         .flat_map(|start| verify(client, t0, start, (start + CHUNK).min(sent), acked, round, seed))

@@ -355,7 +355,7 @@ impl Client {
             q.push(("end", ms_to_param(end)));
         }
         let r = Self::finish(self.http.get(format!("{}/api/v1/export", self.base)).query(&q).send())
-            .unwrap_or_else(|e| panic!("export {selectors:?}: {e}"));
+            .unwrap_or_else(|e| panic!("export {selectors:?}: {e:?}"));
         assert_eq!(r.status, 200, "export: {}", r.body);
         parse_export(&r.body)
     }

@@ -102,6 +102,10 @@ pub struct EngineOptions {
     /// query fails with an `execution` error. 0 disables the limit (the
     /// default; the server derives one from the machine's memory).
     pub max_memory_bytes: usize,
+    /// The threads a query's evaluation runs on (its parallel parts too);
+    /// `None`: the calling thread and rayon's global pool. A pool of its own
+    /// lets the server run queries at a lower priority than ingestion.
+    pub pool: Option<Arc<rayon::ThreadPool>>,
 }
 
 impl Default for EngineOptions {
@@ -117,6 +121,7 @@ impl Default for EngineOptions {
             delayed_name_removal: false,
             type_and_unit_labels: false,
             max_memory_bytes: 0,
+            pool: None,
         }
     }
 }
@@ -347,7 +352,12 @@ impl Engine {
         started: Instant,
     ) -> Result<Parsed, QueryError> {
         let limits = plan::Limits {
-            threads: rayon::current_num_threads().max(1),
+            threads: self
+                .opts
+                .pool
+                .as_ref()
+                .map_or_else(rayon::current_num_threads, |p| p.current_num_threads())
+                .max(1),
             lookback: eval::lookback_ms(&self.opts, qo),
             step_split: self.opts.step_split,
             fold_sharded_min_points: self.opts.fold_sharded_min_points,
@@ -498,7 +508,11 @@ impl Prepared {
 
     pub fn run(&self, q: &dyn Queryable) -> Result<QueryResult, QueryError> {
         let r = &self.run;
-        let mut result = eval::run(&r.opts, &r.qo, q, &self.plan, r.started)?;
+        let evaluate = || eval::run(&r.opts, &r.qo, q, &self.plan, r.started);
+        let mut result = match &r.opts.pool {
+            Some(pool) => pool.install(evaluate)?,
+            None => evaluate()?,
+        };
         for a in result.warnings.iter_mut().chain(&mut result.infos) {
             *a = positions::annotation(&r.text, a);
         }

@@ -52,6 +52,9 @@ pub struct ServerConfig {
     pub monitoring: Option<MonitoringConfig>,
     /// How long the server waits on slow or idle clients.
     pub http_timeouts: HttpTimeouts,
+    /// How much lower than ingestion the API's queries run (a Linux nice
+    /// increment; rules keep the engine's own threads and priority).
+    pub query_nice: i32,
 }
 
 /// Serves until `shutdown` resolves, then flushes storage and returns.
@@ -152,7 +155,7 @@ pub async fn run(
         state.limits().set(limits::load(path)?);
     }
     state.set_ready(false);
-    let mut app = cairn_http::router_with(state.clone(), cairn_query_api::routes(config.engine.clone()));
+    let mut app = cairn_http::router_with(state.clone(), cairn_query_api::routes(api_engine(&config.engine, config.query_nice)?));
     if let Some(cluster) = &cluster {
         let peers: Arc<dyn cairn_http::peers::Peers> = Arc::new(peers::ClusterPeers(cluster.clone()));
         app = app.layer(axum::Extension(peers));
@@ -277,6 +280,26 @@ fn ms(d: std::time::Duration) -> i64 {
 
 /// The effective configuration as YAML, for `/api/v1/status/config`.
 /// Cairn is configured by flags only; this mirrors them by section.
+/// The API's engine: `engine`, evaluating on a pool of its own (as many
+/// threads as cores) `nice` lower than the rest of the process, so that a
+/// storm of heavy queries takes the CPU that ingestion and rule evaluation
+/// leave. Rules keep the engine's own threads.
+fn api_engine(engine: &EngineOptions, nice: i32) -> anyhow::Result<EngineOptions> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .thread_name(|i| format!("cairn-query-{i}"))
+        .start_handler(move |_| {
+            if nice > 0 {
+                cairn_tsdb::lower_own_priority(nice);
+            }
+        })
+        .build()
+        .context("start the query threads")?;
+    Ok(EngineOptions {
+        pool: Some(Arc::new(pool)),
+        ..engine.clone()
+    })
+}
+
 pub fn config_yaml(config: &ServerConfig) -> String {
     use std::fmt::Write as _;
     // JSON strings are valid YAML double-quoted scalars.
@@ -368,6 +391,7 @@ mod tests {
             cluster: None,
             monitoring: None,
             http_timeouts: HttpTimeouts::default(),
+            query_nice: 0,
         };
         assert_eq!(
             config_yaml(&config),

@@ -153,7 +153,7 @@ impl Inner {
 
 /// Raises the calling thread's nice value by `increment`. Linux keeps a nice
 /// value per thread; elsewhere (where it is per process) this does nothing.
-fn lower_own_priority(increment: i32) {
+pub fn lower_own_priority(increment: i32) {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: nice(2) only changes a scheduling attribute of the calling
@@ -166,7 +166,7 @@ fn lower_own_priority(increment: i32) {
             libc::nice(increment) == -1 && *libc::__errno_location() != 0
         };
         if failed {
-            tracing::warn!(error = %io::Error::last_os_error(), "could not lower the merge thread's priority");
+            tracing::warn!(error = %io::Error::last_os_error(), "could not lower a thread's priority");
         }
     }
     #[cfg(not(target_os = "linux"))]

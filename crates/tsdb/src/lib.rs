@@ -39,6 +39,7 @@ mod tier;
 mod tombstones;
 mod wal;
 
+pub use background::lower_own_priority;
 pub use cairn_bucket::BucketConfig;
 pub use config::{Config, WalSync};
 pub use day::Day;
