@@ -1,9 +1,18 @@
-//! `POST|PUT /api/v1/admin/tsdb/delete_series`.
+//! `POST|PUT /api/v1/admin/tsdb/delete_series` and `/api/v1/admin/tsdb/snapshot`.
 
 use axum::extract::State;
 use axum::http::StatusCode;
 
-use crate::{ApiError, AppState, MAX_TIME, MIN_TIME, Params, Tenant, parse_match_params, run_blocking, time_range};
+use std::hash::BuildHasher;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use cairn_model::civil::civil_from_days;
+use serde::Serialize;
+
+use crate::{
+    ApiError, AppState, MAX_TIME, MIN_TIME, Params, Success, Tenant, parse_bool, parse_match_params, run_blocking,
+    time_range,
+};
 
 /// Deletes samples of every series matching any `match[]` in `[start, end]`
 /// (default: all time). 204 on success, like Prometheus.
@@ -28,6 +37,43 @@ pub async fn delete_series(
     })
     .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Serialize)]
+pub struct SnapshotCreated {
+    name: String,
+}
+
+/// Puts a consistent, hard-linked copy of every tenant's data in
+/// `snapshots/<name>/` of the data directory and answers its name.
+/// `skip_head=true` leaves out what is still in memory.
+pub async fn snapshot(State(state): State<AppState>, params: Params) -> Result<Success<SnapshotCreated>, ApiError> {
+    let skip_head = match params.get("skip_head") {
+        Some(v) => {
+            parse_bool(v).ok_or_else(|| ApiError::bad_data(format!("unable to parse boolean skip_head {v:?}")))?
+        }
+        None => false,
+    };
+    let name = snapshot_name(SystemTime::now());
+    let tenants = state.tenants().clone();
+    let name = run_blocking(move || Ok(tenants.snapshot(&name, skip_head).map(|_| name)?)).await?;
+    Ok(Success::new(SnapshotCreated { name }))
+}
+
+/// `<UTC time as 20060102T150405Z>-<16 random hex digits>`, as Prometheus
+/// names snapshots: sortable by time, unique among snapshots taken at once.
+fn snapshot_name(now: SystemTime) -> String {
+    let since_epoch = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since_epoch.as_secs() as i64;
+    let (year, month, day) = civil_from_days(secs.div_euclid(86_400));
+    let of_day = secs.rem_euclid(86_400);
+    let random = std::collections::hash_map::RandomState::new().hash_one(since_epoch.as_nanos());
+    format!(
+        "{year:04}{month:02}{day:02}T{:02}{:02}{:02}Z-{random:016x}",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    )
 }
 
 #[cfg(test)]
