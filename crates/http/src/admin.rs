@@ -115,4 +115,28 @@ mod tests {
             .await
             .check_status(405);
     }
+
+    #[tokio::test]
+    async fn snapshot_answers_errors_and_methods() {
+        let app = TestApp::new();
+        // The in-memory test storage has no directory to snapshot.
+        app.post_form("/api/v1/admin/tsdb/snapshot", "").await.check_error(
+            400,
+            "bad_data",
+            "snapshots are not supported by this storage (in cluster mode, snapshot each node)",
+        );
+        app.post_form("/api/v1/admin/tsdb/snapshot", "skip_head=maybe")
+            .await
+            .check_status(400);
+        app.get("/api/v1/admin/tsdb/snapshot").await.check_status(405);
+    }
+
+    #[test]
+    fn snapshot_names_sort_by_time() {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_512_940_344);
+        let name = super::snapshot_name(at);
+        assert_eq!(&name[..17], "20171210T211224Z-");
+        assert_eq!(name.len(), 33);
+        assert!(name[17..].bytes().all(|b| b.is_ascii_hexdigit()));
+    }
 }
