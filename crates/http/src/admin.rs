@@ -123,7 +123,7 @@ mod tests {
         app.post_form("/api/v1/admin/tsdb/snapshot", "").await.check_error(
             400,
             "bad_data",
-            "snapshots are not supported by this storage (in cluster mode, snapshot each node)",
+            "invalid argument: snapshots are not supported by this storage (in cluster mode, snapshot each node)",
         );
         app.post_form("/api/v1/admin/tsdb/snapshot", "skip_head=maybe")
             .await
