@@ -417,7 +417,11 @@ pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
             "/api/v1/admin/tsdb/delete_series",
             post(admin::delete_series).put(admin::delete_series),
         )
-        .route("/-/reload", post(monitoring::reload).put(monitoring::reload));
+        .route("/-/reload", post(monitoring::reload).put(monitoring::reload))
+        .route(
+            "/api/v1/admin/tsdb/snapshot",
+            post(admin::snapshot).put(admin::snapshot),
+        );
     let open = Router::new()
         .route("/-/healthy", get(health::healthy))
         .route("/-/ready", get(health::ready))

@@ -44,6 +44,17 @@ pub trait Admin: Send + Sync {
     /// The immutable parts samples are stored in, oldest day first
     /// (`/api/v1/status/tsdb/blocks`).
     fn parts(&self) -> Result<Vec<PartInfo>, StorageError>;
+
+    /// Puts a consistent copy of the stored data in `dest` (a new directory,
+    /// laid out as a data directory), hard-linked where files are immutable.
+    /// Unless `skip_head`, data in memory is written to disk first, so the
+    /// copy holds every write acknowledged before the call.
+    fn snapshot(&self, dest: &std::path::Path, skip_head: bool) -> Result<(), StorageError> {
+        let _ = (dest, skip_head);
+        Err(StorageError::InvalidArgument(
+            "snapshots are not supported by this storage".into(),
+        ))
+    }
 }
 
 /// One stored part, as `/api/v1/status/tsdb/blocks` lists it.

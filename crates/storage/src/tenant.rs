@@ -140,6 +140,16 @@ pub trait Tenants: Send + Sync {
         let _ = options;
         self.get(tenant)
     }
+
+    /// Snapshots every tenant's data into `snapshots/<name>/` of the data
+    /// directory (other tenants under its `tenants/<id>/`) and returns that
+    /// directory; see [`crate::Admin::snapshot`].
+    fn snapshot(&self, name: &str, skip_head: bool) -> Result<std::path::PathBuf, StorageError> {
+        let _ = (name, skip_head);
+        Err(StorageError::InvalidArgument(
+            "snapshots are not supported by this storage (in cluster mode, snapshot each node)".into(),
+        ))
+    }
 }
 
 /// How a read may answer when some of the data cannot be reached.

@@ -461,6 +461,36 @@ impl Inner {
         Ok(())
     }
 
+    /// Puts a consistent copy of the data directory (partitions; no WAL) in
+    /// `dest`. Unless `skip_head`, in-memory data is
+    /// flushed first, so the copy holds every write acknowledged before the
+    /// call. The flush lock is held throughout: no index segment or
+    /// histogram file appears and no WAL segment goes while files are linked.
+    pub fn snapshot(&self, dest: &Path, skip_head: bool) -> Result<(), StorageError> {
+        let _flush = self.flush_lock.lock();
+        if !skip_head {
+            let (partitions, seq) = {
+                let _commits = self.commit_lock.lock();
+                let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
+                for p in &partitions {
+                    p.seal_rows()?;
+                }
+                (partitions, self.wal.rotate()?)
+            };
+            flush_partitions(&partitions, seq)?;
+            self.wal.remove_before(seq)?;
+            self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+        }
+        let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
+        let partitions_dir = dest.join("partitions");
+        fs::create_dir_all(&partitions_dir).map_err(StorageError::io("create", &partitions_dir))?;
+        for p in &partitions {
+            p.snapshot_into(&partitions_dir.join(p.day.to_string()))?;
+        }
+        wal::sync_dir(&partitions_dir)?;
+        wal::sync_dir(dest)
+    }
+
     /// Merges in-memory parts until no partition has more than [`MAX_MEMORY_PARTS`].
     pub(crate) fn merge_memory_parts(&self) -> Result<(), StorageError> {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
@@ -699,6 +729,10 @@ impl Admin for Tsdb {
                 }
             }),
         }
+    }
+
+    fn snapshot(&self, dest: &Path, skip_head: bool) -> Result<(), StorageError> {
+        self.inner.snapshot(dest, skip_head)
     }
 
     fn parts(&self) -> Result<Vec<PartInfo>, StorageError> {

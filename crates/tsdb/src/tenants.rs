@@ -251,4 +251,26 @@ impl Tenants for TsdbTenants {
     fn list(&self) -> Vec<TenantId> {
         self.engines.read().keys().cloned().collect()
     }
+
+    fn snapshot(&self, name: &str, skip_head: bool) -> Result<std::path::PathBuf, StorageError> {
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(StorageError::InvalidArgument(format!("bad snapshot name {name:?}")));
+        }
+        let dest = self.config.path.join(SNAPSHOTS_DIR).join(name);
+        if dest.exists() {
+            return Err(StorageError::InvalidArgument(format!("snapshot {name} already exists")));
+        }
+        for (id, engine) in self.engines() {
+            let into = if id.is_default() {
+                dest.clone()
+            } else {
+                dest.join(TENANTS_DIR).join(id.as_str())
+            };
+            cairn_storage::Admin::snapshot(&*engine, &into, skip_head)?;
+        }
+        Ok(dest)
+    }
 }
+
+/// Where snapshots go, inside the data directory.
+pub const SNAPSHOTS_DIR: &str = "snapshots";

@@ -939,6 +939,39 @@ impl Partition {
         Ok(())
     }
 
+    /// Puts a consistent copy of the partition's files in `dest`: immutable
+    /// files (parts, index segments, histogram files) hard-linked, the others
+    /// (tombstones, which grow in place) copied. Flushes, merges and removal
+    /// wait meanwhile, so no file is half-written or about to vanish; the
+    /// caller holds the engine's flush lock, so no index segment appears.
+    /// Parts only in the bucket stay there (the copy lists them by name).
+    pub fn snapshot_into(&self, dest: &Path) -> Result<(), StorageError> {
+        let _rewrite = self.rewrite.lock();
+        let _merge = self.disk_merge.lock();
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            // Dropped past retention before the locks were taken.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(StorageError::io("list", &self.dir)(e)),
+        };
+        fs::create_dir_all(dest).map_err(StorageError::io("create", dest))?;
+        for entry in entries {
+            let entry = entry.map_err(StorageError::io("list", &self.dir))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.ends_with(".tmp") || !entry.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let (from, to) = (entry.path(), dest.join(name));
+            if is_immutable_file(name) {
+                fs::hard_link(&from, &to).map_err(StorageError::io("hard-link", &from))?;
+            } else {
+                fs::copy(&from, &to).map_err(StorageError::io("copy", &from))?;
+            }
+        }
+        crate::wal::sync_dir(dest)
+    }
+
     /// Deletes the partition's directory and its objects in the bucket once
     /// no flush or merge writes into it; one starting later fails to create
     /// its file, and its partition is no longer listed.
@@ -948,6 +981,12 @@ impl Partition {
         self.delete_objects()?;
         fs::remove_dir_all(&self.dir).map_err(StorageError::io("remove partition", &self.dir))
     }
+}
+
+/// Whether a partition file never changes once renamed into place (a
+/// snapshot may link it rather than copy it).
+fn is_immutable_file(name: &str) -> bool {
+    [".cpart", ".cidx", ".chist"].iter().any(|ext| name.ends_with(ext))
 }
 
 /// The adjacent run of 2 to `fan_in` parts to merge: the one whose bytes are

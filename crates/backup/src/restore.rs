@@ -1,0 +1,61 @@
+//! Restoring a backup into a new data directory.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use cairn_bucket::Bucket;
+use cairn_storage::StorageError;
+
+use crate::manifest::Manifest;
+
+/// Writes backup `name` (the latest when `None`) into `target`, which must
+/// be missing or empty. Each file is checked against the manifest's size
+/// and checksum, then written as `*.tmp`, synced and renamed. Returns the
+/// backup's manifest.
+pub fn restore(dest: &Bucket, name: Option<&str>, target: &Path) -> Result<Manifest, StorageError> {
+    if fs::read_dir(target).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(StorageError::InvalidArgument(format!(
+            "restore target {} is not empty",
+            target.display()
+        )));
+    }
+    let name = match name {
+        Some(name) => name.to_string(),
+        None => crate::list(dest)?
+            .pop()
+            .ok_or_else(|| StorageError::InvalidArgument("no complete backup at the destination".into()))?,
+    };
+    let manifest = Manifest::load(dest, &name)?;
+    for file in &manifest.files {
+        if file.path.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+            return Err(StorageError::Corrupt {
+                path: dest.url_of(&Manifest::key(&name)),
+                reason: format!("bad path {:?}", file.path),
+            });
+        }
+        let key = file.data_key();
+        let bytes = dest.get(&key)?;
+        let crc = crc32c::crc32c(&bytes);
+        if bytes.len() as u64 != file.size || crc != file.crc32c {
+            return Err(StorageError::Corrupt {
+                path: dest.url_of(&key),
+                reason: format!(
+                    "{} bytes with crc32c {crc:08x}, the manifest says {} bytes with {:08x}",
+                    bytes.len(),
+                    file.size,
+                    file.crc32c
+                ),
+            });
+        }
+        let path = target.join(&file.path);
+        let dir = path.parent().unwrap_or(target);
+        fs::create_dir_all(dir).map_err(StorageError::io("create", dir))?;
+        let tmp = path.with_extension("tmp");
+        let mut out = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
+        out.write_all(&bytes).map_err(StorageError::io("write", &tmp))?;
+        out.sync_all().map_err(StorageError::io("sync", &tmp))?;
+        fs::rename(&tmp, &path).map_err(StorageError::io("rename", &tmp))?;
+    }
+    Ok(manifest)
+}
