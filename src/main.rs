@@ -490,6 +490,10 @@ fn main() -> anyhow::Result<()> {
     if std::env::args().nth(1).as_deref() == Some("bench") {
         return cairn_bench::cli::main(std::env::args().skip(1));
     }
+    // `cairn backup ...` / `cairn restore ...`: backups of a data directory.
+    if matches!(std::env::args().nth(1).as_deref(), Some("backup" | "restore")) {
+        std::process::exit(cairn_backup::cli::main(std::env::args().skip(1).collect()));
+    }
     // `cairn check ...` / `cairn test rules ...`: promtool's checks.
     if matches!(std::env::args().nth(1).as_deref(), Some("check" | "test")) {
         let args: Vec<String> = std::env::args().skip(1).collect();

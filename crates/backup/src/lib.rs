@@ -9,6 +9,7 @@
 //! path, size and checksum) is not copied again: parts, index segments and
 //! histogram files never change once written, so most are shared.
 
+pub mod cli;
 mod manifest;
 mod restore;
 mod save;

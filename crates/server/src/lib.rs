@@ -155,7 +155,10 @@ pub async fn run(
         state.limits().set(limits::load(path)?);
     }
     state.set_ready(false);
-    let mut app = cairn_http::router_with(state.clone(), cairn_query_api::routes(api_engine(&config.engine, config.query_nice)?));
+    let mut app = cairn_http::router_with(
+        state.clone(),
+        cairn_query_api::routes(api_engine(&config.engine, config.query_nice)?),
+    );
     if let Some(cluster) = &cluster {
         let peers: Arc<dyn cairn_http::peers::Peers> = Arc::new(peers::ClusterPeers(cluster.clone()));
         app = app.layer(axum::Extension(peers));

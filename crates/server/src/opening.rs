@@ -34,4 +34,8 @@ impl Tenants for OpeningTenants {
     fn list(&self) -> Vec<TenantId> {
         self.inner.get().map(|t| t.list()).unwrap_or_default()
     }
+
+    fn snapshot(&self, name: &str, skip_head: bool) -> Result<std::path::PathBuf, StorageError> {
+        self.opened()?.snapshot(name, skip_head)
+    }
 }
