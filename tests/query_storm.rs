@@ -299,14 +299,18 @@ fn query_storm_benchmark() {
         instances: 300,
         cpus: 10,
     };
-    // STORM_MAX_CONCURRENCY compares settings (default 4).
+    // STORM_MAX_CONCURRENCY and STORM_QUERY_NICE compare settings
+    // (defaults 4 and the server's own).
     let concurrency = std::env::var("STORM_MAX_CONCURRENCY").unwrap_or_else(|_| "4".into());
-    let server = Server::start_with(&[
-        &format!("--query.max-concurrency={concurrency}"),
-        "--query.max-queue-length=8",
-        "--query.max-queue-wait=1s",
-    ]);
-    eprintln!("--query.max-concurrency={concurrency}");
+    let nice = std::env::var("STORM_QUERY_NICE").ok();
+    let mut args = vec![
+        format!("--query.max-concurrency={concurrency}"),
+        "--query.max-queue-length=8".into(),
+        "--query.max-queue-wait=1s".into(),
+    ];
+    args.extend(nice.iter().map(|n| format!("--query.nice={n}")));
+    let server = Server::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    eprintln!("{args:?}");
     let client = server.client();
     let end = now_ms();
     let backfill = Instant::now();
