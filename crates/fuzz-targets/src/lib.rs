@@ -52,8 +52,11 @@ pub use tsdb_part::tsdb_part;
 pub use tsdb_tombstones::tsdb_tombstones;
 pub use tsdb_wal_record::tsdb_wal_record;
 
+/// A target: takes one input, panics when an invariant breaks.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, as `fuzz/` names its corpus and regression folders.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("cluster_frames", cluster_frames),
     ("codec_histograms", codec_histograms),
     ("codec_timestamps", codec_timestamps),
