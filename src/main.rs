@@ -35,11 +35,20 @@ struct Cli {
     #[arg(long = "storage.flush-interval", default_value = "60s", value_parser = duration)]
     flush_interval: Duration,
 
-    /// Flush to disk early when in-memory data (unsorted rows and compressed
-    /// in-memory parts) exceeds this many bytes; a quarter of it bounds one
-    /// row buffer.
-    #[arg(long = "storage.max-in-memory-bytes", default_value_t = 256 << 20)]
+    /// Bound of in-memory data (unsorted rows and compressed in-memory
+    /// parts): a flush to disk starts at half of it, an eighth of it bounds
+    /// one row buffer, and past all of it writes wait briefly for a flush,
+    /// then get 503 with Retry-After (ingestion faster than the disk takes
+    /// it, or flushes failing).
+    #[arg(long = "storage.max-in-memory-bytes", default_value_t = 512 << 20)]
     max_in_memory_bytes: usize,
+
+    /// Writes are refused (503 with Retry-After; /-/ready says why) while
+    /// fewer bytes than this are free on the data directory's filesystem,
+    /// so flushes and merges keep room to finish; they resume once space
+    /// is freed. 0: only a full disk refuses them.
+    #[arg(long = "storage.min-free-disk-bytes", default_value_t = 64 << 20)]
+    min_free_disk_bytes: u64,
 
     /// A day partition without writes for this long is merged into one part
     /// (best compression) and, with an object store, uploaded once the day
@@ -225,6 +234,20 @@ struct Cli {
     #[arg(long = "http.max-request-body-bytes", default_value_t = 64 << 20)]
     max_request_body_bytes: usize,
 
+    /// Longest a client may take to send a request's headers and body,
+    /// counted from the end of the previous response (or the connection's
+    /// start): a keep-alive connection idle this long is closed, and a
+    /// client that trickles a request (slowloris) is cut off. Duration;
+    /// default 5m, as Prometheus' --web.read-timeout; 0 disables it.
+    #[arg(long = "http.read-timeout", default_value = "5m", value_parser = duration)]
+    http_read_timeout: Duration,
+
+    /// Longest a response write may wait for a client that does not read
+    /// (its socket buffer full) before the connection is cut off. Duration;
+    /// default 1m; 0 disables it.
+    #[arg(long = "http.write-timeout", default_value = "1m", value_parser = duration)]
+    http_write_timeout: Duration,
+
     /// Most samples one remote read (`/api/v1/read`) answered with raw
     /// samples may return; past it the read fails with 400. Streamed reads
     /// (chunks, bounded by frame) are not limited. 0 disables the limit.
@@ -283,6 +306,31 @@ struct Cli {
     /// 3.14 server, and here).
     #[arg(long = "query.type-and-unit-labels")]
     query_type_and_unit_labels: bool,
+
+    /// Queries (instant, range, and series, label lookups with match[],
+    /// federate, export) run at once at most; more wait in a queue. 0
+    /// disables the limit. Default 20, as Prometheus. Rule evaluation does
+    /// not count against it.
+    #[arg(long = "query.max-concurrency", default_value_t = 20)]
+    query_max_concurrency: usize,
+
+    /// Queries waiting for a slot at most; one more is refused at once with
+    /// a 503 `unavailable` (and Retry-After). Default 100.
+    #[arg(long = "query.max-queue-length", default_value_t = 100)]
+    query_max_queue_length: usize,
+
+    /// Longest a query waits in the queue for a slot before it is refused
+    /// with a 503 `unavailable`. Duration; default 10s.
+    #[arg(long = "query.max-queue-wait", default_value = "10s", value_parser = duration)]
+    query_max_queue_wait: Duration,
+
+    /// Most bytes a single query may hold (samples loaded and produced,
+    /// series labels); beyond it the query fails with a 422 `execution`
+    /// error. Default 0: half the memory of the machine (or its cgroup)
+    /// shared by --query.max-concurrency queries, so that the queries
+    /// allowed to run at once stay within half the memory.
+    #[arg(long = "query.max-memory-bytes", default_value_t = 0)]
+    query_max_memory_bytes: usize,
 
     /// Log filter, e.g. info, debug, cairn_tsdb=debug.
     #[arg(long = "log.level", default_value = "info")]
@@ -458,6 +506,7 @@ fn main() -> anyhow::Result<()> {
     };
     storage.flush_interval = cli.flush_interval;
     storage.max_in_memory_bytes = cli.max_in_memory_bytes;
+    storage.min_free_disk_bytes = cli.min_free_disk_bytes;
     storage.idle_merge_after = cli.settle_time;
     let mut cluster = cluster_config(&cli)?;
     let bucket = cli.object_store_url.as_ref().map(|url| cairn_tsdb::BucketConfig {
@@ -495,6 +544,11 @@ fn main() -> anyhow::Result<()> {
         remote_read_sample_limit: cli.remote_read_sample_limit,
         remote_read_concurrency: cli.remote_read_concurrent_limit,
         remote_read_max_bytes_in_frame: cli.remote_read_max_bytes_in_frame,
+        query_admission: cairn_http::AdmissionConfig {
+            max_concurrency: cli.query_max_concurrency,
+            max_queue_length: cli.query_max_queue_length,
+            max_queue_wait: cli.query_max_queue_wait,
+        },
         otlp: cairn_http::OtlpOptions {
             convert_histograms_to_nhcb: cli.otlp_convert_histograms_to_nhcb,
         },
@@ -523,6 +577,10 @@ fn main() -> anyhow::Result<()> {
         step_split: cli.query_step_split,
         delayed_name_removal: cli.query_delayed_name_removal,
         type_and_unit_labels: cli.query_type_and_unit_labels,
+        max_memory_bytes: match cli.query_max_memory_bytes {
+            0 => default_query_memory_bytes(cli.query_max_concurrency),
+            n => n,
+        },
         ..cairn_server::EngineOptions::default()
     };
     let web = match &cli.web_config_file {
@@ -561,6 +619,10 @@ fn main() -> anyhow::Result<()> {
         limits_file: cli.tenants_limits_file,
         web,
         cluster,
+        http_timeouts: cairn_server::HttpTimeouts {
+            read: cli.http_read_timeout,
+            write: cli.http_write_timeout,
+        },
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -569,9 +631,35 @@ fn main() -> anyhow::Result<()> {
     runtime.block_on(cairn_server::run(config, cairn_server::shutdown_signal()))
 }
 
+/// The default per-query memory budget: half the memory (the cgroup's
+/// limit when lower than the machine's) shared by the queries that may run
+/// at once.
+fn default_query_memory_bytes(max_concurrency: usize) -> usize {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let machine = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(8 << 30, |kb| kb * 1024);
+    let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let memory = cgroup.map_or(machine, |c| c.min(machine));
+    usize::try_from(memory / 2 / max_concurrency.max(1) as u64).unwrap_or(usize::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_query_memory_budget_shares_half_the_memory() {
+        let one = default_query_memory_bytes(1);
+        assert!(one >= 64 << 20, "{one}");
+        let twenty = default_query_memory_bytes(20);
+        assert_eq!(twenty, one / 20);
+        assert_eq!(default_query_memory_bytes(0), one);
+    }
 
     #[test]
     fn external_url_paths_become_prefixes() {

@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -158,7 +158,7 @@ fn verify(client: &Client, t0: i64, from: u64, sent: u64, acked: &[u64], round: 
         }
     }
     let full = (SERIES + HISTOGRAM_SERIES) * SAMPLES_PER_BATCH;
-    for &b in acked.iter().filter(|&&b| b >= from) {
+    for &b in acked.iter().filter(|&&b| b >= from && b < sent) {
         assert_eq!(
             present[b as usize], full,
             "round {round} seed {seed}: acknowledged batch {b} has {}/{full} samples after kill -9",
@@ -176,6 +176,75 @@ fn verify(client: &Client, t0: i64, from: u64, sent: u64, acked: &[u64], round: 
         }
     }
     durable_unacked
+}
+
+/// Threads that remote-write consecutive batches until the server dies or
+/// they are stopped; each batch id is taken once from a shared counter.
+struct Writers {
+    stop: Arc<AtomicBool>,
+    next: Arc<AtomicU64>,
+    acked: Arc<Mutex<Vec<u64>>>,
+    refused: Arc<AtomicU64>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Writers {
+    /// `threads` writers from batch `first`, each pausing `pause` after a
+    /// batch is taken (zero: as fast as the server takes them).
+    fn start(srv: &Server, t0: i64, first: u64, threads: usize, pause: Duration) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let next = Arc::new(AtomicU64::new(first));
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let refused = Arc::new(AtomicU64::new(0));
+        let threads = (0..threads)
+            .map(|_| {
+                let (stop, next, acked, refused) = (stop.clone(), next.clone(), acked.clone(), refused.clone());
+                let client = srv.client();
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let b = next.fetch_add(1, Ordering::Relaxed);
+                        match client.try_write(&batch(t0, b)) {
+                            Ok(r) if r.status == 204 => {
+                                acked.lock().unwrap().push(b);
+                                std::thread::sleep(pause);
+                            }
+                            // Backpressure: not taken, so all or nothing of it
+                            // may be stored; a real sender would retry it.
+                            Ok(r) if r.status == 503 && r.retry_after.is_some() => {
+                                refused.fetch_add(1, Ordering::Relaxed);
+                                std::thread::sleep(Duration::from_millis(100));
+                            }
+                            Ok(r) => panic!("batch {b} refused: {} {}", r.status, r.body),
+                            Err(_) => break, // the server died mid-request
+                        }
+                    }
+                })
+            })
+            .collect();
+        Self {
+            stop,
+            next,
+            acked,
+            refused,
+            threads,
+        }
+    }
+
+    /// Stops the writers (the server is dead or about to be): the batches
+    /// sent (ids below it), those acknowledged, and how many were refused.
+    fn stop(self) -> (u64, Vec<u64>, u64) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            t.join().expect("writer thread");
+        }
+        let mut acked = std::mem::take(&mut *self.acked.lock().unwrap());
+        acked.sort_unstable();
+        (
+            self.next.load(Ordering::Relaxed),
+            acked,
+            self.refused.load(Ordering::Relaxed),
+        )
+    }
 }
 
 #[test]
@@ -246,32 +315,7 @@ fn kill_9_during_ingestion_loses_no_acknowledged_sample() {
         acked.extend(durable);
         acked.sort_unstable();
 
-        // Writer: sends batches until the server dies or the test stops it.
-        let stop = Arc::new(AtomicBool::new(false));
-        let round_acked = Arc::new(Mutex::new(Vec::new()));
-        let first = next_batch;
-        let writer = {
-            let stop = stop.clone();
-            let round_acked = round_acked.clone();
-            let client = srv.client();
-            std::thread::spawn(move || {
-                let mut b = first;
-                while !stop.load(Ordering::Relaxed) {
-                    let r = client.try_write(&batch(t0, b));
-                    b += 1;
-                    match r {
-                        Ok(r) if r.status == 204 => {
-                            round_acked.lock().unwrap().push(b - 1);
-                            // Bounded rate: crashes, not volume, are the point.
-                            std::thread::sleep(Duration::from_millis(5));
-                        }
-                        Ok(r) => panic!("batch {} refused: {} {}", b - 1, r.status, r.body),
-                        Err(_) => break, // the server died mid-request
-                    }
-                }
-                b // batches sent (some may be unacknowledged)
-            })
-        };
+        let writers = Writers::start(&srv, t0, next_batch, 1, Duration::from_millis(5));
         // Mostly short rounds; some long enough for flushes and the 5 s
         // maintenance loop (merges) to be under way when the kill lands.
         let kill_after = if rng.random_bool(0.2) {
@@ -281,13 +325,12 @@ fn kill_9_during_ingestion_loses_no_acknowledged_sample() {
         };
         std::thread::sleep(kill_after);
         srv.kill9();
-        stop.store(true, Ordering::Relaxed);
-        next_batch = writer.join().expect("writer thread");
-        let mut got = std::mem::take(&mut *round_acked.lock().unwrap());
-        let in_flight = next_batch - first - got.len() as u64;
+        let (sent, mut got, refused) = writers.stop();
+        let in_flight = sent - next_batch - got.len() as u64 - refused;
+        next_batch = sent;
         total_killed_mid_write += in_flight;
         println!(
-            "round {round}: kill -9 after {kill_after:?} {args:?}: {} batches acknowledged, {in_flight} in flight",
+            "round {round}: kill -9 after {kill_after:?} {args:?}: {} batches acknowledged, {refused} refused for retry, {in_flight} in flight",
             got.len()
         );
         acked.append(&mut got);
@@ -311,4 +354,145 @@ fn kill_9_during_ingestion_loses_no_acknowledged_sample() {
         started.elapsed().as_secs_f64()
     );
     assert!(acked.len() > rounds, "too few batches acknowledged to mean anything");
+}
+
+/// [`verify`] a few thousand batches at a time: a soak stores more than one
+/// export answers within a client's timeout.
+fn verify_in_chunks(
+    client: &Client,
+    t0: i64,
+    from: u64,
+    sent: u64,
+    acked: &[u64],
+    round: usize,
+    seed: u64,
+) -> Vec<u64> {
+    const CHUNK: u64 = 2_000;
+    (from..sent)
+        .step_by(CHUNK as usize)
+        .flat_map(|start| verify(client, t0, start, (start + CHUNK).min(sent), acked, round, seed))
+        .collect()
+}
+
+/// The soak of docs/benchmarks.md ("Crash soak"): `CAIRN_SOAK_ROUNDS`
+/// (default 100) rounds of kill -9 at random moments while two writers send
+/// batches as fast as the server takes them and a reader runs range
+/// queries; after every restart the acknowledged samples are checked, and
+/// the restart's peak RSS (WAL replay) must stay within the bound below.
+#[test]
+#[ignore = "a soak benchmark: cargo test --release --test crash soak -- --ignored --nocapture"]
+fn soak_kill_9_at_full_rate_with_queries() {
+    let seed: u64 = std::env::var("CAIRN_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    let rounds: usize = std::env::var("CAIRN_SOAK_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(100);
+    // Replay flushes at half of this bound; the rest of the process (index,
+    // caches, runtime) is counted in the allowance beside it.
+    let memory_bound: u64 = 64 << 20;
+    let rss_bound = memory_bound + (384 << 20);
+    let args = ["--storage.max-in-memory-bytes".to_string(), memory_bound.to_string()];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    println!("soak: seed {seed}, {rounds} rounds; reproduce with CAIRN_CRASH_SEED={seed}");
+    let mut rng = StdRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t0 = (now_ms() - 6 * 3_600_000) / 1000 * 1000;
+    let (mut next_batch, mut acked) = (0u64, Vec::<u64>::new());
+    let (mut verified_from, mut round_first) = (0u64, None::<u64>);
+    let (mut startups, mut peaks, mut wal_sizes) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut queries, mut refused_total, mut in_flight_total) = (0u64, 0u64, 0u64);
+    let started = Instant::now();
+    for round in 0..rounds {
+        let mut srv = Server::new(dir.path(), &args);
+        wal_sizes.push(cairn_bench::procfs::du_bytes(&dir.path().join("wal")));
+        let start = Instant::now();
+        srv.restart();
+        startups.push(start.elapsed());
+        let (_, peak) = cairn_bench::procfs::rss(srv.pid()).expect("the server's /proc status");
+        peaks.push(peak);
+        let from = if round % 10 == 0 { 0 } else { verified_from };
+        acked.extend(verify_in_chunks(
+            &srv.client(),
+            t0,
+            from,
+            next_batch,
+            &acked,
+            round,
+            seed,
+        ));
+        acked.sort_unstable();
+        verified_from = round_first.unwrap_or(0);
+        round_first = Some(next_batch);
+
+        let writers = Writers::start(&srv, t0, next_batch, 2, Duration::ZERO);
+        let stop_reading = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let (stop, client) = (stop_reading.clone(), srv.client());
+            let (start, end) = (ms_to_param(t0), ms_to_param(t0 + 3_600_000));
+            std::thread::spawn(move || {
+                let mut answered = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let query = [
+                        ("query", "sum by (series) (rate(crash_test[1s]))"),
+                        ("start", start.as_str()),
+                        ("end", end.as_str()),
+                        ("step", "10"),
+                    ];
+                    match client
+                        .http
+                        .get(format!("{}/api/v1/query_range", client.base))
+                        .query(&query)
+                        .send()
+                    {
+                        Ok(r) if r.status().is_success() => answered += 1,
+                        Ok(r) => panic!("a query failed: {} {}", r.status(), r.text().unwrap_or_default()),
+                        Err(_) => break,
+                    }
+                }
+                answered
+            })
+        };
+        let kill_after = Duration::from_millis(rng.random_range(500..8000));
+        std::thread::sleep(kill_after);
+        srv.kill9();
+        stop_reading.store(true, Ordering::Relaxed);
+        let (sent, mut got, refused) = writers.stop();
+        queries += reader.join().expect("reader thread");
+        let in_flight = sent - next_batch - got.len() as u64 - refused;
+        println!(
+            "round {round}: kill -9 after {kill_after:?}: {} batches acknowledged, {refused} refused, {in_flight} in flight; \
+             restart {:?}, peak RSS {} MiB, WAL {} MiB",
+            got.len(),
+            startups[round],
+            peak >> 20,
+            wal_sizes[round] >> 20,
+        );
+        refused_total += refused;
+        in_flight_total += in_flight;
+        next_batch = sent;
+        acked.append(&mut got);
+        acked.sort_unstable();
+    }
+    let mut srv = Server::new(dir.path(), &args);
+    srv.restart();
+    acked.extend(verify_in_chunks(&srv.client(), t0, 0, next_batch, &acked, rounds, seed));
+    startups.sort_unstable();
+    let max_peak = peaks.iter().copied().max().unwrap_or(0);
+    println!(
+        "soak: {rounds} rounds in {:.0} s, 0 failed starts, {} batches ({} samples) acknowledged and all present, \
+         {refused_total} refused for retry, {in_flight_total} in flight at a kill, {queries} range queries answered; \
+         restart p50 {:?} max {:?}; peak RSS at restart max {} MiB (bound {} MiB); WAL at restart max {} MiB",
+        started.elapsed().as_secs_f64(),
+        acked.len(),
+        acked.len() * (SERIES + HISTOGRAM_SERIES) * SAMPLES_PER_BATCH,
+        startups[startups.len() / 2],
+        startups.last().copied().unwrap_or_default(),
+        max_peak >> 20,
+        rss_bound >> 20,
+        wal_sizes.iter().max().copied().unwrap_or(0) >> 20,
+    );
+    assert!(max_peak < rss_bound, "WAL replay peaked at {max_peak} bytes of RSS");
 }

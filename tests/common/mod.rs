@@ -218,6 +218,8 @@ pub fn http_client(timeout: Duration) -> reqwest::blocking::Client {
 pub struct Resp {
     pub status: u16,
     pub body: String,
+    /// The `Retry-After` header, if the answer had one.
+    pub retry_after: Option<String>,
 }
 
 impl Resp {
@@ -286,8 +288,17 @@ impl Client {
     fn finish(r: reqwest::Result<reqwest::blocking::Response>) -> reqwest::Result<Resp> {
         let r = r?;
         let status = r.status().as_u16();
+        let retry_after = r
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let body = r.text()?;
-        Ok(Resp { status, body })
+        Ok(Resp {
+            status,
+            body,
+            retry_after,
+        })
     }
 
     /// POSTs a raw remote-write body with these headers.

@@ -27,6 +27,19 @@ pub fn object_hash(key: &str, version: &str) -> u64 {
     xxhash_rust::xxh3::xxh3_64(format!("{key}\0{version}").as_bytes())
 }
 
+/// The bytes of a chunk file (`bytes | crc32c: u32 LE`), if its checksum holds.
+pub fn intact_chunk(mut stored: Vec<u8>) -> Option<Vec<u8>> {
+    let at = stored.len().checked_sub(4)?;
+    let crc = u32::from_le_bytes(*stored[at..].first_chunk::<4>()?);
+    stored.truncate(at);
+    (crc32c::crc32c(&stored) == crc).then_some(stored)
+}
+
+/// Whether `name` is a chunk file's.
+pub fn is_chunk_name(name: &str) -> bool {
+    parse_name(name).is_some()
+}
+
 pub struct ChunkCache {
     dir: PathBuf,
     max_bytes: u64,
@@ -148,12 +161,7 @@ impl ChunkCache {
             return None;
         }
         let path = self.dir.join(file_name(key));
-        let intact = fs::read(&path).ok().and_then(|mut bytes| {
-            let at = bytes.len().checked_sub(4)?;
-            let crc = u32::from_le_bytes(*bytes[at..].first_chunk::<4>()?);
-            bytes.truncate(at);
-            (crc32c::crc32c(&bytes) == crc).then_some(bytes)
-        });
+        let intact = fs::read(&path).ok().and_then(intact_chunk);
         match intact {
             Some(bytes) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);

@@ -7,7 +7,7 @@
 mod cache;
 mod client;
 
-pub use cache::{CHUNK_BYTES, ChunkCache};
+pub use cache::{CHUNK_BYTES, ChunkCache, intact_chunk, is_chunk_name};
 pub use client::{Bucket, BucketConfig, Counters, ObjectInfo, Op};
 
 use cairn_storage::StorageError;

@@ -45,19 +45,16 @@ pub async fn export(
     let (start, end) = time_range(&params, state.default_start(), MAX_TIME)?;
     let sets = parse_match_params(&selectors)?;
     let storage = state.reader(&scope)?;
+    // The slot is held until the last chunk is written.
+    let slot = state.query_gate().admit().await?;
     let body = stream_blocking(
         "export",
         state.config().export_chunk_bytes,
         move || {
-            Ok(MergedSeries::select(
-                &*storage,
-                start,
-                end,
-                &SelectHints::default(),
-                &sets,
-            )?)
+            let series = MergedSeries::select(&*storage, start, end, &SelectHints::default(), &sets)?;
+            Ok((series, slot))
         },
-        |series, sink| stream(series, sink).map_err(|e| e.to_string()),
+        |(series, _slot), sink| stream(series, sink).map_err(|e| e.to_string()),
     )
     .await?;
     Ok(([(header::CONTENT_TYPE, "application/stream+json")], body).into_response())

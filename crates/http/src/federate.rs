@@ -29,7 +29,9 @@ pub async fn federate(
     let storage = state.reader(&scope)?;
     let end = now_ms();
     let start = end.saturating_sub(state.config().lookback_delta_ms);
+    let slot = state.query_gate().admit().await?;
     let body = run_blocking(move || {
+        let _slot = slot;
         let hints = SelectHints {
             newest_only: true,
             ..SelectHints::default()

@@ -1,5 +1,7 @@
 //! `/-/healthy` and `/-/ready`.
 
+use std::borrow::Cow;
+
 use axum::extract::State;
 use axum::http::StatusCode;
 
@@ -10,12 +12,25 @@ pub async fn healthy() -> &'static str {
     "Cairn is Healthy.\n"
 }
 
-/// 200 once the state is marked ready, 503 otherwise (startup, shutdown).
-pub async fn ready(State(state): State<AppState>) -> (StatusCode, &'static str) {
-    if state.is_ready() {
-        (StatusCode::OK, "Cairn is Ready.\n")
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable")
+/// 200 once the state is marked ready and storage takes writes; 503
+/// otherwise: while starting or shutting down, and while storage refuses
+/// writes (a full disk, say), saying why.
+pub async fn ready(State(state): State<AppState>) -> (StatusCode, Cow<'static, str>) {
+    if !state.is_ready() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "Service Unavailable".into());
+    }
+    let stats = crate::metrics::tenant_stats(&state).await.unwrap_or_default();
+    match stats.into_iter().find_map(|(_, s)| s.write_refusal) {
+        None => (StatusCode::OK, "Cairn is Ready.\n".into()),
+        Some(refusal) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "Writes are refused ({}): {}\n",
+                refusal.reason.as_str(),
+                refusal.message
+            )
+            .into(),
+        ),
     }
 }
 

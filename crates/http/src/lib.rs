@@ -11,6 +11,7 @@
 //! [`parse_match_params`], ...) and [`run_blocking`] for storage calls.
 
 mod admin;
+pub mod admission;
 pub mod auth;
 mod body_stream;
 mod cors;
@@ -60,6 +61,7 @@ use cairn_storage::{Tenants, WalReplay};
 pub use cairn_protocols::DecodeLimits;
 pub use cairn_protocols::otlp::Options as OtlpOptions;
 
+pub use admission::{AdmissionConfig, QueryGate, QuerySlot};
 pub use auth::{Access, Auth, WebConfig};
 pub use error::{ApiError, ErrorType, storage_error};
 pub use exposition::Exposition;
@@ -127,6 +129,9 @@ pub struct ApiConfig {
     /// The path browsers reach the route prefix under when a reverse proxy
     /// in front changes it (the path of `--web.external-url`). Default `None`.
     pub external_path: Option<String>,
+    /// How many expensive reads run at once and how many wait
+    /// (`--query.max-concurrency`, ...; see [`admission`]).
+    pub query_admission: AdmissionConfig,
 }
 
 /// The process' configuration as `/api/v1/status/*` report it.
@@ -177,6 +182,7 @@ impl Default for ApiConfig {
             remote_read_concurrency: 10,
             remote_read_max_bytes_in_frame: 1 << 20,
             lookback_delta_ms: 5 * 60 * 1000,
+            query_admission: AdmissionConfig::default(),
         }
     }
 }
@@ -195,6 +201,7 @@ pub struct AppState {
     remote_read_slots: Arc<tokio::sync::Semaphore>,
     wal_replay: Arc<WalReplay>,
     monitoring: Arc<std::sync::OnceLock<Arc<dyn Monitoring>>>,
+    query_gate: Arc<QueryGate>,
 }
 
 impl AppState {
@@ -209,6 +216,7 @@ impl AppState {
             })),
             wal_replay: Arc::default(),
             monitoring: Arc::default(),
+            query_gate: Arc::new(QueryGate::new(config.query_admission)),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),
             tenant_metadata: Arc::default(),
@@ -265,6 +273,12 @@ impl AppState {
     /// Slots of the remote reads that may run at once.
     pub(crate) fn remote_read_slots(&self) -> &Arc<tokio::sync::Semaphore> {
         &self.remote_read_slots
+    }
+
+    /// Admission of expensive reads: take a slot with [`QueryGate::admit`]
+    /// before the work and hold it until the work ends.
+    pub fn query_gate(&self) -> &Arc<QueryGate> {
+        &self.query_gate
     }
 
     pub fn metrics(&self) -> &Arc<HttpMetrics> {

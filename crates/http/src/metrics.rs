@@ -10,7 +10,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use cairn_storage::{ObjectStoreStats, StorageStats, TenantId};
+use cairn_storage::{ObjectStoreStats, RefusalReason, StorageStats, TenantId};
 use parking_lot::Mutex;
 use serde::Serialize;
 
@@ -309,8 +309,48 @@ fn render_storage(e: &mut Exposition, s: &StorageStats) {
     for (name, help, v) in gauges {
         e.single(name, help, "gauge", v as f64);
     }
+    render_write_health(e, s);
+    if !s.quarantined_files_total.is_empty() {
+        let name = "cairn_storage_quarantined_files_total";
+        e.family(name, "Damaged files moved into the quarantine, by kind.", "counter");
+        for (kind, n) in &s.quarantined_files_total {
+            e.sample(name, &[("kind", kind)], *n as f64);
+        }
+    }
     if let Some(o) = &s.object_store {
         render_object_store(e, o);
+    }
+}
+
+/// Whether writes are taken, and the disk failures behind a refusal.
+fn render_write_health(e: &mut Exposition, s: &StorageStats) {
+    let name = "cairn_storage_writes_refused";
+    e.family(
+        name,
+        "1 while writes are refused for this reason (each clears by itself), else 0.",
+        "gauge",
+    );
+    let refused = s.write_refusal.as_ref().map(|r| r.reason);
+    for reason in RefusalReason::ALL {
+        let v = if refused == Some(reason) { 1.0 } else { 0.0 };
+        e.sample(name, &[("reason", reason.as_str())], v);
+    }
+    let name = "cairn_storage_write_errors_total";
+    e.family(
+        name,
+        "Failed disk writes of storage, by what was being written (each is retried).",
+        "counter",
+    );
+    for (op, n) in &s.write_errors_total {
+        e.sample(name, &[("operation", op.as_str())], *n as f64);
+    }
+    if let Some(free) = s.free_disk_bytes {
+        e.single(
+            "cairn_storage_free_disk_bytes",
+            "Bytes free to Cairn on the data directory's filesystem.",
+            "gauge",
+            free as f64,
+        );
     }
 }
 
@@ -444,6 +484,7 @@ pub async fn metrics_handler(State(state): State<AppState>, caller: Option<Exten
     }
     let mut e = Exposition::new();
     state.metrics().render(&mut e);
+    state.query_gate().render(&mut e);
     render_storage(&mut e, &stats);
     // Each tenant's own series only for those the caller may read.
     let shown = |t: &TenantId| may_see(caller.as_ref(), t);

@@ -71,6 +71,15 @@ fn truncate<T>(items: &mut Vec<T>, limit: Option<usize>) -> Vec<String> {
     }
 }
 
+/// A query slot for a names or values lookup with `match[]` (which selects
+/// series, as a query does); one without reads the index only and is cheap.
+async fn admit_matched(state: &AppState, req: &MetadataRequest) -> Result<Option<crate::QuerySlot>, ApiError> {
+    if req.sets.is_empty() {
+        return Ok(None);
+    }
+    state.query_gate().admit().await.map(Some)
+}
+
 /// `GET|POST /api/v1/series`: label sets of series matching any `match[]`
 /// with samples in `[start, end]`, sorted and deduplicated.
 pub async fn series(
@@ -81,7 +90,9 @@ pub async fn series(
     let req = metadata_request(&state, &params, true, state.config().default_series_limit)?;
     let options = read_options(&params)?;
     let storage = state.reader_with(&scope, &options)?;
+    let slot = state.query_gate().admit().await?;
     run_blocking(move || {
+        let _slot = slot;
         let querier = storage.querier(req.start, req.end)?;
         let hints = SelectHints {
             labels_only: true,
@@ -117,7 +128,9 @@ pub async fn labels(
     let req = metadata_request(&state, &params, false, state.config().default_label_limit)?;
     let options = read_options(&params)?;
     let storage = state.reader_with(&scope, &options)?;
+    let slot = admit_matched(&state, &req).await?;
     run_blocking(move || {
+        let _slot = slot;
         let querier = storage.querier(req.start, req.end)?;
         let fetch = req.limit.map(|l| l.saturating_add(1));
         let mut names = if req.sets.is_empty() {
@@ -152,7 +165,9 @@ pub async fn label_values(
     let req = metadata_request(&state, &params, false, state.config().default_label_limit)?;
     let options = read_options(&params)?;
     let storage = state.reader_with(&scope, &options)?;
+    let slot = admit_matched(&state, &req).await?;
     run_blocking(move || {
+        let _slot = slot;
         let querier = storage.querier(req.start, req.end)?;
         let fetch = req.limit.map(|l| l.saturating_add(1));
         let mut values = if req.sets.is_empty() {

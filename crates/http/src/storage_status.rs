@@ -30,6 +30,16 @@ struct StorageFigures {
     flushes: u64,
     maintenance_cpu_seconds: f64,
     object_store: Option<ObjectStoreFigures>,
+    /// Why writes are refused now (`null` while they are taken).
+    write_refusal: Option<RefusalFigures>,
+    free_disk_bytes: Option<u64>,
+    write_errors: BTreeMap<&'static str, u64>,
+}
+
+#[derive(Serialize)]
+struct RefusalFigures {
+    reason: &'static str,
+    message: String,
 }
 
 #[derive(Serialize)]
@@ -71,6 +81,12 @@ impl From<&StorageStats> for StorageFigures {
             flushes: s.flushes_total,
             maintenance_cpu_seconds: s.maintenance_cpu_seconds_total,
             object_store: s.object_store.as_ref().map(ObjectStoreFigures::from),
+            write_refusal: s.write_refusal.as_ref().map(|r| RefusalFigures {
+                reason: r.reason.as_str(),
+                message: r.message.clone(),
+            }),
+            free_disk_bytes: s.free_disk_bytes,
+            write_errors: s.write_errors_total.iter().map(|(op, n)| (op.as_str(), *n)).collect(),
         }
     }
 }

@@ -34,6 +34,10 @@ pub(crate) struct Ev<'a> {
     samples: usize,
     max_series: usize,
     series: usize,
+    /// Bytes of the output counted in `samples` (see [`crate::memory`]);
+    /// `max_bytes` 0 is no limit.
+    bytes: usize,
+    max_bytes: usize,
     pub(crate) stats: crate::QueryStats,
     deadline: Instant,
     cancel: Option<Arc<AtomicBool>>,
@@ -73,6 +77,8 @@ pub(crate) fn run(
         samples: 0,
         max_series: opts.max_series,
         series: 0,
+        bytes: 0,
+        max_bytes: opts.max_memory_bytes,
         stats: crate::QueryStats::default(),
         deadline: started + timeout,
         cancel: qo.cancel.clone(),
@@ -234,6 +240,8 @@ impl<'a> Ev<'a> {
             samples: 0,
             max_series: self.max_series,
             series: 0,
+            bytes: 0,
+            max_bytes: self.max_bytes,
             stats: crate::QueryStats::default(),
             deadline: self.deadline,
             cancel: self.cancel.clone(),
@@ -262,6 +270,7 @@ impl<'a> Ev<'a> {
         }
         self.series = self.series.max(part.series);
         self.stats.absorb(part.stats);
+        self.add_bytes(part.bytes)?;
         self.add_samples(part.samples)
     }
 
@@ -303,6 +312,21 @@ impl<'a> Ev<'a> {
         Ok(())
     }
 
+    fn add_bytes(&mut self, n: usize) -> Result<()> {
+        self.bytes += n;
+        if self.max_bytes > 0 && self.bytes > self.max_bytes {
+            return Err(crate::memory::too_much_memory(self.max_bytes));
+        }
+        Ok(())
+    }
+
+    /// Counts the series a node produced: their points against
+    /// `max_samples`, their bytes against `max_memory_bytes`.
+    pub(crate) fn add_output(&mut self, out: &[Series]) -> Result<()> {
+        self.add_bytes(out.iter().map(crate::memory::series_bytes).sum())?;
+        self.add_samples(out.iter().map(|s| s.pts.len() + s.hs.len()).sum())
+    }
+
     pub(crate) fn at_ms(&self, at: &Option<AtModifier>) -> Option<i64> {
         at_ms(at, self.qstart, self.qend)
     }
@@ -340,7 +364,7 @@ impl<'a> Ev<'a> {
     /// Runs `f` with a budget of this evaluation's limits and keeps the
     /// series and samples it counted (also when `f` fails).
     fn counted<T>(&mut self, f: impl FnOnce(&Budget<'_>) -> T) -> T {
-        let (out, series, samples, read) = {
+        let (out, series, samples, bytes, read) = {
             let budget = self.budget();
             let out = f(&budget);
             let read = crate::QueryStats {
@@ -351,10 +375,11 @@ impl<'a> Ev<'a> {
                 out,
                 budget.series.load(Ordering::Relaxed),
                 budget.samples.load(Ordering::Relaxed),
+                budget.bytes.load(Ordering::Relaxed),
                 read,
             )
         };
-        (self.series, self.samples) = (series, samples);
+        (self.series, self.samples, self.bytes) = (series, samples, bytes);
         self.stats.absorb(read);
         out
     }
@@ -404,6 +429,7 @@ impl<'a> Ev<'a> {
             self.deadline,
             self.cancel.as_deref(),
         )
+        .with_memory(self.bytes, self.max_bytes)
     }
 
     pub(crate) fn eval(&mut self, node: &Node, c: Ctx) -> Result<Val> {
@@ -676,7 +702,7 @@ impl<'a> Ev<'a> {
                     })?
                 };
                 if count_output {
-                    self.add_samples(out.iter().map(|s| s.pts.len() + s.hs.len()).sum())?;
+                    self.add_output(&out)?;
                 }
                 Ok((out, ra))
             }

@@ -156,6 +156,6 @@ fn finish(ev: &mut Ev, groups: Groups, c: Ctx, func: RangeFn) -> Result<Val> {
             hs: Vec::new(),
         })
         .collect();
-    ev.add_samples(out.iter().map(|s| s.pts.len()).sum())?;
+    ev.add_output(&out)?;
     Ok(Val::Vector(out))
 }

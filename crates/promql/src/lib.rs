@@ -28,6 +28,7 @@ mod info;
 mod kind;
 mod lookback;
 mod math;
+mod memory;
 mod operand;
 mod ops;
 mod plan;
@@ -96,6 +97,11 @@ pub struct EngineOptions {
     /// drop `__type__` and `__unit__` with `__name__` either way, as
     /// Prometheus does.
     pub type_and_unit_labels: bool,
+    /// Most bytes a query may hold (raw samples being reduced, the series
+    /// its nodes produce and their labels, see `memory.rs`); past it the
+    /// query fails with an `execution` error. 0 disables the limit (the
+    /// default; the server derives one from the machine's memory).
+    pub max_memory_bytes: usize,
 }
 
 impl Default for EngineOptions {
@@ -110,6 +116,7 @@ impl Default for EngineOptions {
             fold_sharded_min_points: 1 << 21,
             delayed_name_removal: false,
             type_and_unit_labels: false,
+            max_memory_bytes: 0,
         }
     }
 }
@@ -568,6 +575,22 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Execution);
         assert!(engine(|o| o.max_series = 0).instant(&s, "m", 2000).is_ok());
+    }
+
+    #[test]
+    fn memory_budget_counts_the_bytes_a_query_holds() {
+        let s = storage(100);
+        // 100 series of 2 raw samples, and a range query's points (61 steps
+        // each) kept per series: several KB of points plus their labels.
+        let q = "m + 0";
+        let range = |max: usize| engine(|o| o.max_memory_bytes = max).range(&s, q, 0, 60_000, 1000);
+        assert!(range(0).is_ok());
+        let err = range(64 << 10).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Execution);
+        assert!(err.to_string().contains("too much memory"), "{err}");
+        assert!(range(16 << 20).is_ok());
+        // An instant query of the same selector holds far less.
+        assert!(engine(|o| o.max_memory_bytes = 64 << 10).instant(&s, q, 2000).is_ok());
     }
 
     #[test]

@@ -9,7 +9,8 @@
 //! order as a single sequential read: parallelism never changes an answer.
 //!
 //! Limits are shared by the workers: series and samples are counted in
-//! atomics against `max_series`/`max_samples`, every series checks the
+//! atomics against `max_series`/`max_samples` (and their bytes against
+//! `max_memory_bytes`, [`crate::memory`]), every series checks the
 //! deadline and the cancel flag, and the first failing shard stops the others.
 
 use std::sync::Arc;
@@ -44,6 +45,11 @@ pub(crate) struct Budget<'a> {
     /// For the query's stats: what was read, and the most `samples` reached.
     pub samples_read: AtomicUsize,
     pub peak_samples: AtomicUsize,
+    /// Bytes held by the query (see [`crate::memory`]): finished output
+    /// plus raw samples in flight.
+    pub bytes: AtomicUsize,
+    /// 0: no limit.
+    pub max_bytes: usize,
 }
 
 impl<'a> Budget<'a> {
@@ -65,7 +71,30 @@ impl<'a> Budget<'a> {
             failed: AtomicBool::new(false),
             samples_read: AtomicUsize::new(0),
             peak_samples: AtomicUsize::new(samples),
+            bytes: AtomicUsize::new(0),
+            max_bytes: 0,
         }
+    }
+
+    /// The same budget, holding `bytes` already, of at most `max_bytes`.
+    pub fn with_memory(self, bytes: usize, max_bytes: usize) -> Self {
+        Self {
+            bytes: AtomicUsize::new(bytes),
+            max_bytes,
+            ..self
+        }
+    }
+
+    pub fn add_bytes(&self, n: usize) -> Result<()> {
+        let total = self.bytes.fetch_add(n, Ordering::Relaxed) + n;
+        if self.max_bytes > 0 && total > self.max_bytes {
+            return Err(crate::memory::too_much_memory(self.max_bytes));
+        }
+        Ok(())
+    }
+
+    fn release_bytes(&self, n: usize) {
+        self.bytes.fetch_sub(n, Ordering::Relaxed);
     }
 
     pub fn check(&self) -> Result<()> {
@@ -142,6 +171,7 @@ pub(crate) fn read_sharded(
             if let Some(series) = reduce(labels, samples)? {
                 if opts.count_output {
                     budget.add_samples(series.pts.len() + series.hs.len())?;
+                    budget.add_bytes(crate::memory::series_bytes(&series))?;
                 }
                 out.push(series);
             }
@@ -243,11 +273,20 @@ pub(crate) fn for_each_series(
         let n = range.len() + histograms.len();
         budget.samples_read.fetch_add(n, Ordering::Relaxed);
         budget.add_samples(n)?;
+        let bytes = range.len() * crate::memory::RAW_FLOAT_BYTES
+            + crate::memory::raw_histograms_bytes(&histograms)
+            + crate::memory::labels_bytes(&s.labels);
+        if let Err(e) = budget.add_bytes(bytes) {
+            budget.release_samples(n);
+            budget.release_bytes(bytes);
+            return Err(e);
+        }
         let done = f(
             s.labels,
             buf.view().slice(range.start, range.end).with_histograms(&histograms),
         );
         budget.release_samples(n);
+        budget.release_bytes(bytes);
         done?;
     }
     Ok(())

@@ -23,7 +23,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Extension, Router};
 use cairn_http::{
-    ApiError, AppState, ErrorType, Params, Tenant, format_value, invalid_param, limit_param, parse_duration,
+    ApiError, AppState, ErrorType, Params, QuerySlot, Tenant, format_value, invalid_param, limit_param, parse_duration,
     read_options, run_blocking, run_inline, time_param,
 };
 use cairn_model::Labels;
@@ -100,14 +100,25 @@ fn query_options(engine: &Engine, params: &Params, request: &Request) -> Result<
 /// planned right on this async worker and, if the plan is inline, evaluated
 /// there too, as that costs less than the hand-offs to the blocking pool and
 /// back; any other query is planned and evaluated on the blocking pool.
-async fn evaluate(parsed: Parsed, storage: Arc<dyn Queryable>) -> Result<QueryResult, ApiError> {
+///
+/// `slot` is the query's admission ([`cairn_http::QueryGate`]): it goes
+/// with the work, so a query whose client left holds it until its
+/// evaluation sees the cancel flag and stops.
+async fn evaluate(parsed: Parsed, storage: Arc<dyn Queryable>, slot: QuerySlot) -> Result<QueryResult, ApiError> {
     if !parsed.may_be_inline() {
         let f = move || parsed.plan(storage.as_ref()).and_then(|p| p.run(storage.as_ref()));
-        return run_blocking(move || f().map_err(query_error)).await;
+        return run_blocking(move || {
+            let _slot = slot;
+            f().map_err(query_error)
+        })
+        .await;
     }
     let prepared = run_inline(|| parsed.plan(storage.as_ref()).map_err(query_error))?;
     let inline = prepared.is_inline();
-    let f = move || prepared.run(storage.as_ref()).map_err(query_error);
+    let f = move || {
+        let _slot = slot;
+        prepared.run(storage.as_ref()).map_err(query_error)
+    };
     if inline { run_inline(f) } else { run_blocking(f).await }
 }
 
@@ -159,8 +170,10 @@ async fn answer(
         Some(shard) => Arc::new(cairn_storage::ShardView::new(storage, shard)),
         None => storage,
     };
+    // Parameters and parse errors are answered before waiting for a slot.
+    let slot = state.query_gate().admit().await?;
     let started = Instant::now();
-    let mut res = evaluate(parsed, storage).await?;
+    let mut res = evaluate(parsed, storage, slot).await?;
     res.warnings.extend(options.warnings.take());
     Ok(render(res, limit, stats_requested(params).then(|| started.elapsed())))
 }

@@ -140,7 +140,8 @@ async fn evaluate_cut(
         Cut::Time(..) => storage,
         Cut::Series(shard) => Arc::new(ShardView::new(storage, shard.clone())),
     };
-    evaluate(part, storage).await
+    let slot = state.query_gate().admit().await?;
+    evaluate(part, storage, slot).await
 }
 
 /// The shard of its series a part request asks for, if any.

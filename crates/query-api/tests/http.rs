@@ -202,3 +202,51 @@ async fn features_are_answered_by_the_engine() {
     assert_eq!(d["tsdb"]["native_histograms"], true);
     assert_eq!(d["promql"]["fill_left"], true);
 }
+
+/// With every query slot taken and no queue, a query is refused at once
+/// with a retryable 503; a malformed one is still a 400 (checked before
+/// waiting); once the slot is free, queries run again and leave none held.
+#[tokio::test]
+async fn queries_past_the_admission_are_refused_with_503() {
+    let mem = MemStorage::new();
+    let state = AppState::new(
+        Arc::new(cairn_storage::MemTenants::with_default(mem)),
+        ApiConfig {
+            query_admission: cairn_http::AdmissionConfig {
+                max_concurrency: 1,
+                max_queue_length: 0,
+                max_queue_wait: std::time::Duration::from_secs(60),
+            },
+            ..ApiConfig::default()
+        },
+    );
+    let gate = state.query_gate().clone();
+    let app = cairn_http::router_with(state, cairn_query_api::routes(Default::default()));
+    let held = gate.admit().await.unwrap();
+    for uri in [
+        "/api/v1/query?query=1",
+        "/api/v1/query_range?query=1&start=0&end=60&step=15",
+    ] {
+        let resp = app
+            .clone()
+            .oneshot(Request::get(uri).body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE, "{uri}");
+        assert_eq!(resp.headers()["retry-after"], "5");
+        let body = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap();
+        let body = String::from_utf8(body.to_vec()).unwrap();
+        assert!(body.contains(r#""errorType":"unavailable""#), "{body}");
+        assert!(body.contains("too many concurrent queries"), "{body}");
+    }
+    let (s, _) = send_to(
+        app.clone(),
+        Request::get("/api/v1/query?query=sum(").body(Body::empty()).unwrap(),
+    )
+    .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST);
+    drop(held);
+    let (s, _) = send_to(app, Request::get("/api/v1/query?query=1").body(Body::empty()).unwrap()).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!((gate.running(), gate.waiting()), (0, 0));
+}

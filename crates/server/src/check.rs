@@ -1,11 +1,13 @@
 //! `cairn check config|rules` and `cairn test rules`: promtool's checks of
 //! configuration and rule files and its rule unit tests, with its output and
-//! exit codes (0 good, 1 errors), so scripts written for promtool work.
+//! exit codes (0 good, 1 errors), so scripts written for promtool work;
+//! `cairn check --storage.path DIR`: every file of a data directory verified,
+//! read-only (0 clean, 1 damage found, 2 usage).
 
 use std::io::Write as _;
 use std::path::PathBuf;
 
-const USAGE: &str = "usage: cairn check config FILE... | cairn check rules FILE... | cairn test rules FILE...";
+const USAGE: &str = "usage: cairn check config FILE... | cairn check rules FILE... | cairn test rules FILE... | cairn check --storage.path DIR";
 
 /// Runs the subcommand `args` (after `cairn`); the process exit code.
 pub fn main(args: &[String]) -> i32 {
@@ -14,6 +16,8 @@ pub fn main(args: &[String]) -> i32 {
         ["check", "config", _, ..] => check_config(&files(2)),
         ["check", "rules", _, ..] => check_rules(&files(2)),
         ["test", "rules", _, ..] => test_rules(&files(2)),
+        ["check", "--storage.path", dir] => check_storage(dir),
+        ["check", flag] if flag.starts_with("--storage.path=") => check_storage(&flag["--storage.path=".len()..]),
         _ => {
             eprintln!("{USAGE}");
             2
@@ -74,4 +78,25 @@ fn test_rules(files: &[PathBuf]) -> i32 {
         }
     }
     code
+}
+
+fn check_storage(dir: &str) -> i32 {
+    let root = PathBuf::from(dir);
+    if dir.is_empty() || !root.is_dir() {
+        eprintln!("{dir:?} is not a directory\n{USAGE}");
+        return 2;
+    }
+    match cairn_tsdb::check::check_dir(&root) {
+        Ok(report) => {
+            for d in &report.damaged {
+                println!("DAMAGED {} ({}): {}", d.path.display(), d.kind, d.reason);
+            }
+            println!("{}", report.summary());
+            i32::from(!report.is_clean())
+        }
+        Err(e) => {
+            eprintln!("  FAILED: {e}");
+            1
+        }
+    }
 }

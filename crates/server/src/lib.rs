@@ -10,6 +10,7 @@ mod monitoring;
 mod opening;
 mod peers;
 mod self_metrics;
+mod serve;
 mod tls;
 
 use std::net::SocketAddr;
@@ -26,6 +27,7 @@ pub use cairn_http::parse_duration;
 pub use cairn_notifier::NotifierOptions;
 pub use cairn_query_api::{EngineOptions, StepSplit};
 pub use monitoring::{MonitoringConfig, check_config};
+pub use serve::HttpTimeouts;
 
 /// Everything the binary configures.
 #[derive(Debug, Clone)]
@@ -48,6 +50,8 @@ pub struct ServerConfig {
     /// Scraping, rules and alerting from a Prometheus configuration file
     /// (`--config.file`); none when `None`.
     pub monitoring: Option<MonitoringConfig>,
+    /// How long the server waits on slow or idle clients.
+    pub http_timeouts: HttpTimeouts,
 }
 
 /// Serves until `shutdown` resolves, then flushes storage and returns.
@@ -167,12 +171,13 @@ pub async fn run(
             let _ = tokio::task::spawn_blocking(move || cluster.leave()).await;
         }
     };
+    let timeouts = config.http_timeouts;
     let server = match tls {
         Some(tls) => {
             let listener = tls::TlsListener::new(listener, tls)?;
-            tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await })
+            tokio::spawn(serve::serve(listener, app, timeouts, shutdown))
         }
-        None => tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(shutdown).await }),
+        None => tokio::spawn(serve::serve(listener, app, timeouts, shutdown)),
     };
 
     let db = if stores {
@@ -287,7 +292,7 @@ pub fn config_yaml(config: &ServerConfig) -> String {
     let _ = write!(
         y,
         "storage:\n  path: {}\n  retention: {}\n  wal_fsync_interval: {}\n  flush_interval: {}\n  \
-         max_in_memory_bytes: {}\n\
+         max_in_memory_bytes: {}\n  min_free_disk_bytes: {}\n\
          http:\n  listen_addr: {}\n  max_request_body_bytes: {}\n\
          query:\n  timeout: {}\n  max_samples: {}\n  max_series: {}\n  lookback_delta: {}\n",
         q(&st.path.display().to_string()),
@@ -295,6 +300,7 @@ pub fn config_yaml(config: &ServerConfig) -> String {
         fsync,
         d(st.flush_interval),
         st.max_in_memory_bytes,
+        st.min_free_disk_bytes,
         q(&config.listen_addr.to_string()),
         config.api.max_request_body_bytes,
         d(e.timeout),
@@ -361,11 +367,12 @@ mod tests {
             web: cairn_http::WebConfig::default(),
             cluster: None,
             monitoring: None,
+            http_timeouts: HttpTimeouts::default(),
         };
         assert_eq!(
             config_yaml(&config),
             "storage:\n  path: \"/data/cairn\"\n  retention: 31d\n  wal_fsync_interval: 1s\n  flush_interval: 1m\n  \
-             max_in_memory_bytes: 268435456\n\
+             max_in_memory_bytes: 536870912\n  min_free_disk_bytes: 67108864\n\
              http:\n  listen_addr: \"127.0.0.1:9090\"\n  max_request_body_bytes: 67108864\n\
              query:\n  timeout: 2m\n  max_samples: 50000000\n  max_series: 1000000\n  lookback_delta: 5m\n"
         );

@@ -134,6 +134,88 @@ pub struct StorageStats {
     pub maintenance_cpu_seconds_total: f64,
     /// The object-storage tier, when there is one.
     pub object_store: Option<ObjectStoreStats>,
+    /// Why writes are refused now; `None` while they are taken.
+    pub write_refusal: Option<WriteRefusal>,
+    /// Bytes free to the process on the data directory's filesystem, when known.
+    pub free_disk_bytes: Option<u64>,
+    /// Failed disk writes of storage, by what was being written
+    /// ([`WriteOperation`]); each is retried.
+    pub write_errors_total: Vec<(WriteOperation, u64)>,
+    /// Files found damaged and moved into the quarantine, by kind (part,
+    /// index, tombstones, histograms, wal).
+    pub quarantined_files_total: Vec<(&'static str, u64)>,
+}
+
+/// Why a store refuses writes for now. Each clears by itself once its
+/// cause is gone; meanwhile writes get a retryable error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteRefusal {
+    pub reason: RefusalReason,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RefusalReason {
+    /// Free space is under the configured reserve.
+    LowDiskSpace,
+    /// The disk is full: the write-ahead log cannot grow.
+    DiskFull,
+    /// The filesystem turned read-only.
+    ReadOnlyFilesystem,
+    /// Another I/O error on the write-ahead log.
+    IoError,
+    /// In-memory data is at its bound and flushes have not made room.
+    MemoryFull,
+}
+
+impl RefusalReason {
+    pub const ALL: [Self; 5] = [
+        Self::LowDiskSpace,
+        Self::DiskFull,
+        Self::ReadOnlyFilesystem,
+        Self::IoError,
+        Self::MemoryFull,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::LowDiskSpace => "low_disk_space",
+            Self::DiskFull => "disk_full",
+            Self::ReadOnlyFilesystem => "read_only_filesystem",
+            Self::IoError => "io_error",
+            Self::MemoryFull => "memory_full",
+        }
+    }
+
+    /// The reason an I/O error on the write path stands for.
+    pub fn of_io(kind: std::io::ErrorKind) -> Self {
+        use std::io::ErrorKind as K;
+        match kind {
+            K::StorageFull | K::QuotaExceeded => Self::DiskFull,
+            K::ReadOnlyFilesystem => Self::ReadOnlyFilesystem,
+            _ => Self::IoError,
+        }
+    }
+}
+
+/// What storage was writing to disk when a write failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum WriteOperation {
+    WalAppend,
+    Flush,
+    Merge,
+}
+
+impl WriteOperation {
+    pub const ALL: [Self; 3] = [Self::WalAppend, Self::Flush, Self::Merge];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::WalAppend => "wal_append",
+            Self::Flush => "flush",
+            Self::Merge => "merge",
+        }
+    }
 }
 
 impl StorageStats {
@@ -157,8 +239,28 @@ impl StorageStats {
         self.merged_bytes_total += other.merged_bytes_total;
         self.flushes_total += other.flushes_total;
         self.maintenance_cpu_seconds_total += other.maintenance_cpu_seconds_total;
+        for (kind, n) in &other.quarantined_files_total {
+            match self.quarantined_files_total.iter_mut().find(|(k, _)| k == kind) {
+                Some((_, total)) => *total += n,
+                None => self.quarantined_files_total.push((kind, *n)),
+            }
+        }
         if let Some(theirs) = &other.object_store {
             self.object_store.get_or_insert_with(Default::default).add(theirs);
+        }
+        // Engines share the disk: one that refuses speaks for the process.
+        if self.write_refusal.is_none() {
+            self.write_refusal.clone_from(&other.write_refusal);
+        }
+        self.free_disk_bytes = match (self.free_disk_bytes, other.free_disk_bytes) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        for (op, n) in &other.write_errors_total {
+            match self.write_errors_total.iter_mut().find(|(o, _)| o == op) {
+                Some((_, total)) => *total += n,
+                None => self.write_errors_total.push((*op, *n)),
+            }
         }
     }
 }

@@ -41,8 +41,18 @@ impl StorageError {
             Self::InvalidSeries { .. } | Self::InvalidArgument(_) => ErrorKind::BadData,
             Self::LimitExceeded(_) => ErrorKind::Execution,
             Self::Unavailable(_) => ErrorKind::Unavailable,
-            // Running out of disk space is worth a retry; other I/O failures are internal.
-            Self::Io { source, .. } if source.kind() == std::io::ErrorKind::StorageFull => ErrorKind::Unavailable,
+            // A full disk or one turned read-only is worth a retry (space is
+            // freed, the filesystem remounted); other I/O failures are internal.
+            Self::Io { source, .. }
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::StorageFull
+                        | std::io::ErrorKind::QuotaExceeded
+                        | std::io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                ErrorKind::Unavailable
+            }
             Self::Io { .. } | Self::Corrupt { .. } => ErrorKind::Internal,
         }
     }

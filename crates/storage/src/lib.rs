@@ -24,7 +24,8 @@ mod tenant;
 mod wal_replay;
 
 pub use admin::{
-    Admin, CardinalityQuery, ObjectStoreStats, PartInfo, RejectReason, SeriesCounter, StorageStats, TsdbStatus,
+    Admin, CardinalityQuery, ObjectStoreStats, PartInfo, RefusalReason, RejectReason, SeriesCounter, StorageStats,
+    TsdbStatus, WriteOperation, WriteRefusal,
 };
 pub use append::{Appendable, Appender, CommitReport};
 pub use conformance::Storage;

@@ -360,6 +360,9 @@ impl Appender for TsdbAppender<'_> {
     fn commit(mut self: Box<Self>) -> Result<CommitReport, StorageError> {
         let db = self.db;
         db.check_writable()?;
+        if !self.by_day.is_empty() {
+            db.admit_write()?;
+        }
         let mut partitions = self
             .by_day
             .keys()
@@ -418,7 +421,9 @@ impl Appender for TsdbAppender<'_> {
         for (p, day_new) in partitions.iter().zip(&new_series).filter(|(_, n)| !n.is_empty()) {
             p.check_room(day_new)?;
         }
-        db.wal.append_framed(&record)?;
+        let appended = db.wal.append_framed(&record);
+        db.health.record_wal_append(&appended);
+        appended?;
 
         let mut full = Vec::new();
         for (((p, rows), day_new), day_histograms) in partitions.iter().zip(&rows).zip(&new_series).zip(&histograms) {
@@ -450,7 +455,9 @@ impl Appender for TsdbAppender<'_> {
         db.counters
             .series_created
             .fetch_add(report.series_created, Ordering::Relaxed);
-        if db.memory_bytes() > db.config.max_in_memory_bytes as u64 {
+        let memory = db.memory_bytes();
+        db.health.note_memory(memory);
+        if memory > db.config.flush_threshold_bytes() {
             db.nudge();
         }
         Ok(report)

@@ -20,7 +20,7 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use cairn_storage::StorageError;
+use cairn_storage::{StorageError, WriteOperation};
 
 use crate::config::WalSync;
 use crate::engine::Inner;
@@ -59,12 +59,13 @@ impl Inner {
         .max(Duration::from_millis(10));
         let mut last_flush = Instant::now();
         while self.wait(tick) {
+            self.health.check_free_space(&self.config.path);
             self.run_counted("maintenance", || {
                 self.sync_wal_on_interval()?;
                 // Every wake, not only every maintenance interval: seals can
                 // add parts faster than one merge per interval removes them.
                 self.merge_memory_parts()?;
-                let over_memory = self.memory_bytes() > self.config.max_in_memory_bytes as u64;
+                let over_memory = self.memory_bytes() > self.config.flush_threshold_bytes();
                 if over_memory || last_flush.elapsed() >= self.config.flush_interval {
                     self.flush()?;
                     last_flush = Instant::now();
@@ -81,7 +82,9 @@ impl Inner {
             // faster than a merge per tick would remove them, and this
             // thread's priority already keeps merges out of the way.
             let round = || {
-                let merged = self.merge_disk_parts()?;
+                let merged = self
+                    .merge_disk_parts()
+                    .inspect_err(|_| self.health.count_error(WriteOperation::Merge))?;
                 self.apply_retention()?;
                 Ok(merged)
             };

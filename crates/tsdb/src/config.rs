@@ -26,13 +26,22 @@ pub struct Config {
     /// into an in-memory part, at least (see `seal_rows_per_series`).
     pub max_rows_per_buffer: usize,
     /// A head also waits for this many rows per series of its partition
-    /// (bounded by a quarter of `max_in_memory_bytes`): sealing one sample per
+    /// (bounded by an eighth of `max_in_memory_bytes`): sealing one sample per
     /// series would make parts whose block index outweighs their samples.
     pub seal_rows_per_series: usize,
     /// How often in-memory data is written to disk as parts (the WAL is truncated after).
     pub flush_interval: Duration,
-    /// Flush early when in-memory parts exceed this many bytes in total.
+    /// The bound of in-memory data (unsealed rows, in-memory parts,
+    /// unflushed histogram bodies): a flush starts at half of it, and
+    /// commits wait for room (up to `max_write_stall`) past all of it.
     pub max_in_memory_bytes: usize,
+    /// How long a commit waits for a flush to bring in-memory data under
+    /// its bound before it is refused with a retryable error.
+    pub max_write_stall: Duration,
+    /// Writes are refused while fewer bytes than this are free on the data
+    /// directory's filesystem (0: only a full disk refuses them), so that
+    /// flushes and merges keep room to finish.
+    pub min_free_disk_bytes: u64,
     /// WAL segment size before rotation.
     pub wal_segment_bytes: u64,
     /// Samples further in the future than this are rejected.
@@ -82,10 +91,12 @@ impl Config {
             // "Engine settings"). Live scraping seals at the flush interval first.
             seal_rows_per_series: 16,
             flush_interval: Duration::from_secs(60),
-            // A quarter of this caps a head: much less, and a large fleet
+            // An eighth of this caps a head: much less, and a large fleet
             // seals parts of one or two samples per series, whose block index
             // outweighs the samples and whose merges cost a quarter of ingest.
-            max_in_memory_bytes: 256 << 20,
+            max_in_memory_bytes: 512 << 20,
+            max_write_stall: Duration::from_secs(2),
+            min_free_disk_bytes: 64 << 20,
             wal_segment_bytes: 64 << 20,
             max_future: Duration::from_secs(2 * 86_400),
             maintenance_interval: Duration::from_secs(5),
@@ -105,10 +116,16 @@ impl Config {
 }
 
 impl Config {
+    /// In-memory bytes past which a flush starts: half the bound, so that
+    /// ingestion goes on into the other half while the flush writes.
+    pub(crate) fn flush_threshold_bytes(&self) -> u64 {
+        self.max_in_memory_bytes as u64 / 2
+    }
+
     /// Rows a partition with `series` series buffers before sealing.
     pub(crate) fn seal_rows(&self, series: usize) -> usize {
         const ROW_BYTES: usize = 24;
-        let cap = (self.max_in_memory_bytes / 4 / ROW_BYTES).max(self.max_rows_per_buffer);
+        let cap = (self.flush_threshold_bytes() as usize / 4 / ROW_BYTES).max(self.max_rows_per_buffer);
         series
             .saturating_mul(self.seal_rows_per_series)
             .clamp(self.max_rows_per_buffer, cap)
@@ -120,12 +137,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seal_size_grows_with_series_up_to_a_quarter_of_memory() {
+    fn seal_size_grows_with_series_up_to_an_eighth_of_memory() {
         let c = Config::new("/x");
         assert_eq!(c.seal_rows(10), 16_384);
         assert_eq!(c.seal_rows(20_000), 320_000);
         assert_eq!(c.seal_rows(100_000), 1_600_000);
-        // 256 MiB / 4 / 24 B per row.
+        // 512 MiB / 8 / 24 B per row.
         assert_eq!(c.seal_rows(1_000_000), 2_796_202);
     }
 }

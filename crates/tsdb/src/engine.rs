@@ -20,7 +20,9 @@ use crate::background;
 use crate::config::{Config, WalSync};
 use crate::day::Day;
 use crate::head::{Row, UNKNOWN_LOCAL};
+use crate::health::WriteHealth;
 use crate::partition::{Partition, Remote};
+use crate::quarantine::Quarantine;
 use crate::querier::TsdbQuerier;
 use crate::tier;
 use crate::wal::{self, Wal, record};
@@ -91,6 +93,10 @@ pub(crate) struct Inner {
     /// Series today's partition may hold before commits stop creating more
     /// (0: no limit).
     pub max_active_series: AtomicU64,
+    /// Where files found damaged go (quarantine.rs).
+    pub quarantine: Arc<Quarantine>,
+    /// Whether writes are taken, and why not (health.rs).
+    pub health: WriteHealth,
 }
 
 /// Flushes `partitions` (in day order, as a map of them yields them), each
@@ -140,6 +146,7 @@ impl Tsdb {
         })?;
         let partitions_dir = root.join("partitions");
         fs::create_dir_all(&partitions_dir).map_err(StorageError::io("create", &partitions_dir))?;
+        let quarantine = Arc::new(Quarantine::new(&root));
         let oldest_day = Day::of(now_ms() - config.retention.as_millis() as i64);
         // Each day to open, with the bucket's objects of it.
         let mut to_open: BTreeMap<Day, Vec<ObjectInfo>> = BTreeMap::new();
@@ -163,7 +170,10 @@ impl Tsdb {
         // days load on every core (a restart holds at least two).
         let opened: Vec<Partition> = to_open
             .into_par_iter()
-            .map(|(day, objects)| Partition::open(partitions_dir.join(day.to_string()), day, remote.clone(), &objects))
+            .map(|(day, objects)| {
+                let dir = partitions_dir.join(day.to_string());
+                Partition::open(dir, day, remote.clone(), &objects, quarantine.clone())
+            })
             .collect::<Result<_, _>>()?;
         let mut partitions = BTreeMap::new();
         let (mut max_seq, mut max_index_segment) = (0, 0);
@@ -203,8 +213,11 @@ impl Tsdb {
             expired: Mutex::default(),
             retention_ms: AtomicI64::new(config.retention.as_millis() as i64),
             max_active_series: AtomicU64::new(config.max_active_series),
+            quarantine,
+            health: WriteHealth::new(config.min_free_disk_bytes),
             config,
         });
+        inner.health.check_free_space(&root);
         inner.replay_wal(&wal_dir)?;
         let db = Self {
             inner,
@@ -322,7 +335,12 @@ impl Inner {
         if let Some(p) = map.get(&day) {
             return Ok(p.clone());
         }
-        let p = Arc::new(Partition::create(self.partition_dir(day), day, self.remote.clone())?);
+        let p = Arc::new(Partition::create(
+            self.partition_dir(day),
+            day,
+            self.remote.clone(),
+            self.quarantine.clone(),
+        )?);
         map.insert(day, p.clone());
         Ok(p)
     }
@@ -346,7 +364,9 @@ impl Inner {
         let mut records = 0u64;
         let min_t = self.min_valid_t();
         let mut scratch = Vec::new();
-        wal::replay(wal_dir, active, &self.config.wal_replay, |segment, payload| {
+        let (progress, quarantine) = (&self.config.wal_replay, &*self.quarantine);
+        let mut unknown_rows = 0;
+        wal::replay(wal_dir, active, progress, quarantine, |segment, payload| {
             let days = record::decode_batch(payload, &mut scratch).map_err(|reason| StorageError::Corrupt {
                 path: wal_dir.to_path_buf(),
                 reason: format!("undecodable record in segment {segment}: {reason}"),
@@ -358,7 +378,7 @@ impl Inner {
                     continue;
                 }
                 let p = self.partition(day)?;
-                let rows: Vec<Row> = d
+                let mut rows: Vec<Row> = d
                     .rows
                     .iter()
                     .map(|&(id, t, v)| Row {
@@ -368,21 +388,28 @@ impl Inner {
                         v,
                     })
                     .collect();
-                p.check_known(&d.new_series, &rows)?;
-                if p.apply(&d.new_series, &rows, &d.histograms, seq, &self.config)? {
+                let mut histograms = d.histograms;
+                unknown_rows += p.retain_known(&d.new_series, &mut rows, &mut histograms);
+                if p.apply(&d.new_series, &rows, &histograms, seq, &self.config)? {
                     p.seal_rows()?;
                 }
             }
             records += 1;
             // Bounded memory: flush to parts when in-memory data grows, and
             // drop the segments replayed completely so far.
-            if self.memory_bytes() > self.config.max_in_memory_bytes as u64 {
+            if self.memory_bytes() > self.config.flush_threshold_bytes() {
                 let seq = self.seal_and_flush_all()?;
                 self.wal.remove_before(segment.min(seq))?;
             }
             Ok(())
         })?;
         self.flush()?;
+        if unknown_rows > 0 {
+            tracing::error!(
+                unknown_rows,
+                "WAL samples of series whose index segment was quarantined were dropped"
+            );
+        }
         if records > 0 {
             tracing::info!(
                 records,
@@ -413,6 +440,12 @@ impl Inner {
     /// Writes in-memory data to disk and truncates the WAL. Commits wait only
     /// while heads are sealed and the WAL rotates, not during the writes.
     pub fn flush(&self) -> Result<(), StorageError> {
+        let result = self.flush_unrecorded();
+        self.health.record_flush(&result);
+        result
+    }
+
+    fn flush_unrecorded(&self) -> Result<(), StorageError> {
         let _flush = self.flush_lock.lock();
         let (partitions, seq) = {
             let _commits = self.commit_lock.lock();
@@ -499,6 +532,18 @@ impl Inner {
             }
         }
         first_error.map_or(Ok(()), Err)
+    }
+
+    /// Admits a commit, or refuses it with a retryable error while the
+    /// disk is under its free-space reserve or memory stays over its bound.
+    pub fn admit_write(&self) -> Result<(), StorageError> {
+        self.health.admit(
+            &self.config.path,
+            || self.memory_bytes(),
+            self.config.max_in_memory_bytes as u64,
+            self.config.max_write_stall,
+            || self.nudge(),
+        )
     }
 
     /// Refuses a change of data on a read-only instance.
@@ -622,6 +667,18 @@ impl Admin for Tsdb {
             merged_bytes_total: c.merged_bytes.load(Ordering::Relaxed),
             flushes_total: c.flushes.load(Ordering::Relaxed),
             maintenance_cpu_seconds_total: c.maintenance_cpu_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            quarantined_files_total: self.inner.quarantine.counts(),
+            write_refusal: (!self.inner.config.read_only)
+                .then(|| {
+                    self.inner.health.refusal(
+                        &self.inner.config.path,
+                        partitions.iter().map(|p| p.memory_bytes()).sum(),
+                        self.inner.config.max_in_memory_bytes as u64,
+                    )
+                })
+                .flatten(),
+            free_disk_bytes: self.inner.health.free_bytes(),
+            write_errors_total: self.inner.health.errors(),
             object_store: self.inner.remote.as_ref().map(|remote| {
                 let (bucket, cache) = (&remote.bucket.counters, &remote.bucket.cache);
                 let (backlog_parts, backlog_bytes) = self.inner.upload_backlog();

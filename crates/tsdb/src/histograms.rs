@@ -30,6 +30,8 @@ use cairn_model::histogram::ResetHint;
 use cairn_storage::StorageError;
 use parking_lot::RwLock;
 
+use crate::quarantine::{FileKind, Quarantine};
+
 /// The float value that stands for a histogram sample: a NaN payload
 /// spelling "hist", distinct from the staleness marker.
 pub const MARKER: u64 = 0x7ff4_0000_6869_7374;
@@ -108,8 +110,20 @@ pub struct HistogramStore {
 }
 
 impl HistogramStore {
-    /// Loads the histogram files of a partition directory.
+    /// Loads the histogram files of a partition directory; a damaged one is an error.
     pub fn load(dir: &Path) -> Result<Self, StorageError> {
+        match Self::load_lenient(dir)? {
+            (_, damaged) if !damaged.is_empty() => {
+                let (path, reason) = damaged.into_iter().next().unwrap_or_default();
+                Err(StorageError::Corrupt { path, reason })
+            }
+            (store, _) => Ok(store),
+        }
+    }
+
+    /// Loads the histogram files of a partition directory, leaving out the
+    /// damaged ones, which it returns with what is wrong with each.
+    pub fn load_lenient(dir: &Path) -> Result<(Self, Vec<(PathBuf, String)>), StorageError> {
         let mut files: Vec<(u64, PathBuf)> = Vec::new();
         for entry in fs::read_dir(dir).map_err(StorageError::io("list", dir))? {
             let path = entry.map_err(StorageError::io("list", dir))?.path();
@@ -123,18 +137,20 @@ impl HistogramStore {
         }
         files.sort();
         let mut store = Self::default();
+        let mut damaged = Vec::new();
         for (seq, path) in files {
             let mut file = File::open(&path).map_err(StorageError::io("open", &path))?;
             let mut bytes = Vec::new();
             file.read_to_end(&mut bytes).map_err(StorageError::io("read", &path))?;
-            let entries = decode_file(&bytes).map_err(|reason| StorageError::Corrupt {
-                path: path.clone(),
-                reason: reason.into(),
-            })?;
-            store.files.push(seq);
-            store.attach(Arc::new(HistogramFile { path, file }), entries);
+            match decode_file(&bytes) {
+                Ok(entries) => {
+                    store.files.push(seq);
+                    store.attach(Arc::new(HistogramFile { path, file }), entries);
+                }
+                Err(reason) => damaged.push((path, reason.to_string())),
+            }
         }
-        Ok(store)
+        Ok((store, damaged))
     }
 
     /// Adds the blocks of a file, which is newer than those attached before.
@@ -200,16 +216,19 @@ impl HistogramStore {
     /// (and wins over the file's). Nothing changes on error.
     /// `dead` tells, of a list of series ids, those the partition's index
     /// holds as deleted (no sample left): a merge of the files drops their
-    /// bodies. It is called without the store's lock.
+    /// bodies. It is called without the store's lock. Returns whether
+    /// bodies were lost: a merge of the files met blocks that did not
+    /// decode, whose files went to `quarantine` (copied: the merge replaces them).
     pub fn flush(
         lock: &RwLock<Self>,
         dir: &Path,
         seq: u64,
         dead: impl FnOnce(&[u64]) -> HashSet<u64>,
-    ) -> Result<(), StorageError> {
+        quarantine: &Quarantine,
+    ) -> Result<bool, StorageError> {
         let fresh = lock.read().fresh.clone();
         if fresh.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let mut ids: Vec<u64> = fresh.keys().copied().collect();
         ids.sort_unstable();
@@ -234,9 +253,9 @@ impl HistogramStore {
         if store.files.len() > MAX_FILES {
             let ids: Vec<u64> = store.flushed.keys().copied().collect();
             drop(store);
-            Self::merge_files(lock, dir, &dead(&ids))?;
+            return Self::merge_files(lock, dir, &dead(&ids), quarantine);
         }
-        Ok(())
+        Ok(false)
     }
 
     /// Rewrites every file as one under the newest file's name (replaced
@@ -244,8 +263,15 @@ impl HistogramStore {
     /// less the bodies of `dead` series), then removes the others. A crash in between leaves files the merged
     /// one overrides. Only flushes call it, one at a time (the caller's
     /// partition serialises them), so the flushed blocks do not change
-    /// meanwhile.
-    fn merge_files(lock: &RwLock<Self>, dir: &Path, dead: &HashSet<u64>) -> Result<(), StorageError> {
+    /// meanwhile. A block that does not decode is left out and its file
+    /// copied to the quarantine; returns whether any was.
+    fn merge_files(
+        lock: &RwLock<Self>,
+        dir: &Path,
+        dead: &HashSet<u64>,
+        quarantine: &Quarantine,
+    ) -> Result<bool, StorageError> {
+        let mut damaged: BTreeMap<PathBuf, String> = BTreeMap::new();
         let (blocks, files) = {
             let store = lock.read();
             let mut ids: Vec<u64> = store.flushed.keys().copied().filter(|id| !dead.contains(id)).collect();
@@ -254,8 +280,13 @@ impl HistogramStore {
             for id in ids {
                 let mut merged: BTreeMap<i64, HistogramValue> = BTreeMap::new();
                 for b in store.flushed.get(&id).into_iter().flatten() {
-                    let (ts, hs) = b.decode(id)?;
-                    merged.extend(ts.into_iter().zip(hs));
+                    match b.decode(id) {
+                        Ok((ts, hs)) => merged.extend(ts.into_iter().zip(hs)),
+                        Err(StorageError::Corrupt { path, reason }) => {
+                            damaged.entry(path).or_insert(reason);
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
                 let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = merged.into_iter().unzip();
                 blocks.push(Encoded::new(id, &ts, &hs));
@@ -263,8 +294,11 @@ impl HistogramStore {
             (blocks, store.files.clone())
         };
         let Some((&newest, older)) = files.split_last() else {
-            return Ok(());
+            return Ok(false);
         };
+        for (path, reason) in &damaged {
+            quarantine.copy(path, FileKind::Histograms, reason)?;
+        }
         let (file, entries) = write_file(&dir.join(file_name(newest)), &blocks)?;
         {
             let mut store = lock.write();
@@ -276,7 +310,8 @@ impl HistogramStore {
             let path = dir.join(file_name(*seq));
             fs::remove_file(&path).map_err(StorageError::io("remove merged histogram file", &path))?;
         }
-        crate::wal::sync_dir(dir)
+        crate::wal::sync_dir(dir)?;
+        Ok(!damaged.is_empty())
     }
 }
 
@@ -393,6 +428,27 @@ fn decode_file(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
     Ok(out)
 }
 
+/// Checks a histogram file whole: its checksum and every block's
+/// histograms. Returns how many blocks it holds.
+pub fn check_file(bytes: &[u8]) -> Result<usize, String> {
+    let entries = decode_file(bytes)?;
+    let (mut ts, mut hs) = (Vec::new(), Vec::new());
+    for e in &entries {
+        let block = bytes
+            .get(e.bytes.start as usize..e.bytes.end as usize)
+            .ok_or("histogram block overruns file")?;
+        decode_histograms(block, &mut ts, &mut hs).map_err(|err| {
+            format!(
+                "histogram block of series {:016x} at offset {}: {err}",
+                e.id, e.bytes.start
+            )
+        })?;
+        ts.clear();
+        hs.clear();
+    }
+    Ok(entries.len())
+}
+
 /// The model's histogram as the codec stores it.
 pub fn to_value(h: &Histogram) -> HistogramValue {
     HistogramValue {
@@ -446,7 +502,7 @@ mod tests {
         let store = RwLock::new(HistogramStore::default());
         store.write().insert(7, 10, h(1.0));
         store.write().insert(7, 20, h(2.0));
-        HistogramStore::flush(&store, dir.path(), 1, none_dead).unwrap();
+        HistogramStore::flush(&store, dir.path(), 1, none_dead, &Quarantine::new(dir.path())).unwrap();
         store.write().insert(7, 20, h(3.0));
         store.write().insert(8, 5, h(4.0));
         let want = |s: &HistogramStore| {
@@ -462,7 +518,7 @@ mod tests {
             assert!(!s.has(9) && s.has(8));
         };
         want(&store.read());
-        HistogramStore::flush(&store, dir.path(), 2, none_dead).unwrap();
+        HistogramStore::flush(&store, dir.path(), 2, none_dead, &Quarantine::new(dir.path())).unwrap();
         assert!(store.read().fresh.is_empty());
         want(&store.read());
         want(&HistogramStore::load(dir.path()).unwrap());
@@ -477,10 +533,8 @@ mod tests {
             store.write().insert(2, seq as i64, h(seq as f64));
             store.write().insert(3, seq as i64, h(seq as f64));
             // Series 3 is deleted by the time the files merge.
-            HistogramStore::flush(&store, dir.path(), seq, |ids| {
-                ids.iter().copied().filter(|&id| id == 3).collect()
-            })
-            .unwrap();
+            let dead = |ids: &[u64]| ids.iter().copied().filter(|&id| id == 3).collect();
+            HistogramStore::flush(&store, dir.path(), seq, dead, &Quarantine::new(dir.path())).unwrap();
         }
         let files = fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(files, 1);
@@ -495,11 +549,43 @@ mod tests {
     }
 
     #[test]
+    fn a_merge_of_the_files_leaves_out_blocks_that_do_not_decode_and_quarantines_their_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let quarantine = Quarantine::new(dir.path());
+        let store = RwLock::new(HistogramStore::default());
+        for seq in 1..=MAX_FILES as u64 {
+            store.write().insert(1, seq as i64, h(seq as f64));
+            store.write().insert(2, seq as i64, h(seq as f64));
+            assert!(!HistogramStore::flush(&store, dir.path(), seq, none_dead, &quarantine).unwrap());
+        }
+        // Series 1's block of the second file rots after it was loaded.
+        let path = dir.path().join(file_name(2));
+        let bytes = fs::read(&path).unwrap();
+        let entries = decode_file(&bytes).unwrap();
+        let block = entries.iter().find(|e| e.id == 1).unwrap().bytes.clone();
+        let mut rotten = bytes.clone();
+        rotten[block.start as usize..block.end as usize].fill(0xff);
+        fs::write(&path, &rotten).unwrap();
+        assert!(store.read().read(1, 0, 100).is_err());
+        store.write().insert(2, 100, h(100.0));
+        let lost = HistogramStore::flush(&store, dir.path(), 100, none_dead, &quarantine).unwrap();
+        assert!(lost);
+        assert_eq!(
+            fs::read(dir.path().join("quarantine").join(file_name(2))).unwrap(),
+            rotten
+        );
+        assert_eq!(quarantine.counts()[3], ("histograms", 1));
+        let kept: Vec<i64> = store.read().read(1, 0, 100).unwrap().into_keys().collect();
+        assert_eq!(kept, [1, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(store.read().read(2, 0, 100).unwrap().len(), MAX_FILES + 1);
+    }
+
+    #[test]
     fn a_damaged_histogram_file_is_refused_and_decoding_never_panics() {
         let store = RwLock::new(HistogramStore::default());
         store.write().insert(1, 1, h(1.0));
         let dir = tempfile::tempdir().unwrap();
-        HistogramStore::flush(&store, dir.path(), 3, none_dead).unwrap();
+        HistogramStore::flush(&store, dir.path(), 3, none_dead, &Quarantine::new(dir.path())).unwrap();
         let path = dir.path().join(file_name(3));
         let bytes = fs::read(&path).unwrap();
         for i in 0..bytes.len() {
@@ -510,6 +596,12 @@ mod tests {
         }
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(HistogramStore::load(dir.path()).is_err());
+        assert!(check_file(&bytes[..bytes.len() - 1]).is_err());
+        assert_eq!(check_file(&bytes), Ok(1));
+        let (store, damaged) = HistogramStore::load_lenient(dir.path()).unwrap();
+        assert!(store.is_empty());
+        assert_eq!(damaged.len(), 1);
+        assert_eq!(damaged[0].0, path);
     }
 
     #[test]
@@ -519,7 +611,7 @@ mod tests {
             store.write().insert(id, 10 * id as i64, h(id as f64));
         }
         let dir = tempfile::tempdir().unwrap();
-        HistogramStore::flush(&store, dir.path(), 4, none_dead).unwrap();
+        HistogramStore::flush(&store, dir.path(), 4, none_dead, &Quarantine::new(dir.path())).unwrap();
         let path = dir.path().join(file_name(4));
         let bytes = fs::read(&path).unwrap();
         let entries = decode_file(&bytes).unwrap();

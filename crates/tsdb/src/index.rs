@@ -893,10 +893,17 @@ pub fn segment_seq(name: &str) -> Option<u64> {
 
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
     let tmp = path.with_extension("tmp");
-    let mut f = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
-    f.write_all(bytes).map_err(StorageError::io("write", &tmp))?;
-    f.sync_all().map_err(StorageError::io("sync", &tmp))?;
-    fs::rename(&tmp, path).map_err(StorageError::io("rename", &tmp))?;
+    let written = (|| {
+        let mut f = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
+        f.write_all(bytes).map_err(StorageError::io("write", &tmp))?;
+        f.sync_all().map_err(StorageError::io("sync", &tmp))?;
+        fs::rename(&tmp, path).map_err(StorageError::io("rename", &tmp))
+    })();
+    if written.is_err() {
+        // A full disk must not keep what a failed attempt wrote.
+        let _ = fs::remove_file(&tmp);
+    }
+    written?;
     if let Some(dir) = path.parent() {
         crate::wal::sync_dir(dir)?;
     }

@@ -19,14 +19,17 @@
 
 mod appender;
 mod background;
+pub mod check;
 mod config;
 mod day;
 mod engine;
 mod head;
+mod health;
 mod histograms;
 mod index;
 mod part;
 mod partition;
+mod quarantine;
 mod querier;
 mod selection;
 mod series_reader;

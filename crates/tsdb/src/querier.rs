@@ -123,7 +123,10 @@ impl Querier for TsdbQuerier {
             let mut cursors: Vec<_> = parts.iter().map(|p| p.block_cursor()).collect();
             let (mut keys, mut sources) = (Vec::new(), Vec::new());
             let store = snap.partition.histograms();
-            let with_histograms = |id: u64| (!store.is_empty() && store.has(id)).then(|| (snap.partition.clone(), id));
+            // A partition that lost a histogram file may hold markers of any series.
+            let lost = snap.partition.lost_histograms();
+            let with_histograms =
+                |id: u64| (lost || (!store.is_empty() && store.has(id))).then(|| (snap.partition.clone(), id));
             for ((id, _, labels, order), rows) in selected.into_iter().zip(fresh) {
                 // Unflushed rows are the newest writes of all.
                 // About one block per part, and the rows: allocated once.
@@ -267,9 +270,12 @@ fn with_histograms(
         }
     }
     // Every visible marker has its body (an invariant of the store): one
-    // that does not is damage to report, not a sample to leave out.
+    // that does not is damage to report, not a sample to leave out, unless
+    // the file that held it was quarantined (then it is left out).
+    let lost = partitions.iter().any(|(p, _)| p.lost_histograms());
     let histograms: Vec<HistogramSample> = marked
         .iter()
+        .filter(|t| !lost || bodies.contains_key(t))
         .map(|t| match bodies.get(t) {
             Some(h) => Ok(HistogramSample { t: *t, h: h.clone() }),
             None => Err(StorageError::Corrupt {

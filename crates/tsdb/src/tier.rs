@@ -97,6 +97,7 @@ impl Inner {
                     *day,
                     Some(remote.clone()),
                     objects,
+                    self.quarantine.clone(),
                 )?)),
             }
         }

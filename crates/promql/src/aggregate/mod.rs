@@ -104,7 +104,7 @@ pub(crate) fn aggregate(
                     ev.note(note);
                 }
             }
-            ev.add_samples(out.iter().map(|s| s.pts.len() + s.hs.len()).sum())?;
+            ev.add_output(&out)?;
             Ok(Val::Vector(out))
         }
     }

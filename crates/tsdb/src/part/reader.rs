@@ -1,7 +1,7 @@
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cairn_bucket::{Bucket, ObjectInfo};
@@ -167,6 +167,9 @@ pub struct Part {
     /// The file's path or the object's URL, as errors name the part.
     name: PathBuf,
     bytes: u64,
+    /// Set when a read found a block of the file damaged: the partition
+    /// then drops the part from its list and quarantines the file.
+    damaged: AtomicBool,
 }
 
 fn le_u64(b: &[u8], at: usize) -> Option<u64> {
@@ -210,6 +213,7 @@ impl Part {
             bytes: bytes.len() as u64,
             data: Data::Memory(bytes),
             name: PathBuf::from(MEMORY_PART),
+            damaged: AtomicBool::new(false),
         })
     }
 
@@ -225,6 +229,7 @@ impl Part {
             index,
             data: Data::Memory(data),
             name: PathBuf::from(MEMORY_PART),
+            damaged: AtomicBool::new(false),
         }
     }
 
@@ -292,6 +297,7 @@ impl Part {
             data,
             name,
             bytes: len,
+            damaged: AtomicBool::new(false),
         })
     }
 
@@ -439,8 +445,28 @@ impl Part {
         self.decode_block(b, block, ts, vs)
     }
 
-    /// Checks and decodes the bytes of block `b`.
+    /// Checks and decodes the bytes of block `b`; a part file whose block
+    /// fails is marked damaged (see [`Self::is_damaged`]).
     fn decode_block(
+        &self,
+        b: &BlockRef,
+        bytes: &[u8],
+        ts: &mut Vec<i64>,
+        vs: &mut Vec<f64>,
+    ) -> Result<(), StorageError> {
+        let decoded = self.decode_checked_block(b, bytes, ts, vs);
+        if decoded.is_err() && matches!(self.data, Data::File(_)) {
+            self.damaged.store(true, Ordering::Relaxed);
+        }
+        decoded
+    }
+
+    /// Whether a read found a block of this part's file damaged.
+    pub fn is_damaged(&self) -> bool {
+        self.damaged.load(Ordering::Relaxed)
+    }
+
+    fn decode_checked_block(
         &self,
         b: &BlockRef,
         bytes: &[u8],

@@ -10,7 +10,7 @@ use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 
 use cairn_bucket::ObjectInfo;
 use cairn_model::{EncodedLabels, Histogram, Matcher};
@@ -23,6 +23,7 @@ use crate::head::{Head, HeadSnapshot, Row, UNKNOWN_LOCAL};
 use crate::histograms::HistogramStore;
 use crate::index::PartitionIndex;
 use crate::part::{BlockCursor, BlockEncoding, Part, PartWriter};
+use crate::quarantine::{FileKind, Quarantine};
 use crate::selection::{self, Selection, SelectionCache};
 use crate::series_reader::{Deleted, Ranked, SeriesReader};
 use crate::shared_reads::SequentialReads;
@@ -83,6 +84,11 @@ pub struct Partition {
     /// explicit one) would each upload the same part, and the one finding
     /// it installed by the other would delete the object both wrote.
     upload: Mutex<()>,
+    /// Where files found damaged go (the engine's).
+    quarantine: Arc<Quarantine>,
+    /// Set when a histogram file was quarantined: markers whose bodies it
+    /// held are left out of reads rather than failing them.
+    lost_histograms: AtomicBool,
 }
 
 /// What a query sees of a partition.
@@ -110,7 +116,12 @@ fn parse_part_name(name: &str) -> Option<(u64, u64)> {
 }
 
 impl Partition {
-    pub fn create(dir: PathBuf, day: Day, remote: Option<Arc<Remote>>) -> Result<Self, StorageError> {
+    pub fn create(
+        dir: PathBuf,
+        day: Day,
+        remote: Option<Arc<Remote>>,
+        quarantine: Arc<Quarantine>,
+    ) -> Result<Self, StorageError> {
         fs::create_dir_all(&dir).map_err(StorageError::io("create", &dir))?;
         if let Some(parent) = dir.parent() {
             crate::wal::sync_dir(parent)?;
@@ -132,6 +143,8 @@ impl Partition {
             remote,
             uploaded: Mutex::default(),
             upload: Mutex::new(()),
+            quarantine,
+            lost_histograms: AtomicBool::new(false),
         })
     }
 
@@ -139,12 +152,14 @@ impl Partition {
     /// (`*.tmp`, merge inputs superseded by their output) and loads the rest,
     /// with the parts `objects` (the bucket's listing of the day) hold, after
     /// downloading the index segments and tombstones among them that the
-    /// directory lacks.
+    /// directory lacks. A file found damaged is quarantined and the
+    /// partition opens without it (docs/corruption.md).
     pub fn open(
         dir: PathBuf,
         day: Day,
         remote: Option<Arc<Remote>>,
         objects: &[ObjectInfo],
+        quarantine: Arc<Quarantine>,
     ) -> Result<Self, StorageError> {
         let uploaded = match &remote {
             Some(remote) => {
@@ -228,24 +243,55 @@ impl Partition {
                         }
                         (Stored::Object(_), None) => unreachable!("objects come with their bucket"),
                     })
-                    .collect::<Result<Vec<_>, _>>()
+                    .collect::<Vec<_>>()
             },
             || {
                 let mut index = PartitionIndex::default();
                 for path in &index_files {
-                    index.load_segment(path)?;
+                    let before = index.series_count();
+                    match index.load_segment(path) {
+                        // Checksums are checked before any entry is added:
+                        // a damaged segment leaves the index as it was.
+                        Err(StorageError::Corrupt { reason, .. }) if index.series_count() == before => {
+                            quarantine.take(path, FileKind::Index, &reason)?;
+                        }
+                        loaded => loaded?,
+                    }
                 }
                 Ok::<_, StorageError>(index)
             },
         );
+        let mut kept = Vec::with_capacity(disk.len());
+        for (opened, stored) in disk.into_iter().zip(&stored_parts) {
+            match (opened, stored) {
+                (Ok(part), _) => kept.push(part),
+                (Err(StorageError::Corrupt { reason, .. }), Stored::File(path)) => {
+                    quarantine.take(path, FileKind::Part, &reason)?;
+                }
+                (Err(StorageError::Corrupt { path, reason }), Stored::Object(_)) => {
+                    quarantine.skip(&path, FileKind::Part, &reason);
+                }
+                (Err(e), _) => return Err(e),
+            }
+        }
         let parts = PartSet {
-            disk: disk?,
+            disk: kept,
             memory: Vec::new(),
         };
         let index = index?;
-        let tombs = tombstones::load(&dir)?;
-        let applied = tombstones::load_applied(&dir)?;
-        let histograms = HistogramStore::load(&dir)?;
+        let tombs = load_tombstones(&dir, &quarantine)?;
+        let applied = match tombstones::load_applied(&dir) {
+            // Deletes are then merged out again: more work, nothing lost.
+            Err(StorageError::Corrupt { path, reason }) => {
+                quarantine.take(&path, FileKind::Tombstones, &reason)?;
+                0
+            }
+            applied => applied?,
+        };
+        let (histograms, damaged) = HistogramStore::load_lenient(&dir)?;
+        for (path, reason) in &damaged {
+            quarantine.take(path, FileKind::Histograms, reason)?;
+        }
         let p = Self {
             day,
             dir,
@@ -263,6 +309,8 @@ impl Partition {
             remote,
             uploaded: Mutex::new(uploaded),
             upload: Mutex::new(()),
+            quarantine,
+            lost_histograms: AtomicBool::new(!damaged.is_empty()),
         };
         let ids: BTreeSet<u64> = p.tombstones.read().iter().map(|t| t.id).collect();
         p.update_liveness(ids)?;
@@ -338,9 +386,18 @@ impl Partition {
         // Sealing moves rows into a part while holding the head lock, so
         // holding it here sees each row exactly once: in the head or in a part.
         let head = self.head.lock();
+        let mut parts = self.parts.read().clone();
+        // A part a read found damaged is left out until the merge thread
+        // quarantines it (`quarantine_damaged_parts`).
+        if parts.disk.iter().any(|p| p.is_damaged()) {
+            parts = Arc::new(PartSet {
+                disk: parts.disk.iter().filter(|p| !p.is_damaged()).cloned().collect(),
+                memory: parts.memory.clone(),
+            });
+        }
         PartitionSnapshot {
             partition: self.clone(),
-            parts: self.parts.read().clone(),
+            parts,
             head: head.snapshot(),
             tombstones: self.tombstones.read().clone(),
         }
@@ -426,21 +483,26 @@ impl Partition {
         Ok(head.unsealed_len() >= seal_at)
     }
 
-    /// Fails if a row's series is neither in the index nor in `new_series`:
-    /// a WAL record that does not match the index it was written against.
-    pub fn check_known(&self, new_series: &[(u64, &[u8])], rows: &[Row]) -> Result<(), StorageError> {
+    /// Drops the rows (and histogram bodies) whose series is neither in the
+    /// index nor in `new_series`, returning how many rows went: a WAL record
+    /// naming series of an index segment that was quarantined. Their labels
+    /// are lost, so their samples cannot be found again.
+    pub fn retain_known(
+        &self,
+        new_series: &[(u64, &[u8])],
+        rows: &mut Vec<Row>,
+        histograms: &mut Vec<(u64, i64, Arc<Histogram>)>,
+    ) -> usize {
         let index = self.index.read();
         let new: HashSet<u64> = new_series.iter().map(|(id, _)| *id).collect();
-        let mut last = None;
-        for r in rows {
-            if last != Some(r.id) {
-                last = Some(r.id);
-                if index.local_of(r.id).is_none() && !new.contains(&r.id) {
-                    return Err(self.unknown_series(r.id));
-                }
-            }
+        let known = |id: u64| index.local_of(id).is_some() || new.contains(&id);
+        if rows.iter().all(|r| known(r.id)) {
+            return 0;
         }
-        Ok(())
+        let before = rows.len();
+        rows.retain(|r| known(r.id));
+        histograms.retain(|(id, ..)| known(*id));
+        before - rows.len()
     }
 
     fn unknown_series(&self, id: u64) -> StorageError {
@@ -564,11 +626,14 @@ impl Partition {
             self.index.write().shrink_to_fit();
         }
         // Before the WAL that holds these bodies is truncated (the caller's next step).
-        HistogramStore::flush(&self.histograms, &self.dir, index_seq, |ids| {
+        let dead = |ids: &[u64]| {
             let index = self.index.read();
             let dead = |id: &u64| index.local_of(*id).is_none_or(|local| !index.live().contains(local));
             ids.iter().copied().filter(dead).collect()
-        })?;
+        };
+        if HistogramStore::flush(&self.histograms, &self.dir, index_seq, dead, &self.quarantine)? {
+            self.lost_histograms.store(true, Ordering::Relaxed);
+        }
         if memory.is_empty() {
             return Ok(());
         }
@@ -613,6 +678,7 @@ impl Partition {
     /// any. Returns the bytes written.
     pub fn merge_disk_parts(&self, max_parts: usize, fan_in: usize, young_span: i64) -> Result<u64, StorageError> {
         let _merge = self.disk_merge.lock();
+        self.quarantine_damaged_parts()?;
         let disk = Self::local_disk(&self.parts.read().disk).to_vec();
         let shapes: Vec<PartShape> = disk
             .iter()
@@ -626,7 +692,63 @@ impl Partition {
         if inputs.len() < 2 {
             return Ok(0);
         }
-        self.replace_disk_parts(inputs)
+        Ok(self.replace_disk_parts_or_quarantine(inputs)?.unwrap_or(0))
+    }
+
+    /// [`Self::replace_disk_parts`], except that a merge failing on a
+    /// damaged input quarantines it and writes nothing (`None`): the next
+    /// round merges without it, rather than every round failing on it.
+    fn replace_disk_parts_or_quarantine(&self, inputs: &[Arc<Part>]) -> Result<Option<u64>, StorageError> {
+        match self.replace_disk_parts(inputs) {
+            Err(e) if inputs.iter().any(|p| p.is_damaged()) => {
+                tracing::error!(day = %self.day, error = %e, "a merge met a damaged part");
+                self.quarantine_damaged_parts()?;
+                Ok(None)
+            }
+            replaced => replaced.map(Some),
+        }
+    }
+
+    /// Drops the disk parts a read found damaged from the list and moves
+    /// their files into the quarantine. The caller holds `disk_merge`, so
+    /// no merge has them as inputs meanwhile; queries that hold them in a
+    /// snapshot read on from the open file.
+    fn quarantine_damaged_parts(&self) -> Result<(), StorageError> {
+        let damaged: Vec<Arc<Part>> = self
+            .parts
+            .read()
+            .disk
+            .iter()
+            .filter(|p| p.is_damaged())
+            .cloned()
+            .collect();
+        if damaged.is_empty() {
+            return Ok(());
+        }
+        self.edit_parts_when_free(|parts| parts.disk.retain(|p| !p.is_damaged()));
+        for part in damaged {
+            match (part.path(), part.object()) {
+                (Some(path), _) => {
+                    self.quarantine.take(
+                        path,
+                        FileKind::Part,
+                        "a block failed its checksum or did not decode when read",
+                    )?;
+                }
+                (None, Some(object)) => self.quarantine.skip(
+                    Path::new(&object.key),
+                    FileKind::Part,
+                    "a block failed its checksum or did not decode when read",
+                ),
+                (None, None) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a histogram file of this partition was quarantined.
+    pub fn lost_histograms(&self) -> bool {
+        self.lost_histograms.load(Ordering::Relaxed)
     }
 
     /// Whether nothing was written to the partition for `idle_ms`.
@@ -651,6 +773,7 @@ impl Partition {
     /// applied, every disk part (the bucket's too), dropping deleted samples.
     pub fn compact_all(&self) -> Result<u64, StorageError> {
         let _merge = self.disk_merge.lock();
+        self.quarantine_damaged_parts()?;
         // Read before the parts: a delete flushes the data it hides before
         // adding its tombstone, so every part that tombstone hides samples
         // of is in the list below. A delete racing the merge only makes this lower.
@@ -665,7 +788,10 @@ impl Partition {
         if inputs.is_empty() || (inputs.len() == 1 && newest_tombstone <= applied) {
             return Ok(0);
         }
-        let bytes = self.replace_disk_parts(inputs)?;
+        // A damaged input quarantined: the next round compacts the rest.
+        let Some(bytes) = self.replace_disk_parts_or_quarantine(inputs)? else {
+            return Ok(0);
+        };
         if newest_tombstone > applied {
             tombstones::store_applied(&self.dir, newest_tombstone)?;
             self.applied_tombstone_seq.store(newest_tombstone, Ordering::Relaxed);
@@ -727,26 +853,33 @@ impl Partition {
         let max_seq = inputs.iter().map(|p| p.meta().max_seq).max().unwrap_or(0);
         let path = self.dir.join(part_file_name(min_seq, max_seq));
         let tmp = path.with_extension("tmp");
-        let file = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
-        let tombs = self.tombstones.read().clone();
-        let (writer, meta) = merge_parts(
-            inputs,
-            &tombs,
-            BufWriter::with_capacity(1 << 20, file),
-            BlockEncoding::Compact,
-        )?
-        .finish()
-        .map_err(StorageError::io("write", &tmp))?;
-        let file = writer
-            .into_inner()
-            .map_err(|e| StorageError::io("write", &tmp)(e.into_error()))?;
-        if meta.blocks == 0 {
-            drop(file);
-            fs::remove_file(&tmp).map_err(StorageError::io("remove", &tmp))?;
+        let written = (|| {
+            let file = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
+            let tombs = self.tombstones.read().clone();
+            let (writer, meta) = merge_parts(
+                inputs,
+                &tombs,
+                BufWriter::with_capacity(1 << 20, file),
+                BlockEncoding::Compact,
+            )?
+            .finish()
+            .map_err(StorageError::io("write", &tmp))?;
+            let file = writer
+                .into_inner()
+                .map_err(|e| StorageError::io("write", &tmp)(e.into_error()))?;
+            if meta.blocks > 0 {
+                file.sync_all().map_err(StorageError::io("sync", &tmp))?;
+                fs::rename(&tmp, &path).map_err(StorageError::io("rename", &tmp))?;
+            }
+            Ok(meta.blocks > 0)
+        })();
+        // A failed attempt (a full disk) or an empty result leaves nothing behind.
+        if !matches!(written, Ok(true)) {
+            let _ = fs::remove_file(&tmp);
+        }
+        if !written? {
             return Ok(None);
         }
-        file.sync_all().map_err(StorageError::io("sync", &tmp))?;
-        fs::rename(&tmp, &path).map_err(StorageError::io("rename", &tmp))?;
         crate::wal::sync_dir(&self.dir)?;
         Ok(Some(Arc::new(Part::open(&path)?)))
     }
@@ -768,15 +901,30 @@ impl Partition {
         self.update_liveness(ids.iter().copied().collect())
     }
 
-    /// Marks as deleted those of `ids` with no visible sample left in the parts.
+    /// Marks as deleted those of `ids` with no visible sample left in the
+    /// parts. A damaged part met on the way is quarantined and the rest
+    /// looked at again.
     fn update_liveness(&self, ids: BTreeSet<u64>) -> Result<(), StorageError> {
+        loop {
+            match self.update_liveness_once(&ids) {
+                Err(e) if self.parts.read().disk.iter().any(|p| p.is_damaged()) => {
+                    tracing::error!(day = %self.day, error = %e, "reading deleted series met a damaged part");
+                    let _merge = self.disk_merge.lock();
+                    self.quarantine_damaged_parts()?;
+                }
+                updated => return updated,
+            }
+        }
+    }
+
+    fn update_liveness_once(&self, ids: &BTreeSet<u64>) -> Result<(), StorageError> {
         let parts = self.parts.read().clone();
         let all: Vec<Arc<Part>> = parts.all().cloned().collect();
         let tombs = self.tombstones.read().clone();
         let by_id = tombstones_by_id(&tombs);
         // A set iterates in ascending id order, as the cursors need.
         let mut cursors: Vec<_> = all.iter().map(|p| p.block_cursor()).collect();
-        for id in ids {
+        for &id in ids {
             // About one block per part.
             let mut sources = Vec::with_capacity(all.len());
             sources_of(&all, &mut cursors, id, i64::MIN, i64::MAX, &by_id, &mut sources);
@@ -1009,6 +1157,20 @@ pub fn merge_parts<W: Write>(
         }
     }
     Ok(w)
+}
+
+/// The tombstones of partition `dir`. Records that fail their checksum are
+/// left out (a deletion each, whose samples show again) and the others
+/// kept: quarantining the file would undo every deletion in it. The file
+/// goes to the quarantine as it was and is rewritten with the records kept.
+fn load_tombstones(dir: &Path, quarantine: &Quarantine) -> Result<Vec<Tombstone>, StorageError> {
+    let (tombs, damaged) = tombstones::load_lenient(dir)?;
+    if let Some(reason) = damaged {
+        let path = dir.join(tombstones::FILE);
+        quarantine.copy(&path, FileKind::Tombstones, &reason)?;
+        tombstones::rewrite(dir, &tombs)?;
+    }
+    Ok(tombs)
 }
 
 #[cfg(test)]

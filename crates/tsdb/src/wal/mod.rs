@@ -5,7 +5,8 @@
 //! payload`. A record is handed to the OS in one `write` before the commit
 //! returns, so it survives a crash of the process; fsync follows per
 //! [`WalSync`](crate::WalSync). Replay stops at a torn tail of the last
-//! segment and truncates it; damage anywhere else is an error, never silence.
+//! segment and truncates it; a damaged earlier segment is replayed up to the
+//! damage and quarantined, the rest of it lost and counted, never silent.
 
 pub mod record;
 
@@ -15,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 use cairn_storage::{StorageError, WalReplay};
 use parking_lot::Mutex;
+
+use crate::quarantine::{FileKind, Quarantine};
 
 const HEADER_BYTES: usize = 8;
 /// No single record may exceed this; larger lengths mean corruption.
@@ -32,9 +35,10 @@ struct Segment {
     file: File,
     bytes: u64,
     needs_sync: bool,
-    /// Set when a failed write left bytes that could not be cut off again:
-    /// records appended after them would be lost at replay, so none are.
-    torn: Option<String>,
+    /// Set when a failed write left bytes that could not be cut off yet:
+    /// records appended after them would be lost at replay, so none are
+    /// until cutting them off succeeds (the filesystem writable again).
+    torn: bool,
 }
 
 fn segment_path(dir: &Path, seq: u64) -> PathBuf {
@@ -82,7 +86,7 @@ impl Wal {
     /// Appends a record built by [`frame`], in one `write`.
     pub fn append_framed(&self, frame: &[u8]) -> Result<(), StorageError> {
         let mut seg = self.active.lock();
-        seg.check_whole(&self.dir)?;
+        seg.mend(&self.dir)?;
         if seg.bytes > 0 && seg.bytes + frame.len() as u64 > self.segment_bytes {
             let next = seg.seq + 1;
             seg.sync(&self.dir)?;
@@ -92,9 +96,7 @@ impl Wal {
         if let Err(e) = seg.file.write_all(frame) {
             // A partial record followed by whole ones would make replay stop
             // at the partial one: cut it off before anything else is appended.
-            if let Err(cut) = seg.file.set_len(seg.bytes) {
-                seg.torn = Some(cut.to_string());
-            }
+            seg.torn = seg.file.set_len(seg.bytes).is_err();
             return Err(StorageError::io("append to", &path)(e));
         }
         seg.bytes += frame.len() as u64;
@@ -114,7 +116,7 @@ impl Wal {
     /// appended before the call is in an older segment.
     pub fn rotate(&self) -> Result<u64, StorageError> {
         let mut seg = self.active.lock();
-        seg.check_whole(&self.dir)?;
+        seg.mend(&self.dir)?;
         seg.sync(&self.dir)?;
         let next = seg.seq + 1;
         *seg = Segment::create(&self.dir, next)?;
@@ -152,20 +154,31 @@ impl Segment {
             file,
             bytes: 0,
             needs_sync: false,
-            torn: None,
+            torn: false,
         })
     }
 
-    /// Fails if a failed write left a torn record here: nothing may follow
-    /// it, neither a record nor a newer segment (replay would stop at it).
-    fn check_whole(&self, dir: &Path) -> Result<(), StorageError> {
-        match &self.torn {
-            None => Ok(()),
-            Some(reason) => {
-                let reason = format!("an earlier failed write left a torn record ({reason}); restart to recover");
-                Err(StorageError::io("append to", segment_path(dir, self.seq))(
-                    std::io::Error::other(reason),
-                ))
+    /// Cuts off the torn record a failed write left, if one is left, or
+    /// fails: nothing may follow it, neither a record nor a newer segment
+    /// (replay would stop at it). Tried again at every append, so the log
+    /// mends itself once the filesystem takes writes again.
+    fn mend(&mut self, dir: &Path) -> Result<(), StorageError> {
+        if !self.torn {
+            return Ok(());
+        }
+        let path = segment_path(dir, self.seq);
+        match self.file.set_len(self.bytes) {
+            Ok(()) => {
+                tracing::info!(path = %path.display(), "cut off the torn record of a failed write");
+                self.torn = false;
+                Ok(())
+            }
+            Err(e) => {
+                let reason = format!("an earlier failed write left a torn record that cannot be cut off yet: {e}");
+                Err(StorageError::io("append to", path)(std::io::Error::new(
+                    e.kind(),
+                    reason,
+                )))
             }
         }
     }
@@ -203,12 +216,15 @@ pub fn sync_dir(dir: &Path) -> Result<(), StorageError> {
 /// Reads every record of the segments in `dir` with sequence below `until`,
 /// in order, calling `apply(segment_seq, payload)` and reporting each
 /// segment to `progress` as it starts. A torn or corrupt tail in the last
-/// segment is truncated away (a crash mid-write); corruption in any earlier
-/// segment is an error.
+/// segment is truncated away (a crash mid-write; a copy goes to the
+/// quarantine when whole records follow the damage, which no torn write
+/// leaves); an earlier segment damaged is read up to the damage and moved
+/// into the quarantine, the records after it lost.
 pub fn replay(
     dir: &Path,
     until: u64,
     progress: &WalReplay,
+    quarantine: &Quarantine,
     mut apply: impl FnMut(u64, &[u8]) -> Result<(), StorageError>,
 ) -> Result<(), StorageError> {
     let segments: Vec<u64> = list_segments(dir)?.into_iter().filter(|&s| s < until).collect();
@@ -225,33 +241,96 @@ pub fn replay(
         let mut offset: u64 = 0;
         let mut payload = Vec::new();
         loop {
-            match read_record(&mut reader, file_len.saturating_sub(offset), &mut payload) {
-                Ok(Some(())) => {
-                    apply(seq, &payload)?;
-                    offset += (HEADER_BYTES + payload.len()) as u64;
-                }
+            let (reason, whole) = match read_record(&mut reader, file_len.saturating_sub(offset), &mut payload) {
+                Ok(Some(())) => match apply(seq, &payload) {
+                    // `apply` names the directory for a record that passed
+                    // its checksum but does not decode: damage here too.
+                    Err(StorageError::Corrupt { path: named, reason }) if named == dir => (reason, true),
+                    applied => {
+                        applied?;
+                        offset += (HEADER_BYTES + payload.len()) as u64;
+                        continue;
+                    }
+                },
                 Ok(None) => break,
                 Err(RecordError::Io(e)) => return Err(StorageError::io("read", &path)(e)),
-                Err(RecordError::Damaged(reason)) if is_last => {
-                    tracing::warn!(path = %path.display(), offset, reason, "truncating torn WAL tail");
-                    let f = OpenOptions::new()
-                        .write(true)
-                        .open(&path)
-                        .map_err(StorageError::io("open", &path))?;
-                    f.set_len(offset).map_err(StorageError::io("truncate", &path))?;
-                    f.sync_all().map_err(StorageError::io("sync", &path))?;
-                    break;
+                Err(RecordError::Damaged(reason)) => (reason.to_string(), reason == CHECKSUM_MISMATCH),
+            };
+            let lost = file_len - offset;
+            if is_last {
+                tracing::warn!(path = %path.display(), offset, reason, "truncating torn WAL tail");
+                if whole && offset + scan_whole_record(&path, offset)? < file_len {
+                    let why = format!("{reason} at offset {offset}, followed by more records; {lost} bytes lost");
+                    quarantine.copy(&path, FileKind::Wal, &why)?;
                 }
-                Err(RecordError::Damaged(reason)) => {
-                    return Err(StorageError::Corrupt {
-                        path,
-                        reason: format!("{reason} at offset {offset}; move the segment aside to start without it"),
-                    });
-                }
+                let f = OpenOptions::new()
+                    .write(true)
+                    .open(&path)
+                    .map_err(StorageError::io("open", &path))?;
+                f.set_len(offset).map_err(StorageError::io("truncate", &path))?;
+                f.sync_all().map_err(StorageError::io("sync", &path))?;
+            } else {
+                tracing::error!(
+                    path = %path.display(),
+                    offset,
+                    lost_bytes = lost,
+                    reason,
+                    "damaged WAL segment: the samples of its records from the damage on are lost"
+                );
+                let why = format!("{reason} at offset {offset}; {lost} bytes of records after it not replayed");
+                quarantine.take(&path, FileKind::Wal, &why)?;
             }
+            break;
         }
     }
     Ok(())
+}
+
+/// Reads every record of the segment at `path` without changing it,
+/// handing each payload to `check`. Returns the records read; an error
+/// names the damage and its offset. A record cut short at the end of the
+/// `last` segment is a torn write (replay truncates it), not damage.
+pub fn check_segment(
+    path: &Path,
+    last: bool,
+    mut check: impl FnMut(&[u8]) -> Result<(), String>,
+) -> Result<u64, String> {
+    let file = File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let file_len = file.metadata().map_err(|e| format!("cannot stat: {e}"))?.len();
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let (mut offset, mut records) = (0u64, 0u64);
+    let mut payload = Vec::new();
+    loop {
+        match read_record(&mut reader, file_len.saturating_sub(offset), &mut payload) {
+            Ok(Some(())) => {
+                check(&payload).map_err(|reason| format!("record at offset {offset}: {reason}"))?;
+                offset += (HEADER_BYTES + payload.len()) as u64;
+                records += 1;
+            }
+            Ok(None) => return Ok(records),
+            Err(RecordError::Io(e)) => return Err(format!("cannot read at offset {offset}: {e}")),
+            Err(RecordError::Damaged(reason)) if last && reason != CHECKSUM_MISMATCH => return Ok(records),
+            Err(RecordError::Damaged(_))
+                if last && scan_whole_record(path, offset).is_ok_and(|len| offset + len >= file_len) =>
+            {
+                return Ok(records);
+            }
+            Err(RecordError::Damaged(reason)) => return Err(format!("{reason} at offset {offset}")),
+        }
+    }
+}
+
+const CHECKSUM_MISMATCH: &str = "record checksum mismatch";
+
+/// The length of the whole record at `offset` of `path` (header and
+/// payload), whose checksum failed.
+fn scan_whole_record(path: &Path, offset: u64) -> Result<u64, StorageError> {
+    use std::os::unix::fs::FileExt;
+    let file = File::open(path).map_err(StorageError::io("open", path))?;
+    let mut header = [0u8; 4];
+    file.read_exact_at(&mut header, offset)
+        .map_err(StorageError::io("read", path))?;
+    Ok(HEADER_BYTES as u64 + u64::from(u32::from_le_bytes(header)))
 }
 
 enum RecordError {
@@ -285,7 +364,7 @@ fn read_record(r: &mut impl Read, remaining: u64, payload: &mut Vec<u8>) -> Resu
         return Err(Damaged("truncated record"));
     }
     if cairn_codec::crc32c(payload) != crc {
-        return Err(Damaged("record checksum mismatch"));
+        return Err(Damaged(CHECKSUM_MISMATCH));
     }
     Ok(Some(()))
 }

@@ -5,10 +5,17 @@ use super::*;
 
 fn read_all(dir: &Path) -> Result<Vec<Vec<u8>>, StorageError> {
     let mut out = Vec::new();
-    replay(dir, u64::MAX, &cairn_storage::WalReplay::default(), |_, p| {
-        out.push(p.to_vec());
-        Ok(())
-    })?;
+    let quarantine = Quarantine::new(dir);
+    replay(
+        dir,
+        u64::MAX,
+        &cairn_storage::WalReplay::default(),
+        &quarantine,
+        |_, p| {
+            out.push(p.to_vec());
+            Ok(())
+        },
+    )?;
     Ok(out)
 }
 
@@ -82,20 +89,80 @@ fn wal_replay_truncates_garbage_tail() {
 }
 
 #[test]
-fn wal_corruption_in_older_segment_is_an_error() {
+fn a_damaged_older_segment_is_replayed_up_to_the_damage_and_quarantined() {
     let dir = tempfile::tempdir().unwrap();
     {
         let wal = Wal::open(dir.path(), 1 << 20, false, 0).unwrap();
-        wal.append(b"first segment").unwrap();
+        wal.append(b"before the damage").unwrap();
+        wal.append(b"damaged").unwrap();
+        wal.append(b"after the damage").unwrap();
         wal.rotate().unwrap();
         wal.append(b"second segment").unwrap();
     }
     let seg = segment_path(dir.path(), 1);
     let mut bytes = std::fs::read(&seg).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0x55;
-    std::fs::write(&seg, bytes).unwrap();
-    let err = read_all(dir.path()).unwrap_err();
-    assert!(matches!(err, StorageError::Corrupt { .. }), "{err}");
-    assert!(err.to_string().contains("checksum"), "{err}");
+    let damaged_at = HEADER_BYTES + b"before the damage".len();
+    bytes[damaged_at + HEADER_BYTES + 2] ^= 0x55;
+    std::fs::write(&seg, &bytes).unwrap();
+    assert_eq!(
+        read_all(dir.path()).unwrap(),
+        vec![b"before the damage".to_vec(), b"second segment".to_vec()]
+    );
+    assert!(!seg.exists());
+    let moved = dir.path().join("quarantine").join(seg.file_name().unwrap());
+    assert_eq!(std::fs::read(&moved).unwrap(), bytes);
+    let mut note = moved.into_os_string();
+    note.push(".reason");
+    let note = std::fs::read_to_string(note).unwrap();
+    assert!(
+        note.contains(&format!("checksum mismatch at offset {damaged_at}")),
+        "{note}"
+    );
+}
+
+#[test]
+fn damage_followed_by_whole_records_in_the_last_segment_is_truncated_and_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let wal = Wal::open(dir.path(), 1 << 20, false, 0).unwrap();
+        wal.append(b"kept").unwrap();
+        wal.append(b"damaged").unwrap();
+        wal.append(b"lost").unwrap();
+    }
+    let seg = segment_path(dir.path(), 1);
+    let mut bytes = std::fs::read(&seg).unwrap();
+    bytes[2 * HEADER_BYTES + 4 + 1] ^= 1;
+    std::fs::write(&seg, &bytes).unwrap();
+    assert_eq!(read_all(dir.path()).unwrap(), vec![b"kept".to_vec()]);
+    assert_eq!(std::fs::metadata(&seg).unwrap().len() as usize, HEADER_BYTES + 4);
+    let copied = dir.path().join("quarantine").join(seg.file_name().unwrap());
+    assert_eq!(std::fs::read(copied).unwrap(), bytes);
+}
+
+#[test]
+fn a_record_that_checks_but_does_not_decode_quarantines_its_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let wal = Wal::open(dir.path(), 1 << 20, false, 0).unwrap();
+        wal.append(b"good").unwrap();
+        wal.append(b"undecodable").unwrap();
+        wal.rotate().unwrap();
+        wal.append(b"later").unwrap();
+    }
+    let quarantine = Quarantine::new(dir.path());
+    let mut seen = Vec::new();
+    replay(dir.path(), u64::MAX, &WalReplay::default(), &quarantine, |_, p| {
+        if p == b"undecodable" {
+            return Err(StorageError::Corrupt {
+                path: dir.path().to_path_buf(),
+                reason: "undecodable record".into(),
+            });
+        }
+        seen.push(p.to_vec());
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, vec![b"good".to_vec(), b"later".to_vec()]);
+    assert_eq!(quarantine.counts()[4], ("wal", 1));
+    assert!(dir.path().join("quarantine").join("00000000000000000001.wal").is_file());
 }

@@ -1,0 +1,335 @@
+//! A byte flipped in each kind of file: `check_dir` names exactly that
+//! file, the engine opens without it (moved into `quarantine/`, counted)
+//! and serves the rest of the data unchanged.
+
+use std::path::{Path, PathBuf};
+
+use cairn_model::histogram::ResetHint;
+use cairn_model::{Histogram, HistogramSample, Labels, Matcher, Sample};
+use cairn_storage::conformance::read;
+use cairn_storage::{Admin, Appendable, Queryable, SelectHints, collect_samples};
+use cairn_tsdb::check::check_dir;
+use cairn_tsdb::{Config, Day, Tsdb};
+
+mod common;
+use common::{HOUR, config, now};
+
+type Data = Vec<(Labels, Vec<Sample>)>;
+
+fn series(day: &str, i: usize) -> Labels {
+    Labels::from_pairs([("__name__", "m"), ("day", day), ("i", &i.to_string())])
+}
+
+fn write(db: &Tsdb, day: &str, n: usize, start: i64) {
+    let mut app = db.appender();
+    for i in 0..n {
+        let samples: Vec<Sample> = (0..20)
+            .map(|k| Sample::new(start + k * 15_000, (i * 100) as f64 + k as f64))
+            .collect();
+        app.append(&series(day, i), &samples).unwrap();
+    }
+    app.commit().unwrap();
+}
+
+fn all(db: &dyn Queryable) -> Data {
+    read(db, &[Matcher::equal("__name__", "m")], i64::MIN / 2, i64::MAX / 2)
+}
+
+fn of_day(data: &Data, day: &str) -> Data {
+    data.iter()
+        .filter(|(l, _)| l.get("day") == Some(day))
+        .cloned()
+        .collect()
+}
+
+/// Two days ("a": yesterday, "b": today), each flushed to a part and an
+/// index segment. Returns the days' starts.
+fn two_days(c: &Config) -> (i64, i64) {
+    let b = now() - 2 * HOUR;
+    let a = b - 24 * HOUR;
+    let db = Tsdb::open(c.clone()).unwrap();
+    write(&db, "a", 4, a);
+    write(&db, "b", 4, b);
+    db.close().unwrap();
+    (a, b)
+}
+
+fn day_dir(root: &Path, t: i64) -> PathBuf {
+    root.join("partitions").join(Day::of(t).to_string())
+}
+
+fn file_in(dir: &Path, prefix: &str, suffix: &str) -> PathBuf {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy();
+            name.starts_with(prefix) && name.ends_with(suffix)
+        })
+        .collect();
+    found.sort();
+    assert_eq!(found.len(), 1, "one {prefix}*{suffix} in {}: {found:?}", dir.display());
+    found.remove(0)
+}
+
+fn flip(path: &Path, at: usize) {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes[at] ^= 0x5a;
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// `check_dir` finds exactly `path` damaged.
+fn assert_checked_damaged(root: &Path, path: &Path) {
+    let report = check_dir(root).unwrap();
+    let damaged: Vec<&Path> = report.damaged.iter().map(|d| d.path.as_path()).collect();
+    assert_eq!(damaged, vec![path], "{report:?}");
+}
+
+/// `path` is in the quarantine with its reason, and counted once as `kind`.
+fn assert_quarantined(db: &Tsdb, root: &Path, path: &Path, kind: &str) {
+    let moved = root.join("quarantine").join(path.strip_prefix(root).unwrap());
+    assert!(moved.is_file(), "{} quarantined", moved.display());
+    let mut note = moved.into_os_string();
+    note.push(".reason");
+    assert!(std::fs::read_to_string(note).unwrap().contains("reason: "));
+    let counts = db.stats().quarantined_files_total;
+    for (k, n) in counts {
+        assert_eq!(n, u64::from(k == kind), "{k}");
+    }
+}
+
+#[test]
+fn a_clean_directory_checks_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    two_days(&config(dir.path()));
+    let report = check_dir(dir.path()).unwrap();
+    assert!(report.is_clean(), "{report:?}");
+    assert_eq!(report.checked["part"], 2);
+    assert_eq!(report.checked["index"], 2);
+    assert!(report.summary().contains("0 damaged"), "{}", report.summary());
+}
+
+#[test]
+fn a_part_with_a_damaged_footer_is_quarantined_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let (a, _) = two_days(&c);
+    let before = all(&Tsdb::open(c.clone()).unwrap());
+    let part = file_in(&day_dir(dir.path(), a), "part-", ".cpart");
+    let len = std::fs::metadata(&part).unwrap().len() as usize;
+    flip(&part, len - 20);
+    assert_checked_damaged(dir.path(), &part);
+    let db = Tsdb::open(c).unwrap();
+    assert_quarantined(&db, dir.path(), &part, "part");
+    assert_eq!(all(&db), of_day(&before, "b"));
+    assert!(check_dir(dir.path()).unwrap().is_clean());
+}
+
+#[test]
+fn a_damaged_block_fails_one_read_then_its_part_is_left_out_and_quarantined() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let (a, _) = two_days(&c);
+    let db = Tsdb::open(c.clone()).unwrap();
+    let before = all(&db);
+    let part = file_in(&day_dir(dir.path(), a), "part-", ".cpart");
+    // Past the magic: the first block's bytes. The open file sees the change.
+    flip(&part, 12);
+    assert_checked_damaged(dir.path(), &part);
+    let q = db.querier(i64::MIN / 2, i64::MAX / 2).unwrap();
+    let failed = q
+        .select(&SelectHints::default(), &[Matcher::equal("day", "a")])
+        .unwrap()
+        .map(|s| collect_samples(s?.samples.as_mut()))
+        .find_map(Result::err)
+        .expect("a read of the damaged block fails");
+    assert!(failed.to_string().contains(&part.display().to_string()), "{failed}");
+    // Later reads leave the part out; the merge round quarantines it.
+    assert_eq!(all(&db), of_day(&before, "b"));
+    db.maintain().unwrap();
+    assert_quarantined(&db, dir.path(), &part, "part");
+    assert_eq!(all(&db), of_day(&before, "b"));
+    drop(db);
+    let db = Tsdb::open(c).unwrap();
+    assert_eq!(all(&db), of_day(&before, "b"));
+}
+
+#[test]
+fn a_merge_meeting_a_damaged_part_quarantines_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let t = now() - 2 * HOUR;
+    let db = Tsdb::open(c.clone()).unwrap();
+    write(&db, "a", 3, t);
+    db.flush().unwrap();
+    write(&db, "b", 3, t + HOUR);
+    db.flush().unwrap();
+    let before = all(&db);
+    let first = std::fs::read_dir(day_dir(dir.path(), t))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cpart"))
+        .min()
+        .unwrap();
+    flip(&first, 12);
+    db.compact().unwrap();
+    assert_quarantined(&db, dir.path(), &first, "part");
+    assert_eq!(all(&db), of_day(&before, "b"));
+    // The next round merges the rest.
+    db.compact().unwrap();
+    assert_eq!(all(&db), of_day(&before, "b"));
+}
+
+#[test]
+fn a_damaged_index_segment_loses_its_series_and_replay_skips_their_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let (a, b) = two_days(&c);
+    let db = Tsdb::open(c.clone()).unwrap();
+    let before = all(&db);
+    // Rows of day a's known series: their WAL record carries no labels.
+    write(&db, "a", 4, a + HOUR);
+    std::mem::forget(db);
+    std::fs::remove_file(dir.path().join("LOCK")).unwrap();
+    let segment = file_in(&day_dir(dir.path(), a), "index-", ".cidx");
+    flip(&segment, 20);
+    assert_checked_damaged(dir.path(), &segment);
+    let db = Tsdb::open(c).unwrap();
+    assert_quarantined(&db, dir.path(), &segment, "index");
+    assert_eq!(all(&db), of_day(&before, "b"));
+    // Series of day a written again are found again, in the new rows.
+    write(&db, "a", 1, b - HOUR);
+    assert_eq!(all(&db).len(), 5);
+}
+
+#[test]
+fn a_damaged_tombstone_undoes_that_deletion_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let (_, b) = two_days(&c);
+    let dir_b = day_dir(dir.path(), b);
+    let expected = {
+        let db = Tsdb::open(c.clone()).unwrap();
+        let before = all(&db);
+        db.delete_series(
+            &[Matcher::equal("i", "1"), Matcher::equal("day", "b")],
+            i64::MIN / 2,
+            i64::MAX / 2,
+        )
+        .unwrap();
+        db.delete_series(
+            &[Matcher::equal("i", "2"), Matcher::equal("day", "b")],
+            i64::MIN / 2,
+            i64::MAX / 2,
+        )
+        .unwrap();
+        let deleted = |l: &Labels| l.get("day") == Some("b") && l.get("i") == Some("2");
+        let left: Data = before.into_iter().filter(|(l, _)| !deleted(l)).collect();
+        assert_eq!(all(&db).len(), 6);
+        left
+    };
+    let log = dir_b.join("tombstones.log");
+    flip(&log, 10);
+    assert_checked_damaged(dir.path(), &log);
+    let db = Tsdb::open(c.clone()).unwrap();
+    assert_eq!(all(&db), expected);
+    let copy = dir
+        .path()
+        .join("quarantine")
+        .join(log.strip_prefix(dir.path()).unwrap());
+    assert!(copy.is_file());
+    assert_eq!(db.stats().quarantined_files_total[2], ("tombstones", 1));
+    drop(db);
+    // The file kept is whole again.
+    assert!(check_dir(dir.path()).unwrap().is_clean());
+    assert_eq!(all(&Tsdb::open(c).unwrap()), expected);
+}
+
+fn histogram(k: usize) -> Histogram {
+    Histogram {
+        schema: 0,
+        reset_hint: ResetHint::NotReset,
+        count: k as f64 + 2.0,
+        sum: 3.5,
+        zero_threshold: 1e-128,
+        zero_count: 1.0,
+        positive: vec![(1, k as f64 + 1.0)],
+        negative: Vec::new(),
+        custom_bounds: None,
+    }
+}
+
+#[test]
+fn a_damaged_histogram_file_leaves_its_samples_out_without_failing_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let (_, b) = two_days(&c);
+    {
+        let db = Tsdb::open(c.clone()).unwrap();
+        let mut app = db.appender();
+        let hs: Vec<HistogramSample> = (0..5)
+            .map(|k| HistogramSample::new(b + k as i64 * 15_000, histogram(k)))
+            .collect();
+        app.append_histograms(&Labels::from_pairs([("__name__", "h")]), &hs)
+            .unwrap();
+        app.commit().unwrap();
+        db.close().unwrap();
+    }
+    let before = all(&Tsdb::open(c.clone()).unwrap());
+    let file = file_in(&day_dir(dir.path(), b), "hist-", ".chist");
+    flip(&file, 10);
+    assert_checked_damaged(dir.path(), &file);
+    let db = Tsdb::open(c).unwrap();
+    assert_quarantined(&db, dir.path(), &file, "histograms");
+    assert_eq!(all(&db), before);
+    let got = read(&db, &[Matcher::equal("__name__", "h")], i64::MIN / 2, i64::MAX / 2);
+    assert!(got.is_empty(), "{got:?}");
+}
+
+#[test]
+fn a_damaged_wal_segment_before_the_last_is_quarantined_and_the_rest_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    // A segment per commit.
+    c.wal_segment_bytes = 1;
+    let t = now() - HOUR;
+    let db = Tsdb::open(c.clone()).unwrap();
+    for i in 0..3 {
+        let mut app = db.appender();
+        app.append(&series("b", i), &[Sample::new(t, i as f64)]).unwrap();
+        app.commit().unwrap();
+    }
+    let before = all(&db);
+    std::mem::forget(db);
+    std::fs::remove_file(dir.path().join("LOCK")).unwrap();
+    let wal = dir.path().join("wal");
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&wal)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| std::fs::metadata(p).unwrap().len() > 0)
+        .collect();
+    segments.sort();
+    assert_eq!(segments.len(), 3);
+    flip(&segments[0], 12);
+    assert_checked_damaged(dir.path(), &segments[0]);
+    let db = Tsdb::open(c).unwrap();
+    assert_quarantined(&db, dir.path(), &segments[0], "wal");
+    assert_eq!(all(&db), before[1..].to_vec());
+}
+
+#[test]
+fn a_tenants_files_are_checked_and_quarantined_in_its_own_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    two_days(&config(dir.path()));
+    let tenant = dir.path().join("tenants").join("team-a");
+    let c = config(&tenant);
+    let (a, _) = two_days(&c);
+    let segment = file_in(&day_dir(&tenant, a), "index-", ".cidx");
+    flip(&segment, 20);
+    assert_checked_damaged(dir.path(), &segment);
+    let report = check_dir(dir.path()).unwrap();
+    assert_eq!(report.checked["part"], 4);
+    let db = Tsdb::open(c).unwrap();
+    assert_quarantined(&db, &tenant, &segment, "index");
+    assert!(!dir.path().join("quarantine").exists());
+}
