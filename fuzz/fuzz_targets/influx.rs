@@ -1,46 +1,4 @@
-//! InfluxDB line protocol of arbitrary bytes, in every precision and with
-//! and without a `db`: it must return, never panic; every kept series
-//! respects the limits, holds one sample and carries the `db` label when one
-//! was given; and the count of bad lines matches the first error.
+//! libFuzzer entry for `cairn_fuzz_targets::influx`, where the target's checks live.
 #![no_main]
 
-use cairn_protocols::DecodeLimits;
-use cairn_protocols::influx::{InfluxOptions, Precision, decode_influx};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let tiny = DecodeLimits {
-        max_decompressed_bytes: 4096,
-        max_labels_per_series: 3,
-        max_label_name_len: 8,
-        max_label_value_len: 8,
-    };
-    let precision = match data.first().map(|b| b % 6) {
-        Some(0) => Precision::Seconds,
-        Some(1) => Precision::Hours,
-        Some(2) => Precision::Microseconds,
-        Some(3) => Precision::Milliseconds,
-        Some(4) => Precision::Minutes,
-        _ => Precision::Nanoseconds,
-    };
-    for limits in [DecodeLimits::default(), tiny] {
-        for db in [None, Some("d".to_string())] {
-            let opts = InfluxOptions {
-                precision,
-                db: db.clone(),
-                extra_labels: Vec::new(),
-                now_ms: 1_700_000_000_000,
-            };
-            let r = decode_influx(data, &opts, &limits);
-            assert_eq!(r.bad_lines == 0, r.first_error.is_none());
-            for s in &r.batch.to_series() {
-                assert_eq!(s.samples.len(), 1);
-                assert!(s.labels.len() <= limits.max_labels_per_series);
-                assert!(s.labels.metric_name().is_some_and(|n| n.contains('_')));
-                if db.is_some() {
-                    assert!(s.labels.get("db").is_some());
-                }
-            }
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| cairn_fuzz_targets::influx(data));

@@ -1,31 +1,4 @@
-//! OpenTSDB telnet lines and `/api/put` bodies of arbitrary bytes: decoding
-//! must return, never panic; kept series respect the limits and hold one
-//! finite sample each; every refused JSON point is reported; and the telnet
-//! decoder owes a reply for every refused line.
+//! libFuzzer entry for `cairn_fuzz_targets::opentsdb`, where the target's checks live.
 #![no_main]
 
-use cairn_protocols::DecodeLimits;
-use cairn_protocols::opentsdb::{TelnetReply, decode_put, decode_telnet};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let tiny = DecodeLimits {
-        max_decompressed_bytes: 4096,
-        max_labels_per_series: 2,
-        max_label_name_len: 8,
-        max_label_value_len: 8,
-    };
-    for limits in [DecodeLimits::default(), tiny] {
-        let t = decode_telnet(data, &limits);
-        let errors = t.replies.iter().filter(|r| matches!(r, TelnetReply::Error(_))).count();
-        assert_eq!(errors, t.import.bad_lines);
-        let p = decode_put(data, &limits);
-        assert_eq!(p.success, p.import.batch.series_count());
-        assert!(p.errors.len() <= p.import.bad_lines);
-        for s in t.import.batch.to_series().iter().chain(&p.import.batch.to_series()) {
-            assert_eq!(s.samples.len(), 1);
-            assert!(s.samples[0].v.is_finite());
-            assert!(s.labels.len() <= limits.max_labels_per_series);
-        }
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| cairn_fuzz_targets::opentsdb(data));

@@ -1,26 +1,4 @@
-//! PromQL syntax checking of arbitrary text (queries and `match[]`
-//! selectors come from any client): it must return, never panic, and any
-//! error it reports lies within the text; a query it accepts with its node
-//! ranges has every range inside the text and on character boundaries.
+//! libFuzzer entry for `cairn_fuzz_targets::promql_syntax`, where the target's checks live.
 #![no_main]
 
-use cairn_promql::syntax::{Recognized, first_selector_error, recognize};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    match recognize(text) {
-        Recognized::Valid(nodes) => {
-            for n in nodes {
-                assert!(n.start <= n.end && text.get(n.start..n.end).is_some(), "{n:?} in {text:?}");
-            }
-        }
-        Recognized::Error(e) => assert!(e.pos <= text.len(), "{e:?} in {text:?}"),
-        Recognized::TooDeep => {}
-    }
-    if let Some(e) = first_selector_error(text) {
-        assert!(e.pos <= text.len(), "{e:?} in {text:?}");
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| cairn_fuzz_targets::promql_syntax(data));

@@ -1,8 +1,4 @@
-//! A tombstone file from arbitrary bytes must decode or fail cleanly.
+//! libFuzzer entry for `cairn_fuzz_targets::tsdb_tombstones`, where the target's checks live.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let _ = cairn_tsdb::formats::decode_tombstones(data);
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| cairn_fuzz_targets::tsdb_tombstones(data));

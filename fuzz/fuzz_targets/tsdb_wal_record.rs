@@ -1,8 +1,4 @@
-//! A WAL record payload from arbitrary bytes must decode or fail cleanly.
+//! libFuzzer entry for `cairn_fuzz_targets::tsdb_wal_record`, where the target's checks live.
 #![no_main]
 
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let _ = cairn_tsdb::formats::decode_wal_record(data, &mut Vec::new());
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| cairn_fuzz_targets::tsdb_wal_record(data));

@@ -1,0 +1,83 @@
+//! The fuzz targets' checks, one function per target taking the raw input.
+//! `fuzz/fuzz_targets/*.rs` hand libFuzzer's inputs to them, and
+//! `tests/replay.rs` replays every kept corpus and regression input through
+//! them in the test suite, so each check is written once. A function panics
+//! when an invariant breaks; bad input alone must never make it panic.
+
+mod cluster_frames;
+mod codec_histograms;
+mod codec_timestamps;
+mod codec_values;
+mod csv;
+mod exposition_openmetrics;
+mod exposition_protobuf;
+mod exposition_text;
+mod graphite;
+mod histograms;
+mod influx;
+mod json_lines;
+mod opentsdb;
+mod otlp;
+mod prom_text;
+mod promql_syntax;
+mod remote_read;
+mod remote_write;
+mod remote_write_v2;
+mod tsdb_index_segment;
+mod tsdb_part;
+mod tsdb_tombstones;
+mod tsdb_wal_record;
+
+pub use cluster_frames::cluster_frames;
+pub use codec_histograms::codec_histograms;
+pub use codec_timestamps::codec_timestamps;
+pub use codec_values::codec_values;
+pub use csv::csv;
+pub use exposition_openmetrics::exposition_openmetrics;
+pub use exposition_protobuf::exposition_protobuf;
+pub use exposition_text::exposition_text;
+pub use graphite::graphite;
+pub use histograms::histograms;
+pub use influx::influx;
+pub use json_lines::json_lines;
+pub use opentsdb::opentsdb;
+pub use otlp::otlp;
+pub use prom_text::prom_text;
+pub use promql_syntax::promql_syntax;
+pub use remote_read::remote_read;
+pub use remote_write::remote_write;
+pub use remote_write_v2::remote_write_v2;
+pub use tsdb_index_segment::tsdb_index_segment;
+pub use tsdb_part::tsdb_part;
+pub use tsdb_tombstones::tsdb_tombstones;
+pub use tsdb_wal_record::tsdb_wal_record;
+
+/// A target: takes one input, panics when an invariant breaks.
+pub type Target = fn(&[u8]);
+
+/// Every target by name, as `fuzz/` names its corpus and regression folders.
+pub const TARGETS: &[(&str, Target)] = &[
+    ("cluster_frames", cluster_frames),
+    ("codec_histograms", codec_histograms),
+    ("codec_timestamps", codec_timestamps),
+    ("codec_values", codec_values),
+    ("csv", csv),
+    ("exposition_openmetrics", exposition_openmetrics),
+    ("exposition_protobuf", exposition_protobuf),
+    ("exposition_text", exposition_text),
+    ("graphite", graphite),
+    ("histograms", histograms),
+    ("influx", influx),
+    ("json_lines", json_lines),
+    ("opentsdb", opentsdb),
+    ("otlp", otlp),
+    ("prom_text", prom_text),
+    ("promql_syntax", promql_syntax),
+    ("remote_read", remote_read),
+    ("remote_write", remote_write),
+    ("remote_write_v2", remote_write_v2),
+    ("tsdb_index_segment", tsdb_index_segment),
+    ("tsdb_part", tsdb_part),
+    ("tsdb_tombstones", tsdb_tombstones),
+    ("tsdb_wal_record", tsdb_wal_record),
+];
