@@ -440,35 +440,14 @@ impl Inner {
     /// Writes in-memory data to disk and truncates the WAL. Commits wait only
     /// while heads are sealed and the WAL rotates, not during the writes.
     pub fn flush(&self) -> Result<(), StorageError> {
-        let result = self.flush_unrecorded();
-        self.health.record_flush(&result);
-        result
+        let _flush = self.flush_lock.lock();
+        self.flush_holding_lock()
     }
 
-    fn flush_unrecorded(&self) -> Result<(), StorageError> {
-        let _flush = self.flush_lock.lock();
-        let (partitions, seq) = {
-            let _commits = self.commit_lock.lock();
-            let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
-            for p in &partitions {
-                p.seal_rows()?;
-            }
-            (partitions, self.wal.rotate()?)
-        };
-        flush_partitions(&partitions, seq)?;
-        self.wal.remove_before(seq)?;
-        self.counters.flushes.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// Puts a consistent copy of the data directory (partitions; no WAL) in
-    /// `dest`. Unless `skip_head`, in-memory data is
-    /// flushed first, so the copy holds every write acknowledged before the
-    /// call. The flush lock is held throughout: no index segment or
-    /// histogram file appears and no WAL segment goes while files are linked.
-    pub fn snapshot(&self, dest: &Path, skip_head: bool) -> Result<(), StorageError> {
-        let _flush = self.flush_lock.lock();
-        if !skip_head {
+    /// [`Self::flush`] for a caller that holds `flush_lock`; its outcome is
+    /// recorded in the write health.
+    fn flush_holding_lock(&self) -> Result<(), StorageError> {
+        let result = (|| {
             let (partitions, seq) = {
                 let _commits = self.commit_lock.lock();
                 let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
@@ -480,6 +459,21 @@ impl Inner {
             flush_partitions(&partitions, seq)?;
             self.wal.remove_before(seq)?;
             self.counters.flushes.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })();
+        self.health.record_flush(&result);
+        result
+    }
+
+    /// Puts a consistent copy of the data directory (partitions; no WAL) in
+    /// `dest`. Unless `skip_head`, in-memory data is
+    /// flushed first, so the copy holds every write acknowledged before the
+    /// call. The flush lock is held throughout: no index segment or
+    /// histogram file appears and no WAL segment goes while files are linked.
+    pub fn snapshot(&self, dest: &Path, skip_head: bool) -> Result<(), StorageError> {
+        let _flush = self.flush_lock.lock();
+        if !skip_head {
+            self.flush_holding_lock()?;
         }
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         let partitions_dir = dest.join("partitions");
