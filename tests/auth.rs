@@ -167,6 +167,16 @@ fn curl_over_tls_meets_401_and_403_in_the_prometheus_envelope() {
         .0,
         204
     );
+    // So do snapshots: none without credentials or with a reader's.
+    let snapshot = format!("{base}/api/v1/admin/tsdb/snapshot");
+    assert_eq!(curl(d, &snapshot, &["-X", "POST"]).0, 401);
+    let (status, body) = curl(d, &snapshot, &["-X", "POST", "-u", "bob:pw"]);
+    assert_eq!((status, error_type(&body).as_str()), (403, "forbidden"));
+    let (status, body) = curl(d, &snapshot, &["-X", "POST", "-u", "alice:pw"]);
+    assert_eq!(status, 200, "{body}");
+    let name: Value = serde_json::from_str(&body).unwrap();
+    let name = name["data"]["name"].as_str().expect("a snapshot name");
+    assert!(server.data_dir.join("snapshots").join(name).is_dir(), "{body}");
     // Plain HTTP gets no answer from the TLS port.
     let plain = Command::new("curl")
         .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5"])
