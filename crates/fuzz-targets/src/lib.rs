@@ -81,3 +81,39 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tsdb_tombstones", tsdb_tombstones),
     ("tsdb_wal_record", tsdb_wal_record),
 ];
+
+/// Every remote-write content encoding, each with default and with tiny
+/// limits (which most inputs run into), as both remote-write targets try them.
+fn remote_write_settings() -> impl Iterator<
+    Item = (
+        cairn_protocols::remote_write::ContentEncoding,
+        cairn_protocols::DecodeLimits,
+    ),
+> {
+    use cairn_protocols::DecodeLimits;
+    use cairn_protocols::remote_write::ContentEncoding;
+    let tiny = DecodeLimits {
+        max_decompressed_bytes: 4096,
+        max_labels_per_series: 4,
+        max_label_name_len: 8,
+        max_label_value_len: 8,
+        max_histogram_buckets: 4,
+    };
+    [
+        ContentEncoding::Snappy,
+        ContentEncoding::Zstd,
+        ContentEncoding::Identity,
+    ]
+    .into_iter()
+    .flat_map(move |encoding| [(encoding, DecodeLimits::default()), (encoding, tiny)])
+}
+
+/// What every series a remote-write decoder keeps must be: labelled, with
+/// samples, valid histograms and no more labels than `limits` allow.
+fn check_remote_write_series(s: &cairn_protocols::SeriesSamples, limits: &cairn_protocols::DecodeLimits) {
+    assert!(!s.labels.is_empty() && (!s.samples.is_empty() || !s.histograms.is_empty()));
+    assert!(s.labels.len() <= limits.max_labels_per_series);
+    for h in &s.histograms {
+        assert_eq!(h.h.validate(), Ok(()));
+    }
+}
