@@ -11,7 +11,7 @@
 //!
 //! A missing binary skips its test with a message, unless `CI` is set.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -132,6 +132,24 @@ fn stable(name: &str) -> bool {
     name.ends_with("_info") || name.starts_with("process_max_fds") || name.contains("_build_info")
 }
 
+/// Every name in both text bodies is in `got`, and every name in `got` is in
+/// one of them: the formats agree up to what changed between requests.
+fn assert_bracketed(
+    what: &str,
+    format: &str,
+    before: &BTreeSet<String>,
+    after: &BTreeSet<String>,
+    got: &BTreeSet<String>,
+) {
+    let missing: Vec<_> = before.intersection(after).filter(|k| !got.contains(*k)).collect();
+    assert!(missing.is_empty(), "{format} lacks text {what}: {missing:?}");
+    let extra: Vec<_> = got
+        .iter()
+        .filter(|k| !before.contains(*k) && !after.contains(*k))
+        .collect();
+    assert!(extra.is_empty(), "{format} has {what} the text format lacks: {extra:?}");
+}
+
 fn compare_formats(port: u16, serves_openmetrics: bool) {
     let text_opts = ParseOptions::default();
     let om_opts = ParseOptions {
@@ -146,22 +164,19 @@ fn compare_formats(port: u16, serves_openmetrics: bool) {
     }
     let (proto_format, proto) = scrape(port, ScrapeFormat::PrometheusProto, &text_opts);
     assert_eq!(proto_format, ScrapeFormat::PrometheusProto);
+    // A second text body brackets the others: a series or family that
+    // appears between requests (an exporter still starting up creates some
+    // lazily) is in the later text body but not the earlier one.
+    let (_, text_after) = scrape(port, ScrapeFormat::PrometheusText0_0_4, &text_opts);
 
     let (text_series, om_series, proto_series) = (series(&text), series(&om), series(&proto));
-    let names = |m: &BTreeMap<String, f64>| m.keys().cloned().collect::<Vec<_>>();
+    let text_after_series = series(&text_after);
     // Series that come and go between requests (per-request gauges).
-    let volatile = |k: &String| k.contains("scrape_") || k.contains("promhttp_metric_handler_requests_in_flight");
-    let steady = |m: &BTreeMap<String, f64>| names(m).into_iter().filter(|k| !volatile(k)).collect::<Vec<_>>();
-    assert_eq!(
-        steady(&text_series),
-        steady(&proto_series),
-        "text and protobuf series differ"
-    );
-    assert_eq!(
-        steady(&text_series),
-        steady(&om_series),
-        "text and OpenMetrics series differ"
-    );
+    let volatile = |k: &str| k.contains("scrape_") || k.contains("promhttp_metric_handler_requests_in_flight");
+    let steady = |m: &BTreeMap<String, f64>| m.keys().filter(|k| !volatile(k)).cloned().collect::<BTreeSet<_>>();
+    let (before, after) = (steady(&text_series), steady(&text_after_series));
+    assert_bracketed("series", "protobuf", &before, &after, &steady(&proto_series));
+    assert_bracketed("series", "OpenMetrics", &before, &after, &steady(&om_series));
     for (k, v) in &text_series {
         let name = k.split('{').next().unwrap_or_default();
         if stable(name) {
@@ -176,8 +191,16 @@ fn compare_formats(port: u16, serves_openmetrics: bool) {
     );
 
     let (text_md, om_md, proto_md) = (metadata(&text), metadata(&om), metadata(&proto));
-    assert_eq!(text_md, proto_md, "text and protobuf metadata differ");
-    assert_eq!(text_md, om_md, "text and OpenMetrics metadata differ");
+    let text_after_md = metadata(&text_after);
+    let families = |m: &BTreeMap<String, (MetricType, String)>| m.keys().cloned().collect::<BTreeSet<_>>();
+    let (before, after) = (families(&text_md), families(&text_after_md));
+    for (format, md) in [("protobuf", &proto_md), ("OpenMetrics", &om_md)] {
+        assert_bracketed("families", format, &before, &after, &families(md));
+        for (name, meta) in md {
+            let text_meta = text_md.get(name).or_else(|| text_after_md.get(name));
+            assert_eq!(text_meta, Some(meta), "{format} metadata of {name}");
+        }
+    }
     assert!(text_md.values().any(|(kind, _)| *kind == MetricType::Counter));
     assert!(
         text_md
