@@ -658,7 +658,16 @@ impl PartitionIndex {
             path: path.to_path_buf(),
             reason: reason.to_string(),
         })?;
-        let checked = entries.checked();
+        // Every entry is checked before any is added, so that a damaged
+        // segment leaves the index as it was (and can be quarantined).
+        let checked = entries
+            .checked()
+            .into_iter()
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|reason| StorageError::Corrupt {
+                path: path.to_path_buf(),
+                reason: reason.to_string(),
+            })?;
         self.entries.reserve(checked.len());
         self.tail.reserve(entries.label_bytes());
         let ids = &self.entries;
@@ -668,15 +677,15 @@ impl PartitionIndex {
         // as if every entry were a new series, as a segment's always are;
         // should one not be, they are built again from what was added.
         let (postings, added) = rayon::join(
-            || PostingsBatch::of((first_new..).zip(checked.iter().flatten().map(|(_, labels)| *labels))),
-            || self.add_segment_entries(&checked, path),
+            || PostingsBatch::of((first_new..).zip(checked.iter().map(|(_, labels)| *labels))),
+            || self.add_segment_entries(&checked),
         );
         let postings = match added? {
             None => postings,
             Some(locals) => PostingsBatch::of(
                 locals
                     .into_iter()
-                    .zip(checked.iter().flatten())
+                    .zip(&checked)
                     .filter_map(|(local, (_, labels))| Some((local?, *labels))),
             ),
         };
@@ -691,16 +700,11 @@ impl PartitionIndex {
     /// one got (`None` for those already known, which are revived).
     fn add_segment_entries(
         &mut self,
-        checked: &[Result<(u64, EncodedLabels<'_>), &'static str>],
-        path: &Path,
+        checked: &[(u64, EncodedLabels<'_>)],
     ) -> Result<Option<Vec<Option<u32>>>, StorageError> {
         let first_new = self.entries.len() as u32;
         let mut locals: Option<Vec<Option<u32>>> = None;
-        for (i, entry) in checked.iter().enumerate() {
-            let (id, labels) = entry.map_err(|reason| StorageError::Corrupt {
-                path: path.to_path_buf(),
-                reason: reason.to_string(),
-            })?;
+        for (i, &(id, labels)) in checked.iter().enumerate() {
             let local = match self.local_of(id) {
                 Some(known) => {
                     self.revive(known);
@@ -1159,16 +1163,7 @@ mod tests {
     /// postings built alongside the entries are rebuilt for what was added.
     #[test]
     fn a_segment_repeating_known_series_indexes_only_its_new_ones() {
-        let segment = |hosts: &[usize]| {
-            let mut stream = Vec::new();
-            for &host in hosts {
-                let enc = host_series(host);
-                stream.extend_from_slice(&series_hash(&enc).to_le_bytes());
-                put_uvarint(&mut stream, enc.len() as u64);
-                stream.extend_from_slice(&enc);
-            }
-            encode_segment(&stream, hosts.len() as u64).unwrap()
-        };
+        let segment = |hosts: &[usize]| segment_of(&hosts.iter().map(|&h| host_series(h)).collect::<Vec<_>>());
         let mut back = PartitionIndex::default();
         let path = Path::new("<test>");
         back.load_segment_bytes(&segment(&[0, 1, 2]), path).unwrap();
@@ -1184,6 +1179,35 @@ mod tests {
         }
         let all = [Matcher::new(MatchOp::Equal, "__name__", "node_load1").unwrap()];
         assert_eq!(back.select(&all), ix.select(&all));
+    }
+
+    /// A segment of these encoded label sets, each under its hash id.
+    fn segment_of(encoded: &[Vec<u8>]) -> Vec<u8> {
+        let mut stream = Vec::new();
+        for enc in encoded {
+            stream.extend_from_slice(&series_hash(enc).to_le_bytes());
+            put_uvarint(&mut stream, enc.len() as u64);
+            stream.extend_from_slice(enc);
+        }
+        encode_segment(&stream, encoded.len() as u64).unwrap()
+    }
+
+    /// A segment whose checksum holds but whose last entry does not decode
+    /// (written so by a bug, or rotted before it was checksummed) is
+    /// refused whole: none of its entries is added.
+    #[test]
+    fn a_segment_with_a_bad_entry_adds_none_of_its_entries() {
+        let mut ix = PartitionIndex::default();
+        add_hosts(&mut ix, 0..2);
+        let before = (ix.len(), ix.live().clone());
+        let bad = segment_of(&[host_series(5), host_series(6), vec![0xff; 3]]);
+        let err = ix.load_segment_bytes(&bad, Path::new("<test>")).unwrap_err();
+        assert!(matches!(err, StorageError::Corrupt { .. }), "{err}");
+        assert_eq!((ix.len(), ix.live().clone()), before);
+        let m = [Matcher::new(MatchOp::Equal, "instance", "host-00005:9100").unwrap()];
+        assert!(ix.select(&m).is_empty());
+        add_hosts(&mut ix, 5..6);
+        assert_eq!(ix.select(&m).len(), 1);
     }
 
     fn add_encoded(ix: &mut PartitionIndex, enc: &[u8]) {

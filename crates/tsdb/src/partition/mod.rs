@@ -248,11 +248,9 @@ impl Partition {
             || {
                 let mut index = PartitionIndex::default();
                 for path in &index_files {
-                    let before = index.series_count();
                     match index.load_segment(path) {
-                        // Checksums are checked before any entry is added:
-                        // a damaged segment leaves the index as it was.
-                        Err(StorageError::Corrupt { reason, .. }) if index.series_count() == before => {
+                        // A damaged segment leaves the index as it was.
+                        Err(StorageError::Corrupt { reason, .. }) => {
                             quarantine.take(path, FileKind::Index, &reason)?;
                         }
                         loaded => loaded?,

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use cairn_codec::varint::{get_uvarint, get_varint, put_uvarint, put_varint};
 
 use cairn_codec::{HistogramValue, decode_histograms, encode_histograms};
-use cairn_model::Histogram;
+use cairn_model::{EncodedLabels, Histogram};
 
 use super::MAX_RECORD_BYTES;
 use crate::day::Day;
@@ -212,6 +212,9 @@ fn decode_raw(src: &[u8]) -> Result<Vec<DayRecord<'_>>, &'static str> {
             }
             let (labels, rest) = src.split_at(len);
             src = rest;
+            // Checked here, so that a record whose labels would not become
+            // index entries is damage, like any other undecodable record.
+            EncodedLabels::new(labels).map_err(|_| "undecodable series labels")?;
             rec.new_series.push((id, labels));
         }
         for _ in 0..take_count(&mut src)? {
@@ -277,7 +280,9 @@ mod tests {
     fn record_round_trips_with_special_values() {
         let ts = [1_700_000_000_000, 1_700_000_015_000, 1_699_999_000_000];
         let vs = [1.5, cairn_model::stale_nan(), -0.0];
-        let new_series = [(42u64, &b"labels"[..])];
+        let mut labels = Vec::new();
+        cairn_model::Labels::from_pairs([("__name__", "m")]).encode(&mut labels);
+        let new_series = [(42u64, &labels[..])];
         let days = vec![DayBatch {
             day: Day(19675),
             new_series: &new_series,
@@ -295,10 +300,30 @@ mod tests {
         let got = decode_batch(&buf, &mut scratch).unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].day, 19675);
-        assert_eq!(got[0].new_series, vec![(42, &b"labels"[..])]);
+        assert_eq!(got[0].new_series, vec![(42, &labels[..])]);
         let rows: Vec<_> = got[0].rows.iter().map(|&(id, t, v)| (id, t, v.to_bits())).collect();
         let want: Vec<_> = ts.iter().zip(vs).map(|(&t, v)| (42, t, v.to_bits())).collect();
         assert_eq!(rows, want);
+    }
+
+    /// A new series whose labels do not decode makes the record damaged:
+    /// replay must not turn its bytes into an index entry.
+    #[test]
+    fn a_record_with_undecodable_labels_is_refused() {
+        let new_series = [(42u64, &[0xffu8; 3][..])];
+        let days = [DayBatch {
+            day: Day(19675),
+            new_series: &new_series,
+            rows: Vec::new(),
+            histograms: &[],
+        }];
+        let mut buf = Vec::new();
+        encode_batch(&mut buf, &days);
+        let mut scratch = Vec::new();
+        assert_eq!(
+            decode_batch(&buf, &mut scratch).err(),
+            Some("undecodable series labels")
+        );
     }
 
     /// A batch like a remote-write request's: many series of one metric at
