@@ -9,10 +9,13 @@
 //! Rule evaluation runs its own engine on its own tasks (cairn-rules), so
 //! it never waits here behind HTTP queries.
 //!
-//! A [`QuerySlot`] must live as long as the work it admits: a handler moves
-//! it into the closure it runs on the blocking pool, so a query whose
-//! client went away holds its slot until its evaluation notices the cancel
-//! flag and stops.
+//! Admitted work runs with [`QuerySlot::run`]: on the query threads when
+//! the server gave the gate some ([`QueryGate::with_threads`]), which run
+//! below ingestion's priority, so a storm of heavy queries, their encoding
+//! included, takes the CPU that ingestion and rule evaluation leave. The
+//! slot lives as long as the work it admits, so a query whose client went
+//! away holds its slot until its evaluation notices the cancel flag and
+//! stops.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -64,6 +67,8 @@ pub struct QueryGate {
     admitted: AtomicU64,
     refused_queue_full: AtomicU64,
     refused_queue_timeout: AtomicU64,
+    /// Where admitted work runs; the blocking pool when `None`.
+    threads: Option<Arc<rayon::ThreadPool>>,
 }
 
 /// A running query's slot; dropping it lets the next one in.
@@ -76,6 +81,25 @@ pub struct QuerySlot {
 impl Drop for QuerySlot {
     fn drop(&mut self) {
         self.gate.running.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl QuerySlot {
+    /// Runs the admitted work `f`, holding the slot until it is done: on
+    /// the gate's query threads, from the blocking pool (so that the async
+    /// workers never wait for it). `f` must not wait on anything but CPU
+    /// and storage (a client, say), as the query threads are few. A panic
+    /// in `f` becomes a 500.
+    pub async fn run<T, F>(self, f: F) -> Result<T, ApiError>
+    where
+        F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+        T: Send + 'static,
+    {
+        crate::run_blocking(move || match &self.gate.threads {
+            Some(threads) => threads.install(f),
+            None => f(),
+        })
+        .await
     }
 }
 
@@ -103,6 +127,15 @@ impl QueryGate {
             admitted: AtomicU64::new(0),
             refused_queue_full: AtomicU64::new(0),
             refused_queue_timeout: AtomicU64::new(0),
+            threads: None,
+        }
+    }
+
+    /// The same gate, running admitted work on `threads`.
+    pub fn with_threads(self, threads: Arc<rayon::ThreadPool>) -> Self {
+        Self {
+            threads: Some(threads),
+            ..self
         }
     }
 

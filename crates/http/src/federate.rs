@@ -15,7 +15,7 @@ use cairn_model::{Labels, METRIC_NAME, is_stale_nan};
 use cairn_storage::{SelectHints, StorageError};
 
 use crate::merged_series::MergedSeries;
-use crate::{ApiError, AppState, Params, Tenant, exposition, now_ms, parse_match_params, run_blocking};
+use crate::{ApiError, AppState, Params, Tenant, exposition, now_ms, parse_match_params};
 
 /// The label federation always writes, empty when a series has none.
 const INSTANCE: &str = "instance";
@@ -30,26 +30,26 @@ pub async fn federate(
     let end = now_ms();
     let start = end.saturating_sub(state.config().lookback_delta_ms);
     let slot = state.query_gate().admit().await?;
-    let body = run_blocking(move || {
-        let _slot = slot;
-        let hints = SelectHints {
-            newest_only: true,
-            ..SelectHints::default()
-        };
-        let mut newest = Vec::new();
-        for series in MergedSeries::select(&*storage, start, end, &hints, &sets)? {
-            let mut series = series?;
-            if let Some((t, v)) = last_sample(&mut *series.samples)?
-                && !is_stale_nan(v)
-            {
-                newest.push((series.labels, t, v));
+    let body = slot
+        .run(move || {
+            let hints = SelectHints {
+                newest_only: true,
+                ..SelectHints::default()
+            };
+            let mut newest = Vec::new();
+            for series in MergedSeries::select(&*storage, start, end, &hints, &sets)? {
+                let mut series = series?;
+                if let Some((t, v)) = last_sample(&mut *series.samples)?
+                    && !is_stale_nan(v)
+                {
+                    newest.push((series.labels, t, v));
+                }
             }
-        }
-        // Stable: series of one name stay in label order.
-        newest.sort_by(|a, b| a.0.get(METRIC_NAME).cmp(&b.0.get(METRIC_NAME)));
-        Ok(write_text(&newest))
-    })
-    .await?;
+            // Stable: series of one name stay in label order.
+            newest.sort_by(|a, b| a.0.get(METRIC_NAME).cmp(&b.0.get(METRIC_NAME)));
+            Ok(write_text(&newest))
+        })
+        .await?;
     Ok(([(header::CONTENT_TYPE, exposition::CONTENT_TYPE)], body).into_response())
 }
 

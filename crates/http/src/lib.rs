@@ -238,6 +238,15 @@ impl AppState {
         }
     }
 
+    /// The same state, running admitted queries on `threads`
+    /// ([`QuerySlot::run`]).
+    pub fn with_query_threads(self, threads: Arc<rayon::ThreadPool>) -> Self {
+        Self {
+            query_gate: Arc::new(QueryGate::new(self.config.query_admission).with_threads(threads)),
+            ..self
+        }
+    }
+
     /// Access control; `None`: every request is let through.
     pub fn auth(&self) -> Option<&Arc<Auth>> {
         self.auth.as_ref()

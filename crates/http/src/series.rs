@@ -71,13 +71,18 @@ fn truncate<T>(items: &mut Vec<T>, limit: Option<usize>) -> Vec<String> {
     }
 }
 
-/// A query slot for a names or values lookup with `match[]` (which selects
-/// series, as a query does); one without reads the index only and is cheap.
-async fn admit_matched(state: &AppState, req: &MetadataRequest) -> Result<Option<crate::QuerySlot>, ApiError> {
-    if req.sets.is_empty() {
-        return Ok(None);
+/// Runs a names or values lookup: one with `match[]` selects series, as a
+/// query does, so it is admitted and runs as one ([`crate::QuerySlot::run`]);
+/// one without reads the index only and is cheap.
+async fn run_lookup<T, F>(state: &AppState, matched: bool, f: F) -> Result<T, ApiError>
+where
+    F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+    T: Send + 'static,
+{
+    if !matched {
+        return run_blocking(f).await;
     }
-    state.query_gate().admit().await.map(Some)
+    state.query_gate().admit().await?.run(f).await
 }
 
 /// `GET|POST /api/v1/series`: label sets of series matching any `match[]`
@@ -91,8 +96,7 @@ pub async fn series(
     let options = read_options(&params)?;
     let storage = state.reader_with(&scope, &options)?;
     let slot = state.query_gate().admit().await?;
-    run_blocking(move || {
-        let _slot = slot;
+    slot.run(move || {
         let querier = storage.querier(req.start, req.end)?;
         let hints = SelectHints {
             labels_only: true,
@@ -128,9 +132,7 @@ pub async fn labels(
     let req = metadata_request(&state, &params, false, state.config().default_label_limit)?;
     let options = read_options(&params)?;
     let storage = state.reader_with(&scope, &options)?;
-    let slot = admit_matched(&state, &req).await?;
-    run_blocking(move || {
-        let _slot = slot;
+    run_lookup(&state, !req.sets.is_empty(), move || {
         let querier = storage.querier(req.start, req.end)?;
         let fetch = req.limit.map(|l| l.saturating_add(1));
         let mut names = if req.sets.is_empty() {
@@ -165,9 +167,7 @@ pub async fn label_values(
     let req = metadata_request(&state, &params, false, state.config().default_label_limit)?;
     let options = read_options(&params)?;
     let storage = state.reader_with(&scope, &options)?;
-    let slot = admit_matched(&state, &req).await?;
-    run_blocking(move || {
-        let _slot = slot;
+    run_lookup(&state, !req.sets.is_empty(), move || {
         let querier = storage.querier(req.start, req.end)?;
         let fetch = req.limit.map(|l| l.saturating_add(1));
         let mut values = if req.sets.is_empty() {

@@ -96,30 +96,39 @@ fn query_options(engine: &Engine, params: &Params, request: &Request) -> Result<
     })
 }
 
-/// Plans and runs a query. One whose shape allows an inline plan is
-/// planned right on this async worker and, if the plan is inline, evaluated
-/// there too, as that costs less than the hand-offs to the blocking pool and
-/// back; any other query is planned and evaluated on the blocking pool.
+/// Plans and runs a query, then `encode`s its result where it was
+/// evaluated: on the query threads ([`QuerySlot::run`]), so that encoding a
+/// big answer neither stalls an async worker nor outranks ingestion. One
+/// whose shape allows an inline plan is planned right on this async worker
+/// and, if the plan is inline, evaluated there too, as that costs less than
+/// the hand-offs to the query threads and back.
 ///
 /// `slot` is the query's admission ([`cairn_http::QueryGate`]): it goes
-/// with the work, so a query whose client left holds it until its
-/// evaluation sees the cancel flag and stops.
-async fn evaluate(parsed: Parsed, storage: Arc<dyn Queryable>, slot: QuerySlot) -> Result<QueryResult, ApiError> {
+/// with the work, encoding included, so a query whose client left holds it
+/// until its evaluation sees the cancel flag and stops.
+async fn evaluate<T: Send + 'static>(
+    parsed: Parsed,
+    storage: Arc<dyn Queryable>,
+    slot: QuerySlot,
+    encode: impl FnOnce(QueryResult) -> T + Send + 'static,
+) -> Result<T, ApiError> {
     if !parsed.may_be_inline() {
-        let f = move || parsed.plan(storage.as_ref()).and_then(|p| p.run(storage.as_ref()));
-        return run_blocking(move || {
-            let _slot = slot;
-            f().map_err(query_error)
-        })
-        .await;
+        return slot
+            .run(move || {
+                let prepared = parsed.plan(storage.as_ref()).map_err(query_error)?;
+                Ok(encode(prepared.run(storage.as_ref()).map_err(query_error)?))
+            })
+            .await;
     }
     let prepared = run_inline(|| parsed.plan(storage.as_ref()).map_err(query_error))?;
     let inline = prepared.is_inline();
-    let f = move || {
-        let _slot = slot;
-        prepared.run(storage.as_ref()).map_err(query_error)
-    };
-    if inline { run_inline(f) } else { run_blocking(f).await }
+    let f = move || Ok(encode(prepared.run(storage.as_ref()).map_err(query_error)?));
+    if inline {
+        let _held = slot;
+        run_inline(f)
+    } else {
+        slot.run(f).await
+    }
 }
 
 /// What parses one query endpoint's parameters.
@@ -173,9 +182,13 @@ async fn answer(
     // Parameters and parse errors are answered before waiting for a slot.
     let slot = state.query_gate().admit().await?;
     let started = Instant::now();
-    let mut res = evaluate(parsed, storage, slot).await?;
-    res.warnings.extend(options.warnings.take());
-    Ok(render(res, limit, stats_requested(params).then(|| started.elapsed())))
+    let (warnings, stats) = (options.warnings.clone(), stats_requested(params));
+    let encode = move |mut res: QueryResult| {
+        let took = stats.then(|| started.elapsed());
+        res.warnings.extend(warnings.take());
+        render_body(res, limit, took)
+    };
+    Ok(json(evaluate(parsed, storage, slot, encode).await?))
 }
 
 async fn query(

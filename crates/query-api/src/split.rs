@@ -141,7 +141,7 @@ async fn evaluate_cut(
         Cut::Series(shard) => Arc::new(ShardView::new(storage, shard.clone())),
     };
     let slot = state.query_gate().admit().await?;
-    evaluate(part, storage, slot).await
+    evaluate(part, storage, slot, |result| result).await
 }
 
 /// The shard of its series a part request asks for, if any.

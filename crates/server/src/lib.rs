@@ -148,16 +148,21 @@ pub async fn run(
     api.status.config_yaml = config_yaml(&config);
     api.status.storage_retention = cairn_http::format_duration(ms(config.storage.retention));
     api.lookback_delta_ms = ms(config.engine.lookback_delta);
+    let query_threads = query_threads(config.query_nice)?;
     let state = AppState::new(tenants, api)
         .with_wal_replay(config.storage.wal_replay.clone())
-        .with_auth(auth);
+        .with_auth(auth)
+        .with_query_threads(Arc::clone(&query_threads));
     if let Some(path) = &config.limits_file {
         state.limits().set(limits::load(path)?);
     }
     state.set_ready(false);
     let mut app = cairn_http::router_with(
         state.clone(),
-        cairn_query_api::routes(api_engine(&config.engine, config.query_nice)?),
+        cairn_query_api::routes(EngineOptions {
+            pool: Some(query_threads),
+            ..config.engine.clone()
+        }),
     );
     if let Some(cluster) = &cluster {
         let peers: Arc<dyn cairn_http::peers::Peers> = Arc::new(peers::ClusterPeers(cluster.clone()));
@@ -283,11 +288,11 @@ fn ms(d: std::time::Duration) -> i64 {
 
 /// The effective configuration as YAML, for `/api/v1/status/config`.
 /// Cairn is configured by flags only; this mirrors them by section.
-/// The API's engine: `engine`, evaluating on a pool of its own (as many
-/// threads as cores) `nice` lower than the rest of the process, so that a
-/// storm of heavy queries takes the CPU that ingestion and rule evaluation
-/// leave. Rules keep the engine's own threads.
-fn api_engine(engine: &EngineOptions, nice: i32) -> anyhow::Result<EngineOptions> {
+/// The threads the API's queries run on (as many as cores), `nice` lower
+/// than the rest of the process, so that a storm of heavy queries takes the
+/// CPU that ingestion and rule evaluation leave. Rules keep the engine's
+/// own threads.
+fn query_threads(nice: i32) -> anyhow::Result<Arc<rayon::ThreadPool>> {
     let pool = rayon::ThreadPoolBuilder::new()
         .thread_name(|i| format!("cairn-query-{i}"))
         .start_handler(move |_| {
@@ -297,10 +302,7 @@ fn api_engine(engine: &EngineOptions, nice: i32) -> anyhow::Result<EngineOptions
         })
         .build()
         .context("start the query threads")?;
-    Ok(EngineOptions {
-        pool: Some(Arc::new(pool)),
-        ..engine.clone()
-    })
+    Ok(Arc::new(pool))
 }
 
 pub fn config_yaml(config: &ServerConfig) -> String {
