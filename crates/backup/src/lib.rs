@@ -50,5 +50,22 @@ pub fn list(dest: &Bucket) -> Result<Vec<String>, StorageError> {
     Ok(names)
 }
 
+/// The size and crc32c of the file at `path`, read in chunks: parts can be
+/// larger than memory should hold.
+fn size_and_crc32c(path: &std::path::Path) -> Result<(u64, u32), StorageError> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(StorageError::io("open", path))?;
+    let (mut size, mut crc) = (0u64, 0u32);
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(StorageError::io("read", path))?;
+        if n == 0 {
+            return Ok((size, crc));
+        }
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+        size += n as u64;
+    }
+}
+
 #[cfg(test)]
 mod tests;

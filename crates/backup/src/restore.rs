@@ -1,7 +1,6 @@
 //! Restoring a backup into a new data directory.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use cairn_bucket::Bucket;
@@ -10,9 +9,9 @@ use cairn_storage::StorageError;
 use crate::manifest::Manifest;
 
 /// Writes backup `name` (the latest when `None`) into `target`, which must
-/// be missing or empty. Each file is checked against the manifest's size
-/// and checksum, then written as `*.tmp`, synced and renamed. Returns the
-/// backup's manifest.
+/// be missing or empty. Each file is downloaded as `*.tmp` (streamed, never
+/// held whole), checked against the manifest's size and checksum, synced
+/// and renamed. Returns the backup's manifest.
 pub fn restore(dest: &Bucket, name: Option<&str>, target: &Path) -> Result<Manifest, StorageError> {
     if fs::read_dir(target).is_ok_and(|mut entries| entries.next().is_some()) {
         return Err(StorageError::InvalidArgument(format!(
@@ -35,26 +34,25 @@ pub fn restore(dest: &Bucket, name: Option<&str>, target: &Path) -> Result<Manif
             });
         }
         let key = file.data_key();
-        let bytes = dest.get(&key)?;
-        let crc = crc32c::crc32c(&bytes);
-        if bytes.len() as u64 != file.size || crc != file.crc32c {
-            return Err(StorageError::Corrupt {
-                path: dest.url_of(&key),
-                reason: format!(
-                    "{} bytes with crc32c {crc:08x}, the manifest says {} bytes with {:08x}",
-                    bytes.len(),
-                    file.size,
-                    file.crc32c
-                ),
-            });
-        }
         let path = target.join(&file.path);
         let dir = path.parent().unwrap_or(target);
         fs::create_dir_all(dir).map_err(StorageError::io("create", dir))?;
         let tmp = path.with_extension("tmp");
-        let mut out = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
-        out.write_all(&bytes).map_err(StorageError::io("write", &tmp))?;
-        out.sync_all().map_err(StorageError::io("sync", &tmp))?;
+        dest.download(&key, &tmp)?;
+        let (size, crc) = crate::size_and_crc32c(&tmp)?;
+        if size != file.size || crc != file.crc32c {
+            let _ = fs::remove_file(&tmp);
+            return Err(StorageError::Corrupt {
+                path: dest.url_of(&key),
+                reason: format!(
+                    "{size} bytes with crc32c {crc:08x}, the manifest says {} bytes with {:08x}",
+                    file.size, file.crc32c
+                ),
+            });
+        }
+        fs::File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(StorageError::io("sync", &tmp))?;
         fs::rename(&tmp, &path).map_err(StorageError::io("rename", &tmp))?;
     }
     Ok(manifest)

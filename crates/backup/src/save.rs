@@ -37,12 +37,8 @@ pub fn backup(source: &Path, dest: &Bucket, name: &str) -> Result<BackupReport, 
     let mut entries = Vec::with_capacity(files.len());
     for path in files {
         let full = source.join(&path);
-        let bytes = fs::read(&full).map_err(StorageError::io("read", &full))?;
-        let entry = FileEntry {
-            path,
-            size: bytes.len() as u64,
-            crc32c: crc32c::crc32c(&bytes),
-        };
+        let (size, crc32c) = crate::size_and_crc32c(&full)?;
+        let entry = FileEntry { path, size, crc32c };
         if stored.contains(&entry.data_key()) {
             report.skipped_files += 1;
             report.skipped_bytes += entry.size;

@@ -101,6 +101,10 @@ fn restore_detects_a_corrupt_file_and_refuses_a_non_empty_target() {
     let target = tempfile::tempdir().unwrap();
     let err = restore(&dest, None, target.path()).unwrap_err();
     assert!(err.to_string().contains("crc32c"), "{err}");
+    // The damaged download is not left behind.
+    let left: Vec<_> = files_of(target.path()).into_iter().map(|(p, _)| p).collect();
+    assert!(!left.iter().any(|p| p.ends_with(".tmp")), "{left:?}");
+    assert!(!left.iter().any(|p| p.ends_with("part-1-5.cpart")), "{left:?}");
 }
 
 #[test]

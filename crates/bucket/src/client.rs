@@ -305,6 +305,27 @@ impl Bucket {
         Ok(bytes)
     }
 
+    /// Writes the object into `file` (created or truncated) as it arrives,
+    /// never holding it whole. Returns its size.
+    pub fn download(&self, key: &str, file: &Path) -> Result<u64, StorageError> {
+        let (store, path, file) = (self.store.clone(), self.path(key), file.to_path_buf());
+        let written = self.run(Op::Get, "download", key, async move {
+            use tokio::io::AsyncWriteExt;
+            let mut chunks = store.get(&path).await?.into_stream();
+            let mut out = tokio::fs::File::create(&file).await.map_err(|e| generic(e.into()))?;
+            let mut written = 0u64;
+            while let Some(chunk) = chunks.next().await {
+                let chunk = chunk?;
+                out.write_all(&chunk).await.map_err(|e| generic(e.into()))?;
+                written += chunk.len() as u64;
+            }
+            out.flush().await.map_err(|e| generic(e.into()))?;
+            Ok(written)
+        })?;
+        self.counters.read_bytes.fetch_add(written, Ordering::Relaxed);
+        Ok(written)
+    }
+
     /// Bytes `range` of the object, with one ranged GET (no cache).
     pub fn get_range(&self, key: &str, range: Range<u64>) -> Result<Bytes, StorageError> {
         let (store, path) = (self.store.clone(), self.path(key));
