@@ -335,7 +335,7 @@ struct Cli {
     /// How much lower than ingestion the API's queries run, as a Linux nice
     /// increment (0-19; 0: the same priority): a storm of heavy queries then
     /// takes the CPU that ingestion and rule evaluation leave, not theirs.
-    #[arg(long = "query.nice", default_value_t = 5, value_parser = clap::value_parser!(i32).range(0..=19))]
+    #[arg(long = "query.nice", default_value_t = 10, value_parser = clap::value_parser!(i32).range(0..=19))]
     query_nice: i32,
 
     /// Log filter, e.g. info, debug, cairn_tsdb=debug.
