@@ -265,6 +265,45 @@ mod tests {
         }))
     }
 
+    /// Admitted work runs on the gate's query threads, holding its slot
+    /// until it is done; a panic in it is a 500 and frees the slot.
+    #[tokio::test]
+    async fn admitted_work_runs_on_the_query_threads_holding_its_slot() {
+        let threads = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .thread_name(|i| format!("query-test-{i}"))
+            .build()
+            .unwrap();
+        let g = Arc::new(
+            QueryGate::new(AdmissionConfig {
+                max_concurrency: 1,
+                ..AdmissionConfig::default()
+            })
+            .with_threads(Arc::new(threads)),
+        );
+        let seen = Arc::clone(&g);
+        let (thread, running) = g
+            .admit()
+            .await
+            .unwrap()
+            .run(move || Ok((std::thread::current().name().map(str::to_string), seen.running())))
+            .await
+            .unwrap();
+        assert_eq!(thread.as_deref(), Some("query-test-0"));
+        assert_eq!(running, 1);
+        assert_eq!(g.running(), 0);
+
+        let err = g
+            .admit()
+            .await
+            .unwrap()
+            .run(|| -> Result<(), ApiError> { panic!("a bug in a query") })
+            .await
+            .unwrap_err();
+        assert_eq!(err.status().as_u16(), 500);
+        assert_eq!(g.running(), 0);
+    }
+
     #[tokio::test]
     async fn a_full_queue_refuses_at_once() {
         let g = gate(1, 1, 60_000);
