@@ -470,6 +470,16 @@ fn soak_kill_9_at_full_rate_with_queries() {
             peak >> 20,
             wal_sizes[round] >> 20,
         );
+        if startups[round] > Duration::from_secs(3) {
+            // Where a slow start went: replay, or opening the rest.
+            for line in srv
+                .log()
+                .lines()
+                .filter(|l| l.contains("replayed WAL") || l.contains("storage ready"))
+            {
+                println!("  {line}");
+            }
+        }
         refused_total += refused;
         in_flight_total += in_flight;
         next_batch = sent;
