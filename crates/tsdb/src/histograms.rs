@@ -139,10 +139,10 @@ impl HistogramStore {
         let mut store = Self::default();
         let mut damaged = Vec::new();
         for (seq, path) in files {
-            let mut file = File::open(&path).map_err(StorageError::io("open", &path))?;
-            let mut bytes = Vec::new();
-            file.read_to_end(&mut bytes).map_err(StorageError::io("read", &path))?;
-            match decode_file(&bytes) {
+            let file = File::open(&path).map_err(StorageError::io("open", &path))?;
+            let len = file.metadata().map_err(StorageError::io("stat", &path))?.len();
+            let decoded = decode_from(&file, len).map_err(StorageError::io("read", &path))?;
+            match decoded {
                 Ok(entries) => {
                     store.files.push(seq);
                     store.attach(Arc::new(HistogramFile { path, file }), entries);
@@ -389,43 +389,147 @@ fn encode_file(blocks: &[Encoded]) -> (Vec<u8>, Vec<Entry>) {
 
 /// Where the blocks of a histogram file lie; never panics.
 fn decode_file(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
-    let (body, crc) = bytes.split_last_chunk::<4>().ok_or("truncated histogram file")?;
-    if cairn_codec::crc32c(body) != u32::from_le_bytes(*crc) {
-        return Err("histogram file checksum mismatch");
-    }
-    let rest = body.strip_prefix(FILE_MAGIC).ok_or("not a histogram file")?;
-    let (version, mut rest) = rest.split_first_chunk::<4>().ok_or("truncated histogram file")?;
+    // A slice fails to read only where it ends, which the lengths rule out.
+    decode_from(bytes, bytes.len() as u64).unwrap_or(Err("truncated histogram file"))
+}
+
+/// [`decode_file`] for a file of `len` bytes read from `src` front to
+/// back, a chunk at a time: a merged file can be larger than memory should
+/// hold at once. The outer error is the reader's; the inner one, damage.
+fn decode_from(src: impl Read, len: u64) -> std::io::Result<Result<Vec<Entry>, &'static str>> {
+    let Some(body_len) = len.checked_sub(4) else {
+        return Ok(Err("truncated histogram file"));
+    };
+    let mut scan = Scanner::new(src, body_len);
+    let head = scan.peek(FILE_MAGIC.len() + 4 + MAX_VARINT)?;
+    let Some(rest) = head.strip_prefix(FILE_MAGIC) else {
+        return Ok(Err("not a histogram file"));
+    };
+    let Some((version, rest)) = rest.split_first_chunk::<4>() else {
+        return Ok(Err("truncated histogram file"));
+    };
     if u32::from_le_bytes(*version) != FILE_VERSION {
-        return Err("unknown histogram file version");
+        return Ok(Err("unknown histogram file version"));
     }
-    let (n, r) = get_uvarint(rest).map_err(|_| "bad histogram block count")?;
-    rest = r;
-    if n > rest.len() as u64 {
-        return Err("histogram block count exceeds file");
+    let Ok((n, rest)) = get_uvarint(rest) else {
+        return Ok(Err("bad histogram block count"));
+    };
+    let used = head.len() - rest.len();
+    scan.consume(used);
+    // A block takes 11 bytes at least (id, three one-byte varints).
+    if n > body_len / 11 {
+        return Ok(Err("histogram block count exceeds file"));
     }
     let mut out = Vec::with_capacity(n as usize);
     for _ in 0..n {
-        let (id, r) = rest.split_first_chunk::<8>().ok_or("truncated histogram block")?;
-        let (mint, r) = cairn_codec::varint::get_varint(r).map_err(|_| "bad histogram block mint")?;
-        let (maxt, r) = cairn_codec::varint::get_varint(r).map_err(|_| "bad histogram block maxt")?;
-        let (len, r) = get_uvarint(r).map_err(|_| "bad histogram block length")?;
-        let len = usize::try_from(len)
-            .ok()
-            .filter(|&l| l <= r.len())
-            .ok_or("histogram block overruns file")?;
-        let start = (body.len() - r.len()) as u64;
-        rest = &r[len..];
+        let header = scan.peek(BLOCK_HEADER_MAX)?;
+        let parsed = (|| {
+            let (id, r) = header.split_first_chunk::<8>().ok_or("truncated histogram block")?;
+            let (mint, r) = cairn_codec::varint::get_varint(r).map_err(|_| "bad histogram block mint")?;
+            let (maxt, r) = cairn_codec::varint::get_varint(r).map_err(|_| "bad histogram block maxt")?;
+            let (len, r) = get_uvarint(r).map_err(|_| "bad histogram block length")?;
+            Ok((u64::from_le_bytes(*id), mint, maxt, len, header.len() - r.len()))
+        })();
+        let (id, mint, maxt, len, used) = match parsed {
+            Ok(p) => p,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        scan.consume(used);
+        let start = scan.offset;
+        if !scan.skip(len)? {
+            return Ok(Err("histogram block overruns file"));
+        }
         out.push(Entry {
-            id: u64::from_le_bytes(*id),
+            id,
             mint,
             maxt,
-            bytes: start..start + len as u64,
+            bytes: start..start + len,
         });
     }
-    if !rest.is_empty() {
-        return Err("trailing bytes in histogram file");
+    if !scan.at_end()? {
+        return Ok(Err("trailing bytes in histogram file"));
     }
-    Ok(out)
+    let mut crc = [0u8; 4];
+    scan.src.read_exact(&mut crc)?;
+    if scan.crc != u32::from_le_bytes(crc) {
+        return Ok(Err("histogram file checksum mismatch"));
+    }
+    Ok(Ok(out))
+}
+
+/// The longest varint.
+const MAX_VARINT: usize = 10;
+/// The longest block header: id, mint, maxt and length.
+const BLOCK_HEADER_MAX: usize = 8 + 3 * MAX_VARINT;
+/// How much of a file [`Scanner`] reads at once.
+const SCAN_CHUNK: usize = 1 << 20;
+
+/// Reads the `body_len` bytes of a file body in chunks, checksumming each
+/// byte as it is consumed.
+struct Scanner<R> {
+    src: R,
+    buf: Vec<u8>,
+    /// The first byte of `buf` not consumed yet.
+    start: usize,
+    /// Body bytes not read into `buf` yet.
+    unread: u64,
+    /// The file offset of `buf[start]`.
+    offset: u64,
+    crc: u32,
+}
+
+impl<R: Read> Scanner<R> {
+    fn new(src: R, body_len: u64) -> Self {
+        Self {
+            src,
+            buf: Vec::new(),
+            start: 0,
+            unread: body_len,
+            offset: 0,
+            crc: 0,
+        }
+    }
+
+    /// The bytes from the current offset on: at least `want` of them
+    /// (at most [`SCAN_CHUNK`]), fewer only where the body ends.
+    fn peek(&mut self, want: usize) -> std::io::Result<&[u8]> {
+        if self.buf.len() - self.start < want && self.unread > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+            let have = self.buf.len();
+            let more = self.unread.min((SCAN_CHUNK - have) as u64) as usize;
+            self.buf.resize(have + more, 0);
+            self.src.read_exact(&mut self.buf[have..])?;
+            self.unread -= more as u64;
+        }
+        Ok(&self.buf[self.start..])
+    }
+
+    /// Consumes `n` bytes of what [`Self::peek`] returned.
+    fn consume(&mut self, n: usize) {
+        self.crc = cairn_codec::crc32c_append(self.crc, &self.buf[self.start..self.start + n]);
+        self.start += n;
+        self.offset += n as u64;
+    }
+
+    /// Consumes `n` bytes, however many chunks they span; false when the
+    /// body ends first.
+    fn skip(&mut self, mut n: u64) -> std::io::Result<bool> {
+        while n > 0 {
+            let have = self.peek(1)?.len();
+            if have == 0 {
+                return Ok(false);
+            }
+            let take = n.min(have as u64) as usize;
+            self.consume(take);
+            n -= take as u64;
+        }
+        Ok(true)
+    }
+
+    fn at_end(&mut self) -> std::io::Result<bool> {
+        Ok(self.peek(1)?.is_empty())
+    }
 }
 
 /// Checks a histogram file whole: its checksum and every block's
@@ -578,6 +682,35 @@ mod tests {
         let kept: Vec<i64> = store.read().read(1, 0, 100).unwrap().into_keys().collect();
         assert_eq!(kept, [1, 3, 4, 5, 6, 7, 8]);
         assert_eq!(store.read().read(2, 0, 100).unwrap().len(), MAX_FILES + 1);
+    }
+
+    /// A file of many chunks (blocks straddling the chunk boundaries) reads
+    /// from a file as it does from memory, and damage past the first chunk
+    /// is found.
+    #[test]
+    fn a_file_larger_than_a_read_chunk_decodes_chunk_by_chunk() {
+        let blocks: Vec<Encoded> = (0..3000u64)
+            .map(|id| Encoded {
+                id,
+                mint: id as i64,
+                maxt: id as i64 + 7,
+                bytes: vec![(id % 251) as u8; 997],
+            })
+            .collect();
+        let (bytes, entries) = encode_file(&blocks);
+        assert!(bytes.len() > 2 * SCAN_CHUNK);
+        let decoded = decode_from(&bytes[..], bytes.len() as u64).unwrap().unwrap();
+        let key = |e: &Entry| (e.id, e.mint, e.maxt, e.bytes.clone());
+        assert_eq!(
+            decoded.iter().map(key).collect::<Vec<_>>(),
+            entries.iter().map(key).collect::<Vec<_>>()
+        );
+        let mut bad = bytes.clone();
+        bad[SCAN_CHUNK + SCAN_CHUNK / 2] ^= 1;
+        assert_eq!(
+            decode_from(&bad[..], bad.len() as u64).unwrap().err(),
+            Some("histogram file checksum mismatch")
+        );
     }
 
     #[test]
