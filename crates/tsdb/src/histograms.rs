@@ -15,6 +15,7 @@
 //! the blocks it needs from the file. A later write of the same series and
 //! timestamp wins: files are read oldest first, then the unflushed bodies.
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::{self, File};
 use std::io::Read;
@@ -71,6 +72,7 @@ struct HistogramFile {
 
 /// One series' histograms of one file: where its codec block lies, and its
 /// time range.
+#[derive(Clone)]
 struct Block {
     mint: i64,
     maxt: i64,
@@ -238,7 +240,8 @@ impl HistogramStore {
             let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = of_series.iter().map(|(&t, h)| (t, to_value(h))).unzip();
             blocks.push(Encoded::new(id, &ts, &hs));
         }
-        let (file, entries) = write_file(&dir.join(file_name(seq)), &blocks)?;
+        let count = blocks.len();
+        let (file, entries) = write_file(&dir.join(file_name(seq)), count, blocks.into_iter().map(Ok), || Ok(()))?;
         let mut store = lock.write();
         for (id, written) in &fresh {
             if let Some(now) = store.fresh.get_mut(id) {
@@ -271,35 +274,46 @@ impl HistogramStore {
         dead: &HashSet<u64>,
         quarantine: &Quarantine,
     ) -> Result<bool, StorageError> {
-        let mut damaged: BTreeMap<PathBuf, String> = BTreeMap::new();
-        let (blocks, files) = {
+        // Where each live series' blocks lie: the merge then reads and
+        // writes one series at a time, without the lock, holding neither
+        // the files nor the merged file whole.
+        let (series, files) = {
             let store = lock.read();
-            let mut ids: Vec<u64> = store.flushed.keys().copied().filter(|id| !dead.contains(id)).collect();
-            ids.sort_unstable();
-            let mut blocks = Vec::with_capacity(ids.len());
-            for id in ids {
-                let mut merged: BTreeMap<i64, HistogramValue> = BTreeMap::new();
-                for b in store.flushed.get(&id).into_iter().flatten() {
-                    match b.decode(id) {
-                        Ok((ts, hs)) => merged.extend(ts.into_iter().zip(hs)),
-                        Err(StorageError::Corrupt { path, reason }) => {
-                            damaged.entry(path).or_insert(reason);
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = merged.into_iter().unzip();
-                blocks.push(Encoded::new(id, &ts, &hs));
-            }
-            (blocks, store.files.clone())
+            let mut series: Vec<(u64, Vec<Block>)> = store
+                .flushed
+                .iter()
+                .filter(|(id, _)| !dead.contains(id))
+                .map(|(&id, blocks)| (id, blocks.clone()))
+                .collect();
+            series.sort_unstable_by_key(|&(id, _)| id);
+            (series, store.files.clone())
         };
         let Some((&newest, older)) = files.split_last() else {
             return Ok(false);
         };
-        for (path, reason) in &damaged {
-            quarantine.copy(path, FileKind::Histograms, reason)?;
-        }
-        let (file, entries) = write_file(&dir.join(file_name(newest)), &blocks)?;
+        let damaged: RefCell<BTreeMap<PathBuf, String>> = RefCell::default();
+        let count = series.len();
+        let merged = series.into_iter().map(|(id, blocks)| {
+            let mut merged: BTreeMap<i64, HistogramValue> = BTreeMap::new();
+            for b in &blocks {
+                match b.decode(id) {
+                    Ok((ts, hs)) => merged.extend(ts.into_iter().zip(hs)),
+                    Err(StorageError::Corrupt { path, reason }) => {
+                        damaged.borrow_mut().entry(path).or_insert(reason);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = merged.into_iter().unzip();
+            Ok(Encoded::new(id, &ts, &hs))
+        });
+        // Damaged files are copied before the merged file replaces the newest.
+        let (file, entries) = write_file(&dir.join(file_name(newest)), count, merged, || {
+            for (path, reason) in damaged.borrow().iter() {
+                quarantine.copy(path, FileKind::Histograms, reason)?;
+            }
+            Ok(())
+        })?;
         {
             let mut store = lock.write();
             store.flushed = HashMap::new();
@@ -311,7 +325,7 @@ impl HistogramStore {
             fs::remove_file(&path).map_err(StorageError::io("remove merged histogram file", &path))?;
         }
         crate::wal::sync_dir(dir)?;
-        Ok(!damaged.is_empty())
+        Ok(!damaged.into_inner().is_empty())
     }
 }
 
@@ -350,40 +364,105 @@ impl Encoded {
     }
 }
 
-/// Writes a histogram file atomically and opens it for reads.
-fn write_file(path: &Path, blocks: &[Encoded]) -> Result<(Arc<HistogramFile>, Vec<Entry>), StorageError> {
-    let (bytes, entries) = encode_file(blocks);
-    crate::index::write_atomically(path, &bytes)?;
+/// Writes a histogram file of the `count` blocks `blocks` yields
+/// atomically, one block at a time, and opens it for reads. `before_rename`
+/// runs once every block is written, before the file takes its name.
+fn write_file(
+    path: &Path,
+    count: usize,
+    blocks: impl Iterator<Item = Result<Encoded, StorageError>>,
+    before_rename: impl FnOnce() -> Result<(), StorageError>,
+) -> Result<(Arc<HistogramFile>, Vec<Entry>), StorageError> {
+    let entries = crate::index::write_atomically_with(path, |out| {
+        let entries = encode_to(out, path, count, blocks)?;
+        before_rename()?;
+        Ok(entries)
+    })?;
     let file = File::open(path).map_err(StorageError::io("open", path))?;
     let path = path.to_path_buf();
     Ok((Arc::new(HistogramFile { path, file }), entries))
 }
 
 /// `magic "CHST" | version:u32 LE | uvarint(n) | (id:u64 LE | varint(mint) |
-/// varint(maxt) | uvarint(len) | block[len])*n | crc32c:u32 LE` (of all before).
-/// Returns the file's bytes and where each block lies in them.
-fn encode_file(blocks: &[Encoded]) -> (Vec<u8>, Vec<Entry>) {
-    let mut out = Vec::new();
-    let mut entries = Vec::with_capacity(blocks.len());
-    out.extend_from_slice(FILE_MAGIC);
-    out.extend_from_slice(&FILE_VERSION.to_le_bytes());
-    put_uvarint(&mut out, blocks.len() as u64);
+/// varint(maxt) | uvarint(len) | block[len])*n | crc32c:u32 LE` (of all before),
+/// written to `out` as `blocks` yields them; `count` is how many it yields.
+/// Returns where each block lies in the file.
+fn encode_to(
+    out: &mut dyn std::io::Write,
+    path: &Path,
+    count: usize,
+    blocks: impl Iterator<Item = Result<Encoded, StorageError>>,
+) -> Result<Vec<Entry>, StorageError> {
+    let mut out = Checksummed {
+        out,
+        path,
+        crc: 0,
+        written: 0,
+    };
+    let mut entries = Vec::with_capacity(count);
+    let mut head = FILE_MAGIC.to_vec();
+    head.extend_from_slice(&FILE_VERSION.to_le_bytes());
+    put_uvarint(&mut head, count as u64);
+    out.write(&head)?;
     for b in blocks {
-        out.extend_from_slice(&b.id.to_le_bytes());
-        cairn_codec::varint::put_varint(&mut out, b.mint);
-        cairn_codec::varint::put_varint(&mut out, b.maxt);
-        put_uvarint(&mut out, b.bytes.len() as u64);
-        let start = out.len() as u64;
-        out.extend_from_slice(&b.bytes);
+        let b = b?;
+        head.clear();
+        head.extend_from_slice(&b.id.to_le_bytes());
+        cairn_codec::varint::put_varint(&mut head, b.mint);
+        cairn_codec::varint::put_varint(&mut head, b.maxt);
+        put_uvarint(&mut head, b.bytes.len() as u64);
+        out.write(&head)?;
+        let start = out.written;
+        out.write(&b.bytes)?;
         entries.push(Entry {
             id: b.id,
             mint: b.mint,
             maxt: b.maxt,
-            bytes: start..out.len() as u64,
+            bytes: start..out.written,
         });
     }
-    let crc = cairn_codec::crc32c(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
+    if entries.len() != count {
+        return Err(StorageError::InvalidArgument(format!(
+            "a histogram file of {count} blocks was given {}",
+            entries.len()
+        )));
+    }
+    let crc = out.crc.to_le_bytes();
+    out.write(&crc)?;
+    Ok(entries)
+}
+
+/// A writer that keeps the CRC-32C and the count of what went through.
+struct Checksummed<'a> {
+    out: &'a mut dyn std::io::Write,
+    /// What errors name.
+    path: &'a Path,
+    crc: u32,
+    written: u64,
+}
+
+impl Checksummed<'_> {
+    fn write(&mut self, bytes: &[u8]) -> Result<(), StorageError> {
+        self.out
+            .write_all(bytes)
+            .map_err(StorageError::io("write", self.path))?;
+        self.crc = cairn_codec::crc32c_append(self.crc, bytes);
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+/// The file `blocks` make, and where each lies in it.
+#[cfg(test)]
+fn encode_file(blocks: &[Encoded]) -> (Vec<u8>, Vec<Entry>) {
+    let mut out = Vec::new();
+    let copies = blocks.iter().map(|b| {
+        Ok(Encoded {
+            bytes: b.bytes.clone(),
+            ..*b
+        })
+    });
+    let entries = encode_to(&mut out, Path::new("<memory>"), blocks.len(), copies).expect("writing to memory");
     (out, entries)
 }
 

@@ -896,22 +896,39 @@ pub fn segment_seq(name: &str) -> Option<u64> {
 }
 
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), StorageError> {
+    write_atomically_with(path, |out| {
+        out.write_all(bytes).map_err(StorageError::io("write", path))
+    })
+}
+
+/// [`write_atomically`] for a file that `write` writes as it goes (through
+/// a buffer), so it is never held whole. An error from `write` leaves no
+/// file.
+pub fn write_atomically_with<T>(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<T, StorageError>,
+) -> Result<T, StorageError> {
     let tmp = path.with_extension("tmp");
     let written = (|| {
-        let mut f = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
-        f.write_all(bytes).map_err(StorageError::io("write", &tmp))?;
+        let f = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
+        let value = write(&mut out)?;
+        let f = out
+            .into_inner()
+            .map_err(|e| StorageError::io("write", &tmp)(e.into_error()))?;
         f.sync_all().map_err(StorageError::io("sync", &tmp))?;
-        fs::rename(&tmp, path).map_err(StorageError::io("rename", &tmp))
+        fs::rename(&tmp, path).map_err(StorageError::io("rename", &tmp))?;
+        Ok(value)
     })();
     if written.is_err() {
         // A full disk must not keep what a failed attempt wrote.
         let _ = fs::remove_file(&tmp);
     }
-    written?;
+    let value = written?;
     if let Some(dir) = path.parent() {
         crate::wal::sync_dir(dir)?;
     }
-    Ok(())
+    Ok(value)
 }
 
 #[cfg(test)]
