@@ -19,14 +19,7 @@ fn value(v: f64) -> String {
 }
 
 pub fn json_lines(data: &[u8]) {
-    let tiny = DecodeLimits {
-        max_decompressed_bytes: 4096,
-        max_labels_per_series: 4,
-        max_label_name_len: 8,
-        max_label_value_len: 8,
-        max_histogram_buckets: 4,
-    };
-    for limits in [DecodeLimits::default(), tiny] {
+    for limits in crate::limits() {
         let r = decode_json_lines(data, &[], &limits);
         assert_eq!(r.bad_lines == 0, r.first_error.is_none());
         let mut out = String::new();

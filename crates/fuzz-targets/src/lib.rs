@@ -82,6 +82,19 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tsdb_wal_record", tsdb_wal_record),
 ];
 
+/// The limits every decoder target tries: the defaults, and tiny ones that
+/// most inputs run into.
+fn limits() -> [cairn_protocols::DecodeLimits; 2] {
+    let tiny = cairn_protocols::DecodeLimits {
+        max_decompressed_bytes: 4096,
+        max_labels_per_series: 4,
+        max_label_name_len: 8,
+        max_label_value_len: 8,
+        max_histogram_buckets: 4,
+    };
+    [cairn_protocols::DecodeLimits::default(), tiny]
+}
+
 /// Every remote-write content encoding, each with default and with tiny
 /// limits (which most inputs run into), as both remote-write targets try them.
 fn remote_write_settings() -> impl Iterator<
@@ -90,22 +103,14 @@ fn remote_write_settings() -> impl Iterator<
         cairn_protocols::DecodeLimits,
     ),
 > {
-    use cairn_protocols::DecodeLimits;
     use cairn_protocols::remote_write::ContentEncoding;
-    let tiny = DecodeLimits {
-        max_decompressed_bytes: 4096,
-        max_labels_per_series: 4,
-        max_label_name_len: 8,
-        max_label_value_len: 8,
-        max_histogram_buckets: 4,
-    };
     [
         ContentEncoding::Snappy,
         ContentEncoding::Zstd,
         ContentEncoding::Identity,
     ]
     .into_iter()
-    .flat_map(move |encoding| [(encoding, DecodeLimits::default()), (encoding, tiny)])
+    .flat_map(|encoding| limits().map(|l| (encoding, l)))
 }
 
 /// What every series a remote-write decoder keeps must be: labelled, with

@@ -13,15 +13,9 @@ use prost::Message;
 const NOW_MS: i64 = 1_700_000_000_000;
 
 pub fn otlp(data: &[u8]) {
-    let tiny = DecodeLimits {
-        max_decompressed_bytes: 4096,
-        max_labels_per_series: 4,
-        max_label_name_len: 8,
-        max_label_value_len: 8,
-        max_histogram_buckets: 4,
-    };
+    let [_, tiny] = crate::limits();
     for encoding in [ContentEncoding::Identity, ContentEncoding::Gzip] {
-        for limits in [DecodeLimits::default(), tiny] {
+        for limits in crate::limits() {
             let result = decode_export_request(data, encoding, &limits, NOW_MS);
             if encoding == ContentEncoding::Identity
                 && limits == DecodeLimits::default()

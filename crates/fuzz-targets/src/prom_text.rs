@@ -10,14 +10,7 @@ fn escape(v: &str) -> String {
 }
 
 pub fn prom_text(data: &[u8]) {
-    let tiny = DecodeLimits {
-        max_decompressed_bytes: 4096,
-        max_labels_per_series: 4,
-        max_label_name_len: 8,
-        max_label_value_len: 8,
-        max_histogram_buckets: 4,
-    };
-    for limits in [DecodeLimits::default(), tiny] {
+    for limits in crate::limits() {
         for openmetrics in [false, true] {
             let opts = PromTextOptions {
                 default_t: 1_700_000_000_000,
