@@ -109,6 +109,14 @@ pub struct HistogramStore {
     files: Vec<u64>,
     /// Bodies committed since the last flush, by series and timestamp.
     fresh: HashMap<u64, BTreeMap<i64, Arc<Histogram>>>,
+    /// `body_bytes` summed over `fresh`, kept as it changes: the memory
+    /// budget reads it after every commit and every replayed WAL record.
+    fresh_bytes: usize,
+}
+
+/// Bytes of an unflushed body, roughly.
+fn body_bytes(h: &Histogram) -> usize {
+    96 + 16 * (h.positive.len() + h.negative.len())
 }
 
 impl HistogramStore {
@@ -177,7 +185,10 @@ impl HistogramStore {
     }
 
     pub fn insert(&mut self, id: u64, t: i64, h: Arc<Histogram>) {
-        self.fresh.entry(id).or_default().insert(t, h);
+        self.fresh_bytes += body_bytes(&h);
+        if let Some(replaced) = self.fresh.entry(id).or_default().insert(t, h) {
+            self.fresh_bytes -= body_bytes(&replaced);
+        }
     }
 
     /// Bytes of the unflushed bodies, roughly: what a flush frees (it
@@ -185,11 +196,7 @@ impl HistogramStore {
     /// blocks stay in memory, encoded, and are not counted, or a flush would
     /// be asked for again and again once they pass that budget.
     pub fn unflushed_bytes(&self) -> usize {
-        self.fresh
-            .values()
-            .flat_map(|m| m.values())
-            .map(|h| 96 + 16 * (h.positive.len() + h.negative.len()))
-            .sum()
+        self.fresh_bytes
     }
 
     /// The newest histogram of series `id` at each timestamp in `[mint, maxt]`.
@@ -243,14 +250,22 @@ impl HistogramStore {
         let count = blocks.len();
         let (file, entries) = write_file(&dir.join(file_name(seq)), count, blocks.into_iter().map(Ok), || Ok(()))?;
         let mut store = lock.write();
+        let mut freed = 0;
         for (id, written) in &fresh {
             if let Some(now) = store.fresh.get_mut(id) {
-                now.retain(|t, h| written.get(t).is_none_or(|w| !Arc::ptr_eq(w, h)));
+                now.retain(|t, h| {
+                    let kept = written.get(t).is_none_or(|w| !Arc::ptr_eq(w, h));
+                    if !kept {
+                        freed += body_bytes(h);
+                    }
+                    kept
+                });
                 if now.is_empty() {
                     store.fresh.remove(id);
                 }
             }
         }
+        store.fresh_bytes -= freed;
         store.attach(file, entries);
         store.files.push(seq);
         if store.files.len() > MAX_FILES {
@@ -705,6 +720,34 @@ mod tests {
         assert!(store.read().fresh.is_empty());
         want(&store.read());
         want(&HistogramStore::load(dir.path()).unwrap());
+    }
+
+    #[test]
+    fn unflushed_bytes_follow_inserts_replacements_and_flushes() {
+        let recount =
+            |s: &HistogramStore| -> usize { s.fresh.values().flat_map(|m| m.values()).map(|h| body_bytes(h)).sum() };
+        let wide = |count: f64| {
+            Arc::new(Histogram {
+                positive: vec![(1, count); 5],
+                negative: vec![(2, count); 3],
+                ..(*h(count)).clone()
+            })
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let store = RwLock::new(HistogramStore::default());
+        store.write().insert(1, 10, h(1.0));
+        store.write().insert(1, 20, wide(2.0));
+        store.write().insert(2, 10, h(3.0));
+        let before = store.read().unflushed_bytes();
+        assert_eq!(before, recount(&store.read()));
+        // A body replaced at the same timestamp counts once, at its new size.
+        store.write().insert(1, 10, wide(4.0));
+        assert_eq!(store.read().unflushed_bytes(), recount(&store.read()));
+        assert!(store.read().unflushed_bytes() > before);
+        HistogramStore::flush(&store, dir.path(), 1, none_dead, &Quarantine::new(dir.path())).unwrap();
+        assert_eq!(store.read().unflushed_bytes(), 0);
+        store.write().insert(2, 30, wide(5.0));
+        assert_eq!(store.read().unflushed_bytes(), body_bytes(&wide(5.0)));
     }
 
     #[test]
