@@ -627,15 +627,21 @@ impl<R: Read> Scanner<R> {
 }
 
 /// Checks a histogram file whole: its checksum and every block's
-/// histograms. Returns how many blocks it holds.
-pub fn check_file(bytes: &[u8]) -> Result<usize, String> {
-    let entries = decode_file(bytes)?;
-    let (mut ts, mut hs) = (Vec::new(), Vec::new());
+/// histograms, reading a chunk and a block at a time. Returns how many
+/// blocks it holds.
+pub fn check_file(path: &Path) -> Result<usize, String> {
+    fn cannot(action: &'static str) -> impl Fn(std::io::Error) -> String {
+        move |e| format!("cannot {action}: {e}")
+    }
+    let file = File::open(path).map_err(cannot("open"))?;
+    let len = file.metadata().map_err(cannot("stat"))?.len();
+    let entries = decode_from(&file, len).map_err(cannot("read"))??;
+    let (mut block, mut ts, mut hs) = (Vec::new(), Vec::new(), Vec::new());
     for e in &entries {
-        let block = bytes
-            .get(e.bytes.start as usize..e.bytes.end as usize)
-            .ok_or("histogram block overruns file")?;
-        decode_histograms(block, &mut ts, &mut hs).map_err(|err| {
+        let size = usize::try_from(e.bytes.end - e.bytes.start).map_err(|_| "histogram block too large")?;
+        block.resize(size, 0);
+        file.read_exact_at(&mut block, e.bytes.start).map_err(cannot("read"))?;
+        decode_histograms(&block, &mut ts, &mut hs).map_err(|err| {
             format!(
                 "histogram block of series {:016x} at offset {}: {err}",
                 e.id, e.bytes.start
@@ -849,10 +855,10 @@ mod tests {
             assert!(decode_file(&bad).is_err());
             assert!(decode_file(&bytes[..i]).is_err());
         }
+        assert_eq!(check_file(&path), Ok(1));
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(HistogramStore::load(dir.path()).is_err());
-        assert!(check_file(&bytes[..bytes.len() - 1]).is_err());
-        assert_eq!(check_file(&bytes), Ok(1));
+        assert!(check_file(&path).is_err());
         let (store, damaged) = HistogramStore::load_lenient(dir.path()).unwrap();
         assert!(store.is_empty());
         assert_eq!(damaged.len(), 1);
