@@ -482,12 +482,13 @@ fn encode_file(blocks: &[Encoded]) -> (Vec<u8>, Vec<Entry>) {
 }
 
 /// Where the blocks of a histogram file lie; never panics.
+#[cfg(test)]
 fn decode_file(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
     // A slice fails to read only where it ends, which the lengths rule out.
     decode_from(bytes, bytes.len() as u64).unwrap_or(Err("truncated histogram file"))
 }
 
-/// [`decode_file`] for a file of `len` bytes read from `src` front to
+/// Where the blocks of a histogram file of `len` bytes lie, read from `src` front to
 /// back, a chunk at a time: a merged file can be larger than memory should
 /// hold at once. The outer error is the reader's; the inner one, damage.
 fn decode_from(src: impl Read, len: u64) -> std::io::Result<Result<Vec<Entry>, &'static str>> {
