@@ -10,7 +10,8 @@
 //!
 //! Bodies committed since the last flush are held decoded; a flush writes
 //! them to an immutable, checksummed file per flush (`hist-<seq>.chist`, see
-//! docs/format/part.md), one codec block per series. Memory then keeps only
+//! docs/format/part.md), codec blocks of at most [`BLOCK_SAMPLES`] bodies
+//! per series. Memory then keeps only
 //! where each block lies in its open file and its time range; a read takes
 //! the blocks it needs from the file. A later write of the same series and
 //! timestamp wins: files are read oldest first, then the unflushed bodies.
@@ -38,7 +39,13 @@ use crate::quarantine::{FileKind, Quarantine};
 pub const MARKER: u64 = 0x7ff4_0000_6869_7374;
 
 const FILE_MAGIC: &[u8; 4] = b"CHST";
-const FILE_VERSION: u32 = 1;
+/// Version 1 counted its blocks up front; version 2 lists them up to the
+/// checksum, so a merge can write blocks as it makes them.
+const FILE_VERSION: u32 = 2;
+
+/// Bodies of one series per codec block at most: a read decodes whole
+/// blocks, and a merge holds one decoded block per file it merges.
+const BLOCK_SAMPLES: usize = 1024;
 
 pub fn marker() -> f64 {
     f64::from_bits(MARKER)
@@ -66,12 +73,15 @@ pub fn file_seq(name: &str) -> Option<u64> {
 
 /// A histogram file, open for reading its blocks.
 struct HistogramFile {
+    /// The WAL segment of the flush that wrote it (or of the newest file a merge rewrote).
+    seq: u64,
     path: PathBuf,
     file: File,
+    len: u64,
 }
 
-/// One series' histograms of one file: where its codec block lies, and its
-/// time range.
+/// Some of one series' histograms of one file: where their codec block
+/// lies, and its time range.
 #[derive(Clone)]
 struct Block {
     mint: i64,
@@ -89,7 +99,7 @@ struct Entry {
     bytes: Range<u64>,
 }
 
-/// One series' histograms encoded for a new file.
+/// Some of one series' histograms encoded for a new file.
 struct Encoded {
     id: u64,
     mint: i64,
@@ -97,16 +107,16 @@ struct Encoded {
     bytes: Vec<u8>,
 }
 
-/// Histogram files a partition keeps before a flush merges them into one,
-/// which bounds the files and blocks a read goes through.
+/// Histogram files a partition keeps before a flush merges some of them
+/// into one, which bounds the files a read goes through.
 const MAX_FILES: usize = 8;
 
 #[derive(Default)]
 pub struct HistogramStore {
     /// Blocks per series, oldest file first.
     flushed: HashMap<u64, Vec<Block>>,
-    /// The WAL segments of the files, oldest first.
-    files: Vec<u64>,
+    /// The files, oldest first.
+    files: Vec<Arc<HistogramFile>>,
     /// Bodies committed since the last flush, by series and timestamp.
     fresh: HashMap<u64, BTreeMap<i64, Arc<Histogram>>>,
     /// `body_bytes` summed over `fresh`, kept as it changes: the memory
@@ -154,8 +164,9 @@ impl HistogramStore {
             let decoded = decode_from(&file, len).map_err(StorageError::io("read", &path))?;
             match decoded {
                 Ok(entries) => {
-                    store.files.push(seq);
-                    store.attach(Arc::new(HistogramFile { path, file }), entries);
+                    let file = Arc::new(HistogramFile { seq, path, file, len });
+                    store.attach(file.clone(), entries);
+                    store.files.push(file);
                 }
                 Err(reason) => damaged.push((path, reason.to_string())),
             }
@@ -192,9 +203,8 @@ impl HistogramStore {
     }
 
     /// Bytes of the unflushed bodies, roughly: what a flush frees (it
-    /// counts toward the in-memory budget that triggers flushes). Flushed
-    /// blocks stay in memory, encoded, and are not counted, or a flush would
-    /// be asked for again and again once they pass that budget.
+    /// counts toward the in-memory budget that triggers flushes). Bodies in
+    /// files are not counted: no flush frees them.
     pub fn unflushed_bytes(&self) -> usize {
         self.fresh_bytes
     }
@@ -241,14 +251,18 @@ impl HistogramStore {
         }
         let mut ids: Vec<u64> = fresh.keys().copied().collect();
         ids.sort_unstable();
-        let mut blocks = Vec::with_capacity(ids.len());
-        for id in ids {
-            let Some(of_series) = fresh.get(&id) else { continue };
-            let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = of_series.iter().map(|(&t, h)| (t, to_value(h))).unzip();
-            blocks.push(Encoded::new(id, &ts, &hs));
-        }
-        let count = blocks.len();
-        let (file, entries) = write_file(&dir.join(file_name(seq)), count, blocks.into_iter().map(Ok), || Ok(()))?;
+        let write = |w: &mut FileWriter<'_>| {
+            for id in ids {
+                let Some(of_series) = fresh.get(&id) else { continue };
+                let (ts, hs): (Vec<i64>, Vec<HistogramValue>) =
+                    of_series.iter().map(|(&t, h)| (t, to_value(h))).unzip();
+                for (ts, hs) in ts.chunks(BLOCK_SAMPLES).zip(hs.chunks(BLOCK_SAMPLES)) {
+                    w.add(&Encoded::new(id, ts, hs))?;
+                }
+            }
+            Ok(())
+        };
+        let (file, entries) = write_file(dir, seq, write, || Ok(()))?;
         let mut store = lock.write();
         let mut freed = 0;
         for (id, written) in &fresh {
@@ -266,8 +280,8 @@ impl HistogramStore {
             }
         }
         store.fresh_bytes -= freed;
-        store.attach(file, entries);
-        store.files.push(seq);
+        store.attach(file.clone(), entries);
+        store.files.push(file);
         if store.files.len() > MAX_FILES {
             let ids: Vec<u64> = store.flushed.keys().copied().collect();
             drop(store);
@@ -276,54 +290,51 @@ impl HistogramStore {
         Ok(false)
     }
 
-    /// Rewrites every file as one under the newest file's name (replaced
-    /// atomically; it then holds what the others do, newest body winning,
-    /// less the bodies of `dead` series), then removes the others. A crash in between leaves files the merged
-    /// one overrides. Only flushes call it, one at a time (the caller's
-    /// partition serialises them), so the flushed blocks do not change
-    /// meanwhile. A block that does not decode is left out and its file
-    /// copied to the quarantine; returns whether any was.
+    /// Rewrites the newest files (see [`merge_from`]) as one under the
+    /// newest one's name (replaced atomically; it then holds what they do,
+    /// newest body winning, less the bodies of `dead` series), then removes
+    /// the others. A crash in between leaves files the merged one overrides.
+    /// Only flushes call it, one at a time (the caller's partition
+    /// serialises them), so the flushed blocks do not change meanwhile. A
+    /// block that does not decode is left out and its file copied to the
+    /// quarantine; returns whether any was.
     fn merge_files(
         lock: &RwLock<Self>,
         dir: &Path,
         dead: &HashSet<u64>,
         quarantine: &Quarantine,
     ) -> Result<bool, StorageError> {
-        // Where each live series' blocks lie: the merge then reads and
-        // writes one series at a time, without the lock, holding neither
-        // the files nor the merged file whole.
-        let (series, files) = {
+        // Where each live series' blocks in the merged files lie: the merge
+        // then reads and writes a block at a time, without the lock.
+        let (series, merged) = {
             let store = lock.read();
+            let sizes: Vec<u64> = store.files.iter().map(|f| f.len).collect();
+            let merged = store.files[merge_from(&sizes)..].to_vec();
+            let Some(first) = merged.first().map(|f| f.seq) else {
+                return Ok(false);
+            };
             let mut series: Vec<(u64, Vec<Block>)> = store
                 .flushed
                 .iter()
                 .filter(|(id, _)| !dead.contains(id))
-                .map(|(&id, blocks)| (id, blocks.clone()))
+                .map(|(&id, blocks)| (id, blocks.iter().filter(|b| b.file.seq >= first).cloned().collect()))
+                .filter(|(_, blocks): &(u64, Vec<Block>)| !blocks.is_empty())
                 .collect();
             series.sort_unstable_by_key(|&(id, _)| id);
-            (series, store.files.clone())
+            (series, merged)
         };
-        let Some((&newest, older)) = files.split_last() else {
+        let (Some(first), Some(newest)) = (merged.first().map(|f| f.seq), merged.last().map(|f| f.seq)) else {
             return Ok(false);
         };
         let damaged: RefCell<BTreeMap<PathBuf, String>> = RefCell::default();
-        let count = series.len();
-        let merged = series.into_iter().map(|(id, blocks)| {
-            let mut merged: BTreeMap<i64, HistogramValue> = BTreeMap::new();
-            for b in &blocks {
-                match b.decode(id) {
-                    Ok((ts, hs)) => merged.extend(ts.into_iter().zip(hs)),
-                    Err(StorageError::Corrupt { path, reason }) => {
-                        damaged.borrow_mut().entry(path).or_insert(reason);
-                    }
-                    Err(e) => return Err(e),
-                }
+        let write = |w: &mut FileWriter<'_>| {
+            for (id, blocks) in &series {
+                merge_series(w, *id, blocks, &damaged)?;
             }
-            let (ts, hs): (Vec<i64>, Vec<HistogramValue>) = merged.into_iter().unzip();
-            Ok(Encoded::new(id, &ts, &hs))
-        });
+            Ok(())
+        };
         // Damaged files are copied before the merged file replaces the newest.
-        let (file, entries) = write_file(&dir.join(file_name(newest)), count, merged, || {
+        let (file, entries) = write_file(dir, newest, write, || {
             for (path, reason) in damaged.borrow().iter() {
                 quarantine.copy(path, FileKind::Histograms, reason)?;
             }
@@ -331,16 +342,124 @@ impl HistogramStore {
         })?;
         {
             let mut store = lock.write();
-            store.flushed = HashMap::new();
-            store.attach(file, entries);
-            store.files = vec![newest];
+            store.flushed.retain(|_, blocks| {
+                blocks.retain(|b| b.file.seq < first);
+                !blocks.is_empty()
+            });
+            store.files.retain(|f| f.seq < first);
+            store.attach(file.clone(), entries);
+            store.files.push(file);
         }
-        for seq in older {
-            let path = dir.join(file_name(*seq));
-            fs::remove_file(&path).map_err(StorageError::io("remove merged histogram file", &path))?;
+        for f in &merged[..merged.len() - 1] {
+            fs::remove_file(&f.path).map_err(StorageError::io("remove merged histogram file", &f.path))?;
         }
         crate::wal::sync_dir(dir)?;
         Ok(!damaged.into_inner().is_empty())
+    }
+}
+
+/// Where the files a merge rewrites begin, given the files' sizes oldest
+/// first: the newest two, and each older file no larger than the newer
+/// ones taken. Files then grow by about doubling, so a body is rewritten a
+/// few times a day rather than at every merge, and a merge leaves at most
+/// as many files as it found less one.
+fn merge_from(sizes: &[u64]) -> usize {
+    let mut from = sizes.len().saturating_sub(2);
+    let mut taken: u64 = sizes[from..].iter().sum();
+    while from > 0 && sizes[from - 1] <= taken {
+        from -= 1;
+        taken += sizes[from];
+    }
+    from
+}
+
+/// Writes series `id`'s histograms of `blocks` (oldest file first, each
+/// file's by time) merged by timestamp, the newest file's body winning,
+/// in blocks of [`BLOCK_SAMPLES`]. Holds one decoded block per file and
+/// the block being made. A block that does not decode is left out and
+/// its file noted in `damaged`.
+fn merge_series(
+    w: &mut FileWriter<'_>,
+    id: u64,
+    blocks: &[Block],
+    damaged: &RefCell<BTreeMap<PathBuf, String>>,
+) -> Result<(), StorageError> {
+    let mut files: Vec<FileBodies> = blocks
+        .chunk_by(|a, b| a.file.seq == b.file.seq)
+        .map(|blocks| FileBodies {
+            blocks,
+            ts: Vec::new(),
+            hs: Vec::new(),
+            at: 0,
+        })
+        .collect();
+    let (mut ts, mut hs) = (Vec::with_capacity(BLOCK_SAMPLES), Vec::with_capacity(BLOCK_SAMPLES));
+    loop {
+        // The earliest timestamp a file holds next, and the newest file holding it.
+        let mut next: Option<(i64, usize)> = None;
+        for (i, f) in files.iter_mut().enumerate() {
+            if let Some(t) = f.peek(id, damaged)?
+                && next.is_none_or(|(earliest, _)| t <= earliest)
+            {
+                next = Some((t, i));
+            }
+        }
+        let Some((t, newest)) = next else { break };
+        let winner = &mut files[newest];
+        let h = std::mem::take(&mut winner.hs[winner.at]);
+        for f in &mut files {
+            while f.peek(id, damaged)? == Some(t) {
+                f.at += 1;
+            }
+        }
+        // A file's blocks out of order (written so by no version) cannot
+        // make the merged block's timestamps go back.
+        if ts.last().is_some_and(|&last| t <= last) {
+            continue;
+        }
+        ts.push(t);
+        hs.push(h);
+        if ts.len() == BLOCK_SAMPLES {
+            w.add(&Encoded::new(id, &ts, &hs))?;
+            ts.clear();
+            hs.clear();
+        }
+    }
+    if !ts.is_empty() {
+        w.add(&Encoded::new(id, &ts, &hs))?;
+    }
+    Ok(())
+}
+
+/// One series' bodies in one file, decoded a block at a time for a merge.
+struct FileBodies<'a> {
+    blocks: &'a [Block],
+    ts: Vec<i64>,
+    hs: Vec<HistogramValue>,
+    /// The next body of the decoded block.
+    at: usize,
+}
+
+impl FileBodies<'_> {
+    /// The timestamp of the next body, decoding the next block when the
+    /// last is used up; `None` once all are.
+    fn peek(&mut self, id: u64, damaged: &RefCell<BTreeMap<PathBuf, String>>) -> Result<Option<i64>, StorageError> {
+        while self.at == self.ts.len() {
+            let Some((block, rest)) = self.blocks.split_first() else {
+                return Ok(None);
+            };
+            self.blocks = rest;
+            self.at = 0;
+            (self.ts, self.hs) = match block.decode(id) {
+                Ok(decoded) => decoded,
+                Err(StorageError::Corrupt { path, reason }) => {
+                    damaged.borrow_mut().entry(path).or_insert(reason);
+                    (Vec::new(), Vec::new())
+                }
+                Err(e) => return Err(e),
+            };
+        }
+        Ok(Some(self.ts[self.at]))
     }
 }
 
@@ -379,72 +498,79 @@ impl Encoded {
     }
 }
 
-/// Writes a histogram file of the `count` blocks `blocks` yields
-/// atomically, one block at a time, and opens it for reads. `before_rename`
-/// runs once every block is written, before the file takes its name.
+/// Writes the histogram file of WAL segment `seq` in `dir` atomically, of
+/// the blocks `fill` adds, and opens it for reads. `before_rename` runs
+/// once every block is written, before the file takes its name.
 fn write_file(
-    path: &Path,
-    count: usize,
-    blocks: impl Iterator<Item = Result<Encoded, StorageError>>,
+    dir: &Path,
+    seq: u64,
+    fill: impl FnOnce(&mut FileWriter<'_>) -> Result<(), StorageError>,
     before_rename: impl FnOnce() -> Result<(), StorageError>,
 ) -> Result<(Arc<HistogramFile>, Vec<Entry>), StorageError> {
-    let entries = crate::index::write_atomically_with(path, |out| {
-        let entries = encode_to(out, path, count, blocks)?;
+    let path = dir.join(file_name(seq));
+    let entries = crate::index::write_atomically_with(&path, |out| {
+        let mut w = FileWriter::start(out, &path)?;
+        fill(&mut w)?;
+        let entries = w.finish()?;
         before_rename()?;
         Ok(entries)
     })?;
-    let file = File::open(path).map_err(StorageError::io("open", path))?;
-    let path = path.to_path_buf();
-    Ok((Arc::new(HistogramFile { path, file }), entries))
+    let file = File::open(&path).map_err(StorageError::io("open", &path))?;
+    let len = file.metadata().map_err(StorageError::io("stat", &path))?.len();
+    Ok((Arc::new(HistogramFile { seq, path, file, len }), entries))
 }
 
-/// `magic "CHST" | version:u32 LE | uvarint(n) | (id:u64 LE | varint(mint) |
-/// varint(maxt) | uvarint(len) | block[len])*n | crc32c:u32 LE` (of all before),
-/// written to `out` as `blocks` yields them; `count` is how many it yields.
-/// Returns where each block lies in the file.
-fn encode_to(
-    out: &mut dyn std::io::Write,
-    path: &Path,
-    count: usize,
-    blocks: impl Iterator<Item = Result<Encoded, StorageError>>,
-) -> Result<Vec<Entry>, StorageError> {
-    let mut out = Checksummed {
-        out,
-        path,
-        crc: 0,
-        written: 0,
-    };
-    let mut entries = Vec::with_capacity(count);
-    let mut head = FILE_MAGIC.to_vec();
-    head.extend_from_slice(&FILE_VERSION.to_le_bytes());
-    put_uvarint(&mut head, count as u64);
-    out.write(&head)?;
-    for b in blocks {
-        let b = b?;
-        head.clear();
-        head.extend_from_slice(&b.id.to_le_bytes());
-        cairn_codec::varint::put_varint(&mut head, b.mint);
-        cairn_codec::varint::put_varint(&mut head, b.maxt);
-        put_uvarint(&mut head, b.bytes.len() as u64);
-        out.write(&head)?;
-        let start = out.written;
-        out.write(&b.bytes)?;
-        entries.push(Entry {
+/// Writes `magic "CHST" | version:u32 LE = 2 | (id:u64 LE | varint(mint) |
+/// varint(maxt) | uvarint(len) | block[len])* | crc32c:u32 LE` (of all
+/// before) a block at a time, keeping where each lies in the file.
+struct FileWriter<'a> {
+    out: Checksummed<'a>,
+    entries: Vec<Entry>,
+    head: Vec<u8>,
+}
+
+impl<'a> FileWriter<'a> {
+    fn start(out: &'a mut dyn std::io::Write, path: &'a Path) -> Result<Self, StorageError> {
+        let mut out = Checksummed {
+            out,
+            path,
+            crc: 0,
+            written: 0,
+        };
+        out.write(FILE_MAGIC)?;
+        out.write(&FILE_VERSION.to_le_bytes())?;
+        Ok(Self {
+            out,
+            entries: Vec::new(),
+            head: Vec::new(),
+        })
+    }
+
+    /// Adds a block: series by increasing id, a series' blocks by
+    /// increasing time.
+    fn add(&mut self, b: &Encoded) -> Result<(), StorageError> {
+        self.head.clear();
+        self.head.extend_from_slice(&b.id.to_le_bytes());
+        cairn_codec::varint::put_varint(&mut self.head, b.mint);
+        cairn_codec::varint::put_varint(&mut self.head, b.maxt);
+        put_uvarint(&mut self.head, b.bytes.len() as u64);
+        self.out.write(&self.head)?;
+        let start = self.out.written;
+        self.out.write(&b.bytes)?;
+        self.entries.push(Entry {
             id: b.id,
             mint: b.mint,
             maxt: b.maxt,
-            bytes: start..out.written,
+            bytes: start..self.out.written,
         });
+        Ok(())
     }
-    if entries.len() != count {
-        return Err(StorageError::InvalidArgument(format!(
-            "a histogram file of {count} blocks was given {}",
-            entries.len()
-        )));
+
+    fn finish(mut self) -> Result<Vec<Entry>, StorageError> {
+        let crc = self.out.crc.to_le_bytes();
+        self.out.write(&crc)?;
+        Ok(self.entries)
     }
-    let crc = out.crc.to_le_bytes();
-    out.write(&crc)?;
-    Ok(entries)
 }
 
 /// A writer that keeps the CRC-32C and the count of what went through.
@@ -471,13 +597,11 @@ impl Checksummed<'_> {
 #[cfg(test)]
 fn encode_file(blocks: &[Encoded]) -> (Vec<u8>, Vec<Entry>) {
     let mut out = Vec::new();
-    let copies = blocks.iter().map(|b| {
-        Ok(Encoded {
-            bytes: b.bytes.clone(),
-            ..*b
-        })
-    });
-    let entries = encode_to(&mut out, Path::new("<memory>"), blocks.len(), copies).expect("writing to memory");
+    let mut w = FileWriter::start(&mut out, Path::new("<memory>")).expect("writing to memory");
+    for b in blocks {
+        w.add(b).expect("writing to memory");
+    }
+    let entries = w.finish().expect("writing to memory");
     (out, entries)
 }
 
@@ -503,20 +627,24 @@ fn decode_from(src: impl Read, len: u64) -> std::io::Result<Result<Vec<Entry>, &
     let Some((version, rest)) = rest.split_first_chunk::<4>() else {
         return Ok(Err("truncated histogram file"));
     };
-    if u32::from_le_bytes(*version) != FILE_VERSION {
-        return Ok(Err("unknown histogram file version"));
-    }
-    let Ok((n, rest)) = get_uvarint(rest) else {
-        return Ok(Err("bad histogram block count"));
+    // How many blocks a version 1 file says it holds; a version 2 file's
+    // end up to its checksum.
+    let (count, rest) = match u32::from_le_bytes(*version) {
+        1 => match get_uvarint(rest) {
+            Ok((n, rest)) => (Some(n), rest),
+            Err(_) => return Ok(Err("bad histogram block count")),
+        },
+        FILE_VERSION => (None, rest),
+        _ => return Ok(Err("unknown histogram file version")),
     };
     let used = head.len() - rest.len();
     scan.consume(used);
     // A block takes 11 bytes at least (id, three one-byte varints).
-    if n > body_len / 11 {
+    if count.is_some_and(|n| n > body_len / 11) {
         return Ok(Err("histogram block count exceeds file"));
     }
-    let mut out = Vec::with_capacity(n as usize);
-    for _ in 0..n {
+    let mut out = Vec::with_capacity(count.unwrap_or(0) as usize);
+    while count.map_or(!scan.at_end()?, |n| (out.len() as u64) < n) {
         let header = scan.peek(BLOCK_HEADER_MAX)?;
         let parsed = (|| {
             let (id, r) = header.split_first_chunk::<8>().ok_or("truncated histogram block")?;
@@ -755,6 +883,92 @@ mod tests {
         assert_eq!(store.read().unflushed_bytes(), 0);
         store.write().insert(2, 30, wide(5.0));
         assert_eq!(store.read().unflushed_bytes(), body_bytes(&wide(5.0)));
+    }
+
+    #[test]
+    fn a_merge_takes_the_newest_files_and_the_older_ones_no_larger_than_those() {
+        assert_eq!(merge_from(&[100, 10, 10, 1, 1]), 3);
+        assert_eq!(merge_from(&[100, 1, 1, 1, 1, 1, 1, 1, 1]), 1);
+        assert_eq!(merge_from(&[8, 1, 1, 1, 1, 1, 1, 1, 1]), 0);
+        assert_eq!(merge_from(&[4, 2, 1, 1]), 0);
+        assert_eq!(merge_from(&[1, 5, 5]), 0);
+        assert_eq!(merge_from(&[50, 5, 5]), 1);
+    }
+
+    /// Flushes and merges of thousands of bodies per series: blocks stay
+    /// within [`BLOCK_SAMPLES`], later writes of a timestamp win through
+    /// every merge, the file count stays bounded, and a reload reads the same.
+    #[test]
+    fn series_of_many_bodies_merge_block_by_block_newest_winning() {
+        let dir = tempfile::tempdir().unwrap();
+        let quarantine = Quarantine::new(dir.path());
+        let store = RwLock::new(HistogramStore::default());
+        let mut want: BTreeMap<(u64, i64), Arc<Histogram>> = BTreeMap::new();
+        for seq in 1..=40u64 {
+            // Each flush writes 700 new timestamps and rewrites 300 older ones.
+            let first = (seq as i64 - 1) * 700;
+            for t in (first - 300).max(0)..first + 700 {
+                for id in [5, 9] {
+                    let body = h((seq * 100_000 + t as u64 + id) as f64);
+                    store.write().insert(id, t, body.clone());
+                    want.insert((id, t), body);
+                }
+            }
+            HistogramStore::flush(&store, dir.path(), seq, none_dead, &quarantine).unwrap();
+            assert!(store.read().files.len() <= MAX_FILES);
+        }
+        let sizes: Vec<u64> = store.read().files.iter().map(|f| f.len).collect();
+        assert!(
+            sizes.len() > 1,
+            "the oldest, largest file outlives later merges: {sizes:?}"
+        );
+        for s in [&*store.read(), &HistogramStore::load(dir.path()).unwrap()] {
+            for id in [5, 9] {
+                let got: Vec<(i64, Arc<Histogram>)> = s.read(id, 0, i64::MAX).unwrap().into_iter().collect();
+                let expected: Vec<(i64, Arc<Histogram>)> = want
+                    .range((id, 0)..=(id, i64::MAX))
+                    .map(|(&(_, t), h)| (t, h.clone()))
+                    .collect();
+                assert_eq!(got.len(), expected.len());
+                assert!(got == expected, "series {id} differs after merges");
+                assert_eq!(s.read(id, 10_000, 10_009).unwrap().len(), 10);
+            }
+            for blocks in s.flushed.values() {
+                for b in blocks {
+                    let (ts, _) = b.decode(0).unwrap();
+                    assert!(ts.len() <= BLOCK_SAMPLES && ts.windows(2).all(|w| w[0] < w[1]));
+                    assert_eq!((ts[0], ts[ts.len() - 1]), (b.mint, b.maxt));
+                }
+            }
+        }
+    }
+
+    /// Files of version 1 (a block count up front) still open.
+    #[test]
+    fn version_1_files_still_decode() {
+        let blocks: Vec<Encoded> = (0..3u64)
+            .map(|id| Encoded::new(id, &[id as i64 * 10], &[to_value(&h(id as f64))]))
+            .collect();
+        let (v2, entries) = encode_file(&blocks);
+        let mut v1 = FILE_MAGIC.to_vec();
+        v1.extend_from_slice(&1u32.to_le_bytes());
+        put_uvarint(&mut v1, blocks.len() as u64);
+        let shift = v1.len() as u64 - 8;
+        v1.extend_from_slice(&v2[8..v2.len() - 4]);
+        v1.extend_from_slice(&cairn_codec::crc32c_append(0, &v1).to_le_bytes());
+        let decoded = decode_file(&v1).unwrap();
+        let shifted: Vec<Range<u64>> = entries
+            .iter()
+            .map(|e| e.bytes.start + shift..e.bytes.end + shift)
+            .collect();
+        assert_eq!(decoded.iter().map(|e| e.bytes.clone()).collect::<Vec<_>>(), shifted);
+        // A count larger than the blocks there is damage.
+        v1[8] = 4;
+        let len = v1.len();
+        let crc = cairn_codec::crc32c_append(0, &v1[..len - 4]).to_le_bytes();
+        v1[len - 4..].copy_from_slice(&crc);
+        assert!(decode_file(&v1).is_err());
+        assert_eq!(decode_file(&v2).unwrap(), entries);
     }
 
     #[test]
