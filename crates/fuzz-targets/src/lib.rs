@@ -23,6 +23,7 @@ mod promql_syntax;
 mod remote_read;
 mod remote_write;
 mod remote_write_v2;
+mod tsdb_histogram_file;
 mod tsdb_index_segment;
 mod tsdb_part;
 mod tsdb_tombstones;
@@ -47,6 +48,7 @@ pub use promql_syntax::promql_syntax;
 pub use remote_read::remote_read;
 pub use remote_write::remote_write;
 pub use remote_write_v2::remote_write_v2;
+pub use tsdb_histogram_file::tsdb_histogram_file;
 pub use tsdb_index_segment::tsdb_index_segment;
 pub use tsdb_part::tsdb_part;
 pub use tsdb_tombstones::tsdb_tombstones;
@@ -76,6 +78,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("remote_read", remote_read),
     ("remote_write", remote_write),
     ("remote_write_v2", remote_write_v2),
+    ("tsdb_histogram_file", tsdb_histogram_file),
     ("tsdb_index_segment", tsdb_index_segment),
     ("tsdb_part", tsdb_part),
     ("tsdb_tombstones", tsdb_tombstones),

@@ -606,7 +606,6 @@ fn encode_file(blocks: &[Encoded]) -> (Vec<u8>, Vec<Entry>) {
 }
 
 /// Where the blocks of a histogram file lie; never panics.
-#[cfg(test)]
 fn decode_file(bytes: &[u8]) -> Result<Vec<Entry>, &'static str> {
     // A slice fails to read only where it ends, which the lengths rule out.
     decode_from(bytes, bytes.len() as u64).unwrap_or(Err("truncated histogram file"))
@@ -765,21 +764,37 @@ pub fn check_file(path: &Path) -> Result<usize, String> {
     let file = File::open(path).map_err(cannot("open"))?;
     let len = file.metadata().map_err(cannot("stat"))?.len();
     let entries = decode_from(&file, len).map_err(cannot("read"))??;
-    let (mut block, mut ts, mut hs) = (Vec::new(), Vec::new(), Vec::new());
+    let mut block = Vec::new();
     for e in &entries {
         let size = usize::try_from(e.bytes.end - e.bytes.start).map_err(|_| "histogram block too large")?;
         block.resize(size, 0);
         file.read_exact_at(&mut block, e.bytes.start).map_err(cannot("read"))?;
-        decode_histograms(&block, &mut ts, &mut hs).map_err(|err| {
-            format!(
-                "histogram block of series {:016x} at offset {}: {err}",
-                e.id, e.bytes.start
-            )
-        })?;
-        ts.clear();
-        hs.clear();
+        check_block(e, &block)?;
     }
     Ok(entries.len())
+}
+
+/// [`check_file`] of a file's bytes; never panics.
+pub fn check_bytes(bytes: &[u8]) -> Result<usize, String> {
+    let entries = decode_file(bytes)?;
+    for e in &entries {
+        let block = bytes
+            .get(e.bytes.start as usize..e.bytes.end as usize)
+            .ok_or("histogram block overruns file")?;
+        check_block(e, block)?;
+    }
+    Ok(entries.len())
+}
+
+fn check_block(e: &Entry, block: &[u8]) -> Result<(), String> {
+    let (mut ts, mut hs) = (Vec::new(), Vec::new());
+    decode_histograms(block, &mut ts, &mut hs).map_err(|err| {
+        format!(
+            "histogram block of series {:016x} at offset {}: {err}",
+            e.id, e.bytes.start
+        )
+    })?;
+    Ok(())
 }
 
 /// The model's histogram as the codec stores it.
@@ -1071,6 +1086,7 @@ mod tests {
             assert!(decode_file(&bytes[..i]).is_err());
         }
         assert_eq!(check_file(&path), Ok(1));
+        assert_eq!(check_bytes(&bytes), Ok(1));
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(HistogramStore::load(dir.path()).is_err());
         assert!(check_file(&path).is_err());

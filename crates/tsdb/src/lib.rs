@@ -50,6 +50,7 @@ pub use tenants::{SettingsOf, TenantSettings, TsdbTenants};
 /// Decoders of every on-disk format, for fuzzing and inspection tools. Each
 /// must return an error, never panic, on arbitrary bytes.
 pub mod formats {
+    pub use crate::histograms::check_bytes as check_histogram_file;
     pub use crate::index::check_segment as check_index_segment;
     pub use crate::index::decode_segment as decode_index_segment;
     pub use crate::index::encode_segment as encode_index_segment;
