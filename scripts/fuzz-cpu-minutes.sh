@@ -3,7 +3,9 @@
 # its own number of seconds) for CPU_SECONDS of the fuzzer's own CPU time
 # (default 1200), JOBS at a time (default 2), at
 # nice 19, so that a run shares a busy machine fairly and a paused one
-# (SIGSTOP) loses nothing. libFuzzer's -max_total_time counts the wall clock.
+# (SIGSTOP) loses nothing, if resumed within libFuzzer's per-input timeout
+# (1200 s of wall clock: a longer pause ends the run with a false
+# `timeout-…` artifact). libFuzzer's -max_total_time counts the wall clock.
 # Needs the fuzz binaries: (cd fuzz && cargo +nightly fuzz build -s none).
 # Logs go to $LOGS/<target>.log (default target/fuzz-logs); each finished
 # target is appended to $LOGS/done.txt with its CPU seconds.
