@@ -323,9 +323,8 @@ impl HistogramStore {
             series.sort_unstable_by_key(|&(id, _)| id);
             (series, merged)
         };
-        let (Some(first), Some(newest)) = (merged.first().map(|f| f.seq), merged.last().map(|f| f.seq)) else {
-            return Ok(false);
-        };
+        // Not empty: the block above returned otherwise.
+        let (first, newest) = (merged[0].seq, merged[merged.len() - 1].seq);
         let damaged: RefCell<BTreeMap<PathBuf, String>> = RefCell::default();
         let write = |w: &mut FileWriter<'_>| {
             for (id, blocks) in &series {
