@@ -61,14 +61,13 @@ async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error>
             last_alive = crate::catch_up::WHOLE_WINDOW;
         }
     }
-    put_member(&mut client, cluster, lease).await?;
+    let mut published = put_member(&mut client, cluster, lease).await?;
     *cluster.lease.lock() = Some(lease);
     cluster.catch_up_since.store(last_alive, Ordering::Release);
     cluster.registrations.fetch_add(1, Ordering::AcqRel);
     cluster.renewed();
     tracing::info!(node = %config.node_id, lease, "registered in the cluster");
     let (mut keeper, mut answers) = client.lease_keep_alive(lease).await?;
-    let mut published = cluster.state();
     let period = Duration::from_secs((ttl / 3).max(1) as u64);
     loop {
         if cluster.deregistered.load(Ordering::Acquire) {
@@ -82,10 +81,8 @@ async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error>
                 return Err(etcd_client::Error::LeaseKeepAliveError("the lease expired".into()));
             }
         }
-        let state = cluster.state();
-        if state != published {
-            put_member(&mut client, cluster, lease).await?;
-            published = state;
+        if cluster.state() != published {
+            published = put_member(&mut client, cluster, lease).await?;
         }
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
@@ -94,7 +91,9 @@ async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error>
     }
 }
 
-async fn put_member(client: &mut Client, cluster: &Cluster, lease: i64) -> Result<(), etcd_client::Error> {
+/// Writes this node's member and alive keys; returns the state it wrote,
+/// which a leave may have changed since the caller last looked.
+async fn put_member(client: &mut Client, cluster: &Cluster, lease: i64) -> Result<NodeState, etcd_client::Error> {
     let me = cluster.me();
     let config = &cluster.config;
     let value = serde_json::to_vec(&me).map_err(|e| etcd_client::Error::InvalidArgs(e.to_string()))?;
@@ -108,7 +107,7 @@ async fn put_member(client: &mut Client, cluster: &Cluster, lease: i64) -> Resul
             Some(PutOptions::new().with_lease(lease)),
         )
         .await?;
-    Ok(())
+    Ok(me.state)
 }
 
 /// Takes a node out of the ring for good: its member key and its alive key.
