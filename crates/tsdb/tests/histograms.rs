@@ -209,6 +209,54 @@ fn tsdb_histograms_of_settled_days_are_served_from_the_bucket() {
     assert_eq!(all(&reader), both);
 }
 
+fn puts(db: &Tsdb) -> u64 {
+    let stats = db.stats().object_store.expect("a bucket");
+    stats
+        .requests_total
+        .iter()
+        .find(|(op, _)| *op == "put")
+        .map_or(0, |r| r.1)
+}
+
+/// Late writes and a delete change a day after its upload: the writer
+/// uploads the changed files (and only those) and a read-only instance
+/// follows; files unchanged since their upload are not uploaded again.
+#[test]
+fn tsdb_a_day_changed_after_its_upload_reaches_the_bucket_and_its_readers() {
+    let bucket = tempfile::tempdir().unwrap();
+    let day = now() / DAY * DAY - 4 * DAY;
+    let wdir = tempfile::tempdir().unwrap();
+    let writer = Tsdb::open(bucket_config(wdir.path(), bucket.path())).unwrap();
+    write(&writer, 3, 20, day + 1000, 0);
+    settle(&writer);
+    let rdir = tempfile::tempdir().unwrap();
+    let mut ro = bucket_config(rdir.path(), bucket.path());
+    ro.read_only = true;
+    let reader = Tsdb::open(ro).unwrap();
+    assert_eq!(all(&reader), all(&writer));
+
+    let uploaded = puts(&writer);
+    settle(&writer);
+    assert_eq!(puts(&writer), uploaded, "nothing changed, nothing uploaded");
+
+    write(&writer, 3, 10, day + 1000, 20);
+    writer
+        .delete_series(&[Matcher::equal("i", "1")], day, day + DAY - 1)
+        .unwrap();
+    settle(&writer);
+    assert!(puts(&writer) > uploaded);
+    let changed = all(&writer);
+    assert_eq!(changed.len(), 2);
+    assert_eq!(changed[0].2.len(), 30);
+    reader.refresh().unwrap();
+    assert_eq!(all(&reader), changed);
+    // A reader opened afresh downloads the same.
+    let fresh = tempfile::tempdir().unwrap();
+    let mut ro = bucket_config(fresh.path(), bucket.path());
+    ro.read_only = true;
+    assert_eq!(all(&Tsdb::open(ro).unwrap()), changed);
+}
+
 #[test]
 fn tsdb_histogram_files_of_flushes_after_a_reopen_keep_earlier_ones() {
     let dir = tempfile::tempdir().unwrap();

@@ -94,7 +94,7 @@ pub fn is_kept_file(name: &str) -> bool {
 
 /// Downloads into `dir` the index segments and tombstones of `objects` that
 /// it lacks (a new disk, or a read-only instance), and returns what the
-/// bucket holds of those files: their names and contents' fingerprints,
+/// bucket holds of those files: their names and [`fingerprint`]s,
 /// where known (a file found on disk too is uploaded again once).
 pub(super) fn fetch_kept_files(
     bucket: &Bucket,
@@ -119,15 +119,48 @@ pub(super) fn fetch_kept_files(
             }
             continue;
         }
-        let bytes = bucket.get(&object.key)?;
-        crate::index::write_atomically(&path, &bytes)?;
-        uploaded.insert(name.to_string(), fingerprint(&bytes));
+        download(bucket, &object.key, &path)?;
+        uploaded.insert(name.to_string(), fingerprint(&path)?);
     }
     Ok(uploaded)
 }
 
-fn fingerprint(bytes: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(bytes)
+/// Writes the object `key` to `path` atomically (as
+/// [`crate::index::write_atomically`] does), as it arrives: a merged
+/// histogram file can be larger than memory should hold at once.
+fn download(bucket: &Bucket, key: &str, path: &Path) -> Result<(), StorageError> {
+    let tmp = path.with_extension("tmp");
+    let written = bucket.download(key, &tmp).and_then(|_| {
+        fs::File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(StorageError::io("sync", &tmp))?;
+        fs::rename(&tmp, path).map_err(StorageError::io("rename", &tmp))
+    });
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written?;
+    match path.parent() {
+        Some(dir) => crate::wal::sync_dir(dir),
+        None => Ok(()),
+    }
+}
+
+/// What tells one version of a kept file from another without reading it:
+/// each is written whole under a new inode (a rename) or, the tombstone
+/// log, only appended to, so inode, length and modification time change
+/// with the contents.
+fn fingerprint(path: &Path) -> Result<u64, StorageError> {
+    use std::os::unix::fs::MetadataExt;
+    let m = fs::metadata(path).map_err(StorageError::io("stat", path))?;
+    let mut bytes = [0u8; 32];
+    for (chunk, v) in bytes
+        .chunks_exact_mut(8)
+        .zip([m.ino(), m.size(), m.mtime() as u64, m.mtime_nsec() as u64])
+    {
+        chunk.copy_from_slice(&v.to_le_bytes());
+    }
+    Ok(xxhash_rust::xxh3::xxh3_64(&bytes))
 }
 
 /// What one upload round did for a partition.
@@ -247,12 +280,11 @@ impl Partition {
                 continue;
             }
             let path = self.dir.join(&name);
-            let bytes = fs::read(&path).map_err(StorageError::io("read", &path))?;
-            let print = fingerprint(&bytes);
+            let print = fingerprint(&path)?;
             if known == Some(print) {
                 continue;
             }
-            remote.bucket.put(&remote.key(self.day, &name), bytes)?;
+            remote.bucket.put_file(&remote.key(self.day, &name), &path)?;
             self.uploaded.lock().insert(name, print);
         }
         Ok(())
@@ -346,8 +378,7 @@ impl Partition {
             if !changed {
                 continue;
             }
-            let bytes = remote.bucket.get(&object.key)?;
-            crate::index::write_atomically(&path, &bytes)?;
+            download(&remote.bucket, &object.key, &path)?;
             if name == TOMBSTONES {
                 tombstones_changed = true;
             } else if crate::histograms::file_seq(name).is_some() {

@@ -78,7 +78,7 @@ pub struct Partition {
     /// The bucket, when there is one.
     remote: Option<Arc<Remote>>,
     /// The index segments and tombstones the bucket holds: name → the
-    /// fingerprint of the contents uploaded (bucket.rs).
+    /// fingerprint of the file version uploaded (bucket.rs).
     uploaded: Mutex<HashMap<String, u64>>,
     /// Serialises uploads: two at once (the upload thread's round and an
     /// explicit one) would each upload the same part, and the one finding
