@@ -2,7 +2,6 @@
 //! the rest the body. Parsing must return, never panic, and kept series
 //! respect the limits.
 
-use cairn_protocols::DecodeLimits;
 use cairn_protocols::csv::{decode_csv, parse_format};
 
 pub fn csv(data: &[u8]) {
@@ -13,19 +12,12 @@ pub fn csv(data: &[u8]) {
     let format = String::from_utf8_lossy(format);
     // Also try a fixed valid format on the whole input.
     let fixed = parse_format("1:label:a,2:metric:m,3:time:rfc3339,4:metric:n").expect("valid");
-    let tiny = DecodeLimits {
-        max_decompressed_bytes: 4096,
-        max_labels_per_series: 2,
-        max_label_name_len: 8,
-        max_label_value_len: 8,
-        max_histogram_buckets: 4,
-    };
     let mut formats = vec![fixed];
     if let Ok(columns) = parse_format(&format) {
         formats.push(columns);
     }
     for columns in &formats {
-        for limits in [DecodeLimits::default(), tiny] {
+        for limits in crate::limits_with_labels(2) {
             for input in [body, data] {
                 let r = decode_csv(input, columns, &[], 0, &limits);
                 assert_eq!(r.bad_lines == 0, r.first_error.is_none());

@@ -7,14 +7,7 @@ use cairn_protocols::DecodeLimits;
 use cairn_protocols::graphite::decode_graphite;
 
 pub fn graphite(data: &[u8]) {
-    let tiny = DecodeLimits {
-        max_decompressed_bytes: 4096,
-        max_labels_per_series: 2,
-        max_label_name_len: 8,
-        max_label_value_len: 8,
-        max_histogram_buckets: 4,
-    };
-    for limits in [DecodeLimits::default(), tiny] {
+    for limits in crate::limits_with_labels(2) {
         let r = decode_graphite(data, 1_700_000_000_000, &limits);
         assert_eq!(r.bad_lines == 0, r.first_error.is_none());
         let mut text = String::new();

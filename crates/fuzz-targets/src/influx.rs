@@ -3,17 +3,9 @@
 //! respects the limits, holds one sample and carries the `db` label when one
 //! was given; and the count of bad lines matches the first error.
 
-use cairn_protocols::DecodeLimits;
 use cairn_protocols::influx::{InfluxOptions, Precision, decode_influx};
 
 pub fn influx(data: &[u8]) {
-    let tiny = DecodeLimits {
-        max_decompressed_bytes: 4096,
-        max_labels_per_series: 3,
-        max_label_name_len: 8,
-        max_label_value_len: 8,
-        max_histogram_buckets: 4,
-    };
     let precision = match data.first().map(|b| b % 6) {
         Some(0) => Precision::Seconds,
         Some(1) => Precision::Hours,
@@ -22,7 +14,7 @@ pub fn influx(data: &[u8]) {
         Some(4) => Precision::Minutes,
         _ => Precision::Nanoseconds,
     };
-    for limits in [DecodeLimits::default(), tiny] {
+    for limits in crate::limits_with_labels(3) {
         for db in [None, Some("d".to_string())] {
             let opts = InfluxOptions {
                 precision,

@@ -88,9 +88,15 @@ pub const TARGETS: &[(&str, Target)] = &[
 /// The limits every decoder target tries: the defaults, and tiny ones that
 /// most inputs run into.
 fn limits() -> [cairn_protocols::DecodeLimits; 2] {
+    limits_with_labels(4)
+}
+
+/// [`limits`] with at most `max_labels` labels per series in the tiny
+/// ones: a line protocol's few labels reach a lower limit sooner.
+fn limits_with_labels(max_labels: usize) -> [cairn_protocols::DecodeLimits; 2] {
     let tiny = cairn_protocols::DecodeLimits {
         max_decompressed_bytes: 4096,
-        max_labels_per_series: 4,
+        max_labels_per_series: max_labels,
         max_label_name_len: 8,
         max_label_value_len: 8,
         max_histogram_buckets: 4,

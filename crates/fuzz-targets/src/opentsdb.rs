@@ -3,18 +3,10 @@
 //! finite sample each; every refused JSON point is reported; and the telnet
 //! decoder owes a reply for every refused line.
 
-use cairn_protocols::DecodeLimits;
 use cairn_protocols::opentsdb::{TelnetReply, decode_put, decode_telnet};
 
 pub fn opentsdb(data: &[u8]) {
-    let tiny = DecodeLimits {
-        max_decompressed_bytes: 4096,
-        max_labels_per_series: 2,
-        max_label_name_len: 8,
-        max_label_value_len: 8,
-        max_histogram_buckets: 4,
-    };
-    for limits in [DecodeLimits::default(), tiny] {
+    for limits in crate::limits_with_labels(2) {
         let t = decode_telnet(data, &limits);
         let errors = t.replies.iter().filter(|r| matches!(r, TelnetReply::Error(_))).count();
         assert_eq!(errors, t.import.bad_lines);
