@@ -1,5 +1,6 @@
 //! Query admission: at most `max_concurrency` expensive reads (PromQL
-//! queries, series, labels with matchers, federate, export) run at once;
+//! queries, series, labels with matchers, federate, export, remote read)
+//! run at once;
 //! the next ones wait in a bounded FIFO queue for a bounded time, and past
 //! either bound are refused at once with a retryable 503. A storm of
 //! dashboard queries then costs a bounded amount of CPU and memory, and its

@@ -19,9 +19,11 @@
 //! samples are, as Prometheus counts them); the streamed answer carries a
 //! series' float samples only, as Cairn writes no histogram chunks yet.
 //!
-//! At most `remote_read_concurrency` reads run at once (0: no limit);
-//! others wait for a slot. Errors use the API's JSON envelope; a Prometheus client reports
-//! the body's text.
+//! At most `remote_read_concurrency` reads run at once (0: no limit), as
+//! Prometheus' `--storage.remote.read-concurrent-limit`; others wait for
+//! one. A read then takes a query slot like any expensive read
+//! ([`crate::admission`]: a bounded queue, 503 past it). Errors use the
+//! API's JSON envelope; a Prometheus client reports the body's text.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -34,7 +36,7 @@ use cairn_protocols::remote_write::proto::{Label, Sample, TimeSeries};
 use cairn_storage::{Querier, SelectHints, SeriesSet, Storage, StorageError};
 
 use crate::body_stream::{ChunkSink, stream_blocking};
-use crate::{ApiError, AppState, Tenant, run_blocking};
+use crate::{ApiError, AppState, Tenant};
 
 /// One query of a read request, checked.
 struct ReadQuery {
@@ -69,15 +71,18 @@ pub async fn remote_read(
         .await
         .map_err(|_| ApiError::internal("remote read slots closed"))?;
     let storage = state.reader(&scope)?;
+    // Held until the answer is built, or streamed to its last frame.
+    let slot = state.query_gate().admit().await?;
     let config = state.config();
     match response_type {
         ResponseType::Samples => {
             let limit = config.remote_read_sample_limit;
-            let body = run_blocking(move || {
-                let _permit = permit;
-                samples_response(&*storage, &queries, limit)
-            })
-            .await?;
+            let body = slot
+                .run(move || {
+                    let _permit = permit;
+                    samples_response(&*storage, &queries, limit)
+                })
+                .await?;
             Ok((
                 [
                     (header::CONTENT_TYPE, remote_read::SAMPLES_CONTENT_TYPE),
@@ -94,9 +99,11 @@ pub async fn remote_read(
                 frame_bytes,
                 move || {
                     let selected = select_all(&*storage, &queries)?;
-                    Ok((selected, permit))
+                    Ok((selected, permit, slot))
                 },
-                move |(selected, _permit), sink| stream_chunks(selected, frame_bytes, sink).map_err(|e| e.to_string()),
+                move |(selected, _permit, _slot), sink| {
+                    stream_chunks(selected, frame_bytes, sink).map_err(|e| e.to_string())
+                },
             )
             .await?;
             Ok(([(header::CONTENT_TYPE, remote_read::STREAMED_CONTENT_TYPE)], body).into_response())
@@ -255,6 +262,36 @@ mod tests {
             body,
         )
         .await
+    }
+
+    /// A remote read is an expensive read: refused (503) while the query
+    /// slots are taken and their queue is full, in either answer type.
+    #[tokio::test]
+    async fn a_remote_read_waits_for_a_query_slot() {
+        let app = TestApp::with_config(crate::ApiConfig {
+            query_admission: crate::AdmissionConfig {
+                max_concurrency: 1,
+                max_queue_length: 0,
+                max_queue_wait: std::time::Duration::from_secs(60),
+            },
+            ..crate::ApiConfig::default()
+        });
+        app.write(&[("up", "a", &[(1000, 1.0)])]);
+        let query = || vec![(0, 2000, vec![eq("__name__", "up")])];
+        let taken = app.state.query_gate().admit().await.unwrap();
+        for types in [[ResponseType::Samples], [ResponseType::StreamedXorChunks]] {
+            let r = read(&app, body(query(), &types)).await;
+            r.check_status(503);
+            assert!(r.body.contains(r#""errorType":"unavailable""#), "{}", r.body);
+        }
+        drop(taken);
+        let r = read(&app, body(query(), &[ResponseType::Samples])).await;
+        r.check_status(200);
+        assert_eq!(sampled(&r)[0].len(), 1);
+        let r = read(&app, body(query(), &[ResponseType::StreamedXorChunks])).await;
+        r.check_status(200);
+        assert_eq!(streamed(&r, 1).0[0].len(), 1);
+        assert_eq!(app.state.query_gate().running(), 0);
     }
 
     fn labels(ls: &[cairn_protocols::remote_write::proto::Label]) -> Vec<(String, String)> {
