@@ -4,11 +4,12 @@
 //! `--http.write-timeout`):
 //!
 //! - a request's headers must arrive within the read timeout of the
-//!   connection's start or of the previous response (hyper's header read
-//!   timer, which also runs while a keep-alive connection is idle, so an
-//!   idle connection is closed after as long), and its body within the read
-//!   timeout of its headers ([`DeadlineBody`]): a client trickling bytes
-//!   (slowloris) is cut off;
+//!   connection's start or of the end of the last request in flight, or
+//!   the connection is closed ([`activity`]; HTTP/1 also by hyper's header
+//!   read timer), so an idle connection is closed after as long; a
+//!   request's body must arrive within the read timeout of its headers
+//!   ([`DeadlineBody`]): a client trickling bytes (slowloris) is cut off,
+//!   over HTTP/1 and HTTP/2 alike;
 //! - a response write that makes no progress for the write timeout (the
 //!   client stopped reading and its socket buffer is full) fails and closes
 //!   the connection ([`WriteStallGuard`]); a slow reader that keeps reading
@@ -34,6 +35,9 @@ use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 use tower::ServiceExt;
+
+mod activity;
+use activity::{Activity, InFlight};
 
 /// How long the server waits on a client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -80,14 +84,35 @@ where
         };
         let io = TokioIo::new(WriteStallGuard::new(io, timeouts.write));
         let app = app.clone();
-        let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
-            let req = req.map(|body| DeadlineBody::new(body, read));
-            app.clone().oneshot(req)
+        let activity = Activity::new();
+        let service = hyper::service::service_fn({
+            let activity = activity.clone();
+            move |req: hyper::Request<Incoming>| {
+                let in_flight = activity.begin();
+                let req = req.map(|body| DeadlineBody::new(body, read));
+                let response = app.clone().oneshot(req);
+                async move {
+                    let response = response.await?;
+                    Ok::<_, std::convert::Infallible>(response.map(|body| TrackedBody {
+                        body,
+                        _in_flight: in_flight,
+                    }))
+                }
+            }
         });
         let connection = graceful.watch(builder.serve_connection(io, service).into_owned());
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "connection closed with an error");
+            let idle = async {
+                match read {
+                    Some(limit) => activity.idle_for(limit).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                served = connection => if let Err(e) = served {
+                    tracing::debug!(error = %e, "connection closed with an error");
+                },
+                () = idle => tracing::debug!("closed a connection without a request in flight for --http.read-timeout"),
             }
         });
     }
@@ -150,6 +175,30 @@ where
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+/// A response body that keeps its request in flight until it is written
+/// (or dropped with its connection).
+struct TrackedBody {
+    body: axum::body::Body,
+    _in_flight: InFlight,
+}
+
+impl Body for TrackedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Pin::new(&mut self.body).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -244,7 +293,14 @@ mod tests {
         let app = Router::new()
             .route("/ok", get(|| async { "ok" }))
             .route("/echo", post(|body: Bytes| async move { body.len().to_string() }))
-            .route("/big", get(|| async { vec![b'x'; 64 << 20] }));
+            .route("/big", get(|| async { vec![b'x'; 64 << 20] }))
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(Duration::from_millis(900)).await;
+                    "slow"
+                }),
+            );
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         tokio::spawn(serve(listener, app, timeouts, async move {
             let _ = stopped.await;
@@ -309,6 +365,55 @@ mod tests {
         let (got, _) = read_to_close(&mut s).await;
         let text = String::from_utf8_lossy(&got);
         assert!(!text.starts_with("HTTP/1.1 200"), "{text}");
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    /// A request in flight keeps its connection open past the read timeout.
+    #[tokio::test]
+    async fn a_response_slower_than_the_read_timeout_is_still_written() {
+        let (addr, _stop) = start(timeouts(300, 60_000)).await;
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+        let (got, _) = read_to_close(&mut s).await;
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.starts_with("HTTP/1.1 200") && text.ends_with("slow"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_connection_that_sends_nothing_is_closed() {
+        let (addr, _stop) = start(timeouts(300, 60_000)).await;
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        let (got, idle) = read_to_close(&mut s).await;
+        assert!(got.is_empty() || !got.starts_with(b"HTTP/1.1 200"));
+        assert!(idle < Duration::from_secs(3), "{idle:?}");
+    }
+
+    /// An HTTP/2 client (prior knowledge) that sends its preface, then a
+    /// request's HEADERS frame a byte at a time.
+    #[tokio::test]
+    async fn http2_headers_trickled_slower_than_the_read_timeout_are_cut_off() {
+        let (addr, _stop) = start(timeouts(300, 60_000)).await;
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").await.unwrap();
+        // An empty SETTINGS frame.
+        s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+        // HEADERS of stream 1, END_HEADERS | END_STREAM, with a 64-byte
+        // literal header the frame never finishes sending.
+        let mut block = vec![0x82, 0x86, 0x84, 0x41, 0x01, b'x', 0x00, 0x01, b'y', 0x3f];
+        block.extend(std::iter::repeat_n(b'a', 64));
+        let mut frame = vec![0, 0, block.len() as u8, 1, 5, 0, 0, 0, 1];
+        frame.extend(block);
+        let started = std::time::Instant::now();
+        for b in frame {
+            if s.write_all(&[b]).await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            if started.elapsed() > Duration::from_secs(3) {
+                panic!("the server still reads a trickled HTTP/2 request after 3 s");
+            }
+        }
+        read_to_close(&mut s).await;
         assert!(started.elapsed() < Duration::from_secs(3));
     }
 
