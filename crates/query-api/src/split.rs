@@ -18,7 +18,7 @@ use std::sync::Arc;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
 use cairn_http::peers::{PeerKind, Peers, peer_headers};
-use cairn_http::{ApiError, AppState, Params, invalid_param, read_options};
+use cairn_http::{ApiError, AppState, Params, invalid_param, read_options, run_blocking};
 use cairn_model::Labels;
 use cairn_promql::{Engine, QueryResult, QueryStats, RangeSeries, Value};
 use cairn_storage::{Shard, ShardBy, ShardView, TenantScope};
@@ -103,9 +103,11 @@ pub(crate) async fn answer(
         .collect();
     let options = read_options(params)?;
     let mut results = vec![evaluate_cut(engine, state, scope, params, &request, &options, &cuts[0]).await?];
+    // Peers' answers are read, and the whole one written, off the async
+    // workers: either can be megabytes of JSON.
     for (call, cut) in asked.into_iter().zip(&cuts[1..]) {
         let answered = match call.await {
-            Ok(Ok((200, body))) => matrix_of(&body),
+            Ok(Ok((200, body))) => run_blocking(move || Ok(matrix_of(&body))).await?,
             _ => None,
         };
         let result = match answered {
@@ -114,10 +116,14 @@ pub(crate) async fn answer(
         };
         results.push(result);
     }
-    let mut joined = join(results);
-    joined.warnings.extend(options.warnings.take());
+    let warnings = options.warnings.take();
     let took = crate::stats_requested(params).then(|| started.elapsed());
-    let mut response = crate::render(joined, None, took);
+    let mut response = run_blocking(move || {
+        let mut joined = join(results);
+        joined.warnings.extend(warnings);
+        Ok(crate::render(joined, None, took))
+    })
+    .await?;
     if let Ok(n) = HeaderValue::from_str(&cuts.len().to_string()) {
         response.headers_mut().insert(PARTS_HEADER, n);
     }
