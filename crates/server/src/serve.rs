@@ -399,7 +399,7 @@ mod tests {
         s.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
         // HEADERS of stream 1, END_HEADERS | END_STREAM, with a 64-byte
         // literal header the frame never finishes sending.
-        let mut block = vec![0x82, 0x86, 0x84, 0x41, 0x01, b'x', 0x00, 0x01, b'y', 0x3f];
+        let mut block = vec![0x82, 0x86, 0x84, 0x41, 0x01, b'x', 0x00, 0x01, b'y', 0x40];
         block.extend(std::iter::repeat_n(b'a', 64));
         let mut frame = vec![0, 0, block.len() as u8, 1, 5, 0, 0, 0, 1];
         frame.extend(block);
