@@ -413,6 +413,16 @@ fn soak_kill_9_at_full_rate_with_queries() {
         startups.push(start.elapsed());
         let (_, peak) = cairn_bench::procfs::rss(srv.pid()).expect("the server's /proc status");
         peaks.push(peak);
+        if startups[round] > Duration::from_secs(3) {
+            // Where a slow start went: opening the days, replay, its flush.
+            for line in srv.log().lines().filter(|l| {
+                ["opened partitions", "replayed WAL", "storage ready"]
+                    .iter()
+                    .any(|m| l.contains(m))
+            }) {
+                println!("round {round} start: {line}");
+            }
+        }
         let from = if round % 10 == 0 { 0 } else { verified_from };
         acked.extend(verify_in_chunks(
             &srv.client(),

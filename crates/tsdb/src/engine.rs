@@ -134,6 +134,7 @@ impl Tsdb {
     /// [`Tsdb::open`] with the bucket (and where in it) given, not connected
     /// to: tenants share one client and its cache.
     pub(crate) fn open_with(config: Config, remote: Option<Arc<Remote>>) -> Result<Self, StorageError> {
+        let opening = Instant::now();
         let root = config.path.clone();
         fs::create_dir_all(&root).map_err(StorageError::io("create", &root))?;
         let lock_path = root.join("LOCK");
@@ -175,6 +176,11 @@ impl Tsdb {
                 Partition::open(dir, day, remote.clone(), &objects, quarantine.clone())
             })
             .collect::<Result<_, _>>()?;
+        tracing::info!(
+            partitions = opened.len(),
+            elapsed_ms = opening.elapsed().as_millis() as u64,
+            "opened partitions"
+        );
         let mut partitions = BTreeMap::new();
         let (mut max_seq, mut max_index_segment) = (0, 0);
         for p in opened {
@@ -403,6 +409,7 @@ impl Inner {
             }
             Ok(())
         })?;
+        let replayed_ms = started.elapsed().as_millis() as u64;
         self.flush()?;
         if unknown_rows > 0 {
             tracing::error!(
@@ -411,9 +418,11 @@ impl Inner {
             );
         }
         if records > 0 {
+            // The closing flush apart: it may merge the day's files.
             tracing::info!(
                 records,
                 elapsed_ms = started.elapsed().as_millis() as u64,
+                flush_ms = started.elapsed().as_millis() as u64 - replayed_ms,
                 "replayed WAL"
             );
         }
