@@ -112,6 +112,9 @@ mod tests {
                 (r#"temp2"#.into(), NOW, 4.0),
             ]
         );
+        // Only the number -1 means now: a time near it is a time.
+        let (got, _) = flat("near -3 -1.0000000000123\n");
+        assert_eq!(got, vec![("near".into(), -1000, -3.0)]);
         let (got, _) = flat("a NaN 1\nb -Inf 1\n");
         assert!(got[0].2.is_nan());
         assert_eq!(got[1].2, f64::NEG_INFINITY);
