@@ -18,7 +18,8 @@ pub fn graphite(data: &[u8]) {
             // Seconds with three decimals are exact in a float only this far;
             // and `-1.000`, as `-1`, means "now" (Carbon's rule), so a sample
             // at -1 s (from `-1.0000000000123`, say) has no line of its own.
-            if s.samples[0].t.abs() >= 1_000_000_000_000_000 || s.samples[0].t == -1000 {
+            let t = s.samples[0].t;
+            if t.abs() >= 1_000_000_000_000_000 || t == -1000 {
                 continue;
             }
             kept.push(s.clone());

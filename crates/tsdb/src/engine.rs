@@ -418,13 +418,9 @@ impl Inner {
             );
         }
         if records > 0 {
+            let elapsed_ms = started.elapsed().as_millis() as u64;
             // The closing flush apart: it may merge the day's files.
-            tracing::info!(
-                records,
-                elapsed_ms = started.elapsed().as_millis() as u64,
-                flush_ms = started.elapsed().as_millis() as u64 - replayed_ms,
-                "replayed WAL"
-            );
+            tracing::info!(records, elapsed_ms, flush_ms = elapsed_ms - replayed_ms, "replayed WAL");
         }
         Ok(())
     }

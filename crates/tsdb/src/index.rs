@@ -908,23 +908,35 @@ pub fn write_atomically_with<T>(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<T, StorageError>,
 ) -> Result<T, StorageError> {
-    let tmp = path.with_extension("tmp");
-    let written = (|| {
-        let f = fs::File::create(&tmp).map_err(StorageError::io("create", &tmp))?;
+    place_atomically(path, |tmp| {
+        let f = fs::File::create(tmp).map_err(StorageError::io("create", tmp))?;
         let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
         let value = write(&mut out)?;
         let f = out
             .into_inner()
-            .map_err(|e| StorageError::io("write", &tmp)(e.into_error()))?;
-        f.sync_all().map_err(StorageError::io("sync", &tmp))?;
+            .map_err(|e| StorageError::io("write", tmp)(e.into_error()))?;
+        f.sync_all().map_err(StorageError::io("sync", tmp))?;
+        Ok(value)
+    })
+}
+
+/// Puts the file that `fill` writes, and syncs, at a temporary path in
+/// the place of `path`, atomically: a crash or an error leaves the old
+/// file or the new one whole, and an error leaves no temporary file.
+pub fn place_atomically<T>(
+    path: &Path,
+    fill: impl FnOnce(&Path) -> Result<T, StorageError>,
+) -> Result<T, StorageError> {
+    let tmp = path.with_extension("tmp");
+    let placed = fill(&tmp).and_then(|value| {
         fs::rename(&tmp, path).map_err(StorageError::io("rename", &tmp))?;
         Ok(value)
-    })();
-    if written.is_err() {
+    });
+    if placed.is_err() {
         // A full disk must not keep what a failed attempt wrote.
         let _ = fs::remove_file(&tmp);
     }
-    let value = written?;
+    let value = placed?;
     if let Some(dir) = path.parent() {
         crate::wal::sync_dir(dir)?;
     }

@@ -125,25 +125,15 @@ pub(super) fn fetch_kept_files(
     Ok(uploaded)
 }
 
-/// Writes the object `key` to `path` atomically (as
-/// [`crate::index::write_atomically`] does), as it arrives: a merged
+/// Writes the object `key` to `path` atomically, as it arrives: a merged
 /// histogram file can be larger than memory should hold at once.
 fn download(bucket: &Bucket, key: &str, path: &Path) -> Result<(), StorageError> {
-    let tmp = path.with_extension("tmp");
-    let written = bucket.download(key, &tmp).and_then(|_| {
-        fs::File::open(&tmp)
+    crate::index::place_atomically(path, |tmp| {
+        bucket.download(key, tmp)?;
+        fs::File::open(tmp)
             .and_then(|f| f.sync_all())
-            .map_err(StorageError::io("sync", &tmp))?;
-        fs::rename(&tmp, path).map_err(StorageError::io("rename", &tmp))
-    });
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written?;
-    match path.parent() {
-        Some(dir) => crate::wal::sync_dir(dir),
-        None => Ok(()),
-    }
+            .map_err(StorageError::io("sync", tmp))
+    })
 }
 
 /// What tells one version of a kept file from another without reading it:
