@@ -419,7 +419,7 @@ impl Inner {
         }
         if records > 0 {
             let elapsed_ms = started.elapsed().as_millis() as u64;
-            // The closing flush apart: it may merge the day's files.
+            // The closing flush apart: the one write a start waits for.
             tracing::info!(records, elapsed_ms, flush_ms = elapsed_ms - replayed_ms, "replayed WAL");
         }
         Ok(())
@@ -519,7 +519,8 @@ impl Inner {
 
     /// Merges disk parts where a partition has more than [`MAX_DISK_PARTS`]
     /// or two young ones (one merge per partition), or compacts an idle
-    /// partition fully; whether it wrote anything.
+    /// partition fully, and merges histogram files where a partition has
+    /// too many; whether it wrote anything.
     pub(crate) fn merge_disk_parts(&self) -> Result<bool, StorageError> {
         let partitions: Vec<_> = self.partitions.read().values().cloned().collect();
         let mut merged = false;
@@ -533,6 +534,10 @@ impl Inner {
                 merged = true;
                 self.counters.merges.fetch_add(1, Ordering::Relaxed);
                 self.counters.merged_bytes.fetch_add(bytes, Ordering::Relaxed);
+            }
+            if p.merge_histogram_files()? {
+                merged = true;
+                self.counters.merges.fetch_add(1, Ordering::Relaxed);
             }
         }
         Ok(merged)

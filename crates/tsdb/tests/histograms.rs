@@ -282,3 +282,42 @@ fn tsdb_histogram_files_of_flushes_after_a_reopen_keep_earlier_ones() {
         HistogramSample::new(start + 12 * 15_000, histogram(1, 12))
     );
 }
+
+/// Flushes only add histogram files, so neither they nor a restart's
+/// replay wait for a merge; the merge round then merges them, and every
+/// body reads the same before, after and across a reopen.
+#[test]
+fn tsdb_histogram_files_flushes_add_are_merged_by_the_merge_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let start = now() - 3 * HOUR;
+    let day = dir
+        .path()
+        .join("partitions")
+        .join(cairn_tsdb::Day::of(start).to_string());
+    let files = || {
+        std::fs::read_dir(&day)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".chist"))
+            .count()
+    };
+    let db = Tsdb::open(c.clone()).unwrap();
+    for round in 0..12 {
+        write(&db, 3, 5, start, round * 5);
+        db.flush().unwrap();
+    }
+    assert_eq!(files(), 12);
+    // A crash before the next flush: the replay's flush adds a file.
+    write(&db, 3, 5, start, 60);
+    let want = all(&db);
+    assert_eq!(want[2].2.len(), 65);
+    let db = reopen_after_crash(db, &c);
+    assert_eq!(files(), 13);
+    assert_eq!(all(&db), want);
+    db.maintain().unwrap();
+    assert!(files() < 13, "{} files after a merge round", files());
+    assert_eq!(all(&db), want);
+    db.close().unwrap();
+    drop(db);
+    assert_eq!(all(&Tsdb::open(c).unwrap()), want);
+}

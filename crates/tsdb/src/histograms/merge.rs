@@ -17,38 +17,42 @@ use crate::quarantine::{FileKind, Quarantine};
 impl HistogramStore {
     /// Rewrites the newest files (see [`merge_from`]) as one under the
     /// newest one's name (replaced atomically; it then holds what they do,
-    /// newest body winning, less the bodies of `dead` series), then removes
-    /// the others. A crash in between leaves files the merged one overrides.
-    /// Only flushes call it, one at a time (the caller's partition
-    /// serialises them), so the flushed blocks do not change meanwhile. A
+    /// newest body winning, less the bodies of the series `dead` names, of
+    /// the ids it is given: the partition's deleted ones; it is called
+    /// without the lock), then removes the others. A crash in between
+    /// leaves files the merged one overrides. Flushes go on meanwhile:
+    /// their files are newer than every merged one and stay after it.
+    /// Merges must not overlap (the caller's partition serialises them). A
     /// block that does not decode is left out and its file copied to the
     /// quarantine; returns whether any was.
-    pub(super) fn merge_files(
+    pub fn merge_files(
         lock: &RwLock<Self>,
         dir: &Path,
-        dead: &HashSet<u64>,
+        dead: impl FnOnce(&[u64]) -> HashSet<u64>,
         quarantine: &Quarantine,
     ) -> Result<bool, StorageError> {
-        // Where each live series' blocks in the merged files lie: the merge
-        // then reads and writes a block at a time, without the lock.
-        let (series, merged) = {
+        // Where each series' blocks in the merged files lie: the merge then
+        // reads and writes a block at a time, without the lock.
+        let (mut series, merged) = {
             let store = lock.read();
             let sizes: Vec<u64> = store.files.iter().map(|f| f.len).collect();
-            let merged = store.files[merge_from(&sizes)..].to_vec();
-            let Some(first) = merged.first().map(|f| f.seq) else {
+            if sizes.len() < 2 {
                 return Ok(false);
-            };
+            }
+            let merged = store.files[merge_from(&sizes)..].to_vec();
+            let first = merged[0].seq;
             let mut series: Vec<(u64, Vec<Block>)> = store
                 .flushed
                 .iter()
-                .filter(|(id, _)| !dead.contains(id))
                 .map(|(&id, blocks)| (id, blocks.iter().filter(|b| b.file.seq >= first).cloned().collect()))
                 .filter(|(_, blocks): &(u64, Vec<Block>)| !blocks.is_empty())
                 .collect();
             series.sort_unstable_by_key(|&(id, _)| id);
             (series, merged)
         };
-        // Not empty: the block above returned otherwise.
+        let ids: Vec<u64> = series.iter().map(|&(id, _)| id).collect();
+        let dead = dead(&ids);
+        series.retain(|(id, _)| !dead.contains(id));
         let (first, newest) = (merged[0].seq, merged[merged.len() - 1].seq);
         let damaged: RefCell<BTreeMap<PathBuf, String>> = RefCell::default();
         let write = |w: &mut FileWriter<'_>| {
@@ -66,13 +70,13 @@ impl HistogramStore {
         })?;
         {
             let mut store = lock.write();
+            let was_merged = |seq: u64| (first..=newest).contains(&seq);
             store.flushed.retain(|_, blocks| {
-                blocks.retain(|b| b.file.seq < first);
+                blocks.retain(|b| !was_merged(b.file.seq));
                 !blocks.is_empty()
             });
-            store.files.retain(|f| f.seq < first);
-            store.attach(file.clone(), entries);
-            store.files.push(file);
+            store.files.retain(|f| !was_merged(f.seq));
+            store.attach(file, entries);
         }
         for f in &merged[..merged.len() - 1] {
             fs::remove_file(&f.path).map_err(StorageError::io("remove merged histogram file", &f.path))?;
@@ -186,9 +190,10 @@ impl FileBodies<'_> {
         Ok(Some(self.ts[self.at]))
     }
 }
+
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
+    use std::collections::{BTreeMap, HashSet};
     use std::fs;
     use std::sync::Arc;
 
@@ -196,10 +201,14 @@ mod tests {
     use parking_lot::RwLock;
 
     use super::super::file::{decode_file, file_name};
-    use super::super::tests::{h, none_dead};
+    use super::super::tests::h;
     use super::super::{BLOCK_SAMPLES, HistogramStore, MAX_FILES};
     use super::merge_from;
     use crate::quarantine::Quarantine;
+
+    fn none_dead(_: &[u64]) -> HashSet<u64> {
+        HashSet::new()
+    }
 
     #[test]
     fn a_merge_takes_the_newest_files_and_the_older_ones_no_larger_than_those() {
@@ -230,7 +239,10 @@ mod tests {
                     want.insert((id, t), body);
                 }
             }
-            HistogramStore::flush(&store, dir.path(), seq, none_dead, &quarantine).unwrap();
+            HistogramStore::flush(&store, dir.path(), seq).unwrap();
+            if store.read().wants_merge() {
+                HistogramStore::merge_files(&store, dir.path(), none_dead, &quarantine).unwrap();
+            }
             assert!(store.read().files.len() <= MAX_FILES);
         }
         let sizes: Vec<u64> = store.read().files.iter().map(|f| f.len).collect();
@@ -259,17 +271,20 @@ mod tests {
         }
     }
     #[test]
-    fn flushes_past_the_file_limit_merge_the_files_keeping_the_newest_bodies_of_live_series() {
+    fn files_past_the_limit_merge_into_one_keeping_the_newest_bodies_of_live_series() {
         let dir = tempfile::tempdir().unwrap();
         let store = RwLock::new(HistogramStore::default());
         for seq in 1..=(MAX_FILES as u64 + 1) {
             store.write().insert(1, 10, h(seq as f64));
             store.write().insert(2, seq as i64, h(seq as f64));
             store.write().insert(3, seq as i64, h(seq as f64));
-            // Series 3 is deleted by the time the files merge.
-            let dead = |ids: &[u64]| ids.iter().copied().filter(|&id| id == 3).collect();
-            HistogramStore::flush(&store, dir.path(), seq, dead, &Quarantine::new(dir.path())).unwrap();
+            HistogramStore::flush(&store, dir.path(), seq).unwrap();
         }
+        assert!(store.read().wants_merge());
+        // Series 3 is deleted by the time the files merge.
+        let dead = |ids: &[u64]| ids.iter().copied().filter(|&id| id == 3).collect();
+        assert!(!HistogramStore::merge_files(&store, dir.path(), dead, &Quarantine::new(dir.path())).unwrap());
+        assert!(!store.read().wants_merge());
         let files = fs::read_dir(dir.path()).unwrap().count();
         assert_eq!(files, 1);
         for s in [&*store.read(), &HistogramStore::load(dir.path()).unwrap()] {
@@ -290,7 +305,7 @@ mod tests {
         for seq in 1..=MAX_FILES as u64 {
             store.write().insert(1, seq as i64, h(seq as f64));
             store.write().insert(2, seq as i64, h(seq as f64));
-            assert!(!HistogramStore::flush(&store, dir.path(), seq, none_dead, &quarantine).unwrap());
+            HistogramStore::flush(&store, dir.path(), seq).unwrap();
         }
         // Series 1's block of the second file rots after it was loaded.
         let path = dir.path().join(file_name(2));
@@ -302,7 +317,8 @@ mod tests {
         fs::write(&path, &rotten).unwrap();
         assert!(store.read().read(1, 0, 100).is_err());
         store.write().insert(2, 100, h(100.0));
-        let lost = HistogramStore::flush(&store, dir.path(), 100, none_dead, &quarantine).unwrap();
+        HistogramStore::flush(&store, dir.path(), 100).unwrap();
+        let lost = HistogramStore::merge_files(&store, dir.path(), none_dead, &quarantine).unwrap();
         assert!(lost);
         assert_eq!(
             fs::read(dir.path().join("quarantine").join(file_name(2))).unwrap(),
@@ -312,5 +328,38 @@ mod tests {
         let kept: Vec<i64> = store.read().read(1, 0, 100).unwrap().into_keys().collect();
         assert_eq!(kept, [1, 3, 4, 5, 6, 7, 8]);
         assert_eq!(store.read().read(2, 0, 100).unwrap().len(), MAX_FILES + 1);
+    }
+
+    /// A flush that lands while a merge writes its file stays the newest:
+    /// its bodies win over the merged ones, in memory and after a reload.
+    #[test]
+    fn a_flush_during_a_merge_keeps_its_file_after_the_merged_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RwLock::new(HistogramStore::default());
+        for seq in 1..=MAX_FILES as u64 + 1 {
+            store.write().insert(1, 10, h(seq as f64));
+            store.write().insert(2, seq as i64, h(seq as f64));
+            HistogramStore::flush(&store, dir.path(), seq).unwrap();
+        }
+        // Called by the merge after it took the files it merges, without the lock.
+        let flush_meanwhile = |_: &[u64]| {
+            store.write().insert(1, 10, h(100.0));
+            store.write().insert(2, 100, h(100.0));
+            HistogramStore::flush(&store, dir.path(), 100).unwrap();
+            HashSet::new()
+        };
+        HistogramStore::merge_files(&store, dir.path(), flush_meanwhile, &Quarantine::new(dir.path())).unwrap();
+        let seqs: Vec<u64> = store.read().files.iter().map(|f| f.seq).collect();
+        assert_eq!(seqs, [MAX_FILES as u64 + 1, 100]);
+        for s in [&*store.read(), &HistogramStore::load(dir.path()).unwrap()] {
+            assert_eq!(
+                s.read(1, 0, 100).unwrap().into_values().collect::<Vec<_>>(),
+                vec![h(100.0)]
+            );
+            assert_eq!(s.read(2, 0, 100).unwrap().len(), MAX_FILES + 2);
+            for blocks in s.flushed.values() {
+                assert!(blocks.windows(2).all(|w| w[0].file.seq <= w[1].file.seq));
+            }
+        }
     }
 }

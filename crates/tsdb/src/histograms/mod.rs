@@ -19,7 +19,7 @@
 mod file;
 mod merge;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::ops::Range;
 use std::os::unix::fs::FileExt;
@@ -34,8 +34,6 @@ use parking_lot::RwLock;
 
 use file::{Encoded, Entry, FileWriter, decode_from, write_file};
 pub use file::{check_bytes, check_file, file_seq};
-
-use crate::quarantine::Quarantine;
 
 /// The float value that stands for a histogram sample: a NaN payload
 /// spelling "hist", distinct from the staleness marker.
@@ -78,8 +76,9 @@ struct Block {
     bytes: Range<u64>,
 }
 
-/// Histogram files a partition keeps before a flush merges some of them
-/// into one, which bounds the files a read goes through.
+/// Histogram files a partition keeps before the merge thread merges some
+/// of them into one, which bounds the files a read goes through (flushes
+/// may add more meanwhile: a restart's replay never waits for a merge).
 const MAX_FILES: usize = 8;
 
 #[derive(Default)]
@@ -136,8 +135,7 @@ impl HistogramStore {
             match decoded {
                 Ok(entries) => {
                     let file = Arc::new(HistogramFile { seq, path, file, len });
-                    store.attach(file.clone(), entries);
-                    store.files.push(file);
+                    store.attach(file, entries);
                 }
                 Err(reason) => damaged.push((path, reason.to_string())),
             }
@@ -145,16 +143,25 @@ impl HistogramStore {
         Ok((store, damaged))
     }
 
-    /// Adds the blocks of a file, which is newer than those attached before.
+    /// Adds a file and its blocks, in WAL segment order among the files
+    /// (the newest, but for a merge's file while flushes ran).
     fn attach(&mut self, file: Arc<HistogramFile>, entries: Vec<Entry>) {
+        let seq = file.seq;
         for e in entries {
-            self.flushed.entry(e.id).or_default().push(Block {
-                mint: e.mint,
-                maxt: e.maxt,
-                file: file.clone(),
-                bytes: e.bytes,
-            });
+            let blocks = self.flushed.entry(e.id).or_default();
+            let at = blocks.partition_point(|b| b.file.seq <= seq);
+            blocks.insert(
+                at,
+                Block {
+                    mint: e.mint,
+                    maxt: e.maxt,
+                    file: file.clone(),
+                    bytes: e.bytes,
+                },
+            );
         }
+        let at = self.files.partition_point(|f| f.seq <= seq);
+        self.files.insert(at, file);
     }
 
     pub fn is_empty(&self) -> bool {
@@ -203,22 +210,12 @@ impl HistogramStore {
     /// Writes the bodies unflushed when it starts to the file of WAL
     /// segment `seq`, then reads them from there. The file is written without
     /// the lock, so commits go on; a body replaced meanwhile stays unflushed
-    /// (and wins over the file's). Nothing changes on error.
-    /// `dead` tells, of a list of series ids, those the partition's index
-    /// holds as deleted (no sample left): a merge of the files drops their
-    /// bodies. It is called without the store's lock. Returns whether
-    /// bodies were lost: a merge of the files met blocks that did not
-    /// decode, whose files went to `quarantine` (copied: the merge replaces them).
-    pub fn flush(
-        lock: &RwLock<Self>,
-        dir: &Path,
-        seq: u64,
-        dead: impl FnOnce(&[u64]) -> HashSet<u64>,
-        quarantine: &Quarantine,
-    ) -> Result<bool, StorageError> {
+    /// (and wins over the file's). Nothing changes on error. Files add up
+    /// until [`Self::merge_files`] (the merge thread's) merges them.
+    pub fn flush(lock: &RwLock<Self>, dir: &Path, seq: u64) -> Result<(), StorageError> {
         let fresh = lock.read().fresh.clone();
         if fresh.is_empty() {
-            return Ok(false);
+            return Ok(());
         }
         let mut ids: Vec<u64> = fresh.keys().copied().collect();
         ids.sort_unstable();
@@ -251,14 +248,14 @@ impl HistogramStore {
             }
         }
         store.fresh_bytes -= freed;
-        store.attach(file.clone(), entries);
-        store.files.push(file);
-        if store.files.len() > MAX_FILES {
-            let ids: Vec<u64> = store.flushed.keys().copied().collect();
-            drop(store);
-            return Self::merge_files(lock, dir, &dead(&ids), quarantine);
-        }
-        Ok(false)
+        store.attach(file, entries);
+        Ok(())
+    }
+
+    /// Whether the store holds more files than [`MAX_FILES`], which a
+    /// merge of some of them should bring down.
+    pub fn wants_merge(&self) -> bool {
+        self.files.len() > MAX_FILES
     }
 }
 
@@ -317,10 +314,6 @@ mod tests {
     use super::file::{decode_file, file_name};
     use super::*;
 
-    pub(super) fn none_dead(_: &[u64]) -> HashSet<u64> {
-        HashSet::new()
-    }
-
     pub(super) fn h(count: f64) -> Arc<Histogram> {
         Arc::new(Histogram {
             schema: 3,
@@ -337,7 +330,7 @@ mod tests {
         let store = RwLock::new(HistogramStore::default());
         store.write().insert(7, 10, h(1.0));
         store.write().insert(7, 20, h(2.0));
-        HistogramStore::flush(&store, dir.path(), 1, none_dead, &Quarantine::new(dir.path())).unwrap();
+        HistogramStore::flush(&store, dir.path(), 1).unwrap();
         store.write().insert(7, 20, h(3.0));
         store.write().insert(8, 5, h(4.0));
         let want = |s: &HistogramStore| {
@@ -353,7 +346,7 @@ mod tests {
             assert!(!s.has(9) && s.has(8));
         };
         want(&store.read());
-        HistogramStore::flush(&store, dir.path(), 2, none_dead, &Quarantine::new(dir.path())).unwrap();
+        HistogramStore::flush(&store, dir.path(), 2).unwrap();
         assert!(store.read().fresh.is_empty());
         want(&store.read());
         want(&HistogramStore::load(dir.path()).unwrap());
@@ -381,7 +374,7 @@ mod tests {
         store.write().insert(1, 10, wide(4.0));
         assert_eq!(store.read().unflushed_bytes(), recount(&store.read()));
         assert!(store.read().unflushed_bytes() > before);
-        HistogramStore::flush(&store, dir.path(), 1, none_dead, &Quarantine::new(dir.path())).unwrap();
+        HistogramStore::flush(&store, dir.path(), 1).unwrap();
         assert_eq!(store.read().unflushed_bytes(), 0);
         store.write().insert(2, 30, wide(5.0));
         assert_eq!(store.read().unflushed_bytes(), body_bytes(&wide(5.0)));
@@ -392,7 +385,7 @@ mod tests {
         let store = RwLock::new(HistogramStore::default());
         store.write().insert(1, 1, h(1.0));
         let dir = tempfile::tempdir().unwrap();
-        HistogramStore::flush(&store, dir.path(), 3, none_dead, &Quarantine::new(dir.path())).unwrap();
+        HistogramStore::flush(&store, dir.path(), 3).unwrap();
         let path = dir.path().join(file_name(3));
         let bytes = fs::read(&path).unwrap();
         for i in 0..bytes.len() {
@@ -419,7 +412,7 @@ mod tests {
             store.write().insert(id, 10 * id as i64, h(id as f64));
         }
         let dir = tempfile::tempdir().unwrap();
-        HistogramStore::flush(&store, dir.path(), 4, none_dead, &Quarantine::new(dir.path())).unwrap();
+        HistogramStore::flush(&store, dir.path(), 4).unwrap();
         let path = dir.path().join(file_name(4));
         let bytes = fs::read(&path).unwrap();
         let entries = decode_file(&bytes).unwrap();

@@ -624,14 +624,7 @@ impl Partition {
             self.index.write().shrink_to_fit();
         }
         // Before the WAL that holds these bodies is truncated (the caller's next step).
-        let dead = |ids: &[u64]| {
-            let index = self.index.read();
-            let dead = |id: &u64| index.local_of(*id).is_none_or(|local| !index.live().contains(local));
-            ids.iter().copied().filter(dead).collect()
-        };
-        if HistogramStore::flush(&self.histograms, &self.dir, index_seq, dead, &self.quarantine)? {
-            self.lost_histograms.store(true, Ordering::Relaxed);
-        }
+        HistogramStore::flush(&self.histograms, &self.dir, index_seq)?;
         if memory.is_empty() {
             return Ok(());
         }
@@ -663,6 +656,24 @@ impl Partition {
         let tombs = self.tombstones.read().clone();
         let merged = Arc::new(merge_parts(inputs, &tombs, Vec::new(), BlockEncoding::Fast)?.finish_in_memory()?);
         self.edit_parts(|parts| replace_run(&mut parts.memory, inputs, Some(merged)));
+        Ok(true)
+    }
+
+    /// Merges some of the histogram files when there are too many (see
+    /// [`HistogramStore::merge_files`]); whether it did.
+    pub fn merge_histogram_files(&self) -> Result<bool, StorageError> {
+        let _merge = self.disk_merge.lock();
+        if !self.histograms.read().wants_merge() {
+            return Ok(false);
+        }
+        let dead = |ids: &[u64]| {
+            let index = self.index.read();
+            let dead = |id: &u64| index.local_of(*id).is_none_or(|local| !index.live().contains(local));
+            ids.iter().copied().filter(dead).collect()
+        };
+        if HistogramStore::merge_files(&self.histograms, &self.dir, dead, &self.quarantine)? {
+            self.lost_histograms.store(true, Ordering::Relaxed);
+        }
         Ok(true)
     }
 
