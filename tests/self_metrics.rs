@@ -283,10 +283,14 @@ fn self_metrics_match_prometheus() {
          scrape_configs:\n  - job_name: selfmetrics\n    target_limit: 5\n    static_configs:\n      - targets: ['127.0.0.1:{target_port}']\n",
         rules.display()
     );
-    let prom = Prometheus::start(&prom_bin, &config, &[]);
+    // Prometheus drops an alert fired before its Alertmanager is discovered
+    // and sends it again only after the resend delay (1m by default): a
+    // short one lets a slow start settle.
+    let resend = "--rules.alert.resend-delay=1s";
+    let prom = Prometheus::start(&prom_bin, &config, &[resend]);
     let cairn_config = dir.path().join("cairn.yml");
     std::fs::write(&cairn_config, &config).expect("cairn config");
-    let cairn = Server::start_with(&["--config.file", cairn_config.to_str().expect("utf-8 path")]);
+    let cairn = Server::start_with(&["--config.file", cairn_config.to_str().expect("utf-8 path"), resend]);
 
     let http = http_client(Duration::from_secs(5));
     let fetch = |url: &str| -> BTreeMap<String, Family> {
@@ -298,8 +302,8 @@ fn self_metrics_match_prometheus() {
         parse(&body)
     };
     // A few evaluation cycles: alert state restored, the alert sent (and
-    // failed) once, intervals between scrapes measured (from the second
-    // scrape on, which may come almost two intervals after the start).
+    // failed) at least once, intervals between scrapes measured (from the
+    // second scrape on, which may come almost two intervals after the start).
     let deadline = Instant::now() + Duration::from_secs(40);
     let ready = |m: &BTreeMap<String, Family>| {
         let iterations = m
@@ -328,7 +332,9 @@ fn self_metrics_match_prometheus() {
         }
         assert!(
             Instant::now() < deadline,
-            "not settled\nprometheus:\n{}\ncairn:\n{}",
+            "not settled (ready: Prometheus {}, Cairn {})\nprometheus:\n{}\ncairn:\n{}",
+            ready(&want),
+            ready(&got),
             prom.log(),
             cairn.log()
         );
