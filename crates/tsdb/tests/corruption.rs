@@ -12,7 +12,7 @@ use cairn_tsdb::check::check_dir;
 use cairn_tsdb::{Config, Day, Tsdb};
 
 mod common;
-use common::{HOUR, config, now};
+use common::{HOUR, config, now, yesterday_noon};
 
 type Data = Vec<(Labels, Vec<Sample>)>;
 
@@ -45,7 +45,7 @@ fn of_day(data: &Data, day: &str) -> Data {
 /// Two days ("a": yesterday, "b": today), each flushed to a part and an
 /// index segment. Returns the days' starts.
 fn two_days(c: &Config) -> (i64, i64) {
-    let b = now() - 2 * HOUR;
+    let b = yesterday_noon();
     let a = b - 24 * HOUR;
     let db = Tsdb::open(c.clone()).unwrap();
     write(&db, "a", 4, a);
@@ -158,7 +158,7 @@ fn a_damaged_block_fails_one_read_then_its_part_is_left_out_and_quarantined() {
 fn a_merge_meeting_a_damaged_part_quarantines_it() {
     let dir = tempfile::tempdir().unwrap();
     let c = config(dir.path());
-    let t = now() - 2 * HOUR;
+    let t = yesterday_noon();
     let db = Tsdb::open(c.clone()).unwrap();
     write(&db, "a", 3, t);
     db.flush().unwrap();

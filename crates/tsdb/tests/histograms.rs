@@ -290,7 +290,7 @@ fn tsdb_histogram_files_of_flushes_after_a_reopen_keep_earlier_ones() {
 fn tsdb_histogram_files_flushes_add_are_merged_by_the_merge_round() {
     let dir = tempfile::tempdir().unwrap();
     let c = config(dir.path());
-    let start = now() - 3 * HOUR;
+    let start = common::yesterday_noon();
     let day = dir
         .path()
         .join("partitions")

@@ -16,6 +16,13 @@ pub fn now() -> i64 {
         .as_millis() as i64
 }
 
+/// Noon (UTC) of the day before today: hours from either edge of its day,
+/// so a test's writes of a few hours stay in one day partition at any hour
+/// the test runs.
+pub fn yesterday_noon() -> i64 {
+    now() / DAY * DAY - 12 * HOUR
+}
+
 /// A configuration without background work, so a test decides when data
 /// is flushed and merged.
 pub fn config(dir: &std::path::Path) -> Config {
