@@ -44,6 +44,10 @@ pub struct Config {
     pub min_free_disk_bytes: u64,
     /// WAL segment size before rotation.
     pub wal_segment_bytes: u64,
+    /// Bound of the WAL segments kept after their flush for readers that
+    /// have not passed them yet (remote write's backlog); past it the oldest
+    /// go, and those readers report the samples lost.
+    pub wal_max_retained_bytes: u64,
     /// Samples further in the future than this are rejected.
     pub max_future: Duration,
     /// Background merges and retention run every this often.
@@ -98,6 +102,7 @@ impl Config {
             max_write_stall: Duration::from_secs(2),
             min_free_disk_bytes: 64 << 20,
             wal_segment_bytes: 64 << 20,
+            wal_max_retained_bytes: 4 << 30,
             max_future: Duration::from_secs(2 * 86_400),
             maintenance_interval: Duration::from_secs(5),
             idle_merge_after: Duration::from_secs(60),

@@ -204,6 +204,7 @@ impl Tsdb {
             config.wal_sync == WalSync::EveryCommit,
             max_index_segment,
         )?;
+        wal.set_max_retired_bytes(config.wal_max_retained_bytes)?;
         let inner = Arc::new(Inner {
             wal,
             partitions_dir,

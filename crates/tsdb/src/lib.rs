@@ -23,6 +23,7 @@ pub mod check;
 mod config;
 mod day;
 mod engine;
+mod follow;
 mod head;
 mod health;
 mod histograms;
@@ -44,8 +45,10 @@ pub use cairn_bucket::BucketConfig;
 pub use config::{Config, WalSync};
 pub use day::Day;
 pub use engine::Tsdb;
+pub use follow::{WalFeedDay, WalFeedRecord};
 pub use part::{Part, PartWriter};
 pub use tenants::{SettingsOf, TenantSettings, TsdbTenants};
+pub use wal::tail::{TailEvent, WalPosition, WalTail};
 
 /// Decoders of every on-disk format, for fuzzing and inspection tools. Each
 /// must return an error, never panic, on arbitrary bytes.

@@ -8,11 +8,14 @@
 //! segment and truncates it; a damaged earlier segment is replayed up to the
 //! damage and quarantined, the rest of it lost and counted, never silent.
 
+mod holds;
 pub mod record;
+pub mod tail;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_storage::{StorageError, WalReplay};
 use parking_lot::Mutex;
@@ -28,6 +31,9 @@ pub struct Wal {
     segment_bytes: u64,
     sync_every_commit: bool,
     active: Mutex<Segment>,
+    /// The active segment's number, read without the commit path's lock.
+    active_seq: AtomicU64,
+    holds: Mutex<holds::Holds>,
 }
 
 struct Segment {
@@ -73,6 +79,8 @@ impl Wal {
             segment_bytes,
             sync_every_commit,
             active: Mutex::new(active),
+            active_seq: AtomicU64::new(next),
+            holds: Mutex::new(holds::Holds::open(dir, u64::MAX)?),
         })
     }
 
@@ -120,23 +128,102 @@ impl Wal {
         seg.sync(&self.dir)?;
         let next = seg.seq + 1;
         *seg = Segment::create(&self.dir, next)?;
+        self.active_seq.store(next, Ordering::Release);
         Ok(next)
     }
 
-    /// Deletes segments older than `seq` (their contents are on disk in parts).
+    /// Deletes segments older than `seq` (their contents are on disk in
+    /// parts); those a hold still needs are retired instead.
     pub fn remove_before(&self, seq: u64) -> Result<(), StorageError> {
+        let holds = self.holds.lock();
+        let oldest_held = holds.oldest();
         for s in list_segments(&self.dir)?.into_iter().filter(|&s| s < seq) {
-            let path = segment_path(&self.dir, s);
-            fs::remove_file(&path).map_err(StorageError::io("remove", &path))?;
+            if s >= oldest_held {
+                holds.retire(&self.dir, s)?;
+            } else {
+                let path = segment_path(&self.dir, s);
+                fs::remove_file(&path).map_err(StorageError::io("remove", &path))?;
+            }
         }
-        Ok(())
+        holds.delete_passed()
     }
 
-    /// Total bytes of all segments on disk.
+    /// Bounds the bytes of retired segments (see holds.rs).
+    pub fn set_max_retired_bytes(&self, max: u64) -> Result<(), StorageError> {
+        let mut holds = self.holds.lock();
+        holds.max_retired_bytes = max;
+        holds.delete_passed()
+    }
+
+    /// Keeps segments from `segment` on for the reader `name`, until moved
+    /// on by another call or dropped by [`Wal::retain_holds`].
+    pub fn hold(&self, name: &str, segment: u64) -> Result<(), StorageError> {
+        self.holds.lock().set(name, segment)
+    }
+
+    /// The segment `name` holds, if it has a hold.
+    pub fn held(&self, name: &str) -> Option<u64> {
+        self.holds.lock().get(name)
+    }
+
+    /// Drops the holds not named in `keep`.
+    pub fn retain_holds(&self, keep: &[String]) -> Result<(), StorageError> {
+        self.holds.lock().retain(keep)
+    }
+
+    /// Where segment `seq` is now: in the log, retired, or gone.
+    pub fn segment_file(&self, seq: u64) -> Option<PathBuf> {
+        let live = segment_path(&self.dir, seq);
+        if live.is_file() {
+            return Some(live);
+        }
+        let retired = segment_path(self.holds.lock().retired_dir(), seq);
+        // Retired between the two looks: it is in the retired directory now.
+        retired
+            .is_file()
+            .then_some(retired)
+            .or_else(|| live.is_file().then_some(live))
+    }
+
+    /// The first segment after `seq` that still exists, live or retired.
+    pub fn next_segment(&self, seq: u64) -> Result<Option<u64>, StorageError> {
+        let retired = self.holds.lock().retired_dir().to_path_buf();
+        let mut found = list_segments(&self.dir)?.into_iter().find(|&s| s > seq);
+        if retired.is_dir() {
+            let older = list_segments(&retired)?.into_iter().find(|&s| s > seq);
+            found = match (found, older) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+        }
+        Ok(found)
+    }
+
+    /// The end of the log now: where the next record will start.
+    pub fn end(&self) -> tail::WalPosition {
+        let seg = self.active.lock();
+        tail::WalPosition {
+            segment: seg.seq,
+            offset: seg.bytes,
+        }
+    }
+
+    /// The segment appended to now.
+    pub fn active_segment(&self) -> u64 {
+        self.active_seq.load(Ordering::Acquire)
+    }
+
+    /// Total bytes of all segments on disk, retired ones included.
     pub fn disk_bytes(&self) -> u64 {
-        fs::read_dir(&self.dir)
-            .map(|rd| rd.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
-            .unwrap_or(0)
+        let live: u64 = fs::read_dir(&self.dir)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok()?.metadata().ok())
+                    .filter(|m| m.is_file())
+                    .map(|m| m.len())
+                    .sum()
+            })
+            .unwrap_or(0);
+        live + self.holds.lock().retired_bytes()
     }
 }
 

@@ -166,3 +166,80 @@ fn a_record_that_checks_but_does_not_decode_quarantines_its_segment() {
     assert_eq!(quarantine.counts()[4], ("wal", 1));
     assert!(dir.path().join("quarantine").join("00000000000000000001.wal").is_file());
 }
+
+#[test]
+fn a_tail_waits_for_a_record_being_written_and_reads_it_once_whole() {
+    use tail::{TailEvent, WalPosition, WalTail};
+    let dir = tempfile::tempdir().unwrap();
+    let wal = Wal::open(dir.path(), 1 << 20, false, 0).unwrap();
+    wal.append(b"first").unwrap();
+    let start = wal.end();
+    let mut tail = WalTail::new(start);
+    let mut payload = Vec::new();
+    let record = frame(|b| b.extend_from_slice(b"second record"));
+    let path = segment_path(dir.path(), start.segment);
+    let mut writer = OpenOptions::new().append(true).open(&path).unwrap();
+    // The bytes of a write as a reader may see them while they are copied.
+    for byte in &record {
+        assert_eq!(tail.next(&wal, &mut payload).unwrap(), TailEvent::End);
+        writer.write_all(std::slice::from_ref(byte)).unwrap();
+    }
+    assert_eq!(tail.next(&wal, &mut payload).unwrap(), TailEvent::Record { at: start });
+    assert_eq!(payload, b"second record");
+    assert_eq!(tail.next(&wal, &mut payload).unwrap(), TailEvent::End);
+    // Across a rotation the tail moves on to the next segment.
+    let next = wal.rotate().unwrap();
+    wal.append(b"third").unwrap();
+    assert_eq!(
+        tail.next(&wal, &mut payload).unwrap(),
+        TailEvent::Record {
+            at: WalPosition {
+                segment: next,
+                offset: 0
+            }
+        }
+    );
+    assert_eq!(payload, b"third");
+}
+
+#[test]
+fn a_tail_reports_damage_in_a_finished_segment_and_goes_on_with_the_next() {
+    use tail::{TailEvent, WalPosition, WalTail};
+    let dir = tempfile::tempdir().unwrap();
+    let wal = Wal::open(dir.path(), 1 << 20, false, 0).unwrap();
+    let start = wal.end();
+    wal.append(b"good").unwrap();
+    wal.append(b"flipped").unwrap();
+    let next = wal.rotate().unwrap();
+    wal.append(b"after").unwrap();
+    let path = segment_path(dir.path(), start.segment);
+    let mut bytes = fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    fs::write(&path, bytes).unwrap();
+    let mut tail = WalTail::new(start);
+    let mut payload = Vec::new();
+    assert!(matches!(
+        tail.next(&wal, &mut payload).unwrap(),
+        TailEvent::Record { .. }
+    ));
+    assert_eq!(payload, b"good");
+    match tail.next(&wal, &mut payload).unwrap() {
+        TailEvent::Lost { from, to, .. } => {
+            assert_eq!(from.segment, start.segment);
+            assert_eq!(
+                to,
+                WalPosition {
+                    segment: next,
+                    offset: 0
+                }
+            );
+        }
+        other => panic!("expected the damage reported, got {other:?}"),
+    }
+    assert!(matches!(
+        tail.next(&wal, &mut payload).unwrap(),
+        TailEvent::Record { .. }
+    ));
+    assert_eq!(payload, b"after");
+}

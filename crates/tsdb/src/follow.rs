@@ -1,0 +1,92 @@
+//! The WAL as a feed: what remote write forwards is read back from the log
+//! every acknowledged write is in, so a queue resumes after a restart or a
+//! kill where it stopped, and the write path pays nothing for it. A reader
+//! holds the segments it has not passed (wal/holds.rs).
+
+use std::sync::Arc;
+
+use cairn_model::{Histogram, Labels};
+use cairn_storage::StorageError;
+
+use crate::day::Day;
+use crate::engine::Tsdb;
+use crate::histograms::is_marker;
+use crate::wal::record;
+use crate::wal::tail::{TailEvent, WalPosition, WalTail};
+
+/// One day's part of a WAL record.
+#[derive(Debug, Default, PartialEq)]
+pub struct WalFeedDay {
+    pub day: i32,
+    /// Series this record created: their ids and labels.
+    pub new_series: Vec<(u64, Labels)>,
+    /// Float samples: series id, timestamp, value (stale markers included).
+    pub samples: Vec<(u64, i64, f64)>,
+    /// Native histogram samples: series id, timestamp, histogram.
+    pub histograms: Vec<(u64, i64, Arc<Histogram>)>,
+}
+
+/// A record of the WAL: one committed batch.
+pub type WalFeedRecord = Vec<WalFeedDay>;
+
+impl Tsdb {
+    /// The end of the WAL now: a reader starting here sees what is committed after.
+    pub fn wal_end(&self) -> WalPosition {
+        self.inner.wal.end()
+    }
+
+    /// The next record after `tail`'s position, into `payload`.
+    pub fn read_wal(&self, tail: &mut WalTail, payload: &mut Vec<u8>) -> Result<TailEvent, StorageError> {
+        tail.next(&self.inner.wal, payload)
+    }
+
+    /// Decodes a record [`Tsdb::read_wal`] read. Errors name what was malformed.
+    pub fn decode_wal_record(payload: &[u8]) -> Result<WalFeedRecord, String> {
+        let mut scratch = Vec::new();
+        let days = record::decode_batch(payload, &mut scratch).map_err(str::to_string)?;
+        days.into_iter()
+            .map(|d| {
+                let new_series = d
+                    .new_series
+                    .iter()
+                    .map(|&(id, encoded)| {
+                        Labels::decode(encoded)
+                            .map(|(labels, _)| (id, labels))
+                            .map_err(|e| format!("labels of series {id}: {e}"))
+                    })
+                    .collect::<Result<_, _>>()?;
+                // A histogram's row holds only its marker; the body comes apart.
+                let samples = d.rows.into_iter().filter(|&(_, _, v)| !is_marker(v)).collect();
+                Ok(WalFeedDay {
+                    day: d.day,
+                    new_series,
+                    samples,
+                    histograms: d.histograms,
+                })
+            })
+            .collect()
+    }
+
+    /// The labels of series `id` of day `day`, while that day is kept.
+    pub fn series_labels(&self, day: i32, id: u64) -> Option<Labels> {
+        let partition = self.inner.partitions.read().get(&Day(day)).cloned()?;
+        let index = partition.index();
+        index.local_of(id).map(|local| index.labels_of(local))
+    }
+
+    /// Keeps WAL segments from `segment` on for the reader `name` (across
+    /// restarts too) until moved on or dropped.
+    pub fn hold_wal(&self, name: &str, segment: u64) -> Result<(), StorageError> {
+        self.inner.wal.hold(name, segment)
+    }
+
+    /// The segment `name` holds, if any.
+    pub fn wal_hold(&self, name: &str) -> Option<u64> {
+        self.inner.wal.held(name)
+    }
+
+    /// Drops every WAL hold but those named.
+    pub fn retain_wal_holds(&self, keep: &[String]) -> Result<(), StorageError> {
+        self.inner.wal.retain_holds(keep)
+    }
+}
