@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use cairn_model::{Label, Sample};
+use cairn_model::{HistogramSample, Label, Labels, Sample};
 use prost::encoding::{encode_varint, encoded_len_varint};
 
 use super::histogram::to_proto;
@@ -106,7 +106,8 @@ pub fn encode_write_request_v2(
     compress(&prost::Message::encode_to_vec(&request), encoding, dst)
 }
 
-fn compress(pb: &[u8], encoding: ContentEncoding, dst: &mut Vec<u8>) -> Result<(), EncodeError> {
+/// Appends `pb`, a whole request, compressed as `encoding` says.
+pub fn compress(pb: &[u8], encoding: ContentEncoding, dst: &mut Vec<u8>) -> Result<(), EncodeError> {
     let failed = |reason: String| EncodeError::Compress { encoding, reason };
     match encoding {
         ContentEncoding::Snappy => {
@@ -143,41 +144,11 @@ const KEY_2_VARINT: u8 = 0x10;
 
 /// Appends the uncompressed `WriteRequest`.
 fn encode_protobuf(series: &[SeriesSamples], metadata: &[MetricMetadata], dst: &mut Vec<u8>) {
-    let mut histograms: Vec<Vec<u8>> = Vec::new();
+    let mut labels = Vec::new();
     for s in series {
-        histograms.clear();
-        histograms.extend(s.histograms.iter().map(|h| prost::Message::encode_to_vec(&to_proto(h))));
-        let len = series_len(s)
-            + histograms
-                .iter()
-                .map(|h| 1 + encoded_len_varint(h.len() as u64) + h.len())
-                .sum::<usize>();
-        dst.reserve(len + 6);
-        dst.push(KEY_1_LEN);
-        encode_varint(len as u64, dst);
-        for l in &s.labels {
-            dst.push(KEY_1_LEN);
-            encode_varint(label_len(l) as u64, dst);
-            put_str(KEY_1_LEN, &l.name, dst);
-            put_str(KEY_2_LEN, &l.value, dst);
-        }
-        for smp in &s.samples {
-            dst.push(KEY_2_LEN);
-            encode_varint(sample_len(smp) as u64, dst);
-            if smp.v.to_bits() != 0 {
-                dst.push(KEY_1_FIXED64);
-                dst.extend_from_slice(&smp.v.to_le_bytes());
-            }
-            if smp.t != 0 {
-                dst.push(KEY_2_VARINT);
-                encode_varint(smp.t as u64, dst);
-            }
-        }
-        for h in &histograms {
-            dst.push(KEY_4_LEN);
-            encode_varint(h.len() as u64, dst);
-            dst.extend_from_slice(h);
-        }
+        labels.clear();
+        encode_labels(&s.labels, &mut labels);
+        encode_series(&labels, &s.samples, &s.histograms, dst);
     }
     for m in metadata {
         let kind = super::proto::MetricType::from(m.metric_type) as u64;
@@ -194,6 +165,61 @@ fn encode_protobuf(series: &[SeriesSamples], metadata: &[MetricMetadata], dst: &
         put_str(KEY_2_LEN, &m.metric_family_name, dst);
         put_str(KEY_4_LEN, &m.help, dst);
         put_str(KEY_5_LEN, &m.unit, dst);
+    }
+}
+
+/// Appends `labels` as the label fields of a remote write 1.0 `TimeSeries`,
+/// for [`encode_series`]: a sender that sends a series again and again
+/// encodes its labels once.
+pub fn encode_labels(labels: &Labels, dst: &mut Vec<u8>) {
+    for l in labels {
+        dst.push(KEY_1_LEN);
+        encode_varint(label_len(l) as u64, dst);
+        put_str(KEY_1_LEN, &l.name, dst);
+        put_str(KEY_2_LEN, &l.value, dst);
+    }
+}
+
+/// Appends one `TimeSeries` of a remote write 1.0 `WriteRequest` (its field
+/// 1): the labels [`encode_labels`] encoded, then the samples and
+/// histograms. Requests built of these are compressed by [`compress`].
+pub fn encode_series(labels: &[u8], samples: &[Sample], histograms: &[HistogramSample], dst: &mut Vec<u8>) {
+    let histograms: Vec<Vec<u8>> = histograms
+        .iter()
+        .map(|h| prost::Message::encode_to_vec(&to_proto(h)))
+        .collect();
+    let len = labels.len()
+        + samples
+            .iter()
+            .map(|smp| {
+                let n = sample_len(smp);
+                1 + encoded_len_varint(n as u64) + n
+            })
+            .sum::<usize>()
+        + histograms
+            .iter()
+            .map(|h| 1 + encoded_len_varint(h.len() as u64) + h.len())
+            .sum::<usize>();
+    dst.reserve(len + 6);
+    dst.push(KEY_1_LEN);
+    encode_varint(len as u64, dst);
+    dst.extend_from_slice(labels);
+    for smp in samples {
+        dst.push(KEY_2_LEN);
+        encode_varint(sample_len(smp) as u64, dst);
+        if smp.v.to_bits() != 0 {
+            dst.push(KEY_1_FIXED64);
+            dst.extend_from_slice(&smp.v.to_le_bytes());
+        }
+        if smp.t != 0 {
+            dst.push(KEY_2_VARINT);
+            encode_varint(smp.t as u64, dst);
+        }
+    }
+    for h in &histograms {
+        dst.push(KEY_4_LEN);
+        encode_varint(h.len() as u64, dst);
+        dst.extend_from_slice(h);
     }
 }
 
@@ -226,25 +252,4 @@ fn sample_len(s: &Sample) -> usize {
         0
     };
     v + t
-}
-
-/// Encoded length of one `TimeSeries` body.
-fn series_len(s: &SeriesSamples) -> usize {
-    let labels: usize = s
-        .labels
-        .iter()
-        .map(|l| {
-            let n = label_len(l);
-            1 + encoded_len_varint(n as u64) + n
-        })
-        .sum();
-    let samples: usize = s
-        .samples
-        .iter()
-        .map(|smp| {
-            let n = sample_len(smp);
-            1 + encoded_len_varint(n as u64) + n
-        })
-        .sum();
-    labels + samples
 }
