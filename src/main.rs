@@ -50,6 +50,13 @@ struct Cli {
     #[arg(long = "storage.min-free-disk-bytes", default_value_t = 64 << 20)]
     min_free_disk_bytes: u64,
 
+    /// WAL segments that a remote_write receiver has not received yet are
+    /// kept after their flush, up to this many bytes; past it the oldest
+    /// are deleted and their samples are not forwarded (counted in
+    /// cairn_remote_write_wal_gaps_total and logged).
+    #[arg(long = "storage.wal-max-retained-bytes", default_value_t = 4 << 30)]
+    wal_max_retained_bytes: u64,
+
     /// A day partition without writes for this long is merged into one part
     /// (best compression) and, with an object store, uploaded once the day
     /// is over. Late samples for an old day start the wait again.
@@ -517,6 +524,7 @@ fn main() -> anyhow::Result<()> {
     storage.flush_interval = cli.flush_interval;
     storage.max_in_memory_bytes = cli.max_in_memory_bytes;
     storage.min_free_disk_bytes = cli.min_free_disk_bytes;
+    storage.wal_max_retained_bytes = cli.wal_max_retained_bytes;
     storage.idle_merge_after = cli.settle_time;
     let mut cluster = cluster_config(&cli)?;
     let bucket = cli.object_store_url.as_ref().map(|url| cairn_tsdb::BucketConfig {

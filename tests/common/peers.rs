@@ -85,7 +85,18 @@ impl VictoriaMetrics {
 /// semantics), or `None` after printing `SKIPPED` outside CI — under CI a
 /// missing binary fails the test.
 pub fn prometheus_3() -> Option<PathBuf> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peers/prometheus-3.14.0");
+    shared_peer("prometheus-3.14.0")
+}
+
+/// VictoriaMetrics 1.150 single node from `../shared/peers/`.
+pub fn victoria_metrics_1_150() -> Option<PathBuf> {
+    shared_peer("victoria-metrics-1.150.0")
+}
+
+/// `../shared/peers/<file>`, or `None` after printing `SKIPPED` (outside
+/// CI; under CI a missing peer fails the test).
+fn shared_peer(file: &str) -> Option<PathBuf> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peers").join(file);
     if path.is_file() {
         return Some(path);
     }
@@ -100,6 +111,8 @@ pub struct Prometheus {
     child: Child,
     pub port: u16,
     dir: tempfile::TempDir,
+    /// The command it was started with, for [`Prometheus::start_again`].
+    command: (PathBuf, Vec<String>),
 }
 
 impl Drop for Prometheus {
@@ -123,30 +136,73 @@ impl Prometheus {
         let port = super::free_port();
         let config_path = dir.path().join("prometheus.yml");
         std::fs::write(&config_path, config(port)).expect("write config");
-        let log = std::fs::File::create(dir.path().join("prometheus.log")).expect("log file");
-        let child = Command::new(bin)
-            .arg(format!("--config.file={}", config_path.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-            .args(extra)
+        let mut args = vec![
+            format!("--config.file={}", config_path.display()),
+            format!("--storage.tsdb.path={}", dir.path().join("data").display()),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        let command = (bin.to_path_buf(), args);
+        let child = Self::spawn(&command, dir.path());
+        let mut prom = Self {
+            child,
+            port,
+            dir,
+            command,
+        };
+        prom.wait_ready();
+        prom
+    }
+
+    fn spawn((bin, args): &(PathBuf, Vec<String>), dir: &Path) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("prometheus.log"))
+            .expect("log file");
+        Command::new(bin)
+            .args(args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("clone log"))
             .stderr(log)
             .spawn()
-            .expect("start prometheus");
-        let mut prom = Self { child, port, dir };
+            .expect("start prometheus")
+    }
+
+    /// Stops the process (SIGTERM, as an operator would) and waits for it.
+    pub fn stop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().expect("wait").is_none() {
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Starts it again over the same directory and port, after [`Prometheus::stop`].
+    pub fn start_again(&mut self) {
+        self.child = Self::spawn(&self.command, self.dir.path());
+        self.wait_ready();
+    }
+
+    fn wait_ready(&mut self) {
         let http = super::http_client(Duration::from_secs(5));
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            prom.assert_running();
+            self.assert_running();
             if http
-                .get(format!("{}/-/ready", prom.url()))
+                .get(format!("{}/-/ready", self.url()))
                 .send()
                 .is_ok_and(|r| r.status().is_success())
             {
-                return prom;
+                return;
             }
-            assert!(Instant::now() < deadline, "prometheus not ready:\n{}", prom.log());
+            assert!(Instant::now() < deadline, "prometheus not ready:\n{}", self.log());
             std::thread::sleep(Duration::from_millis(100));
         }
     }

@@ -230,6 +230,7 @@ pub async fn run(
                 state.tenants().clone(),
                 config.engine.clone(),
                 config.listen_addr,
+                db.as_ref().map(|db| db.default_engine()),
             )
             .await?;
             state.set_monitoring(Arc::new(monitoring::Shown(running.clone())));

@@ -21,6 +21,7 @@ use cairn_http::{Exposition, Monitoring, ReloadStatus, RuleFilter};
 use cairn_model::{Labels, Matcher};
 use cairn_notifier::{Alert, Notifier, NotifierOptions};
 use cairn_protocols::MetricMetadata;
+use cairn_remote_write::RemoteWrite;
 use cairn_rules::{AlertNotifier, GroupStatus, NotifyAlert, RuleManager, RuleManagerOptions, RulesConfig};
 use cairn_scrape::discovery::{DiscoveryManager, DiscoveryOptions, TargetGroup};
 use cairn_scrape::{GlobalUrlOptions, ScrapeManager, ScrapeOptions};
@@ -68,9 +69,6 @@ struct Loaded {
 /// not carry out yet: refused by name rather than ignored.
 fn unimplemented_settings(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
-    if !config.remote_write.is_empty() {
-        out.push("remote_write".to_string());
-    }
     if !config.global.query_log_file.is_empty() {
         out.push("global: query_log_file".to_string());
     }
@@ -128,6 +126,8 @@ pub struct Running {
     scrape: ScrapeManager,
     rules: RuleManager,
     notifier: Notifier,
+    /// Forwarding to `remote_write` receivers; none without local storage.
+    remote_write: Option<RemoteWrite>,
     alertmanager_discovery: parking_lot::Mutex<Vec<(DiscoveryManager, tokio::task::JoinHandle<()>)>>,
     config_yaml: parking_lot::RwLock<String>,
     reloading: tokio::sync::Mutex<()>,
@@ -145,6 +145,7 @@ impl Running {
         tenants: Arc<dyn Tenants>,
         engine: cairn_promql::EngineOptions,
         listen_addr: std::net::SocketAddr,
+        wal: Option<Arc<cairn_tsdb::Tsdb>>,
     ) -> anyhow::Result<Arc<Self>> {
         let loaded = load(&options.config_file)
             .map_err(anyhow::Error::msg)
@@ -183,6 +184,7 @@ impl Running {
             scrape,
             rules: RuleManager::new(rule_options),
             notifier,
+            remote_write: wal.map(RemoteWrite::new),
             alertmanager_discovery: parking_lot::Mutex::default(),
             config_yaml: parking_lot::RwLock::default(),
             reloading: tokio::sync::Mutex::new(()),
@@ -193,6 +195,16 @@ impl Running {
             alertmanagers_discovered: Arc::default(),
             discovery,
         });
+        if let Some(remote_write) = &running.remote_write {
+            // Weak: the source must not keep the managers alive.
+            let running = Arc::downgrade(&running);
+            remote_write.set_metadata_source(Arc::new(move || {
+                running
+                    .upgrade()
+                    .map(|r| Shown(r).scraped_metadata())
+                    .unwrap_or_default()
+            }));
+        }
         running.apply(loaded).await.map_err(anyhow::Error::msg)?;
         *running.reload_status.lock() = ReloadStatus {
             successful: true,
@@ -243,6 +255,13 @@ impl Running {
             })
             .map_err(|e| e.join("; "))?;
         self.discover_alertmanagers(&config);
+        match &self.remote_write {
+            Some(remote_write) => remote_write.apply(&config).await?,
+            None if !config.remote_write.is_empty() => {
+                return Err("remote_write needs this process's own storage, whose WAL it forwards".into());
+            }
+            None => {}
+        }
         self.scrape.apply_config(&config).await?;
         *self.config_yaml.write() = config.to_yaml();
         Ok(())
@@ -284,6 +303,9 @@ impl Running {
             task.abort();
         }
         self.notifier.stop().await;
+        if let Some(remote_write) = &self.remote_write {
+            remote_write.stop().await;
+        }
     }
 }
 
@@ -477,6 +499,9 @@ impl Monitoring for Shown {
                 discovered: r.notifier.alertmanagers().0.len(),
             },
         );
+        if let Some(remote_write) = &r.remote_write {
+            self_metrics::render_remote_write(e, &remote_write.figures());
+        }
     }
 }
 
@@ -487,7 +512,7 @@ mod tests {
     #[test]
     fn settings_not_carried_out_are_refused_by_name() {
         let config = Config::parse(
-            "global:\n  query_log_file: q.log\nremote_write:\n  - url: http://r/api/v1/write\n\
+            "global:\n  query_log_file: q.log\n\
              scrape_configs:\n  - job_name: a\n    scrape_failure_log_file: f.log\n",
             Path::new("/"),
         )
@@ -495,7 +520,6 @@ mod tests {
         assert_eq!(
             unimplemented_settings(&config),
             vec![
-                "remote_write".to_string(),
                 "global: query_log_file".to_string(),
                 "scrape_configs (job \"a\"): scrape_failure_log_file".to_string(),
             ]
@@ -624,6 +648,7 @@ mod tests {
             tenants,
             cairn_promql::EngineOptions::default(),
             "127.0.0.1:9090".parse().unwrap(),
+            None,
         )
         .await
         .unwrap();

@@ -421,6 +421,187 @@ pub fn render_notifier(e: &mut Exposition, n: &NotifierFigures) {
     );
 }
 
+/// The `prometheus_remote_storage_*` families: one series per queue,
+/// labelled with its name and URL as Prometheus labels them.
+pub fn render_remote_write(e: &mut Exposition, queues: &[cairn_remote_write::QueueFigures]) {
+    use cairn_remote_write::QueueFigures as Q;
+    type Family = (&'static str, &'static str, &'static str, fn(&Q) -> f64);
+    let families: [Family; 22] = [
+        (
+            "prometheus_remote_storage_samples_total",
+            "Samples sent to remote storage.",
+            "counter",
+            |q| q.samples as f64,
+        ),
+        (
+            "prometheus_remote_storage_histograms_total",
+            "Native histograms sent to remote storage.",
+            "counter",
+            |q| q.histograms as f64,
+        ),
+        (
+            "prometheus_remote_storage_samples_failed_total",
+            "Samples refused by remote storage for good, and dropped.",
+            "counter",
+            |q| q.samples_failed as f64,
+        ),
+        (
+            "prometheus_remote_storage_histograms_failed_total",
+            "Native histograms refused by remote storage for good, and dropped.",
+            "counter",
+            |q| q.histograms_failed as f64,
+        ),
+        (
+            "prometheus_remote_storage_samples_retried_total",
+            "Samples whose send failed recoverably and was tried again.",
+            "counter",
+            |q| q.samples_retried as f64,
+        ),
+        (
+            "prometheus_remote_storage_histograms_retried_total",
+            "Native histograms whose send failed recoverably and was tried again.",
+            "counter",
+            |q| q.histograms_retried as f64,
+        ),
+        (
+            "prometheus_remote_storage_samples_dropped_total",
+            "Samples read from the WAL and not sent: dropped by relabelling, older than sample_age_limit, or of a series whose labels were gone.",
+            "counter",
+            |q| q.samples_dropped as f64,
+        ),
+        (
+            "prometheus_remote_storage_histograms_dropped_total",
+            "Native histograms read from the WAL and not sent.",
+            "counter",
+            |q| q.histograms_dropped as f64,
+        ),
+        (
+            "prometheus_remote_storage_samples_pending",
+            "Samples read from the WAL and waiting to be sent.",
+            "gauge",
+            |q| q.pending as f64,
+        ),
+        (
+            "prometheus_remote_storage_bytes_total",
+            "Bytes of requests sent to remote storage, compressed.",
+            "counter",
+            |q| q.bytes as f64,
+        ),
+        (
+            "prometheus_remote_storage_metadata_total",
+            "Metadata entries sent to remote storage.",
+            "counter",
+            |q| q.metadata as f64,
+        ),
+        (
+            "prometheus_remote_storage_metadata_failed_total",
+            "Metadata entries refused by remote storage for good.",
+            "counter",
+            |q| q.metadata_failed as f64,
+        ),
+        (
+            "prometheus_remote_storage_metadata_retried_total",
+            "Metadata entries whose send failed recoverably and was tried again.",
+            "counter",
+            |q| q.metadata_retried as f64,
+        ),
+        (
+            "prometheus_remote_storage_metadata_bytes_total",
+            "Bytes of metadata requests sent to remote storage, compressed.",
+            "counter",
+            |q| q.metadata_bytes as f64,
+        ),
+        (
+            "prometheus_remote_storage_shards",
+            "Shards sending in parallel.",
+            "gauge",
+            |q| q.shards as f64,
+        ),
+        (
+            "prometheus_remote_storage_shards_desired",
+            "Shards the queue's backlog and send time call for.",
+            "gauge",
+            |q| q.shards_desired as f64,
+        ),
+        (
+            "prometheus_remote_storage_shards_min",
+            "The least shards the queue runs.",
+            "gauge",
+            |q| q.shards_min as f64,
+        ),
+        (
+            "prometheus_remote_storage_shards_max",
+            "The most shards the queue runs.",
+            "gauge",
+            |q| q.shards_max as f64,
+        ),
+        (
+            "prometheus_remote_storage_shard_capacity",
+            "Samples the queue holds per shard.",
+            "gauge",
+            |q| q.shard_capacity as f64,
+        ),
+        (
+            "prometheus_remote_storage_queue_highest_sent_timestamp_seconds",
+            "Timestamp of the newest sample delivered (Unix seconds).",
+            "gauge",
+            |q| q.highest_sent_seconds,
+        ),
+        (
+            "prometheus_remote_storage_queue_highest_timestamp_seconds",
+            "Timestamp of the newest sample read from the WAL (Unix seconds).",
+            "gauge",
+            |q| q.highest_read_seconds,
+        ),
+        (
+            "cairn_remote_write_wal_gaps_total",
+            "Stretches of the WAL lost before remote write read them (deleted past --storage.wal-max-retained-bytes, or damaged): their samples were not forwarded.",
+            "counter",
+            |q| q.wal_gaps as f64,
+        ),
+    ];
+    let labels = |q: &Q| [("remote_name", q.remote_name.clone()), ("url", q.url.clone())];
+    for (name, help, kind, value) in families {
+        e.family(name, help, kind);
+        for q in queues {
+            let l = labels(q);
+            e.sample(name, &[(l[0].0, &l[0].1), (l[1].0, &l[1].1)], value(q));
+        }
+    }
+    let name = "prometheus_remote_storage_sent_batch_duration_seconds";
+    e.family(name, "How long sending a batch to remote storage took.", "histogram");
+    for q in queues {
+        let l = labels(q);
+        let (rn, url) = (l[0].1.as_str(), l[1].1.as_str());
+        for (bound, count) in cairn_remote_write::BATCH_DURATION_BUCKETS
+            .iter()
+            .zip(&q.batch_duration_buckets)
+        {
+            let le = bound.to_string();
+            e.sample(
+                &format!("{name}_bucket"),
+                &[("remote_name", rn), ("url", url), ("le", &le)],
+                *count as f64,
+            );
+        }
+        e.sample(
+            &format!("{name}_bucket"),
+            &[("remote_name", rn), ("url", url), ("le", "+Inf")],
+            q.batch_duration_count as f64,
+        );
+        e.sample(
+            &format!("{name}_sum"),
+            &[("remote_name", rn), ("url", url)],
+            q.batch_duration_sum,
+        );
+        e.sample(
+            &format!("{name}_count"),
+            &[("remote_name", rn), ("url", url)],
+            q.batch_duration_count as f64,
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
