@@ -1,4 +1,5 @@
-//! The service discovery mechanisms Cairn supports: static targets, files and HTTP.
+//! The service discovery mechanisms Cairn supports: static targets, files,
+//! HTTP and DNS.
 
 use cairn_model::Labels;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -66,6 +67,71 @@ impl Default for HttpSdConfig {
     }
 }
 
+/// Targets from DNS records of `names`, looked up every `refresh_interval`
+/// (`dns_sd_configs` entry). Checked as Prometheus checks it when loading.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DnsSdConfig {
+    #[serde(deserialize_with = "null_as_default")]
+    pub names: Vec<String>,
+    #[serde(skip_serializing_if = "Duration::is_zero")]
+    pub refresh_interval: Duration,
+    /// `SRV`, `A`, `AAAA`, `MX` or `NS`, in any case; kept as written.
+    #[serde(rename = "type", deserialize_with = "crate::serde_util::scalar_string")]
+    pub record_type: String,
+    /// The port of every target; SRV records carry their own, so it is ignored for them.
+    #[serde(deserialize_with = "null_as_default")]
+    pub port: i64,
+}
+
+pub const DEFAULT_DNS_SD_REFRESH_INTERVAL: Duration = Duration::from_secs(30);
+
+impl Default for DnsSdConfig {
+    fn default() -> Self {
+        Self {
+            names: Vec::new(),
+            refresh_interval: DEFAULT_DNS_SD_REFRESH_INTERVAL,
+            record_type: "SRV".to_string(),
+            port: 0,
+        }
+    }
+}
+
+/// The DNS record types DNS SD asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DnsRecordType {
+    Srv,
+    A,
+    Aaaa,
+    Mx,
+    Ns,
+}
+
+impl DnsSdConfig {
+    /// The record type, or Prometheus' message for a type it does not know.
+    pub fn parsed_type(&self) -> Result<DnsRecordType, String> {
+        match self.record_type.to_uppercase().as_str() {
+            "SRV" => Ok(DnsRecordType::Srv),
+            "A" => Ok(DnsRecordType::A),
+            "AAAA" => Ok(DnsRecordType::Aaaa),
+            "MX" => Ok(DnsRecordType::Mx),
+            "NS" => Ok(DnsRecordType::Ns),
+            _ => Err(format!("invalid DNS-SD records type {}", self.record_type)),
+        }
+    }
+
+    /// Prometheus' checks, with its messages.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.names.is_empty() {
+            return Err("DNS-SD config must contain at least one SRV record name".into());
+        }
+        if self.parsed_type()? != DnsRecordType::Srv && self.port == 0 {
+            return Err("a port is required in DNS-SD configs for all record types except SRV".into());
+        }
+        Ok(())
+    }
+}
+
 /// Where a scrape job or Alertmanager list finds its targets.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct ServiceDiscoveryConfigs {
@@ -75,6 +141,55 @@ pub struct ServiceDiscoveryConfigs {
     pub file_sd_configs: Vec<FileSdConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub http_sd_configs: Vec<HttpSdConfig>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dns_sd_configs: Vec<DnsSdConfig>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(yaml: &str, want: Result<(), &str>) {
+        let config: DnsSdConfig = serde_yaml_ng::from_str(yaml).unwrap();
+        assert_eq!(config.validate(), want.map_err(String::from), "{yaml}");
+    }
+
+    #[test]
+    fn dns_sd_config_is_checked_as_prometheus_checks_it() {
+        check("names: [_x._tcp.example.org]", Ok(()));
+        check("names: [_x._tcp.example.org]\nport: 80", Ok(()));
+        check("names: [a.example.org]\ntype: a\nport: 80", Ok(()));
+        check("names: [a.example.org]\ntype: AAAA\nport: 80", Ok(()));
+        check("names: [a.example.org]\ntype: Mx\nport: 25", Ok(()));
+        check("names: [a.example.org]\ntype: NS\nport: 53", Ok(()));
+        check(
+            "names: []",
+            Err("DNS-SD config must contain at least one SRV record name"),
+        );
+        check(
+            "refresh_interval: 1m",
+            Err("DNS-SD config must contain at least one SRV record name"),
+        );
+        for t in ["A", "AAAA", "MX", "ns"] {
+            check(
+                &format!("names: [a.example.org]\ntype: {t}"),
+                Err("a port is required in DNS-SD configs for all record types except SRV"),
+            );
+        }
+        check("names: [a]\ntype: TXT\nport: 1", Err("invalid DNS-SD records type TXT"));
+        check("names: [a]\ntype:\nport: 1", Err("invalid DNS-SD records type "));
+    }
+
+    #[test]
+    fn dns_sd_config_defaults_and_round_trip() {
+        let config: DnsSdConfig = serde_yaml_ng::from_str("names: [a]").unwrap();
+        assert_eq!(config.refresh_interval, DEFAULT_DNS_SD_REFRESH_INTERVAL);
+        assert_eq!(config.record_type, "SRV");
+        assert_eq!(config.port, 0);
+        let yaml = serde_yaml_ng::to_string(&config).unwrap();
+        assert_eq!(yaml, "names:\n- a\nrefresh_interval: 30s\ntype: SRV\nport: 0\n");
+        assert!(serde_yaml_ng::from_str::<DnsSdConfig>("names: [a]\nbogus: 1").is_err());
+    }
 }
 
 /// The label sets as a YAML mapping of name to value.

@@ -3,7 +3,7 @@
 //! configuration as YAML, and the relabelling engine.
 //!
 //! Cairn accepts what Prometheus 3 accepts for the parts it implements
-//! (static, file and HTTP service discovery; scraping; rules; Alertmanager;
+//! (static, file, HTTP and DNS service discovery; scraping; rules; Alertmanager;
 //! remote write) and refuses at startup, by name, every key it does not
 //! implement, rather than ignoring it.
 //!
@@ -39,7 +39,7 @@ mod validate;
 
 pub use alerting::{AlertingConfig, AlertmanagerApiVersion, AlertmanagerConfig};
 pub use config::Config;
-pub use discovery::{FileSdConfig, HttpSdConfig, ServiceDiscoveryConfigs, StaticConfig};
+pub use discovery::{DnsRecordType, DnsSdConfig, FileSdConfig, HttpSdConfig, ServiceDiscoveryConfigs, StaticConfig};
 pub use duration::{Duration, DurationError};
 pub use error::ConfigError;
 pub use global::GlobalConfig;

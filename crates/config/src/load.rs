@@ -19,14 +19,13 @@ use crate::scrape::ScrapeConfig;
 const UNSUPPORTED_TOP_LEVEL: [&str; 5] = ["remote_read", "storage", "tracing", "otlp", "runtime"];
 
 /// Service discovery mechanisms Prometheus has and Cairn does not implement.
-const UNSUPPORTED_DISCOVERY: [&str; 30] = [
+const UNSUPPORTED_DISCOVERY: [&str; 29] = [
     "aws_sd_configs",
     "azure_sd_configs",
     "consul_sd_configs",
     "digitalocean_sd_configs",
     "docker_sd_configs",
     "dockerswarm_sd_configs",
-    "dns_sd_configs",
     "ec2_sd_configs",
     "eureka_sd_configs",
     "gce_sd_configs",
@@ -71,7 +70,7 @@ const HTTP_CLIENT_KEYS: [&str; 12] = [
     "http_headers",
 ];
 
-const DISCOVERY_KEYS: [&str; 3] = ["static_configs", "file_sd_configs", "http_sd_configs"];
+const DISCOVERY_KEYS: [&str; 4] = ["static_configs", "file_sd_configs", "http_sd_configs", "dns_sd_configs"];
 
 pub(crate) fn decode_config(yaml: &str) -> Result<Config, ConfigError> {
     let root = parse_yaml(yaml)?;
@@ -191,6 +190,19 @@ fn decode_discovery(discovery: &mut Mapping, context: &str) -> Result<ServiceDis
     }
     if let Some(v) = discovery.remove("file_sd_configs") {
         out.file_sd_configs = decode_or_default(v, &join_context(context, "file_sd_configs"))?;
+    }
+    if let Some(v) = discovery.remove("dns_sd_configs") {
+        let list_context = join_context(context, "dns_sd_configs");
+        for (i, item) in sequence(v, &list_context)?.into_iter().enumerate() {
+            let item_context = format!("{list_context}[{i}]");
+            if item.is_null() {
+                return Err(ConfigError::invalid(
+                    &item_context,
+                    "empty or null section in dns_sd_configs",
+                ));
+            }
+            out.dns_sd_configs.push(decode(item, &item_context)?);
+        }
     }
     if let Some(v) = discovery.remove("http_sd_configs") {
         let list_context = join_context(context, "http_sd_configs");

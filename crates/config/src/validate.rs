@@ -348,6 +348,11 @@ fn validate_discovery(discovery: &mut ServiceDiscoveryConfigs, context: &str) ->
             }
         }
     }
+    for (i, dns_sd) in discovery.dns_sd_configs.iter().enumerate() {
+        dns_sd
+            .validate()
+            .map_err(|e| ConfigError::invalid(&format!("{context}: dns_sd_configs[{i}]"), e))?;
+    }
     for (i, http_sd) in discovery.http_sd_configs.iter_mut().enumerate() {
         let context = format!("{context}: http_sd_configs[{i}]");
         if http_sd.url.is_empty() {

@@ -56,6 +56,8 @@ const ACCEPTED: &[&str] = &[
     "global:\n  metric_name_escaping_scheme: dots\nscrape_configs:\n  - {job_name: a, native_histogram_min_bucket_factor: -1, http_headers: {X: {files: [f]}}}\n",
     "scrape_configs:\n  - {job_name: a, sample_limit: 1e3, label_limit: null, target_limit: 2.0}\n",
     "global:\n  metric_name_validation_scheme: legacy\nscrape_configs:\n  - {job_name: a}\n",
+    "scrape_configs:\n  - job_name: a\n    dns_sd_configs:\n      - {names: [_a._tcp.b], port: 80, refresh_interval: 5s}\n      - {names: [a, b], type: aaaa, port: -1}\n      - {names: [c], type: Mx, port: 25}\n      - {names: [d], type: NS, port: 53}\n",
+    "alerting:\n  alertmanagers: [{dns_sd_configs: [{names: [a], type: A, port: 9093}]}]\n",
 ];
 
 /// What Prometheus did with a configuration.

@@ -68,8 +68,36 @@ pub const REJECTED: &[(&str, &str)] = &[
         "consul_sd_configs is not supported by Cairn",
     ),
     (
-        "scrape_configs:\n  - job_name: d\n    dns_sd_configs: [{names: [a.b]}]\n",
-        "dns_sd_configs is not supported by Cairn",
+        "scrape_configs:\n  - job_name: d\n    dns_sd_configs: [{names: []}]\n",
+        r#"scrape_configs[0] (job "d"): dns_sd_configs[0]: DNS-SD config must contain at least one SRV record name"#,
+    ),
+    (
+        "scrape_configs:\n  - job_name: d\n    dns_sd_configs: [{names: [a.b], type: A}]\n",
+        "dns_sd_configs[0]: a port is required in DNS-SD configs for all record types except SRV",
+    ),
+    (
+        "scrape_configs:\n  - job_name: d\n    dns_sd_configs: [{names: [a.b], type: mx}]\n",
+        "a port is required in DNS-SD configs for all record types except SRV",
+    ),
+    (
+        "scrape_configs:\n  - job_name: d\n    dns_sd_configs: [{names: [a.b], type: TXT, port: 1}]\n",
+        "invalid DNS-SD records type TXT",
+    ),
+    (
+        "scrape_configs:\n  - job_name: d\n    dns_sd_configs: [{names: [a.b], typ: A}]\n",
+        r#"dns_sd_configs[0]: unknown field "typ""#,
+    ),
+    (
+        "scrape_configs:\n  - job_name: d\n    dns_sd_configs: [null]\n",
+        "empty or null section in dns_sd_configs",
+    ),
+    (
+        "alerting:\n  alertmanagers: [{dns_sd_configs: [{names: [a.b], type: NS}]}]\n",
+        "alerting.alertmanagers[0]: dns_sd_configs[0]: a port is required",
+    ),
+    (
+        "scrape_configs:\n  - job_name: d\n    dns_sd_configs: [{names: [a.b], refresh_interval: 1x}]\n",
+        "dns_sd_configs[0]",
     ),
     (
         "scrape_configs:\n  - job_name: o\n    oauth2: {client_id: a, client_secret: b, token_url: 'http://t/'}\n",
