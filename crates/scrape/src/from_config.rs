@@ -5,6 +5,7 @@ use std::sync::Arc;
 use cairn_config::{Config, HttpClientConfig, NameValidationScheme, ScrapeConfig};
 use cairn_protocols::exposition::{DEFAULT_ESCAPING_SCHEME, ScrapeFormat};
 
+use crate::discovery::dns::DnsQuery;
 use crate::discovery::{LabelSet, SdConfig, TargetGroup};
 use crate::settings::{
     Authorization, BasicAuth, HttpSettings, JobSettings, PemSource, Relabeling, Secret, TlsSettings,
@@ -96,7 +97,7 @@ fn label_set(labels: &cairn_model::Labels) -> LabelSet {
 }
 
 /// The service discovery of a job (or an Alertmanager set): its static
-/// groups as one mechanism, then each file and HTTP SD.
+/// groups as one mechanism, then each file, HTTP and DNS SD.
 pub fn sd_configs(sd: &cairn_config::ServiceDiscoveryConfigs) -> Vec<SdConfig> {
     let mut out = Vec::new();
     if !sd.static_configs.is_empty() {
@@ -118,6 +119,18 @@ pub fn sd_configs(sd: &cairn_config::ServiceDiscoveryConfigs) -> Vec<SdConfig> {
             url: h.url.clone(),
             refresh_interval: h.refresh_interval.as_std(),
             http: Box::new(http_settings(&h.http_client)),
+        });
+    }
+    for d in &sd.dns_sd_configs {
+        // Loading checked the type, so the fallback is never taken.
+        let record_type = d.parsed_type().unwrap_or(cairn_config::DnsRecordType::Srv);
+        out.push(SdConfig::Dns {
+            query: DnsQuery {
+                names: d.names.clone(),
+                record_type,
+                port: d.port,
+            },
+            refresh_interval: d.refresh_interval.as_std(),
         });
     }
     out

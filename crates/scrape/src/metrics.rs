@@ -31,7 +31,7 @@ pub struct ScrapeMetrics {
     pub(crate) reload_length: Mutex<BTreeMap<String, Arc<WindowedSummary>>>,
     /// By job; a pool's entry goes with the pool.
     pub(crate) pools: Mutex<BTreeMap<String, Arc<PoolCounters>>>,
-    /// File and HTTP service discovery failures, every job's together.
+    /// File, HTTP and DNS service discovery figures, every job's together.
     pub(crate) discovery: Arc<DiscoveryCounters>,
 }
 
@@ -47,11 +47,13 @@ pub(crate) struct PoolCounters {
     pub discovered: AtomicU64,
 }
 
-/// Failures of file and HTTP service discovery.
+/// Failures of file and HTTP service discovery; DNS lookups and their failures.
 #[derive(Debug, Default)]
 pub struct DiscoveryCounters {
     pub(crate) file_read_errors: AtomicU64,
     pub(crate) http_failures: AtomicU64,
+    pub(crate) dns_lookups: AtomicU64,
+    pub(crate) dns_lookup_failures: AtomicU64,
 }
 
 impl DiscoveryCounters {
@@ -61,6 +63,14 @@ impl DiscoveryCounters {
 
     pub fn http_failures(&self) -> u64 {
         self.http_failures.load(Ordering::Relaxed)
+    }
+
+    pub fn dns_lookups(&self) -> u64 {
+        self.dns_lookups.load(Ordering::Relaxed)
+    }
+
+    pub fn dns_lookup_failures(&self) -> u64 {
+        self.dns_lookup_failures.load(Ordering::Relaxed)
     }
 }
 
@@ -139,6 +149,8 @@ impl ScrapeMetrics {
                 .collect(),
             sd_file_read_errors_total: self.discovery.file_read_errors(),
             sd_http_failures_total: self.discovery.http_failures(),
+            sd_dns_lookups_total: self.discovery.dns_lookups(),
+            sd_dns_lookup_failures_total: self.discovery.dns_lookup_failures(),
         }
     }
 }
@@ -209,6 +221,8 @@ pub struct ScrapeMetricsSnapshot {
     pub pools: Vec<PoolMetrics>,
     pub sd_file_read_errors_total: u64,
     pub sd_http_failures_total: u64,
+    pub sd_dns_lookups_total: u64,
+    pub sd_dns_lookup_failures_total: u64,
 }
 
 /// One scrape pool's figures.

@@ -229,6 +229,18 @@ pub fn render_scrape(e: &mut Exposition, m: &ScrapeMetricsSnapshot) {
         "counter",
         m.sd_http_failures_total as f64,
     );
+    e.single(
+        "prometheus_sd_dns_lookups_total",
+        "The number of DNS-SD lookups.",
+        "counter",
+        m.sd_dns_lookups_total as f64,
+    );
+    e.single(
+        "prometheus_sd_dns_lookup_failures_total",
+        "The number of DNS-SD lookup failures.",
+        "counter",
+        m.sd_dns_lookup_failures_total as f64,
+    );
 }
 
 pub fn render_discovery(e: &mut Exposition, d: &DiscoveryFigures) {

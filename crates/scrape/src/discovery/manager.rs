@@ -9,15 +9,17 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use super::{SdConfig, TargetGroup, file, http};
+use super::{SdConfig, TargetGroup, dns, file, http};
 
 /// Tunables of discovery (not part of Prometheus' configuration).
 #[derive(Debug, Clone)]
 pub struct DiscoveryOptions {
     /// How often file SD checks its files for a change.
     pub file_poll_interval: Duration,
-    /// Where file and HTTP discovery count their failures.
+    /// Where file, HTTP and DNS discovery count their failures.
     pub counters: Arc<crate::metrics::DiscoveryCounters>,
+    /// Where DNS discovery finds its servers.
+    pub resolver: dns::ResolverSource,
 }
 
 impl Default for DiscoveryOptions {
@@ -25,6 +27,7 @@ impl Default for DiscoveryOptions {
         Self {
             file_poll_interval: Duration::from_secs(3),
             counters: Arc::default(),
+            resolver: dns::ResolverSource::default(),
         }
     }
 }
@@ -77,6 +80,20 @@ impl DiscoveryManager {
                         url.clone(),
                         *refresh_interval,
                         (**settings).clone(),
+                        options.counters.clone(),
+                        tx,
+                    )));
+                    tasks.push(tokio::spawn(forward(provider, rx, updates_tx.clone())));
+                }
+                SdConfig::Dns {
+                    query,
+                    refresh_interval,
+                } => {
+                    let (tx, rx) = mpsc::channel(4);
+                    tasks.push(tokio::spawn(dns::run(
+                        query.clone(),
+                        *refresh_interval,
+                        options.resolver.clone(),
                         options.counters.clone(),
                         tx,
                     )));

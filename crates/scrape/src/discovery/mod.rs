@@ -1,8 +1,9 @@
-//! Service discovery: static lists, files (`file_sd_configs`) and HTTP
-//! endpoints (`http_sd_configs`), merged per job by a [`DiscoveryManager`]
+//! Service discovery: static lists, files (`file_sd_configs`), HTTP
+//! endpoints (`http_sd_configs`) and DNS records (`dns_sd_configs`), merged per job by a [`DiscoveryManager`]
 //! that publishes every change on a watch channel. Scrape pools use it, and
 //! so can Alertmanager discovery.
 
+pub mod dns;
 mod file;
 mod group;
 mod http;
@@ -35,5 +36,10 @@ pub enum SdConfig {
         url: String,
         refresh_interval: Duration,
         http: Box<HttpSettings>,
+    },
+    /// `dns_sd_configs`.
+    Dns {
+        query: dns::DnsQuery,
+        refresh_interval: Duration,
     },
 }
