@@ -145,6 +145,32 @@ pub struct ServiceDiscoveryConfigs {
     pub dns_sd_configs: Vec<DnsSdConfig>,
 }
 
+/// The label sets as a YAML mapping of name to value.
+pub(crate) fn serialize_labels<S: Serializer>(labels: &Labels, serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = serializer.serialize_map(Some(labels.len()))?;
+    for l in labels.iter() {
+        map.serialize_entry(l.name.as_str(), l.value.as_str())?;
+    }
+    map.end()
+}
+
+/// A YAML mapping of label name to value; names must be non-empty.
+pub(crate) fn deserialize_labels<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Labels, D::Error> {
+    use crate::serde_util::ScalarString;
+    let map = Option::<std::collections::BTreeMap<ScalarString, ScalarString>>::deserialize(deserializer)?
+        .unwrap_or_default();
+    if map.contains_key(&ScalarString::default()) {
+        return Err(serde::de::Error::custom("\"\" is not a valid label name"));
+    }
+    Labels::new(
+        map.into_iter()
+            .map(|(n, v)| cairn_model::Label::new(n.0, v.0))
+            .collect(),
+    )
+    .map_err(serde::de::Error::custom)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,30 +216,4 @@ mod tests {
         assert_eq!(yaml, "names:\n- a\nrefresh_interval: 30s\ntype: SRV\nport: 0\n");
         assert!(serde_yaml_ng::from_str::<DnsSdConfig>("names: [a]\nbogus: 1").is_err());
     }
-}
-
-/// The label sets as a YAML mapping of name to value.
-pub(crate) fn serialize_labels<S: Serializer>(labels: &Labels, serializer: S) -> Result<S::Ok, S::Error> {
-    use serde::ser::SerializeMap;
-    let mut map = serializer.serialize_map(Some(labels.len()))?;
-    for l in labels.iter() {
-        map.serialize_entry(l.name.as_str(), l.value.as_str())?;
-    }
-    map.end()
-}
-
-/// A YAML mapping of label name to value; names must be non-empty.
-pub(crate) fn deserialize_labels<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Labels, D::Error> {
-    use crate::serde_util::ScalarString;
-    let map = Option::<std::collections::BTreeMap<ScalarString, ScalarString>>::deserialize(deserializer)?
-        .unwrap_or_default();
-    if map.contains_key(&ScalarString::default()) {
-        return Err(serde::de::Error::custom("\"\" is not a valid label name"));
-    }
-    Labels::new(
-        map.into_iter()
-            .map(|(n, v)| cairn_model::Label::new(n.0, v.0))
-            .collect(),
-    )
-    .map_err(serde::de::Error::custom)
 }
