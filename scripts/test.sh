@@ -36,6 +36,14 @@ if ! command -v prometheus-node-exporter >/dev/null 2>&1 || ! command -v prometh
     apt-get install -y -qq --no-install-recommends prometheus-node-exporter prometheus-alertmanager
 fi
 
+# dnsmasq (Debian's dnsmasq-base) is the real DNS server of tests/dns_sd.rs
+# (with CI set, that test fails rather than skips when it is missing).
+if ! command -v dnsmasq >/dev/null 2>&1 && [ ! -x /usr/sbin/dnsmasq ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends dnsmasq-base
+fi
+
 # Debian's Chromium and chromedriver run the web UI's browser tests
 # (tests/ui_browser.rs; with CI set, they fail rather than skip when missing).
 if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then

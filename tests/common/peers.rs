@@ -215,6 +215,11 @@ impl Prometheus {
         std::fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
     }
 
+    /// The configuration file it was started with (to change before a reload).
+    pub fn config_path(&self) -> PathBuf {
+        self.dir.path().join("prometheus.yml")
+    }
+
     /// Fails the test, with Prometheus' log, if it has exited.
     pub fn assert_running(&mut self) {
         if let Some(status) = self.child.try_wait().expect("wait") {
