@@ -8,6 +8,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{CommandFactory, FromArgMatches, Parser};
 
+mod subcommand;
+
+use subcommand::Subcommand;
+
 /// Cairn: a Prometheus-compatible time series database.
 ///
 /// Starts with embedded storage in a local directory. Point Prometheus or
@@ -493,20 +497,20 @@ fn hostname() -> String {
 }
 
 fn main() -> anyhow::Result<()> {
-    // `cairn bench ...` is the load generator; everything else starts the server.
-    if std::env::args().nth(1).as_deref() == Some("bench") {
-        return cairn_bench::cli::main(std::env::args().skip(1));
+    if let Some(subcommand) = std::env::args().nth(1).as_deref().and_then(Subcommand::from_name) {
+        let args = std::env::args().skip(1);
+        match subcommand {
+            // The load generator.
+            Subcommand::Bench => return cairn_bench::cli::main(args),
+            // Backups of a data directory.
+            Subcommand::Backup | Subcommand::Restore => std::process::exit(cairn_backup::cli::main(args.collect())),
+            // promtool's checks, and the offline verification of a data directory.
+            Subcommand::Check | Subcommand::Test => {
+                std::process::exit(cairn_server::check::main(&args.collect::<Vec<_>>()))
+            }
+        }
     }
-    // `cairn backup ...` / `cairn restore ...`: backups of a data directory.
-    if matches!(std::env::args().nth(1).as_deref(), Some("backup" | "restore")) {
-        std::process::exit(cairn_backup::cli::main(std::env::args().skip(1).collect()));
-    }
-    // `cairn check ...` / `cairn test rules ...`: promtool's checks.
-    if matches!(std::env::args().nth(1).as_deref(), Some("check" | "test")) {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        std::process::exit(cairn_server::check::main(&args));
-    }
-    let command = Cli::command();
+    let command = Cli::command().after_help(subcommand::help_section());
     let matches = command.clone().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let flags = effective_flags(&command, &matches);
