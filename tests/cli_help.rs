@@ -47,7 +47,8 @@ fn cli_help_lists_every_subcommand_with_one_line() {
 #[test]
 fn cli_each_listed_subcommand_is_dispatched() {
     for s in Subcommand::ALL {
-        let (_, text) = cairn(&[s.name(), "--help"]);
+        let (ok, text) = cairn(&[s.name(), "--help"]);
+        assert!(ok, "cairn {} --help failed:\n{text}", s.name());
         assert!(
             !text.contains(SERVER_FLAG),
             "{} fell through to the server:\n{text}",

@@ -18,6 +18,11 @@ pub fn main(args: &[String]) -> i32 {
         ["test", "rules", _, ..] => test_rules(&files(2)),
         ["check", "--storage.path", dir] => check_storage(dir),
         ["check", flag] if flag.starts_with("--storage.path=") => check_storage(&flag["--storage.path=".len()..]),
+        // Asked for, the usage is an answer, not an error.
+        ["check" | "test", "--help" | "-h"] => {
+            println!("{USAGE}");
+            0
+        }
         _ => {
             eprintln!("{USAGE}");
             2
