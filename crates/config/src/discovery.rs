@@ -132,17 +132,18 @@ impl DnsSdConfig {
     }
 }
 
-/// Where a scrape job or Alertmanager list finds its targets.
+/// Where a scrape job or Alertmanager list finds its targets. Written in
+/// Prometheus' order: the mechanisms by name, static lists last.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct ServiceDiscoveryConfigs {
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub static_configs: Vec<StaticConfig>,
+    pub dns_sd_configs: Vec<DnsSdConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub file_sd_configs: Vec<FileSdConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub http_sd_configs: Vec<HttpSdConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub dns_sd_configs: Vec<DnsSdConfig>,
+    pub static_configs: Vec<StaticConfig>,
 }
 
 /// The label sets as a YAML mapping of name to value.
