@@ -361,6 +361,14 @@ struct Cli {
     #[arg(long = "config.file")]
     config_file: Option<PathBuf>,
 
+    /// Agent mode, as Prometheus' --agent and vmagent: scrape (and take
+    /// pushes) and forward everything with the configuration's remote_write,
+    /// keeping only the WAL until it is forwarded and two days of series
+    /// labels; reads answer 503. Needs --config.file; its rule_files and
+    /// alerting are refused.
+    #[arg(long = "agent", requires = "config_file")]
+    agent: bool,
+
     /// The URL under which users reach Cairn (alerts link to it).
     /// Default: http://<hostname>:<port>/.
     #[arg(long = "web.external-url")]
@@ -621,8 +629,15 @@ fn main() -> anyhow::Result<()> {
             queue_capacity: cli.alertmanager_notification_queue_capacity,
             ..cairn_server::NotifierOptions::default()
         },
+        agent: cli.agent,
         ..cairn_server::MonitoringConfig::new(file.clone())
     });
+    if cli.agent {
+        storage.keep_samples = false;
+        // Labels of the series a backlog may still name; the WAL holds the rest.
+        storage.retention = storage.retention.min(Duration::from_secs(2 * 86_400));
+        api.agent = true;
+    }
     api.enable_lifecycle = cli.web_enable_lifecycle;
     let external_path = cli.web_external_url.as_deref().map(url_path).unwrap_or_default();
     api.route_prefix = match &cli.web_route_prefix {

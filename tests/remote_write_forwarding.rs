@@ -258,3 +258,83 @@ fn forwarding_delivers_every_sample_across_an_outage_and_a_kill() {
     // Remote write 1.0 carries the scraped metadata in requests of its own.
     assert!(metric("prometheus_remote_storage_metadata_total", "vm", &vm.url()) > 0.0);
 }
+
+#[test]
+fn agent_mode_forwards_what_it_scrapes_and_is_pushed_and_answers_no_reads() {
+    let (Some(prom_bin), Some(vm_bin)) = (prometheus_3(), victoria_metrics_1_150()) else {
+        return;
+    };
+    let prom = Prometheus::start(
+        &prom_bin,
+        "global:\n  scrape_interval: 1h\n",
+        &["--web.enable-remote-write-receiver"],
+    );
+    let vm = VictoriaMetrics::start(&vm_bin, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let config = format!(
+        "global:\n  scrape_interval: 1s\n  external_labels:\n    forwarder: cairn\n\
+         scrape_configs:\n  - job_name: vm\n    static_configs:\n      - targets: ['{}']\n\
+         remote_write:\n  - url: {}/api/v1/write\n    queue_config:\n      batch_send_deadline: 200ms\n    \
+         write_relabel_configs:\n      - source_labels: [__name__]\n        regex: dropped_by_relabelling\n        \
+         action: drop\n",
+        vm.url().trim_start_matches("http://"),
+        prom.url()
+    );
+    let config_path = dir.path().join("agent.yml");
+    std::fs::write(&config_path, &config).unwrap();
+    let cairn = Server::start_with(&["--agent", "--config.file", config_path.to_str().unwrap()]);
+
+    let base = now_ms() / 1000 * 1000 - 60_000;
+    write_ticks(&cairn, base, 0..20);
+    wait_for("the pushed samples at Prometheus", Duration::from_secs(30), || {
+        diff(
+            &raw_read::read(&prom.url(), "forwarded", true, base, base + 3_600_000),
+            &expected(base, 20),
+        )
+    });
+    wait_for("the scraped samples at Prometheus", Duration::from_secs(30), || {
+        let up = raw_read::read(&prom.url(), "up", true, base, now_ms() + 60_000);
+        match up.values().next() {
+            Some(samples) if samples.len() >= 2 => Ok(()),
+            other => Err(format!("up at Prometheus: {other:?}")),
+        }
+    });
+
+    // Nothing is kept to read: reads answer as Prometheus' agent does.
+    let c = cairn.client();
+    for (path, query) in [
+        ("/api/v1/query", vec![("query", "up")]),
+        ("/api/v1/series", vec![("match[]", "up")]),
+        ("/api/v1/export", vec![("match[]", "up")]),
+    ] {
+        c.get_query(path, &query).assert_error(503, "unavailable");
+    }
+    assert_eq!(c.get("/-/ready").status, 200);
+    assert_eq!(c.get("/api/v1/targets").status, 200);
+
+    // Rules and Alertmanagers are refused in agent mode, by name.
+    for (extra, field) in [
+        ("rule_files: [rules.yml]\n", "rule_files"),
+        (
+            "alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:9093']\n",
+            "alerting.alertmanagers",
+        ),
+    ] {
+        let path = dir.path().join("refused.yml");
+        std::fs::write(&path, format!("{config}{extra}")).unwrap();
+        std::fs::write(dir.path().join("rules.yml"), "groups: []\n").unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["--agent", "--config.file", path.to_str().unwrap()])
+            .arg("--storage.path")
+            .arg(dir.path().join(format!("refused-{field}")))
+            .args(["--http.listen-addr", &format!("127.0.0.1:{}", free_port())])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let log = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+        assert!(
+            log.contains(&format!("field {field} is not allowed in agent mode")),
+            "{log}"
+        );
+    }
+}

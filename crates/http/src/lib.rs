@@ -132,6 +132,9 @@ pub struct ApiConfig {
     /// How many expensive reads run at once and how many wait
     /// (`--query.max-concurrency`, ...; see [`admission`]).
     pub query_admission: AdmissionConfig,
+    /// Agent mode (`--agent`): samples are forwarded, not kept, so every
+    /// read route answers 503 `unavailable`, as Prometheus' agent does.
+    pub agent: bool,
 }
 
 /// The process' configuration as `/api/v1/status/*` report it.
@@ -171,6 +174,7 @@ impl Default for ApiConfig {
             otlp: OtlpOptions::default(),
             enable_lifecycle: false,
             route_prefix: String::new(),
+            agent: false,
             external_path: None,
             inline_write_max_body_bytes: 1 << 20,
             default_series_limit: None,
@@ -446,6 +450,13 @@ pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
     ]
 }
 
+/// What a read gets in agent mode.
+async fn refuse_in_agent_mode(_: axum::extract::Request, _: axum::middleware::Next) -> axum::response::Response {
+    axum::response::IntoResponse::into_response(ApiError::unavailable(
+        "unavailable in agent mode: samples are forwarded with remote_write, not kept (--agent)",
+    ))
+}
+
 /// The full API: [`api_routes`] at `/`, under `/prometheus` and the route prefix, with request
 /// metrics, the body limit and the JSON 404/405 fallbacks.
 pub fn router(state: AppState) -> Router {
@@ -464,6 +475,11 @@ pub fn router_with(state: AppState, extra: Router<AppState>) -> Router {
         let gate = auth::Gate {
             state: state.clone(),
             access,
+        };
+        let group = if access == Access::Read && state.config.agent {
+            group.route_layer(axum::middleware::from_fn(refuse_in_agent_mode))
+        } else {
+            group
         };
         routes = routes.merge(group.route_layer(axum::middleware::from_fn_with_state(gate, auth::check)));
     }

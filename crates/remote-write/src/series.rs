@@ -28,7 +28,8 @@ pub enum Resolved {
 }
 
 pub struct SeriesCache {
-    by_id: HashMap<(i32, u64), Option<Arc<Series>>>,
+    /// Looked up for every sample forwarded: a fast hash, seeded per process.
+    by_id: HashMap<(i32, u64), Option<Arc<Series>>, foldhash::fast::RandomState>,
     external_labels: Labels,
     relabel: Vec<RelabelConfig>,
     newest_day: i32,
@@ -37,7 +38,7 @@ pub struct SeriesCache {
 impl SeriesCache {
     pub fn new(external_labels: Labels, relabel: Vec<RelabelConfig>) -> Self {
         Self {
-            by_id: HashMap::new(),
+            by_id: HashMap::default(),
             external_labels,
             relabel,
             newest_day: i32::MIN,

@@ -35,6 +35,8 @@ use serde_json::{Value, json};
 pub struct MonitoringConfig {
     /// `--config.file`: Prometheus' configuration file.
     pub config_file: PathBuf,
+    /// `--agent`: scrape and forward only; rules and alerting are refused.
+    pub agent: bool,
     /// `--web.external-url`: where users reach this server (alerts link to it).
     pub external_url: String,
     /// `--rules.alert.resend-delay`.
@@ -50,6 +52,7 @@ impl MonitoringConfig {
     pub fn new(config_file: PathBuf) -> Self {
         Self {
             config_file,
+            agent: false,
             external_url: String::new(),
             resend_delay: Duration::from_secs(60),
             outage_tolerance: Duration::from_secs(3600),
@@ -115,6 +118,21 @@ fn load(path: &Path) -> Result<Loaded, String> {
     Ok(Loaded { config, rule_files })
 }
 
+/// Loads the configuration file for `options`: in agent mode, as
+/// Prometheus' agent does, rule files and Alertmanagers are refused.
+fn load_for(options: &MonitoringConfig) -> Result<Loaded, String> {
+    let loaded = load(&options.config_file)?;
+    if options.agent {
+        if !loaded.config.rule_files.is_empty() {
+            return Err("field rule_files is not allowed in agent mode".into());
+        }
+        if !loaded.config.alerting.alertmanagers.is_empty() {
+            return Err("field alerting.alertmanagers is not allowed in agent mode".into());
+        }
+    }
+    Ok(loaded)
+}
+
 /// Checks a configuration file as a start or reload would (`cairn check config`).
 pub fn check_config(path: &Path) -> Result<(Config, Vec<PathBuf>), String> {
     load(path).map(|l| (l.config, l.rule_files))
@@ -147,7 +165,7 @@ impl Running {
         listen_addr: std::net::SocketAddr,
         wal: Option<Arc<cairn_tsdb::Tsdb>>,
     ) -> anyhow::Result<Arc<Self>> {
-        let loaded = load(&options.config_file)
+        let loaded = load_for(&options)
             .map_err(anyhow::Error::msg)
             .with_context(|| format!("cannot load --config.file {}", options.config_file.display()))?;
         let tenants2 = tenants.clone();
@@ -222,7 +240,7 @@ impl Running {
     /// running configuration stays.
     pub async fn reload(&self) -> Result<(), String> {
         let _one_at_a_time = self.reloading.lock().await;
-        let result = match load(&self.options.config_file) {
+        let result = match load_for(&self.options) {
             Ok(loaded) => self.apply(loaded).await,
             Err(e) => Err(e),
         };

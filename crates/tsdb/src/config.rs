@@ -57,6 +57,9 @@ pub struct Config {
     pub idle_merge_after: Duration,
     /// Run the background threads (tests turn them off to drive maintenance by hand).
     pub background: bool,
+    /// Keep samples (false: agent mode, where the WAL and the series' labels
+    /// are all that is kept, for remote write to forward; nothing is queryable).
+    pub keep_samples: bool,
     /// Where opening reports how far its WAL replay has come.
     pub wal_replay: Arc<WalReplay>,
     /// Tenants a process holds at most (`TsdbTenants`): each has an engine
@@ -107,6 +110,7 @@ impl Config {
             maintenance_interval: Duration::from_secs(5),
             idle_merge_after: Duration::from_secs(60),
             background: true,
+            keep_samples: true,
             wal_replay: Arc::default(),
             max_tenants: 100,
             max_active_series: 0,

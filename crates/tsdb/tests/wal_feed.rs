@@ -162,3 +162,35 @@ fn segments_past_the_backlog_bound_are_deleted_and_the_tail_reports_the_gap() {
     assert_eq!(lost[0].0, start);
     assert_eq!(got, expected(2, &[t0 + 1000]), "reading goes on after the gap");
 }
+
+#[test]
+fn an_engine_that_keeps_no_samples_still_feeds_the_wal_with_labels_across_flushes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.keep_samples = false;
+    let db = Tsdb::open(c.clone()).unwrap();
+    let t0 = yesterday_noon();
+    let start = db.wal_end();
+    db.hold_wal("agent", start.segment).unwrap();
+    write(&db, 3, t0);
+    db.flush().unwrap();
+    write(&db, 3, t0 + 1000);
+    let everything = [cairn_model::Matcher::equal("__name__", "m")];
+    assert!(
+        cairn_storage::conformance::read(&db, &everything, i64::MIN / 2, i64::MAX / 2)
+            .iter()
+            .all(|(_, samples)| samples.is_empty()),
+        "no samples are kept"
+    );
+    let mut tail = WalTail::new(start);
+    let (got, lost) = drain(&db, &mut tail);
+    assert!(lost.is_empty());
+    assert_eq!(got, expected(3, &[t0, t0 + 1000]));
+    // The series' labels outlive the process: a record after a restart
+    // names them by id only, and the index has them.
+    drop(db);
+    let db = Tsdb::open(c).unwrap();
+    let mut tail = WalTail::new(db.wal_end());
+    write(&db, 3, t0 + 2000);
+    assert_eq!(drain(&db, &mut tail), (expected(3, &[t0 + 2000]), vec![]));
+}

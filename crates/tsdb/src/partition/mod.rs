@@ -446,6 +446,11 @@ impl Partition {
             }
             RwLockWriteGuard::downgrade(index)
         };
+        if !config.keep_samples {
+            // Agent mode: the WAL holds the samples until they are forwarded.
+            self.last_write_ms.store(crate::engine::now_ms(), Ordering::Relaxed);
+            return Ok(false);
+        }
         // Rows of new series (and all rows in WAL replay) come without their local number.
         let mut locals = Vec::new();
         if rows.iter().any(|r| r.local == UNKNOWN_LOCAL) {
