@@ -29,6 +29,39 @@ pub enum BenchCommand {
     Record(RecordArgs),
     /// Cairn and Prometheus scrape the same synthetic fleet with the same config and rules.
     Scrape(ScrapeArgs),
+    /// Cairn, Prometheus' agent mode and vmagent scrape one fleet and forward it with remote write.
+    Forward(ForwardArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ForwardArgs {
+    /// The `cairn` binary to start.
+    #[arg(long)]
+    pub cairn_bin: PathBuf,
+    /// The Prometheus binary to start in agent mode beside it.
+    #[arg(long, default_value = "../shared/peers/prometheus-3.14.0")]
+    pub prometheus_bin: PathBuf,
+    /// vmagent to start too (scripts/build-peers.sh builds 1.150).
+    #[arg(long)]
+    pub vmagent_bin: Option<PathBuf>,
+    /// Run Cairn as a server that stores what it forwards, not in agent mode.
+    #[arg(long)]
+    pub cairn_stores: bool,
+    /// Synthetic node_exporter targets, each on its own loopback address.
+    #[arg(long, default_value_t = 300)]
+    pub targets: usize,
+    #[arg(long, default_value = "15s", value_parser = duration)]
+    pub interval: Duration,
+    /// How long to measure, after every forwarder has delivered its first samples.
+    #[arg(long, default_value = "5m", value_parser = duration)]
+    pub duration: Duration,
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// Write the reports as JSON here.
+    #[arg(long)]
+    pub report_json: Option<PathBuf>,
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -335,6 +368,24 @@ pub fn main(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
                 quiet: a.quiet,
             })?;
             crate::scrape::print(&reports);
+            if let Some(path) = a.report_json {
+                std::fs::write(path, serde_json::to_vec_pretty(&reports)?)?;
+            }
+            Ok(())
+        }
+        BenchCommand::Forward(a) => {
+            let reports = crate::forward::run(&crate::forward::ForwardBenchConfig {
+                cairn_bin: a.cairn_bin,
+                prometheus_bin: a.prometheus_bin,
+                vmagent_bin: a.vmagent_bin,
+                cairn_stores: a.cairn_stores,
+                targets: a.targets,
+                interval: a.interval,
+                duration: a.duration,
+                work_dir: a.work_dir,
+                quiet: a.quiet,
+            })?;
+            crate::forward::print(&reports);
             if let Some(path) = a.report_json {
                 std::fs::write(path, serde_json::to_vec_pretty(&reports)?)?;
             }

@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod fleet;
+pub mod forward;
 pub mod histogram;
 pub mod html;
 pub mod native_histograms;

@@ -109,6 +109,40 @@ pub fn start_prometheus(bin: &Path, work_dir: Option<&Path>, config: &Path) -> a
     start("prometheus", cmd, port, dir, "/-/ready")
 }
 
+/// Starts Prometheus in agent mode (`--agent`): scraping and remote write
+/// with a WAL of its own and no local queries.
+pub fn start_prometheus_agent(bin: &Path, work_dir: Option<&Path>, config: &Path) -> anyhow::Result<StartedTarget> {
+    anyhow::ensure!(bin.exists(), "{} not found", bin.display());
+    let dir = tempdir(work_dir, "cairn-bench-prometheus-agent")?;
+    let port = free_port()?;
+    let mut cmd = Command::new(bin);
+    cmd.arg("--agent")
+        .arg(format!("--config.file={}", config.display()))
+        .arg(format!("--storage.agent.path={}", dir.path().display()))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"));
+    start("prometheus-agent", cmd, port, dir, "/-/ready")
+}
+
+/// Starts vmagent scraping as `config` says and writing to `remote_write_url`
+/// in Prometheus' remote write protocol.
+pub fn start_vmagent(
+    bin: &Path,
+    work_dir: Option<&Path>,
+    config: &Path,
+    remote_write_url: &str,
+) -> anyhow::Result<StartedTarget> {
+    anyhow::ensure!(bin.exists(), "{} not found", bin.display());
+    let dir = tempdir(work_dir, "cairn-bench-vmagent")?;
+    let port = free_port()?;
+    let mut cmd = Command::new(bin);
+    cmd.arg(format!("-promscrape.config={}", config.display()))
+        .arg(format!("-remoteWrite.url={remote_write_url}"))
+        .arg("-remoteWrite.forcePromProto")
+        .arg(format!("-remoteWrite.tmpDataPath={}", dir.path().display()))
+        .arg(format!("-httpListenAddr=127.0.0.1:{port}"));
+    start("vmagent", cmd, port, dir, "/health")
+}
+
 /// Starts VictoriaMetrics single-node (Debian's `/usr/bin/victoria-metrics`
 /// unless `bin` is given) with default flags.
 pub fn start_victoriametrics(bin: Option<&Path>, work_dir: Option<&Path>) -> anyhow::Result<StartedTarget> {
