@@ -157,10 +157,11 @@ impl RemoteWrite {
             retry_on_429: q.retry_on_http_429,
         };
         let metrics = Arc::new(QueueMetrics::default());
+        let protocol = sender.protocol;
         let parts = QueueParts {
             settings: settings.clone(),
             sender,
-            cache: SeriesCache::new(external.clone(), rw.write_relabel_configs.clone()),
+            cache: SeriesCache::new(external.clone(), rw.write_relabel_configs.clone(), protocol),
             metrics: metrics.clone(),
             metadata: self.metadata.lock().clone(),
         };

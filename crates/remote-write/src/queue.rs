@@ -28,7 +28,7 @@ use crate::metadata::{MetadataLoop, MetadataSource};
 use crate::metrics::{QueueMetrics, add, raise};
 use crate::positions::{Positions, PositionsFile, ShardPosition};
 use crate::send::{Backoff, Outcome, Protocol, Sender};
-use crate::series::{Resolved, Series, SeriesCache};
+use crate::series::{Resolved, Series, SeriesCache, SeriesLabels};
 
 /// A queue's settings, from its `remote_write` entry.
 #[derive(Debug, Clone)]
@@ -731,17 +731,22 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
         Protocol::V1 => {
             let mut pb = Vec::new();
             for (series, samples, histograms) in &groups {
-                encode_series(&series.encoded, samples, histograms, &mut pb);
+                if let SeriesLabels::Encoded(labels) = &series.labels {
+                    encode_series(labels, samples, histograms, &mut pb);
+                }
             }
             compress(&pb, ContentEncoding::Snappy, &mut body).map_err(|e| e.to_string())?;
         }
         Protocol::V2 => {
             let series: Vec<SeriesSamples> = groups
                 .into_iter()
-                .map(|(series, samples, histograms)| SeriesSamples {
-                    labels: series.labels.clone(),
-                    samples,
-                    histograms,
+                .filter_map(|(series, samples, histograms)| match &series.labels {
+                    SeriesLabels::Labels(labels) => Some(SeriesSamples {
+                        labels: labels.clone(),
+                        samples,
+                        histograms,
+                    }),
+                    SeriesLabels::Encoded(_) => None,
                 })
                 .collect();
             encode_write_request_v2(&series, ContentEncoding::Snappy, &mut body).map_err(|e| e.to_string())?;

@@ -9,13 +9,21 @@ use cairn_config::RelabelConfig;
 use cairn_model::{Label, Labels};
 use cairn_tsdb::Tsdb;
 
+use crate::send::Protocol;
+
 /// A series as it is sent.
 pub struct Series {
-    pub labels: Labels,
-    /// The label fields of a remote write 1.0 `TimeSeries`.
-    pub encoded: Box<[u8]>,
+    /// Only what the queue's protocol needs, for the memory of every series.
+    pub labels: SeriesLabels,
     /// Picks the shard: a series' samples all go through one, in order.
     pub hash: u64,
+}
+
+pub enum SeriesLabels {
+    /// The label fields of a remote write 1.0 `TimeSeries`.
+    Encoded(Box<[u8]>),
+    /// The labels, for remote write 2.0's per-request symbols.
+    Labels(Labels),
 }
 
 /// What becomes of a series' samples.
@@ -32,15 +40,17 @@ pub struct SeriesCache {
     by_id: HashMap<(i32, u64), Option<Arc<Series>>, foldhash::fast::RandomState>,
     external_labels: Labels,
     relabel: Vec<RelabelConfig>,
+    protocol: Protocol,
     newest_day: i32,
 }
 
 impl SeriesCache {
-    pub fn new(external_labels: Labels, relabel: Vec<RelabelConfig>) -> Self {
+    pub fn new(external_labels: Labels, relabel: Vec<RelabelConfig>, protocol: Protocol) -> Self {
         Self {
             by_id: HashMap::default(),
             external_labels,
             relabel,
+            protocol,
             newest_day: i32::MIN,
         }
     }
@@ -85,11 +95,11 @@ impl SeriesCache {
         let mut encoded = Vec::new();
         cairn_protocols::remote_write::encode_labels(&labels, &mut encoded);
         let hash = xxhash_rust::xxh3::xxh3_64(&encoded);
-        Some(Arc::new(Series {
-            labels,
-            encoded: encoded.into_boxed_slice(),
-            hash,
-        }))
+        let labels = match self.protocol {
+            Protocol::V1 => SeriesLabels::Encoded(encoded.into_boxed_slice()),
+            Protocol::V2 => SeriesLabels::Labels(labels),
+        };
+        Some(Arc::new(Series { labels, hash }))
     }
 }
 
