@@ -75,8 +75,10 @@ impl RemoteWrite {
     /// Starts, restarts and stops queues to match `config`. A receiver
     /// removed from it loses its position and the WAL held for it.
     pub async fn apply(&self, config: &Config) -> Result<(), String> {
-        let wanted: Vec<(String, &RemoteWriteConfig)> =
-            config.remote_write.iter().map(|rw| (queue_name(rw), rw)).collect();
+        let wanted: Vec<(String, &RemoteWriteConfig)> = queue_names(&config.remote_write)
+            .into_iter()
+            .zip(&config.remote_write)
+            .collect();
         let external = &config.global.external_labels;
         let stale: Vec<Running> = {
             let mut running = self.running.lock();
@@ -230,16 +232,55 @@ impl RemoteWrite {
     }
 }
 
-/// A queue's name: its `name`, or six hex digits of its URL's hash.
-pub fn queue_name(rw: &RemoteWriteConfig) -> String {
-    if rw.name.is_empty() {
-        format!("{:06x}", xxhash_rust::xxh3::xxh3_64(rw.url.as_bytes()) >> 40)
-    } else {
-        rw.name.clone()
-    }
+/// Each queue's name: its `name`, or six hex digits of its URL's hash,
+/// followed by `-2`, `-3`, ... for the second and later unnamed queues of one
+/// URL. Stable across restarts, so a queue finds its positions again.
+fn queue_names(configs: &[RemoteWriteConfig]) -> Vec<String> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    configs
+        .iter()
+        .map(|rw| {
+            if !rw.name.is_empty() {
+                return rw.name.clone();
+            }
+            let base = format!("{:06x}", xxhash_rust::xxh3::xxh3_64(rw.url.as_bytes()) >> 40);
+            let n = seen.entry(base.clone()).or_insert(0);
+            *n += 1;
+            if *n == 1 { base } else { format!("{base}-{n}") }
+        })
+        .collect()
 }
 
 /// A queue's directory name: its name in hex, valid whatever the name.
 fn dir_name(name: &str) -> String {
     name.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unnamed_queues_of_one_url_get_names_of_their_own() {
+        let rw = |url: &str, name: &str| RemoteWriteConfig {
+            url: url.into(),
+            name: name.into(),
+            ..RemoteWriteConfig::default()
+        };
+        let names = queue_names(&[
+            rw("http://a/w", ""),
+            rw("http://b/w", ""),
+            rw("http://a/w", ""),
+            rw("http://a/w", "mine"),
+        ]);
+        assert_eq!(names[0].len(), 6);
+        assert_ne!(names[0], names[1]);
+        assert_eq!(names[2], format!("{}-2", names[0]));
+        assert_eq!(names[3], "mine");
+        assert_eq!(
+            queue_names(&[rw("http://a/w", "")])[0],
+            names[0],
+            "the same name at every start"
+        );
+    }
 }
