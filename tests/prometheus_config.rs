@@ -296,3 +296,86 @@ tests:
     assert_eq!(code, Some(1));
     assert!(err.contains("FAILED"), "{err}");
 }
+
+/// A configuration with DNS discovery and remote_write in every form a
+/// user writes them: `cairn check config` passes it and Prometheus 3.14
+/// starts with it; broken variants are refused by both.
+#[test]
+fn dns_discovery_and_remote_write_check_as_prometheus_takes_them() {
+    let Some(prom_bin) = common::peers::prometheus_3() else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(&dir.path().join("password"), "secret\n");
+    let good = format!(
+        r#"global:
+  scrape_interval: 15s
+  external_labels: {{cluster: eu-1}}
+scrape_configs:
+  - job_name: dns
+    dns_sd_configs:
+      - names: [_node._tcp.example.internal]
+      - names: [api.example.internal]
+        type: A
+        port: 9100
+        refresh_interval: 1m
+remote_write:
+  - url: http://127.0.0.1:1/api/v1/write
+    name: long-term
+    remote_timeout: 10s
+    headers: {{X-Scope-OrgID: team-a}}
+    basic_auth: {{username: cairn, password_file: {password}}}
+    tls_config: {{insecure_skip_verify: true}}
+    write_relabel_configs:
+      - source_labels: [__name__]
+        regex: go_.*
+        action: drop
+    queue_config: {{capacity: 5000, max_shards: 8, min_shards: 2, max_samples_per_send: 1000, batch_send_deadline: 2s, min_backoff: 100ms, max_backoff: 10s, retry_on_http_429: true, sample_age_limit: 1h}}
+    metadata_config: {{send: true, send_interval: 30s, max_samples_per_send: 500}}
+  - url: http://127.0.0.1:2/api/v1/write
+    protobuf_message: io.prometheus.write.v2.Request
+    authorization: {{credentials: token}}
+"#,
+        password = dir.path().join("password").display()
+    );
+    let good_path = dir.path().join("good.yml");
+    write(&good_path, &good);
+    let check = |path: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["check", "config", path.to_str().expect("utf-8")])
+            .output()
+            .expect("run cairn check")
+    };
+    let out = check(&good_path);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let _prometheus = common::peers::Prometheus::start(&prom_bin, &good, &[]);
+
+    for (broken, message) in [
+        (
+            good.replace("        type: A\n        port: 9100\n", "        type: A\n"),
+            "a port is required in DNS-SD configs",
+        ),
+        (good.replace("remote_timeout: 10s", "remote_timeout: soon"), "soon"),
+        (
+            good.replace("name: long-term", "name: long-term\n    queue: 1"),
+            "queue",
+        ),
+    ] {
+        let path = dir.path().join("broken.yml");
+        write(&path, &broken);
+        let out = check(&path);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(message), "cairn: {err}");
+        let out = Command::new(&prom_bin)
+            .arg(format!("--config.file={}", path.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("prom-data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{}", free_port()))
+            .output()
+            .expect("run prometheus");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(message), "prometheus: {err}");
+    }
+}
