@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -16,7 +16,6 @@ use cairn_protocols::DecodeLimits;
 use cairn_protocols::remote_write::{ContentEncoding, decode_write_request};
 use serde::Serialize;
 
-use crate::fleet::{Fleet, FleetConfig};
 use crate::procfs;
 use crate::scrape::exporter;
 use crate::targets::{self, StartedTarget};
@@ -129,20 +128,8 @@ fn start_receivers(received: &[Arc<Received>]) -> anyhow::Result<Vec<u16>> {
 
 /// Runs the benchmark; a report per forwarder: Cairn, Prometheus, vmagent.
 pub fn run(cfg: &ForwardBenchConfig) -> anyhow::Result<Vec<ForwardReport>> {
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64;
-    let fleet = Fleet::new(
-        Arc::new(Trace::embedded()?),
-        FleetConfig {
-            targets: cfg.targets,
-            start_ms: now_ms,
-            interval_ms: cfg.interval.as_millis() as i64,
-            jitter_ms: 0,
-            job: "node".into(),
-            seed: 1,
-        },
-    );
-    let series_per_target = fleet.series_per_target();
-    let exporter_port = exporter::start(fleet)?;
+    let (exporter_port, series_per_target) =
+        exporter::start_fleet(Arc::new(Trace::embedded()?), cfg.targets, cfg.interval)?;
     let forwarders = if cfg.vmagent_bin.is_some() { 3 } else { 2 };
     let received: Vec<Arc<Received>> = (0..forwarders).map(|_| Arc::default()).collect();
     let ports = start_receivers(&received)?;

@@ -18,7 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::serve::IncomingStream;
 
-use crate::fleet::Fleet;
+use crate::fleet::{Fleet, FleetConfig};
+use crate::trace::Trace;
 
 /// Loopback address of target `t` (`127.1.x.y`, `y` never 0 or 255).
 pub fn target_addr(t: usize) -> Ipv4Addr {
@@ -49,6 +50,25 @@ struct Served {
 }
 
 /// Starts the exporter on its own runtime thread; returns the port.
+/// Serves `targets` node_exporter-like targets replaying `trace` from now
+/// on, scraped every `interval`; the port, and the series each target has.
+pub fn start_fleet(trace: Arc<Trace>, targets: usize, interval: std::time::Duration) -> anyhow::Result<(u16, usize)> {
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64;
+    let fleet = Fleet::new(
+        trace,
+        FleetConfig {
+            targets,
+            start_ms: now_ms,
+            interval_ms: interval.as_millis() as i64,
+            jitter_ms: 0,
+            job: "node".into(),
+            seed: 1,
+        },
+    );
+    let series_per_target = fleet.series_per_target();
+    Ok((start(fleet)?, series_per_target))
+}
+
 pub fn start(fleet: Fleet) -> anyhow::Result<u16> {
     let prefixes = fleet.trace().series.iter().map(|s| series_prefix(&s.labels)).collect();
     let served = Arc::new(Served { fleet, prefixes });

@@ -12,7 +12,6 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::fleet::{Fleet, FleetConfig};
 use crate::procfs;
 use crate::query::QueryClient;
 use crate::sender::Access;
@@ -57,20 +56,7 @@ pub fn run(cfg: &ScrapeBenchConfig) -> anyhow::Result<Vec<ScrapeReport>> {
         Some(p) => Trace::load(p)?,
         None => Trace::embedded()?,
     });
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as i64;
-    let fleet = Fleet::new(
-        trace,
-        FleetConfig {
-            targets: cfg.targets,
-            start_ms: now_ms,
-            interval_ms: cfg.interval.as_millis() as i64,
-            jitter_ms: 0,
-            job: "node".into(),
-            seed: 1,
-        },
-    );
-    let series_per_target = fleet.series_per_target();
-    let port = exporter::start(fleet)?;
+    let (port, series_per_target) = exporter::start_fleet(trace, cfg.targets, cfg.interval)?;
     let dir = match &cfg.work_dir {
         Some(d) => tempfile::Builder::new().prefix("cairn-bench-scrape").tempdir_in(d)?,
         None => tempfile::Builder::new().prefix("cairn-bench-scrape").tempdir()?,
