@@ -256,6 +256,8 @@ struct Reader {
     read_samples: u64,
     in_rate: Option<f64>,
     held_segment: u64,
+    /// Where records are decompressed, reused.
+    scratch: Vec<u8>,
 }
 
 impl Reader {
@@ -270,6 +272,7 @@ impl Reader {
             read_samples: 0,
             in_rate: None,
             held_segment: 0,
+            scratch: Vec::new(),
         }
     }
 
@@ -330,7 +333,7 @@ impl Reader {
 
     /// Hands one record's samples to their shards; false when stopping.
     fn dispatch(&mut self, at: WalPosition, end: WalPosition, payload: &[u8]) -> bool {
-        let record = match Tsdb::decode_wal_record(payload) {
+        let record = match Tsdb::decode_wal_record(payload, &mut self.scratch) {
             Ok(r) => r,
             Err(reason) => {
                 add(&self.shared.metrics.wal_gaps, 1);

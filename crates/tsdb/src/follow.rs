@@ -40,10 +40,11 @@ impl Tsdb {
         tail.next(&self.inner.wal, payload)
     }
 
-    /// Decodes a record [`Tsdb::read_wal`] read. Errors name what was malformed.
-    pub fn decode_wal_record(payload: &[u8]) -> Result<WalFeedRecord, String> {
-        let mut scratch = Vec::new();
-        let days = record::decode_batch(payload, &mut scratch).map_err(str::to_string)?;
+    /// Decodes a record [`Tsdb::read_wal`] read, decompressing into
+    /// `scratch` (kept by the caller, so a reader allocates it once).
+    /// Errors name what was malformed.
+    pub fn decode_wal_record(payload: &[u8], scratch: &mut Vec<u8>) -> Result<WalFeedRecord, String> {
+        let days = record::decode_batch(payload, scratch).map_err(str::to_string)?;
         days.into_iter()
             .map(|d| {
                 let new_series = d

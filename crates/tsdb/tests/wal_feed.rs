@@ -32,11 +32,11 @@ type Gaps = Vec<(WalPosition, WalPosition)>;
 /// Every sample the tail reads until the end, and the gaps it reports.
 fn drain(db: &Tsdb, tail: &mut WalTail) -> (Read, Gaps) {
     let (mut samples, mut lost) = (Vec::new(), Vec::new());
-    let mut payload = Vec::new();
+    let (mut payload, mut scratch) = (Vec::new(), Vec::new());
     loop {
         match db.read_wal(tail, &mut payload).unwrap() {
             TailEvent::Record { .. } => {
-                for day in Tsdb::decode_wal_record(&payload).unwrap() {
+                for day in Tsdb::decode_wal_record(&payload, &mut scratch).unwrap() {
                     for &(id, t, v) in &day.samples {
                         let labels = day
                             .new_series
