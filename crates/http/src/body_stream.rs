@@ -1,15 +1,22 @@
-//! Response bodies written on the blocking pool and streamed as they grow:
-//! a blocking task opens what it will walk (an error there is still a proper
-//! error response), then writes the body into a [`ChunkSink`], which hands
-//! chunks to the connection through a bounded channel. Memory stays flat
-//! whatever the body's size, and a client that disconnects, or reads
-//! nothing for [`SEND_TIMEOUT`], stops the walk (and frees what it holds:
-//! a blocking thread, a remote-read slot).
+//! Bodies streamed between the connection and the blocking pool, through a
+//! bounded channel, so memory stays flat whatever their size.
+//!
+//! Responses ([`stream_blocking`]): a blocking task opens what it will walk
+//! (an error there is still a proper error response), then writes the body
+//! into a [`ChunkSink`], which hands chunks to the connection. A client that
+//! disconnects, or reads nothing for [`SEND_TIMEOUT`], stops the walk (and
+//! frees what it holds: a blocking thread, a remote-read slot).
+//!
+//! Requests ([`read_blocking`]): a blocking task reads the body as a
+//! [`std::io::Read`] while the connection's task feeds it. A client that
+//! sends nothing for [`SEND_TIMEOUT`] gets the read failed.
 
+use std::io::{self, Read};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::body::{Body, Bytes};
+use futures_core::Stream;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::ApiError;
@@ -25,7 +32,7 @@ type Chunk = Result<Bytes, std::io::Error>;
 /// The response body: chunks from the blocking writer.
 struct ChunkStream(mpsc::Receiver<Chunk>);
 
-impl futures_core::Stream for ChunkStream {
+impl Stream for ChunkStream {
     type Item = Chunk;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Chunk>> {
         self.0.poll_recv(cx)
@@ -116,4 +123,66 @@ where
         Ok(Err(e)) => Err(e),
         Err(_) => Err(ApiError::internal(format!("{what} task ended unexpectedly"))),
     }
+}
+
+/// A request body as a blocking reader, fed by [`read_blocking`].
+pub(crate) struct BodyReader {
+    rx: mpsc::Receiver<Chunk>,
+    current: Bytes,
+}
+
+impl Read for BodyReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.current.is_empty() {
+            match self.rx.blocking_recv() {
+                Some(chunk) => self.current = chunk?,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf.get_mut(..n)
+            .unwrap_or_default()
+            .copy_from_slice(self.current.get(..n).unwrap_or_default());
+        self.current = self.current.slice(n..);
+        Ok(n)
+    }
+}
+
+/// Runs `read` on the blocking pool with `body` as a [`BodyReader`], and
+/// returns what it returns. Reading stops early, and the rest of the body
+/// is left unread, when `read` returns first.
+pub(crate) async fn read_blocking<T: Send + 'static>(
+    body: Body,
+    read: impl FnOnce(&mut BodyReader) -> T + Send + 'static,
+) -> Result<T, ApiError> {
+    let (tx, rx) = mpsc::channel(CHANNEL_DEPTH);
+    let task = tokio::task::spawn_blocking(move || {
+        let mut reader = BodyReader {
+            rx,
+            current: Bytes::new(),
+        };
+        read(&mut reader)
+    });
+    let mut stream = body.into_data_stream();
+    loop {
+        let next = std::future::poll_fn(|cx| Pin::new(&mut stream).poll_next(cx));
+        let chunk = match tokio::time::timeout(SEND_TIMEOUT, next).await {
+            Ok(Some(chunk)) => chunk.map_err(io::Error::other),
+            Ok(None) => break,
+            Err(_) => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("the client sent nothing for {} s", SEND_TIMEOUT.as_secs()),
+            )),
+        };
+        let failed = chunk.is_err();
+        // A send fails once the reader has stopped.
+        if tx.send(chunk).await.is_err() || failed {
+            break;
+        }
+    }
+    drop(tx);
+    task.await.map_err(|e| {
+        tracing::error!(error = %e, "body reader failed");
+        ApiError::internal(format!("internal error: {e}"))
+    })
 }

@@ -26,8 +26,8 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use cairn_model::{HistogramSample, is_stale_nan};
-use cairn_protocols::histogram_json;
-use cairn_storage::{SelectHints, StorageError};
+use cairn_protocols::{histogram_json, vm_native};
+use cairn_storage::{SelectHints, StorageError, TenantScope};
 
 use crate::body_stream::{ChunkSink, stream_blocking};
 use crate::merged_series::MergedSeries;
@@ -38,26 +38,101 @@ pub async fn export(
     Tenant(scope): Tenant,
     params: Params,
 ) -> Result<Response, ApiError> {
+    respond(
+        &state,
+        &scope,
+        &params,
+        "export",
+        "application/stream+json",
+        |series, _, sink| stream(series, sink),
+    )
+    .await
+}
+
+/// `GET|POST /api/v1/export/native`: the same series in VictoriaMetrics'
+/// native format ([`cairn_protocols::vm_native`]), which `vmctl vm-native`
+/// and VictoriaMetrics' `/api/v1/import/native` read. The format has no room
+/// for native histograms or for NaNs other than staleness markers: they are
+/// left out, and how many is logged.
+pub async fn export_native(
+    State(state): State<AppState>,
+    Tenant(scope): Tenant,
+    params: Params,
+) -> Result<Response, ApiError> {
+    respond(
+        &state,
+        &scope,
+        &params,
+        "native export",
+        "VictoriaMetrics/native",
+        stream_native,
+    )
+    .await
+}
+
+/// Writes the selected series, given the request's time range, as one format.
+type WriteBody = fn(MergedSeries, (i64, i64), &mut ChunkSink) -> Result<(), StorageError>;
+
+/// Selects the series of `match[]` in the request's time range and streams
+/// them as `write` writes them, given the range.
+async fn respond(
+    state: &AppState,
+    scope: &TenantScope,
+    params: &Params,
+    what: &'static str,
+    content_type: &'static str,
+    write: WriteBody,
+) -> Result<Response, ApiError> {
     let selectors = params.get_all("match[]");
     if selectors.is_empty() {
         return Err(ApiError::bad_data("no match[] parameter provided"));
     }
-    let (start, end) = time_range(&params, state.default_start(), MAX_TIME)?;
+    let (start, end) = time_range(params, state.default_start(), MAX_TIME)?;
     let sets = parse_match_params(&selectors)?;
-    let storage = state.reader(&scope)?;
+    let storage = state.reader(scope)?;
     // The slot is held until the last chunk is written.
     let slot = state.query_gate().admit().await?;
     let body = stream_blocking(
-        "export",
+        what,
         state.config().export_chunk_bytes,
         move || {
             let series = MergedSeries::select(&*storage, start, end, &SelectHints::default(), &sets)?;
             Ok((series, slot))
         },
-        |(series, _slot), sink| stream(series, sink).map_err(|e| e.to_string()),
+        move |(series, _slot), sink| write(series, (start, end), sink).map_err(|e| e.to_string()),
     )
     .await?;
-    Ok(([(header::CONTENT_TYPE, "application/stream+json")], body).into_response())
+    Ok(([(header::CONTENT_TYPE, content_type)], body).into_response())
+}
+
+/// Writes the time range, then each series as native blocks.
+fn stream_native(series: MergedSeries, (start, end): (i64, i64), sink: &mut ChunkSink) -> Result<(), StorageError> {
+    vm_native::write_header(&mut sink.buf, start, end);
+    let mut values = Vec::new();
+    let mut timestamps = Vec::new();
+    let (mut nans, mut histograms) = (0, 0);
+    for s in series {
+        let mut s = s?;
+        values.clear();
+        timestamps.clear();
+        while let Some(block) = s.samples.next_block()? {
+            timestamps.extend_from_slice(block.ts);
+            values.extend_from_slice(block.vs);
+        }
+        nans += vm_native::write_series(&mut sink.buf, &s.labels, &timestamps, &values);
+        histograms += s.histograms.len();
+        if !sink.flush_if_full() {
+            return Ok(());
+        }
+    }
+    if nans + histograms > 0 {
+        tracing::warn!(
+            nans,
+            histograms,
+            "native export left out samples VictoriaMetrics' format cannot hold"
+        );
+    }
+    Ok(())
 }
 
 /// Writes each series as one JSON line. Returns early and quietly when the

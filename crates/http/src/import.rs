@@ -186,7 +186,7 @@ pub(crate) async fn respond(
     }
 }
 
-fn body_refusal(e: BodyError) -> Refusal {
+pub(crate) fn body_refusal(e: BodyError) -> Refusal {
     let kind = if e.kind() == ErrorKind::UnsupportedEncoding {
         ErrorType::UnsupportedMediaType
     } else {

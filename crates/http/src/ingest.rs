@@ -21,6 +21,7 @@ pub enum Protocol {
     JsonLines,
     Csv,
     Otlp,
+    VmNative,
 }
 
 impl Protocol {
@@ -35,6 +36,7 @@ impl Protocol {
             Self::JsonLines => "json_lines",
             Self::Csv => "csv",
             Self::Otlp => "otlp",
+            Self::VmNative => "vm_native",
         }
     }
 }

@@ -22,6 +22,7 @@ mod exposition;
 mod federate;
 mod health;
 mod import;
+mod import_native;
 mod influx;
 pub mod ingest;
 mod limits;
@@ -383,7 +384,8 @@ pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
             "/api/v1/import/prometheus/metrics/job/{*rest}",
             post(import::import_prometheus_job).put(import::import_prometheus_job),
         )
-        .route("/api/v1/import/csv", post(import::import_csv));
+        .route("/api/v1/import/csv", post(import::import_csv))
+        .route("/api/v1/import/native", post(import_native::import_native));
     let read = Router::new()
         .route("/api/v1/read", post(remote_read::remote_read))
         .route("/query", get(influx::query).post(influx::query))
@@ -392,6 +394,10 @@ pub fn api_routes() -> Vec<(Access, Router<AppState>)> {
         .route("/api/v1/labels", get(series::labels).post(series::labels))
         .route("/api/v1/label/{name}/values", get(series::label_values))
         .route("/api/v1/export", get(export::export).post(export::export))
+        .route(
+            "/api/v1/export/native",
+            get(export::export_native).post(export::export_native),
+        )
         .route("/federate", get(federate::federate).post(federate::federate))
         .route("/api/v1/metadata", get(metadata::metadata))
         .route("/api/v1/status/tsdb", get(status::tsdb_status))

@@ -222,10 +222,63 @@ impl Decimal {
     }
 }
 
+/// The shortest decimal of a finite nonzero `v` as an integer and a power
+/// of ten, `v ≈ digits × 10^exp` (the fewest digits that read back as `v`,
+/// at most 17), with its sign; `None` for zero, infinities and NaN.
+pub fn shortest_decimal(v: f64) -> Option<(bool, u64, i32)> {
+    let d = Decimal::of(v)?;
+    let digits = d.digits().parse::<u64>().ok()?;
+    Some((d.negative, digits, d.exp - (d.len as i32 - 1)))
+}
+
+/// `10^n` as Go's `math.Pow10` computes it: exact for `0 <= n <= 31`, else
+/// the product or quotient of two table entries, so that formats built on it
+/// (VictoriaMetrics' decimal values) convert to the same floats as Go.
+pub fn pow10(n: i32) -> f64 {
+    const SMALL: [f64; 32] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
+        1e20, 1e21, 1e22, 1e23, 1e24, 1e25, 1e26, 1e27, 1e28, 1e29, 1e30, 1e31,
+    ];
+    const BIG: [f64; 10] = [1e0, 1e32, 1e64, 1e96, 1e128, 1e160, 1e192, 1e224, 1e256, 1e288];
+    const TINY: [f64; 11] = [
+        1e0, 1e-32, 1e-64, 1e-96, 1e-128, 1e-160, 1e-192, 1e-224, 1e-256, 1e-288, 1e-320,
+    ];
+    let (hi, lo) = ((n.unsigned_abs() / 32) as usize, (n.unsigned_abs() % 32) as usize);
+    match n {
+        0..=308 => BIG[hi] * SMALL[lo],
+        -323..=-1 => TINY[hi] / SMALL[lo],
+        309.. => f64::INFINITY,
+        _ => 0.0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn shortest_decimals() {
+        assert_eq!(shortest_decimal(1500.0), Some((false, 15, 2)));
+        assert_eq!(shortest_decimal(-0.25), Some((true, 25, -2)));
+        assert_eq!(shortest_decimal(0.1 + 0.2), Some((false, 30_000_000_000_000_004, -17)));
+        assert_eq!(shortest_decimal(5e-324), Some((false, 5, -324)));
+        assert_eq!(shortest_decimal(0.0), None);
+        assert_eq!(shortest_decimal(f64::NAN), None);
+    }
+
+    #[test]
+    fn pow10_is_gos() {
+        assert_eq!(pow10(0), 1.0);
+        assert_eq!(pow10(22), 1e22);
+        assert_eq!(pow10(-3), 0.001);
+        // Beyond the exact table Go multiplies two entries; so do we.
+        assert_eq!(pow10(40), 1e32 * 1e8);
+        assert_eq!(pow10(-40), 1e-32 / 1e8);
+        assert_eq!(pow10(309), f64::INFINITY);
+        assert_eq!(pow10(-324), 0.0);
+        assert!(pow10(-323) > 0.0);
+    }
 
     /// Values as the Go client library's `writeFloat` writes them.
     #[test]

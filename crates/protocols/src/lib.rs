@@ -16,10 +16,12 @@
 //! OpenMetrics and the Prometheus protobuf format, as Prometheus' scrape
 //! path reads them, into samples and metadata rather than a batch.
 //!
-//! One protocol goes the other way: [`remote_read`], Prometheus remote read's
-//! request and its two answers (samples, streamed XOR chunks).
+//! Two protocols go both ways: [`remote_read`], Prometheus remote read's
+//! request and its two answers (samples, streamed XOR chunks); and
+//! [`vm_native`], VictoriaMetrics' native export and import format, read
+//! block by block from any [`std::io::Read`] so that migrations stream.
 //!
-//! The crate is pure: no I/O, no async, no storage. The HTTP layer picks the
+//! The crate is pure: no network, no async, no storage. The HTTP layer picks the
 //! protocol by endpoint, hands the body to the protocol's decoder, answers a
 //! failure with the status of its [`ErrorKind`], and appends the batch.
 
@@ -42,6 +44,7 @@ pub mod prom_text;
 pub mod remote_read;
 pub mod remote_write;
 pub mod text_import;
+pub mod vm_native;
 
 pub use batch::{InvalidHistograms, SeriesSamples, WriteBatch};
 pub use histogram::HistogramError;

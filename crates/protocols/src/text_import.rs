@@ -110,39 +110,57 @@ pub fn decompress_body<'a>(
     content_encoding: Option<&str>,
     limit: usize,
 ) -> Result<Cow<'a, [u8]>, BodyError> {
-    let v = content_encoding.map(str::trim).unwrap_or_default();
-    let bounded = |encoding: &'static str, reader: &mut dyn Read| -> Result<Cow<'a, [u8]>, BodyError> {
-        let mut out = Vec::new();
-        reader
-            .take(limit as u64 + 1)
-            .read_to_end(&mut out)
-            .map_err(|e| BodyError::Decompress {
-                encoding,
-                reason: e.to_string(),
-            })?;
-        if out.len() > limit {
-            return Err(BodyError::TooLarge { limit });
-        }
-        Ok(Cow::Owned(out))
-    };
-    if v.is_empty() || v.eq_ignore_ascii_case("identity") {
+    if is_identity(content_encoding) {
         if body.len() > limit {
             return Err(BodyError::TooLarge { limit });
         }
-        Ok(Cow::Borrowed(body))
+        return Ok(Cow::Borrowed(body));
+    }
+    // A zstd window larger than the limit could not be filled anyway.
+    let window_log = (usize::BITS - limit.saturating_sub(1).leading_zeros()).clamp(23, 31);
+    let (encoding, reader) = decompressing_reader(body, content_encoding, window_log)?;
+    let mut out = Vec::new();
+    reader
+        .take(limit as u64 + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| BodyError::Decompress {
+            encoding,
+            reason: e.to_string(),
+        })?;
+    if out.len() > limit {
+        return Err(BodyError::TooLarge { limit });
+    }
+    Ok(Cow::Owned(out))
+}
+
+fn is_identity(content_encoding: Option<&str>) -> bool {
+    let v = content_encoding.map(str::trim).unwrap_or_default();
+    v.is_empty() || v.eq_ignore_ascii_case("identity")
+}
+
+/// A reader of `input` decompressed by its `Content-Encoding`, for bodies
+/// read as a stream; with the encoding's name for errors. zstd frames may
+/// use windows of up to `2^zstd_window_log` bytes.
+pub fn decompressing_reader<'a, R: Read + 'a>(
+    input: R,
+    content_encoding: Option<&str>,
+    zstd_window_log: u32,
+) -> Result<(&'static str, Box<dyn Read + 'a>), BodyError> {
+    let v = content_encoding.map(str::trim).unwrap_or_default();
+    if is_identity(content_encoding) {
+        Ok(("identity", Box::new(input)))
     } else if v.eq_ignore_ascii_case("gzip") || v.eq_ignore_ascii_case("x-gzip") {
-        bounded("gzip", &mut flate2::read::MultiGzDecoder::new(body))
+        Ok(("gzip", Box::new(flate2::read::MultiGzDecoder::new(input))))
     } else if v.eq_ignore_ascii_case("deflate") {
-        bounded("deflate", &mut flate2::read::ZlibDecoder::new(body))
+        Ok(("deflate", Box::new(flate2::read::ZlibDecoder::new(input))))
     } else if v.eq_ignore_ascii_case("zstd") {
         let failed = |e: std::io::Error| BodyError::Decompress {
             encoding: "zstd",
             reason: e.to_string(),
         };
-        let mut decoder = zstd::stream::read::Decoder::with_buffer(body).map_err(failed)?;
-        let log = (usize::BITS - limit.saturating_sub(1).leading_zeros()).clamp(23, 31);
-        decoder.window_log_max(log).map_err(failed)?;
-        bounded("zstd", &mut decoder)
+        let mut decoder = zstd::stream::read::Decoder::new(input).map_err(failed)?;
+        decoder.window_log_max(zstd_window_log).map_err(failed)?;
+        Ok(("zstd", Box::new(decoder)))
     } else {
         Err(BodyError::UnsupportedEncoding(v.chars().take(64).collect()))
     }
