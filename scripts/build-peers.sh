@@ -11,6 +11,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 vm_version=v1.150.0
+# Dependencies of the release that the Go module proxy does not serve, and
+# the nearest version it does (a day apart, the same API).
+vm_replacements=(
+    github.com/prometheus/client_golang/exp=github.com/prometheus/client_golang/exp@v0.0.0-20260724065723-ecdb8254ba61
+)
 mkdir -p target/tools
 export GOFLAGS=-modcacherw
 
@@ -27,6 +32,9 @@ build_vm_app() {
         scratch=$(mktemp -d)
         cp -r "$module/." "$scratch"
         chmod -R u+w "$scratch"
+        for replacement in "${vm_replacements[@]}"; do
+            (cd "$scratch" && go mod edit -replace "$replacement")
+        done
         (cd "$scratch" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags="-s -w" -o "$out.tmp" "./app/$app")
         rm -rf "$scratch"
         mv "$out.tmp" "$out"

@@ -93,6 +93,14 @@ CAIRN_WEED_BIN=$(scripts/build-seaweedfs.sh | tail -n 1)
 export CAIRN_WEED_BIN
 echo "SeaweedFS: $((SECONDS - start))s"
 
+# vmctl 1.150, which tests/vm_native_migration.rs drives (with CI set, that
+# test fails rather than skips when it is missing): built from the Go module
+# proxy at a pinned version, once per checkout.
+start=$SECONDS
+CAIRN_VMCTL_BIN=$(scripts/build-peers.sh vmctl | tail -n 1)
+export CAIRN_VMCTL_BIN
+echo "vmctl: $((SECONDS - start))s"
+
 start=$SECONDS
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings

@@ -28,6 +28,7 @@ mod tsdb_index_segment;
 mod tsdb_part;
 mod tsdb_tombstones;
 mod tsdb_wal_record;
+mod vm_native;
 
 pub use cluster_frames::cluster_frames;
 pub use codec_histograms::codec_histograms;
@@ -53,6 +54,7 @@ pub use tsdb_index_segment::tsdb_index_segment;
 pub use tsdb_part::tsdb_part;
 pub use tsdb_tombstones::tsdb_tombstones;
 pub use tsdb_wal_record::tsdb_wal_record;
+pub use vm_native::vm_native;
 
 /// A target: takes one input, panics when an invariant breaks.
 pub type Target = fn(&[u8]);
@@ -83,6 +85,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tsdb_part", tsdb_part),
     ("tsdb_tombstones", tsdb_tombstones),
     ("tsdb_wal_record", tsdb_wal_record),
+    ("vm_native", vm_native),
 ];
 
 /// The limits every decoder target tries: the defaults, and tiny ones that

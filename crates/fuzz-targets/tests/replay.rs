@@ -100,4 +100,5 @@ replay_tests! {
     tsdb_part
     tsdb_tombstones
     tsdb_wal_record
+    vm_native
 }
