@@ -502,6 +502,23 @@ impl Lexer {
         }
     }
 
+    /// Consumes a run of digits, with single underscores between digits
+    /// (`1_000`, `0x_1f`), as Prometheus' lexer takes them.
+    fn accept_digits<F>(&mut self, f: F)
+    where
+        F: Fn(char) -> bool,
+    {
+        loop {
+            self.accept_run(&f);
+            let next = self.ctx.chars.get(self.ctx.idx + 1).copied();
+            if self.peek() == Some('_') && next.is_some_and(&f) {
+                self.pop();
+            } else {
+                break;
+            }
+        }
+    }
+
     /// consumes a run of space, and ignore them.
     fn ignore_space(&mut self) -> State {
         self.backup(); // backup to include the already spanned space
@@ -525,13 +542,13 @@ impl Lexer {
             }
         };
 
-        self.accept_run(is_valid_digit);
+        self.accept_digits(is_valid_digit);
         if self.accept(|ch| ch == '.') {
-            self.accept_run(is_valid_digit);
+            self.accept_digits(is_valid_digit);
         }
         if self.accept(|ch| ch == 'e' || ch == 'E') {
             self.accept(|ch| ch == '+' || ch == '-');
-            self.accept_run(|ch| ch.is_ascii_digit());
+            self.accept_digits(|ch| ch.is_ascii_digit());
         }
 
         // Next thing must not be alpha or '.'
@@ -919,6 +936,10 @@ mod tests {
     fn test_numbers() {
         let cases = vec![
             ("1", vec![(T_NUMBER, 0, 1)], None),
+            // Underscores between digits, as in Prometheus.
+            ("1_000", vec![(T_NUMBER, 0, 5)], None),
+            ("1_000.2_5e1_0", vec![(T_NUMBER, 0, 13)], None),
+            ("0x_1_f", vec![(T_NUMBER, 0, 6)], None),
             ("4.23", vec![(T_NUMBER, 0, 4)], None),
             (".3", vec![(T_NUMBER, 0, 2)], None),
             ("5.", vec![(T_NUMBER, 0, 2)], None),
@@ -1240,6 +1261,8 @@ mod tests {
             ("!~", vec![], Some("unexpected character after '!': '~'")),
             ("!(", vec![], Some("unexpected character after '!': '('")),
             ("1a", vec![], Some("bad number or duration syntax: 1a")),
+            ("1_", vec![], Some("bad number or duration syntax: 1_")),
+            ("1__0", vec![], Some("bad number or duration syntax: 1_")),
         ];
         assert_matches(cases);
     }

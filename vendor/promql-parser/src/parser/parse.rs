@@ -797,6 +797,15 @@ mod tests {
                 Expr::from(VectorSelector::from("foo"))
                     .offset_expr(Offset::Neg(Duration::from_secs(60 * 7))),
             ),
+            // A zero offset is fine (a zero range is not).
+            (
+                "foo offset 0s",
+                Expr::from(VectorSelector::from("foo")).offset_expr(Offset::Pos(Duration::ZERO)),
+            ),
+            (
+                "foo offset -0m",
+                Expr::from(VectorSelector::from("foo")).offset_expr(Offset::Neg(Duration::ZERO)),
+            ),
             (
                 "foo OFFSET 1h30m",
                 Expr::from(VectorSelector::from("foo"))

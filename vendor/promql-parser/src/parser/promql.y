@@ -393,9 +393,9 @@ paren_expr -> Result<Expr, String>:
  * Offset modifiers.
  */
 offset_expr -> Result<Expr, String>:
-                expr OFFSET duration { $1?.offset_expr(Offset::Pos($3?)) }
-        |       expr OFFSET ADD duration { $1?.offset_expr(Offset::Pos($4?)) }
-        |       expr OFFSET SUB duration { $1?.offset_expr(Offset::Neg($4?)) }
+                expr OFFSET offset_duration { $1?.offset_expr(Offset::Pos($3?)) }
+        |       expr OFFSET ADD offset_duration { $1?.offset_expr(Offset::Pos($4?)) }
+        |       expr OFFSET SUB offset_duration { $1?.offset_expr(Offset::Neg($4?)) }
         |       expr OFFSET DURATION_EXPR
                 {
                         let offset = read_offset(&lexeme_to_string($lexer, &$3)?)?;
@@ -721,6 +721,16 @@ duration -> Result<Duration, String>:
                 }
 ;
 
+/* An offset may be zero (`offset 0s`), as in Prometheus; a range may not. */
+offset_duration -> Result<Duration, String>:
+                DURATION { parse_offset_duration($lexer.span_str($span)) }
+        |       NUMBER
+                {
+                        let num = parse_str_radix($lexer.span_str($span))?;
+                        Ok(Duration::from_secs_f64(num))
+                }
+;
+
 /* A range or subquery step: a literal, or a duration expression read per query. */
 range_duration -> Result<(Duration, Option<DurationExpr>), String>:
                 duration { Ok(($1?, None)) }
@@ -748,6 +758,14 @@ use crate::parser::lex::is_label;
 use crate::parser::production::{lexeme_to_string, lexeme_to_token, span_to_string};
 use crate::parser::token::{Token, T_IDENTIFIER};
 use crate::util::{parse_duration, parse_str_radix, unquote_string};
+
+/// An offset's duration literal: a zero one (`0s`, `0m`) is a fine offset.
+fn parse_offset_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration(s) {
+        Err(e) if e == "duration must be greater than 0" => Ok(Duration::ZERO),
+        r => r,
+    }
+}
 
 fn update_optional_matching(
     modifier: Option<BinModifier>,

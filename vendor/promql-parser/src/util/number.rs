@@ -19,7 +19,9 @@ pub fn parse_str_radix(s: &str) -> Result<f64, String> {
     let st: String = s
         .chars()
         .map(|c| c.to_ascii_lowercase())
-        .filter(|c| !c.is_whitespace())
+        // Underscores between digits (`1_000`) only separate them; the
+        // lexer has checked where they stand.
+        .filter(|c| !c.is_whitespace() && *c != '_')
         .collect();
 
     let mut is_not_decimal = false;
@@ -68,6 +70,9 @@ mod tests {
     #[test]
     fn test_parse_str_radix() {
         assert_eq!(parse_str_radix("0x2f").unwrap(), 47_f64);
+        assert_eq!(parse_str_radix("1_000").unwrap(), 1000_f64);
+        assert_eq!(parse_str_radix("0x_1_f").unwrap(), 31_f64);
+        assert_eq!(parse_str_radix("1_0.2_5e1_0").unwrap(), 10.25e10_f64);
         assert_eq!(parse_str_radix("+0x2f").unwrap(), 47_f64);
         assert_eq!(parse_str_radix("- 0x2f ").unwrap(), -47_f64);
         assert_eq!(parse_str_radix("017").unwrap(), 15_f64);
