@@ -361,16 +361,11 @@ pub fn render_body(mut res: QueryResult, limit: Option<usize>, took: Option<Dura
     b.push_str(res.value.type_name());
     b.push_str(r#"","result":"#);
     match &res.value {
-        Value::Scalar { t, v } => {
-            b.push('[');
-            push_ts(&mut b, *t);
-            b.push(',');
-            push_quoted_value(&mut b, *v);
-            b.push(']');
-        }
+        Value::Scalar { t, v } => push_scalar(&mut b, *t, *v),
         Value::String { t, s } => {
+            // Like a scalar's, the time is a plain JSON number.
             b.push('[');
-            push_ts(&mut b, *t);
+            cairn_model::go_float::push_plain(&mut b, *t as f64 / 1000.0);
             b.push(',');
             push_json_str(&mut b, s);
             b.push(']');
@@ -551,6 +546,17 @@ fn push_ts(b: &mut String, t: i64) {
     }
 }
 
+/// A scalar result as Prometheus writes it (`promql.Scalar`'s own JSON, not
+/// the sample codec): the time as a JSON number of seconds (`1.5`, `1`),
+/// the value always in Go's `'f'` form (`"0.000000001"`, never `"1e-09"`).
+fn push_scalar(b: &mut String, t: i64, v: f64) {
+    b.push('[');
+    cairn_model::go_float::push_plain(b, t as f64 / 1000.0);
+    b.push_str(",\"");
+    b.push_str(&cairn_model::go_float::format_f(v));
+    b.push_str("\"]");
+}
+
 fn push_quoted_value(b: &mut String, v: f64) {
     b.push('"');
     cairn_http::push_value(b, v);
@@ -572,6 +578,23 @@ mod tests {
         assert_eq!(f(1_005), "1.005");
         assert_eq!(f(-1_050), "-1.050");
         assert_eq!(f(1_000), "1");
+    }
+
+    #[test]
+    fn scalars_are_written_as_prometheus_writes_them() {
+        let scalar = |t: i64, v: f64| {
+            let mut b = String::new();
+            push_scalar(&mut b, t, v);
+            b
+        };
+        // Go's 'f' form at every magnitude, where sample values switch to 'e'.
+        assert_eq!(scalar(1_500, 1e-9), r#"[1.5,"0.000000001"]"#);
+        assert_eq!(scalar(1_000, 1e21), r#"[1,"1000000000000000000000"]"#);
+        assert_eq!(scalar(1_795_952_661_500, 0.5), r#"[1795952661.5,"0.5"]"#);
+        assert_eq!(scalar(-2_250, -1.25e-7), r#"[-2.25,"-0.000000125"]"#);
+        assert_eq!(scalar(0, f64::NAN), r#"[0,"NaN"]"#);
+        assert_eq!(scalar(0, f64::INFINITY), r#"[0,"+Inf"]"#);
+        assert_eq!(scalar(0, f64::NEG_INFINITY), r#"[0,"-Inf"]"#);
     }
 
     #[test]
