@@ -10,6 +10,15 @@ pub(crate) enum Note {
 
 /// Adds `note` to `notes` unless it is there: an operator notes the same
 /// thing about each pair it cannot combine, at every step.
+/// A number in an annotation, as Prometheus' `%g` writes it: shortest
+/// digits, an exponent below 1e-4 and from 1e6 on (`1.7959546305e+09`),
+/// `NaN`, `+Inf`, `-Inf`.
+pub(crate) fn go_g(v: f64) -> String {
+    let mut s = String::new();
+    cairn_model::go_float::push_exposition(&mut s, v);
+    s
+}
+
 pub(crate) fn add_once(notes: &mut Vec<Note>, note: Note) {
     if !notes.contains(&note) {
         notes.push(note);
@@ -100,4 +109,28 @@ pub(crate) fn mismatched_custom_buckets(operation: &str) -> Note {
 /// bounds (the model adds them on the bounds they share).
 pub(crate) fn custom_bounds_differ(a: &cairn_model::Histogram, b: &cairn_model::Histogram) -> bool {
     a.uses_custom_buckets() && b.uses_custom_buckets() && a.bounds() != b.bounds()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_as_go_percent_g() {
+        for (v, want) in [
+            (3.0, "3"),
+            (0.5, "0.5"),
+            (123456.0, "123456"),
+            (1e6, "1e+06"),
+            (1795954630.5, "1.7959546305e+09"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (-2.5e-7, "-2.5e-07"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+        ] {
+            assert_eq!(go_g(v), want, "{v:?}");
+        }
+    }
 }

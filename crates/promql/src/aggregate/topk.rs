@@ -37,6 +37,9 @@ pub(super) fn select_k(
         .any(|s| !s.hs.is_empty())
         .then(|| StepIter::<Value>::new(input, c));
     let limits = matches!(op, AggOp::Limitk | AggOp::LimitRatio);
+    if !check_param(ev, op, &p)? {
+        return Ok(Val::Vector(Vec::new()));
+    }
     let mut ignored = false;
     for i in 0..n {
         let t = c.ts(i);
@@ -44,31 +47,11 @@ pub(super) fn select_k(
         let mut k = 0usize;
         let mut ratio = 0.0;
         if op == AggOp::LimitRatio {
-            if pv.is_nan() {
-                return Err(QueryError::Execution("Ratio value is NaN".into()));
-            }
-            ratio = pv;
-            if !(-1.0..=1.0).contains(&pv) {
-                ratio = pv.clamp(-1.0, 1.0);
-                ev.warnings.push(format!(
-                    "PromQL warning: ratio value should be between -1 and 1, got {}, capping to {}",
-                    format_f(pv),
-                    format_f(ratio)
-                ));
-            }
+            ratio = pv.clamp(-1.0, 1.0);
             if ratio == 0.0 {
                 continue;
             }
         } else {
-            if pv.is_nan() {
-                return Err(QueryError::Execution("Parameter value is NaN".to_string()));
-            }
-            if !(-9.223372036854776e18..9.223372036854776e18).contains(&pv) {
-                return Err(QueryError::Execution(format!(
-                    "Scalar value {} overflows int64",
-                    format_f(pv)
-                )));
-            }
             let kk = pv as i64;
             if kk < 1 {
                 continue;
@@ -174,15 +157,100 @@ pub(super) fn select_k(
     Ok(Val::Vector(out))
 }
 
-fn labels_hash(l: &Labels) -> u64 {
-    let mut b = Vec::with_capacity(256);
-    for lab in l.iter() {
-        b.extend_from_slice(lab.name.as_bytes());
-        b.push(0xff);
-        b.extend_from_slice(lab.value.as_bytes());
-        b.push(0xff);
+/// Prometheus' checks of the parameter over the whole query, before any
+/// step (so every step's value counts, and an answer that is empty
+/// throughout has no error): false when the result is empty. For
+/// topk/bottomk/limitk, all k below 1 give nothing, then NaN, then values
+/// beyond int64 are errors; for limit_ratio, a ratio of 0 throughout gives
+/// nothing, NaN is an error, and ratios beyond ±1 warn once each way.
+fn check_param(ev: &mut Ev, op: AggOp, p: &[f64]) -> Result<bool> {
+    let any_nan = p.iter().any(|v| v.is_nan());
+    // Go's math.Max/Min: NaN wins.
+    let (max, min) = if any_nan {
+        (f64::NAN, f64::NAN)
+    } else {
+        p.iter()
+            .fold((-f64::MAX, f64::MAX), |(hi, lo), &v| (hi.max(v), lo.min(v)))
+    };
+    if op == AggOp::LimitRatio {
+        if max == 0.0 && min == 0.0 {
+            return Ok(false);
+        }
+        if any_nan {
+            return Err(QueryError::Execution("Ratio value is NaN".into()));
+        }
+        for (v, cap) in [(max, 1.0), (min, -1.0)] {
+            if (cap > 0.0 && v > cap) || (cap < 0.0 && v < cap) {
+                ev.warnings.push(format!(
+                    "PromQL warning: ratio value should be between -1 and 1, got {}, capping to {}",
+                    crate::annotations::go_g(v),
+                    crate::annotations::go_g(cap)
+                ));
+            }
+        }
+        return Ok(true);
     }
-    xxhash_rust::xxh64::xxh64(&b, 0)
+    if max < 1.0 {
+        return Ok(false);
+    }
+    if any_nan {
+        return Err(QueryError::Execution("Parameter value is NaN".into()));
+    }
+    // -2^63 and 2^63 (i64::MAX rounds up to it as a float).
+    const LIMIT: f64 = -(i64::MIN as f64);
+    if min <= -LIMIT {
+        return Err(QueryError::Execution(format!(
+            "Scalar value {} underflows int64",
+            go_v(min)
+        )));
+    }
+    if max >= LIMIT {
+        return Err(QueryError::Execution(format!(
+            "Scalar value {} overflows int64",
+            go_v(max)
+        )));
+    }
+    Ok(true)
+}
+
+/// A float as Go's `%v` writes it: plain below 1e21, else `1e+21`.
+fn go_v(v: f64) -> String {
+    if v.is_finite() && v.abs() >= 1e21 {
+        let mut s = String::new();
+        cairn_model::go_float::push_go_sci(&mut s, v);
+        s
+    } else {
+        format_f(v)
+    }
+}
+
+/// Prometheus' `labels.Hash()` as its default (`stringlabels`) build
+/// computes it, which decides `limit_ratio`'s sample: xxHash64 of the label
+/// set's encoding ([`hash_bytes`]).
+fn labels_hash(l: &Labels) -> u64 {
+    xxhash_rust::xxh64::xxh64(&hash_bytes(l), 0)
+}
+
+/// The `stringlabels` encoding of a label set: every name and value in
+/// order, each after its length, one byte below 255, else 255 and three
+/// bytes little-endian.
+fn hash_bytes(l: &Labels) -> Vec<u8> {
+    let mut b = Vec::with_capacity(256);
+    let mut put = |s: &str| {
+        let n = s.len();
+        if n < 255 {
+            b.push(n as u8);
+        } else {
+            b.push(255);
+            b.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        }
+        b.extend_from_slice(s.as_bytes());
+    };
+    for lab in l.iter() {
+        put(&lab.name);
+        put(&lab.value);
+    }
+    b
 }
 
 /// Go's container/heap over indices with a `less` function.
@@ -216,4 +284,119 @@ fn heap_down(h: &mut [(usize, f64)], i0: usize, less: &dyn Fn(f64, f64) -> bool)
         i = j;
     }
     i > i0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        Labels::from_pairs(pairs.iter().copied())
+    }
+
+    fn query(q: &str, range: bool) -> Result<crate::QueryResult> {
+        use cairn_model::Sample;
+        use cairn_storage::{Appendable, MemStorage};
+        let s = MemStorage::new();
+        let mut app = s.appender();
+        for (job, v) in [("a", 1.0), ("b", 2.0), ("c", 3.0)] {
+            let samples: Vec<Sample> = (0..=10).map(|i| Sample::new(i * 60_000, v)).collect();
+            app.append(&labels(&[("__name__", "m"), ("job", job)]), &samples)
+                .unwrap();
+        }
+        app.commit().unwrap();
+        let e = crate::Engine::new(crate::EngineOptions::default());
+        if range {
+            e.range(&s, q, 0, 600_000, 60_000)
+        } else {
+            e.instant(&s, q, 300_000)
+        }
+    }
+
+    fn is_empty(r: &crate::QueryResult) -> bool {
+        match &r.value {
+            crate::Value::Vector(v) => v.is_empty(),
+            crate::Value::Matrix(m) => m.is_empty(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn k_below_one_throughout_is_empty_before_any_check() {
+        for range in [false, true] {
+            for q in [
+                "bottomk(-Inf, m)",
+                "topk(-1e300, m)",
+                "limitk(0.5, m)",
+                "limit_ratio(0, m)",
+            ] {
+                let r = query(q, range).unwrap_or_else(|e| panic!("{q}: {e}"));
+                assert!(is_empty(&r), "{q}");
+            }
+        }
+        let err = |q: &str, range: bool| query(q, range).unwrap_err().to_string();
+        assert_eq!(err("topk(NaN, m)", false), "Parameter value is NaN");
+        assert_eq!(err("limit_ratio(NaN, m)", false), "Ratio value is NaN");
+        assert_eq!(err("topk(Inf, m)", false), "Scalar value +Inf overflows int64");
+        assert_eq!(err("topk(1e30, m)", false), "Scalar value 1e+30 overflows int64");
+        // Over a range, every step's k counts: one step of -Inf beside k=2
+        // underflows, where each step alone would not fail.
+        assert_eq!(
+            err("topk((-Inf) ^ (time() > bool 100), m)", true),
+            "Scalar value -Inf underflows int64"
+        );
+    }
+
+    #[test]
+    fn ratios_beyond_one_warn_once_each_way() {
+        let r = query("limit_ratio(time() / 60 - 5, m)", true).unwrap();
+        let texts: Vec<&str> = r
+            .warnings
+            .iter()
+            .map(|w| w.rsplit_once(" (").map_or(w.as_str(), |x| x.0))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "PromQL warning: ratio value should be between -1 and 1, got 5, capping to 1",
+                "PromQL warning: ratio value should be between -1 and 1, got -5, capping to -1",
+            ]
+        );
+    }
+
+    #[test]
+    fn hash_bytes_are_length_prefixed_names_and_values() {
+        let l = labels(&[("__name__", "up"), ("job", "x")]);
+        assert_eq!(hash_bytes(&l), b"\x08__name__\x02up\x03job\x01x".to_vec());
+        // 254 fits a byte; 255 and more take 255 and three bytes.
+        for n in [254usize, 255, 256, 70_000] {
+            let v = "x".repeat(n);
+            let b = hash_bytes(&labels(&[("a", &v)]));
+            let mut want = vec![1, b'a'];
+            if n < 255 {
+                want.push(n as u8);
+            } else {
+                want.extend([255, n as u8, (n >> 8) as u8, (n >> 16) as u8]);
+            }
+            want.extend(v.as_bytes());
+            assert_eq!(b, want, "value of {n} bytes");
+        }
+    }
+
+    #[test]
+    fn ratio_offsets_are_prometheus_3s() {
+        // Prometheus 3.14 keeps syn-0 and syn-2 for limit_ratio(-0.5, syn_gauge)
+        // and syn-1 for limit_ratio(0.5, syn_gauge) (tests/promql_generator.rs).
+        let off = |inst: &str| {
+            labels_hash(&labels(&[
+                ("__name__", "syn_gauge"),
+                ("instance", inst),
+                ("job", "synthetic"),
+            ])) as f64
+                / u64::MAX as f64
+        };
+        assert!(off("syn-1") < 0.5, "{}", off("syn-1"));
+        assert!(off("syn-0") >= 0.5, "{}", off("syn-0"));
+        assert!(off("syn-2") >= 0.5, "{}", off("syn-2"));
+    }
 }

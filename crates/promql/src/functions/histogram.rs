@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use foldhash::{HashMap, HashMapExt};
 
-use cairn_model::go_float::{format_f, format_openmetrics};
+use cairn_model::go_float::format_openmetrics;
 use cairn_model::{Histogram, Labels};
 
 use super::arg_str;
@@ -80,7 +80,7 @@ fn quantile_arg(ev: &mut Ev, qe: &Node, c: Ctx) -> Result<Vec<f64>> {
     if let Some(bad) = q.iter().find(|q| !(0.0..=1.0).contains(*q)) {
         ev.note(Note::Warning(format!(
             "PromQL warning: quantile value should be between 0 and 1, got {}",
-            format_f(*bad)
+            crate::annotations::go_g(*bad)
         )));
     }
     Ok(q)

@@ -11,7 +11,6 @@ mod timestamp;
 pub(crate) use range::{counter_info, range_points};
 
 use cairn_model::Labels;
-use cairn_model::go_float::format_f;
 
 use crate::QueryError;
 use crate::eval::{Ev, Result};
@@ -114,7 +113,7 @@ pub(crate) fn quantile_warning(ev: &mut Ev, q: &[f64]) {
     if let Some(bad) = q.iter().find(|q| !(0.0..=1.0).contains(*q)) {
         ev.warnings.push(format!(
             "PromQL warning: quantile value should be between 0 and 1, got {}",
-            format_f(*bad)
+            crate::annotations::go_g(*bad)
         ));
     }
 }
