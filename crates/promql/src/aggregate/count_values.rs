@@ -2,9 +2,8 @@
 
 use foldhash::{HashMap, HashMapExt};
 
-use cairn_model::Histogram;
-use cairn_model::Labels;
 use cairn_model::go_float::{format_f, push_exposition};
+use cairn_model::{Histogram, Labels, METRIC_NAME};
 
 use promql_parser::parser::Expr;
 use promql_parser::util::{ExprVisitor, walk_expr};
@@ -53,6 +52,7 @@ pub(crate) fn check_label_names(ast: &Expr, query: &str) -> Result<()> {
 
 pub(super) fn count_values(
     param: &Option<Val>,
+    grouping: &crate::plan::Grouping,
     input: &[Series],
     groups: &[Labels],
     sgroup: &[usize],
@@ -67,6 +67,9 @@ pub(super) fn count_values(
     if label.is_empty() {
         return Err(QueryError::Execution(format!("invalid label name {label:?}")));
     }
+    // Prometheus writes the value label before it removes what `without`
+    // removes: a value label named in the list, or `__name__`, is gone again.
+    let kept = !(grouping.without && (label == METRIC_NAME || grouping.names.contains(&label)));
     let mut acc = OutAcc::new();
     // Histograms count by their text, as Prometheus writes them.
     let mut it = StepIter::<Value>::new(input, c);
@@ -86,7 +89,9 @@ pub(super) fn count_values(
         let mut idx: HashMap<Labels, usize> = HashMap::new();
         for (j, v) in &cur {
             let mut l = groups[sgroup[*j]].clone();
-            l.set(&label, v);
+            if kept {
+                l.set(&label, v);
+            }
             match idx.get(&l) {
                 Some(&k) => counts[k].1 += 1.0,
                 None => {
@@ -139,6 +144,62 @@ mod tests {
         ] {
             assert!(check(q).is_ok(), "{q}");
         }
+    }
+
+    fn labels_at_minute_five(q: &str) -> Vec<Labels> {
+        use cairn_model::Sample;
+        use cairn_storage::{Appendable, MemStorage};
+        let s = MemStorage::new();
+        let mut app = s.appender();
+        for (job, v) in [("a", 1.0), ("b", 2.0)] {
+            let samples: Vec<Sample> = (0..=10).map(|i| Sample::new(i * 60_000, v)).collect();
+            app.append(&Labels::from_pairs([("__name__", "m"), ("job", job)]), &samples)
+                .unwrap();
+        }
+        app.commit().unwrap();
+        match crate::Engine::new(crate::EngineOptions::default())
+            .instant(&s, q, 300_000)
+            .unwrap()
+            .value
+        {
+            crate::Value::Vector(v) => {
+                let mut l: Vec<Labels> = v.into_iter().map(|s| s.metric).collect();
+                l.sort();
+                l
+            }
+            other => panic!("not a vector: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn without_removes_its_labels_after_the_value_label_is_written() {
+        let l = |pairs: &[(&str, &str)]| Labels::from_pairs(pairs.iter().copied());
+        // A value label `without` removes (listed, or `__name__`) is gone again:
+        // series differing only in value then fall in one group.
+        for q in [
+            r#"count_values without () ("__name__", m)"#,
+            r#"count_values without (v) ("v", m)"#,
+            r#"count_values without (v, job) ("v", m)"#,
+        ] {
+            let want = if q.contains("job)") {
+                vec![l(&[])]
+            } else {
+                vec![l(&[("job", "a")]), l(&[("job", "b")])]
+            };
+            assert_eq!(labels_at_minute_five(q), want, "{q}");
+        }
+        // Any other value label stays, and `by` always keeps it.
+        assert_eq!(
+            labels_at_minute_five(r#"count_values without (job) ("v", m)"#),
+            [l(&[("v", "1")]), l(&[("v", "2")])]
+        );
+        assert_eq!(
+            labels_at_minute_five(r#"count_values by (job) ("__name__", m)"#),
+            [
+                l(&[("__name__", "1"), ("job", "a")]),
+                l(&[("__name__", "2"), ("job", "b")])
+            ]
+        );
     }
 
     #[test]

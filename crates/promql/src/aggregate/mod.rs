@@ -73,7 +73,7 @@ pub(crate) fn aggregate(
     };
 
     match op {
-        AggOp::CountValues => count_values::count_values(&param, &input, &groups, &sgroup, c),
+        AggOp::CountValues => count_values::count_values(&param, grouping, &input, &groups, &sgroup, c),
         AggOp::Topk | AggOp::Bottomk | AggOp::Limitk | AggOp::LimitRatio => {
             topk::select_k(ev, op, scalar_param, &input, &groups, &sgroup, c)
         }
