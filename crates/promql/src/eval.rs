@@ -132,8 +132,12 @@ pub(crate) fn run(
             }
         }
         Val::Matrix(ss) => {
+            // Sorted by labels, as Prometheus sorts every matrix it answers
+            // (a subquery's or a range selector's in an instant query too).
             let ss = cleanup(ss)?;
-            Value::Matrix(ss.into_iter().map(to_range_series).collect())
+            let mut m: Vec<RangeSeries> = ss.into_iter().map(to_range_series).collect();
+            m.sort_by(|a, b| a.metric.cmp(&b.metric));
+            Value::Matrix(m)
         }
     };
     ev.warnings.dedup();
