@@ -19,14 +19,24 @@ pub(super) fn call(ev: &mut Ev, call: &Call, f: RangeFn, c: Ctx) -> Result<Val> 
     let mut scalars = Vec::with_capacity(f.scalar_args());
     let scalar_args = call.args.iter().enumerate().filter(|&(i, _)| i != f.range_arg());
     for (_, a) in scalar_args {
-        let s = ev.eval_scalar(a, c)?;
-        // φ, its only scalar argument.
-        if f == RangeFn::QuantileOverTime {
-            quantile_warning(ev, &s);
-        }
-        scalars.push(s);
+        scalars.push(ev.eval_scalar(a, c)?);
     }
-    range_fn(ev, f, arg(call, f.range_arg())?, scalars, c)
+    // φ, its only scalar argument, is judged only at steps where a window
+    // holds floats (as Prometheus, which warns from each window's
+    // evaluation): a bad φ over nothing is no warning.
+    let phi = (f == RangeFn::QuantileOverTime)
+        .then(|| scalars.first().cloned())
+        .flatten();
+    let v = range_fn(ev, f, arg(call, f.range_arg())?, scalars, c)?;
+    if let (Some(phi), Val::Vector(out)) = (phi, &v) {
+        let used: std::collections::HashSet<i64> = out.iter().flat_map(|s| s.pts.iter().map(|p| p.0)).collect();
+        let at_used: Vec<f64> = (0..c.n())
+            .filter(|&i| used.contains(&c.ts(i)))
+            .filter_map(|i| phi.get(i).copied())
+            .collect();
+        quantile_warning(ev, &at_used);
+    }
+    Ok(v)
 }
 
 fn range_fn(ev: &mut Ev, f: RangeFn, m: &Node, scalars: Vec<Vec<f64>>, c: Ctx) -> Result<Val> {
@@ -347,4 +357,44 @@ fn linear_regression(w: Samples<'_>, intercept_t: i64) -> (f64, f64) {
     let var = sx2 - sx * sx / n;
     let slope = cov / var;
     (slope, sy / n - slope * sx / n)
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_model::{Labels, Sample};
+    use cairn_storage::{Appendable, MemStorage};
+
+    #[test]
+    fn a_bad_quantile_warns_only_where_a_window_has_floats() {
+        let s = MemStorage::new();
+        let mut app = s.appender();
+        // Samples every minute up to minute 10.
+        let samples: Vec<Sample> = (0..=10).map(|i| Sample::new(i * 60_000, i as f64)).collect();
+        app.append(&Labels::from_pairs([("__name__", "m")]), &samples).unwrap();
+        app.commit().unwrap();
+        let e = crate::Engine::new(crate::EngineOptions::default());
+        let warned = |q: &str, t: i64| !e.instant(&s, q, t).unwrap().warnings.is_empty();
+        for q in [
+            "quantile_over_time(2, m[1m])",
+            "quantile_over_time(NaN, m[1m])",
+            "quantile_over_time(-1, m[1m])",
+        ] {
+            assert!(warned(q, 300_000), "{q}");
+            // After the data: no window holds a sample, no warning.
+            assert!(!warned(q, 3_600_000), "{q}");
+            assert!(!warned(&q.replace("m[", "nothing["), 300_000), "{q}");
+        }
+        assert!(!warned("quantile_over_time(0.5, m[1m])", 300_000));
+        // Over a range, only steps with data count: φ is bad only after the data.
+        let r = e
+            .range(
+                &s,
+                "quantile_over_time((time() > bool 1000) * 5, m[1m])",
+                0,
+                1_200_000,
+                60_000,
+            )
+            .unwrap();
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
 }
