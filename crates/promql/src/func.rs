@@ -258,10 +258,24 @@ impl CalendarFn {
 
     /// The field of the UTC date at `v` seconds since the epoch.
     pub fn of_time(self, v: f64) -> f64 {
-        if v.is_nan() || v.is_infinite() {
-            return v;
+        // Go's int64(v) truncates toward zero, as `as` does; NaN, the
+        // infinities and values beyond int64 become -2^63 (amd64's
+        // conversion, where `as` would saturate), a time Go's calendar
+        // wraps around to 292277026596-12-04 15:30:08, a Sunday.
+        // -2^63 itself is that time too.
+        const LIMIT: f64 = -(i64::MIN as f64);
+        if v.is_nan() || v <= -LIMIT || v >= LIMIT {
+            return match self {
+                Self::DayOfMonth => 4.0,
+                Self::DayOfWeek => 0.0,
+                Self::DayOfYear => 339.0,
+                Self::DaysInMonth => 31.0,
+                Self::Hour => 15.0,
+                Self::Minute => 30.0,
+                Self::Month => 12.0,
+                Self::Year => 292_277_026_596.0,
+            };
         }
-        // Go's int64(v) truncates toward zero; `as` does too (and saturates).
         let t = crate::calendar::civil(v as i64);
         (match self {
             Self::DayOfMonth => t.day,
@@ -374,6 +388,41 @@ impl MathFn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_beyond_int64_are_gos_wrapped_minimum() {
+        // Prometheus 3.14 (amd64) answers these for every non-finite or
+        // out-of-range time, e.g. year(vector(NaN)) and hour(vector(1e300)).
+        let want = [
+            (CalendarFn::Year, 292_277_026_596.0),
+            (CalendarFn::Month, 12.0),
+            (CalendarFn::DayOfMonth, 4.0),
+            (CalendarFn::DayOfWeek, 0.0),
+            (CalendarFn::DayOfYear, 339.0),
+            (CalendarFn::DaysInMonth, 31.0),
+            (CalendarFn::Hour, 15.0),
+            (CalendarFn::Minute, 30.0),
+        ];
+        for v in [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            1e300,
+            -1e300,
+            9.3e18,
+            -9.3e18,
+            i64::MIN as f64,
+        ] {
+            for (f, x) in want {
+                assert_eq!(f.of_time(v), x, "{f:?} of {v}");
+            }
+        }
+        // In range, the proleptic calendar (9.2e18 s is 291536396232-08-31 11:33).
+        assert_eq!(CalendarFn::Year.of_time(9.2e18), 291_536_396_232.0);
+        assert_eq!(CalendarFn::Month.of_time(9.2e18), 8.0);
+        assert_eq!(CalendarFn::Minute.of_time(9.2e18), 33.0);
+        assert_eq!(CalendarFn::Year.of_time(-6.3e10), -27.0);
+    }
 
     #[test]
     fn every_range_function_round_trips_by_name() {
