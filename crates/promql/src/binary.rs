@@ -138,6 +138,9 @@ impl Ev<'_> {
         let mut sig_used = vec![0usize; nsig];
         // Per output slot: (stamp, signature) of its last insertion.
         let mut slot_used: Vec<(usize, usize)> = Vec::new();
+        // Many-to-one: the result labels of pairs a comparison filtered out,
+        // with the step and match group they were met at.
+        let mut dropped_at: HashMap<Labels, (usize, usize)> = HashMap::new();
         let swapped = matches!(card, VectorMatchCardinality::OneToMany(_));
         // Per "many" series: the "one" index and output slot of its last pair.
         let mut last_pair: Vec<Option<(usize, usize)>> = vec![None; if swapped { rhs.len() } else { lhs.len() }];
@@ -241,6 +244,19 @@ impl Ev<'_> {
                 if return_bool {
                     v = V::from_float(if keep { 1.0 } else { 0.0 });
                 } else if !keep {
+                    // Prometheus checks a filtered pair's labels for
+                    // uniqueness in its match group before it filters.
+                    if !one_to_one {
+                        let one_labels = oj.map_or(&many_s[j].labels, |oj| &one_s[oj].labels);
+                        let m = result_metric(&many_s[j].labels, one_labels, op, on, &names, &card, &include);
+                        let kept_clash = acc.find(&m).is_some_and(|s| slot_used.get(s) == Some(&(stamp, sg)));
+                        if kept_clash || dropped_at.get(&m) == Some(&(stamp, sg)) {
+                            return Err(QueryError::Execution(
+                                "multiple matches for labels: grouping labels must ensure unique matches".into(),
+                            ));
+                        }
+                        dropped_at.insert(m, (stamp, sg));
+                    }
                     continue;
                 }
                 let key = (j, oj.unwrap_or(usize::MAX));
@@ -271,7 +287,9 @@ impl Ev<'_> {
                     }
                 } else {
                     slot_used.resize(acc.series.len(), (0, 0));
-                    if slot_used[slot] == (stamp, sg) {
+                    if slot_used[slot] == (stamp, sg)
+                        || (!dropped_at.is_empty() && dropped_at.get(&acc.series[slot].labels) == Some(&(stamp, sg)))
+                    {
                         return Err(QueryError::Execution(
                             "multiple matches for labels: grouping labels must ensure unique matches".into(),
                         ));
@@ -508,6 +526,34 @@ mod tests {
         let mut out: Vec<String> = v.iter().map(|s| s.metric.to_string()).collect();
         out.sort();
         out
+    }
+
+    /// Many-to-one: two "many" series meeting one "one" series with the same
+    /// result labels fail in Prometheus whether or not a comparison keeps
+    /// them, as it checks before it filters.
+    #[test]
+    fn clashing_result_labels_fail_even_where_a_comparison_drops_them() {
+        let s = storage(&[
+            (&[("__name__", "a"), ("instance", "x")], 1.0),
+            (&[("__name__", "b"), ("instance", "x")], 2.0),
+            (&[("__name__", "c"), ("instance", "x")], 100.0),
+        ]);
+        let e = Engine::default();
+        let err = "multiple matches for labels: grouping labels must ensure unique matches";
+        for q in [
+            // All dropped, one dropped and one kept, both kept.
+            r#"{__name__=~"a|b"} > on(instance) group_left(__name__) c"#,
+            r#"{__name__=~"a|b"} > on(instance) group_left(__name__) (c - 98.5)"#,
+            r#"{__name__=~"a|b"} < on(instance) group_left(__name__) c"#,
+            r#"c < on(instance) group_right(__name__) {__name__=~"a|b"}"#,
+        ] {
+            assert_eq!(e.instant(&s, q, 0).unwrap_err().to_string(), err, "{q}");
+        }
+        // Distinct result labels: the comparison filters as usual.
+        let r = e
+            .instant(&s, r#"{__name__=~"a|b"} > on(instance) group_left c"#, 0)
+            .unwrap();
+        assert!(labels_of(&r.value).is_empty());
     }
 
     /// Upstream fill-modifier.test:131: a filled-in "many" side takes the one

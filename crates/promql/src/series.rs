@@ -193,6 +193,11 @@ impl OutAcc {
             series: Vec::new(),
         }
     }
+    /// The index of the output series with `labels`, if there is one.
+    pub fn find(&self, labels: &Labels) -> Option<usize> {
+        self.index.get(labels).copied()
+    }
+
     /// The index of the output series with `labels`, created empty if new.
     pub fn slot(&mut self, labels: &Labels) -> usize {
         match self.index.get(labels) {
