@@ -1239,6 +1239,16 @@ impl Expr {
         }
     }
 
+    /// `+expr`: the expression itself, but like `-expr` only of a scalar or
+    /// an instant vector (Prometheus checks the type of both).
+    pub(crate) fn new_unary_plus(expr: Expr) -> Result<Self, String> {
+        match expr.value_type() {
+            ValueType::String => Err("unary expression only allowed on expressions of type scalar or vector, got: string".into()),
+            ValueType::Matrix => Err("unary expression only allowed on expressions of type scalar or vector, got: matrix".into()),
+            _ => Ok(expr),
+        }
+    }
+
     pub(crate) fn new_subquery_expr(
         expr: Expr,
         range: Duration,

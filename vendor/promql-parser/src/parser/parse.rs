@@ -778,6 +778,10 @@ mod tests {
             (r#"-"string""#, "unary expression only allowed on expressions of type scalar or vector, got: string"),
             ("-test[5m]", "unary expression only allowed on expressions of type scalar or vector, got: matrix"),
             (r#"-"foo""#, "unary expression only allowed on expressions of type scalar or vector, got: string"),
+            (r#"+"foo""#, "unary expression only allowed on expressions of type scalar or vector, got: string"),
+            ("+foo[5m]", "unary expression only allowed on expressions of type scalar or vector, got: matrix"),
+            ("+foo[5m:1m]", "unary expression only allowed on expressions of type scalar or vector, got: matrix"),
+            ("+(foo[5m])", "unary expression only allowed on expressions of type scalar or vector, got: matrix"),
         ];
         assert_cases(Case::new_fail_cases(cases));
     }

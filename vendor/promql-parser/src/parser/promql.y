@@ -473,7 +473,7 @@ subquery_expr -> Result<Expr, String>:
  * Unary expressions.
  */
 unary_expr -> Result<Expr, String>:
-                ADD expr %prec MUL { $2 }
+                ADD expr %prec MUL { Expr::new_unary_plus($2?) }
         |       SUB expr %prec MUL { Expr::new_unary_expr($2?) }
 ;
 
