@@ -64,3 +64,33 @@ fn absent_result(labels: &Labels, present: &[bool], c: Ctx) -> Val {
         hs: Vec::new(),
     }])
 }
+
+#[cfg(test)]
+mod tests {
+    use cairn_model::Labels;
+    use cairn_storage::MemStorage;
+
+    fn absent_labels(q: &str) -> Labels {
+        let e = crate::Engine::new(crate::EngineOptions::default());
+        match e.instant(&MemStorage::new(), q, 60_000).unwrap().value {
+            crate::Value::Vector(v) => v[0].metric.clone(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn labels_come_from_the_selector_through_parentheses() {
+        let want = Labels::from_pairs([("job", "a")]);
+        for q in [
+            r#"absent(x{job="a"})"#,
+            r#"absent((x{job="a"}))"#,
+            r#"absent(((x{job="a"})))"#,
+            r#"absent_over_time((x{job="a"}[1m]))"#,
+            r#"absent(x{job="a", k="1", k="2"})"#,
+        ] {
+            assert_eq!(absent_labels(q), want, "{q}");
+        }
+        // Anything else than a selector gives no labels.
+        assert_eq!(absent_labels(r#"absent(-x{job="a"})"#), Labels::empty());
+    }
+}

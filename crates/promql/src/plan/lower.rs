@@ -120,10 +120,15 @@ fn selector(vs: &promql_parser::parser::VectorSelector, times: QueryTimes) -> Re
 }
 
 /// The labels of `absent(arg)`'s result: those of `arg`'s equality matchers
-/// when it is a selector as written (not in parentheses, as Prometheus),
-/// other than `__name__`; an equality matcher followed by another matcher
-/// of the same label is left out.
+/// when it is a selector, also in parentheses (Prometheus 3 removes those
+/// around a function's arguments before it evaluates), other than
+/// `__name__`; an equality matcher followed by another matcher of the same
+/// label is left out.
 fn absent_labels(arg: &Expr) -> Labels {
+    let mut arg = arg;
+    while let Expr::Paren(p) = arg {
+        arg = &p.expr;
+    }
     let vs = match arg {
         Expr::VectorSelector(vs) => vs,
         Expr::MatrixSelector(ms) => &ms.vs,
