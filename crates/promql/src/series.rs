@@ -78,14 +78,25 @@ impl Val {
 
 /// Removes the names marked for dropping and rejects duplicate label sets
 /// (series with equal labels are merged when their points do not collide).
-pub(crate) fn cleanup(ss: Vec<Series>) -> Result<Vec<Series>> {
-    let mut out: Vec<Series> = Vec::with_capacity(ss.len());
-    let mut index: HashMap<Labels, usize> = HashMap::with_capacity(ss.len());
-    for mut s in ss {
+pub(crate) fn cleanup(mut ss: Vec<Series>) -> Result<Vec<Series>> {
+    for s in &mut ss {
         if s.drop_name {
             s.labels.remove_schema_labels();
             s.drop_name = false;
         }
+    }
+    merge_same_labelset(ss)
+}
+
+/// Merges series whose labels are equal when their points do not share a
+/// time (the first one's `drop_name` stays), and is otherwise the error
+/// `vector cannot contain metrics with the same labelset`: Prometheus'
+/// `mergeSeriesWithSameLabelset`, which `label_replace` and `label_join`
+/// apply to their results, and the end of every query.
+pub(crate) fn merge_same_labelset(ss: Vec<Series>) -> Result<Vec<Series>> {
+    let mut out: Vec<Series> = Vec::with_capacity(ss.len());
+    let mut index: HashMap<Labels, usize> = HashMap::with_capacity(ss.len());
+    for s in ss {
         match index.get(&s.labels) {
             // A later part of a query split by steps (`step_split.rs`).
             Some(&i) if out[i].last_t().zip(s.first_t()).is_some_and(|(a, b)| a < b) => {

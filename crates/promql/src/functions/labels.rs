@@ -6,7 +6,7 @@ use super::{arg, arg_str};
 use crate::QueryError;
 use crate::eval::{Ev, Result};
 use crate::plan::Call;
-use crate::series::{Series, Val};
+use crate::series::{Series, Val, merge_same_labelset};
 use crate::steps::Ctx;
 
 pub(super) fn label_replace(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
@@ -33,7 +33,8 @@ pub(super) fn label_replace(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             }
         }
     }
-    Ok(Val::Vector(v))
+    // Series made equal are merged, or fail where they meet, as in Prometheus.
+    Ok(Val::Vector(merge_same_labelset(v)?))
 }
 
 pub(super) fn label_join(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
@@ -57,7 +58,7 @@ pub(super) fn label_join(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
             s.drop_name = false;
         }
     }
-    Ok(Val::Vector(v))
+    Ok(Val::Vector(merge_same_labelset(v)?))
 }
 
 pub(super) fn sort(ev: &mut Ev, call: &Call, desc: bool, c: Ctx) -> Result<Val> {
@@ -133,4 +134,57 @@ fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
         }
     }
     (ab.len() - i).cmp(&(bb.len() - j))
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_model::{Labels, Sample};
+    use cairn_storage::{Appendable, MemStorage};
+
+    fn storage() -> MemStorage {
+        let s = MemStorage::new();
+        let mut app = s.appender();
+        // x{i="1"} up to minute 2 (seen until 6:59 by the lookback),
+        // x{i="2"} from minute 8.
+        for (i, range) in [("1", 0..=2), ("2", 8..=10)] {
+            let samples: Vec<Sample> = range.map(|m| Sample::new(m * 60_000, 1.0)).collect();
+            app.append(&Labels::from_pairs([("__name__", "x"), ("i", i)]), &samples)
+                .unwrap();
+        }
+        app.append(
+            &Labels::from_pairs([("__name__", "y"), ("i", "1")]),
+            &[Sample::new(0, 1.0)],
+        )
+        .unwrap();
+        app.append(
+            &Labels::from_pairs([("__name__", "y"), ("i", "2")]),
+            &[Sample::new(0, 2.0)],
+        )
+        .unwrap();
+        app.commit().unwrap();
+        s
+    }
+
+    #[test]
+    fn series_made_equal_fail_where_they_meet_even_inside_an_aggregation() {
+        let s = storage();
+        let e = crate::Engine::new(crate::EngineOptions::default());
+        let dup = "vector cannot contain metrics with the same labelset";
+        for q in [
+            r#"sum(label_join(y, "i", "", "missing"))"#,
+            r#"sum(label_replace(y, "i", "", "", ""))"#,
+            r#"label_replace(y, "i", "z", "", "") * 2"#,
+        ] {
+            assert_eq!(e.instant(&s, q, 60_000).unwrap_err().to_string(), dup, "{q}");
+            assert_eq!(e.range(&s, q, 0, 60_000, 60_000).unwrap_err().to_string(), dup, "{q}");
+        }
+        // Over a range, series that never share a step merge into one.
+        let r = e
+            .range(&s, r#"sum(label_replace(x, "i", "", "", ""))"#, 0, 600_000, 60_000)
+            .unwrap();
+        match r.value {
+            crate::Value::Matrix(m) => assert_eq!((m.len(), m[0].floats.len()), (1, 10)),
+            other => panic!("{other:?}"),
+        }
+    }
 }
