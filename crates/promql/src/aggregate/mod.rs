@@ -82,7 +82,17 @@ pub(crate) fn aggregate(
             if op == AggOp::Quantile
                 && let Some(p) = &scalar_param
             {
-                quantile_warning(ev, p);
+                // Over the whole query, as Prometheus: NaN at any step, the
+                // largest if above 1, the smallest if below 0.
+                let (max, min) = crate::math::go_extremes(p);
+                let bad = [
+                    p.iter().any(|q| q.is_nan()).then_some(f64::NAN),
+                    (max > 1.0).then_some(max),
+                    (min < 0.0).then_some(min),
+                ];
+                for q in bad.into_iter().flatten() {
+                    quantile_warning(ev, &[q]);
+                }
             }
             let out: Vec<Series> = groups
                 .iter()

@@ -165,13 +165,7 @@ pub(super) fn select_k(
 /// nothing, NaN is an error, and ratios beyond ±1 warn once each way.
 fn check_param(ev: &mut Ev, op: AggOp, p: &[f64]) -> Result<bool> {
     let any_nan = p.iter().any(|v| v.is_nan());
-    // Go's math.Max/Min: NaN wins.
-    let (max, min) = if any_nan {
-        (f64::NAN, f64::NAN)
-    } else {
-        p.iter()
-            .fold((-f64::MAX, f64::MAX), |(hi, lo), &v| (hi.max(v), lo.min(v)))
-    };
+    let (max, min) = crate::math::go_extremes(p);
     if op == AggOp::LimitRatio {
         if max == 0.0 && min == 0.0 {
             return Ok(false);
@@ -362,6 +356,29 @@ mod tests {
                 "PromQL warning: ratio value should be between -1 and 1, got -5, capping to -1",
             ]
         );
+    }
+
+    #[test]
+    fn quantile_warns_for_the_whole_query_with_gos_extremes() {
+        let texts = |q: &str| -> Vec<String> {
+            let r = query(q, true).unwrap();
+            let mut w: Vec<String> = r
+                .warnings
+                .iter()
+                .map(|w| w.rsplit_once(" (").map_or(w.clone(), |x| x.0.to_string()))
+                .collect();
+            w.sort();
+            w
+        };
+        let got = |v: &str| format!("PromQL warning: quantile value should be between 0 and 1, got {v}");
+        assert_eq!(texts("quantile(time() / 60 - 5, m)"), [got("-5"), got("5")]);
+        // -Inf, then NaN (0/0), then 1..5: NaN poisons the largest, -Inf
+        // wins the smallest.
+        assert_eq!(
+            texts("quantile((time() / 60 - 5) / (time() > bool 300), m)"),
+            [got("-Inf"), got("NaN")]
+        );
+        assert!(texts("quantile(0.5, m)").is_empty());
     }
 
     #[test]

@@ -108,13 +108,17 @@ pub(crate) fn call(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
     }
 }
 
-/// Prometheus' warning for a quantile outside [0, 1] at some step.
+/// Prometheus' warning for each quantile outside [0, 1] among the steps'
+/// (once per value written).
 pub(crate) fn quantile_warning(ev: &mut Ev, q: &[f64]) {
-    if let Some(bad) = q.iter().find(|q| !(0.0..=1.0).contains(*q)) {
-        ev.warnings.push(format!(
+    for bad in q.iter().filter(|q| !(0.0..=1.0).contains(*q)) {
+        let w = format!(
             "PromQL warning: quantile value should be between 0 and 1, got {}",
             crate::annotations::go_g(*bad)
-        ));
+        );
+        if !ev.warnings.contains(&w) {
+            ev.warnings.push(w);
+        }
     }
 }
 
