@@ -124,6 +124,11 @@ impl Ev<'_> {
             VectorMatchCardinality::ManyToOne(l) | VectorMatchCardinality::OneToMany(l) => l.labels.clone(),
             _ => Vec::new(),
         };
+        // `bool` drops the name before `group_x(__name__)` copies the one
+        // side's in (Prometheus without delayed name removal): the copied
+        // name stays.
+        let bool_names_now =
+            return_bool && !self.delayed_names && include.iter().any(|n| SCHEMA_LABELS.contains(&n.as_str()));
         // Output slot of each input series copied through by a set operator,
         // and of each result metric of a (many, one) pair: labels are built
         // and hashed once per series, not once per step.
@@ -248,7 +253,16 @@ impl Ev<'_> {
                     // uniqueness in its match group before it filters.
                     if !one_to_one {
                         let one_labels = oj.map_or(&many_s[j].labels, |oj| &one_s[oj].labels);
-                        let m = result_metric(&many_s[j].labels, one_labels, op, on, &names, &card, &include);
+                        let m = result_metric(
+                            &many_s[j].labels,
+                            one_labels,
+                            op,
+                            on,
+                            &names,
+                            &card,
+                            &include,
+                            bool_names_now,
+                        );
                         let kept_clash = acc.find(&m).is_some_and(|s| slot_used.get(s) == Some(&(stamp, sg)));
                         if kept_clash || dropped_at.get(&m) == Some(&(stamp, sg)) {
                             return Err(QueryError::Execution(
@@ -275,6 +289,7 @@ impl Ev<'_> {
                                 &names,
                                 &card,
                                 &include,
+                                bool_names_now,
                             ))
                         });
                         last_pair[j] = Some((key.1, slot));
@@ -297,7 +312,7 @@ impl Ev<'_> {
                     slot_used[slot] = (stamp, sg);
                 }
                 sig_used[sg] = stamp;
-                let drop = return_bool || (!op.changes_metric_schema() && many_s[j].drop_name);
+                let drop = (return_bool && !bool_names_now) || (!op.changes_metric_schema() && many_s[j].drop_name);
                 V::push(&mut acc, slot, drop, t, v)?;
             }
             // Fill in for unmatched series of the "one" side.
@@ -329,6 +344,7 @@ impl Ev<'_> {
                             &names,
                             &VectorMatchCardinality::OneToOne,
                             &include,
+                            false,
                         ))
                     });
                     V::push(&mut acc, slot, true, t, v)?;
@@ -465,6 +481,7 @@ fn match_labels(l: &Labels, on: bool, names: &[String]) -> Labels {
     )
 }
 
+#[allow(clippy::too_many_arguments)]
 fn result_metric(
     lhs: &Labels,
     rhs: &Labels,
@@ -473,8 +490,9 @@ fn result_metric(
     names: &[String],
     card: &VectorMatchCardinality,
     include: &[String],
+    drop_schema: bool,
 ) -> Labels {
-    let arithmetic = op.changes_metric_schema();
+    let arithmetic = op.changes_metric_schema() || drop_schema;
     let mut v: Vec<Label> = lhs
         .iter()
         .filter(|l| {
@@ -554,6 +572,28 @@ mod tests {
             .instant(&s, r#"{__name__=~"a|b"} > on(instance) group_left c"#, 0)
             .unwrap();
         assert!(labels_of(&r.value).is_empty());
+    }
+
+    /// A comparison with `bool` drops the name before `group_left(__name__)`
+    /// copies the one side's in, so the result carries the one side's name.
+    #[test]
+    fn bool_keeps_a_name_copied_by_group_modifiers() {
+        let s = storage(&[
+            (&[("__name__", "a"), ("instance", "x")], 1.0),
+            (&[("__name__", "c"), ("instance", "x")], 100.0),
+        ]);
+        let e = Engine::default();
+        let r = e
+            .instant(&s, "a < bool on(instance) group_left(__name__) c", 0)
+            .unwrap();
+        assert_eq!(labels_of(&r.value), vec![r#"c{instance="x"}"#]);
+        let r = e
+            .instant(&s, "c > bool on(instance) group_right(__name__) a", 0)
+            .unwrap();
+        assert_eq!(labels_of(&r.value), vec![r#"c{instance="x"}"#]);
+        // Without the name among the copied labels, bool drops it.
+        let r = e.instant(&s, "a < bool on(instance) group_left c", 0).unwrap();
+        assert_eq!(labels_of(&r.value), vec![r#"{instance="x"}"#]);
     }
 
     /// Upstream fill-modifier.test:131: a filled-in "many" side takes the one
