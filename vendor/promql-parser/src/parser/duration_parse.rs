@@ -236,11 +236,17 @@ impl Reader<'_> {
 
     fn word(&mut self) -> &str {
         let start = self.i;
-        while self
-            .s
-            .get(self.i)
-            .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'.')
-        {
+        while let Some(&b) = self.s.get(self.i) {
+            // A number's exponent takes a sign (`2.5e-3`); a duration's
+            // units never end in `e`.
+            let exponent_sign = (b == b'-' || b == b'+')
+                && self.i > start
+                && matches!(self.s[self.i - 1], b'e' | b'E')
+                && self.s[start..self.i - 1].iter().all(|c| c.is_ascii_digit() || *c == b'.' || *c == b'_')
+                && self.s.get(self.i + 1).is_some_and(u8::is_ascii_digit);
+            if !(b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || exponent_sign) {
+                break;
+            }
             self.i += 1;
         }
         std::str::from_utf8(&self.s[start..self.i]).unwrap_or_default()
@@ -296,13 +302,18 @@ impl Reader<'_> {
 /// A number as PromQL reads one (`0x10` and `010` are integers in base 16
 /// and 8), or `None` for a duration.
 fn number(text: &str) -> Option<f64> {
+    // Underscores between digits only separate them (`1_000`).
+    if text.contains('_') {
+        let ok = !text.contains("__") && !text.ends_with('_') && !text.contains("_.") && !text.contains("._");
+        return if ok { number(&text.replace('_', "")) } else { None };
+    }
     let hex = text.starts_with("0x") || text.starts_with("0X");
     if hex || text.bytes().all(|b| b.is_ascii_digit()) {
         return parse_str_radix(text).ok();
     }
     if text
         .bytes()
-        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E'))
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
     {
         return text.parse().ok();
     }
@@ -369,6 +380,17 @@ mod tests {
         );
         assert_eq!(offset_prefix("(1) + 2 * 3"), ("(1) + 2 * 3".into(), 11));
         assert_eq!(offset_prefix("--5m + 1"), ("5m + 1".into(), 8));
+    }
+
+    #[test]
+    fn numbers_in_duration_expressions_take_exponents_and_underscores() {
+        assert_eq!(offset_prefix("(1h / 2) * 2.5e-3").0, "(1h / 2) * 0.0025");
+        assert_eq!(bracket("2.5e-3 * 1000"), "0.0025 * 1000");
+        assert_eq!(bracket("1_000 / 10"), "1000 / 10");
+        assert_eq!(read_range("1_000").map(|r| r.0), Ok(Duration::from_secs(1000)));
+        assert_eq!(read_range("1e+3").map(|r| r.0), Ok(Duration::from_secs(1000)));
+        // A duration is not a number with an exponent: `5m-1m` subtracts.
+        assert_eq!(bracket("5m-1m"), "5m - 1m");
     }
 
     #[test]
