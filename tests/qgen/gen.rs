@@ -261,11 +261,6 @@ impl E {
         here || self.children().iter().any(|c| c.counts_computed_values())
     }
 
-    /// Whether it holds a subquery.
-    pub fn has_subquery(&self) -> bool {
-        matches!(self, E::Sub { .. }) || self.children().iter().any(|c| c.has_subquery())
-    }
-
     /// The value of a number literal (through parentheses and signs).
     pub fn literal(&self) -> Option<f64> {
         match self {
