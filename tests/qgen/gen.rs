@@ -261,6 +261,13 @@ impl E {
         here || self.children().iter().any(|c| c.counts_computed_values())
     }
 
+    /// Whether floats are added up across series somewhere in it (`sum`,
+    /// `avg`, `stddev`, `stdvar`), in the order series come from storage.
+    pub fn sums_across_series(&self) -> bool {
+        matches!(self, E::Agg { op, .. } if matches!(op.as_str(), "sum" | "avg" | "stddev" | "stdvar"))
+            || self.children().iter().any(|c| c.sums_across_series())
+    }
+
     /// The value of a number literal (through parentheses and signs).
     pub fn literal(&self) -> Option<f64> {
         match self {
