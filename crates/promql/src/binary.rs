@@ -209,9 +209,14 @@ impl Ev<'_> {
                     let dj = one_at[sg].0;
                     let side = if swapped { "left" } else { "right" };
                     let matched = match_labels(&one_s[j].labels, on, &names);
+                    // In string order, as Prometheus orders them.
+                    let (a, b) = (go_labels(&one_s[j].labels), go_labels(&one_s[dj].labels));
+                    let dupl = if a > b { (b, a) } else { (a, b) };
                     return Err(QueryError::Execution(format!(
                         "found duplicate series for the match group {} on the {side} hand-side of the operation: [{}, {}];many-to-many matching not allowed: matching labels must be unique on one side",
-                        matched, one_s[j].labels, one_s[dj].labels
+                        go_labels(&matched),
+                        dupl.0,
+                        dupl.1
                     )));
                 }
                 stamp_a[sg] = stamp;
@@ -481,6 +486,28 @@ fn match_labels(l: &Labels, on: bool, names: &[String]) -> Labels {
     )
 }
 
+/// A label set as Prometheus' `Labels.String()` writes it in messages:
+/// `{__name__="up", job="a"}`, names quoted when not legacy names.
+fn go_labels(l: &Labels) -> String {
+    let legacy = |n: &str| {
+        let mut cs = n.chars();
+        cs.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && cs.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let parts: Vec<String> = l
+        .iter()
+        .map(|lab| {
+            let name = if legacy(&lab.name) {
+                lab.name.to_string()
+            } else {
+                crate::syntax::go_quote_str(&lab.name)
+            };
+            format!("{name}={}", crate::syntax::go_quote_str(&lab.value))
+        })
+        .collect();
+    format!("{{{}}}", parts.join(", "))
+}
+
 #[allow(clippy::too_many_arguments)]
 fn result_metric(
     lhs: &Labels,
@@ -572,6 +599,27 @@ mod tests {
             .instant(&s, r#"{__name__=~"a|b"} > on(instance) group_left c"#, 0)
             .unwrap();
         assert!(labels_of(&r.value).is_empty());
+    }
+
+    #[test]
+    fn many_to_many_names_the_series_as_prometheus_writes_labels() {
+        let s = storage(&[
+            (&[("__name__", "a"), ("instance", "x")], 1.0),
+            (&[("__name__", "b"), ("instance", "x")], 2.0),
+            (&[("__name__", "c"), ("instance", "x")], 3.0),
+        ]);
+        let err = Engine::default()
+            .instant(&s, r#"c + on(instance) {__name__=~"a|b"}"#, 0)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            r#"found duplicate series for the match group {instance="x"} on the right hand-side of the operation: [{__name__="a", instance="x"}, {__name__="b", instance="x"}];many-to-many matching not allowed: matching labels must be unique on one side"#
+        );
+        assert_eq!(
+            super::go_labels(&Labels::from_pairs([("a.b", "x\"y"), ("k", "é\n")])),
+            r#"{"a.b"="x\"y", k="é\n"}"#
+        );
     }
 
     /// A comparison with `bool` drops the name before `group_left(__name__)`

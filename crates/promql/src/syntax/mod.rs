@@ -9,7 +9,7 @@ mod lex;
 mod quote;
 
 pub use grammar::{Node, NodeKind, Recognized, first_error, first_selector_error, recognize};
-pub(crate) use quote::go_quote_bytes;
+pub(crate) use quote::{go_quote_bytes, go_quote_str};
 
 /// The string literals of `query` as written, quotes included, in order.
 pub(crate) fn string_literals(query: &str) -> Vec<&str> {
