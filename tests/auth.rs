@@ -3,14 +3,12 @@
 //! `X-Scope-OrgID` header, and `cairn bench` with basic auth, a bearer
 //! token and a tenant.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::peers::{Prometheus, binary, in_ci};
-use common::{Client, Server, series};
+use crate::common::peers::{Prometheus, binary, in_ci};
+use crate::common::{Client, Server, series};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -189,7 +187,7 @@ fn curl_over_tls_meets_401_and_403_in_the_prometheus_envelope() {
 #[test]
 fn prometheus_remote_writes_with_basic_auth_into_its_tenant() {
     // Prometheus 3 (Debian's 2.42 sends no `headers` along with `basic_auth`).
-    let Some(prometheus) = common::peers::prometheus_3() else {
+    let Some(prometheus) = crate::common::peers::prometheus_3() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

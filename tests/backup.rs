@@ -4,8 +4,6 @@
 //! with the first; incremental second backups; a directory and a real S3
 //! server (SeaweedFS) as destinations.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
@@ -13,10 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::seaweedfs::{BUCKET, SeaweedFs};
+use crate::common::{Client, Server, now_ms};
 use cairn_model::{Labels, Sample};
 use cairn_protocols::SeriesSamples;
-use common::seaweedfs::{BUCKET, SeaweedFs};
-use common::{Client, Server, now_ms};
 
 const SERIES: usize = 50;
 const SAMPLES_PER_BATCH: usize = 5;

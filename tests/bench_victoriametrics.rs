@@ -6,8 +6,6 @@
 //! Without `victoria-metrics` the VictoriaMetrics test is skipped with a
 //! printed reason, or fails when `CI` is set.
 
-mod common;
-
 use std::process::Command;
 use std::time::Duration;
 
@@ -56,7 +54,7 @@ fn bench(base: &str, extra: &[&str]) -> Value {
 
 /// Total samples and distinct series the target exports for the bench's job.
 fn exported(base: &str) -> (u64, usize) {
-    let http = common::http_client(Duration::from_secs(120));
+    let http = crate::common::http_client(Duration::from_secs(120));
     let body = http
         .get(format!("{base}/api/v1/export"))
         .query(&[("match[]", r#"{job="node_exporter"}"#)])
@@ -102,16 +100,16 @@ fn assert_nothing_lost(report: &Value, base: &str) {
 
 #[test]
 fn bench_backfill_into_victoriametrics_loses_nothing() {
-    let Some(bin) = common::peers::require("victoria-metrics", "victoria-metrics") else {
+    let Some(bin) = crate::common::peers::require("victoria-metrics", "victoria-metrics") else {
         return;
     };
-    let vm = common::peers::VictoriaMetrics::start(&bin, &[]);
+    let vm = crate::common::peers::VictoriaMetrics::start(&bin, &[]);
     let base = format!("http://127.0.0.1:{}", vm.port);
     let report = bench(
         &base,
         &["--name", "victoriametrics", "--pid", &vm.child.id().to_string()],
     );
-    let http = common::http_client(Duration::from_secs(30));
+    let http = crate::common::http_client(Duration::from_secs(30));
     let flushed = http
         .get(format!("{base}/internal/force_flush"))
         .send()
@@ -123,7 +121,7 @@ fn bench_backfill_into_victoriametrics_loses_nothing() {
 
 #[test]
 fn bench_backfill_into_cairn_loses_nothing() {
-    let server = common::Server::start();
+    let server = crate::common::Server::start();
     let base = server.url();
     let report = bench(
         &base,
@@ -144,7 +142,7 @@ fn bench_backfill_into_cairn_loses_nothing() {
 /// 1.79 predates it).
 #[test]
 fn bench_backfill_over_remote_write_2_into_cairn_loses_nothing() {
-    let server = common::Server::start();
+    let server = crate::common::Server::start();
     let base = server.url();
     let report = bench(&base, &["--name", "cairn", "--remote-write-protocol", "2.0"]);
     assert_eq!(report["workload"]["remote_write_protocol"], "2.0");

@@ -4,8 +4,6 @@
 //! the test can check that none is lost or doubled. Network partitions use
 //! network namespaces (root only; skipped elsewhere, failed under CI).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -14,9 +12,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use common::etcd::Etcd;
-use common::netns::Bridge;
-use common::{Client, Server, http_client, now_ms, series};
+use crate::common::etcd::Etcd;
+use crate::common::netns::Bridge;
+use crate::common::{Client, Server, http_client, now_ms, series};
 use serde_json::Value;
 
 /// Probe series written on every round.
@@ -235,8 +233,8 @@ impl Probe {
     fn verify(start_ms: i64, acked: &[i64], client: &Client, params: &[(&str, &str)]) {
         let last = *acked.last().expect("acknowledged rounds");
         let (start, end) = (
-            common::ms_to_param(start_ms),
-            common::ms_to_param(start_ms + last * PROBE_STEP_MS),
+            crate::common::ms_to_param(start_ms),
+            crate::common::ms_to_param(start_ms + last * PROBE_STEP_MS),
         );
         let step = format!("{}", PROBE_STEP_MS as f64 / 1000.0);
         let mut query = vec![("query", "probe"), ("start", &start), ("end", &end), ("step", &step)];
@@ -580,7 +578,7 @@ fn ha_pairs_are_deduplicated_and_fail_over() {
         assert_eq!(exported.len(), 1, "one series, without the replica label: {exported:?}");
         assert_eq!(
             exported[0].labels,
-            common::lmap(&[("__name__", "ha_metric"), ("cluster", "eu1"), ("job", "node")])
+            crate::common::lmap(&[("__name__", "ha_metric"), ("cluster", "eu1"), ("job", "node")])
         );
         exported[0].samples.iter().map(|s| (s.t, s.v)).collect()
     };
@@ -616,7 +614,7 @@ fn ha_pairs_are_deduplicated_and_fail_over() {
 
 #[test]
 fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
-    let Some(server) = common::seaweedfs::SeaweedFs::start() else {
+    let Some(server) = crate::common::seaweedfs::SeaweedFs::start() else {
         return;
     };
     let Some(etcd) = Etcd::start() else { return };
@@ -684,7 +682,10 @@ fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
         }
     }
     let want = |c: &Client, params: &[(&str, &str)]| {
-        let (start, end) = (common::ms_to_param(day), common::ms_to_param(day + 99 * 60_000));
+        let (start, end) = (
+            crate::common::ms_to_param(day),
+            crate::common::ms_to_param(day + 99 * 60_000),
+        );
         let mut q = vec![("query", "settled"), ("start", &start), ("end", &end), ("step", "60")];
         q.extend_from_slice(params);
         let r = c.get_query("/api/v1/query_range", &q);
@@ -773,7 +774,7 @@ fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
         r.body,
         (0..4).map(|n| cluster.nodes[n].log()).collect::<Vec<_>>().join("\n")
     );
-    let at = common::ms_to_param(day + 50 * 60_000);
+    let at = crate::common::ms_to_param(day + 50 * 60_000);
     for node in 0..4 {
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -853,7 +854,10 @@ fn roles_split_routing_from_storing_and_long_queries_over_query_nodes() {
         })
         .collect();
     cluster.nodes[2].client().write(&history);
-    let (start, end) = (common::ms_to_param(now - 48 * 3_600_000), common::ms_to_param(now));
+    let (start, end) = (
+        crate::common::ms_to_param(now - 48 * 3_600_000),
+        crate::common::ms_to_param(now),
+    );
     let http = http_client(Duration::from_secs(30));
     let ask = |query: &str, whole: bool| {
         let mut request = http

@@ -6,16 +6,14 @@
 //! Reproduce a run with `CAIRN_CRASH_SEED=<seed printed by the test>`;
 //! `CAIRN_CRASH_ROUNDS` changes the number of rounds (default 24).
 
-mod common;
-
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::*;
 use cairn_model::{Histogram, HistogramSample, Labels, Sample};
 use cairn_protocols::SeriesSamples;
-use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -380,7 +378,7 @@ fn verify_in_chunks(
 /// queries; after every restart the acknowledged samples are checked, and
 /// the restart's peak RSS (WAL replay) must stay within the bound below.
 #[test]
-#[ignore = "a soak benchmark: cargo test --release --test crash soak -- --ignored --nocapture"]
+#[ignore = "a soak benchmark: cargo test --release --test e2e crash::soak -- --ignored --nocapture"]
 fn soak_kill_9_at_full_rate_with_queries() {
     let seed: u64 = std::env::var("CAIRN_CRASH_SEED")
         .ok()

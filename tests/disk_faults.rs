@@ -7,8 +7,6 @@
 //! acknowledged sample must survive, with no restart needed once space
 //! returns.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
@@ -16,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::common::{Client, Resp, Server};
 use cairn_model::{Labels, Sample};
 use cairn_protocols::SeriesSamples;
-use common::{Client, Resp, Server};
 
 const SERIES: usize = 20;
 const SAMPLES_PER_BATCH: usize = 10;

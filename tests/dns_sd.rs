@@ -9,16 +9,14 @@
 //!
 //! Needs root (for `unshare --mount` and port 53); CI runs as root.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::peers::{self, Prometheus, in_ci};
-use common::{Client, Server};
+use crate::common::peers::{self, Prometheus, in_ci};
+use crate::common::{Client, Server};
 use serde_json::Value;
 
 const REFRESH: &str = "2s";

@@ -14,20 +14,15 @@
 //! Without the Prometheus binary the test prints `SKIPPED` and passes,
 //! unless `CI` is set, where that is a failure.
 
-mod common;
-#[path = "differential/compare.rs"]
-#[allow(dead_code, reason = "shared with the float differential test")]
-mod compare;
-#[path = "differential/histogram_data.rs"]
-mod histogram_data;
-#[path = "differential/histogram_wire.rs"]
-mod histogram_wire;
+use crate::differential::compare;
+use crate::differential::histogram_data;
+use crate::differential::histogram_wire;
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use common::peers::{Prometheus, in_ci, prometheus_3};
-use common::*;
+use crate::common::peers::{Prometheus, in_ci, prometheus_3};
+use crate::common::*;
 
 const QUERIES: &str = include_str!("differential/histogram_queries.txt");
 const MIN_QUERIES: usize = 100;

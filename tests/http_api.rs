@@ -2,13 +2,11 @@
 //! series/labels/values/export out, errors, deletes, `/metrics`, restarts and
 //! backfill.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::*;
 use cairn_model::stale_nan;
 use cairn_protocols::remote_write::ContentEncoding;
-use common::*;
 
 const MIN: i64 = 60_000;
 const DAY: i64 = 86_400_000;

@@ -14,8 +14,6 @@
 //! Without the peer programs the tests print `SKIPPED` and pass, unless `CI`
 //! is set (`scripts/test.sh` installs both).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::net::TcpStream;
@@ -23,8 +21,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::peers::{VictoriaMetrics, require};
-use common::*;
+use crate::common::peers::{VictoriaMetrics, require};
+use crate::common::*;
 
 type Samples = BTreeMap<BTreeMap<String, String>, Vec<(i64, u64)>>;
 

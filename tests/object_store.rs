@@ -4,17 +4,15 @@
 //! its disk, a read-only second instance, retention and deletes in the
 //! bucket, a failing bucket, and a missing or corrupt object.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::seaweedfs::{BUCKET, SeaweedFs};
 use cairn_bucket::{Bucket, BucketConfig, ObjectInfo};
 use cairn_model::{Labels, Matcher, Sample};
 use cairn_storage::conformance::read;
 use cairn_storage::{Admin, Appendable, ObjectStoreStats, Queryable, SelectHints, StorageError, collect_samples};
 use cairn_tsdb::{Config, Day, Tsdb};
-use common::seaweedfs::{BUCKET, SeaweedFs};
 
 const DAY: i64 = 86_400_000;
 
@@ -544,13 +542,13 @@ fn a_server_uploads_and_a_read_only_server_answers_from_the_bucket() {
     ];
     let mut writer_flags = bucket_flags.to_vec();
     writer_flags.extend(["--storage.settle-time", "0s", "--storage.flush-interval", "1s"]);
-    let writer = common::Server::start_with(&writer_flags);
+    let writer = crate::common::Server::start_with(&writer_flags);
     let day = day_start(2);
     let samples: Vec<(i64, f64)> = (0..60).map(|k| (day + 3_600_000 + k * 15_000, k as f64)).collect();
     let client = writer.client();
     client.write(&[
-        common::series(&[("__name__", "up"), ("job", "a")], &samples),
-        common::series(&[("__name__", "up"), ("job", "b")], &samples),
+        crate::common::series(&[("__name__", "up"), ("job", "a")], &samples),
+        crate::common::series(&[("__name__", "up"), ("job", "b")], &samples),
     ]);
     wait_for("the upload", Duration::from_secs(90), || {
         client.metric("cairn_object_store_uploaded_parts_total") == Some(1.0)
@@ -560,11 +558,11 @@ fn a_server_uploads_and_a_read_only_server_answers_from_the_bucket() {
 
     let mut reader_flags = bucket_flags.to_vec();
     reader_flags.extend(["--storage.read-only", "--storage.object-store.refresh-interval", "1s"]);
-    let reader = common::Server::start_with(&reader_flags);
+    let reader = crate::common::Server::start_with(&reader_flags);
     let query = [
         ("query", "sum by (job) (up)"),
-        ("start", &common::ms_to_param(day + 3_600_000)),
-        ("end", &common::ms_to_param(day + 3_600_000 + 59 * 15_000)),
+        ("start", &crate::common::ms_to_param(day + 3_600_000)),
+        ("end", &crate::common::ms_to_param(day + 3_600_000 + 59 * 15_000)),
         ("step", "60"),
     ];
     let from_writer = client.get_query("/api/v1/query_range", &query);
@@ -574,7 +572,7 @@ fn a_server_uploads_and_a_read_only_server_answers_from_the_bucket() {
     assert_eq!(from_reader.json()["data"]["result"].as_array().unwrap().len(), 2);
     let refused = reader
         .client()
-        .try_write(&[common::series(&[("__name__", "x")], &[(now(), 1.0)])])
+        .try_write(&[crate::common::series(&[("__name__", "x")], &[(now(), 1.0)])])
         .unwrap();
     assert_eq!(refused.status, 503, "{}", refused.body);
     let metrics = reader.client().get("/metrics").body;

@@ -14,15 +14,13 @@
 //! installed by `scripts/test.sh` into `target/otel-venv`); without it that
 //! test prints `SKIPPED` and passes, except with `CI` set.
 
-mod common;
-
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::common::{Server, now_ms};
 use cairn_model::is_stale_nan;
 use cairn_protocols::otlp::proto::*;
-use common::{Server, now_ms};
 use prost::Message;
 
 fn gzip(data: &[u8]) -> Vec<u8> {
@@ -172,9 +170,10 @@ fn export(server: &Server, selector: &str) -> Vec<(String, Vec<(i64, f64)>)> {
 }
 
 fn query(server: &Server, q: &str, t: i64) -> serde_json::Value {
-    let r = server
-        .client()
-        .get_query("/api/v1/query", &[("query", q), ("time", &common::ms_to_param(t))]);
+    let r = server.client().get_query(
+        "/api/v1/query",
+        &[("query", q), ("time", &crate::common::ms_to_param(t))],
+    );
     assert_eq!(r.status, 200, "{q}: {}", r.body);
     r.json()["data"]["result"].clone()
 }

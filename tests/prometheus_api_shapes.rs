@@ -10,13 +10,11 @@
 //! Without the binary the test prints `SKIPPED` and passes, unless `CI` is
 //! set, where that is a failure.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::peers::{Prometheus, prometheus_3};
+use crate::common::*;
 use cairn_protocols::remote_write::ContentEncoding;
-use common::peers::{Prometheus, prometheus_3};
-use common::*;
 use serde_json::Value;
 
 /// How a response body is compared.

@@ -7,16 +7,13 @@
 //! not support stops the start, naming the key; and `cairn check` /
 //! `cairn test rules` answer as promtool does.
 
-mod common;
-#[path = "scrape/exporter.rs"]
-#[allow(dead_code, reason = "shared with the scrape differential test")]
-mod exporter;
+use crate::scrape::exporter;
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use exporter::Exporter;
 use serde_json::Value;
 
@@ -302,7 +299,7 @@ tests:
 /// starts with it; broken variants are refused by both.
 #[test]
 fn dns_discovery_and_remote_write_check_as_prometheus_takes_them() {
-    let Some(prom_bin) = common::peers::prometheus_3() else {
+    let Some(prom_bin) = crate::common::peers::prometheus_3() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -348,7 +345,7 @@ remote_write:
     };
     let out = check(&good_path);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let _prometheus = common::peers::Prometheus::start(&prom_bin, &good, &[]);
+    let _prometheus = crate::common::peers::Prometheus::start(&prom_bin, &good, &[]);
 
     for (broken, message) in [
         (

@@ -6,15 +6,13 @@
 //! Without the binary the test prints `SKIPPED` and passes, unless `CI` is
 //! set, where that is a failure.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use common::peers::{Prometheus, prometheus_3};
-use common::*;
+use crate::common::peers::{Prometheus, prometheus_3};
+use crate::common::*;
 use serde_json::Value;
 
 type Key = BTreeMap<String, String>;

@@ -11,18 +11,15 @@
 //! Without `go` or the Prometheus binary the test prints `SKIPPED` and
 //! passes, unless `CI` is set, where that is a failure.
 
-mod common;
-#[path = "differential/compare.rs"]
-#[allow(dead_code, reason = "the histogram comparison of the differential tests is shared")]
-mod compare;
+use crate::differential::compare;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::peers::{Prometheus, in_ci, prometheus_3};
-use common::*;
+use crate::common::peers::{Prometheus, in_ci, prometheus_3};
+use crate::common::*;
 
 /// The exporter process, killed when dropped.
 struct Exporter {

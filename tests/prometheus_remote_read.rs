@@ -8,13 +8,11 @@
 //! Without the binary the test prints `SKIPPED` and passes, unless `CI` is
 //! set, where that is a failure.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::peers::{Prometheus, prometheus_3};
+use crate::common::*;
 use cairn_model::stale_nan;
-use common::peers::{Prometheus, prometheus_3};
-use common::*;
 use serde_json::Value;
 
 const STEP_MS: i64 = 15_000;

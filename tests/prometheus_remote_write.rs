@@ -6,14 +6,12 @@
 //! Without a `prometheus` binary the test prints `SKIPPED` and passes, unless
 //! `CI` is set (`.ci/run` installs it), where that is a failure.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use common::peers::{Prometheus, binary, in_ci};
-use common::*;
+use crate::common::peers::{Prometheus, binary, in_ci};
+use crate::common::*;
 use serde_json::Value;
 
 fn prometheus_binary() -> Option<PathBuf> {

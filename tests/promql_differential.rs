@@ -18,16 +18,10 @@
 //! Without the binary the test prints `SKIPPED` and passes, unless `CI` is
 //! set, where that is a failure.
 
-mod common;
-#[path = "differential/compare.rs"]
-#[allow(dead_code, reason = "shared with the histogram differential tests")]
-mod compare;
-#[path = "differential/data.rs"]
-mod data;
-#[path = "differential/queries.rs"]
-mod queries;
-#[path = "differential/servers.rs"]
-mod servers;
+use crate::differential::compare;
+use crate::differential::data;
+use crate::differential::queries;
+use crate::differential::servers;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -35,8 +29,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::peers::{Prometheus, in_ci};
-use common::*;
+use crate::common::peers::{Prometheus, in_ci};
+use crate::common::*;
 use compare::{Answer, Order};
 use queries::{Handling, Query};
 use servers::{Eval, ask, ask_raw, major_version, prometheus_binary, subset_diff, ties_diff};

@@ -16,31 +16,24 @@
 //! under `@` or in a subquery; Prometheus' own recovered panics.
 //!
 //! CI runs `QGEN_COUNT` expressions from a fixed seed. A soak:
-//! `CAIRN_QGEN_SECS=3600 cargo test --release --test promql_generator -- --nocapture`
+//! `CAIRN_QGEN_SECS=3600 cargo test --release --test e2e promql_generator:: -- --nocapture`
 //! runs new seeds (from the clock, or `CAIRN_QGEN_SEED`) for that long.
 //! `CAIRN_QGEN_EXPR='<query>'` prints both answers to one expression;
 //! `CAIRN_QGEN_PRINT=<n>` prints the run's first n expressions only.
 
-mod common;
-#[path = "differential/compare.rs"]
-#[allow(dead_code, reason = "shared with the other differential tests")]
-mod compare;
-#[path = "differential/data.rs"]
-#[allow(dead_code, reason = "shared with the other differential tests")]
-mod data;
+use crate::differential::compare;
+use crate::differential::data;
 #[path = "qgen/gen.rs"]
 mod r#gen;
-#[path = "differential/servers.rs"]
-#[allow(dead_code, reason = "shared with the other differential tests")]
-mod servers;
+use crate::differential::servers;
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::peers::{Prometheus, in_ci};
-use common::*;
+use crate::common::peers::{Prometheus, in_ci};
+use crate::common::*;
 use compare::{Answer, Order};
 use r#gen::E;
 use servers::{Eval, ask_raw, major_version, prometheus_binary};

@@ -7,17 +7,15 @@
 //! `a_query_storm_is_refused_fast_while_writes_go_on` is the CI-sized one.
 //! `query_storm_benchmark` (ignored) backfills a bigger fleet over a day
 //! and prints the figures docs/benchmarks.md quotes:
-//! `cargo test --release --test query_storm -- --ignored --nocapture`.
-
-mod common;
+//! `cargo test --release --test e2e query_storm:: -- --ignored --nocapture`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::common::{Client, Server, http_client, now_ms, series};
 use cairn_protocols::SeriesSamples;
-use common::{Client, Server, http_client, now_ms, series};
 
 /// One fleet: `instances` hosts of `cpus` counters each.
 #[derive(Clone, Copy)]

@@ -11,14 +11,12 @@
 //! 5 minutes with `CAIRN_FORWARD_OUTAGE_SECS=300`). Without the peers the
 //! test prints `SKIPPED` and passes, unless `CI` is set.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::peers::{Prometheus, VictoriaMetrics, prometheus_3, victoria_metrics_1_150};
-use common::raw_read;
-use common::*;
+use crate::common::peers::{Prometheus, VictoriaMetrics, prometheus_3, victoria_metrics_1_150};
+use crate::common::raw_read;
+use crate::common::*;
 
 const SERIES: usize = 50;
 

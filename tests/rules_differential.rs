@@ -22,7 +22,6 @@
 //! Without the peers the test prints `SKIPPED` and passes, unless `CI` is
 //! set, where that is a failure.
 
-mod common;
 #[path = "rules/data.rs"]
 mod data;
 #[path = "rules/files.rs"]
@@ -35,10 +34,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::peers::{Alertmanager, Prometheus, prometheus_3, require};
+use crate::common::raw_read::{self, RawSeries};
+use crate::common::*;
 use cairn_protocols::remote_write::ContentEncoding;
-use common::peers::{Alertmanager, Prometheus, prometheus_3, require};
-use common::raw_read::{self, RawSeries};
-use common::*;
 use serde_json::Value;
 
 const STALE_BITS: u64 = 0x7ff0_0000_0000_0002;

@@ -19,18 +19,16 @@
 //! Without the peers the test prints `SKIPPED` and passes, unless `CI` is
 //! set, where that is a failure.
 
-mod common;
-#[path = "scrape/exporter.rs"]
-mod exporter;
+use crate::scrape::exporter;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::peers::{Prometheus, prometheus_3, require};
-use common::raw_read::{self, RawSeries};
-use common::*;
+use crate::common::peers::{Prometheus, prometheus_3, require};
+use crate::common::raw_read::{self, RawSeries};
+use crate::common::*;
 use exporter::{Exporter, now_ms};
 
 const STALE_BITS: u64 = 0x7ff0_0000_0000_0002;

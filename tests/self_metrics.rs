@@ -17,13 +17,11 @@
 //! Without the oracle the test prints `SKIPPED` and passes, unless `CI` is
 //! set, where that is a failure.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use common::peers::{Prometheus, prometheus_3};
-use common::*;
+use crate::common::peers::{Prometheus, prometheus_3};
+use crate::common::*;
 
 /// The families Cairn exposes under Prometheus' names.
 const COMPARED: &[&str] = &[

@@ -6,17 +6,15 @@
 //! `/metrics`, the file under `quarantine/`) and serves the rest of the data
 //! exactly. Also a byte flipped in a part while cairn runs.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::common::*;
 use cairn_model::{Histogram, HistogramSample, Labels, Sample};
 use cairn_protocols::SeriesSamples;
-use common::*;
 
 const HOUR: i64 = 3_600_000;
 

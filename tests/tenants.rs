@@ -2,12 +2,10 @@
 //! endpoint, no request of one tenant seeing another's data, federated
 //! reads (`a|b`), and tenants that survive a restart.
 
-mod common;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{Client, Server, ms_to_param, series};
+use crate::common::{Client, Server, ms_to_param, series};
 use serde_json::Value;
 
 fn now() -> i64 {
@@ -27,7 +25,7 @@ fn write_tenant(client: &Client, tenant: &str, t: i64) {
 }
 
 /// The `job` values of a query's result.
-fn jobs(resp: &common::Resp) -> BTreeSet<String> {
+fn jobs(resp: &crate::common::Resp) -> BTreeSet<String> {
     assert_eq!(resp.status, 200, "{}", resp.body);
     resp.json()["data"]["result"]
         .as_array()

@@ -10,14 +10,14 @@
 //! Skipped, saying so, when Chromium or chromedriver is not installed
 //! (`scripts/test.sh` installs them); under CI that fails.
 
-mod common;
+#[path = "ui/mod.rs"]
 mod ui;
 
 use std::time::Duration;
 
-use common::peers::{Prometheus, prometheus_3};
-use common::webdriver::{Browser, available};
-use common::*;
+use crate::common::peers::{Prometheus, prometheus_3};
+use crate::common::webdriver::{Browser, available};
+use crate::common::*;
 use serde_json::json;
 use ui::*;
 
@@ -220,7 +220,7 @@ fn phone_width(browser: &Browser, base: &str) {
 /// A benchmark, not a test (no figure is asserted; docs/benchmarks.md has
 /// them): what the query page's first load transfers, and how long a
 /// 1,000-series, 24-hour graph takes to draw. Run with
-/// `cargo test --release --test ui_browser -- --ignored --nocapture benchmark`.
+/// `cargo test --release --test e2e ui_browser::benchmark -- --ignored --nocapture`.
 #[test]
 #[ignore = "a benchmark: run it by name"]
 fn benchmark_first_load_and_a_large_graph() {

@@ -13,15 +13,13 @@
 //! ratios lose their last digit on any migration into it, with or without
 //! Cairn between; the test counts them.)
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::common::peers::{VictoriaMetrics, in_ci, victoria_metrics_1_150};
+use crate::common::*;
 use cairn_protocols::remote_write::ContentEncoding;
-use common::peers::{VictoriaMetrics, in_ci, victoria_metrics_1_150};
-use common::*;
 
 const TARGETS: usize = 100;
 const STEP_MS: i64 = 15_000;

@@ -14,14 +14,12 @@
 //! then reports fewer "total samples". Imports are idempotent, so the test
 //! reruns vmctl until it reports every sample sent.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use common::peers::{binary, in_ci};
-use common::*;
+use crate::common::peers::{binary, in_ci};
+use crate::common::*;
 
 type Expected = BTreeMap<BTreeMap<String, String>, Vec<(i64, f64)>>;
 

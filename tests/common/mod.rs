@@ -1,8 +1,8 @@
 //! End-to-end harness: runs the real `cairn` binary on a loopback port over a
 //! temporary data directory, and a blocking HTTP client for its API.
 //!
-//! Every test binary includes this module with `mod common;`; not every
-//! binary uses every helper.
+//! A module of the one end-to-end test binary (`tests/e2e.rs`); not every
+//! helper has a user in every build.
 #![allow(dead_code)]
 
 pub mod etcd;

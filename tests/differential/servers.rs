@@ -9,15 +9,15 @@ use std::process::Command;
 use cairn_protocols::SeriesSamples;
 use cairn_protocols::remote_write::ContentEncoding;
 
-use super::common::peers::Prometheus;
-use super::common::{Client, encode, ms_to_param};
 use super::compare::{self, Answer, Order};
+use crate::common::peers::Prometheus;
+use crate::common::{Client, encode, ms_to_param};
 
 pub fn prometheus_binary() -> Option<PathBuf> {
     if let Ok(p) = std::env::var("CAIRN_TEST_PROMETHEUS") {
         return Some(PathBuf::from(p));
     }
-    super::common::peers::prometheus_3()
+    crate::common::peers::prometheus_3()
 }
 
 /// The major version of a Prometheus binary, from `--version`.
