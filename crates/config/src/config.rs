@@ -125,5 +125,8 @@ impl crate::discovery::ServiceDiscoveryConfigs {
         for http_sd in &mut self.http_sd_configs {
             http_sd.http_client.set_directory(dir);
         }
+        for k8s in &mut self.kubernetes_sd_configs {
+            k8s.set_directory(dir);
+        }
     }
 }

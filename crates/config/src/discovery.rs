@@ -1,5 +1,5 @@
 //! The service discovery mechanisms Cairn supports: static targets, files,
-//! HTTP and DNS.
+//! HTTP, DNS and Kubernetes (its settings in [`crate::kubernetes_sd`]).
 
 use cairn_model::Labels;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -142,6 +142,8 @@ pub struct ServiceDiscoveryConfigs {
     pub file_sd_configs: Vec<FileSdConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub http_sd_configs: Vec<HttpSdConfig>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kubernetes_sd_configs: Vec<crate::kubernetes_sd::KubernetesSdConfig>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub static_configs: Vec<StaticConfig>,
 }

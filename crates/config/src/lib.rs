@@ -3,7 +3,7 @@
 //! configuration as YAML, and the relabelling engine.
 //!
 //! Cairn accepts what Prometheus 3 accepts for the parts it implements
-//! (static, file, HTTP and DNS service discovery; scraping; rules; Alertmanager;
+//! (static, file, HTTP, DNS and Kubernetes service discovery; scraping; rules; Alertmanager;
 //! remote write) and refuses at startup, by name, every key it does not
 //! implement, rather than ignoring it.
 //!
@@ -26,6 +26,7 @@ mod error;
 pub mod global;
 mod go_regex;
 pub mod http_client;
+pub mod kubernetes_sd;
 mod load;
 pub mod names;
 mod paths;
@@ -44,6 +45,7 @@ pub use duration::{Duration, DurationError};
 pub use error::ConfigError;
 pub use global::GlobalConfig;
 pub use http_client::{Authorization, BasicAuth, HttpClientConfig, HttpHeader, TlsConfig, TlsVersion};
+pub use kubernetes_sd::{AttachMetadata, KubernetesSdConfig, KubernetesSelector, NamespaceDiscovery};
 pub use names::NameValidationScheme;
 pub use relabel::{LabelsBuilder, RelabelAction, RelabelConfig, RelabelRegex};
 pub use remote_write::{MetadataConfig, QueueConfig, RemoteWriteConfig};

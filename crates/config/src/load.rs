@@ -12,6 +12,7 @@ use crate::config::Config;
 use crate::discovery::{HttpSdConfig, ServiceDiscoveryConfigs};
 use crate::error::ConfigError;
 use crate::global::GlobalConfig;
+use crate::kubernetes_sd::KubernetesSdConfig;
 use crate::remote_write::RemoteWriteConfig;
 use crate::scrape::ScrapeConfig;
 
@@ -19,7 +20,7 @@ use crate::scrape::ScrapeConfig;
 const UNSUPPORTED_TOP_LEVEL: [&str; 5] = ["remote_read", "storage", "tracing", "otlp", "runtime"];
 
 /// Service discovery mechanisms Prometheus has and Cairn does not implement.
-const UNSUPPORTED_DISCOVERY: [&str; 29] = [
+const UNSUPPORTED_DISCOVERY: [&str; 28] = [
     "aws_sd_configs",
     "azure_sd_configs",
     "consul_sd_configs",
@@ -31,7 +32,6 @@ const UNSUPPORTED_DISCOVERY: [&str; 29] = [
     "gce_sd_configs",
     "hetzner_sd_configs",
     "ionos_sd_configs",
-    "kubernetes_sd_configs",
     "kuma_sd_configs",
     "lightsail_sd_configs",
     "linode_sd_configs",
@@ -70,7 +70,13 @@ const HTTP_CLIENT_KEYS: [&str; 12] = [
     "http_headers",
 ];
 
-const DISCOVERY_KEYS: [&str; 4] = ["static_configs", "file_sd_configs", "http_sd_configs", "dns_sd_configs"];
+const DISCOVERY_KEYS: [&str; 5] = [
+    "static_configs",
+    "file_sd_configs",
+    "http_sd_configs",
+    "dns_sd_configs",
+    "kubernetes_sd_configs",
+];
 
 pub(crate) fn decode_config(yaml: &str) -> Result<Config, ConfigError> {
     let root = parse_yaml(yaml)?;
@@ -215,6 +221,22 @@ fn decode_discovery(discovery: &mut Mapping, context: &str) -> Result<ServiceDis
             let mut http_sd: HttpSdConfig = decode(Value::Mapping(parts.own), &item_context)?;
             http_sd.http_client = decode(Value::Mapping(parts.http_client), &item_context)?;
             out.http_sd_configs.push(http_sd);
+        }
+    }
+    if let Some(v) = discovery.remove("kubernetes_sd_configs") {
+        let list_context = join_context(context, "kubernetes_sd_configs");
+        for (i, item) in sequence(v, &list_context)?.into_iter().enumerate() {
+            let item_context = format!("{list_context}[{i}]");
+            let parts = split_inline(item, &item_context)?;
+            if let Some(key) = parts.discovery.keys().next() {
+                return Err(unknown_field(&item_context, &key_name(key, &item_context)?));
+            }
+            let mut k8s: KubernetesSdConfig = decode(Value::Mapping(parts.own), &item_context)?;
+            k8s.http_client = decode(Value::Mapping(parts.http_client), &item_context)?;
+            if let Some(setting) = k8s.unsupported_setting() {
+                return Err(unsupported(&item_context, setting));
+            }
+            out.kubernetes_sd_configs.push(k8s);
         }
     }
     Ok(out)

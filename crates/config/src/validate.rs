@@ -353,6 +353,10 @@ fn validate_discovery(discovery: &mut ServiceDiscoveryConfigs, context: &str) ->
             .validate()
             .map_err(|e| ConfigError::invalid(&format!("{context}: dns_sd_configs[{i}]"), e))?;
     }
+    for (i, k8s) in discovery.kubernetes_sd_configs.iter_mut().enumerate() {
+        k8s.validate()
+            .map_err(|e| ConfigError::invalid(&format!("{context}: kubernetes_sd_configs[{i}]"), e))?;
+    }
     for (i, http_sd) in discovery.http_sd_configs.iter_mut().enumerate() {
         let context = format!("{context}: http_sd_configs[{i}]");
         if http_sd.url.is_empty() {

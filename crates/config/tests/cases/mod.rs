@@ -60,8 +60,24 @@ pub const REJECTED: &[(&str, &str)] = &[
     ),
     ("runtime:\n  gogc: 50\n", "runtime is not supported by Cairn"),
     (
-        "scrape_configs:\n  - job_name: k\n    kubernetes_sd_configs: [{role: pod}]\n",
-        r#"scrape_configs[0] (job "k"): kubernetes_sd_configs is not supported by Cairn"#,
+        "scrape_configs:\n  - job_name: k\n    kubernetes_sd_configs: [{role: pod, attach_metadata: {deployment: true}}]\n",
+        r#"scrape_configs[0] (job "k"): kubernetes_sd_configs[0]: attach_metadata.deployment is not supported by Cairn"#,
+    ),
+    (
+        "scrape_configs:\n  - job_name: k\n    kubernetes_sd_configs: [{role: pods}]\n",
+        r#"unknown Kubernetes SD role "pods""#,
+    ),
+    (
+        "scrape_configs:\n  - job_name: k\n    kubernetes_sd_configs: [{role: pod, api_server: 'https://k:6443', kubeconfig_file: k}]\n",
+        r#"scrape_configs[0] (job "k"): kubernetes_sd_configs[0]: cannot use 'kubeconfig_file' and 'api_server' simultaneously"#,
+    ),
+    (
+        "scrape_configs:\n  - job_name: k\n    kubernetes_sd_configs: [{role: service, selectors: [{role: pod}]}]\n",
+        r#"scrape_configs[0] (job "k"): kubernetes_sd_configs[0]: service role supports only service selectors"#,
+    ),
+    (
+        "scrape_configs:\n  - job_name: k\n    kubernetes_sd_configs: [{role: pod, tls_config: {insecure_skip_verify: true}}]\n",
+        "to use custom HTTP client configuration please provide the 'api_server' URL explicitly",
     ),
     (
         "scrape_configs:\n  - job_name: c\n    consul_sd_configs: [{server: 'a:8500'}]\n",
