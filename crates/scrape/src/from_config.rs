@@ -6,6 +6,7 @@ use cairn_config::{Config, HttpClientConfig, NameValidationScheme, ScrapeConfig}
 use cairn_protocols::exposition::{DEFAULT_ESCAPING_SCHEME, ScrapeFormat};
 
 use crate::discovery::dns::DnsQuery;
+use crate::discovery::kubernetes::{Attach, Connection, KubernetesSd, Role, Selector};
 use crate::discovery::{LabelSet, SdConfig, TargetGroup};
 use crate::settings::{
     Authorization, BasicAuth, HttpSettings, JobSettings, PemSource, Relabeling, Secret, TlsSettings,
@@ -133,7 +134,46 @@ pub fn sd_configs(sd: &cairn_config::ServiceDiscoveryConfigs) -> Vec<SdConfig> {
             refresh_interval: d.refresh_interval.as_std(),
         });
     }
+    for k in &sd.kubernetes_sd_configs {
+        out.push(SdConfig::Kubernetes(Box::new(kubernetes_sd(k))));
+    }
     out
+}
+
+fn kubernetes_sd(k: &cairn_config::KubernetesSdConfig) -> KubernetesSd {
+    // Loading checked the roles, so the fallbacks are never taken.
+    let role = |name: &str| Role::parse(name).unwrap_or(Role::Pod);
+    let connection = match (&k.api_server, k.kubeconfig_file.is_empty()) {
+        (Some(url), _) => Connection::ApiServer {
+            url: url.clone(),
+            http: Box::new(http_settings(&k.http_client)),
+        },
+        (None, false) => Connection::KubeConfig(k.kubeconfig_file.clone().into()),
+        (None, true) => Connection::InCluster,
+    };
+    KubernetesSd {
+        role: role(&k.role),
+        connection,
+        namespaces: k.namespaces.names.clone(),
+        own_namespace: k.namespaces.own_namespace,
+        selectors: k
+            .selectors
+            .iter()
+            .map(|s| {
+                (
+                    role(&s.role),
+                    Selector {
+                        label: s.label.clone(),
+                        field: s.field.clone(),
+                    },
+                )
+            })
+            .collect(),
+        attach: Attach {
+            node: k.attach_metadata.node,
+            namespace: k.attach_metadata.namespace,
+        },
+    }
 }
 
 fn format_of(p: cairn_config::ScrapeProtocol) -> Result<ScrapeFormat, String> {

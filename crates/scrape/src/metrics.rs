@@ -54,6 +54,33 @@ pub struct DiscoveryCounters {
     pub(crate) http_failures: AtomicU64,
     pub(crate) dns_lookups: AtomicU64,
     pub(crate) dns_lookup_failures: AtomicU64,
+    /// Failed LIST and WATCH requests of Kubernetes discovery.
+    pub(crate) kubernetes_failures: AtomicU64,
+    /// Kubernetes watch events handled, by role (as in [`KUBERNETES_ROLES`]) and event.
+    kubernetes_events: [[AtomicU64; 3]; 6],
+}
+
+/// The roles of `prometheus_sd_kubernetes_events_total`, in exposition order.
+pub const KUBERNETES_ROLES: [&str; 6] = ["endpointslice", "endpoints", "node", "pod", "service", "ingress"];
+
+/// The events of `prometheus_sd_kubernetes_events_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KubernetesEvent {
+    Add,
+    Delete,
+    Update,
+}
+
+impl KubernetesEvent {
+    pub const ALL: [KubernetesEvent; 3] = [KubernetesEvent::Add, KubernetesEvent::Delete, KubernetesEvent::Update];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KubernetesEvent::Add => "add",
+            KubernetesEvent::Delete => "delete",
+            KubernetesEvent::Update => "update",
+        }
+    }
 }
 
 impl DiscoveryCounters {
@@ -71,6 +98,31 @@ impl DiscoveryCounters {
 
     pub fn dns_lookup_failures(&self) -> u64 {
         self.dns_lookup_failures.load(Ordering::Relaxed)
+    }
+
+    pub fn kubernetes_failures(&self) -> u64 {
+        self.kubernetes_failures.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn kubernetes_event(&self, role: &str, event: KubernetesEvent) {
+        if let Some(r) = KUBERNETES_ROLES.iter().position(|n| *n == role) {
+            inc(&self.kubernetes_events[r][event as usize]);
+        }
+    }
+
+    /// `(role, event, count)` for every role and event, zeros included.
+    pub fn kubernetes_events(&self) -> Vec<(&'static str, &'static str, u64)> {
+        let mut out = Vec::new();
+        for (r, role) in KUBERNETES_ROLES.iter().enumerate() {
+            for e in KubernetesEvent::ALL {
+                out.push((
+                    *role,
+                    e.as_str(),
+                    self.kubernetes_events[r][e as usize].load(Ordering::Relaxed),
+                ));
+            }
+        }
+        out
     }
 }
 
@@ -151,6 +203,8 @@ impl ScrapeMetrics {
             sd_http_failures_total: self.discovery.http_failures(),
             sd_dns_lookups_total: self.discovery.dns_lookups(),
             sd_dns_lookup_failures_total: self.discovery.dns_lookup_failures(),
+            sd_kubernetes_failures_total: self.discovery.kubernetes_failures(),
+            sd_kubernetes_events_total: self.discovery.kubernetes_events(),
         }
     }
 }
@@ -223,6 +277,9 @@ pub struct ScrapeMetricsSnapshot {
     pub sd_http_failures_total: u64,
     pub sd_dns_lookups_total: u64,
     pub sd_dns_lookup_failures_total: u64,
+    pub sd_kubernetes_failures_total: u64,
+    /// `(role, event, count)`.
+    pub sd_kubernetes_events_total: Vec<(&'static str, &'static str, u64)>,
 }
 
 /// One scrape pool's figures.

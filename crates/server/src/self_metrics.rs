@@ -241,6 +241,17 @@ pub fn render_scrape(e: &mut Exposition, m: &ScrapeMetricsSnapshot) {
         "counter",
         m.sd_dns_lookup_failures_total as f64,
     );
+    e.single(
+        "prometheus_sd_kubernetes_failures_total",
+        "The number of failed WATCH/LIST requests.",
+        "counter",
+        m.sd_kubernetes_failures_total as f64,
+    );
+    let name = "prometheus_sd_kubernetes_events_total";
+    e.family(name, "The number of Kubernetes events handled.", "counter");
+    for (role, event, n) in &m.sd_kubernetes_events_total {
+        e.sample(name, &[("event", event), ("role", role)], *n as f64);
+    }
 }
 
 pub fn render_discovery(e: &mut Exposition, d: &DiscoveryFigures) {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use super::{SdConfig, TargetGroup, dns, file, http};
+use super::{SdConfig, TargetGroup, dns, file, http, kubernetes};
 
 /// Tunables of discovery (not part of Prometheus' configuration).
 #[derive(Debug, Clone)]
@@ -20,6 +20,8 @@ pub struct DiscoveryOptions {
     pub counters: Arc<crate::metrics::DiscoveryCounters>,
     /// Where DNS discovery finds its servers.
     pub resolver: dns::ResolverSource,
+    /// Where in-cluster Kubernetes discovery finds the service account's files.
+    pub kubernetes_service_account: std::path::PathBuf,
 }
 
 impl Default for DiscoveryOptions {
@@ -28,6 +30,7 @@ impl Default for DiscoveryOptions {
             file_poll_interval: Duration::from_secs(3),
             counters: Arc::default(),
             resolver: dns::ResolverSource::default(),
+            kubernetes_service_account: kubernetes::SERVICE_ACCOUNT_DIR.into(),
         }
     }
 }
@@ -94,6 +97,16 @@ impl DiscoveryManager {
                         query.clone(),
                         *refresh_interval,
                         options.resolver.clone(),
+                        options.counters.clone(),
+                        tx,
+                    )));
+                    tasks.push(tokio::spawn(forward(provider, rx, updates_tx.clone())));
+                }
+                SdConfig::Kubernetes(sd) => {
+                    let (tx, rx) = mpsc::channel(4);
+                    tasks.push(tokio::spawn(kubernetes::run(
+                        (**sd).clone(),
+                        options.kubernetes_service_account.clone(),
                         options.counters.clone(),
                         tx,
                     )));

@@ -1,5 +1,6 @@
 //! Service discovery: static lists, files (`file_sd_configs`), HTTP
-//! endpoints (`http_sd_configs`) and DNS records (`dns_sd_configs`), merged per job by a [`DiscoveryManager`]
+//! endpoints (`http_sd_configs`), DNS records (`dns_sd_configs`) and
+//! Kubernetes objects (`kubernetes_sd_configs`), merged per job by a [`DiscoveryManager`]
 //! that publishes every change on a watch channel. Scrape pools use it, and
 //! so can Alertmanager discovery.
 
@@ -7,6 +8,7 @@ pub mod dns;
 mod file;
 mod group;
 mod http;
+pub mod kubernetes;
 mod manager;
 
 use std::time::Duration;
@@ -42,4 +44,6 @@ pub enum SdConfig {
         query: dns::DnsQuery,
         refresh_interval: Duration,
     },
+    /// `kubernetes_sd_configs`.
+    Kubernetes(Box<kubernetes::KubernetesSd>),
 }
