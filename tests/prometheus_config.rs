@@ -376,3 +376,69 @@ remote_write:
         assert!(!out.status.success() && err.contains(message), "prometheus: {err}");
     }
 }
+
+/// kube-prometheus' configuration (Kubernetes discovery of endpoints, pods,
+/// endpoint slices, nodes, services and ingresses, with its relabelling and
+/// rules): `cairn check config` passes it and Prometheus 3.14 starts with
+/// it; a broken Kubernetes entry is refused by both, by name.
+#[test]
+fn kube_prometheus_configuration_checks_as_prometheus_takes_it() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kube_prometheus");
+    let check = |path: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["check", "config", path.to_str().expect("utf-8")])
+            .output()
+            .expect("run cairn check")
+    };
+    let out = check(&fixture.join("prometheus.yml"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("prometheus-k8s-rulefiles-0.yaml"), "{stdout}");
+    let Some(prom_bin) = common::peers::prometheus_3() else {
+        return;
+    };
+    let text = std::fs::read_to_string(fixture.join("prometheus.yml")).expect("read fixture");
+    let rules = format!("{}/rules/*.yaml", fixture.display());
+    let good = text.replace("  - rules/*.yaml", &format!("  - {rules}"));
+    let _prometheus = common::peers::Prometheus::start(&prom_bin, &good, &[]);
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (broken, message) in [
+        (
+            good.replace("      - role: node\n", "      - role: nodes\n"),
+            "unknown Kubernetes SD role",
+        ),
+        (
+            good.replace(
+                "          - role: pod\n            label: app.kubernetes.io/name=prometheus-operator",
+                "          - role: service\n            label: app.kubernetes.io/name=prometheus-operator",
+            ),
+            "pod role supports only pod, node selectors",
+        ),
+        (
+            good.replace(
+                "        namespaces:\n          own_namespace: true\n",
+                "        api_server: https://k8s:6443\n        namespaces:\n          own_namespace: true\n",
+            ),
+            "cannot use 'api_server' and 'namespaces.own_namespace' simultaneously",
+        ),
+    ] {
+        assert_ne!(broken, good, "{message}");
+        let path = dir.path().join("broken.yml");
+        write(&path, &broken);
+        let out = check(&path);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(message), "cairn: {err}");
+        let out = Command::new(&prom_bin)
+            .arg(format!("--config.file={}", path.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("prom-data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{}", free_port()))
+            .output()
+            .expect("run prometheus");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(message), "prometheus: {err}");
+    }
+}
