@@ -52,6 +52,8 @@ const COMPARED: &[&str] = &[
     "prometheus_sd_http_failures_total",
     "prometheus_sd_dns_lookups_total",
     "prometheus_sd_dns_lookup_failures_total",
+    "prometheus_sd_kubernetes_failures_total",
+    "prometheus_sd_kubernetes_events_total",
     "prometheus_rule_evaluation_duration_seconds",
     "prometheus_rule_group_duration_seconds",
     "prometheus_rule_evaluations_total",
@@ -92,6 +94,8 @@ const SAME_VALUES: &[&str] = &[
     "prometheus_sd_http_failures_total",
     "prometheus_sd_dns_lookups_total",
     "prometheus_sd_dns_lookup_failures_total",
+    "prometheus_sd_kubernetes_failures_total",
+    "prometheus_sd_kubernetes_events_total",
     "prometheus_rule_evaluation_failures_total",
     "prometheus_rule_group_interval_seconds",
     "prometheus_rule_group_last_evaluation_samples",
@@ -238,8 +242,9 @@ fn parse_labels(s: &str) -> BTreeMap<String, String> {
 /// Whether `name` is a general family of the areas this test covers (not
 /// one of a discovery mechanism Cairn does not have, such as Consul's).
 fn in_covered_areas(name: &str) -> bool {
-    const GENERAL_SD: [&str; 8] = [
+    const GENERAL_SD: [&str; 9] = [
         "discovered",
+        "kubernetes",
         "failed",
         "file",
         "http",

@@ -246,6 +246,8 @@ async fn watch(
     query.push(("resourceVersion", version.clone()));
     query.push(("timeoutSeconds", timeout.as_secs().to_string()));
     let path = spec.kind.path(&spec.namespace);
+    let started = tokio::time::Instant::now();
+    let mut events = 0usize;
     let mut resp = client.get(&path, &query, None).await.map_err(failed)?;
     // A server that stops sending (bookmarks come every minute or so) is given up on.
     let idle = timeout + Duration::from_secs(30);
@@ -258,6 +260,10 @@ async fn watch(
                 if buf.iter().any(|b| !b.is_ascii_whitespace()) {
                     return Err(failed(format!("{path}: watch ended inside an event")));
                 }
+                // A server that ends every watch at once would otherwise be asked in a busy loop.
+                if events == 0 && started.elapsed() < Duration::from_secs(1) {
+                    return Err(failed(format!("{path}: very short watch")));
+                }
                 return Ok(WatchEnd::TimedOut);
             }
             Ok(Ok(Some(chunk))) => chunk,
@@ -268,6 +274,7 @@ async fn watch(
             if line.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
+            events += 1;
             let change = match decode_event(spec.kind, &line, version) {
                 Ok(Some(change)) => change,
                 Ok(None) => continue,
