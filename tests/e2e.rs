@@ -32,6 +32,7 @@ mod disk_faults;
 mod dns_sd;
 mod histogram_differential;
 mod http_api;
+mod kubernetes_sd;
 mod line_protocols;
 mod object_store;
 mod otlp;

@@ -15,17 +15,15 @@
 //! /var/run/secrets/kubernetes.io/serviceaccount of its own namespace and
 //! `KUBERNETES_SERVICE_HOST`/`_PORT` naming the API server.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::etcd::Etcd;
-use common::kube::{self, KubeApiServer};
-use common::peers::{self, Prometheus};
-use common::{Client, Server};
+use crate::common::etcd::Etcd;
+use crate::common::kube::{self, KubeApiServer};
+use crate::common::peers::{self, Prometheus};
+use crate::common::{Client, Server};
 use serde_json::{Value, json};
 
 fn config(api: &KubeApiServer, kubeconfig: &str, bad: bool, in_cluster: bool) -> String {

@@ -210,7 +210,7 @@ fn an_unsupported_key_stops_the_start_by_name() {
     let config_path = dir.path().join("prometheus.yml");
     write(
         &config_path,
-        "scrape_configs:\n  - job_name: k8s\n    kubernetes_sd_configs:\n      - role: pod\n",
+        "scrape_configs:\n  - job_name: consul\n    consul_sd_configs:\n      - server: localhost:8500\n",
     );
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(["--storage.path", dir.path().join("data").to_str().expect("utf-8")])
@@ -221,7 +221,7 @@ fn an_unsupported_key_stops_the_start_by_name() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("kubernetes_sd_configs") && err.contains("not supported"),
+        err.contains("consul_sd_configs") && err.contains("not supported"),
         "{err}"
     );
 }
@@ -394,13 +394,13 @@ fn kube_prometheus_configuration_checks_as_prometheus_takes_it() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
     assert!(stdout.contains("prometheus-k8s-rulefiles-0.yaml"), "{stdout}");
-    let Some(prom_bin) = common::peers::prometheus_3() else {
+    let Some(prom_bin) = crate::common::peers::prometheus_3() else {
         return;
     };
     let text = std::fs::read_to_string(fixture.join("prometheus.yml")).expect("read fixture");
     let rules = format!("{}/rules/*.yaml", fixture.display());
     let good = text.replace("  - rules/*.yaml", &format!("  - {rules}"));
-    let _prometheus = common::peers::Prometheus::start(&prom_bin, &good, &[]);
+    let _prometheus = crate::common::peers::Prometheus::start(&prom_bin, &good, &[]);
 
     let dir = tempfile::tempdir().expect("tempdir");
     for (broken, message) in [
