@@ -62,10 +62,17 @@ async fn instant_query_vector() {
 
 #[tokio::test]
 async fn scalar_and_string() {
+    // Scalars and strings carry their time as a plain JSON number (Go's
+    // encoding of float64), unlike samples' fixed three decimals.
     let (_, b) = get("/api/v1/query?query=1%2B1&time=1.5").await;
     assert_eq!(
         b,
-        r#"{"status":"success","data":{"resultType":"scalar","result":[1.500,"2"]}}"#
+        r#"{"status":"success","data":{"resultType":"scalar","result":[1.5,"2"]}}"#
+    );
+    let (_, b) = get("/api/v1/query?query=%22x%22&time=2.25").await;
+    assert_eq!(
+        b,
+        r#"{"status":"success","data":{"resultType":"string","result":[2.25,"x"]}}"#
     );
     let (_, b) = get("/api/v1/query?query=%22x%22&time=2").await;
     assert_eq!(
