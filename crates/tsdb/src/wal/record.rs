@@ -45,6 +45,11 @@ thread_local! {
         const { RefCell::new((Vec::new(), None)) };
 }
 
+thread_local! {
+    /// A decompression context per reading thread, reused from record to record.
+    static DECOMPRESSOR: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
+}
+
 /// The samples of one series in one batch, in append order.
 pub struct SeriesRows<'a> {
     pub id: u64,
@@ -175,11 +180,17 @@ pub fn decode_batch<'a>(src: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Vec<D
             // Streamed, so memory grows with what the frame holds, not with
             // what it claims.
             scratch.clear();
-            let decoder = zstd::stream::read::Decoder::with_buffer(frame).map_err(|_| "undecompressable record")?;
-            decoder
-                .take(len as u64 + 1)
-                .read_to_end(scratch)
-                .map_err(|_| "undecompressable record")?;
+            DECOMPRESSOR.with_borrow_mut(|context| {
+                let context = context.get_or_insert_with(zstd::zstd_safe::DCtx::create);
+                // A frame that failed half way leaves its state behind.
+                context
+                    .reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+                    .map_err(|_| "undecompressable record")?;
+                zstd::stream::read::Decoder::with_context(frame, context)
+                    .take(len as u64 + 1)
+                    .read_to_end(scratch)
+                    .map_err(|_| "undecompressable record")
+            })?;
             if scratch.len() != len {
                 return Err("record length mismatch");
             }
@@ -363,6 +374,15 @@ mod tests {
         let mut cut = buf.clone();
         cut.truncate(buf.len() - 1);
         assert!(decode_batch(&cut, &mut scratch).is_err());
+        let mut garbled = buf.clone();
+        let middle = garbled.len() / 2;
+        garbled[middle..].iter_mut().for_each(|b| *b = !*b);
+        assert!(decode_batch(&garbled, &mut scratch).is_err());
+        assert_eq!(
+            decode_batch(&buf, &mut scratch).unwrap(),
+            decode_raw(&raw).unwrap(),
+            "the thread's decompressor is whole again after a broken frame"
+        );
         let mut lying = vec![KIND_ZSTD];
         put_uvarint(&mut lying, raw.len() as u64 + 1);
         lying.extend_from_slice(&buf[1 + uvarint_len(raw.len())..]);
