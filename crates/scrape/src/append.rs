@@ -5,12 +5,13 @@
 
 use std::sync::Arc;
 
-use cairn_model::{HistogramSample, Label, Labels, Sample, stale_nan};
+use cairn_model::{HistogramSample, Label, Labels, Sample, SharedEncodedLabels, stale_nan};
 use cairn_storage::Appender;
 
-use crate::cache::{ExposedKey, ScrapeCache};
+use crate::cache::{ScrapeCache, exposed_key};
+use crate::exposition::ParsedBody;
 use crate::settings::JobSettings;
-use cairn_protocols::exposition::{Exposition, ScrapedValue};
+use cairn_protocols::exposition::ScrapedValue;
 
 /// Samples further than this in the future are refused (not stored, not an error).
 const MAX_AHEAD_MS: i64 = 10 * 60 * 1000;
@@ -196,7 +197,7 @@ fn check_label_limits(lset: &Labels, job: &JobSettings) -> Result<(), String> {
 pub(crate) fn append_scraped(
     cache: &mut ScrapeCache,
     app: &mut dyn Appender,
-    scraped: &Exposition,
+    scraped: &ParsedBody<'_>,
     target: &Labels,
     job: &JobSettings,
     default_t: i64,
@@ -211,7 +212,10 @@ pub(crate) fn append_scraped(
 fn append_samples(
     cache: &mut ScrapeCache,
     app: &mut dyn Appender,
-    scraped: &Exposition,
+    ParsedBody {
+        body,
+        exposition: scraped,
+    }: &ParsedBody<'_>,
     target: &Labels,
     job: &JobSettings,
     default_t: i64,
@@ -222,27 +226,41 @@ fn append_samples(
     let mut appended_for_limit = 0usize;
     let mut sample_limit_hit = false;
     let mut bucket_limit_hit = false;
+    let mut key = Vec::new();
     for s in &scraped.samples {
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
-        let honoured_empty = honoured_empty_labels(&s.empty_labels, target, job);
-        let key = ExposedKey {
-            labels: &s.labels,
-            honoured_empty: &honoured_empty,
+        let honoured_empty = match s.spelling {
+            Some(spelling) => {
+                spelling.key(body, &mut key);
+                Vec::new()
+            }
+            None => {
+                let honoured = honoured_empty_labels(&s.empty_labels, target, job);
+                exposed_key(&s.labels, &honoured, &mut key);
+                honoured
+            }
         };
-        if cache.is_dropped(key) {
+        if cache.is_dropped(&key) {
             continue;
         }
-        let (lset, cached, already) = match cache.get(key) {
+        let (lset, cached, already) = match cache.get(&key) {
             Some((lset, already)) => (lset, true, already),
+            None if s.spelling.is_some_and(|s| s.known) => {
+                return Err("a series the parser took for cached is not in the scrape cache".into());
+            }
             None => {
+                let honoured_empty = match s.spelling {
+                    Some(_) => honoured_empty_labels(&s.empty_labels, target, job),
+                    None => honoured_empty,
+                };
                 let Some(lset) = sample_labels(&s.labels, &honoured_empty, target, job) else {
-                    cache.add_dropped(key);
+                    cache.add_dropped(&key);
                     continue;
                 };
                 if lset.is_empty() {
-                    cache.add_dropped(key);
+                    cache.add_dropped(&key);
                     continue;
                 }
                 if lset.metric_name().is_none() {
@@ -255,7 +273,10 @@ fn append_samples(
                     counts.label_limit_hit = true;
                     return Err(e);
                 }
-                (Arc::new(lset), false, false)
+                let lset = SharedEncodedLabels::new(&lset);
+                // Two spellings of one series in one scrape.
+                let already = cache.current.contains(&lset);
+                (lset, false, already)
             }
         };
         let added = if already && own_t.is_none() {
@@ -285,8 +306,8 @@ fn append_samples(
                         false
                     } else {
                         let result = match value {
-                            Stored::Float(v) => app.append(&lset, &[Sample::new(t, v)]),
-                            Stored::Histogram(h) => app.append_histograms(&lset, &[HistogramSample { t, h }]),
+                            Stored::Float(v) => app.append_encoded(lset.get(), &[Sample::new(t, v)]),
+                            Stored::Histogram(h) => app.append_series(lset.get(), &[], &[HistogramSample { t, h }]),
                         };
                         result.map_err(|e| e.to_string())?;
                         true
@@ -298,7 +319,7 @@ fn append_samples(
             cache.current.insert(lset.clone());
         }
         if !cached && added {
-            cache.add(key, lset);
+            cache.add(&key, lset);
             if !sample_limit_hit && !bucket_limit_hit {
                 counts.series_added += 1;
             }
@@ -328,7 +349,7 @@ pub(crate) fn append_empty(cache: &mut ScrapeCache, app: &mut dyn Appender, defa
 
 fn write_stale_markers(cache: &ScrapeCache, app: &mut dyn Appender, t: i64) -> Result<(), String> {
     for lset in cache.stale() {
-        app.append(lset, &[Sample::new(t, stale_nan())])
+        app.append_encoded(lset.get(), &[Sample::new(t, stale_nan())])
             .map_err(|e| e.to_string())?;
     }
     Ok(())
@@ -372,6 +393,7 @@ pub(crate) fn append_report(app: &mut dyn Appender, labels: &[Labels], t: i64, v
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::Relabeling;
 
     #[test]
     fn bucket_factor_picks_prometheus_schema() {
@@ -480,13 +502,39 @@ mod tests {
     }
 
     fn scrape(cache: &mut ScrapeCache, body: &str, job: &JobSettings, t: i64) -> Vec<(Labels, f64)> {
-        let scraped = cairn_protocols::exposition::text::parse(body.as_bytes(), &Default::default()).unwrap();
+        let scraped =
+            crate::exposition::parse_body(body.as_bytes(), "text/plain", job, &Default::default(), cache).unwrap();
         let target = Labels::from_pairs([("instance", "t:1"), ("job", "honor")]);
         let mut app = Recorder::default();
         let (_, result) = append_scraped(cache, &mut app, &scraped, &target, job, t, t);
         result.unwrap();
         app.0.retain(|(_, v)| !cairn_model::is_stale_nan(*v));
         app.0
+    }
+
+    #[test]
+    fn a_cached_series_is_stored_as_one_read_whole() {
+        let bodies = [
+            "# TYPE h histogram\nh_bucket{le=\"1\"} 1\nm{job=\"\",a=\"x\"} 2\nm{a=\"x\"} 3\nd{a=\"drop\"} 4\n",
+            // Other types, other spellings and orders of the same series.
+            "# TYPE h gauge\nh_bucket{le=\"1\"} 5\nm{a=\"x\",job=\"\"} 6\nd{a=\"drop\"} 7\nm {a=\"x\"} 8\n",
+            "m{instance=\"own\",a=\"x\"} 9\n# TYPE h histogram\nh_bucket{le=\"1.0\"} 10\n",
+        ];
+        for honor_labels in [false, true] {
+            let mut job = JobSettings::new("honor");
+            job.honor_labels = honor_labels;
+            job.metric_relabel = Relabeling::new(|l: &Labels| (l.get("a") != Some("drop")).then(|| l.clone()));
+            let mut cache = ScrapeCache::default();
+            for (i, body) in bodies.iter().cycle().take(bodies.len() * 3).enumerate() {
+                let t = 1000 * (i as i64 + 1);
+                let whole = scrape(&mut ScrapeCache::default(), body, &job, t);
+                assert_eq!(
+                    scrape(&mut cache, body, &job, t),
+                    whole,
+                    "honor_labels {honor_labels}: {body}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::{Label, Labels};
+use cairn_model::{Label, Labels, SharedEncodedLabels};
 use cairn_protocols::exposition::FamilyMetadata as ExposedMetadata;
 use foldhash::{HashMap, HashSet};
 use parking_lot::Mutex;
@@ -14,75 +14,24 @@ use crate::target::{FamilyMetadata, MetadataStore};
 
 pub(crate) struct CacheEntry {
     /// The label set stored.
-    pub lset: Arc<Labels>,
+    pub lset: SharedEncodedLabels,
     /// The scrape it was last seen in.
     pub last_iter: u64,
 }
 
-/// How the cache knows a scraped series: its exposed labels and, with
-/// `honor_labels`, the target's label names it exposed with an empty value
-/// (those keep the target's label off the series, so `m{job=""}` and `m`
-/// are stored apart).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ExposedKey<'a> {
-    pub labels: &'a Labels,
-    /// Sorted by name; empty for nearly every series.
-    pub honoured_empty: &'a [Label],
-}
-
-/// Values by [`ExposedKey`]. Series without honoured empty labels, nearly
-/// all of them, are found by their labels alone, without allocating.
-pub(crate) struct ByExposed<V> {
-    plain: HashMap<Labels, V>,
-    with_empty: HashMap<Labels, Vec<(Vec<Label>, V)>>,
-}
-
-impl<V> Default for ByExposed<V> {
-    fn default() -> Self {
-        Self {
-            plain: HashMap::default(),
-            with_empty: HashMap::default(),
-        }
-    }
-}
-
-impl<V> ByExposed<V> {
-    pub fn get_mut(&mut self, key: ExposedKey<'_>) -> Option<&mut V> {
-        if key.honoured_empty.is_empty() {
-            return self.plain.get_mut(key.labels);
-        }
-        self.with_empty
-            .get_mut(key.labels)?
-            .iter_mut()
-            .find(|(empty, _)| empty.as_slice() == key.honoured_empty)
-            .map(|(_, v)| v)
-    }
-
-    pub fn insert(&mut self, key: ExposedKey<'_>, value: V) {
-        if key.honoured_empty.is_empty() {
-            self.plain.insert(key.labels.clone(), value);
-            return;
-        }
-        if let Some(v) = self.get_mut(key) {
-            *v = value;
-            return;
-        }
-        self.with_empty
-            .entry(key.labels.clone())
-            .or_default()
-            .push((key.honoured_empty.to_vec(), value));
-    }
-
-    pub fn retain(&mut self, mut keep: impl FnMut(&V) -> bool) {
-        self.plain.retain(|_, v| keep(v));
-        self.with_empty.retain(|_, variants| {
-            variants.retain(|(_, v)| keep(v));
-            !variants.is_empty()
-        });
-    }
-
-    pub fn len(&self) -> usize {
-        self.plain.len() + self.with_empty.values().map(Vec::len).sum::<usize>()
+/// The key of a series the parser read whole (protobuf bodies, converted
+/// histograms), in `out`: its exposed labels and, with `honor_labels`, the
+/// target's label names it exposed with an empty value (those keep the
+/// target's label off the series, so `m{job=""}` and `m` are stored apart).
+/// It starts with `0xff`, which no text [`cairn_protocols::exposition::Spelling`]
+/// key does.
+pub(crate) fn exposed_key(labels: &Labels, honoured_empty: &[Label], out: &mut Vec<u8>) {
+    out.clear();
+    out.push(0xff);
+    labels.encode(out);
+    for l in honoured_empty {
+        out.extend_from_slice(l.name.as_bytes());
+        out.push(0);
     }
 }
 
@@ -96,29 +45,38 @@ pub(crate) struct ScrapeCache {
     /// Flushes forced since the loop last took the count (a cache grown
     /// through failing scrapes).
     pub forced_flushes: u64,
-    pub series: ByExposed<CacheEntry>,
-    pub dropped: ByExposed<u64>,
+    /// By how the body spelt the series, or by [`exposed_key`].
+    series: HashMap<Box<[u8]>, CacheEntry>,
+    /// Series metric relabelling dropped, by the same keys, with the scrape
+    /// they were last seen in.
+    dropped: HashMap<Box<[u8]>, u64>,
     /// Series appended without an own timestamp in this scrape and the last.
-    pub current: HashSet<Arc<Labels>>,
-    pub previous: HashSet<Arc<Labels>>,
+    pub current: HashSet<SharedEncodedLabels>,
+    pub previous: HashSet<SharedEncodedLabels>,
     pub metadata: Arc<Mutex<MetadataStore>>,
 }
 
 impl ScrapeCache {
-    /// The entry of an exposed label set, marked seen; and whether it was
-    /// already seen in this scrape.
-    pub fn get(&mut self, exposed: ExposedKey<'_>) -> Option<(Arc<Labels>, bool)> {
+    /// Whether the series under `key` is cached or dropped: the parser
+    /// need not read its labels.
+    pub fn knows(&self, key: &[u8]) -> bool {
+        self.series.contains_key(key) || self.dropped.contains_key(key)
+    }
+
+    /// The entry of a key, marked seen; and whether it was already seen in
+    /// this scrape.
+    pub fn get(&mut self, key: &[u8]) -> Option<(SharedEncodedLabels, bool)> {
         let iter = self.iter;
-        self.series.get_mut(exposed).map(|e| {
+        self.series.get_mut(key).map(|e| {
             let already = e.last_iter == iter;
             e.last_iter = iter;
             (e.lset.clone(), already)
         })
     }
 
-    pub fn add(&mut self, exposed: ExposedKey<'_>, lset: Arc<Labels>) {
+    pub fn add(&mut self, key: &[u8], lset: SharedEncodedLabels) {
         self.series.insert(
-            exposed,
+            key.into(),
             CacheEntry {
                 lset,
                 last_iter: self.iter,
@@ -126,8 +84,8 @@ impl ScrapeCache {
         );
     }
 
-    pub fn is_dropped(&mut self, exposed: ExposedKey<'_>) -> bool {
-        match self.dropped.get_mut(exposed) {
+    pub fn is_dropped(&mut self, key: &[u8]) -> bool {
+        match self.dropped.get_mut(key) {
             Some(iter) => {
                 *iter = self.iter;
                 true
@@ -136,12 +94,12 @@ impl ScrapeCache {
         }
     }
 
-    pub fn add_dropped(&mut self, exposed: ExposedKey<'_>) {
-        self.dropped.insert(exposed, self.iter);
+    pub fn add_dropped(&mut self, key: &[u8]) {
+        self.dropped.insert(key.into(), self.iter);
     }
 
     /// Series of the previous scrape missing from this one.
-    pub fn stale(&self) -> impl Iterator<Item = &Arc<Labels>> {
+    pub fn stale(&self) -> impl Iterator<Item = &SharedEncodedLabels> {
         self.previous.iter().filter(|l| !self.current.contains(*l))
     }
 
@@ -174,8 +132,8 @@ impl ScrapeCache {
         };
         if flush {
             let iter = self.iter;
-            self.series.retain(|e| e.last_iter == iter);
-            self.dropped.retain(|i| *i == iter);
+            self.series.retain(|_, e| e.last_iter == iter);
+            self.dropped.retain(|_, i| *i == iter);
             self.metadata
                 .lock()
                 .entries

@@ -1,8 +1,9 @@
 //! Reading a scrape body with cairn-protocols' exposition parsers, in the
 //! format its `Content-Type` (or the fallback protocol) names.
 
-use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, parse};
+use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, parse_with_known};
 
+use crate::cache::ScrapeCache;
 use crate::settings::JobSettings;
 use crate::target::{ALWAYS_CLASSIC_LABEL, CONVERT_NHCB_LABEL, NATIVE_HISTOGRAMS_LABEL, Target, parse_go_bool};
 
@@ -18,16 +19,26 @@ pub(crate) fn parse_options(target: &Target, job: &JobSettings) -> ParseOptions 
     }
 }
 
-/// Parses a whole body; any malformed entry fails the scrape, as in Prometheus.
-pub(crate) fn parse_body(
-    body: &[u8],
+/// A body and what was read from it: text samples name their series by
+/// spans of the body.
+pub(crate) struct ParsedBody<'a> {
+    pub body: &'a [u8],
+    pub exposition: Exposition,
+}
+
+/// Parses a whole body; any malformed entry fails the scrape, as in
+/// Prometheus. The labels of series `cache` knows are not read.
+pub(crate) fn parse_body<'a>(
+    body: &'a [u8],
     content_type: &str,
     job: &JobSettings,
     options: &ParseOptions,
-) -> Result<Exposition, String> {
+    cache: &ScrapeCache,
+) -> Result<ParsedBody<'a>, String> {
     let (format, warning) = ScrapeFormat::for_response(content_type, job.fallback_protocol)?;
     if let Some(w) = warning {
         tracing::debug!(job = %job.job_name, "{w}");
     }
-    parse(format, body, options).map_err(|e| e.to_string())
+    let exposition = parse_with_known(format, body, options, &mut |key| cache.knows(key)).map_err(|e| e.to_string())?;
+    Ok(ParsedBody { body, exposition })
 }

@@ -404,7 +404,7 @@ fn process(
             append_error = append_empty(&mut state.cache, &mut *app, t).err();
         }
         (None, Ok((body, content_type))) => {
-            let parsed = parse_body(&body, &content_type, job, &state.parse_options);
+            let parsed = parse_body(&body, &content_type, job, &state.parse_options, &state.cache);
             let result = match parsed {
                 Ok(scraped) => {
                     let (c, result) = append_scraped(

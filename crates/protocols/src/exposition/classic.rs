@@ -289,6 +289,7 @@ impl Sink {
             empty_labels: group.empty,
             timestamp_ms,
             value: ScrapedValue::Histogram(h),
+            spelling: None,
         });
     }
 

@@ -7,7 +7,7 @@ use cairn_model::go_float::format_openmetrics;
 use cairn_model::{Label, Labels, METRIC_NAME, METRIC_TYPE, METRIC_UNIT};
 
 use super::float::parse_go_float;
-use super::{ExpositionError, FamilyMetadata};
+use super::{ExpositionError, FamilyMetadata, KnownSeries, Spelling};
 use crate::MetricType;
 
 /// `[a-zA-Z_:]`: a bare metric name's first byte.
@@ -244,5 +244,33 @@ impl SchemaLabels<'_> {
         if !self.unit.is_empty() {
             labels.push(Label::new(METRIC_UNIT, self.unit));
         }
+    }
+}
+
+/// A text parser's link to the scraper's series cache ([`super::parse_with_known`]).
+pub(crate) struct KnownSpellings<'k> {
+    known: Option<KnownSeries<'k>>,
+    /// The key being asked about, reused between samples.
+    key: Vec<u8>,
+}
+
+impl<'k> KnownSpellings<'k> {
+    pub(crate) fn new(known: Option<KnownSeries<'k>>) -> Self {
+        Self { known, key: Vec::new() }
+    }
+
+    /// The spelling of the series at `span` of `body`, and whether the
+    /// scraper knows it; `None` when no scraper asked.
+    pub(crate) fn spelling(&mut self, body: &[u8], span: std::ops::Range<usize>, kind: MetricType) -> Option<Spelling> {
+        let known = self.known.as_mut()?;
+        let mut spelling = Spelling {
+            start: span.start,
+            end: span.end,
+            kind,
+            known: false,
+        };
+        spelling.key(body, &mut self.key);
+        spelling.known = known(&self.key);
+        Some(spelling)
     }
 }

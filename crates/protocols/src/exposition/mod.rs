@@ -102,7 +102,38 @@ pub struct ScrapedSample {
     /// scraper uses the scrape's time otherwise).
     pub timestamp_ms: Option<i64>,
     pub value: ScrapedValue,
+    /// How a text body spelt the series, when read by [`parse_with_known`].
+    pub spelling: Option<Spelling>,
 }
+
+/// Where a text body spells a sample's series (its name and label set, as
+/// written) and the family type under which those bytes read: together, a
+/// scraper's key for the series, so that a series it has seen is not read
+/// again (Prometheus' scrape cache does the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spelling {
+    pub start: usize,
+    pub end: usize,
+    /// Decides how the bytes read: histograms and summaries respell `le`
+    /// and `quantile` values.
+    pub kind: MetricType,
+    /// The scraper said it knows this key: `labels` and `empty_labels` were
+    /// not built (they are empty).
+    pub known: bool,
+}
+
+impl Spelling {
+    /// The key in `out`: the type's tag, then the bytes. No tag is `0xff`,
+    /// which leaves that first byte to keys of another kind.
+    pub fn key(&self, body: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        out.push(self.kind as u8);
+        out.extend_from_slice(body.get(self.start..self.end).unwrap_or_default());
+    }
+}
+
+/// The scraper's answer to "is the series under this [`Spelling::key`] known?".
+pub type KnownSeries<'k> = &'k mut dyn FnMut(&[u8]) -> bool;
 
 /// A sample's value.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,7 +183,7 @@ impl ExpositionError {
 /// empty scrape in every format (Prometheus never parses one, so even
 /// OpenMetrics needs no `# EOF` there).
 pub fn parse(format: ScrapeFormat, body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    parse_as(format, body, opts, false)
+    parse_as(format, body, opts, false, None)
 }
 
 /// [`parse`] under Prometheus' `type-and-unit-labels` feature: every
@@ -165,7 +196,22 @@ pub fn parse_with_type_and_unit_labels(
     body: &[u8],
     opts: &ParseOptions,
 ) -> Result<Exposition, ExpositionError> {
-    parse_as(format, body, opts, true)
+    parse_as(format, body, opts, true, None)
+}
+
+/// [`parse`] for a scraper that caches series by how the body spells them:
+/// every sample of a text format gets its [`Spelling`], and the labels of
+/// those whose key `known` accepts are not built. Protobuf bodies, and
+/// classic histograms converted to native ones (whose series are made of
+/// several lines), are read as [`parse`] reads them.
+pub fn parse_with_known(
+    format: ScrapeFormat,
+    body: &[u8],
+    opts: &ParseOptions,
+    known: KnownSeries<'_>,
+) -> Result<Exposition, ExpositionError> {
+    let known = (!opts.convert_classic_histograms_to_nhcb).then_some(known);
+    parse_as(format, body, opts, false, known)
 }
 
 fn parse_as(
@@ -173,20 +219,23 @@ fn parse_as(
     body: &[u8],
     opts: &ParseOptions,
     type_and_unit_labels: bool,
+    known: Option<KnownSeries<'_>>,
 ) -> Result<Exposition, ExpositionError> {
     if body.is_empty() {
         return Ok(Exposition::default());
     }
     match format {
         ScrapeFormat::PrometheusText0_0_4 | ScrapeFormat::PrometheusText1_0_0 => {
-            text::parse_as(body, opts, type_and_unit_labels)
+            text::parse_as(body, opts, type_and_unit_labels, known)
         }
         ScrapeFormat::OpenMetricsText0_0_1 | ScrapeFormat::OpenMetricsText1_0_0 => {
-            openmetrics::parse_as(body, opts, type_and_unit_labels)
+            openmetrics::parse_as(body, opts, type_and_unit_labels, known)
         }
         ScrapeFormat::PrometheusProto => protobuf::parse_as(body, opts, type_and_unit_labels),
     }
 }
 
+#[cfg(test)]
+mod known_tests;
 #[cfg(test)]
 mod roundtrip_tests;

@@ -9,21 +9,21 @@
 //! and dropped. `_created` series are ordinary series unless the caller
 //! skips them (created-timestamp ingestion), as Prometheus does.
 
-use cairn_model::{Label, METRIC_NAME};
+use cairn_model::{Label, Labels, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start, is_metric_char, is_metric_start,
-    normalize_label_value, quoted_end, run_end, unescape, utf8,
+    KnownSpellings, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start, is_metric_char,
+    is_metric_start, normalize_label_value, quoted_end, run_end, unescape, utf8,
 };
 use super::float::{normalize_nan, parse_go_float, seconds_to_ms};
-use super::{Exposition, ExpositionError, ParseOptions, ScrapedSample, ScrapedValue};
+use super::{Exposition, ExpositionError, KnownSeries, ParseOptions, ScrapedSample, ScrapedValue};
 use crate::MetricType;
 
 /// Reads a whole body. With `opts.skip_openmetrics_created_series`, the
 /// `_created` series of counters, summaries and histograms are left out.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    parse_as(body, opts, false)
+    parse_as(body, opts, false, None)
 }
 
 /// [`parse`], with type-and-unit labels when asked.
@@ -31,6 +31,7 @@ pub(crate) fn parse_as(
     body: &[u8],
     opts: &ParseOptions,
     type_and_unit_labels: bool,
+    known: Option<KnownSeries<'_>>,
 ) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
@@ -43,6 +44,7 @@ pub(crate) fn parse_as(
         metadata: MetadataSet::default(),
         sink: Sink::new(opts),
         labels: Vec::new(),
+        known: KnownSpellings::new(known),
     };
     p.run()?;
     Ok(Exposition {
@@ -51,7 +53,7 @@ pub(crate) fn parse_as(
     })
 }
 
-struct Parser<'a> {
+struct Parser<'a, 'k> {
     b: &'a [u8],
     i: usize,
     line: usize,
@@ -65,6 +67,7 @@ struct Parser<'a> {
     sink: Sink,
     /// Label name and value spans of the sample being read.
     labels: Vec<(usize, usize, usize, usize)>,
+    known: KnownSpellings<'k>,
 }
 
 const NO_EOF: &str = "data does not end with # EOF";
@@ -76,7 +79,7 @@ enum Meta {
     Unit,
 }
 
-impl<'a> Parser<'a> {
+impl<'a> Parser<'a, '_> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -245,10 +248,12 @@ impl<'a> Parser<'a> {
         let pos = self.pos(start);
         let mut name = bare_name;
         self.labels.clear();
+        let series_start = bare_name.map_or(self.i, |(name_start, _)| name_start);
         if self.peek() == Some(b'{') {
             self.i += 1;
             self.label_set(pos, &mut name, false)?;
         }
+        let series_end = self.i;
         let Some((name_start, name_end)) = name else {
             return Err(pos.error(format!(
                 "metric name not set while parsing: {:?}",
@@ -285,6 +290,17 @@ impl<'a> Parser<'a> {
         if self.skip_created_series && created_kind && metric_name.ends_with("_created") {
             return Ok(());
         }
+        let spelling = self.known.spelling(self.b, series_start..series_end, self.kind);
+        if spelling.is_some_and(|s| s.known) {
+            self.sink.push(ScrapedSample {
+                labels: Labels::empty(),
+                empty_labels: Vec::new(),
+                timestamp_ms,
+                value: ScrapedValue::Float(normalize_nan(value)),
+                spelling,
+            });
+            return Ok(());
+        }
         let mut out = Vec::with_capacity(self.labels.len() + 3);
         out.push(Label::new(METRIC_NAME, metric_name.as_ref()));
         let schema = self.type_and_unit_labels.then_some(SchemaLabels {
@@ -309,6 +325,7 @@ impl<'a> Parser<'a> {
             empty_labels,
             timestamp_ms,
             value: ScrapedValue::Float(normalize_nan(value)),
+            spelling,
         });
         Ok(())
     }

@@ -144,6 +144,7 @@ fn read_family<'a>(
                 empty_labels,
                 timestamp_ms,
                 value,
+                spelling: None,
             });
             Ok(())
         };

@@ -8,20 +8,20 @@
 //! UTF-8 metric names), a value and an optional integer timestamp in ms.
 //! Label values may span raw newlines, as Prometheus' lexer allows.
 
-use cairn_model::{Label, METRIC_NAME};
+use cairn_model::{Label, Labels, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start, is_metric_char, is_metric_start,
-    line_end, normalize_label_value, quoted_end, run_end, unescape, unescape_help, utf8,
+    KnownSpellings, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start, is_metric_char,
+    is_metric_start, line_end, normalize_label_value, quoted_end, run_end, unescape, unescape_help, utf8,
 };
 use super::float::{normalize_nan, parse_go_float};
-use super::{Exposition, ExpositionError, ParseOptions, ScrapedSample, ScrapedValue};
+use super::{Exposition, ExpositionError, KnownSeries, ParseOptions, ScrapedSample, ScrapedValue};
 use crate::MetricType;
 
 /// Reads a whole body.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    parse_as(body, opts, false)
+    parse_as(body, opts, false, None)
 }
 
 /// [`parse`], with type-and-unit labels when asked.
@@ -29,6 +29,7 @@ pub(crate) fn parse_as(
     body: &[u8],
     opts: &ParseOptions,
     type_and_unit_labels: bool,
+    known: Option<KnownSeries<'_>>,
 ) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
@@ -39,6 +40,7 @@ pub(crate) fn parse_as(
         metadata: MetadataSet::default(),
         sink: Sink::new(opts),
         labels: Vec::new(),
+        known: KnownSpellings::new(known),
     };
     p.run()?;
     Ok(Exposition {
@@ -47,7 +49,7 @@ pub(crate) fn parse_as(
     })
 }
 
-struct Parser<'a> {
+struct Parser<'a, 'k> {
     b: &'a [u8],
     i: usize,
     line: usize,
@@ -59,13 +61,14 @@ struct Parser<'a> {
     sink: Sink,
     /// Reused between samples.
     labels: Vec<(usize, usize, usize, usize)>,
+    known: KnownSpellings<'k>,
 }
 
 fn is_blank(c: u8) -> bool {
     c == b' ' || c == b'\t'
 }
 
-impl<'a> Parser<'a> {
+impl Parser<'_, '_> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -209,10 +212,13 @@ impl<'a> Parser<'a> {
     fn sample(&mut self, start: usize, bare_name: Option<(usize, usize)>) -> Result<(), ExpositionError> {
         let mut name = bare_name;
         self.labels.clear();
+        let series_start = bare_name.map_or(self.i, |(name_start, _)| name_start);
+        let mut series_end = self.i;
         self.skip_blanks();
         if self.peek() == Some(b'{') {
             self.i += 1;
             self.label_set(start, &mut name)?;
+            series_end = self.i;
             self.skip_blanks();
         }
         let pos = self.pos(start);
@@ -256,12 +262,18 @@ impl<'a> Parser<'a> {
             }
             _ => return Err(pos.unexpected(self.b, "expected timestamp or new record", self.i, self.i)),
         };
-        let (labels, empty_labels) = self.build_labels(name_start, name_end).map_err(|e| pos.error(e))?;
+        let spelling = self.known.spelling(self.b, series_start..series_end, self.kind);
+        let (labels, empty_labels) = if spelling.is_some_and(|s| s.known) {
+            (Labels::empty(), Vec::new())
+        } else {
+            self.build_labels(name_start, name_end).map_err(|e| pos.error(e))?
+        };
         self.sink.push(ScrapedSample {
             labels,
             empty_labels,
             timestamp_ms,
             value: ScrapedValue::Float(normalize_nan(value)),
+            spelling,
         });
         self.count_lines(start);
         self.end_line();
@@ -335,7 +347,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The sample's labels and those it gave with an empty value.
-    fn build_labels(&self, name_start: usize, name_end: usize) -> Result<(cairn_model::Labels, Vec<Label>), String> {
+    fn build_labels(&self, name_start: usize, name_end: usize) -> Result<(Labels, Vec<Label>), String> {
         let name = unescape(utf8(self.b, name_start, name_end, "metric name")?);
         let mut out = Vec::with_capacity(self.labels.len() + 3);
         out.push(Label::new(METRIC_NAME, name.as_ref()));
