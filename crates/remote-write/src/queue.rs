@@ -10,6 +10,7 @@
 //! samples again (duplicates it ignores, or an out-of-order refusal of
 //! that batch alone), never a mix that would make it refuse new samples.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
@@ -690,8 +691,6 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         now.saturating_sub(age_limit).as_millis() as i64
     };
-    let mut groups: Vec<(&Arc<Series>, Vec<Sample>, Vec<HistogramSample>)> = Vec::new();
-    let mut index: std::collections::HashMap<*const Series, usize> = std::collections::HashMap::new();
     let mut out = Encoded {
         body: Bytes::new(),
         samples: 0,
@@ -700,40 +699,58 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
         too_old_histograms: 0,
         highest: i64::MIN,
     };
-    for item in items {
-        let old = item.t < oldest;
-        match (&item.value, old) {
-            (Value::Float(_), true) => out.too_old += 1,
-            (Value::Histogram(_), true) => out.too_old_histograms += 1,
-            _ => {}
-        }
-        if old {
+    // Each series' samples together, in the order of its first one, without
+    // a vector per series: its group's number per item, then a stable sort.
+    let mut groups: Vec<&Arc<Series>> = Vec::new();
+    let mut index: HashMap<*const Series, u32, foldhash::fast::RandomState> = HashMap::default();
+    let mut kept: Vec<(u32, u32)> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        if item.t < oldest {
+            match &item.value {
+                Value::Float(_) => out.too_old += 1,
+                Value::Histogram(_) => out.too_old_histograms += 1,
+            }
             continue;
         }
         let g = *index.entry(Arc::as_ptr(&item.series)).or_insert_with(|| {
-            groups.push((&item.series, Vec::new(), Vec::new()));
-            groups.len() - 1
+            groups.push(&item.series);
+            groups.len() as u32 - 1
         });
-        out.highest = out.highest.max(item.t);
-        match &item.value {
-            Value::Float(v) => {
-                out.samples += 1;
-                groups[g].1.push(Sample::new(item.t, *v));
-            }
-            Value::Histogram(h) => {
-                out.histograms += 1;
-                groups[g].2.push(HistogramSample {
+        kept.push((g, i as u32));
+    }
+    kept.sort_by_key(|&(g, _)| g);
+    let mut floats: Vec<Sample> = Vec::with_capacity(kept.len());
+    let mut histograms: Vec<HistogramSample> = Vec::new();
+    // Per group, the end of its floats and of its histograms.
+    let mut ends: Vec<(usize, usize)> = Vec::with_capacity(groups.len());
+    for run in kept.chunk_by(|a, b| a.0 == b.0) {
+        for &(_, i) in run {
+            let item = &items[i as usize];
+            out.highest = out.highest.max(item.t);
+            match &item.value {
+                Value::Float(v) => floats.push(Sample::new(item.t, *v)),
+                Value::Histogram(h) => histograms.push(HistogramSample {
                     t: item.t,
                     h: h.clone(),
-                });
+                }),
             }
         }
+        ends.push((floats.len(), histograms.len()));
     }
+    out.samples = floats.len() as u64;
+    out.histograms = histograms.len() as u64;
+    let grouped = groups
+        .iter()
+        .zip(&ends)
+        .scan((0, 0), |starts, (series, &(f_end, h_end))| {
+            let (f_start, h_start) = std::mem::replace(starts, (f_end, h_end));
+            Some((*series, &floats[f_start..f_end], &histograms[h_start..h_end]))
+        });
     let mut body = Vec::new();
     match protocol {
         Protocol::V1 => {
             let mut pb = Vec::new();
-            for (series, samples, histograms) in &groups {
+            for (series, samples, histograms) in grouped {
                 if let SeriesLabels::Encoded(labels) = &series.labels {
                     encode_series(labels, samples, histograms, &mut pb);
                 }
@@ -741,13 +758,12 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
             compress(&pb, ContentEncoding::Snappy, &mut body).map_err(|e| e.to_string())?;
         }
         Protocol::V2 => {
-            let series: Vec<SeriesSamples> = groups
-                .into_iter()
+            let series: Vec<SeriesSamples> = grouped
                 .filter_map(|(series, samples, histograms)| match &series.labels {
                     SeriesLabels::Labels(labels) => Some(SeriesSamples {
                         labels: labels.clone(),
-                        samples,
-                        histograms,
+                        samples: samples.to_vec(),
+                        histograms: histograms.to_vec(),
                     }),
                     SeriesLabels::Encoded(_) => None,
                 })
@@ -757,4 +773,60 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
     }
     out.body = Bytes::from(body);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_model::Labels;
+    use cairn_protocols::DecodeLimits;
+    use cairn_protocols::remote_write::decode_write_request;
+
+    use super::*;
+
+    fn series(name: &str) -> Arc<Series> {
+        let mut labels = Vec::new();
+        cairn_protocols::remote_write::encode_labels(&Labels::from_pairs([("__name__", name)]), &mut labels);
+        Arc::new(Series {
+            labels: SeriesLabels::Encoded(labels.into_boxed_slice()),
+            hash: 0,
+        })
+    }
+
+    #[test]
+    fn a_batch_groups_each_series_samples_in_order_of_first_appearance() {
+        let [a, b, c] = ["a", "b", "c"].map(series);
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+        let item = |s: &Arc<Series>, t: i64| Item {
+            series: s.clone(),
+            t,
+            value: Value::Float(t as f64),
+            pos: ShardPosition {
+                at: WalPosition { segment: 0, offset: 0 },
+                skip: 0,
+            },
+        };
+        let old = now - 3_600_000;
+        let items = [
+            item(&b, now + 3),
+            item(&a, now + 1),
+            item(&c, old),
+            item(&b, now + 1),
+            item(&a, now + 2),
+            item(&b, now + 2),
+            item(&c, now),
+        ];
+        let encoded = encode(&items, Protocol::V1, Duration::from_secs(60)).unwrap();
+        assert_eq!((encoded.samples, encoded.too_old, encoded.highest), (6, 1, now + 3));
+        let batch = decode_write_request(&encoded.body, ContentEncoding::Snappy, &DecodeLimits::default()).unwrap();
+        let got: Vec<(String, Vec<i64>)> = batch
+            .to_series()
+            .into_iter()
+            .map(|s| {
+                let name = s.labels.metric_name().unwrap_or_default().to_string();
+                (name, s.samples.iter().map(|x| x.t - now).collect())
+            })
+            .collect();
+        let want = [("b", vec![3, 1, 2]), ("a", vec![1, 2]), ("c", vec![0])];
+        assert_eq!(got, want.map(|(n, ts)| (n.to_string(), ts)));
+    }
 }

@@ -36,18 +36,37 @@ pub enum Resolved {
 }
 
 pub struct SeriesCache {
-    /// Looked up for every sample forwarded: a fast hash, seeded per process.
-    by_id: HashMap<(i32, u64), Option<Arc<Series>>, foldhash::fast::RandomState>,
+    /// Every series resolved, in the order first resolved. Records repeat
+    /// their series in one order scrape after scrape, so each slot keeps
+    /// the slot resolved after it the last time: a lookup on that path
+    /// reads the slots in order instead of probing a table at random.
+    slots: Vec<Slot>,
+    /// Looked up off that path: a fast hash, seeded per process.
+    by_id: HashMap<(i32, u64), u32, foldhash::fast::RandomState>,
+    /// The slot resolved last.
+    last: Option<u32>,
     external_labels: Labels,
     relabel: Vec<RelabelConfig>,
     protocol: Protocol,
     newest_day: i32,
 }
 
+struct Slot {
+    day: i32,
+    id: u64,
+    series: Option<Arc<Series>>,
+    /// The slot resolved after this one the last time ([`NO_SLOT`]: none yet).
+    next: u32,
+}
+
+const NO_SLOT: u32 = u32::MAX;
+
 impl SeriesCache {
     pub fn new(external_labels: Labels, relabel: Vec<RelabelConfig>, protocol: Protocol) -> Self {
         Self {
+            slots: Vec::new(),
             by_id: HashMap::default(),
+            last: None,
             external_labels,
             relabel,
             protocol,
@@ -62,24 +81,61 @@ impl SeriesCache {
             self.newest_day = day;
             // A day's ids mean nothing the day after next: records are in
             // commit order, and late samples of the day before still come.
-            self.by_id.retain(|&(d, _), _| d + 1 >= day);
+            self.forget_days_before(day - 1);
         }
-        let entry = match self.by_id.get(&(day, id)) {
-            Some(entry) => entry.clone(),
-            None => {
-                let labels = match created.iter().find(|(new, _)| *new == id) {
-                    Some((_, labels)) => labels.clone(),
-                    None => match db.series_labels(day, id) {
-                        Some(labels) => labels,
-                        None => return Resolved::Unknown,
-                    },
-                };
-                let entry = self.prepare(labels);
-                self.by_id.insert((day, id), entry.clone());
-                entry
-            }
+        let slot = match self.predicted(day, id) {
+            Some(slot) => slot,
+            None => match self.by_id.get(&(day, id)) {
+                Some(&slot) => slot,
+                None => {
+                    let labels = match created.iter().find(|(new, _)| *new == id) {
+                        Some((_, labels)) => labels.clone(),
+                        None => match db.series_labels(day, id) {
+                            Some(labels) => labels,
+                            None => return Resolved::Unknown,
+                        },
+                    };
+                    let series = self.prepare(labels);
+                    let slot = self.slots.len() as u32;
+                    self.slots.push(Slot {
+                        day,
+                        id,
+                        series,
+                        next: NO_SLOT,
+                    });
+                    self.by_id.insert((day, id), slot);
+                    slot
+                }
+            },
         };
-        entry.map_or(Resolved::Dropped, Resolved::Send)
+        if let Some(last) = self.last.and_then(|l| self.slots.get_mut(l as usize)) {
+            last.next = slot;
+        }
+        self.last = Some(slot);
+        self.slots[slot as usize]
+            .series
+            .clone()
+            .map_or(Resolved::Dropped, Resolved::Send)
+    }
+
+    /// The slot that followed the last one resolved, if it is `(day, id)`.
+    fn predicted(&self, day: i32, id: u64) -> Option<u32> {
+        let next = self.slots.get(self.last? as usize)?.next;
+        let slot = self.slots.get(next as usize)?;
+        (slot.day == day && slot.id == id).then_some(next)
+    }
+
+    fn forget_days_before(&mut self, day: i32) {
+        if self.slots.iter().all(|s| s.day >= day) {
+            return;
+        }
+        self.slots.retain(|s| s.day >= day);
+        self.by_id.clear();
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            slot.next = NO_SLOT;
+            self.by_id.insert((slot.day, slot.id), i as u32);
+        }
+        self.last = None;
     }
 
     fn prepare(&self, labels: Labels) -> Option<Arc<Series>> {
@@ -130,5 +186,51 @@ mod tests {
             with_external_labels(labels, &external),
             Labels::from_pairs([("__name__", "up"), ("cluster", "own"), ("replica", "1")])
         );
+    }
+
+    #[test]
+    fn series_resolve_alike_on_and_off_the_path_records_repeat() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = cairn_tsdb::Config::new(dir.path());
+        config.background = false;
+        let db = Tsdb::open(config).unwrap();
+        let labels = |i: u64| Labels::from_pairs([("__name__", format!("m{}", i % 7)), ("i", i.to_string())]);
+        let created: Vec<(u64, Labels)> = (0..40).map(|i| (i, labels(i))).collect();
+        let relabel = RelabelConfig {
+            source_labels: vec!["__name__".into()],
+            regex: cairn_config::relabel::RelabelRegex::new("m3").unwrap(),
+            action: cairn_config::relabel::RelabelAction::Drop,
+            ..RelabelConfig::default()
+        };
+        let mut cache = SeriesCache::new(Labels::empty(), vec![relabel], Protocol::V2);
+        let name_of = |r: Resolved| match r {
+            Resolved::Send(s) => match &s.labels {
+                SeriesLabels::Labels(l) => Some(l.clone()),
+                SeriesLabels::Encoded(_) => unreachable!(),
+            },
+            Resolved::Dropped => None,
+            Resolved::Unknown => panic!("every series is created"),
+        };
+        // One order again and again, then orders that leave the path
+        // anywhere, then the next day's ids.
+        let mut orders: Vec<Vec<u64>> = vec![(0..40).collect(); 3];
+        orders.push((0..40).rev().collect());
+        orders.push((0..40).map(|i| (i * 17) % 40).collect());
+        orders.push((0..40).chain(0..40).collect());
+        for (day, order) in [(19_000, &orders[..]), (19_001, &orders[..2])] {
+            for order in order {
+                for &id in order {
+                    let want = cairn_config::relabel::process(&labels(id), &cache.relabel);
+                    assert_eq!(
+                        name_of(cache.resolve(&db, day, id, &created)),
+                        want,
+                        "day {day}, id {id}"
+                    );
+                }
+            }
+        }
+        assert_eq!(cache.slots.len(), 80);
+        cache.resolve(&db, 19_002, 1, &created);
+        assert_eq!(cache.slots.len(), 41, "the days before yesterday are forgotten");
     }
 }
