@@ -29,7 +29,7 @@ use crate::metadata::{MetadataLoop, MetadataSource};
 use crate::metrics::{QueueMetrics, add, raise};
 use crate::positions::{Positions, PositionsFile, ShardPosition};
 use crate::send::{Backoff, Outcome, Protocol, Sender};
-use crate::series::{Resolved, Series, SeriesCache, SeriesLabels};
+use crate::series::{Resolved, Series, SeriesCache};
 
 /// A queue's settings, from its `remote_write` entry.
 #[derive(Debug, Clone)]
@@ -65,7 +65,7 @@ enum Value {
 }
 
 struct Item {
-    series: Arc<Series>,
+    series: Series,
     t: i64,
     value: Value,
     /// The record it is in, and how many of its shard's samples precede it there.
@@ -353,8 +353,8 @@ impl Reader {
                 .map(|(id, t, h)| (*id, *t, Value::Histogram(h.clone())));
             for (id, t, value) in floats.chain(histograms) {
                 match self.cache.resolve(&self.db, day.day, id, &day.new_series) {
-                    Resolved::Send(series) => {
-                        let shard = (series.hash % n as u64) as usize;
+                    Resolved::Send(series, hash) => {
+                        let shard = (hash % n as u64) as usize;
                         let items = &mut per_shard[shard];
                         let pos = ShardPosition {
                             at,
@@ -701,8 +701,8 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
     };
     // Each series' samples together, in the order of its first one, without
     // a vector per series: its group's number per item, then a stable sort.
-    let mut groups: Vec<&Arc<Series>> = Vec::new();
-    let mut index: HashMap<*const Series, u32, foldhash::fast::RandomState> = HashMap::default();
+    let mut groups: Vec<&Series> = Vec::new();
+    let mut index: HashMap<*const (), u32, foldhash::fast::RandomState> = HashMap::default();
     let mut kept: Vec<(u32, u32)> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         if item.t < oldest {
@@ -712,7 +712,7 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
             }
             continue;
         }
-        let g = *index.entry(Arc::as_ptr(&item.series)).or_insert_with(|| {
+        let g = *index.entry(item.series.identity()).or_insert_with(|| {
             groups.push(&item.series);
             groups.len() as u32 - 1
         });
@@ -751,7 +751,7 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
         Protocol::V1 => {
             let mut pb = Vec::new();
             for (series, samples, histograms) in grouped {
-                if let SeriesLabels::Encoded(labels) = &series.labels {
+                if let Series::Encoded(labels) = series {
                     encode_series(labels, samples, histograms, &mut pb);
                 }
             }
@@ -759,13 +759,13 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
         }
         Protocol::V2 => {
             let series: Vec<SeriesSamples> = grouped
-                .filter_map(|(series, samples, histograms)| match &series.labels {
-                    SeriesLabels::Labels(labels) => Some(SeriesSamples {
-                        labels: labels.clone(),
+                .filter_map(|(series, samples, histograms)| match series {
+                    Series::Labels(labels) => Some(SeriesSamples {
+                        labels: (**labels).clone(),
                         samples: samples.to_vec(),
                         histograms: histograms.to_vec(),
                     }),
-                    SeriesLabels::Encoded(_) => None,
+                    Series::Encoded(_) => None,
                 })
                 .collect();
             encode_write_request_v2(&series, ContentEncoding::Snappy, &mut body).map_err(|e| e.to_string())?;
@@ -783,20 +783,17 @@ mod tests {
 
     use super::*;
 
-    fn series(name: &str) -> Arc<Series> {
+    fn series(name: &str) -> Series {
         let mut labels = Vec::new();
         cairn_protocols::remote_write::encode_labels(&Labels::from_pairs([("__name__", name)]), &mut labels);
-        Arc::new(Series {
-            labels: SeriesLabels::Encoded(labels.into_boxed_slice()),
-            hash: 0,
-        })
+        Series::Encoded(labels.into())
     }
 
     #[test]
     fn a_batch_groups_each_series_samples_in_order_of_first_appearance() {
         let [a, b, c] = ["a", "b", "c"].map(series);
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
-        let item = |s: &Arc<Series>, t: i64| Item {
+        let item = |s: &Series, t: i64| Item {
             series: s.clone(),
             t,
             value: Value::Float(t as f64),

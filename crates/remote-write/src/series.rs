@@ -11,24 +11,31 @@ use cairn_tsdb::Tsdb;
 
 use crate::send::Protocol;
 
-/// A series as it is sent.
-pub struct Series {
-    /// Only what the queue's protocol needs, for the memory of every series.
-    pub labels: SeriesLabels,
-    /// Picks the shard: a series' samples all go through one, in order.
-    pub hash: u64,
+/// A series as it is sent: only what the queue's protocol needs, in one
+/// allocation shared by every sample of it in flight.
+#[derive(Clone)]
+pub enum Series {
+    /// The label fields of a remote write 1.0 `TimeSeries`.
+    Encoded(Arc<[u8]>),
+    /// The labels, for remote write 2.0's per-request symbols.
+    Labels(Arc<Labels>),
 }
 
-pub enum SeriesLabels {
-    /// The label fields of a remote write 1.0 `TimeSeries`.
-    Encoded(Box<[u8]>),
-    /// The labels, for remote write 2.0's per-request symbols.
-    Labels(Labels),
+impl Series {
+    /// The same for every clone of one series, different between series.
+    pub fn identity(&self) -> *const () {
+        match self {
+            Self::Encoded(bytes) => Arc::as_ptr(bytes).cast(),
+            Self::Labels(labels) => Arc::as_ptr(labels).cast(),
+        }
+    }
 }
 
 /// What becomes of a series' samples.
 pub enum Resolved {
-    Send(Arc<Series>),
+    /// Sent, through the shard the hash picks: a series' samples all go
+    /// through one, in order.
+    Send(Series, u64),
     /// Dropped by relabelling.
     Dropped,
     /// Its day is gone (retention) and the record did not create it.
@@ -54,7 +61,8 @@ pub struct SeriesCache {
 struct Slot {
     day: i32,
     id: u64,
-    series: Option<Arc<Series>>,
+    /// `None`: dropped by relabelling.
+    series: Option<(Series, u64)>,
     /// The slot resolved after this one the last time ([`NO_SLOT`]: none yet).
     next: u32,
 }
@@ -112,10 +120,10 @@ impl SeriesCache {
             last.next = slot;
         }
         self.last = Some(slot);
-        self.slots[slot as usize]
-            .series
-            .clone()
-            .map_or(Resolved::Dropped, Resolved::Send)
+        match &self.slots[slot as usize].series {
+            Some((series, hash)) => Resolved::Send(series.clone(), *hash),
+            None => Resolved::Dropped,
+        }
     }
 
     /// The slot that followed the last one resolved, if it is `(day, id)`.
@@ -138,7 +146,7 @@ impl SeriesCache {
         self.last = None;
     }
 
-    fn prepare(&self, labels: Labels) -> Option<Arc<Series>> {
+    fn prepare(&self, labels: Labels) -> Option<(Series, u64)> {
         let labels = with_external_labels(labels, &self.external_labels);
         let labels = if self.relabel.is_empty() {
             labels
@@ -151,11 +159,11 @@ impl SeriesCache {
         let mut encoded = Vec::new();
         cairn_protocols::remote_write::encode_labels(&labels, &mut encoded);
         let hash = xxhash_rust::xxh3::xxh3_64(&encoded);
-        let labels = match self.protocol {
-            Protocol::V1 => SeriesLabels::Encoded(encoded.into_boxed_slice()),
-            Protocol::V2 => SeriesLabels::Labels(labels),
+        let series = match self.protocol {
+            Protocol::V1 => Series::Encoded(encoded.into()),
+            Protocol::V2 => Series::Labels(Arc::new(labels)),
         };
-        Some(Arc::new(Series { labels, hash }))
+        Some((series, hash))
     }
 }
 
@@ -204,10 +212,8 @@ mod tests {
         };
         let mut cache = SeriesCache::new(Labels::empty(), vec![relabel], Protocol::V2);
         let name_of = |r: Resolved| match r {
-            Resolved::Send(s) => match &s.labels {
-                SeriesLabels::Labels(l) => Some(l.clone()),
-                SeriesLabels::Encoded(_) => unreachable!(),
-            },
+            Resolved::Send(Series::Labels(l), _) => Some((*l).clone()),
+            Resolved::Send(Series::Encoded(_), _) => unreachable!(),
             Resolved::Dropped => None,
             Resolved::Unknown => panic!("every series is created"),
         };
