@@ -231,17 +231,14 @@ fn append_samples(
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
-        let honoured_empty = match s.spelling {
-            Some(spelling) => {
-                spelling.key(body, &mut key);
-                Vec::new()
-            }
-            None => {
-                let honoured = honoured_empty_labels(&s.empty_labels, target, job);
-                exposed_key(&s.labels, &honoured, &mut key);
-                honoured
-            }
-        };
+        match s.spelling {
+            Some(spelling) => spelling.key(body, &mut key),
+            None => exposed_key(
+                &s.labels,
+                &honoured_empty_labels(&s.empty_labels, target, job),
+                &mut key,
+            ),
+        }
         if cache.is_dropped(&key) {
             continue;
         }
@@ -251,10 +248,7 @@ fn append_samples(
                 return Err("a series the parser took for cached is not in the scrape cache".into());
             }
             None => {
-                let honoured_empty = match s.spelling {
-                    Some(_) => honoured_empty_labels(&s.empty_labels, target, job),
-                    None => honoured_empty,
-                };
+                let honoured_empty = honoured_empty_labels(&s.empty_labels, target, job);
                 let Some(lset) = sample_labels(&s.labels, &honoured_empty, target, job) else {
                     cache.add_dropped(&key);
                     continue;

@@ -1,7 +1,8 @@
-//! A target's scrape cache: exposed label set → stored label set (so that
-//! target labels and metric relabelling are applied once per series, not at
-//! every scrape), the series relabelling dropped, the series of the current
-//! and previous scrape (for staleness), and the metadata of its families.
+//! A target's scrape cache: how the body spelt a series → the label set
+//! stored (so that a known series' labels are not even read, and target
+//! labels and metric relabelling are applied once per series, not at every
+//! scrape), the series relabelling dropped, the series of the current and
+//! previous scrape (for staleness), and the metadata of its families.
 
 use std::sync::Arc;
 
