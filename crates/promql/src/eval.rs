@@ -575,9 +575,12 @@ impl<'a> Ev<'a> {
     pub(crate) fn instant_window(&self, sel: &Selector, c: Ctx) -> (Option<i64>, i64, i64, SelectHints) {
         let off = sel.offset;
         let at = self.at_ms(&sel.at);
+        // Up to the last step, not `c.end`: a subquery's steps (or a range
+        // query's) may end before it, and `newest_only` reads the newest
+        // sample up to `maxt`.
         let (mint, maxt) = match at {
             Some(a) => (a - off - self.lookback + 1, a - off),
-            None => (c.start - off - self.lookback + 1, c.end - off),
+            None => (c.start - off - self.lookback + 1, c.last_step() - off),
         };
         let hints = SelectHints {
             step_ms: (c.step > 0).then_some(c.step),
@@ -774,5 +777,52 @@ impl<'a> Ev<'a> {
         };
         let input = self.eval_vector(&a.input, c)?;
         crate::aggregate::aggregate(self, a.op, &a.grouping, param, input, threads, c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use cairn_model::{Labels, Sample};
+    use cairn_storage::{Appendable, MemStorage};
+
+    use crate::Value;
+
+    #[test]
+    fn an_instant_selector_reads_up_to_its_last_step_not_past_it() {
+        // Samples every 15 s at .250; x{i="2"} stops at 2000 s.
+        let s = MemStorage::new();
+        let mut app = s.appender();
+        for (i, end) in [("1", 3_600_000), ("2", 2_000_000)] {
+            let samples: Vec<Sample> = (0..)
+                .map(|k| k * 15_000 + 250)
+                .take_while(|&t| t <= end)
+                .map(|t| Sample::new(t, 1.0))
+                .collect();
+            app.append(&Labels::from_pairs([("__name__", "x"), ("i", i)]), &samples)
+                .unwrap();
+        }
+        app.commit().unwrap();
+        let e = crate::Engine::new(crate::EngineOptions::default());
+        let series = |v: Value| match v {
+            Value::Matrix(m) => m
+                .iter()
+                .map(|s| (s.metric.get("i").unwrap().to_string(), s.floats.len()))
+                .collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        let both = vec![("1".to_string(), 1), ("2".to_string(), 1)];
+        // One subquery step (at 2400 s, 2700 s), the subquery's own range
+        // ending half a second later.
+        for (q, t, want) in [
+            ("x[300s:5m]", 2_000_500, &both),
+            ("x offset 10m [300s:5m]", 2_400_500, &both),
+            ("x[300s:5m] offset 10m", 2_700_500, &both),
+            ("(x offset 10m)[300s:5m]", 2_899_500, &both),
+        ] {
+            assert_eq!(&series(e.instant(&s, q, t).unwrap().value), want, "{q} at {t}");
+        }
+        // A range query whose one step lies before its end.
+        let r = e.range(&s, "x", 1_900_000, 1_950_000, 60_000).unwrap();
+        assert_eq!(&series(r.value), &both);
     }
 }

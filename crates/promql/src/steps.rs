@@ -19,6 +19,10 @@ impl Ctx {
     pub fn ts(&self, i: usize) -> i64 {
         self.start + i as i64 * self.step
     }
+    /// The time of the last step (at or before `end`).
+    pub fn last_step(&self) -> i64 {
+        self.ts(self.n().saturating_sub(1))
+    }
     pub fn idx(&self, t: i64) -> usize {
         if self.step == 0 {
             0
