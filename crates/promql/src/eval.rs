@@ -775,6 +775,9 @@ impl<'a> Ev<'a> {
             Some(p) => Some(self.eval(p, c)?),
             None => None,
         };
+        if a.op == crate::ops::AggOp::CountValues {
+            crate::aggregate::value_label(&param)?;
+        }
         let input = self.eval_vector(&a.input, c)?;
         crate::aggregate::aggregate(self, a.op, &a.grouping, param, input, threads, c)
     }

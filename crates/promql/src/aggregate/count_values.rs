@@ -50,6 +50,19 @@ pub(crate) fn check_label_names(ast: &Expr, query: &str) -> Result<()> {
     walk_expr(&mut Check(query), ast).map(|_| ())
 }
 
+/// The label `count_values` writes its values into, checked as Prometheus
+/// checks it before it evaluates the input (so its error comes first).
+pub(crate) fn value_label(param: &Option<Val>) -> Result<String> {
+    let label = match param {
+        Some(Val::Str(s)) => s.clone(),
+        _ => return Err(QueryError::BadData("count_values needs a string parameter".into())),
+    };
+    if label.is_empty() {
+        return Err(QueryError::Execution(format!("invalid label name {label:?}")));
+    }
+    Ok(label)
+}
+
 pub(super) fn count_values(
     param: &Option<Val>,
     grouping: &crate::plan::Grouping,
@@ -60,13 +73,7 @@ pub(super) fn count_values(
 ) -> Result<Val> {
     let n = c.n();
     let mut cur: Vec<(usize, String)> = Vec::new();
-    let label = match param {
-        Some(Val::Str(s)) => s.clone(),
-        _ => return Err(QueryError::BadData("count_values needs a string parameter".into())),
-    };
-    if label.is_empty() {
-        return Err(QueryError::Execution(format!("invalid label name {label:?}")));
-    }
+    let label = value_label(param)?;
     // Prometheus writes the value label before it removes what `without`
     // removes: a value label named in the list, or `__name__`, is gone again.
     let kept = !(grouping.without && (label == METRIC_NAME || grouping.names.contains(&label)));

@@ -12,7 +12,7 @@ use foldhash::{HashMap, HashMapExt};
 use cairn_model::{Labels, METRIC_NAME};
 
 pub(crate) use accumulate::GroupSteps;
-pub(crate) use count_values::check_label_names;
+pub(crate) use count_values::{check_label_names, value_label};
 
 use crate::eval::{Ev, Result};
 use crate::functions::quantile_warning;

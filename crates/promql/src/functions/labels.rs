@@ -9,19 +9,27 @@ use crate::plan::Call;
 use crate::series::{Series, Val, merge_same_labelset};
 use crate::steps::Ctx;
 
+/// Whether Prometheus takes `name` for a label name: not empty, valid UTF-8
+/// (a byte escape that is not reaches here as U+FFFD, `escapes.rs`).
+fn valid_label_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('\u{fffd}')
+}
+
+// The string arguments are checked before the input is evaluated, as in
+// Prometheus, so their errors come before any of the input's.
 pub(super) fn label_replace(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
-    let mut v = ev.eval_vector(arg(call, 0)?, c)?;
     let dst = arg_str(ev, arg(call, 1)?, c)?;
     let repl = arg_str(ev, arg(call, 2)?, c)?;
     let src = arg_str(ev, arg(call, 3)?, c)?;
     let re = arg_str(ev, arg(call, 4)?, c)?;
     let re = regex::Regex::new(&format!("^(?s:{re})$"))
-        .map_err(|e| QueryError::Execution(format!("invalid regular expression in label_replace(): {re}: {e}")))?;
-    if dst.is_empty() || dst.contains('\u{fffd}') {
+        .map_err(|_| QueryError::Execution(format!("invalid regular expression in label_replace(): {re}")))?;
+    if !valid_label_name(&dst) {
         return Err(QueryError::Execution(format!(
             "invalid destination label name in label_replace(): {dst}"
         )));
     }
+    let mut v = ev.eval_vector(arg(call, 0)?, c)?;
     for s in &mut v {
         let sv = s.labels.get(&src).unwrap_or("").to_string();
         if let Some(caps) = re.captures(&sv) {
@@ -38,18 +46,24 @@ pub(super) fn label_replace(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
 }
 
 pub(super) fn label_join(ev: &mut Ev, call: &Call, c: Ctx) -> Result<Val> {
-    let mut v = ev.eval_vector(arg(call, 0)?, c)?;
     let dst = arg_str(ev, arg(call, 1)?, c)?;
     let sep = arg_str(ev, arg(call, 2)?, c)?;
     let mut srcs = Vec::new();
     for a in &call.args[3..] {
-        srcs.push(arg_str(ev, a, c)?);
+        let src = arg_str(ev, a, c)?;
+        if !valid_label_name(&src) {
+            return Err(QueryError::Execution(format!(
+                "invalid source label name in label_join(): {src}"
+            )));
+        }
+        srcs.push(src);
     }
-    if dst.is_empty() || dst.contains('\u{fffd}') {
+    if !valid_label_name(&dst) {
         return Err(QueryError::Execution(format!(
             "invalid destination label name in label_join(): {dst}"
         )));
     }
+    let mut v = ev.eval_vector(arg(call, 0)?, c)?;
     for s in &mut v {
         let joined: Vec<&str> = srcs.iter().map(|n| s.labels.get(n).unwrap_or("")).collect();
         let joined = joined.join(&sep);
@@ -163,6 +177,39 @@ mod tests {
         .unwrap();
         app.commit().unwrap();
         s
+    }
+
+    #[test]
+    fn string_arguments_fail_before_the_input_does() {
+        let s = storage();
+        let e = crate::Engine::new(crate::EngineOptions::default());
+        // `-{i="1"}` is x's and y's series without their names: as the
+        // input, it fails with the duplicate label set.
+        for (q, want) in [
+            (
+                r#"label_replace(-{i="1"}, "i", "", "", "(")"#,
+                "invalid regular expression in label_replace(): (",
+            ),
+            (
+                r#"label_replace(-{i="1"}, "", "", "", "")"#,
+                "invalid destination label name in label_replace(): ",
+            ),
+            (
+                r#"label_join(-{i="1"}, "", "", "i")"#,
+                "invalid destination label name in label_join(): ",
+            ),
+            (
+                r#"label_join(-{i="1"}, "i", "", "")"#,
+                "invalid source label name in label_join(): ",
+            ),
+            (
+                r#"label_join(y, "i", "", "i", "")"#,
+                "invalid source label name in label_join(): ",
+            ),
+            (r#"count_values("", -{i="1"})"#, r#"invalid label name """#),
+        ] {
+            assert_eq!(e.instant(&s, q, 60_000).unwrap_err().to_string(), want, "{q}");
+        }
     }
 
     #[test]
