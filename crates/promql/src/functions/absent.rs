@@ -93,4 +93,31 @@ mod tests {
         // Anything else than a selector gives no labels.
         assert_eq!(absent_labels(r#"absent(-x{job="a"})"#), Labels::empty());
     }
+
+    #[test]
+    fn an_equality_is_left_out_when_a_matcher_of_its_label_comes_after_it_in_selection_order() {
+        // Matchers that narrow the selection come before those subtracted
+        // (`!=`/`!~` matching the empty value, or any of a label whose
+        // matchers all match it), each kind in the written order.
+        let empty = Labels::empty();
+        let job_c = Labels::from_pairs([("job", "c")]);
+        for (q, want) in [
+            (r#"absent(x{job!~"a|b", job="c"})"#, &empty),
+            (r#"absent(x{job!="node", job="node"})"#, &empty),
+            (r#"absent_over_time(x{job!~"a", job="c"}[1m])"#, &empty),
+            (r#"absent(x{job="c", job!="d"})"#, &empty),
+            (r#"absent(x{job!="", job="c"})"#, &job_c),
+            (r#"absent(x{job=~"c|", job="c"})"#, &job_c),
+            (r#"absent(x{job=~".*", job="c"})"#, &job_c),
+            (r#"absent(x{job="", job="c"})"#, &empty),
+            (r#"absent(x{job="c", job=""})"#, &empty),
+            (r#"absent(x{job=""})"#, &empty),
+        ] {
+            assert_eq!(&absent_labels(q), want, "{q}");
+        }
+        assert_eq!(
+            absent_labels(r#"absent(x{a!="z", b="1", a="c"})"#),
+            Labels::from_pairs([("b", "1")])
+        );
+    }
 }

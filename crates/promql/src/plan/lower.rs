@@ -123,7 +123,11 @@ fn selector(vs: &promql_parser::parser::VectorSelector, times: QueryTimes) -> Re
 /// when it is a selector, also in parentheses (Prometheus 3 removes those
 /// around a function's arguments before it evaluates), other than
 /// `__name__`; an equality matcher followed by another matcher of the same
-/// label is left out.
+/// label is left out. "Followed" is in the order Prometheus' TSDB leaves the
+/// matchers after selecting with them: it sorts them in place, those that
+/// narrow the selection before those it subtracts (a label whose matchers
+/// all match the empty value is only subtracted, as is a `!=` or `!~` that
+/// matches it), keeping the written order within each kind.
 fn absent_labels(arg: &Expr) -> Labels {
     let mut arg = arg;
     while let Expr::Paren(p) = arg {
@@ -134,9 +138,18 @@ fn absent_labels(arg: &Expr) -> Labels {
         Expr::MatrixSelector(ms) => &ms.vs,
         _ => return Labels::empty(),
     };
+    let matchers = &vs.matchers.matchers;
+    let must_be_set = |name: &str| matchers.iter().any(|m| m.name == name && !m.is_match(""));
+    let subtracts = |m: &promql_parser::label::Matcher| {
+        !must_be_set(&m.name) || (matches!(m.op, MatchOp::NotEqual | MatchOp::NotRe(_)) && m.is_match(""))
+    };
+    let in_selection_order = matchers
+        .iter()
+        .filter(|m| !subtracts(m))
+        .chain(matchers.iter().filter(|m| subtracts(m)));
     let mut labels: Vec<Label> = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
-    for m in &vs.matchers.matchers {
+    for m in in_selection_order {
         if m.name == METRIC_NAME {
             continue;
         }
