@@ -67,8 +67,38 @@ fn culprit(query: &str, nodes: &[Node], message: &str) -> Option<usize> {
             }
         }
         NodeKind::Range { bracket } => bracket,
+        // `info`'s second argument is what is not a label selector.
+        NodeKind::Call if message.starts_with("expected label selectors only") => {
+            second_argument(query, node.start).unwrap_or(node.start)
+        }
         _ => node.start,
     })
+}
+
+/// Where the second argument of the call written at `call` starts.
+fn second_argument(query: &str, call: usize) -> Option<usize> {
+    let open = call + query[call..].find('(')?;
+    let (mut depth, mut quote) = (0i32, None::<char>);
+    let mut chars = query[open + 1..].char_indices();
+    while let Some((i, c)) = chars.next() {
+        match (quote, c) {
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'' | '`') => quote = Some(c),
+            (None, '(' | '[' | '{') => depth += 1,
+            (None, ')' | ']' | '}') if depth == 0 => return None,
+            (None, ')' | ']' | '}') => depth -= 1,
+            (None, ',') if depth == 0 => {
+                let rest = &query[open + 1 + i + 1..];
+                return Some(open + 1 + i + 1 + (rest.len() - rest.trim_start().len()));
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Queries are short; these bound the work of the error path (a parse of
@@ -472,6 +502,21 @@ mod tests {
                 "topk(up, up)",
                 "expected type scalar in aggregation expression, got vector",
                 "1:6: parse error: expected type scalar in aggregation parameter, got instant vector",
+            ),
+            (
+                "info(up, foo)",
+                "expected label selectors only, got vector selector instead",
+                "1:10: parse error: expected label selectors only, got vector selector instead",
+            ),
+            (
+                r#"info(up,   +{a="b"})"#,
+                "expected label selectors only",
+                "1:12: parse error: expected label selectors only",
+            ),
+            (
+                r#"info(label_replace(up, "a", ",", "b", ""), ({a="b"}))"#,
+                "expected label selectors only",
+                "1:44: parse error: expected label selectors only",
             ),
             (
                 "count_values(up, up)",

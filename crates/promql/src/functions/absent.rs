@@ -92,6 +92,7 @@ mod tests {
         }
         // Anything else than a selector gives no labels.
         assert_eq!(absent_labels(r#"absent(-x{job="a"})"#), Labels::empty());
+        assert_eq!(absent_labels(r#"absent(+x{job="a"})"#), Labels::empty());
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub(crate) fn lower(e: &Expr, times: QueryTimes) -> Result<Node> {
         Expr::NumberLiteral(n) => Node::Number(n.val),
         Expr::StringLiteral(s) => Node::Str(s.val.clone()),
         Expr::Paren(p) => lower(&p.expr)?,
+        Expr::Unary(u) if u.plus => lower(&u.expr)?,
         Expr::Unary(u) => Node::Neg(Box::new(lower(&u.expr)?)),
         Expr::VectorSelector(vs) => Node::Vector(selector(vs, times)?),
         Expr::MatrixSelector(ms) => Node::Matrix(selector(&ms.vs, times)?, times.range(&ms.range, &ms.range_expr)?),
@@ -64,6 +65,7 @@ pub(crate) fn lower(e: &Expr, times: QueryTimes) -> Result<Node> {
                 name,
                 args,
                 absent_labels,
+                of_selector: call.args.args.first().is_some_and(|a| is_selector(a)),
             })
         }
         Expr::Aggregate(a) => {
@@ -117,6 +119,15 @@ fn selector(vs: &promql_parser::parser::VectorSelector, times: QueryTimes) -> Re
         sets,
         detect_resets: false,
     })
+}
+
+/// Whether `e` is an instant selector, in parentheses or not (Prometheus
+/// removes those around a function's arguments before it evaluates).
+fn is_selector(e: &Expr) -> bool {
+    match e {
+        Expr::Paren(p) => is_selector(&p.expr),
+        e => matches!(e, Expr::VectorSelector(_)),
+    }
 }
 
 /// The labels of `absent(arg)`'s result: those of `arg`'s equality matchers

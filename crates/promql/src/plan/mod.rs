@@ -196,6 +196,9 @@ pub(crate) struct Call {
     /// The labels `absent` and `absent_over_time` give their result: the
     /// equality matchers of a selector argument (empty for other functions).
     pub absent_labels: Labels,
+    /// The first argument is written as an instant selector (in parentheses
+    /// or not; `+x` is not one): `timestamp` gives its samples' times.
+    pub of_selector: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -605,23 +605,34 @@ impl Prettier for AggregateExpr {
     }
 }
 
-/// UnaryExpr will negate the expr
+/// UnaryExpr will negate the expr, or with `plus` leave it as it is
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnaryExpr {
     pub expr: Box<Expr>,
+    /// `+expr` (of anything but a number, which takes the sign itself): kept
+    /// as written, since Prometheus treats it as an expression of its own
+    /// (`info(x, +{a="b"})` has no label selector as its second argument).
+    pub plus: bool,
+}
+
+impl UnaryExpr {
+    fn op(&self) -> &'static str {
+        if self.plus { "+" } else { "-" }
+    }
 }
 
 impl fmt::Display for UnaryExpr {
     fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "-{}", self.expr)
+        write!(f, "{}{}", self.op(), self.expr)
     }
 }
 
 impl Prettier for UnaryExpr {
     fn pretty(&self, level: usize, max: usize) -> String {
         format!(
-            "{}-{}",
+            "{}{}{}",
             indent(level),
+            self.op(),
             self.expr.pretty(level, max).trim_start()
         )
     }
@@ -635,7 +646,7 @@ impl serde::Serialize for UnaryExpr {
     {
         use serde::ser::SerializeMap;
         let mut map = serializer.serialize_map(Some(2))?;
-        map.serialize_entry("op", "-")?;
+        map.serialize_entry("op", self.op())?;
         map.serialize_entry("expr", &self.expr)?;
 
         map.end()
@@ -999,7 +1010,10 @@ impl Neg for VectorSelector {
 
     fn neg(self) -> Self::Output {
         let ex = Expr::VectorSelector(self);
-        UnaryExpr { expr: Box::new(ex) }
+        UnaryExpr {
+            expr: Box::new(ex),
+            plus: false,
+        }
     }
 }
 
@@ -1239,13 +1253,17 @@ impl Expr {
         }
     }
 
-    /// `+expr`: the expression itself, but like `-expr` only of a scalar or
-    /// an instant vector (Prometheus checks the type of both).
+    /// `+expr`: like `-expr` only of a scalar or an instant vector
+    /// (Prometheus checks the type of both); a number is itself.
     pub(crate) fn new_unary_plus(expr: Expr) -> Result<Self, String> {
         match expr.value_type() {
             ValueType::String => Err("unary expression only allowed on expressions of type scalar or vector, got: string".into()),
             ValueType::Matrix => Err("unary expression only allowed on expressions of type scalar or vector, got: matrix".into()),
-            _ => Ok(expr),
+            _ if matches!(expr, Expr::NumberLiteral(_)) => Ok(expr),
+            _ => Ok(Expr::Unary(UnaryExpr {
+                expr: Box::new(expr),
+                plus: true,
+            })),
         }
     }
 
@@ -1546,6 +1564,7 @@ impl Neg for Expr {
             Expr::NumberLiteral(nl) => Expr::NumberLiteral(-nl),
             _ => Expr::Unary(UnaryExpr {
                 expr: Box::new(self),
+                plus: false,
             }),
         }
     }
@@ -2008,7 +2027,8 @@ mod tests {
         assert_eq!(
             -VectorSelector::from("foo"),
             UnaryExpr {
-                expr: Box::new(Expr::from(VectorSelector::from("foo")))
+                expr: Box::new(Expr::from(VectorSelector::from("foo"))),
+                plus: false,
             }
         )
     }

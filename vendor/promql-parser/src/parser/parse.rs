@@ -765,12 +765,13 @@ mod tests {
             ),
             (
                 "+some_metric",
-                Expr::from(VectorSelector::from("some_metric")),
+                Expr::new_unary_plus(Expr::from(VectorSelector::from("some_metric"))).unwrap(),
             ),
             (
                 " +some_metric",
-                Expr::from(VectorSelector::from("some_metric")),
+                Expr::new_unary_plus(Expr::from(VectorSelector::from("some_metric"))).unwrap(),
             ),
+            ("+1", Expr::from(1.0)),
         ];
         assert_cases(Case::new_expr_cases(cases));
 
@@ -2611,6 +2612,8 @@ mod tests {
                 "expected label selectors only, got vector selector instead",
             ),
             (r#"info(up, {a="b"} + {c="d"})"#, "expected label selectors only"),
+            (r#"info(up, +{a="b"})"#, "expected label selectors only"),
+            (r#"info(up, -{a="b"})"#, "expected label selectors only"),
             (
                 r#"info(up, {a="b"}[5m])"#,
                 "expected type vector in call to function 'info', got matrix",
