@@ -30,6 +30,8 @@ pub(crate) struct Ev<'a> {
     pub lookback: i64,
     pub qstart: i64,
     pub qend: i64,
+    /// The first step of the query, or of the subquery being evaluated.
+    pub frame_start: i64,
     max_samples: usize,
     samples: usize,
     max_series: usize,
@@ -73,6 +75,7 @@ pub(crate) fn run(
         lookback: lookback_ms(opts, qo),
         qstart: ctx.start,
         qend: ctx.end,
+        frame_start: ctx.start,
         max_samples: opts.max_samples,
         samples: 0,
         max_series: opts.max_series,
@@ -240,6 +243,7 @@ impl<'a> Ev<'a> {
             lookback: self.lookback,
             qstart: self.qstart,
             qend: self.qend,
+            frame_start: self.frame_start,
             max_samples: self.max_samples,
             samples: 0,
             max_series: self.max_series,
@@ -740,7 +744,10 @@ impl<'a> Ev<'a> {
             end: ref_end,
             step,
         };
-        let series = match self.eval(&sq.inner, inner)? {
+        let outer_start = std::mem::replace(&mut self.frame_start, inner.start);
+        let inner_val = self.eval(&sq.inner, inner);
+        self.frame_start = outer_start;
+        let series = match inner_val? {
             Val::Vector(ss) => ss,
             Val::Scalar(vs) => vec![Series {
                 labels: Labels::empty(),
@@ -772,6 +779,20 @@ impl<'a> Ev<'a> {
 
     fn aggregate_node_by_node(&mut self, a: &Aggregate, threads: usize, c: Ctx) -> Result<Val> {
         let param = match &a.param {
+            // Prometheus evaluates an aggregation of a step-invariant input
+            // once, at the first step of its query or subquery, parameter
+            // included (`Node::step_invariant`).
+            Some(p) if a.input.step_invariant() => {
+                let first = Ctx {
+                    start: self.frame_start,
+                    end: self.frame_start,
+                    step: 0,
+                };
+                Some(match self.eval(p, first)? {
+                    Val::Scalar(v) => Val::Scalar(vec![v.first().copied().unwrap_or(f64::NAN); c.n()]),
+                    other => other,
+                })
+            }
             Some(p) => Some(self.eval(p, c)?),
             None => None,
         };
@@ -827,5 +848,58 @@ mod tests {
         // A range query whose one step lies before its end.
         let r = e.range(&s, "x", 1_900_000, 1_950_000, 60_000).unwrap();
         assert_eq!(&series(r.value), &both);
+    }
+
+    #[test]
+    fn an_aggregation_of_a_step_invariant_input_reads_its_parameter_at_the_first_step() {
+        // k is 1 up to 1 minute, 2 after; x{i="1"} and x{i="2"} constant.
+        let s = MemStorage::new();
+        let mut app = s.appender();
+        let k: Vec<Sample> = (0..=10)
+            .map(|m| Sample::new(m * 60_000, if m <= 1 { 1.0 } else { 2.0 }))
+            .collect();
+        app.append(&Labels::from_pairs([("__name__", "k")]), &k).unwrap();
+        for i in ["1", "2"] {
+            let x: Vec<Sample> = (0..=10).map(|m| Sample::new(m * 60_000, 1.0)).collect();
+            app.append(&Labels::from_pairs([("__name__", "x"), ("i", i)]), &x)
+                .unwrap();
+        }
+        app.commit().unwrap();
+        let e = crate::Engine::new(crate::EngineOptions::default());
+        let points = |q: &str, start: i64| match e.range(&s, q, start, 600_000, 60_000).unwrap().value {
+            Value::Matrix(m) => m.iter().map(|s| s.floats.len()).sum::<usize>(),
+            other => panic!("{other:?}"),
+        };
+        // From 0 s, k is 1 at the first step: one series at all 11 steps.
+        assert_eq!(points("topk(scalar(k), x @ 300)", 0), 11);
+        assert_eq!(points("topk(scalar(k), x @ 300) * 2", 0), 11);
+        // From 2 minutes it is 2 at the first step.
+        assert_eq!(points("topk(scalar(k), x @ 300)", 120_000), 18);
+        // Not step-invariant: k at each step.
+        assert_eq!(points("topk(scalar(k), x)", 0), 2 + 2 * 9);
+        // In a subquery, at the subquery's first step (1 minute: k is 1).
+        let r = e
+            .range(
+                &s,
+                "count_over_time(topk(scalar(k), x @ 300)[10m:1m])",
+                600_000,
+                600_000,
+                60_000,
+            )
+            .unwrap();
+        match r.value {
+            Value::Matrix(m) => assert_eq!((m.len(), m[0].floats[0].v), (1, 10.0)),
+            other => panic!("{other:?}"),
+        }
+        // The parameter's warning names its value at the first step.
+        let r = e
+            .range(&s, "quantile(time(), x @ 300)", 60_000, 600_000, 60_000)
+            .unwrap();
+        assert_eq!(r.warnings.len(), 1);
+        assert!(
+            r.warnings[0].starts_with("PromQL warning: quantile value should be between 0 and 1, got 60"),
+            "{:?}",
+            r.warnings
+        );
     }
 }

@@ -112,6 +112,38 @@ impl Node {
         }
     }
 
+    /// Whether Prometheus evaluates this node once, at the first step of its
+    /// query or subquery, and repeats the answer at every step: a node of
+    /// literals and `@`-fixed selectors and subqueries only, through functions
+    /// that do not read the step's time (`timestamp` only of such selectors).
+    /// An aggregation is judged by its input alone: a parameter that changes
+    /// from step to step is read at the first step too.
+    pub fn step_invariant(&self) -> bool {
+        match self {
+            Node::Number(_) | Node::Str(_) => true,
+            Node::Neg(n) => n.step_invariant(),
+            Node::Vector(sel) | Node::Matrix(sel, _) => sel.at.is_some(),
+            Node::Subquery(sq) => sq.at.is_some(),
+            Node::Call(call) => {
+                let args = call.args.iter().all(Node::step_invariant);
+                match call.func {
+                    Func::Timestamp => args && call.of_selector,
+                    Func::Time
+                    | Func::Start
+                    | Func::End
+                    | Func::Calendar(_)
+                    | Func::Range(crate::func::RangeFn::PredictLinear) => false,
+                    _ => args,
+                }
+            }
+            Node::Aggregate(a) => a.input.step_invariant(),
+            Node::Binary(b) => b.lhs.step_invariant() && b.rhs.step_invariant(),
+            // Not told apart from `info(x, {...})`, whose label selector
+            // has no `@`.
+            Node::Info(_) => false,
+        }
+    }
+
     /// Every selector under this node, in the order they are written.
     pub fn selectors_mut(&mut self) -> Vec<&mut Selector> {
         match self {

@@ -361,3 +361,49 @@ fn info_series_are_bounded_and_placed_as_any_select() {
     assert!(plan("info(up)", 8, 2, instant()).inline);
     assert!(!plan("info(up)", 9, 2, instant()).inline, "9 + 9 series");
 }
+
+#[test]
+fn step_invariant_nodes_are_those_prometheus_evaluates_once() {
+    let c = Ctx {
+        start: 0,
+        end: HOUR,
+        step: 60_000,
+    };
+    let invariant = |q: &str| {
+        lower(&crate::parse(q).unwrap(), super::QueryTimes::of(&c))
+            .unwrap()
+            .step_invariant()
+    };
+    for q in [
+        "1",
+        "-1 + 2",
+        "x @ 100",
+        "x @ start()",
+        "rate(x[5m] @ end())",
+        "max_over_time(x[10m:] @ 100)",
+        "sum(x @ 100) * 2",
+        "vector(1)",
+        "pi()",
+        "timestamp(x @ 100)",
+        "timestamp((x @ 100))",
+        // An aggregation is judged by its input alone.
+        "quantile(time(), x @ 100)",
+        "topk(scalar(y), x @ 100)",
+    ] {
+        assert!(invariant(q), "{q}");
+    }
+    for q in [
+        "x",
+        "x @ 100 + y",
+        "time()",
+        "hour(x @ 100)",
+        "predict_linear(x[5m] @ 100, 1)",
+        "timestamp(+x @ 100)",
+        "timestamp(abs(x @ 100))",
+        "quantile_over_time(scalar(y), x[5m] @ 100)",
+        "x[10m:] offset 1m",
+        "sum(x) + (x @ 100)",
+    ] {
+        assert!(!invariant(q), "{q}");
+    }
+}
