@@ -237,6 +237,12 @@ pub fn parse(expr: &str) -> Result<promql_parser::parser::Expr, QueryError> {
             positions::parse_error(expr, &e)
         ))
     })?;
+    if let Some(e) = syntax::duration_colon_error(expr) {
+        return Err(QueryError::BadData(format!(
+            "invalid parameter \"query\": {}",
+            positions::located(expr, e.pos, &e.message)
+        )));
+    }
     if cacheable {
         PARSED.insert(expr, ast.clone());
     }

@@ -113,7 +113,7 @@ pub fn selector_error(selector: &str) -> Option<String> {
 }
 
 /// `message` at byte `at` of `query`, as Prometheus writes a parse error.
-fn located(query: &str, at: usize, message: &str) -> String {
+pub(crate) fn located(query: &str, at: usize, message: &str) -> String {
     if query.is_empty() {
         return format!("unknown position: parse error: {message}");
     }
