@@ -120,34 +120,50 @@ pub(super) fn sort_by_label(ev: &mut Ev, call: &Call, desc: bool, c: Ctx) -> Res
     Ok(Val::Vector(v))
 }
 
+/// The order of label values in `sort_by_label`, as the natural sort
+/// Prometheus uses (github.com/facette/natsort) has it: values are split
+/// into runs of ASCII digits and runs of other characters and compared run
+/// by run, two runs of digits that fit an int64 by their numbers, anything
+/// else by bytes; a value whose runs all equal the first runs of the other
+/// comes first. Where that sort says neither of two different values comes
+/// first (an empty value against any other; numbers written with other
+/// leading zeros as the last runs), Prometheus' order follows the order its
+/// storage returns the series in: here the empty value comes first and the
+/// others by their bytes, so that the order is total.
 fn natural_cmp(a: &str, b: &str) -> std::cmp::Ordering {
-    let (ab, bb) = (a.as_bytes(), b.as_bytes());
-    let (mut i, mut j) = (0, 0);
-    while i < ab.len() && j < bb.len() {
-        if ab[i].is_ascii_digit() && bb[j].is_ascii_digit() {
-            let si = i;
-            while i < ab.len() && ab[i].is_ascii_digit() {
-                i += 1;
+    use std::cmp::Ordering;
+    let (mut x, mut y) = (digit_runs(a), digit_runs(b));
+    loop {
+        match (x.next(), y.next()) {
+            (None, None) => return a.cmp(b),
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(p), Some(q)) => {
+                let o = match (p.parse::<i64>(), q.parse::<i64>()) {
+                    (Ok(m), Ok(n)) => m.cmp(&n),
+                    _ => p.cmp(q),
+                };
+                if o != Ordering::Equal {
+                    return o;
+                }
             }
-            let sj = j;
-            while j < bb.len() && bb[j].is_ascii_digit() {
-                j += 1;
-            }
-            let na = a[si..i].trim_start_matches('0');
-            let nb = b[sj..j].trim_start_matches('0');
-            let o = na.len().cmp(&nb.len()).then_with(|| na.cmp(nb));
-            if o != std::cmp::Ordering::Equal {
-                return o;
-            }
-        } else {
-            if ab[i] != bb[j] {
-                return ab[i].cmp(&bb[j]);
-            }
-            i += 1;
-            j += 1;
         }
     }
-    (ab.len() - i).cmp(&(bb.len() - j))
+}
+
+/// `s` as runs of ASCII digits and runs of anything else.
+fn digit_runs(s: &str) -> impl Iterator<Item = &str> {
+    let mut rest = s;
+    std::iter::from_fn(move || {
+        let digits = rest.as_bytes().first()?.is_ascii_digit();
+        let end = rest
+            .bytes()
+            .position(|b| b.is_ascii_digit() != digits)
+            .unwrap_or(rest.len());
+        let (run, tail) = rest.split_at(end);
+        rest = tail;
+        Some(run)
+    })
 }
 
 #[cfg(test)]
@@ -177,6 +193,35 @@ mod tests {
         .unwrap();
         app.commit().unwrap();
         s
+    }
+
+    #[test]
+    fn label_values_sort_as_prometheus_natural_sort_has_them() {
+        use std::cmp::Ordering::{Greater, Less};
+        for (a, b, want) in [
+            ("a2", "a10", Less),
+            ("a10", "a2", Greater),
+            // A run that ends sooner comes first, whatever follows it.
+            ("a1", "a-", Less),
+            ("host1", "host-a", Less),
+            ("x", "x1", Less),
+            ("1", "1b", Less),
+            ("01a", "1b", Less),
+            ("9", "10", Less),
+            ("10", ":", Less),
+            ("/", "0", Less),
+            ("B", "a", Less),
+            // Numbers past int64 compare by their bytes.
+            ("99999999999999999999", "10", Greater),
+            // Neither comes first for natsort: empty first, then bytes.
+            ("", "0", Less),
+            ("", "a", Less),
+            ("01", "1", Less),
+            ("a01", "a1", Less),
+        ] {
+            assert_eq!(super::natural_cmp(a, b), want, "{a} {b}");
+            assert_eq!(super::natural_cmp(b, a), want.reverse(), "{b} {a}");
+        }
     }
 
     #[test]
