@@ -222,6 +222,51 @@ impl E {
         }
     }
 
+    /// The label names and direction of an outermost `sort_by_label` or
+    /// `sort_by_label_desc` whose names are plain string literals.
+    pub fn sort_by_label_args(&self) -> Option<(Vec<String>, bool)> {
+        match self {
+            E::Paren(e) => e.sort_by_label_args(),
+            E::Call { name, args } if name == "sort_by_label" || name == "sort_by_label_desc" => {
+                let names = args
+                    .get(1..)?
+                    .iter()
+                    .map(|a| match a {
+                        E::Str(s) if s.len() >= 2 && !s.contains('\\') => Some(s[1..s.len() - 1].to_string()),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                Some((names, name == "sort_by_label_desc"))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether a function of a range vector takes a subquery under `@`
+    /// somewhere in it and is evaluated step by step: `predict_linear`, or
+    /// a call with another argument that is not a literal (Prometheus 3.14
+    /// answers nothing there).
+    pub fn at_subquery_step_by_step(&self) -> bool {
+        fn unparen(mut e: &E) -> &E {
+            while let E::Paren(inner) = e {
+                e = inner;
+            }
+            e
+        }
+        let here = match self {
+            E::Call { name, args } => {
+                let at_sub = |a: &E| matches!(unparen(a), E::Sub { modifiers, .. } if modifiers.at.is_some());
+                args.iter().any(at_sub)
+                    && (name == "predict_linear"
+                        || args
+                            .iter()
+                            .any(|a| !at_sub(a) && a.literal().is_none() && !matches!(unparen(a), E::Str(_))))
+            }
+            _ => false,
+        };
+        here || self.children().iter().any(|c| c.at_subquery_step_by_step())
+    }
+
     /// Whether a `limitk`, `topk` or `bottomk` chooses series somewhere in it.
     pub fn has_choice(&self) -> bool {
         matches!(self, E::Agg { op, .. } if matches!(op.as_str(), "limitk" | "topk" | "bottomk"))
