@@ -150,6 +150,13 @@ impl Ev<'_> {
         // Per "many" series: the "one" index and output slot of its last pair.
         let mut last_pair: Vec<Option<(usize, usize)>> = vec![None; if swapped { rhs.len() } else { lhs.len() }];
         let one_to_one = matches!(card, VectorMatchCardinality::OneToOne);
+        // Prometheus (without delayed name removal) checks a `bool` pair's
+        // result labels for uniqueness in its match group once `bool` has
+        // dropped the name: two series of one group that differ only in
+        // their names clash there.
+        let nameless_check = return_bool && !self.delayed_names && !bool_names_now && !one_to_one;
+        let mut pair_nameless: HashMap<(usize, usize), Labels> = HashMap::new();
+        let mut nameless_used: HashMap<Labels, (usize, usize)> = HashMap::new();
         for i in 0..n {
             if i % 256 == 0 {
                 self.check()?;
@@ -306,6 +313,22 @@ impl Ev<'_> {
                         return Err(dup_labelset());
                     }
                 } else {
+                    if nameless_check {
+                        let nameless = pair_nameless.entry(key).or_insert_with(|| {
+                            let l = &acc.series[slot].labels;
+                            labels_from(
+                                l.iter()
+                                    .filter(|l| !SCHEMA_LABELS.contains(&l.name.as_str()))
+                                    .cloned()
+                                    .collect(),
+                            )
+                        });
+                        if nameless_used.insert(nameless.clone(), (stamp, sg)) == Some((stamp, sg)) {
+                            return Err(QueryError::Execution(
+                                "multiple matches for labels: grouping labels must ensure unique matches".into(),
+                            ));
+                        }
+                    }
                     slot_used.resize(acc.series.len(), (0, 0));
                     if slot_used[slot] == (stamp, sg)
                         || (!dropped_at.is_empty() && dropped_at.get(&acc.series[slot].labels) == Some(&(stamp, sg)))
@@ -659,6 +682,44 @@ mod tests {
         assert_eq!(
             labels_of(&r.value),
             vec![r#"{instance="a", job="foo"}"#, r#"{instance="c"}"#]
+        );
+    }
+
+    #[test]
+    fn a_bool_match_group_clashes_on_labels_without_the_name() {
+        let s = storage(&[
+            (&[("__name__", "a"), ("i", "1")], 1.0),
+            (&[("__name__", "b"), ("i", "1")], 2.0),
+            (&[("__name__", "a"), ("i", "2")], 1.0),
+            (&[("__name__", "c"), ("i", "1")], 1.0),
+            (&[("__name__", "c"), ("i", "2")], 1.0),
+        ]);
+        let clash = "multiple matches for labels: grouping labels must ensure unique matches";
+        let e = Engine::default();
+        for q in [
+            r#"{__name__=~"a|b"} >= bool ignoring() group_left() c"#,
+            r#"c <= bool ignoring() group_right() {__name__=~"a|b"}"#,
+            r#"{__name__=~"a|b"} + ignoring() group_left() c"#,
+        ] {
+            assert_eq!(e.instant(&s, q, 0).unwrap_err().to_string(), clash, "{q}");
+        }
+        // Without bool the names stay; in another match group nothing clashes.
+        let r = e
+            .instant(&s, r#"{__name__=~"a|b"} >= ignoring() group_left() c"#, 0)
+            .unwrap();
+        assert_eq!(labels_of(&r.value), vec![r#"a{i="1"}"#, r#"a{i="2"}"#, r#"b{i="1"}"#]);
+        let r = e.instant(&s, r#"a >= bool ignoring() group_left() c"#, 0).unwrap();
+        assert_eq!(labels_of(&r.value), vec![r#"{i="1"}"#, r#"{i="2"}"#]);
+        // With delayed name removal the names are there when it checks: the
+        // clash is found at the end.
+        let delayed = Engine::new(crate::EngineOptions {
+            delayed_name_removal: true,
+            ..Default::default()
+        });
+        let q = r#"{__name__=~"a|b"} >= bool ignoring() group_left() c"#;
+        assert_eq!(
+            delayed.instant(&s, q, 0).unwrap_err().to_string(),
+            "vector cannot contain metrics with the same labelset"
         );
     }
 
