@@ -560,7 +560,11 @@ fn result_metric(
         .collect();
     if !include.is_empty() {
         v.retain(|l| !include.iter().any(|n| *n == l.name));
-        for name in include {
+        // A name listed twice is copied once, as Prometheus sets it twice.
+        for (k, name) in include.iter().enumerate() {
+            if include[..k].contains(name) {
+                continue;
+            }
             if let Some(val) = rhs.get(name) {
                 v.push(Label::new(name.clone(), val));
             }
@@ -683,6 +687,26 @@ mod tests {
             labels_of(&r.value),
             vec![r#"{instance="a", job="foo"}"#, r#"{instance="c"}"#]
         );
+    }
+
+    #[test]
+    fn a_label_listed_twice_in_group_left_or_right_is_copied_once() {
+        let s = storage(&[
+            (&[("__name__", "a"), ("i", "1"), ("v", "x")], 2.0),
+            (&[("__name__", "b"), ("i", "1"), ("v", "x")], 3.0),
+            (&[("__name__", "c"), ("i", "1")], 5.0),
+        ]);
+        let e = Engine::default();
+        for q in [
+            "a % ignoring() group_right(i, i) b",
+            r#"a % ignoring() group_right("i", i) b"#,
+            "b * ignoring(v) group_left(v, v) c",
+        ] {
+            let r = e.instant(&s, q, 0).unwrap();
+            assert_eq!(labels_of(&r.value).len(), 1, "{q}");
+        }
+        let r = e.instant(&s, "a * on(i) group_right(v, v) b", 0).unwrap();
+        assert_eq!(labels_of(&r.value), vec![r#"{i="1", v="x"}"#]);
     }
 
     #[test]
