@@ -267,6 +267,62 @@ impl E {
         here || self.children().iter().any(|c| c.at_subquery_step_by_step())
     }
 
+    /// Whether a `timestamp` somewhere in it takes a selector with both
+    /// `offset` and `@`.
+    pub fn timestamp_at_offset(&self) -> bool {
+        fn at_offset(e: &E) -> bool {
+            match e {
+                E::Paren(inner) => at_offset(inner),
+                E::Sel {
+                    range: None, modifiers, ..
+                } => modifiers.at.is_some() && modifiers.offset.is_some(),
+                _ => false,
+            }
+        }
+        let here = matches!(self, E::Call { name, args } if name == "timestamp" && args.first().is_some_and(at_offset));
+        here || self.children().iter().any(|c| c.timestamp_at_offset())
+    }
+
+    /// Whether a subquery somewhere in it is fixed by `@` to a time more
+    /// than about 292 years from the data set's (Prometheus 3.14 adjusts a
+    /// subquery's offset for `@` in a Go `time.Duration` of nanoseconds,
+    /// which overflows there: its steps land elsewhere).
+    pub fn subquery_at_far(&self) -> bool {
+        let here = matches!(self, E::Sub { modifiers, .. } if modifiers
+            .at
+            .as_deref()
+            .and_then(|a| a.parse::<f64>().ok())
+            .is_some_and(|t| t.is_finite() && (t - 1.8e9).abs() > 9e9));
+        here || self.children().iter().any(|c| c.subquery_at_far())
+    }
+
+    /// Whether an `absent` or `absent_over_time` somewhere in it takes a
+    /// selector with an equality and another matcher of the same label:
+    /// its labels then follow the order Prometheus' TSDB leaves the
+    /// matchers in, which it sorts only when it holds data the query
+    /// reaches (documented).
+    pub fn absent_of_conflicting_matchers(&self) -> bool {
+        fn conflicting(e: &E) -> bool {
+            match e {
+                E::Paren(inner) => conflicting(inner),
+                E::Sel { matchers, .. } => {
+                    let name = |m: &String| {
+                        let n = m.split(['=', '!']).next().unwrap_or_default();
+                        n.trim().trim_matches('"').to_string()
+                    };
+                    matchers.iter().any(|m| {
+                        let eq = m.contains('=') && !m.contains("!=") && !m.contains("=~") && !m.contains("!~");
+                        eq && matchers.iter().filter(|o| name(o) == name(m)).count() > 1
+                    })
+                }
+                _ => false,
+            }
+        }
+        let here = matches!(self, E::Call { name, args } if (name == "absent" || name == "absent_over_time")
+            && args.first().is_some_and(conflicting));
+        here || self.children().iter().any(|c| c.absent_of_conflicting_matchers())
+    }
+
     /// Whether a `limitk`, `topk` or `bottomk` chooses series somewhere in it.
     pub fn has_choice(&self) -> bool {
         matches!(self, E::Agg { op, .. } if matches!(op.as_str(), "limitk" | "topk" | "bottomk"))
