@@ -181,9 +181,9 @@ fn difference(e: &E, ev: &Eval, pair: &Pair, inner: &dyn Fn(&E) -> Answer) -> Op
             }
             // Nested: the choice changes what follows it; the same kind of
             // answer is all that is defined, and where the series chosen
-            // meet once their names are gone, one fails with the duplicate
-            // label set where the other answers.
-            _ if dup_labelset(pa) != dup_labelset(pb) => None,
+            // meet (once their names are gone, or in a match group), one
+            // fails where the other answers.
+            _ if choice_error(pa) != choice_error(pb) => None,
             _ => shape_diff(pa, pb),
         };
     }
@@ -270,9 +270,12 @@ fn difference(e: &E, ev: &Eval, pair: &Pair, inner: &dyn Fn(&E) -> Answer) -> Op
     d
 }
 
-/// Whether `a` failed with the duplicate label set error.
-fn dup_labelset(a: &Answer) -> bool {
-    matches!(a, Answer::Error { message, .. } if message == "vector cannot contain metrics with the same labelset")
+/// Whether `a` failed with an error that which series meet decides: the
+/// duplicate label set, or a match group's duplicates.
+fn choice_error(a: &Answer) -> bool {
+    matches!(a, Answer::Error { message, .. } if message == "vector cannot contain metrics with the same labelset"
+        || message.starts_with("found duplicate series for the match group")
+        || message.starts_with("multiple matches for labels"))
 }
 
 /// `note`'s words, numbers written as `#`.
