@@ -10,6 +10,7 @@ fn escape(v: &str) -> String {
 }
 
 pub fn exposition_openmetrics(data: &[u8]) {
+    crate::exposition_known::check_known_spellings(ScrapeFormat::OpenMetricsText1_0_0, data);
     let d = ParseOptions::default();
     for opts in [
         d,

@@ -25,6 +25,7 @@ fn options() -> [ParseOptions; 3] {
 }
 
 pub fn exposition_text(data: &[u8]) {
+    crate::exposition_known::check_known_spellings(ScrapeFormat::PrometheusText0_0_4, data);
     for opts in options() {
         let _ = parse(ScrapeFormat::PrometheusText0_0_4, data, &opts);
     }

@@ -9,6 +9,7 @@ mod codec_histograms;
 mod codec_timestamps;
 mod codec_values;
 mod csv;
+mod exposition_known;
 mod exposition_openmetrics;
 mod exposition_protobuf;
 mod exposition_text;
