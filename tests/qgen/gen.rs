@@ -283,6 +283,25 @@ impl E {
         here || self.children().iter().any(|c| c.timestamp_at_offset())
     }
 
+    /// Whether an `info` somewhere in it enriches an input whose first
+    /// selector has an `offset` or `@`: Prometheus 3.14 selects the info
+    /// series at the times shifted so but looks them up at the unshifted
+    /// steps, finding them only where the two overlap (documented).
+    pub fn info_of_shifted_input(&self) -> bool {
+        fn first_selector(e: &E) -> Option<&E> {
+            match e {
+                E::Sel { .. } => Some(e),
+                _ => e.children().into_iter().find_map(first_selector),
+            }
+        }
+        let shifted = |e: &E| {
+            matches!(first_selector(e), Some(E::Sel { modifiers, .. })
+                if modifiers.offset.is_some() || modifiers.at.is_some())
+        };
+        let here = matches!(self, E::Call { name, args } if name == "info" && args.first().is_some_and(shifted));
+        here || self.children().iter().any(|c| c.info_of_shifted_input())
+    }
+
     /// Whether a subquery somewhere in it is fixed by `@` to a time more
     /// than about 292 years from the data set's (Prometheus 3.14 adjusts a
     /// subquery's offset for `@` in a Go `time.Duration` of nanoseconds,

@@ -779,10 +779,7 @@ impl<'a> Ev<'a> {
 
     fn aggregate_node_by_node(&mut self, a: &Aggregate, threads: usize, c: Ctx) -> Result<Val> {
         let param = match &a.param {
-            // Prometheus evaluates an aggregation of a step-invariant input
-            // once, at the first step of its query or subquery, parameter
-            // included (`Node::step_invariant`).
-            Some(p) if a.input.step_invariant() => {
+            Some(p) if a.param_read_once => {
                 let first = Ctx {
                     start: self.frame_start,
                     end: self.frame_start,
@@ -875,6 +872,18 @@ mod tests {
         assert_eq!(points("topk(scalar(k), x @ 300) * 2", 0), 11);
         // From 2 minutes it is 2 at the first step.
         assert_eq!(points("topk(scalar(k), x @ 300)", 120_000), 18);
+        // In a parameter `@ start()` and `@ end()` are ignored, a numeric `@`
+        // is not, and an aggregation reads its own parameter at every step.
+        for q in [
+            "topk(scalar(k @ start()), x)",
+            "topk(scalar(k @ end()), x)",
+            "topk(scalar(max_over_time(k[1s] @ end())), x)",
+            "topk(scalar(max_over_time(k[1m:1m] @ start())), x)",
+            "topk(scalar(count(topk(scalar(k), x @ 300))), x)",
+        ] {
+            assert_eq!(points(q, 0), 2 + 2 * 9, "{q}");
+        }
+        assert_eq!(points("topk(scalar(k @ 300), x)", 0), 22);
         // Not step-invariant: k at each step.
         assert_eq!(points("topk(scalar(k), x)", 0), 2 + 2 * 9);
         // In a subquery, at the subquery's first step (1 minute: k is 1).

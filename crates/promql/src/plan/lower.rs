@@ -4,7 +4,7 @@
 
 use cairn_model::{Label, Labels, METRIC_NAME};
 use promql_parser::label::MatchOp;
-use promql_parser::parser::{Expr, LabelModifier};
+use promql_parser::parser::{AtModifier, Expr, LabelModifier};
 
 use super::durations::QueryTimes;
 use super::{AggStrategy, Aggregate, Binary, Call, Grouping, MatcherSet, Node, Selector, Subquery};
@@ -83,11 +83,17 @@ pub(crate) fn lower(e: &Expr, times: QueryTimes) -> Result<Node> {
                     names: Vec::new(),
                 },
             };
+            let input = lower(&a.expr)?;
+            let mut param = a.param.as_deref().map(lower).transpose()?;
+            if let Some(param) = &mut param {
+                as_unprepared(param);
+            }
             Node::Aggregate(Box::new(Aggregate {
                 op: AggOp::of(a.op)?,
                 grouping,
-                param: a.param.as_deref().map(lower).transpose()?,
-                input: lower(&a.expr)?,
+                param,
+                param_read_once: input.step_invariant(),
+                input,
                 strategy: AggStrategy::NodeByNode { threads: 1 },
             }))
         }
@@ -100,6 +106,29 @@ pub(crate) fn lower(e: &Expr, times: QueryTimes) -> Result<Node> {
         })),
         Expr::Extension(_) => return Err(QueryError::Internal("extension expressions are not supported".into())),
     })
+}
+
+/// An aggregation's parameter as Prometheus evaluates it: its engine never
+/// prepares a parameter's nodes before evaluation, so an `@ start()` or
+/// `@ end()` in it is ignored (the selector or subquery follows the steps) and
+/// no aggregation in it reads its own parameter once.
+fn as_unprepared(node: &mut Node) {
+    match node {
+        Node::Vector(sel) | Node::Matrix(sel, _) => drop_start_or_end(&mut sel.at),
+        Node::Subquery(sq) => drop_start_or_end(&mut sq.at),
+        Node::Aggregate(a) => a.param_read_once = false,
+        Node::Info(info) => drop_start_or_end(&mut info.select.at),
+        _ => {}
+    }
+    for child in node.children_mut() {
+        as_unprepared(child);
+    }
+}
+
+fn drop_start_or_end(at: &mut Option<AtModifier>) {
+    if matches!(at, Some(AtModifier::Start | AtModifier::End)) {
+        *at = None;
+    }
 }
 
 fn selector(vs: &promql_parser::parser::VectorSelector, times: QueryTimes) -> Result<Selector> {

@@ -238,6 +238,9 @@ pub(crate) struct Aggregate {
     pub op: AggOp,
     pub grouping: Grouping,
     pub param: Option<Node>,
+    /// The parameter is read once, at the first step of the query or
+    /// subquery, and repeated (see [`Node::step_invariant`]).
+    pub param_read_once: bool,
     pub input: Node,
     pub strategy: AggStrategy,
 }
