@@ -261,10 +261,27 @@ fn position_of(query: &str, message: &str) -> Option<usize> {
         return find_call(query, &name);
     }
     if message.contains("in aggregation parameter") {
-        return ["topk", "bottomk", "quantile", "count_values", "limitk", "limit_ratio"]
+        // The first parameter of an aggregation that takes the type expected
+        // and is given another.
+        let want = message
+            .strip_prefix("expected type ")?
+            .split(" in aggregation")
+            .next()?;
+        let takes: &[&str] = if want == "string" {
+            &["count_values"]
+        } else {
+            &["topk", "bottomk", "quantile", "limitk", "limit_ratio"]
+        };
+        let params: Vec<usize> = takes
             .iter()
             .filter_map(|f| call_args(query, f).and_then(|a| a.first().copied()))
-            .min();
+            .collect();
+        return params
+            .iter()
+            .copied()
+            .filter(|&p| arg_type(query, p).is_none_or(|t| t != want))
+            .min()
+            .or(params.iter().copied().min());
     }
     None
 }
@@ -502,6 +519,16 @@ mod tests {
                 "topk(up, up)",
                 "expected type scalar in aggregation expression, got vector",
                 "1:6: parse error: expected type scalar in aggregation parameter, got instant vector",
+            ),
+            (
+                r#"count_values("", limit_ratio(up, up))"#,
+                "expected type scalar in aggregation expression, got vector",
+                "1:30: parse error: expected type scalar in aggregation parameter, got instant vector",
+            ),
+            (
+                "topk(1, up) + limitk(up, up)",
+                "expected type scalar in aggregation expression, got vector",
+                "1:22: parse error: expected type scalar in aggregation parameter, got instant vector",
             ),
             (
                 "info(up, foo)",

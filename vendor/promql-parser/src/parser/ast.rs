@@ -15,7 +15,7 @@
 use crate::label::{Labels, Matchers, METRIC_NAME};
 use crate::parser::duration_expr::DurationExpr;
 use crate::parser::token::{
-    self, token_display, T_BOTTOMK, T_COUNT_VALUES, T_END, T_QUANTILE, T_START, T_TOPK,
+    self, token_display, T_BOTTOMK, T_COUNT_VALUES, T_END, T_LIMITK, T_LIMIT_RATIO, T_QUANTILE, T_START, T_TOPK,
 };
 use crate::parser::token::{Token, TokenId, TokenType};
 use crate::parser::value::ValueType;
@@ -1738,7 +1738,7 @@ fn check_ast_for_aggregate_expr(ex: AggregateExpr) -> Result<Expr, String> {
         "aggregation expression",
     )?;
 
-    if matches!(ex.op.id(), T_TOPK | T_BOTTOMK | T_QUANTILE) {
+    if matches!(ex.op.id(), T_TOPK | T_BOTTOMK | T_QUANTILE | T_LIMITK | T_LIMIT_RATIO) {
         expect_type(
             ValueType::Scalar,
             ex.param.as_ref().map(|ex| ex.value_type()),

@@ -1332,6 +1332,18 @@ mod tests {
                 "expected type string in aggregation expression, got scalar",
             ),
             (
+                "limitk(some_metric, other_metric)",
+                "expected type scalar in aggregation expression, got vector",
+            ),
+            (
+                "limit_ratio(some_metric, other_metric)",
+                "expected type scalar in aggregation expression, got vector",
+            ),
+            (
+                r#"count_values("", limit_ratio(some_metric, other_metric))"#,
+                "expected type scalar in aggregation expression, got vector",
+            ),
+            (
                 "rate(some_metric[5m]) @ 1234",
                 "@ modifier must be preceded by an vector selector or matrix selector or a subquery"
             ),
