@@ -56,8 +56,6 @@ const RESHARD_INTERVAL: Duration = Duration::from_secs(10);
 /// How often positions are written when only their delivery moved, and
 /// idle shards are told how far the WAL has been read.
 const MARK_INTERVAL: Duration = Duration::from_secs(1);
-/// How long the reader waits at the end of the WAL before looking again.
-const TAIL_POLL: Duration = Duration::from_millis(20);
 
 enum Value {
     Float(f64),
@@ -148,6 +146,7 @@ pub struct QueueParts {
 
 /// A running queue. [`Queue::stop`] ends it; its positions stay for the next start.
 pub struct Queue {
+    db: Arc<Tsdb>,
     stop_tx: watch::Sender<bool>,
     stopping: Arc<AtomicBool>,
     reader: Option<JoinHandle<()>>,
@@ -213,13 +212,14 @@ impl Queue {
         });
         let stopping = Arc::new(AtomicBool::new(false));
         let reader = {
-            let (shared, stopping) = (shared.clone(), stopping.clone());
+            let (db, shared, stopping) = (db.clone(), shared.clone(), stopping.clone());
             std::thread::Builder::new()
                 .name("cairn-remote-write".into())
                 .spawn(move || Reader::new(db, shared, cache, rt, stopping).run())
                 .map_err(|e| format!("starting the remote write reader: {e}"))?
         };
         Ok(Self {
+            db,
             stop_tx,
             stopping,
             reader: Some(reader),
@@ -231,6 +231,7 @@ impl Queue {
     /// a batch in flight is sent again by the next start.
     pub fn stop(mut self) {
         self.stopping.store(true, Ordering::Release);
+        self.db.wake_wal_readers();
         let _ = self.stop_tx.send(true);
         if let Some(reader) = self.reader.take() {
             let _ = reader.join();
@@ -283,7 +284,11 @@ impl Reader {
         self.spawn_shards(&start);
         let mut payload = Vec::new();
         let (mut last_marks, mut last_reshard) = (Instant::now(), Instant::now());
+        let mut marked = None;
         while !self.stopping.load(Ordering::Acquire) {
+            // Taken before reading, so a record appended after the read
+            // found the end does not wait for the next one.
+            let appends = self.db.wal_appends();
             let event = match self.db.read_wal(&mut tail, &mut payload) {
                 Ok(event) => event,
                 Err(e) => {
@@ -299,10 +304,13 @@ impl Reader {
                     }
                 }
                 TailEvent::End => {
-                    self.mark_all(tail.position());
-                    last_marks = Instant::now();
+                    if marked != Some(tail.position()) {
+                        self.mark_all(tail.position());
+                        marked = Some(tail.position());
+                        last_marks = Instant::now();
+                    }
                     self.keep_positions();
-                    std::thread::sleep(TAIL_POLL);
+                    self.db.wait_for_wal(appends, MARK_INTERVAL);
                 }
                 TailEvent::Lost { from, to, reason } => {
                     add(&self.shared.metrics.wal_gaps, 1);

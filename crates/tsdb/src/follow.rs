@@ -35,6 +35,23 @@ impl Tsdb {
         self.inner.wal.end()
     }
 
+    /// Records appended to the WAL so far: taken before [`Tsdb::read_wal`],
+    /// it is what [`Tsdb::wait_for_wal`] waits past when that finds the end.
+    pub fn wal_appends(&self) -> u64 {
+        self.inner.wal.appends()
+    }
+
+    /// Waits until a record is appended after [`Tsdb::wal_appends`] gave
+    /// `seen`, [`Tsdb::wake_wal_readers`] is called, or `timeout` passes.
+    pub fn wait_for_wal(&self, seen: u64, timeout: std::time::Duration) {
+        self.inner.wal.wait_for_append(seen, timeout);
+    }
+
+    /// Ends every [`Tsdb::wait_for_wal`] now.
+    pub fn wake_wal_readers(&self) {
+        self.inner.wal.wake_readers();
+    }
+
     /// The next record after `tail`'s position, into `payload`.
     pub fn read_wal(&self, tail: &mut WalTail, payload: &mut Vec<u8>) -> Result<TailEvent, StorageError> {
         tail.next(&self.inner.wal, payload)

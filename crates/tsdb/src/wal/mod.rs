@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_storage::{StorageError, WalReplay};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use crate::quarantine::{FileKind, Quarantine};
 
@@ -34,6 +34,10 @@ pub struct Wal {
     /// The active segment's number, read without the commit path's lock.
     active_seq: AtomicU64,
     holds: Mutex<holds::Holds>,
+    /// Records appended since the log was opened, raised under `active`'s
+    /// lock; readers at the end wait on `appended` for it to move.
+    appends: AtomicU64,
+    appended: Condvar,
 }
 
 struct Segment {
@@ -81,6 +85,8 @@ impl Wal {
             active: Mutex::new(active),
             active_seq: AtomicU64::new(next),
             holds: Mutex::new(holds::Holds::open(dir, u64::MAX)?),
+            appends: AtomicU64::new(0),
+            appended: Condvar::new(),
         })
     }
 
@@ -109,10 +115,36 @@ impl Wal {
         }
         seg.bytes += frame.len() as u64;
         seg.needs_sync = true;
-        if self.sync_every_commit {
-            seg.sync(&self.dir)?;
+        let synced = if self.sync_every_commit {
+            seg.sync(&self.dir)
+        } else {
+            Ok(())
+        };
+        self.appends.fetch_add(1, Ordering::Release);
+        drop(seg);
+        self.appended.notify_all();
+        synced
+    }
+
+    /// Records appended so far: a reader takes this before it reads, and
+    /// waits with it when it finds the end ([`Wal::wait_for_append`]).
+    pub fn appends(&self) -> u64 {
+        self.appends.load(Ordering::Acquire)
+    }
+
+    /// Waits until a record is appended after [`Wal::appends`] returned
+    /// `seen`, [`Wal::wake_readers`] is called, or `timeout` passes.
+    pub fn wait_for_append(&self, seen: u64, timeout: std::time::Duration) {
+        let mut seg = self.active.lock();
+        if self.appends.load(Ordering::Acquire) == seen {
+            self.appended.wait_for(&mut seg, timeout);
         }
-        Ok(())
+    }
+
+    /// Ends every [`Wal::wait_for_append`] now (a reader stopping).
+    pub fn wake_readers(&self) {
+        let _seg = self.active.lock();
+        self.appended.notify_all();
     }
 
     /// fsyncs the active segment if anything was written since the last sync.

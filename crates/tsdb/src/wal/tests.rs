@@ -243,3 +243,40 @@ fn a_tail_reports_damage_in_a_finished_segment_and_goes_on_with_the_next() {
     ));
     assert_eq!(payload, b"after");
 }
+
+#[test]
+fn a_reader_at_the_end_wakes_when_a_record_is_appended() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let wal = std::sync::Arc::new(Wal::open(dir.path(), 1 << 20, false, 0).unwrap());
+    // Nothing appended since `seen`: the wait lasts its timeout.
+    let seen = wal.appends();
+    let t = Instant::now();
+    wal.wait_for_append(seen, Duration::from_millis(50));
+    assert!(t.elapsed() >= Duration::from_millis(50));
+    // Appended after `seen` was taken, before the wait: no wait at all.
+    wal.append(b"a").unwrap();
+    let t = Instant::now();
+    wal.wait_for_append(seen, Duration::from_secs(30));
+    assert!(t.elapsed() < Duration::from_secs(5));
+    // Appended while waiting, or woken: the wait ends then.
+    for wake in [false, true] {
+        let seen = wal.appends();
+        let writer = {
+            let wal = wal.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                if wake {
+                    wal.wake_readers()
+                } else {
+                    wal.append(b"b").unwrap()
+                }
+            })
+        };
+        let t = Instant::now();
+        wal.wait_for_append(seen, Duration::from_secs(30));
+        assert!(t.elapsed() < Duration::from_secs(5), "wake: {wake}");
+        writer.join().unwrap();
+    }
+    assert_eq!(wal.appends(), 2);
+}
