@@ -2,7 +2,7 @@
 //! labels added and `write_relabel_configs` applied, encoded once for every
 //! request that carries them, or the decision to drop them.
 
-use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use cairn_config::RelabelConfig;
@@ -48,8 +48,10 @@ pub struct SeriesCache {
     /// the slot resolved after it the last time: a lookup on that path
     /// reads the slots in order instead of probing a table at random.
     slots: Vec<Slot>,
-    /// Looked up off that path: a fast hash, seeded per process.
-    by_id: HashMap<(i32, u64), u32, foldhash::fast::RandomState>,
+    /// Looked up off that path: slot numbers only, by a fast hash of the
+    /// slot's day and id (seeded per process).
+    by_id: hashbrown::HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
     /// The slot resolved last.
     last: Option<u32>,
     external_labels: Labels,
@@ -73,7 +75,8 @@ impl SeriesCache {
     pub fn new(external_labels: Labels, relabel: Vec<RelabelConfig>, protocol: Protocol) -> Self {
         Self {
             slots: Vec::new(),
-            by_id: HashMap::default(),
+            by_id: hashbrown::HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
             last: None,
             external_labels,
             relabel,
@@ -93,8 +96,8 @@ impl SeriesCache {
         }
         let slot = match self.predicted(day, id) {
             Some(slot) => slot,
-            None => match self.by_id.get(&(day, id)) {
-                Some(&slot) => slot,
+            None => match self.find(day, id) {
+                Some(slot) => slot,
                 None => {
                     let labels = match created.iter().find(|(new, _)| *new == id) {
                         Some((_, labels)) => labels.clone(),
@@ -111,7 +114,7 @@ impl SeriesCache {
                         series,
                         next: NO_SLOT,
                     });
-                    self.by_id.insert((day, id), slot);
+                    self.index(slot);
                     slot
                 }
             },
@@ -139,11 +142,38 @@ impl SeriesCache {
         }
         self.slots.retain(|s| s.day >= day);
         self.by_id.clear();
-        for (i, slot) in self.slots.iter_mut().enumerate() {
+        for slot in &mut self.slots {
             slot.next = NO_SLOT;
-            self.by_id.insert((slot.day, slot.id), i as u32);
+        }
+        for i in 0..self.slots.len() {
+            self.index(i as u32);
         }
         self.last = None;
+    }
+
+    fn slot_hash(&self, day: i32, id: u64) -> u64 {
+        self.hasher.hash_one((day, id))
+    }
+
+    fn find(&self, day: i32, id: u64) -> Option<u32> {
+        let slots = &self.slots;
+        self.by_id
+            .find(self.slot_hash(day, id), |&s| {
+                let slot = &slots[s as usize];
+                slot.day == day && slot.id == id
+            })
+            .copied()
+    }
+
+    /// Makes slot `s` found by its day and id.
+    fn index(&mut self, s: u32) {
+        let slot = &self.slots[s as usize];
+        let hash = self.slot_hash(slot.day, slot.id);
+        let (slots, hasher) = (&self.slots, &self.hasher);
+        self.by_id.insert_unique(hash, s, |&other| {
+            let o = &slots[other as usize];
+            hasher.hash_one((o.day, o.id))
+        });
     }
 
     fn prepare(&self, labels: Labels) -> Option<(Series, u64)> {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cairn_model::{HistogramSample, Label, Labels, Sample, SharedEncodedLabels, stale_nan};
 use cairn_storage::Appender;
 
-use crate::cache::{ScrapeCache, exposed_key};
+use crate::cache::{ScrapeCache, SeriesKey, exposed_key};
 use crate::exposition::ParsedBody;
 use crate::settings::JobSettings;
 use cairn_protocols::exposition::ScrapedValue;
@@ -226,23 +226,24 @@ fn append_samples(
     let mut appended_for_limit = 0usize;
     let mut sample_limit_hit = false;
     let mut bucket_limit_hit = false;
-    let mut key = Vec::new();
+    let mut key_bytes = Vec::new();
     for s in &scraped.samples {
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
         match s.spelling {
-            Some(spelling) => spelling.key(body, &mut key),
+            Some(spelling) => spelling.key(body, &mut key_bytes),
             None => exposed_key(
                 &s.labels,
                 &honoured_empty_labels(&s.empty_labels, target, job),
-                &mut key,
+                &mut key_bytes,
             ),
         }
-        if cache.is_dropped(&key) {
+        let key = SeriesKey::of(&key_bytes);
+        if cache.is_dropped(key) {
             continue;
         }
-        let (lset, cached, already) = match cache.get(&key) {
+        let (lset, cached, already) = match cache.get(key) {
             Some((lset, already)) => (lset, true, already),
             None if s.spelling.is_some_and(|s| s.known) => {
                 return Err("a series the parser took for cached is not in the scrape cache".into());
@@ -250,11 +251,11 @@ fn append_samples(
             None => {
                 let honoured_empty = honoured_empty_labels(&s.empty_labels, target, job);
                 let Some(lset) = sample_labels(&s.labels, &honoured_empty, target, job) else {
-                    cache.add_dropped(&key);
+                    cache.add_dropped(key);
                     continue;
                 };
                 if lset.is_empty() {
-                    cache.add_dropped(&key);
+                    cache.add_dropped(key);
                     continue;
                 }
                 if lset.metric_name().is_none() {
@@ -313,7 +314,7 @@ fn append_samples(
             cache.current.insert(lset.clone());
         }
         if !cached && added {
-            cache.add(&key, lset);
+            cache.add(key, lset);
             if !sample_limit_hit && !bucket_limit_hit {
                 counts.series_added += 1;
             }

@@ -36,6 +36,19 @@ pub(crate) fn exposed_key(labels: &Labels, honoured_empty: &[Label], out: &mut V
     }
 }
 
+/// A series' key in the cache: the 128-bit xxh3 hash of its
+/// [`cairn_protocols::exposition::Spelling::key`] or [`exposed_key`]. Held
+/// in place of the key's bytes (no allocation, no byte comparison per
+/// lookup); two keys of one target sharing a hash are not to be expected.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct SeriesKey(u128);
+
+impl SeriesKey {
+    pub fn of(key: &[u8]) -> Self {
+        Self(xxhash_rust::xxh3::xxh3_128(key))
+    }
+}
+
 /// Scrapes after which metadata of a family no longer exposed is forgotten.
 const METADATA_KEEP_SCRAPES: u64 = 10;
 
@@ -47,10 +60,10 @@ pub(crate) struct ScrapeCache {
     /// through failing scrapes).
     pub forced_flushes: u64,
     /// By how the body spelt the series, or by [`exposed_key`].
-    series: HashMap<Box<[u8]>, CacheEntry>,
+    series: HashMap<SeriesKey, CacheEntry>,
     /// Series metric relabelling dropped, by the same keys, with the scrape
     /// they were last seen in.
-    dropped: HashMap<Box<[u8]>, u64>,
+    dropped: HashMap<SeriesKey, u64>,
     /// Series appended without an own timestamp in this scrape and the last.
     pub current: HashSet<SharedEncodedLabels>,
     pub previous: HashSet<SharedEncodedLabels>,
@@ -61,23 +74,24 @@ impl ScrapeCache {
     /// Whether the series under `key` is cached or dropped: the parser
     /// need not read its labels.
     pub fn knows(&self, key: &[u8]) -> bool {
-        self.series.contains_key(key) || self.dropped.contains_key(key)
+        let key = SeriesKey::of(key);
+        self.series.contains_key(&key) || self.dropped.contains_key(&key)
     }
 
     /// The entry of a key, marked seen; and whether it was already seen in
     /// this scrape.
-    pub fn get(&mut self, key: &[u8]) -> Option<(SharedEncodedLabels, bool)> {
+    pub fn get(&mut self, key: SeriesKey) -> Option<(SharedEncodedLabels, bool)> {
         let iter = self.iter;
-        self.series.get_mut(key).map(|e| {
+        self.series.get_mut(&key).map(|e| {
             let already = e.last_iter == iter;
             e.last_iter = iter;
             (e.lset.clone(), already)
         })
     }
 
-    pub fn add(&mut self, key: &[u8], lset: SharedEncodedLabels) {
+    pub fn add(&mut self, key: SeriesKey, lset: SharedEncodedLabels) {
         self.series.insert(
-            key.into(),
+            key,
             CacheEntry {
                 lset,
                 last_iter: self.iter,
@@ -85,8 +99,8 @@ impl ScrapeCache {
         );
     }
 
-    pub fn is_dropped(&mut self, key: &[u8]) -> bool {
-        match self.dropped.get_mut(key) {
+    pub fn is_dropped(&mut self, key: SeriesKey) -> bool {
+        match self.dropped.get_mut(&key) {
             Some(iter) => {
                 *iter = self.iter;
                 true
@@ -95,8 +109,8 @@ impl ScrapeCache {
         }
     }
 
-    pub fn add_dropped(&mut self, key: &[u8]) {
-        self.dropped.insert(key.into(), self.iter);
+    pub fn add_dropped(&mut self, key: SeriesKey) {
+        self.dropped.insert(key, self.iter);
     }
 
     /// Series of the previous scrape missing from this one.
