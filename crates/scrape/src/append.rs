@@ -270,7 +270,7 @@ fn append_samples(
                 }
                 let lset = SharedEncodedLabels::new(&lset);
                 // Two spellings of one series in one scrape.
-                let already = cache.current.contains(&lset);
+                let already = cache.tracked_in_this_scrape(&lset);
                 (lset, false, already)
             }
         };
@@ -310,14 +310,14 @@ fn append_samples(
                 }
             }
         };
-        if added && (own_t.is_none() || job.track_timestamps_staleness) {
-            cache.current.insert(lset.clone());
-        }
         if !cached && added {
             cache.add(key, lset);
             if !sample_limit_hit && !bucket_limit_hit {
                 counts.series_added += 1;
             }
+        }
+        if added && (own_t.is_none() || job.track_timestamps_staleness) {
+            cache.track(key);
         }
         counts.added += 1;
     }
@@ -342,7 +342,7 @@ pub(crate) fn append_empty(cache: &mut ScrapeCache, app: &mut dyn Appender, defa
     result
 }
 
-fn write_stale_markers(cache: &ScrapeCache, app: &mut dyn Appender, t: i64) -> Result<(), String> {
+fn write_stale_markers(cache: &mut ScrapeCache, app: &mut dyn Appender, t: i64) -> Result<(), String> {
     for lset in cache.stale() {
         app.append_encoded(lset.get(), &[Sample::new(t, stale_nan())])
             .map_err(|e| e.to_string())?;
@@ -596,5 +596,52 @@ mod tests {
                 .unwrap_err()
                 .starts_with("label_value_length_limit exceeded")
         );
+    }
+
+    /// The `a` labels of the series a scrape of `body` (`None`: a failed
+    /// scrape) marked stale.
+    fn stale_after(cache: &mut ScrapeCache, body: Option<&str>, job: &JobSettings, t: i64) -> Vec<String> {
+        let mut app = Recorder::default();
+        match body {
+            Some(body) => {
+                let scraped =
+                    crate::exposition::parse_body(body.as_bytes(), "text/plain", job, &Default::default(), cache)
+                        .unwrap();
+                let target = Labels::from_pairs([("instance", "t:1"), ("job", "j")]);
+                append_scraped(cache, &mut app, &scraped, &target, job, t, t).1.unwrap();
+            }
+            None => append_empty(cache, &mut app, t).unwrap(),
+        }
+        let mut names: Vec<String> = app
+            .0
+            .iter()
+            .filter(|(_, v)| cairn_model::is_stale_nan(*v))
+            .map(|(l, _)| l.get("a").unwrap_or_default().to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_series_goes_stale_once_when_missing_whatever_its_spelling() {
+        let job = JobSettings::new("j");
+        let mut cache = ScrapeCache::default();
+        let none: Vec<String> = Vec::new();
+        // Own timestamps are not tracked; the first scrape marks nothing.
+        let first = "m{a=\"1\",b=\"x\"} 1\nm{a=\"2\"} 1\nm{a=\"ts\"} 1 500\n";
+        assert_eq!(stale_after(&mut cache, Some(first), &job, 1000), none);
+        // The same series spelt otherwise is not missing; a=2 is.
+        let respelt = "m{b=\"x\",a=\"1\"} 2\n";
+        assert_eq!(stale_after(&mut cache, Some(respelt), &job, 2000), vec!["2"]);
+        // Marked once: not again in the scrape after.
+        assert_eq!(stale_after(&mut cache, Some(respelt), &job, 3000), none);
+        // Both spellings in one scrape: the second is a duplicate, nothing goes stale.
+        let both = "m{b=\"x\",a=\"1\"} 4\nm{a=\"1\",b=\"x\"} 4\nm{a=\"3\"} 4\n";
+        assert_eq!(stale_after(&mut cache, Some(both), &job, 4000), none);
+        // A failed scrape marks what the last one had, once.
+        assert_eq!(stale_after(&mut cache, None, &job, 5000), vec!["1", "3"]);
+        assert_eq!(stale_after(&mut cache, None, &job, 6000), none);
+        assert_eq!(stale_after(&mut cache, Some(both), &job, 7000), none);
+        assert_eq!(stale_after(&mut cache, Some(respelt), &job, 8000), vec!["3"]);
     }
 }

@@ -18,7 +18,14 @@ pub(crate) struct CacheEntry {
     pub lset: SharedEncodedLabels,
     /// The scrape it was last seen in.
     pub last_iter: u64,
+    /// The scrape its sample was last appended in without an own timestamp
+    /// (or with `track_timestamps_staleness`): it gets a stale marker in the
+    /// scrape after, if it is missing there.
+    tracked_iter: u64,
 }
+
+/// [`CacheEntry::tracked_iter`] of an entry never tracked.
+const NEVER: u64 = u64::MAX;
 
 /// The key of a series the parser read whole (protobuf bodies, converted
 /// histograms), in `out`: its exposed labels and, with `honor_labels`, the
@@ -64,9 +71,10 @@ pub(crate) struct ScrapeCache {
     /// Series metric relabelling dropped, by the same keys, with the scrape
     /// they were last seen in.
     dropped: HashMap<SeriesKey, u64>,
-    /// Series appended without an own timestamp in this scrape and the last.
-    pub current: HashSet<SharedEncodedLabels>,
-    pub previous: HashSet<SharedEncodedLabels>,
+    /// The label sets tracked in this scrape, gathered only when a series
+    /// new to the cache or one going stale needs to be told apart from
+    /// another spelling of the same series, and kept up for the scrape.
+    tracked_now: Option<HashSet<SharedEncodedLabels>>,
     pub metadata: Arc<Mutex<MetadataStore>>,
 }
 
@@ -95,8 +103,36 @@ impl ScrapeCache {
             CacheEntry {
                 lset,
                 last_iter: self.iter,
+                tracked_iter: NEVER,
             },
         );
+    }
+
+    /// Marks the series under `key` (in the cache) appended in this scrape
+    /// with its staleness tracked.
+    pub fn track(&mut self, key: SeriesKey) {
+        if let Some(e) = self.series.get_mut(&key) {
+            e.tracked_iter = self.iter;
+            if let Some(now) = &mut self.tracked_now {
+                now.insert(e.lset.clone());
+            }
+        }
+    }
+
+    /// Whether `lset` was tracked in this scrape (under another key: two
+    /// spellings of one series).
+    pub fn tracked_in_this_scrape(&mut self, lset: &SharedEncodedLabels) -> bool {
+        let iter = self.iter;
+        let series = &self.series;
+        self.tracked_now
+            .get_or_insert_with(|| {
+                series
+                    .values()
+                    .filter(|e| e.tracked_iter == iter)
+                    .map(|e| e.lset.clone())
+                    .collect()
+            })
+            .contains(lset)
     }
 
     pub fn is_dropped(&mut self, key: SeriesKey) -> bool {
@@ -113,9 +149,18 @@ impl ScrapeCache {
         self.dropped.insert(key, self.iter);
     }
 
-    /// Series of the previous scrape missing from this one.
-    pub fn stale(&self) -> impl Iterator<Item = &SharedEncodedLabels> {
-        self.previous.iter().filter(|l| !self.current.contains(*l))
+    /// Series tracked in the previous scrape and missing from this one.
+    pub fn stale(&mut self) -> Vec<SharedEncodedLabels> {
+        let Some(previous) = self.iter.checked_sub(1) else {
+            return Vec::new();
+        };
+        let gone: Vec<SharedEncodedLabels> = self
+            .series
+            .values()
+            .filter(|e| e.tracked_iter == previous)
+            .map(|e| e.lset.clone())
+            .collect();
+        gone.into_iter().filter(|l| !self.tracked_in_this_scrape(l)).collect()
     }
 
     pub fn set_metadata(&mut self, metadata: &[ExposedMetadata]) {
@@ -154,8 +199,7 @@ impl ScrapeCache {
                 .entries
                 .retain(|_, (_, seen)| iter - *seen <= METADATA_KEEP_SCRAPES);
         }
-        std::mem::swap(&mut self.previous, &mut self.current);
-        self.current.clear();
+        self.tracked_now = None;
         self.iter += 1;
     }
 }
