@@ -246,14 +246,20 @@ fn difference(e: &E, ev: &Eval, pair: &Pair, inner: &dyn Fn(&E) -> Answer) -> Op
         };
         let ((mut pw, mut pi), (mut cw, mut ci)) = (notes(&pair.prom.1), notes(&pair.cairn.1));
         if e.has_choice() && !matches!(outer, Some(("topk" | "bottomk" | "limitk", _))) {
-            // The numbers of a nested choice's warnings (a quantile of the
-            // series chosen) are as undefined as its values.
+            // A nested choice's notes are as undefined as its values: an info
+            // can name the series chosen (`rate(limitk(1, x)[5m:])`), a
+            // warning hold a number of it (a quantile). They are compared
+            // only where both chose alike, and then without numbers.
+            if compare::diff(pa, pb, order).is_some() {
+                return None;
+            }
             for list in [&mut pw, &mut pi, &mut cw, &mut ci] {
                 *list = list.iter().map(|n| numbers_masked(n)).collect();
             }
         }
-        if pw != cw && e.has_libm() && notes_close(&pw, &cw) {
-            // A number computed by the math library, in the last place.
+        if pw != cw && (e.has_libm() || e.sums_across_series()) && notes_close(&pw, &cw) {
+            // A number computed by the math library, or summed across
+            // series in storage order, in the last place.
             cw = pw.clone();
         }
         if pw != cw {
