@@ -470,6 +470,7 @@ fn cluster_config(cli: &Cli) -> anyhow::Result<Option<cairn_cluster::ClusterConf
         peer_timeout: cli.cluster_peer_timeout,
         secret,
         leave_on_shutdown: cli.cluster_leave_on_shutdown,
+        monitors: cli.config_file.is_some(),
         state_dir: Some(cli.storage_path.clone()),
         ha: cli.cluster_ha_tracker.then(|| cairn_cluster::HaConfig {
             cluster_label: cli.cluster_ha_cluster_label.clone(),

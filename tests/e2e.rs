@@ -21,12 +21,19 @@ mod differential {
 mod scrape {
     pub mod exporter;
 }
+/// The rules tests' data, files and Alertmanager webhook.
+mod rules {
+    pub mod data;
+    pub mod files;
+    pub mod webhook;
+}
 
 mod auth;
 mod backup;
 mod bench_victoriametrics;
 mod cli_help;
 mod cluster;
+mod cluster_monitoring;
 mod crash;
 mod disk_faults;
 mod dns_sd;

@@ -22,12 +22,7 @@
 //! Without the peers the test prints `SKIPPED` and passes, unless `CI` is
 //! set, where that is a failure.
 
-#[path = "rules/data.rs"]
-mod data;
-#[path = "rules/files.rs"]
-mod files;
-#[path = "rules/webhook.rs"]
-mod webhook;
+use crate::rules::{data, files, webhook};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -96,6 +96,9 @@ pub struct ClusterConfig {
     /// noted that it holds it: long enough for every node reading the
     /// bucket to have listed the compacted copy.
     pub retire_delay: Duration,
+    /// Whether this node runs `--config.file` and takes a share of its
+    /// scrape targets and rule groups.
+    pub monitors: bool,
 }
 
 impl ClusterConfig {
@@ -119,6 +122,7 @@ impl ClusterConfig {
             bucket: None,
             compaction_interval: Duration::from_secs(60),
             retire_delay: Duration::from_secs(60),
+            monitors: false,
         }
     }
 

@@ -31,6 +31,7 @@ pub mod ring;
 mod routes;
 mod tenants;
 pub mod wire;
+mod work;
 mod write;
 
 pub use compactor::Compactor;
@@ -39,6 +40,7 @@ pub use ha::HaConfig;
 pub use node::Cluster;
 pub use routes::{SECRET_HEADER, routes};
 pub use tenants::ClusterTenants;
+pub use work::WorkOwners;
 
 use cairn_model::{METRIC_NAME, MatchOp, Matcher, Sample};
 use cairn_storage::{Series, StorageError};

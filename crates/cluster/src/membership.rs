@@ -61,6 +61,10 @@ async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error>
             last_alive = crate::catch_up::WHOLE_WINDOW;
         }
     }
+    // Every node reads the new member before its share moves to it, so the
+    // nodes giving that share up stop when it starts.
+    let from = crate::node::now_ms() + crate::work::settle(config).as_millis() as i64;
+    cluster.monitors_from_ms.store(from, Ordering::Release);
     let mut published = put_member(&mut client, cluster, lease).await?;
     *cluster.lease.lock() = Some(lease);
     cluster.catch_up_since.store(last_alive, Ordering::Release);

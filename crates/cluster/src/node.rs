@@ -52,6 +52,11 @@ pub struct Cluster {
     pub(crate) lease: Mutex<Option<i64>>,
     pub(crate) membership_changed: Notify,
     pub(crate) ha: Option<Arc<crate::ha::HaTracker>>,
+    /// Who shares the monitoring work, as the ring says now.
+    pub(crate) work: tokio::sync::watch::Sender<crate::work::WorkOwners>,
+    /// From when this node takes its share of the monitoring work, set at
+    /// each registration.
+    pub(crate) monitors_from_ms: AtomicI64,
 }
 
 /// Why a request to a peer failed.
@@ -140,6 +145,8 @@ impl Cluster {
             lease: Mutex::new(None),
             membership_changed: Notify::new(),
             ha: config_ha.map(|c| Arc::new(crate::ha::HaTracker::new(c))),
+            work: tokio::sync::watch::Sender::new(Default::default()),
+            monitors_from_ms: AtomicI64::new(0),
         });
         if let Some(ha) = &cluster.ha {
             cluster
@@ -260,7 +267,13 @@ impl Cluster {
                 })
                 .collect();
             tracing::info!(members = ?ids, "cluster ring changed");
+            let owners = crate::work::WorkOwners::of(&ring);
             *self.ring.write() = Arc::new(ring);
+            self.work.send_if_modified(|current| {
+                let changed = *current != owners;
+                *current = owners;
+                changed
+            });
         }
     }
 
@@ -273,6 +286,10 @@ impl Cluster {
             ingester: self.config.role.stores(),
             compactor: self.config.role == crate::Role::Compact,
             queries: self.config.role.queries(),
+            monitors_from_ms: self
+                .config
+                .monitors
+                .then(|| self.monitors_from_ms.load(Ordering::Acquire)),
             state: self.state(),
         }
     }

@@ -44,6 +44,10 @@ pub struct Member {
     /// Whether it answers queries (and so evaluates parts of others').
     #[serde(default)]
     pub queries: bool,
+    /// From when (ms since the epoch) it takes a share of the scrape targets
+    /// and rule groups of `--config.file`; `None` when it runs none.
+    #[serde(default)]
+    pub monitors_from_ms: Option<i64>,
     pub state: NodeState,
 }
 
@@ -205,6 +209,7 @@ mod tests {
             ingester: true,
             compactor: false,
             queries: true,
+            monitors_from_ms: None,
             state: NodeState::Active,
         }
     }

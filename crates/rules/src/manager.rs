@@ -9,11 +9,11 @@ use std::time::{Duration, SystemTime};
 
 use cairn_model::{Sample, stale_nan};
 use cairn_promql::Engine;
-use cairn_storage::{Appendable, Queryable};
+use cairn_storage::{Appendable, Queryable, WorkShare};
 use parking_lot::Mutex;
 
 use crate::alert::{AlertNotifier, system_time_to_ns};
-use crate::file::load_rule_file;
+use crate::file::{GroupSpec, load_rule_file};
 use crate::group::{EvalEnv, Group};
 use crate::metrics::{Durations, GroupCounters, GroupMetrics, RuleMetrics};
 use crate::status::{GroupStatus, group_status};
@@ -32,6 +32,9 @@ pub struct RuleManagerOptions {
     pub for_grace_period: Duration,
     /// Run each group on its schedule (false: only [`RuleManager::eval_group_at`] evaluates, for tests).
     pub schedule: bool,
+    /// The groups this process evaluates when several share the work (a
+    /// cluster); every group when `None`.
+    pub share: Option<Arc<dyn WorkShare>>,
 }
 
 impl RuleManagerOptions {
@@ -45,6 +48,7 @@ impl RuleManagerOptions {
             outage_tolerance: Duration::from_secs(3600),
             for_grace_period: Duration::from_secs(600),
             schedule: true,
+            share: None,
         }
     }
 }
@@ -123,6 +127,8 @@ struct State {
     groups: BTreeMap<(String, String), GroupHandle>,
     env: Arc<EvalEnv>,
     config: RulesConfig,
+    /// Every group of the files loaded last, this process's or not.
+    specs: Vec<GroupSpec>,
     /// Groups loaded after the first load do not restore alert state.
     restored: bool,
 }
@@ -145,6 +151,7 @@ impl RuleManager {
                 groups: BTreeMap::new(),
                 env,
                 config: RulesConfig::default(),
+                specs: Vec::new(),
                 restored: false,
             }),
         }
@@ -168,6 +175,29 @@ impl RuleManager {
             return Err(errors);
         }
         let mut state = self.state.lock();
+        self.apply(&mut state, specs, config);
+        Ok(())
+    }
+
+    /// Takes up the groups the work share gives this process now and stops
+    /// those it gives to others, without staleness markers: their series go
+    /// on from the process that takes them, which restores their alerts'
+    /// state from `ALERTS_FOR_STATE` as after a restart.
+    pub fn reassign(&self) {
+        let mut state = self.state.lock();
+        let (specs, config) = (state.specs.clone(), state.config.clone());
+        self.apply(&mut state, specs, config);
+    }
+
+    fn owns(&self, spec: &GroupSpec) -> bool {
+        self.opts
+            .share
+            .as_ref()
+            .is_none_or(|s| s.owns(cairn_storage::rule_group_key(&spec.file, &spec.name)))
+    }
+
+    /// Makes the groups of `specs` this process owns the running ones.
+    fn apply(&self, state: &mut State, specs: Vec<GroupSpec>, config: RulesConfig) {
         let env_changed =
             state.config.external_labels != config.external_labels || state.config.external_url != config.external_url;
         let env = if env_changed || state.groups.is_empty() {
@@ -175,12 +205,24 @@ impl RuleManager {
         } else {
             state.env.clone()
         };
-        let should_restore = !state.restored;
+        // A group may come from another process of the cluster at any time.
+        let should_restore = !state.restored || self.opts.share.is_some();
         let mut old_groups = std::mem::take(&mut state.groups);
         let mut new_groups = BTreeMap::new();
-        for spec in specs {
+        for spec in &specs {
             let key = (spec.file.clone(), spec.name.clone());
-            let mut new = Group::new(spec, config.evaluation_interval, config.query_offset, should_restore);
+            if !self.owns(spec) {
+                if let Some(mut old) = old_groups.remove(&key) {
+                    old.stop();
+                }
+                continue;
+            }
+            let mut new = Group::new(
+                spec.clone(),
+                config.evaluation_interval,
+                config.query_offset,
+                should_restore,
+            );
             if let Some(mut old) = old_groups.remove(&key) {
                 let unchanged = {
                     let g = old.group.group.lock();
@@ -205,8 +247,8 @@ impl RuleManager {
         state.groups = new_groups;
         state.env = env;
         state.config = config;
+        state.specs = specs;
         state.restored = true;
-        Ok(())
     }
 
     fn start(&self, group: Group, env: &Arc<EvalEnv>) -> GroupHandle {

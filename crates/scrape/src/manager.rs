@@ -25,6 +25,9 @@ pub struct ScrapeOptions {
     /// Scrape new targets at once instead of at their offset (tests).
     pub skip_offset: bool,
     pub discovery: DiscoveryOptions,
+    /// The targets this process scrapes when several share the work (a
+    /// cluster): a target whose hash it does not own is left to another.
+    pub share: Option<Arc<dyn cairn_storage::WorkShare>>,
 }
 
 /// Prometheus' offset seed: FNV-64a of the host's name followed by the
@@ -198,6 +201,16 @@ impl ScrapeManager {
             .iter()
             .map(|(n, v)| (n.clone(), v.read().dropped_count))
             .collect()
+    }
+
+    /// Takes up the targets the work share gives this process now and
+    /// leaves those it gives to others, without staleness markers: their
+    /// series go on from the process that takes them.
+    pub async fn reassign(&self) {
+        let pools: Vec<Arc<Mutex<ScrapePool>>> = self.pools.lock().await.values().map(|e| e.pool.clone()).collect();
+        for pool in pools {
+            pool.lock().await.reassign();
+        }
     }
 
     /// Stops everything without staleness markers (the process is stopping).

@@ -118,8 +118,14 @@ impl ScrapePool {
         let mut active: HashMap<u64, Arc<Target>> = HashMap::new();
         let mut order: Vec<u64> = Vec::new();
         let mut to_start: Vec<Arc<Target>> = Vec::new();
+        // Targets another process of the cluster scrapes.
+        let mut elsewhere: std::collections::HashSet<u64> = std::collections::HashSet::new();
         for t in wanted {
             let hash = t.hash();
+            if self.options.share.as_ref().is_some_and(|s| !s.owns(hash)) {
+                elsewhere.insert(hash);
+                continue;
+            }
             if let Some(running) = self.loops.get(&hash) {
                 running.target.set_discovered_labels(t.discovered_labels());
                 if let std::collections::hash_map::Entry::Vacant(e) = active.entry(hash) {
@@ -137,12 +143,18 @@ impl ScrapePool {
         let gone: Vec<u64> = self.loops.keys().filter(|h| !active.contains_key(h)).copied().collect();
         for hash in gone {
             if let Some(running) = self.loops.remove(&hash) {
-                running.handle.stop();
+                if elsewhere.contains(&hash) {
+                    // Its series go on from the process taking it over.
+                    running.handle.shutdown();
+                } else {
+                    running.handle.stop();
+                }
             }
         }
         // The limit's verdict is set before new loops start, so that none
-        // scrapes once when the pool is over it.
-        let error = self.target_limit_error(active.len());
+        // scrapes once when the pool is over it. It counts the targets the
+        // processes sharing the work scrape together.
+        let error = self.target_limit_error(active.len() + elsewhere.len());
         if error.is_some() {
             inc(&self.metrics.exceeded_target_limit);
         }
@@ -168,6 +180,12 @@ impl ScrapePool {
             dropped_count,
         };
         failures
+    }
+
+    /// Derives the targets again from the last groups, for a changed work share.
+    pub fn reassign(&mut self) {
+        let groups = self.groups.clone();
+        self.sync_targets(groups);
     }
 
     fn target_limit_error(&self, targets: usize) -> Option<String> {

@@ -70,9 +70,13 @@ pub async fn run(
             "the Graphite and OpenTSDB telnet listeners carry no credentials: they cannot run with authentication on"
         );
     }
-    if config.cluster.is_some() && config.monitoring.is_some() {
-        // Every node would scrape every target and evaluate every rule.
-        anyhow::bail!("--config.file (scraping, rules, alerting) runs on a single node, not in cluster mode yet");
+    if let (Some(cluster), Some(monitoring)) = (&config.cluster, &config.monitoring) {
+        if monitoring.agent {
+            anyhow::bail!("--agent runs on a single node: it forwards what its own WAL holds");
+        }
+        if cluster.role == cairn_cluster::Role::Compact {
+            anyhow::bail!("the compactor does not scrape or evaluate rules: give --config.file to the other nodes");
+        }
     }
     if config.cluster.is_some() && config.web.tls_server_config.is_some() {
         anyhow::bail!("cluster mode does not speak TLS between nodes yet: run it without tls_server_config");
@@ -230,7 +234,10 @@ pub async fn run(
                 state.tenants().clone(),
                 config.engine.clone(),
                 config.listen_addr,
-                db.as_ref().map(|db| db.default_engine()),
+                // A cluster node's engine holds replicas of its share of
+                // every node's writes: not what a receiver should get.
+                db.as_ref().filter(|_| cluster.is_none()).map(|db| db.default_engine()),
+                cluster.as_ref(),
             )
             .await?;
             state.set_monitoring(Arc::new(monitoring::Shown(running.clone())));

@@ -154,6 +154,9 @@ pub struct Running {
     /// Alertmanagers each set's discovery found last, by set name.
     alertmanagers_discovered: Arc<parking_lot::Mutex<BTreeMap<String, usize>>>,
     discovery: DiscoveryOptions,
+    /// In a cluster: takes up and leaves targets and groups as the nodes
+    /// sharing them change.
+    follow_share: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Running {
@@ -164,6 +167,7 @@ impl Running {
         engine: cairn_promql::EngineOptions,
         listen_addr: std::net::SocketAddr,
         wal: Option<Arc<cairn_tsdb::Tsdb>>,
+        cluster: Option<&Arc<cairn_cluster::Cluster>>,
     ) -> anyhow::Result<Arc<Self>> {
         let loaded = load_for(&options)
             .map_err(anyhow::Error::msg)
@@ -176,11 +180,19 @@ impl Running {
                 .context("cannot open the default tenant's storage")?;
         // Scrape jobs and Alertmanager sets count discovery failures together.
         let discovery = DiscoveryOptions::default();
+        // In a cluster a target keeps its place in the interval whichever
+        // node scrapes it, so a hand-over neither skips nor doubles a scrape.
+        let seed_host = match cluster {
+            Some(c) => format!("cairn cluster {}", c.config().name),
+            None => hostname(),
+        };
+        let share = cluster.map(|c| c.work_share());
         let scrape = ScrapeManager::new(
             storage.clone(),
             ScrapeOptions {
-                offset_seed: cairn_scrape::offset_seed(&hostname(), &loaded.config.global.external_labels),
+                offset_seed: cairn_scrape::offset_seed(&seed_host, &loaded.config.global.external_labels),
                 discovery: discovery.clone(),
+                share: share.clone(),
                 ..ScrapeOptions::default()
             },
         );
@@ -191,6 +203,7 @@ impl Running {
         rule_options.resend_delay = options.resend_delay;
         rule_options.outage_tolerance = options.outage_tolerance;
         rule_options.for_grace_period = options.for_grace_period;
+        rule_options.share = share;
         let (host, scheme) = external_host_and_scheme(&options.external_url);
         let running = Arc::new(Self {
             global_url: GlobalUrlOptions {
@@ -212,6 +225,7 @@ impl Running {
             }),
             alertmanagers_discovered: Arc::default(),
             discovery,
+            follow_share: parking_lot::Mutex::default(),
         });
         if let Some(remote_write) = &running.remote_write {
             // Weak: the source must not keep the managers alive.
@@ -224,6 +238,10 @@ impl Running {
             }));
         }
         running.apply(loaded).await.map_err(anyhow::Error::msg)?;
+        if let Some(cluster) = cluster {
+            let task = tokio::spawn(follow_share(Arc::downgrade(&running), cluster.work_changes()));
+            *running.follow_share.lock() = Some(task);
+        }
         *running.reload_status.lock() = ReloadStatus {
             successful: true,
             last_success: std::time::SystemTime::now(),
@@ -315,6 +333,9 @@ impl Running {
     /// Stops scraping (no staleness markers: the process is stopping),
     /// rule evaluation, and sends what is queued for Alertmanager.
     pub async fn stop(&self) {
+        if let Some(task) = self.follow_share.lock().take() {
+            task.abort();
+        }
         self.scrape.shutdown().await;
         self.rules.stop();
         for (_, task) in self.alertmanager_discovery.lock().drain(..) {
@@ -324,6 +345,42 @@ impl Running {
         if let Some(remote_write) = &self.remote_write {
             remote_write.stop().await;
         }
+    }
+}
+
+/// Takes up and leaves targets and rule groups each time the nodes sharing
+/// them change.
+async fn follow_share(
+    running: std::sync::Weak<Running>,
+    mut owners: tokio::sync::watch::Receiver<cairn_cluster::WorkOwners>,
+) {
+    loop {
+        // A node that joined takes its share at the time it published.
+        let next = owners.borrow().next_change(cairn_http::now_ms());
+        let at_next = async {
+            match next {
+                Some(at) => tokio::time::sleep(Duration::from_millis((at - cairn_http::now_ms()).max(0) as u64)).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = owners.changed() => if changed.is_err() { return },
+            _ = at_next => {}
+        }
+        let Some(running) = running.upgrade() else {
+            return;
+        };
+        let ids: Vec<String> = owners
+            .borrow_and_update()
+            .ids(cairn_http::now_ms())
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        tracing::info!(nodes = ?ids, "the nodes sharing scraping and rules changed");
+        // One reload or reassignment at a time, on the configuration loaded last.
+        let _one_at_a_time = running.reloading.lock().await;
+        running.scrape.reassign().await;
+        running.rules.reassign();
     }
 }
 
@@ -666,6 +723,7 @@ mod tests {
             tenants,
             cairn_promql::EngineOptions::default(),
             "127.0.0.1:9090".parse().unwrap(),
+            None,
             None,
         )
         .await

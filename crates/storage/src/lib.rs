@@ -9,6 +9,7 @@
 //! - [`Appendable`] / [`Appender`]: batched writes, acknowledged only once durable.
 //! - [`Admin`]: deletes, status and statistics.
 //! - [`Tenants`]: a storage per tenant; [`Federated`] reads several together.
+//! - [`WorkShare`]: the scrape targets and rule groups that are this process's.
 //!
 //! [`MemStorage`] is the reference implementation; [`conformance`] is the suite
 //! every implementation must pass.
@@ -22,6 +23,7 @@ mod query;
 mod shard_view;
 mod tenant;
 mod wal_replay;
+mod work;
 
 pub use admin::{
     Admin, CardinalityQuery, ObjectStoreStats, PartInfo, RefusalReason, RejectReason, SeriesCounter, StorageStats,
@@ -41,3 +43,4 @@ pub use tenant::{
     TenantScope, Tenants,
 };
 pub use wal_replay::{WalReplay, WalReplayStatus};
+pub use work::{WorkShare, rule_group_key};

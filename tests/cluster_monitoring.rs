@@ -1,0 +1,317 @@
+//! A cluster doing Prometheus' job: three `cairn` nodes (etcd, RF 3) started
+//! from one `prometheus.yml` share its scrape targets and rule groups, each
+//! done by one node at a time, and a node killed with -9 has its share taken
+//! over by the others within about one interval, alert state included. The
+//! targets count the scrapes they get; a real Alertmanager (Debian's) takes
+//! the alerts and tells a webhook.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common::etcd::Etcd;
+use crate::common::peers::{Alertmanager, require};
+use crate::common::{Server, http_client, now_ms};
+use crate::rules::{files, webhook};
+use serde_json::Value;
+
+const TARGETS: usize = 9;
+const GROUPS: usize = 6;
+const INTERVAL_MS: i64 = 4_000;
+
+/// Targets on loopback ports, each serving one gauge and noting when it
+/// was scraped.
+struct Targets {
+    addrs: Vec<String>,
+    scrapes: Vec<Arc<Mutex<Vec<i64>>>>,
+}
+
+impl Targets {
+    fn start() -> Self {
+        let mut addrs = Vec::new();
+        let mut scrapes = Vec::new();
+        for i in 0..TARGETS {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind target");
+            addrs.push(listener.local_addr().expect("addr").to_string());
+            let times = Arc::new(Mutex::new(Vec::new()));
+            scrapes.push(times.clone());
+            std::thread::spawn(move || {
+                for stream in listener.incoming().flatten() {
+                    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+                    let mut line = String::new();
+                    // The request line and headers; a scrape has no body.
+                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                        line.clear();
+                    }
+                    times.lock().expect("scrape times").push(now_ms());
+                    let body = format!("# TYPE cm_value gauge\ncm_value {}\n", i + 1);
+                    let mut stream = stream;
+                    let _ = write!(
+                        stream,
+                        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
+                         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    );
+                }
+            });
+        }
+        Self { addrs, scrapes }
+    }
+
+    /// When target `i` was scraped, from `since` on.
+    fn scrapes_since(&self, i: usize, since: i64) -> Vec<i64> {
+        let times = self.scrapes[i].lock().expect("scrape times");
+        times.iter().copied().filter(|&t| t >= since).collect()
+    }
+}
+
+fn prometheus_yml(targets: &Targets, rules: &std::path::Path, alertmanager: &str) -> String {
+    let targets: Vec<String> = targets.addrs.iter().map(|a| format!("'{a}'")).collect();
+    format!(
+        "global:\n  scrape_interval: {INTERVAL_MS}ms\n  evaluation_interval: {INTERVAL_MS}ms\n\
+         rule_files: ['{}']\n\
+         alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['{alertmanager}']\n\
+         scrape_configs:\n  - job_name: cm\n    static_configs:\n      - targets: [{}]\n",
+        rules.display(),
+        targets.join(", ")
+    )
+}
+
+/// Groups of one recording rule and one alert each; the alerts fire after
+/// `for` and stay firing.
+fn rules_yml() -> String {
+    let mut y = String::from("groups:\n");
+    for g in 0..GROUPS {
+        y.push_str(&format!(
+            "  - name: g{g}\n    rules:\n      - record: cm:g{g}:sum\n        expr: sum(cm_value)\n      \
+             - alert: CmAlert{g}\n        expr: sum(cm_value) > {g}\n        for: 6s\n        \
+             labels:\n          group: g{g}\n"
+        ));
+    }
+    y
+}
+
+/// A GET of the API's `path`, as a peer would ask it (this node's own part
+/// only) when `local`.
+fn api(node: &Server, path: &str, local: bool) -> Value {
+    let mut request = http_client(Duration::from_secs(10)).get(format!("{}{path}", node.url()));
+    if local {
+        request = request.header("x-cairn-peer-request", "1");
+    }
+    let body: Value = request.send().expect("api request").json().expect("api json");
+    assert_eq!(body["status"], "success", "{path}: {body}");
+    body["data"].clone()
+}
+
+/// The scrape URLs node `node` scrapes itself.
+fn own_targets(node: &Server) -> BTreeSet<String> {
+    api(node, "/api/v1/targets?state=active", true)["activeTargets"]
+        .as_array()
+        .expect("activeTargets")
+        .iter()
+        .map(|t| t["scrapeUrl"].as_str().expect("scrapeUrl").to_string())
+        .collect()
+}
+
+/// The rule groups node `node` evaluates itself.
+fn own_groups(node: &Server) -> BTreeSet<String> {
+    api(node, "/api/v1/rules", true)["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| g["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+/// `ALERTS_FOR_STATE` by alert name (the time each alert became active), as `node` reads it.
+fn for_states(node: &Server) -> BTreeMap<String, f64> {
+    let data = api(node, "/api/v1/query?query=ALERTS_FOR_STATE", false);
+    data["result"]
+        .as_array()
+        .expect("result")
+        .iter()
+        .map(|s| {
+            let name = s["metric"]["alertname"].as_str().expect("alertname").to_string();
+            let v: f64 = s["value"][1].as_str().expect("value").parse().expect("number");
+            (name, v)
+        })
+        .collect()
+}
+
+/// Checks that every target was scraped once per interval since `since`:
+/// never twice in one interval, and never more than `max_gap` apart.
+fn assert_scraped_once_per_interval(targets: &Targets, since: i64, max_gap: i64, what: &str) {
+    let mut widest = 0;
+    for i in 0..TARGETS {
+        let times = targets.scrapes_since(i, since);
+        assert!(times.len() >= 2, "{what}: target {i} scraped {} times", times.len());
+        widest = times.windows(2).map(|p| p[1] - p[0]).max().unwrap_or(0).max(widest);
+        for pair in times.windows(2) {
+            let gap = pair[1] - pair[0];
+            assert!(
+                gap >= INTERVAL_MS / 2,
+                "{what}: target {i} scraped twice within {gap} ms ({times:?})"
+            );
+            assert!(
+                gap <= max_gap,
+                "{what}: target {i} not scraped for {gap} ms ({times:?})"
+            );
+        }
+    }
+    println!("{what}: every target scraped once per interval, at most {widest} ms apart");
+}
+
+/// Waits until `check` holds, for at most `timeout`.
+fn wait_until(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill() {
+    let Some(etcd) = Etcd::start() else { return };
+    let Some(am_bin) = require("prometheus-alertmanager", "prometheus-alertmanager") else {
+        return;
+    };
+    let hook = webhook::Webhook::start();
+    let am = Alertmanager::start(&am_bin, &files::alertmanager_yml(&hook.url));
+    let targets = Targets::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("rules.yml");
+    std::fs::write(&rules, rules_yml()).expect("rules");
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        prometheus_yml(&targets, &rules, &format!("127.0.0.1:{}", am.port)),
+    )
+    .expect("config");
+
+    let etcd_endpoint = etcd.endpoint();
+    let data_dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().expect("tempdir")).collect();
+    let mut nodes: Vec<Server> = data_dirs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| {
+            let id = format!("node-{i}");
+            let args = [
+                "--cluster.etcd-endpoints",
+                &etcd_endpoint,
+                "--cluster.node-id",
+                &id,
+                "--cluster.replication-factor",
+                "3",
+                "--cluster.lease-ttl",
+                "2s",
+                "--cluster.peer-timeout",
+                "2s",
+                "--config.file",
+                config.to_str().expect("utf-8 path"),
+                // A restored alert fires again at once: its `for` is longer.
+                "--rules.alert.for-grace-period",
+                "1s",
+            ];
+            let mut node = Server::new(d.path(), &args);
+            node.restart();
+            node
+        })
+        .collect();
+
+    // Every target and group has one node once the three see each other.
+    wait_until(Duration::from_secs(30), "the work to be shared by three nodes", || {
+        let targets: usize = nodes.iter().map(|n| own_targets(n).len()).sum();
+        let groups: usize = nodes.iter().map(|n| own_groups(n).len()).sum();
+        targets == TARGETS && groups == GROUPS && nodes.iter().all(|n| !own_targets(n).is_empty())
+    });
+    let shared_since = now_ms();
+    let all_groups: BTreeSet<String> = nodes.iter().flat_map(own_groups).collect();
+    assert_eq!(all_groups.len(), GROUPS, "each group on one node");
+    let all_targets: BTreeSet<String> = nodes.iter().flat_map(own_targets).collect();
+    assert_eq!(all_targets.len(), TARGETS, "each target on one node");
+
+    // Every alert fires (its `for` passed), once.
+    wait_until(Duration::from_secs(40), "every alert to fire", || {
+        let firing = for_states(&nodes[0]).len();
+        let am_alerts: Vec<Value> = http_client(Duration::from_secs(5))
+            .get(format!("{}/api/v2/alerts", am.url()))
+            .send()
+            .and_then(|r| r.json())
+            .unwrap_or_default();
+        firing == GROUPS && am_alerts.len() == GROUPS
+    });
+    assert_scraped_once_per_interval(&targets, shared_since, INTERVAL_MS * 3 / 2, "three nodes");
+    // Each recording rule was evaluated by one node: one sample per interval.
+    let window_s = 3 * INTERVAL_MS / 1000;
+    for g in 0..GROUPS {
+        let q = format!("/api/v1/query?query=count_over_time(cm:g{g}:sum[{window_s}s])");
+        let n: f64 = api(&nodes[0], &q, false)["result"][0]["value"][1]
+            .as_str()
+            .expect("count")
+            .parse()
+            .expect("number");
+        assert!(n <= 3.0, "group g{g} wrote {n} samples in three intervals");
+    }
+
+    // Kill the node with the most work; the others take it over.
+    let victim = (0..3)
+        .max_by_key(|&i| own_targets(&nodes[i]).len() + own_groups(&nodes[i]).len())
+        .expect("a node");
+    let moved_targets = own_targets(&nodes[victim]);
+    let moved_groups = own_groups(&nodes[victim]);
+    let states_before = for_states(&nodes[(victim + 1) % 3]);
+    println!(
+        "killing node {victim}: it scrapes {} targets and evaluates groups {moved_groups:?}",
+        moved_targets.len()
+    );
+    nodes[victim].kill9();
+    let killed_at = now_ms();
+    let survivors: Vec<usize> = (0..3).filter(|&i| i != victim).collect();
+    wait_until(Duration::from_secs(20), "the survivors to take the work over", || {
+        let targets: usize = survivors.iter().map(|&i| own_targets(&nodes[i]).len()).sum();
+        let groups: usize = survivors.iter().map(|&i| own_groups(&nodes[i]).len()).sum();
+        targets == TARGETS && groups == GROUPS
+    });
+    // Three intervals more, with two moved groups evaluating (and restoring).
+    std::thread::sleep(Duration::from_millis(3 * INTERVAL_MS as u64));
+    // A target of the victim misses at most the scrape during the detection
+    // of its death (the lease's 2 s and a ring refresh).
+    let max_gap = 2 * INTERVAL_MS + 1_000;
+    assert_scraped_once_per_interval(&targets, shared_since, max_gap, "through the kill");
+    let states_after = for_states(&nodes[survivors[0]]);
+    assert_eq!(
+        states_after, states_before,
+        "the alerts of the groups moved ({moved_groups:?}) keep the time they became active"
+    );
+    assert!(
+        !moved_targets.is_empty() || !moved_groups.is_empty(),
+        "the victim had work"
+    );
+
+    // Each alert was notified firing once and never resolved.
+    let notifications = hook.received();
+    let mut firing: BTreeMap<String, usize> = BTreeMap::new();
+    for n in &notifications {
+        for a in n["alerts"].as_array().expect("alerts") {
+            let name = a["labels"]["alertname"].as_str().expect("alertname").to_string();
+            assert_eq!(a["status"], "firing", "{name} resolved: {n}");
+            *firing.entry(name).or_default() += 1;
+        }
+    }
+    assert_eq!(firing.len(), GROUPS, "every alert notified: {firing:?}");
+    assert!(firing.values().all(|&n| n == 1), "each alert notified once: {firing:?}");
+
+    // The victim comes back and takes its share again.
+    nodes[victim].restart();
+    wait_until(Duration::from_secs(30), "the victim to take its share back", || {
+        own_targets(&nodes[victim]) == moved_targets && own_groups(&nodes[victim]) == moved_groups
+    });
+    let back_at = now_ms();
+    std::thread::sleep(Duration::from_millis(3 * INTERVAL_MS as u64));
+    assert_scraped_once_per_interval(&targets, back_at, INTERVAL_MS * 3 / 2, "after the return");
+    assert_scraped_once_per_interval(&targets, shared_since, max_gap, "the whole run, hand-back included");
+    assert!(killed_at < back_at);
+}
