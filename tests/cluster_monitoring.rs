@@ -140,6 +140,41 @@ fn for_states(node: &Server) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// Checks that `node` lists every target, group and alert of the cluster,
+/// and pages the groups of all nodes together.
+fn assert_cluster_wide_lists(node: &Server) {
+    let targets = api(node, "/api/v1/targets", false);
+    let active = targets["activeTargets"].as_array().expect("activeTargets");
+    assert_eq!(active.len(), TARGETS, "{targets}");
+    assert!(active.iter().all(|t| t["health"] == "up"), "{targets}");
+    let rules = api(node, "/api/v1/rules", false);
+    let names: Vec<&str> = rules["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| g["name"].as_str().expect("name"))
+        .collect();
+    let want: Vec<String> = (0..GROUPS).map(|g| format!("g{g}")).collect();
+    assert_eq!(names, want, "every group, in order");
+    let alerts = api(node, "/api/v1/alerts", false);
+    assert_eq!(alerts["alerts"].as_array().expect("alerts").len(), GROUPS, "{alerts}");
+    let page1 = api(node, "/api/v1/rules?group_limit=4", false);
+    assert_eq!(page1["groups"].as_array().expect("groups").len(), 4);
+    let token = page1["groupNextToken"].as_str().expect("a next page");
+    let page2 = api(
+        node,
+        &format!("/api/v1/rules?group_limit=4&group_next_token={token}"),
+        false,
+    );
+    let rest: Vec<&str> = page2["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| g["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(rest, ["g4", "g5"]);
+}
+
 /// Checks that every target was scraped once per interval since `since`:
 /// never twice in one interval, and never more than `max_gap` apart.
 fn assert_scraped_once_per_interval(targets: &Targets, since: i64, max_gap: i64, what: &str) {
@@ -244,6 +279,9 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
         firing == GROUPS && am_alerts.len() == GROUPS
     });
     assert_scraped_once_per_interval(&targets, shared_since, INTERVAL_MS * 3 / 2, "three nodes");
+    for node in &nodes {
+        assert_cluster_wide_lists(node);
+    }
     // Each recording rule was evaluated by one node: one sample per interval.
     let window_s = 3 * INTERVAL_MS / 1000;
     for g in 0..GROUPS {
@@ -281,6 +319,7 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     // of its death (the lease's 2 s and a ring refresh).
     let max_gap = 2 * INTERVAL_MS + 1_000;
     assert_scraped_once_per_interval(&targets, shared_since, max_gap, "through the kill");
+    assert_cluster_wide_lists(&nodes[survivors[0]]);
     let states_after = for_states(&nodes[survivors[0]]);
     assert_eq!(
         states_after, states_before,

@@ -14,7 +14,7 @@ use parking_lot::RwLock;
 use serde::Serialize;
 use serde::ser::SerializeStruct;
 
-use crate::peers::{PeerKind, Peers, is_peer_request, peer_headers};
+use crate::peers::{PeerKind, Peers, ask_every_peer};
 use crate::{ApiError, AppState, Params, Success, Tenant};
 
 /// Most distinct (type, help, unit) entries kept per metric family; a new one
@@ -182,36 +182,17 @@ pub async fn metadata(
         store = Arc::new(joined);
     }
     let mut warnings = Vec::new();
-    if let Some(axum::Extension(peers)) = peers
-        && !is_peer_request(&headers)
-    {
-        let asked: Vec<_> = (0..peers.count(PeerKind::Any))
-            .map(|i| {
-                let params = metric
-                    .map(|m| ("metric".to_string(), m.to_string()))
-                    .into_iter()
-                    .collect();
-                let timeout = std::time::Duration::from_secs(10);
-                tokio::spawn(peers.get(
-                    PeerKind::Any,
-                    i,
-                    "/api/v1/metadata",
-                    params,
-                    peer_headers(&headers),
-                    timeout,
-                ))
-            })
-            .collect();
+    let params = metric
+        .map(|m| ("metric".to_string(), m.to_string()))
+        .into_iter()
+        .collect();
+    let peers = peers.map(|axum::Extension(p)| p);
+    let answers = ask_every_peer(peers.as_ref(), &headers, PeerKind::Any, "/api/v1/metadata", params).await;
+    if !answers.is_empty() {
         let joined = MetadataStore::new();
         joined.absorb(&store);
-        for call in asked {
-            let answer = match call.await {
-                Ok(Ok((200, body))) => families_of(&body).ok_or_else(|| "an unreadable answer".to_string()),
-                Ok(Ok((status, _))) => Err(format!("status {status}")),
-                Ok(Err(e)) => Err(e),
-                Err(e) => Err(e.to_string()),
-            };
-            match answer {
+        for answer in answers {
+            match answer.and_then(|data| families_of(&data).ok_or_else(|| "an unreadable answer".to_string())) {
                 Ok(families) => joined.record(&families),
                 Err(e) => warnings.push(format!("the metadata of a node is missing: {e}")),
             }
@@ -222,10 +203,9 @@ pub async fn metadata(
 }
 
 /// A peer's answer as the metadata it reported.
-fn families_of(body: &[u8]) -> Option<Vec<MetricMetadata>> {
-    let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+fn families_of(data: &serde_json::Value) -> Option<Vec<MetricMetadata>> {
     let mut out = Vec::new();
-    for (name, entries) in v["data"].as_object()? {
+    for (name, entries) in data.as_object()? {
         for e in entries.as_array()? {
             out.push(MetricMetadata {
                 metric_family_name: name.clone(),

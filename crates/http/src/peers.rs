@@ -1,9 +1,11 @@
 //! The other nodes of a cluster as the HTTP API asks them, on a client's
 //! behalf: for parts of a long range query (cairn-query-api's split.rs),
-//! and for what each node keeps in memory only (metric metadata).
+//! and for what each node keeps in memory only (metric metadata, and the
+//! share of the scrape targets and rule groups each node runs).
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderValue};
 
@@ -58,4 +60,39 @@ pub fn peer_headers(client: &HeaderMap) -> HeaderMap {
 /// Whether a request is a peer's.
 pub fn is_peer_request(headers: &HeaderMap) -> bool {
     headers.contains_key(PEER_HEADER)
+}
+
+/// Asks every peer of `kind` for `path` with `params`, on behalf of a
+/// client whose request had `headers`: each peer's `data`, or why there is
+/// none. Empty unless the request came from a client and there are peers.
+pub async fn ask_every_peer(
+    peers: Option<&Arc<dyn Peers>>,
+    headers: &HeaderMap,
+    kind: PeerKind,
+    path: &'static str,
+    params: Vec<(String, String)>,
+) -> Vec<Result<serde_json::Value, String>> {
+    let Some(peers) = peers.filter(|_| !is_peer_request(headers)) else {
+        return Vec::new();
+    };
+    let asked: Vec<_> = (0..peers.count(kind))
+        .map(|i| {
+            let timeout = std::time::Duration::from_secs(10);
+            tokio::spawn(peers.get(kind, i, path, params.clone(), peer_headers(headers), timeout))
+        })
+        .collect();
+    let mut answers = Vec::with_capacity(asked.len());
+    for call in asked {
+        answers.push(match call.await {
+            Ok(Ok((200, body))) => serde_json::from_slice::<serde_json::Value>(&body)
+                .ok()
+                .map(|mut v| v["data"].take())
+                .filter(|data| !data.is_null())
+                .ok_or_else(|| "an unreadable answer".to_string()),
+            Ok(Ok((status, _))) => Err(format!("status {status}")),
+            Ok(Err(e)) => Err(e),
+            Err(e) => Err(e.to_string()),
+        });
+    }
+    answers
 }

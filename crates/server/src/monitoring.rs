@@ -384,12 +384,11 @@ async fn follow_share(
     }
 }
 
-/// The groups and rules `/api/v1/rules` asks for, and the token of the
-/// next page when `group_limit` cut the list.
-fn filter_groups(groups: Vec<GroupStatus>, filter: &RuleFilter) -> Result<(Vec<GroupStatus>, Option<String>), String> {
+/// The groups and rules `/api/v1/rules` asks for.
+fn filter_groups(groups: Vec<GroupStatus>, filter: &RuleFilter) -> Vec<GroupStatus> {
     let wanted = |list: &[String], v: &str| list.is_empty() || list.iter().any(|w| w == v);
     let rule_filters = filter.alerting.is_some() || !filter.rule_names.is_empty() || !filter.matchers.is_empty();
-    let mut groups: Vec<GroupStatus> = groups
+    groups
         .into_iter()
         .filter(|g| wanted(&filter.rule_groups, &g.name) && wanted(&filter.files, &g.file))
         .map(|mut g| {
@@ -406,33 +405,12 @@ fn filter_groups(groups: Vec<GroupStatus>, filter: &RuleFilter) -> Result<(Vec<G
             g
         })
         .filter(|g| !rule_filters || !g.rules.is_empty())
-        .collect();
-    let Some(limit) = filter.group_limit else {
-        return Ok((groups, None));
-    };
-    if let Some(token) = &filter.group_next_token {
-        let start = groups
-            .iter()
-            .position(|g| &group_token(g) == token)
-            .ok_or_else(|| "invalid group_next_token".to_string())?;
-        groups.drain(..start);
-    }
-    let next = groups.get(limit).map(group_token);
-    groups.truncate(limit);
-    Ok((groups, next))
+        .collect()
 }
 
 fn matches_all(set: &[Matcher], labels: &BTreeMap<String, String>) -> bool {
     set.iter()
         .all(|m| m.matches(labels.get(m.name.as_str()).map_or("", String::as_str)))
-}
-
-/// An opaque, stable token naming a group for pagination.
-fn group_token(g: &GroupStatus) -> String {
-    format!(
-        "{:016x}",
-        xxhash_rust::xxh3::xxh3_64(format!("{};{}", g.file, g.name).as_bytes())
-    )
 }
 
 /// Each discovered Alertmanager as one label set: its own labels over its group's.
@@ -512,13 +490,8 @@ impl Monitoring for Shown {
         out
     }
 
-    fn rules(&self, filter: &RuleFilter) -> Result<Value, String> {
-        let (groups, next) = filter_groups(self.0.rules.groups(), filter)?;
-        let mut v = cairn_rules::rules_json(&groups);
-        if let (Some(next), Some(obj)) = (next, v.as_object_mut()) {
-            obj.insert("groupNextToken".into(), Value::String(next));
-        }
-        Ok(v)
+    fn rules(&self, filter: &RuleFilter) -> Value {
+        cairn_rules::rules_json(&filter_groups(self.0.rules.groups(), filter))
     }
 
     fn alerts(&self) -> Value {
@@ -649,7 +622,7 @@ mod tests {
     }
 
     #[test]
-    fn rules_are_filtered_and_paged_as_prometheus_does() {
+    fn rules_are_filtered_as_prometheus_does() {
         let groups = vec![
             group(
                 "a.yml",
@@ -659,14 +632,14 @@ mod tests {
             group("a.yml", "g2", &[("A2", true, &[("severity", "ticket")])]),
             group("b.yml", "g3", &[("r3", false, &[])]),
         ];
-        let run = |f: RuleFilter| filter_groups(groups.clone(), &f).unwrap();
-        assert_eq!(names(&run(RuleFilter::default()).0), ["g1:r1,A1", "g2:A2", "g3:r3"]);
+        let run = |f: RuleFilter| filter_groups(groups.clone(), &f);
+        assert_eq!(names(&run(RuleFilter::default())), ["g1:r1,A1", "g2:A2", "g3:r3"]);
         let alerts = run(RuleFilter {
             alerting: Some(true),
             ..RuleFilter::default()
         });
         assert_eq!(
-            names(&alerts.0),
+            names(&alerts),
             ["g1:A1", "g2:A2"],
             "groups left empty by a rule filter go"
         );
@@ -674,34 +647,12 @@ mod tests {
             files: vec!["b.yml".into()],
             ..RuleFilter::default()
         });
-        assert_eq!(names(&by_file.0), ["g3:r3"]);
+        assert_eq!(names(&by_file), ["g3:r3"]);
         let matched = run(RuleFilter {
             matchers: vec![vec![Matcher::equal("severity", "page")]],
             ..RuleFilter::default()
         });
-        assert_eq!(names(&matched.0), ["g1:A1"]);
-
-        let (page1, next) = run(RuleFilter {
-            group_limit: Some(2),
-            ..RuleFilter::default()
-        });
-        assert_eq!(names(&page1), ["g1:r1,A1", "g2:A2"]);
-        let (page2, last) = run(RuleFilter {
-            group_limit: Some(2),
-            group_next_token: next,
-            ..RuleFilter::default()
-        });
-        assert_eq!(names(&page2), ["g3:r3"]);
-        assert!(last.is_none());
-        let bad = filter_groups(
-            groups.clone(),
-            &RuleFilter {
-                group_limit: Some(1),
-                group_next_token: Some("nope".into()),
-                ..RuleFilter::default()
-            },
-        );
-        assert_eq!(bad.unwrap_err(), "invalid group_next_token");
+        assert_eq!(names(&matched), ["g1:A1"]);
     }
 
     #[tokio::test]
