@@ -220,6 +220,13 @@ struct Cli {
     #[arg(long = "cluster.secret-file")]
     cluster_secret_file: Option<PathBuf>,
 
+    /// With TLS on (--web.config.file's tls_server_config) nodes speak
+    /// HTTPS to each other: the CA that signed their certificates, which
+    /// must name each node's --cluster.advertise-addr host. Default: the
+    /// web configuration's client_ca_file.
+    #[arg(long = "cluster.tls-ca-file")]
+    cluster_tls_ca_file: Option<PathBuf>,
+
     /// Address to serve the HTTP API on.
     #[arg(long = "http.listen-addr", default_value = "0.0.0.0:9090")]
     listen_addr: SocketAddr,
@@ -471,6 +478,7 @@ fn cluster_config(cli: &Cli) -> anyhow::Result<Option<cairn_cluster::ClusterConf
         secret,
         leave_on_shutdown: cli.cluster_leave_on_shutdown,
         monitors: cli.config_file.is_some(),
+        tls_ca_file: cli.cluster_tls_ca_file.clone(),
         state_dir: Some(cli.storage_path.clone()),
         ha: cli.cluster_ha_tracker.then(|| cairn_cluster::HaConfig {
             cluster_label: cli.cluster_ha_cluster_label.clone(),

@@ -99,6 +99,11 @@ pub struct ClusterConfig {
     /// Whether this node runs `--config.file` and takes a share of its
     /// scrape targets and rule groups.
     pub monitors: bool,
+    /// How this node speaks HTTPS to its peers (which serve HTTPS too);
+    /// plain HTTP when `None`.
+    pub peer_tls: Option<std::sync::Arc<rustls::ClientConfig>>,
+    /// `--cluster.tls-ca-file`: the CA that signed the nodes' certificates.
+    pub tls_ca_file: Option<std::path::PathBuf>,
 }
 
 impl ClusterConfig {
@@ -123,6 +128,8 @@ impl ClusterConfig {
             compaction_interval: Duration::from_secs(60),
             retire_delay: Duration::from_secs(60),
             monitors: false,
+            peer_tls: None,
+            tls_ca_file: None,
         }
     }
 

@@ -111,14 +111,18 @@ impl Cluster {
             .enable_all()
             .build()
             .map_err(|e| StorageError::Unavailable(format!("cannot start the cluster's runtime: {e}")))?;
-        // Peers speak plain HTTP, but reqwest is built with rustls (the
-        // bucket's client) and wants a provider before any client exists.
+        // reqwest is built with rustls (the bucket's client) and wants a
+        // provider before any client exists, even for plain HTTP.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder()
             .timeout(config.peer_timeout)
             .connect_timeout(config.peer_timeout.min(std::time::Duration::from_secs(2)))
             .pool_max_idle_per_host(64)
-            .tcp_nodelay(true)
+            .tcp_nodelay(true);
+        if let Some(tls) = &config.peer_tls {
+            http = http.https_only(true).tls_backend_preconfigured((**tls).clone());
+        }
+        let http = http
             .build()
             .map_err(|e| StorageError::Unavailable(format!("cannot build the peers' HTTP client: {e}")))?;
         let last_alive_ms = config
@@ -411,7 +415,7 @@ impl Cluster {
     ) -> impl Future<Output = Result<Bytes, PeerError>> + Send + 'static {
         let mut request = self
             .http
-            .post(format!("http://{}{}", member.addr, path(route)))
+            .post(format!("{}{}", self.base_url(member), path(route)))
             .header("X-Scope-OrgID", tenant.as_str())
             .body(body);
         if let Some(secret) = &self.config.secret {
@@ -437,6 +441,16 @@ impl Cluster {
         }
     }
 
+    /// Where `member`'s HTTP API is: HTTPS when the nodes speak TLS.
+    fn base_url(&self, member: &Member) -> String {
+        let scheme = if self.config.peer_tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", member.addr)
+    }
+
     /// The other nodes that are up now: only those that answer queries
     /// when `querying`.
     pub fn peers(&self, querying: bool) -> Vec<Member> {
@@ -458,7 +472,7 @@ impl Cluster {
         headers: &[(String, String)],
         timeout: std::time::Duration,
     ) -> impl Future<Output = Result<(u16, Vec<u8>), String>> + Send + 'static {
-        let url = reqwest::Url::parse_with_params(&format!("http://{}{path}", member.addr), params);
+        let url = reqwest::Url::parse_with_params(&format!("{}{path}", self.base_url(member)), params);
         let request = url.map(|url| {
             let mut request = self.http.get(url).timeout(timeout);
             for (name, value) in headers {

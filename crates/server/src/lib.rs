@@ -78,9 +78,6 @@ pub async fn run(
             anyhow::bail!("the compactor does not scrape or evaluate rules: give --config.file to the other nodes");
         }
     }
-    if config.cluster.is_some() && config.web.tls_server_config.is_some() {
-        anyhow::bail!("cluster mode does not speak TLS between nodes yet: run it without tls_server_config");
-    }
     if let Some(cluster) = &config.cluster
         && auth.is_some()
         && cluster.secret.is_none()
@@ -128,7 +125,18 @@ pub async fn run(
 
     let opening = Arc::new(OpeningTenants::default());
     let cluster = match &config.cluster {
-        Some(c) => Some(cairn_cluster::Cluster::start(c.clone())?),
+        Some(c) => {
+            let mut c = c.clone();
+            if let Some(tls) = &config.web.tls_server_config {
+                // Peers serve HTTPS as this node does, under certificates of one CA.
+                let ca = c.tls_ca_file.clone().or_else(|| tls.client_ca_file.clone()).context(
+                    "with tls_server_config, the nodes of a cluster speak HTTPS to each other: \
+                     give --cluster.tls-ca-file, the CA that signed their certificates",
+                )?;
+                c.peer_tls = Some(tls::peer_client_config(tls, &ca)?);
+            }
+            Some(cairn_cluster::Cluster::start(c)?)
+        }
         None => None,
     };
     // What the API serves: this node's engine, or the cluster through it.

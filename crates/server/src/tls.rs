@@ -1,8 +1,10 @@
 //! HTTPS: the listener's TLS (rustls, ring's provider) from the web
-//! configuration's `tls_server_config`. Handshakes run in tasks of their
-//! own, so a slow or silent client never holds up the next connection.
+//! configuration's `tls_server_config`, and in a cluster the TLS this node
+//! speaks to its peers with. Handshakes run in tasks of their own, so a
+//! slow or silent client never holds up the next connection.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,21 +23,42 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections that finished their handshake, waiting for the server.
 const READY_QUEUE: usize = 128;
 
+fn certificates(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+    CertificateDer::pem_file_iter(path)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .with_context(|| format!("cannot read certificates from {}", path.display()))
+}
+
+fn private_key(path: &Path) -> anyhow::Result<PrivateKeyDer<'static>> {
+    PrivateKeyDer::from_pem_file(path).with_context(|| format!("cannot read a private key from {}", path.display()))
+}
+
+/// The certificates of `path` as trusted roots.
+fn roots(path: &Path) -> anyhow::Result<rustls::RootCertStore> {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in certificates(path)? {
+        roots.add(cert).context("a CA certificate")?;
+    }
+    Ok(roots)
+}
+
+fn versions(tls: &TlsConfig) -> anyhow::Result<&'static [&'static rustls::SupportedProtocolVersion]> {
+    static FROM_TLS12: [&rustls::SupportedProtocolVersion; 2] = [&rustls::version::TLS13, &rustls::version::TLS12];
+    static TLS13_ONLY: [&rustls::SupportedProtocolVersion; 1] = [&rustls::version::TLS13];
+    Ok(match tls.min_version.as_deref() {
+        None | Some("TLS12") => &FROM_TLS12,
+        Some("TLS13") => &TLS13_ONLY,
+        Some(other) => bail!("min_version {other:?}: Cairn takes TLS12 or TLS13"),
+    })
+}
+
 /// The rustls server configuration of `tls`.
 pub fn server_config(tls: &TlsConfig) -> anyhow::Result<Arc<rustls::ServerConfig>> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let certs = CertificateDer::pem_file_iter(&tls.cert_file)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-        .with_context(|| format!("cannot read certificates from {}", tls.cert_file.display()))?;
-    let key = PrivateKeyDer::from_pem_file(&tls.key_file)
-        .with_context(|| format!("cannot read a private key from {}", tls.key_file.display()))?;
-    let versions: &[&rustls::SupportedProtocolVersion] = match tls.min_version.as_deref() {
-        None | Some("TLS12") => &[&rustls::version::TLS13, &rustls::version::TLS12],
-        Some("TLS13") => &[&rustls::version::TLS13],
-        Some(other) => bail!("min_version {other:?}: Cairn takes TLS12 or TLS13"),
-    };
+    let certs = certificates(&tls.cert_file)?;
+    let key = private_key(&tls.key_file)?;
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
-        .with_protocol_versions(versions)
+        .with_protocol_versions(versions(tls)?)
         .context("TLS versions")?;
     let builder = match tls.client_auth_type.as_deref() {
         None | Some("NoClientCert") => builder.with_no_client_auth(),
@@ -44,14 +67,7 @@ pub fn server_config(tls: &TlsConfig) -> anyhow::Result<Arc<rustls::ServerConfig
                 .client_ca_file
                 .as_ref()
                 .context("client_auth_type RequireAndVerifyClientCert needs client_ca_file")?;
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in CertificateDer::pem_file_iter(ca)
-                .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-                .with_context(|| format!("cannot read certificates from {}", ca.display()))?
-            {
-                roots.add(cert).context("a client CA certificate")?;
-            }
-            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots(ca)?), provider)
                 .build()
                 .context("client certificate verifier")?;
             builder.with_client_cert_verifier(verifier)
@@ -62,6 +78,20 @@ pub fn server_config(tls: &TlsConfig) -> anyhow::Result<Arc<rustls::ServerConfig
         .with_single_cert(certs, key)
         .context("the certificate and key do not go together")?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// How a cluster node speaks to its peers, which serve `tls` as it does:
+/// it trusts the CA of `ca_file` and shows its own certificate, so that
+/// peers requiring client certificates take it.
+pub fn peer_client_config(tls: &TlsConfig, ca_file: &Path) -> anyhow::Result<Arc<rustls::ClientConfig>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions(tls)?)
+        .context("TLS versions")?
+        .with_root_certificates(roots(ca_file)?)
+        .with_client_auth_cert(certificates(&tls.cert_file)?, private_key(&tls.key_file)?)
+        .context("the certificate and key do not go together")?;
     Ok(Arc::new(config))
 }
 
