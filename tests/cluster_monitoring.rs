@@ -11,7 +11,7 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::etcd::Etcd;
+use crate::common::monitoring_cluster::MonitoringCluster;
 use crate::common::peers::{Alertmanager, require};
 use crate::common::{Server, http_client, now_ms};
 use crate::rules::{files, webhook};
@@ -209,7 +209,6 @@ fn wait_until(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
 
 #[test]
 fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill() {
-    let Some(etcd) = Etcd::start() else { return };
     let Some(am_bin) = require("prometheus-alertmanager", "prometheus-alertmanager") else {
         return;
     };
@@ -226,35 +225,11 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     )
     .expect("config");
 
-    let etcd_endpoint = etcd.endpoint();
-    let data_dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().expect("tempdir")).collect();
-    let mut nodes: Vec<Server> = data_dirs
-        .iter()
-        .enumerate()
-        .map(|(i, d)| {
-            let id = format!("node-{i}");
-            let args = [
-                "--cluster.etcd-endpoints",
-                &etcd_endpoint,
-                "--cluster.node-id",
-                &id,
-                "--cluster.replication-factor",
-                "3",
-                "--cluster.lease-ttl",
-                "2s",
-                "--cluster.peer-timeout",
-                "2s",
-                "--config.file",
-                config.to_str().expect("utf-8 path"),
-                // A restored alert fires again at once: its `for` is longer.
-                "--rules.alert.for-grace-period",
-                "1s",
-            ];
-            let mut node = Server::new(d.path(), &args);
-            node.restart();
-            node
-        })
-        .collect();
+    // A restored alert fires again at once: its `for` is longer than the grace.
+    let Some(mut cluster) = MonitoringCluster::start(&config, &["--rules.alert.for-grace-period", "1s"]) else {
+        return;
+    };
+    let nodes = &mut cluster.nodes;
 
     // Every target and group has one node once the three see each other.
     wait_until(Duration::from_secs(30), "the work to be shared by three nodes", || {
@@ -279,7 +254,7 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
         firing == GROUPS && am_alerts.len() == GROUPS
     });
     assert_scraped_once_per_interval(&targets, shared_since, INTERVAL_MS * 3 / 2, "three nodes");
-    for node in &nodes {
+    for node in nodes.iter() {
         assert_cluster_wide_lists(node);
     }
     // Each recording rule was evaluated by one node: one sample per interval.

@@ -9,7 +9,10 @@
 //! each evaluation (tests/rules/data.rs): two replayed node_exporter
 //! targets and a node whose values change in phases, so alerts go pending,
 //! fire, change labels, keep firing and resolve. All notify one real
-//! Alertmanager, told apart by the external label `replica`.
+//! Alertmanager, told apart by the external label `replica`. Cairn runs
+//! twice: as one node, and as a cluster of three (etcd, RF 3) given the
+//! same configuration, whose nodes share the rule groups; the cluster is
+//! written to and read from through one node.
 //!
 //! Compared with the oracle: every raw sample the rules wrote (recording
 //! rules, `ALERTS`, `ALERTS_FOR_STATE`; exact timestamps and values,
@@ -29,6 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::monitoring_cluster::MonitoringCluster;
 use crate::common::peers::{Alertmanager, Prometheus, prometheus_3, require};
 use crate::common::raw_read::{self, RawSeries};
 use crate::common::*;
@@ -292,15 +296,27 @@ fn cairn_evaluates_rules_as_prometheus_does() {
     let cairn_config = dir.path().join("cairn.yml");
     std::fs::write(&cairn_config, config("cairn")).expect("cairn config");
     let cairn = Server::start_with(&["--config.file", cairn_config.to_str().expect("utf-8 path")]);
+    let cluster_config = dir.path().join("cluster.yml");
+    std::fs::write(&cluster_config, config("cluster")).expect("cluster config");
+    let Some(cluster) = MonitoringCluster::start(&cluster_config, &[]) else {
+        return;
+    };
 
     let oracle = Replica {
         name: "prom",
         url: prom3.url(),
     };
-    let subjects = vec![Replica {
-        name: "cairn",
-        url: cairn.url(),
-    }];
+    let subjects = vec![
+        Replica {
+            name: "cairn",
+            url: cairn.url(),
+        },
+        // Written to and read from one node; the others evaluate their share.
+        Replica {
+            name: "cluster",
+            url: cluster.nodes[0].url(),
+        },
+    ];
 
     // Every server must be evaluating, in the same phase, before data flows.
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -328,6 +344,17 @@ fn cairn_evaluates_rules_as_prometheus_does() {
         );
         std::thread::sleep(Duration::from_millis(500));
     };
+
+    for node in &cluster.nodes {
+        let local = Client::with_headers(node.url(), &[("x-cairn-peer-request", "1")]).get("/api/v1/rules");
+        let groups: Vec<String> = local.json()["data"]["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|g| g["name"].to_string())
+            .collect();
+        println!("cluster node {} evaluates {groups:?}", node.url());
+    }
 
     // Alertmanager's API, watched through the run.
     let am_seen = Arc::new(Mutex::new(AmSeen::new()));

@@ -7,6 +7,7 @@
 
 pub mod etcd;
 pub mod kube;
+pub mod monitoring_cluster;
 pub mod netns;
 pub mod peers;
 pub mod raw_read;

@@ -256,6 +256,8 @@ async fn tenants(State(cluster): State<Arc<Cluster>>, headers: HeaderMap) -> Res
 /// The ring as this node sees it: each member and whether it is alive.
 async fn ring(State(cluster): State<Arc<Cluster>>) -> Response {
     let ring = cluster.ring();
+    let owners = cluster.work_changes().borrow().clone();
+    let monitoring = owners.ids(crate::node::now_ms());
     let members: Vec<serde_json::Value> = ring
         .members()
         .iter()
@@ -264,6 +266,8 @@ async fn ring(State(cluster): State<Arc<Cluster>>) -> Response {
             serde_json::json!({
                 "id": m.id, "addr": m.addr, "zone": m.zone, "ingester": m.ingester, "compactor": m.compactor, "queries": m.queries,
                 "state": m.state, "alive": ring.is_alive(i),
+                // Whether it takes a share of the scrape targets and rule groups now.
+                "monitoring": monitoring.contains(&m.id.as_str()),
             })
         })
         .collect();
