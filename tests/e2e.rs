@@ -33,6 +33,7 @@ mod backup;
 mod bench_victoriametrics;
 mod cli_help;
 mod cluster;
+mod cluster_conformance;
 mod cluster_monitoring;
 mod cluster_tls;
 mod crash;

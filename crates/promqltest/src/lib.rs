@@ -1,5 +1,6 @@
 //! Runs Prometheus' PromQL test scripts (the `promqltest` language) against
-//! Cairn's engine over [`MemStorage`].
+//! Cairn's engine over [`MemStorage`], or over any storage the caller makes
+//! ([`run_script_on`]: the embedded engine, a cluster).
 //!
 //! Commands: `load <interval>` (and `load_with_nhcb`), `clear`,
 //! `eval instant at <t> <query>`, `eval range from <a> to <b> step <s> <query>`
@@ -21,7 +22,9 @@ mod notation;
 use cairn_model::histogram::HistogramSample;
 use cairn_model::{Label, Labels, Sample, stale_nan};
 use cairn_promql::{Engine, EngineOptions, QueryError, QueryResult, SampleValue, Value};
-use cairn_storage::{Appendable, MemStorage};
+use std::sync::Arc;
+
+use cairn_storage::{Appendable, MemStorage, Storage};
 use notation::Stated;
 use regex::Regex;
 
@@ -81,18 +84,21 @@ impl Matcher {
 }
 
 struct State {
-    storage: MemStorage,
+    storage: Arc<dyn Storage>,
     start_timestamps: bool,
 }
 
 impl State {
-    fn new() -> Self {
+    fn new(storage: Arc<dyn Storage>) -> Self {
         Self {
-            storage: MemStorage::new(),
+            storage,
             start_timestamps: false,
         }
     }
 }
+
+/// Where a script's data goes: a new, empty storage at its start and at each `clear`.
+pub type MakeStorage<'a> = &'a dyn Fn() -> Arc<dyn Storage>;
 
 fn is_command(line: &str) -> bool {
     let w = line.split_whitespace().next().unwrap_or("");
@@ -122,8 +128,13 @@ pub fn upstream_options() -> EngineOptions {
 
 /// [`run_script`] with engine options of the caller's choosing.
 pub fn run_script_with(text: &str, opts: EngineOptions) -> Vec<EvalReport> {
+    run_script_on(text, opts, &|| Arc::new(MemStorage::new()))
+}
+
+/// [`run_script_with`] over storages `make` gives.
+pub fn run_script_on(text: &str, opts: EngineOptions, make: MakeStorage) -> Vec<EvalReport> {
     let lines: Vec<&str> = text.lines().collect();
-    let mut state = State::new();
+    let mut state = State::new(make());
     let engine = Engine::new(opts);
     let mut reports = Vec::new();
     let mut i = 0;
@@ -149,7 +160,7 @@ pub fn run_script_with(text: &str, opts: EngineOptions) -> Vec<EvalReport> {
         }
         let cmd = line.split_whitespace().next().unwrap_or("");
         match cmd {
-            "clear" => state = State::new(),
+            "clear" => state = State::new(make()),
             "load" | "load_with_nhcb" => {
                 if let Err(e) = load(&mut state, line, &body, cmd == "load_with_nhcb") {
                     reports.push(EvalReport {
@@ -567,8 +578,8 @@ fn eval(engine: &Engine, state: &State, header: &str, body: &[(usize, &str)]) ->
         return (query, Outcome::Skip(f));
     }
     let res = match kind {
-        Kind::Instant(t) => engine.instant(&state.storage, &query, t),
-        Kind::Range(a, b, s) => engine.range(&state.storage, &query, a, b, s),
+        Kind::Instant(t) => engine.instant(state.storage.as_ref(), &query, t),
+        Kind::Range(a, b, s) => engine.range(state.storage.as_ref(), &query, a, b, s),
     };
     let outcome = check(&exp, &kind_range(&kind), res);
     fn kind_range(k: &Kind) -> Option<(i64, i64, i64)> {

@@ -44,3 +44,39 @@ pub use tenant::{
 };
 pub use wal_replay::{WalReplay, WalReplayStatus};
 pub use work::{WorkShare, rule_group_key};
+
+// A shared storage is a storage: what `Tenants` hands out runs wherever a
+// storage does (the conformance suite, the PromQL scripts).
+impl<T: Queryable + ?Sized> Queryable for std::sync::Arc<T> {
+    fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier>, StorageError> {
+        (**self).querier(mint, maxt)
+    }
+}
+
+impl<T: Appendable + ?Sized> Appendable for std::sync::Arc<T> {
+    fn appender(&self) -> Box<dyn Appender + '_> {
+        (**self).appender()
+    }
+}
+
+impl<T: Admin + ?Sized> Admin for std::sync::Arc<T> {
+    fn delete_series(&self, matchers: &[cairn_model::Matcher], mint: i64, maxt: i64) -> Result<(), StorageError> {
+        (**self).delete_series(matchers, mint, maxt)
+    }
+
+    fn tsdb_status(&self, query: &CardinalityQuery) -> Result<TsdbStatus, StorageError> {
+        (**self).tsdb_status(query)
+    }
+
+    fn stats(&self) -> StorageStats {
+        (**self).stats()
+    }
+
+    fn parts(&self) -> Result<Vec<PartInfo>, StorageError> {
+        (**self).parts()
+    }
+
+    fn snapshot(&self, dest: &std::path::Path, skip_head: bool) -> Result<(), StorageError> {
+        (**self).snapshot(dest, skip_head)
+    }
+}
