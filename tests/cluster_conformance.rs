@@ -18,44 +18,21 @@ use cairn_model::{MatchOp, Matcher};
 use cairn_promqltest::Outcome;
 use cairn_storage::{MemStorage, Storage, TenantId, Tenants};
 
-use crate::common::etcd::Etcd;
-use crate::common::{Server, free_port};
+use crate::common::free_port;
+use crate::common::three_nodes::ThreeNodes;
 
 /// Three storing nodes, and a routing member in this process.
-struct ThreeNodes {
-    _etcd: Etcd,
-    nodes: Vec<Server>,
-    _dirs: Vec<tempfile::TempDir>,
+struct Routed {
+    nodes: ThreeNodes,
     tenants: ClusterTenants,
     next_tenant: AtomicU64,
 }
 
-impl ThreeNodes {
+impl Routed {
     fn start() -> Option<Self> {
-        let etcd = Etcd::start()?;
-        let endpoint = etcd.endpoint();
-        let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().expect("tempdir")).collect();
-        let nodes = dirs
-            .iter()
-            .enumerate()
-            .map(|(i, dir)| {
-                let id = format!("node-{i}");
-                let args = [
-                    "--cluster.etcd-endpoints",
-                    &endpoint,
-                    "--cluster.node-id",
-                    &id,
-                    "--cluster.lease-ttl",
-                    "2s",
-                    // The scripts' data lies around 1970.
-                    "--storage.retention",
-                    "36500d",
-                ];
-                let mut node = Server::new(dir.path(), &args);
-                node.restart();
-                node
-            })
-            .collect();
+        // The scripts' data lies around 1970.
+        let nodes = ThreeNodes::start(&["--storage.retention", "36500d"])?;
+        let endpoint = nodes.etcd.endpoint();
         let mut config = ClusterConfig::new(&endpoint, "conformance-client", &format!("127.0.0.1:{}", free_port()));
         config.role = Role::Write;
         let cluster = Cluster::start(config).expect("the routing member");
@@ -68,9 +45,7 @@ impl ThreeNodes {
             std::thread::sleep(Duration::from_millis(100));
         }
         Some(Self {
-            _etcd: etcd,
             nodes,
-            _dirs: dirs,
             tenants: ClusterTenants::new(cluster),
             next_tenant: AtomicU64::new(0),
         })
@@ -99,13 +74,18 @@ impl ThreeNodes {
     }
 
     fn logs(&self) -> String {
-        self.nodes.iter().map(|n| n.log()).collect::<Vec<_>>().join("\n---\n")
+        self.nodes
+            .nodes
+            .iter()
+            .map(|n| n.log())
+            .collect::<Vec<_>>()
+            .join("\n---\n")
     }
 }
 
 #[test]
 fn the_cluster_passes_the_storage_conformance_suite() {
-    let Some(cluster) = ThreeNodes::start() else { return };
+    let Some(cluster) = Routed::start() else { return };
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // A cluster's querier reads the owners at each select, so writes
         // between two selects of one querier show; an overwritten timestamp
@@ -143,7 +123,7 @@ fn upstream_promql_scripts_give_the_same_outcomes_through_the_cluster() {
         println!("SKIPPED: ../shared/promqltest not found");
         return;
     };
-    let Some(cluster) = ThreeNodes::start() else { return };
+    let Some(cluster) = Routed::start() else { return };
     let options = cairn_promqltest::upstream_options();
     let (mut compared, mut passed) = (0, 0);
     let mut differences = Vec::new();

@@ -11,8 +11,8 @@ use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::monitoring_cluster::MonitoringCluster;
 use crate::common::peers::{Alertmanager, require};
+use crate::common::three_nodes::ThreeNodes;
 use crate::common::{Server, http_client, now_ms};
 use crate::rules::{files, webhook};
 use serde_json::Value;
@@ -226,7 +226,7 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     .expect("config");
 
     // A restored alert fires again at once: its `for` is longer than the grace.
-    let Some(mut cluster) = MonitoringCluster::start(&config, &["--rules.alert.for-grace-period", "1s"]) else {
+    let Some(mut cluster) = ThreeNodes::monitoring(&config, &["--rules.alert.for-grace-period", "1s"]) else {
         return;
     };
     let nodes = &mut cluster.nodes;

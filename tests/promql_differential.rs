@@ -14,6 +14,9 @@
 //! 2.42, where Prometheus 3 (which Cairn follows) differs, the query is
 //! handled as a named exception (queries.rs, docs/promql-differences.md).
 //! The test prints a summary and fails on any unexplained difference.
+//! Two more deployments of Cairn must give the one node's answers byte for
+//! byte: one that splits every range query by steps, and a cluster of
+//! three nodes (RF 3) written to through one node and asked through another.
 //!
 //! Without the binary the test prints `SKIPPED` and passes, unless `CI` is
 //! set, where that is a failure.
@@ -30,6 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::common::peers::{Prometheus, in_ci};
+use crate::common::three_nodes::ThreeNodes;
 use crate::common::*;
 use compare::{Answer, Order};
 use queries::{Handling, Query};
@@ -161,10 +165,14 @@ fn promql_answers_match_prometheus() {
     // Splitting range queries by steps must not change a byte of an answer:
     // a second Cairn splits every range query it can.
     let cairn_split = Server::start_with(&["--query.step-split=always"]);
+    // So must a cluster of three (RF 3): written to through one node, asked
+    // through another.
+    let Some(cluster) = ThreeNodes::start(&[]) else { return };
     let http = http_client(Duration::from_secs(60));
     let c = cairn.client();
     let cs = cairn_split.client();
-    servers::write_all(&http, &prom, &requests, &[&c, &cs]);
+    let cluster_writer = cluster.nodes[0].client();
+    servers::write_all(&http, &prom, &requests, &[&c, &cs, &cluster_writer]);
     println!(
         "loaded {} series, {} samples in {} requests into both servers in {:.1}s",
         dataset.series.len(),
@@ -201,7 +209,9 @@ fn promql_answers_match_prometheus() {
     let mut skipped_by_exception = 0usize;
     let cairn_base = cairn.url();
     let split_base = cairn_split.url();
+    let cluster_base = cluster.nodes[1].url();
     let mut split_compared = 0usize;
+    let mut cluster_compared = 0usize;
     for q in &all {
         let tl = tally.entry(q.class.clone()).or_default();
         tl.queries += 1;
@@ -235,6 +245,18 @@ fn promql_answers_match_prometheus() {
                         a_body.chars().take(300).collect::<String>()
                     ));
                 }
+            }
+            let (_, cluster_body) = ask_raw(&http, &cluster_base, &q.cairn, ev);
+            cluster_compared += 1;
+            if cluster_body != a_body {
+                mismatches.push(format!(
+                    "[cluster] {} ({})\n  {}\n    cluster:  {}\n    one node: {}",
+                    q.cairn,
+                    q.origin,
+                    ev.describe(dataset.end_ms),
+                    cluster_body.chars().take(300).collect::<String>(),
+                    a_body.chars().take(300).collect::<String>()
+                ));
             }
             // Numbers must also be written as Prometheus writes them.
             let format = p.as_ref().and_then(|(_, pb)| compare::format_diff(pb, &a_body));
@@ -322,6 +344,10 @@ fn promql_answers_match_prometheus() {
     let _ = writeln!(
         report,
         "split by steps (--query.step-split=always): {split_compared} range evaluations compared byte for byte with the whole evaluation"
+    );
+    let _ = writeln!(
+        report,
+        "a cluster of three (RF 3): {cluster_compared} evaluations compared byte for byte with the one node"
     );
     let _ = writeln!(report, "mismatches: {}", mismatches.len());
     for m in &mismatches {

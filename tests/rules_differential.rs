@@ -32,9 +32,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::monitoring_cluster::MonitoringCluster;
 use crate::common::peers::{Alertmanager, Prometheus, prometheus_3, require};
 use crate::common::raw_read::{self, RawSeries};
+use crate::common::three_nodes::ThreeNodes;
 use crate::common::*;
 use cairn_protocols::remote_write::ContentEncoding;
 use serde_json::Value;
@@ -298,7 +298,7 @@ fn cairn_evaluates_rules_as_prometheus_does() {
     let cairn = Server::start_with(&["--config.file", cairn_config.to_str().expect("utf-8 path")]);
     let cluster_config = dir.path().join("cluster.yml");
     std::fs::write(&cluster_config, config("cluster")).expect("cluster config");
-    let Some(cluster) = MonitoringCluster::start(&cluster_config, &[]) else {
+    let Some(cluster) = ThreeNodes::monitoring(&cluster_config, &[]) else {
         return;
     };
 

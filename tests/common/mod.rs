@@ -7,11 +7,11 @@
 
 pub mod etcd;
 pub mod kube;
-pub mod monitoring_cluster;
 pub mod netns;
 pub mod peers;
 pub mod raw_read;
 pub mod seaweedfs;
+pub mod three_nodes;
 pub mod webdriver;
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
-//! A cluster given one Prometheus configuration file: etcd and `cairn`
-//! nodes sharing its scrape targets and rule groups (RF 3, short leases).
+//! A cluster of three `cairn` nodes over an etcd of its own (RF 3, short
+//! leases), each over a directory of its own.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -8,19 +8,18 @@ use super::etcd::Etcd;
 use super::{Server, http_client};
 use serde_json::Value;
 
-pub struct MonitoringCluster {
+pub struct ThreeNodes {
     pub etcd: Etcd,
     pub nodes: Vec<Server>,
     _dirs: Vec<tempfile::TempDir>,
 }
 
-impl MonitoringCluster {
-    /// Three nodes given `config` (and `extra` flags), once each takes its
-    /// share of the work; `None` when etcd is missing.
-    pub fn start(config: &Path, extra: &[&str]) -> Option<Self> {
+impl ThreeNodes {
+    /// Three nodes started with `extra` flags, each ready; `None` when etcd
+    /// is missing.
+    pub fn start(extra: &[&str]) -> Option<Self> {
         let etcd = Etcd::start()?;
         let endpoint = etcd.endpoint();
-        let config = config.to_str().expect("utf-8 path");
         let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().expect("tempdir")).collect();
         let nodes = dirs
             .iter()
@@ -38,8 +37,6 @@ impl MonitoringCluster {
                     "2s",
                     "--cluster.peer-timeout",
                     "2s",
-                    "--config.file",
-                    config,
                 ];
                 args.extend_from_slice(extra);
                 let mut node = Server::new(dir.path(), &args);
@@ -52,6 +49,17 @@ impl MonitoringCluster {
             nodes,
             _dirs: dirs,
         };
+        cluster.wait_for_members(|m| m["alive"] == true && m["ingester"] == true);
+        Some(cluster)
+    }
+
+    /// Three nodes given the Prometheus configuration `config` (and `extra`
+    /// flags), once each takes its share of its targets and rule groups.
+    pub fn monitoring(config: &Path, extra: &[&str]) -> Option<Self> {
+        let config = config.to_str().expect("utf-8 path");
+        let mut args = vec!["--config.file", config];
+        args.extend_from_slice(extra);
+        let cluster = Self::start(&args)?;
         cluster.wait_monitoring();
         Some(cluster)
     }
@@ -59,6 +67,12 @@ impl MonitoringCluster {
     /// Waits until every running node sees every running node take its
     /// share of the scrape targets and rule groups.
     pub fn wait_monitoring(&self) {
+        self.wait_for_members(|m| m["monitoring"] == true);
+    }
+
+    /// Waits until every running node's ring has as many members `counted`
+    /// as there are nodes running.
+    fn wait_for_members(&self, counted: impl Fn(&Value) -> bool) {
         let running = self.nodes.iter().filter(|n| n.is_running()).count();
         let deadline = Instant::now() + Duration::from_secs(30);
         for node in self.nodes.iter().filter(|n| n.is_running()) {
@@ -68,19 +82,12 @@ impl MonitoringCluster {
                     .send()
                     .and_then(|r| r.json())
                     .unwrap_or_default();
-                let monitoring = ring["members"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter(|m| m["monitoring"] == true)
-                    .count();
-                if monitoring == running {
+                let members = ring["members"].as_array().into_iter().flatten();
+                let n = members.filter(|m| counted(m)).count();
+                if n == running {
                     break;
                 }
-                assert!(
-                    Instant::now() < deadline,
-                    "{monitoring} of {running} nodes monitor: {ring}"
-                );
+                assert!(Instant::now() < deadline, "{n} of {running} nodes counted: {ring}");
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
