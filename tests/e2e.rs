@@ -34,6 +34,7 @@ mod bench_victoriametrics;
 mod cli_help;
 mod cluster;
 mod cluster_conformance;
+mod cluster_history;
 mod cluster_monitoring;
 mod cluster_tls;
 mod crash;

@@ -1,0 +1,489 @@
+//! The cluster's guarantees checked on a history, under a nemesis: three
+//! `cairn` nodes (RF 3), each in a network namespace of its own, etcd on the
+//! bridge. Clients write and read through random nodes while the nemesis,
+//! one fault at a time, cuts a node off, pauses one (SIGSTOP), kills one
+//! (-9, then restarts it), cuts two off (a majority of every series' owners)
+//! or restarts etcd. Every operation is recorded with
+//! its outcome, and the checker then verifies:
+//! - every acknowledged sample is read back from every node once all is healed;
+//! - no read returns a sample that was never written;
+//! - a read that claims to be complete (no partial-response warning) holds
+//!   every sample acknowledged before it began.
+//!
+//! A failing history is saved as JSON (the path is printed);
+//! `CAIRN_HISTORY_REPLAY=<file>` checks a saved one again without a
+//! cluster. `CAIRN_HISTORY_SECS` sets how long the nemesis runs (the soak:
+//! docs/cluster.md). Needs root for the namespaces (CI runs as root).
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::common::etcd::Etcd;
+use crate::common::netns::{Bridge, Namespace};
+use crate::common::{Server, http_client, now_ms, series};
+
+/// Series written, per writer.
+const SERIES: usize = 4;
+const WRITERS: usize = 2;
+const READERS: usize = 2;
+/// How far back a read looks: further than any run.
+const READ_WINDOW_S: i64 = 7_200;
+
+/// One write: one sample of one series, through one node.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Write {
+    series: String,
+    t: i64,
+    v: f64,
+    node: usize,
+    invoked_ms: i64,
+    completed_ms: i64,
+    acknowledged: bool,
+}
+
+/// One read of every series through one node: what it returned, and whether
+/// it said the answer may be partial.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Read {
+    node: usize,
+    invoked_ms: i64,
+    completed_ms: i64,
+    /// The read's time: it sees samples in `(at - READ_WINDOW_S, at]`.
+    at_ms: i64,
+    /// `None`: no answer (an error status or none at all).
+    samples: Option<BTreeSet<(String, i64, u64)>>,
+    partial: bool,
+}
+
+/// A fault and when it began and ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Fault {
+    what: String,
+    from_ms: i64,
+    to_ms: i64,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct History {
+    writes: Vec<Write>,
+    reads: Vec<Read>,
+    faults: Vec<Fault>,
+    /// What each node returned once everything was healed.
+    final_reads: Vec<Read>,
+}
+
+/// Every violation of the guarantees in `history`.
+fn check(history: &History) -> Vec<String> {
+    let mut violations = Vec::new();
+    let written: BTreeSet<(String, i64, u64)> = history
+        .writes
+        .iter()
+        .map(|w| (w.series.clone(), w.t, w.v.to_bits()))
+        .collect();
+    let acknowledged: Vec<&Write> = history.writes.iter().filter(|w| w.acknowledged).collect();
+    for r in history.reads.iter().chain(&history.final_reads) {
+        let Some(samples) = &r.samples else { continue };
+        for s in samples {
+            if !written.contains(s) {
+                violations.push(format!(
+                    "a read through node {} at {} returned {s:?}, which was never written",
+                    r.node, r.invoked_ms
+                ));
+            }
+        }
+        if r.partial {
+            continue;
+        }
+        for w in acknowledged.iter().filter(|w| w.completed_ms < r.invoked_ms) {
+            if w.t <= r.at_ms - READ_WINDOW_S * 1000 {
+                continue;
+            }
+            if !samples.contains(&(w.series.clone(), w.t, w.v.to_bits())) {
+                violations.push(format!(
+                    "a read through node {} begun at {} (not marked partial) misses {} @{} = {}, acknowledged \
+                     by node {} at {}",
+                    r.node, r.invoked_ms, w.series, w.t, w.v, w.node, w.completed_ms
+                ));
+            }
+        }
+    }
+    for r in &history.final_reads {
+        if r.samples.is_none() || r.partial {
+            violations.push(format!("node {} gave no complete answer after healing", r.node));
+        }
+    }
+    violations
+}
+
+/// The cluster under test, each node in its namespace.
+struct Nodes {
+    etcd: Mutex<Etcd>,
+    nodes: Vec<Mutex<Server>>,
+    namespaces: Vec<Namespace>,
+    _bridge: Bridge,
+    _dirs: Vec<tempfile::TempDir>,
+}
+
+impl Nodes {
+    fn start() -> Option<Self> {
+        let mut bridge = Bridge::create()?;
+        let etcd = Etcd::start_on(&bridge.gateway())?;
+        let endpoint = etcd.endpoint();
+        let mut nodes = Vec::new();
+        let mut namespaces = Vec::new();
+        let mut dirs = Vec::new();
+        for i in 0..3u8 {
+            let ns = bridge.add_namespace(i);
+            let dir = tempfile::tempdir().expect("tempdir");
+            let id = format!("node-{i}");
+            let args = [
+                "--cluster.etcd-endpoints",
+                &endpoint,
+                "--cluster.node-id",
+                &id,
+                "--cluster.lease-ttl",
+                "2s",
+                "--cluster.peer-timeout",
+                "2s",
+            ];
+            let mut node = Server::new(dir.path(), &args);
+            node.host = ns.addr.clone();
+            node.command_prefix = ns.exec_prefix();
+            node.restart();
+            nodes.push(Mutex::new(node));
+            namespaces.push(ns);
+            dirs.push(dir);
+        }
+        Some(Self {
+            etcd: Mutex::new(etcd),
+            nodes,
+            namespaces,
+            _bridge: bridge,
+            _dirs: dirs,
+        })
+    }
+
+    fn url(&self, node: usize) -> String {
+        self.nodes[node].lock().expect("node").url()
+    }
+
+    /// Waits until every node sees the three alive and has caught up.
+    fn wait_healed(&self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        for i in 0..self.nodes.len() {
+            loop {
+                let ring: Value = http_client(Duration::from_secs(3))
+                    .get(format!("{}/internal/cluster/v1/ring", self.url(i)))
+                    .send()
+                    .and_then(|r| r.json())
+                    .unwrap_or_default();
+                let alive = ring["members"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|m| m["alive"] == true)
+                    .count();
+                if alive == 3 && ring["caught_up"] == true {
+                    break;
+                }
+                assert!(Instant::now() < deadline, "node {i} did not heal: {ring}");
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+
+    /// One fault on a random node (or etcd), for a few seconds, then healed.
+    fn fault(&self, n: u64) -> Fault {
+        let node = (n as usize * 7 + 1) % self.nodes.len();
+        let from_ms = now_ms();
+        let hold = Duration::from_millis(4_000 + (n % 4) * 1_000);
+        let what = match n % 5 {
+            0 => {
+                self.namespaces[node].cut();
+                std::thread::sleep(hold);
+                self.namespaces[node].heal();
+                format!("node {node} cut off")
+            }
+            1 => {
+                let pid = self.nodes[node].lock().expect("node").pid().to_string();
+                signal("-STOP", &pid);
+                std::thread::sleep(hold);
+                signal("-CONT", &pid);
+                format!("node {node} paused")
+            }
+            2 => {
+                let mut server = self.nodes[node].lock().expect("node");
+                server.kill9();
+                std::thread::sleep(hold);
+                server.restart();
+                format!("node {node} killed and restarted")
+            }
+            3 => {
+                // Two owners of every series away: writes fail, reads are partial.
+                let other = (node + 1) % self.nodes.len();
+                self.namespaces[node].cut();
+                self.namespaces[other].cut();
+                std::thread::sleep(hold * 2);
+                self.namespaces[node].heal();
+                self.namespaces[other].heal();
+                format!("nodes {node} and {other} cut off")
+            }
+            _ => {
+                let mut etcd = self.etcd.lock().expect("etcd");
+                etcd.stop();
+                std::thread::sleep(hold);
+                etcd.restart();
+                "etcd restarted".to_string()
+            }
+        };
+        Fault {
+            what,
+            from_ms,
+            to_ms: now_ms(),
+        }
+    }
+}
+
+fn signal(sig: &str, pid: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .expect("kill");
+    assert!(ok.success(), "kill {sig} {pid}");
+}
+
+/// A read of every series through `node` at `at_ms`.
+fn read(http: &reqwest::blocking::Client, base: &str, node: usize, at_ms: i64, partial_ok: bool) -> Read {
+    let invoked_ms = now_ms();
+    let mut params = vec![
+        ("query", format!("hist[{READ_WINDOW_S}s]")),
+        ("time", format!("{:.3}", at_ms as f64 / 1000.0)),
+    ];
+    if partial_ok {
+        params.push(("partial_response", "true".into()));
+    }
+    let answer = http.get(format!("{base}/api/v1/query")).query(&params).send();
+    let body: Option<Value> = answer
+        .ok()
+        .filter(|r| r.status().is_success())
+        .and_then(|r| r.json().ok());
+    let partial = body.as_ref().is_some_and(|b| {
+        b["warnings"]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|w| w.as_str().is_some_and(|w| w.contains("partial"))))
+    });
+    let samples = body.map(|b| {
+        let mut out = BTreeSet::new();
+        for s in b["data"]["result"].as_array().into_iter().flatten() {
+            let name = s["metric"]["s"].as_str().unwrap_or_default().to_string();
+            for p in s["values"].as_array().into_iter().flatten() {
+                let t = (p[0].as_f64().unwrap_or_default() * 1000.0).round() as i64;
+                let v: f64 = p[1].as_str().and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+                out.insert((name.clone(), t, v.to_bits()));
+            }
+        }
+        out
+    });
+    Read {
+        node,
+        invoked_ms,
+        completed_ms: now_ms(),
+        at_ms,
+        samples,
+        partial,
+    }
+}
+
+/// Runs writers, readers and the nemesis on `nodes` for `secs`; the history.
+fn run(nodes: &Arc<Nodes>, secs: u64) -> History {
+    let history = Arc::new(Mutex::new(History::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let op = Arc::new(AtomicU64::new(1));
+    let mut clients = Vec::new();
+    for w in 0..WRITERS {
+        let (nodes, history, stop, op) = (nodes.clone(), history.clone(), stop.clone(), op.clone());
+        clients.push(std::thread::spawn(move || {
+            let http = http_client(Duration::from_secs(5));
+            let mut last_t = vec![0i64; SERIES];
+            let mut n = w;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let k = n % SERIES;
+                let node = (n * 5 + w) % 3;
+                let t = now_ms().max(last_t[k] + 1);
+                last_t[k] = t;
+                let v = op.fetch_add(1, Ordering::Relaxed) as f64;
+                let name = format!("w{w}s{k}");
+                let body = crate::common::encode(
+                    &[series(&[("__name__", "hist"), ("s", &name)], &[(t, v)])],
+                    cairn_protocols::remote_write::ContentEncoding::Snappy,
+                );
+                let invoked_ms = now_ms();
+                let answer = http
+                    .post(format!("{}/api/v1/write", nodes.url(node)))
+                    .header("Content-Encoding", "snappy")
+                    .header("Content-Type", "application/x-protobuf")
+                    .body(body)
+                    .send();
+                let acknowledged = answer.is_ok_and(|r| r.status().is_success());
+                history.lock().expect("history").writes.push(Write {
+                    series: name,
+                    t,
+                    v,
+                    node,
+                    invoked_ms,
+                    completed_ms: now_ms(),
+                    acknowledged,
+                });
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        }));
+    }
+    for r in 0..READERS {
+        let (nodes, history, stop) = (nodes.clone(), history.clone(), stop.clone());
+        clients.push(std::thread::spawn(move || {
+            // Short: a read of a node cut off must not hold the reader for
+            // the whole of a fault.
+            let http = http_client(Duration::from_millis(2_500));
+            let mut n = r;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let node = (n * 7 + r) % 3;
+                let base = nodes.url(node);
+                let read = read(&http, &base, node, now_ms(), true);
+                history.lock().expect("history").reads.push(read);
+                std::thread::sleep(Duration::from_millis(150));
+            }
+        }));
+    }
+    // The nemesis: a fault every 15 s, from 5 s in.
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_secs(5));
+    let mut faults = 0;
+    while started.elapsed() < Duration::from_secs(secs) {
+        let fault = nodes.fault(faults);
+        println!("{} ({} ms)", fault.what, fault.to_ms - fault.from_ms);
+        history.lock().expect("history").faults.push(fault);
+        faults += 1;
+        let next = Duration::from_secs(5 + 15 * faults);
+        std::thread::sleep(next.saturating_sub(started.elapsed()));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().expect("client");
+    }
+    nodes.wait_healed();
+    let http = http_client(Duration::from_secs(30));
+    let at = now_ms();
+    let finals: Vec<Read> = (0..3).map(|i| read(&http, &nodes.url(i), i, at, false)).collect();
+    let mut history = std::mem::take(&mut *history.lock().expect("history"));
+    history.final_reads = finals;
+    history
+}
+
+#[test]
+fn the_cluster_keeps_its_guarantees_under_partitions_pauses_kills_and_etcd_restarts() {
+    if let Ok(path) = std::env::var("CAIRN_HISTORY_REPLAY") {
+        let history: History =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("history file")).expect("a saved history");
+        let violations = check(&history);
+        assert!(violations.is_empty(), "{}", violations.join("\n"));
+        return;
+    }
+    let secs = std::env::var("CAIRN_HISTORY_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(80);
+    let Some(nodes) = Nodes::start() else { return };
+    let nodes = Arc::new(nodes);
+    nodes.wait_healed();
+    let history = run(&nodes, secs);
+    let acknowledged = history.writes.iter().filter(|w| w.acknowledged).count();
+    let partial = history.reads.iter().filter(|r| r.partial).count();
+    let unanswered = history.reads.iter().filter(|r| r.samples.is_none()).count();
+    println!(
+        "{} faults; {} writes, {acknowledged} acknowledged; {} reads, {partial} marked partial, {unanswered} unanswered",
+        history.faults.len(),
+        history.writes.len(),
+        history.reads.len()
+    );
+    let violations = check(&history);
+    if !violations.is_empty() {
+        let path = std::env::temp_dir().join(format!("cairn-history-{}.json", now_ms()));
+        std::fs::write(&path, serde_json::to_vec(&history).expect("history json")).expect("save the history");
+        let shown: Vec<&String> = violations.iter().take(20).collect();
+        panic!(
+            "{} violations (history saved at {}; CAIRN_HISTORY_REPLAY={} checks it again):\n{}",
+            violations.len(),
+            path.display(),
+            path.display(),
+            shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n")
+        );
+    }
+    assert!(acknowledged > 100, "too few writes acknowledged: {acknowledged}");
+    assert!(history.faults.len() >= 5, "too few faults: every kind at least once");
+    assert!(partial > 0, "no read was partial, though two nodes were cut off");
+}
+
+mod checker {
+    use super::*;
+
+    fn write(t: i64, v: f64, acknowledged: bool, completed_ms: i64) -> Write {
+        Write {
+            series: "a".into(),
+            t,
+            v,
+            node: 0,
+            invoked_ms: completed_ms - 1,
+            completed_ms,
+            acknowledged,
+        }
+    }
+
+    fn read_of(samples: &[(i64, f64)], invoked_ms: i64, partial: bool) -> Read {
+        Read {
+            node: 1,
+            invoked_ms,
+            completed_ms: invoked_ms + 1,
+            at_ms: invoked_ms,
+            samples: Some(
+                samples
+                    .iter()
+                    .map(|&(t, v)| ("a".to_string(), t, v.to_bits()))
+                    .collect(),
+            ),
+            partial,
+        }
+    }
+
+    #[test]
+    fn the_checker_finds_each_kind_of_violation() {
+        let mut h = History {
+            writes: vec![write(1, 1.0, true, 10), write(2, 2.0, false, 20)],
+            ..History::default()
+        };
+        h.reads = vec![
+            read_of(&[(1, 1.0)], 15, false),
+            read_of(&[(1, 1.0), (2, 2.0)], 25, false),
+        ];
+        h.final_reads = vec![read_of(&[(1, 1.0)], 30, false)];
+        assert!(check(&h).is_empty(), "{:?}", check(&h));
+        // A lost acknowledged write, unmarked.
+        h.reads.push(read_of(&[], 40, false));
+        assert_eq!(check(&h).len(), 1);
+        // Marked partial: allowed.
+        h.reads.last_mut().unwrap().partial = true;
+        assert!(check(&h).is_empty());
+        // A value no one wrote.
+        h.reads.push(read_of(&[(1, 1.0), (3, 3.0)], 50, false));
+        assert_eq!(check(&h).len(), 1);
+        // Before the write completed, missing it is fine.
+        h.reads = vec![read_of(&[], 5, false)];
+        assert!(check(&h).is_empty());
+    }
+}
