@@ -309,7 +309,7 @@ fn run(nodes: &Arc<Nodes>, secs: u64) -> History {
         let (nodes, history, stop, op) = (nodes.clone(), history.clone(), stop.clone(), op.clone());
         clients.push(std::thread::spawn(move || {
             let http = http_client(Duration::from_secs(5));
-            let mut last_t = vec![0i64; SERIES];
+            let mut last_t = [0i64; SERIES];
             let mut n = w;
             while !stop.load(Ordering::Relaxed) {
                 n += 1;
