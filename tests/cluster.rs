@@ -968,3 +968,71 @@ fn roles_split_routing_from_storing_and_long_queries_over_query_nodes() {
         );
     }
 }
+
+/// A body of series frames, as a node sends its peers: one sample each.
+fn frames_of(names: &[&str], t: i64) -> Vec<u8> {
+    let mut writer = cairn_cluster::wire::FramesWriter::default();
+    for name in names {
+        let mut labels = Vec::new();
+        cairn_model::encode_canonical(&mut vec![("__name__", *name)], &mut labels).expect("labels");
+        writer.push(&labels, &[t], &[1.0]);
+    }
+    writer.finish()
+}
+
+#[test]
+fn peer_frames_truncated_oversized_or_without_the_secret_are_refused_counted_and_never_applied() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "s3cret").expect("secret");
+    let secret = secret.to_str().expect("utf-8 path");
+    let mut cluster = TestCluster::empty(etcd, 3);
+    for _ in 0..3 {
+        // Peers' bodies may be 8 times this: 32 KiB.
+        let extra = ["--cluster.secret-file", secret, "--http.max-request-body-bytes", "4096"];
+        cluster.add_node("127.0.0.1", Vec::new(), &extra);
+    }
+    cluster.wait_alive(3);
+    let node = cluster.nodes[0].url();
+    let http = http_client(Duration::from_secs(10));
+    let post = |body: Vec<u8>, secret: Option<&str>| {
+        let mut request = http.post(format!("{node}/internal/cluster/v1/write")).body(body);
+        if let Some(s) = secret {
+            request = request.header(cairn_cluster::SECRET_HEADER, s);
+        }
+        request.send().expect("post").status().as_u16()
+    };
+    let t = now_ms();
+    assert_eq!(post(frames_of(&["forged"], t), None), 401, "no secret");
+    assert_eq!(post(frames_of(&["forged"], t), Some("guess")), 401, "a wrong secret");
+    let whole = frames_of(&["truncated_a", "truncated_b"], t);
+    assert_eq!(
+        post(whole[..whole.len() - 3].to_vec(), Some("s3cret")),
+        400,
+        "a truncated body"
+    );
+    assert_eq!(post(b"not frames at all".to_vec(), Some("s3cret")), 400, "garbage");
+    let names: Vec<String> = (0..2000).map(|i| format!("oversized_{i:04}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    assert_eq!(post(frames_of(&names, t), Some("s3cret")), 413, "over the body limit");
+    assert_eq!(post(frames_of(&["accepted"], t), Some("s3cret")), 200, "a peer's write");
+
+    // None of the refused bodies left a sample, not even the truncated
+    // body's whole first frame; the accepted one did.
+    let client = Client::new(node.clone());
+    let stored = |selector: &str| client.series(&[selector]).len();
+    assert_eq!(stored(r#"{__name__=~"forged|truncated_.+|oversized_.+"}"#), 0);
+    assert_eq!(stored("accepted"), 1);
+    let refused = |reason: &str| {
+        let metrics = client.get("/metrics").body;
+        let line = format!("cairn_cluster_peer_requests_refused_total{{reason=\"{reason}\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&line))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    assert_eq!(refused("no_secret"), Some(2.0));
+    assert_eq!(refused("malformed"), Some(2.0));
+    assert_eq!(refused("too_large"), Some(1.0));
+}

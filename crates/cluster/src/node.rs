@@ -57,6 +57,7 @@ pub struct Cluster {
     /// From when this node takes its share of the monitoring work, set at
     /// each registration.
     pub(crate) monitors_from_ms: AtomicI64,
+    pub(crate) refused_peer_requests: crate::routes::RefusedPeerRequests,
 }
 
 /// Why a request to a peer failed.
@@ -151,6 +152,7 @@ impl Cluster {
             ha: config_ha.map(|c| Arc::new(crate::ha::HaTracker::new(c))),
             work: tokio::sync::watch::Sender::new(Default::default()),
             monitors_from_ms: AtomicI64::new(0),
+            refused_peer_requests: Default::default(),
         });
         if let Some(ha) = &cluster.ha {
             cluster
@@ -439,6 +441,11 @@ impl Cluster {
             }
             Ok(bytes)
         }
+    }
+
+    /// Requests of peers this node refused, `(reason, count)` by reason.
+    pub fn refused_peer_requests(&self) -> [(&'static str, u64); 3] {
+        self.refused_peer_requests.counts()
     }
 
     /// Where `member`'s HTTP API is: HTTPS when the nodes speak TLS.

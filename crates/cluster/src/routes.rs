@@ -2,6 +2,7 @@
 //! (a write sent here is stored here; a select reads only what is here).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -45,7 +46,46 @@ pub fn routes(cluster: Arc<Cluster>, max_body_bytes: usize, inline_write_max_bod
         .route(&path("ring"), axum::routing::get(ring))
         .route(&path("tenants"), post(tenants))
         .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(axum::middleware::map_response_with_state(
+            cluster.clone(),
+            count_refusal,
+        ))
         .with_state(cluster)
+}
+
+/// Peer requests refused, by why: counted, as none of them is applied.
+#[derive(Debug, Default)]
+pub(crate) struct RefusedPeerRequests {
+    no_secret: AtomicU64,
+    too_large: AtomicU64,
+    malformed: AtomicU64,
+}
+
+impl RefusedPeerRequests {
+    /// `(reason, count)` for each reason.
+    pub(crate) fn counts(&self) -> [(&'static str, u64); 3] {
+        [
+            ("no_secret", self.no_secret.load(Ordering::Relaxed)),
+            ("too_large", self.too_large.load(Ordering::Relaxed)),
+            ("malformed", self.malformed.load(Ordering::Relaxed)),
+        ]
+    }
+}
+
+/// Counts a refusal by its status: without the secret (401), over the
+/// body limit (413), or unreadable (400).
+async fn count_refusal(State(cluster): State<Arc<Cluster>>, response: Response) -> Response {
+    let refused = &cluster.refused_peer_requests;
+    let counter = match response.status() {
+        StatusCode::UNAUTHORIZED => Some(&refused.no_secret),
+        StatusCode::PAYLOAD_TOO_LARGE => Some(&refused.too_large),
+        StatusCode::BAD_REQUEST => Some(&refused.malformed),
+        _ => None,
+    };
+    if let Some(c) = counter {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+    response
 }
 
 struct Failure(StatusCode, String);

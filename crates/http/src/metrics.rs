@@ -473,7 +473,11 @@ fn render_object_store(e: &mut Exposition, o: &ObjectStoreStats) {
 }
 
 /// `GET /metrics`: HTTP, storage and process metrics in the text format.
-pub async fn metrics_handler(State(state): State<AppState>, caller: Option<Extension<Caller>>) -> Response {
+pub async fn metrics_handler(
+    State(state): State<AppState>,
+    caller: Option<Extension<Caller>>,
+    peers: Option<Extension<std::sync::Arc<dyn crate::peers::Peers>>>,
+) -> Response {
     let per_tenant = match tenant_stats(&state).await {
         Ok(s) => s,
         Err(e) => return e.into_response(),
@@ -504,6 +508,9 @@ pub async fn metrics_handler(State(state): State<AppState>, caller: Option<Exten
     }
     if let Some(m) = state.monitoring() {
         m.render_metrics(&mut e);
+    }
+    if let Some(Extension(peers)) = peers {
+        peers.render_metrics(&mut e);
     }
     process::render(&mut e);
     ([(header::CONTENT_TYPE, CONTENT_TYPE)], e.finish()).into_response()

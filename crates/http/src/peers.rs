@@ -43,6 +43,9 @@ pub trait Peers: Send + Sync {
         headers: HeaderMap,
         timeout: std::time::Duration,
     ) -> PeerAnswer;
+
+    /// The cluster's own figures on this node, for `/metrics`.
+    fn render_metrics(&self, e: &mut crate::Exposition);
 }
 
 /// The headers of a peer request made for a client's request with `client` headers.

@@ -38,4 +38,17 @@ impl Peers for ClusterPeers {
             .collect();
         Box::pin(self.0.get(&peers[i % peers.len()], path, &params, &headers, timeout))
     }
+
+    fn render_metrics(&self, e: &mut cairn_http::Exposition) {
+        const NAME: &str = "cairn_cluster_peer_requests_refused_total";
+        e.family(
+            NAME,
+            "Requests to this node's internal routes refused, none applied: without the cluster's secret, \
+             over the body limit, or unreadable.",
+            "counter",
+        );
+        for (reason, n) in self.0.refused_peer_requests() {
+            e.sample(NAME, &[("reason", reason)], n as f64);
+        }
+    }
 }
