@@ -8,7 +8,6 @@
 //! engines.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -104,21 +103,9 @@ fn the_cluster_passes_the_storage_conformance_suite() {
     }
 }
 
-/// Prometheus' PromQL test scripts beside the checkout.
-fn upstream_scripts() -> Option<Vec<PathBuf>> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/promqltest/testdata");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "test"))
-        .collect();
-    files.sort();
-    Some(files)
-}
-
 #[test]
 fn upstream_promql_scripts_give_the_same_outcomes_through_the_cluster() {
-    let Some(files) = upstream_scripts() else {
+    let Some(files) = cairn_promqltest::upstream_scripts() else {
         assert!(!crate::common::peers::in_ci(), "the upstream scripts are missing");
         println!("SKIPPED: ../shared/promqltest not found");
         return;

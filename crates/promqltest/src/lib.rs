@@ -188,6 +188,23 @@ pub fn run_script_on(text: &str, opts: EngineOptions, make: MakeStorage) -> Vec<
     reports
 }
 
+/// Prometheus' own test scripts (`../shared/promqltest/testdata/*.test`
+/// beside the checkout) in name order, or `None` (with a note) when they
+/// are not there.
+pub fn upstream_scripts() -> Option<Vec<std::path::PathBuf>> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/promqltest/testdata");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        eprintln!("upstream test data not found at {}; skipping", dir.display());
+        return None;
+    };
+    let mut files: Vec<std::path::PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "test"))
+        .collect();
+    files.sort();
+    Some(files)
+}
+
 /// Parses durations like `1h30m`, `5m`, `100ms`, or plain (float) seconds.
 pub fn parse_dur(s: &str) -> Option<i64> {
     let s = s.trim();

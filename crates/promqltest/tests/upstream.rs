@@ -4,32 +4,17 @@
 //! (to compare two builds eval by eval).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use cairn_promqltest::{Outcome, run_script};
 
 /// Ratchet: raise when more evals pass; a regression fails the test.
 const MIN_PASSED: usize = 2169;
 
-/// The upstream `.test` files in name order, or `None` (with a note) when
-/// the shared test data is not beside the checkout.
-fn test_files() -> Option<Vec<PathBuf>> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/promqltest/testdata");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        eprintln!("upstream test data not found at {}; skipping", dir.display());
-        return None;
-    };
-    let mut files: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "test"))
-        .collect();
-    files.sort();
-    Some(files)
-}
-
 #[test]
 fn upstream_promql_tests() {
-    let Some(files) = test_files() else { return };
+    let Some(files) = cairn_promqltest::upstream_scripts() else {
+        return;
+    };
     let verbose = std::env::var_os("PROMQLTEST_VERBOSE");
     let list_passes = verbose.as_deref().is_some_and(|v| v == "all");
     let verbose = verbose.is_some();
@@ -83,7 +68,9 @@ fn upstream_promql_tests() {
 /// over three threads, and each eval must pass, fail or skip as it did whole.
 #[test]
 fn upstream_outcomes_are_the_same_split_by_steps() {
-    let Some(files) = test_files() else { return };
+    let Some(files) = cairn_promqltest::upstream_scripts() else {
+        return;
+    };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().expect("pool");
     let split = cairn_promql::EngineOptions {
         step_split: cairn_promql::StepSplit::Always,
@@ -116,7 +103,9 @@ fn upstream_outcomes_are_the_same_split_by_steps() {
 /// every one the parser crate accepts.
 #[test]
 fn syntax_recognizer_accepts_every_valid_upstream_query() {
-    let Some(files) = test_files() else { return };
+    let Some(files) = cairn_promqltest::upstream_scripts() else {
+        return;
+    };
     let eval = regex::Regex::new(r"^eval\S*\s+(?:instant at \S+|range from \S+ to \S+ step \S+)\s+(.+)$").unwrap();
     let mut checked = 0;
     for f in &files {
