@@ -31,10 +31,27 @@ use serde_json::Value;
 /// How long a start (including WAL replay) may take before the test fails.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A free TCP port on 127.0.0.1 (the kernel picks it; we release it at once).
+/// Ports handed out by `free_port` lie below the kernel's ephemeral range,
+/// so no outgoing connection can take one between the test choosing it and
+/// the server binding it.
+const TEST_PORTS: std::ops::Range<u16> = 15_000..32_000;
+
+/// A TCP port free on 127.0.0.1, never handed out before in this process: a
+/// test that asks for several ports gets distinct ones.
 pub fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local addr").port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let span = u32::from(TEST_PORTS.end - TEST_PORTS.start);
+    // Processes started at the same time begin at different places.
+    let first = std::process::id().wrapping_mul(7_919) % span;
+    for _ in 0..span {
+        let offset = (first + NEXT.fetch_add(1, Ordering::Relaxed)) % span;
+        let port = TEST_PORTS.start + offset as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {TEST_PORTS:?}")
 }
 
 /// A running (or stopped) `cairn` process over one data directory.
