@@ -72,6 +72,79 @@ pub fn format_rfc3339_millis(t: std::time::SystemTime) -> String {
     )
 }
 
+/// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)` to Unix milliseconds (the
+/// fraction is truncated to milliseconds, as Prometheus does).
+pub fn parse_rfc3339(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
+        return None;
+    }
+    if b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<i64> {
+        let part = &b[from..to];
+        if !part.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        std::str::from_utf8(part).ok()?.parse().ok()
+    };
+    let (year, month, day) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hour, minute, second) = (num(11, 13)?, num(14, 16)?, num(17, 19)?);
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    if hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let mut rest = &b[19..];
+    let mut frac_ms = 0i64;
+    if let Some(r) = rest.strip_prefix(b".") {
+        let digits = r.iter().take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        for (i, d) in r[..digits].iter().take(3).enumerate() {
+            frac_ms += i64::from(d - b'0') * [100, 10, 1][i];
+        }
+        rest = &r[digits..];
+    }
+    let offset_secs = match rest {
+        b"Z" => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let digits = [*h1, *h2, *m1, *m2];
+            if !digits.iter().all(u8::is_ascii_digit) {
+                return None;
+            }
+            let h = i64::from(h1 - b'0') * 10 + i64::from(h2 - b'0');
+            let m = i64::from(m1 - b'0') * 10 + i64::from(m2 - b'0');
+            if h > 23 || m > 59 {
+                return None;
+            }
+            let secs = h * 3600 + m * 60;
+            if *sign == b'-' { -secs } else { secs }
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
+    Some(secs * 1000 + frac_ms)
+}
+
+fn is_leap(year: i64) -> bool {
+    year.rem_euclid(4) == 0 && (year.rem_euclid(100) != 0 || year.rem_euclid(400) == 0)
+}
+
+/// The days of `month` (1..=12) in `year`.
+pub fn days_in_month(year: i64, month: i64) -> i64 {
+    match month {
+        2 if is_leap(year) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +175,22 @@ mod tests {
             format_rfc3339(UNIX_EPOCH - Duration::from_millis(500)),
             "1969-12-31T23:59:59.5Z"
         );
+    }
+
+    #[test]
+    fn rfc3339_parses_to_milliseconds() {
+        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_rfc3339("2023-11-14T22:13:20.123456Z"), Some(1_700_000_000_123));
+        assert_eq!(parse_rfc3339("2023-11-15T00:13:20+02:00"), Some(1_700_000_000_000));
+        assert_eq!(parse_rfc3339("2024-02-29T00:00:00.5Z"), Some(1_709_164_800_500));
+        for bad in [
+            "2023-02-29T00:00:00Z",
+            "2023-11-14 22:13:20Z",
+            "2023-11-14T22:13:20",
+            "2023-11-14T22:13:20.Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
     }
 
     #[test]

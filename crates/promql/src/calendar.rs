@@ -7,7 +7,7 @@
 //! therefore computed with `cairn_model::civil` (Howard Hinnant's day-count
 //! algorithms, proleptic Gregorian calendar).
 
-use cairn_model::civil::{civil_from_days, days_from_civil};
+use cairn_model::civil::{civil_from_days, days_from_civil, days_in_month};
 
 /// The UTC calendar fields of one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,13 +31,6 @@ pub(crate) fn civil(secs: i64) -> Civil {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (year, month, day) = civil_from_days(days);
-    let leap = year.rem_euclid(4) == 0 && (year.rem_euclid(100) != 0 || year.rem_euclid(400) == 0);
-    let days_in_month = match month {
-        2 if leap => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
     Civil {
         year,
         month,
@@ -47,7 +40,7 @@ pub(crate) fn civil(secs: i64) -> Civil {
         // 1970-01-01 was a Thursday.
         weekday: (days + 4).rem_euclid(7),
         day_of_year: days - days_from_civil(year, 1, 1) + 1,
-        days_in_month,
+        days_in_month: days_in_month(year, month),
     }
 }
 

@@ -14,6 +14,7 @@
 //! are skipped. Fields may be double-quoted (`""` inside is one quote).
 //! A bad row is counted and skipped (see [`crate::text_import`]).
 
+use cairn_model::civil::days_from_civil;
 use cairn_model::{Label, Sample};
 
 use crate::text_import::{BodyError, ImportResult, finish_labels, lines};
@@ -247,17 +248,6 @@ fn rfc3339_ms(s: &str) -> Option<i64> {
     let days = days_from_civil(year, month, day);
     let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset_secs;
     Some(secs * 1000 + frac_ms)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 /// Splits one CSV line into `fields` (RFC 4180 quoting within the line).
