@@ -25,6 +25,7 @@ mod scrape {
 mod rules {
     pub mod data;
     pub mod files;
+    pub mod targets;
     pub mod webhook;
 }
 

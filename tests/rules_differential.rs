@@ -1,31 +1,38 @@
 //! Differential test of rules and alerts (issue #24): Cairn and Prometheus
-//! 3.14 (`../shared/peers/`, the oracle) read the same rule file (the benchmark's node_exporter
-//! alerts with `for:` shortened, plus recording rules and templated alerts
-//! of our own, tests/rules/files.rs) at the same path, so every server
-//! evaluates each group at the same timestamps. (Debian's Prometheus 2.42
-//! is not compared: it places a group's evaluations at another offset in
-//! the interval than 3.14 does, so no evaluation timestamp is shared.) The same samples are
-//! remote-written into all of them once a second, half a second before
-//! each evaluation (tests/rules/data.rs): two replayed node_exporter
-//! targets and a node whose values change in phases, so alerts go pending,
-//! fire, change labels, keep firing and resolve. All notify one real
-//! Alertmanager, told apart by the external label `replica`. Cairn runs
-//! twice: as one node, and as a cluster of three (etcd, RF 3) given the
-//! same configuration, whose nodes share the rule groups; the cluster is
-//! written to and read from through one node.
+//! 3.14 (`../shared/peers/`, the oracle) read the same rule file (the
+//! benchmark's node_exporter alerts with `for:` shortened, plus recording
+//! rules and templated alerts of our own, tests/rules/files.rs) at the same
+//! path, so every server evaluates each group at the same timestamps (the
+//! test checks it, and changes the data where no group evaluates soon).
+//! (Debian's Prometheus 2.42 is not compared: it places a group's
+//! evaluations at another offset in the interval than 3.14 does, so no
+//! evaluation timestamp is shared.) The data changes once a second
+//! (tests/rules/data.rs): two replayed node_exporter targets and a node
+//! whose values change in phases, so alerts go pending, fire, change
+//! labels, keep firing and resolve. It reaches two pairs of servers:
+//! - remote-written into a Prometheus and one Cairn node;
+//! - scraped, from one target per node (tests/rules/targets.rs, the
+//!   samples timestamped so that every scraper stores the same ones), by a
+//!   Prometheus and a cluster of three Cairn nodes (etcd, RF 3) started
+//!   from the same `prometheus.yml`, whose nodes share the targets and the
+//!   rule groups (issue #56).
 //!
-//! Compared with the oracle: every raw sample the rules wrote (recording
-//! rules, `ALERTS`, `ALERTS_FOR_STATE`; exact timestamps and values,
-//! staleness markers included) through remote read; `/api/v1/rules` and
-//! `/api/v1/alerts` field by field (evaluation times aside) in a calm
-//! phase; and what Alertmanager got from each replica: the alerts its API
-//! showed during the run, and the notifications its webhook sent (firing
-//! and resolved, with start and end times).
+//! All notify one real Alertmanager, told apart by the external label
+//! `replica`.
+//!
+//! Each Cairn is compared with the Prometheus fed as it is: every raw
+//! sample the rules wrote (recording rules, `ALERTS`, `ALERTS_FOR_STATE`;
+//! exact timestamps and values, staleness markers included) through remote
+//! read; `/api/v1/rules` and `/api/v1/alerts` field by field (evaluation
+//! times aside) in a calm phase; and what Alertmanager got from each
+//! replica: the alerts its API showed during the run, and the
+//! notifications its webhook sent (firing and resolved, with start and end
+//! times), for the alerts that became active in the compared window.
 //!
 //! Without the peers the test prints `SKIPPED` and passes, unless `CI` is
 //! set, where that is a failure.
 
-use crate::rules::{data, files, webhook};
+use crate::rules::{data, files, targets, webhook};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,24 +49,51 @@ use serde_json::Value;
 const STALE_BITS: u64 = 0x7ff0_0000_0000_0002;
 /// The names the rules write.
 const RULE_OUTPUT: &str = "ALERTS|ALERTS_FOR_STATE|rulesdiff:.+|instance:.+|job:.+";
-/// How long before an evaluation its batch is written.
-const LEAD_MS: i64 = 500;
+/// The rule groups of the rule file.
+const GROUPS: usize = 2;
+/// How long after an evaluation the data may change.
+const AFTER_EVALUATION_MS: i64 = 20;
+/// How often the scraping servers scrape: the data must be scraped within
+/// this after it changes, and evaluated after that.
+const SCRAPE_INTERVAL_MS: i64 = 250;
 
 /// One server evaluating the rules.
 struct Replica {
     name: &'static str,
     url: String,
+    /// The replica (a Prometheus fed the same way) this one must equal.
+    oracle: Option<usize>,
 }
 
 type Labels = BTreeMap<String, String>;
 
-/// The evaluation phase of a server's `rulesdiff` group (ms in the second),
-/// from the timestamps of its heartbeat rule; waits for two evaluations.
-fn evaluation_phase(url: &str) -> Option<i64> {
+/// Each rule group's evaluation phase on a server (ms in the second), from
+/// the timestamps of its heartbeat rule, once every group has evaluated
+/// twice.
+fn evaluation_phases(url: &str) -> Option<BTreeMap<String, i64>> {
     let since = now_ms() - 60_000;
-    let heartbeat = raw_read::read(url, "rulesdiff:heartbeat", true, since, now_ms() + 60_000);
-    let samples = heartbeat.values().next()?;
-    (samples.len() >= 2).then(|| samples[samples.len() - 1].0.rem_euclid(1000))
+    let heartbeats = raw_read::read(url, "rulesdiff:heartbeat", true, since, now_ms() + 60_000);
+    let phases: BTreeMap<String, i64> = heartbeats
+        .iter()
+        .filter(|(_, samples)| samples.len() >= 2)
+        .map(|(l, samples)| (l["group"].clone(), samples[samples.len() - 1].0.rem_euclid(1000)))
+        .collect();
+    (phases.len() == GROUPS).then_some(phases)
+}
+
+/// Where in the second the data changes: at the start of the longest
+/// stretch without an evaluation (a little after one, for the evaluation
+/// running late). Returns that phase and how long after it the next
+/// evaluation comes (ms).
+fn change_phase(evaluations: impl Iterator<Item = i64>) -> (i64, i64) {
+    let mut phases: Vec<i64> = evaluations.collect();
+    phases.sort_unstable();
+    let gaps = phases.iter().enumerate().map(|(i, &p)| {
+        let next = phases.get(i + 1).copied().unwrap_or(phases[0] + 1000);
+        (next - p, p)
+    });
+    let (gap, after) = gaps.max().expect("a group");
+    ((after + AFTER_EVALUATION_MS) % 1000, gap - AFTER_EVALUATION_MS)
 }
 
 fn show_value(v: f64) -> String {
@@ -206,8 +240,34 @@ fn api(url: &str, path: &str) -> Value {
 }
 
 /// What Alertmanager showed of one replica: alert labels (without
-/// `replica`) → the `(state, startsAt, annotations)` seen.
-type AmSeen = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+/// `replica`) → the `(startsAt, "state since startsAt annotations")` seen.
+type AmSeen = BTreeMap<String, BTreeMap<String, BTreeSet<(i64, String)>>>;
+
+/// An alert's `startsAt` in Unix milliseconds.
+fn starts_at(alert: &Value) -> i64 {
+    let text = alert["startsAt"].as_str().unwrap_or_default();
+    cairn_model::civil::parse_rfc3339(text).unwrap_or_else(|| panic!("startsAt {text:?}"))
+}
+
+/// What one replica's alerts showed in Alertmanager, for the alerts that
+/// became active by `until` (evaluations after the compared window go on
+/// while the run winds down, and are compared nowhere else).
+fn started_by(
+    seen: Option<&BTreeMap<String, BTreeSet<(i64, String)>>>,
+    until: i64,
+) -> BTreeMap<String, BTreeSet<String>> {
+    seen.into_iter()
+        .flatten()
+        .filter_map(|(alert, states)| {
+            let shown: BTreeSet<String> = states
+                .iter()
+                .filter(|(t, _)| *t <= until)
+                .map(|(_, s)| s.clone())
+                .collect();
+            (!shown.is_empty()).then(|| (alert.clone(), shown))
+        })
+        .collect()
+}
 
 fn replica_and_key(labels: &Value) -> (String, String) {
     let mut l: Labels = serde_json::from_value(labels.clone()).expect("labels");
@@ -224,16 +284,26 @@ fn poll_alertmanager(am: &str, seen: &Mutex<AmSeen>) {
     for a in r.json().as_array().into_iter().flatten() {
         let (replica, key) = replica_and_key(&a["labels"]);
         let what = format!("{} since {} {}", a["status"]["state"], a["startsAt"], a["annotations"]);
-        seen.entry(replica).or_default().entry(key).or_default().insert(what);
+        seen.entry(replica)
+            .or_default()
+            .entry(key)
+            .or_default()
+            .insert((starts_at(a), what));
     }
 }
 
 /// The webhook's notifications per replica: alert → its distinct
-/// `(status, startsAt, endsAt when resolved, annotations)` in order.
-fn notifications(bodies: &[Value]) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
+/// `(status, startsAt, endsAt when resolved, annotations)` in order, for
+/// the alerts that became active by `until`.
+fn notifications(bodies: &[Value], until: i64) -> BTreeMap<String, BTreeMap<String, Vec<String>>> {
     let mut out: BTreeMap<String, BTreeMap<String, Vec<String>>> = BTreeMap::new();
     for body in bodies {
-        for a in body["alerts"].as_array().into_iter().flatten() {
+        for a in body["alerts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|a| starts_at(a) <= until)
+        {
             let (replica, key) = replica_and_key(&a["labels"]);
             let resolved = a["status"] == "resolved";
             let what = format!(
@@ -291,47 +361,66 @@ fn cairn_evaluates_rules_as_prometheus_does() {
     let am_addr = format!("127.0.0.1:{}", am.port);
     let config = |replica: &str| files::prometheus_yml(&rule_file, &am_addr, replica);
 
+    // The remote-written pair: Prometheus and one Cairn node.
     let receiver = ["--web.enable-remote-write-receiver"];
     let mut prom3 = Prometheus::start(&prom3_bin, &config("prom"), &receiver);
     let cairn_config = dir.path().join("cairn.yml");
     std::fs::write(&cairn_config, config("cairn")).expect("cairn config");
     let cairn = Server::start_with(&["--config.file", cairn_config.to_str().expect("utf-8 path")]);
+
+    // The scraping pair: Prometheus and a cluster, scraping the same targets.
+    let data = data::Data::new(2);
+    let targets = targets::Targets::start(&data.instances());
+    let scraped: Vec<(String, String)> = targets.addrs.iter().cloned().zip(data.instances()).collect();
+    let scraping = |replica: &str| {
+        format!(
+            "{}{}",
+            config(replica),
+            files::scrape_configs(data::JOB, SCRAPE_INTERVAL_MS as u64, &scraped)
+        )
+    };
+    let mut prom3_scraping = Prometheus::start(&prom3_bin, &scraping("promscrape"), &[]);
     let cluster_config = dir.path().join("cluster.yml");
-    std::fs::write(&cluster_config, config("cluster")).expect("cluster config");
+    std::fs::write(&cluster_config, scraping("cluster")).expect("cluster config");
     let Some(cluster) = ThreeNodes::monitoring(&cluster_config, &[]) else {
         return;
     };
 
-    let oracle = Replica {
-        name: "prom",
-        url: prom3.url(),
-    };
-    let subjects = vec![
+    let replicas = [
+        Replica {
+            name: "prom",
+            url: prom3.url(),
+            oracle: None,
+        },
+        Replica {
+            name: "promscrape",
+            url: prom3_scraping.url(),
+            oracle: None,
+        },
         Replica {
             name: "cairn",
             url: cairn.url(),
+            oracle: Some(0),
         },
-        // Written to and read from one node; the others evaluate their share.
+        // Read from one node; the nodes share the targets and the groups.
         Replica {
             name: "cluster",
             url: cluster.nodes[0].url(),
+            oracle: Some(1),
         },
     ];
 
-    // Every server must be evaluating, in the same phase, before data flows.
+    // Every server must evaluate each group in the same phase before data flows.
     let deadline = Instant::now() + Duration::from_secs(30);
-    let phase = loop {
-        let phases: Vec<Option<i64>> = std::iter::once(&oracle)
-            .chain(&subjects)
-            .map(|r| evaluation_phase(&r.url))
-            .collect();
+    let phases = loop {
+        let phases: Vec<Option<BTreeMap<String, i64>>> = replicas.iter().map(|r| evaluation_phases(&r.url)).collect();
         if phases.iter().all(Option::is_some) {
-            let want = phases[0].expect("oracle phase");
-            for (r, p) in subjects.iter().zip(&phases[1..]) {
+            let want = phases[0].clone().expect("oracle phases");
+            for (r, p) in replicas.iter().zip(&phases) {
                 assert_eq!(
-                    *p,
-                    Some(want),
-                    "{} evaluates at {p:?} ms in the second, Prometheus at {want} ms",
+                    p.as_ref(),
+                    Some(&want),
+                    "{} evaluates its groups at these ms in the second, Prometheus at {want:?}",
                     r.name
                 );
             }
@@ -344,16 +433,28 @@ fn cairn_evaluates_rules_as_prometheus_does() {
         );
         std::thread::sleep(Duration::from_millis(500));
     };
+    let (change, quiet) = change_phase(phases.values().copied());
+    assert!(
+        quiet >= SCRAPE_INTERVAL_MS + 200,
+        "the groups evaluate at {phases:?}: no time to scrape a change between them"
+    );
 
     for node in &cluster.nodes {
-        let local = Client::with_headers(node.url(), &[("x-cairn-peer-request", "1")]).get("/api/v1/rules");
-        let groups: Vec<String> = local.json()["data"]["groups"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|g| g["name"].to_string())
-            .collect();
-        println!("cluster node {} evaluates {groups:?}", node.url());
+        let local = Client::with_headers(node.url(), &[("x-cairn-peer-request", "1")]);
+        let names = |path: &str, list: &str, field: &str| -> Vec<String> {
+            local.get(path).json()["data"][list]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|g| g[field].to_string())
+                .collect()
+        };
+        println!(
+            "cluster node {} evaluates {:?} and scrapes {:?}",
+            node.url(),
+            names("/api/v1/rules", "groups", "name"),
+            names("/api/v1/targets", "activeTargets", "scrapeUrl"),
+        );
     }
 
     // Alertmanager's API, watched through the run.
@@ -369,27 +470,33 @@ fn cairn_evaluates_rules_as_prometheus_does() {
         })
     };
 
-    let data = data::Data::new(2);
-    let urls: Vec<String> = std::iter::once(&oracle)
-        .chain(&subjects)
-        .map(|r| r.url.clone())
+    let written: Vec<Client> = [&replicas[0], &replicas[2]]
+        .iter()
+        .map(|r| Client::new(r.url.clone()))
         .collect();
-    let clients: Vec<Client> = urls.iter().map(|u| Client::new(u.clone())).collect();
-    // Batch k is stamped T_k and written at T_k; the evaluation at
-    // T_k + LEAD_MS reads it.
-    let first = (now_ms() / 1000 + 2) * 1000 + phase - LEAD_MS;
-    let batches = data::PHASES * data::PHASE_LEN;
-    let snapshot_at = 4 * data::PHASE_LEN + 2;
-    let mut late = Vec::new();
-    let mut snapshots: Vec<(Value, Value)> = Vec::new();
-    for k in 0..batches {
-        let t = first + k as i64 * 1000;
+    let sleep_until = |t: i64| {
         let wait = t - now_ms();
         if wait > 0 {
             std::thread::sleep(Duration::from_millis(wait as u64));
         }
-        let body = encode(&data.batch(k, t), ContentEncoding::Snappy);
-        for c in &clients {
+    };
+    // Batch k is stamped T_k, when no group evaluates for `quiet` ms: it is
+    // remote-written then, and served for scraping from then on, so every
+    // scraper stores it (and any staleness marker it causes) after the
+    // evaluations before T_k and before the ones after.
+    let first = (now_ms() / 1000 + 2) * 1000 + change;
+    let batches = data::PHASES * data::PHASE_LEN;
+    let snapshot_at = 4 * data::PHASE_LEN + 2;
+    let late_after = quiet - SCRAPE_INTERVAL_MS - 100;
+    let mut late = Vec::new();
+    let mut snapshots: Vec<(Value, Value)> = Vec::new();
+    for k in 0..batches {
+        let t = first + k as i64 * 1000;
+        let batch = data.batch(k, t);
+        sleep_until(t);
+        targets.publish(&batch);
+        let body = encode(&batch, ContentEncoding::Snappy);
+        for c in &written {
             let r = c.post_write(body.clone(), Some("snappy"));
             assert!(
                 r.status == 204 || r.status == 200,
@@ -399,17 +506,18 @@ fn cairn_evaluates_rules_as_prometheus_does() {
             );
         }
         let lateness = now_ms() - t;
-        if lateness > LEAD_MS * 4 / 5 {
+        if lateness > late_after {
             late.push((k, lateness));
         }
         if k == snapshot_at {
-            // Half a second from the evaluations on either side.
-            snapshots = urls
+            // Away from the evaluations on either side.
+            sleep_until(t + quiet / 2);
+            snapshots = replicas
                 .iter()
-                .map(|u| {
+                .map(|r| {
                     (
-                        without_times(api(u, "/api/v1/rules")),
-                        sorted_alerts(without_times(api(u, "/api/v1/alerts"))),
+                        without_times(api(&r.url, "/api/v1/rules")),
+                        sorted_alerts(without_times(api(&r.url, "/api/v1/alerts"))),
                     )
                 })
                 .collect();
@@ -421,6 +529,7 @@ fn cairn_evaluates_rules_as_prometheus_does() {
     stop.store(true, Ordering::Relaxed);
     poller.join().expect("poller");
     prom3.assert_running();
+    prom3_scraping.assert_running();
     am.assert_running();
     let late_note = if late.is_empty() {
         String::new()
@@ -429,7 +538,7 @@ fn cairn_evaluates_rules_as_prometheus_does() {
     };
 
     // Rule output, without the external label remote read adds.
-    let window = (first - 1000, last + LEAD_MS);
+    let window = (first - 1000, last + quiet);
     let read = |url: &str| -> RawSeries {
         raw_read::read(url, RULE_OUTPUT, true, window.0, window.1)
             .into_iter()
@@ -439,54 +548,61 @@ fn cairn_evaluates_rules_as_prometheus_does() {
             })
             .collect()
     };
-    let want = read(&oracle.url);
-    assert!(want.len() > 20, "Prometheus wrote only {} rule series", want.len());
-    for (name, states) in transitions(&want) {
-        println!("{name}: {}", states.join(" → "));
-    }
-    let want_states = transitions(&want);
-    for expected in [
-        "FilesystemAlmostFull",
-        "HostOutOfMemory",
-        "HostOomKillDetected",
-        "CpuBusy",
-        "FewNodes",
-    ] {
-        assert!(
-            want_states.keys().any(|k| k.contains(&format!("\"{expected}\""))),
-            "the data never raised {expected}: {want_states:?}"
-        );
-    }
-    assert!(
-        want_states
-            .values()
-            .any(|s| s.len() >= 3 && s[..3] == ["pending", "firing", "inactive"]),
-        "no alert went pending → firing → resolved: {want_states:?}"
-    );
-
     let am_seen = am_seen.lock().expect("lock").clone();
-    let notified = notifications(&hook.received());
-    let want_am = am_seen.get("prom").cloned().unwrap_or_default();
-    let want_notified = notified.get("prom").cloned().unwrap_or_default();
-    assert!(
-        want_notified
-            .values()
-            .any(|v| v.iter().any(|s| s.starts_with("\"resolved\""))),
-        "Alertmanager notified no resolution from Prometheus: {want_notified:?}"
-    );
+    let notified = notifications(&hook.received(), window.1);
+    let mut wanted = BTreeMap::new();
+    for oracle in replicas.iter().filter(|r| r.oracle.is_none()) {
+        let want = read(&oracle.url);
+        assert!(want.len() > 20, "{} wrote only {} rule series", oracle.name, want.len());
+        let want_states = transitions(&want);
+        println!("{}:", oracle.name);
+        for (name, states) in &want_states {
+            println!("  {name}: {}", states.join(" → "));
+        }
+        for expected in [
+            "FilesystemAlmostFull",
+            "HostOutOfMemory",
+            "HostOomKillDetected",
+            "CpuBusy",
+            "FewNodes",
+        ] {
+            assert!(
+                want_states.keys().any(|k| k.contains(&format!("\"{expected}\""))),
+                "the data never raised {expected} in {}: {want_states:?}",
+                oracle.name
+            );
+        }
+        assert!(
+            want_states
+                .values()
+                .any(|s| s.len() >= 3 && s[..3] == ["pending", "firing", "inactive"]),
+            "no alert went pending → firing → resolved in {}: {want_states:?}",
+            oracle.name
+        );
+        let want_notified = notified.get(oracle.name).cloned().unwrap_or_default();
+        assert!(
+            want_notified
+                .values()
+                .any(|v| v.iter().any(|s| s.starts_with("\"resolved\""))),
+            "Alertmanager notified no resolution from {}: {want_notified:?}",
+            oracle.name
+        );
+        wanted.insert(oracle.name, want);
+    }
 
     let mut failures = Vec::new();
-    for (i, subject) in subjects.iter().enumerate() {
+    for (i, subject) in replicas.iter().enumerate() {
+        let Some(o) = subject.oracle else { continue };
+        let oracle = &replicas[o];
         let mut report = Vec::new();
-        let got = read(&subject.url);
-        let raw = raw_differences(&got, &want);
+        let raw = raw_differences(&read(&subject.url), &wanted[oracle.name]);
         if !raw.is_empty() {
             report.push(format!("rule output ({} series):\n{}", raw.len(), raw.join("\n")));
         }
-        let (rules, alerts) = &snapshots[i + 1];
+        let (rules, alerts) = &snapshots[i];
         for (what, got, want) in [
-            ("/api/v1/rules", rules, &snapshots[0].0),
-            ("/api/v1/alerts", alerts, &snapshots[0].1),
+            ("/api/v1/rules", rules, &snapshots[o].0),
+            ("/api/v1/alerts", alerts, &snapshots[o].1),
         ] {
             let mut diff = Vec::new();
             json_differences(what, got, want, &mut diff);
@@ -494,27 +610,36 @@ fn cairn_evaluates_rules_as_prometheus_does() {
                 report.push(diff.join("\n"));
             }
         }
-        let am = map_differences(&am_seen.get(subject.name).cloned().unwrap_or_default(), &want_am);
+        let am = map_differences(
+            &started_by(am_seen.get(subject.name), window.1),
+            &started_by(am_seen.get(oracle.name), window.1),
+        );
         if !am.is_empty() {
             report.push(format!("Alertmanager's alerts:\n{}", am.join("\n")));
         }
-        let hooked = map_differences(&notified.get(subject.name).cloned().unwrap_or_default(), &want_notified);
+        let no_notifications = BTreeMap::new();
+        let hooked = map_differences(
+            notified.get(subject.name).unwrap_or(&no_notifications),
+            notified.get(oracle.name).unwrap_or(&no_notifications),
+        );
         if !hooked.is_empty() {
             report.push(format!("Alertmanager's notifications:\n{}", hooked.join("\n")));
         }
         if !report.is_empty() {
             failures.push(format!(
-                "{} differs from Prometheus 3.14:\n{}",
+                "{} differs from Prometheus 3.14 ({}):\n{}",
                 subject.name,
+                oracle.name,
                 report.join("\n\n")
             ));
         }
     }
     println!(
-        "compared {} rule series, {} alerts in Alertmanager, {} notified, in {:?}",
-        want.len(),
-        want_am.len(),
-        want_notified.len(),
+        "compared {} and {} rule series, {} alert states seen in Alertmanager, {} notified, in {:?}",
+        wanted["prom"].len(),
+        wanted["promscrape"].len(),
+        am_seen.values().map(BTreeMap::len).sum::<usize>(),
+        notified.values().map(BTreeMap::len).sum::<usize>(),
         began.elapsed()
     );
     assert!(failures.is_empty(), "{}{late_note}", failures.join("\n\n"));

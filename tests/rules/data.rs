@@ -44,6 +44,14 @@ impl Data {
         Self { fleet, fleet_labels }
     }
 
+    /// Every instance a batch has series of: the fleet's, then the driven node.
+    pub fn instances(&self) -> Vec<String> {
+        (0..self.fleet_labels.len())
+            .map(Fleet::instance)
+            .chain([DRIVEN.to_string()])
+            .collect()
+    }
+
     /// Series count of one batch (the driven node's varies a little).
     pub fn fleet_series(&self) -> usize {
         self.fleet_labels.iter().map(Vec::len).sum()

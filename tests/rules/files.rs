@@ -8,24 +8,36 @@ use std::path::Path;
 /// seconds (a week to 30 s), so pending alerts fire within the test.
 /// `concurrency:` is removed: it is vmalert's (the benchmark comes from
 /// VictoriaMetrics), and Prometheus refuses the file with it.
+/// Each group gets a heartbeat rule (`rulesdiff:heartbeat{group="…"}`)
+/// first, whose samples show when the group evaluates.
 pub fn node_exporter_alerts() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/benchdata/prometheus-benchmark-alerts.yaml");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .filter(|l| !l.trim_start().starts_with("concurrency:"))
-        .map(|l| match l.trim_start().strip_prefix("for: ") {
+    let mut group = "";
+    let mut out = Vec::new();
+    for l in text.lines().filter(|l| !l.trim_start().starts_with("concurrency:")) {
+        let indent = &l[..l.len() - l.trim_start().len()];
+        let trimmed = l.trim_start();
+        if let Some(name) = trimmed.strip_prefix("- name: ") {
+            group = name.trim();
+        }
+        match trimmed.strip_prefix("for: ") {
             Some(d) => {
-                let indent = &l[..l.len() - l.trim_start().len()];
                 let short = match d.trim() {
                     "1w" => "30s".to_string(),
                     m => m.strip_suffix('m').map_or(m.to_string(), |n| format!("{n}s")),
                 };
-                format!("{indent}for: {short}")
+                out.push(format!("{indent}for: {short}"));
             }
-            None => l.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+            None => out.push(l.to_string()),
+        }
+        if trimmed == "rules:" {
+            out.push(format!(
+                "{indent}- record: rulesdiff:heartbeat\n{indent}  expr: vector(1)\n{indent}  labels:\n{indent}    group: {group}"
+            ));
+        }
+    }
+    out.join("\n")
 }
 
 /// Recording rules (aggregations, a scalar, a literal, a rule reading an
@@ -36,6 +48,8 @@ pub const OUR_GROUP: &str = r#"
     rules:
       - record: rulesdiff:heartbeat
         expr: vector(1)
+        labels:
+          group: rulesdiff
       - record: rulesdiff:fs_used:ratio
         expr: 1 - node_filesystem_avail_bytes{fstype!~"tmpfs|fuse.*"} / node_filesystem_size_bytes
         labels:
@@ -99,6 +113,22 @@ alerting:
 "#,
         rules = rule_file.display(),
     )
+}
+
+/// A scrape job `job` of the targets `(address, instance)`, scraped every
+/// `interval_ms` (the exposition's timestamps kept, and a series that
+/// disappears marked stale).
+pub fn scrape_configs(job: &str, interval_ms: u64, targets: &[(String, String)]) -> String {
+    let mut y = format!(
+        "scrape_configs:\n  - job_name: {job}\n    scrape_interval: {interval_ms}ms\n    \
+         scrape_timeout: {interval_ms}ms\n    track_timestamps_staleness: true\n    static_configs:\n"
+    );
+    for (address, instance) in targets {
+        y.push_str(&format!(
+            "      - targets: ['{address}']\n        labels:\n          instance: '{instance}'\n"
+        ));
+    }
+    y
 }
 
 /// alertmanager.yml: every alert its own group, notified to `webhook` at
