@@ -125,6 +125,33 @@ pub struct CompareArgs {
     /// Another victoria-metrics binary for --start-victoriametrics.
     #[arg(long)]
     pub victoriametrics_bin: Option<PathBuf>,
+    /// Start a Cairn cluster of --cluster-nodes nodes of this binary, over
+    /// an etcd of its own (--etcd-bin), as a target.
+    #[arg(long)]
+    pub start_cairn_cluster: Option<PathBuf>,
+    /// Start a VictoriaMetrics cluster (--vmstorage-bin, --vminsert-bin,
+    /// --vmselect-bin): a vmstorage per node, one vminsert, one vmselect.
+    #[arg(long, requires_all = ["vmstorage_bin", "vminsert_bin", "vmselect_bin"])]
+    pub start_vm_cluster: bool,
+    #[arg(long)]
+    pub vmstorage_bin: Option<PathBuf>,
+    #[arg(long)]
+    pub vminsert_bin: Option<PathBuf>,
+    #[arg(long)]
+    pub vmselect_bin: Option<PathBuf>,
+    /// Start Mimir (this binary) as --cluster-nodes monolithic processes
+    /// in one ring over a shared filesystem bucket, as a target.
+    #[arg(long)]
+    pub start_mimir: Option<PathBuf>,
+    /// Storage nodes of each cluster started.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    pub cluster_nodes: u16,
+    /// Replication factor of each cluster started.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    pub replication_factor: u16,
+    /// The etcd of a Cairn cluster (Debian's etcd-server).
+    #[arg(long, default_value = "etcd")]
+    pub etcd_bin: PathBuf,
     /// Where started targets keep their data (default: the system temp dir).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
@@ -430,6 +457,24 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
             ..base.clone()
         });
     }
+    let systems = start_clusters(a)?;
+    for s in &systems {
+        eprintln!(
+            "started {} (pids {:?}): writes to {}, queries to {}",
+            s.name,
+            s.pids(),
+            s.write_url(),
+            s.query_url()
+        );
+        configs.push(RunConfig {
+            name: s.name.clone(),
+            write_url: s.write_url(),
+            query_url: Some(s.query_url()),
+            pids: s.pids(),
+            data_dirs: s.data_dirs.clone(),
+            ..base.clone()
+        });
+    }
     for spec in &a.target_specs {
         let (name, urls) = spec
             .split_once('=')
@@ -447,7 +492,8 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
     }
     anyhow::ensure!(
         configs.len() >= 2,
-        "compare needs two or more targets (--target, --start-cairn, --start-victoriametrics)"
+        "compare needs two or more targets (--target, --start-cairn, --start-victoriametrics, \
+         --start-cairn-cluster, --start-vm-cluster, --start-mimir)"
     );
     let reports = if a.parallel {
         std::thread::scope(|s| {
@@ -479,6 +525,7 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         out
     };
     drop(started);
+    drop(systems);
     for r in &reports {
         print!("{}", r.summary());
     }
@@ -492,6 +539,40 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         eprintln!("HTML report: {}", p.display());
     }
     Ok(())
+}
+
+/// The clustered systems `compare` was asked to start, each of the same shape.
+fn start_clusters(a: &CompareArgs) -> anyhow::Result<Vec<crate::systems::StartedSystem>> {
+    use crate::systems::{ClusterShape, VmClusterBins};
+    let shape = ClusterShape {
+        nodes: usize::from(a.cluster_nodes),
+        replication_factor: usize::from(a.replication_factor),
+    };
+    anyhow::ensure!(
+        shape.replication_factor <= shape.nodes,
+        "--replication-factor {} exceeds --cluster-nodes {}",
+        shape.replication_factor,
+        shape.nodes
+    );
+    let work_dir = a.work_dir.as_deref();
+    let mut systems = Vec::new();
+    if let Some(bin) = &a.start_cairn_cluster {
+        systems.push(crate::systems::start_cairn_cluster(bin, &a.etcd_bin, shape, work_dir)?);
+    }
+    if let (true, Some(vmstorage), Some(vminsert), Some(vmselect)) =
+        (a.start_vm_cluster, &a.vmstorage_bin, &a.vminsert_bin, &a.vmselect_bin)
+    {
+        let bins = VmClusterBins {
+            vmstorage: vmstorage.clone(),
+            vminsert: vminsert.clone(),
+            vmselect: vmselect.clone(),
+        };
+        systems.push(crate::systems::start_vm_cluster(&bins, shape, work_dir)?);
+    }
+    if let Some(bin) = &a.start_mimir {
+        systems.push(crate::systems::start_mimir(bin, shape, work_dir)?);
+    }
+    Ok(systems)
 }
 
 #[cfg(test)]

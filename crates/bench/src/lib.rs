@@ -20,6 +20,7 @@ pub mod rules;
 pub mod run;
 pub mod scrape;
 pub mod sender;
+pub mod systems;
 pub mod targets;
 pub mod trace;
 pub mod workload;

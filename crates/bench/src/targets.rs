@@ -39,8 +39,23 @@ impl StartedTarget {
     }
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Waits until `url` answers with a success, for at most `timeout`.
+pub(crate) fn wait_ready(name: &str, url: &str, timeout: Duration) -> anyhow::Result<()> {
+    let http = reqwest::blocking::Client::builder()
+        .timeout(Duration::from_secs(2))
+        .build()?;
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if http.get(url).send().is_ok_and(|r| r.status().is_success()) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    anyhow::bail!("{name} did not become ready within {} s", timeout.as_secs())
 }
 
 fn start(
@@ -62,21 +77,12 @@ fn start(
         data_dir: dir.path().to_path_buf(),
         _dir: dir,
     };
-    let http = reqwest::blocking::Client::builder()
-        .timeout(Duration::from_secs(2))
-        .build()?;
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while Instant::now() < deadline {
-        if http
-            .get(format!("{}{ready_path}", target.base_url()))
-            .send()
-            .is_ok_and(|r| r.status().is_success())
-        {
-            return Ok(target);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    anyhow::bail!("{name} did not become ready within 120 s")
+    wait_ready(
+        name,
+        &format!("{}{ready_path}", target.base_url()),
+        Duration::from_secs(120),
+    )?;
+    Ok(target)
 }
 
 /// Starts `cairn` (the binary at `bin`) with default flags.
@@ -161,7 +167,7 @@ pub fn start_victoriametrics(bin: Option<&Path>, work_dir: Option<&Path>) -> any
     start("victoriametrics", cmd, port, dir, "/health")
 }
 
-fn tempdir(work_dir: Option<&Path>, prefix: &str) -> anyhow::Result<tempfile::TempDir> {
+pub(crate) fn tempdir(work_dir: Option<&Path>, prefix: &str) -> anyhow::Result<tempfile::TempDir> {
     let mut b = tempfile::Builder::new();
     b.prefix(prefix);
     Ok(match work_dir {
