@@ -131,5 +131,6 @@ cargo test --workspace --release --no-fail-fast
 echo "test suite: $((SECONDS - start))s"
 
 # The PromQL conformance report against Prometheus' own test scripts
-# (passed / failed / skipped per named feature), printed uncaptured.
-cargo test --release -p cairn-promqltest --test upstream -- --nocapture
+# (passed / failed / skipped per named feature), printed uncaptured; built
+# with the workspace's features, so nothing is compiled again.
+cargo test --release --workspace --test upstream -- --nocapture
