@@ -167,7 +167,9 @@ fn wait_for_cairn_ring(bases: &[String], nodes: usize) -> anyhow::Result<()> {
             let ring: serde_json::Value = http
                 .get(format!("{base}/internal/cluster/v1/ring"))
                 .send()
-                .and_then(|r| r.json())
+                .and_then(|r| r.text())
+                .ok()
+                .and_then(|body| serde_json::from_str(&body).ok())
                 .unwrap_or_default();
             let alive = ring["members"]
                 .as_array()
