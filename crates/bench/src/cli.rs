@@ -433,32 +433,30 @@ pub fn main(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
     }
 }
 
+/// Something `compare` measures: the run's configuration, and what keeps
+/// the processes it started alive (stopped when dropped).
+type Contender = (Box<dyn std::any::Any>, RunConfig);
+
+/// Starts (or, for `--target`, only names) one contender.
+type Starter<'a> = Box<dyn FnOnce() -> anyhow::Result<Contender> + 'a>;
+
 fn compare(a: &CompareArgs) -> anyhow::Result<()> {
+    use crate::systems::{ClusterShape, VmClusterBins};
     let base = a.workload.config(a.access.access()?)?;
-    let mut started = Vec::new();
-    let mut configs = Vec::new();
-    if let Some(bin) = &a.start_cairn {
-        let t = crate::targets::start_cairn(bin, a.work_dir.as_deref())?;
-        eprintln!("started cairn (pid {}) on {}", t.pid(), t.base_url());
-        started.push(t);
-    }
-    if a.start_victoriametrics {
-        let t = crate::targets::start_victoriametrics(a.victoriametrics_bin.as_deref(), a.work_dir.as_deref())?;
-        eprintln!("started victoriametrics (pid {}) on {}", t.pid(), t.base_url());
-        started.push(t);
-    }
-    for t in &started {
-        configs.push(RunConfig {
+    let work_dir = a.work_dir.as_deref();
+    let single = |t: crate::targets::StartedTarget| -> Contender {
+        eprintln!("started {} (pid {}) on {}", t.name, t.pid(), t.base_url());
+        let config = RunConfig {
             name: t.name.clone(),
             write_url: t.write_url(),
             query_url: Some(t.base_url()),
             pids: vec![t.pid()],
             data_dirs: vec![t.data_dir.clone()],
             ..base.clone()
-        });
-    }
-    let systems = start_clusters(a)?;
-    for s in &systems {
+        };
+        (Box::new(t), config)
+    };
+    let cluster = |s: crate::systems::StartedSystem| -> Contender {
         eprintln!(
             "started {} (pids {:?}): writes to {}, queries to {}",
             s.name,
@@ -466,14 +464,65 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
             s.write_url(),
             s.query_url()
         );
-        configs.push(RunConfig {
+        let config = RunConfig {
             name: s.name.clone(),
             write_url: s.write_url(),
             query_url: Some(s.query_url()),
             pids: s.pids(),
             data_dirs: s.data_dirs.clone(),
             ..base.clone()
-        });
+        };
+        (Box::new(s), config)
+    };
+    let shape = ClusterShape {
+        nodes: usize::from(a.cluster_nodes),
+        replication_factor: usize::from(a.replication_factor),
+    };
+    anyhow::ensure!(
+        shape.replication_factor <= shape.nodes,
+        "--replication-factor {} exceeds --cluster-nodes {}",
+        shape.replication_factor,
+        shape.nodes
+    );
+
+    let mut starters: Vec<Starter> = Vec::new();
+    if let Some(bin) = &a.start_cairn {
+        starters.push(Box::new(move || {
+            Ok(single(crate::targets::start_cairn(bin, work_dir)?))
+        }));
+    }
+    if a.start_victoriametrics {
+        starters.push(Box::new(move || {
+            let bin = a.victoriametrics_bin.as_deref();
+            Ok(single(crate::targets::start_victoriametrics(bin, work_dir)?))
+        }));
+    }
+    if let Some(bin) = &a.start_cairn_cluster {
+        starters.push(Box::new(move || {
+            Ok(cluster(crate::systems::start_cairn_cluster(
+                bin,
+                &a.etcd_bin,
+                shape,
+                work_dir,
+            )?))
+        }));
+    }
+    if let (true, Some(vmstorage), Some(vminsert), Some(vmselect)) =
+        (a.start_vm_cluster, &a.vmstorage_bin, &a.vminsert_bin, &a.vmselect_bin)
+    {
+        let bins = VmClusterBins {
+            vmstorage: vmstorage.clone(),
+            vminsert: vminsert.clone(),
+            vmselect: vmselect.clone(),
+        };
+        starters.push(Box::new(move || {
+            Ok(cluster(crate::systems::start_vm_cluster(&bins, shape, work_dir)?))
+        }));
+    }
+    if let Some(bin) = &a.start_mimir {
+        starters.push(Box::new(move || {
+            Ok(cluster(crate::systems::start_mimir(bin, shape, work_dir)?))
+        }));
     }
     for spec in &a.target_specs {
         let (name, urls) = spec
@@ -483,23 +532,25 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
             Some((w, q)) => (w.to_string(), Some(q.to_string())),
             None => (urls.to_string(), None),
         };
-        configs.push(RunConfig {
+        let config = RunConfig {
             name: name.to_string(),
             write_url: write,
             query_url: query,
             ..base.clone()
-        });
+        };
+        starters.push(Box::new(move || Ok((Box::new(()), config))));
     }
     anyhow::ensure!(
-        configs.len() >= 2,
+        starters.len() >= 2,
         "compare needs two or more targets (--target, --start-cairn, --start-victoriametrics, \
          --start-cairn-cluster, --start-vm-cluster, --start-mimir)"
     );
     let reports = if a.parallel {
+        let contenders = starters.into_iter().map(|s| s()).collect::<anyhow::Result<Vec<_>>>()?;
         std::thread::scope(|s| {
-            let handles: Vec<_> = configs
+            let handles: Vec<_> = contenders
                 .iter()
-                .map(|c| {
+                .map(|(_, c)| {
                     let c = RunConfig {
                         progress: false,
                         ..c.clone()
@@ -513,19 +564,21 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
                 .collect::<anyhow::Result<Vec<_>>>()
         })?
     } else {
+        // One system at a time, each started just before its run and
+        // stopped after it, so no other system's processes share the machine.
         let mut out = Vec::new();
-        for c in &configs {
+        for start in starters {
+            let (started, c) = start()?;
             eprintln!("== {} ==", c.name);
             let c = RunConfig {
                 progress: !a.quiet,
-                ..c.clone()
+                ..c
             };
             out.push(crate::run::run(&c)?);
+            drop(started);
         }
         out
     };
-    drop(started);
-    drop(systems);
     for r in &reports {
         print!("{}", r.summary());
     }
@@ -539,40 +592,6 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         eprintln!("HTML report: {}", p.display());
     }
     Ok(())
-}
-
-/// The clustered systems `compare` was asked to start, each of the same shape.
-fn start_clusters(a: &CompareArgs) -> anyhow::Result<Vec<crate::systems::StartedSystem>> {
-    use crate::systems::{ClusterShape, VmClusterBins};
-    let shape = ClusterShape {
-        nodes: usize::from(a.cluster_nodes),
-        replication_factor: usize::from(a.replication_factor),
-    };
-    anyhow::ensure!(
-        shape.replication_factor <= shape.nodes,
-        "--replication-factor {} exceeds --cluster-nodes {}",
-        shape.replication_factor,
-        shape.nodes
-    );
-    let work_dir = a.work_dir.as_deref();
-    let mut systems = Vec::new();
-    if let Some(bin) = &a.start_cairn_cluster {
-        systems.push(crate::systems::start_cairn_cluster(bin, &a.etcd_bin, shape, work_dir)?);
-    }
-    if let (true, Some(vmstorage), Some(vminsert), Some(vmselect)) =
-        (a.start_vm_cluster, &a.vmstorage_bin, &a.vminsert_bin, &a.vmselect_bin)
-    {
-        let bins = VmClusterBins {
-            vmstorage: vmstorage.clone(),
-            vminsert: vminsert.clone(),
-            vmselect: vmselect.clone(),
-        };
-        systems.push(crate::systems::start_vm_cluster(&bins, shape, work_dir)?);
-    }
-    if let Some(bin) = &a.start_mimir {
-        systems.push(crate::systems::start_mimir(bin, shape, work_dir)?);
-    }
-    Ok(systems)
 }
 
 #[cfg(test)]
