@@ -10,7 +10,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
-use cairn_model::is_stale_nan;
+use cairn_bench::scrape::exporter::{push_value, series_prefix};
+use cairn_model::{Labels, is_stale_nan};
 use cairn_protocols::SeriesSamples;
 
 pub struct Targets {
@@ -52,54 +53,23 @@ impl Targets {
         let mut texts: BTreeMap<&str, String> = BTreeMap::new();
         for s in batch {
             let instance = s.labels.get("instance").unwrap_or_default();
+            // `instance` and `job` are the scrape configuration's target labels.
+            let own = Labels::from_pairs(
+                s.labels
+                    .iter()
+                    .filter(|l| !matches!(l.name.as_str(), "instance" | "job"))
+                    .map(|l| (l.name.as_str(), l.value.as_str())),
+            );
             for sample in s.samples.iter().filter(|x| !is_stale_nan(x.v)) {
                 let text = texts.entry(instance).or_default();
-                push_series(text, &s.labels);
-                text.push_str(&format!(" {} {}\n", go_float(sample.v), sample.t));
+                text.push_str(&series_prefix(&own));
+                push_value(text, sample.v);
+                text.push_str(&format!(" {}\n", sample.t));
             }
         }
         for (instance, body) in self.instances.iter().zip(&self.bodies) {
             *body.lock().expect("body") = texts.remove(instance.as_str()).unwrap_or_default();
         }
-    }
-}
-
-/// `name{label="value",…}`; `instance` and `job` are left to the scrape
-/// configuration's target labels.
-fn push_series(out: &mut String, labels: &cairn_model::Labels) {
-    out.push_str(labels.metric_name().unwrap_or_default());
-    let mut sep = '{';
-    for l in labels.iter() {
-        if matches!(l.name.as_str(), "__name__" | "instance" | "job") {
-            continue;
-        }
-        out.push(sep);
-        sep = ',';
-        out.push_str(l.name.as_str());
-        out.push_str("=\"");
-        for c in l.value.as_str().chars() {
-            match c {
-                '\\' => out.push_str("\\\\"),
-                '"' => out.push_str("\\\""),
-                '\n' => out.push_str("\\n"),
-                c => out.push(c),
-            }
-        }
-        out.push('"');
-    }
-    if sep == ',' {
-        out.push('}');
-    }
-}
-
-/// A float as the text format writes it; Rust's shortest round-trip
-/// digits parse back to the same value in Go.
-fn go_float(v: f64) -> String {
-    match v {
-        v if v.is_nan() => "NaN".into(),
-        f64::INFINITY => "+Inf".into(),
-        f64::NEG_INFINITY => "-Inf".into(),
-        v => format!("{v:?}"),
     }
 }
 

@@ -126,7 +126,8 @@ async fn metrics(State(served): State<Arc<Served>>, ConnectInfo(LocalAddr(addr))
         .into_response()
 }
 
-fn series_prefix(labels: &cairn_model::Labels) -> String {
+/// A series in the text format up to its value: `name{label="value",…} `.
+pub fn series_prefix(labels: &cairn_model::Labels) -> String {
     let mut out = String::from(labels.metric_name().unwrap_or(""));
     let mut first = true;
     for l in labels.iter().filter(|l| l.name.as_str() != "__name__") {
@@ -151,7 +152,8 @@ fn series_prefix(labels: &cairn_model::Labels) -> String {
     out
 }
 
-fn push_value(out: &mut String, v: f64) {
+/// A value in the text format (the shortest digits that parse back to it).
+pub fn push_value(out: &mut String, v: f64) {
     if v.is_nan() {
         out.push_str("NaN");
     } else if v.is_infinite() {
