@@ -66,7 +66,8 @@ impl Etcd {
             .expect("spawn etcd");
         self.child = Some(child);
         let http = super::http_client(Duration::from_secs(1));
-        let deadline = Instant::now() + Duration::from_secs(30);
+        // Generous: a restart replays the WAL, and a stalled disk can hold its fsyncs for seconds.
+        let deadline = Instant::now() + Duration::from_secs(120);
         while Instant::now() < deadline {
             if http
                 .get(format!("{}/health", self.endpoint()))
