@@ -46,8 +46,26 @@ impl Etcd {
     }
 
     /// Starts it (again, over the same data) and waits until it answers.
+    /// A start that stays silent (the host stalled its exec or its disk) is
+    /// killed and tried again, a few times, before the test gives up.
     pub fn restart(&mut self) {
         assert!(self.child.is_none(), "etcd already running");
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            self.spawn();
+            if self.wait_healthy(Duration::from_secs(60)) {
+                return;
+            }
+            eprintln!(
+                "etcd not healthy after a minute (attempt {attempt}); log:\n{}",
+                self.log()
+            );
+            self.stop();
+        }
+        panic!("etcd did not become healthy in {ATTEMPTS} attempts");
+    }
+
+    fn spawn(&mut self) {
         let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("etcd log");
         let client = self.endpoint();
         let peer = format!("http://{}:{}", self.host, self.peer_port);
@@ -65,20 +83,22 @@ impl Etcd {
             .spawn()
             .expect("spawn etcd");
         self.child = Some(child);
+    }
+
+    fn wait_healthy(&self, timeout: Duration) -> bool {
         let http = super::http_client(Duration::from_secs(1));
-        // Generous: a restart replays the WAL, and a stalled disk can hold its fsyncs for seconds.
-        let deadline = Instant::now() + Duration::from_secs(120);
+        let deadline = Instant::now() + timeout;
         while Instant::now() < deadline {
             if http
                 .get(format!("{}/health", self.endpoint()))
                 .send()
                 .is_ok_and(|r| r.status().is_success())
             {
-                return;
+                return true;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("etcd did not become healthy; log:\n{}", self.log());
+        false
     }
 
     /// SIGKILL.
