@@ -353,6 +353,28 @@ fn assert_complete_reads(urls: &[String], rounds: usize) {
     }
 }
 
+/// Series frames crossed between the nodes compressed. Uncompressed, a
+/// sample takes 16 bytes and its series' labels about 100 more in a write
+/// (one sample a series), which a select answer spreads over a few samples.
+fn assert_compressed_frames(cluster: &TestCluster) {
+    for (route, limit) in [("write", 32.0), ("select", 10.0)] {
+        let (mut bytes, mut samples) = (0.0, 0.0);
+        for node in cluster.nodes.iter().filter(|n| n.is_running()) {
+            let of = |name: &str| {
+                node.client()
+                    .metric(&format!("{name}{{route=\"{route}\"}}"))
+                    .unwrap_or_else(|| panic!("no {name} on {}", node.url()))
+            };
+            bytes += of("cairn_cluster_frame_bytes_total");
+            samples += of("cairn_cluster_frame_samples_total");
+        }
+        let per_sample = bytes / samples;
+        println!("{route}: {samples} samples between nodes in {bytes} bytes, {per_sample:.2} bytes a sample");
+        assert!(samples > 0.0, "no {route} frames counted");
+        assert!(per_sample < limit, "{route} frames take {per_sample:.2} bytes a sample");
+    }
+}
+
 fn count(client: &Client, query: &str) -> Result<f64, String> {
     let r = client.get_query("/api/v1/query", &[("query", query)]);
     if r.status != 200 {
@@ -388,6 +410,7 @@ fn a_killed_ingester_loses_no_acknowledged_write_and_catches_up() {
     cluster.wait_caught_up(1);
     std::thread::sleep(Duration::from_secs(2));
     let (start_ms, acked) = cluster.finish_load(probe, bench);
+    assert_compressed_frames(&cluster);
 
     // The node that was down caught up: alone, it holds every acknowledged write.
     cluster.nodes[0].kill9();
@@ -481,10 +504,14 @@ fn nodes_join_and_leave_while_writes_and_reads_go_on() {
     let bench = Bench::start(&cluster.urls(), "30s");
     let probe = Probe::start(cluster.urls());
     std::thread::sleep(Duration::from_secs(3));
+    let ring_reads = |cluster: &TestCluster| [1, 2].map(|node| cluster.ring(node)["ring_reads"].as_u64());
 
     // A fourth node takes a share of the ring; reads stay complete.
+    let reads_before = ring_reads(&cluster);
     cluster.add_node("127.0.0.1", Vec::new(), &["--cluster.leave-on-shutdown"]);
     cluster.wait_alive(4);
+    // The others saw it through their watch on etcd, not by reading the ring again.
+    assert_eq!(ring_reads(&cluster), reads_before);
     probe.set_urls(cluster.urls());
     assert_complete_reads(&cluster.urls(), 5);
 
@@ -539,6 +566,14 @@ fn the_cluster_keeps_serving_while_etcd_restarts() {
     }
     cluster.wait_alive(3);
     assert_complete_reads(&cluster.urls(), 3);
+    // Each node's watch broke with etcd and was started again over a new read.
+    for node in 0..3 {
+        assert!(
+            cluster.ring(node)["ring_reads"].as_u64() > Some(1),
+            "{}",
+            cluster.ring(node)
+        );
+    }
 
     cluster.finish_load(probe, bench);
 }

@@ -84,7 +84,7 @@ pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) 
                     .map_err(|e| StorageError::Unavailable(format!("peer {} did not answer: {}", e.node, e.reason)))?;
                 let mut appender = storage.appender();
                 let mut batched = 0;
-                for frame in frames(&answer)? {
+                for frame in frames(&answer)?.iter() {
                     let frame = frame?;
                     // The peer's ring may be older than this node's.
                     ring.owners(
@@ -95,7 +95,7 @@ pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) 
                     if me.is_none_or(|me| !owners.contains(&me)) {
                         continue;
                     }
-                    frame.samples_into(&mut samples);
+                    frame.samples_into(&mut samples)?;
                     appender.append_series(frame.labels, &samples, &frame.histograms)?;
                     stored += (samples.len() + frame.histograms.len()) as u64;
                     batched += 1;

@@ -73,8 +73,10 @@ pub struct ClusterConfig {
     pub replication_factor: usize,
     /// A node that stops renewing its etcd lease leaves the ring after this long.
     pub lease_ttl: Duration,
-    /// How often the ring is read from etcd.
-    pub ring_refresh: Duration,
+    /// The longest a change of the ring takes to reach every node that
+    /// reaches etcd (its watch's delay, with room): nodes joining wait
+    /// this long before they take a share.
+    pub ring_propagation: Duration,
     /// One request to a peer gives up after this long.
     pub peer_timeout: Duration,
     /// Shared by the nodes; peers' requests must carry it.
@@ -118,7 +120,7 @@ impl ClusterConfig {
             role: Role::All,
             replication_factor: 3,
             lease_ttl: Duration::from_secs(10),
-            ring_refresh: Duration::from_secs(1),
+            ring_propagation: Duration::from_secs(1),
             peer_timeout: Duration::from_secs(10),
             secret: None,
             leave_on_shutdown: false,

@@ -1,7 +1,7 @@
 //! Membership in etcd. Each node writes two keys: its member key (who it
 //! is, where, its state), which stays until it leaves gracefully, and an
 //! alive key under a lease it keeps renewing. Every node reads both
-//! prefixes to build the ring: members own their share whether alive or
+//! prefixes once and then watches them to build the ring: members own their share whether alive or
 //! not; the alive keys say which can answer now.
 //!
 //! etcd is the one source of truth for who is in the ring; no node decides
@@ -12,11 +12,12 @@
 //! reached a node keeps the last ring it read, and registers again (a new
 //! lease) as soon as etcd answers.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, GetOptions, PutOptions};
+use etcd_client::{Client, ConnectOptions, Event, EventType, GetOptions, PutOptions, WatchOptions};
 
 use crate::node::Cluster;
 use crate::ring::{Member, NodeState, Ring};
@@ -124,32 +125,113 @@ pub(crate) async fn forget(config: &crate::ClusterConfig, node: &str) -> Result<
     Ok(())
 }
 
-/// Reads the members from etcd every `ring_refresh` and replaces the ring
-/// when they changed; keeps the last ring while etcd cannot be read.
-pub(crate) async fn refresh_ring(cluster: Arc<Cluster>) {
-    let mut client: Option<Client> = None;
+/// Follows the members in etcd: reads them once, then watches both
+/// prefixes from the revision read and rebuilds the ring on each change.
+/// A watch that breaks (etcd restarted, unreachable, the revision
+/// compacted away) is replaced by a new read and a new watch; meanwhile
+/// the node keeps the last ring it had.
+pub(crate) async fn follow_ring(cluster: Arc<Cluster>) {
     loop {
-        if client.is_none() {
-            client = connect(&cluster.config.etcd_endpoints).await.ok();
+        if let Err(e) = follow(&cluster).await {
+            tracing::warn!(error = %e, "cluster ring: lost the watch on etcd; keeping the last ring");
         }
-        if let Some(c) = client.as_mut() {
-            match read_members(c, &cluster.config).await {
-                Ok((members, alive)) => cluster.set_ring(Ring::new(members, &alive, cluster.config.zone_aware)),
-                Err(e) => {
-                    tracing::warn!(error = %e, "cluster ring: cannot read the members from etcd; keeping the last ring");
-                    client = None;
-                }
-            }
-        }
-        tokio::time::sleep(cluster.config.ring_refresh).await;
+        tokio::time::sleep(cluster.config.ring_propagation).await;
     }
 }
 
-/// The members, and the ids of those alive.
-async fn read_members(
-    client: &mut Client,
-    config: &crate::ClusterConfig,
-) -> Result<(Vec<Member>, Vec<String>), etcd_client::Error> {
+/// How long a watch may stay silent before it is asked for its progress,
+/// and then before it is given up as dead (a connection that went away
+/// without a word, as under a partition).
+const WATCH_QUIET: Duration = Duration::from_secs(5);
+
+async fn follow(cluster: &Cluster) -> Result<(), etcd_client::Error> {
+    let config = &cluster.config;
+    let mut client = connect(&config.etcd_endpoints).await?;
+    let mut members = read_members(&mut client, config).await?;
+    cluster.ring_reads.fetch_add(1, Ordering::Relaxed);
+    cluster.set_ring(members.ring(config.zone_aware));
+    let from = WatchOptions::new()
+        .with_prefix()
+        .with_start_revision(members.revision + 1);
+    let mut watch = client.watch(config.members_prefix(), Some(from.clone())).await?;
+    watch.watch(config.alive_prefix(), Some(from)).await?;
+    let mut asked_progress = false;
+    loop {
+        let answer = match tokio::time::timeout(WATCH_QUIET, watch.message()).await {
+            Ok(answer) => answer?,
+            Err(_) if asked_progress => {
+                return Err(etcd_client::Error::WatchError(
+                    "etcd stopped answering the watch".into(),
+                ));
+            }
+            Err(_) => {
+                watch.request_progress().await?;
+                asked_progress = true;
+                continue;
+            }
+        };
+        asked_progress = false;
+        let Some(answer) = answer else {
+            return Err(etcd_client::Error::WatchError("etcd closed the watch".into()));
+        };
+        if answer.canceled() {
+            return Err(etcd_client::Error::WatchError(format!(
+                "etcd cancelled the watch: {}",
+                answer.cancel_reason()
+            )));
+        }
+        if !answer.events().is_empty() {
+            for event in answer.events() {
+                members.apply(config, event);
+            }
+            cluster.set_ring(members.ring(config.zone_aware));
+        }
+    }
+}
+
+/// The members as etcd holds them, at a revision.
+#[derive(Debug, Default)]
+struct Members {
+    /// By id.
+    members: BTreeMap<String, Member>,
+    alive: BTreeSet<String>,
+    revision: i64,
+}
+
+impl Members {
+    fn ring(&self, zone_aware: bool) -> Ring {
+        let alive: Vec<String> = self.alive.iter().cloned().collect();
+        Ring::new(self.members.values().cloned().collect(), &alive, zone_aware)
+    }
+
+    fn apply(&mut self, config: &crate::ClusterConfig, event: &Event) {
+        let Some(kv) = event.kv() else { return };
+        let Ok(key) = kv.key_str() else { return };
+        let put = event.event_type() == EventType::Put;
+        if let Some(id) = key.strip_prefix(&config.alive_prefix()) {
+            if put {
+                self.alive.insert(id.to_string());
+            } else {
+                self.alive.remove(id);
+            }
+        } else if let Some(id) = key.strip_prefix(&config.members_prefix()) {
+            if !put {
+                self.members.remove(id);
+            } else if let Some(member) = parse_member(key, kv.value()) {
+                self.members.insert(id.to_string(), member);
+            }
+        }
+    }
+}
+
+fn parse_member(key: &str, value: &[u8]) -> Option<Member> {
+    serde_json::from_slice::<Member>(value)
+        .inspect_err(|e| tracing::warn!(key, error = %e, "cluster ring: unreadable member"))
+        .ok()
+}
+
+/// The members and which are alive, read at one revision.
+async fn read_members(client: &mut Client, config: &crate::ClusterConfig) -> Result<Members, etcd_client::Error> {
     let alive_prefix = config.alive_prefix();
     let alive = client
         .get(
@@ -157,24 +239,34 @@ async fn read_members(
             Some(GetOptions::new().with_prefix().with_keys_only()),
         )
         .await?;
+    let revision = alive.header().map_or(0, |h| h.revision());
     let alive = alive
         .kvs()
         .iter()
         .filter_map(|kv| Some(kv.key_str().ok()?.strip_prefix(&alive_prefix)?.to_string()))
         .collect();
+    // At the same revision as the alive keys, so the watch misses nothing.
     let answer = client
-        .get(config.members_prefix(), Some(GetOptions::new().with_prefix()))
+        .get(
+            config.members_prefix(),
+            Some(GetOptions::new().with_prefix().with_revision(revision)),
+        )
         .await?;
-    let mut members = Vec::new();
+    let mut members = BTreeMap::new();
     for kv in answer.kvs() {
-        match serde_json::from_slice::<Member>(kv.value()) {
-            Ok(m) => members.push(m),
-            Err(e) => {
-                tracing::warn!(key = %String::from_utf8_lossy(kv.key()), error = %e, "cluster ring: unreadable member")
-            }
+        let Ok(key) = kv.key_str() else { continue };
+        if let (Some(id), Some(member)) = (
+            key.strip_prefix(&config.members_prefix()),
+            parse_member(key, kv.value()),
+        ) {
+            members.insert(id.to_string(), member);
         }
     }
-    Ok((members, alive))
+    Ok(Members {
+        members,
+        alive,
+        revision,
+    })
 }
 
 impl NodeState {

@@ -58,6 +58,9 @@ pub struct Cluster {
     /// each registration.
     pub(crate) monitors_from_ms: AtomicI64,
     pub(crate) refused_peer_requests: crate::routes::RefusedPeerRequests,
+    /// Whole reads of the members from etcd: one per watch started.
+    pub(crate) ring_reads: AtomicU64,
+    pub(crate) frame_traffic: crate::routes::FrameTraffic,
 }
 
 /// Why a request to a peer failed.
@@ -88,7 +91,7 @@ impl std::fmt::Display for PeerError {
 }
 
 impl Cluster {
-    /// Joins the cluster: starts reading the ring from etcd and, once
+    /// Joins the cluster: starts following the ring in etcd and, once
     /// [`Self::set_local`] gives it its engine, registers as an ingester
     /// (a routing node registers at once).
     pub fn start(config: ClusterConfig) -> Result<Arc<Self>, StorageError> {
@@ -153,15 +156,15 @@ impl Cluster {
             work: tokio::sync::watch::Sender::new(Default::default()),
             monitors_from_ms: AtomicI64::new(0),
             refused_peer_requests: Default::default(),
+            ring_reads: AtomicU64::new(0),
+            frame_traffic: Default::default(),
         });
         if let Some(ha) = &cluster.ha {
             cluster
                 .runtime()
                 .spawn(crate::ha::keep_elections_fresh(cluster.clone(), ha.clone()));
         }
-        cluster
-            .runtime()
-            .spawn(crate::membership::refresh_ring(cluster.clone()));
+        cluster.runtime().spawn(crate::membership::follow_ring(cluster.clone()));
         if !cluster.config.role.stores() {
             cluster
                 .runtime()
@@ -207,7 +210,7 @@ impl Cluster {
             }
             // Registered first, so writes arrive while the past is fetched;
             // and the ring read since, so the peers are known.
-            std::thread::sleep(self.config.ring_refresh * 2);
+            std::thread::sleep(self.config.ring_propagation * 2);
             let now = now_ms();
             let since = self.catch_up_since.load(Ordering::Acquire);
             let mut attempt = 0;
@@ -297,6 +300,7 @@ impl Cluster {
                 .monitors
                 .then(|| self.monitors_from_ms.load(Ordering::Acquire)),
             state: self.state(),
+            reads_compressed_frames: true,
         }
     }
 
@@ -346,11 +350,11 @@ impl Cluster {
                 tracing::error!("cannot publish this node's leave in etcd; it stays a member and keeps its data");
                 return;
             }
-            std::thread::sleep(self.config.ring_refresh / 4);
+            std::thread::sleep(self.config.ring_propagation / 4);
         }
-        // Peers read the ring every `ring_refresh`; writes they routed
+        // Peers see the ring within `ring_propagation`; writes they routed
         // before that still arrive and are stored (and handed off below).
-        std::thread::sleep(self.config.ring_refresh * 2);
+        std::thread::sleep(self.config.ring_propagation * 2);
         match crate::handoff::hand_off(self) {
             Ok(samples) => {
                 tracing::info!(samples, "handed this node's series to their new owners");
@@ -446,6 +450,12 @@ impl Cluster {
     /// Requests of peers this node refused, `(reason, count)` by reason.
     pub fn refused_peer_requests(&self) -> [(&'static str, u64); 3] {
         self.refused_peer_requests.counts()
+    }
+
+    /// Series frames this node took in peers' writes and sent in answers to
+    /// their selects: `(route, bytes, samples)`.
+    pub fn frame_traffic(&self) -> [(&'static str, u64, u64); 2] {
+        self.frame_traffic.counts()
     }
 
     /// Where `member`'s HTTP API is: HTTPS when the nodes speak TLS.

@@ -49,10 +49,10 @@ impl Querier for ClusterQuerier {
         )?;
         let mut series = Vec::new();
         for body in &answers {
-            for frame in frames(body)? {
+            for frame in frames(body)?.iter() {
                 let frame = frame?;
                 let (mut ts, mut vs) = (Vec::with_capacity(frame.len()), Vec::with_capacity(frame.len()));
-                frame.read_into(&mut ts, &mut vs);
+                frame.read_into(&mut ts, &mut vs)?;
                 series.push(ReplicaSeries {
                     labels: frame.labels.decode(),
                     ts,

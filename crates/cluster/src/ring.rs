@@ -49,6 +49,10 @@ pub struct Member {
     #[serde(default)]
     pub monitors_from_ms: Option<i64>,
     pub state: NodeState,
+    /// Whether it reads compressed series frames (`crate::wire`); nodes of
+    /// earlier versions do not say, and get uncompressed ones.
+    #[serde(default)]
+    pub reads_compressed_frames: bool,
 }
 
 /// The ingesters and their tokens at one moment; immutable, replaced whole.
@@ -211,6 +215,7 @@ mod tests {
             queries: true,
             monitors_from_ms: None,
             state: NodeState::Active,
+            reads_compressed_frames: true,
         }
     }
 

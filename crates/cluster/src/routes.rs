@@ -72,6 +72,27 @@ impl RefusedPeerRequests {
     }
 }
 
+/// Series frames this node took from peers' writes and sent in answer to
+/// their selects: bytes as they crossed the network, and the samples in them.
+#[derive(Debug, Default)]
+pub(crate) struct FrameTraffic {
+    write_bytes: AtomicU64,
+    write_samples: AtomicU64,
+    select_bytes: AtomicU64,
+    select_samples: AtomicU64,
+}
+
+impl FrameTraffic {
+    /// `(route, bytes, samples)` for the write and the select route.
+    pub(crate) fn counts(&self) -> [(&'static str, u64, u64); 2] {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        [
+            ("write", load(&self.write_bytes), load(&self.write_samples)),
+            ("select", load(&self.select_bytes), load(&self.select_samples)),
+        ]
+    }
+}
+
 /// Counts a refusal by its status: without the secret (401), over the
 /// body limit (413), or unreadable (400).
 async fn count_refusal(State(cluster): State<Arc<Cluster>>, response: Response) -> Response {
@@ -143,37 +164,58 @@ async fn write(
     inline: InlineWrites,
 ) -> Result<Response, Failure> {
     let (local, tenant) = local_for(&cluster, &headers)?;
-    let answer = if body.len() <= inline.0 {
+    let bytes = body.len() as u64;
+    let (answer, samples) = if body.len() <= inline.0 {
         store(local.as_ref(), &tenant, &body)?
     } else {
         blocking(move || Ok(store(local.as_ref(), &tenant, &body)?)).await?
     };
+    let traffic = &cluster.frame_traffic;
+    traffic.write_bytes.fetch_add(bytes, Ordering::Relaxed);
+    traffic.write_samples.fetch_add(samples, Ordering::Relaxed);
     Ok(axum::Json(answer).into_response())
 }
 
-/// Stores a body of series frames in this node's engine.
-pub(crate) fn store(local: &dyn Tenants, tenant: &TenantId, body: &[u8]) -> Result<WriteAnswer, StorageError> {
+/// Stores a body of series frames in this node's engine; also returns how
+/// many samples the body held.
+pub(crate) fn store(local: &dyn Tenants, tenant: &TenantId, body: &[u8]) -> Result<(WriteAnswer, u64), StorageError> {
     let storage = local.get_or_create(tenant)?;
     let mut appender = storage.appender();
     let mut samples: Vec<Sample> = Vec::new();
-    for frame in frames(body)? {
+    let mut held = 0;
+    for frame in frames(body)?.iter() {
         let frame = frame?;
-        frame.samples_into(&mut samples);
+        frame.samples_into(&mut samples)?;
+        held += (samples.len() + frame.histograms.len()) as u64;
         appender.append_series(frame.labels, &samples, &frame.histograms)?;
     }
-    Ok(WriteAnswer::from(&appender.commit()?))
+    Ok((WriteAnswer::from(&appender.commit()?), held))
 }
 
 async fn select(State(cluster): State<Arc<Cluster>>, headers: HeaderMap, body: Bytes) -> Result<Response, Failure> {
     let (local, tenant) = local_for(&cluster, &headers)?;
     let request: SelectRequest = json(&body)?;
-    let out = blocking(move || {
-        let owner = request.owned_by.as_deref().map(|id| Owner::new(&cluster, &tenant, id));
+    let answering = cluster.clone();
+    let frames = blocking(move || {
+        let owner = request
+            .owned_by
+            .as_deref()
+            .map(|id| Owner::new(&answering, &tenant, id));
         let keep = |labels: &[u8]| owner.as_ref().is_none_or(|o| o.owns(labels));
-        Ok(select_where(local.as_ref(), &tenant, &request, keep)?)
+        Ok(select_where(
+            local.as_ref(),
+            &tenant,
+            &request,
+            request.compressed,
+            keep,
+        )?)
     })
     .await?;
-    Ok(out.into_response())
+    let traffic = &cluster.frame_traffic;
+    traffic.select_samples.fetch_add(frames.samples(), Ordering::Relaxed);
+    let body = frames.finish();
+    traffic.select_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+    Ok(body.into_response())
 }
 
 /// Which series a node owns, by this node's ring.
@@ -206,25 +248,27 @@ impl Owner {
     }
 }
 
-/// A select over this node's engine, as series frames.
+/// A select over this node's engine, as series frames (uncompressed: they
+/// stay in this process).
 pub(crate) fn select_here(
     local: &dyn Tenants,
     tenant: &TenantId,
     request: &SelectRequest,
 ) -> Result<Vec<u8>, StorageError> {
-    select_where(local, tenant, request, |_| true)
+    Ok(select_where(local, tenant, request, false, |_| true)?.finish())
 }
 
-/// [`select_here`] of the series whose labels (encoded) `keep` takes.
+/// A select of the series whose labels (encoded) `keep` takes.
 fn select_where(
     local: &dyn Tenants,
     tenant: &TenantId,
     request: &SelectRequest,
+    compressed: bool,
     keep: impl Fn(&[u8]) -> bool,
-) -> Result<Vec<u8>, StorageError> {
-    let mut out = FramesWriter::default();
+) -> Result<FramesWriter, StorageError> {
+    let mut out = FramesWriter::new(compressed);
     let Some(storage) = local.get(tenant)? else {
-        return Ok(out.finish());
+        return Ok(out);
     };
     let matchers = request.matchers()?;
     let querier = storage.querier(request.mint, request.maxt)?;
@@ -243,7 +287,7 @@ fn select_where(
         };
         out.push_with_histograms(&labels, &ts[range.clone()], &vs[range], histograms);
     }
-    Ok(out.finish())
+    Ok(out)
 }
 
 /// Label names, or with `label_name` the values of that label.
@@ -315,6 +359,7 @@ async fn ring(State(cluster): State<Arc<Cluster>>) -> Response {
         "members": members,
         "registered": cluster.registered(),
         "caught_up": cluster.caught_up(),
+        "ring_reads": cluster.ring_reads.load(Ordering::Relaxed),
     }))
     .into_response()
 }

@@ -1,14 +1,25 @@
 //! What nodes send each other: series with their samples (a write to an
 //! owner, a select's answer), and the small JSON requests around them.
 //!
-//! Series frames: `"CSF1"`, then per series a uvarint length and the labels
-//! in their canonical `Labels::encode` form, a uvarint sample count, and
-//! the samples as little-endian `i64` timestamps then `f64` values. A body
-//! that carries native histograms starts with `"CSF2"` instead, and each
-//! frame then ends with a uvarint histogram count and the histograms
-//! ([`put_histogram`]); a body without any stays `"CSF1"`, which nodes of
-//! earlier versions read. The decoder takes bytes from the network and
-//! returns errors, never panics.
+//! Series frames come in three forms, named by a body's first four bytes;
+//! each frame starts with a uvarint length and the labels in their
+//! canonical `Labels::encode` form, then a uvarint sample count:
+//! - `"CSF1"`: the samples as little-endian `i64` timestamps then `f64`
+//!   values;
+//! - `"CSF2"`: as `"CSF1"`, and each frame ends with a uvarint histogram
+//!   count and the histograms ([`put_histogram`]);
+//! - `"CSF3"`, compressed: the rest of the body is one Snappy block (the
+//!   raw format, without framing), and in it each frame's sample count is
+//!   followed by a uvarint byte length, then the timestamps and the values
+//!   as `cairn_codec` blocks (delta-of-delta, Gorilla XOR), then the
+//!   histograms as in `"CSF2"`. Snappy shrinks the labels, which repeat
+//!   from series to series; the codec's blocks shrink the samples.
+//!
+//! A node says which forms it reads: in its member record for writes
+//! ([`crate::ring::Member::reads_compressed_frames`]), in a select request
+//! for the answer ([`SelectRequest::compressed`]); to nodes of earlier
+//! versions it writes the first two forms. The decoder takes bytes from
+//! the network and returns errors, never panics.
 
 use std::sync::Arc;
 
@@ -20,32 +31,50 @@ use serde::{Deserialize, Serialize};
 
 const MAGIC: &[u8; 4] = b"CSF1";
 const MAGIC_WITH_HISTOGRAMS: &[u8; 4] = b"CSF2";
+const MAGIC_COMPRESSED: &[u8; 4] = b"CSF3";
 
 /// Builds a body of series frames.
 #[derive(Debug, Clone)]
 pub struct FramesWriter {
     buf: Vec<u8>,
     series: usize,
+    samples: u64,
+    compressed: bool,
     /// The histograms of the frames that have any, encoded, by the offset
-    /// in `buf` where their frame ends: [`Self::finish`] splices them in.
+    /// in `buf` where their frame ends: [`Self::finish`] splices them in
+    /// (uncompressed forms only).
     histograms: Vec<(usize, Vec<u8>)>,
 }
 
 impl Default for FramesWriter {
+    /// The uncompressed forms, which every version reads.
     fn default() -> Self {
-        Self {
-            buf: MAGIC.to_vec(),
-            series: 0,
-            histograms: Vec::new(),
-        }
+        Self::new(false)
     }
 }
 
 impl FramesWriter {
+    /// The compressed form, or the uncompressed ones.
+    pub fn new(compressed: bool) -> Self {
+        Self {
+            buf: if compressed { MAGIC_COMPRESSED } else { MAGIC }.to_vec(),
+            series: 0,
+            samples: 0,
+            compressed,
+            histograms: Vec::new(),
+        }
+    }
+
     /// A series with float and histogram samples.
     pub fn push_with_histograms(&mut self, encoded_labels: &[u8], ts: &[i64], vs: &[f64], hs: &[HistogramSample]) {
-        self.push(encoded_labels, ts, vs);
-        if !hs.is_empty() {
+        self.push_floats(encoded_labels, ts, vs);
+        self.samples += hs.len() as u64;
+        if self.compressed {
+            put_uvarint(&mut self.buf, hs.len() as u64);
+            for h in hs {
+                put_histogram(&mut self.buf, h);
+            }
+        } else if !hs.is_empty() {
             let mut section = Vec::new();
             put_uvarint(&mut section, hs.len() as u64);
             for h in hs {
@@ -56,10 +85,24 @@ impl FramesWriter {
     }
 
     pub fn push(&mut self, encoded_labels: &[u8], ts: &[i64], vs: &[f64]) {
+        self.push_with_histograms(encoded_labels, ts, vs, &[]);
+    }
+
+    fn push_floats(&mut self, encoded_labels: &[u8], ts: &[i64], vs: &[f64]) {
         debug_assert_eq!(ts.len(), vs.len());
         put_uvarint(&mut self.buf, encoded_labels.len() as u64);
         self.buf.extend_from_slice(encoded_labels);
         put_uvarint(&mut self.buf, ts.len() as u64);
+        self.series += 1;
+        self.samples += ts.len() as u64;
+        if self.compressed {
+            let mut block = Vec::new();
+            cairn_codec::encode_timestamps_fast(&mut block, ts);
+            cairn_codec::encode_values_fast(&mut block, vs);
+            put_uvarint(&mut self.buf, block.len() as u64);
+            self.buf.extend_from_slice(&block);
+            return;
+        }
         self.buf.reserve(ts.len() * 16);
         for t in ts {
             self.buf.extend_from_slice(&t.to_le_bytes());
@@ -67,7 +110,6 @@ impl FramesWriter {
         for v in vs {
             self.buf.extend_from_slice(&v.to_le_bytes());
         }
-        self.series += 1;
     }
 
     pub fn push_samples(&mut self, encoded_labels: &[u8], samples: &[Sample]) {
@@ -79,7 +121,15 @@ impl FramesWriter {
         self.series
     }
 
+    /// Float and histogram samples pushed so far.
+    pub fn samples(&self) -> u64 {
+        self.samples
+    }
+
     pub fn finish(self) -> Vec<u8> {
+        if self.compressed {
+            return seal(self.buf.get(MAGIC_COMPRESSED.len()..).unwrap_or_default());
+        }
         if self.histograms.is_empty() {
             return self.buf;
         }
@@ -103,6 +153,17 @@ impl FramesWriter {
         }
         out
     }
+}
+
+/// A compressed body of `frames` (their bytes without the magic).
+fn seal(frames: &[u8]) -> Vec<u8> {
+    let at = MAGIC_COMPRESSED.len();
+    let mut out = MAGIC_COMPRESSED.to_vec();
+    out.resize(at + snap::raw::max_compress_len(frames.len()), 0);
+    // Only fails on input over 2^32 bytes, which no body reaches.
+    let written = snap::raw::Encoder::new().compress(frames, &mut out[at..]).unwrap_or(0);
+    out.truncate(at + written);
+    out
 }
 
 /// The length of the float frame at the start of `rest`, `None` at the end.
@@ -197,37 +258,73 @@ fn take_histogram(rest: &mut &[u8]) -> Result<HistogramSample, StorageError> {
 /// One decoded series of a body of frames; its slices borrow the body.
 pub struct Frame<'a> {
     pub labels: EncodedLabels<'a>,
-    ts: &'a [u8],
-    vs: &'a [u8],
+    samples: FrameSamples<'a>,
     /// The series' histogram samples, decoded with the frame (few series
     /// have any).
     pub histograms: Vec<HistogramSample>,
 }
 
+enum FrameSamples<'a> {
+    Raw {
+        ts: &'a [u8],
+        vs: &'a [u8],
+    },
+    /// `count` samples in two `cairn_codec` blocks, decoded on demand.
+    Compressed {
+        count: usize,
+        blocks: &'a [u8],
+    },
+}
+
 impl Frame<'_> {
+    /// Its float samples.
     pub fn len(&self) -> usize {
-        self.ts.len() / 8
+        match self.samples {
+            FrameSamples::Raw { ts, .. } => ts.len() / 8,
+            FrameSamples::Compressed { count, .. } => count,
+        }
     }
 
     /// No float and no histogram samples.
     pub fn is_empty(&self) -> bool {
-        self.ts.is_empty() && self.histograms.is_empty()
+        self.len() == 0 && self.histograms.is_empty()
     }
 
-    /// Appends the samples' timestamps and values to `ts` and `vs`.
-    pub fn read_into(&self, ts: &mut Vec<i64>, vs: &mut Vec<f64>) {
-        ts.extend(self.ts.chunks_exact(8).map(|c| i64::from_le_bytes(word(c))));
-        vs.extend(self.vs.chunks_exact(8).map(|c| f64::from_le_bytes(word(c))));
+    /// Appends the samples' timestamps and values to `ts` and `vs`; on
+    /// error both are left as they were.
+    pub fn read_into(&self, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<(), StorageError> {
+        match self.samples {
+            FrameSamples::Raw { ts: t, vs: v } => {
+                ts.extend(t.chunks_exact(8).map(|c| i64::from_le_bytes(word(c))));
+                vs.extend(v.chunks_exact(8).map(|c| f64::from_le_bytes(word(c))));
+                Ok(())
+            }
+            FrameSamples::Compressed { count, blocks } => {
+                let (t0, v0) = (ts.len(), vs.len());
+                let decoded = cairn_codec::decode_timestamps(blocks, ts)
+                    .and_then(|rest| cairn_codec::decode_values(rest, vs))
+                    .map_err(|e| malformed(&e.to_string()))
+                    .and_then(
+                        |rest| match rest.is_empty() && ts.len() - t0 == count && vs.len() - v0 == count {
+                            true => Ok(()),
+                            false => Err(malformed("compressed samples disagree with their count")),
+                        },
+                    );
+                if decoded.is_err() {
+                    ts.truncate(t0);
+                    vs.truncate(v0);
+                }
+                decoded
+            }
+        }
     }
 
-    pub fn samples_into(&self, out: &mut Vec<Sample>) {
+    pub fn samples_into(&self, out: &mut Vec<Sample>) -> Result<(), StorageError> {
+        let (mut ts, mut vs) = (Vec::with_capacity(self.len()), Vec::with_capacity(self.len()));
+        self.read_into(&mut ts, &mut vs)?;
         out.clear();
-        out.extend(
-            self.ts
-                .chunks_exact(8)
-                .zip(self.vs.chunks_exact(8))
-                .map(|(t, v)| Sample::new(i64::from_le_bytes(word(t)), f64::from_le_bytes(word(v)))),
-        );
+        out.extend(ts.into_iter().zip(vs).map(|(t, v)| Sample::new(t, v)));
+        Ok(())
     }
 }
 
@@ -237,36 +334,98 @@ fn word(c: &[u8]) -> [u8; 8] {
     w
 }
 
-/// The frames of a body, in order; an error ends the iteration.
-pub fn frames(body: &[u8]) -> Result<impl Iterator<Item = Result<Frame<'_>, StorageError>>, StorageError> {
-    let (mut rest, with_histograms) = if let Some(rest) = body.strip_prefix(MAGIC.as_slice()) {
-        (rest, false)
+/// A body of series frames, opened: [`Frames::iter`] reads them.
+pub struct Frames<'a> {
+    bytes: std::borrow::Cow<'a, [u8]>,
+    form: Form,
+}
+
+/// Opens a body of frames: checks its form and, compressed, decompresses it.
+pub fn frames(body: &[u8]) -> Result<Frames<'_>, StorageError> {
+    let (rest, form) = if let Some(rest) = body.strip_prefix(MAGIC.as_slice()) {
+        (rest, Form::Raw)
     } else if let Some(rest) = body.strip_prefix(MAGIC_WITH_HISTOGRAMS.as_slice()) {
-        (rest, true)
+        (rest, Form::RawWithHistograms)
+    } else if let Some(rest) = body.strip_prefix(MAGIC_COMPRESSED.as_slice()) {
+        (rest, Form::Compressed)
     } else {
         return Err(malformed("no frame header"));
     };
-    let mut failed = false;
-    Ok(std::iter::from_fn(move || {
-        if rest.is_empty() || failed {
-            return None;
-        }
-        let frame = next_frame(&mut rest, with_histograms);
-        failed = frame.is_err();
-        Some(frame)
-    }))
+    let bytes = match form {
+        Form::Compressed => std::borrow::Cow::Owned(decompress(rest)?),
+        _ => std::borrow::Cow::Borrowed(rest),
+    };
+    Ok(Frames { bytes, form })
 }
 
-fn next_frame<'a>(rest: &mut &'a [u8], with_histograms: bool) -> Result<Frame<'a>, StorageError> {
+/// A Snappy block, decompressed. Its stated length is checked first: no
+/// valid block expands more than 32-fold (a copy op of 2 bytes yields at
+/// most 64), so a larger claim is refused before anything is allocated.
+fn decompress(block: &[u8]) -> Result<Vec<u8>, StorageError> {
+    let len = snap::raw::decompress_len(block).map_err(|e| malformed(&format!("snappy: {e}")))?;
+    if len > block.len().saturating_mul(32) {
+        return Err(malformed("snappy block claims more than it can hold"));
+    }
+    snap::raw::Decoder::new()
+        .decompress_vec(block)
+        .map_err(|e| malformed(&format!("snappy: {e}")))
+}
+
+impl Frames<'_> {
+    /// The frames, in order; an error ends the iteration.
+    pub fn iter(&self) -> impl Iterator<Item = Result<Frame<'_>, StorageError>> {
+        let (mut rest, form) = (&self.bytes[..], self.form);
+        let mut failed = false;
+        std::iter::from_fn(move || {
+            if rest.is_empty() || failed {
+                return None;
+            }
+            let frame = next_frame(&mut rest, form);
+            failed = frame.is_err();
+            Some(frame)
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    Raw,
+    RawWithHistograms,
+    Compressed,
+}
+
+/// The most float samples a frame's blocks can hold: a constant block
+/// holds up to `cairn_codec`'s longest constant run in a few bytes, any
+/// other takes at least a bit a sample. A count beyond it is a lie,
+/// refused before anything is allocated for it.
+fn most_samples(blocks: &[u8]) -> u64 {
+    (1 << 16).max(8 * blocks.len() as u64)
+}
+
+fn next_frame<'a>(rest: &mut &'a [u8], form: Form) -> Result<Frame<'a>, StorageError> {
     let len = take_uvarint(rest)?;
     let labels = take(rest, len)?;
     let labels = EncodedLabels::new(labels).map_err(|e| malformed(&format!("labels: {e}")))?;
     let n = take_uvarint(rest)?;
-    let bytes = n.checked_mul(8).ok_or_else(|| malformed("sample count overflows"))?;
-    let ts = take(rest, bytes)?;
-    let vs = take(rest, bytes)?;
+    let samples = if form == Form::Compressed {
+        let len = take_uvarint(rest)?;
+        let blocks = take(rest, len)?;
+        if n > most_samples(blocks) {
+            return Err(malformed("sample count past what the blocks hold"));
+        }
+        FrameSamples::Compressed {
+            count: n as usize,
+            blocks,
+        }
+    } else {
+        let bytes = n.checked_mul(8).ok_or_else(|| malformed("sample count overflows"))?;
+        FrameSamples::Raw {
+            ts: take(rest, bytes)?,
+            vs: take(rest, bytes)?,
+        }
+    };
     let mut histograms = Vec::new();
-    if with_histograms {
+    if form != Form::Raw {
         let n = take_uvarint(rest)?;
         // Each histogram takes at least 44 bytes: no allocation beyond the body.
         if n > (rest.len() / 44) as u64 {
@@ -279,8 +438,7 @@ fn next_frame<'a>(rest: &mut &'a [u8], with_histograms: bool) -> Result<Frame<'a
     }
     Ok(Frame {
         labels,
-        ts,
-        vs,
+        samples,
         histograms,
     })
 }
@@ -406,6 +564,9 @@ pub struct SelectRequest {
     /// catch-up's).
     #[serde(default)]
     pub owned_by: Option<String>,
+    /// The asking node reads compressed frames (earlier versions do not say).
+    #[serde(default)]
+    pub compressed: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -459,6 +620,7 @@ impl SelectRequest {
             func: hints.func.clone(),
             label_name: None,
             owned_by: None,
+            compressed: true,
         }
     }
 
@@ -533,11 +695,12 @@ mod tests {
         w.push(&b, &[], &[]);
         assert_eq!(w.series(), 2);
         let body = w.finish();
-        let got: Vec<_> = frames(&body).unwrap().collect::<Result<_, _>>().unwrap();
+        let opened = frames(&body).unwrap();
+        let got: Vec<_> = opened.iter().collect::<Result<_, _>>().unwrap();
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].labels.as_bytes(), &a[..]);
         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-        got[0].read_into(&mut ts, &mut vs);
+        got[0].read_into(&mut ts, &mut vs).unwrap();
         assert_eq!(ts, [1, 2]);
         assert_eq!(vs[0], 1.5);
         assert!(vs[1].is_nan());
@@ -576,7 +739,8 @@ mod tests {
         w.push_with_histograms(&c, &[], &[], &hs[1..]);
         let body = w.finish();
         assert_eq!(&body[..4], MAGIC_WITH_HISTOGRAMS);
-        let got: Vec<_> = frames(&body).unwrap().collect::<Result<_, _>>().unwrap();
+        let opened = frames(&body).unwrap();
+        let got: Vec<_> = opened.iter().collect::<Result<_, _>>().unwrap();
         assert_eq!(got.len(), 3);
         assert_eq!(got[0].labels.as_bytes(), &a[..]);
         assert_eq!((got[0].len(), &got[0].histograms[..]), (1, &hs[..]));
@@ -587,6 +751,120 @@ mod tests {
         let mut w = FramesWriter::default();
         w.push_with_histograms(&b, &[1], &[2.0], &[]);
         assert_eq!(&w.finish()[..4], MAGIC);
+    }
+
+    /// Encoded labels, timestamps, values and histograms.
+    type TestSeries = (Vec<u8>, Vec<i64>, Vec<f64>, Vec<HistogramSample>);
+
+    /// Some series of each kind a body carries: empty, regular, jittered,
+    /// NaNs and stale markers, with and without histograms.
+    fn mixed_series() -> Vec<TestSeries> {
+        let h = Histogram {
+            schema: 1,
+            count: 4.0,
+            sum: 3.0,
+            positive: vec![(0, 1.0), (3, 3.0)],
+            ..Histogram::default()
+        };
+        let regular: Vec<i64> = (0..240).map(|i| 1_700_000_000_000 + i * 15_000).collect();
+        let jittered: Vec<i64> = regular
+            .iter()
+            .enumerate()
+            .map(|(i, t)| t + (i as i64 * 7919) % 23)
+            .collect();
+        let counter: Vec<f64> = (0..240).map(|i| f64::from(i) * 1.5).collect();
+        let mut odd = counter.clone();
+        odd[3] = f64::NAN;
+        odd[7] = f64::from_bits(cairn_model::STALE_NAN_BITS);
+        odd[9] = -0.0;
+        vec![
+            (encoded(&[("__name__", "empty")]), vec![], vec![], vec![]),
+            (
+                encoded(&[("__name__", "regular")]),
+                regular.clone(),
+                counter.clone(),
+                vec![],
+            ),
+            (encoded(&[("__name__", "odd")]), jittered, odd, vec![]),
+            (
+                encoded(&[("__name__", "both")]),
+                vec![5],
+                vec![1.0],
+                vec![HistogramSample::new(10, h)],
+            ),
+            (encoded(&[("__name__", "constant")]), regular, vec![1.0; 240], vec![]),
+        ]
+    }
+
+    #[test]
+    fn compressed_frames_carry_every_sample_bit_for_bit_in_a_fraction_of_the_bytes() {
+        let series = mixed_series();
+        let mut bodies = [FramesWriter::new(false), FramesWriter::new(true)];
+        for w in &mut bodies {
+            for (labels, ts, vs, hs) in &series {
+                w.push_with_histograms(labels, ts, vs, hs);
+            }
+        }
+        assert_eq!(bodies[0].samples(), bodies[1].samples());
+        let [raw, compressed] = bodies.map(FramesWriter::finish);
+        assert_eq!(&compressed[..4], MAGIC_COMPRESSED);
+        assert!(
+            compressed.len() * 4 < raw.len(),
+            "{} vs {} bytes",
+            compressed.len(),
+            raw.len()
+        );
+        for body in [&raw, &compressed] {
+            let opened = frames(body).unwrap();
+            let got: Vec<_> = opened.iter().collect::<Result<_, _>>().unwrap();
+            assert_eq!(got.len(), series.len());
+            for (frame, (labels, ts, vs, hs)) in got.iter().zip(&series) {
+                assert_eq!(frame.labels.as_bytes(), &labels[..]);
+                assert_eq!(frame.len(), ts.len());
+                let (mut t, mut v) = (vec![-1], vec![-1.0]);
+                frame.read_into(&mut t, &mut v).unwrap();
+                assert_eq!(&t[1..], &ts[..]);
+                let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&v[1..]), bits(vs));
+                assert_eq!(&frame.histograms, hs);
+            }
+        }
+    }
+
+    #[test]
+    fn a_compressed_frame_that_lies_about_its_count_is_refused() {
+        let labels = encoded(&[("__name__", "up")]);
+        let mut w = FramesWriter::new(true);
+        w.push(&labels, &[1, 2, 3], &[1.0, 2.0, 3.0]);
+        let plain = w.buf[MAGIC_COMPRESSED.len()..].to_vec();
+        // The count follows the labels; claim one sample more, then far more.
+        let at = 1 + labels.len();
+        for count in [4u8, 0x7f] {
+            let mut lying = plain.clone();
+            lying[at] = count;
+            let body = seal(&lying);
+            let opened = frames(&body).unwrap();
+            let frame = opened.iter().next().unwrap().unwrap();
+            let (mut ts, mut vs) = (Vec::new(), Vec::new());
+            assert!(frame.read_into(&mut ts, &mut vs).is_err());
+            assert!(ts.is_empty() && vs.is_empty());
+        }
+        let mut huge = plain[..at].to_vec();
+        put_uvarint(&mut huge, u64::MAX / 2);
+        huge.extend_from_slice(&plain[at + 1..]);
+        let body = seal(&huge);
+        assert!(frames(&body).unwrap().iter().next().unwrap().is_err());
+    }
+
+    #[test]
+    fn a_snappy_block_that_claims_more_than_it_can_hold_is_refused() {
+        let mut body = MAGIC_COMPRESSED.to_vec();
+        put_uvarint(&mut body, 1 << 40);
+        body.extend_from_slice(&[0; 16]);
+        assert!(frames(&body).is_err());
+        let mut cut = seal(&[7; 1000]);
+        cut.truncate(cut.len() - 1);
+        assert!(frames(&cut).is_err());
     }
 
     #[test]
@@ -617,12 +895,19 @@ mod tests {
             with_magic.extend_from_slice(&body);
             let mut with_histograms = MAGIC_WITH_HISTOGRAMS.to_vec();
             with_histograms.extend_from_slice(&body);
-            for b in [&body, &with_magic, &with_histograms] {
-                if let Ok(it) = frames(b) {
-                    for f in it.take(1000).flatten() {
+            let mut compressed = MAGIC_COMPRESSED.to_vec();
+            compressed.extend_from_slice(&body);
+            // Valid Snappy around arbitrary frames, so their parser is reached.
+            let sealed = seal(&body);
+            for b in [&body, &with_magic, &with_histograms, &compressed, &sealed] {
+                if let Ok(body) = frames(b) {
+                    for f in body.iter().take(1000).flatten() {
                         let (mut ts, mut vs) = (Vec::new(), Vec::new());
-                        f.read_into(&mut ts, &mut vs);
-                        prop_assert_eq!(ts.len(), vs.len());
+                        if f.read_into(&mut ts, &mut vs).is_ok() {
+                            prop_assert_eq!((ts.len(), vs.len()), (f.len(), f.len()));
+                        } else {
+                            prop_assert!(ts.is_empty() && vs.is_empty());
+                        }
                     }
                 }
             }

@@ -6,11 +6,11 @@
 //! only its own share.
 //!
 //! A node that registers takes its share from a time it publishes with its
-//! member key, later than every other node reads the ring again: at that
+//! member key, later than every other node sees the ring change: at that
 //! time the nodes giving work up stop and it starts, each by its own clock,
 //! so a target is neither scraped twice in an interval nor skipped. A node
 //! killed loses its alive key when its lease expires, and its share goes to
-//! the others at their next ring refresh.
+//! the others as soon as the ring shows it.
 //!
 //! A node cut off from etcd keeps the last ring it read, and so its share,
 //! as writes and reads do: while only it is cut off, it and the node that
@@ -27,10 +27,10 @@ use crate::ClusterConfig;
 use crate::node::{Cluster, now_ms};
 use crate::ring::{NodeState, Ring};
 
-/// How long after registering a node takes its share: two ring refreshes
-/// and a second, so that every node has read it by then.
+/// How long after registering a node takes its share: twice the ring's
+/// propagation and a second, so that every node has seen it by then.
 pub(crate) fn settle(config: &ClusterConfig) -> Duration {
-    config.ring_refresh * 2 + Duration::from_secs(1)
+    config.ring_propagation * 2 + Duration::from_secs(1)
 }
 
 /// The members that share the monitoring work, each from when.

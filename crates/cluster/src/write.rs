@@ -67,7 +67,10 @@ impl ClusterAppender {
         let (ts, vs): (Vec<i64>, Vec<f64>) = samples.iter().map(|s| (s.t, s.v)).unzip();
         for &owner in &self.owners_scratch {
             let slot = *self.batch_of.entry(owner).or_insert_with(|| {
-                self.batches.push((owner, FramesWriter::default(), Vec::new()));
+                // This node's own share stays in the process: no use compressing it.
+                let member = self.ring.member(owner);
+                let compressed = member.reads_compressed_frames && !self.cluster.is_me(member);
+                self.batches.push((owner, FramesWriter::new(compressed), Vec::new()));
                 self.batches.len() - 1
             });
             let (_, frames, members) = &mut self.batches[slot];
@@ -228,7 +231,7 @@ impl ClusterAppender {
         let started = cluster.begin(replicate(cluster.clone(), outgoing, here.map(|slot| (slot, local_rx))));
         if let Some(body) = local_body {
             let stored = match cluster.local() {
-                Some(local) => crate::routes::store(local.as_ref(), &self.tenant, &body),
+                Some(local) => crate::routes::store(local.as_ref(), &self.tenant, &body).map(|(answer, _)| answer),
                 None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
             };
             let _ = local_tx.send(stored.map_err(|e| PeerError::here(&cluster, e)));

@@ -50,5 +50,25 @@ impl Peers for ClusterPeers {
         for (reason, n) in self.0.refused_peer_requests() {
             e.sample(NAME, &[("reason", reason)], n as f64);
         }
+        const BYTES: &str = "cairn_cluster_frame_bytes_total";
+        const SAMPLES: &str = "cairn_cluster_frame_samples_total";
+        let traffic = self.0.frame_traffic();
+        e.family(
+            BYTES,
+            "Bytes of series frames this node received in peers' writes (route=write) and sent in answer to their \
+             selects (route=select).",
+            "counter",
+        );
+        for (route, bytes, _) in traffic {
+            e.sample(BYTES, &[("route", route)], bytes as f64);
+        }
+        e.family(
+            SAMPLES,
+            "Samples in the series frames of cairn_cluster_frame_bytes_total.",
+            "counter",
+        );
+        for (route, _, samples) in traffic {
+            e.sample(SAMPLES, &[("route", route)], samples as f64);
+        }
     }
 }
