@@ -38,6 +38,11 @@ pub const INGEST_CPU_METRICS: &[&str] = &[
     "cairn_storage_maintenance_cpu_seconds_total",
 ];
 
+/// Self-metrics in which a Cairn cluster's nodes count the bytes of series
+/// frames they send each other: writes to the owners, and select answers.
+pub const PEER_FRAME_BYTES: &[&str] = &["cairn_cluster_frame_bytes_total"];
+pub const PEER_WRITE_FRAME_BYTES: &[&str] = &["cairn_cluster_frame_bytes_total{route=\"write\"}"];
+
 /// Range queries of a node_exporter dashboard (the panels of a typical
 /// "Node Exporter Full" board), run over the `--range-window`.
 pub const DASHBOARD_QUERIES: &[(&str, &str)] = &[
@@ -194,6 +199,8 @@ impl Answer {
 }
 
 /// The sum of the samples of `names` in a text exposition, `None` if absent.
+/// The sum of the samples of the named metrics; a name with labels
+/// (`a_total{x="y"}`) names that one series, as the exposition spells it.
 fn sum_of_metrics(text: &str, names: &[&str]) -> Option<f64> {
     let mut found = None;
     for line in text.lines().filter(|l| !l.starts_with('#')) {
@@ -201,7 +208,7 @@ fn sum_of_metrics(text: &str, names: &[&str]) -> Option<f64> {
             continue;
         };
         let name = series.split(['{', ' ']).next().unwrap_or("");
-        if names.contains(&name)
+        if (names.contains(&name) || names.contains(&series))
             && let Ok(v) = value.parse::<f64>()
         {
             *found.get_or_insert(0.0) += v;
@@ -220,5 +227,7 @@ mod tests {
         assert_eq!(sum_of_metrics(text, &["a_total", "b_total"]), Some(3.5));
         assert_eq!(sum_of_metrics(text, &["c"]), Some(7.0));
         assert_eq!(sum_of_metrics(text, &["d_total"]), None);
+        assert_eq!(sum_of_metrics(text, &["b_total{x=\"y z\"}"]), Some(2.0));
+        assert_eq!(sum_of_metrics(text, &["b_total{x=\"z\"}"]), None);
     }
 }

@@ -91,6 +91,12 @@ pub struct TargetReport {
     pub rss_last_bytes: Option<u64>,
     pub disk_last_bytes: Option<u64>,
     pub disk_bytes_per_sample: Option<f64>,
+    /// Bytes between a cluster's nodes (series frames of writes and of
+    /// select answers) per sample delivered, where the system counts them
+    /// (a Cairn cluster does).
+    pub peer_bytes_per_sample: Option<f64>,
+    /// Of those, the writes' to the series' owners.
+    pub peer_write_bytes_per_sample: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -226,6 +232,9 @@ impl Report {
             if let Some(d) = t.disk_bytes_per_sample {
                 row("target disk B/sample", format!("{d:.3}"));
             }
+            if let (Some(all), Some(writes)) = (t.peer_bytes_per_sample, t.peer_write_bytes_per_sample) {
+                row("between nodes B/sample", format!("{all:.2} (writes {writes:.2})"));
+            }
         }
         if !self.queries.is_empty() {
             let _ = writeln!(
@@ -295,6 +304,7 @@ fn compared_metrics(reports: &[Report]) -> Vec<Metric> {
     add("RSS peak MB", target(|t| t.rss_peak_bytes.map(|b| b as f64 / 1e6)));
     add("RSS last MB", target(|t| t.rss_last_bytes.map(|b| b as f64 / 1e6)));
     add("disk B / sample", target(|t| t.disk_bytes_per_sample));
+    add("between nodes B / sample", target(|t| t.peer_bytes_per_sample));
     m
 }
 
@@ -383,6 +393,7 @@ mod tests {
         assert_eq!(row(&t, "late query rounds"), ["1.000", "1.000", "1.00"]);
         assert_eq!(row(&t, "  of it ingest"), ["0.500", "-", "-"]);
         assert_eq!(row(&t, "  of it queries"), ["1.500", "-", "-"]);
-        assert!(t.lines().next_back().unwrap().starts_with("disk B / sample"));
+        assert!(t.lines().next_back().unwrap().starts_with("between nodes B / sample"));
+        assert_eq!(row(&t, "between nodes B / sample"), ["-", "-", "-"]);
     }
 }

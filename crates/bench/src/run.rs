@@ -21,7 +21,7 @@ use cairn_protocols::SeriesSamples;
 use crate::fleet::{Fleet, FleetConfig};
 use crate::histogram::Histogram;
 use crate::procfs;
-use crate::query::{INGEST_CPU_METRICS, QueryClient, QueryKind};
+use crate::query::{INGEST_CPU_METRICS, PEER_FRAME_BYTES, PEER_WRITE_FRAME_BYTES, QueryClient, QueryKind};
 use crate::report::{
     GeneratorReport, LatencyReport, QueryClassReport, QueryReport, Report, TargetReport, TimelinePoint, WorkloadReport,
 };
@@ -246,6 +246,9 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
     };
     let ingest_cpu = || self_metrics.as_ref()?.self_metric(INGEST_CPU_METRICS);
     let ingest_cpu0 = ingest_cpu();
+    let peer_bytes = || self_metrics.as_ref()?.self_metric(PEER_FRAME_BYTES);
+    let peer_write_bytes = || self_metrics.as_ref()?.self_metric(PEER_WRITE_FRAME_BYTES);
+    let (peer_bytes0, peer_write_bytes0) = (peer_bytes(), peer_write_bytes());
     let started = Instant::now();
 
     let mut client = Client::new(cfg.write_url.clone())?;
@@ -316,6 +319,9 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         .unwrap_or_default();
     let (all_queries, query_classes) = shared.queries.lock().map(|q| latency_by_class(&q)).unwrap_or_default();
     let ingest_cpu = ingest_cpu().zip(ingest_cpu0).map(|(a, b)| a - b);
+    let per_sample = |bytes: Option<f64>| bytes.filter(|_| delivered > 0).map(|b| b / delivered as f64);
+    let peer_bytes_per_sample = per_sample(peer_bytes().zip(peer_bytes0).map(|(a, b)| a - b));
+    let peer_write_bytes_per_sample = per_sample(peer_write_bytes().zip(peer_write_bytes0).map(|(a, b)| a - b));
     let target = cfg.pids.first().map(|&pid| {
         let cpu = procfs::cpu_seconds_of(&cfg.pids, tck)
             .zip(target_cpu0)
@@ -335,6 +341,8 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
             disk_bytes_per_sample: procfs::du_bytes_of(&cfg.data_dirs)
                 .filter(|_| delivered > 0)
                 .map(|d| d as f64 / delivered as f64),
+            peer_bytes_per_sample,
+            peer_write_bytes_per_sample,
         }
     });
     Ok(Report {
