@@ -1,8 +1,9 @@
 //! Membership in etcd. Each node writes two keys: its member key (who it
 //! is, where, its state), which stays until it leaves gracefully, and an
 //! alive key under a lease it keeps renewing. Every node reads both
-//! prefixes once and then watches them to build the ring: members own their share whether alive or
-//! not; the alive keys say which can answer now.
+//! prefixes once and then watches them to build the ring: members own
+//! their share whether alive or not; the alive keys say which can answer
+//! now.
 //!
 //! etcd is the one source of truth for who is in the ring; no node decides
 //! membership by itself, so a node cut off from the others cannot take
