@@ -40,6 +40,8 @@ pub struct FramesWriter {
     series: usize,
     samples: u64,
     compressed: bool,
+    /// Where a compressed frame's blocks are encoded before their length is known.
+    scratch: Vec<u8>,
     /// The histograms of the frames that have any, encoded, by the offset
     /// in `buf` where their frame ends: [`Self::finish`] splices them in
     /// (uncompressed forms only).
@@ -61,6 +63,7 @@ impl FramesWriter {
             series: 0,
             samples: 0,
             compressed,
+            scratch: Vec::new(),
             histograms: Vec::new(),
         }
     }
@@ -70,16 +73,10 @@ impl FramesWriter {
         self.push_floats(encoded_labels, ts, vs);
         self.samples += hs.len() as u64;
         if self.compressed {
-            put_uvarint(&mut self.buf, hs.len() as u64);
-            for h in hs {
-                put_histogram(&mut self.buf, h);
-            }
+            put_histograms(&mut self.buf, hs);
         } else if !hs.is_empty() {
             let mut section = Vec::new();
-            put_uvarint(&mut section, hs.len() as u64);
-            for h in hs {
-                put_histogram(&mut section, h);
-            }
+            put_histograms(&mut section, hs);
             self.histograms.push((self.buf.len(), section));
         }
     }
@@ -96,11 +93,11 @@ impl FramesWriter {
         self.series += 1;
         self.samples += ts.len() as u64;
         if self.compressed {
-            let mut block = Vec::new();
-            cairn_codec::encode_timestamps_fast(&mut block, ts);
-            cairn_codec::encode_values_fast(&mut block, vs);
-            put_uvarint(&mut self.buf, block.len() as u64);
-            self.buf.extend_from_slice(&block);
+            self.scratch.clear();
+            cairn_codec::encode_timestamps_fast(&mut self.scratch, ts);
+            cairn_codec::encode_values_fast(&mut self.scratch, vs);
+            put_uvarint(&mut self.buf, self.scratch.len() as u64);
+            self.buf.extend_from_slice(&self.scratch);
             return;
         }
         self.buf.reserve(ts.len() * 16);
@@ -174,6 +171,14 @@ fn frame_length(rest: &[u8]) -> Option<usize> {
     let n = take_uvarint(&mut r).ok()?;
     let header = rest.len() - r.len();
     Some(header + usize::try_from(n).ok()?.checked_mul(16)?)
+}
+
+/// A frame's histogram section: their count, then each.
+fn put_histograms(out: &mut Vec<u8>, hs: &[HistogramSample]) {
+    put_uvarint(out, hs.len() as u64);
+    for h in hs {
+        put_histogram(out, h);
+    }
 }
 
 /// One histogram sample: its `i64` timestamp, the schema as a zig-zag
