@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, Event, EventType, GetOptions, PutOptions, WatchOptions};
+use etcd_client::{Client, ConnectOptions, EventType, GetOptions, PutOptions, WatchOptions};
 
 use crate::node::Cluster;
 use crate::ring::{Member, NodeState, Ring};
@@ -183,7 +183,9 @@ async fn follow(cluster: &Cluster) -> Result<(), etcd_client::Error> {
         }
         if !answer.events().is_empty() {
             for event in answer.events() {
-                members.apply(config, event);
+                let Some(kv) = event.kv() else { continue };
+                let value = (event.event_type() == EventType::Put).then(|| kv.value());
+                members.apply(config, &String::from_utf8_lossy(kv.key()), value);
             }
             cluster.set_ring(members.ring(config.zone_aware));
         }
@@ -205,21 +207,24 @@ impl Members {
         Ring::new(self.members.values().cloned().collect(), &alive, zone_aware)
     }
 
-    fn apply(&mut self, config: &crate::ClusterConfig, event: &Event) {
-        let Some(kv) = event.kv() else { return };
-        let Ok(key) = kv.key_str() else { return };
-        let put = event.event_type() == EventType::Put;
+    /// A change of `key` in etcd: put with its new value, or deleted (`None`).
+    fn apply(&mut self, config: &crate::ClusterConfig, key: &str, value: Option<&[u8]>) {
         if let Some(id) = key.strip_prefix(&config.alive_prefix()) {
-            if put {
-                self.alive.insert(id.to_string());
-            } else {
-                self.alive.remove(id);
-            }
+            match value {
+                Some(_) => self.alive.insert(id.to_string()),
+                None => self.alive.remove(id),
+            };
         } else if let Some(id) = key.strip_prefix(&config.members_prefix()) {
-            if !put {
-                self.members.remove(id);
-            } else if let Some(member) = parse_member(key, kv.value()) {
-                self.members.insert(id.to_string(), member);
+            match value {
+                None => {
+                    self.members.remove(id);
+                }
+                // An unreadable member keeps what was known of it.
+                Some(value) => {
+                    if let Some(member) = parse_member(key, value) {
+                        self.members.insert(id.to_string(), member);
+                    }
+                }
             }
         }
     }
@@ -276,5 +281,61 @@ impl NodeState {
             Self::Active => "active",
             Self::Leaving => "leaving",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(id: &str, state: NodeState) -> Vec<u8> {
+        let m = Member {
+            id: id.into(),
+            addr: format!("{id}:9090"),
+            zone: String::new(),
+            ingester: true,
+            compactor: false,
+            queries: true,
+            monitors_from_ms: None,
+            state,
+            reads_compressed_frames: true,
+        };
+        serde_json::to_vec(&m).unwrap()
+    }
+
+    fn ids(ring: &Ring) -> Vec<(String, bool, NodeState)> {
+        (0..ring.members().len())
+            .map(|i| (ring.member(i).id.clone(), ring.is_alive(i), ring.member(i).state))
+            .collect()
+    }
+
+    #[test]
+    fn watched_changes_build_the_ring_a_whole_read_would() {
+        let config = crate::ClusterConfig::new("http://etcd:2379", "a", "a:9090");
+        let (members, alive) = (config.members_prefix(), config.alive_prefix());
+        let mut m = Members::default();
+        m.apply(&config, &format!("{members}a"), Some(&member("a", NodeState::Active)));
+        m.apply(&config, &format!("{members}b"), Some(&member("b", NodeState::Active)));
+        m.apply(&config, &format!("{alive}a"), Some(b""));
+        m.apply(&config, &format!("{alive}b"), Some(b""));
+        // Keys of this cluster that are not membership, and other clusters', change nothing.
+        m.apply(&config, "/cairn/cairn/ha/t/c", Some(b"{}"));
+        m.apply(&config, "/cairn/other/members/c", Some(&member("c", NodeState::Active)));
+        let active = NodeState::Active;
+        assert_eq!(
+            ids(&m.ring(false)),
+            [("a".into(), true, active), ("b".into(), true, active)]
+        );
+        // b's lease expires: still a member, down.
+        m.apply(&config, &format!("{alive}b"), None);
+        assert_eq!(ids(&m.ring(false))[1], ("b".into(), false, active));
+        // An unreadable update keeps what was known; a new state replaces it.
+        m.apply(&config, &format!("{members}a"), Some(b"not json"));
+        assert_eq!(ids(&m.ring(false))[0], ("a".into(), true, active));
+        m.apply(&config, &format!("{members}a"), Some(&member("a", NodeState::Leaving)));
+        assert_eq!(ids(&m.ring(false))[0], ("a".into(), true, NodeState::Leaving));
+        // b forgotten: out of the ring.
+        m.apply(&config, &format!("{members}b"), None);
+        assert_eq!(ids(&m.ring(false)).len(), 1);
     }
 }
