@@ -158,6 +158,13 @@ pub struct CompareArgs {
     /// Run against all targets at once instead of one after another.
     #[arg(long)]
     pub parallel: bool,
+    /// In each cluster started, `kill -9` the last storage node this long
+    /// into the run (Cairn node, vmstorage, Mimir process), and start it
+    /// again --kill-storage-node-for later.
+    #[arg(long, value_parser = duration, conflicts_with = "parallel")]
+    pub kill_storage_node_after: Option<Duration>,
+    #[arg(long, default_value = "90s", value_parser = duration)]
+    pub kill_storage_node_for: Duration,
     #[command(flatten)]
     pub workload: WorkloadArgs,
     #[command(flatten)]
@@ -366,7 +373,7 @@ pub fn main(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
             cfg.name = a.name.clone();
             cfg.write_url = a.write_url.clone();
             cfg.query_url = a.query_url.clone();
-            cfg.pids = a.pid.clone();
+            cfg.processes = crate::processes::Processes::fixed(a.pid.clone());
             cfg.data_dirs = a.data_dir.clone();
             cfg.progress = !a.quiet;
             let report = crate::run::run(&cfg)?;
@@ -435,7 +442,13 @@ pub fn main(args: impl IntoIterator<Item = String>) -> anyhow::Result<()> {
 
 /// Something `compare` measures: the run's configuration, and what keeps
 /// the processes it started alive (stopped when dropped).
-type Contender = (Box<dyn std::any::Any>, RunConfig);
+/// What keeps a contender running (dropped after its run), its run's
+/// configuration, and the cluster a fault run kills a node of.
+type Contender = (
+    Box<dyn std::any::Any>,
+    RunConfig,
+    Option<std::sync::Arc<crate::systems::StartedSystem>>,
+);
 
 /// Starts (or, for `--target`, only names) one contender.
 type Starter<'a> = Box<dyn FnOnce() -> anyhow::Result<Contender> + 'a>;
@@ -450,11 +463,11 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
             name: t.name.clone(),
             write_url: t.write_url(),
             query_url: Some(t.base_url()),
-            pids: vec![t.pid()],
+            processes: crate::processes::Processes::fixed(vec![t.pid()]),
             data_dirs: vec![t.data_dir.clone()],
             ..base.clone()
         };
-        (Box::new(t), config)
+        (Box::new(t), config, None)
     };
     let cluster = |s: crate::systems::StartedSystem| -> Contender {
         eprintln!(
@@ -468,11 +481,11 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
             name: s.name.clone(),
             write_url: s.write_url(),
             query_url: Some(s.query_url()),
-            pids: s.pids(),
+            processes: s.measured.clone(),
             data_dirs: s.data_dirs.clone(),
             ..base.clone()
         };
-        (Box::new(s), config)
+        (Box::new(()), config, Some(std::sync::Arc::new(s)))
     };
     let shape = ClusterShape {
         nodes: usize::from(a.cluster_nodes),
@@ -538,7 +551,7 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
             query_url: query,
             ..base.clone()
         };
-        starters.push(Box::new(move || Ok((Box::new(()), config))));
+        starters.push(Box::new(move || Ok((Box::new(()), config, None))));
     }
     anyhow::ensure!(
         starters.len() >= 2,
@@ -550,7 +563,7 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         std::thread::scope(|s| {
             let handles: Vec<_> = contenders
                 .iter()
-                .map(|(_, c)| {
+                .map(|(_, c, _)| {
                     let c = RunConfig {
                         progress: false,
                         ..c.clone()
@@ -568,13 +581,21 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         // stopped after it, so no other system's processes share the machine.
         let mut out = Vec::new();
         for start in starters {
-            let (started, c) = start()?;
+            let (started, c, system) = start()?;
             eprintln!("== {} ==", c.name);
             let c = RunConfig {
                 progress: !a.quiet,
                 ..c
             };
-            out.push(crate::run::run(&c)?);
+            let fault = a.kill_storage_node_after.zip(system.as_ref());
+            let report = match fault {
+                Some((after, system)) => {
+                    with_storage_node_down(system, after, a.kill_storage_node_for, || crate::run::run(&c))?
+                }
+                None => crate::run::run(&c)?,
+            };
+            out.push(report);
+            drop(system);
             drop(started);
         }
         out
@@ -592,6 +613,59 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
         eprintln!("HTML report: {}", p.display());
     }
     Ok(())
+}
+
+/// Runs `run` while, `after` into it, the last storage node of `system` is
+/// killed (`-9`) and `down_for` later started again (at the latest when
+/// the run ends); the faults go into the run's report.
+fn with_storage_node_down(
+    system: &crate::systems::StartedSystem,
+    after: Duration,
+    down_for: Duration,
+    run: impl FnOnce() -> anyhow::Result<crate::report::Report> + Send,
+) -> anyhow::Result<crate::report::Report> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let done = AtomicBool::new(false);
+    let started = std::time::Instant::now();
+    // Sleeps until `at` into the run; false when the run ended first.
+    let until = |at: Duration| {
+        while started.elapsed() < at {
+            if done.load(Ordering::Relaxed) {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        true
+    };
+    let (report, faults) = std::thread::scope(|s| {
+        let faults = s.spawn(|| -> anyhow::Result<Vec<String>> {
+            let mut faults = Vec::new();
+            if !until(after) {
+                return Ok(faults);
+            }
+            let node = system.kill_storage_node()?;
+            faults.push(format!(
+                "{node} killed (-9) at {:.0} s",
+                started.elapsed().as_secs_f64()
+            ));
+            eprintln!("{} {}", system.name, faults[0]);
+            until(after + down_for);
+            system.restart_storage_node()?;
+            faults.push(format!(
+                "{node} started again at {:.0} s",
+                started.elapsed().as_secs_f64()
+            ));
+            eprintln!("{} {}", system.name, faults[1]);
+            Ok(faults)
+        });
+        let report = run();
+        done.store(true, Ordering::Relaxed);
+        (report, faults.join())
+    });
+    let faults = faults.map_err(|_| anyhow::anyhow!("the fault thread panicked"))??;
+    let mut report = report?;
+    report.faults = faults;
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ pub mod forward;
 pub mod histogram;
 pub mod html;
 pub mod native_histograms;
+pub mod processes;
 pub mod procfs;
 pub mod query;
 pub mod record;

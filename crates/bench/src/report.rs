@@ -140,6 +140,8 @@ pub struct Report {
     pub target: Option<TargetReport>,
     pub timeline: Vec<TimelinePoint>,
     pub errors: Vec<String>,
+    /// Faults injected during the run (a storage node killed, started again), in order.
+    pub faults: Vec<String>,
 }
 
 fn mb(b: u64) -> String {
@@ -255,6 +257,9 @@ impl Report {
                     q.last_series
                 );
             }
+        }
+        for f in &self.faults {
+            let _ = writeln!(s, "  fault: {f}");
         }
         for e in self.errors.iter().take(5) {
             let _ = writeln!(s, "  error: {e}");

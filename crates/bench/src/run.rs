@@ -20,6 +20,7 @@ use cairn_protocols::SeriesSamples;
 
 use crate::fleet::{Fleet, FleetConfig};
 use crate::histogram::Histogram;
+use crate::processes::Processes;
 use crate::procfs;
 use crate::query::{INGEST_CPU_METRICS, PEER_FRAME_BYTES, PEER_WRITE_FRAME_BYTES, QueryClient, QueryKind};
 use crate::report::{
@@ -65,7 +66,7 @@ pub struct RunConfig {
     pub seed: u64,
     /// Target processes to sample (CPU, RSS: summed) and their data
     /// directories (disk: summed); several for the nodes of a cluster.
-    pub pids: Vec<u32>,
+    pub processes: Processes,
     pub data_dirs: Vec<PathBuf>,
     /// Print the live progress line on stderr.
     pub progress: bool,
@@ -98,7 +99,7 @@ impl Default for RunConfig {
             batch_samples: 10_000,
             job: "node_exporter".into(),
             seed: 1,
-            pids: Vec::new(),
+            processes: Processes::default(),
             data_dirs: Vec::new(),
             progress: true,
             trace: None,
@@ -239,7 +240,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
     let tck = procfs::clk_tck();
     let own_pid = std::process::id();
     let own_cpu0 = procfs::cpu_seconds(own_pid, tck).unwrap_or(0.0);
-    let target_cpu0 = procfs::cpu_seconds_of(&cfg.pids, tck);
+    let target_cpu0 = cfg.processes.cpu_seconds(tck);
     let self_metrics = match &cfg.query_url {
         Some(url) => Some(QueryClient::new(url, cfg.access.clone())?),
         None => None,
@@ -322,10 +323,8 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
     let per_sample = |bytes: Option<f64>| bytes.filter(|_| delivered > 0).map(|b| b / delivered as f64);
     let peer_bytes_per_sample = per_sample(peer_bytes().zip(peer_bytes0).map(|(a, b)| a - b));
     let peer_write_bytes_per_sample = per_sample(peer_write_bytes().zip(peer_write_bytes0).map(|(a, b)| a - b));
-    let target = cfg.pids.first().map(|&pid| {
-        let cpu = procfs::cpu_seconds_of(&cfg.pids, tck)
-            .zip(target_cpu0)
-            .map(|(a, b)| a - b);
+    let target = cfg.processes.pids().first().map(|&pid| {
+        let cpu = cfg.processes.cpu_seconds(tck).zip(target_cpu0).map(|(a, b)| a - b);
         let peak_rss = timeline.iter().filter_map(|p| p.target_rss_bytes).max();
         let per_million = |c: Option<f64>| c.filter(|_| delivered > 0).map(|c| c / (delivered as f64 / 1e6));
         TargetReport {
@@ -397,6 +396,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         target,
         timeline,
         errors: shared.errors.lock().map(|e| e.clone()).unwrap_or_default(),
+        faults: Vec::new(),
     })
 }
 
@@ -648,7 +648,7 @@ fn sample_loop(cfg: &RunConfig, shared: &Shared, tck: u64, started: Instant) -> 
     let mut points = Vec::new();
     let mut last_delivered = 0;
     let mut last_t = 0.0;
-    let mut last_cpu = procfs::cpu_seconds_of(&cfg.pids, tck);
+    let mut last_cpu = cfg.processes.cpu_seconds(tck);
     let mut tick = 0u64;
     loop {
         let stop = shared.stop.load(Ordering::Relaxed);
@@ -662,9 +662,9 @@ fn sample_loop(cfg: &RunConfig, shared: &Shared, tck: u64, started: Instant) -> 
         let t = started.elapsed().as_secs_f64();
         let delivered = shared.delivered.load(Ordering::Relaxed);
         let rate = (delivered - last_delivered) as f64 / (t - last_t).max(1e-9);
-        let cpu = procfs::cpu_seconds_of(&cfg.pids, tck);
+        let cpu = cfg.processes.cpu_seconds(tck);
         let cpu_percent = cpu.zip(last_cpu).map(|(a, b)| 100.0 * (a - b) / (t - last_t).max(1e-9));
-        let rss = procfs::rss_of(&cfg.pids);
+        let rss = cfg.processes.rss_bytes();
         // du walks the directory: every 5 s is plenty.
         let disk = Some(&cfg.data_dirs)
             .filter(|_| points.len() % 5 == 0 || stop)

@@ -12,12 +12,16 @@
 //! load balancer would, and sums CPU and RSS over every process of a system
 //! (etcd included) and disk over its directories (bucket included).
 
+use std::ffi::OsString;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
+
+use crate::processes::Processes;
 
 use crate::targets::{free_port, tempdir, wait_ready};
 
@@ -43,7 +47,14 @@ pub struct VmClusterBins {
 /// A started system of several processes, killed and removed when dropped.
 pub struct StartedSystem {
     pub name: String,
-    processes: Vec<Child>,
+    /// Each process as it was started (to start it again), and the one
+    /// running now (`None` while a fault keeps it down).
+    processes: Mutex<Vec<(Spec, Option<Child>)>>,
+    /// The same processes as the run measures them.
+    pub measured: Processes,
+    /// Which of `processes` hold data (Cairn nodes, `vmstorage`, Mimir
+    /// processes): the ones a fault run kills.
+    storage: Vec<usize>,
     /// Remote-write URLs, one per entry point.
     pub write_urls: Vec<String>,
     /// Prometheus query API base URLs, one per entry point.
@@ -53,11 +64,20 @@ pub struct StartedSystem {
     dir: tempfile::TempDir,
 }
 
+/// How a process was started.
+struct Spec {
+    what: String,
+    program: OsString,
+    args: Vec<OsString>,
+}
+
 impl Drop for StartedSystem {
     fn drop(&mut self) {
-        for p in &mut self.processes {
-            let _ = p.kill();
-            let _ = p.wait();
+        for (_, child) in self.processes.get_mut().unwrap_or_else(PoisonError::into_inner) {
+            if let Some(c) = child {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
         }
     }
 }
@@ -66,7 +86,9 @@ impl StartedSystem {
     fn new(name: &str, work_dir: Option<&Path>) -> anyhow::Result<Self> {
         Ok(Self {
             name: name.to_string(),
-            processes: Vec::new(),
+            processes: Mutex::default(),
+            measured: Processes::default(),
+            storage: Vec::new(),
             write_urls: Vec::new(),
             query_urls: Vec::new(),
             data_dirs: Vec::new(),
@@ -83,20 +105,69 @@ impl StartedSystem {
 
     /// Starts `cmd` as the process `what`, its output in `what.log`.
     fn spawn(&mut self, what: &str, cmd: &mut Command) -> anyhow::Result<()> {
-        let log = File::create(self.dir.path().join(format!("{what}.log")))?;
-        let child = cmd
+        let spec = Spec {
+            what: what.to_string(),
+            program: cmd.get_program().to_owned(),
+            args: cmd.get_args().map(ToOwned::to_owned).collect(),
+        };
+        let child = self.start(&spec)?;
+        self.measured.add(child.id());
+        self.processes
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((spec, Some(child)));
+        Ok(())
+    }
+
+    /// [`Self::spawn`] of a process that holds data.
+    fn spawn_storage(&mut self, what: &str, cmd: &mut Command) -> anyhow::Result<()> {
+        self.storage
+            .push(self.processes.get_mut().unwrap_or_else(PoisonError::into_inner).len());
+        self.spawn(what, cmd)
+    }
+
+    fn start(&self, spec: &Spec) -> anyhow::Result<Child> {
+        let log = File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join(format!("{}.log", spec.what)))?;
+        Command::new(&spec.program)
+            .args(&spec.args)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
             .spawn()
-            .with_context(|| format!("start {what} of {} ({:?})", self.name, cmd.get_program()))?;
-        self.processes.push(child);
-        Ok(())
+            .with_context(|| format!("start {} of {} ({:?})", spec.what, self.name, spec.program))
     }
 
     /// The process IDs, to sample CPU and RSS.
     pub fn pids(&self) -> Vec<u32> {
-        self.processes.iter().map(Child::id).collect()
+        self.measured.pids()
+    }
+
+    /// `kill -9` of the last storage process, as a machine lost; its name.
+    pub fn kill_storage_node(&self) -> anyhow::Result<String> {
+        let &at = self.storage.last().context("the system has no storage process")?;
+        let mut processes = self.processes.lock().unwrap_or_else(PoisonError::into_inner);
+        let (spec, child) = &mut processes[at];
+        let mut child = child.take().context("the storage process is down already")?;
+        self.measured.retire(child.id(), crate::procfs::clk_tck());
+        child.kill()?;
+        child.wait()?;
+        Ok(spec.what.clone())
+    }
+
+    /// Starts again, as it was started, a storage process that
+    /// [`Self::kill_storage_node`] killed; its name.
+    pub fn restart_storage_node(&self) -> anyhow::Result<String> {
+        let &at = self.storage.last().context("the system has no storage process")?;
+        let mut processes = self.processes.lock().unwrap_or_else(PoisonError::into_inner);
+        let (spec, child) = &mut processes[at];
+        anyhow::ensure!(child.is_none(), "{} is running", spec.what);
+        let started = self.start(spec)?;
+        self.measured.add(started.id());
+        *child = Some(started);
+        Ok(spec.what.clone())
     }
 
     /// The entry points as `cairn bench run` takes them: comma-separated.
@@ -135,7 +206,7 @@ pub fn start_cairn_cluster(
     for i in 0..shape.nodes {
         let data = system.subdir(&format!("node-{i}"))?;
         let base = format!("http://127.0.0.1:{}", free_port()?);
-        system.spawn(
+        system.spawn_storage(
             &format!("node-{i}"),
             Command::new(bin)
                 .arg("--storage.path")
@@ -204,7 +275,7 @@ pub fn start_vm_cluster(
             format!("127.0.0.1:{}", free_port()?),
             format!("127.0.0.1:{}", free_port()?),
         );
-        system.spawn(
+        system.spawn_storage(
             &format!("vmstorage-{i}"),
             Command::new(&bins.vmstorage)
                 .arg(format!("-storageDataPath={}", data.display()))
@@ -293,7 +364,7 @@ pub fn start_mimir(bin: &Path, shape: ClusterShape, work_dir: Option<&Path>) -> 
             .arg(format!("-compactor.data-dir={}", at("compactor")))
             .arg(format!("-ruler.rule-path={}", at("rules")))
             .arg(format!("-activity-tracker.filepath={}", at("activity.log")));
-        system.spawn(&name, &mut cmd)?;
+        system.spawn_storage(&name, &mut cmd)?;
         system.write_urls.push(format!("http://127.0.0.1:{http}/api/v1/push"));
         system.query_urls.push(format!("http://127.0.0.1:{http}/prometheus"));
         system.data_dirs.push(local);
@@ -382,6 +453,46 @@ limits:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_killed_storage_process_is_started_again_as_it_was_and_measured_throughout() {
+        let mut system = StartedSystem::new("sleepers", None).unwrap();
+        system.spawn("router", Command::new("sleep").arg("60")).unwrap();
+        system
+            .spawn_storage("store-0", Command::new("sleep").arg("60"))
+            .unwrap();
+        system
+            .spawn_storage("store-1", Command::new("sleep").arg("61"))
+            .unwrap();
+        let before = system.pids();
+        assert_eq!(before.len(), 3);
+        let alive = |pid: u32| Path::new(&format!("/proc/{pid}")).exists();
+
+        assert_eq!(system.kill_storage_node().unwrap(), "store-1");
+        assert_eq!(system.pids(), before[..2]);
+        assert!(!alive(before[2]));
+        assert!(system.kill_storage_node().is_err(), "already down");
+
+        assert_eq!(system.restart_storage_node().unwrap(), "store-1");
+        let after = system.pids();
+        assert_eq!(after.len(), 3);
+        assert_ne!(after[2], before[2]);
+        // Its command line shows once its exec is through.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let cmdline = loop {
+            let cmdline = std::fs::read(format!("/proc/{}/cmdline", after[2])).unwrap();
+            if !cmdline.is_empty() || Instant::now() > deadline {
+                break cmdline;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(cmdline, b"sleep\x0061\x00");
+        assert!(system.restart_storage_node().is_err(), "already running");
+        assert!(system.measured.cpu_seconds(crate::procfs::clk_tck()).is_some());
+
+        drop(system);
+        assert!(after.iter().all(|&pid| !alive(pid)));
+    }
 
     #[test]
     fn mimir_config_lists_every_member_and_the_bucket() {
