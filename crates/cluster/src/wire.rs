@@ -325,9 +325,15 @@ impl Frame<'_> {
     }
 
     pub fn samples_into(&self, out: &mut Vec<Sample>) -> Result<(), StorageError> {
+        out.clear();
+        if let FrameSamples::Raw { ts, vs } = self.samples {
+            // The write path's common case: no columns in between.
+            let pairs = ts.chunks_exact(8).zip(vs.chunks_exact(8));
+            out.extend(pairs.map(|(t, v)| Sample::new(i64::from_le_bytes(word(t)), f64::from_le_bytes(word(v)))));
+            return Ok(());
+        }
         let (mut ts, mut vs) = (Vec::with_capacity(self.len()), Vec::with_capacity(self.len()));
         self.read_into(&mut ts, &mut vs)?;
-        out.clear();
         out.extend(ts.into_iter().zip(vs).map(|(t, v)| Sample::new(t, v)));
         Ok(())
     }
