@@ -231,11 +231,18 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     };
     let nodes = &mut cluster.nodes;
 
-    // Every target and group has one node once the three see each other.
+    // Every target and group has one node once the three see each other,
+    // the same in two looks a second apart (a node may still be giving its
+    // work up). Targets hash by their random ports, so a node may own none.
+    let mut last_shares = Vec::new();
     wait_until(Duration::from_secs(30), "the work to be shared by three nodes", || {
-        let targets: usize = nodes.iter().map(|n| own_targets(n).len()).sum();
-        let groups: usize = nodes.iter().map(|n| own_groups(n).len()).sum();
-        targets == TARGETS && groups == GROUPS && nodes.iter().all(|n| !own_targets(n).is_empty())
+        std::thread::sleep(Duration::from_millis(800));
+        let shares: Vec<_> = nodes.iter().map(|n| (own_targets(n), own_groups(n))).collect();
+        let targets: usize = shares.iter().map(|(t, _)| t.len()).sum();
+        let groups: usize = shares.iter().map(|(_, g)| g.len()).sum();
+        let settled = targets == TARGETS && groups == GROUPS && shares == last_shares;
+        last_shares = shares;
+        settled
     });
     let shared_since = now_ms();
     let all_groups: BTreeSet<String> = nodes.iter().flat_map(own_groups).collect();
