@@ -3,19 +3,24 @@
 //! bridge. Clients write and read through random nodes while the nemesis,
 //! one fault at a time, cuts a node off, pauses one (SIGSTOP), kills one
 //! (-9, then restarts it), cuts two off (a majority of every series' owners)
-//! or restarts etcd. Every operation is recorded with
-//! its outcome, and the checker then verifies:
+//! or restarts etcd. Every operation is recorded with its outcome, and the
+//! checker verifies:
 //! - every acknowledged sample is read back from every node once all is healed;
 //! - no read returns a sample that was never written;
 //! - a read that claims to be complete (no partial-response warning) holds
-//!   every sample acknowledged before it began.
+//!   every sample acknowledged before it began, in the window it reads.
+//!
+//! Each read is checked as it completes, against the writes invoked so far,
+//! and keeps its samples only when it broke a guarantee: a soak's reads
+//! would otherwise hold every sample once per read. Most reads look at the
+//! last minutes; every tenth reads the whole run.
 //!
 //! A failing history is saved as JSON (the path is printed);
-//! `CAIRN_HISTORY_REPLAY=<file>` checks a saved one again without a
-//! cluster. `CAIRN_HISTORY_SECS` sets how long the nemesis runs (the soak:
+//! `CAIRN_HISTORY_REPLAY=<file>` checks it again without a cluster.
+//! `CAIRN_HISTORY_SECS` sets how long the nemesis runs (the soak:
 //! docs/cluster.md). Needs root for the namespaces (CI runs as root).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,8 +36,15 @@ use crate::common::{Server, http_client, now_ms, series};
 const SERIES: usize = 4;
 const WRITERS: usize = 2;
 const READERS: usize = 2;
-/// How far back a read looks: further than any run.
-const READ_WINDOW_S: i64 = 7_200;
+/// How far back most reads look.
+const RECENT_WINDOW_S: i64 = 300;
+/// How far back every tenth read and the final reads look: further than any run.
+const WHOLE_WINDOW_S: i64 = 7 * 86_400;
+/// A write's timestamp is taken before it is invoked: how much earlier, at most.
+const WRITE_SKEW_MS: i64 = 60_000;
+
+/// A sample as a read returns it: series, timestamp, value's bits.
+type Returned = (String, i64, u64);
 
 /// One write: one sample of one series, through one node.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -42,8 +54,54 @@ struct Write {
     v: f64,
     node: usize,
     invoked_ms: i64,
+    /// `i64::MAX` while no answer came.
     completed_ms: i64,
     acknowledged: bool,
+}
+
+/// The writes in the order they were invoked, found by sample.
+#[derive(Debug, Default, Deserialize)]
+#[serde(from = "Vec<Write>")]
+struct Writes {
+    list: Vec<Write>,
+    by_sample: HashMap<(String, i64), usize>,
+}
+
+impl From<Vec<Write>> for Writes {
+    fn from(list: Vec<Write>) -> Self {
+        let mut writes = Writes::default();
+        for w in list {
+            writes.invoke(w);
+        }
+        writes
+    }
+}
+
+impl Serialize for Writes {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.list.serialize(serializer)
+    }
+}
+
+impl Writes {
+    /// Records a write about to be sent; its index.
+    fn invoke(&mut self, write: Write) -> usize {
+        self.by_sample.insert((write.series.clone(), write.t), self.list.len());
+        self.list.push(write);
+        self.list.len() - 1
+    }
+
+    /// Every acknowledged write whose sample a read at `at_ms` over
+    /// `window_s` must hold when it began at `invoked_ms`.
+    fn owed_to(&self, invoked_ms: i64, at_ms: i64, window_s: i64) -> impl Iterator<Item = &Write> {
+        let from = at_ms - window_s * 1000;
+        // Invocation order is timestamp order but for the skew.
+        self.list
+            .iter()
+            .rev()
+            .take_while(move |w| w.t > from - WRITE_SKEW_MS)
+            .filter(move |w| w.acknowledged && w.completed_ms < invoked_ms && w.t > from && w.t <= at_ms)
+    }
 }
 
 /// One read of every series through one node: what it returned, and whether
@@ -53,11 +111,14 @@ struct Read {
     node: usize,
     invoked_ms: i64,
     completed_ms: i64,
-    /// The read's time: it sees samples in `(at - READ_WINDOW_S, at]`.
+    /// The read's time: it sees samples in `(at - window, at]`.
     at_ms: i64,
+    window_s: i64,
     /// `None`: no answer (an error status or none at all).
-    samples: Option<BTreeSet<(String, i64, u64)>>,
+    returned: Option<usize>,
     partial: bool,
+    /// What it returned, kept only when it broke a guarantee.
+    samples: Option<BTreeSet<Returned>>,
 }
 
 /// A fault and when it began and ended.
@@ -70,50 +131,77 @@ struct Fault {
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct History {
-    writes: Vec<Write>,
+    writes: Writes,
     reads: Vec<Read>,
     faults: Vec<Fault>,
     /// What each node returned once everything was healed.
     final_reads: Vec<Read>,
+    /// What the checks as reads completed found.
+    violations: Vec<String>,
 }
 
-/// Every violation of the guarantees in `history`.
-fn check(history: &History) -> Vec<String> {
+/// Every violation of the guarantees by `read`, which returned `samples`.
+fn check_read(writes: &Writes, read: &Read, samples: &BTreeSet<Returned>) -> Vec<String> {
     let mut violations = Vec::new();
-    let written: BTreeSet<(String, i64, u64)> = history
-        .writes
-        .iter()
-        .map(|w| (w.series.clone(), w.t, w.v.to_bits()))
-        .collect();
-    let acknowledged: Vec<&Write> = history.writes.iter().filter(|w| w.acknowledged).collect();
+    for (series, t, bits) in samples {
+        let written = writes.by_sample.get(&(series.clone(), *t)).map(|&i| &writes.list[i]);
+        if !written.is_some_and(|w| w.v.to_bits() == *bits && w.invoked_ms <= read.completed_ms) {
+            violations.push(format!(
+                "a read through node {} at {} returned {series} @{t} = {}, which was never written",
+                read.node,
+                read.invoked_ms,
+                f64::from_bits(*bits)
+            ));
+        }
+    }
+    if read.partial {
+        return violations;
+    }
+    for w in writes.owed_to(read.invoked_ms, read.at_ms, read.window_s) {
+        if !samples.contains(&(w.series.clone(), w.t, w.v.to_bits())) {
+            violations.push(format!(
+                "a read through node {} begun at {} (not marked partial) misses {} @{} = {}, acknowledged by node \
+                 {} at {}",
+                read.node, read.invoked_ms, w.series, w.t, w.v, w.node, w.completed_ms
+            ));
+        }
+    }
+    violations
+}
+
+/// Checks `read` of `samples` and records it in `history`, with its samples
+/// when it broke a guarantee.
+fn record(history: &mut History, mut read: Read, samples: Option<BTreeSet<Returned>>, is_final: bool) {
+    let violations = match &samples {
+        Some(samples) => check_read(&history.writes, &read, samples),
+        None => Vec::new(),
+    };
+    if is_final && (samples.is_none() || read.partial) {
+        history
+            .violations
+            .push(format!("node {} gave no complete answer after healing", read.node));
+    }
+    if !violations.is_empty() {
+        read.samples = samples;
+        history.violations.extend(violations);
+    }
+    match is_final {
+        true => history.final_reads.push(read),
+        false => history.reads.push(read),
+    }
+}
+
+/// Every violation in a saved history, checked again: the reads that kept
+/// their samples, and the final reads' completeness.
+fn check_again(history: &History) -> Vec<String> {
+    let mut violations = Vec::new();
     for r in history.reads.iter().chain(&history.final_reads) {
-        let Some(samples) = &r.samples else { continue };
-        for s in samples {
-            if !written.contains(s) {
-                violations.push(format!(
-                    "a read through node {} at {} returned {s:?}, which was never written",
-                    r.node, r.invoked_ms
-                ));
-            }
-        }
-        if r.partial {
-            continue;
-        }
-        for w in acknowledged.iter().filter(|w| w.completed_ms < r.invoked_ms) {
-            if w.t <= r.at_ms - READ_WINDOW_S * 1000 {
-                continue;
-            }
-            if !samples.contains(&(w.series.clone(), w.t, w.v.to_bits())) {
-                violations.push(format!(
-                    "a read through node {} begun at {} (not marked partial) misses {} @{} = {}, acknowledged \
-                     by node {} at {}",
-                    r.node, r.invoked_ms, w.series, w.t, w.v, w.node, w.completed_ms
-                ));
-            }
+        if let Some(samples) = &r.samples {
+            violations.extend(check_read(&history.writes, r, samples));
         }
     }
     for r in &history.final_reads {
-        if r.samples.is_none() || r.partial {
+        if r.returned.is_none() || r.partial {
             violations.push(format!("node {} gave no complete answer after healing", r.node));
         }
     }
@@ -257,11 +345,19 @@ fn signal(sig: &str, pid: &str) {
     assert!(ok.success(), "kill {sig} {pid}");
 }
 
-/// A read of every series through `node` at `at_ms`.
-fn read(http: &reqwest::blocking::Client, base: &str, node: usize, at_ms: i64, partial_ok: bool) -> Read {
+/// A read of every series through `node` at `at_ms`, over `window_s`; what
+/// it returned.
+fn read(
+    http: &reqwest::blocking::Client,
+    base: &str,
+    node: usize,
+    at_ms: i64,
+    window_s: i64,
+    partial_ok: bool,
+) -> (Read, Option<BTreeSet<Returned>>) {
     let invoked_ms = now_ms();
     let mut params = vec![
-        ("query", format!("hist[{READ_WINDOW_S}s]")),
+        ("query", format!("hist[{window_s}s]")),
         ("time", format!("{:.3}", at_ms as f64 / 1000.0)),
     ];
     if partial_ok {
@@ -289,14 +385,17 @@ fn read(http: &reqwest::blocking::Client, base: &str, node: usize, at_ms: i64, p
         }
         out
     });
-    Read {
+    let read = Read {
         node,
         invoked_ms,
         completed_ms: now_ms(),
         at_ms,
-        samples,
+        window_s,
+        returned: samples.as_ref().map(BTreeSet::len),
         partial,
-    }
+        samples: None,
+    };
+    (read, samples)
 }
 
 /// Runs writers, readers and the nemesis on `nodes` for `secs`; the history.
@@ -323,7 +422,15 @@ fn run(nodes: &Arc<Nodes>, secs: u64) -> History {
                     &[series(&[("__name__", "hist"), ("s", &name)], &[(t, v)])],
                     cairn_protocols::remote_write::ContentEncoding::Snappy,
                 );
-                let invoked_ms = now_ms();
+                let index = history.lock().expect("history").writes.invoke(Write {
+                    series: name,
+                    t,
+                    v,
+                    node,
+                    invoked_ms: now_ms(),
+                    completed_ms: i64::MAX,
+                    acknowledged: false,
+                });
                 let answer = http
                     .post(format!("{}/api/v1/write", nodes.url(node)))
                     .header("Content-Encoding", "snappy")
@@ -331,15 +438,11 @@ fn run(nodes: &Arc<Nodes>, secs: u64) -> History {
                     .body(body)
                     .send();
                 let acknowledged = answer.is_ok_and(|r| r.status().is_success());
-                history.lock().expect("history").writes.push(Write {
-                    series: name,
-                    t,
-                    v,
-                    node,
-                    invoked_ms,
-                    completed_ms: now_ms(),
-                    acknowledged,
-                });
+                let mut history = history.lock().expect("history");
+                let write = &mut history.writes.list[index];
+                write.completed_ms = now_ms();
+                write.acknowledged = acknowledged;
+                drop(history);
                 std::thread::sleep(Duration::from_millis(30));
             }
         }));
@@ -355,8 +458,9 @@ fn run(nodes: &Arc<Nodes>, secs: u64) -> History {
                 n += 1;
                 let node = (n * 7 + r) % 3;
                 let base = nodes.url(node);
-                let read = read(&http, &base, node, now_ms(), true);
-                history.lock().expect("history").reads.push(read);
+                let window_s = if n % 10 == 0 { WHOLE_WINDOW_S } else { RECENT_WINDOW_S };
+                let (read, samples) = read(&http, &base, node, now_ms(), window_s, true);
+                record(&mut history.lock().expect("history"), read, samples, false);
                 std::thread::sleep(Duration::from_millis(150));
             }
         }));
@@ -380,9 +484,11 @@ fn run(nodes: &Arc<Nodes>, secs: u64) -> History {
     nodes.wait_healed();
     let http = http_client(Duration::from_secs(30));
     let at = now_ms();
-    let finals: Vec<Read> = (0..3).map(|i| read(&http, &nodes.url(i), i, at, false)).collect();
     let mut history = std::mem::take(&mut *history.lock().expect("history"));
-    history.final_reads = finals;
+    for i in 0..3 {
+        let (read, samples) = read(&http, &nodes.url(i), i, at, WHOLE_WINDOW_S, false);
+        record(&mut history, read, samples, true);
+    }
     history
 }
 
@@ -391,7 +497,7 @@ fn the_cluster_keeps_its_guarantees_under_partitions_pauses_kills_and_etcd_resta
     if let Ok(path) = std::env::var("CAIRN_HISTORY_REPLAY") {
         let history: History =
             serde_json::from_str(&std::fs::read_to_string(&path).expect("history file")).expect("a saved history");
-        let violations = check(&history);
+        let violations = check_again(&history);
         assert!(violations.is_empty(), "{}", violations.join("\n"));
         return;
     }
@@ -403,16 +509,16 @@ fn the_cluster_keeps_its_guarantees_under_partitions_pauses_kills_and_etcd_resta
     let nodes = Arc::new(nodes);
     nodes.wait_healed();
     let history = run(&nodes, secs);
-    let acknowledged = history.writes.iter().filter(|w| w.acknowledged).count();
+    let acknowledged = history.writes.list.iter().filter(|w| w.acknowledged).count();
     let partial = history.reads.iter().filter(|r| r.partial).count();
-    let unanswered = history.reads.iter().filter(|r| r.samples.is_none()).count();
+    let unanswered = history.reads.iter().filter(|r| r.returned.is_none()).count();
     println!(
         "{} faults; {} writes, {acknowledged} acknowledged; {} reads, {partial} marked partial, {unanswered} unanswered",
         history.faults.len(),
-        history.writes.len(),
+        history.writes.list.len(),
         history.reads.len()
     );
-    let violations = check(&history);
+    let violations = &history.violations;
     if !violations.is_empty() {
         let path = std::env::temp_dir().join(format!("cairn-history-{}.json", now_ms()));
         std::fs::write(&path, serde_json::to_vec(&history).expect("history json")).expect("save the history");
@@ -445,45 +551,87 @@ mod checker {
         }
     }
 
-    fn read_of(samples: &[(i64, f64)], invoked_ms: i64, partial: bool) -> Read {
-        Read {
+    /// A read at `invoked_ms` of the last `window_s` that returned `samples`.
+    fn read_of(samples: &[(i64, f64)], invoked_ms: i64, window_s: i64, partial: bool) -> (Read, BTreeSet<Returned>) {
+        let read = Read {
             node: 1,
             invoked_ms,
             completed_ms: invoked_ms + 1,
             at_ms: invoked_ms,
-            samples: Some(
-                samples
-                    .iter()
-                    .map(|&(t, v)| ("a".to_string(), t, v.to_bits()))
-                    .collect(),
-            ),
+            window_s,
+            returned: Some(samples.len()),
             partial,
-        }
+            samples: None,
+        };
+        let samples = samples
+            .iter()
+            .map(|&(t, v)| ("a".to_string(), t, v.to_bits()))
+            .collect();
+        (read, samples)
+    }
+
+    fn violations(writes: &Writes, samples: &[(i64, f64)], invoked_ms: i64, partial: bool) -> usize {
+        let (read, samples) = read_of(samples, invoked_ms, 1, partial);
+        check_read(writes, &read, &samples).len()
     }
 
     #[test]
     fn the_checker_finds_each_kind_of_violation() {
-        let mut h = History {
-            writes: vec![write(1, 1.0, true, 10), write(2, 2.0, false, 20)],
+        let writes = Writes::from(vec![write(1, 1.0, true, 10), write(2, 2.0, false, 20)]);
+        assert_eq!(violations(&writes, &[(1, 1.0)], 15, false), 0);
+        assert_eq!(violations(&writes, &[(1, 1.0), (2, 2.0)], 25, false), 0);
+        // A lost acknowledged write, unmarked.
+        assert_eq!(violations(&writes, &[], 40, false), 1);
+        // Marked partial: allowed.
+        assert_eq!(violations(&writes, &[], 40, true), 0);
+        // A value no one wrote, a value other than the one written, and a
+        // sample returned before its write was invoked.
+        assert_eq!(violations(&writes, &[(1, 1.0), (3, 3.0)], 50, false), 1);
+        assert_eq!(violations(&writes, &[(1, 7.0)], 50, false), 2);
+        assert_eq!(violations(&writes, &[(2, 2.0)], 5, false), 1);
+        // Before the write completed, missing it is fine.
+        assert_eq!(violations(&writes, &[], 5, false), 0);
+    }
+
+    #[test]
+    fn a_read_owes_only_the_acknowledged_samples_of_its_window() {
+        let writes = Writes::from(
+            (1..=100)
+                .map(|s| write(s * 1000, s as f64, true, s * 1000 + 5))
+                .collect::<Vec<_>>(),
+        );
+        // Ten seconds back from 100 s: samples 91 to 100.
+        let (read, _) = read_of(&[], 100_010, 10, false);
+        let owed: Vec<i64> = writes
+            .owed_to(read.invoked_ms, read.at_ms, read.window_s)
+            .map(|w| w.t)
+            .collect();
+        assert_eq!(owed, (91..=100).rev().map(|s| s * 1000).collect::<Vec<_>>());
+        let (read, _) = read_of(&[], 100_010, WHOLE_WINDOW_S, false);
+        assert_eq!(writes.owed_to(read.invoked_ms, read.at_ms, read.window_s).count(), 100);
+    }
+
+    #[test]
+    fn a_saved_history_is_checked_again_alike() {
+        let mut history = History {
+            writes: Writes::from(vec![write(1, 1.0, true, 10)]),
             ..History::default()
         };
-        h.reads = vec![
-            read_of(&[(1, 1.0)], 15, false),
-            read_of(&[(1, 1.0), (2, 2.0)], 25, false),
-        ];
-        h.final_reads = vec![read_of(&[(1, 1.0)], 30, false)];
-        assert!(check(&h).is_empty(), "{:?}", check(&h));
-        // A lost acknowledged write, unmarked.
-        h.reads.push(read_of(&[], 40, false));
-        assert_eq!(check(&h).len(), 1);
-        // Marked partial: allowed.
-        h.reads.last_mut().unwrap().partial = true;
-        assert!(check(&h).is_empty());
-        // A value no one wrote.
-        h.reads.push(read_of(&[(1, 1.0), (3, 3.0)], 50, false));
-        assert_eq!(check(&h).len(), 1);
-        // Before the write completed, missing it is fine.
-        h.reads = vec![read_of(&[], 5, false)];
-        assert!(check(&h).is_empty());
+        let (read, samples) = read_of(&[], 40, 1, false);
+        record(&mut history, read, Some(samples), false);
+        let (read, samples) = read_of(&[(1, 1.0)], 50, 1, false);
+        record(&mut history, read, Some(samples), true);
+        assert_eq!(history.violations.len(), 1, "{:?}", history.violations);
+        assert!(
+            history.reads[0].samples.is_some(),
+            "a read that broke a guarantee keeps its samples"
+        );
+        assert!(
+            history.final_reads[0].samples.is_none(),
+            "a read that kept them keeps none"
+        );
+        let saved = serde_json::to_string(&history).expect("json");
+        let again: History = serde_json::from_str(&saved).expect("history");
+        assert_eq!(check_again(&again), history.violations);
     }
 }
