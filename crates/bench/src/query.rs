@@ -179,23 +179,49 @@ pub struct Answer {
 impl Answer {
     /// The `data` value of a successful Prometheus envelope.
     pub fn data(self) -> Result<serde_json::Value, QueryError> {
+        Ok(self.envelope()?["data"].take())
+    }
+
+    /// The whole envelope of a successful answer.
+    fn envelope(self) -> Result<serde_json::Value, QueryError> {
         if !(200..300).contains(&self.status) {
             return Err(QueryError::Status {
                 status: self.status,
                 body: self.body.chars().take(300).collect(),
             });
         }
-        let mut v: serde_json::Value = serde_json::from_str(&self.body).map_err(|e| QueryError::Body(e.to_string()))?;
+        let v: serde_json::Value = serde_json::from_str(&self.body).map_err(|e| QueryError::Body(e.to_string()))?;
         if v["status"] != "success" {
             return Err(QueryError::Body(self.body.chars().take(300).collect()));
         }
-        Ok(v["data"].take())
+        Ok(v)
     }
 
-    /// The number of result series.
-    pub fn series(self) -> Result<usize, QueryError> {
-        Ok(self.data()?["result"].as_array().map_or(0, Vec::len))
+    /// The number of result series, and whether the answer says it may
+    /// miss some.
+    pub fn series(self) -> Result<Answered, QueryError> {
+        let mut v: serde_json::Value = self.envelope()?;
+        let partial = is_partial(&v);
+        let series = v["data"].take()["result"].as_array().map_or(0, Vec::len);
+        Ok(Answered { series, partial })
     }
+}
+
+/// What a successful query returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answered {
+    pub series: usize,
+    /// The database said the answer may miss data: VictoriaMetrics'
+    /// `isPartial`, or a warning of a partial response (Cairn, Thanos).
+    pub partial: bool,
+}
+
+/// Whether a Prometheus envelope says its answer may be incomplete.
+fn is_partial(envelope: &serde_json::Value) -> bool {
+    let warned = envelope["warnings"]
+        .as_array()
+        .is_some_and(|w| w.iter().any(|w| w.as_str().is_some_and(|w| w.contains("partial"))));
+    envelope["isPartial"] == true || warned
 }
 
 /// The sum of the samples of `names` in a text exposition, `None` if absent.
@@ -220,6 +246,33 @@ fn sum_of_metrics(text: &str, names: &[&str]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_partial_answer_is_told_from_a_complete_one() {
+        let answer = |body: &str| Answer {
+            status: 200,
+            body: body.to_string(),
+        };
+        let result = r#""data":{"resultType":"vector","result":[{"metric":{},"value":[1,"1"]}]}"#;
+        let complete = answer(&format!(r#"{{"status":"success",{result}}}"#));
+        assert_eq!(
+            complete.series().unwrap(),
+            Answered {
+                series: 1,
+                partial: false
+            }
+        );
+        let vm = answer(&format!(r#"{{"status":"success","isPartial":true,{result}}}"#));
+        assert!(vm.series().unwrap().partial);
+        let warned = r#""warnings":["partial response: 1 of 3 ingesters did not answer"]"#;
+        let cairn = answer(&format!(r#"{{"status":"success",{warned},{result}}}"#));
+        assert!(cairn.series().unwrap().partial);
+        let other = answer(&format!(
+            r#"{{"status":"success","warnings":["something else"],{result}}}"#
+        ));
+        assert!(!other.series().unwrap().partial);
+        assert!(answer(r#"{"status":"error","error":"x"}"#).series().is_err());
+    }
 
     #[test]
     fn sums_the_samples_of_the_named_metrics() {

@@ -55,6 +55,8 @@ pub struct QueryReport {
     pub expr: String,
     pub count: u64,
     pub errors: u64,
+    /// Answers that said they may miss data.
+    pub partial: u64,
     pub latency_ms: LatencyReport,
     pub last_error: Option<String>,
     /// Series in the last successful result.
@@ -132,6 +134,8 @@ pub struct Report {
     pub write_latency_ms: LatencyReport,
     pub query_latency_ms: LatencyReport,
     pub query_errors: u64,
+    /// Answers that said they may miss data.
+    pub query_partial: u64,
     pub query_rounds: u64,
     pub query_rounds_late: u64,
     pub queries: Vec<QueryReport>,
@@ -199,10 +203,10 @@ impl Report {
             );
         }
         row(
-            "query errors (late rounds)",
+            "query errors, partial answers (late rounds)",
             format!(
-                "{} ({} of {})",
-                self.query_errors, self.query_rounds_late, self.query_rounds
+                "{}, {} ({} of {})",
+                self.query_errors, self.query_partial, self.query_rounds_late, self.query_rounds
             ),
         );
         row(
@@ -301,6 +305,7 @@ fn compared_metrics(reports: &[Report]) -> Vec<Metric> {
         }
     }
     add("query errors", Box::new(|r| Some(r.query_errors as f64)));
+    add("partial answers", Box::new(|r| Some(r.query_partial as f64)));
     add("late query rounds", Box::new(|r| Some(r.query_rounds_late as f64)));
     let target = |f: fn(&TargetReport) -> Option<f64>| -> Figure { Box::new(move |r| r.target.as_ref().and_then(f)) };
     add("CPU s / M samples", target(|t| t.cpu_seconds_per_million_samples));

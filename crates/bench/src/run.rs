@@ -143,8 +143,25 @@ struct QueryStats {
     expr: String,
     latency: Histogram,
     errors: u64,
+    /// Answers that said they may miss data.
+    partial: u64,
     last_error: Option<String>,
     last_series: usize,
+}
+
+impl QueryStats {
+    fn new(name: &str, kind: QueryKind, expr: &str) -> Self {
+        Self {
+            name: name.to_string(),
+            kind,
+            expr: expr.to_string(),
+            latency: Histogram::default(),
+            errors: 0,
+            partial: 0,
+            last_error: None,
+            last_series: 0,
+        }
+    }
 }
 
 fn now_ms() -> i64 {
@@ -212,27 +229,11 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
     {
         let mut q = shared.queries.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
         for r in &cfg.rules {
-            q.push(QueryStats {
-                name: r.name.clone(),
-                kind: QueryKind::Instant,
-                expr: r.expr.clone(),
-                latency: Histogram::default(),
-                errors: 0,
-                last_error: None,
-                last_series: 0,
-            });
+            q.push(QueryStats::new(&r.name, QueryKind::Instant, &r.expr));
         }
         if cfg.range_window.is_some() {
             for (name, expr) in crate::query::DASHBOARD_QUERIES {
-                q.push(QueryStats {
-                    name: (*name).to_string(),
-                    kind: QueryKind::Range,
-                    expr: (*expr).to_string(),
-                    latency: Histogram::default(),
-                    errors: 0,
-                    last_error: None,
-                    last_series: 0,
-                });
+                q.push(QueryStats::new(name, QueryKind::Range, expr));
             }
         }
     }
@@ -311,6 +312,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
                     expr: s.expr.clone(),
                     count: s.latency.count(),
                     errors: s.errors,
+                    partial: s.partial,
                     latency_ms: LatencyReport::of(&s.latency),
                     last_error: s.last_error.clone(),
                     last_series: s.last_series,
@@ -383,6 +385,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         write_latency_ms: write_latency,
         query_latency_ms: LatencyReport::of(&all_queries),
         query_errors: queries.iter().map(|q| q.errors).sum(),
+        query_partial: queries.iter().map(|q| q.partial).sum(),
         query_rounds: shared.query_rounds.load(Ordering::Relaxed),
         query_rounds_late: shared.query_rounds_late.load(Ordering::Relaxed),
         queries,
@@ -623,9 +626,10 @@ fn query_loop(qc: &QueryClient, cfg: &RunConfig, realtime: bool, shared: &Shared
                 && let Some(s) = q.get_mut(i)
             {
                 match result {
-                    Ok(series) => {
+                    Ok(answered) => {
                         s.latency.record(took);
-                        s.last_series = series;
+                        s.last_series = answered.series;
+                        s.partial += u64::from(answered.partial);
                     }
                     Err(e) => {
                         s.errors += 1;
