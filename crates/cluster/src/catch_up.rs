@@ -9,12 +9,11 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use cairn_model::Sample;
 use cairn_storage::{SelectHints, Shard, StorageError, TenantId};
 
 use crate::node::Cluster;
 use crate::ring::series_hash;
-use crate::wire::{SelectRequest, frames};
+use crate::wire::{SampleReader, SelectRequest, frames};
 
 /// Samples a little older than the moment the node went away may have
 /// reached the others after it (senders' delays): the window starts this
@@ -65,7 +64,7 @@ pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) 
     }
     let every_series = crate::every_series();
     let me = ring.members().iter().position(|m| cluster.is_me(m));
-    let (mut stored, mut owners, mut samples) = (0u64, Vec::new(), Vec::<Sample>::new());
+    let (mut stored, mut owners, mut reader) = (0u64, Vec::new(), SampleReader::default());
     for tenant in &tenants {
         let storage = local.get_or_create(tenant)?;
         for peer in &peers {
@@ -95,8 +94,8 @@ pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) 
                     if me.is_none_or(|me| !owners.contains(&me)) {
                         continue;
                     }
-                    frame.samples_into(&mut samples)?;
-                    appender.append_series(frame.labels, &samples, &frame.histograms)?;
+                    let samples = reader.read(&frame)?;
+                    appender.append_series(frame.labels, samples, &frame.histograms)?;
                     stored += (samples.len() + frame.histograms.len()) as u64;
                     batched += 1;
                     if batched == BATCH_SERIES {

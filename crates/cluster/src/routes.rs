@@ -11,11 +11,10 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use cairn_model::Sample;
 use cairn_storage::{ErrorKind, StorageError, TenantId, TenantScope, Tenants};
 
 use crate::node::Cluster;
-use crate::wire::{FramesWriter, SelectRequest, WriteAnswer, frames};
+use crate::wire::{FramesWriter, SampleReader, SelectRequest, WriteAnswer, frames};
 
 /// Carries the cluster's shared secret on every peer request.
 pub const SECRET_HEADER: &str = "x-cairn-cluster-secret";
@@ -181,13 +180,13 @@ async fn write(
 pub(crate) fn store(local: &dyn Tenants, tenant: &TenantId, body: &[u8]) -> Result<(WriteAnswer, u64), StorageError> {
     let storage = local.get_or_create(tenant)?;
     let mut appender = storage.appender();
-    let mut samples: Vec<Sample> = Vec::new();
+    let mut reader = SampleReader::default();
     let mut held = 0;
     for frame in frames(body)?.iter() {
         let frame = frame?;
-        frame.samples_into(&mut samples)?;
+        let samples = reader.read(&frame)?;
         held += (samples.len() + frame.histograms.len()) as u64;
-        appender.append_series(frame.labels, &samples, &frame.histograms)?;
+        appender.append_series(frame.labels, samples, &frame.histograms)?;
     }
     Ok((WriteAnswer::from(&appender.commit()?), held))
 }

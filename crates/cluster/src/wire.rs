@@ -323,19 +323,34 @@ impl Frame<'_> {
             }
         }
     }
+}
 
-    pub fn samples_into(&self, out: &mut Vec<Sample>) -> Result<(), StorageError> {
-        out.clear();
-        if let FrameSamples::Raw { ts, vs } = self.samples {
+/// Reads frames' float samples as [`Sample`]s, into buffers it keeps from
+/// one frame to the next.
+#[derive(Debug, Default)]
+pub struct SampleReader {
+    samples: Vec<Sample>,
+    ts: Vec<i64>,
+    vs: Vec<f64>,
+}
+
+impl SampleReader {
+    /// The float samples of `frame`, valid until the next read.
+    pub fn read(&mut self, frame: &Frame) -> Result<&[Sample], StorageError> {
+        self.samples.clear();
+        if let FrameSamples::Raw { ts, vs } = frame.samples {
             // The write path's common case: no columns in between.
             let pairs = ts.chunks_exact(8).zip(vs.chunks_exact(8));
-            out.extend(pairs.map(|(t, v)| Sample::new(i64::from_le_bytes(word(t)), f64::from_le_bytes(word(v)))));
-            return Ok(());
+            let samples = pairs.map(|(t, v)| Sample::new(i64::from_le_bytes(word(t)), f64::from_le_bytes(word(v))));
+            self.samples.extend(samples);
+            return Ok(&self.samples);
         }
-        let (mut ts, mut vs) = (Vec::with_capacity(self.len()), Vec::with_capacity(self.len()));
-        self.read_into(&mut ts, &mut vs)?;
-        out.extend(ts.into_iter().zip(vs).map(|(t, v)| Sample::new(t, v)));
-        Ok(())
+        self.ts.clear();
+        self.vs.clear();
+        frame.read_into(&mut self.ts, &mut self.vs)?;
+        let samples = self.ts.iter().zip(&self.vs).map(|(&t, &v)| Sample::new(t, v));
+        self.samples.extend(samples);
+        Ok(&self.samples)
     }
 }
 
@@ -838,6 +853,17 @@ mod tests {
                 let bits = |v: &[f64]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&v[1..]), bits(vs));
                 assert_eq!(&frame.histograms, hs);
+            }
+        }
+        // A reader of both forms, from one frame to the next, gives each
+        // frame's samples alone.
+        let mut reader = SampleReader::default();
+        for body in [&raw, &compressed, &raw] {
+            for (frame, (_, ts, vs, _)) in frames(body).unwrap().iter().zip(&series) {
+                let samples = reader.read(&frame.unwrap()).unwrap();
+                let want: Vec<(i64, u64)> = ts.iter().zip(vs).map(|(&t, v)| (t, v.to_bits())).collect();
+                let got: Vec<(i64, u64)> = samples.iter().map(|s| (s.t, s.v.to_bits())).collect();
+                assert_eq!(got, want);
             }
         }
     }
