@@ -589,9 +589,7 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
             };
             let fault = a.kill_storage_node_after.zip(system.as_ref());
             let report = match fault {
-                Some((after, system)) => {
-                    with_storage_node_down(system, after, a.kill_storage_node_for, || crate::run::run(&c))?
-                }
+                Some((after, system)) => with_storage_node_down(system, after, a.kill_storage_node_for, &c)?,
                 None => crate::run::run(&c)?,
             };
             out.push(report);
@@ -615,14 +613,15 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs `run` while, `after` into it, the last storage node of `system` is
-/// killed (`-9`) and `down_for` later started again (at the latest when
-/// the run ends); the faults go into the run's report.
+/// Runs `config` while, `after` into it, the last storage node of `system`
+/// is killed (`-9`) and `down_for` later started again (at the latest when
+/// the run ends); the faults go into the run's report, and so does how many
+/// samples of the run the system gives back afterwards.
 fn with_storage_node_down(
     system: &crate::systems::StartedSystem,
     after: Duration,
     down_for: Duration,
-    run: impl FnOnce() -> anyhow::Result<crate::report::Report> + Send,
+    config: &RunConfig,
 ) -> anyhow::Result<crate::report::Report> {
     use std::sync::atomic::{AtomicBool, Ordering};
     let done = AtomicBool::new(false);
@@ -658,13 +657,26 @@ fn with_storage_node_down(
             eprintln!("{} {}", system.name, faults[1]);
             Ok(faults)
         });
-        let report = run();
+        let report = crate::run::run(config);
         done.store(true, Ordering::Relaxed);
         (report, faults.join())
     });
     let faults = faults.map_err(|_| anyhow::anyhow!("the fault thread panicked"))??;
     let mut report = report?;
     report.faults = faults;
+    if let Some(url) = &config.query_url {
+        // VictoriaMetrics answers no sample of the last 30 s
+        // (`-search.latencyOffset`): the run's end must be older.
+        let (start_ms, end_ms) = (report.workload.data_start_ms, report.workload.data_end_ms);
+        let readable_at = end_ms + 35_000;
+        let wait_ms = readable_at - crate::run::now_ms();
+        std::thread::sleep(Duration::from_millis(wait_ms.max(0) as u64));
+        let client = crate::query::QueryClient::new(url, config.access.clone())?;
+        match client.samples_stored(start_ms, end_ms) {
+            Ok(n) => report.samples_read_back = Some(n),
+            Err(e) => eprintln!("{}: the samples stored could not be counted: {e}", system.name),
+        }
+    }
     Ok(report)
 }
 

@@ -122,6 +122,21 @@ impl QueryClient {
         )
     }
 
+    /// How many samples the system holds with timestamps in
+    /// `[start_ms, end_ms]`, counted by the system itself.
+    pub fn samples_stored(&self, start_ms: i64, end_ms: i64) -> Result<u64, QueryError> {
+        // `count_over_time` looks at `(end - window, end]`.
+        let window_s = (end_ms - start_ms) / 1000 + 1;
+        let expr = format!(r#"sum(count_over_time({{__name__=~".+"}}[{window_s}s]))"#);
+        let data = self.instant(&expr, end_ms)?.data()?;
+        let value = &data["result"][0]["value"][1];
+        match value.as_str().map(str::parse::<f64>) {
+            Some(Ok(n)) => Ok(n as u64),
+            None if data["result"].as_array().is_some_and(Vec::is_empty) => Ok(0),
+            _ => Err(QueryError::Body(format!("not a count: {data}"))),
+        }
+    }
+
     /// Any GET returning the Prometheus envelope; the `data` value as JSON.
     pub fn get_json(&self, path: &str, params: &[(&str, &str)]) -> Result<serde_json::Value, QueryError> {
         self.fetch(path, params)?.data()
@@ -149,22 +164,36 @@ impl QueryClient {
         })
     }
 
-    /// The sum of every sample of `names` on the target's `/metrics` page
-    /// (`None` when it exposes none of them): figures only some targets give.
-    /// Summed over every base URL (the nodes of a cluster).
-    pub fn self_metric(&self, names: &[&str]) -> Option<f64> {
-        let mut total = None;
-        for base in self.bases.iter() {
-            let resp = self
-                .access
+    /// For each node (base URL) and each group of metric names, the sum of
+    /// their samples on the node's `/metrics` page (`None` when it exposes
+    /// none of them, or did not answer): figures only some targets give.
+    pub fn self_metrics<const N: usize>(&self, groups: [&[&str]; N]) -> Vec<[Option<f64>; N]> {
+        let pages = self.bases.iter().map(|base| {
+            self.access
                 .apply(self.http.get(format!("{base}/metrics")))
                 .send()
-                .ok()?;
-            let text = resp.text().ok()?;
-            *total.get_or_insert(0.0) += sum_of_metrics(&text, names)?;
+                .and_then(|r| r.text())
+                .ok()
+        });
+        pages
+            .map(|page| groups.map(|names| sum_of_metrics(page.as_deref()?, names)))
+            .collect()
+    }
+}
+
+/// How much each group of counters grew from `before` to `after` (as
+/// [`QueryClient::self_metrics`] gives them), summed over the nodes: a
+/// node that restarted in between counts from zero, so its growth before
+/// the restart is missing. `None` when a node lacks a reading.
+pub fn counters_growth<const N: usize>(before: &[[Option<f64>; N]], after: &[[Option<f64>; N]]) -> [Option<f64>; N] {
+    std::array::from_fn(|i| {
+        let mut total = (before.len() == after.len() && !after.is_empty()).then_some(0.0);
+        for (b, a) in before.iter().zip(after) {
+            let grew = a[i].zip(b[i]).map(|(a, b)| if a >= b { a - b } else { a });
+            total = total.zip(grew).map(|(t, g)| t + g);
         }
         total
-    }
+    })
 }
 
 /// A query's answer with its body read in full. A query's latency is
@@ -272,6 +301,16 @@ mod tests {
         ));
         assert!(!other.series().unwrap().partial);
         assert!(answer(r#"{"status":"error","error":"x"}"#).series().is_err());
+    }
+
+    #[test]
+    fn counters_grow_per_node_and_a_restarted_node_counts_from_zero() {
+        let before = [[Some(10.0), Some(1.0)], [Some(20.0), None]];
+        let after = [[Some(15.0), Some(3.0)], [Some(4.0), None]];
+        // The second node restarted: 4 since then.
+        assert_eq!(counters_growth(&before, &after), [Some(9.0), None]);
+        assert_eq!(counters_growth(&before, &after[..1]), [None, None]);
+        assert_eq!(counters_growth::<1>(&[], &[]), [None]);
     }
 
     #[test]

@@ -146,6 +146,9 @@ pub struct Report {
     pub errors: Vec<String>,
     /// Faults injected during the run (a storage node killed, started again), in order.
     pub faults: Vec<String>,
+    /// After a run with faults: the samples the system gives back of the
+    /// run's span, counted by itself.
+    pub samples_read_back: Option<u64>,
 }
 
 fn mb(b: u64) -> String {
@@ -180,6 +183,12 @@ impl Report {
         );
         row("samples/s delivered", format!("{:.0}", self.samples_per_second));
         row("samples failed", self.samples_failed.to_string());
+        if let Some(n) = self.samples_read_back {
+            row(
+                "samples read back",
+                format!("{n} of {} delivered", self.samples_delivered),
+            );
+        }
         row(
             "requests (rejected, retries)",
             format!("{} ({}, {})", self.requests, self.requests_rejected, self.retries),
@@ -306,6 +315,13 @@ fn compared_metrics(reports: &[Report]) -> Vec<Metric> {
     }
     add("query errors", Box::new(|r| Some(r.query_errors as f64)));
     add("partial answers", Box::new(|r| Some(r.query_partial as f64)));
+    add(
+        "samples delivered, not read back",
+        Box::new(|r| {
+            r.samples_read_back
+                .map(|n| r.samples_delivered.saturating_sub(n) as f64)
+        }),
+    );
     add("late query rounds", Box::new(|r| Some(r.query_rounds_late as f64)));
     let target = |f: fn(&TargetReport) -> Option<f64>| -> Figure { Box::new(move |r| r.target.as_ref().and_then(f)) };
     add("CPU s / M samples", target(|t| t.cpu_seconds_per_million_samples));

@@ -164,7 +164,7 @@ impl QueryStats {
     }
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
@@ -246,11 +246,12 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         Some(url) => Some(QueryClient::new(url, cfg.access.clone())?),
         None => None,
     };
-    let ingest_cpu = || self_metrics.as_ref()?.self_metric(INGEST_CPU_METRICS);
-    let ingest_cpu0 = ingest_cpu();
-    let peer_bytes = || self_metrics.as_ref()?.self_metric(PEER_FRAME_BYTES);
-    let peer_write_bytes = || self_metrics.as_ref()?.self_metric(PEER_WRITE_FRAME_BYTES);
-    let (peer_bytes0, peer_write_bytes0) = (peer_bytes(), peer_write_bytes());
+    // Ingest CPU, bytes between nodes, of which writes.
+    let counters = || match &self_metrics {
+        Some(client) => client.self_metrics([INGEST_CPU_METRICS, PEER_FRAME_BYTES, PEER_WRITE_FRAME_BYTES]),
+        None => Vec::new(),
+    };
+    let counters0 = counters();
     let started = Instant::now();
 
     let mut client = Client::new(cfg.write_url.clone())?;
@@ -321,10 +322,10 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         })
         .unwrap_or_default();
     let (all_queries, query_classes) = shared.queries.lock().map(|q| latency_by_class(&q)).unwrap_or_default();
-    let ingest_cpu = ingest_cpu().zip(ingest_cpu0).map(|(a, b)| a - b);
+    let [ingest_cpu, peer_bytes, peer_write_bytes] = crate::query::counters_growth(&counters0, &counters());
     let per_sample = |bytes: Option<f64>| bytes.filter(|_| delivered > 0).map(|b| b / delivered as f64);
-    let peer_bytes_per_sample = per_sample(peer_bytes().zip(peer_bytes0).map(|(a, b)| a - b));
-    let peer_write_bytes_per_sample = per_sample(peer_write_bytes().zip(peer_write_bytes0).map(|(a, b)| a - b));
+    let peer_bytes_per_sample = per_sample(peer_bytes);
+    let peer_write_bytes_per_sample = per_sample(peer_write_bytes);
     let target = cfg.processes.pids().first().map(|&pid| {
         let cpu = cfg.processes.cpu_seconds(tck).zip(target_cpu0).map(|(a, b)| a - b);
         let peak_rss = timeline.iter().filter_map(|p| p.target_rss_bytes).max();
@@ -400,6 +401,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         timeline,
         errors: shared.errors.lock().map(|e| e.clone()).unwrap_or_default(),
         faults: Vec::new(),
+        samples_read_back: None,
     })
 }
 
