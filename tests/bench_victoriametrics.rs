@@ -136,6 +136,15 @@ fn bench_backfill_into_cairn_loses_nothing() {
     );
     assert_nothing_lost(&report, &base);
     assert!(report["target"]["disk_last_bytes"].as_u64().is_some_and(|d| d > 0));
+    // The count a fault run reads back afterwards is the same count.
+    let client = cairn_bench::query::QueryClient::new(&base, Default::default()).expect("client");
+    let span = &report["workload"];
+    let (start, end) = (
+        span["data_start_ms"].as_i64().unwrap(),
+        span["data_end_ms"].as_i64().unwrap(),
+    );
+    assert_eq!(client.samples_stored(start, end).expect("count"), 6 * 507 * 2 * 120);
+    assert_eq!(client.samples_stored(end + 60_000, end + 120_000).expect("count"), 0);
 }
 
 /// The same backfill over remote write 2.0 (Cairn accepts it; VictoriaMetrics
