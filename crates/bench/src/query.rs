@@ -123,18 +123,32 @@ impl QueryClient {
     }
 
     /// How many samples the system holds with timestamps in
-    /// `[start_ms, end_ms]`, counted by the system itself.
+    /// `[start_ms, end_ms]`, counted by the system itself, one metric name
+    /// at a time (without its name, a range function's series of two names
+    /// may collide, which PromQL refuses).
     pub fn samples_stored(&self, start_ms: i64, end_ms: i64) -> Result<u64, QueryError> {
+        let (start, end) = (
+            format!("{:.3}", start_ms as f64 / 1000.0),
+            format!("{:.3}", end_ms as f64 / 1000.0),
+        );
+        let names = self.get_json("/api/v1/label/__name__/values", &[("start", &start), ("end", &end)])?;
+        let names = names
+            .as_array()
+            .ok_or_else(|| QueryError::Body(format!("not a list: {names}")))?;
         // `count_over_time` looks at `(end - window, end]`.
         let window_s = (end_ms - start_ms) / 1000 + 1;
-        let expr = format!(r#"sum(count_over_time({{__name__=~".+"}}[{window_s}s]))"#);
-        let data = self.instant(&expr, end_ms)?.data()?;
-        let value = &data["result"][0]["value"][1];
-        match value.as_str().map(str::parse::<f64>) {
-            Some(Ok(n)) => Ok(n as u64),
-            None if data["result"].as_array().is_some_and(Vec::is_empty) => Ok(0),
-            _ => Err(QueryError::Body(format!("not a count: {data}"))),
+        let mut total = 0;
+        for name in names.iter().filter_map(|n| n.as_str()) {
+            let quoted = name.replace('\\', r"\\").replace('"', r#"\""#);
+            let expr = format!(r#"sum(count_over_time({{__name__="{quoted}"}}[{window_s}s]))"#);
+            let data = self.instant(&expr, end_ms)?.data()?;
+            total += match data["result"][0]["value"][1].as_str().map(str::parse::<f64>) {
+                Some(Ok(n)) => n as u64,
+                None if data["result"].as_array().is_some_and(Vec::is_empty) => 0,
+                _ => return Err(QueryError::Body(format!("not a count: {data}"))),
+            };
         }
+        Ok(total)
     }
 
     /// Any GET returning the Prometheus envelope; the `data` value as JSON.
