@@ -373,6 +373,14 @@ fn assert_compressed_frames(cluster: &TestCluster) {
         assert!(samples > 0.0, "no {route} frames counted");
         assert!(per_sample < limit, "{route} frames take {per_sample:.2} bytes a sample");
     }
+    // Storing peers' writes counts as ingestion's CPU.
+    let store_cpu: f64 = cluster
+        .nodes
+        .iter()
+        .filter(|n| n.is_running())
+        .filter_map(|n| n.client().metric("cairn_cluster_peer_write_cpu_seconds_total"))
+        .sum();
+    assert!(store_cpu > 0.0, "no CPU counted for storing peers' writes");
 }
 
 fn count(client: &Client, query: &str) -> Result<f64, String> {

@@ -36,6 +36,7 @@ impl QueryKind {
 pub const INGEST_CPU_METRICS: &[&str] = &[
     "cairn_ingest_cpu_seconds_total",
     "cairn_storage_maintenance_cpu_seconds_total",
+    "cairn_cluster_peer_write_cpu_seconds_total",
 ];
 
 /// Self-metrics in which a Cairn cluster's nodes count the bytes of series

@@ -458,6 +458,11 @@ impl Cluster {
         self.frame_traffic.counts()
     }
 
+    /// CPU seconds this node spent storing peers' writes.
+    pub fn peer_write_cpu_seconds(&self) -> f64 {
+        self.frame_traffic.store_cpu_seconds()
+    }
+
     /// Where `member`'s HTTP API is: HTTPS when the nodes speak TLS.
     fn base_url(&self, member: &Member) -> String {
         let scheme = if self.config.peer_tls.is_some() {

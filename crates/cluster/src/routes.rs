@@ -79,9 +79,16 @@ pub(crate) struct FrameTraffic {
     write_samples: AtomicU64,
     select_bytes: AtomicU64,
     select_samples: AtomicU64,
+    /// CPU time spent storing peers' writes: ingestion, though no client's
+    /// write reached this node.
+    store_cpu_nanos: AtomicU64,
 }
 
 impl FrameTraffic {
+    pub(crate) fn store_cpu_seconds(&self) -> f64 {
+        self.store_cpu_nanos.load(Ordering::Relaxed) as f64 / 1e9
+    }
+
     /// `(route, bytes, samples)` for the write and the select route.
     pub(crate) fn counts(&self) -> [(&'static str, u64, u64); 2] {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -164,10 +171,21 @@ async fn write(
 ) -> Result<Response, Failure> {
     let (local, tenant) = local_for(&cluster, &headers)?;
     let bytes = body.len() as u64;
-    let (answer, samples) = if body.len() <= inline.0 {
-        store(local.as_ref(), &tenant, &body)?
+    let measured = cluster.clone();
+    let store_measured = move || {
+        let cpu = cpu_time::ThreadTime::now();
+        let stored = store(local.as_ref(), &tenant, &body);
+        let nanos = cpu.elapsed().as_nanos() as u64;
+        measured
+            .frame_traffic
+            .store_cpu_nanos
+            .fetch_add(nanos, Ordering::Relaxed);
+        stored
+    };
+    let (answer, samples) = if bytes as usize <= inline.0 {
+        store_measured()?
     } else {
-        blocking(move || Ok(store(local.as_ref(), &tenant, &body)?)).await?
+        blocking(move || Ok(store_measured()?)).await?
     };
     let traffic = &cluster.frame_traffic;
     traffic.write_bytes.fetch_add(bytes, Ordering::Relaxed);

@@ -70,5 +70,13 @@ impl Peers for ClusterPeers {
         for (route, _, samples) in traffic {
             e.sample(SAMPLES, &[("route", route)], samples as f64);
         }
+        const STORE_CPU: &str = "cairn_cluster_peer_write_cpu_seconds_total";
+        e.family(
+            STORE_CPU,
+            "CPU time this node spent storing the series frames of peers' writes (ingestion that \
+             cairn_ingest_cpu_seconds_total, counting clients' writes, leaves out).",
+            "counter",
+        );
+        e.sample(STORE_CPU, &[], self.0.peer_write_cpu_seconds());
     }
 }
