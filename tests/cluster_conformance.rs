@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cairn_cluster::{Cluster, ClusterConfig, ClusterTenants, Role};
-use cairn_model::{MatchOp, Matcher};
+use cairn_model::{Labels, MatchOp, Matcher, Sample};
 use cairn_promqltest::Outcome;
 use cairn_storage::{MemStorage, Storage, TenantId, Tenants};
 
@@ -101,6 +101,48 @@ fn the_cluster_passes_the_storage_conformance_suite() {
         eprintln!("nodes' logs:\n{}", cluster.logs());
         std::panic::resume_unwind(e);
     }
+}
+
+/// A write is acknowledged by a quorum of its owners; a delete after the
+/// acknowledgement removes also the copy still on its way to the last one.
+#[test]
+fn a_delete_removes_the_late_copies_of_acknowledged_writes() {
+    let Some(cluster) = Routed::start() else { return };
+    let storage = cluster.fresh();
+    let slow = cluster.nodes.nodes[2].pid().to_string();
+    let every = [Matcher::new(MatchOp::RegexMatch, "__name__", "late_.*").expect("a valid regex")];
+    for round in 0..3 {
+        signal("-STOP", &slow);
+        let mut appender = storage.appender();
+        for i in 0..100 {
+            let labels = Labels::from_pairs([("__name__", format!("late_{round}")), ("i", i.to_string())]);
+            appender.append(&labels, &[Sample::new(1000, 1.0)]).expect("append");
+        }
+        appender.commit().expect("two of three owners store the write");
+        let deleting = std::thread::spawn({
+            let storage = storage.clone();
+            let every = every.clone();
+            move || storage.delete_series(&every, i64::MIN, i64::MAX)
+        });
+        // The paused owner gets the last copy and the delete only when it resumes.
+        std::thread::sleep(Duration::from_millis(500));
+        signal("-CONT", &slow);
+        deleting.join().expect("the delete's thread").expect("the delete");
+        let left = cairn_storage::conformance::read(storage.as_ref(), &every, 0, 10_000);
+        assert!(
+            left.is_empty(),
+            "round {round}: {} series came back after the delete",
+            left.len()
+        );
+    }
+}
+
+fn signal(sig: &str, pid: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([sig, pid])
+        .status()
+        .expect("kill");
+    assert!(sent.success(), "kill {sig} {pid}");
 }
 
 #[test]

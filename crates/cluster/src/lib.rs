@@ -22,6 +22,7 @@ mod compactor;
 mod config;
 mod ha;
 mod handoff;
+mod in_flight;
 pub mod layout;
 mod membership;
 mod node;

@@ -61,6 +61,8 @@ pub struct Cluster {
     /// Whole reads of the members from etcd: one per watch started.
     pub(crate) ring_reads: AtomicU64,
     pub(crate) frame_traffic: crate::routes::FrameTraffic,
+    /// Writes on their way to their owners, also after their acknowledgement.
+    pub(crate) writes_in_flight: Arc<crate::in_flight::WritesInFlight>,
 }
 
 /// Why a request to a peer failed.
@@ -158,6 +160,7 @@ impl Cluster {
             refused_peer_requests: Default::default(),
             ring_reads: AtomicU64::new(0),
             frame_traffic: Default::default(),
+            writes_in_flight: Default::default(),
         });
         if let Some(ha) = &cluster.ha {
             cluster

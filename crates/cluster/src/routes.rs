@@ -42,6 +42,7 @@ pub fn routes(cluster: Arc<Cluster>, max_body_bytes: usize, inline_write_max_bod
         .route(&path("label_names"), post(labels))
         .route(&path("label_values"), post(labels))
         .route(&path("delete"), post(delete))
+        .route(&path("settle_writes"), post(settle_writes))
         .route(&path("ring"), axum::routing::get(ring))
         .route(&path("tenants"), post(tenants))
         .layer(DefaultBodyLimit::max(max_body_bytes))
@@ -337,6 +338,12 @@ async fn delete(State(cluster): State<Arc<Cluster>>, headers: HeaderMap, body: B
     let request: SelectRequest = json(&body)?;
     blocking(move || Ok(delete_here(local.as_ref(), &tenant, &request)?)).await?;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+/// Answers once every write this node was sending to owners has arrived.
+async fn settle_writes(State(cluster): State<Arc<Cluster>>) -> Response {
+    cluster.writes_in_flight.settle().await;
+    StatusCode::NO_CONTENT.into_response()
 }
 
 /// Deletes in this node's engine.

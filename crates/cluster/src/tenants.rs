@@ -94,7 +94,10 @@ impl Appendable for ClusterStorage {
 impl Admin for ClusterStorage {
     /// Deletes on every ingester and the compactor; all must answer (a
     /// replica that kept the samples would bring them back into answers).
+    /// Writes acknowledged before the delete are deleted too: their last
+    /// copies, still on their way, arrive first.
     fn delete_series(&self, matchers: &[Matcher], mint: i64, maxt: i64) -> Result<(), StorageError> {
+        settle_writes_everywhere(&self.cluster)?;
         let request = SelectRequest::new(mint, maxt, &SelectHints::default(), matchers);
         let all = ReadOptions::default();
         fan_out(
@@ -160,5 +163,40 @@ impl Admin for ClusterStorage {
 
     fn parts(&self) -> Result<Vec<PartInfo>, StorageError> {
         self.here().map_or_else(|| Ok(Vec::new()), |s| s.parts())
+    }
+}
+
+/// Waits until every write that any live member began sending before now
+/// reached all its owners that answer.
+fn settle_writes_everywhere(cluster: &Arc<Cluster>) -> Result<(), StorageError> {
+    let ring = cluster.ring();
+    let anyone = TenantId::default_tenant();
+    let calls: Vec<_> = ring
+        .members()
+        .iter()
+        .enumerate()
+        .filter(|(i, member)| ring.is_alive(*i) && !cluster.is_me(member))
+        .map(|(_, member)| cluster.post(member, "settle_writes", &anyone, Vec::new()))
+        .collect();
+    let here = cluster.clone();
+    let failed = cluster.block_on(async move {
+        let mut settling = tokio::task::JoinSet::new();
+        for call in calls {
+            settling.spawn(call);
+        }
+        here.writes_in_flight.settle().await;
+        let mut failed = None;
+        while let Some(joined) = settling.join_next().await {
+            if let Ok(Err(e)) = joined {
+                failed = Some(e);
+            }
+        }
+        failed
+    });
+    match failed {
+        None => Ok(()),
+        Some(e) => Err(StorageError::Unavailable(format!(
+            "a member did not say its writes in flight had arrived ({e}); retry the delete"
+        ))),
     }
 }

@@ -271,6 +271,8 @@ async fn replicate(
         quorum,
         total_samples,
     } = outgoing;
+    // Kept by every copy still on its way after the acknowledgement.
+    let in_flight_mark = Arc::new(cluster.writes_in_flight.begin());
     let mut in_flight = JoinSet::new();
     let mut members_of = Vec::with_capacity(batches.len());
     for (slot, (member_index, frames, series)) in batches.into_iter().enumerate() {
@@ -293,7 +295,9 @@ async fn replicate(
             });
         } else {
             let sent = cluster.post(&member, "write", &tenant, body);
+            let mark = in_flight_mark.clone();
             in_flight.spawn(async move {
+                let _in_flight = mark;
                 let answer = sent.await.and_then(|bytes| {
                     serde_json::from_slice::<WriteAnswer>(&bytes).map_err(|e| PeerError {
                         node: member.id.clone(),
