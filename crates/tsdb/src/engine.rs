@@ -9,8 +9,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use cairn_bucket::{ObjectInfo, Op};
 use cairn_model::{Labels, Matcher};
 use cairn_storage::{
-    Admin, Appendable, Appender, CardinalityQuery, ObjectStoreStats, PartInfo, Querier, Queryable, RejectReason,
-    StorageError, StorageStats, TsdbStatus,
+    Admin, Appendable, Appender, CardinalityQuery, ObjectStoreStats, PartInfo, Querier, Queryable, ReadWarnings,
+    RejectReason, StorageError, StorageStats, TsdbStatus,
 };
 use parking_lot::{Condvar, Mutex, RwLock};
 use rayon::prelude::*;
@@ -626,10 +626,12 @@ impl Appendable for Tsdb {
     }
 }
 
-impl Queryable for Tsdb {
-    fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier>, StorageError> {
+impl Tsdb {
+    /// A querier that says in `warnings` which samples it left out because
+    /// they were lost to damage.
+    pub fn querier_warning(&self, mint: i64, maxt: i64, warnings: Option<ReadWarnings>) -> TsdbQuerier {
         if mint > maxt {
-            return Ok(Box::new(TsdbQuerier::new(Vec::new(), mint, maxt)));
+            return TsdbQuerier::new(Vec::new(), mint, maxt, warnings);
         }
         let snaps = self
             .inner
@@ -638,7 +640,13 @@ impl Queryable for Tsdb {
             .range(Day::of(mint)..=Day::of(maxt))
             .map(|(_, p)| p.snapshot())
             .collect();
-        Ok(Box::new(TsdbQuerier::new(snaps, mint, maxt)))
+        TsdbQuerier::new(snaps, mint, maxt, warnings)
+    }
+}
+
+impl Queryable for Tsdb {
+    fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier>, StorageError> {
+        Ok(Box::new(self.querier_warning(mint, maxt, None)))
     }
 }
 

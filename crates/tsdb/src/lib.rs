@@ -39,6 +39,7 @@ mod tenants;
 mod tier;
 mod tombstones;
 mod wal;
+mod warned;
 
 pub use background::lower_own_priority;
 pub use cairn_bucket::BucketConfig;
@@ -46,7 +47,7 @@ pub use config::{Config, WalSync};
 pub use day::Day;
 pub use engine::Tsdb;
 pub use follow::{WalFeedDay, WalFeedRecord};
-pub use part::{Part, PartWriter};
+pub use part::{BlockRef, Part, PartWriter};
 pub use tenants::{SettingsOf, TenantSettings, TsdbTenants};
 pub use wal::tail::{TailEvent, WalPosition, WalTail};
 

@@ -5,11 +5,13 @@ use std::sync::Arc;
 use rayon::slice::ParallelSliceMut;
 
 use cairn_model::{Histogram, HistogramSample, Labels, Matcher};
-use cairn_storage::{Querier, SampleBlocks, SelectHints, Series, SeriesSet, StorageError, VecSampleBlocks};
+use cairn_storage::{
+    Querier, ReadWarnings, SampleBlocks, SelectHints, Series, SeriesSet, StorageError, VecSampleBlocks,
+};
 
 use crate::histograms::is_marker;
 use crate::partition::{Partition, PartitionSnapshot, newest_sources_of, sources_of, tombstones_by_id};
-use crate::series_reader::{Ranked, SeriesReader, keep_newest_source};
+use crate::series_reader::{LossReport, Ranked, SeriesReader, keep_newest_source};
 use crate::shared_reads::{SELECT_BUDGET, share_part_reads};
 
 /// Selects of at least this many series sort on every core.
@@ -27,16 +29,23 @@ struct Selected {
 }
 
 /// A read view: the partitions overlapping `[mint, maxt]`, as they were
-/// when the querier was created.
+/// when the querier was created. Samples lost to damage are left out, and
+/// said so in `warnings` if given.
 pub struct TsdbQuerier {
     snaps: Vec<PartitionSnapshot>,
     mint: i64,
     maxt: i64,
+    warnings: Option<ReadWarnings>,
 }
 
 impl TsdbQuerier {
-    pub fn new(snaps: Vec<PartitionSnapshot>, mint: i64, maxt: i64) -> Self {
-        Self { snaps, mint, maxt }
+    pub fn new(snaps: Vec<PartitionSnapshot>, mint: i64, maxt: i64, warnings: Option<ReadWarnings>) -> Self {
+        Self {
+            snaps,
+            mint,
+            maxt,
+            warnings,
+        }
     }
 }
 
@@ -177,6 +186,8 @@ impl Querier for TsdbQuerier {
             same
         });
         let (mint, maxt, labels_only) = (self.mint, self.maxt, hints.labels_only);
+        let arena = Arc::new(arena);
+        let warnings = self.warnings.clone();
         let limit = hints.limit.unwrap_or(usize::MAX);
         let iter = series
             .into_iter()
@@ -187,6 +198,11 @@ impl Querier for TsdbQuerier {
                           histograms,
                           ..
                       }| {
+                    let losses = warnings.as_ref().map(|warnings| LossReport {
+                        warnings: warnings.clone(),
+                        arena: arena.clone(),
+                        labels: labels.clone(),
+                    });
                     // The index only holds encodings that decoded when inserted.
                     let labels = match Labels::decode(&arena[labels]) {
                         Ok((labels, _)) => labels,
@@ -201,7 +217,7 @@ impl Querier for TsdbQuerier {
                         let samples: Box<dyn SampleBlocks> = Box::new(VecSampleBlocks::new([]));
                         return Some(Ok(Series::floats(labels, samples)));
                     }
-                    let mut reader = SeriesReader::new(sources, mint, maxt);
+                    let mut reader = SeriesReader::reporting_losses(sources, mint, maxt, losses);
                     if !histograms.is_empty() {
                         return with_histograms(labels, reader, &histograms, mint, maxt).transpose();
                     }

@@ -4,9 +4,11 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use cairn_storage::{SampleBlock, SampleBlocks, StorageError};
+use cairn_model::Labels;
+use cairn_model::civil::format_rfc3339_millis;
+use cairn_storage::{ReadWarnings, SampleBlock, SampleBlocks, StorageError};
 
-use crate::part::{BlockRef, Part, ReadBuffer, SharedRead};
+use crate::part::{BlockRef, LostBlock, Part, ReadBuffer, SharedRead};
 
 /// A time range `[mint, maxt]` of deleted samples.
 pub type Deleted = (i64, i64);
@@ -97,8 +99,35 @@ pub fn keep_newest_source(sources: &mut Vec<Ranked>, maxt: i64) {
     }
 }
 
+/// Where a read says which of a series' samples are lost to damage: its
+/// warnings, and the series' canonical labels (decoded only then).
+pub struct LossReport {
+    pub warnings: ReadWarnings,
+    pub arena: Arc<Vec<u8>>,
+    pub labels: Range<usize>,
+}
+
+impl LossReport {
+    fn report(&self, part: &Part, lost: &LostBlock) {
+        let series = Labels::decode(&self.arena[self.labels.clone()])
+            .map_or_else(|_| format!("#{:016x}", lost.id), |(l, _)| l.to_string());
+        let at =
+            |ms: i64| format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64));
+        self.warnings.push(format!(
+            "{} samples of {series} from {} to {} are lost: a block of {} is damaged ({})",
+            lost.samples,
+            at(lost.mint),
+            at(lost.maxt),
+            part.name().display(),
+            lost.reason
+        ));
+    }
+}
+
 /// Yields the merged samples of one series in `[mint, maxt]`, one block per
-/// group of time-overlapping sources (usually one source per block).
+/// group of time-overlapping sources (usually one source per block). A
+/// block found damaged fails the read, or, given `losses`, is left out and
+/// said so there.
 pub struct SeriesReader {
     sources: Vec<Ranked>,
     pos: usize,
@@ -113,10 +142,15 @@ pub struct SeriesReader {
     pending: bool,
     /// Blocks read ahead from a file part.
     buf: ReadBuffer,
+    losses: Option<LossReport>,
 }
 
 impl SeriesReader {
-    pub fn new(mut sources: Vec<Ranked>, mint: i64, maxt: i64) -> Self {
+    pub fn new(sources: Vec<Ranked>, mint: i64, maxt: i64) -> Self {
+        Self::reporting_losses(sources, mint, maxt, None)
+    }
+
+    pub fn reporting_losses(mut sources: Vec<Ranked>, mint: i64, maxt: i64, losses: Option<LossReport>) -> Self {
         sources.sort_by_key(|s| (s.mint, s.precedence));
         Self {
             sources,
@@ -128,7 +162,27 @@ impl SeriesReader {
             start: 0,
             pending: false,
             buf: ReadBuffer::default(),
+            losses,
         }
+    }
+
+    /// Decodes `sources[i]` into `ts`/`vs`. A block found damaged adds
+    /// nothing and is reported when losses are; otherwise it fails the read.
+    fn decode(&mut self, i: usize, ts: &mut Vec<i64>, vs: &mut Vec<f64>) -> Result<(), StorageError> {
+        let (t0, v0) = (ts.len(), vs.len());
+        let Err(e) = decode(&self.sources, i, &mut self.buf, ts, vs) else {
+            return Ok(());
+        };
+        let (Some(losses), Source::Block { part, block, .. }) = (&self.losses, &self.sources[i].source) else {
+            return Err(e);
+        };
+        let Some(lost) = part.lost_block(block) else {
+            return Err(e);
+        };
+        ts.truncate(t0);
+        vs.truncate(v0);
+        losses.report(part, &lost);
+        Ok(())
     }
 
     /// Decodes the next non-empty group into `ts`/`vs`; false at the end.
@@ -163,7 +217,7 @@ impl SeriesReader {
             self.pos = end;
             let base = ts.len();
             if end - start == 1 {
-                decode(&self.sources, start, &mut self.buf, ts, vs)?;
+                self.decode(start, ts, vs)?;
             } else {
                 self.merge_group(start, end, ts, vs)?;
             }
@@ -193,7 +247,7 @@ impl SeriesReader {
         for i in start..end {
             ts.clear();
             vs.clear();
-            decode(&self.sources, i, &mut self.buf, &mut ts, &mut vs)?;
+            self.decode(i, &mut ts, &mut vs)?;
             let precedence = self.sources[i].precedence;
             all.extend(ts.iter().zip(&vs).map(|(&t, &v)| (t, precedence, v)));
         }

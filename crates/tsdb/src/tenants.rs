@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use cairn_storage::{Storage, StorageError, TenantId, Tenants};
+use cairn_storage::{ReadOptions, Storage, StorageError, TenantId, Tenants};
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::config::Config;
@@ -239,6 +239,17 @@ fn watch(tenants: std::sync::Weak<TsdbTenants>, stop: Arc<(Mutex<bool>, Condvar)
 impl Tenants for TsdbTenants {
     fn get(&self, tenant: &TenantId) -> Result<Option<Arc<dyn Storage>>, StorageError> {
         Ok(self.engines.read().get(tenant).map(|e| e.clone() as Arc<dyn Storage>))
+    }
+
+    /// The tenant's engine, with the samples lost to damage named in the
+    /// read's warnings.
+    fn get_for_read(&self, tenant: &TenantId, options: &ReadOptions) -> Result<Option<Arc<dyn Storage>>, StorageError> {
+        Ok(self.engines.read().get(tenant).map(|tsdb| {
+            Arc::new(crate::warned::WarnedReads {
+                tsdb: tsdb.clone(),
+                warnings: options.warnings.clone(),
+            }) as Arc<dyn Storage>
+        }))
     }
 
     fn get_or_create(&self, tenant: &TenantId) -> Result<Arc<dyn Storage>, StorageError> {

@@ -1,15 +1,16 @@
 //! A byte flipped in each kind of file: `check_dir` names exactly that
 //! file, the engine opens without it (moved into `quarantine/`, counted)
-//! and serves the rest of the data unchanged.
+//! and serves the rest of the data unchanged; a damaged block of a part
+//! loses that block only, and the reads that miss it say so.
 
 use std::path::{Path, PathBuf};
 
 use cairn_model::histogram::ResetHint;
 use cairn_model::{Histogram, HistogramSample, Labels, Matcher, Sample};
 use cairn_storage::conformance::read;
-use cairn_storage::{Admin, Appendable, Queryable, SelectHints, collect_samples};
+use cairn_storage::{Admin, Appendable, Querier, Queryable, ReadWarnings, SelectHints, collect_samples};
 use cairn_tsdb::check::check_dir;
-use cairn_tsdb::{Config, Day, Tsdb};
+use cairn_tsdb::{Config, Day, Part, Tsdb};
 
 mod common;
 use common::{HOUR, config, now, yesterday_noon};
@@ -125,59 +126,135 @@ fn a_part_with_a_damaged_footer_is_quarantined_at_open() {
     assert!(check_dir(dir.path()).unwrap().is_clean());
 }
 
-#[test]
-fn a_damaged_block_fails_one_read_then_its_part_is_left_out_and_quarantined() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = config(dir.path());
-    let (a, _) = two_days(&c);
-    let db = Tsdb::open(c.clone()).unwrap();
-    let before = all(&db);
-    let part = file_in(&day_dir(dir.path(), a), "part-", ".cpart");
-    // Past the magic: the first block's bytes. The open file sees the change.
-    flip(&part, 12);
-    assert_checked_damaged(dir.path(), &part);
-    let q = db.querier(i64::MIN / 2, i64::MAX / 2).unwrap();
-    let failed = q
-        .select(&SelectHints::default(), &[Matcher::equal("day", "a")])
+/// `n` series of day `t` over `hours` hours at one sample a minute, so each
+/// has a block per two hours (apart by a second, so none shares another's
+/// timestamps), committed in one batch.
+fn write_blocks(db: &Tsdb, t: i64, n: usize, hours: i64) {
+    let mut app = db.appender();
+    for i in 0..n {
+        let samples: Vec<Sample> = (0..hours * 60)
+            .map(|k| Sample::new(t + i as i64 * 1000 + k * 60_000, (i * 10_000) as f64 + k as f64))
+            .collect();
+        app.append(&series("a", i), &samples).unwrap();
+    }
+    app.commit().unwrap();
+}
+
+/// Everything a read sees, and the warnings it gives.
+fn read_warned(db: &Tsdb) -> (Data, Vec<String>) {
+    let warnings = ReadWarnings::default();
+    let q = db.querier_warning(i64::MIN / 2, i64::MAX / 2, Some(warnings.clone()));
+    let mut data: Data = q
+        .select(&SelectHints::default(), &[Matcher::equal("__name__", "m")])
         .unwrap()
-        .map(|s| collect_samples(s?.samples.as_mut()))
-        .find_map(Result::err)
-        .expect("a read of the damaged block fails");
-    assert!(failed.to_string().contains(&part.display().to_string()), "{failed}");
-    // Later reads leave the part out; the merge round quarantines it.
-    assert_eq!(all(&db), of_day(&before, "b"));
-    db.maintain().unwrap();
-    assert_quarantined(&db, dir.path(), &part, "part");
-    assert_eq!(all(&db), of_day(&before, "b"));
-    drop(db);
-    let db = Tsdb::open(c).unwrap();
-    assert_eq!(all(&db), of_day(&before, "b"));
+        .map(|s| {
+            let mut s = s.unwrap();
+            let samples = collect_samples(s.samples.as_mut()).unwrap();
+            (s.labels, samples)
+        })
+        .collect();
+    data.sort_by(|a, b| a.0.cmp(&b.0));
+    (data, warnings.take())
+}
+
+/// The block in the middle of `part`'s file, and a byte in it flipped.
+fn damage_a_middle_block(part: &Path) -> cairn_tsdb::BlockRef {
+    let blocks: Vec<_> = Part::open(part).unwrap().blocks().collect();
+    let b = blocks[blocks.len() / 2];
+    flip(part, (b.start() + u64::from(b.byte_len()) / 2) as usize);
+    b
+}
+
+/// What a read sees once block `b` is lost: exactly one series misses
+/// exactly the samples of `b`'s time range, every other sample is there,
+/// and one warning names that series, how many samples, and the part.
+fn assert_only_lost(before: &Data, (after, warnings): &(Data, Vec<String>), b: &cairn_tsdb::BlockRef, part: &Path) {
+    assert_eq!(before.len(), after.len(), "no series lost whole");
+    let differing: Vec<_> = before.iter().zip(after).filter(|(x, y)| x != y).collect();
+    assert_eq!(differing.len(), 1, "one series differs");
+    let ((labels, all), (same_labels, left)) = differing[0];
+    assert_eq!(labels, same_labels);
+    let expected: Vec<Sample> = all.iter().filter(|s| s.t < b.mint || s.t > b.maxt).copied().collect();
+    assert_eq!(left, &expected, "{labels} misses exactly the block's range");
+    assert_eq!(all.len() - left.len(), b.count as usize);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = &warnings[0];
+    assert!(w.contains(&labels.to_string()), "{w}");
+    assert!(w.contains(&format!("{} samples", b.count)), "{w}");
+    assert!(w.contains(&part.display().to_string()), "{w}");
+}
+
+fn assert_nothing_quarantined(db: &Tsdb) {
+    for (kind, n) in db.stats().quarantined_files_total {
+        assert_eq!(n, 0, "{kind}");
+    }
 }
 
 #[test]
-fn a_merge_meeting_a_damaged_part_quarantines_it() {
+fn a_damaged_block_loses_its_series_time_range_only_and_answers_say_so() {
     let dir = tempfile::tempdir().unwrap();
     let c = config(dir.path());
     let t = yesterday_noon();
     let db = Tsdb::open(c.clone()).unwrap();
-    write(&db, "a", 3, t);
-    db.flush().unwrap();
-    write(&db, "b", 3, t + HOUR);
+    write_blocks(&db, t, 5, 8);
     db.flush().unwrap();
     let before = all(&db);
-    let first = std::fs::read_dir(day_dir(dir.path(), t))
+    let part = file_in(&day_dir(dir.path(), t), "part-", ".cpart");
+    // The open file sees the change.
+    let b = damage_a_middle_block(&part);
+    assert_checked_damaged(dir.path(), &part);
+    // A read that cannot say what it misses fails, naming the part.
+    let failed = db
+        .querier(i64::MIN / 2, i64::MAX / 2)
+        .unwrap()
+        .select(&SelectHints::default(), &[Matcher::equal("__name__", "m")])
+        .unwrap()
+        .map(|s| collect_samples(s?.samples.as_mut()))
+        .find_map(Result::err)
+        .expect("a read of the damaged block without warnings fails");
+    assert!(failed.to_string().contains(&part.display().to_string()), "{failed}");
+    assert_only_lost(&before, &read_warned(&db), &b, &part);
+    // Merges leave the part as it is: its lost block stays known.
+    db.maintain().unwrap();
+    db.compact().unwrap();
+    assert_nothing_quarantined(&db);
+    assert!(part.is_file());
+    assert_only_lost(&before, &read_warned(&db), &b, &part);
+    drop(db);
+    let db = Tsdb::open(c).unwrap();
+    assert_only_lost(&before, &read_warned(&db), &b, &part);
+}
+
+#[test]
+fn a_merge_meeting_a_damaged_block_leaves_that_part_unmerged_and_merges_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let t = yesterday_noon();
+    let db = Tsdb::open(c.clone()).unwrap();
+    write_blocks(&db, t, 3, 4);
+    db.flush().unwrap();
+    write_blocks(&db, t + 4 * HOUR, 3, 2);
+    db.flush().unwrap();
+    write_blocks(&db, t + 6 * HOUR, 3, 2);
+    db.flush().unwrap();
+    let before = all(&db);
+    let mut parts: Vec<PathBuf> = std::fs::read_dir(day_dir(dir.path(), t))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "cpart"))
-        .min()
-        .unwrap();
-    flip(&first, 12);
+        .collect();
+    parts.sort();
+    assert_eq!(parts.len(), 3);
+    let b = damage_a_middle_block(&parts[0]);
+    // No read has met the damage yet: the merge does, and writes nothing.
     db.compact().unwrap();
-    assert_quarantined(&db, dir.path(), &first, "part");
-    assert_eq!(all(&db), of_day(&before, "b"));
-    // The next round merges the rest.
+    assert_nothing_quarantined(&db);
+    assert_only_lost(&before, &read_warned(&db), &b, &parts[0]);
+    // The next round merges the parts after it.
     db.compact().unwrap();
-    assert_eq!(all(&db), of_day(&before, "b"));
+    assert!(parts[0].is_file());
+    assert_eq!(db.parts().unwrap().len(), 2);
+    assert_only_lost(&before, &read_warned(&db), &b, &parts[0]);
 }
 
 #[test]

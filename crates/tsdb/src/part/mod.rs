@@ -10,7 +10,7 @@ mod ts_cache;
 mod writer;
 
 pub use block_index::BlockCursor;
-pub use reader::{BlockRef, Part, ReadBuffer, SharedRead};
+pub use reader::{BlockRef, LostBlock, Part, ReadBuffer, SharedRead};
 pub use writer::{BlockEncoding, PartMeta, PartWriter};
 
 pub const MAGIC: &[u8; 8] = b"CAIRNPT2";

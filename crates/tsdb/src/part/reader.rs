@@ -1,3 +1,4 @@
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -167,9 +168,23 @@ pub struct Part {
     /// The file's path or the object's URL, as errors name the part.
     name: PathBuf,
     bytes: u64,
-    /// Set when a read found a block of the file damaged: the partition
-    /// then drops the part from its list and quarantines the file.
+    /// Set once a read found a block of the stored part damaged (then
+    /// listed in `lost`): a flag, so intact parts' reads take no lock.
     damaged: AtomicBool,
+    /// The blocks found damaged, by offset: reads leave them out.
+    lost: parking_lot::Mutex<BTreeMap<u64, LostBlock>>,
+}
+
+/// A block of a stored part whose bytes failed their checksum or did not
+/// decode: its series' samples over its time range are lost from this part.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LostBlock {
+    /// The series' id in its partition.
+    pub id: u64,
+    pub mint: i64,
+    pub maxt: i64,
+    pub samples: u32,
+    pub reason: String,
 }
 
 fn le_u64(b: &[u8], at: usize) -> Option<u64> {
@@ -214,6 +229,7 @@ impl Part {
             data: Data::Memory(bytes),
             name: PathBuf::from(MEMORY_PART),
             damaged: AtomicBool::new(false),
+            lost: Default::default(),
         })
     }
 
@@ -230,6 +246,7 @@ impl Part {
             data: Data::Memory(data),
             name: PathBuf::from(MEMORY_PART),
             damaged: AtomicBool::new(false),
+            lost: Default::default(),
         }
     }
 
@@ -298,6 +315,7 @@ impl Part {
             name,
             bytes: len,
             damaged: AtomicBool::new(false),
+            lost: Default::default(),
         })
     }
 
@@ -445,8 +463,8 @@ impl Part {
         self.decode_block(b, block, ts, vs)
     }
 
-    /// Checks and decodes the bytes of block `b`; a part file whose block
-    /// fails is marked damaged (see [`Self::is_damaged`]).
+    /// Checks and decodes the bytes of block `b`; a block of a stored part
+    /// that fails is listed as lost (see [`Self::lost_block`]).
     fn decode_block(
         &self,
         b: &BlockRef,
@@ -455,15 +473,59 @@ impl Part {
         vs: &mut Vec<f64>,
     ) -> Result<(), StorageError> {
         let decoded = self.decode_checked_block(b, bytes, ts, vs);
-        if decoded.is_err() && matches!(self.data, Data::File(_)) {
-            self.damaged.store(true, Ordering::Relaxed);
+        if let Err(e) = &decoded
+            && self.is_stored()
+        {
+            self.lose(b, e);
         }
         decoded
     }
 
-    /// Whether a read found a block of this part's file damaged.
+    fn lose(&self, b: &BlockRef, e: &StorageError) {
+        let reason = match e {
+            StorageError::Corrupt { reason, .. } => reason.clone(),
+            other => other.to_string(),
+        };
+        let mut lost = self.lost.lock();
+        if lost.contains_key(&b.offset) {
+            return;
+        }
+        tracing::error!(part = %self.name.display(), series = b.id, mint = b.mint, maxt = b.maxt, %reason,
+            "a block is damaged: its samples are left out of answers, which say so");
+        lost.insert(
+            b.offset,
+            LostBlock {
+                id: b.id,
+                mint: b.mint,
+                maxt: b.maxt,
+                samples: b.count,
+                reason,
+            },
+        );
+        self.damaged.store(true, Ordering::Relaxed);
+    }
+
+    /// The file's path or the object's URL, as errors name the part.
+    pub fn name(&self) -> &Path {
+        &self.name
+    }
+
+    /// Whether a read found a block of this stored part damaged.
     pub fn is_damaged(&self) -> bool {
         self.damaged.load(Ordering::Relaxed)
+    }
+
+    /// Block `b`, if a read found it damaged.
+    pub fn lost_block(&self, b: &BlockRef) -> Option<LostBlock> {
+        if !self.is_damaged() {
+            return None;
+        }
+        self.lost.lock().get(&b.offset).cloned()
+    }
+
+    /// The blocks reads found damaged, in file order.
+    pub fn lost_blocks(&self) -> Vec<LostBlock> {
+        self.lost.lock().values().cloned().collect()
     }
 
     fn decode_checked_block(

@@ -384,15 +384,8 @@ impl Partition {
         // Sealing moves rows into a part while holding the head lock, so
         // holding it here sees each row exactly once: in the head or in a part.
         let head = self.head.lock();
-        let mut parts = self.parts.read().clone();
-        // A part a read found damaged is left out until the merge thread
-        // quarantines it (`quarantine_damaged_parts`).
-        if parts.disk.iter().any(|p| p.is_damaged()) {
-            parts = Arc::new(PartSet {
-                disk: parts.disk.iter().filter(|p| !p.is_damaged()).cloned().collect(),
-                memory: parts.memory.clone(),
-            });
-        }
+        // A part with damaged blocks stays: reads leave out only those blocks.
+        let parts = self.parts.read().clone();
         PartitionSnapshot {
             partition: self.clone(),
             parts,
@@ -682,17 +675,21 @@ impl Partition {
         Ok(true)
     }
 
-    /// The disk parts after the last one in the bucket: those merges take.
+    /// The disk parts after the last one in the bucket or with damaged
+    /// blocks: those merges take. A damaged part is not merged, so its
+    /// lost blocks stay known (and named in answers) rather than merged away.
     fn local_disk(disk: &[Arc<Part>]) -> &[Arc<Part>] {
-        let uploaded = disk.iter().rposition(|p| p.object().is_some()).map_or(0, |i| i + 1);
-        &disk[uploaded..]
+        let after = disk
+            .iter()
+            .rposition(|p| p.object().is_some() || p.is_damaged())
+            .map_or(0, |i| i + 1);
+        &disk[after..]
     }
 
     /// Merges the adjacent local disk parts [`next_disk_merge`] picks, if
     /// any. Returns the bytes written.
     pub fn merge_disk_parts(&self, max_parts: usize, fan_in: usize, young_span: i64) -> Result<u64, StorageError> {
         let _merge = self.disk_merge.lock();
-        self.quarantine_damaged_parts()?;
         let disk = Self::local_disk(&self.parts.read().disk).to_vec();
         let shapes: Vec<PartShape> = disk
             .iter()
@@ -706,58 +703,25 @@ impl Partition {
         if inputs.len() < 2 {
             return Ok(0);
         }
-        Ok(self.replace_disk_parts_or_quarantine(inputs)?.unwrap_or(0))
+        Ok(self.replace_disk_parts_unless_damaged(inputs)?.unwrap_or(0))
     }
 
     /// [`Self::replace_disk_parts`], except that a merge failing on a
-    /// damaged input quarantines it and writes nothing (`None`): the next
-    /// round merges without it, rather than every round failing on it.
-    fn replace_disk_parts_or_quarantine(&self, inputs: &[Arc<Part>]) -> Result<Option<u64>, StorageError> {
+    /// damaged input writes nothing (`None`): later merges leave that part
+    /// out (see [`Self::local_disk`]).
+    fn replace_disk_parts_unless_damaged(&self, inputs: &[Arc<Part>]) -> Result<Option<u64>, StorageError> {
         match self.replace_disk_parts(inputs) {
             Err(e) if inputs.iter().any(|p| p.is_damaged()) => {
-                tracing::error!(day = %self.day, error = %e, "a merge met a damaged part");
-                self.quarantine_damaged_parts()?;
+                tracing::error!(day = %self.day, error = %e, "a merge met a damaged part, which is left unmerged");
                 Ok(None)
             }
             replaced => replaced.map(Some),
         }
     }
 
-    /// Drops the disk parts a read found damaged from the list and moves
-    /// their files into the quarantine. The caller holds `disk_merge`, so
-    /// no merge has them as inputs meanwhile; queries that hold them in a
-    /// snapshot read on from the open file.
-    fn quarantine_damaged_parts(&self) -> Result<(), StorageError> {
-        let damaged: Vec<Arc<Part>> = self
-            .parts
-            .read()
-            .disk
-            .iter()
-            .filter(|p| p.is_damaged())
-            .cloned()
-            .collect();
-        if damaged.is_empty() {
-            return Ok(());
-        }
-        self.edit_parts_when_free(|parts| parts.disk.retain(|p| !p.is_damaged()));
-        for part in damaged {
-            match (part.path(), part.object()) {
-                (Some(path), _) => {
-                    self.quarantine.take(
-                        path,
-                        FileKind::Part,
-                        "a block failed its checksum or did not decode when read",
-                    )?;
-                }
-                (None, Some(object)) => self.quarantine.skip(
-                    Path::new(&object.key),
-                    FileKind::Part,
-                    "a block failed its checksum or did not decode when read",
-                ),
-                (None, None) => {}
-            }
-        }
-        Ok(())
+    /// Whether a read found a block of a disk part damaged.
+    fn has_damaged_part(&self) -> bool {
+        self.parts.read().disk.iter().any(|p| p.is_damaged())
     }
 
     /// Whether a histogram file of this partition was quarantined.
@@ -777,7 +741,9 @@ impl Partition {
         let idle = self.idle_for(crate::engine::now_ms(), idle_ms);
         // Deletes not yet merged away also call for a full merge: that is
         // how their space is reclaimed when no other merge touches the parts.
-        let unapplied = self.newest_tombstone_seq() > self.applied_tombstone_seq.load(Ordering::Relaxed);
+        // A damaged part is never rewritten, so deletes stay unapplied there.
+        let unapplied = self.newest_tombstone_seq() > self.applied_tombstone_seq.load(Ordering::Relaxed)
+            && !self.has_damaged_part();
         let parts = self.parts.read();
         let several = Self::local_disk(&parts.disk).len() > 1;
         idle && parts.memory.is_empty() && (several || (unapplied && !parts.disk.is_empty()))
@@ -787,26 +753,27 @@ impl Partition {
     /// applied, every disk part (the bucket's too), dropping deleted samples.
     pub fn compact_all(&self) -> Result<u64, StorageError> {
         let _merge = self.disk_merge.lock();
-        self.quarantine_damaged_parts()?;
         // Read before the parts: a delete flushes the data it hides before
         // adding its tombstone, so every part that tombstone hides samples
         // of is in the list below. A delete racing the merge only makes this lower.
         let newest_tombstone = self.newest_tombstone_seq();
         let applied = self.applied_tombstone_seq.load(Ordering::Relaxed);
         let disk = self.parts.read().disk.clone();
-        let inputs = if newest_tombstone > applied {
+        // A damaged part is never rewritten, so deletes stay unapplied there.
+        let apply_deletes = newest_tombstone > applied && !disk.iter().any(|p| p.is_damaged());
+        let inputs = if apply_deletes {
             &disk[..]
         } else {
             Self::local_disk(&disk)
         };
-        if inputs.is_empty() || (inputs.len() == 1 && newest_tombstone <= applied) {
+        if inputs.is_empty() || (inputs.len() == 1 && !apply_deletes) {
             return Ok(0);
         }
-        // A damaged input quarantined: the next round compacts the rest.
-        let Some(bytes) = self.replace_disk_parts_or_quarantine(inputs)? else {
+        // A damaged input left out: the next round compacts the rest.
+        let Some(bytes) = self.replace_disk_parts_unless_damaged(inputs)? else {
             return Ok(0);
         };
-        if newest_tombstone > applied {
+        if apply_deletes {
             tombstones::store_applied(&self.dir, newest_tombstone)?;
             self.applied_tombstone_seq.store(newest_tombstone, Ordering::Relaxed);
         }
@@ -919,31 +886,27 @@ impl Partition {
     /// parts. A damaged part met on the way is quarantined and the rest
     /// looked at again.
     fn update_liveness(&self, ids: BTreeSet<u64>) -> Result<(), StorageError> {
-        loop {
-            match self.update_liveness_once(&ids) {
-                Err(e) if self.parts.read().disk.iter().any(|p| p.is_damaged()) => {
-                    tracing::error!(day = %self.day, error = %e, "reading deleted series met a damaged part");
-                    let _merge = self.disk_merge.lock();
-                    self.quarantine_damaged_parts()?;
-                }
-                updated => return updated,
-            }
-        }
-    }
-
-    fn update_liveness_once(&self, ids: &BTreeSet<u64>) -> Result<(), StorageError> {
         let parts = self.parts.read().clone();
         let all: Vec<Arc<Part>> = parts.all().cloned().collect();
         let tombs = self.tombstones.read().clone();
         let by_id = tombstones_by_id(&tombs);
         // A set iterates in ascending id order, as the cursors need.
         let mut cursors: Vec<_> = all.iter().map(|p| p.block_cursor()).collect();
-        for &id in ids {
+        for id in ids {
             // About one block per part.
             let mut sources = Vec::with_capacity(all.len());
             sources_of(&all, &mut cursors, id, i64::MIN, i64::MAX, &by_id, &mut sources);
             let mut reader = SeriesReader::new(sources, i64::MIN, i64::MAX);
-            if !reader.has_samples()? {
+            let has_samples = match reader.has_samples() {
+                // A series with a damaged block stays listed, so answers
+                // that select it say what is lost.
+                Err(e) if all.iter().any(|p| p.is_damaged()) => {
+                    tracing::error!(day = %self.day, error = %e, "reading deleted series met a damaged part");
+                    true
+                }
+                has_samples => has_samples?,
+            };
+            if !has_samples {
                 let mut index = self.index.write();
                 if let Some(local) = index.local_of(id) {
                     index.mark_deleted(local);
