@@ -31,7 +31,9 @@ impl Subcommand {
             Self::Bench => "Benchmark any Prometheus-compatible database (remote write + alerting-rule queries)",
             Self::Backup => "Back up a data directory to a directory or bucket, or list backups",
             Self::Restore => "Restore a backup into a data directory",
-            Self::Check => "Check configuration or rule files (as promtool does), or verify a data directory",
+            Self::Check => {
+                "Check configuration or rule files (as promtool does), or verify (and repair) a data directory"
+            }
             Self::Test => "Run rule unit tests (`cairn test rules FILE...`, as promtool does)",
         }
     }

@@ -26,6 +26,7 @@ mod remote_write;
 mod remote_write_v2;
 mod tsdb_histogram_file;
 mod tsdb_index_segment;
+mod tsdb_losses;
 mod tsdb_part;
 mod tsdb_tombstones;
 mod tsdb_wal_record;
@@ -52,6 +53,7 @@ pub use remote_write::remote_write;
 pub use remote_write_v2::remote_write_v2;
 pub use tsdb_histogram_file::tsdb_histogram_file;
 pub use tsdb_index_segment::tsdb_index_segment;
+pub use tsdb_losses::tsdb_losses;
 pub use tsdb_part::tsdb_part;
 pub use tsdb_tombstones::tsdb_tombstones;
 pub use tsdb_wal_record::tsdb_wal_record;
@@ -83,6 +85,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("remote_write_v2", remote_write_v2),
     ("tsdb_histogram_file", tsdb_histogram_file),
     ("tsdb_index_segment", tsdb_index_segment),
+    ("tsdb_losses", tsdb_losses),
     ("tsdb_part", tsdb_part),
     ("tsdb_tombstones", tsdb_tombstones),
     ("tsdb_wal_record", tsdb_wal_record),

@@ -97,6 +97,7 @@ replay_tests! {
     remote_write_v2
     tsdb_histogram_file
     tsdb_index_segment
+    tsdb_losses
     tsdb_part
     tsdb_tombstones
     tsdb_wal_record

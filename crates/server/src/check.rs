@@ -2,12 +2,13 @@
 //! configuration and rule files and its rule unit tests, with its output and
 //! exit codes (0 good, 1 errors), so scripts written for promtool work;
 //! `cairn check --storage.path DIR`: every file of a data directory verified,
-//! read-only (0 clean, 1 damage found, 2 usage).
+//! read-only (0 clean, 1 damage found, 2 usage); with `--repair`, the damage
+//! found is repaired as the engine would (see docs/corruption.md).
 
 use std::io::Write as _;
 use std::path::PathBuf;
 
-const USAGE: &str = "usage: cairn check config FILE... | cairn check rules FILE... | cairn test rules FILE... | cairn check --storage.path DIR";
+const USAGE: &str = "usage: cairn check config FILE... | cairn check rules FILE... | cairn test rules FILE... | cairn check --storage.path DIR [--repair]";
 
 /// Runs the subcommand `args` (after `cairn`); the process exit code.
 pub fn main(args: &[String]) -> i32 {
@@ -16,8 +17,14 @@ pub fn main(args: &[String]) -> i32 {
         ["check", "config", _, ..] => check_config(&files(2)),
         ["check", "rules", _, ..] => check_rules(&files(2)),
         ["test", "rules", _, ..] => test_rules(&files(2)),
-        ["check", "--storage.path", dir] => check_storage(dir),
-        ["check", flag] if flag.starts_with("--storage.path=") => check_storage(&flag["--storage.path=".len()..]),
+        ["check", "--storage.path", dir] => check_storage(dir, false),
+        ["check", "--storage.path", dir, "--repair"] => check_storage(dir, true),
+        ["check", flag] if flag.starts_with("--storage.path=") => {
+            check_storage(&flag["--storage.path=".len()..], false)
+        }
+        ["check", flag, "--repair"] if flag.starts_with("--storage.path=") => {
+            check_storage(&flag["--storage.path=".len()..], true)
+        }
         // Asked for, the usage is an answer, not an error.
         ["check" | "test", "--help" | "-h"] => {
             println!("{USAGE}");
@@ -85,23 +92,72 @@ fn test_rules(files: &[PathBuf]) -> i32 {
     code
 }
 
-fn check_storage(dir: &str) -> i32 {
+fn check_storage(dir: &str, repair: bool) -> i32 {
     let root = PathBuf::from(dir);
     if dir.is_empty() || !root.is_dir() {
         eprintln!("{dir:?} is not a directory\n{USAGE}");
         return 2;
     }
-    match cairn_tsdb::check::check_dir(&root) {
-        Ok(report) => {
-            for d in &report.damaged {
-                println!("DAMAGED {} ({}): {}", d.path.display(), d.kind, d.reason);
+    let checked = match print_check(&root) {
+        Ok(clean) => clean,
+        Err(code) => return code,
+    };
+    if checked || !repair {
+        return i32::from(!checked);
+    }
+    match repair_storage(&root) {
+        Ok((blocks, samples)) => {
+            println!(
+                "REPAIRED: {blocks} damaged block(s) dropped, their {samples} samples recorded as lost; other damaged files quarantined"
+            );
+            match print_check(&root) {
+                Ok(clean) => i32::from(!clean),
+                Err(code) => code,
             }
-            println!("{}", report.summary());
-            i32::from(!report.is_clean())
         }
         Err(e) => {
             eprintln!("  FAILED: {e}");
             1
         }
     }
+}
+
+/// Prints what `check_dir` finds; whether the directory is clean.
+fn print_check(root: &std::path::Path) -> Result<bool, i32> {
+    match cairn_tsdb::check::check_dir(root) {
+        Ok(report) => {
+            for d in &report.damaged {
+                println!("DAMAGED {} ({}): {}", d.path.display(), d.kind, d.reason);
+            }
+            println!("{}", report.summary());
+            Ok(report.is_clean())
+        }
+        Err(e) => {
+            eprintln!("  FAILED: {e}");
+            Err(1)
+        }
+    }
+}
+
+/// Opens every tenant's engine of `root`, which quarantines what is damaged
+/// at open, and rewrites the parts with damaged blocks without them. Nothing
+/// is dropped for age: a repair keeps whatever retention would.
+fn repair_storage(root: &std::path::Path) -> Result<(usize, u64), cairn_storage::StorageError> {
+    let keep_all = std::time::Duration::from_secs(1000 * 365 * 86_400);
+    let mut config = cairn_tsdb::Config::new(root);
+    config.background = false;
+    config.retention = keep_all;
+    let settings: cairn_tsdb::SettingsOf = std::sync::Arc::new(move |_| cairn_tsdb::TenantSettings {
+        retention: Some(keep_all),
+        ..Default::default()
+    });
+    let tenants = cairn_tsdb::TsdbTenants::open(config, settings)?;
+    let (mut blocks, mut samples) = (0, 0);
+    for (_, engine) in tenants.engines() {
+        let (b, s) = engine.repair()?;
+        blocks += b;
+        samples += s;
+    }
+    tenants.close()?;
+    Ok((blocks, samples))
 }

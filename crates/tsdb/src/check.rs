@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use cairn_storage::StorageError;
 
 use crate::part::Part;
-use crate::{histograms, index, tombstones, wal};
+use crate::{histograms, index, losses, tombstones, wal};
 
 /// A file found damaged: where, of what kind, what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +57,7 @@ impl Report {
     }
 }
 
-const KINDS: [&str; 6] = ["part", "index", "tombstones", "histograms", "wal", "cache"];
+const KINDS: [&str; 7] = ["part", "index", "tombstones", "losses", "histograms", "wal", "cache"];
 
 /// Checks every file of the data directory `root` and of its tenants'
 /// (`tenants/<id>/`). Errors only when a directory cannot be listed;
@@ -106,6 +106,9 @@ fn check_engine_dir(root: &Path, report: &mut Report) -> Result<(), StorageError
             } else if name == tombstones::APPLIED_FILE {
                 let checked = tombstones::load_applied(&day).map(|_| ()).map_err(|e| reason_of(&e));
                 report.file(&path, "tombstones", checked);
+            } else if name == losses::FILE {
+                let checked = read(&path).and_then(|b| losses::decode(&b).map(|_| ()));
+                report.file(&path, "losses", checked);
             } else if histograms::file_seq(&name).is_some() {
                 let checked = histograms::check_file(&path).map(|_| ());
                 report.file(&path, "histograms", checked);

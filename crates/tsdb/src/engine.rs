@@ -314,6 +314,20 @@ impl Tsdb {
         Ok(())
     }
 
+    /// Rewrites every local part that has damaged blocks without them,
+    /// recording their samples as lost (`cairn check --repair`). Returns
+    /// how many blocks and samples were lost.
+    pub fn repair(&self) -> Result<(usize, u64), StorageError> {
+        let partitions: Vec<_> = self.inner.partitions.read().values().cloned().collect();
+        let (mut blocks, mut samples) = (0, 0);
+        for p in partitions {
+            let lost = p.repair()?;
+            blocks += lost.len();
+            samples += lost.iter().map(|l| u64::from(l.samples)).sum::<u64>();
+        }
+        Ok((blocks, samples))
+    }
+
     /// Stops background work and flushes. Also done on drop, ignoring errors.
     pub fn close(&self) -> Result<(), StorageError> {
         *self.inner.stop.lock() = true;

@@ -28,6 +28,7 @@ mod head;
 mod health;
 mod histograms;
 mod index;
+mod losses;
 mod part;
 mod partition;
 mod quarantine;
@@ -58,6 +59,7 @@ pub mod formats {
     pub use crate::index::check_segment as check_index_segment;
     pub use crate::index::decode_segment as decode_index_segment;
     pub use crate::index::encode_segment as encode_index_segment;
+    pub use crate::losses::decode as decode_losses;
     pub use crate::part::Part;
     pub use crate::tombstones::decode as decode_tombstones;
     pub use crate::wal::record::decode_batch as decode_wal_record;

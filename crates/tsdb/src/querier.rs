@@ -11,7 +11,7 @@ use cairn_storage::{
 
 use crate::histograms::is_marker;
 use crate::partition::{Partition, PartitionSnapshot, newest_sources_of, sources_of, tombstones_by_id};
-use crate::series_reader::{LossReport, Ranked, SeriesReader, keep_newest_source};
+use crate::series_reader::{LossReport, Ranked, SeriesReader, keep_newest_source, lost_samples_warning};
 use crate::shared_reads::{SELECT_BUDGET, share_part_reads};
 
 /// Selects of at least this many series sort on every core.
@@ -45,6 +45,35 @@ impl TsdbQuerier {
             mint,
             maxt,
             warnings,
+        }
+    }
+}
+
+impl TsdbQuerier {
+    /// Warns of the losses recorded by repairs among the `selected` series
+    /// (id, local, labels in `arena`, sort key) in this querier's range.
+    fn report_recorded_losses(
+        &self,
+        snap: &PartitionSnapshot,
+        selected: &[(u64, u32, Range<usize>, Range<usize>)],
+        arena: &[u8],
+        warnings: &ReadWarnings,
+    ) {
+        let in_range: Vec<_> = snap
+            .losses
+            .iter()
+            .filter(|l| l.overlaps(self.mint, self.maxt))
+            .collect();
+        if in_range.is_empty() {
+            return;
+        }
+        for (id, _, labels, _) in selected {
+            for loss in in_range.iter().filter(|l| l.id == *id) {
+                let series = Labels::decode(&arena[labels.clone()])
+                    .map_or_else(|_| format!("#{id:016x}"), |(l, _)| l.to_string());
+                let why = format!("a repair of day {} dropped a damaged block", snap.partition.day);
+                warnings.push(lost_samples_warning(&series, loss.samples, loss.mint, loss.maxt, &why));
+            }
         }
     }
 }
@@ -109,6 +138,9 @@ impl Querier for TsdbQuerier {
                     histograms: Vec::new(),
                 }));
                 continue;
+            }
+            if let Some(warnings) = &self.warnings {
+                self.report_recorded_losses(snap, &selected, &arena, warnings);
             }
             let locals: Vec<u32> = selected.iter().map(|&(_, local, ..)| local).collect();
             let fresh = snap.head.series(&locals, self.mint, self.maxt);

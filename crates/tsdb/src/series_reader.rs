@@ -111,17 +111,22 @@ impl LossReport {
     fn report(&self, part: &Part, lost: &LostBlock) {
         let series = Labels::decode(&self.arena[self.labels.clone()])
             .map_or_else(|_| format!("#{:016x}", lost.id), |(l, _)| l.to_string());
-        let at =
-            |ms: i64| format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64));
-        self.warnings.push(format!(
-            "{} samples of {series} from {} to {} are lost: a block of {} is damaged ({})",
-            lost.samples,
-            at(lost.mint),
-            at(lost.maxt),
-            part.name().display(),
-            lost.reason
-        ));
+        let why = format!("a block of {} is damaged ({})", part.name().display(), lost.reason);
+        self.warnings
+            .push(lost_samples_warning(&series, lost.samples, lost.mint, lost.maxt, &why));
     }
+}
+
+/// The warning of a read that misses `samples` samples of `series` over
+/// `[mint, maxt]`, and `why`.
+pub fn lost_samples_warning(series: &str, samples: u32, mint: i64, maxt: i64, why: &str) -> String {
+    let at =
+        |ms: i64| format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64));
+    format!(
+        "{samples} samples of {series} from {} to {} are lost: {why}",
+        at(mint),
+        at(maxt)
+    )
 }
 
 /// Yields the merged samples of one series in `[mint, maxt]`, one block per

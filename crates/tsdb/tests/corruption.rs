@@ -221,8 +221,38 @@ fn a_damaged_block_loses_its_series_time_range_only_and_answers_say_so() {
     assert!(part.is_file());
     assert_only_lost(&before, &read_warned(&db), &b, &part);
     drop(db);
-    let db = Tsdb::open(c).unwrap();
+    let db = Tsdb::open(c.clone()).unwrap();
     assert_only_lost(&before, &read_warned(&db), &b, &part);
+    // A repair rewrites the part without the block and records the loss:
+    // the directory checks clean, and answers still name what is missing.
+    assert_eq!(db.repair().unwrap(), (1, u64::from(b.count)));
+    assert!(check_dir(dir.path()).unwrap().is_clean());
+    assert_eq!(all(&db), read_warned(&db).0, "reads without warnings no longer fail");
+    assert_repaired(&before, &read_warned(&db), &b);
+    assert_eq!(db.repair().unwrap(), (0, 0));
+    drop(db);
+    let db = Tsdb::open(c).unwrap();
+    assert_repaired(&before, &read_warned(&db), &b);
+    db.compact().unwrap();
+    assert_repaired(&before, &read_warned(&db), &b);
+}
+
+/// After a repair dropped block `b`: the same samples as before it, and a
+/// warning naming the repair instead of the part.
+fn assert_repaired(before: &Data, read: &(Data, Vec<String>), b: &cairn_tsdb::BlockRef) {
+    let (after, warnings) = read;
+    let differing: Vec<_> = before.iter().zip(after).filter(|(x, y)| x != y).collect();
+    assert_eq!((before.len(), differing.len()), (after.len(), 1));
+    let (labels, all) = &differing[0].0;
+    let expected: Vec<Sample> = all.iter().filter(|s| s.t < b.mint || s.t > b.maxt).copied().collect();
+    assert_eq!(&differing[0].1.1, &expected);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let w = &warnings[0];
+    assert!(
+        w.contains(&labels.to_string()) && w.contains(&format!("{} samples", b.count)),
+        "{w}"
+    );
+    assert!(w.contains("repair"), "{w}");
 }
 
 #[test]

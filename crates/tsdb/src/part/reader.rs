@@ -515,6 +515,21 @@ impl Part {
         self.damaged.load(Ordering::Relaxed)
     }
 
+    /// Reads every block, so that each damaged one is listed as lost.
+    pub fn find_damaged_blocks(&self) -> Result<(), StorageError> {
+        let (mut ts, mut vs) = (Vec::new(), Vec::new());
+        for b in self.blocks() {
+            ts.clear();
+            vs.clear();
+            if let Err(e) = self.read_block(&b, &mut ts, &mut vs)
+                && self.lost_block(&b).is_none()
+            {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
     /// Block `b`, if a read found it damaged.
     pub fn lost_block(&self, b: &BlockRef) -> Option<LostBlock> {
         if !self.is_damaged() {

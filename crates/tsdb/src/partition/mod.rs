@@ -22,6 +22,7 @@ use crate::day::Day;
 use crate::head::{Head, HeadSnapshot, Row, UNKNOWN_LOCAL};
 use crate::histograms::HistogramStore;
 use crate::index::PartitionIndex;
+use crate::losses::{self, Loss};
 use crate::part::{BlockCursor, BlockEncoding, Part, PartWriter};
 use crate::quarantine::{FileKind, Quarantine};
 use crate::selection::{self, Selection, SelectionCache};
@@ -89,6 +90,8 @@ pub struct Partition {
     /// Set when a histogram file was quarantined: markers whose bodies it
     /// held are left out of reads rather than failing them.
     lost_histograms: AtomicBool,
+    /// Samples lost for good when a repair dropped damaged blocks.
+    losses: RwLock<Arc<Vec<Loss>>>,
 }
 
 /// What a query sees of a partition.
@@ -97,6 +100,7 @@ pub struct PartitionSnapshot {
     pub parts: Arc<PartSet>,
     pub head: HeadSnapshot,
     pub tombstones: Arc<Vec<Tombstone>>,
+    pub losses: Arc<Vec<Loss>>,
 }
 
 /// Where a part found when a partition opens is.
@@ -145,6 +149,7 @@ impl Partition {
             upload: Mutex::new(()),
             quarantine,
             lost_histograms: AtomicBool::new(false),
+            losses: RwLock::default(),
         })
     }
 
@@ -286,6 +291,7 @@ impl Partition {
             }
             applied => applied?,
         };
+        let losses = losses::load(&dir)?;
         let (histograms, damaged) = HistogramStore::load_lenient(&dir)?;
         for (path, reason) in &damaged {
             quarantine.take(path, FileKind::Histograms, reason)?;
@@ -309,6 +315,7 @@ impl Partition {
             upload: Mutex::new(()),
             quarantine,
             lost_histograms: AtomicBool::new(!damaged.is_empty()),
+            losses: RwLock::new(Arc::new(losses)),
         };
         let ids: BTreeSet<u64> = p.tombstones.read().iter().map(|t| t.id).collect();
         p.update_liveness(ids)?;
@@ -391,6 +398,7 @@ impl Partition {
             parts,
             head: head.snapshot(),
             tombstones: self.tombstones.read().clone(),
+            losses: self.losses.read().clone(),
         }
     }
 
@@ -717,6 +725,42 @@ impl Partition {
             }
             replaced => replaced.map(Some),
         }
+    }
+
+    /// Reads every block of the local disk parts, and rewrites each part
+    /// with damaged blocks without them, after recording what they held as
+    /// losses (so answers go on naming it). Returns the losses.
+    pub fn repair(&self) -> Result<Vec<Loss>, StorageError> {
+        let _merge = self.disk_merge.lock();
+        let disk = self.parts.read().disk.clone();
+        let mut repaired = Vec::new();
+        for part in disk.iter().filter(|p| p.path().is_some()) {
+            part.find_damaged_blocks()?;
+            let lost: Vec<Loss> = part
+                .lost_blocks()
+                .iter()
+                .map(|b| Loss {
+                    id: b.id,
+                    mint: b.mint,
+                    maxt: b.maxt,
+                    samples: b.samples,
+                })
+                .collect();
+            if lost.is_empty() {
+                continue;
+            }
+            losses::append(&self.dir, &lost)?;
+            {
+                let mut known = self.losses.write();
+                let mut all = (**known).clone();
+                all.extend(&lost);
+                *known = Arc::new(all);
+            }
+            self.replace_disk_parts(std::slice::from_ref(part))?;
+            tracing::warn!(day = %self.day, part = %part.name().display(), blocks = lost.len(), "repaired a part without its damaged blocks");
+            repaired.extend(lost);
+        }
+        Ok(repaired)
     }
 
     /// Whether a read found a block of a disk part damaged.
@@ -1161,6 +1205,11 @@ pub fn merge_parts<W: Write>(
             let max_seq = part.meta().max_seq;
             let deleted = deleted_ranges(&by_id, id, max_seq);
             while let Some(block) = cursor.next_if(|b| b.id == id) {
+                // Only a repair merges a part with lost blocks, which it
+                // recorded as losses first.
+                if part.lost_block(&block).is_some() {
+                    continue;
+                }
                 let mut source = Ranked::block(part, block, deleted.clone());
                 reads.share(input, &mut source);
                 sources.push(source);
