@@ -35,6 +35,7 @@ mod bench_victoriametrics;
 mod cli_help;
 mod cluster;
 mod cluster_conformance;
+mod cluster_damage;
 mod cluster_history;
 mod cluster_monitoring;
 mod cluster_tls;

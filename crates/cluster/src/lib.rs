@@ -27,6 +27,7 @@ pub mod layout;
 mod membership;
 mod node;
 mod read;
+mod restore;
 mod retire;
 pub mod ring;
 mod routes;

@@ -177,8 +177,9 @@ impl Cluster {
     }
 
     /// Gives a node its opened engine. An ingester then registers, takes
-    /// its share of the ring, catches up on what it missed while down, and
-    /// drops its copies of the days the compactor holds.
+    /// its share of the ring, catches up on what it missed while down,
+    /// drops its copies of the days the compactor holds, and restores
+    /// damaged blocks from the other replicas.
     pub fn set_local(self: &Arc<Self>, local: Arc<TsdbTenants>) {
         if self.local.set(local.clone()).is_err() || !self.config.role.stores() {
             return;
@@ -187,7 +188,10 @@ impl Cluster {
         let cluster = self.clone();
         std::thread::spawn(move || cluster.catch_up_after_registrations());
         let cluster = self.clone();
-        std::thread::spawn(move || crate::retire::retire_compacted(cluster, local));
+        let tenants = local.clone();
+        std::thread::spawn(move || crate::retire::retire_compacted(cluster, tenants));
+        let cluster = self.clone();
+        std::thread::spawn(move || crate::restore::restore_damaged_blocks(cluster, local));
     }
 
     /// Gives the node the compactor's copy of old days, which its reads

@@ -21,7 +21,7 @@ use crate::config::{Config, WalSync};
 use crate::day::Day;
 use crate::head::{Row, UNKNOWN_LOCAL};
 use crate::health::WriteHealth;
-use crate::partition::{Partition, Remote};
+use crate::partition::{DamagedBlock, Partition, Remote};
 use crate::quarantine::Quarantine;
 use crate::querier::TsdbQuerier;
 use crate::tier;
@@ -326,6 +326,25 @@ impl Tsdb {
             samples += lost.iter().map(|l| u64::from(l.samples)).sum::<u64>();
         }
         Ok((blocks, samples))
+    }
+
+    /// The blocks of local parts that reads found damaged, with their
+    /// series' labels: what another copy (a replica) could restore.
+    pub fn damaged_blocks(&self) -> Vec<DamagedBlock> {
+        let partitions: Vec<_> = self.inner.partitions.read().values().cloned().collect();
+        partitions.iter().flat_map(|p| p.damaged_blocks()).collect()
+    }
+
+    /// Drops from the parts the damaged blocks whose samples were written
+    /// again (`restored`, as [`Self::damaged_blocks`] gave them), recording
+    /// no loss. A part with another damaged block stays as it is.
+    pub fn drop_restored_blocks(&self, restored: &[DamagedBlock]) -> Result<usize, StorageError> {
+        let partitions: Vec<_> = self.inner.partitions.read().values().cloned().collect();
+        let mut dropped = 0;
+        for p in partitions {
+            dropped += p.drop_restored_blocks(restored)?;
+        }
+        Ok(dropped)
     }
 
     /// Stops background work and flushes. Also done on drop, ignoring errors.

@@ -48,7 +48,8 @@ pub use config::{Config, WalSync};
 pub use day::Day;
 pub use engine::Tsdb;
 pub use follow::{WalFeedDay, WalFeedRecord};
-pub use part::{BlockRef, Part, PartWriter};
+pub use part::{BlockRef, LostBlock, Part, PartWriter};
+pub use partition::DamagedBlock;
 pub use tenants::{SettingsOf, TenantSettings, TsdbTenants};
 pub use wal::tail::{TailEvent, WalPosition, WalTail};
 

@@ -23,7 +23,7 @@ use crate::head::{Head, HeadSnapshot, Row, UNKNOWN_LOCAL};
 use crate::histograms::HistogramStore;
 use crate::index::PartitionIndex;
 use crate::losses::{self, Loss};
-use crate::part::{BlockCursor, BlockEncoding, Part, PartWriter};
+use crate::part::{BlockCursor, BlockEncoding, LostBlock, Part, PartWriter};
 use crate::quarantine::{FileKind, Quarantine};
 use crate::selection::{self, Selection, SelectionCache};
 use crate::series_reader::{Deleted, Ranked, SeriesReader};
@@ -92,6 +92,14 @@ pub struct Partition {
     lost_histograms: AtomicBool,
     /// Samples lost for good when a repair dropped damaged blocks.
     losses: RwLock<Arc<Vec<Loss>>>,
+}
+
+/// A damaged block of a disk part, and the series it held.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DamagedBlock {
+    pub part: PathBuf,
+    pub labels: cairn_model::Labels,
+    pub block: LostBlock,
 }
 
 /// What a query sees of a partition.
@@ -756,11 +764,57 @@ impl Partition {
                 all.extend(&lost);
                 *known = Arc::new(all);
             }
-            self.replace_disk_parts(std::slice::from_ref(part))?;
-            tracing::warn!(day = %self.day, part = %part.name().display(), blocks = lost.len(), "repaired a part without its damaged blocks");
+            self.drop_lost_blocks(part)?;
             repaired.extend(lost);
         }
         Ok(repaired)
+    }
+
+    /// The blocks of disk parts reads found damaged: each with its series'
+    /// labels, for another copy of the samples to be found.
+    pub fn damaged_blocks(&self) -> Vec<DamagedBlock> {
+        let parts = self.parts.read().clone();
+        let index = self.index.read();
+        let mut out = Vec::new();
+        for part in parts.disk.iter().filter(|p| p.is_damaged()) {
+            for b in part.lost_blocks() {
+                let Some(local) = index.local_of(b.id) else { continue };
+                out.push(DamagedBlock {
+                    part: part.name().to_path_buf(),
+                    labels: index.labels_of(local),
+                    block: b,
+                });
+            }
+        }
+        out
+    }
+
+    /// Rewrites each damaged disk part whose every damaged block is among
+    /// `restored` (their samples were written again) without those blocks.
+    /// Returns how many blocks were dropped.
+    pub fn drop_restored_blocks(&self, restored: &[DamagedBlock]) -> Result<usize, StorageError> {
+        let _merge = self.disk_merge.lock();
+        let disk = self.parts.read().disk.clone();
+        let mut dropped = 0;
+        for part in disk.iter().filter(|p| p.is_damaged() && p.path().is_some()) {
+            let lost = part.lost_blocks();
+            let all_restored = lost
+                .iter()
+                .all(|b| restored.iter().any(|r| r.part == part.name() && r.block == *b));
+            if all_restored {
+                self.drop_lost_blocks(part)?;
+                dropped += lost.len();
+            }
+        }
+        Ok(dropped)
+    }
+
+    /// Rewrites `part` alone without its lost blocks (`merge_parts` leaves
+    /// them out); the caller holds `disk_merge`.
+    fn drop_lost_blocks(&self, part: &Arc<Part>) -> Result<(), StorageError> {
+        self.replace_disk_parts(std::slice::from_ref(part))?;
+        tracing::warn!(day = %self.day, part = %part.name().display(), "rewrote a part without its damaged blocks");
+        Ok(())
     }
 
     /// Whether a read found a block of a disk part damaged.
