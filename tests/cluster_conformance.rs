@@ -109,10 +109,10 @@ fn the_cluster_passes_the_storage_conformance_suite() {
 fn a_delete_removes_the_late_copies_of_acknowledged_writes() {
     let Some(cluster) = Routed::start() else { return };
     let storage = cluster.fresh();
-    let slow = cluster.nodes.nodes[2].pid().to_string();
+    let slow = &cluster.nodes.nodes[2];
     let every = [Matcher::new(MatchOp::RegexMatch, "__name__", "late_.*").expect("a valid regex")];
     for round in 0..3 {
-        signal("-STOP", &slow);
+        slow.signal("-STOP");
         let mut appender = storage.appender();
         for i in 0..100 {
             let labels = Labels::from_pairs([("__name__", format!("late_{round}")), ("i", i.to_string())]);
@@ -126,7 +126,7 @@ fn a_delete_removes_the_late_copies_of_acknowledged_writes() {
         });
         // The paused owner gets the last copy and the delete only when it resumes.
         std::thread::sleep(Duration::from_millis(500));
-        signal("-CONT", &slow);
+        slow.signal("-CONT");
         deleting.join().expect("the delete's thread").expect("the delete");
         let left = cairn_storage::conformance::read(storage.as_ref(), &every, 0, 10_000);
         assert!(
@@ -135,14 +135,6 @@ fn a_delete_removes_the_late_copies_of_acknowledged_writes() {
             left.len()
         );
     }
-}
-
-fn signal(sig: &str, pid: &str) {
-    let sent = std::process::Command::new("kill")
-        .args([sig, pid])
-        .status()
-        .expect("kill");
-    assert!(sent.success(), "kill {sig} {pid}");
 }
 
 #[test]

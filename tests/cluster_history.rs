@@ -298,10 +298,9 @@ impl Nodes {
                 format!("node {node} cut off")
             }
             1 => {
-                let pid = self.nodes[node].lock().expect("node").pid().to_string();
-                signal("-STOP", &pid);
+                self.nodes[node].lock().expect("node").signal("-STOP");
                 std::thread::sleep(hold);
-                signal("-CONT", &pid);
+                self.nodes[node].lock().expect("node").signal("-CONT");
                 format!("node {node} paused")
             }
             2 => {
@@ -335,14 +334,6 @@ impl Nodes {
             to_ms: now_ms(),
         }
     }
-}
-
-fn signal(sig: &str, pid: &str) {
-    let ok = std::process::Command::new("kill")
-        .args([sig, pid])
-        .status()
-        .expect("kill");
-    assert!(ok.success(), "kill {sig} {pid}");
 }
 
 /// A read of every series through `node` at `at_ms`, over `window_s`; what

@@ -164,6 +164,13 @@ impl Server {
         self.child.as_ref().expect("server not running").id()
     }
 
+    /// Sends `sig` (as `kill` spells it, e.g. `-STOP`) to the process.
+    pub fn signal(&self, sig: &str) {
+        let pid = self.pid().to_string();
+        let sent = Command::new("kill").args([sig, &pid]).status().expect("run kill");
+        assert!(sent.success(), "kill {sig} {pid}");
+    }
+
     pub fn is_running(&self) -> bool {
         self.child.is_some()
     }
