@@ -336,6 +336,48 @@ fn a_damaged_part_block_loses_that_block_only_and_answers_say_so() {
 }
 
 #[test]
+fn a_damaged_part_is_put_back_from_a_backup_with_nothing_lost() {
+    let fx = populate();
+    let backups = tempfile::tempdir().unwrap();
+    let backed_up = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["backup", "--storage.path"])
+        .arg(fx.root())
+        .arg("--to")
+        .arg(backups.path())
+        .output()
+        .unwrap();
+    assert!(backed_up.status.success(), "{backed_up:?}");
+    let part = file_in(&fx.day_dir(fx.t_a), "part-", ".cpart");
+    damage_a_block(&part);
+    let from = backups.path().to_str().unwrap();
+    // Checking alone changes nothing.
+    assert_eq!(
+        check_with(fx.root(), &["--from-backup", from]).0,
+        2,
+        "--from-backup goes with --repair"
+    );
+    assert_check_names(fx.root(), &part);
+    let (code, out) = check_with(fx.root(), &["--repair", "--from-backup", from]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!("RESTORED {} from backup ", part.display())),
+        "{out}"
+    );
+    assert!(!out.contains("REPAIRED"), "nothing left to drop: {out}");
+    let srv = restart(&fx);
+    let c = srv.client();
+    assert_eq!(served(&c, &fx), fx.model, "nothing is lost");
+    let r = c.get_query(
+        "/api/v1/query",
+        &[
+            ("query", r#"count_over_time(m{day="a"}[1h])"#),
+            ("time", &ms_to_param(fx.t_a + HOUR)),
+        ],
+    );
+    assert!(r.json()["warnings"].is_null(), "{}", r.body);
+}
+
+#[test]
 fn a_part_damaged_while_cairn_runs_loses_that_block_only() {
     let fx = populate();
     let srv = restart(&fx);

@@ -15,7 +15,7 @@ mod restore;
 mod save;
 
 pub use manifest::{FileEntry, Manifest};
-pub use restore::restore;
+pub use restore::{restore, restore_file};
 pub use save::{BackupReport, backup};
 
 use cairn_bucket::{Bucket, BucketConfig};

@@ -6,7 +6,7 @@ use std::path::Path;
 use cairn_bucket::Bucket;
 use cairn_storage::StorageError;
 
-use crate::manifest::Manifest;
+use crate::manifest::{FileEntry, Manifest};
 
 /// Writes backup `name` (the latest when `None`) into `target`, which must
 /// be missing or empty. Each file is downloaded as `*.tmp` (streamed, never
@@ -33,27 +33,62 @@ pub fn restore(dest: &Bucket, name: Option<&str>, target: &Path) -> Result<Manif
                 reason: format!("bad path {:?}", file.path),
             });
         }
-        let key = file.data_key();
         let path = target.join(&file.path);
         let dir = path.parent().unwrap_or(target);
         fs::create_dir_all(dir).map_err(StorageError::io("create", dir))?;
         let tmp = path.with_extension("tmp");
-        dest.download(&key, &tmp)?;
-        let (size, crc) = crate::size_and_crc32c(&tmp)?;
-        if size != file.size || crc != file.crc32c {
-            let _ = fs::remove_file(&tmp);
-            return Err(StorageError::Corrupt {
-                path: dest.url_of(&key),
-                reason: format!(
-                    "{size} bytes with crc32c {crc:08x}, the manifest says {} bytes with {:08x}",
-                    file.size, file.crc32c
-                ),
-            });
-        }
-        fs::File::open(&tmp)
-            .and_then(|f| f.sync_all())
-            .map_err(StorageError::io("sync", &tmp))?;
+        download_checked(dest, file, &tmp)?;
         fs::rename(&tmp, &path).map_err(StorageError::io("rename", &tmp))?;
     }
     Ok(manifest)
+}
+
+/// Puts over `target` the copy of `path` (relative to the data directory)
+/// that the newest backup at `dest` holding one of `size` bytes has, if
+/// `accept` takes it (checked against the manifest first, then by `accept`
+/// as `target` with `.tmp` added). Returns the backup it came from, if any.
+pub fn restore_file(
+    dest: &Bucket,
+    path: &str,
+    size: u64,
+    target: &Path,
+    accept: impl Fn(&Path) -> bool,
+) -> Result<Option<String>, StorageError> {
+    let mut tmp = target.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = std::path::PathBuf::from(tmp);
+    for name in crate::list(dest)?.iter().rev() {
+        let manifest = Manifest::load(dest, name)?;
+        let Some(file) = manifest.files.iter().find(|f| f.path == path && f.size == size) else {
+            continue;
+        };
+        download_checked(dest, file, &tmp)?;
+        if accept(&tmp) {
+            fs::rename(&tmp, target).map_err(StorageError::io("rename", &tmp))?;
+            return Ok(Some(name.clone()));
+        }
+        let _ = fs::remove_file(&tmp);
+    }
+    Ok(None)
+}
+
+/// Downloads `file`'s contents to `tmp` (streamed), checks its size and
+/// checksum against the manifest (removing it when they differ) and syncs it.
+fn download_checked(dest: &Bucket, file: &FileEntry, tmp: &Path) -> Result<(), StorageError> {
+    let key = file.data_key();
+    dest.download(&key, tmp)?;
+    let (size, crc) = crate::size_and_crc32c(tmp)?;
+    if size != file.size || crc != file.crc32c {
+        let _ = fs::remove_file(tmp);
+        return Err(StorageError::Corrupt {
+            path: dest.url_of(&key),
+            reason: format!(
+                "{size} bytes with crc32c {crc:08x}, the manifest says {} bytes with {:08x}",
+                file.size, file.crc32c
+            ),
+        });
+    }
+    fs::File::open(tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(StorageError::io("sync", tmp))
 }

@@ -2,13 +2,16 @@
 //! configuration and rule files and its rule unit tests, with its output and
 //! exit codes (0 good, 1 errors), so scripts written for promtool work;
 //! `cairn check --storage.path DIR`: every file of a data directory verified,
-//! read-only (0 clean, 1 damage found, 2 usage); with `--repair`, the damage
-//! found is repaired as the engine would (see docs/corruption.md).
+//! read-only (0 clean, 1 damage found, 2 usage); with `--repair`, damaged
+//! parts are put back from a backup (`--from-backup`) where one holds an
+//! intact copy, and the rest repaired as the engine would (docs/corruption.md).
 
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-const USAGE: &str = "usage: cairn check config FILE... | cairn check rules FILE... | cairn test rules FILE... | cairn check --storage.path DIR [--repair]";
+use cairn_storage::StorageError;
+
+const USAGE: &str = "usage: cairn check config FILE... | cairn check rules FILE... | cairn test rules FILE... | cairn check --storage.path DIR [--repair [--from-backup DEST]]";
 
 /// Runs the subcommand `args` (after `cairn`); the process exit code.
 pub fn main(args: &[String]) -> i32 {
@@ -17,13 +20,14 @@ pub fn main(args: &[String]) -> i32 {
         ["check", "config", _, ..] => check_config(&files(2)),
         ["check", "rules", _, ..] => check_rules(&files(2)),
         ["test", "rules", _, ..] => test_rules(&files(2)),
-        ["check", "--storage.path", dir] => check_storage(dir, false),
-        ["check", "--storage.path", dir, "--repair"] => check_storage(dir, true),
-        ["check", flag] if flag.starts_with("--storage.path=") => {
-            check_storage(&flag["--storage.path=".len()..], false)
-        }
-        ["check", flag, "--repair"] if flag.starts_with("--storage.path=") => {
-            check_storage(&flag["--storage.path=".len()..], true)
+        ["check", rest @ ..] if rest.iter().any(|a| a.starts_with("--storage.path")) => {
+            match StorageCheck::parse(&args[1..]) {
+                Some(check) => check.run(),
+                None => {
+                    eprintln!("{USAGE}");
+                    2
+                }
+            }
         }
         // Asked for, the usage is an answer, not an error.
         ["check" | "test", "--help" | "-h"] => {
@@ -92,45 +96,116 @@ fn test_rules(files: &[PathBuf]) -> i32 {
     code
 }
 
-fn check_storage(dir: &str, repair: bool) -> i32 {
-    let root = PathBuf::from(dir);
-    if dir.is_empty() || !root.is_dir() {
-        eprintln!("{dir:?} is not a directory\n{USAGE}");
-        return 2;
-    }
-    let checked = match print_check(&root) {
-        Ok(clean) => clean,
-        Err(code) => return code,
-    };
-    if checked || !repair {
-        return i32::from(!checked);
-    }
-    match repair_storage(&root) {
-        Ok((blocks, samples)) => {
-            println!(
-                "REPAIRED: {blocks} damaged block(s) dropped, their {samples} samples recorded as lost; other damaged files quarantined"
-            );
-            match print_check(&root) {
-                Ok(clean) => i32::from(!clean),
-                Err(code) => code,
+/// `cairn check --storage.path DIR [--repair [--from-backup DEST]]`.
+struct StorageCheck {
+    dir: String,
+    repair: bool,
+    from_backup: Option<String>,
+}
+
+impl StorageCheck {
+    /// The flags after `check`, each as `--flag value` or `--flag=value`.
+    fn parse(args: &[String]) -> Option<Self> {
+        let mut check = Self {
+            dir: String::new(),
+            repair: false,
+            from_backup: None,
+        };
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((flag, value)) => (flag, Some(value.to_string())),
+                None => (arg.as_str(), None),
+            };
+            match flag {
+                "--repair" if inline.is_none() => check.repair = true,
+                "--storage.path" => check.dir = inline.or_else(|| args.next().cloned())?,
+                "--from-backup" => check.from_backup = Some(inline.or_else(|| args.next().cloned())?),
+                _ => return None,
             }
         }
-        Err(e) => {
-            eprintln!("  FAILED: {e}");
-            1
+        (!check.dir.is_empty() && (check.repair || check.from_backup.is_none())).then_some(check)
+    }
+
+    fn run(&self) -> i32 {
+        let root = PathBuf::from(&self.dir);
+        if !root.is_dir() {
+            eprintln!("{:?} is not a directory\n{USAGE}", self.dir);
+            return 2;
+        }
+        let report = match print_check(&root) {
+            Ok(report) => report,
+            Err(code) => return code,
+        };
+        if report.is_clean() || !self.repair {
+            return i32::from(!report.is_clean());
+        }
+        if let Some(dest) = &self.from_backup {
+            match restore_parts(&root, &report, dest) {
+                Ok(0) => {}
+                Ok(_) => match print_check(&root) {
+                    Ok(report) if report.is_clean() => return 0,
+                    Ok(_) => {}
+                    Err(code) => return code,
+                },
+                Err(e) => {
+                    eprintln!("  FAILED: {e}");
+                    return 1;
+                }
+            }
+        }
+        match repair_storage(&root) {
+            Ok((blocks, samples)) => {
+                println!(
+                    "REPAIRED: {blocks} damaged block(s) dropped, their {samples} samples recorded as lost; other damaged files quarantined"
+                );
+                match print_check(&root) {
+                    Ok(report) => i32::from(!report.is_clean()),
+                    Err(code) => code,
+                }
+            }
+            Err(e) => {
+                eprintln!("  FAILED: {e}");
+                1
+            }
         }
     }
 }
 
-/// Prints what `check_dir` finds; whether the directory is clean.
-fn print_check(root: &std::path::Path) -> Result<bool, i32> {
+/// Puts over each damaged part an intact copy of it from the backups at
+/// `dest` (a directory, `file://` or `s3://` URL; S3 settings from the
+/// AWS_* environment), where one exists; returns how many.
+fn restore_parts(root: &Path, report: &cairn_tsdb::check::Report, dest: &str) -> Result<usize, StorageError> {
+    let bucket = cairn_backup::open_destination(dest, &cairn_bucket::BucketConfig::new(""))?;
+    let mut restored = 0;
+    for damaged in report.damaged.iter().filter(|d| d.kind == "part") {
+        let Ok(relative) = damaged.path.strip_prefix(root) else {
+            continue;
+        };
+        let Ok(size) = std::fs::metadata(&damaged.path).map(|m| m.len()) else {
+            continue;
+        };
+        let relative = relative.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/");
+        let found = cairn_backup::restore_file(&bucket, &relative, size, &damaged.path, |copy| {
+            cairn_tsdb::check::is_intact_copy(copy, &damaged.path)
+        })?;
+        if let Some(backup) = found {
+            println!("RESTORED {} from backup {backup}", damaged.path.display());
+            restored += 1;
+        }
+    }
+    Ok(restored)
+}
+
+/// Prints what `check_dir` finds, and returns it.
+fn print_check(root: &Path) -> Result<cairn_tsdb::check::Report, i32> {
     match cairn_tsdb::check::check_dir(root) {
         Ok(report) => {
             for d in &report.damaged {
                 println!("DAMAGED {} ({}): {}", d.path.display(), d.kind, d.reason);
             }
             println!("{}", report.summary());
-            Ok(report.is_clean())
+            Ok(report)
         }
         Err(e) => {
             eprintln!("  FAILED: {e}");
@@ -142,7 +217,7 @@ fn print_check(root: &std::path::Path) -> Result<bool, i32> {
 /// Opens every tenant's engine of `root`, which quarantines what is damaged
 /// at open, and rewrites the parts with damaged blocks without them. Nothing
 /// is dropped for age: a repair keeps whatever retention would.
-fn repair_storage(root: &std::path::Path) -> Result<(usize, u64), cairn_storage::StorageError> {
+fn repair_storage(root: &Path) -> Result<(usize, u64), StorageError> {
     let keep_all = std::time::Duration::from_secs(1000 * 365 * 86_400);
     let mut config = cairn_tsdb::Config::new(root);
     config.background = false;

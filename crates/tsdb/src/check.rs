@@ -195,3 +195,13 @@ fn list_files(dir: &Path) -> Result<Vec<PathBuf>, StorageError> {
     }
     Ok(out)
 }
+
+/// Whether the part file `candidate` is an intact copy of the damaged part
+/// `damaged`: the same blocks (series, range, place, length, checksum),
+/// every one of which checks and decodes.
+pub fn is_intact_copy(candidate: &Path, damaged: &Path) -> bool {
+    let (Ok(copy), Ok(original)) = (crate::Part::open(candidate), crate::Part::open(damaged)) else {
+        return false;
+    };
+    copy.blocks().eq(original.blocks()) && copy.find_damaged_blocks().is_ok() && !copy.is_damaged()
+}

@@ -9,7 +9,7 @@ use cairn_model::histogram::ResetHint;
 use cairn_model::{Histogram, HistogramSample, Labels, Matcher, Sample};
 use cairn_storage::conformance::read;
 use cairn_storage::{Admin, Appendable, Querier, Queryable, ReadWarnings, SelectHints, collect_samples};
-use cairn_tsdb::check::check_dir;
+use cairn_tsdb::check::{check_dir, is_intact_copy};
 use cairn_tsdb::{Config, Day, Part, Tsdb};
 
 mod common;
@@ -439,4 +439,33 @@ fn a_tenants_files_are_checked_and_quarantined_in_its_own_directory() {
     let db = Tsdb::open(c).unwrap();
     assert_quarantined(&db, &tenant, &segment, "index");
     assert!(!dir.path().join("quarantine").exists());
+}
+
+#[test]
+fn an_intact_copy_of_a_damaged_part_is_told_from_other_parts() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = config(dir.path());
+    let t = yesterday_noon();
+    let db = Tsdb::open(c).unwrap();
+    write_blocks(&db, t, 3, 4);
+    db.flush().unwrap();
+    let part = file_in(&day_dir(dir.path(), t), "part-", ".cpart");
+    let copies = tempfile::tempdir().unwrap();
+    let intact = copies.path().join("intact.cpart");
+    std::fs::copy(&part, &intact).unwrap();
+    write_blocks(&db, t + 4 * HOUR, 3, 1);
+    db.flush().unwrap();
+    let other = std::fs::read_dir(day_dir(dir.path(), t))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "cpart") && *p != part)
+        .unwrap();
+    drop(db);
+    damage_a_middle_block(&part);
+    let damaged_copy = copies.path().join("damaged.cpart");
+    std::fs::copy(&part, &damaged_copy).unwrap();
+    assert!(is_intact_copy(&intact, &part));
+    assert!(!is_intact_copy(&other, &part), "another part");
+    assert!(!is_intact_copy(&damaged_copy, &part), "the same damage");
+    assert!(!is_intact_copy(&dir.path().join("missing.cpart"), &part));
 }
