@@ -47,9 +47,7 @@ impl TsdbQuerier {
             warnings,
         }
     }
-}
 
-impl TsdbQuerier {
     /// Warns of the losses recorded by repairs among the `selected` series
     /// (id, local, labels in `arena`, sort key) in this querier's range.
     fn report_recorded_losses(

@@ -3,6 +3,7 @@
 
 use std::ops::Range;
 use std::sync::Arc;
+use std::time::UNIX_EPOCH;
 
 use cairn_model::Labels;
 use cairn_model::civil::format_rfc3339_millis;
@@ -120,8 +121,15 @@ impl LossReport {
 /// The warning of a read that misses `samples` samples of `series` over
 /// `[mint, maxt]`, and `why`.
 pub fn lost_samples_warning(series: &str, samples: u32, mint: i64, maxt: i64, why: &str) -> String {
-    let at =
-        |ms: i64| format_rfc3339_millis(std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64));
+    let at = |ms: i64| {
+        let since = std::time::Duration::from_millis(ms.unsigned_abs());
+        let t = if ms < 0 {
+            UNIX_EPOCH.checked_sub(since)
+        } else {
+            UNIX_EPOCH.checked_add(since)
+        };
+        t.map_or_else(|| ms.to_string(), format_rfc3339_millis)
+    };
     format!(
         "{samples} samples of {series} from {} to {} are lost: {why}",
         at(mint),
