@@ -58,11 +58,21 @@ pub fn restore_file(
     tmp.push(".tmp");
     let tmp = std::path::PathBuf::from(tmp);
     for name in crate::list(dest)?.iter().rev() {
-        let manifest = Manifest::load(dest, name)?;
+        // A backup that cannot give an intact copy leaves the older ones to try.
+        let manifest = match Manifest::load(dest, name) {
+            Ok(manifest) => manifest,
+            Err(e) => {
+                tracing::warn!(backup = %name, error = %e, "a backup's manifest is unreadable");
+                continue;
+            }
+        };
         let Some(file) = manifest.files.iter().find(|f| f.path == path && f.size == size) else {
             continue;
         };
-        download_checked(dest, file, &tmp)?;
+        if let Err(e) = download_checked(dest, file, &tmp) {
+            tracing::warn!(backup = %name, error = %e, "a backup's copy is damaged or missing");
+            continue;
+        }
         if accept(&tmp) {
             fs::rename(&tmp, target).map_err(StorageError::io("rename", &tmp))?;
             return Ok(Some(name.clone()));

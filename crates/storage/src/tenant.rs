@@ -182,20 +182,30 @@ impl ReadWarnings {
 
 impl dyn Tenants {
     /// What a read of `scope` sees: one tenant's storage (empty if it has
-    /// none), or for several their series together ([`Federated`]).
+    /// none), or for several their series together ([`Federated`]). A read
+    /// that gives no warnings gets the storage as [`Tenants::get`] does, so
+    /// what it cannot read fails it rather than being left out unsaid.
     pub fn reader(&self, scope: &TenantScope) -> Result<Arc<dyn Storage>, StorageError> {
-        self.reader_with(scope, &ReadOptions::default())
+        self.reader_of(scope, |id| self.get(id))
     }
 
     /// [`Self::reader`] with a read's [`ReadOptions`].
     pub fn reader_with(&self, scope: &TenantScope, options: &ReadOptions) -> Result<Arc<dyn Storage>, StorageError> {
+        self.reader_of(scope, |id| self.get_for_read(id, options))
+    }
+
+    fn reader_of(
+        &self,
+        scope: &TenantScope,
+        get: impl Fn(&TenantId) -> Result<Option<Arc<dyn Storage>>, StorageError>,
+    ) -> Result<Arc<dyn Storage>, StorageError> {
         let empty = || Arc::new(MemStorage::new()) as Arc<dyn Storage>;
         if let Ok(only) = scope.only() {
-            return Ok(self.get_for_read(only, options)?.unwrap_or_else(empty));
+            return Ok(get(only)?.unwrap_or_else(empty));
         }
         let mut members = Vec::new();
         for id in scope.tenants() {
-            members.push((id.clone(), self.get_for_read(id, options)?.unwrap_or_else(empty)));
+            members.push((id.clone(), get(id)?.unwrap_or_else(empty)));
         }
         Ok(Arc::new(Federated { members }))
     }

@@ -197,11 +197,17 @@ fn list_files(dir: &Path) -> Result<Vec<PathBuf>, StorageError> {
 }
 
 /// Whether the part file `candidate` is an intact copy of the damaged part
-/// `damaged`: the same blocks (series, range, place, length, checksum),
-/// every one of which checks and decodes.
+/// `damaged`: every block of it checks and decodes, and it has the same
+/// blocks (series, range, place, length, checksum) as `damaged`, or, when
+/// the damage is to `damaged`'s footer or index, the same name (parts are
+/// named by the writes they hold; the caller also compares sizes).
 pub fn is_intact_copy(candidate: &Path, damaged: &Path) -> bool {
-    let (Ok(copy), Ok(original)) = (crate::Part::open(candidate), crate::Part::open(damaged)) else {
+    let Ok(copy) = crate::Part::open(candidate) else {
         return false;
     };
-    copy.blocks().eq(original.blocks()) && copy.find_damaged_blocks().is_ok() && !copy.is_damaged()
+    let same_blocks = match crate::Part::open(damaged) {
+        Ok(original) => copy.blocks().eq(original.blocks()),
+        Err(_) => true,
+    };
+    same_blocks && copy.find_damaged_blocks().is_ok() && !copy.is_damaged()
 }

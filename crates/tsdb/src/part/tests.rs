@@ -192,7 +192,7 @@ fn a_part_written_in_format_1_reads_as_written() {
     }
     // A merge rewrites what it reads in the current format.
     let v1 = Arc::new(Part::open(&path).unwrap());
-    let merged = crate::partition::merge_parts(&[v1], &[], Vec::new(), BlockEncoding::Compact)
+    let merged = crate::partition::merge_parts(&[v1], &[], Vec::new(), BlockEncoding::Compact, &[])
         .unwrap()
         .finish()
         .unwrap()

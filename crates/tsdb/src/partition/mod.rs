@@ -642,7 +642,7 @@ impl Partition {
         if memory.is_empty() {
             return Ok(());
         }
-        let written = self.write_merged(&memory)?;
+        let written = self.write_merged(&memory, &[])?;
         self.edit_parts(|parts| {
             parts.memory.retain(|p| !contains(&memory, p));
             parts.disk.extend(written);
@@ -668,7 +668,7 @@ impl Partition {
             return Ok(false);
         }
         let tombs = self.tombstones.read().clone();
-        let merged = Arc::new(merge_parts(inputs, &tombs, Vec::new(), BlockEncoding::Fast)?.finish_in_memory()?);
+        let merged = Arc::new(merge_parts(inputs, &tombs, Vec::new(), BlockEncoding::Fast, &[])?.finish_in_memory()?);
         self.edit_parts(|parts| replace_run(&mut parts.memory, inputs, Some(merged)));
         Ok(true)
     }
@@ -726,7 +726,7 @@ impl Partition {
     /// damaged input writes nothing (`None`): later merges leave that part
     /// out (see [`Self::local_disk`]).
     fn replace_disk_parts_unless_damaged(&self, inputs: &[Arc<Part>]) -> Result<Option<u64>, StorageError> {
-        match self.replace_disk_parts(inputs) {
+        match self.replace_disk_parts(inputs, &[]) {
             Err(e) if inputs.iter().any(|p| p.is_damaged()) => {
                 tracing::error!(day = %self.day, error = %e, "a merge met a damaged part, which is left unmerged");
                 Ok(None)
@@ -744,8 +744,8 @@ impl Partition {
         let mut repaired = Vec::new();
         for part in disk.iter().filter(|p| p.path().is_some()) {
             part.find_damaged_blocks()?;
-            let lost: Vec<Loss> = part
-                .lost_blocks()
+            let blocks = part.lost_blocks();
+            let lost: Vec<Loss> = blocks
                 .iter()
                 .map(|b| Loss {
                     id: b.id,
@@ -764,19 +764,19 @@ impl Partition {
                 all.extend(&lost);
                 *known = Arc::new(all);
             }
-            self.drop_lost_blocks(part)?;
+            self.drop_lost_blocks(part, &blocks)?;
             repaired.extend(lost);
         }
         Ok(repaired)
     }
 
-    /// The blocks of disk parts reads found damaged: each with its series'
-    /// labels, for another copy of the samples to be found.
+    /// The blocks of local disk parts reads found damaged: each with its
+    /// series' labels, for another copy of the samples to be found.
     pub fn damaged_blocks(&self) -> Vec<DamagedBlock> {
         let parts = self.parts.read().clone();
         let index = self.index.read();
         let mut out = Vec::new();
-        for part in parts.disk.iter().filter(|p| p.is_damaged()) {
+        for part in parts.disk.iter().filter(|p| p.is_damaged() && p.path().is_some()) {
             for b in part.lost_blocks() {
                 let Some(local) = index.local_of(b.id) else { continue };
                 out.push(DamagedBlock {
@@ -802,17 +802,18 @@ impl Partition {
                 .iter()
                 .all(|b| restored.iter().any(|r| r.part == part.name() && r.block == *b));
             if all_restored {
-                self.drop_lost_blocks(part)?;
+                self.drop_lost_blocks(part, &lost)?;
                 dropped += lost.len();
             }
         }
         Ok(dropped)
     }
 
-    /// Rewrites `part` alone without its lost blocks (`merge_parts` leaves
-    /// them out); the caller holds `disk_merge`.
-    fn drop_lost_blocks(&self, part: &Arc<Part>) -> Result<(), StorageError> {
-        self.replace_disk_parts(std::slice::from_ref(part))?;
+    /// Rewrites `part` alone without its damaged blocks `lost` (restored or
+    /// recorded); a block found damaged since fails the rewrite. The caller
+    /// holds `disk_merge`.
+    fn drop_lost_blocks(&self, part: &Arc<Part>, lost: &[LostBlock]) -> Result<(), StorageError> {
+        self.replace_disk_parts(std::slice::from_ref(part), lost)?;
         tracing::warn!(day = %self.day, part = %part.name().display(), "rewrote a part without its damaged blocks");
         Ok(())
     }
@@ -885,8 +886,8 @@ impl Partition {
     /// Merges `inputs`, a run of disk parts, and puts the output in their
     /// place. When some are in the bucket the output is uploaded before
     /// they are removed from it: the bucket never lacks what it held.
-    fn replace_disk_parts(&self, inputs: &[Arc<Part>]) -> Result<u64, StorageError> {
-        let mut written = self.write_merged(inputs)?;
+    fn replace_disk_parts(&self, inputs: &[Arc<Part>], dropping: &[LostBlock]) -> Result<u64, StorageError> {
+        let mut written = self.write_merged(inputs, dropping)?;
         let bytes = written.as_ref().map_or(0, |p| p.size_bytes());
         let mut output_key = None;
         if let (Some(remote), Some(local)) = (&self.remote, &written)
@@ -925,9 +926,10 @@ impl Partition {
         Ok(bytes)
     }
 
-    /// Merges `inputs` into a new part file (tmp, fsync, rename); `None` if
-    /// nothing survived the merge (everything deleted).
-    fn write_merged(&self, inputs: &[Arc<Part>]) -> Result<Option<Arc<Part>>, StorageError> {
+    /// Merges `inputs` into a new part file (tmp, fsync, rename), leaving
+    /// out the damaged blocks of `dropping`; `None` if nothing survived the
+    /// merge (everything deleted).
+    fn write_merged(&self, inputs: &[Arc<Part>], dropping: &[LostBlock]) -> Result<Option<Arc<Part>>, StorageError> {
         let min_seq = inputs.iter().map(|p| p.meta().min_seq).min().unwrap_or(0);
         let max_seq = inputs.iter().map(|p| p.meta().max_seq).max().unwrap_or(0);
         let path = self.dir.join(part_file_name(min_seq, max_seq));
@@ -940,6 +942,7 @@ impl Partition {
                 &tombs,
                 BufWriter::with_capacity(1 << 20, file),
                 BlockEncoding::Compact,
+                dropping,
             )?
             .finish()
             .map_err(StorageError::io("write", &tmp))?;
@@ -981,8 +984,7 @@ impl Partition {
     }
 
     /// Marks as deleted those of `ids` with no visible sample left in the
-    /// parts. A damaged part met on the way is quarantined and the rest
-    /// looked at again.
+    /// parts. A series whose blocks cannot all be read stays live.
     fn update_liveness(&self, ids: BTreeSet<u64>) -> Result<(), StorageError> {
         let parts = self.parts.read().clone();
         let all: Vec<Arc<Part>> = parts.all().cloned().collect();
@@ -1238,6 +1240,7 @@ pub fn merge_parts<W: Write>(
     tombs: &[Tombstone],
     out: W,
     encoding: BlockEncoding,
+    dropping: &[LostBlock],
 ) -> Result<PartWriter<W>, StorageError> {
     let min_seq = inputs.iter().map(|p| p.meta().min_seq).min().unwrap_or(0);
     let max_seq = inputs.iter().map(|p| p.meta().max_seq).max().unwrap_or(0);
@@ -1259,9 +1262,9 @@ pub fn merge_parts<W: Write>(
             let max_seq = part.meta().max_seq;
             let deleted = deleted_ranges(&by_id, id, max_seq);
             while let Some(block) = cursor.next_if(|b| b.id == id) {
-                // Only a repair merges a part with lost blocks, which it
-                // recorded as losses first.
-                if part.lost_block(&block).is_some() {
+                // A block found damaged is left out only when the caller
+                // restored or recorded it; any other fails the merge.
+                if part.lost_block(&block).is_some_and(|lost| dropping.contains(&lost)) {
                     continue;
                 }
                 let mut source = Ranked::block(part, block, deleted.clone());
