@@ -643,7 +643,8 @@ fn main() -> anyhow::Result<()> {
     });
     if cli.agent {
         storage.keep_samples = false;
-        // Labels of the series a backlog may still name; the WAL holds the rest.
+        // Records written before agent mode wrote labelled ones name series
+        // by id: their index is kept that long for a backlog to resolve them.
         storage.retention = storage.retention.min(Duration::from_secs(2 * 86_400));
         api.agent = true;
     }

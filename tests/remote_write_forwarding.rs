@@ -280,7 +280,7 @@ fn agent_mode_forwards_what_it_scrapes_and_is_pushed_and_answers_no_reads() {
     );
     let config_path = dir.path().join("agent.yml");
     std::fs::write(&config_path, &config).unwrap();
-    let cairn = Server::start_with(&["--agent", "--config.file", config_path.to_str().unwrap()]);
+    let mut cairn = Server::start_with(&["--agent", "--config.file", config_path.to_str().unwrap()]);
 
     let base = now_ms() / 1000 * 1000 - 60_000;
     write_ticks(&cairn, base, 0..20);
@@ -309,6 +309,66 @@ fn agent_mode_forwards_what_it_scrapes_and_is_pushed_and_answers_no_reads() {
     }
     assert_eq!(c.get("/-/ready").status, 200);
     assert_eq!(c.get("/api/v1/targets").status, 200);
+
+    // What the agent acknowledged survives kill -9: its WAL holds it until forwarded.
+    write_ticks(&cairn, base, 20..40);
+    cairn.kill9();
+    cairn.restart();
+    let restarted = now_ms();
+    wait_for(
+        "the pushed samples at Prometheus after kill -9",
+        Duration::from_secs(30),
+        || {
+            diff(
+                &raw_read::read(&prom.url(), "forwarded", true, base, base + 3_600_000),
+                &expected(base, 40),
+            )
+        },
+    );
+    // A target dropped from the configuration gets its staleness markers,
+    // from labels the agent did not keep but for staleness (once its loop
+    // has scraped: a loop that never did marks nothing, as in Prometheus).
+    wait_for(
+        "a scrape after the restart at Prometheus",
+        Duration::from_secs(30),
+        || {
+            let up = raw_read::read(&prom.url(), "up", true, restarted, now_ms() + 60_000);
+            if up.values().any(|s| !s.is_empty()) {
+                Ok(())
+            } else {
+                Err("no up sample since the restart".into())
+            }
+        },
+    );
+    let without_targets = config
+        .lines()
+        .filter(|l| !l.contains("job_name: vm") && !l.contains("static_configs") && !l.contains("targets:"))
+        .map(|l| {
+            if l == "scrape_configs:" {
+                "scrape_configs: []"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&config_path, without_targets + "\n").unwrap();
+    cairn.signal("-HUP");
+    wait_for(
+        "staleness markers of the dropped target at Prometheus",
+        Duration::from_secs(30),
+        || {
+            // A report series, and a series the target exposed.
+            for name in ["up", "vm_app_version"] {
+                let samples = raw_read::read(&prom.url(), name, true, base, now_ms() + 60_000);
+                match samples.values().next().and_then(|s| s.last()) {
+                    Some(&(_, v)) if cairn_model::is_stale_nan(v) => {}
+                    other => return Err(format!("the last sample of {name} at Prometheus: {other:?}")),
+                }
+            }
+            Ok(())
+        },
+    );
 
     // Rules and Alertmanagers are refused in agent mode, by name.
     for (extra, field) in [

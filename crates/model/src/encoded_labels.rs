@@ -81,6 +81,12 @@ impl SharedEncodedLabels {
     }
 }
 
+impl From<EncodedLabels<'_>> for SharedEncodedLabels {
+    fn from(labels: EncodedLabels<'_>) -> Self {
+        Self(labels.0.into())
+    }
+}
+
 impl fmt::Debug for SharedEncodedLabels {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.get().fmt(f)

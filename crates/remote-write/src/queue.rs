@@ -354,13 +354,20 @@ impl Reader {
         let mut per_shard: Vec<Vec<Item>> = (0..n).map(|_| Vec::new()).collect();
         let (mut dropped, mut dropped_histograms, mut highest) = (0, 0, i64::MIN);
         for day in &record {
+            // A labelled record's series, each resolved once for its rows.
+            let labelled: Vec<Resolved> = day.labelled.iter().map(|e| self.cache.resolve_labelled(e)).collect();
             let floats = day.samples.iter().map(|&(id, t, v)| (id, t, Value::Float(v)));
             let histograms = day
                 .histograms
                 .iter()
                 .map(|(id, t, h)| (*id, *t, Value::Histogram(h.clone())));
             for (id, t, value) in floats.chain(histograms) {
-                match self.cache.resolve(&self.db, day.day, id, &day.new_series) {
+                let resolved = if day.labelled.is_empty() {
+                    self.cache.resolve(&self.db, day.day, id, &day.new_series)
+                } else {
+                    labelled.get(id as usize).cloned().unwrap_or(Resolved::Unknown)
+                };
+                match resolved {
                     Resolved::Send(series, hash) => {
                         let shard = (hash % n as u64) as usize;
                         let items = &mut per_shard[shard];

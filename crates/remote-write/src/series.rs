@@ -6,7 +6,8 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use cairn_config::RelabelConfig;
-use cairn_model::{Label, Labels};
+use cairn_model::{Label, Labels, SharedEncodedLabels};
+use cairn_protocols::remote_write::encode_label_pairs;
 use cairn_tsdb::Tsdb;
 
 use crate::send::Protocol;
@@ -32,6 +33,7 @@ impl Series {
 }
 
 /// What becomes of a series' samples.
+#[derive(Clone)]
 pub enum Resolved {
     /// Sent, through the shard the hash picks: a series' samples all go
     /// through one, in order.
@@ -176,6 +178,28 @@ impl SeriesCache {
         });
     }
 
+    /// A series of a labelled record (agent mode), from its label encoding:
+    /// not cached, as no id names it beyond its record. Without
+    /// relabelling, remote write 1.0's labels are written straight from the
+    /// encoding, the external labels merged in.
+    pub fn resolve_labelled(&self, labels: &SharedEncodedLabels) -> Resolved {
+        let labels = labels.get();
+        if !self.relabel.is_empty() || self.protocol != Protocol::V1 {
+            return match self.prepare(labels.decode()) {
+                Some((series, hash)) => Resolved::Send(series, hash),
+                None => Resolved::Dropped,
+            };
+        }
+        let mut out = Vec::with_capacity(labels.as_bytes().len() + 16 + 4 * self.external_labels.len());
+        let external = self
+            .external_labels
+            .iter()
+            .map(|l| (l.name.as_bytes(), l.value.as_bytes()));
+        encode_label_pairs(merge_missing(labels.raw_pairs(), external), &mut out);
+        let hash = xxhash_rust::xxh3::xxh3_64(&out);
+        Resolved::Send(Series::Encoded(out.into()), hash)
+    }
+
     fn prepare(&self, labels: Labels) -> Option<(Series, u64)> {
         let labels = with_external_labels(labels, &self.external_labels);
         let labels = if self.relabel.is_empty() {
@@ -195,6 +219,25 @@ impl SeriesCache {
         };
         Some((series, hash))
     }
+}
+
+/// Two label lists in name order merged in name order; a name in both
+/// keeps `own`'s value (as [`with_external_labels`] does).
+fn merge_missing<'a>(
+    own: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    external: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
+    let mut own = own.peekable();
+    let mut external = external.peekable();
+    std::iter::from_fn(move || match (own.peek(), external.peek()) {
+        (Some(o), Some(e)) if e.0 < o.0 => external.next(),
+        (Some(o), Some(e)) if e.0 == o.0 => {
+            external.next();
+            own.next()
+        }
+        (Some(_), _) => own.next(),
+        (None, _) => external.next(),
+    })
 }
 
 /// `labels` with each external label it lacks, as Prometheus adds them
@@ -224,6 +267,43 @@ mod tests {
             with_external_labels(labels, &external),
             Labels::from_pairs([("__name__", "up"), ("cluster", "own"), ("replica", "1")])
         );
+    }
+
+    #[test]
+    fn a_labelled_series_is_sent_as_its_labels_resolved_through_the_cache_would_be() {
+        let external = Labels::from_pairs([("a", "ext"), ("cluster", "c"), ("zone", "z")]);
+        let drop_m3 = RelabelConfig {
+            source_labels: vec!["__name__".into()],
+            regex: cairn_config::relabel::RelabelRegex::new("m3").unwrap(),
+            action: cairn_config::relabel::RelabelAction::Drop,
+            ..RelabelConfig::default()
+        };
+        let sets = [
+            Labels::from_pairs([("__name__", "m1")]),
+            Labels::from_pairs([("__name__", "m2"), ("cluster", "own"), ("y", "1")]),
+            Labels::from_pairs([("__name__", "m3"), ("a", "mine"), ("zz", "2")]),
+        ];
+        for relabel in [vec![], vec![drop_m3]] {
+            for protocol in [Protocol::V1, Protocol::V2] {
+                let cache = SeriesCache::new(external.clone(), relabel.clone(), protocol);
+                for labels in &sets {
+                    let mut encoded = Vec::new();
+                    labels.encode(&mut encoded);
+                    let got = cache.resolve_labelled(&cairn_model::EncodedLabels::new(&encoded).unwrap().into());
+                    let want = cache.prepare(labels.clone());
+                    match (got, want) {
+                        (Resolved::Send(Series::Encoded(g), gh), Some((Series::Encoded(w), wh))) => {
+                            assert_eq!((g, gh), (w, wh), "{labels}");
+                        }
+                        (Resolved::Send(Series::Labels(g), gh), Some((Series::Labels(w), wh))) => {
+                            assert_eq!((g, gh), (w, wh), "{labels}");
+                        }
+                        (Resolved::Dropped, None) => {}
+                        _ => panic!("{labels} resolved otherwise than through the cache"),
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -160,6 +160,9 @@ fn limit_histogram(h: &cairn_model::Histogram, job: &JobSettings) -> Option<cair
 
 /// The first label limit `lset` exceeds, with Prometheus' message.
 fn check_label_limits(lset: &Labels, job: &JobSettings) -> Result<(), String> {
+    if job.label_limit == 0 && job.label_name_length_limit == 0 && job.label_value_length_limit == 0 {
+        return Ok(());
+    }
     let met = lset.metric_name().unwrap_or("");
     let met: String = met.chars().take(50).collect();
     if job.label_limit > 0 && lset.len() > job.label_limit {
@@ -231,15 +234,19 @@ fn append_samples(
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
-        match s.spelling {
-            Some(spelling) => spelling.key(body, &mut key_bytes),
-            None => exposed_key(
-                &s.labels,
-                &honoured_empty_labels(&s.empty_labels, target, job),
-                &mut key_bytes,
-            ),
-        }
-        let key = SeriesKey::of(&key_bytes);
+        let key = if cache.is_lean() {
+            SeriesKey::default()
+        } else {
+            match s.spelling {
+                Some(spelling) => spelling.key(body, &mut key_bytes),
+                None => exposed_key(
+                    &s.labels,
+                    &honoured_empty_labels(&s.empty_labels, target, job),
+                    &mut key_bytes,
+                ),
+            }
+            SeriesKey::of(&key_bytes)
+        };
         if cache.is_dropped(key) {
             continue;
         }
@@ -310,14 +317,11 @@ fn append_samples(
                 }
             }
         };
-        if !cached && added {
-            cache.add(key, lset);
-            if !sample_limit_hit && !bucket_limit_hit {
-                counts.series_added += 1;
-            }
+        if !cached && added && cache.add(key, lset.clone()) && !sample_limit_hit && !bucket_limit_hit {
+            counts.series_added += 1;
         }
         if added && (own_t.is_none() || job.track_timestamps_staleness) {
-            cache.track(key);
+            cache.track(key, &lset);
         }
         counts.added += 1;
     }
@@ -519,7 +523,7 @@ mod tests {
             let mut job = JobSettings::new("honor");
             job.honor_labels = honor_labels;
             job.metric_relabel = Relabeling::new(|l: &Labels| (l.get("a") != Some("drop")).then(|| l.clone()));
-            let mut cache = ScrapeCache::default();
+            let (mut cache, mut lean) = (ScrapeCache::default(), ScrapeCache::new(true));
             for (i, body) in bodies.iter().cycle().take(bodies.len() * 3).enumerate() {
                 let t = 1000 * (i as i64 + 1);
                 let whole = scrape(&mut ScrapeCache::default(), body, &job, t);
@@ -527,6 +531,11 @@ mod tests {
                     scrape(&mut cache, body, &job, t),
                     whole,
                     "honor_labels {honor_labels}: {body}"
+                );
+                assert_eq!(
+                    scrape(&mut lean, body, &job, t),
+                    whole,
+                    "lean, honor_labels {honor_labels}: {body}"
                 );
             }
         }
@@ -623,25 +632,52 @@ mod tests {
     }
 
     #[test]
-    fn a_series_goes_stale_once_when_missing_whatever_its_spelling() {
+    fn series_added_counts_the_series_the_cache_did_not_have_lean_or_not() {
         let job = JobSettings::new("j");
-        let mut cache = ScrapeCache::default();
+        let target = Labels::from_pairs([("instance", "t:1"), ("job", "j")]);
+        for lean in [false, true] {
+            let mut cache = ScrapeCache::new(lean);
+            let mut added = |body: &str, t: i64| {
+                let scraped =
+                    crate::exposition::parse_body(body.as_bytes(), "text/plain", &job, &Default::default(), &cache)
+                        .unwrap();
+                let (counts, result) =
+                    append_scraped(&mut cache, &mut Recorder::default(), &scraped, &target, &job, t, t);
+                result.unwrap();
+                counts.series_added
+            };
+            assert_eq!(added("a 1\nb 1\n", 1000), 2, "lean {lean}");
+            assert_eq!(added("a 2\nb 2\n", 2000), 0, "lean {lean}");
+            assert_eq!(added("a 3\nc 3\n", 3000), 1, "lean {lean}");
+        }
+    }
+
+    #[test]
+    fn a_series_goes_stale_once_when_missing_whatever_its_spelling() {
+        for lean in [false, true] {
+            goes_stale_once_when_missing(ScrapeCache::new(lean));
+        }
+    }
+
+    fn goes_stale_once_when_missing(mut cache: ScrapeCache) {
+        let job = JobSettings::new("j");
+        let cache = &mut cache;
         let none: Vec<String> = Vec::new();
         // Own timestamps are not tracked; the first scrape marks nothing.
         let first = "m{a=\"1\",b=\"x\"} 1\nm{a=\"2\"} 1\nm{a=\"ts\"} 1 500\n";
-        assert_eq!(stale_after(&mut cache, Some(first), &job, 1000), none);
+        assert_eq!(stale_after(cache, Some(first), &job, 1000), none);
         // The same series spelt otherwise is not missing; a=2 is.
         let respelt = "m{b=\"x\",a=\"1\"} 2\n";
-        assert_eq!(stale_after(&mut cache, Some(respelt), &job, 2000), vec!["2"]);
+        assert_eq!(stale_after(cache, Some(respelt), &job, 2000), vec!["2"]);
         // Marked once: not again in the scrape after.
-        assert_eq!(stale_after(&mut cache, Some(respelt), &job, 3000), none);
+        assert_eq!(stale_after(cache, Some(respelt), &job, 3000), none);
         // Both spellings in one scrape: the second is a duplicate, nothing goes stale.
         let both = "m{b=\"x\",a=\"1\"} 4\nm{a=\"1\",b=\"x\"} 4\nm{a=\"3\"} 4\n";
-        assert_eq!(stale_after(&mut cache, Some(both), &job, 4000), none);
+        assert_eq!(stale_after(cache, Some(both), &job, 4000), none);
         // A failed scrape marks what the last one had, once.
-        assert_eq!(stale_after(&mut cache, None, &job, 5000), vec!["1", "3"]);
-        assert_eq!(stale_after(&mut cache, None, &job, 6000), none);
-        assert_eq!(stale_after(&mut cache, Some(both), &job, 7000), none);
-        assert_eq!(stale_after(&mut cache, Some(respelt), &job, 8000), vec!["3"]);
+        assert_eq!(stale_after(cache, None, &job, 5000), vec!["1", "3"]);
+        assert_eq!(stale_after(cache, None, &job, 6000), none);
+        assert_eq!(stale_after(cache, Some(both), &job, 7000), none);
+        assert_eq!(stale_after(cache, Some(respelt), &job, 8000), vec!["3"]);
     }
 }

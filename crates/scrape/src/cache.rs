@@ -3,10 +3,15 @@
 //! labels and metric relabelling are applied once per series, not at every
 //! scrape), the series relabelling dropped, the series of the current and
 //! previous scrape (for staleness), and the metadata of its families.
+//!
+//! A lean cache (agent mode, where memory matters more than CPU) holds no
+//! series at all: every scrape's labels are built again, and staleness
+//! keeps only the hashes of the last scrape's series and their labels
+//! compressed, rewritten only when that set changes.
 
 use std::sync::Arc;
 
-use cairn_model::{Label, Labels, SharedEncodedLabels};
+use cairn_model::{EncodedLabels, Label, Labels, SharedEncodedLabels};
 use cairn_protocols::exposition::FamilyMetadata as ExposedMetadata;
 use foldhash::{HashMap, HashSet};
 use parking_lot::Mutex;
@@ -47,7 +52,7 @@ pub(crate) fn exposed_key(labels: &Labels, honoured_empty: &[Label], out: &mut V
 /// [`cairn_protocols::exposition::Spelling::key`] or [`exposed_key`]. Held
 /// in place of the key's bytes (no allocation, no byte comparison per
 /// lookup); two keys of one target sharing a hash are not to be expected.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub(crate) struct SeriesKey(u128);
 
 impl SeriesKey {
@@ -76,9 +81,105 @@ pub(crate) struct ScrapeCache {
     /// another spelling of the same series, and kept up for the scrape.
     tracked_now: Option<HashSet<SharedEncodedLabels>>,
     pub metadata: Arc<Mutex<MetadataStore>>,
+    /// Set in a lean cache, which keeps `series` and `dropped` empty.
+    lean: Option<Box<LeanTracking>>,
+}
+
+/// A lean cache's staleness: the series tracked in the previous scrape as
+/// sorted hashes of their label encodings, with the encodings compressed
+/// (rewritten only when the set changes, so a steady target costs no
+/// compression); and this scrape's, gathered as it goes.
+#[derive(Default)]
+struct LeanTracking {
+    previous: Vec<u64>,
+    /// zstd frame of the encodings, each after its length as u32 LE.
+    previous_labels: Vec<u8>,
+    /// Tracked in this scrape: hashes (in `seen` too) and length-prefixed encodings.
+    now: Vec<u64>,
+    now_labels: Vec<u8>,
+    seen: HashSet<u64>,
+}
+
+fn labels_hash(labels: &SharedEncodedLabels) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(labels.get().as_bytes())
+}
+
+impl LeanTracking {
+    fn track(&mut self, labels: &SharedEncodedLabels) {
+        let hash = labels_hash(labels);
+        if self.seen.insert(hash) {
+            self.now.push(hash);
+            let bytes = labels.get().as_bytes();
+            self.now_labels.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            self.now_labels.extend_from_slice(bytes);
+        }
+    }
+
+    /// Series tracked in the previous scrape and not in this one, with
+    /// their labels from the compressed encodings.
+    fn stale(&mut self) -> Vec<SharedEncodedLabels> {
+        let gone: HashSet<u64> = self
+            .previous
+            .iter()
+            .copied()
+            .filter(|h| !self.seen.contains(h))
+            .collect();
+        if gone.is_empty() {
+            return Vec::new();
+        }
+        let Ok(raw) = zstd::stream::decode_all(self.previous_labels.as_slice()) else {
+            tracing::error!("a scrape cache's compressed labels do not decompress: no staleness markers");
+            return Vec::new();
+        };
+        let mut out = Vec::with_capacity(gone.len());
+        let mut rest = raw.as_slice();
+        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
+            let len = u32::from_le_bytes(*len) as usize;
+            let Some((bytes, tail)) = (len <= tail.len()).then(|| tail.split_at(len)) else {
+                break;
+            };
+            rest = tail;
+            if gone.contains(&xxhash_rust::xxh3::xxh3_64(bytes))
+                && let Ok(labels) = EncodedLabels::new(bytes)
+            {
+                out.push(labels.into());
+            }
+        }
+        out
+    }
+
+    /// Ends a scrape: its series become the previous ones.
+    fn rotate(&mut self) {
+        let mut now = std::mem::take(&mut self.now);
+        now.sort_unstable();
+        if now != self.previous {
+            self.previous_labels = zstd::bulk::compress(&self.now_labels, 1).unwrap_or_default();
+            self.previous_labels.shrink_to_fit();
+            self.previous = now;
+            self.previous.shrink_to_fit();
+        }
+        // Per scrape, not kept between scrapes: a target's memory is its
+        // hashes and compressed labels only.
+        self.now_labels = Vec::new();
+        self.seen = HashSet::default();
+    }
 }
 
 impl ScrapeCache {
+    /// A cache; `lean` holds no series (see the module's documentation).
+    pub fn new(lean: bool) -> Self {
+        Self {
+            lean: lean.then(Box::default),
+            ..Self::default()
+        }
+    }
+
+    /// Whether the cache holds no series: keys mean nothing to it, and
+    /// every series' labels are needed.
+    pub fn is_lean(&self) -> bool {
+        self.lean.is_some()
+    }
+
     /// Whether the series under `key` is cached or dropped: the parser
     /// need not read its labels.
     pub fn knows(&self, key: &[u8]) -> bool {
@@ -97,7 +198,12 @@ impl ScrapeCache {
         })
     }
 
-    pub fn add(&mut self, key: SeriesKey, lset: SharedEncodedLabels) {
+    /// Caches a series appended in this scrape; whether it is new to the
+    /// cache (in a lean one: whether the last scrape did not track it).
+    pub fn add(&mut self, key: SeriesKey, lset: SharedEncodedLabels) -> bool {
+        if let Some(lean) = &self.lean {
+            return lean.previous.binary_search(&labels_hash(&lset)).is_err();
+        }
         self.series.insert(
             key,
             CacheEntry {
@@ -106,11 +212,16 @@ impl ScrapeCache {
                 tracked_iter: NEVER,
             },
         );
+        true
     }
 
-    /// Marks the series under `key` (in the cache) appended in this scrape
-    /// with its staleness tracked.
-    pub fn track(&mut self, key: SeriesKey) {
+    /// Marks the series `lset` under `key` (in the cache) appended in this
+    /// scrape with its staleness tracked.
+    pub fn track(&mut self, key: SeriesKey, lset: &SharedEncodedLabels) {
+        if let Some(lean) = &mut self.lean {
+            lean.track(lset);
+            return;
+        }
         if let Some(e) = self.series.get_mut(&key) {
             e.tracked_iter = self.iter;
             if let Some(now) = &mut self.tracked_now {
@@ -122,6 +233,9 @@ impl ScrapeCache {
     /// Whether `lset` was tracked in this scrape (under another key: two
     /// spellings of one series).
     pub fn tracked_in_this_scrape(&mut self, lset: &SharedEncodedLabels) -> bool {
+        if let Some(lean) = &self.lean {
+            return lean.seen.contains(&labels_hash(lset));
+        }
         let iter = self.iter;
         let series = &self.series;
         self.tracked_now
@@ -146,11 +260,16 @@ impl ScrapeCache {
     }
 
     pub fn add_dropped(&mut self, key: SeriesKey) {
-        self.dropped.insert(key, self.iter);
+        if self.lean.is_none() {
+            self.dropped.insert(key, self.iter);
+        }
     }
 
     /// Series tracked in the previous scrape and missing from this one.
     pub fn stale(&mut self) -> Vec<SharedEncodedLabels> {
+        if let Some(lean) = &mut self.lean {
+            return lean.stale();
+        }
         let Some(previous) = self.iter.checked_sub(1) else {
             return Vec::new();
         };
@@ -180,6 +299,9 @@ impl ScrapeCache {
     /// seen in it; so does a cache that grew past twice its last successful
     /// size plus 1,000 (label churn in failing scrapes).
     pub fn iter_done(&mut self, flush: bool) {
+        if let Some(lean) = &mut self.lean {
+            lean.rotate();
+        }
         let metadata_len = self.metadata.lock().entries.len();
         let count = self.series.len() + self.dropped.len() + metadata_len;
         let flush = if flush {

@@ -1,7 +1,7 @@
 //! Reading a scrape body with cairn-protocols' exposition parsers, in the
 //! format its `Content-Type` (or the fallback protocol) names.
 
-use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, parse_with_known};
+use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, parse, parse_with_known};
 
 use crate::cache::ScrapeCache;
 use crate::settings::JobSettings;
@@ -39,6 +39,11 @@ pub(crate) fn parse_body<'a>(
     if let Some(w) = warning {
         tracing::debug!(job = %job.job_name, "{w}");
     }
-    let exposition = parse_with_known(format, body, options, &mut |key| cache.knows(key)).map_err(|e| e.to_string())?;
+    let exposition = if cache.is_lean() {
+        parse(format, body, options)
+    } else {
+        parse_with_known(format, body, options, &mut |key| cache.knows(key))
+    }
+    .map_err(|e| e.to_string())?;
     Ok(ParsedBody { body, exposition })
 }

@@ -28,6 +28,10 @@ pub struct ScrapeOptions {
     /// The targets this process scrapes when several share the work (a
     /// cluster): a target whose hash it does not own is left to another.
     pub share: Option<Arc<dyn cairn_storage::WorkShare>>,
+    /// Targets' caches hold no series, only what staleness needs (agent
+    /// mode): memory per series falls to a few bytes, and every scrape's
+    /// labels are built again.
+    pub lean_caches: bool,
 }
 
 /// Prometheus' offset seed: FNV-64a of the host's name followed by the

@@ -163,7 +163,7 @@ impl ScrapePool {
             *running.handle.forced_error.lock() = error.clone();
         }
         for t in to_start {
-            let handle = self.start_loop(t.clone(), ScrapeCache::default(), error.clone());
+            let handle = self.start_loop(t.clone(), ScrapeCache::new(self.options.lean_caches), error.clone());
             self.loops.insert(t.hash(), RunningLoop { target: t, handle });
         }
         let live: std::collections::HashSet<u64> = active.values().map(|t| series_identity(t)).collect();
@@ -223,6 +223,7 @@ impl ScrapePool {
         let reuse = self.job.cache_reusable(&job);
         self.job = job;
         self.client = client;
+        let lean = self.options.lean_caches;
         let old: Vec<(u64, RunningLoop)> = self.loops.drain().collect();
         let mut caches = Vec::with_capacity(old.len());
         if reuse {
@@ -232,13 +233,17 @@ impl ScrapePool {
                 pending.push((hash, running));
             }
             for (hash, running) in pending {
-                let cache = running.handle.hand_over().await.unwrap_or_default();
+                let cache = running
+                    .handle
+                    .hand_over()
+                    .await
+                    .unwrap_or_else(|| ScrapeCache::new(lean));
                 caches.push((running.target, cache, hash));
             }
         } else {
             for (hash, running) in old {
                 running.handle.stop();
-                caches.push((running.target, ScrapeCache::default(), hash));
+                caches.push((running.target, ScrapeCache::new(lean), hash));
             }
         }
         let error = self.target_limit_error(caches.len());

@@ -193,6 +193,7 @@ impl Running {
                 offset_seed: cairn_scrape::offset_seed(&seed_host, &loaded.config.global.external_labels),
                 discovery: discovery.clone(),
                 share: share.clone(),
+                lean_caches: options.agent,
                 ..ScrapeOptions::default()
             },
         );

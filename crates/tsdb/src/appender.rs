@@ -224,7 +224,7 @@ impl TsdbAppender<'_> {
     /// framed WAL record.
     fn prepare<'l>(&'l self, ids: &DayIds, new_series: NewSeries<'l>) -> Prepared<'l> {
         let histograms = self.histograms(ids);
-        let record = self.wal_record(ids, &new_series, &histograms);
+        let record = self.encode_record(ids, &new_series, &histograms, false);
         (self.rows(ids), new_series, histograms, record)
     }
 
@@ -258,7 +258,13 @@ impl TsdbAppender<'_> {
     }
 
     /// The batch as one framed WAL record.
-    fn wal_record(&self, ids: &DayIds, new_series: &NewSeries<'_>, histograms: &DayHistograms) -> Vec<u8> {
+    fn encode_record(
+        &self,
+        ids: &DayIds,
+        new_series: &NewSeries<'_>,
+        histograms: &DayHistograms,
+        labelled: bool,
+    ) -> Vec<u8> {
         let groups: Vec<DayBatch> = self
             .by_day
             .iter()
@@ -281,7 +287,7 @@ impl TsdbAppender<'_> {
                     .collect(),
             })
             .collect();
-        crate::wal::frame(|dst| encode_batch(dst, &groups))
+        crate::wal::frame(|dst| encode_batch(dst, &groups, labelled))
     }
 
     /// The batch as rows, per day.
@@ -363,6 +369,9 @@ impl Appender for TsdbAppender<'_> {
         if !self.by_day.is_empty() {
             db.admit_write()?;
         }
+        if !db.config.keep_samples {
+            return (*self).commit_labelled();
+        }
         let mut partitions = self
             .by_day
             .keys()
@@ -384,16 +393,7 @@ impl Appender for TsdbAppender<'_> {
             samples_rejected: std::mem::take(&mut self.rejected),
             ..CommitReport::default()
         };
-        for (reason, n) in &report.samples_rejected {
-            let counter = match reason {
-                RejectReason::OutOfRetention => &db.counters.out_of_retention,
-                RejectReason::TooFarInFuture => &db.counters.too_far_in_future,
-                RejectReason::SeriesLimit => &db.counters.series_limit,
-                // Decided before storage, by a cluster's HA tracker.
-                RejectReason::HaReplica => continue,
-            };
-            counter.fetch_add(*n, Ordering::Relaxed);
-        }
+        count_rejected(db, &report);
         if self.by_day.is_empty() {
             return Ok(report);
         }
@@ -464,4 +464,64 @@ impl Appender for TsdbAppender<'_> {
     }
 
     fn rollback(self: Box<Self>) {}
+}
+
+fn count_rejected(db: &Inner, report: &CommitReport) {
+    for (reason, n) in &report.samples_rejected {
+        let counter = match reason {
+            RejectReason::OutOfRetention => &db.counters.out_of_retention,
+            RejectReason::TooFarInFuture => &db.counters.too_far_in_future,
+            RejectReason::SeriesLimit => &db.counters.series_limit,
+            // Decided before storage, by a cluster's HA tracker.
+            RejectReason::HaReplica => continue,
+        };
+        counter.fetch_add(*n, Ordering::Relaxed);
+    }
+}
+
+impl TsdbAppender<'_> {
+    /// Agent mode: the batch goes to the WAL only, as a labelled record
+    /// (each series with its labels, under record-local ids), for remote
+    /// write to forward. No index or partition learns of it, so memory does
+    /// not grow with the series forwarded.
+    fn commit_labelled(mut self) -> Result<CommitReport, StorageError> {
+        let db = self.db;
+        let mut report = CommitReport {
+            samples_rejected: std::mem::take(&mut self.rejected),
+            ..CommitReport::default()
+        };
+        count_rejected(db, &report);
+        if self.by_day.is_empty() {
+            return Ok(report);
+        }
+        let ids: DayIds = self
+            .by_day
+            .values()
+            .map(|d| (0..d.series.len() as u64).map(|i| (i, UNKNOWN_LOCAL)).collect())
+            .collect();
+        let new_series: NewSeries<'_> = self
+            .by_day
+            .values()
+            .map(|d| {
+                d.series
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| (i as u64, &self.labels[s.encoded.clone()]))
+                    .collect()
+            })
+            .collect();
+        let histograms = self.histograms(&ids);
+        let record = self.encode_record(&ids, &new_series, &histograms, true);
+        let appended = db.wal.append_framed(&record);
+        db.health.record_wal_append(&appended);
+        appended?;
+        for (d, h) in self.by_day.values().zip(&histograms) {
+            report.samples_accepted += d.ts.len() as u64;
+            report.histograms_accepted += h.len() as u64;
+        }
+        db.counters
+            .samples_ingested
+            .fetch_add(report.samples_accepted, Ordering::Relaxed);
+        Ok(report)
+    }
 }

@@ -414,7 +414,8 @@ impl Inner {
             let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
             for d in days {
                 let day = Day(d.day);
-                if day.maxt() < min_t {
+                // Labelled batches are agent mode's: forwarded, never stored.
+                if !d.labelled.is_empty() || day.maxt() < min_t {
                     continue;
                 }
                 let p = self.partition(day)?;

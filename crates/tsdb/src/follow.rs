@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::{Histogram, Labels};
+use cairn_model::{Histogram, Labels, SharedEncodedLabels};
 use cairn_storage::StorageError;
 
 use crate::day::Day;
@@ -20,6 +20,10 @@ pub struct WalFeedDay {
     pub day: i32,
     /// Series this record created: their ids and labels.
     pub new_series: Vec<(u64, Labels)>,
+    /// A labelled record's series (agent mode's, which no index knows), by
+    /// the record-local id its samples carry: their label encodings
+    /// ([`Labels::encode`]). `new_series` is empty then.
+    pub labelled: Vec<SharedEncodedLabels>,
     /// Float samples: series id, timestamp, value (stale markers included).
     pub samples: Vec<(u64, i64, f64)>,
     /// Native histogram samples: series id, timestamp, histogram.
@@ -64,6 +68,7 @@ impl Tsdb {
         let days = record::decode_batch(payload, scratch).map_err(str::to_string)?;
         days.into_iter()
             .map(|d| {
+                let labelled = d.labelled.iter().map(|&l| SharedEncodedLabels::from(l)).collect();
                 let new_series = d
                     .new_series
                     .iter()
@@ -78,6 +83,7 @@ impl Tsdb {
                 Ok(WalFeedDay {
                     day: d.day,
                     new_series,
+                    labelled,
                     samples,
                     histograms: d.histograms,
                 })

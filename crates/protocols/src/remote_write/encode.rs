@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use cairn_model::{HistogramSample, Label, Labels, Sample};
+use cairn_model::{HistogramSample, Labels, Sample};
 use prost::encoding::{encode_varint, encoded_len_varint};
 
 use super::histogram::to_proto;
@@ -172,11 +172,31 @@ fn encode_protobuf(series: &[SeriesSamples], metadata: &[MetricMetadata], dst: &
 /// for [`encode_series`]: a sender that sends a series again and again
 /// encodes its labels once.
 pub fn encode_labels(labels: &Labels, dst: &mut Vec<u8>) {
-    for l in labels {
+    encode_label_pairs(labels.iter().map(|l| (l.name.as_bytes(), l.value.as_bytes())), dst);
+}
+
+/// [`encode_labels`] of labels given as `(name, value)` pairs of UTF-8
+/// text, in order.
+pub fn encode_label_pairs<'a>(pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>, dst: &mut Vec<u8>) {
+    let field_len = |b: &[u8]| {
+        if b.is_empty() {
+            0
+        } else {
+            1 + encoded_len_varint(b.len() as u64) + b.len()
+        }
+    };
+    let put = |key: u8, b: &[u8], dst: &mut Vec<u8>| {
+        if !b.is_empty() {
+            dst.push(key);
+            encode_varint(b.len() as u64, dst);
+            dst.extend_from_slice(b);
+        }
+    };
+    for (name, value) in pairs {
         dst.push(KEY_1_LEN);
-        encode_varint(label_len(l) as u64, dst);
-        put_str(KEY_1_LEN, &l.name, dst);
-        put_str(KEY_2_LEN, &l.value, dst);
+        encode_varint((field_len(name) + field_len(value)) as u64, dst);
+        put(KEY_1_LEN, name, dst);
+        put(KEY_2_LEN, value, dst);
     }
 }
 
@@ -238,10 +258,6 @@ fn str_len(s: &str) -> usize {
     } else {
         1 + encoded_len_varint(s.len() as u64) + s.len()
     }
-}
-
-fn label_len(l: &Label) -> usize {
-    str_len(&l.name) + str_len(&l.value)
 }
 
 fn sample_len(s: &Sample) -> usize {

@@ -6,6 +6,8 @@
 //!         | batch
 //! batch  := kind:u8=1 uvarint(n_days) day*           (no histograms)
 //!         | kind:u8=3 uvarint(n_days) hday*
+//!         | kind:u8=4 uvarint(n_days) day*           (labelled, no histograms)
+//!         | kind:u8=5 uvarint(n_days) hday*          (labelled)
 //! day    := varint(day) uvarint(n_new) new* uvarint(n_series) series*
 //! hday   := day uvarint(n_hseries) hseries*
 //! new    := id:u64 LE uvarint(len) labels[len]      (series created by this batch)
@@ -15,6 +17,10 @@
 //!
 //! A histogram sample is also a row of its series, whose value is the
 //! histogram marker (see `histograms.rs`); `hseries` carry the bodies.
+//!
+//! A labelled batch (agent mode, where samples are only forwarded) names
+//! every series it has in `new`, under ids that number them from 0 in the
+//! day: its ids mean nothing outside the record, and no index knows them.
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -33,6 +39,9 @@ const KIND_BATCH: u8 = 1;
 const KIND_ZSTD: u8 = 2;
 /// A batch whose days also carry histogram bodies.
 const KIND_HISTOGRAM_BATCH: u8 = 3;
+/// Batches whose series are all in their `new` lists, under record-local ids.
+const KIND_LABELLED_BATCH: u8 = 4;
+const KIND_LABELLED_HISTOGRAM_BATCH: u8 = 5;
 /// zstd's fastest regular level: a batch's series of one metric share their
 /// ids' first bytes, a target's samples their timestamps, and many values
 /// repeat, so even this level shrinks a remote-write batch several times.
@@ -68,11 +77,12 @@ pub struct DayBatch<'a> {
 }
 
 /// Appends a batch to `dst`, compressed unless that would not make the
-/// record shorter.
-pub fn encode_batch(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
+/// record shorter. `labelled`: each day's `new_series` are all its series,
+/// numbered from 0 in order (agent mode).
+pub fn encode_batch(dst: &mut Vec<u8>, days: &[DayBatch<'_>], labelled: bool) {
     SCRATCH.with_borrow_mut(|(raw, compressor)| {
         raw.clear();
-        encode_raw(raw, days);
+        encode_raw(raw, days, labelled);
         if compressor.is_none() {
             *compressor = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
         }
@@ -96,12 +106,13 @@ pub fn encode_batch(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
 }
 
 /// Appends a batch to `dst` uncompressed.
-fn encode_raw(dst: &mut Vec<u8>, days: &[DayBatch<'_>]) {
+fn encode_raw(dst: &mut Vec<u8>, days: &[DayBatch<'_>], labelled: bool) {
     let with_histograms = days.iter().any(|d| !d.histograms.is_empty());
-    dst.push(if with_histograms {
-        KIND_HISTOGRAM_BATCH
-    } else {
-        KIND_BATCH
+    dst.push(match (labelled, with_histograms) {
+        (false, false) => KIND_BATCH,
+        (false, true) => KIND_HISTOGRAM_BATCH,
+        (true, false) => KIND_LABELLED_BATCH,
+        (true, true) => KIND_LABELLED_HISTOGRAM_BATCH,
     });
     put_uvarint(dst, days.len() as u64);
     for DayBatch {
@@ -157,6 +168,9 @@ fn encode_histogram_series(dst: &mut Vec<u8>, histograms: &[(u64, i64, Arc<Histo
 #[derive(Debug, Default, PartialEq)]
 pub struct DayRecord<'a> {
     pub day: i32,
+    /// A labelled batch's series, by the ids its rows carry (`new_series`
+    /// is empty then).
+    pub labelled: Vec<EncodedLabels<'a>>,
     pub new_series: Vec<(u64, &'a [u8])>,
     /// `(series id, t, value bits)`
     pub rows: Vec<(u64, i64, f64)>,
@@ -202,9 +216,13 @@ pub fn decode_batch<'a>(src: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Vec<D
 
 fn decode_raw(src: &[u8]) -> Result<Vec<DayRecord<'_>>, &'static str> {
     let (&kind, mut src) = src.split_first().ok_or("empty record")?;
-    if kind != KIND_BATCH && kind != KIND_HISTOGRAM_BATCH {
-        return Err("unknown record kind");
-    }
+    let (labelled, with_histograms) = match kind {
+        KIND_BATCH => (false, false),
+        KIND_HISTOGRAM_BATCH => (false, true),
+        KIND_LABELLED_BATCH => (true, false),
+        KIND_LABELLED_HISTOGRAM_BATCH => (true, true),
+        _ => return Err("unknown record kind"),
+    };
     let n_days = take_count(&mut src)?;
     let mut out = Vec::with_capacity(n_days.min(64));
     for _ in 0..n_days {
@@ -225,11 +243,21 @@ fn decode_raw(src: &[u8]) -> Result<Vec<DayRecord<'_>>, &'static str> {
             src = rest;
             // Checked here, so that a record whose labels would not become
             // index entries is damage, like any other undecodable record.
-            EncodedLabels::new(labels).map_err(|_| "undecodable series labels")?;
-            rec.new_series.push((id, labels));
+            let checked = EncodedLabels::new(labels).map_err(|_| "undecodable series labels")?;
+            if !labelled {
+                rec.new_series.push((id, labels));
+            } else if id == rec.labelled.len() as u64 {
+                rec.labelled.push(checked);
+            } else {
+                return Err("labelled series out of order");
+            }
         }
+        let known = |id: u64| !labelled || id < rec.labelled.len() as u64;
         for _ in 0..take_count(&mut src)? {
             let id = take_u64(&mut src)?;
+            if !known(id) {
+                return Err("row of a series the labelled batch lacks");
+            }
             let n = take_count(&mut src)?;
             let mut t = 0i64;
             let start = rec.rows.len();
@@ -243,9 +271,12 @@ fn decode_raw(src: &[u8]) -> Result<Vec<DayRecord<'_>>, &'static str> {
                 row.2 = f64::from_bits(take_u64(&mut src)?);
             }
         }
-        if kind == KIND_HISTOGRAM_BATCH {
+        if with_histograms {
             for _ in 0..take_count(&mut src)? {
                 let id = take_u64(&mut src)?;
+                if !known(id) {
+                    return Err("histogram of a series the labelled batch lacks");
+                }
                 let len = take_count(&mut src)?;
                 let (block, rest) = src.split_at(len);
                 src = rest;
@@ -305,7 +336,7 @@ mod tests {
             histograms: &[],
         }];
         let mut buf = Vec::new();
-        encode_batch(&mut buf, &days);
+        encode_batch(&mut buf, &days, false);
         assert_eq!(buf[0], KIND_BATCH, "too small to be worth compressing");
         let mut scratch = Vec::new();
         let got = decode_batch(&buf, &mut scratch).unwrap();
@@ -315,6 +346,38 @@ mod tests {
         let rows: Vec<_> = got[0].rows.iter().map(|&(id, t, v)| (id, t, v.to_bits())).collect();
         let want: Vec<_> = ts.iter().zip(vs).map(|(&t, v)| (42, t, v.to_bits())).collect();
         assert_eq!(rows, want);
+    }
+
+    /// A labelled batch names each series by its place in the day: one
+    /// whose ids do not number its series in order, or with a row of a
+    /// series it lacks, is damage.
+    #[test]
+    fn a_labelled_batch_must_name_each_row_by_its_series_place() {
+        let mut labels = Vec::new();
+        cairn_model::Labels::from_pairs([("__name__", "m")]).encode(&mut labels);
+        let encode = |ids: [u64; 2], row: u64| {
+            let new_series = [(ids[0], &labels[..]), (ids[1], &labels[..])];
+            let mut buf = Vec::new();
+            let rows = vec![SeriesRows {
+                id: row,
+                ts: &[1],
+                vs: &[2.0],
+            }];
+            encode_batch(
+                &mut buf,
+                &[DayBatch {
+                    day: Day(1),
+                    new_series: &new_series,
+                    rows,
+                    histograms: &[],
+                }],
+                true,
+            );
+            decode_batch(&buf, &mut Vec::new()).map(|days| (days[0].labelled.len(), days[0].rows.clone()))
+        };
+        assert_eq!(encode([0, 1], 1), Ok((2, vec![(1, 1, 2.0)])));
+        assert_eq!(encode([1, 0], 1), Err("labelled series out of order"));
+        assert_eq!(encode([0, 1], 2), Err("row of a series the labelled batch lacks"));
     }
 
     /// A new series whose labels do not decode makes the record damaged:
@@ -329,7 +392,7 @@ mod tests {
             histograms: &[],
         }];
         let mut buf = Vec::new();
-        encode_batch(&mut buf, &days);
+        encode_batch(&mut buf, &days, false);
         let mut scratch = Vec::new();
         assert_eq!(
             decode_batch(&buf, &mut scratch).err(),
@@ -359,9 +422,9 @@ mod tests {
             histograms: &[],
         }];
         let mut raw = Vec::new();
-        encode_raw(&mut raw, &days);
+        encode_raw(&mut raw, &days, false);
         let mut buf = Vec::new();
-        encode_batch(&mut buf, &days);
+        encode_batch(&mut buf, &days, false);
         assert_eq!(buf[0], KIND_ZSTD);
         assert!(
             buf.len() * 2 < raw.len(),
@@ -427,7 +490,7 @@ mod tests {
             histograms: &histograms,
         }];
         let mut buf = Vec::new();
-        encode_batch(&mut buf, &days);
+        encode_batch(&mut buf, &days, false);
         let mut scratch = Vec::new();
         let got = decode_batch(&buf, &mut scratch).unwrap();
         assert_eq!(got[0].histograms, histograms.to_vec());
@@ -466,7 +529,7 @@ mod tests {
                 .collect();
             let rows: Vec<SeriesRows> = cols.iter().map(|(id, ts, vs)| SeriesRows { id: *id, ts, vs }).collect();
             let mut buf = Vec::new();
-            encode_batch(&mut buf, &[DayBatch { day: Day(-3), new_series: &[], rows, histograms: &[] }]);
+            encode_batch(&mut buf, &[DayBatch { day: Day(-3), new_series: &[], rows, histograms: &[] }], false);
             let mut scratch = Vec::new();
             let got = decode_batch(&buf, &mut scratch).unwrap();
             let want: Vec<(u64, i64, u64)> = cols
