@@ -71,9 +71,15 @@ pub struct SharedEncodedLabels(Arc<[u8]>);
 
 impl SharedEncodedLabels {
     pub fn new(labels: &Labels) -> Self {
-        let mut bytes = Vec::new();
-        labels.encode(&mut bytes);
-        Self(bytes.into())
+        thread_local! {
+            /// Where the encoding is written before its one allocation.
+            static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        SCRATCH.with_borrow_mut(|bytes| {
+            bytes.clear();
+            labels.encode(bytes);
+            Self(Arc::from(bytes.as_slice()))
+        })
     }
 
     pub fn get(&self) -> EncodedLabels<'_> {

@@ -42,15 +42,17 @@ pub(crate) struct AppendCounts {
 /// exposed label, and then vanish as empty labels do. Without it an empty
 /// exposed value is no conflict.
 pub(crate) fn sample_labels(
-    exposed: &Labels,
+    exposed: Labels,
     exposed_empty: &[Label],
     target: &Labels,
     job: &JobSettings,
 ) -> Option<Labels> {
-    let mut lb = exposed.clone();
+    // The target's label names are distinct, so what `lb` holds under one
+    // of them before it is set is what the sample exposed.
+    let mut lb = exposed;
     if job.honor_labels {
         for l in target.iter() {
-            let is_exposed = exposed.get(&l.name).is_some() || exposed_empty.iter().any(|e| e.name == l.name);
+            let is_exposed = lb.get(&l.name).is_some() || exposed_empty.iter().any(|e| e.name == l.name);
             if !is_exposed {
                 lb.set(&l.name, &l.value);
             }
@@ -58,7 +60,7 @@ pub(crate) fn sample_labels(
     } else {
         let mut conflicts: Vec<Label> = Vec::new();
         for l in target.iter() {
-            if let Some(existing) = exposed.get(&l.name) {
+            if let Some(existing) = lb.get(&l.name) {
                 conflicts.push(Label::new(l.name.as_str(), existing));
             }
             lb.set(&l.name, &l.value);
@@ -200,7 +202,7 @@ fn check_label_limits(lset: &Labels, job: &JobSettings) -> Result<(), String> {
 pub(crate) fn append_scraped(
     cache: &mut ScrapeCache,
     app: &mut dyn Appender,
-    scraped: &ParsedBody<'_>,
+    scraped: &mut ParsedBody<'_>,
     target: &Labels,
     job: &JobSettings,
     default_t: i64,
@@ -218,7 +220,7 @@ fn append_samples(
     ParsedBody {
         body,
         exposition: scraped,
-    }: &ParsedBody<'_>,
+    }: &mut ParsedBody<'_>,
     target: &Labels,
     job: &JobSettings,
     default_t: i64,
@@ -230,7 +232,7 @@ fn append_samples(
     let mut sample_limit_hit = false;
     let mut bucket_limit_hit = false;
     let mut key_bytes = Vec::new();
-    for s in &scraped.samples {
+    for s in &mut scraped.samples {
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
@@ -257,7 +259,8 @@ fn append_samples(
             }
             None => {
                 let honoured_empty = honoured_empty_labels(&s.empty_labels, target, job);
-                let Some(lset) = sample_labels(&s.labels, &honoured_empty, target, job) else {
+                let exposed = std::mem::replace(&mut s.labels, Labels::empty());
+                let Some(lset) = sample_labels(exposed, &honoured_empty, target, job) else {
                     cache.add_dropped(key);
                     continue;
                 };
@@ -440,14 +443,14 @@ mod tests {
             ("exported_job", "b"),
             ("instance", "i"),
         ]);
-        let l = sample_labels(&exposed, &[], &target, &job).unwrap();
+        let l = sample_labels(exposed.clone(), &[], &target, &job).unwrap();
         assert_eq!(l.get("job"), Some("j"));
         assert_eq!(l.get("exported_job"), Some("b"), "an exposed exported_job stays");
         assert_eq!(l.get("exported_exported_job"), Some("a"));
         assert_eq!(l.get("exported_instance"), Some("i"));
         let mut honoring = JobSettings::new("j");
         honoring.honor_labels = true;
-        let l = sample_labels(&exposed, &[], &target, &honoring).unwrap();
+        let l = sample_labels(exposed.clone(), &[], &target, &honoring).unwrap();
         assert_eq!((l.get("job"), l.get("instance")), (Some("a"), Some("i")));
     }
 
@@ -459,12 +462,12 @@ mod tests {
         let mut honoring = JobSettings::new("honor");
         honoring.honor_labels = true;
         assert_eq!(
-            sample_labels(&exposed, &empty, &target, &honoring).unwrap(),
+            sample_labels(exposed.clone(), &empty, &target, &honoring).unwrap(),
             Labels::from_pairs([("__name__", "m"), ("env", "e"), ("zone", "z")]),
         );
         let plain = JobSettings::new("honor");
         assert_eq!(
-            sample_labels(&exposed, &empty, &target, &plain).unwrap(),
+            sample_labels(exposed.clone(), &empty, &target, &plain).unwrap(),
             Labels::from_pairs([
                 ("__name__", "m"),
                 ("env", "e"),
@@ -501,11 +504,11 @@ mod tests {
     }
 
     fn scrape(cache: &mut ScrapeCache, body: &str, job: &JobSettings, t: i64) -> Vec<(Labels, f64)> {
-        let scraped =
+        let mut scraped =
             crate::exposition::parse_body(body.as_bytes(), "text/plain", job, &Default::default(), cache).unwrap();
         let target = Labels::from_pairs([("instance", "t:1"), ("job", "honor")]);
         let mut app = Recorder::default();
-        let (_, result) = append_scraped(cache, &mut app, &scraped, &target, job, t, t);
+        let (_, result) = append_scraped(cache, &mut app, &mut scraped, &target, job, t, t);
         result.unwrap();
         app.0.retain(|(_, v)| !cairn_model::is_stale_nan(*v));
         app.0
@@ -613,11 +616,13 @@ mod tests {
         let mut app = Recorder::default();
         match body {
             Some(body) => {
-                let scraped =
+                let mut scraped =
                     crate::exposition::parse_body(body.as_bytes(), "text/plain", job, &Default::default(), cache)
                         .unwrap();
                 let target = Labels::from_pairs([("instance", "t:1"), ("job", "j")]);
-                append_scraped(cache, &mut app, &scraped, &target, job, t, t).1.unwrap();
+                append_scraped(cache, &mut app, &mut scraped, &target, job, t, t)
+                    .1
+                    .unwrap();
             }
             None => append_empty(cache, &mut app, t).unwrap(),
         }
@@ -638,11 +643,11 @@ mod tests {
         for lean in [false, true] {
             let mut cache = ScrapeCache::new(lean);
             let mut added = |body: &str, t: i64| {
-                let scraped =
+                let mut scraped =
                     crate::exposition::parse_body(body.as_bytes(), "text/plain", &job, &Default::default(), &cache)
                         .unwrap();
                 let (counts, result) =
-                    append_scraped(&mut cache, &mut Recorder::default(), &scraped, &target, &job, t, t);
+                    append_scraped(&mut cache, &mut Recorder::default(), &mut scraped, &target, &job, t, t);
                 result.unwrap();
                 counts.series_added
             };

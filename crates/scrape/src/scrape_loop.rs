@@ -406,11 +406,11 @@ fn process(
         (None, Ok((body, content_type))) => {
             let parsed = parse_body(&body, &content_type, job, &state.parse_options, &state.cache);
             let result = match parsed {
-                Ok(scraped) => {
+                Ok(mut scraped) => {
                     let (c, result) = append_scraped(
                         &mut state.cache,
                         &mut *app,
-                        &scraped,
+                        &mut scraped,
                         &state.target_labels,
                         job,
                         t,
