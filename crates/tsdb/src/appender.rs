@@ -389,11 +389,7 @@ impl Appender for TsdbAppender<'_> {
             })
             .collect();
         self.limit_new_series(&mut partitions, &mut known);
-        let mut report = CommitReport {
-            samples_rejected: std::mem::take(&mut self.rejected),
-            ..CommitReport::default()
-        };
-        count_rejected(db, &report);
+        let mut report = self.take_rejected();
         if self.by_day.is_empty() {
             return Ok(report);
         }
@@ -466,31 +462,33 @@ impl Appender for TsdbAppender<'_> {
     fn rollback(self: Box<Self>) {}
 }
 
-fn count_rejected(db: &Inner, report: &CommitReport) {
-    for (reason, n) in &report.samples_rejected {
-        let counter = match reason {
-            RejectReason::OutOfRetention => &db.counters.out_of_retention,
-            RejectReason::TooFarInFuture => &db.counters.too_far_in_future,
-            RejectReason::SeriesLimit => &db.counters.series_limit,
-            // Decided before storage, by a cluster's HA tracker.
-            RejectReason::HaReplica => continue,
-        };
-        counter.fetch_add(*n, Ordering::Relaxed);
-    }
-}
-
 impl TsdbAppender<'_> {
+    /// A report of the samples refused so far, counted in the engine's counters.
+    fn take_rejected(&mut self) -> CommitReport {
+        let report = CommitReport {
+            samples_rejected: std::mem::take(&mut self.rejected),
+            ..CommitReport::default()
+        };
+        for (reason, n) in &report.samples_rejected {
+            let counter = match reason {
+                RejectReason::OutOfRetention => &self.db.counters.out_of_retention,
+                RejectReason::TooFarInFuture => &self.db.counters.too_far_in_future,
+                RejectReason::SeriesLimit => &self.db.counters.series_limit,
+                // Decided before storage, by a cluster's HA tracker.
+                RejectReason::HaReplica => continue,
+            };
+            counter.fetch_add(*n, Ordering::Relaxed);
+        }
+        report
+    }
+
     /// Agent mode: the batch goes to the WAL only, as a labelled record
     /// (each series with its labels, under record-local ids), for remote
     /// write to forward. No index or partition learns of it, so memory does
     /// not grow with the series forwarded.
     fn commit_labelled(mut self) -> Result<CommitReport, StorageError> {
         let db = self.db;
-        let mut report = CommitReport {
-            samples_rejected: std::mem::take(&mut self.rejected),
-            ..CommitReport::default()
-        };
-        count_rejected(db, &report);
+        let mut report = self.take_rejected();
         if self.by_day.is_empty() {
             return Ok(report);
         }
