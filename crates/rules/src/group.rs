@@ -29,6 +29,10 @@ pub struct EvalEnv {
     pub resend_delay: Duration,
     pub outage_tolerance: Duration,
     pub for_grace_period: Duration,
+    /// Groups move between the nodes of a cluster, so a group restoring
+    /// state takes over from another node rather than coming back from an
+    /// outage (see [`Group::restore_for_state`]).
+    pub groups_move: bool,
     /// The latency summaries every group feeds.
     pub(crate) durations: Arc<Durations>,
 }
@@ -74,6 +78,8 @@ pub(crate) struct Group {
     pub last_evaluation: Option<SystemTime>,
     /// The scheduled timestamp of the last evaluation, in ns.
     pub last_eval_timestamp: Option<i64>,
+    /// The scheduled timestamp of this group's first evaluation here, in ns.
+    pub first_eval_timestamp: Option<i64>,
     pub should_restore: bool,
     /// Series of rules gone in a reload, to be marked stale at the next evaluation.
     pub stale_series: Vec<Labels>,
@@ -114,6 +120,7 @@ impl Group {
             evaluation_time: Duration::ZERO,
             last_evaluation: None,
             last_eval_timestamp: None,
+            first_eval_timestamp: None,
             should_restore,
             stale_series: Vec::new(),
             counters: Arc::new(GroupCounters::new()),
@@ -181,6 +188,7 @@ impl Group {
         self.evaluation_time = started.elapsed();
         self.last_evaluation = Some(wall);
         self.last_eval_timestamp = Some(ts);
+        self.first_eval_timestamp.get_or_insert(ts);
         env.durations.group.observe(self.evaluation_time.as_secs_f64());
         self.counters
             .iteration(wall, self.evaluation_time, samples, rule_duration_sum);
@@ -202,7 +210,14 @@ impl Group {
         }
     }
 
-    /// Restores the `for` state of alerts from `ALERTS_FOR_STATE` after a restart (at `ts`, ns).
+    /// Restores the state of alerts from `ALERTS_FOR_STATE` (at `ts`, ns).
+    ///
+    /// After a restart, as Prometheus does: the outage (from the last state
+    /// written to `ts`) does not count towards `for`, and alerts whose `for`
+    /// is shorter than the grace period start over. A group that moved
+    /// between nodes was evaluated until it moved: only the slots nobody
+    /// evaluated count as an outage, no grace applies, and alerts kept firing
+    /// by `keep_firing_for` keep firing until their time is up.
     pub fn restore_for_state(&mut self, ts: i64, env: &EvalEnv) {
         let started = Instant::now();
         self.restore_rules(ts, env);
@@ -220,7 +235,23 @@ impl Group {
                 return;
             }
         };
-        let grace = env.for_grace_period.as_nanos() as i64;
+        let slots = Slots {
+            interval: self.interval.as_nanos().max(1) as i64,
+            query_offset: self.query_offset.as_nanos() as i64,
+            last: self.last_eval_timestamp,
+        };
+        let moved = env.groups_move;
+        let grace = if moved {
+            0
+        } else {
+            env.for_grace_period.as_nanos() as i64
+        };
+        // Where evaluation resumed: after a move, the query time of the slot
+        // before this node's first; after an outage, now.
+        let resumed_at = match self.first_eval_timestamp {
+            Some(first) if moved => first - slots.query_offset - slots.interval,
+            _ => ts,
+        };
         for rule in &mut self.rules {
             let RuleKind::Alert(name) = rule.spec.kind.clone() else {
                 continue;
@@ -254,6 +285,9 @@ impl Group {
                     continue;
                 };
                 let Some(last) = samples.last() else { continue };
+                if cairn_model::is_stale_nan(last.v) {
+                    continue;
+                }
                 let mut labels = s.labels.clone();
                 labels.remove("__name__");
                 last_by_labels.insert(labels, *last);
@@ -262,9 +296,6 @@ impl Group {
                 let Some(last) = last_by_labels.get(&a.labels) else {
                     continue;
                 };
-                if cairn_model::is_stale_nan(last.v) {
-                    continue;
-                }
                 let down_at = last.t.div_euclid(1000) * 1_000_000_000;
                 let mut restored_active_at = (last.v as i64) * 1_000_000_000;
                 let remaining = hold - (down_at - restored_active_at);
@@ -272,9 +303,18 @@ impl Group {
                 } else if remaining < grace {
                     restored_active_at = ts + grace - hold;
                 } else {
-                    restored_active_at += ts - down_at;
+                    restored_active_at += (resumed_at - down_at).max(0);
                 }
                 a.active_at = restored_active_at;
+                // Firing where the group was before: firing here already, so
+                // that the next evaluation keeps firing it if it must.
+                if let Some(last_eval) = slots.last.filter(|&t| moved && t - restored_active_at >= hold) {
+                    a.state = AlertState::Firing;
+                    a.fired_at.get_or_insert(last_eval);
+                }
+            }
+            if moved && !rule.spec.keep_firing_for.is_zero() {
+                restore_kept_firing(rule, &name, &last_by_labels, slots, env);
             }
             rule.restored = true;
         }
@@ -286,6 +326,7 @@ impl Group {
         self.evaluation_time = from.evaluation_time;
         self.last_evaluation = from.last_evaluation;
         self.last_eval_timestamp = from.last_eval_timestamp;
+        self.first_eval_timestamp = from.first_eval_timestamp;
         let key = |r: &RuleSpec| (r.name().to_string(), r.labels.clone());
         let mut by_key: HashMap<(String, BTreeMap<String, String>), Vec<usize>> = HashMap::new();
         for (i, r) in from.rules.iter().enumerate() {
@@ -391,14 +432,61 @@ fn label_map(labels: &Labels) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn eval_alerting(
-    rule: &mut Rule,
-    name: &str,
-    ts: i64,
-    query_ms: i64,
-    limit: usize,
-    env: &EvalEnv,
-) -> Result<QueryOutput, String> {
+/// Where a group's evaluations fall, to evaluate its past slots again.
+#[derive(Debug, Clone, Copy)]
+struct Slots {
+    interval: i64,
+    query_offset: i64,
+    /// This node's last evaluation (ns).
+    last: Option<i64>,
+}
+
+/// After a move, the alerts of `rule` the node it came from kept firing by
+/// `keep_firing_for`: firing in `states` (the last `ALERTS_FOR_STATE`), but
+/// no longer returned by the expression. The slots before this node's last
+/// are evaluated again back to the last that returned each: the slot after
+/// that one is its `keep_firing_since`, and that evaluation gives its
+/// annotations and value. One whose window closed before the move is left out.
+fn restore_kept_firing(rule: &mut Rule, name: &str, states: &HashMap<Labels, Sample>, slots: Slots, env: &EvalEnv) {
+    let Some(last) = slots.last else { return };
+    let hold = rule.spec.for_duration.as_nanos() as i64;
+    let keep_for = rule.spec.keep_firing_for.as_nanos() as i64;
+    let mut wanted: HashMap<&Labels, i64> = states
+        .iter()
+        .filter(|(labels, _)| !rule.active.contains_key(*labels))
+        .filter_map(|(labels, state)| {
+            let active_at = (state.v as i64) * 1_000_000_000;
+            let evaluated_at = state.t * 1_000_000 + slots.query_offset;
+            (evaluated_at - active_at >= hold).then_some((labels, active_at))
+        })
+        .collect();
+    let mut slot = last - slots.interval;
+    while !wanted.is_empty() && last - slot - slots.interval < keep_for {
+        let mut returned = match alerts_at(rule, name, slot, (slot - slots.query_offset).div_euclid(1_000_000), env) {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(alert = %name, err = %e, "evaluating an earlier slot to restore kept firing alerts failed");
+                return;
+            }
+        };
+        wanted.retain(|labels, active_at| {
+            let Some(mut a) = returned.remove(*labels) else {
+                return true;
+            };
+            a.state = AlertState::Firing;
+            a.active_at = *active_at;
+            a.fired_at = Some(last);
+            a.keep_firing_since = Some(slot + slots.interval);
+            rule.active.insert(a.labels.clone(), a);
+            false
+        });
+        slot -= slots.interval;
+    }
+}
+
+/// The alerts an alerting rule's expression gives at `ts` (queried at
+/// `query_ms`), each pending from `ts`, their labels and annotations expanded.
+fn alerts_at(rule: &Rule, name: &str, ts: i64, query_ms: i64, env: &EvalEnv) -> Result<HashMap<Labels, Alert>, String> {
     let result = run_query(env, &rule.spec.query, query_ms)?;
     let query_fn = |q: &str, t_ms: i64| -> Result<Vec<QuerySample>, String> {
         Ok(run_query(env, q, t_ms)?
@@ -458,6 +546,18 @@ fn eval_alerting(
             },
         );
     }
+    Ok(fresh)
+}
+
+fn eval_alerting(
+    rule: &mut Rule,
+    name: &str,
+    ts: i64,
+    query_ms: i64,
+    limit: usize,
+    env: &EvalEnv,
+) -> Result<QueryOutput, String> {
+    let fresh = alerts_at(rule, name, ts, query_ms, env)?;
     let result_keys: HashSet<Labels> = fresh.keys().cloned().collect();
     for (k, a) in fresh {
         match rule.active.get_mut(&k) {

@@ -181,8 +181,8 @@ impl RuleManager {
 
     /// Takes up the groups the work share gives this process now and stops
     /// those it gives to others, without staleness markers: their series go
-    /// on from the process that takes them, which restores their alerts'
-    /// state from `ALERTS_FOR_STATE` as after a restart.
+    /// on from the process that takes them, which takes their alerts' state
+    /// over from `ALERTS_FOR_STATE` (see [`Group::restore_for_state`]).
     pub fn reassign(&self) {
         let mut state = self.state.lock();
         let (specs, config) = (state.specs.clone(), state.config.clone());
@@ -418,6 +418,7 @@ fn env_for(opts: &RuleManagerOptions, config: &RulesConfig, durations: &Arc<Dura
         resend_delay: opts.resend_delay,
         outage_tolerance: opts.outage_tolerance,
         for_grace_period: opts.for_grace_period,
+        groups_move: opts.share.is_some(),
         durations: durations.clone(),
     }
 }

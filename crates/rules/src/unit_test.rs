@@ -193,6 +193,7 @@ fn run_group(
         resend_delay: Duration::from_secs(60),
         outage_tolerance: Duration::from_secs(3600),
         for_grace_period: Duration::from_secs(600),
+        groups_move: false,
         durations: Default::default(),
     };
 

@@ -589,3 +589,184 @@ fn group_metrics_record_the_restore_duration() {
     let g = &f.manager.metrics().groups[0];
     assert!(g.last_restore_duration_seconds.is_some_and(|d| d >= 0.0));
 }
+
+/// Every group is this process's, as in a cluster of one: groups move.
+#[derive(Debug)]
+struct AllWork;
+
+impl cairn_storage::WorkShare for AllWork {
+    fn owns(&self, _key: u64) -> bool {
+        true
+    }
+}
+
+/// A manager over `storage` for `file` that notifies `notifier`; in a
+/// cluster (`moving`), its groups may move between nodes.
+fn manager_over(
+    storage: &Arc<MemStorage>,
+    file: &std::path::Path,
+    notifier: &Arc<Recorder>,
+    moving: bool,
+) -> RuleManager {
+    let mut opts = RuleManagerOptions::new(
+        Arc::new(Engine::new(EngineOptions::default())),
+        storage.clone() as Arc<dyn Queryable>,
+        storage.clone() as Arc<dyn Appendable>,
+    );
+    opts.notifier = Some(notifier.clone());
+    opts.schedule = false;
+    if moving {
+        opts.share = Some(Arc::new(AllWork));
+    }
+    let manager = RuleManager::new(opts);
+    manager.update(config(file)).unwrap();
+    manager
+}
+
+const MOVING_RULES: &str = r#"
+groups:
+  - name: m
+    rules:
+      - alert: Held
+        expr: x > 0
+        for: 3m
+      - alert: Kept
+        expr: y > 0
+        keep_firing_for: 4m
+        annotations:
+          value: "{{ $value }}"
+      - alert: HeldAndKept
+        expr: y > 0
+        for: 2m
+        keep_firing_for: 3m
+"#;
+
+/// The inputs at minute `m`: `x` holds from minute 2, `y` from 0 to 5 and
+/// again at 13.
+fn moving_inputs(m: i64) -> [(&'static str, f64); 2] {
+    let x = if m >= 2 { 1.0 } else { 0.0 };
+    let y = if m <= 5 {
+        1.0 + m as f64
+    } else if m == 13 {
+        1.0
+    } else {
+        0.0
+    };
+    [("x", x), ("y", y)]
+}
+
+/// What each alert notification said, by minute sent: (labels, firing).
+fn drain_sent(notifier: &Recorder, minute: i64, into: &mut Vec<(i64, String, bool)>) {
+    for a in notifier.0.lock().drain(..) {
+        let firing = a.ends_at > at(T0 + minute * MIN);
+        into.push((
+            minute,
+            a.labels.get("alertname").unwrap_or_default().to_string(),
+            firing,
+        ));
+    }
+}
+
+#[test]
+fn a_group_moved_between_nodes_keeps_its_alerts_as_if_it_had_not_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rules.yml");
+    std::fs::write(&file, MOVING_RULES).unwrap();
+    let name = file.display().to_string();
+    const END: i64 = 22;
+    // One node that never moves the group.
+    let storage = Arc::new(MemStorage::new());
+    let notifier = Arc::new(Recorder::default());
+    let unmoved = manager_over(&storage, &file, &notifier, false);
+    assert!(unmoved.restore_group_at(&name, "m", at(T0)));
+    let mut expected = Vec::new();
+    for m in 0..=END {
+        let mut app = storage.appender();
+        for (metric, v) in moving_inputs(m) {
+            app.append(&labels(&[("__name__", metric)]), &[Sample::new(T0 + m * MIN, v)])
+                .unwrap();
+        }
+        app.commit().unwrap();
+        unmoved.eval_group_at(&name, "m", at(T0 + m * MIN));
+        expected.push(unmoved.alerts());
+    }
+    // The same group moved from one node to another at each minute: the
+    // new node evaluates from that minute on and restores after its second
+    // evaluation, as a node taking a group over does.
+    for moved_at in 1..END - 2 {
+        let storage = Arc::new(MemStorage::new());
+        let notifier = Arc::new(Recorder::default());
+        let mut sent = Vec::new();
+        let first = manager_over(&storage, &file, &notifier, true);
+        assert!(first.restore_group_at(&name, "m", at(T0)));
+        let second = manager_over(&storage, &file, &notifier, true);
+        for m in 0..=END {
+            let mut app = storage.appender();
+            for (metric, v) in moving_inputs(m) {
+                app.append(&labels(&[("__name__", metric)]), &[Sample::new(T0 + m * MIN, v)])
+                    .unwrap();
+            }
+            app.commit().unwrap();
+            let node = if m < moved_at { &first } else { &second };
+            node.eval_group_at(&name, "m", at(T0 + m * MIN));
+            if m == moved_at + 1 {
+                assert!(second.restore_group_at(&name, "m", at(T0 + m * MIN)));
+            }
+            drain_sent(&notifier, m, &mut sent);
+            if m > moved_at + 1 {
+                assert_eq!(
+                    second.alerts(),
+                    expected[m as usize],
+                    "moved at minute {moved_at}, minute {m}"
+                );
+            }
+        }
+        // Alertmanager sees each alert resolved only where the unmoved node resolves it.
+        for (m, alert, firing) in &sent {
+            if !firing {
+                assert!(
+                    !expected[*m as usize].iter().any(|a| a.labels["alertname"] == *alert),
+                    "moved at minute {moved_at}: {alert} resolved at minute {m} while still active"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_group_taken_over_after_missed_slots_does_not_count_them_towards_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("rules.yml");
+    std::fs::write(&file, MOVING_RULES).unwrap();
+    let name = file.display().to_string();
+    let storage = Arc::new(MemStorage::new());
+    let notifier = Arc::new(Recorder::default());
+    let first = manager_over(&storage, &file, &notifier, true);
+    assert!(first.restore_group_at(&name, "m", at(T0)));
+    let second = manager_over(&storage, &file, &notifier, true);
+    for m in 0..=8 {
+        let mut app = storage.appender();
+        for (metric, v) in moving_inputs(m) {
+            app.append(&labels(&[("__name__", metric)]), &[Sample::new(T0 + m * MIN, v)])
+                .unwrap();
+        }
+        app.commit().unwrap();
+        // `x` pends from minute 2; the first node evaluates up to minute 2,
+        // nobody at 3 and 4 (its node died), the second from minute 5.
+        match m {
+            0..=2 => assert!(first.eval_group_at(&name, "m", at(T0 + m * MIN))),
+            3 | 4 => {}
+            _ => assert!(second.eval_group_at(&name, "m", at(T0 + m * MIN))),
+        }
+        if m == 6 {
+            assert!(second.restore_group_at(&name, "m", at(T0 + m * MIN)));
+        }
+    }
+    let held = second
+        .alerts()
+        .into_iter()
+        .find(|a| a.labels["alertname"] == "Held")
+        .unwrap();
+    assert_eq!(held.active_at, at(T0 + 4 * MIN), "pending from 2, two slots missed");
+    assert_eq!(held.state, AlertState::Firing);
+}
