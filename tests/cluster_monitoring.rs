@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -21,18 +22,21 @@ const TARGETS: usize = 9;
 const GROUPS: usize = 6;
 const INTERVAL_MS: i64 = 4_000;
 
-/// Targets on loopback ports, each serving one gauge and noting when it
-/// was scraped.
+/// Targets on loopback ports, each serving one gauge (and `cm_transient`
+/// while `transient` holds) and noting when it was scraped.
 struct Targets {
     addrs: Vec<String>,
     scrapes: Vec<Arc<Mutex<Vec<i64>>>>,
+    transient: Arc<AtomicBool>,
 }
 
 impl Targets {
     fn start() -> Self {
         let mut addrs = Vec::new();
         let mut scrapes = Vec::new();
+        let transient = Arc::new(AtomicBool::new(true));
         for i in 0..TARGETS {
+            let transient = transient.clone();
             let listener = TcpListener::bind("127.0.0.1:0").expect("bind target");
             addrs.push(listener.local_addr().expect("addr").to_string());
             let times = Arc::new(Mutex::new(Vec::new()));
@@ -46,7 +50,10 @@ impl Targets {
                         line.clear();
                     }
                     times.lock().expect("scrape times").push(now_ms());
-                    let body = format!("# TYPE cm_value gauge\ncm_value {}\n", i + 1);
+                    let mut body = format!("# TYPE cm_value gauge\ncm_value {}\n", i + 1);
+                    if transient.load(Ordering::SeqCst) {
+                        body.push_str("cm_transient 1\n");
+                    }
                     let mut stream = stream;
                     let _ = write!(
                         stream,
@@ -57,7 +64,11 @@ impl Targets {
                 }
             });
         }
-        Self { addrs, scrapes }
+        Self {
+            addrs,
+            scrapes,
+            transient,
+        }
     }
 
     /// When target `i` was scraped, from `since` on.
@@ -198,6 +209,32 @@ fn assert_scraped_once_per_interval(targets: &Targets, since: i64, max_gap: i64,
     println!("{what}: every target scraped once per interval, at most {widest} ms apart");
 }
 
+/// Checks that `up` of every target is 1 and its samples since `since` are
+/// at most two intervals apart: a move misses at most one scrape.
+fn assert_up_missed_at_most_one_scrape(node: &Server, since: i64) {
+    let window_s = (now_ms() - since) / 1000;
+    let up = api(node, &format!("/api/v1/query?query=up[{window_s}s]"), false);
+    let series = up["result"].as_array().expect("result");
+    assert_eq!(series.len(), TARGETS, "{up}");
+    for s in series {
+        let times: Vec<f64> = s["values"]
+            .as_array()
+            .expect("values")
+            .iter()
+            .map(|v| {
+                assert_eq!(v[1], "1", "{s}");
+                v[0].as_f64().expect("time")
+            })
+            .collect();
+        let widest = times.windows(2).map(|p| p[1] - p[0]).fold(0.0, f64::max);
+        assert!(
+            widest <= (2 * INTERVAL_MS + INTERVAL_MS / 10) as f64 / 1000.0,
+            "up of {} missed more than one scrape ({widest} s apart)",
+            s["metric"]["instance"]
+        );
+    }
+}
+
 /// Waits until `check` holds, for at most `timeout`.
 fn wait_until(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
@@ -225,8 +262,9 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     )
     .expect("config");
 
-    // A restored alert fires again at once: its `for` is longer than the grace.
-    let Some(mut cluster) = ThreeNodes::monitoring(&config, &["--rules.alert.for-grace-period", "1s"]) else {
+    // A moved alert fires on at once though its `for` is shorter than the
+    // (default) grace period: a move is not an outage.
+    let Some(mut cluster) = ThreeNodes::monitoring(&config, &[]) else {
         return;
     };
     let nodes = &mut cluster.nodes;
@@ -276,9 +314,13 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
         assert!(n <= 3.0, "group g{g} wrote {n} samples in three intervals");
     }
 
-    // Kill the node with the most work; the others take it over.
+    // Kill the node with the most work, of those with targets and groups
+    // if any has both; the others take it over.
     let victim = (0..3)
-        .max_by_key(|&i| own_targets(&nodes[i]).len() + own_groups(&nodes[i]).len())
+        .max_by_key(|&i| {
+            let (t, g) = (own_targets(&nodes[i]).len(), own_groups(&nodes[i]).len());
+            (t > 0 && g > 0, t + g)
+        })
         .expect("a node");
     let moved_targets = own_targets(&nodes[victim]);
     let moved_groups = own_groups(&nodes[victim]);
@@ -289,6 +331,8 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     );
     nodes[victim].kill9();
     let killed_at = now_ms();
+    // Every target stops exposing `cm_transient` as its node dies.
+    targets.transient.store(false, Ordering::SeqCst);
     let survivors: Vec<usize> = (0..3).filter(|&i| i != victim).collect();
     wait_until(Duration::from_secs(20), "the survivors to take the work over", || {
         let targets: usize = survivors.iter().map(|&i| own_targets(&nodes[i]).len()).sum();
@@ -301,16 +345,22 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     // of its death (the lease's 2 s and a ring refresh).
     let max_gap = 2 * INTERVAL_MS + 1_000;
     assert_scraped_once_per_interval(&targets, shared_since, max_gap, "through the kill");
+    assert_up_missed_at_most_one_scrape(&nodes[survivors[0]], shared_since);
+    // The moved targets' `cm_transient` went stale at their new node's first
+    // scrape, as the others' did at their own node's: none is left.
+    let transient = api(&nodes[survivors[0]], "/api/v1/query?query=cm_transient", false);
+    assert_eq!(
+        transient["result"].as_array().map(Vec::len),
+        Some(0),
+        "series gone across a move are marked stale: {transient}"
+    );
     assert_cluster_wide_lists(&nodes[survivors[0]]);
     let states_after = for_states(&nodes[survivors[0]]);
     assert_eq!(
         states_after, states_before,
         "the alerts of the groups moved ({moved_groups:?}) keep the time they became active"
     );
-    assert!(
-        !moved_targets.is_empty() || !moved_groups.is_empty(),
-        "the victim had work"
-    );
+    assert!(!moved_targets.is_empty(), "the victim scraped targets");
 
     // Each alert was notified firing once and never resolved.
     let notifications = hook.received();

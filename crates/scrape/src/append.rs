@@ -685,4 +685,39 @@ mod tests {
         assert_eq!(stale_after(cache, Some(both), &job, 7000), none);
         assert_eq!(stale_after(cache, Some(respelt), &job, 8000), vec!["3"]);
     }
+
+    #[test]
+    fn an_inherited_scrape_marks_stale_what_the_first_scrape_here_lacks() {
+        let job = JobSettings::new("j");
+        let none: Vec<String> = Vec::new();
+        let inherited = |a: &str| {
+            SharedEncodedLabels::new(&Labels::from_pairs([
+                ("__name__", "m"),
+                ("a", a),
+                ("instance", "t:1"),
+                ("job", "j"),
+            ]))
+        };
+        for lean in [false, true] {
+            let mut cache = ScrapeCache::new(lean);
+            cache.inherit(vec![inherited("kept"), inherited("gone")]);
+            // The body spells `kept` with its labels in another order.
+            let body = "m{a=\"kept\",b=\"\"} 1\nm{a=\"new\"} 1\n";
+            assert_eq!(
+                stale_after(&mut cache, Some(body), &job, 1000),
+                vec!["gone"],
+                "lean {lean}"
+            );
+            assert_eq!(stale_after(&mut cache, Some(body), &job, 2000), none, "lean {lean}");
+            // A failed first scrape marks everything inherited, once.
+            let mut cache = ScrapeCache::new(lean);
+            cache.inherit(vec![inherited("kept"), inherited("gone")]);
+            assert_eq!(
+                stale_after(&mut cache, None, &job, 1000),
+                vec!["gone", "kept"],
+                "lean {lean}"
+            );
+            assert_eq!(stale_after(&mut cache, None, &job, 2000), none, "lean {lean}");
+        }
+    }
 }

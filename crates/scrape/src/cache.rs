@@ -174,6 +174,21 @@ impl ScrapeCache {
         }
     }
 
+    /// Makes `series` this new cache's previous scrape: they are tracked
+    /// as if it had appended them (under keys no body spells), so that the
+    /// next scrape marks those it lacks stale.
+    pub fn inherit(&mut self, series: Vec<SharedEncodedLabels>) {
+        debug_assert_eq!(self.iter, 0, "only a new cache inherits");
+        for lset in series {
+            let key = SeriesKey::of(&[b"\xffinherited:".as_slice(), lset.get().as_bytes()].concat());
+            if self.lean.is_none() {
+                self.add(key, lset.clone());
+            }
+            self.track(key, &lset);
+        }
+        self.iter_done(false);
+    }
+
     /// Whether the cache holds no series: keys mean nothing to it, and
     /// every series' labels are needed.
     pub fn is_lean(&self) -> bool {

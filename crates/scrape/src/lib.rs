@@ -10,6 +10,7 @@ pub mod client;
 pub mod discovery;
 mod exposition;
 mod from_config;
+mod inherit;
 mod manager;
 mod metrics;
 mod pool;

@@ -16,7 +16,7 @@ use crate::settings::JobSettings;
 use crate::target::Target;
 
 /// Tunables of scraping that are not in Prometheus' configuration file.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ScrapeOptions {
     /// Mixed into every target's start offset, so that several servers
     /// scraping the same targets do so at different times (Prometheus derives
@@ -28,6 +28,9 @@ pub struct ScrapeOptions {
     /// The targets this process scrapes when several share the work (a
     /// cluster): a target whose hash it does not own is left to another.
     pub share: Option<Arc<dyn cairn_storage::WorkShare>>,
+    /// Where a loop started for a target another process may have scraped
+    /// until now reads that process's last scrape (see `inherit.rs`).
+    pub inherit_from: Option<Arc<dyn cairn_storage::Queryable>>,
     /// Targets' caches hold no series, only what staleness needs (agent
     /// mode): memory per series falls to a few bytes, and every scrape's
     /// labels are built again.

@@ -163,7 +163,14 @@ impl ScrapePool {
             *running.handle.forced_error.lock() = error.clone();
         }
         for t in to_start {
-            let handle = self.start_loop(t.clone(), ScrapeCache::new(self.options.lean_caches), error.clone());
+            // In a cluster a target new here may come from another node.
+            let inherit_from = self.options.share.as_ref().and(self.options.inherit_from.clone());
+            let handle = self.start_loop(
+                t.clone(),
+                ScrapeCache::new(self.options.lean_caches),
+                error.clone(),
+                inherit_from,
+            );
             self.loops.insert(t.hash(), RunningLoop { target: t, handle });
         }
         let live: std::collections::HashSet<u64> = active.values().map(|t| series_identity(t)).collect();
@@ -194,7 +201,13 @@ impl ScrapePool {
             .then(|| format!("target_limit exceeded (number of targets: {targets}, limit: {limit})"))
     }
 
-    fn start_loop(&mut self, target: Arc<Target>, cache: ScrapeCache, forced_error: Option<String>) -> LoopHandle {
+    fn start_loop(
+        &mut self,
+        target: Arc<Target>,
+        cache: ScrapeCache,
+        forced_error: Option<String>,
+        inherit_from: Option<Arc<dyn cairn_storage::Queryable>>,
+    ) -> LoopHandle {
         let last_scrape = self.last_scrape.entry(series_identity(&target)).or_default().clone();
         let ctx = LoopContext {
             job: self.job.clone(),
@@ -206,6 +219,7 @@ impl ScrapePool {
             forced_error: Arc::new(Mutex::new(forced_error)),
             shutdown: self.shutdown.clone(),
             metrics: self.metrics.clone(),
+            inherit_from,
         };
         LoopHandle::start(target, ctx, cache)
     }
@@ -248,7 +262,7 @@ impl ScrapePool {
         }
         let error = self.target_limit_error(caches.len());
         for (target, cache, hash) in caches {
-            let handle = self.start_loop(target.clone(), cache, error.clone());
+            let handle = self.start_loop(target.clone(), cache, error.clone(), None);
             self.loops.insert(hash, RunningLoop { target, handle });
         }
         let groups = self.groups.clone();

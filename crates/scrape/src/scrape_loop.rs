@@ -53,6 +53,9 @@ pub(crate) struct LoopContext {
     /// Becomes true when the process stops (no staleness markers then).
     pub shutdown: watch::Receiver<bool>,
     pub metrics: Arc<ScrapeMetrics>,
+    /// Set for a loop whose target another process may have scraped until
+    /// now: its last scrape becomes this loop's previous one.
+    pub inherit_from: Option<Arc<dyn cairn_storage::Queryable>>,
 }
 
 pub(crate) struct LoopHandle {
@@ -117,6 +120,26 @@ async fn run(
         target_labels,
         cache,
     });
+    // Before the offset's wait, so the first scrape keeps its place.
+    if let (Some(queryable), Some(state)) = (ctx.inherit_from.clone(), state.as_mut()) {
+        let target_labels = state.target_labels.clone();
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_millis() as i64;
+        let found = tokio::task::spawn_blocking(move || {
+            crate::inherit::last_scraped(queryable.as_ref(), &target_labels, interval, now)
+        })
+        .await;
+        match found {
+            Ok(Ok(series)) => state.cache.inherit(series),
+            Ok(Err(e)) => tracing::warn!(
+                target = %target.url(), err = %e,
+                "reading the previous owner's last scrape failed: no staleness markers for what it wrote"
+            ),
+            Err(e) => tracing::warn!(err = %e, "reading the previous owner's last scrape failed"),
+        }
+    }
     let offset = if ctx.skip_offset {
         Duration::ZERO
     } else {

@@ -193,6 +193,7 @@ impl Running {
                 offset_seed: cairn_scrape::offset_seed(&seed_host, &loaded.config.global.external_labels),
                 discovery: discovery.clone(),
                 share: share.clone(),
+                inherit_from: cluster.map(|_| storage.clone() as Arc<dyn cairn_storage::Queryable>),
                 lean_caches: options.agent,
                 ..ScrapeOptions::default()
             },
