@@ -12,6 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::etcd::Etcd;
+use crate::common::netns::Bridge;
 use crate::common::peers::{Alertmanager, require};
 use crate::common::three_nodes::ThreeNodes;
 use crate::common::{Server, http_client, now_ms};
@@ -32,12 +34,17 @@ struct Targets {
 
 impl Targets {
     fn start() -> Self {
+        Self::start_on("127.0.0.1")
+    }
+
+    /// [`Self::start`] on `host`.
+    fn start_on(host: &str) -> Self {
         let mut addrs = Vec::new();
         let mut scrapes = Vec::new();
         let transient = Arc::new(AtomicBool::new(true));
         for i in 0..TARGETS {
             let transient = transient.clone();
-            let listener = TcpListener::bind("127.0.0.1:0").expect("bind target");
+            let listener = TcpListener::bind((host, 0)).expect("bind target");
             addrs.push(listener.local_addr().expect("addr").to_string());
             let times = Arc::new(Mutex::new(Vec::new()));
             scrapes.push(times.clone());
@@ -385,4 +392,100 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     assert_scraped_once_per_interval(&targets, back_at, INTERVAL_MS * 3 / 2, "after the return");
     assert_scraped_once_per_interval(&targets, shared_since, max_gap, "the whole run, hand-back included");
     assert!(killed_at < back_at);
+}
+
+/// Whether `node` gave its share up for being cut off from etcd.
+fn fenced(node: &Server) -> bool {
+    let ring: Value = http_client(Duration::from_secs(5))
+        .get(format!("{}/internal/cluster/v1/ring", node.url()))
+        .send()
+        .and_then(|r| r.json())
+        .unwrap_or_default();
+    ring["fenced"] == true
+}
+
+#[test]
+fn a_node_cut_off_from_etcd_gives_its_targets_up_while_the_others_scrape_them() {
+    // etcd on an address of its own, so that one node alone can lose it.
+    let Some(mut bridge) = Bridge::create() else {
+        return;
+    };
+    let etcd_host = bridge.add_address(0);
+    let Some(etcd) = Etcd::start_on(&etcd_host) else {
+        return;
+    };
+    let namespaces: Vec<_> = (0..3).map(|i| bridge.add_namespace(i)).collect();
+    let targets = Targets::start_on(&bridge.gateway());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rules = dir.path().join("rules.yml");
+    std::fs::write(&rules, "groups: []\n").expect("rules");
+    let config = dir.path().join("prometheus.yml");
+    // No Alertmanager answers there; none is needed.
+    let unused_alertmanager = format!("{}:9", bridge.gateway());
+    std::fs::write(&config, prometheus_yml(&targets, &rules, &unused_alertmanager)).expect("config");
+    let config = config.to_str().expect("utf-8 path");
+    let cluster = ThreeNodes::start_over(etcd, &namespaces, &["--config.file", config]);
+    cluster.wait_monitoring();
+    let nodes = &cluster.nodes;
+    let mut last_shares = Vec::new();
+    wait_until(
+        Duration::from_secs(30),
+        "the targets to be shared by three nodes",
+        || {
+            std::thread::sleep(Duration::from_millis(800));
+            let shares: Vec<_> = nodes.iter().map(own_targets).collect();
+            let settled = shares.iter().map(BTreeSet::len).sum::<usize>() == TARGETS && shares == last_shares;
+            last_shares = shares;
+            settled
+        },
+    );
+    let victim = (0..3).max_by_key(|&i| own_targets(&nodes[i]).len()).expect("a node");
+    let its_targets = own_targets(&nodes[victim]);
+    assert!(!its_targets.is_empty(), "a node scrapes targets");
+    let others: Vec<usize> = (0..3).filter(|&i| i != victim).collect();
+
+    // Cut off from etcd, not from the other nodes or the targets: once its
+    // lease lapses the others take its targets, and it stops scraping them.
+    namespaces[victim].block(&etcd_host);
+    let cut_at = now_ms();
+    wait_until(Duration::from_secs(20), "the others to take the targets over", || {
+        others.iter().map(|&i| own_targets(&nodes[i]).len()).sum::<usize>() == TARGETS
+    });
+    wait_until(
+        Duration::from_secs(20),
+        "the cut-off node to give its targets up",
+        || fenced(&nodes[victim]) && own_targets(&nodes[victim]).is_empty(),
+    );
+    let fenced_at = now_ms();
+    println!(
+        "node {victim} cut off from etcd: its {} targets moved, and it gave them up {} ms after the cut",
+        its_targets.len(),
+        fenced_at - cut_at
+    );
+    std::thread::sleep(Duration::from_millis(3 * INTERVAL_MS as u64));
+    assert_scraped_once_per_interval(&targets, fenced_at, INTERVAL_MS * 3 / 2, "while one node is cut off");
+    // Through the cut: the node gives up as its lease lapses, when the
+    // others take over; their clocks may overlap by a scrape, not more.
+    for i in 0..TARGETS {
+        let times = targets.scrapes_since(i, cut_at - INTERVAL_MS);
+        let doubled = times.windows(2).filter(|p| p[1] - p[0] < INTERVAL_MS / 2).count();
+        let widest = times.windows(2).map(|p| p[1] - p[0]).max().unwrap_or(0);
+        assert!(
+            doubled <= 1,
+            "target {i} scraped twice {doubled} times through the cut: {times:?}"
+        );
+        assert!(
+            widest <= 2 * INTERVAL_MS + 1_000,
+            "target {i} not scraped for {widest} ms: {times:?}"
+        );
+    }
+
+    // etcd back: it registers again and takes its targets back.
+    namespaces[victim].unblock(&etcd_host);
+    wait_until(Duration::from_secs(30), "the node to take its targets back", || {
+        !fenced(&nodes[victim]) && own_targets(&nodes[victim]) == its_targets
+    });
+    let back_at = now_ms();
+    std::thread::sleep(Duration::from_millis(3 * INTERVAL_MS as u64));
+    assert_scraped_once_per_interval(&targets, back_at, INTERVAL_MS * 3 / 2, "after etcd came back");
 }

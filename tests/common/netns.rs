@@ -59,6 +59,15 @@ impl Bridge {
         format!("{}.1", self.subnet)
     }
 
+    /// Another address of the test's own namespace on the bridge,
+    /// `<subnet>.<2 + index>`: a service there can be cut off from one
+    /// namespace alone (see [`Namespace::block`]).
+    pub fn add_address(&self, index: u8) -> String {
+        let addr = format!("{}.{}", self.subnet, 2 + u32::from(index));
+        ip(&["addr", "add", &format!("{addr}/24"), "dev", &self.name]).unwrap_or_else(|e| panic!("{e}"));
+        addr
+    }
+
     /// A namespace linked to the bridge, with the address `<subnet>.<10 + index>`.
     pub fn add_namespace(&mut self, index: u8) -> Namespace {
         let pid = std::process::id();
@@ -119,5 +128,17 @@ impl Namespace {
 
     pub fn heal(&self) {
         ip(&["link", "set", &self.host_end, "up"]).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Drops what it sends to `addr` (one address of the bridge's), until
+    /// [`Self::unblock`]; everything else still gets through.
+    pub fn block(&self, addr: &str) {
+        let route = format!("{addr}/32");
+        ip(&["-n", &self.name, "route", "add", "blackhole", &route]).unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    pub fn unblock(&self, addr: &str) {
+        let route = format!("{addr}/32");
+        ip(&["-n", &self.name, "route", "del", "blackhole", &route]).unwrap_or_else(|e| panic!("{e}"));
     }
 }

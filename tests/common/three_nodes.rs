@@ -5,6 +5,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::etcd::Etcd;
+use super::netns::Namespace;
 use super::{Server, http_client};
 use serde_json::Value;
 
@@ -18,7 +19,11 @@ impl ThreeNodes {
     /// Three nodes started with `extra` flags, each ready; `None` when etcd
     /// is missing.
     pub fn start(extra: &[&str]) -> Option<Self> {
-        let etcd = Etcd::start()?;
+        Some(Self::start_over(Etcd::start()?, &[], extra))
+    }
+
+    /// Three nodes over `etcd`, node `i` in `namespaces[i]` when given.
+    pub fn start_over(etcd: Etcd, namespaces: &[Namespace], extra: &[&str]) -> Self {
         let endpoint = etcd.endpoint();
         let dirs: Vec<tempfile::TempDir> = (0..3).map(|_| tempfile::tempdir().expect("tempdir")).collect();
         let nodes = dirs
@@ -40,6 +45,10 @@ impl ThreeNodes {
                 ];
                 args.extend_from_slice(extra);
                 let mut node = Server::new(dir.path(), &args);
+                if let Some(ns) = namespaces.get(i) {
+                    node.host = ns.addr.clone();
+                    node.command_prefix = ns.exec_prefix();
+                }
                 node.restart();
                 node
             })
@@ -50,7 +59,7 @@ impl ThreeNodes {
             _dirs: dirs,
         };
         cluster.wait_for_members(|m| m["alive"] == true && m["ingester"] == true);
-        Some(cluster)
+        cluster
     }
 
     /// Three nodes given the Prometheus configuration `config` (and `extra`

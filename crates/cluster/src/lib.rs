@@ -20,6 +20,7 @@
 mod catch_up;
 mod compactor;
 mod config;
+mod fence;
 mod ha;
 mod handoff;
 mod in_flight;

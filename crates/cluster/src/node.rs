@@ -57,6 +57,9 @@ pub struct Cluster {
     /// From when this node takes its share of the monitoring work, set at
     /// each registration.
     pub(crate) monitors_from_ms: AtomicI64,
+    /// Cut off from etcd while the others reach it: no share of the
+    /// monitoring work (see `fence.rs`).
+    pub(crate) fenced: Arc<AtomicBool>,
     pub(crate) refused_peer_requests: crate::routes::RefusedPeerRequests,
     /// Whole reads of the members from etcd: one per watch started.
     pub(crate) ring_reads: AtomicU64,
@@ -157,6 +160,7 @@ impl Cluster {
             ha: config_ha.map(|c| Arc::new(crate::ha::HaTracker::new(c))),
             work: tokio::sync::watch::Sender::new(Default::default()),
             monitors_from_ms: AtomicI64::new(0),
+            fenced: Arc::default(),
             refused_peer_requests: Default::default(),
             ring_reads: AtomicU64::new(0),
             frame_traffic: Default::default(),
@@ -172,6 +176,11 @@ impl Cluster {
             cluster
                 .runtime()
                 .spawn(crate::membership::keep_registered(cluster.clone()));
+        }
+        if cluster.config.monitors {
+            cluster
+                .runtime()
+                .spawn(crate::fence::fence_while_cut_off(cluster.clone()));
         }
         Ok(cluster)
     }
@@ -338,6 +347,13 @@ impl Cluster {
         self.lease.lock().is_some()
     }
 
+    /// Whether this node's lease was renewed within its time to live: etcd
+    /// may have dropped it otherwise, even before the renewal fails here.
+    pub(crate) fn lease_current(&self) -> bool {
+        let renewed = self.last_alive_ms.load(Ordering::Acquire);
+        self.registered() && now_ms() - renewed < self.config.lease_ttl.as_millis() as i64
+    }
+
     /// A graceful leave (scaling down): the node stops taking new writes
     /// (its share goes to the next owners), waits until the other nodes
     /// have read the changed ring, and hands what it stores to the new
@@ -426,11 +442,30 @@ impl Cluster {
         tenant: &TenantId,
         body: Vec<u8>,
     ) -> impl Future<Output = Result<Bytes, PeerError>> + Send + 'static {
-        let mut request = self
+        let request = self
             .http
             .post(format!("{}{}", self.base_url(member), path(route)))
             .header("X-Scope-OrgID", tenant.as_str())
             .body(body);
+        self.send_internal(member, request)
+    }
+
+    /// GETs a peer's internal route and returns its answer's bytes.
+    pub(crate) fn get_internal(
+        &self,
+        member: &Member,
+        route: &str,
+    ) -> impl Future<Output = Result<Bytes, PeerError>> + Send + 'static {
+        let request = self.http.get(format!("{}{}", self.base_url(member), path(route)));
+        self.send_internal(member, request)
+    }
+
+    /// Sends a request to a peer's internal route, with the cluster's secret.
+    fn send_internal(
+        &self,
+        member: &Member,
+        mut request: reqwest::RequestBuilder,
+    ) -> impl Future<Output = Result<Bytes, PeerError>> + Send + 'static {
         if let Some(secret) = &self.config.secret {
             request = request.header(SECRET_HEADER, secret);
         }

@@ -382,6 +382,8 @@ async fn ring(State(cluster): State<Arc<Cluster>>) -> Response {
     axum::Json(serde_json::json!({
         "members": members,
         "registered": cluster.registered(),
+        "lease_current": cluster.lease_current(),
+        "fenced": cluster.fenced.load(Ordering::Acquire),
         "caught_up": cluster.caught_up(),
         "ring_reads": cluster.ring_reads.load(Ordering::Relaxed),
     }))

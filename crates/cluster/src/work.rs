@@ -13,11 +13,13 @@
 //! the others as soon as the ring shows it.
 //!
 //! A node cut off from etcd keeps the last ring it read, and so its share,
-//! as writes and reads do: while only it is cut off, it and the node that
-//! took its share both do that work (Alertmanager merges the alerts both
-//! send), and the cluster never stops monitoring because etcd is down.
+//! as writes and reads do, so the cluster never stops monitoring because
+//! etcd is down; but once another node that reaches etcd sees it down (and
+//! so has taken its share), it gives its share up until it registers again
+//! (`fence.rs`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use cairn_storage::WorkShare;
@@ -85,11 +87,12 @@ fn score(key: u64, id: &str) -> u64 {
 pub(crate) struct NodeWork {
     node_id: String,
     owners: watch::Receiver<WorkOwners>,
+    fenced: Arc<AtomicBool>,
 }
 
 impl WorkShare for NodeWork {
     fn owns(&self, key: u64) -> bool {
-        self.owners.borrow().owner(key, now_ms()) == Some(self.node_id.as_str())
+        !self.fenced.load(Ordering::Acquire) && self.owners.borrow().owner(key, now_ms()) == Some(self.node_id.as_str())
     }
 }
 
@@ -99,6 +102,7 @@ impl Cluster {
         Arc::new(NodeWork {
             node_id: self.config.node_id.clone(),
             owners: self.work.subscribe(),
+            fenced: self.fenced.clone(),
         })
     }
 
