@@ -8,7 +8,10 @@
 //! - every acknowledged sample is read back from every node once all is healed;
 //! - no read returns a sample that was never written;
 //! - a read that claims to be complete (no partial-response warning) holds
-//!   every sample acknowledged before it began, in the window it reads.
+//!   every sample acknowledged before it began, in the window it reads;
+//! - a read that answers while a quorum of every series' owners is
+//!   reachable does not claim to be partial: only one through a node under
+//!   a fault itself (or just after it) or during a fault of two nodes may.
 //!
 //! Each read is checked as it completes, against the writes invoked so far,
 //! and keeps its samples only when it broke a guarantee: a soak's reads
@@ -121,12 +124,28 @@ struct Read {
     samples: Option<BTreeSet<Returned>>,
 }
 
-/// A fault and when it began and ended.
+/// A fault and when it began and ended (`i64::MAX` while it lasts).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Fault {
     what: String,
+    /// The nodes it cut off, paused or killed (none: etcd's restart).
+    #[serde(default)]
+    nodes: Vec<usize>,
     from_ms: i64,
     to_ms: i64,
+}
+
+/// How long after its own fault a node may still answer partially: it
+/// starts again, registers and reconnects to its peers.
+const RECOVERY_MS: i64 = 10_000;
+
+impl Fault {
+    /// Whether `read` may be partial for this fault: the read went through
+    /// a node under it, or it took two of every series' three owners away.
+    fn excuses(&self, read: &Read) -> bool {
+        let overlaps = self.from_ms <= read.completed_ms && read.invoked_ms - RECOVERY_MS <= self.to_ms;
+        overlaps && (self.nodes.len() >= 2 || self.nodes.contains(&read.node))
+    }
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -140,8 +159,9 @@ struct History {
     violations: Vec<String>,
 }
 
-/// Every violation of the guarantees by `read`, which returned `samples`.
-fn check_read(writes: &Writes, read: &Read, samples: &BTreeSet<Returned>) -> Vec<String> {
+/// Every violation of the guarantees by `read`, which returned `samples`,
+/// under `faults`.
+fn check_read(writes: &Writes, faults: &[Fault], read: &Read, samples: &BTreeSet<Returned>) -> Vec<String> {
     let mut violations = Vec::new();
     for (series, t, bits) in samples {
         let written = writes.by_sample.get(&(series.clone(), *t)).map(|&i| &writes.list[i]);
@@ -155,6 +175,13 @@ fn check_read(writes: &Writes, read: &Read, samples: &BTreeSet<Returned>) -> Vec
         }
     }
     if read.partial {
+        if !faults.iter().any(|f| f.excuses(read)) {
+            violations.push(format!(
+                "a read through node {} begun at {} was marked partial while a quorum of every series' owners was \
+                 reachable",
+                read.node, read.invoked_ms
+            ));
+        }
         return violations;
     }
     for w in writes.owed_to(read.invoked_ms, read.at_ms, read.window_s) {
@@ -173,7 +200,7 @@ fn check_read(writes: &Writes, read: &Read, samples: &BTreeSet<Returned>) -> Vec
 /// when it broke a guarantee.
 fn record(history: &mut History, mut read: Read, samples: Option<BTreeSet<Returned>>, is_final: bool) {
     let violations = match &samples {
-        Some(samples) => check_read(&history.writes, &read, samples),
+        Some(samples) => check_read(&history.writes, &history.faults, &read, samples),
         None => Vec::new(),
     };
     if is_final && (samples.is_none() || read.partial) {
@@ -197,7 +224,7 @@ fn check_again(history: &History) -> Vec<String> {
     let mut violations = Vec::new();
     for r in history.reads.iter().chain(&history.final_reads) {
         if let Some(samples) = &r.samples {
-            violations.extend(check_read(&history.writes, r, samples));
+            violations.extend(check_read(&history.writes, &history.faults, r, samples));
         }
     }
     for r in &history.final_reads {
@@ -285,54 +312,65 @@ impl Nodes {
         }
     }
 
-    /// One fault on a random node (or etcd), for a few seconds, then healed.
-    fn fault(&self, n: u64) -> Fault {
+    /// One fault on a random node (or etcd), for a few seconds, then
+    /// healed; recorded in `history` from when it begins.
+    fn fault(&self, n: u64, history: &Mutex<History>) {
         let node = (n as usize * 7 + 1) % self.nodes.len();
-        let from_ms = now_ms();
+        // Two owners of every series away: writes fail, reads are partial.
+        let other = (node + 1) % self.nodes.len();
         let hold = Duration::from_millis(4_000 + (n % 4) * 1_000);
-        let what = match n % 5 {
+        let (what, nodes) = match n % 5 {
+            0 => (format!("node {node} cut off"), vec![node]),
+            1 => (format!("node {node} paused"), vec![node]),
+            2 => (format!("node {node} killed and restarted"), vec![node]),
+            3 => (format!("nodes {node} and {other} cut off"), vec![node, other]),
+            _ => ("etcd restarted".to_string(), Vec::new()),
+        };
+        let index = {
+            let mut history = history.lock().expect("history");
+            history.faults.push(Fault {
+                what,
+                nodes,
+                from_ms: now_ms(),
+                to_ms: i64::MAX,
+            });
+            history.faults.len() - 1
+        };
+        match n % 5 {
             0 => {
                 self.namespaces[node].cut();
                 std::thread::sleep(hold);
                 self.namespaces[node].heal();
-                format!("node {node} cut off")
             }
             1 => {
                 self.nodes[node].lock().expect("node").signal("-STOP");
                 std::thread::sleep(hold);
                 self.nodes[node].lock().expect("node").signal("-CONT");
-                format!("node {node} paused")
             }
             2 => {
                 let mut server = self.nodes[node].lock().expect("node");
                 server.kill9();
                 std::thread::sleep(hold);
                 server.restart();
-                format!("node {node} killed and restarted")
             }
             3 => {
-                // Two owners of every series away: writes fail, reads are partial.
-                let other = (node + 1) % self.nodes.len();
                 self.namespaces[node].cut();
                 self.namespaces[other].cut();
                 std::thread::sleep(hold * 2);
                 self.namespaces[node].heal();
                 self.namespaces[other].heal();
-                format!("nodes {node} and {other} cut off")
             }
             _ => {
                 let mut etcd = self.etcd.lock().expect("etcd");
                 etcd.stop();
                 std::thread::sleep(hold);
                 etcd.restart();
-                "etcd restarted".to_string()
             }
-        };
-        Fault {
-            what,
-            from_ms,
-            to_ms: now_ms(),
         }
+        let mut history = history.lock().expect("history");
+        let fault = &mut history.faults[index];
+        fault.to_ms = now_ms();
+        println!("{} ({} ms)", fault.what, fault.to_ms - fault.from_ms);
     }
 }
 
@@ -461,9 +499,7 @@ fn run(nodes: &Arc<Nodes>, secs: u64) -> History {
     std::thread::sleep(Duration::from_secs(5));
     let mut faults = 0;
     while started.elapsed() < Duration::from_secs(secs) {
-        let fault = nodes.fault(faults);
-        println!("{} ({} ms)", fault.what, fault.to_ms - fault.from_ms);
-        history.lock().expect("history").faults.push(fault);
+        nodes.fault(faults, &history);
         faults += 1;
         let next = Duration::from_secs(5 + 15 * faults);
         std::thread::sleep(next.saturating_sub(started.elapsed()));
@@ -563,7 +599,60 @@ mod checker {
 
     fn violations(writes: &Writes, samples: &[(i64, f64)], invoked_ms: i64, partial: bool) -> usize {
         let (read, samples) = read_of(samples, invoked_ms, 1, partial);
-        check_read(writes, &read, &samples).len()
+        // Node 1 (the one read through) cut off from 30 to 45.
+        let faults = [fault(&[1], 30, 45)];
+        check_read(writes, &faults, &read, &samples).len()
+    }
+
+    fn fault(nodes: &[usize], from_ms: i64, to_ms: i64) -> Fault {
+        Fault {
+            what: "a fault".into(),
+            nodes: nodes.to_vec(),
+            from_ms,
+            to_ms,
+        }
+    }
+
+    #[test]
+    fn a_read_may_be_partial_only_under_its_own_nodes_fault_or_two_nodes() {
+        let writes = Writes::default();
+        let partial_read_at = |invoked_ms: i64, faults: &[Fault]| {
+            let (read, samples) = read_of(&[], invoked_ms, 1, true);
+            check_read(&writes, faults, &read, &samples).len()
+        };
+        let at = 100_000;
+        assert_eq!(partial_read_at(at, &[]), 1, "nothing wrong, yet partial");
+        assert_eq!(
+            partial_read_at(at, &[fault(&[1], at - 5, at + 5)]),
+            0,
+            "its own node under a fault"
+        );
+        assert_eq!(
+            partial_read_at(at, &[fault(&[0], at - 5, at + 5)]),
+            1,
+            "another node under a fault"
+        );
+        assert_eq!(partial_read_at(at, &[fault(&[], at - 5, at + 5)]), 1, "etcd restarting");
+        assert_eq!(
+            partial_read_at(at, &[fault(&[0, 2], at - 5, at + 5)]),
+            0,
+            "two nodes cut off"
+        );
+        assert_eq!(
+            partial_read_at(at, &[fault(&[1], at - RECOVERY_MS + 5, at - RECOVERY_MS + 10)]),
+            0,
+            "just after its own node's fault"
+        );
+        assert_eq!(
+            partial_read_at(at, &[fault(&[1], at - 3 * RECOVERY_MS, at - 2 * RECOVERY_MS)]),
+            1,
+            "long after its own node's fault"
+        );
+        assert_eq!(
+            partial_read_at(at, &[fault(&[1], at - 5, i64::MAX)]),
+            0,
+            "a fault still on"
+        );
     }
 
     #[test]
