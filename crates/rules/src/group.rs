@@ -138,6 +138,9 @@ impl Group {
 
     /// Evaluates every rule in order at `ts` (ns), writing each rule's output before the next runs.
     pub fn eval(&mut self, ts: i64, env: &EvalEnv) {
+        if env.groups_move && self.should_restore && self.first_eval_timestamp.is_none() {
+            self.take_over(ts, env);
+        }
         let started = Instant::now();
         let wall = SystemTime::now();
         let query_ms = (ts - self.query_offset.as_nanos() as i64).div_euclid(1_000_000);
@@ -220,11 +223,85 @@ impl Group {
     /// by `keep_firing_for` keep firing until their time is up.
     pub fn restore_for_state(&mut self, ts: i64, env: &EvalEnv) {
         let started = Instant::now();
-        self.restore_rules(ts, env);
+        self.restore_rules(ts, self.last_eval_timestamp, env);
         self.counters.restored(started.elapsed());
     }
 
-    fn restore_rules(&mut self, ts: i64, env: &EvalEnv) {
+    /// A group taken over from another node of a cluster: before its first
+    /// evaluation here (at `ts`) writes or sends anything, its alerts take
+    /// over the state the node before left, so that `ALERTS`, what is sent
+    /// and `for` go on without a gap.
+    fn take_over(&mut self, ts: i64, env: &EvalEnv) {
+        let started = Instant::now();
+        let query_ms = (ts - self.query_offset.as_nanos() as i64).div_euclid(1_000_000);
+        for rule in &mut self.rules {
+            let RuleKind::Alert(name) = rule.spec.kind.clone() else {
+                continue;
+            };
+            match alerts_at(rule, &name, ts, query_ms, env) {
+                Ok(fresh) => rule.active.extend(fresh),
+                Err(e) => tracing::warn!(alert = %name, err = %e, "evaluating an alert to take its state over failed"),
+            }
+        }
+        self.first_eval_timestamp = Some(ts);
+        self.inherit_last_output(ts, env);
+        self.restore_rules(ts, Some(ts), env);
+        self.counters.restored(started.elapsed());
+    }
+
+    /// The series the node before wrote at its last evaluation of this
+    /// group become its rules' previous output, so that the evaluation here
+    /// at `ts` marks stale those it no longer writes. That evaluation is the
+    /// newest of this group's slots before `ts` at which any of its series
+    /// has a sample: other groups, even writing the same names, evaluate
+    /// at other times.
+    fn inherit_last_output(&mut self, ts: i64, env: &EvalEnv) {
+        let interval = self.interval.as_nanos().max(1) as i64;
+        let offset = self.query_offset.as_nanos() as i64;
+        let query_ms = |slot: i64| (slot - offset).div_euclid(1_000_000);
+        let mint = query_ms(ts - env.outage_tolerance.as_nanos() as i64);
+        let querier = match env.queryable.querier(mint, query_ms(ts) - 1) {
+            Ok(q) => q,
+            Err(e) => return tracing::warn!(err = %e, "failed to read the output of a group taken over"),
+        };
+        // Each series' newest sample, when it is a value: (rule, series, ms).
+        let mut live = Vec::new();
+        for (i, rule) in self.rules.iter().enumerate() {
+            let metrics: Vec<(&str, Option<&str>)> = match &rule.spec.kind {
+                RuleKind::Record(name) => vec![(name, None)],
+                RuleKind::Alert(name) => vec![("ALERTS", Some(name)), ("ALERTS_FOR_STATE", Some(name))],
+            };
+            for (metric, alertname) in metrics {
+                let matchers = output_matchers(metric, alertname, &rule.spec);
+                let Ok(set) = querier.select(&SelectHints::default(), &matchers) else {
+                    continue;
+                };
+                for mut series in set.flatten() {
+                    let floats = collect_samples(series.samples.as_mut()).unwrap_or_default();
+                    let newest_float = floats.last().map(|f| (f.t, !cairn_model::is_stale_nan(f.v)));
+                    let newest_histogram = series.histograms.last().map(|h| (h.t, !h.h.is_stale_marker()));
+                    if let Some((t, true)) = newest_float.max(newest_histogram) {
+                        live.push((i, series.labels, t));
+                    }
+                }
+            }
+        }
+        let is_slot = |t: i64| {
+            let back = (ts - offset - t * 1_000_000).div_euclid(interval);
+            back >= 1 && query_ms(ts - back * interval) == t
+        };
+        let Some(last) = live.iter().map(|&(_, _, t)| t).filter(|&t| is_slot(t)).max() else {
+            return;
+        };
+        for (i, labels, t) in live {
+            if t == last {
+                self.rules[i].previous_series.insert(labels);
+            }
+        }
+    }
+
+    /// Restores at `ts` the state of alerts last evaluated here at `evaluated_at`.
+    fn restore_rules(&mut self, ts: i64, evaluated_at: Option<i64>, env: &EvalEnv) {
         self.should_restore = false;
         let maxt = ts.div_euclid(1_000_000);
         let mint = (ts - env.outage_tolerance.as_nanos() as i64).div_euclid(1_000_000);
@@ -238,7 +315,7 @@ impl Group {
         let slots = Slots {
             interval: self.interval.as_nanos().max(1) as i64,
             query_offset: self.query_offset.as_nanos() as i64,
-            last: self.last_eval_timestamp,
+            last: evaluated_at,
         };
         let moved = env.groups_move;
         let grace = if moved {
@@ -261,15 +338,7 @@ impl Group {
                 rule.restored = true;
                 continue;
             }
-            let mut matchers = vec![
-                Matcher::equal("__name__", "ALERTS_FOR_STATE"),
-                Matcher::equal("alertname", name.as_str()),
-            ];
-            for (k, v) in &rule.spec.labels {
-                if !v.contains("{{") && !v.is_empty() && k != "alertname" {
-                    matchers.push(Matcher::equal(k.as_str(), v.as_str()));
-                }
-            }
+            let matchers = output_matchers("ALERTS_FOR_STATE", Some(&name), &rule.spec);
             let series = match querier.select(&SelectHints::default(), &matchers) {
                 Ok(s) => s,
                 Err(e) => {
@@ -432,12 +501,27 @@ fn label_map(labels: &Labels) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Matchers for the series named `metric` a rule writes: by its alert's
+/// name if given, and by the labels it sets to fixed values.
+fn output_matchers(metric: &str, alertname: Option<&str>, spec: &RuleSpec) -> Vec<Matcher> {
+    let mut matchers = vec![Matcher::equal("__name__", metric)];
+    if let Some(name) = alertname {
+        matchers.push(Matcher::equal("alertname", name));
+    }
+    for (k, v) in &spec.labels {
+        if !v.contains("{{") && !v.is_empty() && k != "alertname" && k != "__name__" {
+            matchers.push(Matcher::equal(k.as_str(), v.as_str()));
+        }
+    }
+    matchers
+}
+
 /// Where a group's evaluations fall, to evaluate its past slots again.
 #[derive(Debug, Clone, Copy)]
 struct Slots {
     interval: i64,
     query_offset: i64,
-    /// This node's last evaluation (ns).
+    /// The evaluation here whose alerts are restored (ns).
     last: Option<i64>,
 }
 
