@@ -83,6 +83,9 @@ pub(crate) struct ScrapeCache {
     pub metadata: Arc<Mutex<MetadataStore>>,
     /// Set in a lean cache, which keeps `series` and `dropped` empty.
     lean: Option<Box<LeanTracking>>,
+    /// Series owed a staleness marker by the first scrape unless it tracks
+    /// them (see [`ScrapeCache::inherit`]).
+    inherited: Vec<SharedEncodedLabels>,
 }
 
 /// A lean cache's staleness: the series tracked in the previous scrape as
@@ -174,19 +177,12 @@ impl ScrapeCache {
         }
     }
 
-    /// Makes `series` this new cache's previous scrape: they are tracked
-    /// as if it had appended them (under keys no body spells), so that the
-    /// next scrape marks those it lacks stale.
+    /// Owes `series` (another process's last scrape of the target) a
+    /// staleness marker from this new cache's first scrape, unless that
+    /// scrape tracks them.
     pub fn inherit(&mut self, series: Vec<SharedEncodedLabels>) {
         debug_assert_eq!(self.iter, 0, "only a new cache inherits");
-        for lset in series {
-            let key = SeriesKey::of(&[b"\xffinherited:".as_slice(), lset.get().as_bytes()].concat());
-            if self.lean.is_none() {
-                self.add(key, lset.clone());
-            }
-            self.track(key, &lset);
-        }
-        self.iter_done(false);
+        self.inherited = series;
     }
 
     /// Whether the cache holds no series: keys mean nothing to it, and
@@ -280,8 +276,15 @@ impl ScrapeCache {
         }
     }
 
-    /// Series tracked in the previous scrape and missing from this one.
+    /// Series tracked in the previous scrape (or inherited) and missing from this one.
     pub fn stale(&mut self) -> Vec<SharedEncodedLabels> {
+        let mut gone = self.previous_missing();
+        let inherited = std::mem::take(&mut self.inherited);
+        gone.extend(inherited.into_iter().filter(|l| !self.tracked_in_this_scrape(l)));
+        gone
+    }
+
+    fn previous_missing(&mut self) -> Vec<SharedEncodedLabels> {
         if let Some(lean) = &mut self.lean {
             return lean.stale();
         }
@@ -337,6 +340,7 @@ impl ScrapeCache {
                 .retain(|_, (_, seen)| iter - *seen <= METADATA_KEEP_SCRAPES);
         }
         self.tracked_now = None;
+        self.inherited = Vec::new();
         self.iter += 1;
     }
 }

@@ -1,38 +1,39 @@
 //! A target taken over from another process of a cluster: the series that
-//! process's last scrape of it wrote, read back from storage, become the
-//! new loop's previous scrape, so that its first scrape marks stale those
-//! the target no longer exposes, as the process that gave the target up
-//! would have. A target that moves keeps Prometheus' staleness that way,
-//! whether its last owner handed it over or died.
+//! process's last scrape of it wrote, read back from storage, are owed a
+//! staleness marker by the new loop's first scrape if it lacks them, as the
+//! process that gave the target up would have marked them. A target that
+//! moves keeps Prometheus' staleness that way, whether its last owner
+//! handed it over or died.
 //!
-//! Series are found by the target's labels: those metric relabelling or
-//! `honor_labels` took the target's labels from are not found, and go
-//! stale by the lookback as after any unmarked end.
+//! That scrape's time is the time of the target's newest `up` sample: the
+//! series inherited are those with the target's labels whose newest sample
+//! is a value at exactly that time. Series of another target with the same
+//! labels and more, and series exposed with their own timestamps (which
+//! Prometheus does not mark stale either), are scraped at other times and
+//! left alone. Series whose target labels metric relabelling or
+//! `honor_labels` replaced are not found, and end with the lookback.
 
 use std::time::Duration;
 
-use cairn_model::{Labels, Matcher, SharedEncodedLabels, is_stale_nan};
-use cairn_storage::{Queryable, SelectHints, collect_samples};
+use cairn_model::{Labels, Matcher, SharedEncodedLabels};
+use cairn_storage::{Queryable, SelectHints};
 
-use crate::append::REPORT_SERIES;
-
-/// How far back a series counts as live: PromQL's default lookback, so
-/// that a dead owner's series go stale however long its death took to see.
+/// How far back the last scrape is looked for: PromQL's default lookback,
+/// so that a dead owner's series are found however long its death took to see.
 const WINDOW: Duration = Duration::from_secs(300);
 
-/// The series with `target`'s labels whose newest sample in the
-/// [`WINDOW`] (or two intervals) before `now_ms` is a value, not a
-/// staleness marker; the target's report series left out (every scrape
-/// writes them).
+/// The series the last scrape of the target with `target` labels wrote
+/// before `now_ms`, its report series (`report`) left out.
 pub(crate) fn last_scraped(
     queryable: &dyn Queryable,
     target: &Labels,
+    report: &[Labels],
     interval: Duration,
     now_ms: i64,
 ) -> Result<Vec<SharedEncodedLabels>, String> {
-    if target.is_empty() {
+    let Some(up) = report.first().filter(|_| !target.is_empty()) else {
         return Ok(Vec::new());
-    }
+    };
     let matchers: Vec<Matcher> = target
         .iter()
         .map(|l| Matcher::equal(l.name.as_str(), l.value.as_str()))
@@ -42,27 +43,27 @@ pub(crate) fn last_scraped(
     let set = querier
         .select(&SelectHints::default(), &matchers)
         .map_err(|e| e.to_string())?;
-    let mut out = Vec::new();
+    let mut scrape_time = None;
+    let mut live = Vec::new();
     for series in set {
         let mut series = series.map_err(|e| e.to_string())?;
-        if is_report_series(&series.labels, target) {
-            continue;
-        }
-        let samples = collect_samples(series.samples.as_mut()).map_err(|e| e.to_string())?;
-        let newest_float = samples.last().map(|s| (s.t, !is_stale_nan(s.v)));
-        let newest_histogram = series.histograms.last().map(|h| (h.t, !h.h.is_stale_marker()));
-        if newest_float.max(newest_histogram).is_some_and(|(_, live)| live) {
-            out.push(SharedEncodedLabels::new(&series.labels));
+        let newest = series.newest().map_err(|e| e.to_string())?;
+        if series.labels == *up {
+            scrape_time = newest.map(|(t, _)| t);
+        } else if let Some((t, true)) = newest
+            && !report.contains(&series.labels)
+        {
+            live.push((series.labels, t));
         }
     }
-    Ok(out)
-}
-
-fn is_report_series(labels: &Labels, target: &Labels) -> bool {
-    let Some(name) = labels.metric_name() else {
-        return false;
+    let Some(scrape_time) = scrape_time else {
+        return Ok(Vec::new());
     };
-    REPORT_SERIES.contains(&name) && labels.len() == target.len() + 1
+    Ok(live
+        .into_iter()
+        .filter(|&(_, t)| t == scrape_time)
+        .map(|(labels, _)| SharedEncodedLabels::new(&labels))
+        .collect())
 }
 
 #[cfg(test)]
@@ -72,7 +73,7 @@ mod tests {
     use cairn_storage::{Appendable, MemStorage};
 
     #[test]
-    fn the_last_scrape_is_the_targets_live_series_but_its_report() {
+    fn the_last_scrape_is_what_the_target_wrote_with_its_last_up() {
         let storage = MemStorage::new();
         let target = Labels::from_pairs([("instance", "t:1"), ("job", "j")]);
         let with = |pairs: &[(&str, &str)]| {
@@ -82,22 +83,29 @@ mod tests {
             }
             l
         };
-        let now = 1_000_000;
+        let report = crate::append::report_labels(&target, false);
+        let (now, last, before) = (1_000_000, 990_000, 975_000);
         let mut app = storage.appender();
         let mut write = |l: &Labels, t: i64, v: f64| app.append(l, &[Sample::new(t, v)]).unwrap();
-        write(&with(&[("__name__", "live")]), now - 10_000, 1.0);
-        write(&with(&[("__name__", "live"), ("x", "2")]), now - 250_000, 1.0);
-        write(&with(&[("__name__", "ended")]), now - 20_000, 1.0);
-        write(&with(&[("__name__", "ended")]), now - 10_000, stale_nan());
-        write(&with(&[("__name__", "long_gone")]), now - 400_000, 1.0);
-        write(&with(&[("__name__", "up")]), now - 10_000, 1.0);
-        // `up` with a label of its own is the target's series, not its report.
-        write(&with(&[("__name__", "up"), ("x", "1")]), now - 10_000, 1.0);
+        write(&with(&[("__name__", "up")]), before, 1.0);
+        write(&with(&[("__name__", "up")]), last, 1.0);
+        write(&with(&[("__name__", "scrape_series_added")]), last, 0.0);
+        write(&with(&[("__name__", "live")]), last, 1.0);
+        write(&with(&[("__name__", "live"), ("x", "2")]), last, 1.0);
+        // `up` with a label of its own is one of the target's series.
+        write(&with(&[("__name__", "up"), ("x", "1")]), last, 1.0);
+        write(&with(&[("__name__", "ended")]), before, 1.0);
+        write(&with(&[("__name__", "ended")]), last, stale_nan());
+        write(&with(&[("__name__", "gone_before")]), before, 1.0);
+        // Its own timestamp, exposed as is.
+        write(&with(&[("__name__", "own_time")]), last - 500, 1.0);
+        // Another target with the same labels and one more, scraped at another time.
+        write(&with(&[("__name__", "theirs"), ("shard", "b")]), last - 2_000, 1.0);
         let mut other = with(&[("__name__", "live")]);
         other.set("instance", "t:2");
-        write(&other, now - 10_000, 1.0);
+        write(&other, last, 1.0);
         app.commit().unwrap();
-        let found = last_scraped(&storage, &target, Duration::from_secs(15), now).unwrap();
+        let found = last_scraped(&storage, &target, &report, Duration::from_secs(15), now).unwrap();
         let mut found: Vec<Labels> = found.iter().map(|l| l.get().decode()).collect();
         found.sort();
         let mut want = vec![
@@ -107,5 +115,8 @@ mod tests {
         ];
         want.sort();
         assert_eq!(found, want);
+        // No `up` in the window: no last scrape to go on from.
+        let found = last_scraped(&storage, &target, &report, Duration::from_secs(15), now + 400_000).unwrap();
+        assert!(found.is_empty());
     }
 }

@@ -28,13 +28,27 @@ pub struct ScrapeOptions {
     /// The targets this process scrapes when several share the work (a
     /// cluster): a target whose hash it does not own is left to another.
     pub share: Option<Arc<dyn cairn_storage::WorkShare>>,
-    /// Where a loop started for a target another process may have scraped
-    /// until now reads that process's last scrape (see `inherit.rs`).
+    /// In a cluster, where a loop started for a target another process may
+    /// have scraped until now reads that process's last scrape (see
+    /// `inherit.rs`).
     pub inherit_from: Option<Arc<dyn cairn_storage::Queryable>>,
     /// Targets' caches hold no series, only what staleness needs (agent
     /// mode): memory per series falls to a few bytes, and every scrape's
     /// labels are built again.
     pub lean_caches: bool,
+}
+
+impl std::fmt::Debug for ScrapeOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScrapeOptions")
+            .field("offset_seed", &self.offset_seed)
+            .field("skip_offset", &self.skip_offset)
+            .field("discovery", &self.discovery)
+            .field("share", &self.share)
+            .field("inherit_from", &self.inherit_from.is_some())
+            .field("lean_caches", &self.lean_caches)
+            .finish()
+    }
 }
 
 /// Prometheus' offset seed: FNV-64a of the host's name followed by the

@@ -164,7 +164,7 @@ impl ScrapePool {
         }
         for t in to_start {
             // In a cluster a target new here may come from another node.
-            let inherit_from = self.options.share.as_ref().and(self.options.inherit_from.clone());
+            let inherit_from = self.options.inherit_from.clone();
             let handle = self.start_loop(
                 t.clone(),
                 ScrapeCache::new(self.options.lean_caches),

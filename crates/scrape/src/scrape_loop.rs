@@ -120,24 +120,28 @@ async fn run(
         target_labels,
         cache,
     });
-    // Before the offset's wait, so the first scrape keeps its place.
+    // Before the offset's wait, so the first scrape keeps its place; given
+    // up after half an interval, so the first scrape is not late.
     if let (Some(queryable), Some(state)) = (ctx.inherit_from.clone(), state.as_mut()) {
-        let target_labels = state.target_labels.clone();
+        let (target_labels, report) = (state.target_labels.clone(), state.report_labels.clone());
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
             .as_millis() as i64;
-        let found = tokio::task::spawn_blocking(move || {
-            crate::inherit::last_scraped(queryable.as_ref(), &target_labels, interval, now)
-        })
-        .await;
-        match found {
-            Ok(Ok(series)) => state.cache.inherit(series),
-            Ok(Err(e)) => tracing::warn!(
+        let read = tokio::task::spawn_blocking(move || {
+            crate::inherit::last_scraped(queryable.as_ref(), &target_labels, &report, interval, now)
+        });
+        match tokio::time::timeout(interval / 2, read).await {
+            Ok(Ok(Ok(series))) => state.cache.inherit(series),
+            Ok(Ok(Err(e))) => tracing::warn!(
                 target = %target.url(), err = %e,
                 "reading the previous owner's last scrape failed: no staleness markers for what it wrote"
             ),
-            Err(e) => tracing::warn!(err = %e, "reading the previous owner's last scrape failed"),
+            Ok(Err(e)) => tracing::warn!(err = %e, "reading the previous owner's last scrape failed"),
+            Err(_) => tracing::warn!(
+                target = %target.url(),
+                "reading the previous owner's last scrape took too long: no staleness markers for what it wrote"
+            ),
         }
     }
     let offset = if ctx.skip_offset {

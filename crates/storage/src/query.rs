@@ -185,6 +185,15 @@ impl Series {
             histograms: Vec::new(),
         }
     }
+
+    /// The newest sample's time, and whether it is a value rather than a
+    /// staleness marker. Reads the float samples.
+    pub fn newest(&mut self) -> Result<Option<(i64, bool)>, StorageError> {
+        let floats = crate::collect_samples(self.samples.as_mut())?;
+        let newest_float = floats.last().map(|f| (f.t, !cairn_model::is_stale_nan(f.v)));
+        let newest_histogram = self.histograms.last().map(|h| (h.t, !h.h.is_stale_marker()));
+        Ok(newest_float.max(newest_histogram))
+    }
 }
 
 /// Decoded samples of one series, block by block.
