@@ -29,9 +29,9 @@ pub struct EvalEnv {
     pub resend_delay: Duration,
     pub outage_tolerance: Duration,
     pub for_grace_period: Duration,
-    /// Groups move between the nodes of a cluster, so a group restoring
-    /// state takes over from another node rather than coming back from an
-    /// outage (see [`Group::restore_for_state`]).
+    /// Groups move between the nodes of a cluster, so a group starting
+    /// takes over from another node rather than coming back from an outage
+    /// (see [`Group::take_over`]).
     pub groups_move: bool,
     /// The latency summaries every group feeds.
     pub(crate) durations: Arc<Durations>,
@@ -277,10 +277,7 @@ impl Group {
                     continue;
                 };
                 for mut series in set.flatten() {
-                    let floats = collect_samples(series.samples.as_mut()).unwrap_or_default();
-                    let newest_float = floats.last().map(|f| (f.t, !cairn_model::is_stale_nan(f.v)));
-                    let newest_histogram = series.histograms.last().map(|h| (h.t, !h.h.is_stale_marker()));
-                    if let Some((t, true)) = newest_float.max(newest_histogram) {
+                    if let Ok(Some((t, true))) = series.newest() {
                         live.push((i, series.labels, t));
                     }
                 }
@@ -323,12 +320,9 @@ impl Group {
         } else {
             env.for_grace_period.as_nanos() as i64
         };
-        // Where evaluation resumed: after a move, the query time of the slot
-        // before this node's first; after an outage, now.
-        let resumed_at = match self.first_eval_timestamp {
-            Some(first) if moved => first - slots.query_offset - slots.interval,
-            _ => ts,
-        };
+        // After a move, the slot before this node's first: the slots from
+        // the last one evaluated before it went unevaluated.
+        let resumed_at = self.first_eval_timestamp.unwrap_or(ts) - slots.interval;
         for rule in &mut self.rules {
             let RuleKind::Alert(name) = rule.spec.kind.clone() else {
                 continue;
@@ -365,19 +359,25 @@ impl Group {
                 let Some(last) = last_by_labels.get(&a.labels) else {
                     continue;
                 };
-                let down_at = last.t.div_euclid(1000) * 1_000_000_000;
-                let mut restored_active_at = (last.v as i64) * 1_000_000_000;
-                let remaining = hold - (down_at - restored_active_at);
-                if remaining <= 0 {
-                } else if remaining < grace {
-                    restored_active_at = ts + grace - hold;
+                let restored_active_at = if moved {
+                    slots.taken_over_active_at(last, hold, resumed_at)
                 } else {
-                    restored_active_at += (resumed_at - down_at).max(0);
-                }
+                    let down_at = last.t.div_euclid(1000) * 1_000_000_000;
+                    let mut restored_active_at = (last.v as i64) * 1_000_000_000;
+                    let remaining = hold - (down_at - restored_active_at);
+                    if remaining <= 0 {
+                    } else if remaining < grace {
+                        restored_active_at = ts + grace - hold;
+                    } else {
+                        restored_active_at += ts - down_at;
+                    }
+                    restored_active_at
+                };
                 a.active_at = restored_active_at;
                 // Firing where the group was before: firing here already, so
                 // that the next evaluation keeps firing it if it must.
-                if let Some(last_eval) = slots.last.filter(|&t| moved && t - restored_active_at >= hold) {
+                let due = |t: i64| moved && a.state == AlertState::Pending && t - restored_active_at >= hold;
+                if let Some(last_eval) = slots.last.filter(|&t| due(t)) {
                     a.state = AlertState::Firing;
                     a.fired_at.get_or_insert(last_eval);
                 }
@@ -396,6 +396,13 @@ impl Group {
         self.last_evaluation = from.last_evaluation;
         self.last_eval_timestamp = from.last_eval_timestamp;
         self.first_eval_timestamp = from.first_eval_timestamp;
+        // State taken over or restored already goes on in memory.
+        if !from.should_restore {
+            self.should_restore = false;
+            for rule in &mut self.rules {
+                rule.restored = true;
+            }
+        }
         let key = |r: &RuleSpec| (r.name().to_string(), r.labels.clone());
         let mut by_key: HashMap<(String, BTreeMap<String, String>), Vec<usize>> = HashMap::new();
         for (i, r) in from.rules.iter().enumerate() {
@@ -509,7 +516,7 @@ fn output_matchers(metric: &str, alertname: Option<&str>, spec: &RuleSpec) -> Ve
         matchers.push(Matcher::equal("alertname", name));
     }
     for (k, v) in &spec.labels {
-        if !v.contains("{{") && !v.is_empty() && k != "alertname" && k != "__name__" {
+        if !v.contains("{{") && !v.is_empty() && k != "alertname" {
             matchers.push(Matcher::equal(k.as_str(), v.as_str()));
         }
     }
@@ -523,6 +530,31 @@ struct Slots {
     query_offset: i64,
     /// The evaluation here whose alerts are restored (ns).
     last: Option<i64>,
+}
+
+impl Slots {
+    /// The first slot at or after `t` (ns): where a time stored rounded
+    /// down (to the second, to the millisecond) was evaluated.
+    fn at_or_after(&self, t: i64) -> i64 {
+        match self.last {
+            Some(last) => last - (last - t).div_euclid(self.interval) * self.interval,
+            None => t,
+        }
+    }
+
+    /// The time an alert became active, taken over from `state` (its last
+    /// `ALERTS_FOR_STATE` sample, written by the node before): as it was,
+    /// but for one not due to fire yet, later by the slots nobody evaluated
+    /// from then to `resumed_at`.
+    fn taken_over_active_at(&self, state: &Sample, hold: i64, resumed_at: i64) -> i64 {
+        let active_at = self.at_or_after((state.v as i64) * 1_000_000_000);
+        let evaluated_at = self.at_or_after(state.t * 1_000_000 + self.query_offset);
+        if evaluated_at - active_at >= hold {
+            active_at
+        } else {
+            active_at + (resumed_at - evaluated_at).max(0)
+        }
+    }
 }
 
 /// After a move, the alerts of `rule` the node it came from kept firing by
@@ -539,8 +571,8 @@ fn restore_kept_firing(rule: &mut Rule, name: &str, states: &HashMap<Labels, Sam
         .iter()
         .filter(|(labels, _)| !rule.active.contains_key(*labels))
         .filter_map(|(labels, state)| {
-            let active_at = (state.v as i64) * 1_000_000_000;
-            let evaluated_at = state.t * 1_000_000 + slots.query_offset;
+            let active_at = slots.at_or_after((state.v as i64) * 1_000_000_000);
+            let evaluated_at = slots.at_or_after(state.t * 1_000_000 + slots.query_offset);
             (evaluated_at - active_at >= hold).then_some((labels, active_at))
         })
         .collect();

@@ -607,6 +607,7 @@ fn manager_over(
     file: &std::path::Path,
     notifier: &Arc<Recorder>,
     moving: bool,
+    query_offset: Duration,
 ) -> RuleManager {
     let mut opts = RuleManagerOptions::new(
         Arc::new(Engine::new(EngineOptions::default())),
@@ -619,7 +620,12 @@ fn manager_over(
         opts.share = Some(Arc::new(AllWork));
     }
     let manager = RuleManager::new(opts);
-    manager.update(config(file)).unwrap();
+    manager
+        .update(RulesConfig {
+            query_offset,
+            ..config(file)
+        })
+        .unwrap();
     manager
 }
 
@@ -687,49 +693,61 @@ fn output_of(storage: &MemStorage, name: &str) -> Vec<(Labels, Vec<(i64, u64)>)>
 
 #[test]
 fn a_group_moved_between_nodes_goes_on_as_if_it_had_not_moved() {
+    // Evaluated on the minute and querying it, and late in the minute
+    // querying 30 s back, at a phase of no whole second.
+    for (query_offset, phase_ms) in [(Duration::ZERO, 0), (Duration::from_secs(30), 7_123)] {
+        moves_at_every_minute(query_offset, phase_ms);
+    }
+}
+
+fn moves_at_every_minute(query_offset: Duration, phase_ms: i64) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("rules.yml");
     std::fs::write(&file, MOVING_RULES).unwrap();
     let name = file.display().to_string();
     const END: i64 = 22;
-    // One node that never moves the group.
-    let storage = Arc::new(MemStorage::new());
-    let notifier = Arc::new(Recorder::default());
-    let unmoved = manager_over(&storage, &file, &notifier, false);
-    assert!(unmoved.restore_group_at(&name, "m", at(T0)));
-    let mut expected = Vec::new();
-    for m in 0..=END {
+    let write_inputs = |storage: &MemStorage, m: i64| {
         let mut app = storage.appender();
         for (metric, v) in moving_inputs(m) {
             app.append(&labels(&[("__name__", metric)]), &[Sample::new(T0 + m * MIN, v)])
                 .unwrap();
         }
         app.commit().unwrap();
-        unmoved.eval_group_at(&name, "m", at(T0 + m * MIN));
+    };
+    let slot = |m: i64| at(T0 + m * MIN + phase_ms);
+    // One node that never moves the group.
+    let storage = Arc::new(MemStorage::new());
+    let notifier = Arc::new(Recorder::default());
+    let unmoved = manager_over(&storage, &file, &notifier, false, query_offset);
+    assert!(unmoved.restore_group_at(&name, "m", slot(0)));
+    let mut expected = Vec::new();
+    for m in 0..=END {
+        write_inputs(&storage, m);
+        unmoved.eval_group_at(&name, "m", slot(m));
         expected.push(unmoved.alerts());
     }
+    let what = format!("query offset {query_offset:?}, phase {phase_ms} ms");
+    assert!(
+        expected.iter().any(|a| a.iter().any(|a| a.keep_firing_since.is_some())),
+        "{what}: the scenario keeps alerts firing"
+    );
     // The same group moved from one node to another at each minute: the
     // new node takes it over at its first evaluation there.
     for moved_at in 1..END {
         let moved_storage = Arc::new(MemStorage::new());
         let notifier = Arc::new(Recorder::default());
         let mut sent = Vec::new();
-        let first = manager_over(&moved_storage, &file, &notifier, true);
-        let second = manager_over(&moved_storage, &file, &notifier, true);
+        let first = manager_over(&moved_storage, &file, &notifier, true, query_offset);
+        let second = manager_over(&moved_storage, &file, &notifier, true, query_offset);
         for m in 0..=END {
-            let mut app = moved_storage.appender();
-            for (metric, v) in moving_inputs(m) {
-                app.append(&labels(&[("__name__", metric)]), &[Sample::new(T0 + m * MIN, v)])
-                    .unwrap();
-            }
-            app.commit().unwrap();
+            write_inputs(&moved_storage, m);
             let node = if m < moved_at { &first } else { &second };
-            node.eval_group_at(&name, "m", at(T0 + m * MIN));
+            node.eval_group_at(&name, "m", slot(m));
             drain_sent(&notifier, m, &mut sent);
             assert_eq!(
                 node.alerts(),
                 expected[m as usize],
-                "moved at minute {moved_at}, minute {m}"
+                "{what}: moved at minute {moved_at}, minute {m}"
             );
         }
         // What the group wrote, staleness markers included, is the unmoved group's.
@@ -737,7 +755,7 @@ fn a_group_moved_between_nodes_goes_on_as_if_it_had_not_moved() {
             assert_eq!(
                 output_of(&moved_storage, metric),
                 output_of(&storage, metric),
-                "{metric}, moved at minute {moved_at}"
+                "{what}: {metric}, moved at minute {moved_at}"
             );
         }
         // Alertmanager sees each alert resolved only where the unmoved node resolves it.
@@ -745,7 +763,7 @@ fn a_group_moved_between_nodes_goes_on_as_if_it_had_not_moved() {
             if !firing {
                 assert!(
                     !expected[*m as usize].iter().any(|a| a.labels["alertname"] == *alert),
-                    "moved at minute {moved_at}: {alert} resolved at minute {m} while still active"
+                    "{what}: moved at minute {moved_at}: {alert} resolved at minute {m} while still active"
                 );
             }
         }
@@ -760,8 +778,8 @@ fn a_group_taken_over_after_missed_slots_does_not_count_them_towards_for() {
     let name = file.display().to_string();
     let storage = Arc::new(MemStorage::new());
     let notifier = Arc::new(Recorder::default());
-    let first = manager_over(&storage, &file, &notifier, true);
-    let second = manager_over(&storage, &file, &notifier, true);
+    let first = manager_over(&storage, &file, &notifier, true, Duration::ZERO);
+    let second = manager_over(&storage, &file, &notifier, true, Duration::ZERO);
     for m in 0..=8 {
         let mut app = storage.appender();
         for (metric, v) in moving_inputs(m) {
