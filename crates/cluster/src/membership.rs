@@ -52,7 +52,7 @@ pub(crate) async fn keep_registered(cluster: Arc<Cluster>) {
 async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error> {
     let config = &cluster.config;
     let mut client = connect(&config.etcd_endpoints).await?;
-    let ttl = config.lease_ttl.as_secs().max(2) as i64;
+    let ttl = granted_ttl(config).as_secs() as i64;
     let lease = client.lease_grant(ttl, None).await?.id();
     let mut last_alive = cluster.last_alive_ms.load(Ordering::Acquire);
     if last_alive == 0 {
@@ -95,6 +95,11 @@ async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error>
             _ = cluster.membership_changed.notified() => {}
         }
     }
+}
+
+/// The time to live of this node's lease, as it asks etcd for it.
+pub(crate) fn granted_ttl(config: &crate::ClusterConfig) -> Duration {
+    Duration::from_secs(config.lease_ttl.as_secs().max(2))
 }
 
 /// Writes this node's member and alive keys; returns the state it wrote,

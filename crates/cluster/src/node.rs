@@ -347,11 +347,13 @@ impl Cluster {
         self.lease.lock().is_some()
     }
 
-    /// Whether this node's lease was renewed within its time to live: etcd
-    /// may have dropped it otherwise, even before the renewal fails here.
+    /// Whether this node registered since it started and renewed its lease
+    /// within its time to live: etcd has dropped it otherwise, whether or
+    /// not a renewal failed here yet.
     pub(crate) fn lease_current(&self) -> bool {
         let renewed = self.last_alive_ms.load(Ordering::Acquire);
-        self.registered() && now_ms() - renewed < self.config.lease_ttl.as_millis() as i64
+        let ttl = crate::membership::granted_ttl(&self.config).as_millis() as i64;
+        self.registrations.load(Ordering::Acquire) > 0 && now_ms() - renewed < ttl
     }
 
     /// A graceful leave (scaling down): the node stops taking new writes

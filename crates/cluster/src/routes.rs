@@ -136,17 +136,24 @@ impl From<StorageError> for Failure {
     }
 }
 
+/// Refuses a request without the cluster's secret, when it has one.
+fn check_secret(cluster: &Cluster, headers: &HeaderMap) -> Result<(), Failure> {
+    let Some(secret) = &cluster.config.secret else {
+        return Ok(());
+    };
+    let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes());
+    if given != Some(secret.as_bytes()) {
+        return Err(Failure(
+            StatusCode::UNAUTHORIZED,
+            "a peer request without the cluster's secret".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The engine and tenant a peer's request is for, once its secret checks.
 fn local_for(cluster: &Cluster, headers: &HeaderMap) -> Result<(Arc<dyn Tenants>, TenantId), Failure> {
-    if let Some(secret) = &cluster.config.secret {
-        let given = headers.get(SECRET_HEADER).map(|v| v.as_bytes());
-        if given != Some(secret.as_bytes()) {
-            return Err(Failure(
-                StatusCode::UNAUTHORIZED,
-                "a peer request without the cluster's secret".into(),
-            ));
-        }
-    }
+    check_secret(cluster, headers)?;
     let local = cluster
         .local()
         .ok_or_else(|| Failure(StatusCode::SERVICE_UNAVAILABLE, "this node stores no data (yet)".into()))?;
@@ -341,9 +348,10 @@ async fn delete(State(cluster): State<Arc<Cluster>>, headers: HeaderMap, body: B
 }
 
 /// Answers once every write this node was sending to owners has arrived.
-async fn settle_writes(State(cluster): State<Arc<Cluster>>) -> Response {
+async fn settle_writes(State(cluster): State<Arc<Cluster>>, headers: HeaderMap) -> Result<Response, Failure> {
+    check_secret(&cluster, &headers)?;
     cluster.writes_in_flight.settle().await;
-    StatusCode::NO_CONTENT.into_response()
+    Ok(StatusCode::NO_CONTENT.into_response())
 }
 
 /// Deletes in this node's engine.
@@ -362,7 +370,8 @@ async fn tenants(State(cluster): State<Arc<Cluster>>, headers: HeaderMap) -> Res
 }
 
 /// The ring as this node sees it: each member and whether it is alive.
-async fn ring(State(cluster): State<Arc<Cluster>>) -> Response {
+async fn ring(State(cluster): State<Arc<Cluster>>, headers: HeaderMap) -> Result<Response, Failure> {
+    check_secret(&cluster, &headers)?;
     let ring = cluster.ring();
     let owners = cluster.work_changes().borrow().clone();
     let monitoring = owners.ids(crate::node::now_ms());
@@ -379,7 +388,7 @@ async fn ring(State(cluster): State<Arc<Cluster>>) -> Response {
             })
         })
         .collect();
-    axum::Json(serde_json::json!({
+    Ok(axum::Json(serde_json::json!({
         "members": members,
         "registered": cluster.registered(),
         "lease_current": cluster.lease_current(),
@@ -387,7 +396,7 @@ async fn ring(State(cluster): State<Arc<Cluster>>) -> Response {
         "caught_up": cluster.caught_up(),
         "ring_reads": cluster.ring_reads.load(Ordering::Relaxed),
     }))
-    .into_response()
+    .into_response())
 }
 
 fn json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Failure> {
