@@ -249,51 +249,51 @@ impl Group {
         self.counters.restored(started.elapsed());
     }
 
-    /// The series the node before wrote at its last evaluation of this
-    /// group become its rules' previous output, so that the evaluation here
-    /// at `ts` marks stale those it no longer writes. That evaluation is the
-    /// newest of this group's slots before `ts` at which any of its series
-    /// has a sample: other groups, even writing the same names, evaluate
-    /// at other times.
+    /// The series the node before wrote at its last evaluation of each rule
+    /// become that rule's previous output, so that the evaluation here at
+    /// `ts` marks stale those it no longer writes. That evaluation is the
+    /// newest of this group's slots before `ts` at which any of the rule's
+    /// series has a sample: other groups, even writing the same names,
+    /// evaluate at other times.
     fn inherit_last_output(&mut self, ts: i64, env: &EvalEnv) {
         let interval = self.interval.as_nanos().max(1) as i64;
         let offset = self.query_offset.as_nanos() as i64;
         let query_ms = |slot: i64| (slot - offset).div_euclid(1_000_000);
+        let is_slot = |t: i64| {
+            let back = (ts - offset - t * 1_000_000).div_euclid(interval);
+            back >= 1 && query_ms(ts - back * interval) == t
+        };
         let mint = query_ms(ts - env.outage_tolerance.as_nanos() as i64);
         let querier = match env.queryable.querier(mint, query_ms(ts) - 1) {
             Ok(q) => q,
             Err(e) => return tracing::warn!(err = %e, "failed to read the output of a group taken over"),
         };
-        // Each series' newest sample, when it is a value: (rule, series, ms).
-        let mut live = Vec::new();
-        for (i, rule) in self.rules.iter().enumerate() {
+        for rule in &mut self.rules {
             let metrics: Vec<(&str, Option<&str>)> = match &rule.spec.kind {
                 RuleKind::Record(name) => vec![(name, None)],
                 RuleKind::Alert(name) => vec![("ALERTS", Some(name)), ("ALERTS_FOR_STATE", Some(name))],
             };
+            // The rule's series whose newest sample, on a slot, is a value.
+            let mut live = Vec::new();
             for (metric, alertname) in metrics {
                 let matchers = output_matchers(metric, alertname, &rule.spec);
                 let Ok(set) = querier.select(&SelectHints::default(), &matchers) else {
                     continue;
                 };
                 for mut series in set.flatten() {
-                    if let Ok(Some((t, true))) = series.newest() {
-                        live.push((i, series.labels, t));
+                    if let Ok(Some((t, true))) = series.newest()
+                        && is_slot(t)
+                    {
+                        live.push((series.labels, t));
                     }
                 }
             }
-        }
-        let is_slot = |t: i64| {
-            let back = (ts - offset - t * 1_000_000).div_euclid(interval);
-            back >= 1 && query_ms(ts - back * interval) == t
-        };
-        let Some(last) = live.iter().map(|&(_, _, t)| t).filter(|&t| is_slot(t)).max() else {
-            return;
-        };
-        for (i, labels, t) in live {
-            if t == last {
-                self.rules[i].previous_series.insert(labels);
-            }
+            let last = live.iter().map(|&(_, t)| t).max();
+            rule.previous_series.extend(
+                live.into_iter()
+                    .filter(|&(_, t)| Some(t) == last)
+                    .map(|(labels, _)| labels),
+            );
         }
     }
 

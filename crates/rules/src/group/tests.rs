@@ -712,6 +712,10 @@ fn moves_at_every_minute(query_offset: Duration, phase_ms: i64) {
             app.append(&labels(&[("__name__", metric)]), &[Sample::new(T0 + m * MIN, v)])
                 .unwrap();
         }
+        // Another group's series of the same name, written at other times:
+        // no group taking `m` over marks it stale.
+        let other = labels(&[("__name__", "y_positive"), ("group", "other")]);
+        app.append(&other, &[Sample::new(T0 + m * MIN + 20_000, 1.0)]).unwrap();
         app.commit().unwrap();
     };
     let slot = |m: i64| at(T0 + m * MIN + phase_ms);
