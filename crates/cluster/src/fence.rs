@@ -65,10 +65,12 @@ fn back_in_ring(cluster: &Cluster) -> bool {
         .any(|(i, m)| cluster.is_me(m) && ring.is_alive(i) && m.monitors_from_ms == Some(from))
 }
 
-/// Whether another node, with a current lease, sees this one down.
+/// Whether another node that monitors, with a current lease, sees this
+/// one down: it has taken this one's share.
 async fn seen_down(cluster: &Arc<Cluster>) -> bool {
     let ring = cluster.ring();
-    for member in ring.members().iter().filter(|m| !cluster.is_me(m)) {
+    let monitors = |m: &&crate::ring::Member| !cluster.is_me(m) && m.monitors_from_ms.is_some();
+    for member in ring.members().iter().filter(monitors) {
         if let Ok(answer) = cluster.get_internal(member, "ring").await
             && sees_down(&answer, &cluster.config.node_id)
         {
@@ -78,8 +80,8 @@ async fn seen_down(cluster: &Arc<Cluster>) -> bool {
     false
 }
 
-/// Whether a node's answer to the ring route says its lease is current and
-/// `node` is down.
+/// Whether a node's answer to the ring route says its lease is current, it
+/// is not fenced itself, and `node` is down.
 fn sees_down(ring_answer: &[u8], node: &str) -> bool {
     let view: serde_json::Value = serde_json::from_slice(ring_answer).unwrap_or_default();
     let down = view["members"]
@@ -87,7 +89,7 @@ fn sees_down(ring_answer: &[u8], node: &str) -> bool {
         .into_iter()
         .flatten()
         .any(|m| m["id"] == node && m["alive"] == false);
-    view["lease_current"] == true && down
+    view["lease_current"] == true && view["fenced"] == false && down
 }
 
 #[cfg(test)]
@@ -99,11 +101,14 @@ mod tests {
         let answer = |current: bool, alive: bool| {
             serde_json::json!({
                 "lease_current": current,
+                "fenced": false,
                 "members": [{"id": "a", "alive": true}, {"id": "b", "alive": alive}],
             })
             .to_string()
         };
         assert!(sees_down(answer(true, false).as_bytes(), "b"));
+        let fenced = answer(true, false).replace("\"fenced\":false", "\"fenced\":true");
+        assert!(!sees_down(fenced.as_bytes(), "b"), "a node that gave its own share up");
         // etcd down for that node too: its view of b is stale.
         assert!(!sees_down(answer(false, false).as_bytes(), "b"));
         // b's lease has not expired in etcd yet.

@@ -83,6 +83,12 @@ pub(crate) struct Group {
     pub should_restore: bool,
     /// Series of rules gone in a reload, to be marked stale at the next evaluation.
     pub stale_series: Vec<Labels>,
+    /// A group taken over: what the node before wrote at its last
+    /// evaluation of each rule, with the rules that may have written each
+    /// series (see [`Group::take_over`]).
+    pub inherited_output: HashMap<Labels, Vec<usize>>,
+    /// A group taken over: the node before's last evaluation of it (ns).
+    pub taken_over_at: Option<i64>,
     /// Kept by the group that replaces this one in a reload.
     pub counters: Arc<GroupCounters>,
 }
@@ -123,6 +129,8 @@ impl Group {
             first_eval_timestamp: None,
             should_restore,
             stale_series: Vec::new(),
+            inherited_output: HashMap::new(),
+            taken_over_at: None,
             counters: Arc::new(GroupCounters::new()),
         }
     }
@@ -188,6 +196,7 @@ impl Group {
             env.durations.rule.observe(rule.evaluation_time.as_secs_f64());
         }
         self.cleanup_stale_series(query_ms, env);
+        self.mark_inherited_output_stale(query_ms, env);
         self.evaluation_time = started.elapsed();
         self.last_evaluation = Some(wall);
         self.last_eval_timestamp = Some(ts);
@@ -213,14 +222,11 @@ impl Group {
         }
     }
 
-    /// Restores the state of alerts from `ALERTS_FOR_STATE` (at `ts`, ns).
-    ///
-    /// After a restart, as Prometheus does: the outage (from the last state
+    /// Restores the state of alerts from `ALERTS_FOR_STATE` (at `ts`, ns)
+    /// after a restart, as Prometheus does: the outage (from the last state
     /// written to `ts`) does not count towards `for`, and alerts whose `for`
-    /// is shorter than the grace period start over. A group that moved
-    /// between nodes was evaluated until it moved: only the slots nobody
-    /// evaluated count as an outage, no grace applies, and alerts kept firing
-    /// by `keep_firing_for` keep firing until their time is up.
+    /// is shorter than the grace period start over. In a cluster a group
+    /// starts with [`Group::take_over`] instead.
     pub fn restore_for_state(&mut self, ts: i64, env: &EvalEnv) {
         let started = Instant::now();
         self.restore_rules(ts, self.last_eval_timestamp, env);
@@ -228,9 +234,13 @@ impl Group {
     }
 
     /// A group taken over from another node of a cluster: before its first
-    /// evaluation here (at `ts`) writes or sends anything, its alerts take
-    /// over the state the node before left, so that `ALERTS`, what is sent
-    /// and `for` go on without a gap.
+    /// evaluation here (at `ts`) writes or sends anything, it takes over
+    /// what the node before left, so that it goes on as if it had not moved.
+    /// The node before evaluated it until it moved: only the slots nobody
+    /// evaluated count as an outage towards `for`, no grace period applies,
+    /// alerts kept firing by `keep_firing_for` keep firing until their time
+    /// is up, and what the node before wrote and this evaluation does not
+    /// is marked stale.
     fn take_over(&mut self, ts: i64, env: &EvalEnv) {
         let started = Instant::now();
         let query_ms = (ts - self.query_offset.as_nanos() as i64).div_euclid(1_000_000);
@@ -249,26 +259,26 @@ impl Group {
         self.counters.restored(started.elapsed());
     }
 
-    /// The series the node before wrote at its last evaluation of each rule
-    /// become that rule's previous output, so that the evaluation here at
-    /// `ts` marks stale those it no longer writes. That evaluation is the
-    /// newest of this group's slots before `ts` at which any of the rule's
-    /// series has a sample: other groups, even writing the same names,
-    /// evaluate at other times.
+    /// What the node before wrote at its last evaluation of each rule of
+    /// this group, and when it last evaluated the group: the newest of the
+    /// group's slots before `ts` at which any of the rule's series has a
+    /// sample (other groups, even writing the same names, evaluate at other
+    /// times). A rule whose evaluations failed there keeps the series it
+    /// wrote last.
     fn inherit_last_output(&mut self, ts: i64, env: &EvalEnv) {
         let interval = self.interval.as_nanos().max(1) as i64;
         let offset = self.query_offset.as_nanos() as i64;
         let query_ms = |slot: i64| (slot - offset).div_euclid(1_000_000);
-        let is_slot = |t: i64| {
+        let slot_of = |t: i64| {
             let back = (ts - offset - t * 1_000_000).div_euclid(interval);
-            back >= 1 && query_ms(ts - back * interval) == t
+            (back >= 1 && query_ms(ts - back * interval) == t).then_some(ts - back * interval)
         };
         let mint = query_ms(ts - env.outage_tolerance.as_nanos() as i64);
         let querier = match env.queryable.querier(mint, query_ms(ts) - 1) {
             Ok(q) => q,
             Err(e) => return tracing::warn!(err = %e, "failed to read the output of a group taken over"),
         };
-        for rule in &mut self.rules {
+        for (i, rule) in self.rules.iter().enumerate() {
             let metrics: Vec<(&str, Option<&str>)> = match &rule.spec.kind {
                 RuleKind::Record(name) => vec![(name, None)],
                 RuleKind::Alert(name) => vec![("ALERTS", Some(name)), ("ALERTS_FOR_STATE", Some(name))],
@@ -282,18 +292,38 @@ impl Group {
                 };
                 for mut series in set.flatten() {
                     if let Ok(Some((t, true))) = series.newest()
-                        && is_slot(t)
+                        && let Some(slot) = slot_of(t)
                     {
-                        live.push((series.labels, t));
+                        live.push((series.labels, slot));
                     }
                 }
             }
-            let last = live.iter().map(|&(_, t)| t).max();
-            rule.previous_series.extend(
-                live.into_iter()
-                    .filter(|&(_, t)| Some(t) == last)
-                    .map(|(labels, _)| labels),
-            );
+            let last = live.iter().map(|&(_, slot)| slot).max();
+            self.taken_over_at = self.taken_over_at.max(last);
+            for (labels, _) in live.into_iter().filter(|&(_, slot)| Some(slot) == last) {
+                self.inherited_output.entry(labels).or_default().push(i);
+            }
+        }
+    }
+
+    /// At the first evaluation of a group taken over, the series the node
+    /// before wrote that no rule wrote now get a staleness marker, but for
+    /// those of a rule that failed now (whose output is unknown).
+    fn mark_inherited_output_stale(&mut self, query_ms: i64, env: &EvalEnv) {
+        if self.inherited_output.is_empty() {
+            return;
+        }
+        let inherited = std::mem::take(&mut self.inherited_output);
+        let mut app = env.appendable.appender();
+        for (labels, writers) in inherited {
+            let written = self.rules.iter().any(|r| r.previous_series.contains(&labels));
+            let unknown = writers.iter().any(|&i| self.rules[i].health == RuleHealth::Bad);
+            if !written && !unknown {
+                let _ = app.append(&labels, &[Sample::new(query_ms, stale_nan())]);
+            }
+        }
+        if let Err(e) = app.commit() {
+            tracing::warn!(err = %e, "writing stale samples for a group taken over failed");
         }
     }
 
@@ -320,9 +350,10 @@ impl Group {
         } else {
             env.for_grace_period.as_nanos() as i64
         };
-        // After a move, the slot before this node's first: the slots from
-        // the last one evaluated before it went unevaluated.
+        // After a move: the slot before this node's first evaluation, and
+        // the node before's last; the slots between went unevaluated.
         let resumed_at = self.first_eval_timestamp.unwrap_or(ts) - slots.interval;
+        let taken_over_at = self.taken_over_at;
         for rule in &mut self.rules {
             let RuleKind::Alert(name) = rule.spec.kind.clone() else {
                 continue;
@@ -360,7 +391,7 @@ impl Group {
                     continue;
                 };
                 let restored_active_at = if moved {
-                    slots.taken_over_active_at(last, hold, resumed_at)
+                    slots.taken_over_active_at(last, hold, taken_over_at, resumed_at)
                 } else {
                     let down_at = last.t.div_euclid(1000) * 1_000_000_000;
                     let mut restored_active_at = (last.v as i64) * 1_000_000_000;
@@ -374,8 +405,9 @@ impl Group {
                     restored_active_at
                 };
                 a.active_at = restored_active_at;
-                // Firing where the group was before: firing here already, so
-                // that the next evaluation keeps firing it if it must.
+                // Due at the evaluation restored, as it would make it: firing
+                // already, so that an evaluation not returning it keeps it
+                // firing if it must.
                 let due = |t: i64| moved && a.state == AlertState::Pending && t - restored_active_at >= hold;
                 if let Some(last_eval) = slots.last.filter(|&t| due(t)) {
                     a.state = AlertState::Firing;
@@ -543,12 +575,14 @@ impl Slots {
     }
 
     /// The time an alert became active, taken over from `state` (its last
-    /// `ALERTS_FOR_STATE` sample, written by the node before): as it was,
+    /// `ALERTS_FOR_STATE` sample, written by the node before, whose last
+    /// evaluation of the group was at `taken_over_at` if known): as it was,
     /// but for one not due to fire yet, later by the slots nobody evaluated
-    /// from then to `resumed_at`.
-    fn taken_over_active_at(&self, state: &Sample, hold: i64, resumed_at: i64) -> i64 {
-        let active_at = self.at_or_after((state.v as i64) * 1_000_000_000);
-        let evaluated_at = self.at_or_after(state.t * 1_000_000 + self.query_offset);
+    /// from then to `resumed_at`. Failed evaluations count towards `for`,
+    /// as where the group does not move.
+    fn taken_over_active_at(&self, state: &Sample, hold: i64, taken_over_at: Option<i64>, resumed_at: i64) -> i64 {
+        let active_at = self.at_or_after((state.v as i64).saturating_mul(1_000_000_000));
+        let evaluated_at = taken_over_at.unwrap_or_else(|| self.at_or_after(state.t * 1_000_000 + self.query_offset));
         if evaluated_at - active_at >= hold {
             active_at
         } else {
@@ -571,7 +605,7 @@ fn restore_kept_firing(rule: &mut Rule, name: &str, states: &HashMap<Labels, Sam
         .iter()
         .filter(|(labels, _)| !rule.active.contains_key(*labels))
         .filter_map(|(labels, state)| {
-            let active_at = slots.at_or_after((state.v as i64) * 1_000_000_000);
+            let active_at = slots.at_or_after((state.v as i64).saturating_mul(1_000_000_000));
             let evaluated_at = slots.at_or_after(state.t * 1_000_000 + slots.query_offset);
             (evaluated_at - active_at >= hold).then_some((labels, active_at))
         })

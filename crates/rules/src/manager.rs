@@ -182,7 +182,7 @@ impl RuleManager {
     /// Takes up the groups the work share gives this process now and stops
     /// those it gives to others, without staleness markers: their series go
     /// on from the process that takes them, which takes their alerts' state
-    /// over from `ALERTS_FOR_STATE` (see [`Group::restore_for_state`]).
+    /// over at its first evaluation there (see `Group::take_over`).
     pub fn reassign(&self) {
         let mut state = self.state.lock();
         let (specs, config) = (state.specs.clone(), state.config.clone());

@@ -279,7 +279,9 @@ impl ScrapeCache {
     /// Series tracked in the previous scrape (or inherited) and missing from this one.
     pub fn stale(&mut self) -> Vec<SharedEncodedLabels> {
         let mut gone = self.previous_missing();
-        let inherited = std::mem::take(&mut self.inherited);
+        // Kept until the scrape ends: a scrape whose markers failed to
+        // write falls back to an empty one, which asks again.
+        let inherited = self.inherited.clone();
         gone.extend(inherited.into_iter().filter(|l| !self.tracked_in_this_scrape(l)));
         gone
     }

@@ -121,7 +121,7 @@ async fn run(
         cache,
     });
     // Before the offset's wait, so the first scrape keeps its place; given
-    // up after half an interval, so the first scrape is not late.
+    // up after half an interval, so it is at most one slot late.
     if let (Some(queryable), Some(state)) = (ctx.inherit_from.clone(), state.as_mut()) {
         let (target_labels, report) = (state.target_labels.clone(), state.report_labels.clone());
         let now = SystemTime::now()

@@ -645,6 +645,12 @@ groups:
         expr: y > 0
         for: 2m
         keep_firing_for: 3m
+      # Two rules of one name, told apart by a label the second lacks:
+      # neither takes the other's series over.
+      - record: y_positive
+        expr: x > 0
+        labels:
+          source: x
       - record: y_positive
         expr: y > 0
 "#;
@@ -693,8 +699,8 @@ fn output_of(storage: &MemStorage, name: &str) -> Vec<(Labels, Vec<(i64, u64)>)>
 
 #[test]
 fn a_group_moved_between_nodes_goes_on_as_if_it_had_not_moved() {
-    // Evaluated on the minute and querying it, and late in the minute
-    // querying 30 s back, at a phase of no whole second.
+    // Evaluated on the minute and querying it, and at a phase of no whole
+    // second in the minute querying 30 s back.
     for (query_offset, phase_ms) in [(Duration::ZERO, 0), (Duration::from_secs(30), 7_123)] {
         moves_at_every_minute(query_offset, phase_ms);
     }
