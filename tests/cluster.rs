@@ -26,6 +26,8 @@ struct TestCluster {
     nodes: Vec<Server>,
     dirs: Vec<tempfile::TempDir>,
     rf: usize,
+    /// The nodes' `--cluster.secret-file` contents, if they have one.
+    secret: Option<String>,
 }
 
 impl TestCluster {
@@ -46,6 +48,7 @@ impl TestCluster {
             nodes: Vec::new(),
             dirs: Vec::new(),
             rf,
+            secret: None,
         }
     }
 
@@ -91,10 +94,12 @@ impl TestCluster {
 
     /// The ring as `node` sees it.
     fn ring(&self, node: usize) -> Value {
-        let r = http_client(Duration::from_secs(5))
-            .get(format!("{}/internal/cluster/v1/ring", self.nodes[node].url()))
-            .send()
-            .expect("ring");
+        let mut request =
+            http_client(Duration::from_secs(5)).get(format!("{}/internal/cluster/v1/ring", self.nodes[node].url()));
+        if let Some(secret) = &self.secret {
+            request = request.header(cairn_cluster::SECRET_HEADER, secret);
+        }
+        let r = request.send().expect("ring");
         r.json().expect("ring json")
     }
 
@@ -1031,6 +1036,7 @@ fn peer_frames_truncated_oversized_or_without_the_secret_are_refused_counted_and
     std::fs::write(&secret, "s3cret").expect("secret");
     let secret = secret.to_str().expect("utf-8 path");
     let mut cluster = TestCluster::empty(etcd, 3);
+    cluster.secret = Some("s3cret".into());
     for _ in 0..3 {
         // Peers' bodies may be 8 times this: 32 KiB.
         let extra = ["--cluster.secret-file", secret, "--http.max-request-body-bytes", "4096"];
@@ -1061,6 +1067,41 @@ fn peer_frames_truncated_oversized_or_without_the_secret_are_refused_counted_and
     assert_eq!(post(frames_of(&names, t), Some("s3cret")), 413, "over the body limit");
     assert_eq!(post(frames_of(&["accepted"], t), Some("s3cret")), 200, "a peer's write");
 
+    // Every other internal route refuses a request without the secret, and
+    // those that read a body refuse one they cannot read: a delete among them.
+    let delete_all = format!(
+        r#"{{"mint":0,"maxt":{},"matchers":[{{"name":"__name__","op":"=~","value":".+"}}]}}"#,
+        t + 1_000
+    );
+    let routes = [
+        "select",
+        "label_names",
+        "label_values",
+        "delete",
+        "settle_writes",
+        "tenants",
+    ];
+    for route in routes {
+        let send = |body: &str, secret: Option<&str>| {
+            let mut request = http
+                .post(format!("{node}/internal/cluster/v1/{route}"))
+                .body(body.to_string());
+            if let Some(s) = secret {
+                request = request.header(cairn_cluster::SECRET_HEADER, s);
+            }
+            request.send().expect("post").status().as_u16()
+        };
+        assert_eq!(send(&delete_all, None), 401, "{route} without the secret");
+        if !matches!(route, "settle_writes" | "tenants") {
+            assert_eq!(send("{not json", Some("s3cret")), 400, "{route} of garbage");
+        }
+    }
+    let ring = http
+        .get(format!("{node}/internal/cluster/v1/ring"))
+        .send()
+        .expect("ring");
+    assert_eq!(ring.status().as_u16(), 401, "the ring without the secret");
+
     // None of the refused bodies left a sample, not even the truncated
     // body's whole first frame; the accepted one did.
     let client = Client::new(node.clone());
@@ -1075,7 +1116,7 @@ fn peer_frames_truncated_oversized_or_without_the_secret_are_refused_counted_and
             .find_map(|l| l.strip_prefix(&line))
             .and_then(|v| v.trim().parse::<f64>().ok())
     };
-    assert_eq!(refused("no_secret"), Some(2.0));
-    assert_eq!(refused("malformed"), Some(2.0));
+    assert_eq!(refused("no_secret"), Some(2.0 + 7.0));
+    assert_eq!(refused("malformed"), Some(2.0 + 4.0));
     assert_eq!(refused("too_large"), Some(1.0));
 }
