@@ -85,14 +85,16 @@ impl Targets {
     }
 }
 
-fn prometheus_yml(targets: &Targets, rules: &std::path::Path, alertmanager: &str) -> String {
+fn prometheus_yml(targets: &Targets, rules: &std::path::Path, alertmanagers: &[String]) -> String {
     let targets: Vec<String> = targets.addrs.iter().map(|a| format!("'{a}'")).collect();
+    let alertmanagers: Vec<String> = alertmanagers.iter().map(|a| format!("'{a}'")).collect();
     format!(
         "global:\n  scrape_interval: {INTERVAL_MS}ms\n  evaluation_interval: {INTERVAL_MS}ms\n\
          rule_files: ['{}']\n\
-         alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['{alertmanager}']\n\
+         alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [{}]\n\
          scrape_configs:\n  - job_name: cm\n    static_configs:\n      - targets: [{}]\n",
         rules.display(),
+        alertmanagers.join(", "),
         targets.join(", ")
     )
 }
@@ -258,6 +260,9 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     };
     let hook = webhook::Webhook::start();
     let am = Alertmanager::start(&am_bin, &files::alertmanager_yml(&hook.url));
+    // Beside the real Alertmanager, every node's alerts as sent: the real
+    // one merges an alert sent by two nodes.
+    let sent = webhook::Webhook::start();
     let targets = Targets::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let rules = dir.path().join("rules.yml");
@@ -265,13 +270,14 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     let config = dir.path().join("prometheus.yml");
     std::fs::write(
         &config,
-        prometheus_yml(&targets, &rules, &format!("127.0.0.1:{}", am.port)),
+        prometheus_yml(&targets, &rules, &[format!("127.0.0.1:{}", am.port), sent.addr.clone()]),
     )
     .expect("config");
 
     // A moved alert fires on at once though its `for` is shorter than the
-    // (default) grace period: a move is not an outage.
-    let Some(mut cluster) = ThreeNodes::monitoring(&config, &[]) else {
+    // (default) grace period: a move is not an outage. Every evaluation of
+    // a firing alert sends it, so the sends show who evaluates each group.
+    let Some(mut cluster) = ThreeNodes::monitoring(&config, &["--rules.alert.resend-delay", "1s"]) else {
         return;
     };
     let nodes = &mut cluster.nodes;
@@ -392,6 +398,42 @@ fn a_cluster_scrapes_each_target_once_and_fires_each_alert_once_through_a_kill()
     assert_scraped_once_per_interval(&targets, back_at, INTERVAL_MS * 3 / 2, "after the return");
     assert_scraped_once_per_interval(&targets, shared_since, max_gap, "the whole run, hand-back included");
     assert!(killed_at < back_at);
+    assert_each_alert_sent_by_one_node_at_a_time(&sent, max_gap);
+}
+
+/// Checks what the nodes sent (as [`webhook::Webhook`] kept it), each alert
+/// at every evaluation once it fires: always firing, never by two nodes in
+/// one interval, and never `max_gap` apart.
+fn assert_each_alert_sent_by_one_node_at_a_time(sent: &webhook::Webhook, max_gap: i64) {
+    let mut by_alert: BTreeMap<String, Vec<(i64, String)>> = BTreeMap::new();
+    for (at, body) in sent.received_at() {
+        for a in body.as_array().expect("an Alertmanager API body") {
+            let name = a["labels"]["alertname"].as_str().expect("alertname").to_string();
+            let ends = a["endsAt"].as_str().expect("endsAt");
+            assert!(
+                ends > a["startsAt"].as_str().expect("startsAt"),
+                "{name} sent resolved: {a}"
+            );
+            // The sender's external URL: its own address.
+            let sender = a["generatorURL"].as_str().expect("generatorURL");
+            let sender = sender.split("/graph").next().unwrap_or_default().to_string();
+            by_alert.entry(name).or_default().push((at, sender));
+        }
+    }
+    assert_eq!(by_alert.len(), GROUPS, "every alert sent: {by_alert:?}");
+    for (name, sends) in &by_alert {
+        for pair in sends.windows(2) {
+            let ((t0, a), (t1, b)) = (&pair[0], &pair[1]);
+            assert!(
+                a == b || t1 - t0 >= INTERVAL_MS / 2,
+                "{name} sent by {a} and by {b} {} ms apart: {sends:?}",
+                t1 - t0
+            );
+            assert!(t1 - t0 <= max_gap, "{name} not sent for {} ms: {sends:?}", t1 - t0);
+        }
+    }
+    let senders: BTreeSet<&str> = by_alert.values().flatten().map(|(_, s)| s.as_str()).collect();
+    println!("alerts sent by {} nodes, each by one at a time", senders.len());
 }
 
 /// Whether `node` gave its share up for being cut off from etcd.
@@ -422,7 +464,7 @@ fn a_node_cut_off_from_etcd_gives_its_targets_up_while_the_others_scrape_them() 
     let config = dir.path().join("prometheus.yml");
     // No Alertmanager answers there; none is needed.
     let unused_alertmanager = format!("{}:9", bridge.gateway());
-    std::fs::write(&config, prometheus_yml(&targets, &rules, &unused_alertmanager)).expect("config");
+    std::fs::write(&config, prometheus_yml(&targets, &rules, &[unused_alertmanager])).expect("config");
     let config = config.to_str().expect("utf-8 path");
     let cluster = ThreeNodes::start_over(etcd, &namespaces, &["--config.file", config]);
     cluster.wait_monitoring();

@@ -1,6 +1,7 @@
 //! A webhook receiver for Alertmanager: a loopback HTTP server that keeps
 //! every notification's JSON body, in arrival order. Alertmanager's API
 //! forgets resolved alerts, so its notifications are where resolutions show.
+//! Given as an Alertmanager to a sender, it keeps what the sender posts.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -8,7 +9,10 @@ use std::sync::{Arc, Mutex};
 
 pub struct Webhook {
     pub url: String,
-    received: Arc<Mutex<Vec<serde_json::Value>>>,
+    /// `host:port`, as a sender's configuration names an Alertmanager.
+    pub addr: String,
+    /// Each body with when it arrived (ms).
+    received: Arc<Mutex<Vec<(i64, serde_json::Value)>>>,
 }
 
 impl Webhook {
@@ -16,21 +20,27 @@ impl Webhook {
     /// process ends.
     pub fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind webhook");
-        let url = format!("http://{}/", listener.local_addr().expect("addr"));
+        let addr = listener.local_addr().expect("addr").to_string();
+        let url = format!("http://{addr}/");
         let received = Arc::new(Mutex::new(Vec::new()));
         let sink = Arc::clone(&received);
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 if let Some(body) = serve(stream) {
-                    sink.lock().expect("webhook lock").push(body);
+                    sink.lock().expect("webhook lock").push((crate::common::now_ms(), body));
                 }
             }
         });
-        Self { url, received }
+        Self { url, addr, received }
     }
 
     /// The notifications received so far.
     pub fn received(&self) -> Vec<serde_json::Value> {
+        self.received_at().into_iter().map(|(_, body)| body).collect()
+    }
+
+    /// The bodies received so far, each with when it arrived (ms).
+    pub fn received_at(&self) -> Vec<(i64, serde_json::Value)> {
         self.received.lock().expect("webhook lock").clone()
     }
 }
