@@ -531,7 +531,7 @@ fn the_cluster_keeps_its_guarantees_under_partitions_pauses_kills_and_etcd_resta
     let secs = std::env::var("CAIRN_HISTORY_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(80);
+        .unwrap_or(150);
     let Some(nodes) = Nodes::start() else { return };
     let nodes = Arc::new(nodes);
     nodes.wait_healed();
