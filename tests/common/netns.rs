@@ -30,14 +30,20 @@ pub struct Bridge {
     namespaces: Vec<String>,
 }
 
+/// Bridges made by this process so far: tests running at once each get a
+/// bridge, a subnet and namespaces of their own.
+static BRIDGES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 impl Bridge {
     /// A new bridge, or `None` after printing `SKIPPED` where namespaces
     /// cannot be made (not root); under CI that is a failure.
     pub fn create() -> Option<Self> {
         let pid = std::process::id();
-        let subnet = format!("10.{}.{}", 20 + pid % 200, (pid / 200) % 250);
+        let k = BRIDGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = pid * 8 + k % 8;
+        let subnet = format!("10.{}.{}", 20 + id % 200, (id / 200) % 250);
         let bridge = Self {
-            name: format!("cbr{pid}"),
+            name: format!("cbr{pid}n{k}"),
             subnet,
             namespaces: Vec::new(),
         };
@@ -70,10 +76,11 @@ impl Bridge {
 
     /// A namespace linked to the bridge, with the address `<subnet>.<10 + index>`.
     pub fn add_namespace(&mut self, index: u8) -> Namespace {
-        let pid = std::process::id();
-        let name = format!("cns{pid}x{index}");
-        let host_end = format!("cv{pid}x{index}");
-        let ns_end = format!("cp{pid}x{index}");
+        // The bridge's own name tells its namespaces apart from another's.
+        let tag = self.name.trim_start_matches("cbr");
+        let name = format!("cns{tag}x{index}");
+        let host_end = format!("cv{tag}x{index}");
+        let ns_end = format!("cp{tag}x{index}");
         let addr = format!("{}.{}", self.subnet, 10 + u32::from(index));
         let (cidr, gateway) = (format!("{addr}/24"), self.gateway());
         let steps: [Vec<&str>; 9] = [
