@@ -37,18 +37,10 @@ struct Fixture {
 fn fixture(rules: &str) -> Fixture {
     let storage = Arc::new(MemStorage::new());
     let notifier = Arc::new(Recorder::default());
-    let mut opts = RuleManagerOptions::new(
-        Arc::new(Engine::new(EngineOptions::default())),
-        storage.clone() as Arc<dyn Queryable>,
-        storage.clone() as Arc<dyn Appendable>,
-    );
-    opts.notifier = Some(notifier.clone());
-    opts.schedule = false;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("rules.yml");
     std::fs::write(&file, rules).unwrap();
-    let manager = RuleManager::new(opts);
-    manager.update(config(&file)).unwrap();
+    let manager = manager_over(&storage, &file, &notifier, false, Duration::ZERO);
     // Nothing to restore: alert rules start writing ALERTS at once.
     for g in manager.groups() {
         manager.restore_group_at(&g.file, &g.name, at(T0));
@@ -353,14 +345,7 @@ fn for_state_is_restored_after_a_restart() {
         f.eval("r", T0 + m * MIN);
     }
     // A new manager over the same storage, 5 minutes later (the outage).
-    let mut opts = RuleManagerOptions::new(
-        Arc::new(Engine::new(EngineOptions::default())),
-        f.storage.clone() as Arc<dyn Queryable>,
-        f.storage.clone() as Arc<dyn Appendable>,
-    );
-    opts.schedule = false;
-    let restarted = RuleManager::new(opts);
-    restarted.update(config(&f.file)).unwrap();
+    let restarted = manager_over(&f.storage, &f.file, &f.notifier, false, Duration::ZERO);
     let file = f.file.display().to_string();
     let back = T0 + 15 * MIN;
     f.write(&[("__name__", "x")], back, 1.0);
