@@ -11,7 +11,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::labels::{RawPairs, encode_canonical};
+use crate::labels::{RawPairs, encode_canonical, put_uvarint};
 use crate::{LabelError, Labels};
 
 /// One canonical [`Labels::encode`] form (possibly of the empty set).
@@ -96,6 +96,72 @@ impl From<EncodedLabels<'_>> for SharedEncodedLabels {
 impl fmt::Debug for SharedEncodedLabels {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.get().fmt(f)
+    }
+}
+
+/// Writes one canonical encoding from pairs given in canonical order (names
+/// strictly ascending), so that merging sorted label sets needs neither a
+/// sort nor an allocation. Pairs with an empty value are left out, as
+/// [`Labels`] leaves them out.
+pub struct SortedLabelsWriter<'a> {
+    out: &'a mut Vec<u8>,
+    start: usize,
+    count: usize,
+    /// Where the last name written lies in `out`.
+    last_name: std::ops::Range<usize>,
+}
+
+impl<'a> SortedLabelsWriter<'a> {
+    /// Starts an encoding at the end of `out`.
+    pub fn new(out: &'a mut Vec<u8>) -> Self {
+        let start = out.len();
+        // The count, one byte until it reaches 128 (see `finish`).
+        out.push(0);
+        Self {
+            out,
+            start,
+            count: 0,
+            last_name: 0..0,
+        }
+    }
+
+    /// Appends a pair; refuses a name that is empty or not after the last one.
+    pub fn push(&mut self, name: &str, value: &str) -> Result<(), LabelError> {
+        if value.is_empty() {
+            return Ok(());
+        }
+        if name.is_empty() {
+            return Err(LabelError::EmptyName);
+        }
+        if self.count > 0 {
+            let last = &self.out[self.last_name.clone()];
+            match last.cmp(name.as_bytes()) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => return Err(LabelError::DuplicateName(name.to_string())),
+                std::cmp::Ordering::Greater => return Err(LabelError::Malformed),
+            }
+        }
+        put_uvarint(self.out, name.len() as u64);
+        let name_start = self.out.len();
+        self.out.extend_from_slice(name.as_bytes());
+        self.last_name = name_start..self.out.len();
+        put_uvarint(self.out, value.len() as u64);
+        self.out.extend_from_slice(value.as_bytes());
+        self.count += 1;
+        Ok(())
+    }
+
+    /// The encoding written.
+    pub fn finish(self) -> EncodedLabels<'a> {
+        let Self { out, start, count, .. } = self;
+        if count < 0x80 {
+            out[start] = count as u8;
+        } else {
+            let mut varint = Vec::with_capacity(10);
+            put_uvarint(&mut varint, count as u64);
+            out.splice(start..=start, varint);
+        }
+        EncodedLabels(&out[start..])
     }
 }
 
@@ -208,6 +274,39 @@ mod tests {
         assert_eq!((buf.len(), buf.get(1)), (1, None));
         buf.push(&Labels::empty());
         assert!(buf.get(1).is_some_and(EncodedLabels::is_empty));
+    }
+
+    #[test]
+    fn a_sorted_writer_encodes_as_labels_do_and_refuses_what_is_out_of_order() {
+        let many: Vec<(String, String)> = (0..300).map(|i| (format!("l{i:03}"), format!("v{i}"))).collect();
+        let cases: Vec<Vec<(&str, &str)>> = vec![
+            vec![],
+            vec![("__name__", "up")],
+            vec![("A", "x"), ("__name__", "m"), ("empty", ""), ("job", "ü")],
+            many.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect(),
+        ];
+        for pairs in cases {
+            let mut out = vec![7];
+            let mut w = SortedLabelsWriter::new(&mut out);
+            for &(n, v) in &pairs {
+                w.push(n, v).unwrap();
+            }
+            let encoded = w.finish().as_bytes().to_vec();
+            let mut want = Vec::new();
+            Labels::from_pairs(pairs.iter().copied()).encode(&mut want);
+            assert_eq!(encoded, want);
+            assert_eq!(out[0], 7, "what was in the buffer stays");
+            assert!(EncodedLabels::new(&out[1..]).is_ok());
+        }
+        let mut out = Vec::new();
+        let mut w = SortedLabelsWriter::new(&mut out);
+        w.push("b", "1").unwrap();
+        assert_eq!(w.push("b", "2"), Err(LabelError::DuplicateName("b".into())));
+        assert_eq!(w.push("a", "2"), Err(LabelError::Malformed));
+        assert_eq!(w.push("", "2"), Err(LabelError::EmptyName));
+        w.push("c", "").unwrap();
+        w.push("c", "3").unwrap();
+        assert_eq!(w.finish().decode(), Labels::from_pairs([("b", "1"), ("c", "3")]));
     }
 
     #[test]

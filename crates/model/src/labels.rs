@@ -335,7 +335,7 @@ fn get_str(src: &[u8]) -> Result<(&str, &[u8]), LabelError> {
     Ok((s, rest))
 }
 
-fn put_uvarint(dst: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_uvarint(dst: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         dst.push((v as u8) | 0x80);
         v >>= 7;

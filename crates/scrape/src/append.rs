@@ -5,13 +5,13 @@
 
 use std::sync::Arc;
 
-use cairn_model::{HistogramSample, Label, Labels, Sample, SharedEncodedLabels, stale_nan};
+use cairn_model::{EncodedLabels, HistogramSample, Label, Labels, Sample, SharedEncodedLabels, stale_nan};
 use cairn_storage::Appender;
 
 use crate::cache::{ScrapeCache, SeriesKey, exposed_key};
 use crate::exposition::ParsedBody;
 use crate::settings::JobSettings;
-use cairn_protocols::exposition::ScrapedValue;
+use cairn_protocols::exposition::{ScrapedSample, ScrapedValue};
 
 /// Samples further than this in the future are refused (not stored, not an error).
 const MAX_AHEAD_MS: i64 = 10 * 60 * 1000;
@@ -116,7 +116,7 @@ fn legacy_valid(lset: &Labels) -> bool {
 }
 
 /// A value as it is stored.
-enum Stored {
+pub(crate) enum Stored {
     Float(f64),
     Histogram(Arc<cairn_model::Histogram>),
 }
@@ -209,7 +209,11 @@ pub(crate) fn append_scraped(
     now_ms: i64,
 ) -> (AppendCounts, Result<(), String>) {
     let mut counts = AppendCounts::default();
-    let result = append_samples(cache, app, scraped, target, job, default_t, now_ms, &mut counts);
+    let result = if cache.is_lean() {
+        crate::append_lean::append_samples(cache, app, scraped, target, job, default_t, now_ms, &mut counts)
+    } else {
+        append_samples(cache, app, scraped, target, job, default_t, now_ms, &mut counts)
+    };
     (counts, result)
 }
 
@@ -228,27 +232,21 @@ fn append_samples(
     counts: &mut AppendCounts,
 ) -> Result<(), String> {
     cache.set_metadata(&scraped.metadata);
-    let mut appended_for_limit = 0usize;
-    let mut sample_limit_hit = false;
-    let mut bucket_limit_hit = false;
+    let mut admission = Admission::default();
     let mut key_bytes = Vec::new();
     for s in &mut scraped.samples {
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
-        let key = if cache.is_lean() {
-            SeriesKey::default()
-        } else {
-            match s.spelling {
-                Some(spelling) => spelling.key(body, &mut key_bytes),
-                None => exposed_key(
-                    &s.labels,
-                    &honoured_empty_labels(&s.empty_labels, target, job),
-                    &mut key_bytes,
-                ),
-            }
-            SeriesKey::of(&key_bytes)
+        match s.spelling {
+            Some(spelling) => spelling.key(body, &mut key_bytes),
+            None => exposed_key(
+                &s.labels,
+                &honoured_empty_labels(&s.empty_labels, target, job),
+                &mut key_bytes,
+            ),
         };
+        let key = SeriesKey::of(&key_bytes);
         if cache.is_dropped(key) {
             continue;
         }
@@ -258,26 +256,10 @@ fn append_samples(
                 return Err("a series the parser took for cached is not in the scrape cache".into());
             }
             None => {
-                let honoured_empty = honoured_empty_labels(&s.empty_labels, target, job);
-                let exposed = std::mem::replace(&mut s.labels, Labels::empty());
-                let Some(lset) = sample_labels(exposed, &honoured_empty, target, job) else {
+                let Some(lset) = stored_labels(s, target, job, counts)? else {
                     cache.add_dropped(key);
                     continue;
                 };
-                if lset.is_empty() {
-                    cache.add_dropped(key);
-                    continue;
-                }
-                if lset.metric_name().is_none() {
-                    return Err("missing metric name (__name__ label)".into());
-                }
-                if job.legacy_name_validation && !legacy_valid(&lset) {
-                    return Err(format!("invalid metric name or label names: {lset}"));
-                }
-                if let Err(e) = check_label_limits(&lset, job) {
-                    counts.label_limit_hit = true;
-                    return Err(e);
-                }
                 let lset = SharedEncodedLabels::new(&lset);
                 // Two spellings of one series in one scrape.
                 let already = cache.tracked_in_this_scrape(&lset);
@@ -290,37 +272,15 @@ fn append_samples(
             counts.duplicates += 1;
             false
         } else {
-            // As Prometheus' appender chain: the histogram's schema and
-            // bucket limits first, then the sample limit, then the time.
-            let value = match &s.value {
-                ScrapedValue::Float(v) => Some(Stored::Float(*v)),
-                ScrapedValue::Histogram(h) => limit_histogram(h, job).map(|h| Stored::Histogram(Arc::new(h))),
-            };
-            match value {
-                None => {
-                    bucket_limit_hit = true;
-                    false
-                }
+            match admission.admit(&s.value, t, now_ms, job, counts) {
                 Some(value) => {
-                    appended_for_limit += 1;
-                    if job.sample_limit > 0 && appended_for_limit > job.sample_limit {
-                        sample_limit_hit = true;
-                        false
-                    } else if t > now_ms + MAX_AHEAD_MS {
-                        counts.out_of_bounds += 1;
-                        false
-                    } else {
-                        let result = match value {
-                            Stored::Float(v) => app.append_encoded(lset.get(), &[Sample::new(t, v)]),
-                            Stored::Histogram(h) => app.append_series(lset.get(), &[], &[HistogramSample { t, h }]),
-                        };
-                        result.map_err(|e| e.to_string())?;
-                        true
-                    }
+                    store(app, lset.get(), t, value)?;
+                    true
                 }
+                None => false,
             }
         };
-        if !cached && added && cache.add(key, lset.clone()) && !sample_limit_hit && !bucket_limit_hit {
+        if !cached && added && cache.add(key, lset.clone()) && !admission.limit_hit() {
             counts.series_added += 1;
         }
         if added && (own_t.is_none() || job.track_timestamps_staleness) {
@@ -328,17 +288,106 @@ fn append_samples(
         }
         counts.added += 1;
     }
-    counts.sample_limit_hit = sample_limit_hit;
-    counts.bucket_limit_hit = bucket_limit_hit;
-    if sample_limit_hit {
-        return Err("sample limit exceeded".into());
-    }
-    if bucket_limit_hit {
-        return Err("histogram bucket limit exceeded".into());
-    }
+    admission.finish(counts)?;
     write_stale_markers(cache, app, default_t)?;
     cache.iter_done(true);
     Ok(())
+}
+
+/// The labels a sample new to the cache is stored under, checked as
+/// Prometheus checks them; `None` when relabelling drops the series.
+pub(crate) fn stored_labels(
+    s: &mut ScrapedSample,
+    target: &Labels,
+    job: &JobSettings,
+    counts: &mut AppendCounts,
+) -> Result<Option<Labels>, String> {
+    let honoured_empty = honoured_empty_labels(&s.empty_labels, target, job);
+    let exposed = std::mem::replace(&mut s.labels, Labels::empty());
+    let Some(lset) = sample_labels(exposed, &honoured_empty, target, job).filter(|l| !l.is_empty()) else {
+        return Ok(None);
+    };
+    if lset.metric_name().is_none() {
+        return Err("missing metric name (__name__ label)".into());
+    }
+    if job.legacy_name_validation && !legacy_valid(&lset) {
+        return Err(format!("invalid metric name or label names: {lset}"));
+    }
+    if let Err(e) = check_label_limits(&lset, job) {
+        counts.label_limit_hit = true;
+        return Err(e);
+    }
+    Ok(Some(lset))
+}
+
+/// Which samples of a scrape are stored, as Prometheus' appender chain
+/// decides: the histogram's schema and bucket limits first, then the
+/// sample limit, then the time. A limit hit fails the scrape at its end.
+#[derive(Default)]
+pub(crate) struct Admission {
+    /// Samples past the bucket limit, counted against the sample limit.
+    counted: usize,
+    sample_limit_hit: bool,
+    bucket_limit_hit: bool,
+}
+
+impl Admission {
+    /// The value to store at `t`, if it is stored.
+    pub fn admit(
+        &mut self,
+        value: &ScrapedValue,
+        t: i64,
+        now_ms: i64,
+        job: &JobSettings,
+        counts: &mut AppendCounts,
+    ) -> Option<Stored> {
+        let value = match value {
+            ScrapedValue::Float(v) => Stored::Float(*v),
+            ScrapedValue::Histogram(h) => match limit_histogram(h, job) {
+                Some(h) => Stored::Histogram(Arc::new(h)),
+                None => {
+                    self.bucket_limit_hit = true;
+                    return None;
+                }
+            },
+        };
+        self.counted += 1;
+        if job.sample_limit > 0 && self.counted > job.sample_limit {
+            self.sample_limit_hit = true;
+            None
+        } else if t > now_ms + MAX_AHEAD_MS {
+            counts.out_of_bounds += 1;
+            None
+        } else {
+            Some(value)
+        }
+    }
+
+    pub fn limit_hit(&self) -> bool {
+        self.sample_limit_hit || self.bucket_limit_hit
+    }
+
+    /// Ends the scrape: the limits hit, counted and as its error.
+    pub fn finish(self, counts: &mut AppendCounts) -> Result<(), String> {
+        counts.sample_limit_hit = self.sample_limit_hit;
+        counts.bucket_limit_hit = self.bucket_limit_hit;
+        if self.sample_limit_hit {
+            return Err("sample limit exceeded".into());
+        }
+        if self.bucket_limit_hit {
+            return Err("histogram bucket limit exceeded".into());
+        }
+        Ok(())
+    }
+}
+
+/// Appends one admitted sample.
+pub(crate) fn store(app: &mut dyn Appender, labels: EncodedLabels<'_>, t: i64, value: Stored) -> Result<(), String> {
+    match value {
+        Stored::Float(v) => app.append_encoded(labels, &[Sample::new(t, v)]),
+        Stored::Histogram(h) => app.append_series(labels, &[], &[HistogramSample { t, h }]),
+    }
+    .map_err(|e| e.to_string())
 }
 
 /// A scrape with nothing in it (failed, empty, or the target gone): stale
@@ -349,7 +398,7 @@ pub(crate) fn append_empty(cache: &mut ScrapeCache, app: &mut dyn Appender, defa
     result
 }
 
-fn write_stale_markers(cache: &mut ScrapeCache, app: &mut dyn Appender, t: i64) -> Result<(), String> {
+pub(crate) fn write_stale_markers(cache: &mut ScrapeCache, app: &mut dyn Appender, t: i64) -> Result<(), String> {
     for lset in cache.stale() {
         app.append_encoded(lset.get(), &[Sample::new(t, stale_nan())])
             .map_err(|e| e.to_string())?;

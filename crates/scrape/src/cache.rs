@@ -103,16 +103,16 @@ struct LeanTracking {
     seen: HashSet<u64>,
 }
 
-fn labels_hash(labels: &SharedEncodedLabels) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(labels.get().as_bytes())
+/// A lean cache's name for a series: the hash of its label encoding.
+pub(crate) fn labels_hash(encoded: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(encoded)
 }
 
 impl LeanTracking {
-    fn track(&mut self, labels: &SharedEncodedLabels) {
-        let hash = labels_hash(labels);
+    /// Tracks the series whose label encoding is `bytes`, hashed to `hash`.
+    fn track(&mut self, hash: u64, bytes: &[u8]) {
         if self.seen.insert(hash) {
             self.now.push(hash);
-            let bytes = labels.get().as_bytes();
             self.now_labels.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
             self.now_labels.extend_from_slice(bytes);
         }
@@ -213,7 +213,10 @@ impl ScrapeCache {
     /// cache (in a lean one: whether the last scrape did not track it).
     pub fn add(&mut self, key: SeriesKey, lset: SharedEncodedLabels) -> bool {
         if let Some(lean) = &self.lean {
-            return lean.previous.binary_search(&labels_hash(&lset)).is_err();
+            return lean
+                .previous
+                .binary_search(&labels_hash(lset.get().as_bytes()))
+                .is_err();
         }
         self.series.insert(
             key,
@@ -230,7 +233,8 @@ impl ScrapeCache {
     /// scrape with its staleness tracked.
     pub fn track(&mut self, key: SeriesKey, lset: &SharedEncodedLabels) {
         if let Some(lean) = &mut self.lean {
-            lean.track(lset);
+            let bytes = lset.get().as_bytes();
+            lean.track(labels_hash(bytes), bytes);
             return;
         }
         if let Some(e) = self.series.get_mut(&key) {
@@ -245,7 +249,7 @@ impl ScrapeCache {
     /// spellings of one series).
     pub fn tracked_in_this_scrape(&mut self, lset: &SharedEncodedLabels) -> bool {
         if let Some(lean) = &self.lean {
-            return lean.seen.contains(&labels_hash(lset));
+            return lean.seen.contains(&labels_hash(lset.get().as_bytes()));
         }
         let iter = self.iter;
         let series = &self.series;
@@ -258,6 +262,26 @@ impl ScrapeCache {
                     .collect()
             })
             .contains(lset)
+    }
+
+    /// In a lean cache, by [`labels_hash`] of the series' encoding `bytes`:
+    /// whether it was tracked in this scrape already.
+    pub fn lean_tracked_now(&self, hash: u64) -> bool {
+        self.lean.as_ref().is_some_and(|lean| lean.seen.contains(&hash))
+    }
+
+    /// In a lean cache: whether the last scrape did not track the series.
+    pub fn lean_is_new(&self, hash: u64) -> bool {
+        self.lean
+            .as_ref()
+            .is_some_and(|lean| lean.previous.binary_search(&hash).is_err())
+    }
+
+    /// In a lean cache: tracks the series whose encoding is `bytes` in this scrape.
+    pub fn lean_track(&mut self, hash: u64, bytes: &[u8]) {
+        if let Some(lean) = &mut self.lean {
+            lean.track(hash, bytes);
+        }
     }
 
     pub fn is_dropped(&mut self, key: SeriesKey) -> bool {

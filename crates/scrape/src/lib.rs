@@ -5,6 +5,7 @@
 //! shows.
 
 mod append;
+mod append_lean;
 mod cache;
 pub mod client;
 pub mod discovery;
