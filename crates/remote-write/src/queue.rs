@@ -355,7 +355,7 @@ impl Reader {
         let (mut dropped, mut dropped_histograms, mut highest) = (0, 0, i64::MIN);
         for day in &record {
             // A labelled record's series, each resolved once for its rows.
-            let labelled: Vec<Resolved> = day.labelled.iter().map(|e| self.cache.resolve_labelled(e)).collect();
+            let labelled: Vec<Resolved> = self.cache.resolve_labelled(&day.labelled);
             let floats = day.samples.iter().map(|&(id, t, v)| (id, t, Value::Float(v)));
             let histograms = day
                 .histograms
@@ -767,7 +767,7 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
             let mut pb = Vec::new();
             for (series, samples, histograms) in grouped {
                 if let Series::Encoded(labels) = series {
-                    encode_series(labels, samples, histograms, &mut pb);
+                    encode_series(labels.bytes(), samples, histograms, &mut pb);
                 }
             }
             compress(&pb, ContentEncoding::Snappy, &mut body).map_err(|e| e.to_string())?;

@@ -6,18 +6,18 @@ use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use cairn_config::RelabelConfig;
-use cairn_model::{Label, Labels, SharedEncodedLabels};
+use cairn_model::{EncodedLabels, Label, Labels};
 use cairn_protocols::remote_write::encode_label_pairs;
 use cairn_tsdb::Tsdb;
 
 use crate::send::Protocol;
 
-/// A series as it is sent: only what the queue's protocol needs, in one
+/// A series as it is sent: only what the queue's protocol needs, in an
 /// allocation shared by every sample of it in flight.
 #[derive(Clone)]
 pub enum Series {
     /// The label fields of a remote write 1.0 `TimeSeries`.
-    Encoded(Arc<[u8]>),
+    Encoded(EncodedSeries),
     /// The labels, for remote write 2.0's per-request symbols.
     Labels(Arc<Labels>),
 }
@@ -26,9 +26,52 @@ impl Series {
     /// The same for every clone of one series, different between series.
     pub fn identity(&self) -> *const () {
         match self {
-            Self::Encoded(bytes) => Arc::as_ptr(bytes).cast(),
+            Self::Encoded(e) => Arc::as_ptr(&e.buf).cast::<u8>().wrapping_add(e.start as usize).cast(),
             Self::Labels(labels) => Arc::as_ptr(labels).cast(),
         }
+    }
+}
+
+/// Remote write 1.0's label fields of one series: part of a buffer that may
+/// hold other series' too, so that a labelled WAL record's series take one
+/// allocation together.
+#[derive(Clone)]
+pub struct EncodedSeries {
+    buf: Arc<[u8]>,
+    start: u32,
+    end: u32,
+}
+
+impl EncodedSeries {
+    fn whole(bytes: Vec<u8>) -> Self {
+        let end = bytes.len() as u32;
+        Self {
+            buf: bytes.into(),
+            start: 0,
+            end,
+        }
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[self.start as usize..self.end as usize]
+    }
+}
+
+impl std::fmt::Debug for EncodedSeries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "EncodedSeries({:?})", self.bytes())
+    }
+}
+
+impl PartialEq for EncodedSeries {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl From<Vec<u8>> for EncodedSeries {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self::whole(bytes)
     }
 }
 
@@ -178,26 +221,49 @@ impl SeriesCache {
         });
     }
 
-    /// A series of a labelled record (agent mode), from its label encoding:
-    /// not cached, as no id names it beyond its record. Without
-    /// relabelling, remote write 1.0's labels are written straight from the
-    /// encoding, the external labels merged in.
-    pub fn resolve_labelled(&self, labels: &SharedEncodedLabels) -> Resolved {
-        let labels = labels.get();
+    /// The series of a labelled record (agent mode), from their label
+    /// encodings: not cached, as no id names them beyond their record.
+    /// Without relabelling, remote write 1.0's labels are written straight
+    /// from the encodings, the external labels merged in, all into one
+    /// buffer.
+    pub fn resolve_labelled(&self, labels: &[EncodedLabels<'_>]) -> Vec<Resolved> {
         if !self.relabel.is_empty() || self.protocol != Protocol::V1 {
-            return match self.prepare(labels.decode()) {
-                Some((series, hash)) => Resolved::Send(series, hash),
-                None => Resolved::Dropped,
-            };
+            return labels
+                .iter()
+                .map(|l| match self.prepare(l.decode()) {
+                    Some((series, hash)) => Resolved::Send(series, hash),
+                    None => Resolved::Dropped,
+                })
+                .collect();
         }
-        let mut out = Vec::with_capacity(labels.as_bytes().len() + 16 + 4 * self.external_labels.len());
-        let external = self
-            .external_labels
+        let size: usize = labels
             .iter()
-            .map(|l| (l.name.as_bytes(), l.value.as_bytes()));
-        encode_label_pairs(merge_missing(labels.raw_pairs(), external), &mut out);
-        let hash = xxhash_rust::xxh3::xxh3_64(&out);
-        Resolved::Send(Series::Encoded(out.into()), hash)
+            .map(|l| l.as_bytes().len() + 8 * self.external_labels.len() + 8)
+            .sum();
+        let mut buf = Vec::with_capacity(size);
+        let mut spans = Vec::with_capacity(labels.len());
+        for l in labels {
+            let start = buf.len();
+            let external = self
+                .external_labels
+                .iter()
+                .map(|l| (l.name.as_bytes(), l.value.as_bytes()));
+            encode_label_pairs(merge_missing(l.raw_pairs(), external), &mut buf);
+            let hash = xxhash_rust::xxh3::xxh3_64(&buf[start..]);
+            spans.push((start as u32, buf.len() as u32, hash));
+        }
+        let buf: Arc<[u8]> = buf.into();
+        spans
+            .into_iter()
+            .map(|(start, end, hash)| {
+                let series = EncodedSeries {
+                    buf: buf.clone(),
+                    start,
+                    end,
+                };
+                Resolved::Send(Series::Encoded(series), hash)
+            })
+            .collect()
     }
 
     fn prepare(&self, labels: Labels) -> Option<(Series, u64)> {
@@ -214,7 +280,7 @@ impl SeriesCache {
         cairn_protocols::remote_write::encode_labels(&labels, &mut encoded);
         let hash = xxhash_rust::xxh3::xxh3_64(&encoded);
         let series = match self.protocol {
-            Protocol::V1 => Series::Encoded(encoded.into()),
+            Protocol::V1 => Series::Encoded(EncodedSeries::whole(encoded)),
             Protocol::V2 => Series::Labels(Arc::new(labels)),
         };
         Some((series, hash))
@@ -286,10 +352,18 @@ mod tests {
         for relabel in [vec![], vec![drop_m3]] {
             for protocol in [Protocol::V1, Protocol::V2] {
                 let cache = SeriesCache::new(external.clone(), relabel.clone(), protocol);
-                for labels in &sets {
-                    let mut encoded = Vec::new();
-                    labels.encode(&mut encoded);
-                    let got = cache.resolve_labelled(&cairn_model::EncodedLabels::new(&encoded).unwrap().into());
+                let encoded: Vec<Vec<u8>> = sets
+                    .iter()
+                    .map(|labels| {
+                        let mut e = Vec::new();
+                        labels.encode(&mut e);
+                        e
+                    })
+                    .collect();
+                let encoded: Vec<EncodedLabels<'_>> = encoded.iter().map(|e| EncodedLabels::new(e).unwrap()).collect();
+                let got = cache.resolve_labelled(&encoded);
+                assert_eq!(got.len(), sets.len());
+                for (labels, got) in sets.iter().zip(got) {
                     let want = cache.prepare(labels.clone());
                     match (got, want) {
                         (Resolved::Send(Series::Encoded(g), gh), Some((Series::Encoded(w), wh))) => {

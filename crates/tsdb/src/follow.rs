@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::{Histogram, Labels, SharedEncodedLabels};
+use cairn_model::{EncodedLabels, Histogram, Labels};
 use cairn_storage::StorageError;
 
 use crate::day::Day;
@@ -16,14 +16,15 @@ use crate::wal::tail::{TailEvent, WalPosition, WalTail};
 
 /// One day's part of a WAL record.
 #[derive(Debug, Default, PartialEq)]
-pub struct WalFeedDay {
+pub struct WalFeedDay<'a> {
     pub day: i32,
     /// Series this record created: their ids and labels.
     pub new_series: Vec<(u64, Labels)>,
     /// A labelled record's series (agent mode's, which no index knows), by
     /// the record-local id its samples carry: their label encodings
-    /// ([`Labels::encode`]). `new_series` is empty then.
-    pub labelled: Vec<SharedEncodedLabels>,
+    /// ([`Labels::encode`]), borrowed from the record. `new_series` is
+    /// empty then.
+    pub labelled: Vec<EncodedLabels<'a>>,
     /// Float samples: series id, timestamp, value (stale markers included).
     pub samples: Vec<(u64, i64, f64)>,
     /// Native histogram samples: series id, timestamp, histogram.
@@ -31,7 +32,7 @@ pub struct WalFeedDay {
 }
 
 /// A record of the WAL: one committed batch.
-pub type WalFeedRecord = Vec<WalFeedDay>;
+pub type WalFeedRecord<'a> = Vec<WalFeedDay<'a>>;
 
 impl Tsdb {
     /// The end of the WAL now: a reader starting here sees what is committed after.
@@ -64,11 +65,10 @@ impl Tsdb {
     /// Decodes a record [`Tsdb::read_wal`] read, decompressing into
     /// `scratch` (kept by the caller, so a reader allocates it once).
     /// Errors name what was malformed.
-    pub fn decode_wal_record(payload: &[u8], scratch: &mut Vec<u8>) -> Result<WalFeedRecord, String> {
+    pub fn decode_wal_record<'a>(payload: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<WalFeedRecord<'a>, String> {
         let days = record::decode_batch(payload, scratch).map_err(str::to_string)?;
         days.into_iter()
             .map(|d| {
-                let labelled = d.labelled.iter().map(|&l| SharedEncodedLabels::from(l)).collect();
                 let new_series = d
                     .new_series
                     .iter()
@@ -83,7 +83,7 @@ impl Tsdb {
                 Ok(WalFeedDay {
                     day: d.day,
                     new_series,
-                    labelled,
+                    labelled: d.labelled,
                     samples,
                     histograms: d.histograms,
                 })

@@ -39,7 +39,7 @@ fn drain(db: &Tsdb, tail: &mut WalTail) -> (Read, Gaps) {
                 for day in Tsdb::decode_wal_record(&payload, &mut scratch).unwrap() {
                     for &(id, t, v) in &day.samples {
                         let labels = match day.labelled.get(id as usize) {
-                            Some(encoded) => Some(encoded.get().decode()),
+                            Some(encoded) => Some(encoded.decode()),
                             None => day
                                 .new_series
                                 .iter()
