@@ -166,7 +166,7 @@ impl<'a> SortedLabelsWriter<'a> {
 }
 
 /// Canonical label encodings back to back, addressed by position.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LabelsBuf {
     bytes: Vec<u8>,
     /// Where each encoding ends in `bytes`.
@@ -185,6 +185,31 @@ impl LabelsBuf {
     pub fn push_pairs(&mut self, pairs: &mut Vec<(&str, &str)>) -> Result<usize, LabelError> {
         encode_canonical(pairs, &mut self.bytes)?;
         Ok(self.end_one())
+    }
+
+    /// Appends the encoding of pairs given in canonical order (see
+    /// [`SortedLabelsWriter`]); returns its position. On error nothing is
+    /// appended.
+    pub fn push_sorted<'p>(
+        &mut self,
+        pairs: impl IntoIterator<Item = (&'p str, &'p str)>,
+    ) -> Result<usize, LabelError> {
+        let start = self.bytes.len();
+        let written = (|| {
+            let mut w = SortedLabelsWriter::new(&mut self.bytes);
+            for (name, value) in pairs {
+                w.push(name, value)?;
+            }
+            w.finish();
+            Ok(())
+        })();
+        match written {
+            Ok(()) => Ok(self.end_one()),
+            Err(e) => {
+                self.bytes.truncate(start);
+                Err(e)
+            }
+        }
     }
 
     fn end_one(&mut self) -> usize {
@@ -270,6 +295,14 @@ mod tests {
             buf.iter().collect::<Vec<_>>(),
             vec![buf.get(0).unwrap(), buf.get(1).unwrap()]
         );
+        assert_eq!(buf.push_sorted([("b", "1"), ("a", "2")]), Err(LabelError::Malformed));
+        assert_eq!(buf.len(), 2, "a refused set leaves nothing behind");
+        assert_eq!(buf.push_sorted([("__name__", "c"), ("job", "")]), Ok(2));
+        assert_eq!(
+            buf.get(2).map(EncodedLabels::decode),
+            Some(Labels::from_pairs([("__name__", "c")]))
+        );
+        buf.pop();
         buf.pop();
         assert_eq!((buf.len(), buf.get(1)), (1, None));
         buf.push(&Labels::empty());

@@ -12,6 +12,7 @@ use crate::append::{Admission, AppendCounts, store, stored_labels, write_stale_m
 use crate::cache::{ScrapeCache, labels_hash};
 use crate::exposition::ParsedBody;
 use crate::settings::JobSettings;
+use cairn_protocols::exposition::Exposition;
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn append_samples(
@@ -24,25 +25,36 @@ pub(crate) fn append_samples(
     now_ms: i64,
     counts: &mut AppendCounts,
 ) -> Result<(), String> {
-    let scraped = &mut scraped.exposition;
-    cache.set_metadata(&scraped.metadata);
+    let Exposition {
+        samples,
+        metadata,
+        labels: encoded,
+    } = &mut scraped.exposition;
+    cache.set_metadata(metadata);
     let merge = merges_directly(job);
     let mut admission = Admission::default();
     let mut buf = Vec::new();
-    for s in &mut scraped.samples {
+    for s in samples {
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
+        let exposed = s.encoded.and_then(|at| encoded.get(at as usize));
         buf.clear();
         let built: SharedEncodedLabels;
-        let merged = if merge {
-            merged_labels(&s.labels, &s.empty_labels, target, job.honor_labels, &mut buf)
-        } else {
-            None
+        let merged = match exposed {
+            _ if !merge => None,
+            Some(exposed) => merged_labels(exposed.pairs(), &s.empty_labels, target, job.honor_labels, &mut buf),
+            None => {
+                let exposed = s.labels.iter().map(|l| (l.name.as_str(), l.value.as_str()));
+                merged_labels(exposed, &s.empty_labels, target, job.honor_labels, &mut buf)
+            }
         };
         let labels: EncodedLabels<'_> = match merged {
             Some(labels) => labels,
             None => {
+                if let Some(exposed) = exposed {
+                    s.labels = exposed.decode();
+                }
                 let Some(lset) = stored_labels(s, target, job, counts)? else {
                     continue;
                 };
@@ -94,39 +106,39 @@ fn merges_directly(job: &JobSettings) -> bool {
 /// label has a target label's name without `honor_labels` (the exposed one
 /// is then renamed, which that function does); `out` may then hold part of
 /// an encoding.
-fn merged_labels<'a>(
-    exposed: &Labels,
+fn merged_labels<'x, 'a>(
+    exposed: impl Iterator<Item = (&'x str, &'x str)>,
     exposed_empty: &[Label],
-    target: &Labels,
+    target: &'x Labels,
     honor_labels: bool,
     out: &'a mut Vec<u8>,
 ) -> Option<EncodedLabels<'a>> {
     let mut w = SortedLabelsWriter::new(out);
-    let mut exposed = exposed.iter().peekable();
-    let mut target = target.iter().peekable();
+    let mut exposed = exposed.peekable();
+    let mut target = target.iter().map(|l| (l.name.as_str(), l.value.as_str())).peekable();
     loop {
         let next = match (exposed.peek(), target.peek()) {
             (None, None) => break,
-            (Some(e), Some(t)) if e.name == t.name => {
+            (Some(e), Some(t)) if e.0 == t.0 => {
                 if !honor_labels {
                     return None;
                 }
                 target.next();
                 exposed.next()
             }
-            (Some(e), Some(t)) if e.name < t.name => exposed.next(),
+            (Some(e), Some(t)) if e.0 < t.0 => exposed.next(),
             (Some(_), None) => exposed.next(),
             (_, Some(_)) => {
                 let t = target.next();
                 // With honor_labels an exposed empty value keeps the target's label off.
-                if honor_labels && t.is_some_and(|t| exposed_empty.iter().any(|e| e.name == t.name)) {
+                if honor_labels && t.is_some_and(|t| exposed_empty.iter().any(|e| e.name == t.0)) {
                     continue;
                 }
                 t
             }
         };
-        let l = next?;
-        w.push(&l.name, &l.value).ok()?;
+        let (name, value) = next?;
+        w.push(name, value).ok()?;
     }
     Some(w.finish())
 }
@@ -185,7 +197,8 @@ mod tests {
             };
             let general = sample_labels(exposed.clone(), &honoured, &target, &job);
             let mut out = Vec::new();
-            match merged_labels(&exposed, &exposed_empty, &target, honor_labels, &mut out) {
+            let pairs = exposed.iter().map(|l| (l.name.as_str(), l.value.as_str()));
+            match merged_labels(pairs, &exposed_empty, &target, honor_labels, &mut out) {
                 Some(merged) => prop_assert_eq!(Some(merged.decode()), general),
                 None => prop_assert!(!honor_labels && exposed.iter().any(|l| target.get(&l.name).is_some())),
             }

@@ -1,7 +1,7 @@
 //! Reading a scrape body with cairn-protocols' exposition parsers, in the
 //! format its `Content-Type` (or the fallback protocol) names.
 
-use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, parse, parse_with_known};
+use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, parse_encoded, parse_with_known};
 
 use crate::cache::ScrapeCache;
 use crate::settings::JobSettings;
@@ -27,7 +27,8 @@ pub(crate) struct ParsedBody<'a> {
 }
 
 /// Parses a whole body; any malformed entry fails the scrape, as in
-/// Prometheus. The labels of series `cache` knows are not read.
+/// Prometheus. The labels of series `cache` knows are not read; a lean
+/// cache's are encoded, not built.
 pub(crate) fn parse_body<'a>(
     body: &'a [u8],
     content_type: &str,
@@ -40,7 +41,7 @@ pub(crate) fn parse_body<'a>(
         tracing::debug!(job = %job.job_name, "{w}");
     }
     let exposition = if cache.is_lean() {
-        parse(format, body, options)
+        parse_encoded(format, body, options)
     } else {
         parse_with_known(format, body, options, &mut |key| cache.knows(key))
     }

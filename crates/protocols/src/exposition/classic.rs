@@ -290,6 +290,7 @@ impl Sink {
             timestamp_ms,
             value: ScrapedValue::Histogram(h),
             spelling: None,
+            encoded: None,
         });
     }
 

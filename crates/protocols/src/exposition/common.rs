@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use cairn_model::go_float::format_openmetrics;
-use cairn_model::{Label, Labels, METRIC_NAME, METRIC_TYPE, METRIC_UNIT};
+use cairn_model::{Label, Labels, LabelsBuf, METRIC_NAME, METRIC_TYPE, METRIC_UNIT};
 
 use super::float::parse_go_float;
 use super::{ExpositionError, FamilyMetadata, KnownSeries, Spelling};
@@ -124,23 +124,73 @@ pub(crate) fn normalize_label_value<'a>(kind: MetricType, name: &str, value: Cow
 /// apart, sorted by name (see [`super::ScrapedSample::empty_labels`]).
 pub(crate) fn finish_labels(mut labels: Vec<Label>) -> Result<(Labels, Vec<Label>), String> {
     labels.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-    if let Some(pair) = labels
-        .windows(2)
-        .find(|p| p.first().map(|l| &l.name) == p.get(1).map(|l| &l.name))
-    {
-        let name = pair.first().map_or("", |l| l.name.as_str());
-        return Err(format!("label name {name:?} is not unique"));
-    }
-    let name_ok = labels.iter().any(|l| l.name == METRIC_NAME && !l.value.is_empty());
-    if !name_ok {
-        return Err("invalid metric name: empty".to_string());
-    }
-    if labels.iter().any(|l| l.name.is_empty()) {
-        return Err("invalid label name: empty".to_string());
-    }
+    refuse_labels(labels.iter().map(|l| (l.name.as_str(), l.value.as_str())))?;
     let empty: Vec<Label> = labels.extract_if(.., |l| l.value.is_empty()).collect();
     let labels = Labels::new(labels).map_err(|e| e.to_string())?;
     Ok((labels, empty))
+}
+
+/// What [`finish_labels`] refuses in labels sorted by name, in its order:
+/// a name given twice, then an empty metric name, then an empty label name.
+fn refuse_labels<'a>(sorted: impl Iterator<Item = (&'a str, &'a str)>) -> Result<(), String> {
+    let (mut previous, mut name_ok, mut empty_name) = (None, false, false);
+    for (name, value) in sorted {
+        if previous == Some(name) {
+            return Err(format!("label name {name:?} is not unique"));
+        }
+        previous = Some(name);
+        name_ok |= name == METRIC_NAME && !value.is_empty();
+        empty_name |= name.is_empty();
+    }
+    if !name_ok {
+        return Err("invalid metric name: empty".to_string());
+    }
+    if empty_name {
+        return Err("invalid label name: empty".to_string());
+    }
+    Ok(())
+}
+
+/// Writes samples' labels into one [`LabelsBuf`] instead of building a
+/// label set each ([`super::parse_encoded`]): what [`finish_labels`]
+/// checks and returns, without an allocation per sample.
+#[derive(Default)]
+pub(crate) struct LabelEncoder<'a> {
+    /// The sample's pairs, reused between samples.
+    pairs: Vec<(Cow<'a, str>, Cow<'a, str>)>,
+    pub buf: LabelsBuf,
+}
+
+impl<'a> LabelEncoder<'a> {
+    /// Encodes a sample named `name` whose labels are at `spans` (name and
+    /// value, unescaped here) of `b`, under the last `TYPE` read, `kind`:
+    /// the encoding's position in `buf`, and the labels given empty.
+    pub fn encode(
+        &mut self,
+        b: &'a [u8],
+        kind: MetricType,
+        name: Cow<'a, str>,
+        spans: &[(usize, usize, usize, usize)],
+    ) -> Result<(u32, Vec<Label>), String> {
+        let pairs = &mut self.pairs;
+        pairs.clear();
+        pairs.push((Cow::Borrowed(METRIC_NAME), name));
+        for &(ns, ne, vs, ve) in spans {
+            let label = unescape(utf8(b, ns, ne, "label name")?);
+            let value = unescape(utf8(b, vs, ve, "label value")?);
+            let value = normalize_label_value(kind, &label, value);
+            pairs.push((label, value));
+        }
+        pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let borrowed = || pairs.iter().map(|(n, v)| (n.as_ref(), v.as_ref()));
+        refuse_labels(borrowed())?;
+        let empty: Vec<Label> = borrowed()
+            .filter(|(_, v)| v.is_empty())
+            .map(|(n, _)| Label::new(n, ""))
+            .collect();
+        let at = self.buf.push_sorted(borrowed()).map_err(|e| e.to_string())?;
+        Ok((at as u32, empty))
+    }
 }
 
 /// Metadata entries in order of first appearance, one per family name.

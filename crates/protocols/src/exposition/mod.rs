@@ -41,7 +41,7 @@ pub mod proto;
 pub mod protobuf;
 pub mod text;
 
-use cairn_model::{Histogram, Label, Labels};
+use cairn_model::{Histogram, Label, Labels, LabelsBuf};
 
 use crate::MetricType;
 
@@ -83,6 +83,9 @@ impl Default for ParseOptions {
 pub struct Exposition {
     /// In the order the body gives them.
     pub samples: Vec<ScrapedSample>,
+    /// The labels of samples read by [`parse_encoded`], each at its
+    /// sample's [`ScrapedSample::encoded`].
+    pub labels: LabelsBuf,
     /// One entry per family that had a `HELP`, `TYPE` or `UNIT` (every
     /// family, in protobuf), in order of first appearance.
     pub metadata: Vec<FamilyMetadata>,
@@ -104,6 +107,9 @@ pub struct ScrapedSample {
     pub value: ScrapedValue,
     /// How a text body spelt the series, when read by [`parse_with_known`].
     pub spelling: Option<Spelling>,
+    /// Where [`Exposition::labels`] holds the labels, which `labels` then
+    /// leaves empty ([`parse_encoded`]).
+    pub encoded: Option<u32>,
 }
 
 /// Where a text body spells a sample's series (its name and label set, as
@@ -183,7 +189,17 @@ impl ExpositionError {
 /// empty scrape in every format (Prometheus never parses one, so even
 /// OpenMetrics needs no `# EOF` there).
 pub fn parse(format: ScrapeFormat, body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    parse_as(format, body, opts, false, None)
+    parse_as(format, body, opts, false, None, false)
+}
+
+/// [`parse`] for a reader that wants each sample's labels encoded rather
+/// than built: the text formats write them into [`Exposition::labels`]
+/// (see [`ScrapedSample::encoded`]), without an allocation per sample.
+/// Protobuf bodies and classic histograms converted to native ones are
+/// read as [`parse`] reads them.
+pub fn parse_encoded(format: ScrapeFormat, body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
+    let encode = !opts.convert_classic_histograms_to_nhcb;
+    parse_as(format, body, opts, false, None, encode)
 }
 
 /// [`parse`] under Prometheus' `type-and-unit-labels` feature: every
@@ -196,7 +212,7 @@ pub fn parse_with_type_and_unit_labels(
     body: &[u8],
     opts: &ParseOptions,
 ) -> Result<Exposition, ExpositionError> {
-    parse_as(format, body, opts, true, None)
+    parse_as(format, body, opts, true, None, false)
 }
 
 /// [`parse`] for a scraper that caches series by how the body spells them:
@@ -211,7 +227,7 @@ pub fn parse_with_known(
     known: KnownSeries<'_>,
 ) -> Result<Exposition, ExpositionError> {
     let known = (!opts.convert_classic_histograms_to_nhcb).then_some(known);
-    parse_as(format, body, opts, false, known)
+    parse_as(format, body, opts, false, known, false)
 }
 
 fn parse_as(
@@ -220,21 +236,24 @@ fn parse_as(
     opts: &ParseOptions,
     type_and_unit_labels: bool,
     known: Option<KnownSeries<'_>>,
+    encode: bool,
 ) -> Result<Exposition, ExpositionError> {
     if body.is_empty() {
         return Ok(Exposition::default());
     }
     match format {
         ScrapeFormat::PrometheusText0_0_4 | ScrapeFormat::PrometheusText1_0_0 => {
-            text::parse_as(body, opts, type_and_unit_labels, known)
+            text::parse_as(body, opts, type_and_unit_labels, known, encode)
         }
         ScrapeFormat::OpenMetricsText0_0_1 | ScrapeFormat::OpenMetricsText1_0_0 => {
-            openmetrics::parse_as(body, opts, type_and_unit_labels, known)
+            openmetrics::parse_as(body, opts, type_and_unit_labels, known, encode)
         }
         ScrapeFormat::PrometheusProto => protobuf::parse_as(body, opts, type_and_unit_labels),
     }
 }
 
+#[cfg(test)]
+mod encoded_tests;
 #[cfg(test)]
 mod known_tests;
 #[cfg(test)]

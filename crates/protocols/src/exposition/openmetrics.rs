@@ -13,8 +13,8 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    KnownSpellings, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start, is_metric_char,
-    is_metric_start, normalize_label_value, quoted_end, run_end, unescape, utf8,
+    KnownSpellings, LabelEncoder, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start,
+    is_metric_char, is_metric_start, normalize_label_value, quoted_end, run_end, unescape, utf8,
 };
 use super::float::{normalize_nan, parse_go_float, seconds_to_ms};
 use super::{Exposition, ExpositionError, KnownSeries, ParseOptions, ScrapedSample, ScrapedValue};
@@ -23,7 +23,7 @@ use crate::MetricType;
 /// Reads a whole body. With `opts.skip_openmetrics_created_series`, the
 /// `_created` series of counters, summaries and histograms are left out.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    parse_as(body, opts, false, None)
+    parse_as(body, opts, false, None, false)
 }
 
 /// [`parse`], with type-and-unit labels when asked.
@@ -32,6 +32,7 @@ pub(crate) fn parse_as(
     opts: &ParseOptions,
     type_and_unit_labels: bool,
     known: Option<KnownSeries<'_>>,
+    encode: bool,
 ) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
@@ -45,11 +46,13 @@ pub(crate) fn parse_as(
         sink: Sink::new(opts),
         labels: Vec::new(),
         known: KnownSpellings::new(known),
+        encoder: (encode && !type_and_unit_labels).then(LabelEncoder::default),
     };
     p.run()?;
     Ok(Exposition {
         samples: p.sink.finish(),
         metadata: p.metadata.into_vec(),
+        labels: p.encoder.map(|e| e.buf).unwrap_or_default(),
     })
 }
 
@@ -68,6 +71,8 @@ struct Parser<'a, 'k> {
     /// Label name and value spans of the sample being read.
     labels: Vec<(usize, usize, usize, usize)>,
     known: KnownSpellings<'k>,
+    /// Set when labels are encoded rather than built.
+    encoder: Option<LabelEncoder<'a>>,
 }
 
 const NO_EOF: &str = "data does not end with # EOF";
@@ -298,6 +303,21 @@ impl<'a> Parser<'a, '_> {
                 timestamp_ms,
                 value: ScrapedValue::Float(normalize_nan(value)),
                 spelling,
+                encoded: None,
+            });
+            return Ok(());
+        }
+        if let Some(encoder) = &mut self.encoder {
+            let (at, empty_labels) = encoder
+                .encode(self.b, self.kind, metric_name, &self.labels)
+                .map_err(|e| pos.error(e))?;
+            self.sink.push(ScrapedSample {
+                labels: Labels::empty(),
+                empty_labels,
+                timestamp_ms,
+                value: ScrapedValue::Float(normalize_nan(value)),
+                spelling,
+                encoded: Some(at),
             });
             return Ok(());
         }
@@ -326,6 +346,7 @@ impl<'a> Parser<'a, '_> {
             timestamp_ms,
             value: ScrapedValue::Float(normalize_nan(value)),
             spelling,
+            encoded: None,
         });
         Ok(())
     }

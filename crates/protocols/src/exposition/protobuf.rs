@@ -71,6 +71,7 @@ pub(crate) fn parse_as(
     Ok(Exposition {
         samples,
         metadata: metadata.into_vec(),
+        labels: Default::default(),
     })
 }
 
@@ -145,6 +146,7 @@ fn read_family<'a>(
                 timestamp_ms,
                 value,
                 spelling: None,
+                encoded: None,
             });
             Ok(())
         };

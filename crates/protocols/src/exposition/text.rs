@@ -12,8 +12,9 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    KnownSpellings, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start, is_metric_char,
-    is_metric_start, line_end, normalize_label_value, quoted_end, run_end, unescape, unescape_help, utf8,
+    KnownSpellings, LabelEncoder, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start,
+    is_metric_char, is_metric_start, line_end, normalize_label_value, quoted_end, run_end, unescape, unescape_help,
+    utf8,
 };
 use super::float::{normalize_nan, parse_go_float};
 use super::{Exposition, ExpositionError, KnownSeries, ParseOptions, ScrapedSample, ScrapedValue};
@@ -21,7 +22,7 @@ use crate::MetricType;
 
 /// Reads a whole body.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    parse_as(body, opts, false, None)
+    parse_as(body, opts, false, None, false)
 }
 
 /// [`parse`], with type-and-unit labels when asked.
@@ -30,6 +31,7 @@ pub(crate) fn parse_as(
     opts: &ParseOptions,
     type_and_unit_labels: bool,
     known: Option<KnownSeries<'_>>,
+    encode: bool,
 ) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
@@ -41,11 +43,13 @@ pub(crate) fn parse_as(
         sink: Sink::new(opts),
         labels: Vec::new(),
         known: KnownSpellings::new(known),
+        encoder: (encode && !type_and_unit_labels).then(LabelEncoder::default),
     };
     p.run()?;
     Ok(Exposition {
         samples: p.sink.finish(),
         metadata: p.metadata.into_vec(),
+        labels: p.encoder.map(|e| e.buf).unwrap_or_default(),
     })
 }
 
@@ -62,13 +66,15 @@ struct Parser<'a, 'k> {
     /// Reused between samples.
     labels: Vec<(usize, usize, usize, usize)>,
     known: KnownSpellings<'k>,
+    /// Set when labels are encoded rather than built.
+    encoder: Option<LabelEncoder<'a>>,
 }
 
 fn is_blank(c: u8) -> bool {
     c == b' ' || c == b'\t'
 }
 
-impl Parser<'_, '_> {
+impl<'a> Parser<'a, '_> {
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -263,10 +269,17 @@ impl Parser<'_, '_> {
             _ => return Err(pos.unexpected(self.b, "expected timestamp or new record", self.i, self.i)),
         };
         let spelling = self.known.spelling(self.b, series_start..series_end, self.kind);
-        let (labels, empty_labels) = if spelling.is_some_and(|s| s.known) {
-            (Labels::empty(), Vec::new())
+        let (labels, empty_labels, encoded) = if spelling.is_some_and(|s| s.known) {
+            (Labels::empty(), Vec::new(), None)
+        } else if let Some(encoder) = &mut self.encoder {
+            let name = utf8(self.b, name_start, name_end, "metric name").map_err(|e| pos.error(e))?;
+            let (at, empty) = encoder
+                .encode(self.b, self.kind, unescape(name), &self.labels)
+                .map_err(|e| pos.error(e))?;
+            (Labels::empty(), empty, Some(at))
         } else {
-            self.build_labels(name_start, name_end).map_err(|e| pos.error(e))?
+            let (labels, empty) = self.build_labels(name_start, name_end).map_err(|e| pos.error(e))?;
+            (labels, empty, None)
         };
         self.sink.push(ScrapedSample {
             labels,
@@ -274,6 +287,7 @@ impl Parser<'_, '_> {
             timestamp_ms,
             value: ScrapedValue::Float(normalize_nan(value)),
             spelling,
+            encoded,
         });
         self.count_lines(start);
         self.end_line();
