@@ -346,7 +346,9 @@ async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration) -> Fetched
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    let mut raw = Vec::new();
+    // One allocation when the target says how long the body is.
+    let announced = resp.content_length().unwrap_or(0).min(limit).min(MAX_ANNOUNCED_BYTES);
+    let mut raw = Vec::with_capacity(announced as usize);
     while let Some(chunk) = resp.chunk().await.map_err(|e| describe(&e, target.url()))? {
         raw.extend_from_slice(&chunk);
         if !gzip && raw.len() as u64 >= limit {
@@ -368,6 +370,10 @@ async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration) -> Fetched
 }
 
 pub(crate) const BODY_SIZE_LIMIT: &str = "body size limit exceeded";
+
+/// The most a body's announced length reserves up front; a longer body
+/// grows its buffer as it arrives.
+const MAX_ANNOUNCED_BYTES: u64 = 16 << 20;
 
 /// A request error worded like Go's client errors: `Get "<url>": <why>`.
 fn describe(e: &reqwest::Error, url: &str) -> String {
