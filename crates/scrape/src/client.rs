@@ -9,6 +9,9 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 
+use base64::Engine;
+
+use crate::http1::DirectClient;
 use crate::settings::{HttpSettings, TlsSettings};
 
 /// Builds the client for `settings`. Timeouts are per request, not here.
@@ -41,10 +44,20 @@ pub fn with_credentials(
     mut req: reqwest::RequestBuilder,
     settings: &HttpSettings,
 ) -> Result<reqwest::RequestBuilder, String> {
+    for (name, value) in credential_headers(settings)? {
+        req = req.header(name, value);
+    }
+    Ok(req)
+}
+
+/// The configured headers, then `Authorization` from `basic_auth` or
+/// `authorization`, reading secret files now.
+pub fn credential_headers(settings: &HttpSettings) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
     for (name, values) in &settings.headers {
         for v in values {
             let v = v.read().map_err(|e| format!("unable to read header {name:?}: {e}"))?;
-            req = req.header(name.as_str(), v);
+            out.push((name.clone(), v));
         }
     }
     if let Some(auth) = &settings.basic_auth {
@@ -53,27 +66,47 @@ pub fn with_credentials(
             .read()
             .map_err(|e| format!("unable to read basic auth username: {e}"))?;
         let password = match &auth.password {
-            Some(p) => Some(
-                p.read()
-                    .map_err(|e| format!("unable to read basic auth password file: {e}"))?,
-            ),
-            None => None,
+            Some(p) => p
+                .read()
+                .map_err(|e| format!("unable to read basic auth password file: {e}"))?,
+            None => String::new(),
         };
-        return Ok(req.basic_auth(user, password));
-    }
-    if let Some(auth) = &settings.authorization {
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+        out.push(("Authorization".into(), format!("Basic {token}")));
+    } else if let Some(auth) = &settings.authorization {
         let credentials = match &auth.credentials {
             Some(c) => c
                 .read()
                 .map_err(|e| format!("unable to read authorization credentials: {e}"))?,
             None => String::new(),
         };
-        return Ok(req.header(reqwest::header::AUTHORIZATION, format!("{} {}", auth.kind, credentials)));
+        out.push(("Authorization".into(), format!("{} {}", auth.kind, credentials)));
     }
-    Ok(req)
+    Ok(out)
 }
 
-fn tls_config(tls: &TlsSettings) -> Result<rustls::ClientConfig, String> {
+/// How a job's scrape loops make their requests: each over a connection of
+/// its own, or through reqwest's pool where a proxy is configured (which
+/// the loops' own client does not speak).
+#[derive(Clone)]
+pub(crate) enum ScrapeClient {
+    Direct(Arc<DirectClient>),
+    Pooled(reqwest::Client),
+}
+
+pub(crate) fn scrape_client(settings: &HttpSettings) -> Result<ScrapeClient, String> {
+    if settings.proxy_url.is_some() || settings.proxy_from_environment {
+        return build_client(settings).map(ScrapeClient::Pooled);
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let tls = tls_config(&settings.tls)?;
+    Ok(ScrapeClient::Direct(Arc::new(DirectClient::new(
+        tls,
+        settings.follow_redirects,
+    ))))
+}
+
+pub(crate) fn tls_config(tls: &TlsSettings) -> Result<rustls::ClientConfig, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut roots = RootCertStore::empty();
     match &tls.ca {

@@ -9,7 +9,7 @@ use cairn_storage::Appendable;
 use parking_lot::{Mutex, RwLock};
 
 use crate::cache::ScrapeCache;
-use crate::client::build_client;
+use crate::client::{ScrapeClient, scrape_client};
 use crate::discovery::TargetGroup;
 use crate::manager::ScrapeOptions;
 use crate::metrics::{PoolCounters, ScrapeMetrics, inc};
@@ -33,7 +33,7 @@ struct RunningLoop {
 
 pub(crate) struct ScrapePool {
     job: Arc<JobSettings>,
-    client: reqwest::Client,
+    client: ScrapeClient,
     storage: Arc<dyn Appendable>,
     options: ScrapeOptions,
     loops: HashMap<u64, RunningLoop>,
@@ -55,7 +55,7 @@ impl ScrapePool {
         shutdown: tokio::sync::watch::Receiver<bool>,
         metrics: Arc<ScrapeMetrics>,
     ) -> Result<Self, String> {
-        let client = build_client(&job.http)?;
+        let client = scrape_client(&job.http)?;
         let counters = metrics.pool(&job.job_name);
         counters.target_limit.store(job.target_limit as u64, Ordering::Relaxed);
         Ok(Self {
@@ -230,7 +230,7 @@ impl ScrapePool {
     pub async fn reload(&mut self, job: Arc<JobSettings>) -> Result<(), String> {
         inc(&self.metrics.pool_reloads);
         let started = std::time::Instant::now();
-        let client = build_client(&job.http).inspect_err(|_| inc(&self.metrics.pool_reloads_failed))?;
+        let client = scrape_client(&job.http).inspect_err(|_| inc(&self.metrics.pool_reloads_failed))?;
         self.counters
             .target_limit
             .store(job.target_limit as u64, Ordering::Relaxed);

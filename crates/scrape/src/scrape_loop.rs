@@ -16,8 +16,9 @@ use tokio::task::JoinHandle;
 
 use crate::append::{AppendCounts, append_empty, append_report, append_scraped, report_labels};
 use crate::cache::ScrapeCache;
-use crate::client::with_credentials;
+use crate::client::{ScrapeClient, credential_headers};
 use crate::exposition::{parse_body, parse_options};
+use crate::http1::{Connection, Response};
 use crate::metrics::{ScrapeMetrics, inc};
 use crate::settings::JobSettings;
 use crate::target::{Health, ScrapeStatus, Target};
@@ -40,7 +41,7 @@ pub(crate) enum Signal {
 /// What a loop needs besides its target.
 pub(crate) struct LoopContext {
     pub job: Arc<JobSettings>,
-    pub client: reqwest::Client,
+    pub client: ScrapeClient,
     pub storage: Arc<dyn Appendable>,
     pub offset_seed: u64,
     /// Start at once rather than at the target's offset (tests).
@@ -167,6 +168,7 @@ async fn run(
     let mut last_scrape: Option<SystemTime> = None;
     let interval_length = ctx.metrics.interval_length(interval);
     let mut last_start: Option<Instant> = None;
+    let mut conn: Option<Connection> = None;
     loop {
         if *signal.borrow() != Signal::Run {
             break;
@@ -188,7 +190,7 @@ async fn run(
         let fetched = match &forced {
             Some(e) => Err(e.clone()),
             None => tokio::select! {
-                f = fetch(&target, &ctx, timeout) => f,
+                f = fetch(&target, &ctx, timeout, &mut conn) => f,
                 _ = wait_for(&mut signal, Signal::Shutdown) => return None,
             },
         };
@@ -310,32 +312,71 @@ fn millis(t: SystemTime) -> i64 {
 /// A fetched body and its content type, or why the scrape failed.
 type Fetched = Result<(Vec<u8>, String), String>;
 
-async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration) -> Fetched {
+async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration, conn: &mut Option<Connection>) -> Fetched {
     let job = &ctx.job;
-    let req = ctx
-        .client
-        .get(target.url())
-        .header("Accept", job.accept.as_str())
-        .header(
-            "Accept-Encoding",
-            if job.enable_compression { "gzip" } else { "identity" },
-        )
-        .header("User-Agent", crate::USER_AGENT)
-        .header("X-Prometheus-Scrape-Timeout-Seconds", crate::seconds_text(timeout))
-        .timeout(timeout);
-    let req = with_credentials(req, &job.http)?;
-    let mut resp = req.send().await.map_err(|e| describe(&e, target.url()))?;
-    if resp.status() != reqwest::StatusCode::OK {
-        return Err(format!(
-            "server returned HTTP status {}",
-            crate::status_text(resp.status())
-        ));
-    }
+    let mut headers = vec![
+        ("Accept".to_string(), job.accept.clone()),
+        (
+            "Accept-Encoding".to_string(),
+            if job.enable_compression { "gzip" } else { "identity" }.to_string(),
+        ),
+        ("User-Agent".to_string(), crate::USER_AGENT.to_string()),
+        (
+            "X-Prometheus-Scrape-Timeout-Seconds".to_string(),
+            crate::seconds_text(timeout),
+        ),
+    ];
+    headers.extend(credential_headers(&job.http)?);
     let limit = if job.body_size_limit == 0 {
         u64::MAX
     } else {
         job.body_size_limit
     };
+    let response = match &ctx.client {
+        ScrapeClient::Direct(client) => {
+            match tokio::time::timeout(timeout, client.get(conn, target.url(), &headers, limit)).await {
+                Ok(response) => response?,
+                Err(_) => {
+                    // A request cut off midway leaves the connection out of step.
+                    *conn = None;
+                    return Err(format!("Get {:?}: context deadline exceeded", target.url()));
+                }
+            }
+        }
+        ScrapeClient::Pooled(client) => fetch_pooled(client, target.url(), &headers, timeout, limit).await?,
+    };
+    if response.status != 200 {
+        let status = reqwest::StatusCode::from_u16(response.status).unwrap_or(reqwest::StatusCode::BAD_GATEWAY);
+        return Err(format!("server returned HTTP status {}", crate::status_text(status)));
+    }
+    if !response.gzip {
+        return Ok((response.body, response.content_type));
+    }
+    let mut body = Vec::new();
+    flate2::read::GzDecoder::new(response.body.as_slice())
+        .take(limit)
+        .read_to_end(&mut body)
+        .map_err(|e| e.to_string())?;
+    if body.len() as u64 >= limit {
+        return Err(BODY_SIZE_LIMIT.into());
+    }
+    Ok((body, response.content_type))
+}
+
+/// One request through reqwest (jobs with a proxy).
+async fn fetch_pooled(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(String, String)],
+    timeout: Duration,
+    limit: u64,
+) -> Result<Response, String> {
+    let mut req = client.get(url).timeout(timeout);
+    for (name, value) in headers {
+        req = req.header(name.as_str(), value.as_str());
+    }
+    let mut resp = req.send().await.map_err(|e| describe(&e, url))?;
+    let status = resp.status().as_u16();
     let gzip = resp
         .headers()
         .get("content-encoding")
@@ -348,25 +389,19 @@ async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration) -> Fetched
         .to_string();
     // One allocation when the target says how long the body is.
     let announced = resp.content_length().unwrap_or(0).min(limit).min(MAX_ANNOUNCED_BYTES);
-    let mut raw = Vec::with_capacity(announced as usize);
-    while let Some(chunk) = resp.chunk().await.map_err(|e| describe(&e, target.url()))? {
-        raw.extend_from_slice(&chunk);
-        if !gzip && raw.len() as u64 >= limit {
+    let mut body = Vec::with_capacity(announced as usize);
+    while let Some(chunk) = resp.chunk().await.map_err(|e| describe(&e, url))? {
+        body.extend_from_slice(&chunk);
+        if !gzip && body.len() as u64 >= limit {
             return Err(BODY_SIZE_LIMIT.into());
         }
     }
-    if !gzip {
-        return Ok((raw, content_type));
-    }
-    let mut body = Vec::new();
-    flate2::read::GzDecoder::new(raw.as_slice())
-        .take(limit)
-        .read_to_end(&mut body)
-        .map_err(|e| e.to_string())?;
-    if body.len() as u64 >= limit {
-        return Err(BODY_SIZE_LIMIT.into());
-    }
-    Ok((body, content_type))
+    Ok(Response {
+        status,
+        content_type,
+        gzip,
+        body,
+    })
 }
 
 pub(crate) const BODY_SIZE_LIMIT: &str = "body size limit exceeded";

@@ -1,0 +1,460 @@
+//! The scrape loops' own HTTP/1.1 client. A loop keeps one connection to
+//! its target from scrape to scrape and reads each response straight into
+//! the body's buffer: an idle target costs its socket, not a pooled
+//! connection's task, channel and read buffer. Jobs with a proxy go through
+//! reqwest instead (client.rs).
+
+use std::io;
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+use crate::scrape_loop::BODY_SIZE_LIMIT;
+
+/// Redirects followed before a scrape fails, as Go's client.
+const MAX_REDIRECTS: usize = 10;
+/// The most a response's status line and headers may take.
+const MAX_HEAD_BYTES: usize = 64 << 10;
+/// The most a body's announced length reserves up front.
+const MAX_ANNOUNCED_BYTES: usize = 16 << 20;
+const READ_CHUNK: usize = 16 << 10;
+
+/// A job's client: TLS settings and whether redirects are followed.
+pub(crate) struct DirectClient {
+    tls: TlsConnector,
+    follow_redirects: bool,
+}
+
+/// One loop's connection, kept while the target keeps it open.
+pub(crate) struct Connection {
+    to: Endpoint,
+    stream: Stream,
+}
+
+#[derive(Clone, PartialEq, Eq)]
+struct Endpoint {
+    tls: bool,
+    host: String,
+    port: u16,
+}
+
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Stream {
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::Plain(s) => s.read(buf).await,
+            Self::Tls(s) => s.read(buf).await,
+        }
+    }
+
+    async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Self::Plain(s) => s.write_all(buf).await,
+            Self::Tls(s) => {
+                s.write_all(buf).await?;
+                s.flush().await
+            }
+        }
+    }
+}
+
+/// A response with status 200 or another the caller reports.
+pub(crate) struct Response {
+    pub status: u16,
+    pub content_type: String,
+    pub gzip: bool,
+    pub body: Vec<u8>,
+}
+
+/// How an exchange failed: before the response began (a kept connection
+/// the target had closed, worth one retry on a new one) or after.
+enum Failure {
+    BeforeResponse(String),
+    After(String),
+}
+
+impl DirectClient {
+    pub fn new(tls: rustls::ClientConfig, follow_redirects: bool) -> Self {
+        Self {
+            tls: TlsConnector::from(Arc::new(tls)),
+            follow_redirects,
+        }
+    }
+
+    /// GETs `url` over `conn` (opening or replacing it as needed) with
+    /// `headers`; the body is cut off at `limit` bytes unless gzipped.
+    /// Errors read as Go's client words them, after `Get "<url>": `.
+    pub async fn get(
+        &self,
+        conn: &mut Option<Connection>,
+        url: &str,
+        headers: &[(String, String)],
+        limit: u64,
+    ) -> Result<Response, String> {
+        let fail = |why: String| format!("Get {url:?}: {why}");
+        let mut at = url::Url::parse(url).map_err(|e| fail(e.to_string()))?;
+        for _ in 0..=MAX_REDIRECTS {
+            let response = self
+                .get_once(conn, &at, headers, limit)
+                .await
+                .map_err(|why| if why == BODY_SIZE_LIMIT { why } else { fail(why) })?;
+            match response.location {
+                Some(location) if self.follow_redirects && is_redirect(response.response.status) => {
+                    at = at
+                        .join(&location)
+                        .map_err(|e| fail(format!("bad Location header: {e}")))?;
+                }
+                _ => return Ok(response.response),
+            }
+        }
+        Err(fail(format!("stopped after {MAX_REDIRECTS} redirects")))
+    }
+
+    async fn get_once(
+        &self,
+        conn: &mut Option<Connection>,
+        url: &url::Url,
+        headers: &[(String, String)],
+        limit: u64,
+    ) -> Result<Read, String> {
+        let to = endpoint(url)?;
+        let reused = conn.as_ref().is_some_and(|c| c.to == to);
+        if !reused {
+            *conn = None;
+            *conn = Some(self.connect(&to).await?);
+        }
+        let request = request(url, headers);
+        let mut result = exchange(conn.as_mut().map(|c| &mut c.stream), &request, limit).await;
+        if reused && matches!(result, Err(Failure::BeforeResponse(_))) {
+            *conn = Some(self.connect(&to).await?);
+            result = exchange(conn.as_mut().map(|c| &mut c.stream), &request, limit).await;
+        }
+        match result {
+            Ok(read) => {
+                if !read.keep_alive {
+                    *conn = None;
+                }
+                Ok(read)
+            }
+            Err(Failure::BeforeResponse(why) | Failure::After(why)) => {
+                *conn = None;
+                Err(why)
+            }
+        }
+    }
+
+    async fn connect(&self, to: &Endpoint) -> Result<Connection, String> {
+        let address = format!("{}:{}", to.host, to.port);
+        let tcp = TcpStream::connect((to.host.trim_start_matches('[').trim_end_matches(']'), to.port))
+            .await
+            .map_err(|e| format!("dial tcp {address}: connect: {}", go_error(&e)))?;
+        let _ = tcp.set_nodelay(true);
+        let stream = if to.tls {
+            let name = rustls::pki_types::ServerName::try_from(
+                to.host.trim_start_matches('[').trim_end_matches(']').to_string(),
+            )
+            .map_err(|e| format!("invalid server name {:?}: {e}", to.host))?;
+            let tls = self
+                .tls
+                .connect(name, tcp)
+                .await
+                .map_err(|e| format!("tls: {}", go_error(&e)))?;
+            Stream::Tls(Box::new(tls))
+        } else {
+            Stream::Plain(tcp)
+        };
+        Ok(Connection { to: to.clone(), stream })
+    }
+}
+
+fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+/// An I/O error as Go prints the system's: lower case, no error number.
+fn go_error(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::ConnectionRefused => "connection refused".into(),
+        io::ErrorKind::ConnectionReset => "connection reset by peer".into(),
+        io::ErrorKind::TimedOut => "i/o timeout".into(),
+        _ => e.to_string(),
+    }
+}
+
+fn endpoint(url: &url::Url) -> Result<Endpoint, String> {
+    let tls = match url.scheme() {
+        "http" => false,
+        "https" => true,
+        other => return Err(format!("unsupported protocol scheme {other:?}")),
+    };
+    let host = url.host_str().ok_or("no host in request URL")?.to_string();
+    let port = url.port_or_known_default().unwrap_or(if tls { 443 } else { 80 });
+    Ok(Endpoint { tls, host, port })
+}
+
+/// The request's bytes: a GET with `Host` and `headers`.
+fn request(url: &url::Url, headers: &[(String, String)]) -> Vec<u8> {
+    let mut path = url.path().to_string();
+    if let Some(query) = url.query() {
+        path.push('?');
+        path.push_str(query);
+    }
+    let host = match url.port() {
+        Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
+        None => url.host_str().unwrap_or_default().to_string(),
+    };
+    let mut out = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n");
+    for (name, value) in headers {
+        out.push_str(name);
+        out.push_str(": ");
+        out.push_str(value);
+        out.push_str("\r\n");
+    }
+    out.push_str("\r\n");
+    out.into_bytes()
+}
+
+/// A response read whole, with what decides about its connection.
+struct Read {
+    response: Response,
+    location: Option<String>,
+    keep_alive: bool,
+}
+
+/// Framing of a body.
+enum Framing {
+    Length(usize),
+    Chunked,
+    UntilClose,
+}
+
+/// Bytes read from a stream and not consumed yet.
+struct Incoming<'s> {
+    stream: &'s mut Stream,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl Incoming<'_> {
+    fn pending(&self) -> &[u8] {
+        &self.buf[self.at..]
+    }
+
+    /// Reads more; false at the end of the stream.
+    async fn fill(&mut self) -> io::Result<bool> {
+        if self.at > 0 && self.at == self.buf.len() {
+            self.buf.clear();
+            self.at = 0;
+        }
+        let len = self.buf.len();
+        self.buf.resize(len + READ_CHUNK, 0);
+        let n = self.stream.read(&mut self.buf[len..]).await;
+        self.buf.truncate(len + *n.as_ref().unwrap_or(&0));
+        Ok(n? > 0)
+    }
+
+    /// Up to `n` pending bytes, reading if none are.
+    async fn take(&mut self, n: usize) -> io::Result<&[u8]> {
+        if self.pending().is_empty() && !self.fill().await? {
+            return Ok(&[]);
+        }
+        let n = n.min(self.pending().len());
+        let start = self.at;
+        self.at += n;
+        Ok(&self.buf[start..start + n])
+    }
+
+    /// One line without its CRLF.
+    async fn line(&mut self) -> Result<String, String> {
+        loop {
+            if let Some(end) = self.pending().windows(2).position(|w| w == b"\r\n") {
+                let line = String::from_utf8_lossy(&self.pending()[..end]).into_owned();
+                self.at += end + 2;
+                return Ok(line);
+            }
+            if self.pending().len() > MAX_HEAD_BYTES {
+                return Err("malformed chunked encoding".into());
+            }
+            if !self.fill().await.map_err(|e| go_error(&e))? {
+                return Err("unexpected EOF".into());
+            }
+        }
+    }
+}
+
+async fn exchange(stream: Option<&mut Stream>, request: &[u8], limit: u64) -> Result<Read, Failure> {
+    let Some(stream) = stream else {
+        return Err(Failure::BeforeResponse("no connection".into()));
+    };
+    stream
+        .write_all(request)
+        .await
+        .map_err(|e| Failure::BeforeResponse(go_error(&e)))?;
+    let mut incoming = Incoming {
+        stream,
+        buf: Vec::with_capacity(READ_CHUNK),
+        at: 0,
+    };
+    let head = read_head(&mut incoming).await?;
+    let framing = head.framing;
+    let mut body = Vec::with_capacity(match framing {
+        Framing::Length(n) => n.min(MAX_ANNOUNCED_BYTES),
+        _ => 0,
+    });
+    let after = |e: io::Error| Failure::After(go_error(&e));
+    let over = |body: &Vec<u8>| !head.gzip && body.len() as u64 >= limit;
+    let limited = || Failure::After(BODY_SIZE_LIMIT.into());
+    let mut keep_alive = head.keep_alive;
+    match framing {
+        Framing::Length(mut left) => {
+            while left > 0 {
+                let part = incoming.take(left).await.map_err(after)?;
+                if part.is_empty() {
+                    return Err(Failure::After("unexpected EOF".into()));
+                }
+                left -= part.len();
+                body.extend_from_slice(part);
+                if over(&body) {
+                    return Err(limited());
+                }
+            }
+        }
+        Framing::Chunked => loop {
+            let line = incoming.line().await.map_err(Failure::After)?;
+            let size = line.split(';').next().unwrap_or_default().trim();
+            let mut left =
+                usize::from_str_radix(size, 16).map_err(|_| Failure::After("malformed chunked encoding".into()))?;
+            if left == 0 {
+                // Trailers, then the empty line.
+                while !incoming.line().await.map_err(Failure::After)?.is_empty() {}
+                break;
+            }
+            while left > 0 {
+                let part = incoming.take(left).await.map_err(after)?;
+                if part.is_empty() {
+                    return Err(Failure::After("unexpected EOF".into()));
+                }
+                left -= part.len();
+                body.extend_from_slice(part);
+                if over(&body) {
+                    return Err(limited());
+                }
+            }
+            if !incoming.line().await.map_err(Failure::After)?.is_empty() {
+                return Err(Failure::After("malformed chunked encoding".into()));
+            }
+        },
+        Framing::UntilClose => {
+            keep_alive = false;
+            loop {
+                let part = incoming.take(usize::MAX).await.map_err(after)?;
+                if part.is_empty() {
+                    break;
+                }
+                body.extend_from_slice(part);
+                if over(&body) {
+                    return Err(limited());
+                }
+            }
+        }
+    }
+    // Bytes beyond the response mean the connection is out of step.
+    keep_alive &= incoming.pending().is_empty();
+    Ok(Read {
+        response: Response {
+            status: head.status,
+            content_type: head.content_type,
+            gzip: head.gzip,
+            body,
+        },
+        location: head.location,
+        keep_alive,
+    })
+}
+
+struct Head {
+    status: u16,
+    content_type: String,
+    gzip: bool,
+    location: Option<String>,
+    framing: Framing,
+    keep_alive: bool,
+}
+
+/// Reads the status line and headers (skipping informational responses),
+/// leaving what follows them pending.
+async fn read_head(incoming: &mut Incoming<'_>) -> Result<Head, Failure> {
+    let mut answered = false;
+    loop {
+        let mut headers = [httparse::EMPTY_HEADER; 64];
+        let mut parsed = httparse::Response::new(&mut headers);
+        let status = parsed
+            .parse(incoming.pending())
+            .map_err(|e| Failure::After(format!("malformed HTTP response: {e}")))?;
+        let httparse::Status::Complete(len) = status else {
+            if incoming.pending().len() > MAX_HEAD_BYTES {
+                return Err(Failure::After("malformed HTTP response: headers too long".into()));
+            }
+            let more = incoming.fill().await.map_err(|e| {
+                if answered {
+                    Failure::After(go_error(&e))
+                } else {
+                    Failure::BeforeResponse(go_error(&e))
+                }
+            })?;
+            if !more {
+                return Err(if answered || !incoming.pending().is_empty() {
+                    Failure::After("unexpected EOF".into())
+                } else {
+                    Failure::BeforeResponse("EOF".into())
+                });
+            }
+            answered = true;
+            continue;
+        };
+        let code = parsed.code.unwrap_or(0);
+        if (100..200).contains(&code) && code != 101 {
+            incoming.at += len;
+            continue;
+        }
+        let header = |name: &str| {
+            parsed
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case(name))
+                .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
+        };
+        let chunked = header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().ends_with("chunked"));
+        let framing = match header("content-length") {
+            // These never have a body, whatever their headers say.
+            _ if code == 204 || code == 304 => Framing::Length(0),
+            _ if chunked => Framing::Chunked,
+            Some(n) => Framing::Length(
+                n.parse()
+                    .map_err(|_| Failure::After(format!("bad Content-Length {n:?}")))?,
+            ),
+            None => Framing::UntilClose,
+        };
+        let close = header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        let head = Head {
+            status: code,
+            content_type: header("content-type").unwrap_or_default(),
+            gzip: header("content-encoding").is_some_and(|v| v.eq_ignore_ascii_case("gzip")),
+            location: header("location"),
+            framing,
+            keep_alive: parsed.version == Some(1) && !close,
+        };
+        incoming.at += len;
+        return Ok(head);
+    }
+}
+
+#[cfg(test)]
+mod tests;
