@@ -393,67 +393,80 @@ struct Head {
 async fn read_head(incoming: &mut Incoming<'_>) -> Result<Head, Failure> {
     let mut answered = false;
     loop {
-        let mut headers = [httparse::EMPTY_HEADER; 64];
-        let mut parsed = httparse::Response::new(&mut headers);
-        let status = parsed
-            .parse(incoming.pending())
-            .map_err(|e| Failure::After(format!("malformed HTTP response: {e}")))?;
-        let httparse::Status::Complete(len) = status else {
-            if incoming.pending().len() > MAX_HEAD_BYTES {
-                return Err(Failure::After("malformed HTTP response: headers too long".into()));
+        match parse_head(incoming.pending()).map_err(Failure::After)? {
+            Some((len, None)) => incoming.at += len,
+            Some((len, Some(head))) => {
+                incoming.at += len;
+                return Ok(head);
             }
-            let more = incoming.fill().await.map_err(|e| {
-                if answered {
-                    Failure::After(go_error(&e))
-                } else {
-                    Failure::BeforeResponse(go_error(&e))
+            None => {
+                if incoming.pending().len() > MAX_HEAD_BYTES {
+                    return Err(Failure::After("malformed HTTP response: headers too long".into()));
                 }
-            })?;
-            if !more {
-                return Err(if answered || !incoming.pending().is_empty() {
-                    Failure::After("unexpected EOF".into())
-                } else {
-                    Failure::BeforeResponse("EOF".into())
-                });
+                let more = incoming.fill().await.map_err(|e| {
+                    if answered {
+                        Failure::After(go_error(&e))
+                    } else {
+                        Failure::BeforeResponse(go_error(&e))
+                    }
+                })?;
+                if !more {
+                    return Err(if answered || !incoming.pending().is_empty() {
+                        Failure::After("unexpected EOF".into())
+                    } else {
+                        Failure::BeforeResponse("EOF".into())
+                    });
+                }
+                answered = true;
             }
-            answered = true;
-            continue;
-        };
-        let code = parsed.code.unwrap_or(0);
-        if (100..200).contains(&code) && code != 101 {
-            incoming.at += len;
-            continue;
         }
-        let header = |name: &str| {
-            parsed
-                .headers
-                .iter()
-                .find(|h| h.name.eq_ignore_ascii_case(name))
-                .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
-        };
-        let chunked = header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().ends_with("chunked"));
-        let framing = match header("content-length") {
-            // These never have a body, whatever their headers say.
-            _ if code == 204 || code == 304 => Framing::Length(0),
-            _ if chunked => Framing::Chunked,
-            Some(n) => Framing::Length(
-                n.parse()
-                    .map_err(|_| Failure::After(format!("bad Content-Length {n:?}")))?,
-            ),
-            None => Framing::UntilClose,
-        };
-        let close = header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
-        let head = Head {
+    }
+}
+
+/// A head at the start of `bytes`: `None` while incomplete, else its length
+/// and the head, `None` for an informational response to skip. Kept out of
+/// [`read_head`] so the parser's header table is not part of a loop's
+/// future.
+fn parse_head(bytes: &[u8]) -> Result<Option<(usize, Option<Head>)>, String> {
+    let mut headers = [httparse::EMPTY_HEADER; 64];
+    let mut parsed = httparse::Response::new(&mut headers);
+    let status = parsed
+        .parse(bytes)
+        .map_err(|e| format!("malformed HTTP response: {e}"))?;
+    let httparse::Status::Complete(len) = status else {
+        return Ok(None);
+    };
+    let code = parsed.code.unwrap_or(0);
+    if (100..200).contains(&code) && code != 101 {
+        return Ok(Some((len, None)));
+    }
+    let header = |name: &str| {
+        parsed
+            .headers
+            .iter()
+            .find(|h| h.name.eq_ignore_ascii_case(name))
+            .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
+    };
+    let chunked = header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().ends_with("chunked"));
+    let framing = match header("content-length") {
+        // These never have a body, whatever their headers say.
+        _ if code == 204 || code == 304 => Framing::Length(0),
+        _ if chunked => Framing::Chunked,
+        Some(n) => Framing::Length(n.parse().map_err(|_| format!("bad Content-Length {n:?}"))?),
+        None => Framing::UntilClose,
+    };
+    let close = header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+    Ok(Some((
+        len,
+        Some(Head {
             status: code,
             content_type: header("content-type").unwrap_or_default(),
             gzip: header("content-encoding").is_some_and(|v| v.eq_ignore_ascii_case("gzip")),
             location: header("location"),
             framing,
             keep_alive: parsed.version == Some(1) && !close,
-        };
-        incoming.at += len;
-        return Ok(head);
-    }
+        }),
+    )))
 }
 
 #[cfg(test)]

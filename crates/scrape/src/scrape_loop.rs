@@ -190,7 +190,8 @@ async fn run(
         let fetched = match &forced {
             Some(e) => Err(e.clone()),
             None => tokio::select! {
-                f = fetch(&target, &ctx, timeout, &mut conn) => f,
+                // Boxed: the request's state exists only while it is made, not in every idle loop.
+                f = Box::pin(fetch(&target, &ctx, timeout, &mut conn)) => f,
                 _ = wait_for(&mut signal, Signal::Shutdown) => return None,
             },
         };
