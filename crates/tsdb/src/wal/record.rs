@@ -47,12 +47,13 @@ const KIND_LABELLED_HISTOGRAM_BATCH: u8 = 5;
 /// repeat, so even this level shrinks a remote-write batch several times.
 const ZSTD_LEVEL: i32 = 1;
 
-thread_local! {
-    /// Per thread, as commits encode their records in parallel: the batch
-    /// before compression and a compression context, both reused.
-    static SCRATCH: RefCell<(Vec<u8>, Option<zstd::bulk::Compressor<'static>>)> =
-        const { RefCell::new((Vec::new(), None)) };
-}
+/// A commit's raw batch and compression context, reused.
+type Encoder = (Vec<u8>, Option<zstd::bulk::Compressor<'static>>);
+
+/// Encoders for commits that encode their records at the same time, one
+/// each: as many as ever ran at once, not one per thread that ever
+/// committed (the blocking pool's threads come and go).
+static ENCODERS: parking_lot::Mutex<Vec<Encoder>> = parking_lot::Mutex::new(Vec::new());
 
 thread_local! {
     /// A decompression context per reading thread, reused from record to record.
@@ -80,7 +81,9 @@ pub struct DayBatch<'a> {
 /// record shorter. `labelled`: each day's `new_series` are all its series,
 /// numbered from 0 in order (agent mode).
 pub fn encode_batch(dst: &mut Vec<u8>, days: &[DayBatch<'_>], labelled: bool) {
-    SCRATCH.with_borrow_mut(|(raw, compressor)| {
+    let mut encoder = ENCODERS.lock().pop().unwrap_or_default();
+    {
+        let (raw, compressor) = &mut encoder;
         raw.clear();
         encode_raw(raw, days, labelled);
         if compressor.is_none() {
@@ -102,7 +105,8 @@ pub fn encode_batch(dst: &mut Vec<u8>, days: &[DayBatch<'_>], labelled: bool) {
         }
         raw.clear();
         raw.shrink_to(1 << 20); // what a next batch may reuse
-    });
+    }
+    ENCODERS.lock().push(encoder);
 }
 
 /// Appends a batch to `dst` uncompressed.
