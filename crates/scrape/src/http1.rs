@@ -21,6 +21,7 @@ const MAX_HEAD_BYTES: usize = 64 << 10;
 /// The most a body's announced length reserves up front.
 const MAX_ANNOUNCED_BYTES: usize = 16 << 20;
 const READ_CHUNK: usize = 16 << 10;
+const UNEXPECTED_EOF: &str = "unexpected EOF";
 
 /// A job's client: TLS settings and whether redirects are followed.
 pub(crate) struct DirectClient {
@@ -271,6 +272,23 @@ impl Incoming<'_> {
         Ok(&self.buf[start..start + n])
     }
 
+    /// Moves the next `n` bytes into `body`, refusing a body of `limit`
+    /// bytes or more.
+    async fn move_into(&mut self, mut n: usize, body: &mut Vec<u8>, limit: u64) -> Result<(), Failure> {
+        while n > 0 {
+            let part = self.take(n).await.map_err(|e| Failure::After(go_error(&e)))?;
+            if part.is_empty() {
+                return Err(Failure::After(UNEXPECTED_EOF.into()));
+            }
+            n -= part.len();
+            body.extend_from_slice(part);
+            if body.len() as u64 >= limit {
+                return Err(Failure::After(BODY_SIZE_LIMIT.into()));
+            }
+        }
+        Ok(())
+    }
+
     /// One line without its CRLF.
     async fn line(&mut self) -> Result<String, String> {
         loop {
@@ -283,7 +301,7 @@ impl Incoming<'_> {
                 return Err("malformed chunked encoding".into());
             }
             if !self.fill().await.map_err(|e| go_error(&e))? {
-                return Err("unexpected EOF".into());
+                return Err(UNEXPECTED_EOF.into());
             }
         }
     }
@@ -308,60 +326,31 @@ async fn exchange(stream: Option<&mut Stream>, request: &[u8], limit: u64) -> Re
         Framing::Length(n) => n.min(MAX_ANNOUNCED_BYTES),
         _ => 0,
     });
-    let after = |e: io::Error| Failure::After(go_error(&e));
-    let over = |body: &Vec<u8>| !head.gzip && body.len() as u64 >= limit;
-    let limited = || Failure::After(BODY_SIZE_LIMIT.into());
+    // A gzipped body is limited once inflated.
+    let limit = if head.gzip { u64::MAX } else { limit };
     let mut keep_alive = head.keep_alive;
     match framing {
-        Framing::Length(mut left) => {
-            while left > 0 {
-                let part = incoming.take(left).await.map_err(after)?;
-                if part.is_empty() {
-                    return Err(Failure::After("unexpected EOF".into()));
-                }
-                left -= part.len();
-                body.extend_from_slice(part);
-                if over(&body) {
-                    return Err(limited());
-                }
-            }
-        }
+        Framing::Length(len) => incoming.move_into(len, &mut body, limit).await?,
         Framing::Chunked => loop {
             let line = incoming.line().await.map_err(Failure::After)?;
             let size = line.split(';').next().unwrap_or_default().trim();
-            let mut left =
+            let len =
                 usize::from_str_radix(size, 16).map_err(|_| Failure::After("malformed chunked encoding".into()))?;
-            if left == 0 {
+            if len == 0 {
                 // Trailers, then the empty line.
                 while !incoming.line().await.map_err(Failure::After)?.is_empty() {}
                 break;
             }
-            while left > 0 {
-                let part = incoming.take(left).await.map_err(after)?;
-                if part.is_empty() {
-                    return Err(Failure::After("unexpected EOF".into()));
-                }
-                left -= part.len();
-                body.extend_from_slice(part);
-                if over(&body) {
-                    return Err(limited());
-                }
-            }
+            incoming.move_into(len, &mut body, limit).await?;
             if !incoming.line().await.map_err(Failure::After)?.is_empty() {
                 return Err(Failure::After("malformed chunked encoding".into()));
             }
         },
         Framing::UntilClose => {
             keep_alive = false;
-            loop {
-                let part = incoming.take(usize::MAX).await.map_err(after)?;
-                if part.is_empty() {
-                    break;
-                }
-                body.extend_from_slice(part);
-                if over(&body) {
-                    return Err(limited());
-                }
+            match incoming.move_into(usize::MAX, &mut body, limit).await {
+                Err(Failure::After(e)) if e == UNEXPECTED_EOF => {}
+                other => other?,
             }
         }
     }
@@ -412,7 +401,7 @@ async fn read_head(incoming: &mut Incoming<'_>) -> Result<Head, Failure> {
                 })?;
                 if !more {
                     return Err(if answered || !incoming.pending().is_empty() {
-                        Failure::After("unexpected EOF".into())
+                        Failure::After(UNEXPECTED_EOF.into())
                     } else {
                         Failure::BeforeResponse("EOF".into())
                     });
