@@ -4,6 +4,7 @@
 //! connection's task, channel and read buffer. Jobs with a proxy go through
 //! reqwest instead (client.rs).
 
+use std::future::Future;
 use std::io;
 use std::sync::Arc;
 
@@ -47,7 +48,14 @@ enum Stream {
     Tls(Box<TlsStream<TcpStream>>),
 }
 
-impl Stream {
+/// What an exchange reads from and writes to: a connection, or bytes in
+/// memory ([`read_response`]).
+trait Transport {
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize>;
+    async fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
+}
+
+impl Transport for Stream {
     async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Self::Plain(s) => s.read(buf).await,
@@ -63,6 +71,42 @@ impl Stream {
                 s.flush().await
             }
         }
+    }
+}
+
+/// A response given whole, handed out `step` bytes per read.
+struct InMemory<'a> {
+    bytes: &'a [u8],
+    step: usize,
+}
+
+impl Transport for InMemory<'_> {
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+
+    async fn write_all(&mut self, _: &[u8]) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What a scrape reads from `bytes` as a target's answer, the bytes
+/// arriving `step` at a time: the status and body, or why the response is
+/// refused. For the fuzz target and tests: the same code as a scrape's.
+pub fn read_response(bytes: &[u8], step: usize, limit: u64) -> Result<(u16, Vec<u8>), String> {
+    let mut transport = InMemory {
+        bytes,
+        step: step.max(1),
+    };
+    let exchange = std::pin::pin!(exchange(Some(&mut transport), b"", limit));
+    // Reads from memory never wait, so one poll finishes the exchange.
+    match exchange.poll(&mut std::task::Context::from_waker(std::task::Waker::noop())) {
+        std::task::Poll::Ready(Ok(read)) => Ok((read.response.status, read.response.body)),
+        std::task::Poll::Ready(Err(Failure::BeforeResponse(why) | Failure::After(why))) => Err(why),
+        std::task::Poll::Pending => Err("an in-memory read waited".into()),
     }
 }
 
@@ -237,13 +281,13 @@ enum Framing {
 }
 
 /// Bytes read from a stream and not consumed yet.
-struct Incoming<'s> {
-    stream: &'s mut Stream,
+struct Incoming<'s, T> {
+    stream: &'s mut T,
     buf: Vec<u8>,
     at: usize,
 }
 
-impl Incoming<'_> {
+impl<T: Transport> Incoming<'_, T> {
     fn pending(&self) -> &[u8] {
         &self.buf[self.at..]
     }
@@ -307,7 +351,7 @@ impl Incoming<'_> {
     }
 }
 
-async fn exchange(stream: Option<&mut Stream>, request: &[u8], limit: u64) -> Result<Read, Failure> {
+async fn exchange<T: Transport>(stream: Option<&mut T>, request: &[u8], limit: u64) -> Result<Read, Failure> {
     let Some(stream) = stream else {
         return Err(Failure::BeforeResponse("no connection".into()));
     };
@@ -379,7 +423,7 @@ struct Head {
 
 /// Reads the status line and headers (skipping informational responses),
 /// leaving what follows them pending.
-async fn read_head(incoming: &mut Incoming<'_>) -> Result<Head, Failure> {
+async fn read_head<T: Transport>(incoming: &mut Incoming<'_, T>) -> Result<Head, Failure> {
     let mut answered = false;
     loop {
         match parse_head(incoming.pending()).map_err(Failure::After)? {

@@ -11,7 +11,7 @@ pub mod client;
 pub mod discovery;
 mod exposition;
 mod from_config;
-mod http1;
+pub mod http1;
 mod inherit;
 mod manager;
 mod metrics;

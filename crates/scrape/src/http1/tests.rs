@@ -201,3 +201,54 @@ async fn an_unreachable_target_fails_in_gos_words() {
         "Get \"http://127.0.0.1:1/metrics\": dial tcp 127.0.0.1:1: connect: connection refused"
     );
 }
+
+mod any_bytes {
+    use proptest::prelude::*;
+
+    use super::super::read_response;
+
+    /// A response of `status` carrying `body`, chunked into `chunks`-byte
+    /// pieces or with its length.
+    fn response(status: u16, body: &[u8], chunks: Option<usize>) -> Vec<u8> {
+        let mut out = format!("HTTP/1.1 {status} X\r\n").into_bytes();
+        match chunks {
+            Some(size) => {
+                out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+                for piece in body.chunks(size.max(1)) {
+                    out.extend_from_slice(format!("{:x};e=1\r\n", piece.len()).as_bytes());
+                    out.extend_from_slice(piece);
+                    out.extend_from_slice(b"\r\n");
+                }
+                out.extend_from_slice(b"0\r\nT: 1\r\n\r\n");
+            }
+            None => {
+                out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+                out.extend_from_slice(body);
+            }
+        }
+        out
+    }
+
+    proptest! {
+        /// Whatever the bytes, how they arrive does not change what is read.
+        #[test]
+        fn reads_do_not_depend_on_how_the_bytes_arrive(
+            bytes in proptest::collection::vec(any::<u8>(), 0..300),
+            step in 1usize..64,
+        ) {
+            prop_assert_eq!(read_response(&bytes, step, 100), read_response(&bytes, 1 << 20, 100));
+        }
+
+        /// A response framed either way reads back as sent, arriving in any pieces.
+        #[test]
+        fn framed_responses_read_back(
+            status in prop_oneof![Just(200u16), Just(404), Just(500)],
+            body in proptest::collection::vec(any::<u8>(), 0..2000),
+            chunks in proptest::option::of(1usize..700),
+            step in 1usize..5000,
+        ) {
+            let bytes = response(status, &body, chunks);
+            prop_assert_eq!(read_response(&bytes, step, u64::MAX), Ok((status, body)));
+        }
+    }
+}
