@@ -24,6 +24,7 @@ mod promql_syntax;
 mod remote_read;
 mod remote_write;
 mod remote_write_v2;
+mod scrape_http_response;
 mod tsdb_histogram_file;
 mod tsdb_index_segment;
 mod tsdb_losses;
@@ -51,6 +52,7 @@ pub use promql_syntax::promql_syntax;
 pub use remote_read::remote_read;
 pub use remote_write::remote_write;
 pub use remote_write_v2::remote_write_v2;
+pub use scrape_http_response::scrape_http_response;
 pub use tsdb_histogram_file::tsdb_histogram_file;
 pub use tsdb_index_segment::tsdb_index_segment;
 pub use tsdb_losses::tsdb_losses;
@@ -83,6 +85,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("remote_read", remote_read),
     ("remote_write", remote_write),
     ("remote_write_v2", remote_write_v2),
+    ("scrape_http_response", scrape_http_response),
     ("tsdb_histogram_file", tsdb_histogram_file),
     ("tsdb_index_segment", tsdb_index_segment),
     ("tsdb_losses", tsdb_losses),

@@ -95,6 +95,7 @@ replay_tests! {
     remote_read
     remote_write
     remote_write_v2
+    scrape_http_response
     tsdb_histogram_file
     tsdb_index_segment
     tsdb_losses
