@@ -19,8 +19,9 @@ use crate::scrape_loop::BODY_SIZE_LIMIT;
 const MAX_REDIRECTS: usize = 10;
 /// The most a response's status line and headers may take.
 const MAX_HEAD_BYTES: usize = 64 << 10;
-/// The most a body's announced length reserves up front.
-const MAX_ANNOUNCED_BYTES: usize = 16 << 20;
+/// The most a body's announced length reserves up front; a longer body
+/// grows its buffer as it arrives.
+pub(crate) const MAX_ANNOUNCED_BYTES: usize = 16 << 20;
 const READ_CHUNK: usize = 16 << 10;
 const UNEXPECTED_EOF: &str = "unexpected EOF";
 

@@ -18,7 +18,7 @@ use crate::append::{AppendCounts, append_empty, append_report, append_scraped, r
 use crate::cache::ScrapeCache;
 use crate::client::{ScrapeClient, credential_headers};
 use crate::exposition::{parse_body, parse_options};
-use crate::http1::{Connection, Response};
+use crate::http1::{Connection, MAX_ANNOUNCED_BYTES, Response};
 use crate::metrics::{ScrapeMetrics, inc};
 use crate::settings::JobSettings;
 use crate::target::{Health, ScrapeStatus, Target};
@@ -389,7 +389,11 @@ async fn fetch_pooled(
         .unwrap_or("")
         .to_string();
     // One allocation when the target says how long the body is.
-    let announced = resp.content_length().unwrap_or(0).min(limit).min(MAX_ANNOUNCED_BYTES);
+    let announced = resp
+        .content_length()
+        .unwrap_or(0)
+        .min(limit)
+        .min(MAX_ANNOUNCED_BYTES as u64);
     let mut body = Vec::with_capacity(announced as usize);
     while let Some(chunk) = resp.chunk().await.map_err(|e| describe(&e, url))? {
         body.extend_from_slice(&chunk);
@@ -406,10 +410,6 @@ async fn fetch_pooled(
 }
 
 pub(crate) const BODY_SIZE_LIMIT: &str = "body size limit exceeded";
-
-/// The most a body's announced length reserves up front; a longer body
-/// grows its buffer as it arrives.
-const MAX_ANNOUNCED_BYTES: u64 = 16 << 20;
 
 /// A request error worded like Go's client errors: `Get "<url>": <why>`.
 fn describe(e: &reqwest::Error, url: &str) -> String {
