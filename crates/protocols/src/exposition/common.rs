@@ -151,6 +151,20 @@ fn refuse_labels<'a>(sorted: impl Iterator<Item = (&'a str, &'a str)>) -> Result
     Ok(())
 }
 
+/// The label whose name and value lie at `span` of `b` (as a text parser
+/// records them), unescaped, its value normalised under the last `TYPE`
+/// read, `kind`.
+pub(crate) fn label_at(
+    b: &[u8],
+    kind: MetricType,
+    (ns, ne, vs, ve): (usize, usize, usize, usize),
+) -> Result<(Cow<'_, str>, Cow<'_, str>), String> {
+    let name = unescape(utf8(b, ns, ne, "label name")?);
+    let value = unescape(utf8(b, vs, ve, "label value")?);
+    let value = normalize_label_value(kind, &name, value);
+    Ok((name, value))
+}
+
 /// Writes samples' labels into one [`LabelsBuf`] instead of building a
 /// label set each ([`super::parse_encoded`]): what [`finish_labels`]
 /// checks and returns, without an allocation per sample.
@@ -175,11 +189,8 @@ impl<'a> LabelEncoder<'a> {
         let pairs = &mut self.pairs;
         pairs.clear();
         pairs.push((Cow::Borrowed(METRIC_NAME), name));
-        for &(ns, ne, vs, ve) in spans {
-            let label = unescape(utf8(b, ns, ne, "label name")?);
-            let value = unescape(utf8(b, vs, ve, "label value")?);
-            let value = normalize_label_value(kind, &label, value);
-            pairs.push((label, value));
+        for &span in spans {
+            pairs.push(label_at(b, kind, span)?);
         }
         pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let borrowed = || pairs.iter().map(|(n, v)| (n.as_ref(), v.as_ref()));

@@ -14,7 +14,7 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 use super::classic::Sink;
 use super::common::{
     KnownSpellings, LabelEncoder, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start,
-    is_metric_char, is_metric_start, normalize_label_value, quoted_end, run_end, unescape, utf8,
+    is_metric_char, is_metric_start, label_at, quoted_end, run_end, unescape, utf8,
 };
 use super::float::{normalize_nan, parse_go_float, seconds_to_ms};
 use super::{Exposition, ExpositionError, KnownSeries, ParseOptions, ScrapedSample, ScrapedValue};
@@ -330,13 +330,11 @@ impl<'a> Parser<'a, '_> {
         if let Some(schema) = schema {
             schema.push_to(&mut out);
         }
-        for &(ns, ne, vs, ve) in &self.labels {
-            let label = unescape(utf8(self.b, ns, ne, "label name").map_err(|e| pos.error(e))?);
+        for &span in &self.labels {
+            let (label, value) = label_at(self.b, self.kind, span).map_err(|e| pos.error(e))?;
             if schema.is_some_and(|s| s.overrides(&label)) {
                 continue;
             }
-            let value = unescape(utf8(self.b, vs, ve, "label value").map_err(|e| pos.error(e))?);
-            let value = normalize_label_value(self.kind, &label, value);
             out.push(Label::new(label.as_ref(), value.as_ref()));
         }
         let (labels, empty_labels) = finish_labels(out).map_err(|e| pos.error(e))?;

@@ -13,8 +13,7 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 use super::classic::Sink;
 use super::common::{
     KnownSpellings, LabelEncoder, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start,
-    is_metric_char, is_metric_start, line_end, normalize_label_value, quoted_end, run_end, unescape, unescape_help,
-    utf8,
+    is_metric_char, is_metric_start, label_at, line_end, quoted_end, run_end, unescape, unescape_help, utf8,
 };
 use super::float::{normalize_nan, parse_go_float};
 use super::{Exposition, ExpositionError, KnownSeries, ParseOptions, ScrapedSample, ScrapedValue};
@@ -372,13 +371,11 @@ impl<'a> Parser<'a, '_> {
         if let Some(schema) = schema {
             schema.push_to(&mut out);
         }
-        for &(ns, ne, vs, ve) in &self.labels {
-            let label = unescape(utf8(self.b, ns, ne, "label name")?);
+        for &span in &self.labels {
+            let (label, value) = label_at(self.b, self.kind, span)?;
             if schema.is_some_and(|s| s.overrides(&label)) {
                 continue;
             }
-            let value = unescape(utf8(self.b, vs, ve, "label value")?);
-            let value = normalize_label_value(self.kind, &label, value);
             out.push(Label::new(label.as_ref(), value.as_ref()));
         }
         finish_labels(out)
