@@ -172,10 +172,14 @@ impl Labels {
         if count > rest.len() as u64 {
             return Err(LabelError::Malformed);
         }
-        let mut prev: Option<&str> = None;
+        // One scan of the whole encoding proves every string in it UTF-8
+        // when it is all ASCII, as label sets nearly always are; otherwise
+        // each string is checked on its own.
+        let string = if src.is_ascii() { get_bytes } else { get_utf8 };
+        let mut prev: Option<&[u8]> = None;
         for _ in 0..count {
-            let (name, r) = get_str(rest)?;
-            let (value, r) = get_str(r)?;
+            let (name, r) = string(rest)?;
+            let (value, r) = string(r)?;
             rest = r;
             if name.is_empty() || value.is_empty() || prev.is_some_and(|p| p >= name) {
                 return Err(LabelError::Malformed);
@@ -325,14 +329,24 @@ fn sorts_before(a: &str, b: &str) -> bool {
 }
 
 fn get_str(src: &[u8]) -> Result<(&str, &[u8]), LabelError> {
+    let (s, rest) = get_bytes(src)?;
+    let s = std::str::from_utf8(s).map_err(|_| LabelError::Malformed)?;
+    Ok((s, rest))
+}
+
+/// One length-prefixed string as bytes, unchecked as text.
+fn get_bytes(src: &[u8]) -> Result<(&[u8], &[u8]), LabelError> {
     let (len, rest) = get_uvarint(src).ok_or(LabelError::Malformed)?;
     let len = usize::try_from(len).map_err(|_| LabelError::Malformed)?;
     if len > rest.len() {
         return Err(LabelError::Malformed);
     }
-    let (s, rest) = rest.split_at(len);
-    let s = std::str::from_utf8(s).map_err(|_| LabelError::Malformed)?;
-    Ok((s, rest))
+    Ok(rest.split_at(len))
+}
+
+/// One length-prefixed string, checked to be UTF-8, as bytes.
+fn get_utf8(src: &[u8]) -> Result<(&[u8], &[u8]), LabelError> {
+    get_str(src).map(|(s, rest)| (s.as_bytes(), rest))
 }
 
 pub(crate) fn put_uvarint(dst: &mut Vec<u8>, mut v: u64) {
@@ -530,6 +544,20 @@ mod tests {
 
         #[test]
         fn check_encoding_accepts_exactly_what_decode_accepts(bytes in proptest::collection::vec(any::<u8>(), 0..24)) {
+            let decoded = Labels::decode(&bytes).ok().filter(|(_, rest)| rest.is_empty());
+            prop_assert_eq!(Labels::check_encoding(&bytes).ok(), decoded.map(|(l, _)| l.len()));
+        }
+
+        /// Bytes that are mostly small counts, lengths and ASCII letters, so
+        /// that many are well-formed: the all-ASCII path and the one that
+        /// checks each string must agree with `decode`.
+        #[test]
+        fn check_encoding_agrees_with_decode_on_near_canonical_bytes(
+            bytes in proptest::collection::vec(
+                prop_oneof![0u8..4, Just(b'a'), Just(b'b'), Just(0xC3), Just(0xA9), Just(0x80)],
+                0..16,
+            ),
+        ) {
             let decoded = Labels::decode(&bytes).ok().filter(|(_, rest)| rest.is_empty());
             prop_assert_eq!(Labels::check_encoding(&bytes).ok(), decoded.map(|(l, _)| l.len()));
         }
