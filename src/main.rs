@@ -169,6 +169,13 @@ struct Cli {
     #[arg(long = "cluster.replication-factor", default_value_t = 3)]
     cluster_replication_factor: usize,
 
+    /// Shuffle sharding: how many ingesters hold each tenant's series (a
+    /// tenant's `shard_size` limit overrides it), so that a tenant's reads
+    /// ask those and not every ingester. 0: every ingester holds every
+    /// tenant's series.
+    #[arg(long = "cluster.shard-size", default_value_t = 0)]
+    cluster_shard_size: usize,
+
     /// This node's failure domain (rack, availability zone).
     #[arg(long = "cluster.zone", default_value = "")]
     cluster_zone: String,
@@ -473,6 +480,7 @@ fn cluster_config(cli: &Cli) -> anyhow::Result<Option<cairn_cluster::ClusterConf
         zone_aware: cli.cluster_zone_awareness,
         role: cli.cluster_role,
         replication_factor: cli.cluster_replication_factor,
+        shard_size: cli.cluster_shard_size,
         lease_ttl: cli.cluster_lease_ttl,
         peer_timeout: cli.cluster_peer_timeout,
         secret,

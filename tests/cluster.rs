@@ -54,14 +54,19 @@ impl TestCluster {
 
     /// Starts one more node, listening on `host`, run under `prefix`.
     fn add_node(&mut self, host: &str, prefix: Vec<String>, extra: &[&str]) {
-        let dir = tempfile::tempdir().expect("tempdir");
         let id = format!("node-{}", self.nodes.len());
+        self.add_node_as(&id, host, prefix, extra);
+    }
+
+    /// [`Self::add_node`], with the node id given.
+    fn add_node_as(&mut self, id: &str, host: &str, prefix: Vec<String>, extra: &[&str]) {
+        let dir = tempfile::tempdir().expect("tempdir");
         let (rf, etcd) = (self.rf.to_string(), self.etcd.endpoint());
         let mut args = vec![
             "--cluster.etcd-endpoints",
             &etcd,
             "--cluster.node-id",
-            &id,
+            id,
             "--cluster.replication-factor",
             &rf,
             "--cluster.lease-ttl",
@@ -552,6 +557,142 @@ fn nodes_join_and_leave_while_writes_and_reads_go_on() {
     assert_complete_reads(&cluster.urls(), 5);
 
     cluster.finish_load(probe, bench);
+}
+
+/// The members of `tenant`'s shard of `size` among ingesters `ids`, as
+/// every node computes it.
+fn shard_of(ids: &[String], tenant: &str, size: usize) -> Vec<String> {
+    let members = ids
+        .iter()
+        .map(|id| cairn_cluster::ring::Member {
+            id: id.clone(),
+            addr: String::new(),
+            zone: String::new(),
+            ingester: true,
+            compactor: false,
+            queries: true,
+            monitors_from_ms: None,
+            state: cairn_cluster::ring::NodeState::Active,
+            reads_compressed_frames: true,
+        })
+        .collect();
+    let ring = Arc::new(cairn_cluster::ring::Ring::new(members, &[], false));
+    let shard = ring.for_tenant(tenant, size);
+    (0..ring.members().len())
+        .filter(|&i| shard.has_tokens(i))
+        .map(|i| ring.member(i).id.clone())
+        .collect()
+}
+
+/// The ingesters a node's reads asked per read since `before` (a
+/// `(reads, ingesters)` pair of its counters).
+fn fan_out_since(client: &Client, before: (f64, f64)) -> f64 {
+    let reads = client.metric("cairn_cluster_read_fan_outs_total").unwrap_or(0.0) - before.0;
+    let asked = client
+        .metric("cairn_cluster_read_fan_out_ingesters_total")
+        .unwrap_or(0.0)
+        - before.1;
+    assert!(reads > 0.0, "no reads fanned out");
+    asked / reads
+}
+
+fn fan_out_counters(client: &Client) -> (f64, f64) {
+    (
+        client.metric("cairn_cluster_read_fan_outs_total").unwrap_or(0.0),
+        client
+            .metric("cairn_cluster_read_fan_out_ingesters_total")
+            .unwrap_or(0.0),
+    )
+}
+
+#[test]
+fn a_tenants_series_and_reads_stay_on_its_shard_and_survive_a_shard_change() {
+    let Some(etcd) = Etcd::start() else {
+        return;
+    };
+    let tenant = cairn_storage::TenantId::default_tenant();
+    let limits = tempfile::NamedTempFile::new().expect("limits file");
+    std::fs::write(limits.path(), format!("tenants:\n  {tenant}:\n    shard_size: 3\n")).expect("limits");
+    let limits_path = limits.path().display().to_string();
+    let flags = ["--tenants.limits-file", limits_path.as_str()];
+    let mut cluster = TestCluster::empty(etcd, 3);
+    for _ in 0..5 {
+        cluster.add_node("127.0.0.1", Vec::new(), &flags);
+    }
+    cluster.wait_alive(5);
+    let ids: Vec<String> = (0..5).map(|i| format!("node-{i}")).collect();
+    let shard = shard_of(&ids, tenant.as_str(), 3);
+    assert_eq!(shard.len(), 3);
+
+    let probe = Probe::start(cluster.urls());
+    std::thread::sleep(Duration::from_secs(3));
+    // Only the shard registered as holding the tenant's series, and only
+    // its members took peers' writes.
+    let holders = |cluster: &TestCluster| -> Vec<String> {
+        let ring = cluster.ring(0);
+        let held = ring["holders"][tenant.as_str()].as_array().cloned().unwrap_or_default();
+        held.iter().map(|v| v.as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(holders(&cluster), shard);
+    for (i, id) in ids.iter().enumerate() {
+        let body = cluster.nodes[i].client().get("/metrics").body;
+        let written = body
+            .lines()
+            .find_map(|l| l.strip_prefix("cairn_cluster_frame_samples_total{route=\"write\"} "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0);
+        assert_eq!(
+            written > 0.0,
+            shard.contains(id),
+            "{id}: {written} samples from peers' writes"
+        );
+    }
+    // Reads through every node ask the shard only.
+    for node in &cluster.nodes {
+        let client = node.client();
+        let before = fan_out_counters(&client);
+        for _ in 0..3 {
+            assert!(count(&client, "count(probe)").is_ok());
+        }
+        assert_eq!(fan_out_since(&client, before), 3.0);
+    }
+
+    // A sixth ingester that enters the shard pushes one member out; that
+    // member keeps what it stored and reads still ask it.
+    let joiner = (5..200)
+        .map(|i| format!("node-{i}"))
+        .find(|id| {
+            let mut all = ids.clone();
+            all.push(id.clone());
+            shard_of(&all, tenant.as_str(), 3).contains(id)
+        })
+        .expect("an id that enters the shard");
+    let mut all = ids.clone();
+    all.push(joiner.clone());
+    let new_shard = shard_of(&all, tenant.as_str(), 3);
+    let pushed_out: Vec<&String> = shard.iter().filter(|id| !new_shard.contains(id)).collect();
+    assert_eq!(pushed_out.len(), 1, "{shard:?} -> {new_shard:?}");
+    cluster.add_node_as(&joiner, "127.0.0.1", Vec::new(), &flags);
+    cluster.wait_alive(6);
+    probe.set_urls(cluster.urls());
+    std::thread::sleep(Duration::from_secs(3));
+    let mut want: Vec<String> = shard.iter().chain([&joiner]).cloned().collect();
+    want.sort();
+    assert_eq!(holders(&cluster), want);
+    let client = cluster.nodes[0].client();
+    let before = fan_out_counters(&client);
+    assert!(count(&client, "count(probe)").is_ok());
+    assert_eq!(
+        fan_out_since(&client, before),
+        4.0,
+        "the new shard and the member it pushed out"
+    );
+
+    let start_ms = probe.start_ms;
+    let acked = probe.finish();
+    for url in cluster.urls() {
+        Probe::verify(start_ms, &acked, &Client::new(url), &[]);
+    }
 }
 
 #[test]

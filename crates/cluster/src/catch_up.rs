@@ -66,6 +66,12 @@ pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) 
     let me = ring.members().iter().position(|m| cluster.is_me(m));
     let (mut stored, mut owners, mut reader) = (0u64, Vec::new(), SampleReader::default());
     for tenant in &tenants {
+        let ring = ring.for_tenant(tenant.as_str(), cluster.shard_size(tenant));
+        if me.is_none_or(|me| !ring.has_tokens(me)) {
+            // Not in the tenant's shard: none of its series are this node's.
+            continue;
+        }
+        cluster.hold_blocking(tenant)?;
         let storage = local.get_or_create(tenant)?;
         for peer in &peers {
             for page in 0..PAGES {

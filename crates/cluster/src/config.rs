@@ -71,6 +71,9 @@ pub struct ClusterConfig {
     pub role: Role,
     /// How many ingesters hold each series.
     pub replication_factor: usize,
+    /// How many ingesters hold a tenant's series (shuffle sharding), unless
+    /// the tenant's limits say otherwise; 0: all of them.
+    pub shard_size: usize,
     /// A node that stops renewing its etcd lease leaves the ring after this long.
     pub lease_ttl: Duration,
     /// The longest a change of the ring takes to reach every node that
@@ -119,6 +122,7 @@ impl ClusterConfig {
             zone_aware: false,
             role: Role::All,
             replication_factor: 3,
+            shard_size: 0,
             lease_ttl: Duration::from_secs(10),
             ring_propagation: Duration::from_secs(1),
             peer_timeout: Duration::from_secs(10),
@@ -146,5 +150,13 @@ impl ClusterConfig {
     /// under its lease, gone when the node stops renewing it.
     pub fn alive_prefix(&self) -> String {
         format!("/cairn/{}/alive/", self.name)
+    }
+
+    /// The etcd key prefix saying which nodes hold which tenants' series:
+    /// `<node>/<tenant>`, written before the node stores the first of them
+    /// and kept until it leaves, so reads that ask only a tenant's shard
+    /// still find what went elsewhere before the shard changed.
+    pub fn holders_prefix(&self) -> String {
+        format!("/cairn/{}/holders/", self.name)
     }
 }

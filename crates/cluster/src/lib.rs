@@ -6,9 +6,13 @@
 //! - A write on any node ([`write`]) goes to each series' owners and is
 //!   acknowledged once a quorum of them stored it; HA pairs of Prometheus
 //!   are deduplicated on the way in ([`ha`]).
-//! - A read on any node ([`read`]) asks every ingester, joins the replicas
-//!   of each series, and fails (or, when allowed, warns) when too few
-//!   answered for the answer to be complete.
+//! - With shuffle sharding a tenant's series live on a shard of the
+//!   ingesters ([`ring::Ring::for_tenant`]); each ingester registers in
+//!   etcd which tenants' series it holds.
+//! - A read on any node ([`read`]) asks every ingester that may hold the
+//!   tenant's series, joins the replicas of each series, and fails (or,
+//!   when allowed, warns) when too few answered for the answer to be
+//!   complete.
 //! - With a shared bucket, each ingester uploads the days that are over
 //!   under a prefix of its own, and the compactor ([`compactor`]) merges
 //!   those replicas into one copy, which every node reads; the ingesters
@@ -40,7 +44,7 @@ mod write;
 pub use compactor::Compactor;
 pub use config::{ClusterConfig, Role};
 pub use ha::HaConfig;
-pub use node::Cluster;
+pub use node::{Cluster, ShardSizes};
 pub use routes::{SECRET_HEADER, routes};
 pub use tenants::ClusterTenants;
 pub use work::WorkOwners;

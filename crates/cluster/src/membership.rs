@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions, EventType, GetOptions, PutOptions, WatchOptions};
+use etcd_client::{Client, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp, WatchOptions};
 
 use crate::node::Cluster;
 use crate::ring::{Member, NodeState, Ring};
@@ -67,6 +67,8 @@ async fn register_and_renew(cluster: &Cluster) -> Result<(), etcd_client::Error>
     // nodes giving that share up stop when it starts.
     let from = crate::node::now_ms() + crate::work::settle(config).as_millis() as i64;
     cluster.monitors_from_ms.store(from, Ordering::Release);
+    // Before the ring gives it any series, so reads find what it held.
+    cluster.hold_local_tenants().await?;
     let mut published = put_member(&mut client, cluster, lease).await?;
     *cluster.lease.lock() = Some(lease);
     cluster.catch_up_since.store(last_alive, Ordering::Release);
@@ -128,6 +130,12 @@ pub(crate) async fn forget(config: &crate::ClusterConfig, node: &str) -> Result<
         .delete(format!("{}{node}", config.members_prefix()), None)
         .await?;
     client.delete(format!("{}{node}", config.alive_prefix()), None).await?;
+    client
+        .delete(
+            format!("{}{node}/", config.holders_prefix()),
+            Some(etcd_client::DeleteOptions::new().with_prefix()),
+        )
+        .await?;
     Ok(())
 }
 
@@ -160,7 +168,8 @@ async fn follow(cluster: &Cluster) -> Result<(), etcd_client::Error> {
         .with_prefix()
         .with_start_revision(members.revision + 1);
     let mut watch = client.watch(config.members_prefix(), Some(from.clone())).await?;
-    watch.watch(config.alive_prefix(), Some(from)).await?;
+    watch.watch(config.alive_prefix(), Some(from.clone())).await?;
+    watch.watch(config.holders_prefix(), Some(from)).await?;
     let mut asked_progress = false;
     loop {
         let answer = match tokio::time::timeout(WATCH_QUIET, watch.message()).await {
@@ -203,18 +212,37 @@ struct Members {
     /// By id.
     members: BTreeMap<String, Member>,
     alive: BTreeSet<String>,
+    /// By tenant: the members that registered holding some of its series.
+    holders: BTreeMap<String, BTreeSet<String>>,
     revision: i64,
 }
 
 impl Members {
     fn ring(&self, zone_aware: bool) -> Ring {
         let alive: Vec<String> = self.alive.iter().cloned().collect();
-        Ring::new(self.members.values().cloned().collect(), &alive, zone_aware)
+        Ring::new(self.members.values().cloned().collect(), &alive, zone_aware).with_holders(self.holders.clone())
     }
 
     /// A change of `key` in etcd: put with its new value, or deleted (`None`).
     fn apply(&mut self, config: &crate::ClusterConfig, key: &str, value: Option<&[u8]>) {
-        if let Some(id) = key.strip_prefix(&config.alive_prefix()) {
+        if let Some((node, tenant)) = key.strip_prefix(&config.holders_prefix()).and_then(holder_of) {
+            match value {
+                Some(_) => {
+                    self.holders
+                        .entry(tenant.to_string())
+                        .or_default()
+                        .insert(node.to_string());
+                }
+                None => {
+                    if let Some(nodes) = self.holders.get_mut(tenant) {
+                        nodes.remove(node);
+                        if nodes.is_empty() {
+                            self.holders.remove(tenant);
+                        }
+                    }
+                }
+            }
+        } else if let Some(id) = key.strip_prefix(&config.alive_prefix()) {
             match value {
                 Some(_) => self.alive.insert(id.to_string()),
                 None => self.alive.remove(id),
@@ -233,6 +261,36 @@ impl Members {
             }
         }
     }
+}
+
+/// `(node, tenant)` of a holder key below its prefix: `<node>/<tenant>`
+/// (tenant ids hold no `/`).
+fn holder_of(key: &str) -> Option<(&str, &str)> {
+    key.rsplit_once('/')
+        .filter(|(node, tenant)| !node.is_empty() && !tenant.is_empty())
+}
+
+/// The key saying that `node` holds some of `tenant`'s series.
+pub(crate) fn holder_key(config: &crate::ClusterConfig, node: &str, tenant: &str) -> String {
+    format!("{}{node}/{tenant}", config.holders_prefix())
+}
+
+/// Registers this node as holding some of each of `tenants`' series, in
+/// one transaction; done before the node stores any of them.
+pub(crate) async fn publish_holder(
+    config: &crate::ClusterConfig,
+    tenants: &[cairn_storage::TenantId],
+) -> Result<(), etcd_client::Error> {
+    if tenants.is_empty() {
+        return Ok(());
+    }
+    let mut client = connect(&config.etcd_endpoints).await?;
+    let puts: Vec<TxnOp> = tenants
+        .iter()
+        .map(|t| TxnOp::put(holder_key(config, &config.node_id, t.as_str()), Vec::new(), None))
+        .collect();
+    client.txn(Txn::new().and_then(puts)).await?;
+    Ok(())
 }
 
 fn parse_member(key: &str, value: &[u8]) -> Option<Member> {
@@ -263,6 +321,25 @@ async fn read_members(client: &mut Client, config: &crate::ClusterConfig) -> Res
             Some(GetOptions::new().with_prefix().with_revision(revision)),
         )
         .await?;
+    let holders_prefix = config.holders_prefix();
+    let mut holders: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let held = client
+        .get(
+            holders_prefix.as_str(),
+            Some(GetOptions::new().with_prefix().with_keys_only().with_revision(revision)),
+        )
+        .await?;
+    for kv in held.kvs() {
+        let Some((node, tenant)) = kv
+            .key_str()
+            .ok()
+            .and_then(|k| k.strip_prefix(&holders_prefix))
+            .and_then(holder_of)
+        else {
+            continue;
+        };
+        holders.entry(tenant.to_string()).or_default().insert(node.to_string());
+    }
     let mut members = BTreeMap::new();
     for kv in answer.kvs() {
         let Ok(key) = kv.key_str() else { continue };
@@ -276,6 +353,7 @@ async fn read_members(client: &mut Client, config: &crate::ClusterConfig) -> Res
     Ok(Members {
         members,
         alive,
+        holders,
         revision,
     })
 }
@@ -342,5 +420,35 @@ mod tests {
         // b forgotten: out of the ring.
         m.apply(&config, &format!("{members}b"), None);
         assert_eq!(ids(&m.ring(false)).len(), 1);
+    }
+
+    #[test]
+    fn holder_keys_say_who_holds_which_tenants_series() {
+        let config = crate::ClusterConfig::new("http://etcd:2379", "a", "a:9090");
+        let mut m = Members::default();
+        let key = |node: &str, tenant: &str| holder_key(&config, node, tenant);
+        m.apply(&config, &key("a", "t1"), Some(b""));
+        m.apply(&config, &key("b", "t1"), Some(b""));
+        m.apply(&config, &key("zone/b", "t2"), Some(b""));
+        let held = |m: &Members| {
+            m.ring(false)
+                .holders()
+                .iter()
+                .map(|(t, nodes)| (t.clone(), nodes.iter().cloned().collect::<Vec<_>>()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            held(&m),
+            [
+                ("t1".to_string(), vec!["a".to_string(), "b".to_string()]),
+                ("t2".to_string(), vec!["zone/b".to_string()])
+            ]
+        );
+        m.apply(&config, &key("a", "t1"), None);
+        m.apply(&config, &key("zone/b", "t2"), None);
+        assert_eq!(held(&m), [("t1".to_string(), vec!["b".to_string()])]);
+        // A key without a tenant changes nothing.
+        m.apply(&config, &format!("{}a/", config.holders_prefix()), Some(b""));
+        assert_eq!(held(&m).len(), 1);
     }
 }

@@ -6,6 +6,7 @@
 //! own and the calling thread waits for their outcome, as the bucket's
 //! client does.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -66,7 +67,15 @@ pub struct Cluster {
     pub(crate) frame_traffic: crate::routes::FrameTraffic,
     /// Writes on their way to their owners, also after their acknowledgement.
     pub(crate) writes_in_flight: Arc<crate::in_flight::WritesInFlight>,
+    pub(crate) read_fan_out: crate::read::FanOuts,
+    /// Tenants' own shard sizes (their limits; 0 where they set none).
+    shard_sizes: RwLock<Option<ShardSizes>>,
+    /// Tenants this node registered in etcd as holding some of their series.
+    holding: Mutex<HashSet<TenantId>>,
 }
+
+/// Each tenant's own shard size; 0 where it has none.
+pub type ShardSizes = Arc<dyn Fn(&TenantId) -> usize + Send + Sync>;
 
 /// Why a request to a peer failed.
 #[derive(Debug, Clone)]
@@ -165,6 +174,9 @@ impl Cluster {
             ring_reads: AtomicU64::new(0),
             frame_traffic: Default::default(),
             writes_in_flight: Default::default(),
+            read_fan_out: Default::default(),
+            shard_sizes: RwLock::default(),
+            holding: Mutex::default(),
         });
         if let Some(ha) = &cluster.ha {
             cluster
@@ -272,12 +284,81 @@ impl Cluster {
         self.ring.read().clone()
     }
 
-    pub(crate) fn set_ring(&self, ring: Ring) {
-        let changed = {
-            let old = self.ring.read();
-            old.members() != ring.members() || (0..ring.members().len()).any(|i| old.is_alive(i) != ring.is_alive(i))
+    /// How many ingesters hold `tenant`'s series; 0: all of them. Never
+    /// fewer than the replication factor, which needs as many owners.
+    pub(crate) fn shard_size(&self, tenant: &TenantId) -> usize {
+        let own = self.shard_sizes.read().as_ref().map_or(0, |of| of(tenant));
+        match if own > 0 { own } else { self.config.shard_size } {
+            0 => 0,
+            size => size.max(self.config.replication_factor),
+        }
+    }
+
+    /// Sets the tenants' own shard sizes (from their limits); where they
+    /// give 0, `--cluster.shard-size` holds.
+    pub fn set_shard_sizes(&self, sizes: ShardSizes) {
+        *self.shard_sizes.write() = Some(sizes);
+    }
+
+    /// The ring `tenant`'s series are written on: its shard's.
+    pub(crate) fn ring_for(&self, tenant: &TenantId) -> Arc<Ring> {
+        self.ring().for_tenant(tenant.as_str(), self.shard_size(tenant))
+    }
+
+    /// Registers this node in etcd as holding some of `tenant`'s series,
+    /// unless it did already: before it stores the first of them, so that
+    /// reads find them after the tenant's shard changes.
+    pub(crate) async fn hold(&self, tenant: &TenantId) -> Result<(), StorageError> {
+        if self.holding.lock().contains(tenant) {
+            return Ok(());
+        }
+        crate::membership::publish_holder(&self.config, std::slice::from_ref(tenant))
+            .await
+            .map_err(|e| {
+                StorageError::Unavailable(format!(
+                    "cannot register in etcd as holding tenant {tenant}'s series: {e}"
+                ))
+            })?;
+        self.holding.lock().insert(tenant.clone());
+        Ok(())
+    }
+
+    /// [`Self::hold`], from a thread that may block.
+    pub(crate) fn hold_blocking(self: &Arc<Self>, tenant: &TenantId) -> Result<(), StorageError> {
+        if self.holding.lock().contains(tenant) {
+            return Ok(());
+        }
+        let (cluster, tenant) = (self.clone(), tenant.clone());
+        self.block_on(async move { cluster.hold(&tenant).await })
+    }
+
+    /// Registers this node as holding the tenants its engine holds series
+    /// of, all at once.
+    pub(crate) async fn hold_local_tenants(&self) -> Result<(), etcd_client::Error> {
+        let Some(local) = self.local() else { return Ok(()) };
+        let holds_series = |tenant: &TenantId| {
+            // A tenant whose engine is open but empty (the default one always is open).
+            local.get(tenant).ok().flatten().is_none_or(|storage| {
+                let stats = storage.stats();
+                stats.active_series > 0 || stats.head_samples > 0 || stats.parts > 0
+            })
         };
-        if changed {
+        let tenants: Vec<TenantId> = local.list().into_iter().filter(holds_series).collect();
+        crate::membership::publish_holder(&self.config, &tenants).await?;
+        self.holding.lock().extend(tenants);
+        Ok(())
+    }
+
+    pub(crate) fn set_ring(&self, ring: Ring) {
+        let (members_changed, holders_changed) = {
+            let old = self.ring.read();
+            (
+                old.members() != ring.members()
+                    || (0..ring.members().len()).any(|i| old.is_alive(i) != ring.is_alive(i)),
+                old.holders() != ring.holders(),
+            )
+        };
+        if members_changed {
             let ids: Vec<String> = ring
                 .members()
                 .iter()
@@ -292,6 +373,8 @@ impl Cluster {
                 })
                 .collect();
             tracing::info!(members = ?ids, "cluster ring changed");
+        }
+        if members_changed || holders_changed {
             let owners = crate::work::WorkOwners::of(&ring);
             *self.ring.write() = Arc::new(ring);
             self.work.send_if_modified(|current| {
@@ -500,6 +583,12 @@ impl Cluster {
     /// their selects: `(route, bytes, samples)`.
     pub fn frame_traffic(&self) -> [(&'static str, u64, u64); 2] {
         self.frame_traffic.counts()
+    }
+
+    /// Reads this node fanned out to the ingesters, and the ingesters they
+    /// asked in all.
+    pub fn read_fan_outs(&self) -> (u64, u64) {
+        self.read_fan_out.counts()
     }
 
     /// CPU seconds this node spent storing peers' writes.

@@ -1,6 +1,7 @@
-//! A read through the cluster: asked of every ingester (matchers do not say
-//! which series, hence which owners, a select touches), their answers
-//! merged, and the replicas of each series joined into one.
+//! A read through the cluster: asked of every ingester that may hold the
+//! tenant's series (matchers do not say which series, hence which owners,
+//! a select touches; shuffle sharding narrows it to the tenant's shard),
+//! their answers merged, and the replicas of each series joined into one.
 //!
 //! Complete means: every series had enough owners answer that at least one
 //! of them stored each acknowledged write (`ring::read_tolerance`). Fewer
@@ -10,6 +11,7 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cairn_model::{HistogramSample, Labels, Matcher};
 use cairn_storage::{
@@ -291,6 +293,29 @@ pub(crate) fn join_replicas(ats: &[i64], avs: &[f64], bts: &[i64], bvs: &[f64]) 
     (ts, vs)
 }
 
+/// Reads fanned out to the ingesters, and how many ingesters they asked in
+/// all: what shuffle sharding keeps from growing with the cluster.
+#[derive(Debug, Default)]
+pub(crate) struct FanOuts {
+    reads: AtomicU64,
+    ingesters: AtomicU64,
+}
+
+impl FanOuts {
+    fn observe(&self, ingesters: usize) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.ingesters.fetch_add(ingesters as u64, Ordering::Relaxed);
+    }
+
+    /// `(reads, ingesters asked)`.
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        (
+            self.reads.load(Ordering::Relaxed),
+            self.ingesters.load(Ordering::Relaxed),
+        )
+    }
+}
+
 /// One peer's answer, on its way.
 type PeerCall = std::pin::Pin<Box<dyn Future<Output = Result<bytes::Bytes, PeerError>> + Send>>;
 
@@ -303,8 +328,9 @@ pub(crate) enum Needed {
     All,
 }
 
-/// Asks every ingester of the ring (this node's engine directly) and
-/// returns the answers, having checked that enough answered.
+/// Asks every ingester that may hold the tenant's series (this node's
+/// engine directly) and returns the answers, having checked that enough
+/// answered.
 pub(crate) fn fan_out(
     cluster: &Arc<Cluster>,
     tenant: &TenantId,
@@ -316,9 +342,11 @@ pub(crate) fn fan_out(
 ) -> Result<Vec<bytes::Bytes>, StorageError> {
     let ring = cluster.ring();
     let targets: Vec<(Member, bool)> = ring
-        .readable_ingesters()
+        .readers_of(tenant.as_str(), cluster.shard_size(tenant))
+        .into_iter()
         .map(|i| (ring.member(i).clone(), ring.is_alive(i)))
         .collect();
+    cluster.read_fan_out.observe(targets.len());
     if targets.is_empty() {
         return Err(StorageError::Unavailable(
             "the cluster's ring has no ingesters (is etcd reachable, has any ingester registered?)".into(),

@@ -8,8 +8,16 @@
 //! `replication_factor` distinct ingesters found clockwise from that point,
 //! in distinct zones first when zones are set. Adding a node takes about
 //! `1/n` of the ring from the others, spread over all of them.
+//!
+//! With shuffle sharding a tenant's series live on a shard of the
+//! ingesters ([`Ring::for_tenant`]), and its reads ask only the shard and
+//! whichever other ingesters registered holding some of its series
+//! ([`Ring::readers_of`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +72,25 @@ pub struct Ring {
     /// `(token, index into members)`, sorted by token: active ingesters only.
     tokens: Vec<(u32, usize)>,
     zone_aware: bool,
+    /// By tenant: the members that registered holding some of its series.
+    holders: BTreeMap<String, BTreeSet<String>>,
+    shards: ShardCache,
+}
+
+/// Tenants' shards of one ring, made when first asked for.
+#[derive(Default)]
+struct ShardCache(Mutex<HashMap<(String, usize), Arc<Ring>>>);
+
+impl Clone for ShardCache {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for ShardCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} shards", self.0.lock().len())
+    }
 }
 
 impl Ring {
@@ -86,7 +113,105 @@ impl Ring {
             alive,
             tokens,
             zone_aware,
+            holders: BTreeMap::new(),
+            shards: ShardCache::default(),
         }
+    }
+
+    /// The ring, knowing which members hold series of which tenants
+    /// (tenant → member ids).
+    pub fn with_holders(mut self, holders: BTreeMap<String, BTreeSet<String>>) -> Self {
+        self.holders = holders;
+        self
+    }
+
+    /// Whether a member owns any part of this ring.
+    pub fn has_tokens(&self, index: usize) -> bool {
+        self.tokens.iter().any(|&(_, i)| i == index)
+    }
+
+    /// By tenant: the members that registered holding some of its series.
+    pub fn holders(&self) -> &BTreeMap<String, BTreeSet<String>> {
+        &self.holders
+    }
+
+    /// The ring `tenant`'s series are written on with a shard of `size`
+    /// ingesters: the same members, with only the shard's tokens. The
+    /// whole ring when `size` is 0 or covers every active ingester.
+    pub fn for_tenant(self: &Arc<Self>, tenant: &str, size: usize) -> Arc<Ring> {
+        let Some(shard) = self.shard(tenant, size) else {
+            return self.clone();
+        };
+        let key = (tenant.to_string(), size);
+        if let Some(ring) = self.shards.0.lock().get(&key) {
+            return ring.clone();
+        }
+        let ring = Arc::new(Ring {
+            tokens: self.tokens.iter().copied().filter(|(_, i)| shard.contains(i)).collect(),
+            shards: ShardCache::default(),
+            ..(**self).clone()
+        });
+        self.shards.0.lock().insert(key, ring.clone());
+        ring
+    }
+
+    /// The ingesters a read of `tenant` asks: its shard of `size`, and any
+    /// other that registered holding some of its series (written there
+    /// before the shard changed, or by a node whose shard size differed).
+    /// Every readable ingester when `size` is 0 or covers them all.
+    pub fn readers_of(&self, tenant: &str, size: usize) -> Vec<usize> {
+        let Some(shard) = self.shard(tenant, size) else {
+            return self.readable_ingesters().collect();
+        };
+        let holders = self.holders.get(tenant);
+        self.readable_ingesters()
+            .filter(|i| shard.contains(i) || holders.is_some_and(|h| h.contains(&self.members[*i].id)))
+            .collect()
+    }
+
+    /// The members of `tenant`'s shard of `size` active ingesters, sorted;
+    /// `None` when that is all of them. Chosen by rendezvous hashing: each
+    /// ingester scores a hash of the tenant and its id, and the highest
+    /// scores make the shard, so an ingester joining or leaving changes a
+    /// shard by at most one member. On a zone-aware ring each zone gives
+    /// as many (`size` rounded up to a multiple of the zones), so a
+    /// series' replicas still span the zones.
+    fn shard(&self, tenant: &str, size: usize) -> Option<Vec<usize>> {
+        let active: Vec<usize> = self
+            .members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.ingester && m.state == NodeState::Active)
+            .map(|(i, _)| i)
+            .collect();
+        if size == 0 || size >= active.len() {
+            return None;
+        }
+        let mut zones: BTreeMap<&str, Vec<(u64, usize)>> = BTreeMap::new();
+        for &i in &active {
+            let zone = if self.zone_aware {
+                self.members[i].zone.as_str()
+            } else {
+                ""
+            };
+            zones
+                .entry(zone)
+                .or_default()
+                .push((shard_score(tenant, &self.members[i].id), i));
+        }
+        let per_zone = size.div_ceil(zones.len());
+        let mut shard: Vec<usize> = zones
+            .into_values()
+            .flat_map(|mut scored| {
+                scored.sort_unstable_by(|a, b| b.cmp(a));
+                scored.into_iter().take(per_zone).map(|(_, i)| i)
+            })
+            .collect();
+        if shard.len() >= active.len() {
+            return None;
+        }
+        shard.sort_unstable();
+        Some(shard)
     }
 
     /// Whether a member holds a live lease (it may still fail a request).
@@ -193,6 +318,15 @@ pub fn series_hash(tenant: &str, encoded_labels: &[u8]) -> u32 {
     (h.digest() >> 32) as u32
 }
 
+/// A member's score for a tenant's shard (see `Ring::shard`).
+fn shard_score(tenant: &str, node: &str) -> u64 {
+    let mut h = xxhash_rust::xxh3::Xxh3::new();
+    h.update(tenant.as_bytes());
+    h.update(&[0xFF]);
+    h.update(node.as_bytes());
+    h.digest()
+}
+
 fn token_of(node: &str, i: u32) -> u32 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
     h.update(node.as_bytes());
@@ -291,7 +425,122 @@ mod tests {
         assert_eq!(r.domain_of(0, 2), "a");
     }
 
+    fn shard_ids(ring: &Ring, tenant: &str, size: usize) -> BTreeSet<String> {
+        let ring = Arc::new(ring.clone()).for_tenant(tenant, size);
+        let mut owners = BTreeSet::new();
+        let mut out = Vec::new();
+        for s in 0..2000u32 {
+            ring.owners(series_hash(tenant, &s.to_le_bytes()), 1, &mut out);
+            owners.extend(out.iter().map(|&i| ring.member(i).id.clone()));
+        }
+        owners
+    }
+
+    #[test]
+    fn a_tenants_series_stay_on_its_shard() {
+        let r = Arc::new(ring(9));
+        let shard = r.shard("team-a", 3).expect("a shard of 3 of 9");
+        assert_eq!(shard.len(), 3);
+        let tenant_ring = r.for_tenant("team-a", 3);
+        let mut out = Vec::new();
+        for s in 0..5000u32 {
+            tenant_ring.owners(series_hash("team-a", &s.to_le_bytes()), 3, &mut out);
+            let owners: BTreeSet<usize> = out.iter().copied().collect();
+            assert_eq!(
+                owners,
+                shard.iter().copied().collect(),
+                "every series on the whole shard at RF 3"
+            );
+        }
+        // Indexes name the same members as the whole ring's.
+        assert_eq!(tenant_ring.members(), r.members());
+        assert_eq!(shard_ids(&r, "team-a", 3).len(), 3);
+    }
+
+    #[test]
+    fn no_shard_when_it_would_hold_every_ingester() {
+        let r = Arc::new(ring(3));
+        for size in [0, 3, 4] {
+            assert!(r.shard("t", size).is_none());
+            assert!(Arc::ptr_eq(&r.for_tenant("t", size), &r));
+            assert_eq!(r.readers_of("t", size), [0, 1, 2]);
+        }
+    }
+
+    #[test]
+    fn tenants_spread_over_the_ingesters() {
+        let r = ring(9);
+        let mut load = [0usize; 9];
+        for t in 0..900 {
+            for i in r.shard(&format!("tenant-{t}"), 3).unwrap() {
+                load[i] += 1;
+            }
+        }
+        for n in load {
+            assert!((200..400).contains(&n), "uneven shards: {load:?}");
+        }
+    }
+
+    #[test]
+    fn zone_aware_shards_take_each_zone_alike() {
+        let members = ["a", "b", "c"]
+            .iter()
+            .flat_map(|z| (0..4).map(move |i| member(&format!("{z}-{i}"), z)))
+            .collect();
+        let r = Arc::new(Ring::new(members, &[], true));
+        for (size, per_zone) in [(3, 1), (4, 2), (6, 2)] {
+            let shard = r.shard("t", size).unwrap();
+            let mut zones: BTreeMap<String, usize> = BTreeMap::new();
+            for i in &shard {
+                *zones.entry(r.member(*i).zone.clone()).or_default() += 1;
+            }
+            assert_eq!(
+                zones.values().copied().collect::<Vec<_>>(),
+                [per_zone; 3],
+                "size {size}"
+            );
+        }
+        let tenant_ring = r.for_tenant("t", 3);
+        let mut out = Vec::new();
+        for s in 0..500u32 {
+            tenant_ring.owners(series_hash("t", &s.to_le_bytes()), 3, &mut out);
+            let zones: BTreeSet<_> = out.iter().map(|&i| r.member(i).zone.clone()).collect();
+            assert_eq!(zones.len(), 3);
+        }
+    }
+
+    #[test]
+    fn reads_ask_the_shard_and_the_registered_holders() {
+        let r = ring(6);
+        let shard = r.shard("t", 2).unwrap();
+        assert_eq!(r.readers_of("t", 2), shard);
+        let outside = (0..6).find(|i| !shard.contains(i)).unwrap();
+        let holders = BTreeMap::from([("t".to_string(), BTreeSet::from([r.member(outside).id.clone()]))]);
+        let r = r.with_holders(holders);
+        let mut want = shard.clone();
+        want.push(outside);
+        want.sort();
+        assert_eq!(r.readers_of("t", 2), want);
+        // Another tenant's holders do not widen this one's reads.
+        assert_eq!(r.readers_of("u", 2), r.shard("u", 2).unwrap());
+    }
+
     proptest! {
+        /// Rendezvous hashing: one more ingester moves at most one member
+        /// into a shard, and that member is the new one.
+        #[test]
+        fn a_joining_ingester_changes_a_shard_by_at_most_itself(n in 2usize..12, size in 1usize..6, t in any::<u32>()) {
+            let tenant = format!("tenant-{t}");
+            let ids = |r: &Ring| -> BTreeSet<String> {
+                let all = (0..r.members().len()).collect();
+                r.shard(&tenant, size).unwrap_or(all).into_iter().map(|i| r.member(i).id.clone()).collect()
+            };
+            let (before, after) = (ids(&ring(n)), ids(&ring(n + 1)));
+            let joined: Vec<_> = after.difference(&before).collect();
+            prop_assert!(joined.is_empty() || joined == [&format!("node-{n}")], "{before:?} -> {after:?}");
+            prop_assert!(before.difference(&after).count() <= 1);
+        }
+
         #[test]
         fn owners_are_distinct_and_as_many_as_possible(n in 1usize..8, rf in 1usize..5, key in any::<u64>()) {
             let r = ring(n);

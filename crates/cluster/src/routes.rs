@@ -184,6 +184,7 @@ async fn write(
     inline: InlineWrites,
 ) -> Result<Response, Failure> {
     let (local, tenant) = local_for(&cluster, &headers)?;
+    cluster.hold(&tenant).await?;
     let bytes = body.len() as u64;
     let measured = cluster.clone();
     let store_measured = move || {
@@ -260,7 +261,7 @@ struct Owner {
 
 impl Owner {
     fn new(cluster: &Cluster, tenant: &TenantId, id: &str) -> Self {
-        let ring = cluster.ring();
+        let ring = cluster.ring_for(tenant);
         let index = ring.members().iter().position(|m| m.id == id);
         Self {
             ring,
@@ -401,6 +402,8 @@ async fn ring(State(cluster): State<Arc<Cluster>>, headers: HeaderMap) -> Result
         "fenced": cluster.fenced.load(Ordering::Acquire),
         "caught_up": cluster.caught_up(),
         "ring_reads": cluster.ring_reads.load(Ordering::Relaxed),
+        // By tenant: the members registered as holding some of its series.
+        "holders": ring.holders(),
     }))
     .into_response())
 }

@@ -34,7 +34,7 @@ pub(crate) struct ClusterAppender {
 
 impl ClusterAppender {
     pub(crate) fn new(cluster: Arc<Cluster>, tenant: TenantId) -> Self {
-        let ring = cluster.ring();
+        let ring = cluster.ring_for(&tenant);
         Self {
             cluster,
             tenant,
@@ -231,7 +231,10 @@ impl ClusterAppender {
         let started = cluster.begin(replicate(cluster.clone(), outgoing, here.map(|slot| (slot, local_rx))));
         if let Some(body) = local_body {
             let stored = match cluster.local() {
-                Some(local) => crate::routes::store(local.as_ref(), &self.tenant, &body).map(|(answer, _)| answer),
+                Some(local) => cluster
+                    .hold_blocking(&self.tenant)
+                    .and_then(|()| crate::routes::store(local.as_ref(), &self.tenant, &body))
+                    .map(|(answer, _)| answer),
                 None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
             };
             let _ = local_tx.send(stored.map_err(|e| PeerError::here(&cluster, e)));

@@ -9,6 +9,7 @@
 //!   max_query_samples: 0      # samples a query may hold; 0: --query.max-samples
 //!   max_query_series: 0       # series a query may select; 0: --query.max-series
 //!   retention: 31d            # absent: --storage.retention
+//!   shard_size: 0             # ingesters holding its series (cluster); 0: --cluster.shard-size
 //! tenants:
 //!   team-a:
 //!     ingestion_rate: 50000
@@ -39,6 +40,7 @@ pub struct Limits {
     pub max_query_series: usize,
     #[serde(deserialize_with = "retention")]
     pub retention: Option<Duration>,
+    pub shard_size: usize,
 }
 
 fn retention<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
@@ -187,7 +189,10 @@ mod tests {
         assert_eq!(l.of(&id("a")).max_active_series, 7);
         assert_eq!(l.of(&id("a")).retention, Some(Duration::from_secs(2 * 86_400)));
         assert_eq!(l.of(&id("b")).max_active_series, 5);
+        assert_eq!(l.of(&id("b")).shard_size, 0);
         assert_eq!(TenantLimits::parse("").unwrap(), TenantLimits::default());
+        let l = TenantLimits::parse("tenants:\n  a:\n    shard_size: 3\n").unwrap();
+        assert_eq!((l.of(&id("a")).shard_size, l.of(&id("b")).shard_size), (3, 0));
     }
 
     #[test]

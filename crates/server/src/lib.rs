@@ -168,6 +168,10 @@ pub async fn run(
     if let Some(path) = &config.limits_file {
         state.limits().set(limits::load(path)?);
     }
+    if let Some(cluster) = &cluster {
+        // Before the first request is routed.
+        cluster.set_shard_sizes(limits::shard_sizes(state.limits().current()));
+    }
     state.set_ready(false);
     let mut app = cairn_http::router_with(
         state.clone(),
@@ -220,14 +224,18 @@ pub async fn run(
         if let Some(cluster) = &cluster {
             cluster.set_local(db.clone());
         }
-        if let Some(file) = config.limits_file.clone() {
-            tokio::spawn(limits::reload_on_change(file, state.limits().clone(), db.clone()));
-        }
         tracing::info!(path = %path.display(), elapsed_ms = started.elapsed().as_millis() as u64, "storage ready");
         Some(db)
     } else {
         None
     };
+    if let Some(file) = config.limits_file.clone() {
+        let enforcers = limits::Enforcers {
+            tenants: db.clone(),
+            cluster: cluster.clone(),
+        };
+        tokio::spawn(limits::reload_on_change(file, state.limits().clone(), enforcers));
+    }
     let compaction = match &cluster {
         Some(cluster) => {
             let settings = limits::settings(state.limits().current());

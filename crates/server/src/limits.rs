@@ -30,8 +30,33 @@ pub fn settings(limits: Arc<TenantLimits>) -> SettingsOf {
     })
 }
 
+/// What `limits` tell the cluster: each tenant's shard size.
+pub fn shard_sizes(limits: Arc<TenantLimits>) -> cairn_cluster::ShardSizes {
+    Arc::new(move |tenant| limits.of(tenant).shard_size)
+}
+
+/// Where the limits in force apply besides the HTTP API: this node's
+/// engine and its cluster, where it has them.
+#[derive(Clone, Default)]
+pub struct Enforcers {
+    pub tenants: Option<Arc<TsdbTenants>>,
+    pub cluster: Option<Arc<cairn_cluster::Cluster>>,
+}
+
+impl Enforcers {
+    /// Puts `limits` in force.
+    pub fn apply(&self, limits: Arc<TenantLimits>) {
+        if let Some(tenants) = &self.tenants {
+            tenants.set_settings(settings(limits.clone()));
+        }
+        if let Some(cluster) = &self.cluster {
+            cluster.set_shard_sizes(shard_sizes(limits));
+        }
+    }
+}
+
 /// Watches `path` and puts each good version in force.
-pub async fn reload_on_change(path: PathBuf, state: Arc<LimitsState>, tenants: Arc<TsdbTenants>) {
+pub async fn reload_on_change(path: PathBuf, state: Arc<LimitsState>, enforcers: Enforcers) {
     let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
     let mut seen: Option<SystemTime> = modified(&path);
     loop {
@@ -45,7 +70,7 @@ pub async fn reload_on_change(path: PathBuf, state: Arc<LimitsState>, tenants: A
             Ok(limits) => {
                 tracing::info!(path = %path.display(), "tenant limits reloaded");
                 state.set(limits);
-                tenants.set_settings(settings(state.current()));
+                enforcers.apply(state.current());
             }
             Err(e) => tracing::error!(error = %e, "tenant limits not reloaded; the previous ones stay"),
         }

@@ -78,5 +78,22 @@ impl Peers for ClusterPeers {
             "counter",
         );
         e.sample(STORE_CPU, &[], self.0.peer_write_cpu_seconds());
+        const READS: &str = "cairn_cluster_read_fan_outs_total";
+        const ASKED: &str = "cairn_cluster_read_fan_out_ingesters_total";
+        let (reads, asked) = self.0.read_fan_outs();
+        e.family(
+            READS,
+            "Reads (selects, label queries, deletes, status) this node sent to the ingesters that may hold a \
+             tenant's series.",
+            "counter",
+        );
+        e.sample(READS, &[], reads as f64);
+        e.family(
+            ASKED,
+            "Ingesters the reads of cairn_cluster_read_fan_outs_total asked, in all: with shuffle sharding, \
+             about the shard size per read whatever the cluster's size.",
+            "counter",
+        );
+        e.sample(ASKED, &[], asked as f64);
     }
 }
