@@ -77,9 +77,16 @@ pub struct Ring {
     shards: ShardCache,
 }
 
-/// Tenants' shards of one ring, made when first asked for.
+/// Tenants' shards of one ring, made when first asked for: by tenant and
+/// size, the shard's members and its ring (`None`: the whole ring).
 #[derive(Default)]
-struct ShardCache(Mutex<HashMap<(String, usize), Arc<Ring>>>);
+struct ShardCache(Mutex<HashMap<(String, usize), Option<Shard>>>);
+
+#[derive(Clone)]
+struct Shard {
+    members: Vec<usize>,
+    ring: Arc<Ring>,
+}
 
 impl Clone for ShardCache {
     fn clone(&self) -> Self {
@@ -139,20 +146,10 @@ impl Ring {
     /// ingesters: the same members, with only the shard's tokens. The
     /// whole ring when `size` is 0 or covers every active ingester.
     pub fn for_tenant(self: &Arc<Self>, tenant: &str, size: usize) -> Arc<Ring> {
-        let Some(shard) = self.shard(tenant, size) else {
-            return self.clone();
-        };
-        let key = (tenant.to_string(), size);
-        if let Some(ring) = self.shards.0.lock().get(&key) {
-            return ring.clone();
+        match self.cached_shard(tenant, size) {
+            Some(shard) => shard.ring,
+            None => self.clone(),
         }
-        let ring = Arc::new(Ring {
-            tokens: self.tokens.iter().copied().filter(|(_, i)| shard.contains(i)).collect(),
-            shards: ShardCache::default(),
-            ..(**self).clone()
-        });
-        self.shards.0.lock().insert(key, ring.clone());
-        ring
     }
 
     /// The ingesters a read of `tenant` asks: its shard of `size`, and any
@@ -160,13 +157,38 @@ impl Ring {
     /// before the shard changed, or by a node whose shard size differed).
     /// Every readable ingester when `size` is 0 or covers them all.
     pub fn readers_of(&self, tenant: &str, size: usize) -> Vec<usize> {
-        let Some(shard) = self.shard(tenant, size) else {
+        let Some(shard) = self.cached_shard(tenant, size) else {
             return self.readable_ingesters().collect();
         };
         let holders = self.holders.get(tenant);
         self.readable_ingesters()
-            .filter(|i| shard.contains(i) || holders.is_some_and(|h| h.contains(&self.members[*i].id)))
+            .filter(|i| shard.members.contains(i) || holders.is_some_and(|h| h.contains(&self.members[*i].id)))
             .collect()
+    }
+
+    fn cached_shard(&self, tenant: &str, size: usize) -> Option<Shard> {
+        if size == 0 {
+            return None;
+        }
+        let key = (tenant.to_string(), size);
+        if let Some(shard) = self.shards.0.lock().get(&key) {
+            return shard.clone();
+        }
+        let shard = self.shard(tenant, size).map(|members| {
+            let ring = Arc::new(Ring {
+                tokens: self
+                    .tokens
+                    .iter()
+                    .copied()
+                    .filter(|(_, i)| members.contains(i))
+                    .collect(),
+                shards: ShardCache::default(),
+                ..self.clone()
+            });
+            Shard { members, ring }
+        });
+        self.shards.0.lock().insert(key, shard.clone());
+        shard
     }
 
     /// The members of `tenant`'s shard of `size` active ingesters, sorted;
