@@ -149,6 +149,9 @@ pub struct CompareArgs {
     /// Replication factor of each cluster started.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     pub replication_factor: u16,
+    /// The Cairn cluster's --cluster.shard-size (shuffle sharding); 0: off.
+    #[arg(long, default_value_t = 0)]
+    pub cluster_shard_size: usize,
     /// The etcd of a Cairn cluster (Debian's etcd-server).
     #[arg(long, default_value = "etcd")]
     pub etcd_bin: PathBuf,
@@ -207,6 +210,11 @@ pub struct WorkloadArgs {
     /// Writers sending the same series, each with its own `replica` label.
     #[arg(long, default_value_t = 1)]
     pub replicas: usize,
+    /// Spread the targets over this many tenants (`bench-0`, `bench-1`, …,
+    /// named by the X-Scope-OrgID header); each query round reads one
+    /// tenant, in turn. For targets that take the tenant from that header.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub tenants: u16,
     /// Real-time run length.
     #[arg(long, default_value = "5m", value_parser = duration)]
     pub duration: Duration,
@@ -346,6 +354,7 @@ impl WorkloadArgs {
             churn_percent: self.churn,
             churn_interval: self.churn_interval,
             replicas: self.replicas,
+            tenants: usize::from(self.tenants),
             duration: self.duration,
             backfill: self.backfill,
             stages: self.stages.clone().map(|s| s.0).unwrap_or_default(),
@@ -490,7 +499,14 @@ fn compare(a: &CompareArgs) -> anyhow::Result<()> {
     let shape = ClusterShape {
         nodes: usize::from(a.cluster_nodes),
         replication_factor: usize::from(a.replication_factor),
+        shard_size: a.cluster_shard_size,
     };
+    // VictoriaMetrics names tenants in the URL, and the Mimir started here
+    // runs single-tenant: neither would keep the bench's tenants apart.
+    anyhow::ensure!(
+        base.tenants == 1 || !(a.start_victoriametrics || a.start_vm_cluster || a.start_mimir.is_some()),
+        "--tenants needs targets that take the tenant from X-Scope-OrgID (Cairn)"
+    );
     anyhow::ensure!(
         shape.replication_factor <= shape.nodes,
         "--replication-factor {} exceeds --cluster-nodes {}",
@@ -671,11 +687,18 @@ fn with_storage_node_down(
         let readable_at = end_ms + 35_000;
         let wait_ms = readable_at - crate::run::now_ms();
         std::thread::sleep(Duration::from_millis(wait_ms.max(0) as u64));
-        let client = crate::query::QueryClient::new(url, config.access.clone())?;
-        match client.samples_stored(start_ms, end_ms) {
-            Ok(n) => report.samples_read_back = Some(n),
-            Err(e) => eprintln!("{}: the samples stored could not be counted: {e}", system.name),
+        let mut stored = 0;
+        for tenant in 0..config.tenants {
+            let client = crate::query::QueryClient::new(url, config.tenant_access(tenant))?;
+            match client.samples_stored(start_ms, end_ms) {
+                Ok(n) => stored += n,
+                Err(e) => {
+                    eprintln!("{}: the samples stored could not be counted: {e}", system.name);
+                    return Ok(report);
+                }
+            }
         }
+        report.samples_read_back = Some(stored);
     }
     Ok(report)
 }

@@ -43,6 +43,9 @@ pub const INGEST_CPU_METRICS: &[&str] = &[
 /// frames they send each other: writes to the owners, and select answers.
 pub const PEER_FRAME_BYTES: &[&str] = &["cairn_cluster_frame_bytes_total"];
 pub const PEER_WRITE_FRAME_BYTES: &[&str] = &["cairn_cluster_frame_bytes_total{route=\"write\"}"];
+/// Reads a Cairn node fanned out to the ingesters, and the ingesters they asked.
+pub const READ_FAN_OUTS: &[&str] = &["cairn_cluster_read_fan_outs_total"];
+pub const READ_FAN_OUT_INGESTERS: &[&str] = &["cairn_cluster_read_fan_out_ingesters_total"];
 
 /// Range queries of a node_exporter dashboard (the panels of a typical
 /// "Node Exporter Full" board), run over the `--range-window`.

@@ -99,6 +99,9 @@ pub struct TargetReport {
     pub peer_bytes_per_sample: Option<f64>,
     /// Of those, the writes' to the series' owners.
     pub peer_write_bytes_per_sample: Option<f64>,
+    /// Ingesters a read of the cluster asked, on average (a Cairn cluster
+    /// counts them).
+    pub read_fan_out: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -249,6 +252,9 @@ impl Report {
             }
             if let (Some(all), Some(writes)) = (t.peer_bytes_per_sample, t.peer_write_bytes_per_sample) {
                 row("between nodes B/sample", format!("{all:.2} (writes {writes:.2})"));
+            }
+            if let Some(f) = t.read_fan_out {
+                row("ingesters asked per read", format!("{f:.2}"));
             }
         }
         if !self.queries.is_empty() {

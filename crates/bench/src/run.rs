@@ -22,7 +22,10 @@ use crate::fleet::{Fleet, FleetConfig};
 use crate::histogram::Histogram;
 use crate::processes::Processes;
 use crate::procfs;
-use crate::query::{INGEST_CPU_METRICS, PEER_FRAME_BYTES, PEER_WRITE_FRAME_BYTES, QueryClient, QueryKind};
+use crate::query::{
+    INGEST_CPU_METRICS, PEER_FRAME_BYTES, PEER_WRITE_FRAME_BYTES, QueryClient, QueryKind, READ_FAN_OUT_INGESTERS,
+    READ_FAN_OUTS,
+};
 use crate::report::{
     GeneratorReport, LatencyReport, QueryClassReport, QueryReport, Report, TargetReport, TimelinePoint, WorkloadReport,
 };
@@ -45,6 +48,8 @@ pub struct RunConfig {
     pub churn_percent: f64,
     pub churn_interval: Duration,
     pub replicas: usize,
+    /// Tenants the targets are spread over (target `t` is tenant `t % tenants`'s).
+    pub tenants: usize,
     /// Real-time run length (ignored with stages, whose sum is the length).
     pub duration: Duration,
     /// Backfill this span ending now, as fast as the target accepts.
@@ -86,6 +91,7 @@ impl Default for RunConfig {
             churn_percent: 0.0,
             churn_interval: Duration::from_secs(600),
             replicas: 1,
+            tenants: 1,
             duration: Duration::from_secs(300),
             backfill: None,
             stages: Vec::new(),
@@ -111,6 +117,20 @@ impl Default for RunConfig {
 struct Job {
     body: Vec<u8>,
     samples: u64,
+    /// Index of its tenant.
+    tenant: usize,
+}
+
+impl RunConfig {
+    /// The access of tenant `i`'s requests: the configured one, naming the
+    /// tenant when the targets are spread over several.
+    pub(crate) fn tenant_access(&self, i: usize) -> Access {
+        let mut access = self.access.clone();
+        if self.tenants > 1 {
+            access.headers.push(("X-Scope-OrgID".into(), format!("bench-{i}")));
+        }
+        access
+    }
 }
 
 /// Counters shared by all threads.
@@ -248,30 +268,45 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
     };
     // Ingest CPU, bytes between nodes, of which writes.
     let counters = || match &self_metrics {
-        Some(client) => client.self_metrics([INGEST_CPU_METRICS, PEER_FRAME_BYTES, PEER_WRITE_FRAME_BYTES]),
+        Some(client) => client.self_metrics([
+            INGEST_CPU_METRICS,
+            PEER_FRAME_BYTES,
+            PEER_WRITE_FRAME_BYTES,
+            READ_FAN_OUTS,
+            READ_FAN_OUT_INGESTERS,
+        ]),
         None => Vec::new(),
     };
     let counters0 = counters();
     let started = Instant::now();
 
     let mut client = Client::new(cfg.write_url.clone())?;
-    client.access = cfg.access.clone();
     client.protocol = cfg.protocol;
+    // Tenants' clients share the connection pool and the turn over the URLs.
+    let clients: Vec<Client> = (0..cfg.tenants)
+        .map(|i| {
+            let mut c = client.clone();
+            c.access = cfg.tenant_access(i);
+            c
+        })
+        .collect();
     let (senders, receivers): (Vec<SyncSender<Job>>, Vec<Receiver<Job>>) =
         (0..cfg.concurrency).map(|_| sync_channel::<Job>(4)).unzip();
 
     let timeline = std::thread::scope(|scope| -> anyhow::Result<Vec<TimelinePoint>> {
         let mut workers = Vec::new();
         for rx in receivers {
-            let (client, shared) = (client.clone(), shared.clone());
-            workers.push(scope.spawn(move || send_loop(&client, &rx, &shared)));
+            let (clients, shared) = (clients.clone(), shared.clone());
+            workers.push(scope.spawn(move || send_loop(&clients, &rx, &shared)));
         }
         let querier = match &cfg.query_url {
             Some(url) if !cfg.rules.is_empty() || cfg.range_window.is_some() => {
-                let qc = QueryClient::new(url, cfg.access.clone())?;
+                let qcs = (0..cfg.tenants)
+                    .map(|i| QueryClient::new(url, cfg.tenant_access(i)))
+                    .collect::<anyhow::Result<Vec<_>>>()?;
                 let shared = shared.clone();
                 let realtime = cfg.backfill.is_none();
-                Some(scope.spawn(move || query_loop(&qc, cfg, realtime, &shared)))
+                Some(scope.spawn(move || query_loop(&qcs, cfg, realtime, &shared)))
             }
             _ => None,
         };
@@ -322,7 +357,12 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         })
         .unwrap_or_default();
     let (all_queries, query_classes) = shared.queries.lock().map(|q| latency_by_class(&q)).unwrap_or_default();
-    let [ingest_cpu, peer_bytes, peer_write_bytes] = crate::query::counters_growth(&counters0, &counters());
+    let [ingest_cpu, peer_bytes, peer_write_bytes, fan_outs, fan_out_ingesters] =
+        crate::query::counters_growth(&counters0, &counters());
+    let read_fan_out = fan_out_ingesters
+        .zip(fan_outs)
+        .filter(|&(_, reads)| reads > 0.0)
+        .map(|(asked, reads)| asked / reads);
     let per_sample = |bytes: Option<f64>| bytes.filter(|_| delivered > 0).map(|b| b / delivered as f64);
     let peer_bytes_per_sample = per_sample(peer_bytes);
     let peer_write_bytes_per_sample = per_sample(peer_write_bytes);
@@ -345,6 +385,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
                 .map(|d| d as f64 / delivered as f64),
             peer_bytes_per_sample,
             peer_write_bytes_per_sample,
+            read_fan_out,
         }
     });
     Ok(Report {
@@ -423,8 +464,10 @@ fn produce(
     let interval_ms = cfg.interval.as_millis() as i64;
     let mut next_k = vec![0u64; targets];
     let mut label_cache: Vec<Vec<Option<CachedLabels>>> = vec![vec![None; cfg.replicas]; targets];
-    let mut batches: Vec<Vec<SeriesSamples>> = vec![Vec::new(); senders.len()];
-    let mut batch_samples = vec![0usize; senders.len()];
+    // One batch per sender and tenant: a request holds one tenant's series.
+    let tenants = cfg.tenants.max(1);
+    let mut batches: Vec<Vec<SeriesSamples>> = vec![Vec::new(); senders.len() * tenants];
+    let mut batch_samples = vec![0usize; senders.len() * tenants];
     // Backfill windows: enough scrapes that one target's request is near the batch size.
     let per_request = (cfg.batch_samples / w.fleet.series_per_target().max(1)).max(1) as i64;
     let backfill_window = per_request * interval_ms;
@@ -441,6 +484,7 @@ fn produce(
         let mut oldest_due = i64::MAX;
         for t in 0..targets {
             let worker = t % senders.len();
+            let batch = worker * tenants + t % tenants;
             loop {
                 let k0 = next_k[t];
                 let g0 = w.fleet.grid_point(t, k0);
@@ -468,22 +512,26 @@ fn produce(
                     }
                     let labels = cached.as_ref().map(|(_, l)| l.as_slice()).unwrap_or_default();
                     let series = w.samples(t, r, labels, k0, k1);
-                    batch_samples[worker] += series.iter().map(|s| s.samples.len()).sum::<usize>();
-                    batches[worker].extend(series);
-                    if batch_samples[worker] >= cfg.batch_samples {
+                    batch_samples[batch] += series.iter().map(|s| s.samples.len()).sum::<usize>();
+                    batches[batch].extend(series);
+                    if batch_samples[batch] >= cfg.batch_samples {
                         flush(
                             cfg.protocol,
-                            &mut batches[worker],
-                            &mut batch_samples[worker],
-                            &senders[worker],
+                            (&mut batches[batch], &mut batch_samples[batch]),
+                            (&senders[worker], t % tenants),
                             shared,
                         )?;
                     }
                 }
             }
         }
-        for (i, s) in senders.iter().enumerate() {
-            flush(cfg.protocol, &mut batches[i], &mut batch_samples[i], s, shared)?;
+        for (i, (batch, samples)) in batches.iter_mut().zip(&mut batch_samples).enumerate() {
+            flush(
+                cfg.protocol,
+                (batch, samples),
+                (&senders[i / tenants], i % tenants),
+                shared,
+            )?;
         }
         shared.data_time.store(window_end, Ordering::Relaxed);
         if cfg.backfill.is_none() && oldest_due != i64::MAX {
@@ -505,11 +553,12 @@ fn produce(
     Ok(())
 }
 
+/// Sends a batch (its series and their sample count) to a sender, as its
+/// tenant's (the sender and the tenant's index).
 fn flush(
     protocol: WireProtocol,
-    batch: &mut Vec<SeriesSamples>,
-    samples: &mut usize,
-    tx: &SyncSender<Job>,
+    (batch, samples): (&mut Vec<SeriesSamples>, &mut usize),
+    (tx, tenant): (&SyncSender<Job>, usize),
     shared: &Shared,
 ) -> anyhow::Result<()> {
     if batch.is_empty() {
@@ -521,15 +570,21 @@ fn flush(
     *samples = 0;
     shared.generated.fetch_add(n, Ordering::Relaxed);
     shared.queued.fetch_add(1, Ordering::Relaxed);
-    tx.send(Job { body, samples: n }).context("sender threads stopped")?;
+    tx.send(Job {
+        body,
+        samples: n,
+        tenant,
+    })
+    .context("sender threads stopped")?;
     Ok(())
 }
 
-fn send_loop(client: &Client, rx: &Receiver<Job>, shared: &Shared) {
+/// Sends jobs, each with its tenant's client.
+fn send_loop(clients: &[Client], rx: &Receiver<Job>, shared: &Shared) {
     while let Ok(job) = rx.recv() {
         shared.queued.fetch_sub(1, Ordering::Relaxed);
         let t0 = Instant::now();
-        let outcome = client.post(&job.body);
+        let outcome = clients[job.tenant].post(&job.body);
         let took = t0.elapsed();
         shared.bytes.fetch_add(job.body.len() as u64, Ordering::Relaxed);
         match outcome {
@@ -578,8 +633,11 @@ fn latency_by_class(queries: &[QueryStats]) -> (Histogram, Vec<QueryClassReport>
     (all, classes)
 }
 
-fn query_loop(qc: &QueryClient, cfg: &RunConfig, realtime: bool, shared: &Shared) {
+/// Runs the rules and dashboards every query interval, each round as one
+/// tenant's (`qcs`: a client per tenant), in turn.
+fn query_loop(qcs: &[QueryClient], cfg: &RunConfig, realtime: bool, shared: &Shared) {
     let mut next = Instant::now();
+    let mut round = 0usize;
     // At least one whole round runs, even when a fast backfill finishes first,
     // so every rule gets a latency figure.
     let mut completed = 0u64;
@@ -590,6 +648,8 @@ fn query_loop(qc: &QueryClient, cfg: &RunConfig, realtime: bool, shared: &Shared
             continue;
         }
         next += cfg.query_interval;
+        let qc = &qcs[round % qcs.len()];
+        round += 1;
         // Real time evaluates at "now"; a backfill at the newest data written.
         let at_ms = if realtime {
             now_ms()
@@ -734,5 +794,24 @@ fn sample_loop(cfg: &RunConfig, shared: &Shared, tck: u64, started: Instant) -> 
             }
             return points;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenants_are_named_by_header_only_when_there_are_several() {
+        let one = RunConfig::default();
+        assert!(one.tenant_access(0).headers.is_empty());
+        let several = RunConfig {
+            tenants: 3,
+            ..RunConfig::default()
+        };
+        assert_eq!(
+            several.tenant_access(2).headers,
+            [("X-Scope-OrgID".to_string(), "bench-2".to_string())]
+        );
     }
 }

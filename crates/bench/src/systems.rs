@@ -34,6 +34,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(180);
 pub struct ClusterShape {
     pub nodes: usize,
     pub replication_factor: usize,
+    /// Cairn's shuffle-sharding shard size; 0: off.
+    pub shard_size: usize,
 }
 
 /// The three binaries of a VictoriaMetrics cluster.
@@ -214,7 +216,8 @@ pub fn start_cairn_cluster(
                 .args(["--http.listen-addr", base.trim_start_matches("http://")])
                 .args(["--log.level", "warn", "--cluster.etcd-endpoints", &etcd])
                 .args(["--cluster.name", "bench", "--cluster.node-id", &format!("node-{i}")])
-                .args(["--cluster.replication-factor", &replication]),
+                .args(["--cluster.replication-factor", &replication])
+                .args(["--cluster.shard-size", &shape.shard_size.to_string()]),
         )?;
         system.write_urls.push(format!("{base}/api/v1/write"));
         system.query_urls.push(base);
