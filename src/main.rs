@@ -201,7 +201,8 @@ struct Cli {
     /// How often the compactor looks for days the ingesters uploaded, and
     /// each ingester for days the compactor holds (whose copies it then
     /// drops, twice --storage.object-store.refresh-interval after the
-    /// compactor wrote them: by then every node reads them).
+    /// compactor wrote them: by then every node reads them) and for tenants
+    /// it holds no series of any more (whose holder keys it drops).
     #[arg(long = "cluster.compaction-interval", default_value = "1m", value_parser = duration)]
     cluster_compaction_interval: Duration,
 
@@ -481,6 +482,7 @@ fn cluster_config(cli: &Cli) -> anyhow::Result<Option<cairn_cluster::ClusterConf
         role: cli.cluster_role,
         replication_factor: cli.cluster_replication_factor,
         shard_size: cli.cluster_shard_size,
+        compaction_interval: cli.cluster_compaction_interval,
         lease_ttl: cli.cluster_lease_ttl,
         peer_timeout: cli.cluster_peer_timeout,
         secret,
@@ -570,7 +572,6 @@ fn main() -> anyhow::Result<()> {
         (Some(c), Some(b)) => {
             use cairn_cluster::layout;
             c.bucket = Some(b.clone());
-            c.compaction_interval = cli.cluster_compaction_interval;
             c.retire_delay = cli.object_store_refresh_interval * 2;
             Some(layout::with_url(
                 b,

@@ -696,6 +696,53 @@ fn a_tenants_series_and_reads_stay_on_its_shard_and_survive_a_shard_change() {
 }
 
 #[test]
+fn an_ingester_holding_none_of_a_tenants_series_drops_its_holder_key_and_takes_it_again_on_write() {
+    let Some(etcd) = Etcd::start() else {
+        return;
+    };
+    let mut cluster = TestCluster::empty(etcd, 3);
+    for _ in 0..3 {
+        cluster.add_node("127.0.0.1", Vec::new(), &["--cluster.compaction-interval", "1s"]);
+    }
+    cluster.wait_alive(3);
+    let holders = |cluster: &TestCluster| -> Vec<String> {
+        let held = cluster.ring(0)["holders"]["team-h"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        held.iter().map(|v| v.as_str().unwrap().to_string()).collect()
+    };
+    let wait_for = |cluster: &TestCluster, want: &[&str]| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while holders(cluster) != want {
+            assert!(
+                Instant::now() < deadline,
+                "holders {:?}, want {want:?}; node-0: {}",
+                holders(cluster),
+                cluster.nodes[0].log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let client = Client::for_tenant(cluster.nodes[0].url(), "team-h");
+    let write = |t: i64| client.write(&[series(&[("__name__", "held"), ("s", "1")], &[(t, 1.0)])]);
+    write(now_ms());
+    wait_for(&cluster, &["node-0", "node-1", "node-2"]);
+    // Other tenants' data (the default tenant's) does not keep it.
+    Client::new(cluster.nodes[0].url()).write(&[series(&[("__name__", "other")], &[(now_ms(), 1.0)])]);
+
+    // Nothing of the tenant left to read anywhere: every node drops its key.
+    let r = client.post_form("/api/v1/admin/tsdb/delete_series", &[("match[]", "{__name__=~\".+\"}")]);
+    assert_eq!(r.status, 204, "{}", r.body);
+    wait_for(&cluster, &[]);
+
+    // The next write registers the owners again, before they store it.
+    write(now_ms());
+    wait_for(&cluster, &["node-0", "node-1", "node-2"]);
+    assert_eq!(count(&client, "count(held)"), Ok(1.0));
+}
+
+#[test]
 fn the_cluster_keeps_serving_while_etcd_restarts() {
     let Some(mut cluster) = TestCluster::start(3, 3) else {
         return;

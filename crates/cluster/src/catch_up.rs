@@ -71,7 +71,7 @@ pub(crate) fn catch_up(cluster: &Arc<Cluster>, last_alive_ms: i64, now_ms: i64) 
             // Not in the tenant's shard: none of its series are this node's.
             continue;
         }
-        cluster.hold_blocking(tenant)?;
+        let _holding = cluster.hold_blocking(tenant)?;
         let storage = local.get_or_create(tenant)?;
         for peer in &peers {
             for page in 0..PAGES {

@@ -95,7 +95,8 @@ pub struct ClusterConfig {
     /// what lies where below it); `None` when days stay on the nodes' disks.
     pub bucket: Option<cairn_bucket::BucketConfig>,
     /// How often the compactor looks for uploaded days to merge, and each
-    /// ingester for days the compactor has merged.
+    /// ingester for days the compactor has merged and for tenants it holds
+    /// no series of any more.
     pub compaction_interval: Duration,
     /// How long an ingester keeps its copy of a day after the compactor
     /// noted that it holds it: long enough for every node reading the

@@ -27,6 +27,7 @@ mod config;
 mod fence;
 mod ha;
 mod handoff;
+mod holders;
 mod in_flight;
 pub mod layout;
 mod membership;

@@ -293,6 +293,18 @@ pub(crate) async fn publish_holder(
     Ok(())
 }
 
+/// Drops this node's registration as holding some of `tenant`'s series.
+pub(crate) async fn unpublish_holder(
+    config: &crate::ClusterConfig,
+    tenant: &cairn_storage::TenantId,
+) -> Result<(), etcd_client::Error> {
+    let mut client = connect(&config.etcd_endpoints).await?;
+    client
+        .delete(holder_key(config, &config.node_id, tenant.as_str()), None)
+        .await?;
+    Ok(())
+}
+
 fn parse_member(key: &str, value: &[u8]) -> Option<Member> {
     serde_json::from_slice::<Member>(value)
         .inspect_err(|e| tracing::warn!(key, error = %e, "cluster ring: unreadable member"))

@@ -6,7 +6,6 @@
 //! own and the calling thread waits for their outcome, as the bucket's
 //! client does.
 
-use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -18,6 +17,7 @@ use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
 use crate::config::ClusterConfig;
+use crate::holders::{HoldGuard, Holdings};
 use crate::ring::{Member, NodeState, Ring};
 use crate::routes::{SECRET_HEADER, path};
 
@@ -71,7 +71,7 @@ pub struct Cluster {
     /// Tenants' own shard sizes (their limits; 0 where they set none).
     shard_sizes: RwLock<Option<ShardSizes>>,
     /// Tenants this node registered in etcd as holding some of their series.
-    holding: Mutex<HashSet<TenantId>>,
+    pub(crate) holdings: Arc<Holdings>,
 }
 
 /// Each tenant's own shard size; 0 where it has none.
@@ -176,7 +176,7 @@ impl Cluster {
             writes_in_flight: Default::default(),
             read_fan_out: Default::default(),
             shard_sizes: RwLock::default(),
-            holding: Mutex::default(),
+            holdings: Arc::default(),
         });
         if let Some(ha) = &cluster.ha {
             cluster
@@ -206,6 +206,7 @@ impl Cluster {
             return;
         }
         self.runtime().spawn(crate::membership::keep_registered(self.clone()));
+        self.runtime().spawn(crate::holders::drop_unneeded(self.clone()));
         let cluster = self.clone();
         std::thread::spawn(move || cluster.catch_up_after_registrations());
         let cluster = self.clone();
@@ -306,27 +307,27 @@ impl Cluster {
     }
 
     /// Registers this node in etcd as holding some of `tenant`'s series,
-    /// unless it did already: before it stores the first of them, so that
-    /// reads find them after the tenant's shard changes.
-    pub(crate) async fn hold(&self, tenant: &TenantId) -> Result<(), StorageError> {
-        if self.holding.lock().contains(tenant) {
-            return Ok(());
-        }
-        crate::membership::publish_holder(&self.config, std::slice::from_ref(tenant))
-            .await
-            .map_err(|e| {
-                StorageError::Unavailable(format!(
-                    "cannot register in etcd as holding tenant {tenant}'s series: {e}"
-                ))
-            })?;
-        self.holding.lock().insert(tenant.clone());
-        Ok(())
+    /// unless it is: before it stores the first of them, so that reads find
+    /// them after the tenant's shard changes. The guard keeps the
+    /// registration while they are being stored.
+    pub(crate) async fn hold(&self, tenant: &TenantId) -> Result<HoldGuard, StorageError> {
+        let config = &self.config;
+        let publish = || async move {
+            crate::membership::publish_holder(config, std::slice::from_ref(tenant))
+                .await
+                .map_err(|e| {
+                    StorageError::Unavailable(format!(
+                        "cannot register in etcd as holding tenant {tenant}'s series: {e}"
+                    ))
+                })
+        };
+        self.holdings.hold(tenant, publish).await
     }
 
     /// [`Self::hold`], from a thread that may block.
-    pub(crate) fn hold_blocking(self: &Arc<Self>, tenant: &TenantId) -> Result<(), StorageError> {
-        if self.holding.lock().contains(tenant) {
-            return Ok(());
+    pub(crate) fn hold_blocking(self: &Arc<Self>, tenant: &TenantId) -> Result<HoldGuard, StorageError> {
+        if let Some(guard) = self.holdings.try_hold(tenant) {
+            return Ok(guard);
         }
         let (cluster, tenant) = (self.clone(), tenant.clone());
         self.block_on(async move { cluster.hold(&tenant).await })
@@ -336,16 +337,18 @@ impl Cluster {
     /// of, all at once.
     pub(crate) async fn hold_local_tenants(&self) -> Result<(), etcd_client::Error> {
         let Some(local) = self.local() else { return Ok(()) };
-        let holds_series = |tenant: &TenantId| {
-            // A tenant whose engine is open but empty (the default one always is open).
-            local.get(tenant).ok().flatten().is_none_or(|storage| {
-                let stats = storage.stats();
-                stats.active_series > 0 || stats.head_samples > 0 || stats.parts > 0
-            })
-        };
-        let tenants: Vec<TenantId> = local.list().into_iter().filter(holds_series).collect();
+        let every = local.list();
+        let listed = every.clone();
+        let held = tokio::task::spawn_blocking(move || {
+            let tenants = listed.into_iter();
+            tenants
+                .filter(|t| crate::holders::holds_series(local.as_ref(), t))
+                .collect()
+        });
+        // Every tenant when it cannot be told which hold series.
+        let tenants: Vec<TenantId> = held.await.unwrap_or(every);
         crate::membership::publish_holder(&self.config, &tenants).await?;
-        self.holding.lock().extend(tenants);
+        self.holdings.registered(&tenants);
         Ok(())
     }
 

@@ -184,12 +184,13 @@ async fn write(
     inline: InlineWrites,
 ) -> Result<Response, Failure> {
     let (local, tenant) = local_for(&cluster, &headers)?;
-    cluster.hold(&tenant).await?;
+    let holding = cluster.hold(&tenant).await?;
     let bytes = body.len() as u64;
     let measured = cluster.clone();
     let store_measured = move || {
         let cpu = cpu_time::ThreadTime::now();
         let stored = store(local.as_ref(), &tenant, &body);
+        drop(holding);
         let nanos = cpu.elapsed().as_nanos() as u64;
         measured
             .frame_traffic

@@ -233,7 +233,7 @@ impl ClusterAppender {
             let stored = match cluster.local() {
                 Some(local) => cluster
                     .hold_blocking(&self.tenant)
-                    .and_then(|()| crate::routes::store(local.as_ref(), &self.tenant, &body))
+                    .and_then(|_holding| crate::routes::store(local.as_ref(), &self.tenant, &body))
                     .map(|(answer, _)| answer),
                 None => Err(StorageError::Unavailable("this node's engine is not open yet".into())),
             };
