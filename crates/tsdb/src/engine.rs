@@ -285,6 +285,19 @@ impl Tsdb {
             .collect()
     }
 
+    /// The sequence number the next write will get: every row written
+    /// from now on, and every part made of such rows, is at or above it.
+    pub fn next_seq(&self) -> u64 {
+        self.inner.next_seq.load(Ordering::Acquire)
+    }
+
+    /// The least sequence number of `day`'s local parts, those the bucket
+    /// does not hold yet (rows still in memory not counted: flush first).
+    pub fn local_min_seq(&self, day: Day) -> Option<u64> {
+        let partition = self.inner.partitions.read().get(&day).cloned();
+        partition.and_then(|p| p.local_min_seq())
+    }
+
     /// Whether the bucket holds all of `day` this engine has (true for a
     /// day it has nothing of).
     pub fn is_uploaded(&self, day: Day) -> bool {

@@ -26,6 +26,21 @@ use crate::tier;
 /// Where the engines of tenants other than the default are, on disk and in the bucket.
 const TENANTS_DIR: &str = "tenants";
 
+/// What comes before every key of `tenant`'s engine in the bucket.
+fn bucket_prefix(tenant: &TenantId) -> String {
+    if tenant.is_default() {
+        String::new()
+    } else {
+        format!("{TENANTS_DIR}/{tenant}/")
+    }
+}
+
+/// What comes before the keys of `tenant`'s `day` in the bucket (below the
+/// engines' prefix).
+pub fn day_keys_prefix(tenant: &TenantId, day: crate::Day) -> String {
+    format!("{}{}/{day}/", bucket_prefix(tenant), crate::partition::PARTITIONS)
+}
+
 /// What a tenant's limits say its engine keeps.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TenantSettings {
@@ -129,7 +144,7 @@ impl TsdbTenants {
         let remote = self.remote.as_ref().map(|r| {
             Arc::new(Remote {
                 bucket: r.bucket.clone(),
-                prefix: format!("{TENANTS_DIR}/{id}/"),
+                prefix: bucket_prefix(id),
                 writable: r.writable,
             })
         });

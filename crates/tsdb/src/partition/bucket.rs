@@ -290,6 +290,18 @@ impl Partition {
             .collect()
     }
 
+    /// The least sequence number of the partition's local parts (those the
+    /// bucket does not hold yet), if it has any.
+    pub fn local_min_seq(&self) -> Option<u64> {
+        self.parts
+            .read()
+            .disk
+            .iter()
+            .filter(|p| p.object().is_none())
+            .map(|p| p.meta().min_seq)
+            .min()
+    }
+
     /// Whether the bucket holds all the partition has: no row in memory,
     /// no local part.
     pub fn is_all_uploaded(&self) -> bool {

@@ -2,8 +2,8 @@
 
 mod bucket;
 
-pub use bucket::Remote;
 use bucket::file_name;
+pub use bucket::{PARTITIONS, Remote};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
@@ -119,6 +119,12 @@ enum Stored {
 
 fn part_file_name(min_seq: u64, max_seq: u64) -> String {
     format!("part-{min_seq:020}-{max_seq:020}.cpart")
+}
+
+/// The sequence numbers a part's rows span, read from its name (its file's
+/// or its object key's last segment).
+pub fn part_seq_range(key: &str) -> Option<(u64, u64)> {
+    parse_part_name(key.rsplit('/').next()?)
 }
 
 fn parse_part_name(name: &str) -> Option<(u64, u64)> {
