@@ -2,15 +2,17 @@
 # What the compactor costs (docs/cluster.md, docs/benchmarks.md): a backfill
 # (`cairn bench run --backfill`) into three cairn nodes at replication factor 3
 # with a shared bucket (a directory), the days that are over uploaded by each
-# node, then one compactor started: its CPU seconds per million samples it
-# keeps, and the bucket's bytes before and after. The same backfill into
+# node, then COMPACTORS compactors started (1 unless set), sharing the days:
+# their CPU seconds per million samples kept, the time until every day is
+# compacted, and the bucket's bytes before and after. The same backfill into
 # VictoriaMetrics (VM_BIN) in the same run is the peer's ingestion cost.
 #   scripts/bench_compactor.sh [TARGETS] [SPAN]
-#   (BIN=target/release/cairn, VM_BIN=../shared/peers/victoria-metrics-1.150.0)
+#   (BIN=target/release/cairn, VM_BIN=../shared/peers/victoria-metrics-1.150.0, COMPACTORS=1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/cairn}
 VM_BIN=${VM_BIN:-../shared/peers/victoria-metrics-1.150.0}
+COMPACTORS=${COMPACTORS:-1}
 TARGETS=${1:-200}
 SPAN=${2:-36h}
 work=$(mktemp -d)
@@ -58,21 +60,26 @@ while :; do
 done
 before=$(bytes_under "$work/bucket/nodes")
 
-p=$(port)
-"$BIN" "${common[@]}" --storage.path "$work/compactor" --http.listen-addr "127.0.0.1:$p" \
-  --cluster.node-id compactor --cluster.role compact --log.level info > "$work/compactor.log" 2>&1 &
-compactor=$!; pids+=($compactor)
-wait_ready "http://127.0.0.1:$p"
+compactors=()
+for i in $(seq "$COMPACTORS"); do
+  p=$(port)
+  "$BIN" "${common[@]}" --storage.path "$work/compactor-$i" --http.listen-addr "127.0.0.1:$p" \
+    --cluster.node-id "compactor-$i" --cluster.role compact --log.level info > "$work/compactor-$i.log" 2>&1 &
+  compactors+=($!); pids+=($!)
+  wait_ready "http://127.0.0.1:$p"
+done
 started=$(date +%s.%N)
 deadline=$((SECONDS + 3600))
-while [ "$(parts_under "$work/bucket/nodes")" -gt 0 ] || [ "$(parts_under "$work/bucket/compacted")" -eq 0 ]; do
+while [ "$(parts_under "$work/bucket/nodes")" -gt 0 ] || [ "$(parts_under "$work/bucket/compactors")" -eq 0 ]; do
   [ "$SECONDS" -lt "$deadline" ] || { echo "not compacted within an hour; logs in $work" >&2; trap - EXIT; exit 1; }
   sleep 1
 done
 elapsed=$(echo "$(date +%s.%N) - $started" | bc)
-cpu=$(cpu_seconds "$compactor")
-after=$(bytes_under "$work/bucket/compacted")
-kept=$(sed 's/\x1b\[[0-9;]*m//g' "$work/compactor.log" | grep -o 'samples=[0-9]*' | awk -F= '{ s += $2 } END { print s + 0 }')
+cpu=0
+for pid in "${compactors[@]}"; do cpu=$(echo "$cpu + $(cpu_seconds "$pid")" | bc); done
+after=$(bytes_under "$work/bucket/compactors")
+kept=$(cat "$work"/compactor-*.log | sed 's/\x1b\[[0-9;]*m//g' | grep 'compacted a day' | grep -o 'samples=[0-9]*' |
+  awk -F= '{ s += $2 } END { print s + 0 }')
 
 vm_port=$(port)
 "$VM_BIN" -storageDataPath "$work/vm" -httpListenAddr "127.0.0.1:$vm_port" -loggerLevel ERROR > "$work/vm.log" 2>&1 &
@@ -88,7 +95,7 @@ cpu, kept, before, after, elapsed = (float(x) for x in sys.argv[3:8])
 ingest = lambda r: (r["target"] or {}).get("cpu_seconds_per_million_samples") or 0
 print(f"backfill: {cluster['samples_delivered']} samples; 3 nodes at RF 3 {ingest(cluster):.2f} CPU s/M, "
       f"VictoriaMetrics {ingest(vm):.2f} CPU s/M")
-print(f"compactor: {kept:.0f} samples kept (read from 3 replicas) in {elapsed:.1f} s, {cpu:.2f} CPU s: "
+print(f"compactors: {kept:.0f} samples kept (read from 3 replicas) in {elapsed:.1f} s, {cpu:.2f} CPU s: "
       f"{cpu / kept * 1e6:.2f} CPU s per million samples kept")
 print(f"bucket parts: {before / 1e6:.1f} MB of replicas -> {after / 1e6:.1f} MB compacted ({before / after:.2f}x), "
       f"{after / kept:.3f} B per sample kept")

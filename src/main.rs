@@ -576,7 +576,7 @@ fn main() -> anyhow::Result<()> {
             Some(layout::with_url(
                 b,
                 match c.role {
-                    cairn_cluster::Role::Compact => layout::compacted_bucket_url(&b.url),
+                    cairn_cluster::Role::Compact => layout::compactor_bucket_url(&b.url, &c.node_id),
                     _ => layout::node_bucket_url(&b.url, &c.node_id),
                 },
             ))

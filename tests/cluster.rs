@@ -848,19 +848,14 @@ fn ha_pairs_are_deduplicated_and_fail_over() {
     assert!(after[..20].iter().all(|&(_, v)| v == 1.0), "the past is kept as it was");
 }
 
-#[test]
-fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
-    let Some(server) = crate::common::seaweedfs::SeaweedFs::start() else {
-        return;
-    };
-    let Some(etcd) = Etcd::start() else { return };
-    let mut cluster = TestCluster::empty(etcd, 3);
-    let endpoint = server.endpoint();
-    let bucket_args = [
+/// The flags of a node whose cluster shares a bucket in the SeaweedFS at
+/// `endpoint`, with every interval short.
+fn shared_bucket_args(endpoint: &str) -> Vec<String> {
+    [
         "--storage.object-store.url",
         "s3://cairn/cluster",
         "--storage.object-store.endpoint",
-        &endpoint,
+        endpoint,
         "--storage.object-store.region",
         "us-east-1",
         "--storage.object-store.access-key-id",
@@ -875,7 +870,236 @@ fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
         "1s",
         "--cluster.compaction-interval",
         "1s",
-    ];
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The bucket of [`shared_bucket_args`], as the test reads it.
+fn shared_bucket(endpoint: &str) -> Arc<cairn_bucket::Bucket> {
+    Arc::new(
+        cairn_bucket::Bucket::open(
+            &cairn_bucket::BucketConfig {
+                endpoint: Some(endpoint.to_string()),
+                region: Some("us-east-1".into()),
+                access_key_id: Some("cairn".into()),
+                secret_access_key: Some("cairn-secret".into()),
+                ..cairn_bucket::BucketConfig::new("s3://cairn/cluster")
+            },
+            tempfile::tempdir().unwrap().path(),
+            0,
+        )
+        .unwrap(),
+    )
+}
+
+/// Waits until each of the first `ingesters` nodes uploaded a part of each of `days`.
+fn wait_for_uploads(bucket: &cairn_bucket::Bucket, cluster: &TestCluster, ingesters: usize, days: &[cairn_tsdb::Day]) {
+    let deadline = Instant::now() + Duration::from_secs(90);
+    for node in 0..ingesters {
+        let prefix = format!("nodes/node-{node}");
+        while parts_of(bucket, &prefix, days)
+            .iter()
+            .map(|p| p.key.split('/').find_map(cairn_tsdb::Day::parse))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+            < days.len()
+        {
+            assert!(
+                Instant::now() < deadline,
+                "node {node} did not upload every day:\n{}",
+                cluster.nodes[node].log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+/// The parts of `days` below `prefix` of the bucket.
+fn parts_of(bucket: &cairn_bucket::Bucket, prefix: &str, days: &[cairn_tsdb::Day]) -> Vec<cairn_bucket::ObjectInfo> {
+    let dates: Vec<String> = days.iter().map(ToString::to_string).collect();
+    bucket
+        .list(prefix)
+        .unwrap()
+        .into_iter()
+        .filter(|o| o.key.ends_with(".cpart") && dates.iter().any(|d| o.key.contains(&format!("/{d}/"))))
+        .collect()
+}
+
+/// The samples the parts of `days` below `prefix` hold, all told.
+fn samples_in(bucket: &Arc<cairn_bucket::Bucket>, prefix: &str, days: &[cairn_tsdb::Day]) -> u64 {
+    parts_of(bucket, prefix, days)
+        .into_iter()
+        .map(|object| {
+            cairn_tsdb::Part::open_object(bucket.clone(), object)
+                .unwrap()
+                .meta()
+                .samples
+        })
+        .sum()
+}
+
+#[test]
+fn compactors_share_the_days_and_one_killed_mid_job_leaves_each_sample_once() {
+    let Some(server) = crate::common::seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let Some(etcd) = Etcd::start() else { return };
+    let mut cluster = TestCluster::empty(etcd, 2);
+    let endpoint = server.endpoint();
+    let bucket_args = shared_bucket_args(&endpoint);
+    let bucket_args: Vec<&str> = bucket_args.iter().map(String::as_str).collect();
+    for _ in 0..2 {
+        cluster.add_node("127.0.0.1", Vec::new(), &bucket_args);
+    }
+    cluster.wait_alive(2);
+    let mut compactor_args = bucket_args.clone();
+    compactor_args.extend(["--cluster.role", "compact"]);
+    cluster.add_node_as("compactor-a", "127.0.0.1", Vec::new(), &compactor_args);
+    cluster.add_node_as("compactor-b", "127.0.0.1", Vec::new(), &compactor_args);
+    let (a, b) = (2, 3);
+    let compactors = ["compactor-a", "compactor-b"];
+    for node in [a, b] {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while compactors
+            .iter()
+            .any(|c| !cluster.members(node).contains(&(c.to_string(), true)))
+        {
+            assert!(Instant::now() < deadline, "the compactors do not see each other");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // Days that are over, each its own compaction job.
+    const DAYS: i64 = 16;
+    const SERIES: i64 = 40;
+    const PER_DAY: i64 = 720;
+    let today = now_ms() / 86_400_000;
+    let days: Vec<cairn_tsdb::Day> = (2..2 + DAYS)
+        .map(|d| cairn_tsdb::Day::of((today - d) * 86_400_000))
+        .collect();
+    let writer = cluster.nodes[0].client();
+    let write = |days: &[cairn_tsdb::Day]| {
+        for day in days {
+            let batch: Vec<_> = (0..SERIES)
+                .map(|s| {
+                    let samples: Vec<(i64, f64)> = (0..PER_DAY)
+                        .map(|k| (day.mint() + k * 120_000, (s * 10_000 + k) as f64))
+                        .collect();
+                    series(&[("__name__", "compacted_days"), ("s", &s.to_string())], &samples)
+                })
+                .collect();
+            writer.write(&batch);
+        }
+    };
+    let bucket = shared_bucket(&endpoint);
+    // Waits until the bucket holds each sample of `days` once, in the
+    // compactors' copies, and no replica of them.
+    let compacted = |cluster: &TestCluster, days: &[cairn_tsdb::Day]| {
+        let expected = (days.len() as i64 * SERIES * PER_DAY) as u64;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let (left, stored) = (
+                parts_of(&bucket, "nodes", days).len(),
+                samples_in(&bucket, "compactors", days),
+            );
+            if left == 0 && stored == expected {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{left} replica parts left, {stored} samples compacted of {expected}:\n{}\n{}",
+                cluster.nodes[a].log(),
+                cluster.nodes[b].log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    };
+
+    // The first half: the two compactors share the days out, each sample
+    // kept once.
+    let (first, second) = days.split_at(DAYS as usize / 2);
+    write(first);
+    compacted(&cluster, first);
+    for compactor in compactors {
+        assert!(
+            !parts_of(&bucket, &format!("compactors/{compactor}"), first).is_empty(),
+            "{compactor} compacted none of the first days"
+        );
+    }
+
+    // The second half, two days at a time: as soon as a compactor has
+    // begun a day, it is killed, at once or a little later (wherever its
+    // job then is), and comes back only once its lease has run out, so the
+    // other takes the day over from there.
+    let busy = |server: &Server| {
+        let log = server.log();
+        let last = |line: &str| log.rfind(line).map(|i| i + 1).unwrap_or(0);
+        last("began compacting a day") > last("compacted a day").max(last("compacting a day failed"))
+    };
+    let mut killed_mid_job = 0;
+    for (wave, after_ms) in second.chunks(2).zip([0, 20, 50, 90]) {
+        write(wave);
+        wait_for_uploads(&bucket, &cluster, 2, wave);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !parts_of(&bucket, "nodes", wave).is_empty() {
+            assert!(Instant::now() < deadline, "the days were not compacted");
+            let Some(node) = [a, b].into_iter().find(|&n| busy(&cluster.nodes[n])) else {
+                std::thread::sleep(Duration::from_millis(2));
+                continue;
+            };
+            if after_ms == 0 {
+                cluster.nodes[node].signal("-STOP");
+                killed_mid_job += usize::from(busy(&cluster.nodes[node]));
+            } else {
+                std::thread::sleep(Duration::from_millis(after_ms));
+            }
+            cluster.nodes[node].kill9();
+            std::thread::sleep(Duration::from_secs(3));
+            cluster.nodes[node].restart();
+            break;
+        }
+        compacted(&cluster, wave);
+    }
+    assert!(
+        killed_mid_job > 0,
+        "no compactor was ever caught in the middle of a job"
+    );
+
+    // However the jobs were cut, the bucket ends up holding each sample
+    // once (the first days' copies untouched), and the nodes' replicas are dropped.
+    compacted(&cluster, &days);
+    let end = crate::common::ms_to_param(days[0].maxt());
+    for node in 0..4 {
+        let r = cluster.nodes[node].client().get_query(
+            "/api/v1/query",
+            &[
+                ("query", &format!("count_over_time(compacted_days[{}d])", DAYS + 1)),
+                ("time", &end),
+            ],
+        );
+        assert_eq!(r.status, 200, "{}", r.body);
+        let result = r.json()["data"]["result"].as_array().unwrap().clone();
+        assert_eq!(result.len(), SERIES as usize, "node {node}: {}", r.body);
+        for series in result {
+            assert_eq!(
+                series["value"][1],
+                (DAYS * PER_DAY).to_string(),
+                "node {node}: {series}"
+            );
+        }
+    }
+}
+
+#[test]
+fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
+    let Some(server) = crate::common::seaweedfs::SeaweedFs::start() else {
+        return;
+    };
+    let Some(etcd) = Etcd::start() else { return };
+    let mut cluster = TestCluster::empty(etcd, 3);
+    let endpoint = server.endpoint();
+    let bucket_args = shared_bucket_args(&endpoint);
+    let bucket_args: Vec<&str> = bucket_args.iter().map(String::as_str).collect();
     for _ in 0..3 {
         cluster.add_node("127.0.0.1", Vec::new(), &bucket_args);
     }
@@ -891,32 +1115,8 @@ fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
     cluster.nodes[0].client().write(&batch);
 
     // Each node uploads its own replica under a prefix of its own.
-    let bucket = Arc::new(
-        cairn_bucket::Bucket::open(
-            &cairn_bucket::BucketConfig {
-                endpoint: Some(endpoint.clone()),
-                region: Some("us-east-1".into()),
-                access_key_id: Some("cairn".into()),
-                secret_access_key: Some("cairn-secret".into()),
-                ..cairn_bucket::BucketConfig::new("s3://cairn/cluster")
-            },
-            tempfile::tempdir().unwrap().path(),
-            0,
-        )
-        .unwrap(),
-    );
-    let deadline = Instant::now() + Duration::from_secs(90);
-    for node in 0..3 {
-        let prefix = format!("nodes/node-{node}");
-        while !bucket.list(&prefix).unwrap().iter().any(|o| o.key.ends_with(".cpart")) {
-            assert!(
-                Instant::now() < deadline,
-                "node {node} uploaded nothing:\n{}",
-                cluster.nodes[node].log()
-            );
-            std::thread::sleep(Duration::from_millis(250));
-        }
-    }
+    let bucket = shared_bucket(&endpoint);
+    wait_for_uploads(&bucket, &cluster, 3, &[cairn_tsdb::Day::of(day)]);
     let want = |c: &Client, params: &[(&str, &str)]| {
         let (start, end) = (
             crate::common::ms_to_param(day),
@@ -960,18 +1160,9 @@ fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
     let mut compactor_args = bucket_args.to_vec();
     compactor_args.extend(["--cluster.role", "compact"]);
     cluster.add_node("127.0.0.1", Vec::new(), &compactor_args);
-    let date = cairn_tsdb::Day::of(day).to_string();
-    let parts_of = |prefix: &str| -> Vec<cairn_bucket::ObjectInfo> {
-        let mut parts = Vec::new();
-        for object in bucket.list(prefix).unwrap() {
-            if object.key.contains(&date) && object.key.ends_with(".cpart") {
-                parts.push(object);
-            }
-        }
-        parts
-    };
+    let days = [cairn_tsdb::Day::of(day)];
     let deadline = Instant::now() + Duration::from_secs(90);
-    while !parts_of("nodes").is_empty() || parts_of("compacted").is_empty() {
+    while !parts_of(&bucket, "nodes", &days).is_empty() || parts_of(&bucket, "compactors", &days).is_empty() {
         assert!(
             Instant::now() < deadline,
             "the replicas were not compacted:\n{}",
@@ -979,16 +1170,7 @@ fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
         );
         std::thread::sleep(Duration::from_millis(250));
     }
-    let stored: u64 = parts_of("compacted")
-        .into_iter()
-        .map(|object| {
-            cairn_tsdb::Part::open_object(bucket.clone(), object)
-                .unwrap()
-                .meta()
-                .samples
-        })
-        .sum();
-    assert_eq!(stored, 20 * 100, "each sample once");
+    assert_eq!(samples_in(&bucket, "compactors", &days), 20 * 100, "each sample once");
     for node in 0..4 {
         want(&cluster.nodes[node].client(), &[]);
     }

@@ -160,4 +160,10 @@ impl ClusterConfig {
     pub fn holders_prefix(&self) -> String {
         format!("/cairn/{}/holders/", self.name)
     }
+
+    /// Where the compactors keep their leases on tenants' days and the
+    /// records of their jobs (jobs.rs).
+    pub fn compaction_prefix(&self) -> String {
+        format!("/cairn/{}/compaction/", self.name)
+    }
 }

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! nodes/<node>/...                        each ingester's engine: its replicas of the days it uploaded
-//! compacted/...                           the compactor's engine: each day once, merged from the replicas
-//! compactor/<node>/<tenant>/<day>.json    a note to an ingester: the parts of that day the compactor holds
+//! compactors/<node>/...                   each compactor's engine: the days it merged, each sample once
+//! compactor/<node>/<tenant>/<day>.json    a note to a node: parts of that day whose samples a compactor holds
+//! compacted/...                           the engine of the single compactor of earlier versions, still read
 //! ```
 
 use cairn_bucket::{Bucket, ObjectInfo};
@@ -14,9 +15,11 @@ use serde::{Deserialize, Serialize};
 
 /// Below the base URL: each ingester's prefix.
 const NODES: &str = "nodes";
-/// Below the base URL: the compactor's output.
+/// Below the base URL: each compactor's output.
+const COMPACTORS: &str = "compactors";
+/// Below the base URL: the output of the one compactor of earlier versions.
 const COMPACTED: &str = "compacted";
-/// Below the base URL: the compactor's notes to the ingesters.
+/// Below the base URL: the compactors' notes to the nodes.
 const NOTES: &str = "compactor";
 
 /// The name of a node's directory: its id, with the characters an object
@@ -39,7 +42,12 @@ pub fn node_bucket_url(url: &str, node_id: &str) -> String {
     format!("{}/{NODES}/{}", url.trim_end_matches('/'), node_dir(node_id))
 }
 
-/// Where the compactor keeps each day once.
+/// Where a compactor keeps the days it merged.
+pub fn compactor_bucket_url(url: &str, node_id: &str) -> String {
+    format!("{}/{COMPACTORS}/{}", url.trim_end_matches('/'), node_dir(node_id))
+}
+
+/// Where the single compactor of earlier versions kept each day once.
 pub fn compacted_bucket_url(url: &str) -> String {
     format!("{}/{COMPACTED}", url.trim_end_matches('/'))
 }
@@ -54,14 +62,24 @@ pub(crate) fn node_key(node: &str, key: &str) -> String {
     format!("{NODES}/{node}/{key}")
 }
 
-/// The key, below the base URL, of `key` in the compactor's prefix.
-pub(crate) fn compacted_key(key: &str) -> String {
-    format!("{COMPACTED}/{key}")
+/// The key, below the base URL, of `key` in `compactor`'s prefix.
+pub(crate) fn compactor_key(compactor: &str, key: &str) -> String {
+    format!("{COMPACTORS}/{compactor}/{key}")
 }
 
 /// The nodes that have a prefix in the bucket.
 pub(crate) fn nodes_in(bucket: &Bucket) -> Result<Vec<String>, StorageError> {
     bucket.list_dirs(NODES)
+}
+
+/// The compactors that have a prefix in the bucket.
+pub(crate) fn compactors_in(bucket: &Bucket) -> Result<Vec<String>, StorageError> {
+    bucket.list_dirs(COMPACTORS)
+}
+
+/// Whether the bucket holds output of the single compactor of earlier versions.
+pub(crate) fn has_compacted(bucket: &Bucket) -> Result<bool, StorageError> {
+    Ok(bucket.list_dirs("")?.iter().any(|d| d == COMPACTED))
 }
 
 /// What the compactor tells an ingester: the parts of one of its days (of
@@ -81,36 +99,40 @@ pub(crate) struct NotedPart {
     pub version: String,
 }
 
-impl Note {
-    pub fn new(written_ms: i64, parts: &[ObjectInfo]) -> Self {
-        let parts = parts
-            .iter()
-            .map(|o| NotedPart {
-                key: o.key.clone(),
-                size: o.size,
-                version: o.version.clone(),
-            })
-            .collect();
-        Self { written_ms, parts }
+impl From<&ObjectInfo> for NotedPart {
+    fn from(o: &ObjectInfo) -> Self {
+        Self {
+            key: o.key.clone(),
+            size: o.size,
+            version: o.version.clone(),
+        }
+    }
+}
+
+impl NotedPart {
+    pub fn object(&self) -> ObjectInfo {
+        ObjectInfo {
+            key: self.key.clone(),
+            size: self.size,
+            version: self.version.clone(),
+        }
     }
 
+    /// Whether this is that very object (a part rewritten since is another).
+    pub fn is(&self, object: &ObjectInfo) -> bool {
+        self.key == object.key && self.version == object.version
+    }
+}
+
+impl Note {
     /// Whether the note names this very object (a part rewritten since is
     /// another).
     pub fn names(&self, object: &ObjectInfo) -> bool {
-        self.parts
-            .iter()
-            .any(|p| p.key == object.key && p.version == object.version)
+        self.parts.iter().any(|p| p.is(object))
     }
 
     pub fn objects(&self) -> Vec<ObjectInfo> {
-        self.parts
-            .iter()
-            .map(|p| ObjectInfo {
-                key: p.key.clone(),
-                size: p.size,
-                version: p.version.clone(),
-            })
-            .collect()
+        self.parts.iter().map(NotedPart::object).collect()
     }
 }
 
@@ -122,24 +144,24 @@ pub(crate) fn note_key(node: &str, tenant: &TenantId, day: Day) -> String {
 /// Every note to `node`: `(key, tenant, day)`; keys of another shape are
 /// left out.
 pub(crate) fn notes_to(bucket: &Bucket, node: &str) -> Result<Vec<(String, TenantId, Day)>, StorageError> {
-    let dir = format!("{NOTES}/{node}");
-    let mut notes = Vec::new();
-    for object in bucket.list(&dir)? {
-        let rest = object
-            .key
-            .strip_prefix(&dir)
-            .unwrap_or_default()
-            .trim_start_matches('/');
+    tenant_days_below(bucket, &format!("{NOTES}/{node}"))
+}
+
+/// The `(key, tenant, day)` of every `<dir>/<tenant>/<day>.json` object.
+fn tenant_days_below(bucket: &Bucket, dir: &str) -> Result<Vec<(String, TenantId, Day)>, StorageError> {
+    let mut found = Vec::new();
+    for object in bucket.list(dir)? {
+        let rest = object.key.strip_prefix(dir).unwrap_or_default().trim_start_matches('/');
         let mut parts = rest.split('/');
         let (Some(tenant), Some(file), None) = (parts.next(), parts.next(), parts.next()) else {
             continue;
         };
         let day = file.strip_suffix(".json").and_then(Day::parse);
         if let (Ok(tenant), Some(day)) = (TenantId::new(tenant), day) {
-            notes.push((object.key, tenant, day));
+            found.push((object.key, tenant, day));
         }
     }
-    Ok(notes)
+    Ok(found)
 }
 
 pub(crate) fn read_note(bucket: &Bucket, key: &str) -> Result<Note, StorageError> {
@@ -150,9 +172,49 @@ pub(crate) fn read_note(bucket: &Bucket, key: &str) -> Result<Note, StorageError
     })
 }
 
+/// The note at `key`, `None` when there is none.
+pub(crate) fn read_note_if_there(bucket: &Bucket, key: &str) -> Result<Option<Note>, StorageError> {
+    // Listed first (its directory: a file bucket lists directories only),
+    // since a GET of a missing object would count as a failed request.
+    let dir = key.rsplit_once('/').map_or("", |(dir, _)| dir);
+    if !bucket.list(dir)?.iter().any(|o| o.key == key) {
+        return Ok(None);
+    }
+    read_note(bucket, key).map(Some)
+}
+
 pub(crate) fn write_note(bucket: &Bucket, key: &str, note: &Note) -> Result<(), StorageError> {
     let bytes = serde_json::to_vec(note).map_err(|e| StorageError::InvalidArgument(e.to_string()))?;
     bucket.put(key, bytes)
+}
+
+/// Adds `parts` to the note to `node` about `tenant`'s `day` (a note not
+/// yet acted on keeps what it named), dated `written_ms` if it adds any.
+pub(crate) fn add_to_note(
+    bucket: &Bucket,
+    node: &str,
+    tenant: &TenantId,
+    day: Day,
+    parts: &[ObjectInfo],
+    written_ms: i64,
+) -> Result<(), StorageError> {
+    let key = note_key(node, tenant, day);
+    let mut note = read_note_if_there(bucket, &key)?.unwrap_or(Note {
+        written_ms,
+        parts: Vec::new(),
+    });
+    let new: Vec<NotedPart> = parts
+        .iter()
+        .map(NotedPart::from)
+        .filter(|p| !note.parts.contains(p))
+        .collect();
+    if new.is_empty() {
+        return Ok(());
+    }
+    // The delay runs from when the last part was named.
+    note.written_ms = written_ms;
+    note.parts.extend(new);
+    write_note(bucket, &key, &note)
 }
 
 #[cfg(test)]
@@ -167,6 +229,10 @@ mod tests {
         );
         assert_eq!(node_bucket_url("file:///x", "a"), "file:///x/nodes/a");
         assert_eq!(compacted_bucket_url("s3://b/cairn/"), "s3://b/cairn/compacted");
+        assert_eq!(
+            compactor_bucket_url("s3://b/cairn/", "c:1"),
+            "s3://b/cairn/compactors/c_1"
+        );
     }
 
     #[test]
@@ -182,7 +248,8 @@ mod tests {
             version: "v1".into(),
         };
         let key = note_key("node-1", &tenant, day);
-        write_note(&bucket, &key, &Note::new(5, std::slice::from_ref(&part))).unwrap();
+        assert_eq!(read_note_if_there(&bucket, &key).unwrap(), None);
+        add_to_note(&bucket, "node-1", &tenant, day, std::slice::from_ref(&part), 5).unwrap();
         bucket.put("compactor/node-1/stray", Vec::new()).unwrap();
         assert_eq!(notes_to(&bucket, "node-1").unwrap(), vec![(key.clone(), tenant, day)]);
         assert!(notes_to(&bucket, "node-2").unwrap().is_empty());
@@ -192,6 +259,32 @@ mod tests {
             version: "v2".into(),
             ..part.clone()
         }));
-        assert_eq!(note.objects(), vec![part]);
+        assert_eq!(note.objects(), vec![part.clone()]);
+    }
+
+    #[test]
+    fn a_note_keeps_what_it_named_and_its_date_unless_it_names_more() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("file://{}", dir.path().join("bucket").display());
+        let bucket = Bucket::open(&cairn_bucket::BucketConfig::new(url), &dir.path().join("cache"), 0).unwrap();
+        let day = Day::parse("2026-11-20").unwrap();
+        let tenant = TenantId::default_tenant();
+        let part = |n: u64, version: &str| ObjectInfo {
+            key: format!("partitions/2026-11-20/part-{n}-{n}.cpart"),
+            size: n,
+            version: version.into(),
+        };
+        let key = note_key("c", &tenant, day);
+        add_to_note(&bucket, "c", &tenant, day, &[part(1, "a")], 5).unwrap();
+        // Naming it again changes nothing, not even when the delay runs from.
+        add_to_note(&bucket, "c", &tenant, day, &[part(1, "a")], 9).unwrap();
+        assert_eq!(read_note(&bucket, &key).unwrap().written_ms, 5);
+        // A new part, or a new version of one, is added, and dates the note.
+        add_to_note(&bucket, "c", &tenant, day, &[part(1, "b"), part(2, "a")], 9).unwrap();
+        let note = read_note(&bucket, &key).unwrap();
+        assert_eq!(note.written_ms, 9);
+        assert_eq!(note.objects(), vec![part(1, "a"), part(1, "b"), part(2, "a")]);
+        add_to_note(&bucket, "c", &tenant, day, &[], 12).unwrap();
+        assert_eq!(read_note(&bucket, &key).unwrap().written_ms, 9);
     }
 }

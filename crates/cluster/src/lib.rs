@@ -22,6 +22,7 @@
 //!   are what ingesters answer their peers ([`wire`] formats).
 
 mod catch_up;
+mod compacted;
 mod compactor;
 mod config;
 mod fence;
@@ -29,6 +30,7 @@ mod ha;
 mod handoff;
 mod holders;
 mod in_flight;
+mod jobs;
 pub mod layout;
 mod membership;
 mod node;
@@ -42,6 +44,7 @@ pub mod wire;
 mod work;
 mod write;
 
+pub use compacted::CompactedDays;
 pub use compactor::Compactor;
 pub use config::{ClusterConfig, Role};
 pub use ha::HaConfig;

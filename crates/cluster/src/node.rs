@@ -38,7 +38,7 @@ pub struct Cluster {
     local: OnceLock<Arc<TsdbTenants>>,
     /// The compactor's copy of old days as this node reads it (with a
     /// shared bucket): a read-only view of it, or the compactor's engine.
-    compacted: OnceLock<Arc<dyn Tenants>>,
+    compacted: OnceLock<Arc<crate::CompactedDays>>,
     leaving: AtomicBool,
     handed_off: AtomicBool,
     /// Registrations so far, and the one the last catch-up followed.
@@ -218,12 +218,13 @@ impl Cluster {
 
     /// Gives the node the compactor's copy of old days, which its reads
     /// then take in.
-    pub fn set_compacted(&self, compacted: Arc<dyn Tenants>) {
+    pub fn set_compacted(&self, compacted: Arc<crate::CompactedDays>) {
         let _ = self.compacted.set(compacted);
     }
 
-    pub(crate) fn compacted(&self) -> Option<&Arc<dyn Tenants>> {
-        self.compacted.get()
+    /// Every copy of compacted days this node reads (none without a bucket).
+    pub(crate) fn compacted(&self) -> Vec<Arc<dyn Tenants>> {
+        self.compacted.get().map(|c| c.all()).unwrap_or_default()
     }
 
     /// Catches up after every registration: the first after a start (a

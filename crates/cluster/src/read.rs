@@ -127,30 +127,28 @@ impl Querier for ClusterQuerier {
 }
 
 impl ClusterQuerier {
-    /// `read` of the compactor's copy of old days, where this node has one
-    /// (`None` otherwise). That copy is the only one of the days it holds
-    /// once the ingesters dropped theirs: failing to read it fails the read,
-    /// unless a partial response is allowed.
-    fn compacted<T>(
-        &self,
-        read: impl FnOnce(&dyn Storage) -> Result<T, StorageError>,
-    ) -> Result<Option<T>, StorageError> {
-        let Some(tenants) = self.cluster.compacted() else {
-            return Ok(None);
-        };
-        let answer = match tenants.get(&self.tenant) {
-            Ok(Some(storage)) => read(storage.as_ref()).map(Some),
-            Ok(None) => Ok(None),
-            Err(e) => Err(e),
-        };
-        match answer {
-            Err(e) if self.options.partial_response && e.kind() != cairn_storage::ErrorKind::BadData => {
-                let message = format!("partial response: the compacted days in the bucket did not answer: {e}");
-                self.options.warnings.push(message);
-                Ok(None)
+    /// `read` of each compactor's copy of old days that this node reads.
+    /// A copy is the only one of the days it holds once the ingesters
+    /// dropped theirs: failing to read it fails the read, unless a partial
+    /// response is allowed.
+    fn compacted<T>(&self, read: impl Fn(&dyn Storage) -> Result<T, StorageError>) -> Result<Vec<T>, StorageError> {
+        let mut found = Vec::new();
+        for tenants in self.cluster.compacted() {
+            let answer = match tenants.get(&self.tenant) {
+                Ok(Some(storage)) => read(storage.as_ref()).map(Some),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e),
+            };
+            match answer {
+                Ok(answer) => found.extend(answer),
+                Err(e) if self.options.partial_response && e.kind() != cairn_storage::ErrorKind::BadData => {
+                    let message = format!("partial response: the compacted days in the bucket did not answer: {e}");
+                    self.options.warnings.push(message);
+                }
+                Err(e) => return Err(e),
             }
-            answer => answer,
         }
+        Ok(found)
     }
 
     fn labels(&self, request: SelectRequest, limit: Option<usize>) -> Result<Vec<String>, StorageError> {

@@ -219,7 +219,7 @@ impl Ring {
             zones
                 .entry(zone)
                 .or_default()
-                .push((shard_score(tenant, &self.members[i].id), i));
+                .push((rendezvous_score(tenant, &self.members[i].id), i));
         }
         let per_zone = size.div_ceil(zones.len());
         let mut shard: Vec<usize> = zones
@@ -239,6 +239,17 @@ impl Ring {
     /// Whether a member holds a live lease (it may still fail a request).
     pub fn is_alive(&self, index: usize) -> bool {
         self.alive[index]
+    }
+
+    /// The live compactor that takes the work named `key` (a tenant's
+    /// day), by rendezvous hashing over the live compactors.
+    pub fn compactor_of(&self, key: &str) -> Option<&Member> {
+        self.members
+            .iter()
+            .enumerate()
+            .filter(|&(i, m)| m.compactor && self.is_alive(i))
+            .max_by_key(|(_, m)| (rendezvous_score(key, &m.id), m.id.as_str()))
+            .map(|(_, m)| m)
     }
 
     pub fn members(&self) -> &[Member] {
@@ -341,9 +352,12 @@ pub fn series_hash(tenant: &str, encoded_labels: &[u8]) -> u32 {
 }
 
 /// A member's score for a tenant's shard (see `Ring::shard`).
-fn shard_score(tenant: &str, node: &str) -> u64 {
+/// A key's weight on a node, for rendezvous hashing: the node with the
+/// highest weight takes the key, and a node coming or going moves only the
+/// keys it takes or took.
+fn rendezvous_score(key: &str, node: &str) -> u64 {
     let mut h = xxhash_rust::xxh3::Xxh3::new();
-    h.update(tenant.as_bytes());
+    h.update(key.as_bytes());
     h.update(&[0xFF]);
     h.update(node.as_bytes());
     h.digest()
@@ -586,5 +600,40 @@ mod tests {
             let joined = format!("node-{n}");
             prop_assert!(old == new || *new == joined);
         }
+    }
+
+    #[test]
+    fn a_day_goes_to_one_live_compactor_and_moves_only_with_it() {
+        let compactor = |id: &str| Member {
+            ingester: false,
+            compactor: true,
+            ..member(id, "")
+        };
+        let members = || {
+            let mut m: Vec<Member> = (0..3).map(|i| compactor(&format!("c-{i}"))).collect();
+            m.push(member("ingester", ""));
+            m
+        };
+        let all: Vec<String> = ["c-0", "c-1", "c-2", "ingester"].map(String::from).to_vec();
+        let ring = Ring::new(members(), &all, false);
+        let days: Vec<String> = (0..300).map(|d| format!("team-a/2026-11-{d}")).collect();
+        let owner = |ring: &Ring, day: &str| ring.compactor_of(day).map(|m| m.id.clone());
+        let mut share = BTreeMap::<String, usize>::new();
+        for day in &days {
+            let id = owner(&ring, day).expect("a live compactor");
+            assert_ne!(id, "ingester");
+            *share.entry(id).or_default() += 1;
+        }
+        assert_eq!(share.len(), 3, "every compactor takes days: {share:?}");
+        assert!(share.values().all(|&n| n > 60), "{share:?}");
+        // c-1 down: only its days move, to the others.
+        let without = Ring::new(members(), &["c-0", "c-2", "ingester"].map(String::from), false);
+        for day in &days {
+            let (was, now) = (owner(&ring, day).unwrap(), owner(&without, day).unwrap());
+            assert!(was == now || was == "c-1", "{day} moved from {was} to {now}");
+            assert_ne!(now, "c-1");
+        }
+        let none = Ring::new(members(), &["ingester".to_string()], false);
+        assert!(none.compactor_of("team-a/2026-11-20").is_none());
     }
 }

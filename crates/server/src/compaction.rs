@@ -1,41 +1,41 @@
 //! A cluster node's part in keeping old days once in the shared bucket: the
-//! compactor merges the replicas (cairn-cluster's compactor), and every
-//! other node reads the merged copy through a read-only view of it.
+//! compactors merge the replicas (cairn-cluster's compactor), and every
+//! node reads their copies through read-only views (a compactor reads its
+//! own from its engine).
 
 use std::sync::Arc;
 
 use anyhow::Context;
-use cairn_cluster::{Cluster, Compactor, Role, layout};
+use cairn_cluster::{Cluster, CompactedDays, Compactor, Role};
 use cairn_tsdb::{SettingsOf, TsdbTenants};
 
 use crate::ServerConfig;
 
-/// What runs for the compacted copy on this node, stopped at shutdown.
+/// What runs for the compacted copies on this node, stopped at shutdown.
 pub enum Compaction {
     /// Nothing: the cluster has no shared bucket.
     None,
-    /// This node is the compactor.
-    Compactor(Arc<Compactor>),
-    /// This node reads the compactor's copy.
-    Reader(Arc<TsdbTenants>),
+    /// This node is a compactor, and reads the others' copies.
+    Compactor(Arc<Compactor>, Arc<CompactedDays>),
+    /// This node reads the compactors' copies.
+    Reader(Arc<CompactedDays>),
 }
 
 impl Compaction {
     pub fn stop(self) {
         match self {
             Self::None => {}
-            Self::Compactor(compactor) => compactor.stop(),
-            Self::Reader(view) => {
-                if let Err(e) = view.close() {
-                    tracing::warn!(error = %e, "closing the view of the compacted days failed");
-                }
+            Self::Compactor(compactor, days) => {
+                compactor.stop();
+                days.close();
             }
+            Self::Reader(days) => days.close(),
         }
     }
 }
 
-/// Starts the compactor on a compactor node (over `db`, its engine), or
-/// opens the read-only view of the compacted days on any other node.
+/// Starts the compactor on a compactor node (over `db`, its engine), and
+/// opens the read-only views of the compactors' days.
 pub async fn start(
     cluster: &Arc<Cluster>,
     config: &ServerConfig,
@@ -48,23 +48,28 @@ pub async fn start(
         }
         return Ok(Compaction::None);
     };
-    if cluster.config().role == Role::Compact {
-        let db = db.context("the compactor's engine is not open")?.clone();
-        cluster.set_compacted(db.clone());
-        let compactor = Compactor::start(cluster, db, &config.storage, settings)?;
-        return Ok(Compaction::Compactor(compactor));
-    }
-    let mut view = config.storage.clone();
-    view.path = config.storage.path.join("compacted");
-    view.read_only = true;
-    view.wal_replay = Arc::default();
-    view.object_store = Some(layout::with_url(&base, layout::compacted_bucket_url(&base.url)));
-    let path = view.path.clone();
+    let own = match cluster.config().role {
+        Role::Compact => Some(db.context("the compactor's engine is not open")?.clone()),
+        _ => None,
+    };
+    let (node_id, storage, view_settings) = (
+        cluster.config().node_id.clone(),
+        config.storage.clone(),
+        settings.clone(),
+    );
+    let views = own.clone();
     // The tenants' retentions, so a tenant kept longer is read longer.
-    let view = tokio::task::spawn_blocking(move || TsdbTenants::open(view, settings))
-        .await
-        .context("opening the compacted days failed")?
-        .with_context(|| format!("cannot open the compacted days' view at {}", path.display()))?;
-    cluster.set_compacted(view.clone());
-    Ok(Compaction::Reader(view))
+    let days =
+        tokio::task::spawn_blocking(move || CompactedDays::start(base, &node_id, &storage, view_settings, views))
+            .await
+            .context("opening the compacted days failed")?
+            .context("cannot open the views of the compacted days")?;
+    cluster.set_compacted(days.clone());
+    match own {
+        Some(db) => {
+            let compactor = Compactor::start(cluster, db, &config.storage, settings)?;
+            Ok(Compaction::Compactor(compactor, days))
+        }
+        None => Ok(Compaction::Reader(days)),
+    }
 }
