@@ -202,13 +202,14 @@ impl Compactor {
                 continue;
             }
             let mine_left = left.get(&(tenant.clone(), day)).is_some_and(|c| c.contains(&self.me));
-            let ours = mine_left
-                || ring
-                    .compactor_of(&format!("{tenant}/{day}", tenant = tenant.as_str()))
-                    .is_some_and(|m| self.cluster.is_me(m));
-            if !ours {
+            let ours = ring
+                .compactor_of(&format!("{tenant}/{day}", tenant = tenant.as_str()))
+                .is_some_and(|m| self.cluster.is_me(m));
+            if !ours && !mine_left {
                 continue;
             }
+            // Another's day only has this compactor's own job settled.
+            let replicas = if ours { replicas } else { Vec::new() };
             let jobs = left.remove(&(tenant.clone(), day)).unwrap_or_default();
             match self.compact_leased(&tenant, day, replicas, &jobs) {
                 Ok(true) => done += 1,
