@@ -310,7 +310,7 @@ impl Compactor {
                     let parts: Vec<ObjectInfo> = source
                         .parts
                         .iter()
-                        .filter(|p| listed.iter().any(|l| l.key == p.key && l.version == p.version))
+                        .filter(|p| listed.iter().any(|l| p.is(l)))
                         .map(NotedPart::object)
                         .collect();
                     layout::add_to_note(&self.bucket, &source.node, tenant, day, &parts, now_ms())?;
@@ -386,25 +386,24 @@ impl Compactor {
             return Ok(());
         }
         let departed = |dir: &str| !ring.members().iter().any(|m| layout::node_dir(&m.id) == dir);
-        let delay = self.cluster.config.retire_delay;
+        // Drops what the notes to `dir` name, each object's key below the
+        // base URL given by `key_of`.
+        let retire = |dir: &str, key_of: &dyn Fn(&str) -> String| {
+            crate::retire::retire_noted(&self.bucket, dir, self.cluster.config.retire_delay, |_, _, objects| {
+                for object in objects {
+                    self.bucket.delete(&key_of(&object.key))?;
+                }
+                Ok(objects.len())
+            })
+        };
         for (node, _) in sources {
             if departed(node) {
-                crate::retire::retire_noted(&self.bucket, node, delay, |_, _, objects| {
-                    for object in objects {
-                        self.bucket.delete(&layout::node_key(node, &object.key))?;
-                    }
-                    Ok(objects.len())
-                })?;
+                retire(node, &|key| layout::node_key(node, key))?;
             }
         }
         for compactor in layout::compactors_in(&self.bucket)? {
             if departed(&compactor) {
-                crate::retire::retire_noted(&self.bucket, &compactor, delay, |_, _, objects| {
-                    for object in objects {
-                        self.bucket.delete(&layout::compactor_key(&compactor, &object.key))?;
-                    }
-                    Ok(objects.len())
-                })?;
+                retire(&compactor, &|key| layout::compactor_key(&compactor, key))?;
             }
         }
         Ok(())
