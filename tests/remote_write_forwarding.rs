@@ -396,3 +396,159 @@ fn agent_mode_forwards_what_it_scrapes_and_is_pushed_and_answers_no_reads() {
         );
     }
 }
+
+/// A target whose every scrape is counted: `served_total{i}` is the
+/// scrape's number, for `SERVED_SERIES` series, and when each was served.
+struct CountingTarget {
+    addr: String,
+    served: std::sync::Arc<std::sync::Mutex<Vec<(u64, Instant)>>>,
+}
+
+const SERVED_SERIES: usize = 40;
+
+impl CountingTarget {
+    fn start() -> Self {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap().to_string();
+        let served = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = served.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let mut served = log.lock().unwrap();
+                let n = served.len() as u64 + 1;
+                let mut body = String::from("# TYPE served counter\n");
+                for i in 0..SERVED_SERIES {
+                    body.push_str(&format!("served_total{{i=\"{i}\"}} {n}\n"));
+                }
+                let mut stream = stream;
+                let answered = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                if answered.is_ok() {
+                    served.push((n, Instant::now()));
+                }
+            }
+        });
+        Self { addr, served }
+    }
+
+    /// The scrapes served so far: number and when.
+    fn served(&self) -> Vec<(u64, Instant)> {
+        self.served.lock().unwrap().clone()
+    }
+}
+
+/// Checks that every series of `served_total` holds each scrape's number
+/// once, in order, all of `want` among them.
+fn every_scrape(got: &Samples, want: &[u64]) -> Result<(), String> {
+    if got.len() != SERVED_SERIES {
+        return Err(format!("{} series of served_total, want {SERVED_SERIES}", got.len()));
+    }
+    for (labels, samples) in got {
+        if labels.get("forwarder").map(String::as_str) != Some("cairn") {
+            return Err(format!("{labels:?} lacks the external label"));
+        }
+        if let Some(w) = samples.windows(2).find(|w| w[1].0 <= w[0].0 || w[1].1 <= w[0].1) {
+            return Err(format!("{labels:?}: out of order or twice: {w:?}"));
+        }
+        let values: std::collections::BTreeSet<u64> = samples.iter().map(|&(_, v)| v as u64).collect();
+        if let Some(missing) = want.iter().find(|n| !values.contains(n)) {
+            return Err(format!("{labels:?}: scrape {missing} missing of {}", want.len()));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn agent_mode_sends_its_scrapes_as_written_across_an_outage_and_a_kill() {
+    let (Some(prom_bin), Some(vm_bin)) = (prometheus_3(), victoria_metrics_1_150()) else {
+        return;
+    };
+    let mut prom = Prometheus::start(
+        &prom_bin,
+        "global:\n  scrape_interval: 1h\n",
+        &["--web.enable-remote-write-receiver"],
+    );
+    let vm = VictoriaMetrics::start(&vm_bin, &["-search.latencyOffset=0s".to_string()]);
+    let target = CountingTarget::start();
+    // Prometheus takes each scrape's block whole; VictoriaMetrics' queue
+    // splits them between three shards and into batches of seven.
+    let config = format!(
+        "global:\n  scrape_interval: 500ms\n  external_labels:\n    forwarder: cairn\n\
+         scrape_configs:\n  - job_name: counted\n    static_configs:\n      - targets: ['{target}']\n\
+         remote_write:\n  - url: {prom}/api/v1/write\n    name: prom\n    queue_config:\n      \
+         batch_send_deadline: 200ms\n      min_backoff: 50ms\n      max_backoff: 1s\n\
+         \x20 - url: {vm}/api/v1/write\n    name: vm\n    queue_config:\n      batch_send_deadline: 200ms\n      \
+         max_samples_per_send: 7\n      min_shards: 3\n      max_shards: 3\n",
+        target = target.addr,
+        prom = prom.url(),
+        vm = vm.url(),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("agent.yml");
+    std::fs::write(&config_path, &config).unwrap();
+    let mut cairn = Server::new(
+        &dir.path().join("data"),
+        &["--agent", "--config.file", config_path.to_str().unwrap()],
+    );
+    cairn.restart();
+    let since = now_ms() - 60_000;
+    let prom_url = prom.url();
+    let at_prom = || raw_read::read(&prom_url, "served_total", true, since, now_ms() + 60_000);
+    let at_vm = || victoria_samples(&vm, "served_total");
+    let first: Vec<u64> = (1..=3).collect();
+    wait_for("the first scrapes at Prometheus", Duration::from_secs(30), || {
+        every_scrape(&at_prom(), &first)
+    });
+
+    // Prometheus stops; the agent scrapes on and is killed with the backlog
+    // waiting, then comes back on the same WAL.
+    prom.stop();
+    std::thread::sleep(Duration::from_secs(4));
+    cairn.kill9();
+    let killed = Instant::now();
+    cairn.restart();
+    std::thread::sleep(Duration::from_secs(3));
+    prom.start_again();
+
+    // Every scrape served arrives once, in order, but the one the kill may
+    // have caught between its answer and its commit.
+    std::thread::sleep(Duration::from_secs(2));
+    let want: Vec<u64> = target
+        .served()
+        .into_iter()
+        .filter(|&(_, at)| at + Duration::from_secs(1) < killed || at > killed)
+        .map(|(n, _)| n)
+        .collect();
+    assert!(want.len() > 15, "scrapes served: {want:?}");
+    wait_for("every scrape at Prometheus", Duration::from_secs(60), || {
+        every_scrape(&at_prom(), &want)
+    });
+    wait_for("every scrape at VictoriaMetrics", Duration::from_secs(60), || {
+        every_scrape(&at_vm(), &want)
+    });
+
+    let metric = |name: &str, queue: &str, url: &str| {
+        cairn
+            .client()
+            .metric(&format!("{name}{{remote_name=\"{queue}\",url=\"{url}/api/v1/write\"}}"))
+            .unwrap_or_else(|| panic!("{name} of {queue}"))
+    };
+    assert!(metric("prometheus_remote_storage_samples_retried_total", "prom", &prom.url()) > 0.0);
+    for (queue, url) in [("prom", prom.url()), ("vm", vm.url())] {
+        assert_eq!(
+            metric("prometheus_remote_storage_samples_failed_total", queue, &url),
+            0.0
+        );
+        assert_eq!(metric("cairn_remote_write_wal_gaps_total", queue, &url), 0.0);
+    }
+}

@@ -5,6 +5,7 @@
 //! gets its backlog once it is back (the WAL segments it needs are held
 //! for it, within `--storage.wal-max-retained-bytes`).
 //!
+//! - agent.rs: agent mode's scrapes, written as the requests that send them;
 //! - queue.rs: the reader, the shards, batching, retries, resharding;
 //! - positions.rs: where each shard's delivery stands, on disk;
 //! - series.rs: external labels, `write_relabel_configs`, encoded labels;
@@ -12,6 +13,7 @@
 //! - metadata.rs: metric metadata sent every `send_interval`;
 //! - metrics.rs: the `prometheus_remote_storage_*` figures.
 
+mod agent;
 mod metadata;
 mod metrics;
 mod positions;
@@ -28,6 +30,7 @@ use cairn_model::Labels;
 use cairn_tsdb::Tsdb;
 use parking_lot::Mutex;
 
+pub use agent::ForwardAppendable;
 pub use metadata::MetadataSource;
 pub use metrics::{BATCH_DURATION_BUCKETS, QueueFigures};
 pub use queue::QueueSettings;
@@ -43,6 +46,7 @@ pub struct RemoteWrite {
     dir: PathBuf,
     running: Mutex<BTreeMap<String, Running>>,
     metadata: Mutex<Option<MetadataSource>>,
+    forward: Arc<ForwardAppendable>,
 }
 
 struct Running {
@@ -60,11 +64,18 @@ impl RemoteWrite {
     pub fn new(db: Arc<Tsdb>) -> Self {
         let dir = db.path().join("remote_write");
         Self {
+            forward: Arc::new(ForwardAppendable::new(db.clone())),
             db,
             dir,
             running: Mutex::default(),
             metadata: Mutex::default(),
         }
+    }
+
+    /// Where agent mode's scrapes go: written as the queues send them,
+    /// with the configuration's external labels.
+    pub fn scrape_appendable(&self) -> Arc<ForwardAppendable> {
+        self.forward.clone()
     }
 
     /// Where queues that send metadata get it; queues started after the call use it.
@@ -80,6 +91,7 @@ impl RemoteWrite {
             .zip(&config.remote_write)
             .collect();
         let external = &config.global.external_labels;
+        self.forward.set_external_labels(external.clone());
         let stale: Vec<Running> = {
             let mut running = self.running.lock();
             let unchanged = |name: &String, r: &Running| {

@@ -18,9 +18,12 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use cairn_model::{Histogram, HistogramSample, Sample};
-use cairn_protocols::SeriesSamples;
-use cairn_protocols::remote_write::{ContentEncoding, compress, encode_series, encode_write_request_v2};
-use cairn_tsdb::{TailEvent, Tsdb, WalPosition, WalTail};
+use cairn_protocols::remote_write::{
+    ContentEncoding, SnappyBody, decode_write_request, encode_series, encode_write_request_v2, series_fields,
+    unsnappy_block,
+};
+use cairn_protocols::{DecodeLimits, SeriesSamples};
+use cairn_tsdb::{ForwardBatch, TailEvent, Tsdb, WalPosition, WalTail};
 use parking_lot::Mutex;
 use tokio::runtime::Handle;
 use tokio::sync::{mpsc, watch};
@@ -73,8 +76,36 @@ struct Item {
 /// A shard's samples of one record (or none), and the WAL position after it.
 struct Chunk {
     items: Vec<Item>,
+    forward: Option<ForwardPart>,
     end: WalPosition,
 }
+
+impl Chunk {
+    fn mark(end: WalPosition) -> Self {
+        Self {
+            items: Vec::new(),
+            forward: None,
+            end,
+        }
+    }
+}
+
+/// A shard's series of a forward batch (agent mode's scrapes), sent as
+/// they are: series `k` of the part is at `ShardPosition { at, skip: k }`.
+struct ForwardPart {
+    /// The batch's own snappy block, or, once the batch is split between
+    /// shards, uncompressed series fields.
+    bytes: Vec<u8>,
+    compressed: bool,
+    series: u32,
+    histograms: u32,
+    min_t: i64,
+    max_t: i64,
+    at: WalPosition,
+}
+
+/// The most a forward batch is decompressed to.
+const MAX_FORWARD_BATCH_BYTES: usize = 1 << 30;
 
 /// Positions and their file, shared by the reader and the shards.
 struct Progress {
@@ -342,13 +373,14 @@ impl Reader {
 
     /// Hands one record's samples to their shards; false when stopping.
     fn dispatch(&mut self, at: WalPosition, end: WalPosition, payload: &[u8]) -> bool {
+        match Tsdb::forward_batch(payload) {
+            Ok(Some(batch)) => return self.dispatch_forward(at, end, batch),
+            Ok(None) => {}
+            Err(reason) => return self.lost(at, &reason),
+        }
         let record = match Tsdb::decode_wal_record(payload, &mut self.scratch) {
             Ok(r) => r,
-            Err(reason) => {
-                add(&self.shared.metrics.wal_gaps, 1);
-                tracing::error!(queue = %self.shared.settings.name, at = ?at, reason, "undecodable WAL record: its samples are not forwarded");
-                return true;
-            }
+            Err(reason) => return self.lost(at, &reason),
         };
         let n = self.shards.len();
         let mut per_shard: Vec<Vec<Item>> = (0..n).map(|_| Vec::new()).collect();
@@ -392,25 +424,140 @@ impl Reader {
             raise(&metrics.highest_read_ms, highest as u64);
         }
         for (shard, items) in per_shard.into_iter().enumerate() {
-            if items.is_empty() {
-                continue;
-            }
-            let count = items.len() as u64;
-            self.read_samples += count;
-            add(&metrics.pending, count);
-            let handle = &mut self.shards[shard];
-            handle.fed = true;
-            if handle.tx.blocking_send(Chunk { items, end }).is_err() {
+            if !items.is_empty() && !self.feed(shard, items, None, end) {
                 return false;
             }
         }
         true
     }
 
+    /// Hands a forward batch to the shards: whole to the only one, split by
+    /// series when there are more, decoded into samples when the queue
+    /// relabels or speaks remote write 2.0.
+    fn dispatch_forward(&mut self, at: WalPosition, end: WalPosition, batch: ForwardBatch<'_>) -> bool {
+        raise(&self.shared.metrics.highest_read_ms, batch.max_t.max(0) as u64);
+        if !self.cache.sends_as_written() {
+            return self.dispatch_decoded(at, end, batch);
+        }
+        let part = |bytes: Vec<u8>, compressed: bool, series: u32, histograms: u32| ForwardPart {
+            bytes,
+            compressed,
+            series,
+            histograms,
+            min_t: batch.min_t,
+            max_t: batch.max_t,
+            at,
+        };
+        if self.shards.len() == 1 {
+            let whole = part(batch.block.to_vec(), true, batch.series, batch.histograms);
+            return self.feed(0, Vec::new(), Some(whole), end);
+        }
+        if let Err(reason) = unsnappy_block(batch.block, MAX_FORWARD_BATCH_BYTES, &mut self.scratch) {
+            return self.lost(at, reason);
+        }
+        let n = self.shards.len();
+        let mut parts: Vec<ForwardPart> = (0..n).map(|_| part(Vec::new(), false, 0, 0)).collect();
+        for field in series_fields(&self.scratch) {
+            let field = match field {
+                Ok(f) => f,
+                Err(reason) => return self.lost(at, reason),
+            };
+            let shard = (xxhash_rust::xxh3::xxh3_64(field.labels) % n as u64) as usize;
+            let p = &mut parts[shard];
+            p.bytes.extend_from_slice(field.field);
+            p.series += 1;
+            p.histograms += u32::from(field.histogram);
+        }
+        for (shard, p) in parts.into_iter().enumerate() {
+            if p.series > 0 && !self.feed(shard, Vec::new(), Some(p), end) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A forward batch's samples as items, for a queue that relabels them
+    /// or sends remote write 2.0.
+    fn dispatch_decoded(&mut self, at: WalPosition, end: WalPosition, batch: ForwardBatch<'_>) -> bool {
+        if let Err(reason) = unsnappy_block(batch.block, MAX_FORWARD_BATCH_BYTES, &mut self.scratch) {
+            return self.lost(at, reason);
+        }
+        let limits = DecodeLimits {
+            max_decompressed_bytes: MAX_FORWARD_BATCH_BYTES,
+            max_labels_per_series: usize::MAX,
+            max_label_name_len: usize::MAX,
+            max_label_value_len: usize::MAX,
+            max_histogram_buckets: usize::MAX,
+        };
+        let decoded = match decode_write_request(&self.scratch, ContentEncoding::Identity, &limits) {
+            Ok(d) => d,
+            Err(e) => return self.lost(at, &e.to_string()),
+        };
+        let n = self.shards.len();
+        let mut per_shard: Vec<Vec<Item>> = (0..n).map(|_| Vec::new()).collect();
+        let (mut dropped, mut dropped_histograms) = (0, 0);
+        for series in decoded.series() {
+            let floats = series.samples().iter().map(|s| (s.t, Value::Float(s.v)));
+            let histograms = series.histograms().iter().map(|h| (h.t, Value::Histogram(h.h.clone())));
+            let values: Vec<(i64, Value)> = floats.chain(histograms).collect();
+            match self.cache.resolve_forwarded(series.labels()) {
+                Resolved::Send(s, hash) => {
+                    let items = &mut per_shard[(hash % n as u64) as usize];
+                    for (t, value) in values {
+                        let pos = ShardPosition {
+                            at,
+                            skip: items.len() as u32,
+                        };
+                        items.push(Item {
+                            series: s.clone(),
+                            t,
+                            value,
+                            pos,
+                        });
+                    }
+                }
+                Resolved::Dropped | Resolved::Unknown => {
+                    for (_, value) in values {
+                        match value {
+                            Value::Float(_) => dropped += 1,
+                            Value::Histogram(_) => dropped_histograms += 1,
+                        }
+                    }
+                }
+            }
+        }
+        add(&self.shared.metrics.samples_dropped, dropped);
+        add(&self.shared.metrics.histograms_dropped, dropped_histograms);
+        for (shard, items) in per_shard.into_iter().enumerate() {
+            if !items.is_empty() && !self.feed(shard, items, None, end) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Hands a shard its part of a record; false when stopping.
+    fn feed(&mut self, shard: usize, items: Vec<Item>, forward: Option<ForwardPart>, end: WalPosition) -> bool {
+        let count = items.len() as u64 + forward.as_ref().map_or(0, |f| u64::from(f.series));
+        self.read_samples += count;
+        add(&self.shared.metrics.pending, count);
+        let handle = &mut self.shards[shard];
+        handle.fed = true;
+        handle.tx.blocking_send(Chunk { items, forward, end }).is_ok()
+    }
+
+    /// A record that cannot be read: counted and logged, its samples not
+    /// forwarded. Always true: the queue goes on.
+    fn lost(&self, at: WalPosition, reason: &str) -> bool {
+        add(&self.shared.metrics.wal_gaps, 1);
+        tracing::error!(queue = %self.shared.settings.name, at = ?at, reason, "undecodable WAL record: its samples are not forwarded");
+        true
+    }
+
     /// Tells every shard the WAL has been read up to `end`.
     fn mark_all(&mut self, end: WalPosition) {
         for handle in &mut self.shards {
-            let _ = handle.tx.try_send(Chunk { items: Vec::new(), end });
+            let _ = handle.tx.try_send(Chunk::mark(end));
             handle.fed = false;
         }
     }
@@ -420,7 +567,7 @@ impl Reader {
     fn mark_unfed(&mut self, end: WalPosition) {
         for handle in &mut self.shards {
             if !handle.fed {
-                let _ = handle.tx.try_send(Chunk { items: Vec::new(), end });
+                let _ = handle.tx.try_send(Chunk::mark(end));
             }
             handle.fed = false;
         }
@@ -473,14 +620,7 @@ impl Reader {
         self.mark_all(at);
         for handle in &self.shards {
             // Blocking: every shard must learn it has everything before `at`.
-            if handle
-                .tx
-                .blocking_send(Chunk {
-                    items: Vec::new(),
-                    end: at,
-                })
-                .is_err()
-            {
+            if handle.tx.blocking_send(Chunk::mark(at)).is_err() {
                 return false;
             }
         }
@@ -538,6 +678,48 @@ impl Reader {
     }
 }
 
+/// What a shard is about to send.
+struct Batch {
+    items: Vec<Item>,
+    /// Forward parts taken whole: their snappy blocks.
+    blocks: SnappyBody,
+    /// Forwarded series taken one by one: their fields, uncompressed.
+    fields: Vec<u8>,
+    /// Forwarded series in `blocks` and `fields`, and how many are histograms.
+    forwarded: u64,
+    forwarded_histograms: u64,
+    /// Forwarded series left out as older than the queue's age limit.
+    too_old: u64,
+    too_old_histograms: u64,
+    /// The greatest time of the forwarded series.
+    highest: i64,
+}
+
+impl Batch {
+    fn new(capacity: usize) -> Self {
+        Self {
+            items: Vec::with_capacity(capacity),
+            blocks: SnappyBody::default(),
+            fields: Vec::new(),
+            forwarded: 0,
+            forwarded_histograms: 0,
+            too_old: 0,
+            too_old_histograms: 0,
+            highest: i64::MIN,
+        }
+    }
+
+    /// Its samples, sent or left out: what counts against
+    /// `max_samples_per_send` and leaves `pending` once it is over.
+    fn len(&self) -> usize {
+        self.items.len() + (self.forwarded + self.too_old + self.too_old_histograms) as usize
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// One shard: batches its samples in WAL order and sends each batch until
 /// it is delivered or refused. Ends when its channel closes (after sending
 /// what it holds) or the queue stops.
@@ -550,9 +732,10 @@ async fn run_shard(
 ) {
     let settings = &shared.settings;
     let mut stop = shared.stop.clone();
-    let mut batch: Vec<Item> = Vec::with_capacity(settings.max_samples_per_send);
+    let mut batch = Batch::new(settings.max_samples_per_send);
     let mut batch_end = done;
     let mut deadline: Option<tokio::time::Instant> = None;
+    let mut scratch = Vec::new();
     loop {
         let next = tokio::select! {
             biased;
@@ -582,13 +765,29 @@ async fn run_shard(
                 at: item.pos.at,
                 skip: item.pos.skip + 1,
             };
-            batch.push(item);
+            batch.items.push(item);
             if batch.len() >= settings.max_samples_per_send || cut_at.is_some_and(|c| batch_end >= c) {
                 if !send_batch(&shared, index, &mut batch, batch_end).await {
                     return;
                 }
                 cut_at = None;
                 deadline = None;
+            }
+        }
+        if let Some(part) = chunk.forward {
+            let taking = TakeForward {
+                shared: &shared,
+                index,
+                done,
+                cut_at: &mut cut_at,
+                batch: &mut batch,
+                batch_end: &mut batch_end,
+                scratch: &mut scratch,
+            };
+            match taking.take(part).await {
+                None => return,
+                Some(true) => deadline = None,
+                Some(false) => {}
             }
         }
         let end = ShardPosition::record_start(chunk.end);
@@ -616,6 +815,114 @@ async fn run_shard(
     }
 }
 
+/// A shard taking a forward part into its batch.
+struct TakeForward<'a> {
+    shared: &'a Shared,
+    index: usize,
+    /// What was delivered before the restart.
+    done: ShardPosition,
+    cut_at: &'a mut Option<ShardPosition>,
+    batch: &'a mut Batch,
+    batch_end: &'a mut ShardPosition,
+    scratch: &'a mut Vec<u8>,
+}
+
+impl TakeForward<'_> {
+    /// Adds the part's series not yet delivered to the batch, sending each
+    /// batch they fill or that ends at the cut: whole, as their block,
+    /// when they all fit and none is too old. Whether it sent; `None` if
+    /// the queue stopped.
+    async fn take(self, part: ForwardPart) -> Option<bool> {
+        let Self {
+            shared,
+            index,
+            done,
+            cut_at,
+            batch,
+            batch_end,
+            scratch,
+        } = self;
+        let max = shared.settings.max_samples_per_send;
+        let n = part.series;
+        let at = |skip: u32| ShardPosition { at: part.at, skip };
+        let from = if n == 0 || at(n - 1) < done {
+            n
+        } else if at(0) < done {
+            done.skip
+        } else {
+            0
+        };
+        shared.metrics.pending.fetch_sub(u64::from(from), Ordering::Relaxed);
+        if from == n {
+            return Some(false);
+        }
+        let oldest = oldest_sent(shared.settings.sample_age_limit);
+        let cut_inside = cut_at.is_some_and(|c| at(from) < c && c < at(n));
+        let whole = part.compressed && from == 0 && !cut_inside && part.min_t >= oldest;
+        if whole && n as usize <= max.saturating_sub(batch.len()) {
+            if let Err(reason) = batch.blocks.push_block(&part.bytes) {
+                forward_lost(shared, part.at, n, reason);
+                return Some(false);
+            }
+            batch.forwarded += u64::from(n);
+            batch.forwarded_histograms += u64::from(part.histograms);
+            batch.highest = batch.highest.max(part.max_t);
+            *batch_end = at(n);
+            if batch.len() < max && !cut_at.is_some_and(|c| *batch_end >= c) {
+                return Some(false);
+            }
+            *cut_at = None;
+            return send_batch(shared, index, batch, *batch_end).await.then_some(true);
+        }
+        let fields: &[u8] = if part.compressed {
+            if let Err(reason) = unsnappy_block(&part.bytes, MAX_FORWARD_BATCH_BYTES, scratch) {
+                forward_lost(shared, part.at, n - from, reason);
+                return Some(false);
+            }
+            scratch
+        } else {
+            &part.bytes
+        };
+        let mut sent = false;
+        for (k, field) in (0..n).zip(series_fields(fields)).skip(from as usize) {
+            let field = match field {
+                Ok(f) => f,
+                Err(reason) => {
+                    forward_lost(shared, part.at, n - k, reason);
+                    break;
+                }
+            };
+            if field.t < oldest {
+                match field.histogram {
+                    true => batch.too_old_histograms += 1,
+                    false => batch.too_old += 1,
+                }
+            } else {
+                batch.fields.extend_from_slice(field.field);
+                batch.forwarded += 1;
+                batch.forwarded_histograms += u64::from(field.histogram);
+                batch.highest = batch.highest.max(field.t);
+            }
+            *batch_end = at(k + 1);
+            if batch.len() >= max || cut_at.is_some_and(|c| *batch_end >= c) {
+                *cut_at = None;
+                if !send_batch(shared, index, batch, *batch_end).await {
+                    return None;
+                }
+                sent = true;
+            }
+        }
+        Some(sent)
+    }
+}
+
+/// Forwarded series that cannot be read: counted and logged, not sent.
+fn forward_lost(shared: &Shared, at: WalPosition, series: u32, reason: &str) {
+    add(&shared.metrics.wal_gaps, 1);
+    shared.metrics.pending.fetch_sub(u64::from(series), Ordering::Relaxed);
+    tracing::error!(queue = %shared.settings.name, at = ?at, reason, "undecodable forward batch: its samples are not forwarded");
+}
+
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
@@ -625,15 +932,22 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 
 /// Sends `batch` (emptying it) until it is delivered or refused; false
 /// if the queue stopped first (the batch is sent again after a restart).
-async fn send_batch(shared: &Shared, index: usize, batch: &mut Vec<Item>, end: ShardPosition) -> bool {
+async fn send_batch(shared: &Shared, index: usize, batch: &mut Batch, end: ShardPosition) -> bool {
     let settings = &shared.settings;
     let metrics = &shared.metrics;
-    let items = std::mem::take(batch);
-    let count = items.len() as u64;
+    let count = batch.len() as u64;
     shared.begin(index, end);
-    let encoded = encode(&items, shared.sender.protocol, settings.sample_age_limit);
+    let items = std::mem::take(&mut batch.items);
+    let mut fields = std::mem::take(&mut batch.fields);
+    let mut forwarded = std::mem::replace(batch, Batch::new(items.capacity()));
+    let encoded = encode(&items, shared.sender.protocol, settings.sample_age_limit, &mut fields).and_then(|e| {
+        match shared.sender.protocol {
+            Protocol::V1 => forwarded.blocks.push_raw(&fields).map_err(str::to_string)?,
+            Protocol::V2 => {}
+        }
+        Ok(e)
+    });
     let Encoded {
-        body,
         samples,
         histograms,
         too_old,
@@ -649,8 +963,18 @@ async fn send_batch(shared: &Shared, index: usize, batch: &mut Vec<Item>, end: S
             return true;
         }
     };
-    add(&metrics.samples_dropped, too_old);
-    add(&metrics.histograms_dropped, too_old_histograms);
+    let body = match shared.sender.protocol {
+        Protocol::V1 => Bytes::from(forwarded.blocks.take()),
+        Protocol::V2 => Bytes::from(fields),
+    };
+    let samples = samples + forwarded.forwarded - forwarded.forwarded_histograms;
+    let histograms = histograms + forwarded.forwarded_histograms;
+    let highest = highest.max(forwarded.highest);
+    add(&metrics.samples_dropped, too_old + forwarded.too_old);
+    add(
+        &metrics.histograms_dropped,
+        too_old_histograms + forwarded.too_old_histograms,
+    );
     if samples + histograms > 0 {
         let mut stop = shared.stop.clone();
         let backoff = Backoff {
@@ -690,7 +1014,6 @@ async fn send_batch(shared: &Shared, index: usize, batch: &mut Vec<Item>, end: S
 }
 
 struct Encoded {
-    body: Bytes,
     samples: u64,
     histograms: u64,
     too_old: u64,
@@ -698,16 +1021,22 @@ struct Encoded {
     highest: i64,
 }
 
-/// The request body of a batch: its samples grouped by series, in order.
-fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Encoded, String> {
-    let oldest = if age_limit.is_zero() {
+/// The least time a sample sent now may have.
+fn oldest_sent(age_limit: Duration) -> i64 {
+    if age_limit.is_zero() {
         i64::MIN
     } else {
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
         now.saturating_sub(age_limit).as_millis() as i64
-    };
+    }
+}
+
+/// Items' samples grouped by series, in order, appended to `body`: for
+/// remote write 1.0 as uncompressed series fields, for 2.0 as the whole
+/// compressed request.
+fn encode(items: &[Item], protocol: Protocol, age_limit: Duration, body: &mut Vec<u8>) -> Result<Encoded, String> {
+    let oldest = oldest_sent(age_limit);
     let mut out = Encoded {
-        body: Bytes::new(),
         samples: 0,
         histograms: 0,
         too_old: 0,
@@ -761,16 +1090,13 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
             let (f_start, h_start) = std::mem::replace(starts, (f_end, h_end));
             Some((*series, &floats[f_start..f_end], &histograms[h_start..h_end]))
         });
-    let mut body = Vec::new();
     match protocol {
         Protocol::V1 => {
-            let mut pb = Vec::new();
             for (series, samples, histograms) in grouped {
                 if let Series::Encoded(labels) = series {
-                    encode_series(labels.bytes(), samples, histograms, &mut pb);
+                    encode_series(labels.bytes(), samples, histograms, body);
                 }
             }
-            compress(&pb, ContentEncoding::Snappy, &mut body).map_err(|e| e.to_string())?;
         }
         Protocol::V2 => {
             let series: Vec<SeriesSamples> = grouped
@@ -783,18 +1109,15 @@ fn encode(items: &[Item], protocol: Protocol, age_limit: Duration) -> Result<Enc
                     Series::Encoded(_) => None,
                 })
                 .collect();
-            encode_write_request_v2(&series, ContentEncoding::Snappy, &mut body).map_err(|e| e.to_string())?;
+            encode_write_request_v2(&series, ContentEncoding::Snappy, body).map_err(|e| e.to_string())?;
         }
     }
-    out.body = Bytes::from(body);
     Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use cairn_model::Labels;
-    use cairn_protocols::DecodeLimits;
-    use cairn_protocols::remote_write::decode_write_request;
 
     use super::*;
 
@@ -827,9 +1150,10 @@ mod tests {
             item(&b, now + 2),
             item(&c, now),
         ];
-        let encoded = encode(&items, Protocol::V1, Duration::from_secs(60)).unwrap();
+        let mut pb = Vec::new();
+        let encoded = encode(&items, Protocol::V1, Duration::from_secs(60), &mut pb).unwrap();
         assert_eq!((encoded.samples, encoded.too_old, encoded.highest), (6, 1, now + 3));
-        let batch = decode_write_request(&encoded.body, ContentEncoding::Snappy, &DecodeLimits::default()).unwrap();
+        let batch = decode_write_request(&pb, ContentEncoding::Identity, &DecodeLimits::default()).unwrap();
         let got: Vec<(String, Vec<i64>)> = batch
             .to_series()
             .into_iter()

@@ -266,6 +266,22 @@ impl SeriesCache {
             .collect()
     }
 
+    /// Whether a forward batch's series go out as they were written: no
+    /// relabelling to apply, and remote write 1.0's encoding.
+    pub fn sends_as_written(&self) -> bool {
+        self.relabel.is_empty() && self.protocol == Protocol::V1
+    }
+
+    /// A forward batch's series, for a queue that does not send it as
+    /// written. Its external labels are the ones it was written with; the
+    /// queue's are added where it lacks them.
+    pub fn resolve_forwarded(&self, labels: Labels) -> Resolved {
+        match self.prepare(labels) {
+            Some((series, hash)) => Resolved::Send(series, hash),
+            None => Resolved::Dropped,
+        }
+    }
+
     fn prepare(&self, labels: Labels) -> Option<(Series, u64)> {
         let labels = with_external_labels(labels, &self.external_labels);
         let labels = if self.relabel.is_empty() {
@@ -289,21 +305,25 @@ impl SeriesCache {
 
 /// Two label lists in name order merged in name order; a name in both
 /// keeps `own`'s value (as [`with_external_labels`] does).
-fn merge_missing<'a>(
-    own: impl Iterator<Item = (&'a [u8], &'a [u8])>,
-    external: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+pub(crate) fn merge_missing<'a, 'o: 'a, 'e: 'a>(
+    own: impl Iterator<Item = (&'o [u8], &'o [u8])>,
+    external: impl Iterator<Item = (&'e [u8], &'e [u8])>,
 ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
     let mut own = own.peekable();
     let mut external = external.peekable();
     std::iter::from_fn(move || match (own.peek(), external.peek()) {
-        (Some(o), Some(e)) if e.0 < o.0 => external.next(),
+        (Some(o), Some(e)) if e.0 < o.0 => external.next().map(shorter),
         (Some(o), Some(e)) if e.0 == o.0 => {
             external.next();
-            own.next()
+            own.next().map(shorter)
         }
-        (Some(_), _) => own.next(),
-        (None, _) => external.next(),
+        (Some(_), _) => own.next().map(shorter),
+        (None, _) => external.next().map(shorter),
     })
+}
+
+fn shorter<'a>((name, value): (&'a [u8], &'a [u8])) -> (&'a [u8], &'a [u8]) {
+    (name, value)
 }
 
 /// `labels` with each external label it lacks, as Prometheus adds them

@@ -187,8 +187,14 @@ impl Running {
             None => hostname(),
         };
         let share = cluster.map(|c| c.work_share());
+        let remote_write = wal.map(RemoteWrite::new);
+        // Agent mode's scrapes are written as remote write sends them.
+        let scraped_into: Arc<dyn cairn_storage::Appendable> = match &remote_write {
+            Some(rw) if options.agent => rw.scrape_appendable(),
+            _ => storage.clone(),
+        };
         let scrape = ScrapeManager::new(
-            storage.clone(),
+            scraped_into,
             ScrapeOptions {
                 offset_seed: cairn_scrape::offset_seed(&seed_host, &loaded.config.global.external_labels),
                 discovery: discovery.clone(),
@@ -217,7 +223,7 @@ impl Running {
             scrape,
             rules: RuleManager::new(rule_options),
             notifier,
-            remote_write: wal.map(RemoteWrite::new),
+            remote_write,
             alertmanager_discovery: parking_lot::Mutex::default(),
             config_yaml: parking_lot::RwLock::default(),
             reloading: tokio::sync::Mutex::new(()),

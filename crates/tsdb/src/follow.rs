@@ -11,7 +11,8 @@ use cairn_storage::StorageError;
 use crate::day::Day;
 use crate::engine::Tsdb;
 use crate::histograms::is_marker;
-use crate::wal::record;
+use crate::wal;
+use crate::wal::record::{self, ForwardBatch};
 use crate::wal::tail::{TailEvent, WalPosition, WalTail};
 
 /// One day's part of a WAL record.
@@ -60,6 +61,32 @@ impl Tsdb {
     /// The next record after `tail`'s position, into `payload`.
     pub fn read_wal(&self, tail: &mut WalTail, payload: &mut Vec<u8>) -> Result<TailEvent, StorageError> {
         tail.next(&self.inner.wal, payload)
+    }
+
+    /// Appends a forward batch (agent mode's): durable as a commit is, stored nowhere.
+    pub fn append_forward_batch(&self, batch: &ForwardBatch<'_>) -> Result<(), StorageError> {
+        let db = &*self.inner;
+        db.check_writable()?;
+        db.admit_write()?;
+        let record = wal::frame(|dst| record::encode_forward(dst, batch));
+        let appended = db.wal.append_framed(&record);
+        db.health.record_wal_append(&appended);
+        appended?;
+        db.counters
+            .samples_ingested
+            .fetch_add(u64::from(batch.series), std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The times a sample may have to be accepted: inside retention, not too far ahead.
+    pub fn accepted_times(&self) -> std::ops::RangeInclusive<i64> {
+        self.inner.min_valid_t()..=self.inner.max_valid_t()
+    }
+
+    /// The forward batch a record [`Tsdb::read_wal`] read holds, if it is
+    /// one (then [`Tsdb::decode_wal_record`] finds nothing in it).
+    pub fn forward_batch(payload: &[u8]) -> Result<Option<ForwardBatch<'_>>, String> {
+        record::decode_forward(payload).map_err(str::to_string)
     }
 
     /// Decodes a record [`Tsdb::read_wal`] read, decompressing into

@@ -51,6 +51,7 @@ pub use follow::{WalFeedDay, WalFeedRecord};
 pub use part::{BlockRef, LostBlock, Part, PartWriter};
 pub use partition::{DamagedBlock, part_seq_range};
 pub use tenants::{SettingsOf, TenantSettings, TsdbTenants, day_keys_prefix};
+pub use wal::record::ForwardBatch;
 pub use wal::tail::{TailEvent, WalPosition, WalTail};
 
 /// Decoders of every on-disk format, for fuzzing and inspection tools. Each

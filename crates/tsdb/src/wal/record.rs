@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! record := kind:u8=2 uvarint(len) zstd-frame(batch)  (batch is len bytes)
+//!         | kind:u8=6 forward
 //!         | batch
 //! batch  := kind:u8=1 uvarint(n_days) day*           (no histograms)
 //!         | kind:u8=3 uvarint(n_days) hday*
@@ -13,6 +14,7 @@
 //! new    := id:u64 LE uvarint(len) labels[len]      (series created by this batch)
 //! series := id:u64 LE uvarint(n) varint(t0) varint(t[i]-t[i-1])*(n-1) value:u64 LE*n
 //! hseries := id:u64 LE uvarint(len) histogram-block[len]  (cairn-codec)
+//! forward := uvarint(n_series) uvarint(n_histograms) varint(min_t) varint(max_t) block
 //! ```
 //!
 //! A histogram sample is also a row of its series, whose value is the
@@ -21,6 +23,11 @@
 //! A labelled batch (agent mode, where samples are only forwarded) names
 //! every series it has in `new`, under ids that number them from 0 in the
 //! day: its ids mean nothing outside the record, and no index knows them.
+//!
+//! A forward batch (agent mode's scrapes) is what remote write sends, made
+//! once: `block` is a snappy block of remote write 1.0 series fields, each
+//! with one sample or histogram, of which `n_histograms` are histograms.
+//! Nothing of it is stored.
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -42,6 +49,7 @@ const KIND_HISTOGRAM_BATCH: u8 = 3;
 /// Batches whose series are all in their `new` lists, under record-local ids.
 const KIND_LABELLED_BATCH: u8 = 4;
 const KIND_LABELLED_HISTOGRAM_BATCH: u8 = 5;
+const KIND_FORWARD_BATCH: u8 = 6;
 /// zstd's fastest regular level: a batch's series of one metric share their
 /// ids' first bytes, a target's samples their timestamps, and many values
 /// repeat, so even this level shrinks a remote-write batch several times.
@@ -186,6 +194,7 @@ pub struct DayRecord<'a> {
 /// Errors name what was malformed; never panics.
 pub fn decode_batch<'a>(src: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Vec<DayRecord<'a>>, &'static str> {
     match src.split_first() {
+        Some((&KIND_FORWARD_BATCH, _)) => decode_forward(src).map(|_| Vec::new()),
         Some((&KIND_ZSTD, rest)) => {
             let (len, frame) = get_uvarint(rest).map_err(|_| "bad record length")?;
             let len = usize::try_from(len)
@@ -216,6 +225,52 @@ pub fn decode_batch<'a>(src: &'a [u8], scratch: &'a mut Vec<u8>) -> Result<Vec<D
         }
         _ => decode_raw(src),
     }
+}
+
+/// A forward batch: series a remote write request carries as they are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ForwardBatch<'a> {
+    /// Series fields in `block`, one sample or histogram each.
+    pub series: u32,
+    /// How many of them carry a histogram.
+    pub histograms: u32,
+    pub min_t: i64,
+    pub max_t: i64,
+    /// A snappy block of remote write 1.0 `TimeSeries` fields.
+    pub block: &'a [u8],
+}
+
+/// Appends a forward batch's record.
+pub fn encode_forward(dst: &mut Vec<u8>, batch: &ForwardBatch<'_>) {
+    dst.push(KIND_FORWARD_BATCH);
+    put_uvarint(dst, u64::from(batch.series));
+    put_uvarint(dst, u64::from(batch.histograms));
+    put_varint(dst, batch.min_t);
+    put_varint(dst, batch.max_t);
+    dst.extend_from_slice(batch.block);
+}
+
+/// The forward batch a record holds, if it is one.
+pub fn decode_forward(src: &[u8]) -> Result<Option<ForwardBatch<'_>>, &'static str> {
+    let Some((&KIND_FORWARD_BATCH, rest)) = src.split_first() else {
+        return Ok(None);
+    };
+    let count = |v: u64| u32::try_from(v).map_err(|_| "series count out of range");
+    let (series, rest) = get_uvarint(rest).map_err(|_| "bad series count")?;
+    let (histograms, rest) = get_uvarint(rest).map_err(|_| "bad histogram count")?;
+    let (min_t, rest) = get_varint(rest).map_err(|_| "bad least time")?;
+    let (max_t, block) = get_varint(rest).map_err(|_| "bad greatest time")?;
+    let batch = ForwardBatch {
+        series: count(series)?,
+        histograms: count(histograms)?,
+        min_t,
+        max_t,
+        block,
+    };
+    if batch.histograms > batch.series || batch.min_t > batch.max_t {
+        return Err("inconsistent forward batch header");
+    }
+    Ok(Some(batch))
 }
 
 fn decode_raw(src: &[u8]) -> Result<Vec<DayRecord<'_>>, &'static str> {
