@@ -11,7 +11,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use cairn_model::{EncodedLabels, HistogramSample, LabelError, Labels, Sample};
-use cairn_protocols::remote_write::{encode_label_pairs, encode_series, snappy_block};
+use cairn_protocols::remote_write::{encode_label_pairs, encode_series, snappy_block_into};
 use cairn_storage::{Appendable, Appender, CommitReport, RejectReason, StorageError};
 use cairn_tsdb::{ForwardBatch, Tsdb};
 use parking_lot::{Mutex, RwLock};
@@ -33,6 +33,7 @@ struct Buffers {
     fields: Vec<u8>,
     /// One series' label fields.
     labels: Vec<u8>,
+    /// Where the commit's block is compressed, at its start.
     block: Vec<u8>,
 }
 
@@ -84,19 +85,15 @@ struct ForwardAppender<'a> {
 
 impl ForwardAppender<'_> {
     /// Writes one series' label fields, the external labels it lacks merged in.
-    fn set_labels<'x>(&mut self, pairs: impl Iterator<Item = (&'x [u8], &'x [u8])>) -> Result<(), StorageError> {
+    fn set_labels<'x>(&mut self, pairs: impl Iterator<Item = (&'x [u8], &'x [u8])>) {
         let labels = &mut self.buffers.labels;
         labels.clear();
-        let external = self.external.iter().map(|l| (l.name.as_bytes(), l.value.as_bytes()));
-        let mut pairs = pairs.peekable();
-        if pairs.peek().is_none() {
-            return Err(StorageError::InvalidSeries {
-                labels: "{}".into(),
-                reason: LabelError::Empty.to_string(),
-            });
+        if self.external.is_empty() {
+            encode_label_pairs(pairs, labels);
+        } else {
+            let external = self.external.iter().map(|l| (l.name.as_bytes(), l.value.as_bytes()));
+            encode_label_pairs(merge_missing(pairs, external), labels);
         }
-        encode_label_pairs(merge_missing(pairs, external), labels);
-        Ok(())
     }
 
     /// Whether a sample at `t` is taken; counts it either way.
@@ -138,19 +135,22 @@ impl ForwardAppender<'_> {
 
 impl Appender for ForwardAppender<'_> {
     fn append(&mut self, labels: &Labels, samples: &[Sample]) -> Result<(), StorageError> {
-        self.set_labels(labels.iter().map(|l| (l.name.as_bytes(), l.value.as_bytes())))?;
+        not_empty(labels.is_empty())?;
+        self.set_labels(labels.iter().map(|l| (l.name.as_bytes(), l.value.as_bytes())));
         self.add_floats(samples);
         Ok(())
     }
 
     fn append_encoded(&mut self, labels: EncodedLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
-        self.set_labels(labels.raw_pairs())?;
+        not_empty(labels.is_empty())?;
+        self.set_labels(labels.raw_pairs());
         self.add_floats(samples);
         Ok(())
     }
 
     fn append_histograms(&mut self, labels: &Labels, samples: &[HistogramSample]) -> Result<(), StorageError> {
-        self.set_labels(labels.iter().map(|l| (l.name.as_bytes(), l.value.as_bytes())))?;
+        not_empty(labels.is_empty())?;
+        self.set_labels(labels.iter().map(|l| (l.name.as_bytes(), l.value.as_bytes())));
         self.add_histograms(samples);
         Ok(())
     }
@@ -161,7 +161,8 @@ impl Appender for ForwardAppender<'_> {
         samples: &[Sample],
         histograms: &[HistogramSample],
     ) -> Result<(), StorageError> {
-        self.set_labels(labels.raw_pairs())?;
+        not_empty(labels.is_empty())?;
+        self.set_labels(labels.raw_pairs());
         self.add_floats(samples);
         self.add_histograms(histograms);
         Ok(())
@@ -176,15 +177,14 @@ impl Appender for ForwardAppender<'_> {
             return Ok(report);
         }
         let Buffers { fields, block, .. } = &mut self.buffers;
-        block.clear();
-        snappy_block(fields, block)
+        let len = snappy_block_into(fields, block)
             .map_err(|reason| StorageError::LimitExceeded(format!("a commit of {} samples: {reason}", self.series)))?;
         self.owner.db.append_forward_batch(&ForwardBatch {
             series: self.series,
             histograms: self.histograms,
             min_t: self.min_t,
             max_t: self.max_t,
-            block,
+            block: block.get(..len).unwrap_or_default(),
         })?;
         report.samples_accepted = u64::from(self.series - self.histograms);
         report.histograms_accepted = u64::from(self.histograms);
@@ -194,12 +194,27 @@ impl Appender for ForwardAppender<'_> {
     fn rollback(self: Box<Self>) {}
 }
 
+/// The empty label set is no series.
+fn not_empty(empty: bool) -> Result<(), StorageError> {
+    if empty {
+        return Err(StorageError::InvalidSeries {
+            labels: "{}".into(),
+            reason: LabelError::Empty.to_string(),
+        });
+    }
+    Ok(())
+}
+
 impl Drop for ForwardAppender<'_> {
     fn drop(&mut self) {
         let mut buffers = std::mem::take(&mut self.buffers);
-        for b in [&mut buffers.fields, &mut buffers.labels, &mut buffers.block] {
+        for b in [&mut buffers.fields, &mut buffers.labels] {
             b.clear();
             b.shrink_to(KEPT_BUFFER_BYTES);
+        }
+        // Kept at its length: compressing into it again zeroes nothing.
+        if buffers.block.len() > KEPT_BUFFER_BYTES {
+            buffers.block = Vec::new();
         }
         self.owner.buffers.lock().push(buffers);
     }

@@ -829,8 +829,8 @@ struct TakeForward<'a> {
 
 impl TakeForward<'_> {
     /// Adds the part's series not yet delivered to the batch, sending each
-    /// batch they fill or that ends at the cut: whole, as their block,
-    /// when they all fit and none is too old. Whether it sent; `None` if
+    /// batch they fill or that ends at the cut: whole, as their block, when
+    /// the part fits a batch, is not cut and none is too old. Whether it sent; `None` if
     /// the queue stopped.
     async fn take(self, part: ForwardPart) -> Option<bool> {
         let Self {
@@ -856,20 +856,28 @@ impl TakeForward<'_> {
         if from == n {
             return Some(false);
         }
+        let mut sent = false;
         let oldest = oldest_sent(shared.settings.sample_age_limit);
         let cut_inside = cut_at.is_some_and(|c| at(from) < c && c < at(n));
-        let whole = part.compressed && from == 0 && !cut_inside && part.min_t >= oldest;
-        if whole && n as usize <= max.saturating_sub(batch.len()) {
+        let whole = part.compressed && from == 0 && !cut_inside && part.min_t >= oldest && n as usize <= max;
+        if whole && n as usize > max - batch.len().min(max) {
+            // Sent without it, so that it goes whole in the next batch.
+            if !send_batch(shared, index, batch, *batch_end).await {
+                return None;
+            }
+            sent = true;
+        }
+        if whole {
             if let Err(reason) = batch.blocks.push_block(&part.bytes) {
                 forward_lost(shared, part.at, n, reason);
-                return Some(false);
+                return Some(sent);
             }
             batch.forwarded += u64::from(n);
             batch.forwarded_histograms += u64::from(part.histograms);
             batch.highest = batch.highest.max(part.max_t);
             *batch_end = at(n);
             if batch.len() < max && !cut_at.is_some_and(|c| *batch_end >= c) {
-                return Some(false);
+                return Some(sent);
             }
             *cut_at = None;
             return send_batch(shared, index, batch, *batch_end).await.then_some(true);
@@ -877,13 +885,12 @@ impl TakeForward<'_> {
         let fields: &[u8] = if part.compressed {
             if let Err(reason) = unsnappy_block(&part.bytes, MAX_FORWARD_BATCH_BYTES, scratch) {
                 forward_lost(shared, part.at, n - from, reason);
-                return Some(false);
+                return Some(sent);
             }
             scratch
         } else {
             &part.bytes
         };
-        let mut sent = false;
         for (k, field) in (0..n).zip(series_fields(fields)).skip(from as usize) {
             let field = match field {
                 Ok(f) => f,

@@ -685,6 +685,24 @@ mod tests {
         names
     }
 
+    proptest::proptest! {
+        /// Whatever the scrapes (series coming, going, coming back, failed
+        /// scrapes), a lean cache marks stale exactly what a full one does.
+        #[test]
+        fn a_lean_cache_marks_stale_what_a_full_one_does(
+            scrapes in proptest::collection::vec(proptest::option::weighted(0.85, proptest::collection::btree_set(0u8..12, 0..12)), 1..12)
+        ) {
+            let job = JobSettings::new("j");
+            let (mut full, mut lean) = (ScrapeCache::new(false), ScrapeCache::new(true));
+            for (k, scrape) in scrapes.iter().enumerate() {
+                let body = scrape.as_ref().map(|set| set.iter().map(|i| format!("m{{a=\"{i}\"}} 1\n")).collect::<String>());
+                let t = 1000 * (k as i64 + 1);
+                let want = stale_after(&mut full, body.as_deref(), &job, t);
+                proptest::prop_assert_eq!(stale_after(&mut lean, body.as_deref(), &job, t), want, "scrape {}", k);
+            }
+        }
+    }
+
     #[test]
     fn series_added_counts_the_series_the_cache_did_not_have_lean_or_not() {
         let job = JobSettings::new("j");

@@ -62,8 +62,10 @@ pub(crate) fn append_samples(
                 built.get()
             }
         };
-        let hash = labels_hash(labels.as_bytes());
-        let added = if cache.lean_tracked_now(hash) && own_t.is_none() {
+        let Some(seen) = cache.lean_lookup(labels_hash(labels.as_bytes())) else {
+            return Err("a lean append without a lean cache".into());
+        };
+        let added = if cache.lean_tracked_now(seen) && own_t.is_none() {
             // The same series twice in one scrape: Prometheus refuses the
             // second as a duplicate sample and carries on.
             counts.duplicates += 1;
@@ -77,11 +79,11 @@ pub(crate) fn append_samples(
                 None => false,
             }
         };
-        if added && cache.lean_is_new(hash) && !admission.limit_hit() {
+        if added && seen.is_new() && !admission.limit_hit() {
             counts.series_added += 1;
         }
         if added && (own_t.is_none() || job.track_timestamps_staleness) {
-            cache.lean_track(hash, labels.as_bytes());
+            cache.lean_track(seen, labels.as_bytes());
         }
         counts.added += 1;
     }

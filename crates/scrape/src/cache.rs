@@ -91,16 +91,20 @@ pub(crate) struct ScrapeCache {
 /// A lean cache's staleness: the series tracked in the previous scrape as
 /// sorted hashes of their label encodings, with the encodings compressed
 /// (rewritten only when the set changes, so a steady target costs no
-/// compression); and this scrape's, gathered as it goes.
+/// compression); and which of them this scrape tracked, with the encodings
+/// of the series it tracked that the previous one lacked.
 #[derive(Default)]
 struct LeanTracking {
     previous: Vec<u64>,
     /// zstd frame of the encodings, each after its length as u32 LE.
     previous_labels: Vec<u8>,
-    /// Tracked in this scrape: hashes (in `seen` too) and length-prefixed encodings.
-    now: Vec<u64>,
-    now_labels: Vec<u8>,
-    seen: HashSet<u64>,
+    /// Which of `previous` this scrape tracked: one bit each, by index.
+    tracked: Vec<u64>,
+    tracked_count: usize,
+    /// Tracked in this scrape and not in the previous one: hashes and
+    /// length-prefixed encodings.
+    added: HashSet<u64>,
+    added_labels: Vec<u8>,
 }
 
 /// A lean cache's name for a series: the hash of its label encoding.
@@ -108,33 +112,66 @@ pub(crate) fn labels_hash(encoded: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(encoded)
 }
 
+/// A series looked up in a lean cache: its hash and its place among the
+/// previous scrape's series, if it was there.
+#[derive(Clone, Copy)]
+pub(crate) struct LeanSeries {
+    hash: u64,
+    previous: Option<usize>,
+}
+
+impl LeanSeries {
+    /// Whether the last scrape did not track it.
+    pub fn is_new(&self) -> bool {
+        self.previous.is_none()
+    }
+}
+
 impl LeanTracking {
-    /// Tracks the series whose label encoding is `bytes`, hashed to `hash`.
-    fn track(&mut self, hash: u64, bytes: &[u8]) {
-        if self.seen.insert(hash) {
-            self.now.push(hash);
-            self.now_labels.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-            self.now_labels.extend_from_slice(bytes);
+    fn lookup(&self, hash: u64) -> LeanSeries {
+        LeanSeries {
+            hash,
+            previous: self.previous.binary_search(&hash).ok(),
         }
     }
 
-    /// Series tracked in the previous scrape and not in this one, with
-    /// their labels from the compressed encodings.
-    fn stale(&mut self) -> Vec<SharedEncodedLabels> {
-        let gone: HashSet<u64> = self
-            .previous
-            .iter()
-            .copied()
-            .filter(|h| !self.seen.contains(h))
-            .collect();
-        if gone.is_empty() {
-            return Vec::new();
+    fn tracked_now(&self, s: LeanSeries) -> bool {
+        match s.previous {
+            Some(i) => self.tracked.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0),
+            None => self.added.contains(&s.hash),
+        }
+    }
+
+    /// Tracks the series whose label encoding is `bytes`.
+    fn track(&mut self, s: LeanSeries, bytes: &[u8]) {
+        match s.previous {
+            Some(i) => {
+                if let Some(w) = self.tracked.get_mut(i / 64)
+                    && *w & (1 << (i % 64)) == 0
+                {
+                    *w |= 1 << (i % 64);
+                    self.tracked_count += 1;
+                }
+            }
+            None => {
+                if self.added.insert(s.hash) {
+                    self.added_labels.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    self.added_labels.extend_from_slice(bytes);
+                }
+            }
+        }
+    }
+
+    /// The previous scrape's encodings of the series `keep` picks (by
+    /// their index), length-prefixed.
+    fn previous_encodings(&self, keep: impl Fn(usize) -> bool, out: &mut Vec<u8>) {
+        if self.previous.is_empty() {
+            return;
         }
         let Ok(raw) = zstd::stream::decode_all(self.previous_labels.as_slice()) else {
-            tracing::error!("a scrape cache's compressed labels do not decompress: no staleness markers");
-            return Vec::new();
+            tracing::error!("a scrape cache's compressed labels do not decompress: staleness markers are lost");
+            return;
         };
-        let mut out = Vec::with_capacity(gone.len());
         let mut rest = raw.as_slice();
         while let Some((len, tail)) = rest.split_first_chunk::<4>() {
             let len = u32::from_le_bytes(*len) as usize;
@@ -142,30 +179,68 @@ impl LeanTracking {
                 break;
             };
             rest = tail;
-            if gone.contains(&xxhash_rust::xxh3::xxh3_64(bytes))
-                && let Ok(labels) = EncodedLabels::new(bytes)
-            {
-                out.push(labels.into());
+            if self.previous.binary_search(&labels_hash(bytes)).is_ok_and(&keep) {
+                out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                out.extend_from_slice(bytes);
             }
         }
-        out
+    }
+
+    fn is_tracked(&self, i: usize) -> bool {
+        self.tracked.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// Series tracked in the previous scrape and not in this one, with
+    /// their labels from the compressed encodings.
+    fn stale(&mut self) -> Vec<SharedEncodedLabels> {
+        if self.tracked_count == self.previous.len() {
+            return Vec::new();
+        }
+        let mut gone = Vec::new();
+        self.previous_encodings(|i| !self.is_tracked(i), &mut gone);
+        decode_encodings(&gone).collect()
     }
 
     /// Ends a scrape: its series become the previous ones.
     fn rotate(&mut self) {
-        let mut now = std::mem::take(&mut self.now);
-        now.sort_unstable();
-        if now != self.previous {
-            self.previous_labels = zstd::bulk::compress(&self.now_labels, 1).unwrap_or_default();
+        if !self.added.is_empty() || self.tracked_count != self.previous.len() {
+            let mut now_labels = Vec::new();
+            self.previous_encodings(|i| self.is_tracked(i), &mut now_labels);
+            now_labels.extend_from_slice(&self.added_labels);
+            let mut now: Vec<u64> = (0..self.previous.len())
+                .filter(|&i| self.is_tracked(i))
+                .map(|i| self.previous[i])
+                .chain(self.added.iter().copied())
+                .collect();
+            now.sort_unstable();
+            self.previous_labels = zstd::bulk::compress(&now_labels, 1).unwrap_or_default();
             self.previous_labels.shrink_to_fit();
+            now.shrink_to_fit();
             self.previous = now;
-            self.previous.shrink_to_fit();
         }
         // Per scrape, not kept between scrapes: a target's memory is its
-        // hashes and compressed labels only.
-        self.now_labels = Vec::new();
-        self.seen = HashSet::default();
+        // hashes, compressed labels and one bit a series.
+        self.tracked.clear();
+        self.tracked.resize(self.previous.len().div_ceil(64), 0);
+        self.tracked_count = 0;
+        self.added = HashSet::default();
+        self.added_labels = Vec::new();
     }
+}
+
+/// The label sets of length-prefixed encodings.
+fn decode_encodings(mut rest: &[u8]) -> impl Iterator<Item = SharedEncodedLabels> + '_ {
+    std::iter::from_fn(move || {
+        loop {
+            let (len, tail) = rest.split_first_chunk::<4>()?;
+            let len = u32::from_le_bytes(*len) as usize;
+            let (bytes, tail) = (len <= tail.len()).then(|| tail.split_at(len))?;
+            rest = tail;
+            if let Ok(labels) = EncodedLabels::new(bytes) {
+                return Some(labels.into());
+            }
+        }
+    })
 }
 
 impl ScrapeCache {
@@ -213,10 +288,7 @@ impl ScrapeCache {
     /// cache (in a lean one: whether the last scrape did not track it).
     pub fn add(&mut self, key: SeriesKey, lset: SharedEncodedLabels) -> bool {
         if let Some(lean) = &self.lean {
-            return lean
-                .previous
-                .binary_search(&labels_hash(lset.get().as_bytes()))
-                .is_err();
+            return lean.lookup(labels_hash(lset.get().as_bytes())).is_new();
         }
         self.series.insert(
             key,
@@ -234,7 +306,7 @@ impl ScrapeCache {
     pub fn track(&mut self, key: SeriesKey, lset: &SharedEncodedLabels) {
         if let Some(lean) = &mut self.lean {
             let bytes = lset.get().as_bytes();
-            lean.track(labels_hash(bytes), bytes);
+            lean.track(lean.lookup(labels_hash(bytes)), bytes);
             return;
         }
         if let Some(e) = self.series.get_mut(&key) {
@@ -249,7 +321,7 @@ impl ScrapeCache {
     /// spellings of one series).
     pub fn tracked_in_this_scrape(&mut self, lset: &SharedEncodedLabels) -> bool {
         if let Some(lean) = &self.lean {
-            return lean.seen.contains(&labels_hash(lset.get().as_bytes()));
+            return lean.tracked_now(lean.lookup(labels_hash(lset.get().as_bytes())));
         }
         let iter = self.iter;
         let series = &self.series;
@@ -264,23 +336,20 @@ impl ScrapeCache {
             .contains(lset)
     }
 
-    /// In a lean cache, by [`labels_hash`] of the series' encoding `bytes`:
-    /// whether it was tracked in this scrape already.
-    pub fn lean_tracked_now(&self, hash: u64) -> bool {
-        self.lean.as_ref().is_some_and(|lean| lean.seen.contains(&hash))
+    /// In a lean cache: the series whose encoding hashes to `hash` ([`labels_hash`]).
+    pub fn lean_lookup(&self, hash: u64) -> Option<LeanSeries> {
+        self.lean.as_ref().map(|lean| lean.lookup(hash))
     }
 
-    /// In a lean cache: whether the last scrape did not track the series.
-    pub fn lean_is_new(&self, hash: u64) -> bool {
-        self.lean
-            .as_ref()
-            .is_some_and(|lean| lean.previous.binary_search(&hash).is_err())
+    /// In a lean cache: whether the series was tracked in this scrape already.
+    pub fn lean_tracked_now(&self, s: LeanSeries) -> bool {
+        self.lean.as_ref().is_some_and(|lean| lean.tracked_now(s))
     }
 
-    /// In a lean cache: tracks the series whose encoding is `bytes` in this scrape.
-    pub fn lean_track(&mut self, hash: u64, bytes: &[u8]) {
+    /// In a lean cache: tracks the series, whose encoding is `bytes`, in this scrape.
+    pub fn lean_track(&mut self, s: LeanSeries, bytes: &[u8]) {
         if let Some(lean) = &mut self.lean {
-            lean.track(hash, bytes);
+            lean.track(s, bytes);
         }
     }
 

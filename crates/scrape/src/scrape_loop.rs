@@ -195,29 +195,44 @@ async fn run(
                 _ = wait_for(&mut signal, Signal::Shutdown) => return None,
             },
         };
-        let s = state.take()?;
-        let target2 = target.clone();
-        let job = ctx.job.clone();
-        let storage = ctx.storage.clone();
-        let metrics = ctx.metrics.clone();
-        let processed = tokio::task::spawn_blocking(move || {
-            let mut s = s;
+        let mut s = state.take()?;
+        if s.cache.is_lean() {
+            // Agent mode: a scrape's processing is parsing and one WAL write,
+            // done here rather than paying two thread wakeups to hand it off.
             process(
                 &mut s,
-                &target2,
-                &job,
-                &*storage,
-                &metrics,
+                &target,
+                &ctx.job,
+                &*ctx.storage,
+                &ctx.metrics,
                 fetched,
                 forced,
                 scrape_time,
                 started,
                 timeout,
             );
-            s
-        })
-        .await;
-        let Ok(s) = processed else { return None };
+        } else {
+            let target = target.clone();
+            let (job, storage, metrics) = (ctx.job.clone(), ctx.storage.clone(), ctx.metrics.clone());
+            let processed = tokio::task::spawn_blocking(move || {
+                process(
+                    &mut s,
+                    &target,
+                    &job,
+                    &*storage,
+                    &metrics,
+                    fetched,
+                    forced,
+                    scrape_time,
+                    started,
+                    timeout,
+                );
+                s
+            })
+            .await;
+            let Ok(processed) = processed else { return None };
+            s = processed;
+        }
         state = Some(s);
         ctx.last_scrape_ms.fetch_max(millis(scrape_time), Ordering::Relaxed);
         last_scrape = Some(scrape_time);

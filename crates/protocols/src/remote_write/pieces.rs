@@ -73,6 +73,19 @@ pub fn snappy_block(raw: &[u8], dst: &mut Vec<u8>) -> Result<(), &'static str> {
     compressed.map(|_| ()).map_err(|_| "too large for a snappy block")
 }
 
+/// Compresses `raw` into one snappy block at the start of `out`, which
+/// grows as needed and is never shrunk (so a buffer compressed into again
+/// and again is not zeroed each time); the block's length.
+pub fn snappy_block_into(raw: &[u8], out: &mut Vec<u8>) -> Result<usize, &'static str> {
+    let max = snap::raw::max_compress_len(raw.len());
+    if out.len() < max {
+        out.resize(max, 0);
+    }
+    snap::raw::Encoder::new()
+        .compress(raw, out)
+        .map_err(|_| "too large for a snappy block")
+}
+
 /// Decompresses a snappy block into `dst` (replacing what it held), up to `max` bytes.
 pub fn unsnappy_block(block: &[u8], max: usize, dst: &mut Vec<u8>) -> Result<(), &'static str> {
     let len = snap::raw::decompress_len(block).map_err(|_| "bad snappy block")?;
