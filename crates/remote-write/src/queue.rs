@@ -265,6 +265,7 @@ impl Queue {
         self.db.wake_wal_readers();
         let _ = self.stop_tx.send(true);
         if let Some(reader) = self.reader.take() {
+            reader.thread().unpark();
             let _ = reader.join();
         }
         self.shared.persist_if_dirty();
@@ -291,10 +292,13 @@ struct Reader {
     held_segment: u64,
     /// Where records are decompressed, reused.
     scratch: Vec<u8>,
+    /// How long records are gathered once the end of the WAL was reached.
+    gather: Duration,
 }
 
 impl Reader {
     fn new(db: Arc<Tsdb>, shared: Arc<Shared>, cache: SeriesCache, rt: Handle, stopping: Arc<AtomicBool>) -> Self {
+        let gather = (shared.settings.batch_send_deadline / 10).clamp(Duration::from_millis(5), MARK_INTERVAL / 2);
         Self {
             db,
             shared,
@@ -306,6 +310,7 @@ impl Reader {
             in_rate: None,
             held_segment: 0,
             scratch: Vec::new(),
+            gather,
         }
     }
 
@@ -342,6 +347,12 @@ impl Reader {
                     }
                     self.keep_positions();
                     self.db.wait_for_wal(appends, MARK_INTERVAL);
+                    // Records land a commit at a time: gathering them for a
+                    // moment wakes this thread and the shards once for many,
+                    // a delay well inside the batch deadline. Stopping unparks.
+                    if self.db.wal_appends() != appends {
+                        std::thread::park_timeout(self.gather);
+                    }
                 }
                 TailEvent::Lost { from, to, reason } => {
                     add(&self.shared.metrics.wal_gaps, 1);
