@@ -174,6 +174,14 @@ pub struct LabelsBuf {
 }
 
 impl LabelsBuf {
+    /// A buffer with room for `bytes` of encodings, `count` of them.
+    pub fn with_capacity(bytes: usize, count: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(bytes),
+            ends: Vec::with_capacity(count),
+        }
+    }
+
     /// Appends `labels`' encoding; returns its position.
     pub fn push(&mut self, labels: &Labels) -> usize {
         labels.encode(&mut self.bytes);

@@ -177,9 +177,10 @@ fn same_rest(labels: &Labels, rest: &[Label]) -> bool {
 }
 
 impl Sink {
-    pub(crate) fn new(opts: &ParseOptions) -> Self {
+    /// A sink with room for `samples`.
+    pub(crate) fn new(opts: &ParseOptions, samples: usize) -> Self {
         Self {
-            samples: Vec::new(),
+            samples: Vec::with_capacity(samples),
             nhcb: opts.convert_classic_histograms_to_nhcb.then(|| Nhcb {
                 keep_classic: opts.keep_classic_histograms,
                 kind: MetricType::Unknown,

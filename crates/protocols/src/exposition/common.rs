@@ -154,13 +154,13 @@ fn refuse_labels<'a>(sorted: impl Iterator<Item = (&'a str, &'a str)>) -> Result
 /// The label whose name and value lie at `span` of `b` (as a text parser
 /// records them), unescaped, its value normalised under the last `TYPE`
 /// read, `kind`.
-pub(crate) fn label_at(
-    b: &[u8],
+pub(crate) fn label_at<'a>(
+    b: Body<'a>,
     kind: MetricType,
     (ns, ne, vs, ve): (usize, usize, usize, usize),
-) -> Result<(Cow<'_, str>, Cow<'_, str>), String> {
-    let name = unescape(utf8(b, ns, ne, "label name")?);
-    let value = unescape(utf8(b, vs, ve, "label value")?);
+) -> Result<(Cow<'a, str>, Cow<'a, str>), String> {
+    let name = unescape(b.text(ns, ne, "label name")?);
+    let value = unescape(b.text(vs, ve, "label value")?);
     let value = normalize_label_value(kind, &name, value);
     Ok((name, value))
 }
@@ -176,12 +176,20 @@ pub(crate) struct LabelEncoder<'a> {
 }
 
 impl<'a> LabelEncoder<'a> {
+    /// An encoder with room for the labels of `body`'s samples.
+    pub fn for_body(body: &[u8]) -> Self {
+        Self {
+            pairs: Vec::new(),
+            buf: LabelsBuf::with_capacity(body.len(), samples_in(body)),
+        }
+    }
+
     /// Encodes a sample named `name` whose labels are at `spans` (name and
     /// value, unescaped here) of `b`, under the last `TYPE` read, `kind`:
     /// the encoding's position in `buf`, and the labels given empty.
     pub fn encode(
         &mut self,
-        b: &'a [u8],
+        b: Body<'a>,
         kind: MetricType,
         name: Cow<'a, str>,
         spans: &[(usize, usize, usize, usize)],
@@ -269,6 +277,38 @@ impl Position {
     pub(crate) fn entry_text(self, b: &[u8], i: usize) -> String {
         let end = i.min(b.len());
         String::from_utf8_lossy(b.get(self.entry_start.min(end)..end).unwrap_or_default()).into_owned()
+    }
+}
+
+/// About how many samples a text body of this size has, for room made
+/// before parsing it: a little more than the lines of a typical exporter's
+/// body, so that vectors sized by it seldom grow.
+pub(crate) fn samples_in(body: &[u8]) -> usize {
+    body.len() / 64
+}
+
+/// A body being parsed, and its text when all of it is UTF-8: checked
+/// once, so that a name or value is a slice of it rather than checked again.
+#[derive(Clone, Copy)]
+pub(crate) struct Body<'a> {
+    pub(crate) bytes: &'a [u8],
+    text: Option<&'a str>,
+}
+
+impl<'a> Body<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            text: std::str::from_utf8(bytes).ok(),
+        }
+    }
+
+    /// The text of `start..end`, or an error naming `what` (as [`utf8`]).
+    pub(crate) fn text(self, start: usize, end: usize, what: &str) -> Result<&'a str, String> {
+        match self.text.and_then(|t| t.get(start..end)) {
+            Some(text) => Ok(text),
+            None => utf8(self.bytes, start, end, what),
+        }
     }
 }
 

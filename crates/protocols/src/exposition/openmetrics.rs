@@ -13,8 +13,8 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    KnownSpellings, LabelEncoder, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start,
-    is_metric_char, is_metric_start, label_at, quoted_end, run_end, unescape, utf8,
+    Body, KnownSpellings, LabelEncoder, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char,
+    is_label_start, is_metric_char, is_metric_start, label_at, quoted_end, run_end, samples_in, unescape,
 };
 use super::float::{normalize_nan, parse_go_float, seconds_to_ms};
 use super::{Exposition, ExpositionError, KnownSeries, ParseOptions, ScrapedSample, ScrapedValue};
@@ -36,6 +36,7 @@ pub(crate) fn parse_as(
 ) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
+        checked: Body::new(body),
         i: 0,
         line: 1,
         kind: MetricType::Unknown,
@@ -43,10 +44,10 @@ pub(crate) fn parse_as(
         type_and_unit_labels,
         unit: String::new(),
         metadata: MetadataSet::default(),
-        sink: Sink::new(opts),
+        sink: Sink::new(opts, samples_in(body)),
         labels: Vec::new(),
         known: KnownSpellings::new(known),
-        encoder: (encode && !type_and_unit_labels).then(LabelEncoder::default),
+        encoder: (encode && !type_and_unit_labels).then(|| LabelEncoder::for_body(body)),
     };
     p.run()?;
     Ok(Exposition {
@@ -58,6 +59,8 @@ pub(crate) fn parse_as(
 
 struct Parser<'a, 'k> {
     b: &'a [u8],
+    /// `b` with its text, for names and values.
+    checked: Body<'a>,
     i: usize,
     line: usize,
     /// The type of the last `# TYPE` line.
@@ -180,7 +183,10 @@ impl<'a> Parser<'a, '_> {
         };
         let text = self.b.get(self.i + 1..self.i + newline).unwrap_or_default();
         self.i += newline + 1;
-        let name = utf8(self.b, name_start, name_end, "metric name").map_err(|e| pos.error(e))?;
+        let name = self
+            .checked
+            .text(name_start, name_end, "metric name")
+            .map_err(|e| pos.error(e))?;
         match meta {
             Meta::Help => {
                 let text = std::str::from_utf8(text).map_err(|_| {
@@ -286,7 +292,10 @@ impl<'a> Parser<'a, '_> {
         } else {
             self.end_of_line(pos, "expected timestamp or new record")?;
         }
-        let metric_name = utf8(self.b, name_start, name_end, "metric name").map_err(|e| pos.error(e))?;
+        let metric_name = self
+            .checked
+            .text(name_start, name_end, "metric name")
+            .map_err(|e| pos.error(e))?;
         let metric_name = unescape(metric_name);
         let created_kind = matches!(
             self.kind,
@@ -309,7 +318,7 @@ impl<'a> Parser<'a, '_> {
         }
         if let Some(encoder) = &mut self.encoder {
             let (at, empty_labels) = encoder
-                .encode(self.b, self.kind, metric_name, &self.labels)
+                .encode(self.checked, self.kind, metric_name, &self.labels)
                 .map_err(|e| pos.error(e))?;
             self.sink.push(ScrapedSample {
                 labels: Labels::empty(),
@@ -331,7 +340,7 @@ impl<'a> Parser<'a, '_> {
             schema.push_to(&mut out);
         }
         for &span in &self.labels {
-            let (label, value) = label_at(self.b, self.kind, span).map_err(|e| pos.error(e))?;
+            let (label, value) = label_at(self.checked, self.kind, span).map_err(|e| pos.error(e))?;
             if schema.is_some_and(|s| s.overrides(&label)) {
                 continue;
             }

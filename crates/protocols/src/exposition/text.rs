@@ -12,8 +12,9 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    KnownSpellings, LabelEncoder, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char, is_label_start,
-    is_metric_char, is_metric_start, label_at, line_end, quoted_end, run_end, unescape, unescape_help, utf8,
+    Body, KnownSpellings, LabelEncoder, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char,
+    is_label_start, is_metric_char, is_metric_start, label_at, line_end, quoted_end, run_end, samples_in, unescape,
+    unescape_help,
 };
 use super::float::{normalize_nan, parse_go_float};
 use super::{Exposition, ExpositionError, KnownSeries, ParseOptions, ScrapedSample, ScrapedValue};
@@ -34,15 +35,16 @@ pub(crate) fn parse_as(
 ) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
+        checked: Body::new(body),
         i: 0,
         line: 1,
         kind: MetricType::Unknown,
         type_and_unit_labels,
         metadata: MetadataSet::default(),
-        sink: Sink::new(opts),
+        sink: Sink::new(opts, samples_in(body)),
         labels: Vec::new(),
         known: KnownSpellings::new(known),
-        encoder: (encode && !type_and_unit_labels).then(LabelEncoder::default),
+        encoder: (encode && !type_and_unit_labels).then(|| LabelEncoder::for_body(body)),
     };
     p.run()?;
     Ok(Exposition {
@@ -54,6 +56,8 @@ pub(crate) fn parse_as(
 
 struct Parser<'a, 'k> {
     b: &'a [u8],
+    /// `b` with its text, for names and values.
+    checked: Body<'a>,
     i: usize,
     line: usize,
     /// The type of the last `# TYPE` line, whatever family it named: it
@@ -169,7 +173,10 @@ impl<'a> Parser<'a, '_> {
         } else {
             name_end
         };
-        let name = utf8(self.b, name_start, name_end, "metric name").map_err(|e| pos.error(e))?;
+        let name = self
+            .checked
+            .text(name_start, name_end, "metric name")
+            .map_err(|e| pos.error(e))?;
         // The text is the rest of the line but for the one byte after the name.
         let text_start = self.i;
         self.skip_to_eol();
@@ -238,7 +245,7 @@ impl<'a> Parser<'a, '_> {
         if self.i == value_start {
             return Err(pos.unexpected(self.b, "expected value after metric", value_start, self.i));
         }
-        let value = std::str::from_utf8(self.b.get(value_start..self.i).unwrap_or_default())
+        let value = (self.checked.text(value_start, self.i, "value"))
             .map_err(|_| "invalid syntax".to_string())
             .and_then(parse_go_float)
             .map_err(|e| pos.error(format!("{e} while parsing: {:?}", pos.entry_text(self.b, self.i))))?;
@@ -271,9 +278,12 @@ impl<'a> Parser<'a, '_> {
         let (labels, empty_labels, encoded) = if spelling.is_some_and(|s| s.known) {
             (Labels::empty(), Vec::new(), None)
         } else if let Some(encoder) = &mut self.encoder {
-            let name = utf8(self.b, name_start, name_end, "metric name").map_err(|e| pos.error(e))?;
+            let name = self
+                .checked
+                .text(name_start, name_end, "metric name")
+                .map_err(|e| pos.error(e))?;
             let (at, empty) = encoder
-                .encode(self.b, self.kind, unescape(name), &self.labels)
+                .encode(self.checked, self.kind, unescape(name), &self.labels)
                 .map_err(|e| pos.error(e))?;
             (Labels::empty(), empty, Some(at))
         } else {
@@ -361,7 +371,7 @@ impl<'a> Parser<'a, '_> {
 
     /// The sample's labels and those it gave with an empty value.
     fn build_labels(&self, name_start: usize, name_end: usize) -> Result<(Labels, Vec<Label>), String> {
-        let name = unescape(utf8(self.b, name_start, name_end, "metric name")?);
+        let name = unescape(self.checked.text(name_start, name_end, "metric name")?);
         let mut out = Vec::with_capacity(self.labels.len() + 3);
         out.push(Label::new(METRIC_NAME, name.as_ref()));
         let schema = self.type_and_unit_labels.then_some(SchemaLabels {
@@ -372,7 +382,7 @@ impl<'a> Parser<'a, '_> {
             schema.push_to(&mut out);
         }
         for &span in &self.labels {
-            let (label, value) = label_at(self.b, self.kind, span)?;
+            let (label, value) = label_at(self.checked, self.kind, span)?;
             if schema.is_some_and(|s| s.overrides(&label)) {
                 continue;
             }
