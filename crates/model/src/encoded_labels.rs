@@ -42,6 +42,12 @@ impl<'a> EncodedLabels<'a> {
         RawPairs::new(self.0).map(move |(name, value)| (text(name), text(value)))
     }
 
+    /// The `(name, value)` pairs as [`LabelText`], in canonical order: text
+    /// for [`SortedLabelsWriter`], not checked as UTF-8 again.
+    pub fn text_pairs(self) -> impl Iterator<Item = (LabelText<'a>, LabelText<'a>)> {
+        RawPairs::new(self.0).map(|(name, value)| (LabelText(name), LabelText(value)))
+    }
+
     /// The `(name, value)` pairs as bytes, in canonical order: for callers
     /// that compare or hash them and need text only now and then.
     pub fn raw_pairs(self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> {
@@ -99,6 +105,28 @@ impl fmt::Debug for SharedEncodedLabels {
     }
 }
 
+/// A label name or value taken from a label set or a canonical encoding:
+/// UTF-8 by where it comes from, so it is written without being checked
+/// again. Ordered as its bytes, as names are in an encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LabelText<'a>(&'a [u8]);
+
+impl<'a> LabelText<'a> {
+    pub fn as_bytes(self) -> &'a [u8] {
+        self.0
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> From<&'a str> for LabelText<'a> {
+    fn from(text: &'a str) -> Self {
+        Self(text.as_bytes())
+    }
+}
+
 /// Writes one canonical encoding from pairs given in canonical order (names
 /// strictly ascending), so that merging sorted label sets needs neither a
 /// sort nor an allocation. Pairs with an empty value are left out, as
@@ -127,6 +155,12 @@ impl<'a> SortedLabelsWriter<'a> {
 
     /// Appends a pair; refuses a name that is empty or not after the last one.
     pub fn push(&mut self, name: &str, value: &str) -> Result<(), LabelError> {
+        self.push_text(name.into(), value.into())
+    }
+
+    /// [`Self::push`] for text already known to be UTF-8.
+    pub fn push_text(&mut self, name: LabelText<'_>, value: LabelText<'_>) -> Result<(), LabelError> {
+        let (name, value) = (name.as_bytes(), value.as_bytes());
         if value.is_empty() {
             return Ok(());
         }
@@ -135,18 +169,20 @@ impl<'a> SortedLabelsWriter<'a> {
         }
         if self.count > 0 {
             let last = &self.out[self.last_name.clone()];
-            match last.cmp(name.as_bytes()) {
+            match last.cmp(name) {
                 std::cmp::Ordering::Less => {}
-                std::cmp::Ordering::Equal => return Err(LabelError::DuplicateName(name.to_string())),
+                std::cmp::Ordering::Equal => {
+                    return Err(LabelError::DuplicateName(String::from_utf8_lossy(name).into_owned()));
+                }
                 std::cmp::Ordering::Greater => return Err(LabelError::Malformed),
             }
         }
         put_uvarint(self.out, name.len() as u64);
         let name_start = self.out.len();
-        self.out.extend_from_slice(name.as_bytes());
+        self.out.extend_from_slice(name);
         self.last_name = name_start..self.out.len();
         put_uvarint(self.out, value.len() as u64);
-        self.out.extend_from_slice(value.as_bytes());
+        self.out.extend_from_slice(value);
         self.count += 1;
         Ok(())
     }

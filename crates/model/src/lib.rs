@@ -12,7 +12,7 @@ mod sample;
 pub mod summary;
 pub mod text_cache;
 
-pub use encoded_labels::{EncodedLabels, LabelsBuf, SharedEncodedLabels, SortedLabelsWriter};
+pub use encoded_labels::{EncodedLabels, LabelText, LabelsBuf, SharedEncodedLabels, SortedLabelsWriter};
 pub use histogram::{Histogram, HistogramSample};
 pub use labels::{Label, LabelError, Labels, METRIC_NAME, METRIC_TYPE, METRIC_UNIT, SCHEMA_LABELS, encode_canonical};
 pub use matcher::{MatchOp, Matcher, MatcherError, may_repeat_count};

@@ -5,7 +5,7 @@
 //! conflicts without `honor_labels` take the general path of append.rs,
 //! which builds the label set first.
 
-use cairn_model::{EncodedLabels, Label, Labels, SharedEncodedLabels, SortedLabelsWriter};
+use cairn_model::{EncodedLabels, Label, LabelText, Labels, SharedEncodedLabels, SortedLabelsWriter};
 use cairn_storage::Appender;
 
 use crate::append::{Admission, AppendCounts, store, stored_labels, write_stale_markers};
@@ -43,9 +43,18 @@ pub(crate) fn append_samples(
         let built: SharedEncodedLabels;
         let merged = match exposed {
             _ if !merge => None,
-            Some(exposed) => merged_labels(exposed.pairs(), &s.empty_labels, target, job.honor_labels, &mut buf),
+            Some(exposed) => merged_labels(
+                exposed.text_pairs(),
+                &s.empty_labels,
+                target,
+                job.honor_labels,
+                &mut buf,
+            ),
             None => {
-                let exposed = s.labels.iter().map(|l| (l.name.as_str(), l.value.as_str()));
+                let exposed = s
+                    .labels
+                    .iter()
+                    .map(|l| (l.name.as_str().into(), l.value.as_str().into()));
                 merged_labels(exposed, &s.empty_labels, target, job.honor_labels, &mut buf)
             }
         };
@@ -109,7 +118,7 @@ fn merges_directly(job: &JobSettings) -> bool {
 /// is then renamed, which that function does); `out` may then hold part of
 /// an encoding.
 fn merged_labels<'x, 'a>(
-    exposed: impl Iterator<Item = (&'x str, &'x str)>,
+    exposed: impl Iterator<Item = (LabelText<'x>, LabelText<'x>)>,
     exposed_empty: &[Label],
     target: &'x Labels,
     honor_labels: bool,
@@ -117,7 +126,10 @@ fn merged_labels<'x, 'a>(
 ) -> Option<EncodedLabels<'a>> {
     let mut w = SortedLabelsWriter::new(out);
     let mut exposed = exposed.peekable();
-    let mut target = target.iter().map(|l| (l.name.as_str(), l.value.as_str())).peekable();
+    let mut target = target
+        .iter()
+        .map(|l| (LabelText::from(l.name.as_str()), LabelText::from(l.value.as_str())))
+        .peekable();
     loop {
         let next = match (exposed.peek(), target.peek()) {
             (None, None) => break,
@@ -133,14 +145,15 @@ fn merged_labels<'x, 'a>(
             (_, Some(_)) => {
                 let t = target.next();
                 // With honor_labels an exposed empty value keeps the target's label off.
-                if honor_labels && t.is_some_and(|t| exposed_empty.iter().any(|e| e.name == t.0)) {
+                if honor_labels && t.is_some_and(|t| exposed_empty.iter().any(|e| e.name.as_bytes() == t.0.as_bytes()))
+                {
                     continue;
                 }
                 t
             }
         };
         let (name, value) = next?;
-        w.push(name, value).ok()?;
+        w.push_text(name, value).ok()?;
     }
     Some(w.finish())
 }
@@ -199,7 +212,7 @@ mod tests {
             };
             let general = sample_labels(exposed.clone(), &honoured, &target, &job);
             let mut out = Vec::new();
-            let pairs = exposed.iter().map(|l| (l.name.as_str(), l.value.as_str()));
+            let pairs = exposed.iter().map(|l| (l.name.as_str().into(), l.value.as_str().into()));
             match merged_labels(pairs, &exposed_empty, &target, honor_labels, &mut out) {
                 Some(merged) => prop_assert_eq!(Some(merged.decode()), general),
                 None => prop_assert!(!honor_labels && exposed.iter().any(|l| target.get(&l.name).is_some())),
