@@ -56,6 +56,13 @@ impl ForwardAppendable {
 }
 
 impl Appendable for ForwardAppendable {
+    /// A commit is a buffered write of one block, unless the WAL syncs
+    /// every commit: no index, no lock held for long, no memory bound to
+    /// wait under (agent mode keeps nothing in memory).
+    fn commit_may_wait(&self) -> bool {
+        self.db.syncs_every_commit()
+    }
+
     fn appender(&self) -> Box<dyn Appender + '_> {
         Box::new(ForwardAppender {
             owner: self,

@@ -196,9 +196,9 @@ async fn run(
             },
         };
         let mut s = state.take()?;
-        if s.cache.is_lean() {
-            // Agent mode: a scrape's processing is parsing and one WAL write,
-            // done here rather than paying two thread wakeups to hand it off.
+        if !ctx.storage.commit_may_wait() {
+            // Parsing and a commit that never waits (agent mode's): done here
+            // rather than paying two thread wakeups to hand them off.
             process(
                 &mut s,
                 &target,

@@ -8,6 +8,13 @@ use crate::{RejectReason, StorageError};
 pub trait Appendable: Send + Sync {
     /// A new batch. Appenders are cheap; use one per request.
     fn appender(&self) -> Box<dyn Appender + '_>;
+
+    /// Whether appending and committing may wait (on a lock, a write stall,
+    /// a sync to disk): a caller on an async runtime then does it on a
+    /// blocking thread. One that never waits may be called in place.
+    fn commit_may_wait(&self) -> bool {
+        true
+    }
 }
 
 /// One batch of writes.

@@ -78,6 +78,11 @@ impl Tsdb {
         Ok(())
     }
 
+    /// Whether a commit waits for the WAL to reach the disk (`WalSync::EveryCommit`).
+    pub fn syncs_every_commit(&self) -> bool {
+        self.inner.config.wal_sync == crate::WalSync::EveryCommit
+    }
+
     /// The times a sample may have to be accepted: inside retention, not too far ahead.
     pub fn accepted_times(&self) -> std::ops::RangeInclusive<i64> {
         self.inner.min_valid_t()..=self.inner.max_valid_t()
