@@ -82,6 +82,14 @@ fn victoria_samples(vm: &VictoriaMetrics, selector: &str) -> Samples {
         .collect()
 }
 
+/// A `prometheus_remote_storage_*` figure of the queue named `queue` that sends to `url`.
+fn queue_metric(cairn: &Server, name: &str, queue: &str, url: &str) -> f64 {
+    cairn
+        .client()
+        .metric(&format!("{name}{{remote_name=\"{queue}\",url=\"{url}/api/v1/write\"}}"))
+        .unwrap_or_else(|| panic!("{name} of {queue}"))
+}
+
 fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> Result<(), String>) {
     let deadline = Instant::now() + timeout;
     loop {
@@ -232,12 +240,7 @@ fn forwarding_delivers_every_sample_across_an_outage_and_a_kill() {
         Ok(())
     });
 
-    let metric = |name: &str, queue: &str, url: &str| {
-        cairn
-            .client()
-            .metric(&format!("{name}{{remote_name=\"{queue}\",url=\"{url}/api/v1/write\"}}"))
-            .unwrap_or_else(|| panic!("{name} of {queue}"))
-    };
+    let metric = |name: &str, queue: &str, url: &str| queue_metric(&cairn, name, queue, url);
     assert!(metric("prometheus_remote_storage_samples_total", "prom", &prom.url()) > 0.0);
     assert!(metric("prometheus_remote_storage_samples_total", "vm", &vm.url()) > 0.0);
     assert!(metric("prometheus_remote_storage_samples_retried_total", "prom", &prom.url()) > 0.0);
@@ -537,12 +540,7 @@ fn agent_mode_sends_its_scrapes_as_written_across_an_outage_and_a_kill() {
         every_scrape(&at_vm(), &want)
     });
 
-    let metric = |name: &str, queue: &str, url: &str| {
-        cairn
-            .client()
-            .metric(&format!("{name}{{remote_name=\"{queue}\",url=\"{url}/api/v1/write\"}}"))
-            .unwrap_or_else(|| panic!("{name} of {queue}"))
-    };
+    let metric = |name: &str, queue: &str, url: &str| queue_metric(&cairn, name, queue, url);
     assert!(metric("prometheus_remote_storage_samples_retried_total", "prom", &prom.url()) > 0.0);
     for (queue, url) in [("prom", prom.url()), ("vm", vm.url())] {
         assert_eq!(
