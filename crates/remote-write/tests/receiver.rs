@@ -2,8 +2,10 @@
 //! request as told), over a real engine: what Prometheus' remote write
 //! client does with each kind of answer — retries after `Retry-After` or
 //! the backoff, drops what is refused for good, retries 429 only when
-//! configured — and metadata sent on its interval. The end-to-end test
-//! against Prometheus and VictoriaMetrics is tests/remote_write_forwarding.rs.
+//! configured — metadata sent on its interval, and agent mode's forward
+//! batches cut into batches and resent after a restart as they were cut.
+//! The end-to-end test against Prometheus and VictoriaMetrics is
+//! tests/remote_write_forwarding.rs.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -222,4 +224,93 @@ async fn metadata_is_sent_every_interval_in_requests_of_its_own() {
         "sorted, each family once, two per request"
     );
     assert!(s.remote_write.figures()[0].metadata >= 3);
+}
+
+/// Commits `commits` scrapes of `series` series through agent mode's
+/// appender (forward batches), valued `commit * 100 + series`.
+fn scrape_forward(appendable: &dyn Appendable, commits: std::ops::Range<usize>, series: usize) -> Vec<(i64, f64)> {
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        - 60_000;
+    let mut written = Vec::new();
+    for c in commits {
+        let mut app = appendable.appender();
+        for i in 0..series {
+            let labels = Labels::from_pairs([("__name__", "scraped"), ("i", &i.to_string())]);
+            let s = (t0 + c as i64 * 1000, (c * 100 + i) as f64);
+            app.append(&labels, &[Sample::new(s.0, s.1)]).unwrap();
+            written.push(s);
+        }
+        app.commit().unwrap();
+    }
+    written
+}
+
+/// The samples of each request the sink saw, with its answer.
+fn requests(sink: &Sink) -> Vec<(Vec<(i64, f64)>, u16)> {
+    sink.seen
+        .lock()
+        .iter()
+        .map(|(_, r, status)| {
+            let samples = r
+                .timeseries
+                .iter()
+                .flat_map(|ts| ts.samples.iter().map(|s| (s.timestamp, s.value)))
+                .collect();
+            (samples, *status)
+        })
+        .collect()
+}
+
+/// Scrapes of five series, in batches of at most `max`: cut inside a
+/// scrape's block (3) or taking blocks whole (7).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forward_batches_are_cut_into_batches_and_a_restart_resends_the_one_in_flight_as_it_was() {
+    for max in [3, 7] {
+        resends_the_batch_in_flight_as_it_was(max).await;
+    }
+}
+
+async fn resends_the_batch_in_flight_as_it_was(max: usize) {
+    // The first batch is taken, then every answer fails until the queue
+    // restarts: its second batch stays in flight.
+    let queue = format!("      max_samples_per_send: {max}\n");
+    let mut script = vec![(204, None)];
+    script.extend([(500, None); 200]);
+    let s = setup(&script, &queue).await;
+    let appendable = s.remote_write.scrape_appendable();
+    let mut written = scrape_forward(&*appendable, 0..2, 5);
+    wait_until("a failed request", || s.sink.seen.lock().len() >= 2).await;
+    s.remote_write.stop().await;
+    let before = requests(&s.sink);
+    // Cut inside a scrape's block (3: 0-2, then 3-5) or at its end (7: 0-4, then 5-9).
+    let (first, second) = if max < 5 { (0..3, 3..6) } else { (0..5, 5..10) };
+    assert_eq!(before[0], (written[first].to_vec(), 204), "max {max}: the first batch");
+    let in_flight = before[1].0.clone();
+    assert_eq!(in_flight, written[second], "max {max}: the batch in flight");
+    s.sink.script.lock().clear();
+    let seen_before = before.len();
+
+    let again = RemoteWrite::new(s.db.clone());
+    let yaml = format!(
+        "remote_write:\n  - url: {}\n    name: sink\n    queue_config:\n      batch_send_deadline: 50ms\n{queue}",
+        s.url
+    );
+    again.apply(&Config::parse(&yaml, s.dir.path()).unwrap()).await.unwrap();
+    written.extend(scrape_forward(&*again.scrape_appendable(), 2..3, 5));
+    wait_until("every sample delivered", || delivered(&s.sink).len() >= written.len()).await;
+    let after = requests(&s.sink).split_off(seen_before);
+    assert_eq!(
+        after[0],
+        (in_flight, 204),
+        "max {max}: the batch in flight, sent again as it was cut"
+    );
+    assert_eq!(delivered(&s.sink), written, "max {max}: each sample once, in order");
+    assert!(
+        after.iter().all(|(samples, _)| samples.len() <= max),
+        "max {max}: {after:?}"
+    );
+    again.stop().await;
 }
