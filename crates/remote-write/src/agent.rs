@@ -11,7 +11,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use cairn_model::{EncodedLabels, HistogramSample, LabelError, Labels, Sample};
-use cairn_protocols::remote_write::{encode_label_pairs, encode_series, snappy_block_into};
+use cairn_protocols::remote_write::{encode_label_pairs, encode_series, snappy_block};
 use cairn_storage::{Appendable, Appender, CommitReport, RejectReason, StorageError};
 use cairn_tsdb::{ForwardBatch, Tsdb};
 use parking_lot::{Mutex, RwLock};
@@ -184,7 +184,7 @@ impl Appender for ForwardAppender<'_> {
             return Ok(report);
         }
         let Buffers { fields, block, .. } = &mut self.buffers;
-        let len = snappy_block_into(fields, block)
+        let len = snappy_block(fields, block)
             .map_err(|reason| StorageError::LimitExceeded(format!("a commit of {} samples: {reason}", self.series)))?;
         self.owner.db.append_forward_batch(&ForwardBatch {
             series: self.series,

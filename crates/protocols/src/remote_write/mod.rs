@@ -85,7 +85,7 @@ pub use encode::{
     encode_write_request_v2, encode_write_request_with,
 };
 pub use histogram::to_proto as histogram_to_proto;
-pub use pieces::{SeriesField, SnappyBody, series_fields, snappy_block, snappy_block_into, unsnappy_block};
+pub use pieces::{SeriesField, SnappyBody, series_fields, snappy_block, unsnappy_block};
 pub use v2::{PROTO_V2, decode_write_request_v2};
 
 use crate::ErrorKind;

@@ -9,7 +9,6 @@
 //! as it is, in whatever request it ends up.
 
 use cairn_codec::varint::get_uvarint;
-use prost::encoding::encoded_len_varint;
 
 /// A request body being built of snappy blocks and uncompressed series.
 #[derive(Debug, Default)]
@@ -18,6 +17,8 @@ pub struct SnappyBody {
     raw_len: usize,
     /// The pushed blocks' elements, concatenated.
     elements: Vec<u8>,
+    /// Where uncompressed pushes are compressed.
+    scratch: Vec<u8>,
 }
 
 impl SnappyBody {
@@ -43,13 +44,11 @@ impl SnappyBody {
         if raw.is_empty() {
             return Ok(());
         }
-        let start = self.elements.len();
-        snappy_block(raw, &mut self.elements)?;
-        // The block's own length goes: the body has one for all.
-        let prefix = encoded_len_varint(raw.len() as u64).min(self.elements.len() - start);
-        self.elements.drain(start..start + prefix);
-        self.raw_len += raw.len();
-        Ok(())
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let pushed =
+            snappy_block(raw, &mut scratch).and_then(|n| self.push_block(scratch.get(..n).unwrap_or_default()));
+        self.scratch = scratch;
+        pushed
     }
 
     /// The body: one snappy block of everything pushed. The builder is empty after.
@@ -63,20 +62,10 @@ impl SnappyBody {
     }
 }
 
-/// Compresses `raw` into one snappy block, appended to `dst`.
-pub fn snappy_block(raw: &[u8], dst: &mut Vec<u8>) -> Result<(), &'static str> {
-    let start = dst.len();
-    dst.resize(start + snap::raw::max_compress_len(raw.len()), 0);
-    let out = dst.get_mut(start..).unwrap_or_default();
-    let compressed = snap::raw::Encoder::new().compress(raw, out);
-    dst.truncate(start + compressed.as_ref().map_or(0, |&n| n));
-    compressed.map(|_| ()).map_err(|_| "too large for a snappy block")
-}
-
 /// Compresses `raw` into one snappy block at the start of `out`, which
 /// grows as needed and is never shrunk (so a buffer compressed into again
 /// and again is not zeroed each time); the block's length.
-pub fn snappy_block_into(raw: &[u8], out: &mut Vec<u8>) -> Result<usize, &'static str> {
+pub fn snappy_block(raw: &[u8], out: &mut Vec<u8>) -> Result<usize, &'static str> {
     let max = snap::raw::max_compress_len(raw.len());
     if out.len() < max {
         out.resize(max, 0);
@@ -291,7 +280,8 @@ mod tests {
                 let piece = fields[from..to].concat();
                 if compressed {
                     let mut block = Vec::new();
-                    snappy_block(&piece, &mut block).unwrap();
+                    let n = snappy_block(&piece, &mut block).unwrap();
+                    block.truncate(n);
                     body.push_block(&block).unwrap();
                 } else {
                     body.push_raw(&piece).unwrap();
@@ -338,7 +328,8 @@ mod tests {
     #[test]
     fn a_block_larger_than_allowed_is_refused() {
         let mut block = Vec::new();
-        snappy_block(&[7u8; 1000], &mut block).unwrap();
+        let n = snappy_block(&[7u8; 1000], &mut block).unwrap();
+        block.truncate(n);
         let mut out = Vec::new();
         assert_eq!(unsnappy_block(&block, 999, &mut out), Err("snappy block too large"));
         assert_eq!(unsnappy_block(&block, 1000, &mut out), Ok(()));
