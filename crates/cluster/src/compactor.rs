@@ -8,7 +8,7 @@
 //!
 //! Several compactors share the work by tenant and day: each takes the
 //! days that rendezvous hashing gives it among the live compactors, and
-//! compacts one only under a lease on it in etcd (job_lease.rs), so that a
+//! compacts one only under a lease on it in etcd (jobs.rs), so that a
 //! day is compacted by one compactor at a time.
 //!
 //! A round, every `compaction_interval`:
@@ -22,9 +22,10 @@
 //! 3. For each of those days that is its own, it takes the day's lease,
 //!    then finishes or undoes every job a compactor left on that day
 //!    (below), and runs its own job:
-//!    - it records the job in the bucket (`jobs/<id>/<tenant>/<day>.json`):
-//!      the parts its day held and the least sequence number the job's
-//!      rows will have, so that the parts the job makes are known;
+//!    - it records the job in etcd: the parts its day held and the least
+//!      sequence number the job's rows will have (numbers are never
+//!      handed out twice, not even to rows a replay restores), so that the
+//!      parts the job makes are known;
 //!    - it reads the replicas' series side by side and writes each series
 //!      once, its replicas joined (every timestamp any holds), into its
 //!      own engine;
@@ -474,7 +475,7 @@ impl Compactor {
 
     /// Copies the replicas' samples of `tenant`'s `day` into the compactor's
     /// engine, has the bucket hold that day, and notes it to each node,
-    /// recording the job in the bucket until it is over (the module's doc).
+    /// recording the job in etcd until it is over (the module's doc).
     fn compact(&self, tenant: &TenantId, day: Day, replicas: &[Replica], lease: &JobLease) -> Result<(), StorageError> {
         let engine = self.engine(tenant)?;
         // What is not in the bucket yet is made part of this job, so that

@@ -403,7 +403,7 @@ impl Appender for TsdbAppender<'_> {
         });
 
         let commit = db.commit_lock.lock();
-        let seq = db.next_seq.fetch_add(1, Ordering::Relaxed);
+        let seq = db.sequence.take()?;
         let (rows, new_series, histograms, record) = match prepared {
             Some(p) => p,
             None => {

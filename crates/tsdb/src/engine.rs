@@ -24,6 +24,7 @@ use crate::health::WriteHealth;
 use crate::partition::{DamagedBlock, Partition, Remote};
 use crate::quarantine::Quarantine;
 use crate::querier::TsdbQuerier;
+use crate::sequence::Sequence;
 use crate::tier;
 use crate::wal::{self, Wal, record};
 
@@ -78,7 +79,8 @@ pub(crate) struct Inner {
     pub commit_lock: Mutex<()>,
     /// One flush, delete or close at a time.
     flush_lock: Mutex<()>,
-    pub next_seq: AtomicU64,
+    /// Numbers for commits, replayed records and deletes (sequence.rs).
+    pub sequence: Sequence,
     pub counters: Counters,
     pub(crate) stop: Mutex<bool>,
     pub(crate) wake: Condvar,
@@ -211,7 +213,7 @@ impl Tsdb {
             partitions: RwLock::new(partitions),
             commit_lock: Mutex::new(()),
             flush_lock: Mutex::new(()),
-            next_seq: AtomicU64::new(max_seq + 1),
+            sequence: Sequence::open(&root, max_seq),
             counters: Counters::default(),
             stop: Mutex::new(false),
             wake: Condvar::new(),
@@ -288,7 +290,7 @@ impl Tsdb {
     /// The sequence number the next write will get: every row written
     /// from now on, and every part made of such rows, is at or above it.
     pub fn next_seq(&self) -> u64 {
-        self.inner.next_seq.load(Ordering::Acquire)
+        self.inner.sequence.peek()
     }
 
     /// The least sequence number of `day`'s local parts, those the bucket
@@ -424,7 +426,7 @@ impl Inner {
                 path: wal_dir.to_path_buf(),
                 reason: format!("undecodable record in segment {segment}: {reason}"),
             })?;
-            let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+            let seq = self.sequence.take()?;
             for d in days {
                 let day = Day(d.day);
                 // Labelled batches are agent mode's: forwarded, never stored.
@@ -649,7 +651,7 @@ impl Inner {
         // tombstone's sequence number orders it after all of it.
         let wal_seq = self.seal_and_flush_all()?;
         self.wal.remove_before(wal_seq)?;
-        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let seq = self.sequence.take()?;
         let partitions: Vec<_> = self
             .partitions
             .read()

@@ -34,6 +34,7 @@ mod partition;
 mod quarantine;
 mod querier;
 mod selection;
+mod sequence;
 mod series_reader;
 mod shared_reads;
 mod tenants;
