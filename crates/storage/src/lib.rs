@@ -57,6 +57,10 @@ impl<T: Appendable + ?Sized> Appendable for std::sync::Arc<T> {
     fn appender(&self) -> Box<dyn Appender + '_> {
         (**self).appender()
     }
+
+    fn commit_may_wait(&self) -> bool {
+        (**self).commit_may_wait()
+    }
 }
 
 impl<T: Admin + ?Sized> Admin for std::sync::Arc<T> {
@@ -78,5 +82,34 @@ impl<T: Admin + ?Sized> Admin for std::sync::Arc<T> {
 
     fn snapshot(&self, dest: &std::path::Path, skip_head: bool) -> Result<(), StorageError> {
         (**self).snapshot(dest, skip_head)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// A sink whose commits never wait.
+    struct InPlace(MemStorage);
+
+    impl Appendable for InPlace {
+        fn appender(&self) -> Box<dyn Appender + '_> {
+            self.0.appender()
+        }
+
+        fn commit_may_wait(&self) -> bool {
+            false
+        }
+    }
+
+    #[test]
+    fn a_shared_sink_answers_as_the_sink_itself() {
+        let shared: Arc<dyn Appendable> = Arc::new(InPlace(MemStorage::new()));
+        assert!(!shared.commit_may_wait());
+        assert!(!Arc::new(shared.clone()).commit_may_wait());
+        let waits: Arc<dyn Appendable> = Arc::new(MemStorage::new());
+        assert!(waits.commit_may_wait());
     }
 }
