@@ -1,4 +1,4 @@
-//! `cairn bench run --backfill` end to end against real targets: Debian's
+//! `cairn bench run` end to end against real targets: Debian's
 //! `victoria-metrics` (installed by scripts/test.sh) and a started `cairn`.
 //! Proves zero lost samples: what the bench reports as delivered equals the
 //! number of samples the target exports afterwards, series by series count.
@@ -160,5 +160,51 @@ fn bench_backfill_over_remote_write_2_into_cairn_loses_nothing() {
     assert_eq!(
         client.metric(r#"cairn_ingest_samples_total{protocol="remote_write_2"}"#),
         Some(6.0 * 507.0 * 2.0 * 120.0)
+    );
+}
+
+/// A real-time ramp against a started `cairn`: each stage reports what it
+/// delivered and whether the system kept up, and the run the largest load
+/// it kept up with.
+#[test]
+fn bench_ramp_reports_each_stage_against_cairn() {
+    let server = crate::common::Server::start();
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let report = out_dir.path().join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["bench", "run", "--write-url", &format!("{}/api/v1/write", server.url())])
+        .args([
+            "--stages",
+            "2:10s,4:10s",
+            "--scrape-interval",
+            "5s",
+            "--quiet",
+            "--report-json",
+        ])
+        .arg(&report)
+        .output()
+        .expect("run cairn bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("kept up with"), "summary: {stdout}");
+    let report: Value = serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
+    let stages = report["stages"].as_array().expect("stages");
+    let figure = |i: usize, k: &str| stages[i][k].as_u64().unwrap_or_else(|| panic!("{k}: {report}"));
+    assert_eq!(stages.len(), 2);
+    assert_eq!((figure(0, "targets"), figure(1, "targets")), (2, 4));
+    assert!(stages.iter().all(|s| s["kept_up"] == true), "{report}");
+    assert_eq!(report["capacity_targets"], 4);
+    // Every delivery is counted in one stage, and twice the targets deliver more.
+    assert_eq!(
+        figure(0, "samples_delivered") + figure(1, "samples_delivered"),
+        report["samples_delivered"].as_u64().unwrap()
+    );
+    assert!(
+        figure(1, "samples_delivered") > figure(0, "samples_delivered"),
+        "{report}"
     );
 }

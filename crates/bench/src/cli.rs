@@ -222,6 +222,8 @@ pub struct WorkloadArgs {
     #[arg(long, value_parser = duration)]
     pub backfill: Option<Duration>,
     /// Ramp stages `targets:duration,...`, e.g. 400:5m,500:10m,400:5m (the run lasts their sum).
+    /// The report says stage by stage whether the system kept up (nothing failed, no late query
+    /// round, the generator never a scrape interval behind) and the largest load it kept up with.
     #[arg(long, value_parser = stages)]
     pub stages: Option<StageList>,
     /// Mean time between restarts of one target (its counters reset); 0 for never.

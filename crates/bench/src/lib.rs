@@ -21,6 +21,7 @@ pub mod rules;
 pub mod run;
 pub mod scrape;
 pub mod sender;
+pub mod stages;
 pub mod systems;
 pub mod targets;
 pub mod trace;

@@ -71,6 +71,24 @@ pub struct QueryClassReport {
     pub latency_ms: LatencyReport,
 }
 
+/// One stage of a ramp (stages.rs).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StageReport {
+    pub targets: usize,
+    pub duration_s: f64,
+    pub samples_generated: u64,
+    pub samples_delivered: u64,
+    pub samples_failed: u64,
+    pub samples_per_second: f64,
+    pub max_lag_s: f64,
+    pub query_rounds: u64,
+    pub query_rounds_late: u64,
+    pub query_latency_ms: LatencyReport,
+    /// Nothing failed, no query round started late, and the generator
+    /// never fell a scrape interval behind.
+    pub kept_up: bool,
+}
+
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct GeneratorReport {
     pub cpu_seconds: f64,
@@ -146,6 +164,10 @@ pub struct Report {
     pub generator: GeneratorReport,
     pub target: Option<TargetReport>,
     pub timeline: Vec<TimelinePoint>,
+    /// A real-time ramp's stages, in order.
+    pub stages: Vec<StageReport>,
+    /// The largest load of the ramp kept up with, every smaller one too.
+    pub capacity_targets: Option<usize>,
     pub errors: Vec<String>,
     /// Faults injected during the run (a storage node killed, started again), in order.
     pub faults: Vec<String>,
@@ -257,6 +279,31 @@ impl Report {
                 row("ingesters asked per read", format!("{f:.2}"));
             }
         }
+        if !self.stages.is_empty() {
+            let capacity = self
+                .capacity_targets
+                .map_or("none of the stages".into(), |t| format!("{t} targets"));
+            row("kept up with", capacity);
+            let _ = writeln!(
+                s,
+                "  {:<8} {:>8} {:>12} {:>7} {:>8} {:>7} {:>9}  kept up",
+                "stage", "targets", "samples/s", "failed", "lag s", "late", "q p99 ms"
+            );
+            for (i, st) in self.stages.iter().enumerate() {
+                let _ = writeln!(
+                    s,
+                    "  {:<8} {:>8} {:>12.0} {:>7} {:>8.1} {:>7} {:>9.1}  {}",
+                    i + 1,
+                    st.targets,
+                    st.samples_per_second,
+                    st.samples_failed,
+                    st.max_lag_s,
+                    st.query_rounds_late,
+                    st.query_latency_ms.p99,
+                    if st.kept_up { "yes" } else { "no" }
+                );
+            }
+        }
         if !self.queries.is_empty() {
             let _ = writeln!(
                 s,
@@ -329,6 +376,24 @@ fn compared_metrics(reports: &[Report]) -> Vec<Metric> {
         }),
     );
     add("late query rounds", Box::new(|r| Some(r.query_rounds_late as f64)));
+    let stages = reports.iter().map(|r| r.stages.len()).max().unwrap_or(0);
+    for i in 0..stages {
+        let targets = reports.iter().find_map(|r| r.stages.get(i)).map_or(0, |st| st.targets);
+        add(
+            &format!("stage {} ({targets}) lag s", i + 1),
+            Box::new(move |r| r.stages.get(i).map(|st| st.max_lag_s)),
+        );
+        add(
+            &format!("stage {} kept up", i + 1),
+            Box::new(move |r| r.stages.get(i).map(|st| f64::from(u8::from(st.kept_up)))),
+        );
+    }
+    if stages > 0 {
+        add(
+            "capacity, targets",
+            Box::new(|r| Some(r.capacity_targets.unwrap_or(0) as f64)),
+        );
+    }
     let target = |f: fn(&TargetReport) -> Option<f64>| -> Figure { Box::new(move |r| r.target.as_ref().and_then(f)) };
     add("CPU s / M samples", target(|t| t.cpu_seconds_per_million_samples));
     add("  of it ingest", target(|t| t.ingest_cpu_seconds_per_million_samples));
@@ -427,5 +492,35 @@ mod tests {
         assert_eq!(row(&t, "  of it queries"), ["1.500", "-", "-"]);
         assert!(t.lines().next_back().unwrap().starts_with("between nodes B / sample"));
         assert_eq!(row(&t, "between nodes B / sample"), ["-", "-", "-"]);
+    }
+
+    #[test]
+    fn a_ramp_compares_each_stage_and_the_capacity() {
+        let ramp = |kept_up: [bool; 2], lag: f64| {
+            let stages: Vec<StageReport> = [300, 600]
+                .into_iter()
+                .zip(kept_up)
+                .map(|(targets, kept_up)| StageReport {
+                    targets,
+                    kept_up,
+                    max_lag_s: lag,
+                    ..StageReport::default()
+                })
+                .collect();
+            Report {
+                capacity_targets: crate::stages::capacity(&stages),
+                stages,
+                ..report("x", 1.0, 1.0, None)
+            }
+        };
+        let t = ratios(&[ramp([true, true], 0.5), ramp([true, false], 20.0)]);
+        assert_eq!(row(&t, "stage 2 (600) lag s"), ["0.500", "20.000", "0.03"]);
+        assert_eq!(row(&t, "stage 2 kept up"), ["1.000", "0.000", "-"]);
+        assert_eq!(row(&t, "capacity, targets"), ["600.000", "300.000", "2.00"]);
+        let summary = ramp([false, true], 1.0).summary();
+        assert!(
+            summary.contains("kept up with                 none of the stages"),
+            "{summary}"
+        );
     }
 }

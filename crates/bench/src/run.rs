@@ -31,6 +31,7 @@ use crate::report::{
 };
 use crate::rules::Rule;
 use crate::sender::{Access, Client, Outcome, WireProtocol};
+use crate::stages::StageClock;
 use crate::trace::Trace;
 use crate::workload::{Stage, Workload, WorkloadConfig};
 
@@ -155,6 +156,7 @@ struct Shared {
     queries: Mutex<Vec<QueryStats>>,
     query_rounds: AtomicU64,
     query_rounds_late: AtomicU64,
+    stages: StageClock,
 }
 
 struct QueryStats {
@@ -244,7 +246,11 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         },
     ));
 
-    let shared = Arc::new(Shared::default());
+    let mut shared = Shared::default();
+    if cfg.backfill.is_none() {
+        shared.stages = StageClock::new(&cfg.stages, start_ms);
+    }
+    let shared = Arc::new(shared);
     shared.data_time.store(start_ms, Ordering::Relaxed);
     {
         let mut q = shared.queries.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
@@ -388,6 +394,7 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
             read_fan_out,
         }
     });
+    let stages = shared.stages.report(&cfg.stages, cfg.interval);
     Ok(Report {
         name: cfg.name.clone(),
         write_url: cfg.write_url.clone(),
@@ -440,6 +447,8 @@ pub fn run(cfg: &RunConfig) -> anyhow::Result<Report> {
         },
         target,
         timeline,
+        capacity_targets: crate::stages::capacity(&stages),
+        stages,
         errors: shared.errors.lock().map(|e| e.clone()).unwrap_or_default(),
         faults: Vec::new(),
         samples_read_back: None,
@@ -538,6 +547,9 @@ fn produce(
             // Behind schedule: scrapes handed over more than one interval after they fell due.
             let lag = now_ms() - oldest_due;
             shared.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
+            if let Some(stage) = shared.stages.now() {
+                stage.max_lag_ms.fetch_max(lag, Ordering::Relaxed);
+            }
             if lag > interval_ms {
                 shared.behind_warnings.fetch_add(1, Ordering::Relaxed);
                 if last_warning.elapsed() > Duration::from_secs(10) {
@@ -569,6 +581,9 @@ fn flush(
     batch.clear();
     *samples = 0;
     shared.generated.fetch_add(n, Ordering::Relaxed);
+    if let Some(stage) = shared.stages.now() {
+        stage.generated.fetch_add(n, Ordering::Relaxed);
+    }
     shared.queued.fetch_add(1, Ordering::Relaxed);
     tx.send(Job {
         body,
@@ -592,6 +607,9 @@ fn send_loop(clients: &[Client], rx: &Receiver<Job>, shared: &Shared) {
                 shared.retries.fetch_add(u64::from(retries), Ordering::Relaxed);
                 shared.requests_ok.fetch_add(1, Ordering::Relaxed);
                 shared.delivered.fetch_add(job.samples, Ordering::Relaxed);
+                if let Some(stage) = shared.stages.now() {
+                    stage.delivered.fetch_add(job.samples, Ordering::Relaxed);
+                }
                 if let Ok(mut h) = shared.write_latency.lock() {
                     h.record(took);
                 }
@@ -604,6 +622,9 @@ fn send_loop(clients: &[Client], rx: &Receiver<Job>, shared: &Shared) {
                 shared.retries.fetch_add(u64::from(retries), Ordering::Relaxed);
                 shared.requests_failed.fetch_add(1, Ordering::Relaxed);
                 shared.failed_samples.fetch_add(job.samples, Ordering::Relaxed);
+                if let Some(stage) = shared.stages.now() {
+                    stage.failed.fetch_add(job.samples, Ordering::Relaxed);
+                }
                 let status = status.map_or("connection".to_string(), |s| s.to_string());
                 note_error(shared, format!("write {status}: {}", message.trim()));
             }
@@ -690,6 +711,9 @@ fn query_loop(qcs: &[QueryClient], cfg: &RunConfig, realtime: bool, shared: &Sha
                 match result {
                     Ok(answered) => {
                         s.latency.record(took);
+                        if let Some(stage) = shared.stages.now() {
+                            stage.record_query(took);
+                        }
                         s.last_series = answered.series;
                         s.partial += u64::from(answered.partial);
                     }
@@ -702,8 +726,15 @@ fn query_loop(qcs: &[QueryClient], cfg: &RunConfig, realtime: bool, shared: &Sha
         }
         completed += 1;
         shared.query_rounds.fetch_add(1, Ordering::Relaxed);
+        let stage = shared.stages.now();
+        if let Some(stage) = stage {
+            stage.query_rounds.fetch_add(1, Ordering::Relaxed);
+        }
         if Instant::now() > next {
             shared.query_rounds_late.fetch_add(1, Ordering::Relaxed);
+            if let Some(stage) = stage {
+                stage.query_rounds_late.fetch_add(1, Ordering::Relaxed);
+            }
             next = Instant::now();
         }
     }
