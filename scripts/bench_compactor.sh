@@ -6,13 +6,16 @@
 # their CPU seconds per million samples kept, the time until every day is
 # compacted, and the bucket's bytes before and after. The same backfill into
 # VictoriaMetrics (VM_BIN) in the same run is the peer's ingestion cost.
+# TENANTS spreads the cluster's targets over that many tenants: a tenant's day
+# is the unit the compactors share.
 #   scripts/bench_compactor.sh [TARGETS] [SPAN]
-#   (BIN=target/release/cairn, VM_BIN=../shared/peers/victoria-metrics-1.150.0, COMPACTORS=1)
+#   (BIN=target/release/cairn, VM_BIN=../shared/peers/victoria-metrics-1.150.0, COMPACTORS=1, TENANTS=1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-target/release/cairn}
 VM_BIN=${VM_BIN:-../shared/peers/victoria-metrics-1.150.0}
 COMPACTORS=${COMPACTORS:-1}
+TENANTS=${TENANTS:-1}
 TARGETS=${1:-200}
 SPAN=${2:-36h}
 work=$(mktemp -d)
@@ -46,7 +49,7 @@ for i in 1 2 3; do
 done
 sleep 3
 "$BIN" bench run --name cluster --write-url "$(IFS=,; echo "${writes[*]}")" --targets "$TARGETS" \
-  --backfill "$SPAN" --pid "$(IFS=,; echo "${node_pids[*]}")" --data-dir "$(IFS=,; echo "${dirs[*]}")" \
+  --tenants "$TENANTS" --backfill "$SPAN" --pid "$(IFS=,; echo "${node_pids[*]}")" --data-dir "$(IFS=,; echo "${dirs[*]}")" \
   --quiet --report-json "$work/cluster.json" > /dev/null
 
 # Each node uploads the days that are over once they settle: wait until the
@@ -80,6 +83,9 @@ for pid in "${compactors[@]}"; do cpu=$(echo "$cpu + $(cpu_seconds "$pid")" | bc
 after=$(bytes_under "$work/bucket/compactors")
 kept=$(cat "$work"/compactor-*.log | sed 's/\x1b\[[0-9;]*m//g' | grep 'compacted a day' | grep -o 'samples=[0-9]*' |
   awk -F= '{ s += $2 } END { print s + 0 }')
+shares=$(for i in $(seq "$COMPACTORS"); do
+  echo "compactor-$i $(grep -c 'compacted a day' "$work/compactor-$i.log" || true) days, $(cpu_seconds "${compactors[$((i - 1))]}") CPU s"
+done | paste -sd ';' | sed 's/;/; /g')
 
 vm_port=$(port)
 "$VM_BIN" -storageDataPath "$work/vm" -httpListenAddr "127.0.0.1:$vm_port" -loggerLevel ERROR > "$work/vm.log" 2>&1 &
@@ -88,7 +94,7 @@ wait_ready "http://127.0.0.1:$vm_port"
 "$BIN" bench run --name vm --write-url "http://127.0.0.1:$vm_port/api/v1/write" --targets "$TARGETS" \
   --backfill "$SPAN" --pid "$vm_pid" --data-dir "$work/vm" --quiet --report-json "$work/vm.json" > /dev/null
 
-python3 - "$work/cluster.json" "$work/vm.json" "$cpu" "$kept" "$before" "$after" "$elapsed" <<'PY'
+python3 - "$work/cluster.json" "$work/vm.json" "$cpu" "$kept" "$before" "$after" "$elapsed" "$shares" <<'PY'
 import json, sys
 cluster, vm = (json.load(open(p)) for p in sys.argv[1:3])
 cpu, kept, before, after, elapsed = (float(x) for x in sys.argv[3:8])
@@ -97,6 +103,7 @@ print(f"backfill: {cluster['samples_delivered']} samples; 3 nodes at RF 3 {inges
       f"VictoriaMetrics {ingest(vm):.2f} CPU s/M")
 print(f"compactors: {kept:.0f} samples kept (read from 3 replicas) in {elapsed:.1f} s, {cpu:.2f} CPU s: "
       f"{cpu / kept * 1e6:.2f} CPU s per million samples kept")
+print(f"tenants' days compacted: {sys.argv[8]}")
 print(f"bucket parts: {before / 1e6:.1f} MB of replicas -> {after / 1e6:.1f} MB compacted ({before / after:.2f}x), "
       f"{after / kept:.3f} B per sample kept")
 PY
