@@ -208,3 +208,31 @@ fn bench_ramp_reports_each_stage_against_cairn() {
         "{report}"
     );
 }
+
+/// `--stop-when-behind` ends a ramp at the first stage not kept up with:
+/// here every write is refused, so the first stage fails and the next never runs.
+#[test]
+fn bench_ramp_stops_at_the_first_stage_not_kept_up_with() {
+    let server = crate::common::Server::start();
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let report = out_dir.path().join("report.json");
+    // A GET-only endpoint: every write gets a 405, which is not retried.
+    let refused = format!("{}/api/v1/status/buildinfo", server.url());
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["bench", "run", "--write-url", &refused, "--stages", "2:20s,4:20s"])
+        .args(["--scrape-interval", "5s", "--stop-when-behind", "--quiet", "--report-json"])
+        .arg(&report)
+        .output()
+        .expect("run cairn bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("not run"), "summary: {stdout}");
+    let report: Value = serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
+    let stages = report["stages"].as_array().expect("stages");
+    assert_eq!(stages[0]["ran"], true, "{report}");
+    assert_eq!(stages[0]["kept_up"], false, "{report}");
+    assert!(stages[0]["samples_failed"].as_u64().unwrap() > 0, "{report}");
+    assert_eq!(stages[1]["ran"], false, "{report}");
+    assert!(report["capacity_targets"].is_null(), "{report}");
+    assert!(report["elapsed_s"].as_f64().unwrap() < 30.0, "{report}");
+}

@@ -226,6 +226,10 @@ pub struct WorkloadArgs {
     /// round, the generator never a scrape interval behind) and the largest load it kept up with.
     #[arg(long, value_parser = stages)]
     pub stages: Option<StageList>,
+    /// End a ramp at the first stage the system does not keep up with: its
+    /// capacity is found, and a larger load would only exhaust the machine.
+    #[arg(long, requires = "stages")]
+    pub stop_when_behind: bool,
     /// Mean time between restarts of one target (its counters reset); 0 for never.
     #[arg(long, default_value = "6h", value_parser = duration)]
     pub reset_every: Duration,
@@ -360,6 +364,7 @@ impl WorkloadArgs {
             duration: self.duration,
             backfill: self.backfill,
             stages: self.stages.clone().map(|s| s.0).unwrap_or_default(),
+            stop_when_behind: self.stop_when_behind,
             reset_every: self.reset_every,
             query_interval: self.query_interval,
             rules,

@@ -76,6 +76,8 @@ pub struct QueryClassReport {
 pub struct StageReport {
     pub targets: usize,
     pub duration_s: f64,
+    /// Whether the run reached the stage (`--stop-when-behind` ends a ramp early).
+    pub ran: bool,
     pub samples_generated: u64,
     pub samples_delivered: u64,
     pub samples_failed: u64,
@@ -84,8 +86,8 @@ pub struct StageReport {
     pub query_rounds: u64,
     pub query_rounds_late: u64,
     pub query_latency_ms: LatencyReport,
-    /// Nothing failed, no query round started late, and the generator
-    /// never fell a scrape interval behind.
+    /// It ran, nothing failed, no query round started late, and the
+    /// generator never fell a scrape interval behind.
     pub kept_up: bool,
 }
 
@@ -300,7 +302,11 @@ impl Report {
                     st.max_lag_s,
                     st.query_rounds_late,
                     st.query_latency_ms.p99,
-                    if st.kept_up { "yes" } else { "no" }
+                    match (st.ran, st.kept_up) {
+                        (false, _) => "not run",
+                        (true, true) => "yes",
+                        (true, false) => "no",
+                    }
                 );
             }
         }

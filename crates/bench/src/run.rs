@@ -56,6 +56,8 @@ pub struct RunConfig {
     /// Backfill this span ending now, as fast as the target accepts.
     pub backfill: Option<Duration>,
     pub stages: Vec<Stage>,
+    /// End the ramp at the first stage not kept up with.
+    pub stop_when_behind: bool,
     pub reset_every: Duration,
     pub query_interval: Duration,
     pub rules: Vec<Rule>,
@@ -96,6 +98,7 @@ impl Default for RunConfig {
             duration: Duration::from_secs(300),
             backfill: None,
             stages: Vec::new(),
+            stop_when_behind: false,
             reset_every: Duration::from_secs(6 * 3600),
             query_interval: Duration::from_secs(15),
             rules: Vec::new(),
@@ -482,7 +485,8 @@ fn produce(
     let backfill_window = per_request * interval_ms;
     let mut window_end = start_ms;
     let mut last_warning = Instant::now() - Duration::from_secs(60);
-    while window_end < end_ms && !shared.stop.load(Ordering::Relaxed) {
+    let past_capacity = || cfg.stop_when_behind && shared.stages.now().is_some_and(|s| !s.kept_up(cfg.interval));
+    while window_end < end_ms && !shared.stop.load(Ordering::Relaxed) && !past_capacity() {
         window_end = if cfg.backfill.is_some() {
             (window_end + backfill_window).min(end_ms)
         } else {

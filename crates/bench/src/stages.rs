@@ -27,6 +27,14 @@ pub(crate) struct StageCounters {
 }
 
 impl StageCounters {
+    /// Whether the system kept up so far: nothing failed, no query round
+    /// started late, and the generator never fell `interval` behind.
+    pub fn kept_up(&self, interval: Duration) -> bool {
+        self.failed.load(Ordering::Relaxed) == 0
+            && self.query_rounds_late.load(Ordering::Relaxed) == 0
+            && self.max_lag_ms.load(Ordering::Relaxed) <= interval.as_millis() as i64
+    }
+
     pub fn record_query(&self, took: Duration) {
         if let Ok(mut h) = self.queries.lock() {
             h.record(took);
@@ -69,29 +77,29 @@ impl StageClock {
         self.at(crate::run::now_ms())
     }
 
-    /// Each stage's figures; a stage kept up when nothing failed, no query
-    /// round started late and the generator never fell an `interval` behind.
+    /// Each stage's figures; a stage kept up when it ran and
+    /// [`StageCounters::kept_up`].
     pub fn report(&self, stages: &[Stage], interval: Duration) -> Vec<StageReport> {
         stages
             .iter()
             .zip(&self.counters)
             .map(|(stage, c)| {
                 let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-                let max_lag_ms = c.max_lag_ms.load(Ordering::Relaxed).max(0);
-                let (failed, late) = (load(&c.failed), load(&c.query_rounds_late));
-                let delivered = load(&c.delivered);
+                let (generated, delivered) = (load(&c.generated), load(&c.delivered));
+                let ran = generated > 0;
                 StageReport {
                     targets: stage.targets,
                     duration_s: stage.duration.as_secs_f64(),
-                    samples_generated: load(&c.generated),
+                    ran,
+                    samples_generated: generated,
                     samples_delivered: delivered,
-                    samples_failed: failed,
+                    samples_failed: load(&c.failed),
                     samples_per_second: delivered as f64 / stage.duration.as_secs_f64().max(1e-9),
-                    max_lag_s: max_lag_ms as f64 / 1000.0,
+                    max_lag_s: c.max_lag_ms.load(Ordering::Relaxed).max(0) as f64 / 1000.0,
                     query_rounds: load(&c.query_rounds),
-                    query_rounds_late: late,
+                    query_rounds_late: load(&c.query_rounds_late),
                     query_latency_ms: c.queries.lock().map(|h| LatencyReport::of(&h)).unwrap_or_default(),
-                    kept_up: failed == 0 && late == 0 && max_lag_ms <= interval.as_millis() as i64,
+                    kept_up: ran && c.kept_up(interval),
                 }
             })
             .collect()
@@ -163,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stage_kept_up_unless_something_failed_came_late_or_fell_behind() {
+    fn a_stage_kept_up_unless_it_never_ran_or_something_failed_came_late_or_fell_behind() {
         let stages = [Stage {
             targets: 7,
             duration: Duration::from_secs(60),
@@ -171,6 +179,7 @@ mod tests {
         let interval = Duration::from_secs(15);
         let verdict = |f: &dyn Fn(&StageCounters)| {
             let clock = StageClock::new(&stages, 0);
+            clock.counters[0].generated.fetch_add(600, Ordering::Relaxed);
             clock.counters[0].delivered.fetch_add(600, Ordering::Relaxed);
             f(&clock.counters[0]);
             clock.report(&stages, interval)[0].clone()
@@ -178,6 +187,10 @@ mod tests {
         let fine = verdict(&|c| c.max_lag_ms.store(15_000, Ordering::Relaxed));
         assert!(fine.kept_up);
         assert_eq!((fine.targets, fine.samples_per_second), (7, 10.0));
+        assert!(
+            !verdict(&|c| c.generated.store(0, Ordering::Relaxed)).kept_up,
+            "a stage that never ran"
+        );
         assert!(!verdict(&|c| c.max_lag_ms.store(15_001, Ordering::Relaxed)).kept_up);
         assert!(
             !verdict(&|c| {
