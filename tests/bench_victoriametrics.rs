@@ -220,12 +220,22 @@ fn bench_ramp_stops_at_the_first_stage_not_kept_up_with() {
     let refused = format!("{}/api/v1/status/buildinfo", server.url());
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(["bench", "run", "--write-url", &refused, "--stages", "2:20s,4:20s"])
-        .args(["--scrape-interval", "5s", "--stop-when-behind", "--quiet", "--report-json"])
+        .args([
+            "--scrape-interval",
+            "5s",
+            "--stop-when-behind",
+            "--quiet",
+            "--report-json",
+        ])
         .arg(&report)
         .output()
         .expect("run cairn bench");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("not run"), "summary: {stdout}");
     let report: Value = serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
     let stages = report["stages"].as_array().expect("stages");
