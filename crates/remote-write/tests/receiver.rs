@@ -129,6 +129,8 @@ async fn recoverable_failures_are_retried_after_retry_after_or_the_backoff_and_n
     let s = setup(&[(503, Some("1")), (500, None), (502, None)], "").await;
     let want = write(&s.db, 0, 20);
     wait_until("every sample", || delivered(&s.sink) == want).await;
+    // The receiver has them before the queue has read its answer.
+    wait_until("the queue's count", || s.remote_write.figures()[0].samples == 20).await;
     let seen = s.sink.seen.lock();
     let gaps: Vec<Duration> = seen.windows(2).take(3).map(|w| w[1].0 - w[0].0).collect();
     assert!(
@@ -167,6 +169,10 @@ async fn a_batch_refused_for_good_is_dropped_and_counted_and_the_queue_goes_on()
     wait_until("the refusal", || !s.sink.seen.lock().is_empty()).await;
     let later = write(&s.db, 1, 5);
     wait_until("the later samples", || delivered(&s.sink) == later).await;
+    wait_until("the queue's count", || {
+        s.remote_write.figures()[0].samples == later.len() as u64
+    })
+    .await;
     let f = &s.remote_write.figures()[0];
     assert_eq!(f.samples_failed, first.len() as u64);
     assert_eq!(f.samples, later.len() as u64);
