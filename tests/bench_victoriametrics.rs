@@ -163,35 +163,37 @@ fn bench_backfill_over_remote_write_2_into_cairn_loses_nothing() {
     );
 }
 
+/// Runs a real-time `cairn bench run` ramp (5 s scrapes) writing to
+/// `write_url`: its summary and its JSON report.
+fn ramp(write_url: &str, extra: &[&str]) -> (String, Value) {
+    let out_dir = tempfile::tempdir().expect("tempdir");
+    let report = out_dir.path().join("report.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["bench", "run", "--write-url", write_url, "--scrape-interval", "5s"])
+        .args(extra)
+        .args(["--quiet", "--report-json"])
+        .arg(&report)
+        .output()
+        .expect("run cairn bench");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
+    (stdout, report)
+}
+
 /// A real-time ramp against a started `cairn`: each stage reports what it
 /// delivered and whether the system kept up, and the run the largest load
 /// it kept up with.
 #[test]
 fn bench_ramp_reports_each_stage_against_cairn() {
     let server = crate::common::Server::start();
-    let out_dir = tempfile::tempdir().expect("tempdir");
-    let report = out_dir.path().join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["bench", "run", "--write-url", &format!("{}/api/v1/write", server.url())])
-        .args([
-            "--stages",
-            "2:10s,4:10s",
-            "--scrape-interval",
-            "5s",
-            "--quiet",
-            "--report-json",
-        ])
-        .arg(&report)
-        .output()
-        .expect("run cairn bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let write_url = format!("{}/api/v1/write", server.url());
+    let (stdout, report) = ramp(&write_url, &["--stages", "2:10s,4:10s"]);
     assert!(stdout.contains("kept up with"), "summary: {stdout}");
-    let report: Value = serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
     let stages = report["stages"].as_array().expect("stages");
     let figure = |i: usize, k: &str| stages[i][k].as_u64().unwrap_or_else(|| panic!("{k}: {report}"));
     assert_eq!(stages.len(), 2);
@@ -214,30 +216,10 @@ fn bench_ramp_reports_each_stage_against_cairn() {
 #[test]
 fn bench_ramp_stops_at_the_first_stage_not_kept_up_with() {
     let server = crate::common::Server::start();
-    let out_dir = tempfile::tempdir().expect("tempdir");
-    let report = out_dir.path().join("report.json");
     // A GET-only endpoint: every write gets a 405, which is not retried.
     let refused = format!("{}/api/v1/status/buildinfo", server.url());
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["bench", "run", "--write-url", &refused, "--stages", "2:20s,4:20s"])
-        .args([
-            "--scrape-interval",
-            "5s",
-            "--stop-when-behind",
-            "--quiet",
-            "--report-json",
-        ])
-        .arg(&report)
-        .output()
-        .expect("run cairn bench");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (stdout, report) = ramp(&refused, &["--stages", "2:20s,4:20s", "--stop-when-behind"]);
     assert!(stdout.contains("not run"), "summary: {stdout}");
-    let report: Value = serde_json::from_slice(&std::fs::read(&report).expect("report")).expect("JSON");
     let stages = report["stages"].as_array().expect("stages");
     assert_eq!(stages[0]["ran"], true, "{report}");
     assert_eq!(stages[0]["kept_up"], false, "{report}");
