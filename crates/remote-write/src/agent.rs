@@ -11,7 +11,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use cairn_model::{EncodedLabels, HistogramSample, LabelError, Labels, Sample};
-use cairn_protocols::remote_write::{encode_label_pairs, encode_series, snappy_block};
+use cairn_protocols::remote_write::{encode_float_series, encode_label_pairs, encode_series, snappy_block};
 use cairn_storage::{Appendable, Appender, CommitReport, RejectReason, StorageError};
 use cairn_tsdb::{ForwardBatch, Tsdb};
 use parking_lot::{Mutex, RwLock};
@@ -150,8 +150,16 @@ impl Appender for ForwardAppender<'_> {
 
     fn append_encoded(&mut self, labels: EncodedLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
         not_empty(labels.is_empty())?;
-        self.set_labels(labels.raw_pairs());
-        self.add_floats(samples);
+        if !self.external.is_empty() {
+            self.set_labels(labels.raw_pairs());
+            self.add_floats(samples);
+            return Ok(());
+        }
+        for s in samples {
+            if self.take(s.t) {
+                encode_float_series(labels, s, &mut self.buffers.fields);
+            }
+        }
         Ok(())
     }
 
@@ -300,6 +308,40 @@ mod tests {
                 (r#"up{cluster="eu", job="node"}"#.to_string(), 1, 0),
                 (r#"up{cluster="eu", job="node"}"#.to_string(), 1, 0),
                 (r#"lat{cluster="eu", job="ext"}"#.to_string(), 0, 1),
+            ]
+        );
+    }
+
+    #[test]
+    fn encoded_series_are_sent_under_their_labels_with_or_without_external_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path());
+        let appendable = ForwardAppendable::new(db.clone());
+        let start = db.wal_end();
+        let now = db.accepted_times().end() - 1;
+        let up = cairn_model::SharedEncodedLabels::new(&Labels::from_pairs([("__name__", "up"), ("job", "node")]));
+        for external in [Labels::empty(), Labels::from_pairs([("cluster", "eu"), ("job", "ext")])] {
+            appendable.set_external_labels(external);
+            let mut app = appendable.appender();
+            app.append_encoded(up.get(), &[Sample::new(now, 2.5), Sample::new(0, 1.0)])
+                .unwrap();
+            assert_eq!(app.commit().unwrap().samples_accepted, 1);
+        }
+        let sent: Vec<(String, Vec<Sample>)> = forward_batches(&db, start)
+            .iter()
+            .flat_map(|(.., block)| {
+                let batch = decode_write_request(block, ContentEncoding::Snappy, &DecodeLimits::default()).unwrap();
+                batch.to_series().into_iter().map(|s| (s.labels.to_string(), s.samples))
+            })
+            .collect();
+        assert_eq!(
+            sent,
+            [
+                (r#"up{job="node"}"#.to_string(), vec![Sample::new(now, 2.5)]),
+                (
+                    r#"up{cluster="eu", job="node"}"#.to_string(),
+                    vec![Sample::new(now, 2.5)]
+                ),
             ]
         );
     }

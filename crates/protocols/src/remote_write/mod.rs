@@ -81,7 +81,7 @@ use std::fmt;
 
 pub use decode::decode_write_request;
 pub use encode::{
-    EncodeError, compress, encode_label_pairs, encode_labels, encode_series, encode_write_request,
+    EncodeError, compress, encode_float_series, encode_label_pairs, encode_labels, encode_series, encode_write_request,
     encode_write_request_v2, encode_write_request_with,
 };
 pub use histogram::to_proto as histogram_to_proto;

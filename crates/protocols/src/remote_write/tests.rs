@@ -790,6 +790,28 @@ fn arb_encoding() -> impl Strategy<Value = ContentEncoding> {
 }
 
 proptest! {
+    /// The one-pass encoding of a scraped sample is the general one's,
+    /// label lengths past one varint byte included.
+    #[test]
+    fn a_float_series_from_an_encoding_is_written_as_encode_series_writes_it(
+        labels in proptest::collection::btree_map("[a-z_]{1,150}", "\\PC{0,150}", 1..6),
+        t in any::<i64>(),
+        v in arb_value(),
+    ) {
+        let labels = Labels::from_pairs(labels);
+        let sample = Sample::new(t, v);
+        let mut pairs = Vec::new();
+        encode_label_pairs(labels.iter().map(|l| (l.name.as_bytes(), l.value.as_bytes())), &mut pairs);
+        let mut general = Vec::new();
+        encode_series(&pairs, std::slice::from_ref(&sample), &[], &mut general);
+        let encoded = cairn_model::SharedEncodedLabels::new(&labels);
+        let mut one_pass = Vec::new();
+        encode_float_series(encoded.get(), &sample, &mut one_pass);
+        prop_assert_eq!(one_pass, general);
+    }
+}
+
+proptest! {
     #[test]
     fn encode_decode_round_trips(input in proptest::collection::vec(arb_series(), 0..8), enc in arb_encoding()) {
         let batch = decode_write_request(&encode(&input, enc), enc, &DecodeLimits::default()).unwrap();
