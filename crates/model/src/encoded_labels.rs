@@ -238,17 +238,22 @@ impl LabelsBuf {
         &mut self,
         pairs: impl IntoIterator<Item = (&'p str, &'p str)>,
     ) -> Result<usize, LabelError> {
+        self.push_with(|w| pairs.into_iter().try_for_each(|(name, value)| w.push(name, value)))
+    }
+
+    /// Appends the encoding `write` writes; returns its position. Nothing
+    /// is kept of an encoding `write` gives up on.
+    pub fn push_with<E>(
+        &mut self,
+        write: impl FnOnce(&mut SortedLabelsWriter<'_>) -> Result<(), E>,
+    ) -> Result<usize, E> {
         let start = self.bytes.len();
-        let written = (|| {
-            let mut w = SortedLabelsWriter::new(&mut self.bytes);
-            for (name, value) in pairs {
-                w.push(name, value)?;
+        let mut w = SortedLabelsWriter::new(&mut self.bytes);
+        match write(&mut w) {
+            Ok(()) => {
+                w.finish();
+                Ok(self.end_one())
             }
-            w.finish();
-            Ok(())
-        })();
-        match written {
-            Ok(()) => Ok(self.end_one()),
             Err(e) => {
                 self.bytes.truncate(start);
                 Err(e)

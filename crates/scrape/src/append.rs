@@ -553,9 +553,10 @@ mod tests {
     }
 
     fn scrape(cache: &mut ScrapeCache, body: &str, job: &JobSettings, t: i64) -> Vec<(Labels, f64)> {
-        let mut scraped =
-            crate::exposition::parse_body(body.as_bytes(), "text/plain", job, &Default::default(), cache).unwrap();
         let target = Labels::from_pairs([("instance", "t:1"), ("job", "honor")]);
+        let mut scraped =
+            crate::exposition::parse_body(body.as_bytes(), "text/plain", job, &Default::default(), cache, &target)
+                .unwrap();
         let mut app = Recorder::default();
         let (_, result) = append_scraped(cache, &mut app, &mut scraped, &target, job, t, t);
         result.unwrap();
@@ -571,10 +572,13 @@ mod tests {
             "# TYPE h gauge\nh_bucket{le=\"1\"} 5\nm{a=\"x\",job=\"\"} 6\nd{a=\"drop\"} 7\nm {a=\"x\"} 8\n",
             "m{instance=\"own\",a=\"x\"} 9\n# TYPE h histogram\nh_bucket{le=\"1.0\"} 10\n",
         ];
-        for honor_labels in [false, true] {
+        // Without relabelling a lean cache merges labels as the body is read.
+        for (honor_labels, relabel) in [(false, false), (true, false), (false, true), (true, true)] {
             let mut job = JobSettings::new("honor");
             job.honor_labels = honor_labels;
-            job.metric_relabel = Relabeling::new(|l: &Labels| (l.get("a") != Some("drop")).then(|| l.clone()));
+            if relabel {
+                job.metric_relabel = Relabeling::new(|l: &Labels| (l.get("a") != Some("drop")).then(|| l.clone()));
+            }
             let (mut cache, mut lean) = (ScrapeCache::default(), ScrapeCache::new(true));
             for (i, body) in bodies.iter().cycle().take(bodies.len() * 3).enumerate() {
                 let t = 1000 * (i as i64 + 1);
@@ -665,10 +669,16 @@ mod tests {
         let mut app = Recorder::default();
         match body {
             Some(body) => {
-                let mut scraped =
-                    crate::exposition::parse_body(body.as_bytes(), "text/plain", job, &Default::default(), cache)
-                        .unwrap();
                 let target = Labels::from_pairs([("instance", "t:1"), ("job", "j")]);
+                let mut scraped = crate::exposition::parse_body(
+                    body.as_bytes(),
+                    "text/plain",
+                    job,
+                    &Default::default(),
+                    cache,
+                    &target,
+                )
+                .unwrap();
                 append_scraped(cache, &mut app, &mut scraped, &target, job, t, t)
                     .1
                     .unwrap();
@@ -710,9 +720,15 @@ mod tests {
         for lean in [false, true] {
             let mut cache = ScrapeCache::new(lean);
             let mut added = |body: &str, t: i64| {
-                let mut scraped =
-                    crate::exposition::parse_body(body.as_bytes(), "text/plain", &job, &Default::default(), &cache)
-                        .unwrap();
+                let mut scraped = crate::exposition::parse_body(
+                    body.as_bytes(),
+                    "text/plain",
+                    &job,
+                    &Default::default(),
+                    &cache,
+                    &target,
+                )
+                .unwrap();
                 let (counts, result) =
                     append_scraped(&mut cache, &mut Recorder::default(), &mut scraped, &target, &job, t, t);
                 result.unwrap();

@@ -1,18 +1,19 @@
 //! Appending one scrape through a lean cache (agent mode), which holds no
-//! series: every sample's labels are merged with the target's straight into
-//! one reused buffer, and the series is known by the hash of that encoding.
+//! series: every sample's labels are merged with the target's as the body
+//! is read ([`merging_writer`]), and the series is known by the hash of that
+//! encoding.
 //! Metric relabelling, label limits, legacy name validation and label
 //! conflicts without `honor_labels` take the general path of append.rs,
 //! which builds the label set first.
 
-use cairn_model::{EncodedLabels, Label, LabelText, Labels, SharedEncodedLabels, SortedLabelsWriter};
+use cairn_model::{EncodedLabels, LabelText, Labels, SharedEncodedLabels, SortedLabelsWriter};
 use cairn_storage::Appender;
 
 use crate::append::{Admission, AppendCounts, store, stored_labels, write_stale_markers};
 use crate::cache::{ScrapeCache, labels_hash};
 use crate::exposition::ParsedBody;
 use crate::settings::JobSettings;
-use cairn_protocols::exposition::Exposition;
+use cairn_protocols::exposition::{Exposition, LabelPairs};
 
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn append_samples(
@@ -38,32 +39,34 @@ pub(crate) fn append_samples(
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
-        let exposed = s.encoded.and_then(|at| encoded.get(at as usize));
         buf.clear();
         let built: SharedEncodedLabels;
-        let merged = match exposed {
-            _ if !merge => None,
-            Some(exposed) => merged_labels(
-                exposed.text_pairs(),
-                &s.empty_labels,
-                target,
-                job.honor_labels,
-                &mut buf,
-            ),
-            None => {
-                let exposed = s
+        let merged = match s.encoded {
+            // Merged by `merging_writer` as the body was read.
+            Some(at) if at.by_reader => encoded.get(at.index as usize),
+            Some(at) => {
+                s.labels = encoded
+                    .get(at.index as usize)
+                    .map(EncodedLabels::decode)
+                    .unwrap_or_default();
+                None
+            }
+            None if merge => {
+                let mut exposed: Vec<(LabelText<'_>, LabelText<'_>)> = s
                     .labels
                     .iter()
-                    .map(|l| (l.name.as_str().into(), l.value.as_str().into()));
-                merged_labels(exposed, &s.empty_labels, target, job.honor_labels, &mut buf)
+                    .chain(&s.empty_labels)
+                    .map(|l| (text(&l.name), text(&l.value)))
+                    .collect();
+                exposed.sort_unstable_by_key(|(name, _)| *name);
+                let mut w = SortedLabelsWriter::new(&mut buf);
+                merged_labels(exposed.into_iter(), target, job.honor_labels, &mut w).map(|()| w.finish())
             }
+            None => None,
         };
         let labels: EncodedLabels<'_> = match merged {
             Some(labels) => labels,
             None => {
-                if let Some(exposed) = exposed {
-                    s.labels = exposed.decode();
-                }
                 let Some(lset) = stored_labels(s, target, job, counts)? else {
                     continue;
                 };
@@ -102,6 +105,25 @@ pub(crate) fn append_samples(
     Ok(())
 }
 
+/// The writer a lean cache reads text bodies with
+/// ([`cairn_protocols::exposition::parse_encoded`]): each sample's labels
+/// are merged with the target's as the body is read, so that a series is
+/// written once. `None` when the job's samples do not merge directly.
+pub(crate) fn merging_writer<'t>(
+    target: &'t Labels,
+    job: &JobSettings,
+) -> Option<impl FnMut(&LabelPairs<'_>, &mut SortedLabelsWriter<'_>) -> bool + 't> {
+    let honor_labels = job.honor_labels;
+    merges_directly(job).then_some(move |pairs: &LabelPairs<'_>, w: &mut SortedLabelsWriter<'_>| {
+        let exposed = pairs.iter().map(|(name, value)| (text(name), text(value)));
+        merged_labels(exposed, target, honor_labels, w).is_some()
+    })
+}
+
+fn text(s: &str) -> LabelText<'_> {
+    LabelText::from(s)
+}
+
 /// Whether a job's samples can be stored under their exposed labels merged
 /// with the target's, with nothing to check or rewrite in between.
 fn merges_directly(job: &JobSettings) -> bool {
@@ -112,55 +134,48 @@ fn merges_directly(job: &JobSettings) -> bool {
         && job.label_value_length_limit == 0
 }
 
-/// The labels [`crate::append::sample_labels`] gives a sample when metric
-/// relabelling is off, written at the end of `out`. `None` when an exposed
-/// label has a target label's name without `honor_labels` (the exposed one
-/// is then renamed, which that function does); `out` may then hold part of
-/// an encoding.
-fn merged_labels<'x, 'a>(
+/// Writes the labels [`crate::append::sample_labels`] gives a sample when
+/// metric relabelling is off, from its exposed labels sorted by name (those
+/// given empty among them). `None` when an exposed label has a target
+/// label's name without `honor_labels` (the exposed one is then renamed,
+/// which that function does); `w` may then hold part of an encoding.
+fn merged_labels<'x>(
     exposed: impl Iterator<Item = (LabelText<'x>, LabelText<'x>)>,
-    exposed_empty: &[Label],
     target: &'x Labels,
     honor_labels: bool,
-    out: &'a mut Vec<u8>,
-) -> Option<EncodedLabels<'a>> {
-    let mut w = SortedLabelsWriter::new(out);
+    w: &mut SortedLabelsWriter<'_>,
+) -> Option<()> {
     let mut exposed = exposed.peekable();
-    let mut target = target
-        .iter()
-        .map(|l| (LabelText::from(l.name.as_str()), LabelText::from(l.value.as_str())))
-        .peekable();
+    let mut target = target.iter().map(|l| (text(&l.name), text(&l.value))).peekable();
     loop {
         let next = match (exposed.peek(), target.peek()) {
-            (None, None) => break,
+            (None, None) => return Some(()),
             (Some(e), Some(t)) if e.0 == t.0 => {
-                if !honor_labels {
-                    return None;
+                let exposed_label = exposed.next();
+                let target_label = target.next();
+                match (exposed_label?.1.is_empty(), honor_labels) {
+                    // An exposed empty value keeps the target's label off
+                    // with honor_labels, and is no label without.
+                    (true, true) => continue,
+                    (true, false) => target_label,
+                    (false, true) => exposed_label,
+                    (false, false) => return None,
                 }
-                target.next();
-                exposed.next()
             }
             (Some(e), Some(t)) if e.0 < t.0 => exposed.next(),
             (Some(_), None) => exposed.next(),
-            (_, Some(_)) => {
-                let t = target.next();
-                // With honor_labels an exposed empty value keeps the target's label off.
-                if honor_labels && t.is_some_and(|t| exposed_empty.iter().any(|e| e.name.as_bytes() == t.0.as_bytes()))
-                {
-                    continue;
-                }
-                t
-            }
+            (_, Some(_)) => target.next(),
         };
         let (name, value) = next?;
         w.push_text(name, value).ok()?;
     }
-    Some(w.finish())
 }
 
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
+
+    use cairn_model::Label;
 
     use super::*;
     use crate::append::sample_labels;
@@ -211,10 +226,13 @@ mod tests {
                 Vec::new()
             };
             let general = sample_labels(exposed.clone(), &honoured, &target, &job);
+            let mut pairs: Vec<(LabelText<'_>, LabelText<'_>)> =
+                exposed.iter().chain(&exposed_empty).map(|l| (text(&l.name), text(&l.value))).collect();
+            pairs.sort_unstable_by_key(|(name, _)| *name);
             let mut out = Vec::new();
-            let pairs = exposed.iter().map(|l| (l.name.as_str().into(), l.value.as_str().into()));
-            match merged_labels(pairs, &exposed_empty, &target, honor_labels, &mut out) {
-                Some(merged) => prop_assert_eq!(Some(merged.decode()), general),
+            let mut w = SortedLabelsWriter::new(&mut out);
+            match merged_labels(pairs.into_iter(), &target, honor_labels, &mut w) {
+                Some(()) => prop_assert_eq!(Some(w.finish().decode()), general),
                 None => prop_assert!(!honor_labels && exposed.iter().any(|l| target.get(&l.name).is_some())),
             }
         }

@@ -3,6 +3,9 @@
 
 use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, parse_encoded, parse_with_known};
 
+use cairn_model::Labels;
+
+use crate::append_lean::merging_writer;
 use crate::cache::ScrapeCache;
 use crate::settings::JobSettings;
 use crate::target::{ALWAYS_CLASSIC_LABEL, CONVERT_NHCB_LABEL, NATIVE_HISTOGRAMS_LABEL, Target, parse_go_bool};
@@ -28,20 +31,25 @@ pub(crate) struct ParsedBody<'a> {
 
 /// Parses a whole body; any malformed entry fails the scrape, as in
 /// Prometheus. The labels of series `cache` knows are not read; a lean
-/// cache's are encoded, not built.
+/// cache's are encoded, not built, merged with the `target`'s where they
+/// can be.
 pub(crate) fn parse_body<'a>(
     body: &'a [u8],
     content_type: &str,
     job: &JobSettings,
     options: &ParseOptions,
     cache: &ScrapeCache,
+    target: &Labels,
 ) -> Result<ParsedBody<'a>, String> {
     let (format, warning) = ScrapeFormat::for_response(content_type, job.fallback_protocol)?;
     if let Some(w) = warning {
         tracing::debug!(job = %job.job_name, "{w}");
     }
     let exposition = if cache.is_lean() {
-        parse_encoded(format, body, options)
+        match merging_writer(target, job) {
+            Some(mut write) => parse_encoded(format, body, options, Some(&mut write)),
+            None => parse_encoded(format, body, options, None),
+        }
     } else {
         parse_with_known(format, body, options, &mut |key| cache.knows(key))
     }

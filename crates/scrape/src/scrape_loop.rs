@@ -488,7 +488,14 @@ fn process(
             append_error = append_empty(&mut state.cache, &mut *app, t).err();
         }
         (None, Ok((body, content_type))) => {
-            let parsed = parse_body(&body, &content_type, job, &state.parse_options, &state.cache);
+            let parsed = parse_body(
+                &body,
+                &content_type,
+                job,
+                &state.parse_options,
+                &state.cache,
+                &state.target_labels,
+            );
             let result = match parsed {
                 Ok(mut scraped) => {
                     let (c, result) = append_scraped(

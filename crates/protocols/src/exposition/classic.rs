@@ -289,7 +289,7 @@ impl Sink {
             labels,
             empty_labels: group.empty,
             timestamp_ms,
-            value: ScrapedValue::Histogram(h),
+            value: ScrapedValue::Histogram(Box::new(h)),
             spelling: None,
             encoded: None,
         });

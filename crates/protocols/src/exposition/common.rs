@@ -7,7 +7,7 @@ use cairn_model::go_float::format_openmetrics;
 use cairn_model::{Label, Labels, LabelsBuf, METRIC_NAME, METRIC_TYPE, METRIC_UNIT};
 
 use super::float::parse_go_float;
-use super::{ExpositionError, FamilyMetadata, KnownSeries, Spelling};
+use super::{EncodedAt, ExpositionError, FamilyMetadata, KnownSeries, Spelling, WriteLabels};
 use crate::MetricType;
 
 /// `[a-zA-Z_:]`: a bare metric name's first byte.
@@ -168,32 +168,39 @@ pub(crate) fn label_at<'a>(
 /// Writes samples' labels into one [`LabelsBuf`] instead of building a
 /// label set each ([`super::parse_encoded`]): what [`finish_labels`]
 /// checks and returns, without an allocation per sample.
-#[derive(Default)]
-pub(crate) struct LabelEncoder<'a> {
+pub(crate) struct LabelEncoder<'a, 'w> {
     /// The sample's pairs, reused between samples.
     pairs: Vec<(Cow<'a, str>, Cow<'a, str>)>,
     pub buf: LabelsBuf,
+    /// The reader's own writer, tried first.
+    write: Option<WriteLabels<'w>>,
 }
 
-impl<'a> LabelEncoder<'a> {
+/// A sample's encoded labels: where they are, and those given empty.
+pub(crate) struct Encoded {
+    pub at: EncodedAt,
+    pub empty: Vec<Label>,
+}
+
+impl<'a, 'w> LabelEncoder<'a, 'w> {
     /// An encoder with room for the labels of `body`'s samples.
-    pub fn for_body(body: &[u8]) -> Self {
+    pub fn for_body(body: &[u8], write: Option<WriteLabels<'w>>) -> Self {
         Self {
             pairs: Vec::new(),
             buf: LabelsBuf::with_capacity(body.len(), samples_in(body)),
+            write,
         }
     }
 
     /// Encodes a sample named `name` whose labels are at `spans` (name and
-    /// value, unescaped here) of `b`, under the last `TYPE` read, `kind`:
-    /// the encoding's position in `buf`, and the labels given empty.
+    /// value, unescaped here) of `b`, under the last `TYPE` read, `kind`.
     pub fn encode(
         &mut self,
         b: Body<'a>,
         kind: MetricType,
         name: Cow<'a, str>,
         spans: &[(usize, usize, usize, usize)],
-    ) -> Result<(u32, Vec<Label>), String> {
+    ) -> Result<Encoded, String> {
         let pairs = &mut self.pairs;
         pairs.clear();
         pairs.push((Cow::Borrowed(METRIC_NAME), name));
@@ -207,8 +214,25 @@ impl<'a> LabelEncoder<'a> {
             .filter(|(_, v)| v.is_empty())
             .map(|(n, _)| Label::new(n, ""))
             .collect();
+        if let Some(write) = &mut self.write
+            && let Ok(at) = self.buf.push_with(|w| if write(pairs, w) { Ok(()) } else { Err(()) })
+        {
+            return Ok(Encoded {
+                at: EncodedAt {
+                    index: at as u32,
+                    by_reader: true,
+                },
+                empty,
+            });
+        }
         let at = self.buf.push_sorted(borrowed()).map_err(|e| e.to_string())?;
-        Ok((at as u32, empty))
+        Ok(Encoded {
+            at: EncodedAt {
+                index: at as u32,
+                by_reader: false,
+            },
+            empty,
+        })
     }
 }
 
@@ -280,11 +304,10 @@ impl Position {
     }
 }
 
-/// About how many samples a text body of this size has, for room made
-/// before parsing it: a little more than the lines of a typical exporter's
-/// body, so that vectors sized by it seldom grow.
+/// At most how many samples a text body has (one a line), for room made
+/// before parsing it, so that vectors sized by it never grow.
 pub(crate) fn samples_in(body: &[u8]) -> usize {
-    body.len() / 64
+    memchr::memchr_iter(b'\n', body).count() + 1
 }
 
 /// A body being parsed, and its text when all of it is UTF-8: checked

@@ -1,6 +1,10 @@
 //! [`parse_encoded`]: every sample's labels, the labels it gave empty, its
-//! value and its errors are those [`parse`] reads, whatever the body.
+//! value and its errors are those [`parse`] reads, whatever the body; a
+//! reader's writer is given those labels.
 
+use std::borrow::Cow;
+
+use cairn_model::SortedLabelsWriter;
 use proptest::prelude::*;
 
 use super::*;
@@ -13,7 +17,8 @@ fn seen(e: &Exposition) -> Vec<(Labels, Vec<Label>, Option<i64>, String)> {
             let labels = match s.encoded {
                 Some(at) => {
                     assert!(s.labels.is_empty(), "an encoded sample carries no built labels");
-                    e.labels.get(at as usize).expect("the encoding is there").decode()
+                    assert!(!at.by_reader);
+                    e.labels.get(at.index as usize).expect("the encoding is there").decode()
                 }
                 None => s.labels.clone(),
             };
@@ -24,7 +29,7 @@ fn seen(e: &Exposition) -> Vec<(Labels, Vec<Label>, Option<i64>, String)> {
 
 fn same_reading(format: ScrapeFormat, body: &str, opts: &ParseOptions) -> Result<(), TestCaseError> {
     let plain = parse(format, body.as_bytes(), opts).map(|e| seen(&e));
-    let encoded = parse_encoded(format, body.as_bytes(), opts).map(|e| seen(&e));
+    let encoded = parse_encoded(format, body.as_bytes(), opts, None).map(|e| seen(&e));
     prop_assert_eq!(encoded, plain, "{:?}: {:?}", format, body);
     Ok(())
 }
@@ -57,10 +62,10 @@ fn bodies_read_alike_encoded_or_built() {
             for opts in [ParseOptions::default(), nhcb] {
                 same_reading(format, &body, &opts).unwrap();
             }
-            if let Ok(e) = parse_encoded(format, body.as_bytes(), &ParseOptions::default()) {
+            if let Ok(e) = parse_encoded(format, body.as_bytes(), &ParseOptions::default(), None) {
                 assert!(e.samples.iter().all(|s| s.encoded.is_some()), "{body}");
             }
-            if let Ok(e) = parse_encoded(format, body.as_bytes(), &nhcb) {
+            if let Ok(e) = parse_encoded(format, body.as_bytes(), &nhcb, None) {
                 assert!(
                     e.samples.iter().all(|s| s.encoded.is_none()),
                     "converting: built, {body}"
@@ -126,5 +131,53 @@ proptest! {
             }
             same_reading(format, &body, &ParseOptions::default())?;
         }
+    }
+}
+
+#[test]
+fn a_reader_writes_the_labels_it_takes_and_leaves_the_others_as_the_body_gave_them() {
+    for format in FORMATS {
+        let mut body = "yes{b=\"2\",a=\"1\",e=\"\"} 1\nno{a=\"1\"} 2\n".to_string();
+        if format == ScrapeFormat::OpenMetricsText1_0_0 {
+            body.push_str("# EOF\n");
+        }
+        let mut given = Vec::new();
+        let mut write = |pairs: &[(Cow<'_, str>, Cow<'_, str>)], w: &mut SortedLabelsWriter<'_>| {
+            given.push(
+                pairs
+                    .iter()
+                    .map(|(n, v)| format!("{n}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(","),
+            );
+            for (name, value) in pairs {
+                if value == "no" {
+                    return false;
+                }
+                w.push(name, if name == "a" { "from reader" } else { value }).unwrap();
+            }
+            true
+        };
+        let e = parse_encoded(format, body.as_bytes(), &ParseOptions::default(), Some(&mut write)).unwrap();
+        assert_eq!(given, ["__name__=yes,a=1,b=2,e=", "__name__=no,a=1"], "{format:?}");
+        let read: Vec<(String, bool)> = e
+            .samples
+            .iter()
+            .map(|s| {
+                let at = s.encoded.unwrap();
+                (
+                    e.labels.get(at.index as usize).unwrap().decode().to_string(),
+                    at.by_reader,
+                )
+            })
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (r#"yes{a="from reader", b="2"}"#.to_string(), true),
+                (r#"no{a="1"}"#.to_string(), false),
+            ],
+            "{format:?}"
+        );
     }
 }

@@ -41,7 +41,9 @@ pub mod proto;
 pub mod protobuf;
 pub mod text;
 
-use cairn_model::{Histogram, Label, Labels, LabelsBuf};
+use std::borrow::Cow;
+
+use cairn_model::{Histogram, Label, Labels, LabelsBuf, SortedLabelsWriter};
 
 use crate::MetricType;
 
@@ -109,7 +111,35 @@ pub struct ScrapedSample {
     pub spelling: Option<Spelling>,
     /// Where [`Exposition::labels`] holds the labels, which `labels` then
     /// leaves empty ([`parse_encoded`]).
-    pub encoded: Option<u32>,
+    pub encoded: Option<EncodedAt>,
+}
+
+/// Where [`Exposition::labels`] holds a sample's labels, and who wrote them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EncodedAt {
+    pub index: u32,
+    /// The reader's [`WriteLabels`] wrote them (whatever labels it chose);
+    /// else they are the labels the body gave.
+    pub by_reader: bool,
+}
+
+/// A reader's own encoding of a sample's labels ([`parse_encoded`]): given
+/// them sorted by name and checked, `__name__` among them and labels given
+/// empty with their empty value, it writes one label set with the writer
+/// and returns true, or returns false to have the body's labels written.
+/// A reader that adds labels of its own thus writes each series once.
+pub type WriteLabels<'w> = &'w mut dyn FnMut(&LabelPairs<'_>, &mut SortedLabelsWriter<'_>) -> bool;
+
+/// A sample's labels as a text body gives them, unescaped.
+pub type LabelPairs<'a> = [(Cow<'a, str>, Cow<'a, str>)];
+
+/// How a parser gives each sample's labels.
+pub(crate) enum LabelOutput<'w> {
+    /// As a label set (none for series the reader knows).
+    Built,
+    /// Encoded into [`Exposition::labels`], by the reader's writer where it
+    /// takes them.
+    Encoded(Option<WriteLabels<'w>>),
 }
 
 /// Where a text body spells a sample's series (its name and label set, as
@@ -148,7 +178,8 @@ pub enum ScrapedValue {
     /// A native histogram (exponential, or custom buckets from NHCB
     /// conversion). Integer histograms arrive with float counts, as Cairn
     /// keeps them; a gauge histogram has [`cairn_model::histogram::ResetHint::Gauge`].
-    Histogram(Histogram),
+    /// Boxed: most samples are floats, and a sample is moved several times.
+    Histogram(Box<Histogram>),
 }
 
 /// What a body says about one metric family.
@@ -189,17 +220,26 @@ impl ExpositionError {
 /// empty scrape in every format (Prometheus never parses one, so even
 /// OpenMetrics needs no `# EOF` there).
 pub fn parse(format: ScrapeFormat, body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    parse_as(format, body, opts, false, None, false)
+    parse_as(format, body, opts, false, None, LabelOutput::Built)
 }
 
 /// [`parse`] for a reader that wants each sample's labels encoded rather
 /// than built: the text formats write them into [`Exposition::labels`]
-/// (see [`ScrapedSample::encoded`]), without an allocation per sample.
-/// Protobuf bodies and classic histograms converted to native ones are
-/// read as [`parse`] reads them.
-pub fn parse_encoded(format: ScrapeFormat, body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    let encode = !opts.convert_classic_histograms_to_nhcb;
-    parse_as(format, body, opts, false, None, encode)
+/// (see [`ScrapedSample::encoded`]), without an allocation per sample,
+/// with `write` where it takes them. Protobuf bodies and classic
+/// histograms converted to native ones are read as [`parse`] reads them.
+pub fn parse_encoded(
+    format: ScrapeFormat,
+    body: &[u8],
+    opts: &ParseOptions,
+    write: Option<WriteLabels<'_>>,
+) -> Result<Exposition, ExpositionError> {
+    let output = if opts.convert_classic_histograms_to_nhcb {
+        LabelOutput::Built
+    } else {
+        LabelOutput::Encoded(write)
+    };
+    parse_as(format, body, opts, false, None, output)
 }
 
 /// [`parse`] under Prometheus' `type-and-unit-labels` feature: every
@@ -212,7 +252,7 @@ pub fn parse_with_type_and_unit_labels(
     body: &[u8],
     opts: &ParseOptions,
 ) -> Result<Exposition, ExpositionError> {
-    parse_as(format, body, opts, true, None, false)
+    parse_as(format, body, opts, true, None, LabelOutput::Built)
 }
 
 /// [`parse`] for a scraper that caches series by how the body spells them:
@@ -227,26 +267,26 @@ pub fn parse_with_known(
     known: KnownSeries<'_>,
 ) -> Result<Exposition, ExpositionError> {
     let known = (!opts.convert_classic_histograms_to_nhcb).then_some(known);
-    parse_as(format, body, opts, false, known, false)
+    parse_as(format, body, opts, false, known, LabelOutput::Built)
 }
 
-fn parse_as(
+fn parse_as<'k>(
     format: ScrapeFormat,
     body: &[u8],
     opts: &ParseOptions,
     type_and_unit_labels: bool,
-    known: Option<KnownSeries<'_>>,
-    encode: bool,
+    known: Option<KnownSeries<'k>>,
+    output: LabelOutput<'k>,
 ) -> Result<Exposition, ExpositionError> {
     if body.is_empty() {
         return Ok(Exposition::default());
     }
     match format {
         ScrapeFormat::PrometheusText0_0_4 | ScrapeFormat::PrometheusText1_0_0 => {
-            text::parse_as(body, opts, type_and_unit_labels, known, encode)
+            text::parse_as(body, opts, type_and_unit_labels, known, output)
         }
         ScrapeFormat::OpenMetricsText0_0_1 | ScrapeFormat::OpenMetricsText1_0_0 => {
-            openmetrics::parse_as(body, opts, type_and_unit_labels, known, encode)
+            openmetrics::parse_as(body, opts, type_and_unit_labels, known, output)
         }
         ScrapeFormat::PrometheusProto => protobuf::parse_as(body, opts, type_and_unit_labels),
     }

@@ -17,22 +17,22 @@ use super::common::{
     is_label_start, is_metric_char, is_metric_start, label_at, quoted_end, run_end, samples_in, unescape,
 };
 use super::float::{normalize_nan, parse_go_float, seconds_to_ms};
-use super::{Exposition, ExpositionError, KnownSeries, ParseOptions, ScrapedSample, ScrapedValue};
+use super::{Exposition, ExpositionError, KnownSeries, LabelOutput, ParseOptions, ScrapedSample, ScrapedValue};
 use crate::MetricType;
 
 /// Reads a whole body. With `opts.skip_openmetrics_created_series`, the
 /// `_created` series of counters, summaries and histograms are left out.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    parse_as(body, opts, false, None, false)
+    parse_as(body, opts, false, None, LabelOutput::Built)
 }
 
 /// [`parse`], with type-and-unit labels when asked.
-pub(crate) fn parse_as(
+pub(crate) fn parse_as<'k>(
     body: &[u8],
     opts: &ParseOptions,
     type_and_unit_labels: bool,
-    known: Option<KnownSeries<'_>>,
-    encode: bool,
+    known: Option<KnownSeries<'k>>,
+    output: LabelOutput<'k>,
 ) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
@@ -47,7 +47,10 @@ pub(crate) fn parse_as(
         sink: Sink::new(opts, samples_in(body)),
         labels: Vec::new(),
         known: KnownSpellings::new(known),
-        encoder: (encode && !type_and_unit_labels).then(|| LabelEncoder::for_body(body)),
+        encoder: match output {
+            LabelOutput::Encoded(write) if !type_and_unit_labels => Some(LabelEncoder::for_body(body, write)),
+            _ => None,
+        },
     };
     p.run()?;
     Ok(Exposition {
@@ -75,7 +78,7 @@ struct Parser<'a, 'k> {
     labels: Vec<(usize, usize, usize, usize)>,
     known: KnownSpellings<'k>,
     /// Set when labels are encoded rather than built.
-    encoder: Option<LabelEncoder<'a>>,
+    encoder: Option<LabelEncoder<'a, 'k>>,
 }
 
 const NO_EOF: &str = "data does not end with # EOF";
@@ -317,16 +320,16 @@ impl<'a> Parser<'a, '_> {
             return Ok(());
         }
         if let Some(encoder) = &mut self.encoder {
-            let (at, empty_labels) = encoder
+            let encoded = encoder
                 .encode(self.checked, self.kind, metric_name, &self.labels)
                 .map_err(|e| pos.error(e))?;
             self.sink.push(ScrapedSample {
                 labels: Labels::empty(),
-                empty_labels,
+                empty_labels: encoded.empty,
                 timestamp_ms,
                 value: ScrapedValue::Float(normalize_nan(value)),
                 spelling,
-                encoded: Some(at),
+                encoded: Some(encoded.at),
             });
             return Ok(());
         }
@@ -446,13 +449,9 @@ impl<'a> Parser<'a, '_> {
                 _ => None,
             }
             .ok_or_else(|| pos.unexpected(self.b, "expected label value", value_start, self.i))?;
-            let value = self.b.get(value_start + 1..value_end - 1).unwrap_or_default();
-            if std::str::from_utf8(value).is_err() {
-                return Err(pos.error(format!(
-                    "invalid UTF-8 label value: {:?}",
-                    String::from_utf8_lossy(value)
-                )));
-            }
+            (self.checked)
+                .text(value_start + 1, value_end - 1, "label value")
+                .map_err(|e| pos.error(e))?;
             self.i = value_end;
             self.labels.push((name_start, name_end, value_start + 1, value_end - 1));
             match self.peek() {

@@ -191,7 +191,7 @@ fn read_family<'a>(
                 let gauge = t == proto::MetricType::GaugeHistogram;
                 if opts.native_histograms && is_native(h) {
                     let native = native_histogram(h, gauge).map_err(|e| format!("histogram {name:?}: {e}"))?;
-                    emit("", None, ScrapedValue::Histogram(native))?;
+                    emit("", None, ScrapedValue::Histogram(Box::new(native)))?;
                     if opts.keep_classic_histograms && !h.bucket.is_empty() {
                         classic_series(h, &mut emit)?;
                     }
@@ -200,7 +200,7 @@ fn read_family<'a>(
                         classic_series(h, &mut emit)?;
                     }
                     let nhcb = nhcb(h, gauge).map_err(|e| format!("histogram {name:?}: {e}"))?;
-                    emit("", None, ScrapedValue::Histogram(nhcb))?;
+                    emit("", None, ScrapedValue::Histogram(Box::new(nhcb)))?;
                 } else {
                     classic_series(h, &mut emit)?;
                 }

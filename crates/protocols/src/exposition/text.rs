@@ -17,21 +17,21 @@ use super::common::{
     unescape_help,
 };
 use super::float::{normalize_nan, parse_go_float};
-use super::{Exposition, ExpositionError, KnownSeries, ParseOptions, ScrapedSample, ScrapedValue};
+use super::{Exposition, ExpositionError, KnownSeries, LabelOutput, ParseOptions, ScrapedSample, ScrapedValue};
 use crate::MetricType;
 
 /// Reads a whole body.
 pub fn parse(body: &[u8], opts: &ParseOptions) -> Result<Exposition, ExpositionError> {
-    parse_as(body, opts, false, None, false)
+    parse_as(body, opts, false, None, LabelOutput::Built)
 }
 
 /// [`parse`], with type-and-unit labels when asked.
-pub(crate) fn parse_as(
+pub(crate) fn parse_as<'k>(
     body: &[u8],
     opts: &ParseOptions,
     type_and_unit_labels: bool,
-    known: Option<KnownSeries<'_>>,
-    encode: bool,
+    known: Option<KnownSeries<'k>>,
+    output: LabelOutput<'k>,
 ) -> Result<Exposition, ExpositionError> {
     let mut p = Parser {
         b: body,
@@ -44,7 +44,10 @@ pub(crate) fn parse_as(
         sink: Sink::new(opts, samples_in(body)),
         labels: Vec::new(),
         known: KnownSpellings::new(known),
-        encoder: (encode && !type_and_unit_labels).then(|| LabelEncoder::for_body(body)),
+        encoder: match output {
+            LabelOutput::Encoded(write) if !type_and_unit_labels => Some(LabelEncoder::for_body(body, write)),
+            _ => None,
+        },
     };
     p.run()?;
     Ok(Exposition {
@@ -70,7 +73,7 @@ struct Parser<'a, 'k> {
     labels: Vec<(usize, usize, usize, usize)>,
     known: KnownSpellings<'k>,
     /// Set when labels are encoded rather than built.
-    encoder: Option<LabelEncoder<'a>>,
+    encoder: Option<LabelEncoder<'a, 'k>>,
 }
 
 fn is_blank(c: u8) -> bool {
@@ -282,10 +285,10 @@ impl<'a> Parser<'a, '_> {
                 .checked
                 .text(name_start, name_end, "metric name")
                 .map_err(|e| pos.error(e))?;
-            let (at, empty) = encoder
+            let encoded = encoder
                 .encode(self.checked, self.kind, unescape(name), &self.labels)
                 .map_err(|e| pos.error(e))?;
-            (Labels::empty(), empty, Some(at))
+            (Labels::empty(), encoded.empty, Some(encoded.at))
         } else {
             let (labels, empty) = self.build_labels(name_start, name_end).map_err(|e| pos.error(e))?;
             (labels, empty, None)
@@ -353,13 +356,9 @@ impl<'a> Parser<'a, '_> {
                 _ => None,
             }
             .ok_or_else(|| pos.unexpected(self.b, "expected label value", value_start, self.i))?;
-            let value = self.b.get(value_start + 1..value_end - 1).unwrap_or_default();
-            if std::str::from_utf8(value).is_err() {
-                return Err(pos.error(format!(
-                    "invalid UTF-8 label value: {:?}",
-                    String::from_utf8_lossy(value)
-                )));
-            }
+            (self.checked)
+                .text(value_start + 1, value_end - 1, "label value")
+                .map_err(|e| pos.error(e))?;
             self.i = value_end;
             self.labels.push((name_start, name_end, value_start + 1, value_end - 1));
             self.skip_blanks();
