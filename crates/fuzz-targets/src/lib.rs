@@ -9,6 +9,7 @@ mod codec_histograms;
 mod codec_timestamps;
 mod codec_values;
 mod csv;
+mod dns_answer;
 mod exposition_known;
 mod exposition_openmetrics;
 mod exposition_protobuf;
@@ -17,6 +18,7 @@ mod graphite;
 mod histograms;
 mod influx;
 mod json_lines;
+mod kubernetes_events;
 mod opentsdb;
 mod otlp;
 mod prom_text;
@@ -38,6 +40,7 @@ pub use codec_histograms::codec_histograms;
 pub use codec_timestamps::codec_timestamps;
 pub use codec_values::codec_values;
 pub use csv::csv;
+pub use dns_answer::dns_answer;
 pub use exposition_openmetrics::exposition_openmetrics;
 pub use exposition_protobuf::exposition_protobuf;
 pub use exposition_text::exposition_text;
@@ -45,6 +48,7 @@ pub use graphite::graphite;
 pub use histograms::histograms;
 pub use influx::influx;
 pub use json_lines::json_lines;
+pub use kubernetes_events::kubernetes_events;
 pub use opentsdb::opentsdb;
 pub use otlp::otlp;
 pub use prom_text::prom_text;
@@ -71,6 +75,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("codec_timestamps", codec_timestamps),
     ("codec_values", codec_values),
     ("csv", csv),
+    ("dns_answer", dns_answer),
     ("exposition_openmetrics", exposition_openmetrics),
     ("exposition_protobuf", exposition_protobuf),
     ("exposition_text", exposition_text),
@@ -78,6 +83,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("histograms", histograms),
     ("influx", influx),
     ("json_lines", json_lines),
+    ("kubernetes_events", kubernetes_events),
     ("opentsdb", opentsdb),
     ("otlp", otlp),
     ("prom_text", prom_text),

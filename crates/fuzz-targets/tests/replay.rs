@@ -81,6 +81,7 @@ replay_tests! {
     codec_timestamps
     codec_values
     csv
+    dns_answer
     exposition_openmetrics
     exposition_protobuf
     exposition_text
@@ -88,6 +89,7 @@ replay_tests! {
     histograms
     influx
     json_lines
+    kubernetes_events
     opentsdb
     otlp
     prom_text

@@ -170,6 +170,13 @@ fn targets(records: &[Record], name: &str, port: i64) -> Vec<LabelSet> {
     out
 }
 
+/// The targets one DNS answer, given as the bytes a server sent, yields
+/// for `name`: the path from a DNS server's bytes to targets, for fuzzing.
+pub fn targets_from_answer(message: &[u8], name: &str, port: i64) -> Result<Vec<LabelSet>, String> {
+    let message = hickory_proto::op::Message::from_vec(message).map_err(|e| e.to_string())?;
+    Ok(client::answer_records(message).map_or_else(Vec::new, |records| targets(&records, name, port)))
+}
+
 /// `host:port`, bracketing a host with a colon (Go's `net.JoinHostPort`).
 fn join_host_port(host: &str, port: impl std::fmt::Display) -> String {
     if host.contains(':') {
@@ -281,5 +288,38 @@ mod tests {
         assert!(refresh(&query, &missing, &counters).await.is_empty());
         assert_eq!(counters.dns_lookups(), 4);
         assert_eq!(counters.dns_lookup_failures(), 4);
+    }
+
+    proptest::proptest! {
+        /// Whatever addresses and ports an answer's A, AAAA and SRV
+        /// records hold, sent as bytes they become the targets the records
+        /// themselves give; bytes past the message's end are an error or
+        /// the same answer, never a panic.
+        #[test]
+        fn dns_answers_read_from_bytes_give_their_records_targets(
+            answers in proptest::collection::vec(
+                (0u8..3, proptest::array::uniform16(proptest::prelude::any::<u8>()), proptest::prelude::any::<u16>()),
+                0..8,
+            ),
+            port in 0i64..65536,
+            tail in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..4),
+        ) {
+            let records: Vec<Record> = answers
+                .iter()
+                .map(|(kind, bytes, srv_port)| match kind {
+                    0 => record(RData::A(A::new(bytes[0], bytes[1], bytes[2], bytes[3]))),
+                    1 => record(RData::AAAA(AAAA(std::net::Ipv6Addr::from(*bytes)))),
+                    _ => record(RData::SRV(SRV::new(0, 0, *srv_port, name(&format!("h{}.cairn.test.", bytes[0]))))),
+                })
+                .collect();
+            let mut message = hickory_proto::op::Message::response(7, hickory_proto::op::OpCode::Query);
+            message.add_answers(records.clone());
+            let mut bytes = message.to_vec().unwrap();
+            proptest::prop_assert_eq!(targets_from_answer(&bytes, "q.test", port), Ok(targets(&records, "q.test", port)));
+            bytes.extend_from_slice(&tail);
+            if let Ok(got) = targets_from_answer(&bytes, "q.test", port) {
+                proptest::prop_assert_eq!(got, targets(&records, "q.test", port));
+            }
+        }
     }
 }

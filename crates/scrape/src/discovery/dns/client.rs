@@ -33,8 +33,11 @@ pub(crate) async fn lookup(conf: &ResolvConf, name: &str, record_type: RecordTyp
     let mut all_answered = true;
     for fqdn in conf.name_list(name) {
         match lookup_from_any_server(conf, &fqdn, record_type).await {
-            Ok(message) if message.metadata.response_code == ResponseCode::NoError => return Ok(message.answers),
-            Ok(_) => {}
+            Ok(message) => {
+                if let Some(records) = answer_records(message) {
+                    return Ok(records);
+                }
+            }
             Err(_) => all_answered = false,
         }
     }
@@ -45,6 +48,12 @@ pub(crate) async fn lookup(conf: &ResolvConf, name: &str, record_type: RecordTyp
             "could not resolve {name:?}: all servers responded with errors to at least one search domain"
         ))
     }
+}
+
+/// The records a lookup takes from an answer: those of a NOERROR one;
+/// `None` for NXDOMAIN, which tries the next search name.
+pub(crate) fn answer_records(message: Message) -> Option<Vec<Record>> {
+    (message.metadata.response_code == ResponseCode::NoError).then_some(message.answers)
 }
 
 /// The first NOERROR or NXDOMAIN answer for `fqdn`, asking servers in order.

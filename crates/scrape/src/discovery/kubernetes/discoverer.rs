@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use super::client::ApiClient;
 use super::objects::ObjectMeta;
-use super::store::Stores;
+use super::store::{Attach, Stores};
 use super::watch::{self, Change, Kind, Object, WatchSpec};
 use super::{KubernetesSd, Role, endpoints, endpointslice, ingress, node, pod, service};
 use crate::discovery::TargetGroup;
@@ -108,6 +108,44 @@ pub(super) async fn run(
             return;
         }
     }
+}
+
+/// The groups a discoverer of `role` publishes once it has seen `events`
+/// (watch events as an API server sends them, one a line, each after a
+/// byte that picks the kind of object watched), with no server: for
+/// fuzzing the path from an API server's bytes to targets.
+pub(super) fn discover_offline(role: Role, attach: Attach, events: &[u8]) -> Vec<TargetGroup> {
+    let sd = KubernetesSd {
+        role,
+        connection: super::Connection::InCluster,
+        namespaces: Vec::new(),
+        own_namespace: false,
+        selectors: Vec::new(),
+        attach,
+    };
+    let mut d = Discoverer {
+        sd,
+        stores: Stores::default(),
+        counters: Arc::default(),
+        dirty: BTreeSet::new(),
+    };
+    for line in events.split(|&b| b == b'\n') {
+        let Some((&kind, event)) = line.split_first() else {
+            continue;
+        };
+        let kind = Kind::ALL[usize::from(kind) % Kind::ALL.len()];
+        let spec = WatchSpec {
+            kind,
+            namespace: String::new(),
+            label_selector: String::new(),
+            field_selector: String::new(),
+        };
+        if let Ok(Some(change)) = watch::decode_event(kind, event, &mut String::new()) {
+            d.apply(&spec, change);
+        }
+    }
+    d.dirty = d.primary_keys();
+    d.rebuild()
 }
 
 struct Discoverer {

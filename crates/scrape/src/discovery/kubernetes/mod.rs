@@ -125,6 +125,15 @@ pub(super) async fn run(
     }
 }
 
+/// The groups a `role` discovers from `events`, an API server's watch
+/// events one a line, each after a byte that picks the kind of object
+/// (pod, node, service, endpoints, endpointslice, ingress, namespace, in
+/// that order, modulo seven), with no server: the path from untrusted bytes
+/// to targets, for fuzzing. Lines that do not decode are skipped.
+pub fn discover_from_events(role: Role, attach: Attach, events: &[u8]) -> Vec<TargetGroup> {
+    discoverer::discover_offline(role, attach, events)
+}
+
 async fn start(
     sd: KubernetesSd,
     service_account: &Path,

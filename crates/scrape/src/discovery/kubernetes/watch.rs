@@ -28,6 +28,16 @@ pub(super) enum Kind {
 }
 
 impl Kind {
+    pub(super) const ALL: [Kind; 7] = [
+        Kind::Pod,
+        Kind::Node,
+        Kind::Service,
+        Kind::Endpoints,
+        Kind::EndpointSlice,
+        Kind::Ingress,
+        Kind::Namespace,
+    ];
+
     /// The collection's path, in `namespace` unless that is empty.
     fn path(self, namespace: &str) -> String {
         let (group, resource, namespaced) = match self {
@@ -213,7 +223,7 @@ enum WatchEnd {
 }
 
 #[derive(Debug)]
-struct WatchError {
+pub(super) struct WatchError {
     message: String,
     /// The resource version is too old: LIST again at once.
     gone: bool,
@@ -300,7 +310,7 @@ struct EventWire {
 }
 
 /// One line of a watch: a change, nothing (bookmarks), or an error.
-fn decode_event(kind: Kind, line: &[u8], version: &mut String) -> Result<Option<Change>, WatchError> {
+pub(super) fn decode_event(kind: Kind, line: &[u8], version: &mut String) -> Result<Option<Change>, WatchError> {
     let event: EventWire = serde_json::from_slice(line).map_err(|e| failed(format!("decoding a watch event: {e}")))?;
     match event.kind.as_str() {
         "ADDED" | "MODIFIED" | "DELETED" => {

@@ -1,0 +1,4 @@
+//! libFuzzer entry for `cairn_fuzz_targets::dns_answer`, where the target's checks live.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| cairn_fuzz_targets::dns_answer(data));
