@@ -214,22 +214,16 @@ impl<'a, 'w> LabelEncoder<'a, 'w> {
             .filter(|(_, v)| v.is_empty())
             .map(|(n, _)| Label::new(n, ""))
             .collect();
-        if let Some(write) = &mut self.write
-            && let Ok(at) = self.buf.push_with(|w| if write(pairs, w) { Ok(()) } else { Err(()) })
-        {
-            return Ok(Encoded {
-                at: EncodedAt {
-                    index: at as u32,
-                    by_reader: true,
-                },
-                empty,
-            });
-        }
-        let at = self.buf.push_sorted(borrowed()).map_err(|e| e.to_string())?;
+        let by_reader = (self.write.as_mut())
+            .and_then(|write| (self.buf.push_with(|w| if write(pairs, w) { Ok(()) } else { Err(()) })).ok());
+        let (index, by_reader) = match by_reader {
+            Some(index) => (index, true),
+            None => (self.buf.push_sorted(borrowed()).map_err(|e| e.to_string())?, false),
+        };
         Ok(Encoded {
             at: EncodedAt {
-                index: at as u32,
-                by_reader: false,
+                index: index as u32,
+                by_reader,
             },
             empty,
         })
