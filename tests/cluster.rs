@@ -519,7 +519,9 @@ fn nodes_join_and_leave_while_writes_and_reads_go_on() {
     let Some(mut cluster) = TestCluster::start(3, 3) else {
         return;
     };
-    let bench = Bench::start(&cluster.urls(), "30s");
+    // The load goes to the nodes that stay: the first one is killed and
+    // restarted to leave, and a request to it meanwhile fails to connect.
+    let bench = Bench::start(&cluster.urls()[1..], "30s");
     let probe = Probe::start(cluster.urls());
     std::thread::sleep(Duration::from_secs(3));
     let ring_reads = |cluster: &TestCluster| [1, 2].map(|node| cluster.ring(node)["ring_reads"].as_u64());
