@@ -211,16 +211,7 @@ pub fn encode_series(labels: &[u8], samples: &[Sample], histograms: &[HistogramS
     encode_varint(len as u64, dst);
     dst.extend_from_slice(labels);
     for smp in samples {
-        dst.push(KEY_2_LEN);
-        encode_varint(sample_len(smp) as u64, dst);
-        if smp.v.to_bits() != 0 {
-            dst.push(KEY_1_FIXED64);
-            dst.extend_from_slice(&smp.v.to_le_bytes());
-        }
-        if smp.t != 0 {
-            dst.push(KEY_2_VARINT);
-            encode_varint(smp.t as u64, dst);
-        }
+        put_sample(smp, dst);
     }
     for h in &histograms {
         dst.push(KEY_4_LEN);
@@ -251,15 +242,20 @@ pub fn encode_float_series(labels: EncodedLabels<'_>, sample: &Sample, dst: &mut
         put_bytes(KEY_1_LEN, name, dst);
         put_bytes(KEY_2_LEN, value, dst);
     }
+    put_sample(sample, dst);
+}
+
+/// One `Sample` field of a `TimeSeries`, proto3 defaults omitted.
+fn put_sample(s: &Sample, dst: &mut Vec<u8>) {
     dst.push(KEY_2_LEN);
-    put_varint(n, dst);
-    if sample.v.to_bits() != 0 {
+    put_varint(sample_len(s), dst);
+    if s.v.to_bits() != 0 {
         dst.push(KEY_1_FIXED64);
-        dst.extend_from_slice(&sample.v.to_le_bytes());
+        dst.extend_from_slice(&s.v.to_le_bytes());
     }
-    if sample.t != 0 {
+    if s.t != 0 {
         dst.push(KEY_2_VARINT);
-        encode_varint(sample.t as u64, dst);
+        encode_varint(s.t as u64, dst);
     }
 }
 
