@@ -2,7 +2,9 @@
 # Builds SeaweedFS' `weed` (the S3-compatible server of tests/object_store.rs)
 # from the Go module proxy into target/tools/weed-<version>, unless it is
 # there already. Its go.mod has replace directives, which `go install pkg@v`
-# refuses, so the module is downloaded and built in a scratch copy.
+# refuses, so the module is downloaded and built in a scratch copy. Only the
+# tests run it: it is compiled without optimisations, as the other test-only
+# peers are (scripts/build-peers.sh), a quarter less to build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +22,6 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 cp -r "$module/." "$scratch"
 chmod -R u+w "$scratch"
-(cd "$scratch" && go build -o "$out.tmp" ./weed)
+(cd "$scratch" && go build -trimpath -ldflags="-s -w" -gcflags='all=-N -l' -o "$out.tmp" ./weed)
 mv "$out.tmp" "$out"
 echo "$out"
