@@ -18,20 +18,30 @@ scripts/build-ui.sh --check
 # network and the disk), and the peers built from source with Go, each at a
 # pinned version and once per checkout, niced (with CI set, the tests that
 # use them fail rather than skip when they are missing): SeaweedFS, the S3
-# server of tests/object_store.rs; vmctl 1.150 of
-# tests/vm_native_migration.rs; kube-apiserver of tests/kubernetes_sd.rs.
+# server of tests/object_store.rs; kube-apiserver of tests/kubernetes_sd.rs;
+# vmctl 1.150 of tests/vm_native_migration.rs, in the order the tests meet
+# them. The Go build goes on beside the tests, which also leave a core idle:
+# a test that needs a Go peer waits for $CAIRN_GO_PEERS_DONE, written when
+# they are built ("ok") or have failed.
 mkdir -p target
 deps_log=target/test-deps.log
 scripts/install-test-deps.sh >"$deps_log" 2>&1 &
 deps_pid=$!
 peers_log=target/go-peers.log
+CAIRN_GO_PEERS_DONE=$PWD/target/go-peers.done
+export CAIRN_GO_PEERS_DONE
+rm -f "$CAIRN_GO_PEERS_DONE"
 (
     start=$SECONDS
-    nice -n 10 scripts/build-seaweedfs.sh | tail -n 1 >target/go-peers.weed
-    nice -n 10 scripts/build-peers.sh vmctl kube-apiserver >target/go-peers.list
-    echo "Go peers: $((SECONDS - start))s"
+    if nice -n 10 scripts/build-seaweedfs.sh && nice -n 10 scripts/build-peers.sh kube-apiserver vmctl; then
+        echo "Go peers: $((SECONDS - start))s"
+        echo ok >"$CAIRN_GO_PEERS_DONE"
+    else
+        echo failed >"$CAIRN_GO_PEERS_DONE"
+        exit 1
+    fi
     # On a CI machine nothing builds with Go again: its caches (gigabytes)
-    # would only crowd the disk that the Rust test build links into.
+    # would only crowd the disk.
     if [ -n "${CI:-}" ]; then
         go clean -cache -modcache
     fi
@@ -62,23 +72,20 @@ if ! wait "$deps_pid"; then
     exit 1
 fi
 tail -n 1 "$deps_log"
-if ! wait "$peers_pid"; then
-    cat "$peers_log"
-    echo "building the Go peers failed" >&2
-    exit 1
-fi
-tail -n 1 "$peers_log"
-echo "waited for the tests' dependencies: $((SECONDS - start))s"
-CAIRN_WEED_BIN=$(cat target/go-peers.weed)
-CAIRN_VMCTL_BIN=$(grep '/vmctl-' target/go-peers.list)
-CAIRN_KUBE_APISERVER_BIN=$(grep '/kube-apiserver-' target/go-peers.list)
-export CAIRN_WEED_BIN CAIRN_VMCTL_BIN CAIRN_KUBE_APISERVER_BIN
+echo "waited for Debian's packages: $((SECONDS - start))s"
 
 # Four tests at once: the end-to-end tests mostly wait on the processes they
 # start (about one core's worth of CPU with four running).
 start=$SECONDS
 cargo test --workspace --release --no-fail-fast -- --test-threads 4
 echo "test suite: $((SECONDS - start))s"
+
+if ! wait "$peers_pid"; then
+    cat "$peers_log"
+    echo "building the Go peers failed" >&2
+    exit 1
+fi
+grep '^Go peers:' "$peers_log"
 
 # The PromQL conformance report against Prometheus' own test scripts
 # (passed / failed / skipped per named feature), printed uncaptured; built

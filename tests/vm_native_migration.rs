@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
 
-use crate::common::peers::{VictoriaMetrics, in_ci, victoria_metrics_1_150};
+use crate::common::peers::{VictoriaMetrics, built_from_source, victoria_metrics_1_150};
 use crate::common::*;
 use cairn_protocols::remote_write::ContentEncoding;
 
@@ -30,15 +30,7 @@ type Samples = BTreeMap<BTreeMap<String, String>, Vec<(i64, u64)>>;
 /// vmctl 1.150, from `CAIRN_VMCTL_BIN` or `target/tools/`, or `None` after
 /// printing `SKIPPED` (outside CI; under CI its absence fails).
 fn vmctl() -> Option<PathBuf> {
-    let found = std::env::var_os("CAIRN_VMCTL_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/tools/vmctl-v1.150.0"));
-    if found.is_file() {
-        return Some(found);
-    }
-    assert!(!in_ci(), "vmctl missing under CI (scripts/test.sh builds it)");
-    println!("SKIPPED: vmctl not built (scripts/build-peers.sh vmctl)");
-    None
+    built_from_source("CAIRN_VMCTL_BIN", "vmctl-v1.150.0", "scripts/build-peers.sh vmctl")
 }
 
 /// The targets' series over the hour before `end`.

@@ -5,7 +5,7 @@
 //! exactly those the test creates. Killed however the test ends; it can be
 //! stopped and started again on the same port and data.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -13,33 +13,17 @@ use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair}
 use serde_json::Value;
 
 use super::etcd::Etcd;
-use super::peers::in_ci;
+use super::peers::built_from_source;
 
 pub const TOKEN: &str = "cairn-test-token";
 
 /// The kube-apiserver binary, or `None` after printing `SKIPPED` (outside CI).
 pub fn binary() -> Option<PathBuf> {
-    let found = std::env::var_os("CAIRN_KUBE_APISERVER_BIN")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools");
-            let mut builds: Vec<PathBuf> = std::fs::read_dir(tools)
-                .ok()?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| {
-                    p.file_name()
-                        .is_some_and(|n| n.to_string_lossy().starts_with("kube-apiserver-"))
-                })
-                .collect();
-            builds.sort();
-            builds.pop()
-        });
-    let found = found.filter(|p| p.is_file());
-    if found.is_none() {
-        assert!(!in_ci(), "kube-apiserver missing under CI (scripts/test.sh builds it)");
-        println!("SKIPPED: kube-apiserver not built (scripts/build-peers.sh kube-apiserver)");
-    }
-    found
+    built_from_source(
+        "CAIRN_KUBE_APISERVER_BIN",
+        "kube-apiserver-",
+        "scripts/build-peers.sh kube-apiserver",
+    )
 }
 
 pub struct KubeApiServer {

@@ -31,6 +31,58 @@ pub fn require(name: &str, package: &str) -> Option<PathBuf> {
     found
 }
 
+/// A peer built from source with Go into `target/tools/` (the last of the
+/// files there named `<prefix>…`), or named by the variable `env`; `None`
+/// after printing `SKIPPED` (outside CI). While `scripts/test.sh` is still
+/// building the Go peers beside the tests, it names in
+/// `CAIRN_GO_PEERS_DONE` the file it writes once they are built (`ok`) or
+/// failed: the test waits for that file first.
+pub fn built_from_source(env: &str, prefix: &str, built_by: &str) -> Option<PathBuf> {
+    wait_for_go_peers();
+    let found = std::env::var_os(env).map(PathBuf::from).or_else(|| {
+        let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools");
+        let mut builds: Vec<PathBuf> = std::fs::read_dir(tools)
+            .ok()?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
+            .collect();
+        builds.sort();
+        builds.pop()
+    });
+    let found = found.filter(|p| p.is_file());
+    if found.is_none() {
+        assert!(!in_ci(), "{prefix}… missing under CI ({built_by} builds it)");
+        println!("SKIPPED: {prefix}… not built ({built_by} builds it into target/tools/)");
+    }
+    found
+}
+
+/// Waits until the Go peers `scripts/test.sh` builds beside the tests are
+/// built, if it is building them; panics if that build failed.
+fn wait_for_go_peers() {
+    let Some(done) = std::env::var_os("CAIRN_GO_PEERS_DONE").map(PathBuf::from) else {
+        return;
+    };
+    let deadline = Instant::now() + Duration::from_secs(45 * 60);
+    let mut said = false;
+    loop {
+        if let Ok(status) = std::fs::read_to_string(&done) {
+            assert_eq!(
+                status.trim(),
+                "ok",
+                "the Go peers failed to build (see target/go-peers.log)"
+            );
+            return;
+        }
+        assert!(Instant::now() < deadline, "the Go peers were not built in 45 minutes");
+        if !said {
+            println!("waiting for the Go peers to be built ({} appears)", done.display());
+            said = true;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 /// A VictoriaMetrics single-node process over a temporary directory.
 pub struct VictoriaMetrics {
     pub child: Child,

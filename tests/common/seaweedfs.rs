@@ -4,34 +4,19 @@
 //! on ports of its own, and kills it however the test ends.
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
-use super::peers::in_ci;
+use super::peers::built_from_source;
 
 /// The bucket `weed mini` creates at startup.
 pub const BUCKET: &str = "cairn";
 
 /// The `weed` binary, or `None` after printing `SKIPPED` (outside CI).
 pub fn binary() -> Option<PathBuf> {
-    let found = std::env::var_os("CAIRN_WEED_BIN").map(PathBuf::from).or_else(|| {
-        let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools");
-        let mut builds: Vec<PathBuf> = std::fs::read_dir(tools)
-            .ok()?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("weed-")))
-            .collect();
-        builds.sort();
-        builds.pop()
-    });
-    let found = found.filter(|p| p.is_file());
-    if found.is_none() {
-        assert!(!in_ci(), "SeaweedFS missing under CI (scripts/test.sh builds it)");
-        println!("SKIPPED: SeaweedFS not built (scripts/test.sh builds it into target/tools/)");
-    }
-    found
+    built_from_source("CAIRN_WEED_BIN", "weed-", "scripts/build-seaweedfs.sh")
 }
 
 /// Ports `weed mini` uses from `base`: its servers on `base..base + 7` and
