@@ -169,7 +169,12 @@ impl<'a> SortedLabelsWriter<'a> {
         }
         if self.count > 0 {
             let last = &self.out[self.last_name.clone()];
-            match last.cmp(name) {
+            // Neighbouring names mostly differ in their first byte.
+            let order = match (last.first(), name.first()) {
+                (Some(a), Some(b)) if a != b => a.cmp(b),
+                _ => last.cmp(name),
+            };
+            match order {
                 std::cmp::Ordering::Less => {}
                 std::cmp::Ordering::Equal => {
                     return Err(LabelError::DuplicateName(String::from_utf8_lossy(name).into_owned()));

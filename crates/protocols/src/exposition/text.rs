@@ -220,7 +220,7 @@ impl<'a> Parser<'a, '_> {
     /// Counts the newlines quoted strings of the entry from `start` held.
     fn count_lines(&mut self, start: usize) {
         let entry = self.b.get(start..self.i).unwrap_or_default();
-        self.line += entry.iter().filter(|&&c| c == b'\n').count();
+        self.line += memchr::memchr_iter(b'\n', entry).count();
     }
 
     /// A sample line; the cursor is after its bare name, if it has one.

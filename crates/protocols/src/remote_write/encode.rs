@@ -224,6 +224,17 @@ pub fn encode_series(labels: &[u8], samples: &[Sample], histograms: &[HistogramS
 /// encoding, written in one pass with no label fields in between: the
 /// forwarding path of every scraped sample.
 pub fn encode_float_series(labels: EncodedLabels<'_>, sample: &Sample, dst: &mut Vec<u8>) {
+    if let Some((pairs, labels_len)) = short_pairs(labels) {
+        put_series_head(labels_len, sample, dst);
+        for (name, value) in pairs {
+            dst.push(KEY_1_LEN);
+            put_varint(short_field_len(name) + short_field_len(value), dst);
+            put_short(KEY_1_LEN, name, dst);
+            put_short(KEY_2_LEN, value, dst);
+        }
+        put_sample(sample, dst);
+        return;
+    }
     let labels_len: usize = labels
         .raw_pairs()
         .map(|(name, value)| {
@@ -231,11 +242,7 @@ pub fn encode_float_series(labels: EncodedLabels<'_>, sample: &Sample, dst: &mut
             1 + encoded_len_varint(n as u64) + n
         })
         .sum();
-    let n = sample_len(sample);
-    let len = labels_len + 1 + encoded_len_varint(n as u64) + n;
-    dst.reserve(len + 11);
-    dst.push(KEY_1_LEN);
-    put_varint(len, dst);
+    put_series_head(labels_len, sample, dst);
     for (name, value) in labels.raw_pairs() {
         dst.push(KEY_1_LEN);
         put_varint(bytes_len(name) + bytes_len(value), dst);
@@ -243,6 +250,70 @@ pub fn encode_float_series(labels: EncodedLabels<'_>, sample: &Sample, dst: &mut
         put_bytes(KEY_2_LEN, value, dst);
     }
     put_sample(sample, dst);
+}
+
+/// The key and length of a `TimeSeries` of labels `labels_len` long and
+/// one float sample.
+fn put_series_head(labels_len: usize, sample: &Sample, dst: &mut Vec<u8>) {
+    let n = sample_len(sample);
+    let len = labels_len + 1 + encoded_len_varint(n as u64) + n;
+    dst.reserve(len + 11);
+    dst.push(KEY_1_LEN);
+    put_varint(len, dst);
+}
+
+/// The pairs of a canonical label encoding whose count, names and values
+/// are all under 128 bytes long (as nearly all are), each string with its
+/// one length byte: that byte and the string are then a `bytes` field of
+/// remote write's `Label` but for the field's key, and are copied as they
+/// are. Also the label fields' length. `None` for any other encoding.
+fn short_pairs(labels: EncodedLabels<'_>) -> Option<(ShortPairs<'_>, usize)> {
+    let (&count, pairs) = labels.as_bytes().split_first()?;
+    if count >= 0x80 {
+        return None;
+    }
+    let mut rest = ShortPairs(pairs);
+    let mut len = 0;
+    for (name, value) in rest.by_ref() {
+        let n = short_field_len(name) + short_field_len(value);
+        len += 1 + encoded_len_varint(n as u64) + n;
+    }
+    rest.0.is_empty().then_some((ShortPairs(pairs), len))
+}
+
+/// See [`short_pairs`].
+struct ShortPairs<'a>(&'a [u8]);
+
+impl<'a> Iterator for ShortPairs<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some((short_string(&mut self.0)?, short_string(&mut self.0)?))
+    }
+}
+
+/// A string under 128 bytes long with its length byte, taken off `rest`.
+fn short_string<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
+    let len = usize::from(*rest.first()?);
+    if len >= 0x80 || len >= rest.len() {
+        return None;
+    }
+    let (string, tail) = rest.split_at(len + 1);
+    *rest = tail;
+    Some(string)
+}
+
+/// [`bytes_len`] of a string with its length byte: omitted when empty.
+fn short_field_len(string: &[u8]) -> usize {
+    if string.len() > 1 { 1 + string.len() } else { 0 }
+}
+
+/// [`put_bytes`] of a string with its length byte.
+fn put_short(key: u8, string: &[u8], dst: &mut Vec<u8>) {
+    if string.len() > 1 {
+        dst.push(key);
+        dst.extend_from_slice(string);
+    }
 }
 
 /// One `Sample` field of a `TimeSeries`, proto3 defaults omitted.
