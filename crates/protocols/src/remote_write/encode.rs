@@ -243,12 +243,7 @@ pub fn encode_float_series(labels: EncodedLabels<'_>, sample: &Sample, dst: &mut
         })
         .sum();
     put_series_head(labels_len, sample, dst);
-    for (name, value) in labels.raw_pairs() {
-        dst.push(KEY_1_LEN);
-        put_varint(bytes_len(name) + bytes_len(value), dst);
-        put_bytes(KEY_1_LEN, name, dst);
-        put_bytes(KEY_2_LEN, value, dst);
-    }
+    encode_label_pairs(labels.raw_pairs(), dst);
     put_sample(sample, dst);
 }
 
