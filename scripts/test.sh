@@ -35,11 +35,14 @@ rm -f "$CAIRN_GO_PEERS_DONE"
     start=$SECONDS
     if nice -n 10 scripts/build-seaweedfs.sh && nice -n 10 scripts/build-peers.sh kube-apiserver vmctl; then
         echo "Go peers: $((SECONDS - start))s"
-        echo ok >"$CAIRN_GO_PEERS_DONE"
+        status=ok
     else
-        echo failed >"$CAIRN_GO_PEERS_DONE"
-        exit 1
+        status=failed
     fi
+    # Renamed into place, so that a test never reads it half written.
+    echo "$status" >"$CAIRN_GO_PEERS_DONE.tmp"
+    mv "$CAIRN_GO_PEERS_DONE.tmp" "$CAIRN_GO_PEERS_DONE"
+    [ "$status" = ok ]
 ) >"$peers_log" 2>&1 &
 peers_pid=$!
 
