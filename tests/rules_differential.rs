@@ -201,6 +201,75 @@ fn without_times(mut v: Value) -> Value {
     v
 }
 
+/// Each group's last evaluation (Unix ms) on one server.
+type Evaluated = BTreeMap<String, i64>;
+
+/// Every replica's `/api/v1/rules` and `/api/v1/alerts` (evaluation times
+/// aside), each taken once its groups' last evaluations are those
+/// scheduled at `slots` (group → Unix ms), and before `deadline` (Unix ms,
+/// the next evaluation). Else what each replica last showed.
+fn snapshot(
+    replicas: &[Replica],
+    slots: &BTreeMap<String, i64>,
+    deadline: i64,
+) -> Result<Vec<(Value, Value)>, Vec<Evaluated>> {
+    let results: Vec<Result<(Value, Value), Evaluated>> = std::thread::scope(|s| {
+        let fetches: Vec<_> = replicas
+            .iter()
+            .map(|r| s.spawn(|| snapshot_one(&r.url, slots, deadline)))
+            .collect();
+        fetches.into_iter().map(|f| f.join().expect("snapshot")).collect()
+    });
+    if results.iter().all(Result::is_ok) {
+        Ok(results.into_iter().flatten().collect())
+    } else {
+        Err(results.into_iter().map(|r| r.err().unwrap_or_default()).collect())
+    }
+}
+
+/// One server's part of [`snapshot`]: its alerts are read between two
+/// reads of its rules that both show the evaluations of `slots`, so they
+/// are those evaluations' too.
+fn snapshot_one(url: &str, slots: &BTreeMap<String, i64>, deadline: i64) -> Result<(Value, Value), Evaluated> {
+    let evaluated = |rules: &Value| -> Evaluated {
+        rules["data"]["groups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|g| {
+                let at = g["lastEvaluation"].as_str().and_then(cairn_model::civil::parse_rfc3339);
+                (
+                    g["name"].as_str().unwrap_or_default().to_string(),
+                    at.unwrap_or(i64::MIN),
+                )
+            })
+            .collect()
+    };
+    // An evaluation is stamped at its slot or a little after it (slots are
+    // known to the millisecond).
+    let shows_slots = |e: &Evaluated| {
+        e.len() == slots.len()
+            && e.iter()
+                .zip(slots)
+                .all(|((ge, te), (gs, ts))| ge == gs && (-1..files::EVALUATION_INTERVAL_MS / 2).contains(&(te - ts)))
+    };
+    loop {
+        let rules = api(url, "/api/v1/rules");
+        let before = evaluated(&rules);
+        if shows_slots(&before) {
+            let alerts = api(url, "/api/v1/alerts");
+            let rules = api(url, "/api/v1/rules");
+            if now_ms() < deadline && shows_slots(&evaluated(&rules)) {
+                return Ok((without_times(rules), sorted_alerts(without_times(alerts))));
+            }
+        }
+        if now_ms() >= deadline {
+            return Err(before);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `/api/v1/alerts` with its alerts in label order.
 fn sorted_alerts(mut v: Value) -> Value {
     if let Some(a) = v["data"]["alerts"].as_array_mut() {
@@ -490,6 +559,7 @@ fn cairn_evaluates_rules_as_prometheus_does() {
     let late_after = quiet - SCRAPE_INTERVAL_MS - 100;
     let mut late = Vec::new();
     let mut snapshots: Vec<(Value, Value)> = Vec::new();
+    let mut unmatched_snapshots = Vec::new();
     for k in 0..batches {
         let t = first + k as i64 * 1000;
         let batch = data.batch(k, t);
@@ -509,18 +579,21 @@ fn cairn_evaluates_rules_as_prometheus_does() {
         if lateness > late_after {
             late.push((k, lateness));
         }
-        if k == snapshot_at {
-            // Away from the evaluations on either side.
-            sleep_until(t + quiet / 2);
-            snapshots = replicas
+        if k >= snapshot_at && snapshots.is_empty() {
+            // Away from the evaluations on either side, each server once it
+            // shows the evaluations before the change (a server may still
+            // be evaluating: a loaded machine, a cluster's remote selects),
+            // and before the next evaluation; if one never does, again
+            // after the next change.
+            let slots: BTreeMap<String, i64> = phases
                 .iter()
-                .map(|r| {
-                    (
-                        without_times(api(&r.url, "/api/v1/rules")),
-                        sorted_alerts(without_times(api(&r.url, "/api/v1/alerts"))),
-                    )
-                })
+                .map(|(group, phase)| (group.clone(), t - (change - phase).rem_euclid(1000)))
                 .collect();
+            sleep_until(t + quiet / 4);
+            match snapshot(&replicas, &slots, t + quiet) {
+                Ok(taken) => snapshots = taken,
+                Err(evaluated) => unmatched_snapshots.push((k, evaluated)),
+            }
         }
     }
     let last = first + (batches as i64 - 1) * 1000;
@@ -531,6 +604,12 @@ fn cairn_evaluates_rules_as_prometheus_does() {
     prom3.assert_running();
     prom3_scraping.assert_running();
     am.assert_running();
+    assert!(
+        !snapshots.is_empty(),
+        "some server never showed the evaluations before a change in time for a snapshot of \
+         /api/v1/rules and /api/v1/alerts (batch, each server's groups' last evaluations): \
+         {unmatched_snapshots:?}"
+    );
     let late_note = if late.is_empty() {
         String::new()
     } else {

@@ -97,11 +97,15 @@ pub fn rules() -> String {
     format!("{}\n{OUR_GROUP}", node_exporter_alerts())
 }
 
+/// How often every server evaluates the groups (prometheus.yml's
+/// `evaluation_interval`).
+pub const EVALUATION_INTERVAL_MS: i64 = 1000;
+
 /// prometheus.yml for one replica.
 pub fn prometheus_yml(rule_file: &Path, alertmanager: &str, replica: &str) -> String {
     format!(
         r#"global:
-  evaluation_interval: 1s
+  evaluation_interval: {EVALUATION_INTERVAL_MS}ms
   external_labels:
     replica: {replica}
 rule_files:
