@@ -1,18 +1,16 @@
 //! Jobs from a prometheus.yml: relabelling, params, credentials, gzip,
 //! body size limit and content types.
 
-mod support;
-
 use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{Exporter, Exposition, dump, wait_until};
 use axum::http::{HeaderMap, header};
 use cairn_config::Config;
 use cairn_scrape::{ScrapeManager, ScrapeOptions};
 use cairn_storage::MemStorage;
 use parking_lot::Mutex;
-use support::{Exporter, Exposition, dump, wait_until};
 
 fn manager(storage: &MemStorage) -> ScrapeManager {
     ScrapeManager::new(

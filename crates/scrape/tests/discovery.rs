@@ -1,17 +1,15 @@
 //! File and HTTP service discovery feeding scrape pools.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{Exporter, Exposition, dump, job, wait_until};
 use axum::http::{StatusCode, header};
 use cairn_scrape::discovery::{DiscoveryManager, DiscoveryOptions, SdConfig};
 use cairn_scrape::settings::HttpSettings;
 use cairn_scrape::{ScrapeManager, ScrapeOptions};
 use cairn_storage::MemStorage;
 use parking_lot::Mutex;
-use support::{Exporter, Exposition, dump, job, wait_until};
 
 fn fast_discovery() -> DiscoveryOptions {
     DiscoveryOptions {

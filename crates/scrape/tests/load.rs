@@ -1,13 +1,11 @@
 //! Many targets with many series each: every target scraped every interval.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::support::{Exporter, Exposition, dump, job, wait_until};
 use cairn_scrape::{ScrapeManager, ScrapeOptions};
 use cairn_storage::MemStorage;
-use support::{Exporter, Exposition, dump, job, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_targets_of_a_thousand_series_keep_their_interval() {

@@ -1,9 +1,8 @@
 //! Native histograms scraped over protobuf, under Prometheus' bucket limit.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{dump, job, wait_until};
 use axum::http::header;
 use cairn_model::{MatchOp, Matcher};
 use cairn_protocols::exposition::ScrapeFormat;
@@ -11,7 +10,6 @@ use cairn_protocols::exposition::proto::{BucketSpan, Histogram, Metric, MetricFa
 use cairn_scrape::{ScrapeManager, ScrapeOptions};
 use cairn_storage::{MemStorage, Queryable, SelectHints};
 use prost::Message;
-use support::{dump, job, wait_until};
 
 fn body() -> Vec<u8> {
     let family = MetricFamily {

@@ -1,13 +1,11 @@
 //! Scraping a synthetic exporter into MemStorage.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{Exporter, Exposition, dump, job, wait_until};
 use cairn_scrape::{Health, ScrapeManager, ScrapeOptions};
 use cairn_storage::MemStorage;
-use support::{Exporter, Exposition, dump, job, wait_until};
 
 fn manager(storage: &MemStorage) -> ScrapeManager {
     ScrapeManager::new(

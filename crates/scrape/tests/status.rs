@@ -1,13 +1,11 @@
 //! The JSON of /api/v1/targets and the metadata endpoints.
 
-mod support;
-
 use std::sync::Arc;
 
+use crate::support::{Exporter, Exposition, dump, job, wait_until};
 use cairn_model::Matcher;
 use cairn_scrape::{GlobalUrlOptions, ScrapeManager, ScrapeOptions};
 use cairn_storage::MemStorage;
-use support::{Exporter, Exposition, dump, job, wait_until};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn targets_and_metadata_json_look_like_prometheus() {

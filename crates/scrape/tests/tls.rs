@@ -1,17 +1,15 @@
 //! Scraping over HTTPS: a CA of the test's own, client certificates,
 //! server_name and insecure_skip_verify.
 
-mod support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::support::{dump, job, wait_until};
 use cairn_scrape::settings::{PemSource, TlsSettings};
 use cairn_scrape::{Health, ScrapeManager, ScrapeOptions};
 use cairn_storage::MemStorage;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use support::{dump, job, wait_until};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 struct Pki {
