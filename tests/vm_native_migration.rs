@@ -30,7 +30,12 @@ type Samples = BTreeMap<BTreeMap<String, String>, Vec<(i64, u64)>>;
 /// vmctl 1.150, from `CAIRN_VMCTL_BIN` or `target/tools/`, or `None` after
 /// printing `SKIPPED` (outside CI; under CI its absence fails).
 fn vmctl() -> Option<PathBuf> {
-    built_from_source("CAIRN_VMCTL_BIN", "vmctl-v1.150.0", "scripts/build-peers.sh vmctl")
+    built_from_source(
+        "vmctl",
+        "CAIRN_VMCTL_BIN",
+        "vmctl-v1.150.0",
+        "scripts/build-peers.sh vmctl",
+    )
 }
 
 /// The targets' series over the hour before `end`.

@@ -20,6 +20,7 @@ pub const TOKEN: &str = "cairn-test-token";
 /// The kube-apiserver binary, or `None` after printing `SKIPPED` (outside CI).
 pub fn binary() -> Option<PathBuf> {
     built_from_source(
+        "kube-apiserver",
         "CAIRN_KUBE_APISERVER_BIN",
         "kube-apiserver-",
         "scripts/build-peers.sh kube-apiserver",

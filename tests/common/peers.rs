@@ -31,14 +31,15 @@ pub fn require(name: &str, package: &str) -> Option<PathBuf> {
     found
 }
 
-/// A peer built from source with Go into `target/tools/` (the last of the
-/// files there named `<prefix>…`), or named by the variable `env`; `None`
-/// after printing `SKIPPED` (outside CI). While `scripts/test.sh` is still
-/// building the Go peers beside the tests, it names in
-/// `CAIRN_GO_PEERS_DONE` the file it writes once they are built (`ok`) or
-/// failed: the test waits for that file first.
-pub fn built_from_source(env: &str, prefix: &str, built_by: &str) -> Option<PathBuf> {
-    wait_for_go_peers();
+/// The Go peer `name` built from source into `target/tools/` (the last of
+/// the files there named `<prefix>…`), or named by the variable `env`;
+/// `None` after printing `SKIPPED` (outside CI). While `scripts/test.sh` is
+/// still building the Go peers beside the tests, it names in
+/// `CAIRN_GO_PEERS_DONE` the directory where it writes the file `name` once
+/// that peer is built (`ok`) or has failed: the test waits for that file
+/// first.
+pub fn built_from_source(name: &str, env: &str, prefix: &str, built_by: &str) -> Option<PathBuf> {
+    wait_for_go_peer(name);
     let found = std::env::var_os(env).map(PathBuf::from).or_else(|| {
         let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools");
         let mut builds: Vec<PathBuf> = std::fs::read_dir(tools)
@@ -57,26 +58,22 @@ pub fn built_from_source(env: &str, prefix: &str, built_by: &str) -> Option<Path
     found
 }
 
-/// Waits until the Go peers `scripts/test.sh` builds beside the tests are
-/// built, if it is building them; panics if that build failed.
-fn wait_for_go_peers() {
-    let Some(done) = std::env::var_os("CAIRN_GO_PEERS_DONE").map(PathBuf::from) else {
+/// Waits until the Go peer `name`, which `scripts/test.sh` may be building
+/// beside the tests, is built; panics if its build failed.
+fn wait_for_go_peer(name: &str) {
+    let Some(done) = std::env::var_os("CAIRN_GO_PEERS_DONE").map(|dir| PathBuf::from(dir).join(name)) else {
         return;
     };
     let deadline = Instant::now() + Duration::from_secs(45 * 60);
     let mut said = false;
     loop {
         if let Ok(status) = std::fs::read_to_string(&done) {
-            assert_eq!(
-                status.trim(),
-                "ok",
-                "the Go peers failed to build (see target/go-peers.log)"
-            );
+            assert_eq!(status.trim(), "ok", "{name} failed to build (see target/go-peers.log)");
             return;
         }
-        assert!(Instant::now() < deadline, "the Go peers were not built in 45 minutes");
+        assert!(Instant::now() < deadline, "{name} was not built in 45 minutes");
         if !said {
-            println!("waiting for the Go peers to be built ({} appears)", done.display());
+            println!("waiting for {name} to be built ({} appears)", done.display());
             said = true;
         }
         std::thread::sleep(Duration::from_millis(500));

@@ -16,7 +16,7 @@ pub const BUCKET: &str = "cairn";
 
 /// The `weed` binary, or `None` after printing `SKIPPED` (outside CI).
 pub fn binary() -> Option<PathBuf> {
-    built_from_source("CAIRN_WEED_BIN", "weed-", "scripts/build-seaweedfs.sh")
+    built_from_source("weed", "CAIRN_WEED_BIN", "weed-", "scripts/build-seaweedfs.sh")
 }
 
 /// Ports `weed mini` uses from `base`: its servers on `base..base + 7` and
