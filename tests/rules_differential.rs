@@ -587,7 +587,12 @@ fn cairn_evaluates_rules_as_prometheus_does() {
             // after the next change.
             let slots: BTreeMap<String, i64> = phases
                 .iter()
-                .map(|(group, phase)| (group.clone(), t - (change - phase).rem_euclid(1000)))
+                .map(|(group, phase)| {
+                    (
+                        group.clone(),
+                        t - (change - phase).rem_euclid(files::EVALUATION_INTERVAL_MS),
+                    )
+                })
                 .collect();
             sleep_until(t + quiet / 4);
             match snapshot(&replicas, &slots, t + quiet) {
