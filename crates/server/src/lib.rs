@@ -262,6 +262,10 @@ pub async fn run(
         None => None,
     };
     state.set_ready(true);
+    tokio::task::spawn_blocking(|| match memory::release_startup_code() {
+        Ok(bytes) => tracing::debug!(bytes, "start-up code released"),
+        Err(error) => tracing::debug!(%error, "start-up code kept resident"),
+    });
     // TCP senders cannot retry a refused line, so they wait for storage.
     let line_tasks: Vec<_> = line_listeners
         .into_iter()
