@@ -10,24 +10,56 @@ use super::float::parse_go_float;
 use super::{EncodedAt, ExpositionError, FamilyMetadata, KnownSeries, Spelling, WriteLabels};
 use crate::MetricType;
 
+/// The classes of a byte in bare names, one bit each: a table look-up per
+/// byte of every name read.
+const METRIC_START: u8 = 1;
+const METRIC_CHAR: u8 = 2;
+const LABEL_START: u8 = 4;
+const LABEL_CHAR: u8 = 8;
+
+// The loop's index stays below the table's length.
+#[allow(clippy::indexing_slicing)]
+const NAME_CLASSES: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        let alpha = b.is_ascii_alphabetic() || b == b'_';
+        let digit = b.is_ascii_digit();
+        let colon = b == b':';
+        t[c] = (if alpha || colon { METRIC_START } else { 0 })
+            | (if alpha || colon || digit { METRIC_CHAR } else { 0 })
+            | (if alpha { LABEL_START } else { 0 })
+            | (if alpha || digit { LABEL_CHAR } else { 0 });
+        c += 1;
+    }
+    t
+};
+
+fn in_class(c: u8, class: u8) -> bool {
+    NAME_CLASSES
+        .get(usize::from(c))
+        .is_some_and(|&classes| classes & class != 0)
+}
+
 /// `[a-zA-Z_:]`: a bare metric name's first byte.
 pub(crate) fn is_metric_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_' || c == b':'
+    in_class(c, METRIC_START)
 }
 
 /// `[a-zA-Z0-9_:]`.
 pub(crate) fn is_metric_char(c: u8) -> bool {
-    is_metric_start(c) || c.is_ascii_digit()
+    in_class(c, METRIC_CHAR)
 }
 
 /// `[a-zA-Z_]`: a bare label name's first byte.
 pub(crate) fn is_label_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_'
+    in_class(c, LABEL_START)
 }
 
 /// `[a-zA-Z0-9_]`.
 pub(crate) fn is_label_char(c: u8) -> bool {
-    is_label_start(c) || c.is_ascii_digit()
+    in_class(c, LABEL_CHAR)
 }
 
 /// The position of the next newline at or after `start`, or the end.
@@ -50,20 +82,44 @@ pub(crate) fn run_end(b: &[u8], start: usize, f: impl Fn(u8) -> bool) -> usize {
 /// a backslash escapes any byte but a newline; raw newlines are allowed
 /// only where `newlines` says so. `None` if unterminated or malformed.
 pub(crate) fn quoted_end(b: &[u8], start: usize, newlines: bool) -> Option<usize> {
+    quoted(b, start, newlines).map(|q| q.end)
+}
+
+/// A double-quoted string's end, as [`quoted_end`], and whether it holds
+/// a backslash: only then may it need [`unescape`].
+pub(crate) fn quoted(b: &[u8], start: usize, newlines: bool) -> Option<Quoted> {
     let mut i = start + 1;
+    let mut escaped = false;
     loop {
         match *b.get(i)? {
-            b'"' => return Some(i + 1),
+            b'"' => return Some(Quoted { end: i + 1, escaped }),
             b'\\' => {
                 if *b.get(i + 1)? == b'\n' {
                     return None;
                 }
+                escaped = true;
                 i += 2;
             }
             b'\n' if !newlines => return None,
             _ => i += 1,
         }
     }
+}
+
+/// See [`quoted`].
+#[derive(Clone, Copy)]
+pub(crate) struct Quoted {
+    pub(crate) end: usize,
+    pub(crate) escaped: bool,
+}
+
+/// Where a label's name and value are in a body (quotes excluded), and
+/// whether either holds a backslash.
+#[derive(Clone, Copy)]
+pub(crate) struct LabelSpan {
+    pub(crate) name: (usize, usize),
+    pub(crate) value: (usize, usize),
+    pub(crate) escaped: bool,
 }
 
 /// Label value escapes: `\"`, `\\` and `\n` are replaced; any other
@@ -157,10 +213,15 @@ fn refuse_labels<'a>(sorted: impl Iterator<Item = (&'a str, &'a str)>) -> Result
 pub(crate) fn label_at<'a>(
     b: Body<'a>,
     kind: MetricType,
-    (ns, ne, vs, ve): (usize, usize, usize, usize),
+    span: LabelSpan,
 ) -> Result<(Cow<'a, str>, Cow<'a, str>), String> {
-    let name = unescape(b.text(ns, ne, "label name")?);
-    let value = unescape(b.text(vs, ve, "label value")?);
+    let name = b.text(span.name.0, span.name.1, "label name")?;
+    let value = b.text(span.value.0, span.value.1, "label value")?;
+    let (name, value) = if span.escaped {
+        (unescape(name), unescape(value))
+    } else {
+        (Cow::Borrowed(name), Cow::Borrowed(value))
+    };
     let value = normalize_label_value(kind, &name, value);
     Ok((name, value))
 }
@@ -199,7 +260,7 @@ impl<'a, 'w> LabelEncoder<'a, 'w> {
         b: Body<'a>,
         kind: MetricType,
         name: Cow<'a, str>,
-        spans: &[(usize, usize, usize, usize)],
+        spans: &[LabelSpan],
     ) -> Result<Encoded, String> {
         let pairs = &mut self.pairs;
         pairs.clear();
@@ -261,12 +322,19 @@ impl MetadataSet {
     }
 }
 
-/// Where the parser is, for error messages: the line being read and where
-/// its entry started.
+/// Where the entry being read started, for error messages. Its line is
+/// numbered from that offset once parsing has failed ([`numbered`]), so
+/// that reading a body counts no lines.
 #[derive(Clone, Copy)]
 pub(crate) struct Position {
-    pub(crate) line: usize,
     pub(crate) entry_start: usize,
+}
+
+/// A text format's error with the 1-based line of its offset in `body`.
+pub(crate) fn numbered(body: &[u8], mut error: ExpositionError) -> ExpositionError {
+    let before = body.get(..error.offset).unwrap_or(body);
+    error.line = memchr::memchr_iter(b'\n', before).count() + 1;
+    error
 }
 
 impl Position {
@@ -277,7 +345,7 @@ impl Position {
         let got = b.get(token_start.min(end)..end).unwrap_or_default();
         let entry = b.get(self.entry_start.min(end)..end).unwrap_or_default();
         ExpositionError::new(
-            self.line,
+            0,
             self.entry_start,
             format!(
                 "{expected}, got {:?} while parsing: {:?}",
@@ -288,7 +356,7 @@ impl Position {
     }
 
     pub(crate) fn error(self, message: impl Into<String>) -> ExpositionError {
-        ExpositionError::new(self.line, self.entry_start, message)
+        ExpositionError::new(0, self.entry_start, message)
     }
 
     /// The entry from its start to `i`, for messages.
@@ -390,5 +458,22 @@ impl<'k> KnownSpellings<'k> {
         spelling.key(body, &mut self.key);
         spelling.known = known(&self.key);
         Some(spelling)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn name_classes_are_prometheus_bare_name_bytes() {
+        for c in 0..=255u8 {
+            let alpha = c.is_ascii_alphabetic() || c == b'_';
+            let digit = c.is_ascii_digit();
+            assert_eq!(is_metric_start(c), alpha || c == b':', "{c}");
+            assert_eq!(is_metric_char(c), alpha || digit || c == b':', "{c}");
+            assert_eq!(is_label_start(c), alpha, "{c}");
+            assert_eq!(is_label_char(c), alpha || digit, "{c}");
+        }
     }
 }

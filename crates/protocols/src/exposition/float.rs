@@ -9,6 +9,9 @@ pub(crate) const NORMAL_NAN_BITS: u64 = 0x7ff8_0000_0000_0001;
 /// Reads `s` as Go's `ParseFloat(s, 64)` does for the decimal forms,
 /// failing with Go-like wording.
 pub(crate) fn parse_go_float(s: &str) -> Result<f64, String> {
+    if let Some(v) = exact_decimal(s) {
+        return Ok(v);
+    }
     if s.contains(['p', 'P', '_']) {
         return Err("unsupported character in float".to_string());
     }
@@ -30,6 +33,79 @@ pub(crate) fn parse_go_float(s: &str) -> Result<f64, String> {
         Ok(v) => Ok(v),
         Err(_) => Err(format!("strconv.ParseFloat: parsing {s:?}: invalid syntax")),
     }
+}
+
+/// The most significant digits [`exact_decimal`] takes: any more may not
+/// fit a `u64`.
+const MAX_EXACT_DIGITS: usize = 19;
+
+/// Powers of ten an `f64` holds exactly.
+const EXACT_POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20,
+    1e21, 1e22,
+];
+
+/// A plain decimal (`-12`, `0.25`, `3.365296e+06`, the forms Go's clients
+/// write) whose digits fit an `f64` exactly and whose power of ten is
+/// exact too: their product or quotient is then one correctly rounded
+/// operation, the value `ParseFloat` gives, without the general parser.
+/// `None` for anything else, which the general parser reads.
+fn exact_decimal(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    let (negative, b) = match b.first()? {
+        b'-' => (true, b.get(1..)?),
+        b'+' => (false, b.get(1..)?),
+        _ => (false, b),
+    };
+    let mut mantissa: u64 = 0;
+    let mut digits = 0;
+    let mut scale: i32 = 0;
+    let mut seen_point = false;
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'0'..=b'9' => {
+                if digits == MAX_EXACT_DIGITS {
+                    return None;
+                }
+                mantissa = mantissa * 10 + u64::from(c - b'0');
+                // Leading zeros are not significant.
+                digits += usize::from(mantissa != 0);
+                scale -= i32::from(seen_point);
+            }
+            b'.' if !seen_point => seen_point = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    // At least one digit, not only a point.
+    if i == usize::from(seen_point) {
+        return None;
+    }
+    if let Some(&(b'e' | b'E')) = b.get(i) {
+        let (sign, rest) = match b.get(i + 1..)? {
+            [b'-', rest @ ..] => (-1, rest),
+            [b'+', rest @ ..] => (1, rest),
+            rest => (1, rest),
+        };
+        if rest.is_empty() || rest.len() > 3 || !rest.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let exponent = rest.iter().fold(0i32, |n, &c| n * 10 + i32::from(c - b'0'));
+        scale += sign * exponent;
+    } else if i != b.len() {
+        return None;
+    }
+    if mantissa > 1 << 53 {
+        return None;
+    }
+    let power = *EXACT_POWERS_OF_TEN.get(scale.unsigned_abs() as usize)?;
+    let magnitude = if scale < 0 {
+        mantissa as f64 / power
+    } else {
+        mantissa as f64 * power
+    };
+    Some(if negative { -magnitude } else { magnitude })
 }
 
 /// Go's special spellings: an optionally signed `inf` or `infinity`, or an
@@ -95,6 +171,55 @@ mod tests {
             assert!(parse_go_float(s).is_err(), "{s}");
         }
         assert_eq!(parse_go_float("1_0"), Err("unsupported character in float".to_string()));
+    }
+
+    proptest::proptest! {
+        /// The exact path gives the general parser's bits wherever it
+        /// answers.
+        #[test]
+        fn exact_decimals_are_the_general_parsers_values(
+            sign in proptest::sample::select(vec!["", "-", "+"]),
+            whole in "[0-9]{0,20}",
+            fraction in proptest::option::of("[0-9]{0,20}"),
+            exponent in proptest::option::of("[eE][-+]?[0-9]{1,4}"),
+        ) {
+            let s = format!("{sign}{whole}{}{}", fraction.map(|f| format!(".{f}")).unwrap_or_default(), exponent.unwrap_or_default());
+            if let Some(v) = exact_decimal(&s) {
+                let general: f64 = s.parse().unwrap();
+                proptest::prop_assert_eq!(v.to_bits(), general.to_bits(), "{}", s);
+            }
+        }
+    }
+
+    #[test]
+    fn go_clients_values_take_the_exact_path() {
+        for (s, v) in [
+            ("0", 0.0),
+            ("948656", 948_656.0),
+            ("3.365296e+06", 3_365_296.0),
+            ("1.8177e-05", 1.8177e-05),
+            ("-0.5", -0.5),
+            ("007", 7.0),
+            ("1.795327307e+09", 1_795_327_307.0),
+        ] {
+            assert_eq!(exact_decimal(s), Some(v), "{s}");
+        }
+        for s in [
+            "",
+            ".",
+            "-",
+            "1e",
+            "1e+",
+            "1.2.3",
+            "1x",
+            "NaN",
+            "Inf",
+            "99999999999999999999",
+            "1.7953273076779385e+09",
+            "1e400",
+        ] {
+            assert_eq!(exact_decimal(s), None, "{s}");
+        }
     }
 
     #[test]

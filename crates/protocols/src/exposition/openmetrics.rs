@@ -13,8 +13,9 @@ use cairn_model::{Label, Labels, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    Body, KnownSpellings, LabelEncoder, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char,
-    is_label_start, is_metric_char, is_metric_start, label_at, quoted_end, run_end, samples_in, unescape,
+    Body, KnownSpellings, LabelEncoder, LabelSpan, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char,
+    is_label_start, is_metric_char, is_metric_start, label_at, numbered, quoted, quoted_end, run_end, samples_in,
+    unescape,
 };
 use super::float::{normalize_nan, parse_go_float, seconds_to_ms};
 use super::{Exposition, ExpositionError, KnownSeries, LabelOutput, ParseOptions, ScrapedSample, ScrapedValue};
@@ -38,7 +39,6 @@ pub(crate) fn parse_as<'k>(
         b: body,
         checked: Body::new(body),
         i: 0,
-        line: 1,
         kind: MetricType::Unknown,
         skip_created_series: opts.skip_openmetrics_created_series,
         type_and_unit_labels,
@@ -52,7 +52,7 @@ pub(crate) fn parse_as<'k>(
             _ => None,
         },
     };
-    p.run()?;
+    p.run().map_err(|e| numbered(body, e))?;
     Ok(Exposition {
         samples: p.sink.finish(),
         metadata: p.metadata.into_vec(),
@@ -65,7 +65,6 @@ struct Parser<'a, 'k> {
     /// `b` with its text, for names and values.
     checked: Body<'a>,
     i: usize,
-    line: usize,
     /// The type of the last `# TYPE` line.
     kind: MetricType,
     skip_created_series: bool,
@@ -75,7 +74,7 @@ struct Parser<'a, 'k> {
     metadata: MetadataSet,
     sink: Sink,
     /// Label name and value spans of the sample being read.
-    labels: Vec<(usize, usize, usize, usize)>,
+    labels: Vec<LabelSpan>,
     known: KnownSpellings<'k>,
     /// Set when labels are encoded rather than built.
     encoder: Option<LabelEncoder<'a, 'k>>,
@@ -100,10 +99,7 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn pos(&self, entry_start: usize) -> Position {
-        Position {
-            line: self.line,
-            entry_start,
-        }
+        Position { entry_start }
     }
 
     fn run(&mut self) -> Result<(), ExpositionError> {
@@ -126,9 +122,6 @@ impl<'a> Parser<'a, '_> {
                 }
                 Some(_) => return Err(pos.unexpected(self.b, "expected a valid start token", self.i, self.i)),
             }
-            // Every entry ends after its newline; quoted names may hold more.
-            let entry = self.b.get(start..self.i).unwrap_or_default();
-            self.line += entry.iter().filter(|&&c| c == b'\n').count();
         }
     }
 
@@ -403,24 +396,24 @@ impl<'a> Parser<'a, '_> {
     ) -> Result<(), ExpositionError> {
         loop {
             let token_start = self.i;
-            let (name_start, name_end, quoted) = match self.peek() {
+            let (name_start, name_end, quoted_name) = match self.peek() {
                 Some(b'}') => {
                     self.i += 1;
                     return Ok(());
                 }
                 Some(c) if is_label_start(c) => {
                     self.i = run_end(self.b, self.i, is_label_char);
-                    (token_start, self.i, false)
+                    (token_start, self.i, None)
                 }
                 Some(b'"') => {
-                    let end = quoted_end(self.b, self.i, !exemplar)
+                    let q = quoted(self.b, self.i, !exemplar)
                         .ok_or_else(|| pos.unexpected(self.b, "expected label name", token_start, self.i))?;
-                    self.i = end;
-                    (token_start + 1, end - 1, true)
+                    self.i = q.end;
+                    (token_start + 1, q.end - 1, Some(q))
                 }
                 _ => return Err(pos.unexpected(self.b, "expected label name", token_start, self.i)),
             };
-            if quoted && matches!(self.peek(), Some(b',' | b'}')) {
+            if quoted_name.is_some() && matches!(self.peek(), Some(b',' | b'}')) {
                 if exemplar {
                     return Err(pos.unexpected(self.b, "expected label name", self.i, self.i));
                 }
@@ -444,16 +437,21 @@ impl<'a> Parser<'a, '_> {
             }
             self.i += 1;
             let value_start = self.i;
-            let value_end = match self.peek() {
-                Some(b'"') => quoted_end(self.b, self.i, false),
+            let value = match self.peek() {
+                Some(b'"') => quoted(self.b, self.i, false),
                 _ => None,
             }
             .ok_or_else(|| pos.unexpected(self.b, "expected label value", value_start, self.i))?;
+            let value_end = value.end;
             (self.checked)
                 .text(value_start + 1, value_end - 1, "label value")
                 .map_err(|e| pos.error(e))?;
             self.i = value_end;
-            self.labels.push((name_start, name_end, value_start + 1, value_end - 1));
+            self.labels.push(LabelSpan {
+                name: (name_start, name_end),
+                value: (value_start + 1, value_end - 1),
+                escaped: value.escaped || quoted_name.is_some_and(|q| q.escaped),
+            });
             match self.peek() {
                 Some(b',') => self.i += 1,
                 Some(b'}') => {}

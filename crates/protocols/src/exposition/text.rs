@@ -8,13 +8,15 @@
 //! UTF-8 metric names), a value and an optional integer timestamp in ms.
 //! Label values may span raw newlines, as Prometheus' lexer allows.
 
+use std::borrow::Cow;
+
 use cairn_model::{Label, Labels, METRIC_NAME};
 
 use super::classic::Sink;
 use super::common::{
-    Body, KnownSpellings, LabelEncoder, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char,
-    is_label_start, is_metric_char, is_metric_start, label_at, line_end, quoted_end, run_end, samples_in, unescape,
-    unescape_help,
+    Body, KnownSpellings, LabelEncoder, LabelSpan, MetadataSet, Position, SchemaLabels, finish_labels, is_label_char,
+    is_label_start, is_metric_char, is_metric_start, label_at, line_end, numbered, quoted, quoted_end, run_end,
+    samples_in, unescape, unescape_help,
 };
 use super::float::{normalize_nan, parse_go_float};
 use super::{Exposition, ExpositionError, KnownSeries, LabelOutput, ParseOptions, ScrapedSample, ScrapedValue};
@@ -37,7 +39,6 @@ pub(crate) fn parse_as<'k>(
         b: body,
         checked: Body::new(body),
         i: 0,
-        line: 1,
         kind: MetricType::Unknown,
         type_and_unit_labels,
         metadata: MetadataSet::default(),
@@ -49,7 +50,7 @@ pub(crate) fn parse_as<'k>(
             _ => None,
         },
     };
-    p.run()?;
+    p.run().map_err(|e| numbered(body, e))?;
     Ok(Exposition {
         samples: p.sink.finish(),
         metadata: p.metadata.into_vec(),
@@ -62,7 +63,6 @@ struct Parser<'a, 'k> {
     /// `b` with its text, for names and values.
     checked: Body<'a>,
     i: usize,
-    line: usize,
     /// The type of the last `# TYPE` line, whatever family it named: it
     /// decides whether `le` and `quantile` values are normalised.
     kind: MetricType,
@@ -70,7 +70,7 @@ struct Parser<'a, 'k> {
     metadata: MetadataSet,
     sink: Sink,
     /// Reused between samples.
-    labels: Vec<(usize, usize, usize, usize)>,
+    labels: Vec<LabelSpan>,
     known: KnownSpellings<'k>,
     /// Set when labels are encoded rather than built.
     encoder: Option<LabelEncoder<'a, 'k>>,
@@ -96,10 +96,7 @@ impl<'a> Parser<'a, '_> {
     }
 
     fn pos(&self, entry_start: usize) -> Position {
-        Position {
-            line: self.line,
-            entry_start,
-        }
+        Position { entry_start }
     }
 
     fn run(&mut self) -> Result<(), ExpositionError> {
@@ -108,10 +105,7 @@ impl<'a> Parser<'a, '_> {
             self.skip_blanks();
             match self.peek() {
                 None | Some(0) => return Ok(()),
-                Some(b'\n') => {
-                    self.i += 1;
-                    self.line += 1;
-                }
+                Some(b'\n') => self.i += 1,
                 Some(b'#') => self.comment(start)?,
                 Some(b'{') => self.sample(start, None)?,
                 Some(c) if is_metric_start(c) => {
@@ -132,7 +126,6 @@ impl<'a> Parser<'a, '_> {
     fn end_line(&mut self) {
         if self.peek() == Some(b'\n') {
             self.i += 1;
-            self.line += 1;
         }
     }
 
@@ -212,15 +205,8 @@ impl<'a> Parser<'a, '_> {
                 self.sink.type_line(name, kind);
             }
         }
-        self.count_lines(start);
         self.end_line();
         Ok(())
-    }
-
-    /// Counts the newlines quoted strings of the entry from `start` held.
-    fn count_lines(&mut self, start: usize) {
-        let entry = self.b.get(start..self.i).unwrap_or_default();
-        self.line += memchr::memchr_iter(b'\n', entry).count();
     }
 
     /// A sample line; the cursor is after its bare name, if it has one.
@@ -285,8 +271,14 @@ impl<'a> Parser<'a, '_> {
                 .checked
                 .text(name_start, name_end, "metric name")
                 .map_err(|e| pos.error(e))?;
+            // A bare name holds no escapes; a quoted one may.
+            let name = if bare_name.is_some() {
+                Cow::Borrowed(name)
+            } else {
+                unescape(name)
+            };
             let encoded = encoder
-                .encode(self.checked, self.kind, unescape(name), &self.labels)
+                .encode(self.checked, self.kind, name, &self.labels)
                 .map_err(|e| pos.error(e))?;
             (Labels::empty(), encoded.empty, Some(encoded.at))
         } else {
@@ -301,7 +293,6 @@ impl<'a> Parser<'a, '_> {
             spelling,
             encoded,
         });
-        self.count_lines(start);
         self.end_line();
         Ok(())
     }
@@ -314,25 +305,25 @@ impl<'a> Parser<'a, '_> {
             self.skip_blanks();
             let pos = self.pos(start);
             let token_start = self.i;
-            let (name_start, name_end, quoted) = match self.peek() {
+            let (name_start, name_end, quoted_name) = match self.peek() {
                 Some(b'}') => {
                     self.i += 1;
                     return Ok(());
                 }
                 Some(c) if is_label_start(c) => {
                     self.i = run_end(self.b, self.i, is_label_char);
-                    (token_start, self.i, false)
+                    (token_start, self.i, None)
                 }
                 Some(b'"') => {
-                    let end = quoted_end(self.b, self.i, true)
+                    let q = quoted(self.b, self.i, true)
                         .ok_or_else(|| pos.unexpected(self.b, "expected label name", token_start, self.i))?;
-                    self.i = end;
-                    (token_start + 1, end - 1, true)
+                    self.i = q.end;
+                    (token_start + 1, q.end - 1, Some(q))
                 }
                 _ => return Err(pos.unexpected(self.b, "expected label name", token_start, self.i)),
             };
             self.skip_blanks();
-            if quoted && matches!(self.peek(), Some(b',' | b'}')) {
+            if quoted_name.is_some() && matches!(self.peek(), Some(b',' | b'}')) {
                 if name.is_some() {
                     return Err(pos.error(format!(
                         "metric name already set while parsing: {:?}",
@@ -351,16 +342,21 @@ impl<'a> Parser<'a, '_> {
             self.i += 1;
             self.skip_blanks();
             let value_start = self.i;
-            let value_end = match self.peek() {
-                Some(b'"') => quoted_end(self.b, self.i, true),
+            let value = match self.peek() {
+                Some(b'"') => quoted(self.b, self.i, true),
                 _ => None,
             }
             .ok_or_else(|| pos.unexpected(self.b, "expected label value", value_start, self.i))?;
+            let value_end = value.end;
             (self.checked)
                 .text(value_start + 1, value_end - 1, "label value")
                 .map_err(|e| pos.error(e))?;
             self.i = value_end;
-            self.labels.push((name_start, name_end, value_start + 1, value_end - 1));
+            self.labels.push(LabelSpan {
+                name: (name_start, name_end),
+                value: (value_start + 1, value_end - 1),
+                escaped: value.escaped || quoted_name.is_some_and(|q| q.escaped),
+            });
             self.skip_blanks();
             if self.peek() == Some(b',') {
                 self.i += 1;
