@@ -401,7 +401,7 @@ impl Part {
         let bytes: &[u8] = match &self.data {
             Data::Memory(m) => slice_at(m, b.offset, b.len).ok_or_else(|| self.corrupt(b, "block out of bounds"))?,
             Data::File(_) | Data::Object { .. } if b.end() > self.bytes => {
-                return Err(self.corrupt(b, "block out of bounds"));
+                return Err(self.damaged(b, self.corrupt(b, "block out of bounds")));
             }
             Data::File(_) | Data::Object { .. } => {
                 let held =
@@ -422,7 +422,7 @@ impl Part {
                 let at = (b.offset - buf.start) as usize;
                 buf.bytes
                     .get(at..at + b.len as usize)
-                    .ok_or_else(|| self.corrupt(b, "block out of bounds"))?
+                    .ok_or_else(|| self.damaged(b, self.corrupt(b, "block out of bounds")))?
             }
         };
         self.decode_block(b, bytes, ts, vs)
@@ -446,7 +446,7 @@ impl Part {
             return self.read_block(b, ts, vs);
         }
         if shared.part_uid != self.uid || b.offset < shared.start || b.end() > shared.end || shared.end > self.bytes {
-            return Err(self.corrupt(b, "block outside its shared read"));
+            return Err(self.damaged(b, self.corrupt(b, "block outside its shared read")));
         }
         let bytes = match shared.bytes.get() {
             Some(bytes) => bytes,
@@ -459,12 +459,12 @@ impl Part {
         let at = (b.offset - shared.start) as usize;
         let block = bytes
             .get(at..at + b.len as usize)
-            .ok_or_else(|| self.corrupt(b, "block out of bounds"))?;
+            .ok_or_else(|| self.damaged(b, self.corrupt(b, "block out of bounds")))?;
         self.decode_block(b, block, ts, vs)
     }
 
     /// Checks and decodes the bytes of block `b`; a block of a stored part
-    /// that fails is listed as lost (see [`Self::lost_block`]).
+    /// found damaged is listed as lost (see [`Self::lost_block`]).
     fn decode_block(
         &self,
         b: &BlockRef,
@@ -472,20 +472,24 @@ impl Part {
         ts: &mut Vec<i64>,
         vs: &mut Vec<f64>,
     ) -> Result<(), StorageError> {
-        let decoded = self.decode_checked_block(b, bytes, ts, vs);
-        if let Err(e) = &decoded
-            && self.is_stored()
-        {
-            self.lose(b, e);
-        }
-        decoded
+        self.decode_checked_block(b, bytes, ts, vs)
+            .map_err(|e| self.damaged(b, e))
     }
 
-    fn lose(&self, b: &BlockRef, e: &StorageError) {
-        let reason = match e {
-            StorageError::Corrupt { reason, .. } => reason.clone(),
-            other => other.to_string(),
-        };
+    /// `e`, after listing block `b` of a stored part as lost when `e` says
+    /// its bytes are damaged. A read that failed (a file or bucket error)
+    /// loses nothing: the next read may succeed.
+    fn damaged(&self, b: &BlockRef, e: StorageError) -> StorageError {
+        if let StorageError::Corrupt { reason, .. } = &e
+            && self.is_stored()
+        {
+            self.lose(b, reason);
+        }
+        e
+    }
+
+    fn lose(&self, b: &BlockRef, reason: &str) {
+        let reason = reason.to_string();
         let mut lost = self.lost.lock();
         if lost.contains_key(&b.offset) {
             return;

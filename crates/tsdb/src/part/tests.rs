@@ -459,3 +459,40 @@ fn repeated_values_run_over_whole_windows() {
     let want: Vec<(i64, u64)> = s.iter().map(|&(t, v)| (t, v.to_bits())).collect();
     assert_eq!(read(&part, 1, i64::MIN, i64::MAX), want);
 }
+
+/// A block whose bytes were read but whose shared timestamps could not be
+/// (the bucket failed) is not damaged: the read fails, nothing is listed as
+/// lost, and the next read once the bucket answers again succeeds.
+#[test]
+fn a_failed_read_is_an_error_and_loses_no_block() {
+    let ts: Vec<i64> = (0..1000).map(|i| i * 7_000 + (i * 7919) % 11).collect();
+    let series: Vec<(u64, Vec<(i64, f64)>)> = (0..2u64)
+        .map(|id| (id, ts.iter().map(|&t| (t, id as f64)).collect()))
+        .collect();
+    let bytes = build(&series);
+    let dir = tempfile::tempdir().unwrap();
+    let config = cairn_bucket::BucketConfig::new(format!("file://{}", dir.path().display()));
+    let bucket = Arc::new(cairn_bucket::Bucket::open_uncached(&config).unwrap());
+    bucket.put("p.cpart", bytes.clone()).unwrap();
+    let part = Part::open_object(bucket.clone(), bucket.head("p.cpart").unwrap()).unwrap();
+    let first = part.blocks_of(0, i64::MIN, i64::MAX).next().unwrap();
+    let second = part.blocks_of(1, i64::MIN, i64::MAX).next().unwrap();
+    let (mut t, mut v) = (Vec::new(), Vec::new());
+    let mut buf = ReadBuffer::default();
+    // One read brings both blocks; the second refers to the first's timestamps.
+    part.read_block_buffered(&first, [&second].into_iter(), &mut buf, &mut t, &mut v)
+        .unwrap();
+    bucket.delete("p.cpart").unwrap();
+    let err = part
+        .read_block_buffered(&second, std::iter::empty(), &mut buf, &mut t, &mut v)
+        .unwrap_err();
+    assert!(!matches!(err, cairn_storage::StorageError::Corrupt { .. }), "{err}");
+    assert!(part.lost_block(&second).is_none() && !part.is_damaged());
+    bucket.put("p.cpart", bytes).unwrap();
+    t.clear();
+    v.clear();
+    part.read_block_buffered(&second, std::iter::empty(), &mut buf, &mut t, &mut v)
+        .unwrap();
+    assert_eq!(t, ts);
+    assert!(v.iter().all(|&x| x == 1.0));
+}
