@@ -21,7 +21,8 @@ pub fn scrape_http_response(data: &[u8]) {
     if let Ok(limited) = read_response(data, 1, body.len() as u64 + 1) {
         assert_eq!(limited, (status, body.clone()), "a limit the body stays under");
     }
-    let mut again = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
+    // A status is three digits, so 0 is written `000`.
+    let mut again = format!("HTTP/1.1 {status:03} X\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes();
     again.extend_from_slice(&body);
     assert_eq!(read_response(&again, 3, u64::MAX), Ok((status, body)));
 }

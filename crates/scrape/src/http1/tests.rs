@@ -202,6 +202,17 @@ async fn an_unreachable_target_fails_in_gos_words() {
     );
 }
 
+/// A status is three digits, as Go's client reads it: `000` is status 0,
+/// a shorter code is malformed.
+#[test]
+fn a_status_is_three_digits() {
+    assert_eq!(
+        read_response(b"HTTP/1.1 000 OK\r\nContent-Length: 1\r\n\r\nx", 1, u64::MAX),
+        Ok((0, b"x".to_vec()))
+    );
+    assert!(read_response(b"HTTP/1.1 0 OK\r\nContent-Length: 1\r\n\r\nx", 1, u64::MAX).is_err());
+}
+
 mod any_bytes {
     use proptest::prelude::*;
 
