@@ -400,6 +400,7 @@ impl Part {
     ) -> Result<(), StorageError> {
         let bytes: &[u8] = match &self.data {
             Data::Memory(m) => slice_at(m, b.offset, b.len).ok_or_else(|| self.corrupt(b, "block out of bounds"))?,
+            // The index, checked at open, places the block past the part's end.
             Data::File(_) | Data::Object { .. } if b.end() > self.bytes => {
                 return Err(self.damaged(b, self.corrupt(b, "block out of bounds")));
             }
@@ -422,7 +423,7 @@ impl Part {
                 let at = (b.offset - buf.start) as usize;
                 buf.bytes
                     .get(at..at + b.len as usize)
-                    .ok_or_else(|| self.damaged(b, self.corrupt(b, "block out of bounds")))?
+                    .ok_or_else(|| self.corrupt(b, "block out of bounds"))?
             }
         };
         self.decode_block(b, bytes, ts, vs)
@@ -446,7 +447,7 @@ impl Part {
             return self.read_block(b, ts, vs);
         }
         if shared.part_uid != self.uid || b.offset < shared.start || b.end() > shared.end || shared.end > self.bytes {
-            return Err(self.damaged(b, self.corrupt(b, "block outside its shared read")));
+            return Err(self.corrupt(b, "block outside its shared read"));
         }
         let bytes = match shared.bytes.get() {
             Some(bytes) => bytes,
@@ -459,7 +460,7 @@ impl Part {
         let at = (b.offset - shared.start) as usize;
         let block = bytes
             .get(at..at + b.len as usize)
-            .ok_or_else(|| self.damaged(b, self.corrupt(b, "block out of bounds")))?;
+            .ok_or_else(|| self.corrupt(b, "block out of bounds"))?;
         self.decode_block(b, block, ts, vs)
     }
 
