@@ -108,8 +108,25 @@ impl fmt::Debug for SharedEncodedLabels {
 /// A label name or value taken from a label set or a canonical encoding:
 /// UTF-8 by where it comes from, so it is written without being checked
 /// again. Ordered as its bytes, as names are in an encoding.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LabelText<'a>(&'a [u8]);
+
+impl Ord for LabelText<'_> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        // Names compared while merging label sets mostly differ in their
+        // first byte, which then decides without a call to memcmp.
+        match (self.0.first(), other.0.first()) {
+            (Some(a), Some(b)) if a != b => a.cmp(b),
+            _ => self.0.cmp(other.0),
+        }
+    }
+}
+
+impl PartialOrd for LabelText<'_> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 impl<'a> LabelText<'a> {
     pub fn as_bytes(self) -> &'a [u8] {

@@ -6,6 +6,8 @@
 //! conflicts without `honor_labels` take the general path of append.rs,
 //! which builds the label set first.
 
+use std::cmp::Ordering;
+
 use cairn_model::{EncodedLabels, LabelText, Labels, SharedEncodedLabels, SortedLabelsWriter};
 use cairn_storage::Appender;
 
@@ -150,21 +152,24 @@ fn merged_labels<'x>(
     loop {
         let next = match (exposed.peek(), target.peek()) {
             (None, None) => return Some(()),
-            (Some(e), Some(t)) if e.0 == t.0 => {
-                let exposed_label = exposed.next();
-                let target_label = target.next();
-                match (exposed_label?.1.is_empty(), honor_labels) {
-                    // An exposed empty value keeps the target's label off
-                    // with honor_labels, and is no label without.
-                    (true, true) => continue,
-                    (true, false) => target_label,
-                    (false, true) => exposed_label,
-                    (false, false) => return None,
-                }
-            }
-            (Some(e), Some(t)) if e.0 < t.0 => exposed.next(),
             (Some(_), None) => exposed.next(),
-            (_, Some(_)) => target.next(),
+            (None, Some(_)) => target.next(),
+            (Some(e), Some(t)) => match e.0.cmp(&t.0) {
+                Ordering::Less => exposed.next(),
+                Ordering::Greater => target.next(),
+                Ordering::Equal => {
+                    let exposed_label = exposed.next();
+                    let target_label = target.next();
+                    match (exposed_label?.1.is_empty(), honor_labels) {
+                        // An exposed empty value keeps the target's label off
+                        // with honor_labels, and is no label without.
+                        (true, true) => continue,
+                        (true, false) => target_label,
+                        (false, true) => exposed_label,
+                        (false, false) => return None,
+                    }
+                }
+            },
         };
         let (name, value) = next?;
         w.push_text(name, value).ok()?;

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use cairn_model::go_float::format_openmetrics;
-use cairn_model::{Label, Labels, LabelsBuf, METRIC_NAME, METRIC_TYPE, METRIC_UNIT};
+use cairn_model::{Label, LabelText, Labels, LabelsBuf, METRIC_NAME, METRIC_TYPE, METRIC_UNIT};
 
 use super::float::parse_go_float;
 use super::{EncodedAt, ExpositionError, FamilyMetadata, KnownSeries, Spelling, WriteLabels};
@@ -268,7 +268,7 @@ impl<'a, 'w> LabelEncoder<'a, 'w> {
         for &span in spans {
             pairs.push(label_at(b, kind, span)?);
         }
-        pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        pairs.sort_unstable_by(|a, b| LabelText::from(&*a.0).cmp(&LabelText::from(&*b.0)));
         let borrowed = || pairs.iter().map(|(n, v)| (n.as_ref(), v.as_ref()));
         refuse_labels(borrowed())?;
         let empty: Vec<Label> = borrowed()

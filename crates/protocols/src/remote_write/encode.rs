@@ -224,17 +224,11 @@ pub fn encode_series(labels: &[u8], samples: &[Sample], histograms: &[HistogramS
 /// encoding, written in one pass with no label fields in between: the
 /// forwarding path of every scraped sample.
 pub fn encode_float_series(labels: EncodedLabels<'_>, sample: &Sample, dst: &mut Vec<u8>) {
-    if let Some((pairs, labels_len)) = short_pairs(labels) {
-        put_series_head(labels_len, sample, dst);
-        for (name, value) in pairs {
-            dst.push(KEY_1_LEN);
-            put_varint(short_field_len(name) + short_field_len(value), dst);
-            put_short(KEY_1_LEN, name, dst);
-            put_short(KEY_2_LEN, value, dst);
-        }
-        put_sample(sample, dst);
+    let start = dst.len();
+    if put_short_series(labels, sample, dst) {
         return;
     }
+    dst.truncate(start);
     let labels_len: usize = labels
         .raw_pairs()
         .map(|(name, value)| {
@@ -257,34 +251,43 @@ fn put_series_head(labels_len: usize, sample: &Sample, dst: &mut Vec<u8>) {
     put_varint(len, dst);
 }
 
-/// The pairs of a canonical label encoding whose count, names and values
-/// are all under 128 bytes long (as nearly all are), each string with its
-/// one length byte: that byte and the string are then a `bytes` field of
-/// remote write's `Label` but for the field's key, and are copied as they
-/// are. Also the label fields' length. `None` for any other encoding.
-fn short_pairs(labels: EncodedLabels<'_>) -> Option<(ShortPairs<'_>, usize)> {
-    let (&count, pairs) = labels.as_bytes().split_first()?;
+/// [`encode_float_series`] of a canonical encoding whose count, names and
+/// values are all under 128 bytes long (as nearly all are), and whose pairs
+/// each make a `Label` under 128 bytes: each string with its one length
+/// byte is then a `bytes` field of remote write's `Label` but for the
+/// field's key, and is copied as it is. Every pair then grows by the same
+/// four bytes (two keys, the `Label`'s key and length), so the series'
+/// length is known before its labels are read, and they are read once.
+/// False for any other encoding, with part of the series written.
+fn put_short_series(labels: EncodedLabels<'_>, sample: &Sample, dst: &mut Vec<u8>) -> bool {
+    let Some((&count, mut rest)) = labels.as_bytes().split_first() else {
+        return false;
+    };
     if count >= 0x80 {
-        return None;
+        return false;
     }
-    let mut rest = ShortPairs(pairs);
-    let mut len = 0;
-    for (name, value) in rest.by_ref() {
-        let n = short_field_len(name) + short_field_len(value);
-        len += 1 + encoded_len_varint(n as u64) + n;
+    put_series_head(rest.len() + 4 * usize::from(count), sample, dst);
+    for _ in 0..count {
+        let (Some(name), Some(value)) = (short_string(&mut rest), short_string(&mut rest)) else {
+            return false;
+        };
+        // An empty string is a field left out, not one to copy.
+        if name.len() < 2 || value.len() < 2 {
+            return false;
+        }
+        let Ok(label_len @ 0..0x80) = u8::try_from(2 + name.len() + value.len()) else {
+            return false;
+        };
+        dst.extend_from_slice(&[KEY_1_LEN, label_len, KEY_1_LEN]);
+        dst.extend_from_slice(name);
+        dst.push(KEY_2_LEN);
+        dst.extend_from_slice(value);
     }
-    rest.0.is_empty().then_some((ShortPairs(pairs), len))
-}
-
-/// See [`short_pairs`].
-struct ShortPairs<'a>(&'a [u8]);
-
-impl<'a> Iterator for ShortPairs<'a> {
-    type Item = (&'a [u8], &'a [u8]);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        Some((short_string(&mut self.0)?, short_string(&mut self.0)?))
+    if !rest.is_empty() {
+        return false;
     }
+    put_sample(sample, dst);
+    true
 }
 
 /// A string under 128 bytes long with its length byte, taken off `rest`.
@@ -296,19 +299,6 @@ fn short_string<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
     let (string, tail) = rest.split_at(len + 1);
     *rest = tail;
     Some(string)
-}
-
-/// [`bytes_len`] of a string with its length byte: omitted when empty.
-fn short_field_len(string: &[u8]) -> usize {
-    if string.len() > 1 { 1 + string.len() } else { 0 }
-}
-
-/// [`put_bytes`] of a string with its length byte.
-fn put_short(key: u8, string: &[u8], dst: &mut Vec<u8>) {
-    if string.len() > 1 {
-        dst.push(key);
-        dst.extend_from_slice(string);
-    }
 }
 
 /// One `Sample` field of a `TimeSeries`, proto3 defaults omitted.
