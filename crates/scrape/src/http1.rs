@@ -306,27 +306,27 @@ impl<T: Transport> Incoming<'_, T> {
         Ok(n? > 0)
     }
 
-    /// Up to `n` pending bytes, reading if none are.
-    async fn take(&mut self, n: usize) -> io::Result<&[u8]> {
-        if self.pending().is_empty() && !self.fill().await? {
-            return Ok(&[]);
-        }
-        let n = n.min(self.pending().len());
-        let start = self.at;
-        self.at += n;
-        Ok(&self.buf[start..start + n])
-    }
-
     /// Moves the next `n` bytes into `body`, refusing a body of `limit`
-    /// bytes or more.
+    /// bytes or more. What is not pending yet is read straight into `body`,
+    /// as much at once as it has room for.
     async fn move_into(&mut self, mut n: usize, body: &mut Vec<u8>, limit: u64) -> Result<(), Failure> {
         while n > 0 {
-            let part = self.take(n).await.map_err(|e| Failure::After(go_error(&e)))?;
-            if part.is_empty() {
-                return Err(Failure::After(UNEXPECTED_EOF.into()));
-            }
-            n -= part.len();
-            body.extend_from_slice(part);
+            let pending = self.pending().len().min(n);
+            let moved = if pending > 0 {
+                body.extend_from_slice(&self.buf[self.at..self.at + pending]);
+                self.at += pending;
+                pending
+            } else {
+                let start = body.len();
+                body.resize(start + n.min((body.capacity() - start).max(READ_CHUNK)), 0);
+                let read = self.stream.read(&mut body[start..]).await;
+                body.truncate(start + *read.as_ref().unwrap_or(&0));
+                match read.map_err(|e| Failure::After(go_error(&e)))? {
+                    0 => return Err(Failure::After(UNEXPECTED_EOF.into())),
+                    read => read,
+                }
+            };
+            n -= moved;
             if body.len() as u64 >= limit {
                 return Err(Failure::After(BODY_SIZE_LIMIT.into()));
             }
