@@ -185,13 +185,8 @@ impl<'a> SortedLabelsWriter<'a> {
             return Err(LabelError::EmptyName);
         }
         if self.count > 0 {
-            let last = &self.out[self.last_name.clone()];
-            // Neighbouring names mostly differ in their first byte.
-            let order = match (last.first(), name.first()) {
-                (Some(a), Some(b)) if a != b => a.cmp(b),
-                _ => last.cmp(name),
-            };
-            match order {
+            let last = LabelText(&self.out[self.last_name.clone()]);
+            match last.cmp(&LabelText(name)) {
                 std::cmp::Ordering::Less => {}
                 std::cmp::Ordering::Equal => {
                     return Err(LabelError::DuplicateName(String::from_utf8_lossy(name).into_owned()));

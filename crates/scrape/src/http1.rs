@@ -23,6 +23,9 @@ const MAX_HEAD_BYTES: usize = 64 << 10;
 /// grows its buffer as it arrives.
 pub(crate) const MAX_ANNOUNCED_BYTES: usize = 16 << 20;
 const READ_CHUNK: usize = 16 << 10;
+/// The most a body's read asks for at once: the room read into is zeroed
+/// first, which must stay small beside what a read brings.
+const MAX_DIRECT_READ: usize = 64 << 10;
 const UNEXPECTED_EOF: &str = "unexpected EOF";
 
 /// A job's client: TLS settings and whether redirects are followed.
@@ -307,8 +310,9 @@ impl<T: Transport> Incoming<'_, T> {
     }
 
     /// Moves the next `n` bytes into `body`, refusing a body of `limit`
-    /// bytes or more. What is not pending yet is read straight into `body`,
-    /// as much at once as it has room for.
+    /// bytes or more. What is not pending yet is read straight into `body`:
+    /// at once what its room holds (an announced length reserves it),
+    /// from [`READ_CHUNK`] to [`MAX_DIRECT_READ`] bytes.
     async fn move_into(&mut self, mut n: usize, body: &mut Vec<u8>, limit: u64) -> Result<(), Failure> {
         while n > 0 {
             let pending = self.pending().len().min(n);
@@ -318,7 +322,8 @@ impl<T: Transport> Incoming<'_, T> {
                 pending
             } else {
                 let start = body.len();
-                body.resize(start + n.min((body.capacity() - start).max(READ_CHUNK)), 0);
+                let room = (body.capacity() - start).clamp(READ_CHUNK, MAX_DIRECT_READ);
+                body.resize(start + n.min(room), 0);
                 let read = self.stream.read(&mut body[start..]).await;
                 body.truncate(start + *read.as_ref().unwrap_or(&0));
                 match read.map_err(|e| Failure::After(go_error(&e)))? {
