@@ -14,16 +14,15 @@ scripts/install-build-deps.sh
 scripts/build-ui.sh --check
 
 # What the tests start is installed while Rust compiles, which leaves a core
-# idle in its serial stretches: Debian's packages (mostly waiting on the
-# network and the disk), and the peers built from source with Go, each at a
-# pinned version and once per checkout, niced (with CI set, the tests that
-# use them fail rather than skip when they are missing): SeaweedFS, the S3
-# server of tests/object_store.rs and the cluster's tests; kube-apiserver of
-# tests/kubernetes_sd.rs; vmctl 1.150 of tests/vm_native_migration.rs, in the
-# order the tests meet them. The Go build goes on beside the tests, which
-# also leave a core idle: a test that needs a Go peer waits for its file in
-# the directory $CAIRN_GO_PEERS_DONE, written once that peer is built ("ok")
-# or has failed.
+# idle in its serial stretches: Debian's packages and S3Proxy (mostly waiting
+# on the network and the disk), and the peers built from source with Go,
+# each at a pinned version and once per checkout, niced (with CI set, the
+# tests that use them fail rather than skip when they are missing):
+# kube-apiserver of tests/kubernetes_sd.rs and vmctl 1.150 of
+# tests/vm_native_migration.rs, in the order the tests meet them. The Go
+# build goes on beside the tests, which also leave a core idle: a test that
+# needs a Go peer waits for its file in the directory $CAIRN_GO_PEERS_DONE,
+# written once that peer is built ("ok") or has failed.
 mkdir -p target
 deps_log=target/test-deps.log
 scripts/install-test-deps.sh >"$deps_log" 2>&1 &
@@ -36,13 +35,8 @@ mkdir -p "$CAIRN_GO_PEERS_DONE"
 (
     start=$SECONDS
     failed=0
-    for peer in weed kube-apiserver vmctl; do
-        if [ "$peer" = weed ]; then
-            build=(scripts/build-seaweedfs.sh)
-        else
-            build=(scripts/build-peers.sh "$peer")
-        fi
-        if nice -n 10 "${build[@]}"; then
+    for peer in kube-apiserver vmctl; do
+        if nice -n 10 scripts/build-peers.sh "$peer"; then
             status=ok
         else
             status=failed
@@ -81,13 +75,26 @@ if ! wait "$deps_pid"; then
     exit 1
 fi
 tail -n 1 "$deps_log"
-echo "waited for Debian's packages: $((SECONDS - start))s"
+echo "waited for Debian's packages and S3Proxy: $((SECONDS - start))s"
 
-# Four tests at once: the end-to-end tests mostly wait on the processes they
-# start (about one core's worth of CPU with four running).
+# The end-to-end tests (the package cairn) four at once: they mostly wait on
+# the processes they start, about one core's worth of CPU with four running.
+# The crates' own tests run beside them in the core left over; their output
+# is shown once both are done, so that the two do not interleave.
 start=$SECONDS
-cargo test --workspace --release --no-fail-fast -- --test-threads 4
+crates_log=target/crate-tests.log
+cargo test --workspace --exclude cairn --release --no-fail-fast >"$crates_log" 2>&1 &
+crates_pid=$!
+e2e_status=0
+cargo test --package cairn --release --no-fail-fast -- --test-threads 4 || e2e_status=$?
+crates_status=0
+wait "$crates_pid" || crates_status=$?
+cat "$crates_log"
 echo "test suite: $((SECONDS - start))s"
+if [ "$e2e_status" != 0 ] || [ "$crates_status" != 0 ]; then
+    echo "tests failed (the end-to-end tests: exit $e2e_status; the crates' tests: exit $crates_status)" >&2
+    exit 1
+fi
 
 if ! wait "$peers_pid"; then
     cat "$peers_log"

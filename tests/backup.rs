@@ -2,7 +2,7 @@
 //! through the snapshot API while a writer streams batches, restored into
 //! new directories that a second cairn serves, compared sample by sample
 //! with the first; incremental second backups; a directory and a real S3
-//! server (SeaweedFS) as destinations.
+//! server (S3Proxy) as destinations.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::seaweedfs::{BUCKET, SeaweedFs};
+use crate::common::s3proxy::{ACCESS_KEY_ID, BUCKET, S3Proxy, SECRET_ACCESS_KEY};
 use crate::common::{Client, Server, now_ms};
 use cairn_model::{Labels, Sample};
 use cairn_protocols::SeriesSamples;
@@ -222,7 +222,7 @@ fn a_backup_taken_while_writing_restores_to_a_directory() {
 
 #[test]
 fn a_backup_taken_while_writing_restores_from_s3() {
-    let Some(s3) = SeaweedFs::start() else {
+    let Some(s3) = S3Proxy::start() else {
         return;
     };
     let endpoint = s3.endpoint();
@@ -235,9 +235,9 @@ fn a_backup_taken_while_writing_restores_from_s3() {
             "--storage.object-store.region",
             "us-east-1",
             "--storage.object-store.access-key-id",
-            "cairn",
+            ACCESS_KEY_ID,
             "--storage.object-store.secret-access-key",
-            "cairn-secret",
+            SECRET_ACCESS_KEY,
         ],
     );
 }

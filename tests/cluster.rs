@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::etcd::Etcd;
 use crate::common::netns::Bridge;
+use crate::common::s3proxy::{ACCESS_KEY_ID, BUCKET, S3Proxy, SECRET_ACCESS_KEY};
 use crate::common::{Client, Server, http_client, now_ms, series};
 use serde_json::Value;
 
@@ -850,20 +851,20 @@ fn ha_pairs_are_deduplicated_and_fail_over() {
     assert!(after[..20].iter().all(|&(_, v)| v == 1.0), "the past is kept as it was");
 }
 
-/// The flags of a node whose cluster shares a bucket in the SeaweedFS at
+/// The flags of a node whose cluster shares a bucket in the S3 server at
 /// `endpoint`, with every interval short.
 fn shared_bucket_args(endpoint: &str) -> Vec<String> {
     [
         "--storage.object-store.url",
-        "s3://cairn/cluster",
+        &format!("s3://{BUCKET}/cluster"),
         "--storage.object-store.endpoint",
         endpoint,
         "--storage.object-store.region",
         "us-east-1",
         "--storage.object-store.access-key-id",
-        "cairn",
+        ACCESS_KEY_ID,
         "--storage.object-store.secret-access-key",
-        "cairn-secret",
+        SECRET_ACCESS_KEY,
         "--storage.settle-time",
         "1s",
         "--storage.flush-interval",
@@ -884,9 +885,9 @@ fn shared_bucket(endpoint: &str) -> Arc<cairn_bucket::Bucket> {
             &cairn_bucket::BucketConfig {
                 endpoint: Some(endpoint.to_string()),
                 region: Some("us-east-1".into()),
-                access_key_id: Some("cairn".into()),
-                secret_access_key: Some("cairn-secret".into()),
-                ..cairn_bucket::BucketConfig::new("s3://cairn/cluster")
+                access_key_id: Some(ACCESS_KEY_ID.into()),
+                secret_access_key: Some(SECRET_ACCESS_KEY.into()),
+                ..cairn_bucket::BucketConfig::new(format!("s3://{BUCKET}/cluster"))
             },
             tempfile::tempdir().unwrap().path(),
             0,
@@ -943,7 +944,7 @@ fn samples_in(bucket: &Arc<cairn_bucket::Bucket>, prefix: &str, days: &[cairn_ts
 
 #[test]
 fn compactors_share_the_days_and_one_killed_mid_job_leaves_each_sample_once() {
-    let Some(server) = crate::common::seaweedfs::SeaweedFs::start() else {
+    let Some(server) = S3Proxy::start() else {
         return;
     };
     let Some(etcd) = Etcd::start() else { return };
@@ -1094,7 +1095,7 @@ fn compactors_share_the_days_and_one_killed_mid_job_leaves_each_sample_once() {
 
 #[test]
 fn settled_days_go_to_the_shared_bucket_and_the_compactor_keeps_them_once() {
-    let Some(server) = crate::common::seaweedfs::SeaweedFs::start() else {
+    let Some(server) = S3Proxy::start() else {
         return;
     };
     let Some(etcd) = Etcd::start() else { return };

@@ -1,5 +1,5 @@
-//! The object-storage tier against a real S3-compatible server (SeaweedFS,
-//! `tests/common/seaweedfs.rs`) and, beside it, a `file://` bucket: settled
+//! The object-storage tier against a real S3-compatible server (S3Proxy,
+//! `tests/common/s3proxy.rs`) and, beside it, a `file://` bucket: settled
 //! days uploaded and read back by range through the cache, a node that lost
 //! its disk, a read-only second instance, retention and deletes in the
 //! bucket, a failing bucket, and a missing or corrupt object.
@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::seaweedfs::{BUCKET, SeaweedFs};
+use crate::common::s3proxy::{ACCESS_KEY_ID, BUCKET, S3Proxy, SECRET_ACCESS_KEY};
 use cairn_bucket::{Bucket, BucketConfig, ObjectInfo};
 use cairn_model::{Labels, Matcher, Sample};
 use cairn_storage::conformance::read;
@@ -28,7 +28,7 @@ fn day_start(days: i64) -> i64 {
     (now() / DAY - days) * DAY
 }
 
-/// A bucket under test: a directory, or a prefix of SeaweedFS' bucket.
+/// A bucket under test: a directory, or a prefix of the S3 server's bucket.
 struct Store {
     url: String,
     endpoint: Option<String>,
@@ -45,7 +45,7 @@ impl Store {
         }
     }
 
-    fn s3(server: &SeaweedFs, prefix: &str) -> Self {
+    fn s3(server: &S3Proxy, prefix: &str) -> Self {
         Self {
             url: format!("s3://{BUCKET}/{prefix}"),
             endpoint: Some(server.endpoint()),
@@ -57,9 +57,8 @@ impl Store {
         BucketConfig {
             endpoint: self.endpoint.clone(),
             region: Some("us-east-1".into()),
-            // SeaweedFS without identities takes any signature.
-            access_key_id: Some("cairn".into()),
-            secret_access_key: Some("cairn-secret".into()),
+            access_key_id: Some(ACCESS_KEY_ID.into()),
+            secret_access_key: Some(SECRET_ACCESS_KEY.into()),
             request_timeout: Duration::from_secs(5),
             max_retries: 1,
             ..BucketConfig::new(&self.url)
@@ -84,11 +83,11 @@ impl Store {
     }
 }
 
-/// The stores every scenario runs against: a directory always, SeaweedFS
+/// The stores every scenario runs against: a directory always, S3Proxy
 /// when it is built (always under CI), each with the server that serves it.
-fn stores(prefix: &str) -> Vec<(Store, Option<SeaweedFs>)> {
+fn stores(prefix: &str) -> Vec<(Store, Option<S3Proxy>)> {
     let mut out = vec![(Store::dir(), None)];
-    if let Some(server) = SeaweedFs::start() {
+    if let Some(server) = S3Proxy::start() {
         out.push((Store::s3(&server, prefix), Some(server)));
     }
     out
@@ -478,7 +477,7 @@ fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn a_bucket_that_goes_down_never_blocks_ingestion_and_its_backlog_drains() {
-    let Some(mut server) = SeaweedFs::start() else {
+    let Some(mut server) = S3Proxy::start() else {
         return;
     };
     let store = Store::s3(&server, "faults");
@@ -523,7 +522,7 @@ fn a_bucket_that_goes_down_never_blocks_ingestion_and_its_backlog_drains() {
 
 #[test]
 fn a_server_uploads_and_a_read_only_server_answers_from_the_bucket() {
-    let Some(server) = SeaweedFs::start() else {
+    let Some(server) = S3Proxy::start() else {
         return;
     };
     let endpoint = server.endpoint();
@@ -536,9 +535,9 @@ fn a_server_uploads_and_a_read_only_server_answers_from_the_bucket() {
         "--storage.object-store.region",
         "us-east-1",
         "--storage.object-store.access-key-id",
-        "cairn",
+        ACCESS_KEY_ID,
         "--storage.object-store.secret-access-key",
-        "cairn-secret",
+        SECRET_ACCESS_KEY,
     ];
     let mut writer_flags = bucket_flags.to_vec();
     writer_flags.extend(["--storage.settle-time", "0s", "--storage.flush-interval", "1s"]);
@@ -644,7 +643,7 @@ fn each_tenant_keeps_its_days_under_its_own_prefix_and_comes_back_from_the_bucke
 
 #[test]
 fn a_bucket_stopped_in_the_middle_of_an_upload_loses_nothing() {
-    let Some(mut server) = SeaweedFs::start() else {
+    let Some(mut server) = S3Proxy::start() else {
         return;
     };
     let store = Store::s3(&server, "mid-upload");

@@ -10,7 +10,7 @@ pub mod kube;
 pub mod netns;
 pub mod peers;
 pub mod raw_read;
-pub mod seaweedfs;
+pub mod s3proxy;
 pub mod three_nodes;
 pub mod webdriver;
 

@@ -40,6 +40,13 @@ pub fn require(name: &str, package: &str) -> Option<PathBuf> {
 /// first.
 pub fn built_from_source(name: &str, env: &str, prefix: &str, built_by: &str) -> Option<PathBuf> {
     wait_for_go_peer(name);
+    tool(env, prefix, built_by)
+}
+
+/// The file named by the variable `env`, or else the last of the files in
+/// `target/tools/` named `<prefix>…`, which `put_by` puts there; `None`
+/// after printing `SKIPPED` (outside CI).
+pub fn tool(env: &str, prefix: &str, put_by: &str) -> Option<PathBuf> {
     let found = std::env::var_os(env).map(PathBuf::from).or_else(|| {
         let tools = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/tools");
         let mut builds: Vec<PathBuf> = std::fs::read_dir(tools)
@@ -52,8 +59,11 @@ pub fn built_from_source(name: &str, env: &str, prefix: &str, built_by: &str) ->
     });
     let found = found.filter(|p| p.is_file());
     if found.is_none() {
-        assert!(!in_ci(), "{prefix}… missing under CI ({built_by} builds it)");
-        println!("SKIPPED: {prefix}… not built ({built_by} builds it into target/tools/)");
+        assert!(
+            !in_ci(),
+            "{prefix}… missing under CI ({put_by} puts it in target/tools/)"
+        );
+        println!("SKIPPED: {prefix}… missing ({put_by} puts it in target/tools/)");
     }
     found
 }
