@@ -77,22 +77,48 @@ fi
 tail -n 1 "$deps_log"
 echo "waited for Debian's packages and S3Proxy: $((SECONDS - start))s"
 
-# The end-to-end tests (the package cairn) four at once: they mostly wait on
-# the processes they start, about one core's worth of CPU with four running.
-# The crates' own tests run beside them in the core left over; their output
-# is shown once both are done, so that the two do not interleave.
+# The test binaries of the build above, each to run in its package's
+# directory as cargo runs it. They are run here rather than by cargo, which
+# holds the build directory for as long as its tests run, and which resolves
+# other features (and builds again) when asked for fewer packages.
+binaries=$(cargo test --workspace --release --no-run --message-format=json | python3 -c '
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(os.path.dirname(m["manifest_path"]), m["executable"], sep="\t")
+')
+
+# Runs the test binaries given as "directory<TAB>executable" lines on stdin,
+# with the arguments given; fails if any test failed.
+run_binaries() {
+    local status=0 dir exe
+    while IFS=$'\t' read -r dir exe; do
+        echo "     Running $exe"
+        (cd "$dir" && "$exe" "$@" </dev/null) || status=1
+    done
+    return "$status"
+}
+
+# The end-to-end tests four at once: they mostly wait on the processes they
+# start, about one core's worth of CPU with four running. The crates' own
+# tests run beside them in the core left over; their output is shown once
+# both are done, so that the two do not interleave.
 start=$SECONDS
 crates_log=target/crate-tests.log
-cargo test --workspace --exclude cairn --release --no-fail-fast >"$crates_log" 2>&1 &
+grep -v '/e2e-[^/]*$' <<<"$binaries" | run_binaries >"$crates_log" 2>&1 &
 crates_pid=$!
 e2e_status=0
-cargo test --package cairn --release --no-fail-fast -- --test-threads 4 || e2e_status=$?
+grep '/e2e-[^/]*$' <<<"$binaries" | run_binaries --test-threads 4 || e2e_status=$?
 crates_status=0
 wait "$crates_pid" || crates_status=$?
 cat "$crates_log"
+# Doc tests are compiled when they run; the crates have none so far.
+doc_status=0
+cargo test --workspace --release --doc || doc_status=$?
 echo "test suite: $((SECONDS - start))s"
-if [ "$e2e_status" != 0 ] || [ "$crates_status" != 0 ]; then
-    echo "tests failed (the end-to-end tests: exit $e2e_status; the crates' tests: exit $crates_status)" >&2
+if [ "$e2e_status" != 0 ] || [ "$crates_status" != 0 ] || [ "$doc_status" != 0 ]; then
+    echo "tests failed (exit status of the end-to-end tests $e2e_status, of the crates' tests $crates_status, of the doc tests $doc_status)" >&2
     exit 1
 fi
 
