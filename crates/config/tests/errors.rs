@@ -4,8 +4,7 @@ use std::path::Path;
 
 use cairn_config::{Config, ConfigError};
 
-mod cases;
-use cases::REJECTED;
+use crate::cases::REJECTED;
 
 #[test]
 fn errors_name_the_problem_and_where_it_is() {

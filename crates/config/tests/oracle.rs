@@ -11,8 +11,6 @@ use std::process::{Command, Stdio};
 
 use cairn_config::Config;
 
-mod cases;
-
 /// Configurations both must accept.
 const ACCEPTED: &[&str] = &[
     "",
@@ -130,7 +128,7 @@ fn oracle_prometheus_agrees_on_rejected_configs() {
         return;
     };
     let mut failures = Vec::new();
-    for (yaml, expected) in cases::REJECTED {
+    for (yaml, expected) in crate::cases::REJECTED {
         let verdict = prometheus(&binary, yaml);
         let unsupported = expected.ends_with("is not supported by Cairn");
         match (unsupported, verdict) {

@@ -12,8 +12,7 @@ use cairn_storage::{Admin, Appendable, Querier, Queryable, ReadWarnings, SelectH
 use cairn_tsdb::check::{check_dir, is_intact_copy};
 use cairn_tsdb::{Config, Day, Part, Tsdb};
 
-mod common;
-use common::{HOUR, config, now, yesterday_noon};
+use crate::common::{HOUR, config, now, yesterday_noon};
 
 type Data = Vec<(Labels, Vec<Sample>)>;
 

@@ -7,8 +7,7 @@ use cairn_storage::conformance::read;
 use cairn_storage::{Admin, Appendable, Queryable};
 use cairn_tsdb::Tsdb;
 
-mod common;
-use common::{DAY, HOUR, config, now, yesterday_noon};
+use crate::common::{DAY, HOUR, config, now, yesterday_noon};
 
 fn series(i: usize) -> Labels {
     Labels::from_pairs([("__name__", "m"), ("i", &i.to_string())])

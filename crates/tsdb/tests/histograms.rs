@@ -8,8 +8,7 @@ use cairn_model::{Histogram, HistogramSample, Labels, Matcher, Sample};
 use cairn_storage::{Admin, Appendable, Queryable, RejectReason, SelectHints, collect_samples};
 use cairn_tsdb::{Config, Tsdb};
 
-mod common;
-use common::{DAY, HOUR, config, now};
+use crate::common::{DAY, HOUR, config, now};
 
 fn series(i: usize) -> Labels {
     Labels::from_pairs([("__name__", "h"), ("i", &i.to_string())])
@@ -290,7 +289,7 @@ fn tsdb_histogram_files_of_flushes_after_a_reopen_keep_earlier_ones() {
 fn tsdb_histogram_files_flushes_add_are_merged_by_the_merge_round() {
     let dir = tempfile::tempdir().unwrap();
     let c = config(dir.path());
-    let start = common::yesterday_noon();
+    let start = crate::common::yesterday_noon();
     let day = dir
         .path()
         .join("partitions")

@@ -7,8 +7,7 @@ use cairn_storage::conformance::read;
 use cairn_storage::{Admin, Appendable, Queryable};
 use cairn_tsdb::Tsdb;
 
-mod common;
-use common::{HOUR, config, now};
+use crate::common::{HOUR, config, now};
 
 fn write(db: &Tsdb, series: usize, start: i64) {
     let mut app = db.appender();

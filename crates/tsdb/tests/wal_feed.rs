@@ -7,8 +7,7 @@ use cairn_model::{Labels, Sample};
 use cairn_storage::Appendable;
 use cairn_tsdb::{TailEvent, Tsdb, WalPosition, WalTail};
 
-mod common;
-use common::{config, yesterday_noon};
+use crate::common::{config, yesterday_noon};
 
 fn series(i: usize) -> Labels {
     Labels::from_pairs([("__name__", "m"), ("i", &i.to_string())])

@@ -9,8 +9,7 @@ use cairn_storage::conformance::read;
 use cairn_storage::{Admin, Appendable, ErrorKind, RefusalReason, StorageError};
 use cairn_tsdb::Tsdb;
 
-mod common;
-use common::{HOUR, config, now};
+use crate::common::{HOUR, config, now};
 
 fn commit(db: &Tsdb, batch: i64, start: i64) -> Result<(), StorageError> {
     let mut app = db.appender();
