@@ -6,13 +6,12 @@
 //! the alerts and tells a webhook.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::etcd::Etcd;
+use crate::common::exposition_target::ExpositionTarget;
 use crate::common::netns::Bridge;
 use crate::common::peers::{Alertmanager, require};
 use crate::common::three_nodes::ThreeNodes;
@@ -27,8 +26,7 @@ const INTERVAL_MS: i64 = 4_000;
 /// Targets on loopback ports, each serving one gauge (and `cm_transient`
 /// while `transient` holds) and noting when it was scraped.
 struct Targets {
-    addrs: Vec<String>,
-    scrapes: Vec<Arc<Mutex<Vec<i64>>>>,
+    targets: Vec<ExpositionTarget>,
     transient: Arc<AtomicBool>,
 }
 
@@ -39,54 +37,30 @@ impl Targets {
 
     /// [`Self::start`] on `host`.
     fn start_on(host: &str) -> Self {
-        let mut addrs = Vec::new();
-        let mut scrapes = Vec::new();
         let transient = Arc::new(AtomicBool::new(true));
-        for i in 0..TARGETS {
-            let transient = transient.clone();
-            let listener = TcpListener::bind((host, 0)).expect("bind target");
-            addrs.push(listener.local_addr().expect("addr").to_string());
-            let times = Arc::new(Mutex::new(Vec::new()));
-            scrapes.push(times.clone());
-            std::thread::spawn(move || {
-                for stream in listener.incoming().flatten() {
-                    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
-                    let mut line = String::new();
-                    // The request line and headers; a scrape has no body.
-                    while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                        line.clear();
-                    }
-                    times.lock().expect("scrape times").push(now_ms());
+        let targets = (0..TARGETS)
+            .map(|i| {
+                let transient = transient.clone();
+                ExpositionTarget::start(host, move |_| {
                     let mut body = format!("# TYPE cm_value gauge\ncm_value {}\n", i + 1);
                     if transient.load(Ordering::SeqCst) {
                         body.push_str("cm_transient 1\n");
                     }
-                    let mut stream = stream;
-                    let _ = write!(
-                        stream,
-                        "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
-                         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                        body.len()
-                    );
-                }
-            });
-        }
-        Self {
-            addrs,
-            scrapes,
-            transient,
-        }
+                    body
+                })
+            })
+            .collect();
+        Self { targets, transient }
     }
 
     /// When target `i` was scraped, from `since` on.
     fn scrapes_since(&self, i: usize, since: i64) -> Vec<i64> {
-        let times = self.scrapes[i].lock().expect("scrape times");
-        times.iter().copied().filter(|&t| t >= since).collect()
+        self.targets[i].answered().into_iter().filter(|&t| t >= since).collect()
     }
 }
 
 fn prometheus_yml(targets: &Targets, rules: &std::path::Path, alertmanagers: &[String]) -> String {
-    let targets: Vec<String> = targets.addrs.iter().map(|a| format!("'{a}'")).collect();
+    let targets: Vec<String> = targets.targets.iter().map(|t| format!("'{}'", t.addr)).collect();
     let alertmanagers: Vec<String> = alertmanagers.iter().map(|a| format!("'{a}'")).collect();
     format!(
         "global:\n  scrape_interval: {INTERVAL_MS}ms\n  evaluation_interval: {INTERVAL_MS}ms\n\

@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use crate::common::exposition_target::ExpositionTarget;
 use crate::common::peers::{Prometheus, VictoriaMetrics, prometheus_3, victoria_metrics_1_150};
 use crate::common::raw_read;
 use crate::common::*;
@@ -400,54 +401,16 @@ fn agent_mode_forwards_what_it_scrapes_and_is_pushed_and_answers_no_reads() {
     }
 }
 
-/// A target whose every scrape is counted: `served_total{i}` is the
-/// scrape's number, for `SERVED_SERIES` series, and when each was served.
-struct CountingTarget {
-    addr: String,
-    served: std::sync::Arc<std::sync::Mutex<Vec<(u64, Instant)>>>,
-}
-
+/// The series each scrape of the counting target serves: `served_total{i}`
+/// is the scrape's number.
 const SERVED_SERIES: usize = 40;
 
-impl CountingTarget {
-    fn start() -> Self {
-        use std::io::{BufRead, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap().to_string();
-        let served = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let log = served.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
-                    line.clear();
-                }
-                let mut served = log.lock().unwrap();
-                let n = served.len() as u64 + 1;
-                let mut body = String::from("# TYPE served counter\n");
-                for i in 0..SERVED_SERIES {
-                    body.push_str(&format!("served_total{{i=\"{i}\"}} {n}\n"));
-                }
-                let mut stream = stream;
-                let answered = write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
-                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                if answered.is_ok() {
-                    served.push((n, Instant::now()));
-                }
-            }
-        });
-        Self { addr, served }
+fn counting_body(n: u64) -> String {
+    let mut body = String::from("# TYPE served counter\n");
+    for i in 0..SERVED_SERIES {
+        body.push_str(&format!("served_total{{i=\"{i}\"}} {n}\n"));
     }
-
-    /// The scrapes served so far: number and when.
-    fn served(&self) -> Vec<(u64, Instant)> {
-        self.served.lock().unwrap().clone()
-    }
+    body
 }
 
 /// Checks that every series of `served_total` holds each scrape's number
@@ -482,7 +445,7 @@ fn agent_mode_sends_its_scrapes_as_written_across_an_outage_and_a_kill() {
         &["--web.enable-remote-write-receiver"],
     );
     let vm = VictoriaMetrics::start(&vm_bin, &["-search.latencyOffset=0s".to_string()]);
-    let target = CountingTarget::start();
+    let target = ExpositionTarget::start("127.0.0.1", counting_body);
     // Prometheus takes each scrape's block whole; VictoriaMetrics' queue
     // splits them between three shards and into batches of seven.
     let config = format!(
@@ -518,7 +481,7 @@ fn agent_mode_sends_its_scrapes_as_written_across_an_outage_and_a_kill() {
     prom.stop();
     std::thread::sleep(Duration::from_secs(4));
     cairn.kill9();
-    let killed = Instant::now();
+    let killed = now_ms();
     cairn.restart();
     std::thread::sleep(Duration::from_secs(3));
     prom.start_again();
@@ -526,10 +489,9 @@ fn agent_mode_sends_its_scrapes_as_written_across_an_outage_and_a_kill() {
     // Every scrape served arrives once, in order, but the one the kill may
     // have caught between its answer and its commit.
     std::thread::sleep(Duration::from_secs(2));
-    let want: Vec<u64> = target
-        .served()
-        .into_iter()
-        .filter(|&(_, at)| at + Duration::from_secs(1) < killed || at > killed)
+    let want: Vec<u64> = (1..)
+        .zip(target.answered())
+        .filter(|&(_, at)| at + 1_000 < killed || at > killed)
         .map(|(n, _)| n)
         .collect();
     assert!(want.len() > 15, "scrapes served: {want:?}");

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod etcd;
+pub mod exposition_target;
 pub mod kube;
 pub mod netns;
 pub mod peers;
