@@ -317,7 +317,7 @@ impl<T: Transport> Incoming<'_, T> {
         while n > 0 {
             let pending = self.pending().len().min(n);
             let moved = if pending > 0 {
-                body.extend_from_slice(&self.buf[self.at..self.at + pending]);
+                body.extend_from_slice(&self.pending()[..pending]);
                 self.at += pending;
                 pending
             } else {
