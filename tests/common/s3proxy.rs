@@ -42,6 +42,9 @@ impl S3Proxy {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(dir.path().join("data").join(BUCKET)).expect("bucket dir");
         let port = super::free_port();
+        // Unknown headers are let through: object_store's bulk delete sends
+        // `x-amz-checksum-sha256`, which S3Proxy would otherwise refuse as
+        // not implemented.
         let properties = format!(
             "s3proxy.endpoint=http://127.0.0.1:{port}\n\
              s3proxy.authorization=aws-v2-or-v4\n\
