@@ -164,24 +164,31 @@ mod glibc {
 mod tests {
     use super::*;
 
-    /// Resident bytes of this executable's read-only mappings.
-    fn resident_code() -> usize {
+    /// The pages of this executable's read-only mappings that are present
+    /// in this process' page table.
+    fn resident_code_pages() -> std::collections::HashSet<usize> {
+        use std::os::unix::fs::FileExt;
+        const PAGE: usize = 4096;
+        const PRESENT: u64 = 1 << 63;
         let exe = std::fs::read_link("/proc/self/exe").unwrap();
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let mut ours = false;
-        let mut kib = 0;
-        for line in smaps.lines() {
-            if let Some((_, perms, path)) = mapping(line) {
-                ours = path == exe.as_os_str() && !perms.contains('w');
-            } else if line.contains('-') && !line.starts_with(char::is_uppercase) {
-                ours = false;
-            } else if let Some(rss) = line.strip_prefix("Rss:")
-                && ours
-            {
-                kib += rss.trim().trim_end_matches(" kB").parse::<usize>().unwrap();
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let pagemap = std::fs::File::open("/proc/self/pagemap").unwrap();
+        let mut resident = std::collections::HashSet::new();
+        for (range, perms, path) in maps.lines().filter_map(mapping) {
+            if path != exe.as_os_str() || perms.contains('w') {
+                continue;
+            }
+            let mut entries = vec![0u8; range.len() / PAGE * 8];
+            pagemap
+                .read_exact_at(&mut entries, (range.start / PAGE * 8) as u64)
+                .unwrap();
+            for (i, entry) in entries.chunks_exact(8).enumerate() {
+                if u64::from_ne_bytes(entry.try_into().unwrap()) & PRESENT != 0 {
+                    resident.insert(range.start + i * PAGE);
+                }
             }
         }
-        kib * 1024
+        resident
     }
 
     #[test]
@@ -196,12 +203,22 @@ mod tests {
 
     #[test]
     fn released_code_leaves_the_resident_set() {
-        let before = resident_code();
+        let before = resident_code_pages();
         let advised = release_startup_code().unwrap();
-        let after = resident_code();
-        assert!(advised >= before, "advised {advised} bytes, {before} were resident");
-        // The code that runs from here on (reading smaps, other tests'
-        // threads) comes back, a block of pages at a time.
-        assert!(after < before, "{before} bytes of code resident before, {after} after");
+        let after = resident_code_pages();
+        assert!(
+            advised >= before.len() * 4096,
+            "advised {advised} bytes, {} pages were resident",
+            before.len()
+        );
+        // The code that runs from here on (this test, the other tests'
+        // threads) comes back, a block of pages at a time, but most of
+        // what was resident is gone.
+        let kept = before.intersection(&after).count();
+        assert!(
+            kept * 2 < before.len(),
+            "{kept} of {} resident pages stayed",
+            before.len()
+        );
     }
 }
