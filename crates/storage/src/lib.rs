@@ -20,6 +20,7 @@ pub mod conformance;
 mod error;
 mod mem;
 mod query;
+mod settled;
 mod shard_view;
 mod tenant;
 mod wal_replay;
@@ -37,6 +38,7 @@ pub use query::{
     Querier, Queryable, SampleBlock, SampleBlocks, SelectHints, Series, SeriesSet, Shard, ShardBy, VecSampleBlocks,
     collect_samples,
 };
+pub use settled::{SETTLED_AFTER_MS, SettledChanges, settled_before};
 pub use shard_view::ShardView;
 pub use tenant::{
     DEFAULT_TENANT, Federated, MemTenants, ReadOptions, ReadWarnings, TENANT_ID_LABEL, TENANT_SEPARATOR, TenantId,
@@ -50,6 +52,10 @@ pub use work::{WorkShare, rule_group_key};
 impl<T: Queryable + ?Sized> Queryable for std::sync::Arc<T> {
     fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier>, StorageError> {
         (**self).querier(mint, maxt)
+    }
+
+    fn settled_changes(&self) -> Option<u64> {
+        (**self).settled_changes()
     }
 }
 

@@ -25,6 +25,7 @@ type Data = BTreeMap<Labels, BTreeMap<i64, Value>>;
 #[derive(Default, Clone)]
 pub struct MemStorage {
     data: Arc<RwLock<Data>>,
+    settled: Arc<crate::SettledChanges>,
 }
 
 impl MemStorage {
@@ -54,6 +55,10 @@ impl Queryable for MemStorage {
             .filter(|(_, s)| !s.is_empty())
             .collect();
         Ok(Box::new(MemQuerier { data: snapshot }))
+    }
+
+    fn settled_changes(&self) -> Option<u64> {
+        Some(self.settled.get())
     }
 }
 
@@ -169,6 +174,7 @@ impl Appender for MemAppender<'_> {
     fn commit(self: Box<Self>) -> Result<CommitReport, StorageError> {
         let mut data = self.storage.data.write();
         let mut report = CommitReport::default();
+        let mut min_t = i64::MAX;
         for (labels, samples) in self.pending {
             let series = data.entry(labels).or_insert_with(|| {
                 report.series_created += 1;
@@ -178,8 +184,11 @@ impl Appender for MemAppender<'_> {
                 report.histograms_accepted += u64::from(matches!(v, Value::Histogram(_)));
                 series.insert(t, v);
                 report.samples_accepted += 1;
+                min_t = min_t.min(t);
             }
         }
+        drop(data);
+        self.storage.settled.record_write(min_t);
         Ok(report)
     }
 
@@ -193,6 +202,8 @@ impl Admin for MemStorage {
             samples.retain(|&t, _| t < mint || t > maxt);
         }
         data.retain(|_, s| !s.is_empty());
+        drop(data);
+        self.settled.record();
         Ok(())
     }
 

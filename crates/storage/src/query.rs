@@ -12,6 +12,16 @@ pub trait Queryable: Send + Sync {
     /// The view sees every sample committed before the call and none committed
     /// after, for as long as it lives. Deleted series are invisible at once.
     fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier>, StorageError>;
+
+    /// A count that moves whenever settled data ([`crate::SETTLED_AFTER_MS`])
+    /// changes: a write with a settled sample, a delete, retention. It
+    /// moves once the change is visible to queriers, so an answer computed
+    /// after reading it equals the count's data or is outdated by a move.
+    /// `None` (the default) where the storage cannot tell: nothing it
+    /// answers is then cached.
+    fn settled_changes(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// What the caller will do with selected series, so storage can skip work.

@@ -26,6 +26,10 @@ impl Queryable for ShardView {
             shard: self.shard.clone(),
         }))
     }
+
+    fn settled_changes(&self) -> Option<u64> {
+        self.inner.settled_changes()
+    }
 }
 
 struct ShardQuerier {

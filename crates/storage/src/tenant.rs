@@ -271,6 +271,12 @@ impl Queryable for Federated {
             .collect::<Result<_, StorageError>>()?;
         Ok(Box::new(FederatedQuerier { members }))
     }
+
+    fn settled_changes(&self) -> Option<u64> {
+        self.members
+            .iter()
+            .try_fold(0u64, |sum, (_, s)| Some(sum.wrapping_add(s.settled_changes()?)))
+    }
 }
 
 struct FederatedQuerier {

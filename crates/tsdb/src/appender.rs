@@ -396,6 +396,7 @@ impl Appender for TsdbAppender<'_> {
         // When every series is known (the steady state), the WAL record and
         // the rows are built here too, so the commit lock only orders, writes
         // and applies them: it is the one serial step of ingestion.
+        let oldest = self.by_day.values().next().and_then(|d| d.ts.iter().min().copied());
         let all_known = known.iter().flatten().all(Option::is_some);
         let prepared = all_known.then(|| {
             let ids: DayIds = known.iter().map(|d| d.iter().flatten().copied().collect()).collect();
@@ -433,6 +434,9 @@ impl Appender for TsdbAppender<'_> {
             }
         }
         drop(commit);
+        if let Some(t) = oldest {
+            db.settled.record_write(t);
+        }
         // Compression of full heads runs outside the commit lock, so the
         // next commit proceeds meanwhile (on another core). The rows are
         // committed and visible whether or not sealing succeeds: a failed

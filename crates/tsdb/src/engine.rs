@@ -92,6 +92,8 @@ pub(crate) struct Inner {
     pub expired: Mutex<Vec<Arc<Partition>>>,
     /// `config.retention`, changeable while open (a tenant's limits reloaded).
     retention_ms: AtomicI64,
+    /// Changes of settled data, for caches of answers.
+    pub settled: cairn_storage::SettledChanges,
     /// Series today's partition may hold before commits stop creating more
     /// (0: no limit).
     pub max_active_series: AtomicU64,
@@ -221,6 +223,7 @@ impl Tsdb {
             remote,
             expired: Mutex::default(),
             retention_ms: AtomicI64::new(config.retention.as_millis() as i64),
+            settled: cairn_storage::SettledChanges::default(),
             max_active_series: AtomicU64::new(config.max_active_series),
             quarantine,
             health: WriteHealth::new(config.min_free_disk_bytes),
@@ -258,6 +261,7 @@ impl Tsdb {
     pub fn set_retention(&self, retention: Duration) {
         let ms = i64::try_from(retention.as_millis()).unwrap_or(i64::MAX);
         self.inner.retention_ms.store(ms, Ordering::Relaxed);
+        self.inner.settled.record();
         self.inner.nudge();
     }
 
@@ -605,6 +609,8 @@ impl Inner {
             let mut map = self.partitions.write();
             let keep = map.split_off(&oldest);
             expired.extend(std::mem::replace(&mut *map, keep).into_values());
+            drop(map);
+            self.settled.record();
         }
         let mut first_error = None;
         for p in expired {
@@ -665,6 +671,7 @@ impl Inner {
             };
             p.delete(&ids, mint, maxt, seq)?;
         }
+        self.settled.record();
         Ok(())
     }
 }
@@ -696,6 +703,10 @@ impl Tsdb {
 impl Queryable for Tsdb {
     fn querier(&self, mint: i64, maxt: i64) -> Result<Box<dyn Querier>, StorageError> {
         Ok(Box::new(self.querier_warning(mint, maxt, None)))
+    }
+
+    fn settled_changes(&self) -> Option<u64> {
+        Some(self.inner.settled.get())
     }
 }
 

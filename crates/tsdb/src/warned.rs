@@ -25,6 +25,10 @@ impl Queryable for WarnedReads {
             Some(self.warnings.clone()),
         )))
     }
+
+    fn settled_changes(&self) -> Option<u64> {
+        self.tsdb.settled_changes()
+    }
 }
 
 impl Appendable for WarnedReads {

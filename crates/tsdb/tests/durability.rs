@@ -394,3 +394,30 @@ fn rows_a_replay_restores_are_numbered_above_every_number_handed_out_before_the_
         "replayed rows numbered {fresh_min}, below {handed_out} handed out before the crash"
     );
 }
+
+#[test]
+fn settled_data_changes_are_counted_once_visible_and_fresh_writes_are_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = config(dir.path());
+    c.retention = Duration::from_secs(10 * 86_400);
+    let db = Tsdb::open(c).unwrap();
+    let count = || db.settled_changes().unwrap();
+    let at_open = count();
+    // Fresh samples, in order: a cache may not keep them anyway.
+    write(&db, 3, 2, now() - 60_000);
+    write(&db, 3, 1, now());
+    assert_eq!(count(), at_open);
+    // A backfill, even of one sample, is a change, visible once counted.
+    write(&db, 1, 1, now() - HOUR);
+    assert_eq!(count(), at_open + 1);
+    assert!(all(&db).iter().any(|(_, s)| s.iter().any(|s| s.t < now() - HOUR / 2)));
+    db.delete_series(&[Matcher::equal("i", "2")], i64::MIN / 2, i64::MAX / 2)
+        .unwrap();
+    assert_eq!(count(), at_open + 2);
+    // Retention changed, and the days it drops.
+    write(&db, 1, 1, yesterday_noon() - 8 * DAY);
+    assert_eq!(count(), at_open + 3);
+    db.set_retention(Duration::from_secs(5 * 86_400));
+    db.maintain().unwrap();
+    assert!(count() >= at_open + 5, "{} after {at_open}", count());
+}
