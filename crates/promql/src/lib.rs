@@ -467,6 +467,25 @@ impl Parsed {
         Some(split.parts.iter().map(|c| (c.start, c.end)).collect())
     }
 
+    /// The query's first and last step and its step (ms); an instant
+    /// query's are its time, its time and 0.
+    pub fn bounds(&self) -> (i64, i64, i64) {
+        (self.ctx.start, self.ctx.end, self.ctx.step)
+    }
+
+    /// Whether each step of this range query is answered from the data
+    /// around it alone, by the rule [`Self::split_over`] cuts by, so that
+    /// the answers of its past steps may be kept and reused by a later query
+    /// over other bounds: how far after a step that data reaches (ms), or
+    /// `None`.
+    pub fn steps_reach_ahead(&self) -> Option<i64> {
+        if self.ctx.step <= 0 || step_split::uses_query_bounds(&self.root) {
+            return None;
+        }
+        step_split::lookbehind(&self.root, self.limits.lookback)?;
+        Some(step_split::lookahead(&self.root, self.limits.lookback))
+    }
+
     /// How a range query may be cut by series into shards evaluated apart
     /// (each over a [`cairn_storage::ShardView`] with the same placement)
     /// and joined by labels, the answer then the whole evaluation's; `None`

@@ -134,6 +134,23 @@ pub(crate) fn uses_query_bounds(node: &Node) -> bool {
         || node.children().into_iter().any(uses_query_bounds)
 }
 
+/// How far after a step the data it needs reaches: negative offsets and
+/// `smoothed` selectors read ahead of it.
+pub(crate) fn lookahead(node: &Node, lookback: i64) -> i64 {
+    let selector = |sel: &Selector| (sel.extra_reach(lookback).1 - sel.offset).max(0);
+    match node {
+        Node::Vector(sel) | Node::Matrix(sel, _) => selector(sel),
+        Node::Subquery(sq) => (lookahead(&sq.inner, lookback) - sq.offset).max(0),
+        Node::Info(info) => selector(&info.select).max(lookahead(&info.input, lookback)),
+        _ => node
+            .children()
+            .into_iter()
+            .map(|n| lookahead(n, lookback))
+            .max()
+            .unwrap_or(0),
+    }
+}
+
 /// Whether an aggregation is at or under `node`, so its groups' order is
 /// the part's own.
 fn has_aggregation(node: &Node) -> bool {
@@ -147,7 +164,7 @@ fn has_aggregation(node: &Node) -> bool {
 /// otherwise than the whole evaluation (see the module documentation;
 /// found by the differential test's byte-for-byte comparison), or a range
 /// function's result must be checked whole for series that collide.
-fn lookbehind(node: &Node, lookback: i64) -> Option<i64> {
+pub(crate) fn lookbehind(node: &Node, lookback: i64) -> Option<i64> {
     let selector = |sel: &Selector, window: i64| sel.at.is_none().then_some(window + sel.extra_reach(lookback).0);
     match node {
         Node::Vector(sel) => selector(sel, lookback),
