@@ -358,6 +358,13 @@ struct Cli {
     #[arg(long = "query.max-memory-bytes", default_value_t = 0)]
     query_max_memory_bytes: usize,
 
+    /// Bound of the range query results cache, which keeps the settled
+    /// steps of range queries for the same query over a later window (a
+    /// dashboard refreshing); 0 turns it off. A request with `nocache=1`
+    /// bypasses it.
+    #[arg(long = "query.results-cache.max-bytes", default_value_t = 64 << 20)]
+    query_results_cache_max_bytes: usize,
+
     /// How much lower than ingestion the API's queries run, as a Linux nice
     /// increment (0-19; 0: the same priority): a storm of heavy queries then
     /// takes the CPU that ingestion and rule evaluation leave, not theirs.
@@ -592,6 +599,7 @@ fn main() -> anyhow::Result<()> {
         remote_read_sample_limit: cli.remote_read_sample_limit,
         remote_read_concurrency: cli.remote_read_concurrent_limit,
         remote_read_max_bytes_in_frame: cli.remote_read_max_bytes_in_frame,
+        results_cache_max_bytes: cli.query_results_cache_max_bytes,
         query_admission: cairn_http::AdmissionConfig {
             max_concurrency: cli.query_max_concurrency,
             max_queue_length: cli.query_max_queue_length,

@@ -487,3 +487,72 @@ fn deep_queries_are_answered_or_refused_never_fatal() {
     // Still serving.
     assert_eq!(c.post_form("/api/v1/query", &[("query", "1")]).status, 200);
 }
+
+/// A dashboard refreshing a sliding window: the second query reuses the
+/// settled steps of the first, with the same answer as `nocache=1`, until
+/// a backfill or a delete changes settled data.
+#[test]
+fn range_queries_reuse_settled_steps_until_a_backfill_or_delete() {
+    let srv = Server::start();
+    let c = srv.client();
+    let now = now_ms() / MIN * MIN;
+    let t0 = now - 3 * 60 * MIN;
+    let samples = |slope: f64| -> Vec<(i64, f64)> {
+        (0..)
+            .map(|i| t0 + i * 15_000)
+            .take_while(|&t| t <= now)
+            .map(|t| (t, (t - t0) as f64 / 1000.0 * slope))
+            .collect()
+    };
+    c.write(&[
+        series(&[("__name__", "requests_total"), ("job", "a")], &samples(1.0)),
+        series(&[("__name__", "requests_total"), ("job", "b")], &samples(2.5)),
+    ]);
+    let range = |query: &str, start: i64, nocache: bool| {
+        let (start, end) = (ms_to_param(start), ms_to_param(start + 2 * 60 * MIN));
+        let mut params = vec![("query", query), ("start", &start), ("end", &end), ("step", "60")];
+        if nocache {
+            params.push(("nocache", "1"));
+        }
+        let r = c.get_query("/api/v1/query_range", &params);
+        assert_eq!(r.status, 200, "{query}: {}", r.body);
+        r.body
+    };
+    let hits = || c.metric("cairn_results_cache_hits_total").unwrap_or(0.0);
+    let invalidations = || c.metric("cairn_results_cache_invalidations_total").unwrap_or(0.0);
+    let queries = ["sum by (job) (rate(requests_total[5m]))", "requests_total offset -1m"];
+    let start = t0 + 30 * MIN;
+    for query in queries {
+        let first = range(query, start, false);
+        assert_eq!(first, range(query, start, true), "{query}");
+        let before = hits();
+        for refresh in 1..=3 {
+            let moved = range(query, start + refresh * MIN, false);
+            assert_eq!(
+                moved,
+                range(query, start + refresh * MIN, true),
+                "{query}, refresh {refresh}"
+            );
+        }
+        assert_eq!(hits(), before + 3.0, "{query}");
+    }
+
+    // A backfilled sample among the kept steps: the next answer has it.
+    let (hits_before, invalidations_before) = (hits(), invalidations());
+    c.write(&[series(
+        &[("__name__", "requests_total"), ("job", "c")],
+        &[(t0 + 60 * MIN, 1.0), (t0 + 61 * MIN, 100.0)],
+    )]);
+    let query = queries[0];
+    let answer = range(query, start + 3 * MIN, false);
+    assert_eq!(answer, range(query, start + 3 * MIN, true));
+    assert!(answer.contains(r#""job":"c""#), "{answer}");
+    assert_eq!((hits(), invalidations()), (hits_before, invalidations_before + 1.0));
+
+    let r = c.post_form("/api/v1/admin/tsdb/delete_series", &[("match[]", r#"{job="b"}"#)]);
+    assert_eq!(r.status, 204, "{}", r.body);
+    let answer = range(query, start + 3 * MIN, false);
+    assert_eq!(answer, range(query, start + 3 * MIN, true));
+    assert!(!answer.contains(r#""job":"b""#), "{answer}");
+    assert_eq!(invalidations(), invalidations_before + 2.0);
+}

@@ -37,6 +37,7 @@ pub mod peers;
 mod process;
 mod remote_read;
 mod response;
+pub mod results_cache;
 mod selector;
 mod series;
 mod server_status;
@@ -76,6 +77,7 @@ pub use params::{
     unescape_label_name,
 };
 pub use response::{LabelsJson, Success, format_value, json_response, push_value};
+pub use results_cache::{CacheKey, CachedSteps, ResultsCache};
 pub use selector::{parse_match_params, parse_selector};
 pub use server_status::PROMETHEUS_API_VERSION;
 pub use tenant::{TENANT_HEADER, Tenant, TenantMetadata};
@@ -133,6 +135,9 @@ pub struct ApiConfig {
     /// How many expensive reads run at once and how many wait
     /// (`--query.max-concurrency`, ...; see [`admission`]).
     pub query_admission: AdmissionConfig,
+    /// The range query results cache's bound in bytes; 0 turns it off.
+    /// Default 64 MiB.
+    pub results_cache_max_bytes: usize,
     /// Agent mode (`--agent`): samples are forwarded, not kept, so every
     /// read route answers 503 `unavailable`, as Prometheus' agent does.
     pub agent: bool,
@@ -188,6 +193,7 @@ impl Default for ApiConfig {
             remote_read_max_bytes_in_frame: 1 << 20,
             lookback_delta_ms: 5 * 60 * 1000,
             query_admission: AdmissionConfig::default(),
+            results_cache_max_bytes: 64 << 20,
         }
     }
 }
@@ -207,6 +213,7 @@ pub struct AppState {
     wal_replay: Arc<WalReplay>,
     monitoring: Arc<std::sync::OnceLock<Arc<dyn Monitoring>>>,
     query_gate: Arc<QueryGate>,
+    results_cache: Arc<ResultsCache>,
 }
 
 impl AppState {
@@ -222,6 +229,7 @@ impl AppState {
             wal_replay: Arc::default(),
             monitoring: Arc::default(),
             query_gate: Arc::new(QueryGate::new(config.query_admission)),
+            results_cache: Arc::new(ResultsCache::new(config.results_cache_max_bytes)),
             config: Arc::new(config),
             metrics: Arc::new(HttpMetrics::new()),
             tenant_metadata: Arc::default(),
@@ -293,6 +301,11 @@ impl AppState {
     /// before the work and hold it until the work ends.
     pub fn query_gate(&self) -> &Arc<QueryGate> {
         &self.query_gate
+    }
+
+    /// The range query results cache.
+    pub fn results_cache(&self) -> &Arc<ResultsCache> {
+        &self.results_cache
     }
 
     pub fn metrics(&self) -> &Arc<HttpMetrics> {

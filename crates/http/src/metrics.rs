@@ -489,6 +489,7 @@ pub async fn metrics_handler(
     let mut e = Exposition::new();
     state.metrics().render(&mut e);
     state.query_gate().render(&mut e);
+    state.results_cache().render(&mut e);
     render_storage(&mut e, &stats);
     // Each tenant's own series only for those the caller may read.
     let shown = |t: &TenantId| may_see(caller.as_ref(), t);

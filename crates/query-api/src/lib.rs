@@ -9,6 +9,7 @@
 //! `strconv.FormatFloat(v, 'f' or 'e', -1, 64)`.
 
 mod ast_json;
+mod cached;
 mod features;
 mod split;
 
@@ -30,6 +31,7 @@ use cairn_model::Labels;
 use cairn_promql::{Engine, ErrorKind, Parsed, QueryError, QueryOptions, QueryResult, QueryStats, SampleValue, Value};
 use cairn_storage::{Queryable, TenantScope};
 
+pub use cached::CACHED_STEPS_HEADER;
 pub use cairn_promql::{EngineOptions, StepSplit};
 pub use split::PARTS_HEADER;
 
@@ -211,6 +213,9 @@ async fn query_range(
     if cairn_http::peers::is_peer_request(&headers) {
         let shard = split::requested_shard(&params)?;
         return answer(state, &scope, &engine, &params, parse_range, shard).await;
+    }
+    if let Some(cached) = cached::answer(&state, &scope, &engine, &params).await? {
+        return Ok(cached);
     }
     if let Some(Extension(peers)) = peers
         && let Some(split) = split::answer(&state, &scope, &engine, &params, &headers, &peers).await?

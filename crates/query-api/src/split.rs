@@ -224,6 +224,11 @@ fn cut_params(params: &Params, cut: &Cut) -> Vec<(String, String)> {
     }
 }
 
+/// `params` with the bounds `start` and `end` (ms) in place of their own.
+pub(crate) fn with_bounds(params: &Params, start: i64, end: i64) -> Params {
+    params_of(&cut_params(params, &Cut::Time(start, end)))
+}
+
 fn params_of(pairs: &[(String, String)]) -> Params {
     let mut p = Params::default();
     for (k, v) in pairs {
@@ -293,7 +298,7 @@ fn go_float(s: &str) -> Option<f64> {
 
 /// The parts' results as one: each series' points in part (step) order,
 /// series by labels as a range query orders them, each annotation once.
-fn join(parts: Vec<QueryResult>) -> QueryResult {
+pub(crate) fn join(parts: Vec<QueryResult>) -> QueryResult {
     let mut series: BTreeMap<Labels, RangeSeries> = BTreeMap::new();
     let (mut warnings, mut infos) = (Vec::<String>::new(), Vec::<String>::new());
     let mut stats = QueryStats::default();

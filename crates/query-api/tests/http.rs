@@ -257,3 +257,104 @@ async fn queries_past_the_admission_are_refused_with_503() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!((gate.running(), gate.waiting()), (0, 0));
 }
+
+/// A range query answered twice over a window moved on, through the
+/// results cache and with `nocache=1`.
+async fn cached_and_not(app: &axum::Router, query: &str, start: i64, end: i64) -> (Option<i64>, String, String) {
+    let uri = |extra: &str| {
+        format!(
+            "/api/v1/query_range?query={}&start={}&end={}&step=60{extra}",
+            query.replace('+', "%2B").replace(' ', "+"),
+            start / 1000,
+            end / 1000
+        )
+    };
+    let resp = app
+        .clone()
+        .oneshot(Request::get(uri("")).body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    let cached = resp
+        .headers()
+        .get(cairn_query_api::CACHED_STEPS_HEADER)
+        .map(|v| v.to_str().unwrap().parse().unwrap());
+    let body = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap();
+    let (_, uncached) = send_to(
+        app.clone(),
+        Request::get(uri("&nocache=1")).body(Body::empty()).unwrap(),
+    )
+    .await;
+    (cached, String::from_utf8(body.to_vec()).unwrap(), uncached)
+}
+
+#[tokio::test]
+async fn range_queries_reuse_settled_steps_until_settled_data_changes() {
+    use cairn_storage::Admin;
+    let now = cairn_http::now_ms() / 60_000 * 60_000;
+    let base = now - 2 * 3600 * 1000;
+    let mem = MemStorage::new();
+    let mut a = mem.appender();
+    for (job, slope) in [("a", 1.0), ("b", 3.0)] {
+        let l = Labels::from_pairs([("__name__", "c"), ("job", job)]);
+        let samples: Vec<Sample> = (0..)
+            .map(|i| base + i * 15_000)
+            .take_while(|&t| t < now)
+            .map(|t| Sample::new(t, (t - base) as f64 / 1000.0 * slope))
+            .collect();
+        a.append(&l, &samples).unwrap();
+    }
+    a.commit().unwrap();
+    let state = AppState::new(
+        Arc::new(cairn_storage::MemTenants::with_default(mem.clone())),
+        ApiConfig::default(),
+    );
+    let app = cairn_http::router_with(state, cairn_query_api::routes(Default::default()));
+    let (start, end) = (base + 30 * 60_000, now - 60_000);
+    for query in ["rate(c[5m])", "sum by (job) (c offset 2m)", "max(c) - min(c)"] {
+        let (cached, first, uncached) = cached_and_not(&app, query, start, end).await;
+        assert_eq!(cached, Some(0), "{query}");
+        assert_eq!(first, uncached, "{query}");
+        // A dashboard's refresh: the window moved on by a step.
+        let (cached, moved, uncached) = cached_and_not(&app, query, start + 60_000, end + 60_000).await;
+        assert!(cached.unwrap() > 60, "{query}: {cached:?}");
+        assert_eq!(moved, uncached, "{query}");
+    }
+
+    // A backfilled sample in the kept steps' past: nothing kept is used.
+    let mut a = mem.appender();
+    a.append(
+        &Labels::from_pairs([("__name__", "c"), ("job", "a")]),
+        &[Sample::new(base + 50 * 60_000 + 7_000, 1e6)],
+    )
+    .unwrap();
+    a.commit().unwrap();
+    let (cached, body, uncached) = cached_and_not(&app, "rate(c[5m])", start + 60_000, end + 60_000).await;
+    assert_eq!(cached, Some(0));
+    assert_eq!(body, uncached);
+    assert!(
+        body.contains("1e+06") || body.contains("3333"),
+        "the backfilled sample counts"
+    );
+    let (cached, _, _) = cached_and_not(&app, "rate(c[5m])", start + 60_000, end + 60_000).await;
+    assert!(cached.unwrap() > 60);
+
+    // A delete: nothing kept is used, and the answer lacks the series.
+    let matchers = [cairn_model::Matcher::new(cairn_model::MatchOp::Equal, "job", "b").unwrap()];
+    mem.delete_series(&matchers, i64::MIN, i64::MAX).unwrap();
+    let (cached, body, uncached) = cached_and_not(&app, "rate(c[5m])", start + 60_000, end + 60_000).await;
+    assert_eq!(cached, Some(0));
+    assert_eq!(body, uncached);
+    assert!(!body.contains(r#""job":"b""#));
+
+    // Steps not answered from their own data are never kept.
+    let (cached, body, uncached) = cached_and_not(&app, "c @ end()", start, end).await;
+    assert_eq!((cached, body), (None, uncached));
+
+    let (_, metrics) = send_to(app.clone(), Request::get("/metrics").body(Body::empty()).unwrap()).await;
+    assert!(metrics.contains("cairn_results_cache_hits_total 4\n"), "{metrics}");
+    assert!(
+        metrics.contains("cairn_results_cache_invalidations_total 2\n"),
+        "{metrics}"
+    );
+}
