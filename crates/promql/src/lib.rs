@@ -600,6 +600,26 @@ mod tests {
     }
 
     #[test]
+    fn steps_stand_on_their_own_data_unless_pinned_and_say_how_far_ahead_it_reaches() {
+        let e = engine(|_| {});
+        let reach = |q: &str| {
+            let parsed = e
+                .parse_range(q, 0, 3_600_000, 60_000, &QueryOptions::default())
+                .unwrap();
+            parsed.steps_reach_ahead()
+        };
+        assert_eq!(reach("sum by (i) (rate(m[5m]))"), Some(0));
+        assert_eq!(reach("m offset 10m"), Some(0));
+        assert_eq!(reach("m offset -10m"), Some(600_000));
+        assert_eq!(reach("max_over_time((m offset -2m)[10m:1m] offset -3m)"), Some(300_000));
+        assert_eq!(reach("m + (m offset -1m) * (m offset -4m)"), Some(240_000));
+        assert_eq!(reach("m @ 100"), None);
+        assert_eq!(reach("m - start()"), None);
+        assert_eq!(reach("topk(1, m)"), None);
+        assert_eq!(reach("time() - timestamp(m)"), Some(0));
+    }
+
+    #[test]
     fn series_limit_counts_every_selected_series() {
         let s = storage(3);
         let ok = engine(|o| o.max_series = 3);
