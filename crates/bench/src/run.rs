@@ -699,12 +699,10 @@ fn query_loop(qcs: &[QueryClient], cfg: &RunConfig, realtime: bool, shared: &Sha
                 QueryKind::Instant => qc.instant(&expr, at_ms),
                 QueryKind::Range => {
                     let window = cfg.range_window.unwrap_or(Duration::from_secs(3600)).as_millis() as i64;
-                    qc.range(
-                        &expr,
-                        at_ms - window,
-                        at_ms,
-                        (window / 240).max(cfg.interval.as_millis() as i64),
-                    )
+                    let step = (window / 240).max(cfg.interval.as_millis() as i64);
+                    // On the step's grid, as Grafana aligns a panel's range.
+                    let end = at_ms.div_euclid(step) * step;
+                    qc.range(&expr, end - window, end, step)
                 }
             };
             let took = t0.elapsed();
