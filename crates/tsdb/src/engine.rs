@@ -706,7 +706,8 @@ impl Queryable for Tsdb {
     }
 
     fn settled_changes(&self) -> Option<u64> {
-        Some(self.inner.settled.get())
+        let found_damaged = crate::part::BLOCKS_FOUND_DAMAGED.load(Ordering::Acquire);
+        Some(self.inner.settled.get().wrapping_add(found_damaged))
     }
 }
 

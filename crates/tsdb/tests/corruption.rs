@@ -199,6 +199,7 @@ fn a_damaged_block_loses_its_series_time_range_only_and_answers_say_so() {
     db.flush().unwrap();
     let before = all(&db);
     let part = file_in(&day_dir(dir.path(), t), "part-", ".cpart");
+    let settled = db.settled_changes().unwrap();
     // The open file sees the change.
     let b = damage_a_middle_block(&part);
     assert_checked_damaged(dir.path(), &part);
@@ -213,6 +214,8 @@ fn a_damaged_block_loses_its_series_time_range_only_and_answers_say_so() {
         .expect("a read of the damaged block without warnings fails");
     assert!(failed.to_string().contains(&part.display().to_string()), "{failed}");
     assert_only_lost(&before, &read_warned(&db), &b, &part);
+    // What reads answer changed, as after a delete: cached answers go.
+    assert_ne!(db.settled_changes().unwrap(), settled);
     // Merges leave the part as it is: its lost block stays known.
     db.maintain().unwrap();
     db.compact().unwrap();

@@ -10,6 +10,7 @@ mod ts_cache;
 mod writer;
 
 pub use block_index::BlockCursor;
+pub(crate) use reader::BLOCKS_FOUND_DAMAGED;
 pub use reader::{BlockRef, LostBlock, Part, ReadBuffer, SharedRead};
 pub use writer::{BlockEncoding, PartMeta, PartWriter};
 

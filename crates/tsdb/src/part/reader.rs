@@ -15,6 +15,11 @@ use super::{
     V1_SHARED_TIMESTAMPS_BYTES,
 };
 
+/// Blocks this process has found damaged, in any part of any engine: a
+/// find changes what reads answer, as a delete does, so it counts among
+/// the changes of settled data (see `Tsdb::settled_changes`).
+pub(crate) static BLOCKS_FOUND_DAMAGED: AtomicU64 = AtomicU64::new(0);
+
 /// Where a block lives inside a part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockRef {
@@ -508,6 +513,7 @@ impl Part {
             },
         );
         self.damaged.store(true, Ordering::Relaxed);
+        BLOCKS_FOUND_DAMAGED.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The file's path or the object's URL, as errors name the part.
