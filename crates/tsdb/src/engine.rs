@@ -706,8 +706,7 @@ impl Queryable for Tsdb {
     }
 
     fn settled_changes(&self) -> Option<u64> {
-        let found_damaged = crate::part::BLOCKS_FOUND_DAMAGED.load(Ordering::Acquire);
-        Some(self.inner.settled.get().wrapping_add(found_damaged))
+        Some(self.inner.settled.get().wrapping_add(crate::blocks_found_damaged()))
     }
 }
 

@@ -50,6 +50,11 @@ pub use day::Day;
 pub use engine::Tsdb;
 pub use follow::{WalFeedDay, WalFeedRecord};
 pub use part::{BlockRef, LostBlock, Part, PartWriter};
+
+/// Blocks this process has found damaged so far, in every engine.
+pub fn blocks_found_damaged() -> u64 {
+    part::BLOCKS_FOUND_DAMAGED.load(std::sync::atomic::Ordering::Acquire)
+}
 pub use partition::{DamagedBlock, part_seq_range};
 pub use tenants::{SettingsOf, TenantSettings, TsdbTenants, day_keys_prefix};
 pub use wal::record::ForwardBatch;
