@@ -144,25 +144,22 @@ fn steps_between(series: &[RangeSeries], from: i64, to: i64) -> Vec<RangeSeries>
     series
         .iter()
         .filter_map(|s| {
-            let floats: Vec<_> = s
-                .floats
-                .iter()
-                .filter(|p| (from..=to).contains(&p.t))
-                .copied()
-                .collect();
-            let histograms: Vec<_> = s
-                .histograms
-                .iter()
-                .filter(|p| (from..=to).contains(&p.t))
-                .cloned()
-                .collect();
+            let floats = points_between(&s.floats, |p| p.t, from, to);
+            let histograms = points_between(&s.histograms, |p| p.t, from, to);
             (!floats.is_empty() || !histograms.is_empty()).then(|| RangeSeries {
                 metric: s.metric.clone(),
-                floats,
-                histograms,
+                floats: floats.to_vec(),
+                histograms: histograms.to_vec(),
             })
         })
         .collect()
+}
+
+/// The run of `points` (in step order) from `from` to `to`.
+fn points_between<T>(points: &[T], t: impl Fn(&T) -> i64, from: i64, to: i64) -> &[T] {
+    let first = points.partition_point(|p| t(p) < from);
+    let end = points.partition_point(|p| t(p) <= to).max(first);
+    &points[first..end]
 }
 
 #[cfg(test)]
@@ -175,5 +172,16 @@ mod tests {
         assert_eq!(last_step_before(1000, 100, 1099), 1000);
         assert_eq!(last_step_before(1000, 100, 1100), 1100);
         assert_eq!(last_step_before(1000, 100, 999), 900);
+    }
+
+    #[test]
+    fn points_between_take_the_run_within_both_bounds() {
+        let t = |p: &i64| *p;
+        let points = [10, 20, 30, 40];
+        assert_eq!(points_between(&points, t, 20, 30), [20, 30]);
+        assert_eq!(points_between(&points, t, 15, 35), [20, 30]);
+        assert_eq!(points_between(&points, t, 0, 100), points);
+        assert!(points_between(&points, t, 41, 100).is_empty());
+        assert!(points_between(&points, t, 31, 29).is_empty());
     }
 }
