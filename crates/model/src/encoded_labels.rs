@@ -129,6 +129,11 @@ impl PartialOrd for LabelText<'_> {
 }
 
 impl<'a> LabelText<'a> {
+    /// Bytes this crate wrote from text.
+    pub(crate) fn from_bytes(text: &'a [u8]) -> Self {
+        Self(text)
+    }
+
     pub fn as_bytes(self) -> &'a [u8] {
         self.0
     }

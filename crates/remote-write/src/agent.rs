@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 
-use cairn_model::{EncodedLabels, HistogramSample, LabelError, Labels, Sample};
-use cairn_protocols::remote_write::{encode_float_series, encode_label_pairs, encode_series, snappy_block};
+use cairn_model::{EncodedLabels, HistogramSample, LabelError, Labels, Sample, WireLabels};
+use cairn_protocols::remote_write::{
+    encode_float_series, encode_label_pairs, encode_series, encode_wire_series, snappy_block,
+};
 use cairn_storage::{Appendable, Appender, CommitReport, RejectReason, StorageError};
 use cairn_tsdb::{ForwardBatch, Tsdb};
 use parking_lot::{Mutex, RwLock};
@@ -158,6 +160,21 @@ impl Appender for ForwardAppender<'_> {
         for s in samples {
             if self.take(s.t) {
                 encode_float_series(labels, s, &mut self.buffers.fields);
+            }
+        }
+        Ok(())
+    }
+
+    fn append_wire(&mut self, labels: WireLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
+        not_empty(labels.is_empty())?;
+        if !self.external.is_empty() {
+            self.set_labels(labels.pairs().map(|(name, value)| (name.as_bytes(), value.as_bytes())));
+            self.add_floats(samples);
+            return Ok(());
+        }
+        for s in samples {
+            if self.take(s.t) {
+                encode_wire_series(labels, s, &mut self.buffers.fields);
             }
         }
         Ok(())
@@ -319,13 +336,26 @@ mod tests {
         let appendable = ForwardAppendable::new(db.clone());
         let start = db.wal_end();
         let now = db.accepted_times().end() - 1;
-        let up = cairn_model::SharedEncodedLabels::new(&Labels::from_pairs([("__name__", "up"), ("job", "node")]));
+        let labels = Labels::from_pairs([("__name__", "up"), ("job", "node")]);
+        let up = cairn_model::SharedEncodedLabels::new(&labels);
+        let mut wire = Vec::new();
+        let mut w = cairn_model::WireLabelsWriter::new(&mut wire);
+        for l in &labels {
+            w.push(&l.name, &l.value).unwrap();
+        }
+        let wire = w.finish();
         for external in [Labels::empty(), Labels::from_pairs([("cluster", "eu"), ("job", "ext")])] {
             appendable.set_external_labels(external);
             let mut app = appendable.appender();
             app.append_encoded(up.get(), &[Sample::new(now, 2.5), Sample::new(0, 1.0)])
                 .unwrap();
-            assert_eq!(app.commit().unwrap().samples_accepted, 1);
+            app.append_wire(wire, &[Sample::new(now, 2.5), Sample::new(0, 1.0)])
+                .unwrap();
+            assert!(
+                app.append_wire(WireLabels::new(&[]).unwrap(), &[Sample::new(now, 1.0)])
+                    .is_err()
+            );
+            assert_eq!(app.commit().unwrap().samples_accepted, 2);
         }
         let sent: Vec<(String, Vec<Sample>)> = forward_batches(&db, start)
             .iter()
@@ -338,6 +368,11 @@ mod tests {
             sent,
             [
                 (r#"up{job="node"}"#.to_string(), vec![Sample::new(now, 2.5)]),
+                (r#"up{job="node"}"#.to_string(), vec![Sample::new(now, 2.5)]),
+                (
+                    r#"up{cluster="eu", job="node"}"#.to_string(),
+                    vec![Sample::new(now, 2.5)]
+                ),
                 (
                     r#"up{cluster="eu", job="node"}"#.to_string(),
                     vec![Sample::new(now, 2.5)]

@@ -224,6 +224,7 @@ fn append_samples(
     ParsedBody {
         body,
         exposition: scraped,
+        ..
     }: &mut ParsedBody<'_>,
     target: &Labels,
     job: &JobSettings,

@@ -1,17 +1,18 @@
 //! Appending one scrape through a lean cache (agent mode), which holds no
 //! series: every sample's labels are merged with the target's as the body
-//! is read ([`merging_writer`]), and the series is known by the hash of that
-//! encoding.
+//! is read ([`merging_writer`]), in the form remote write sends them
+//! ([`WireLabels`]), and the series is known by the hash of those bytes.
+//! Agent mode's storage copies them into its requests as they are.
 //! Metric relabelling, label limits, legacy name validation and label
 //! conflicts without `honor_labels` take the general path of append.rs,
 //! which builds the label set first.
 
-use std::cmp::Ordering;
-
-use cairn_model::{EncodedLabels, LabelText, Labels, SharedEncodedLabels, SortedLabelsWriter};
+use cairn_model::{
+    EncodedLabels, HistogramSample, LabelText, Labels, Sample, WireLabel, WireLabels, WireLabelsBuf, WireLabelsWriter,
+};
 use cairn_storage::Appender;
 
-use crate::append::{Admission, AppendCounts, store, stored_labels, write_stale_markers};
+use crate::append::{Admission, AppendCounts, Stored, stored_labels, write_stale_markers};
 use crate::cache::{ScrapeCache, labels_hash};
 use crate::exposition::ParsedBody;
 use crate::settings::JobSettings;
@@ -28,24 +29,32 @@ pub(crate) fn append_samples(
     now_ms: i64,
     counts: &mut AppendCounts,
 ) -> Result<(), String> {
-    let Exposition {
-        samples,
-        metadata,
-        labels: encoded,
-    } = &mut scraped.exposition;
+    let ParsedBody {
+        exposition: Exposition {
+            samples,
+            metadata,
+            labels: encoded,
+        },
+        merged: by_reader,
+        ..
+    } = scraped;
     cache.set_metadata(metadata);
     let merge = merges_directly(job);
+    let wired_target = wire_target(target);
     let mut admission = Admission::default();
-    let mut buf = Vec::new();
+    let (mut merged_buf, mut built_buf) = (Vec::new(), Vec::new());
     for s in samples {
         counts.total += 1;
         let own_t = if job.honor_timestamps { s.timestamp_ms } else { None };
         let t = own_t.unwrap_or(default_t);
-        buf.clear();
-        let built: SharedEncodedLabels;
+        merged_buf.clear();
         let merged = match s.encoded {
             // Merged by `merging_writer` as the body was read.
-            Some(at) if at.by_reader => encoded.get(at.index as usize),
+            Some(at) if at.by_reader => Some(
+                by_reader
+                    .get(at.index as usize)
+                    .ok_or("a series the reader wrote is missing")?,
+            ),
             Some(at) => {
                 s.labels = encoded
                     .get(at.index as usize)
@@ -61,19 +70,23 @@ pub(crate) fn append_samples(
                     .map(|l| (text(&l.name), text(&l.value)))
                     .collect();
                 exposed.sort_unstable_by_key(|(name, _)| *name);
-                let mut w = SortedLabelsWriter::new(&mut buf);
-                merged_labels(exposed.into_iter(), target, job.honor_labels, &mut w).map(|()| w.finish())
+                let mut w = WireLabelsWriter::new(&mut merged_buf);
+                merged_labels(exposed.into_iter(), &wired_target, job.honor_labels, &mut w).map(|()| w.finish())
             }
             None => None,
         };
-        let labels: EncodedLabels<'_> = match merged {
+        let labels: WireLabels<'_> = match merged {
             Some(labels) => labels,
             None => {
                 let Some(lset) = stored_labels(s, target, job, counts)? else {
                     continue;
                 };
-                built = SharedEncodedLabels::new(&lset);
-                built.get()
+                built_buf.clear();
+                let mut w = WireLabelsWriter::new(&mut built_buf);
+                for l in &lset {
+                    w.push(&l.name, &l.value).map_err(|e| e.to_string())?;
+                }
+                w.finish()
             }
         };
         let Some(seen) = cache.lean_lookup(labels_hash(labels.as_bytes())) else {
@@ -107,18 +120,31 @@ pub(crate) fn append_samples(
     Ok(())
 }
 
+/// Appends one admitted sample of a series in remote write's form.
+fn store(app: &mut dyn Appender, labels: WireLabels<'_>, t: i64, value: Stored) -> Result<(), String> {
+    match value {
+        Stored::Float(v) => app.append_wire(labels, &[Sample::new(t, v)]),
+        Stored::Histogram(h) => app.append_histograms(&labels.decode(), &[HistogramSample { t, h }]),
+    }
+    .map_err(|e| e.to_string())
+}
+
 /// The writer a lean cache reads text bodies with
 /// ([`cairn_protocols::exposition::parse_encoded`]): each sample's labels
-/// are merged with the target's as the body is read, so that a series is
-/// written once. `None` when the job's samples do not merge directly.
+/// are merged with the target's as the body is read, into `merged` in
+/// remote write's form, so that a series is written once. `None` when the
+/// job's samples do not merge directly.
 pub(crate) fn merging_writer<'t>(
-    target: &'t Labels,
+    target: &Labels,
     job: &JobSettings,
-) -> Option<impl FnMut(&LabelPairs<'_>, &mut SortedLabelsWriter<'_>) -> bool + 't> {
+    merged: &'t mut WireLabelsBuf,
+) -> Option<impl FnMut(&LabelPairs<'_>) -> Option<u32> + 't> {
     let honor_labels = job.honor_labels;
-    merges_directly(job).then_some(move |pairs: &LabelPairs<'_>, w: &mut SortedLabelsWriter<'_>| {
+    let target = wire_target(target);
+    merges_directly(job).then_some(move |pairs: &LabelPairs<'_>| {
         let exposed = pairs.iter().map(|(name, value)| (text(name), text(value)));
-        merged_labels(exposed, target, honor_labels, w).is_some()
+        let at = merged.push_with(|w| merged_labels(exposed, &target, honor_labels, w).ok_or(()));
+        at.ok().and_then(|at| u32::try_from(at).ok())
     })
 }
 
@@ -143,37 +169,42 @@ fn merges_directly(job: &JobSettings) -> bool {
 /// which that function does); `w` may then hold part of an encoding.
 fn merged_labels<'x>(
     exposed: impl Iterator<Item = (LabelText<'x>, LabelText<'x>)>,
-    target: &'x Labels,
+    target: &[WireLabel],
     honor_labels: bool,
-    w: &mut SortedLabelsWriter<'_>,
+    w: &mut WireLabelsWriter<'_>,
 ) -> Option<()> {
-    let mut exposed = exposed.peekable();
-    let mut target = target.iter().map(|l| (text(&l.name), text(&l.value))).peekable();
-    loop {
-        let next = match (exposed.peek(), target.peek()) {
-            (None, None) => return Some(()),
-            (Some(_), None) => exposed.next(),
-            (None, Some(_)) => target.next(),
-            (Some(e), Some(t)) => match e.0.cmp(&t.0) {
-                Ordering::Less => exposed.next(),
-                Ordering::Greater => target.next(),
-                Ordering::Equal => {
-                    let exposed_label = exposed.next();
-                    let target_label = target.next();
-                    match (exposed_label?.1.is_empty(), honor_labels) {
-                        // An exposed empty value keeps the target's label off
-                        // with honor_labels, and is no label without.
-                        (true, true) => continue,
-                        (true, false) => target_label,
-                        (false, true) => exposed_label,
-                        (false, false) => return None,
-                    }
+    let mut next_target = 0;
+    for (name, value) in exposed {
+        while let Some(t) = target.get(next_target)
+            && t.name() < name
+        {
+            w.push_label(t).ok()?;
+            next_target += 1;
+        }
+        match target.get(next_target) {
+            Some(t) if t.name() == name => {
+                next_target += 1;
+                match (value.is_empty(), honor_labels) {
+                    // An exposed empty value keeps the target's label off
+                    // with honor_labels, and is no label without.
+                    (true, true) => {}
+                    (true, false) => w.push_label(t).ok()?,
+                    (false, true) => w.push_text(name, value).ok()?,
+                    (false, false) => return None,
                 }
-            },
-        };
-        let (name, value) = next?;
-        w.push_text(name, value).ok()?;
+            }
+            _ => w.push_text(name, value).ok()?,
+        }
     }
+    for t in target.get(next_target..).unwrap_or_default() {
+        w.push_label(t).ok()?;
+    }
+    Some(())
+}
+
+/// A target's labels, each written once for all the series of a scrape.
+fn wire_target(target: &Labels) -> Vec<WireLabel> {
+    target.iter().map(|l| WireLabel::new(&l.name, &l.value)).collect()
 }
 
 #[cfg(test)]
@@ -235,8 +266,8 @@ mod tests {
                 exposed.iter().chain(&exposed_empty).map(|l| (text(&l.name), text(&l.value))).collect();
             pairs.sort_unstable_by_key(|(name, _)| *name);
             let mut out = Vec::new();
-            let mut w = SortedLabelsWriter::new(&mut out);
-            match merged_labels(pairs.into_iter(), &target, honor_labels, &mut w) {
+            let mut w = WireLabelsWriter::new(&mut out);
+            match merged_labels(pairs.into_iter(), &wire_target(&target), honor_labels, &mut w) {
                 Some(()) => prop_assert_eq!(Some(w.finish().decode()), general),
                 None => prop_assert!(!honor_labels && exposed.iter().any(|l| target.get(&l.name).is_some())),
             }

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::{EncodedLabels, Label, Labels, SharedEncodedLabels};
+use cairn_model::{Label, Labels, SharedEncodedLabels, WireLabels, WireLabelsWriter};
 use cairn_protocols::exposition::FamilyMetadata as ExposedMetadata;
 use foldhash::{HashMap, HashSet};
 use parking_lot::Mutex;
@@ -89,7 +89,8 @@ pub(crate) struct ScrapeCache {
 }
 
 /// A lean cache's staleness: the series tracked in the previous scrape as
-/// sorted hashes of their label encodings, with the encodings compressed
+/// sorted hashes of their labels in remote write's form ([`labels_hash`]),
+/// with those encodings compressed
 /// (rewritten only when the set changes, so a steady target costs no
 /// compression); and which of them this scrape tracked, with the encodings
 /// of the series it tracked that the previous one lacked.
@@ -107,9 +108,21 @@ struct LeanTracking {
     added_labels: Vec<u8>,
 }
 
-/// A lean cache's name for a series: the hash of its label encoding.
-pub(crate) fn labels_hash(encoded: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(encoded)
+/// A lean cache's name for a series: the hash of its labels in remote
+/// write's form ([`WireLabels`]), the form agent mode forwards them in.
+pub(crate) fn labels_hash(wire: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(wire)
+}
+
+/// A label set in a lean cache's form: remote write's.
+fn wire_bytes(lset: &SharedEncodedLabels) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut w = WireLabelsWriter::new(&mut out);
+    for (name, value) in lset.get().text_pairs() {
+        // Canonical already, so in order.
+        let _ = w.push_text(name, value);
+    }
+    out
 }
 
 /// A series looked up in a lean cache: its hash and its place among the
@@ -228,7 +241,7 @@ impl LeanTracking {
     }
 }
 
-/// The label sets of length-prefixed encodings.
+/// The label sets of length-prefixed [`WireLabels`].
 fn decode_encodings(mut rest: &[u8]) -> impl Iterator<Item = SharedEncodedLabels> + '_ {
     std::iter::from_fn(move || {
         loop {
@@ -236,8 +249,8 @@ fn decode_encodings(mut rest: &[u8]) -> impl Iterator<Item = SharedEncodedLabels
             let len = u32::from_le_bytes(*len) as usize;
             let (bytes, tail) = (len <= tail.len()).then(|| tail.split_at(len))?;
             rest = tail;
-            if let Ok(labels) = EncodedLabels::new(bytes) {
-                return Some(labels.into());
+            if let Ok(labels) = WireLabels::new(bytes) {
+                return Some(SharedEncodedLabels::new(&labels.decode()));
             }
         }
     })
@@ -288,7 +301,7 @@ impl ScrapeCache {
     /// cache (in a lean one: whether the last scrape did not track it).
     pub fn add(&mut self, key: SeriesKey, lset: SharedEncodedLabels) -> bool {
         if let Some(lean) = &self.lean {
-            return lean.lookup(labels_hash(lset.get().as_bytes())).is_new();
+            return lean.lookup(labels_hash(&wire_bytes(&lset))).is_new();
         }
         self.series.insert(
             key,
@@ -305,8 +318,8 @@ impl ScrapeCache {
     /// scrape with its staleness tracked.
     pub fn track(&mut self, key: SeriesKey, lset: &SharedEncodedLabels) {
         if let Some(lean) = &mut self.lean {
-            let bytes = lset.get().as_bytes();
-            lean.track(lean.lookup(labels_hash(bytes)), bytes);
+            let bytes = wire_bytes(lset);
+            lean.track(lean.lookup(labels_hash(&bytes)), &bytes);
             return;
         }
         if let Some(e) = self.series.get_mut(&key) {
@@ -321,7 +334,7 @@ impl ScrapeCache {
     /// spellings of one series).
     pub fn tracked_in_this_scrape(&mut self, lset: &SharedEncodedLabels) -> bool {
         if let Some(lean) = &self.lean {
-            return lean.tracked_now(lean.lookup(labels_hash(lset.get().as_bytes())));
+            return lean.tracked_now(lean.lookup(labels_hash(&wire_bytes(lset))));
         }
         let iter = self.iter;
         let series = &self.series;

@@ -3,7 +3,7 @@
 
 use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, parse_encoded, parse_with_known};
 
-use cairn_model::Labels;
+use cairn_model::{Labels, WireLabelsBuf};
 
 use crate::append_lean::merging_writer;
 use crate::cache::ScrapeCache;
@@ -27,6 +27,9 @@ pub(crate) fn parse_options(target: &Target, job: &JobSettings) -> ParseOptions 
 pub(crate) struct ParsedBody<'a> {
     pub body: &'a [u8],
     pub exposition: Exposition,
+    /// The series a lean cache's reader wrote, merged with the target's
+    /// labels, at their samples' [`cairn_protocols::exposition::EncodedAt`].
+    pub merged: WireLabelsBuf,
 }
 
 /// Parses a whole body; any malformed entry fails the scrape, as in
@@ -45,8 +48,9 @@ pub(crate) fn parse_body<'a>(
     if let Some(w) = warning {
         tracing::debug!(job = %job.job_name, "{w}");
     }
+    let mut merged = WireLabelsBuf::default();
     let exposition = if cache.is_lean() {
-        match merging_writer(target, job) {
+        match merging_writer(target, job, &mut merged) {
             Some(mut write) => parse_encoded(format, body, options, Some(&mut write)),
             None => parse_encoded(format, body, options, None),
         }
@@ -54,5 +58,9 @@ pub(crate) fn parse_body<'a>(
         parse_with_known(format, body, options, &mut |key| cache.knows(key))
     }
     .map_err(|e| e.to_string())?;
-    Ok(ParsedBody { body, exposition })
+    Ok(ParsedBody {
+        body,
+        exposition,
+        merged,
+    })
 }

@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use cairn_model::{EncodedLabels, HistogramSample, Labels, Sample};
+use cairn_model::{EncodedLabels, HistogramSample, Labels, Sample, WireLabels};
 
 use crate::{RejectReason, StorageError};
 
@@ -36,6 +36,12 @@ pub trait Appender: Send {
     /// `Labels`. Storage that keys series by that encoding uses it as is
     /// (the type carries the proof that it is canonical).
     fn append_encoded(&mut self, labels: EncodedLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
+        self.append(&labels.decode(), samples)
+    }
+
+    /// [`Appender::append`] for a label set in the form remote write 1.0
+    /// sends it, which a forwarder writes into its requests as it is.
+    fn append_wire(&mut self, labels: WireLabels<'_>, samples: &[Sample]) -> Result<(), StorageError> {
         self.append(&labels.decode(), samples)
     }
 

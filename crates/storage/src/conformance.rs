@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::{EncodedLabels, Labels, MatchOp, Matcher, Sample, stale_nan};
+use cairn_model::{EncodedLabels, Labels, MatchOp, Matcher, Sample, WireLabels, WireLabelsWriter, stale_nan};
 
 use crate::{Admin, Appendable, CardinalityQuery, Queryable, SelectHints, ShardBy, collect_samples};
 
@@ -41,6 +41,7 @@ pub fn run_all_but<S: Storage>(make: impl Fn() -> S, left_out: &[&str]) {
         ("invisible_until_commit", invisible_until_commit),
         ("empty_label_set_rejected", empty_label_set_rejected),
         ("append_encoded_is_append", append_encoded_is_append),
+        ("append_wire_is_append", append_wire_is_append),
         ("label_names_and_values", label_names_and_values),
         ("delete_whole_series", delete_whole_series),
         ("delete_time_range", delete_time_range),
@@ -329,6 +330,28 @@ fn append_encoded_is_append(s: &impl Storage) {
     assert!(app.append_encoded(empty, &samples(&[(3, 3.0)])).is_err());
     drop(app);
     assert_eq!(read(s, &[eq("job", "a")], 0, 10)[0].1.len(), 2);
+}
+
+/// Remote write's form names the same series as `append` with decoded
+/// labels; its empty set is refused, not stored.
+fn append_wire_is_append(s: &impl Storage) {
+    let l = labels(&[("__name__", "wire"), ("job", "a")]);
+    let mut bytes = Vec::new();
+    let mut w = WireLabelsWriter::new(&mut bytes);
+    for label in &l {
+        w.push(&label.name, &label.value).expect("canonical order");
+    }
+    let mut app = s.appender();
+    app.append_wire(w.finish(), &samples(&[(1, 1.0)])).expect("append_wire");
+    app.append(&l, &samples(&[(2, 2.0)])).expect("append");
+    app.commit().expect("commit");
+    assert_eq!(
+        read(s, &[eq("__name__", "wire")], 0, 10),
+        vec![(l, samples(&[(1, 1.0), (2, 2.0)]))]
+    );
+    let mut app = s.appender();
+    let empty = WireLabels::new(&[]).expect("the empty set");
+    assert!(app.append_wire(empty, &samples(&[(3, 3.0)])).is_err());
 }
 
 const DAY_MS: i64 = 86_400_000;

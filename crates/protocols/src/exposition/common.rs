@@ -275,17 +275,15 @@ impl<'a, 'w> LabelEncoder<'a, 'w> {
             .filter(|(_, v)| v.is_empty())
             .map(|(n, _)| Label::new(n, ""))
             .collect();
-        let by_reader = (self.write.as_mut())
-            .and_then(|write| (self.buf.push_with(|w| if write(pairs, w) { Ok(()) } else { Err(()) })).ok());
-        let (index, by_reader) = match by_reader {
+        let (index, by_reader) = match self.write.as_mut().and_then(|write| write(pairs)) {
             Some(index) => (index, true),
-            None => (self.buf.push_sorted(borrowed()).map_err(|e| e.to_string())?, false),
+            None => (
+                self.buf.push_sorted(borrowed()).map_err(|e| e.to_string())? as u32,
+                false,
+            ),
         };
         Ok(Encoded {
-            at: EncodedAt {
-                index: index as u32,
-                by_reader,
-            },
+            at: EncodedAt { index, by_reader },
             empty,
         })
     }

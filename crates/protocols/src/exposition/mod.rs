@@ -43,7 +43,7 @@ pub mod text;
 
 use std::borrow::Cow;
 
-use cairn_model::{Histogram, Label, Labels, LabelsBuf, SortedLabelsWriter};
+use cairn_model::{Histogram, Label, Labels, LabelsBuf};
 
 use crate::MetricType;
 
@@ -114,21 +114,24 @@ pub struct ScrapedSample {
     pub encoded: Option<EncodedAt>,
 }
 
-/// Where [`Exposition::labels`] holds a sample's labels, and who wrote them.
+/// Where a sample's labels are: in [`Exposition::labels`], or, when the
+/// reader's [`WriteLabels`] wrote them, wherever it keeps them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EncodedAt {
+    /// In [`Exposition::labels`], or the reader's own index.
     pub index: u32,
     /// The reader's [`WriteLabels`] wrote them (whatever labels it chose);
     /// else they are the labels the body gave.
     pub by_reader: bool,
 }
 
-/// A reader's own encoding of a sample's labels ([`parse_encoded`]): given
-/// them sorted by name and checked, `__name__` among them and labels given
-/// empty with their empty value, it writes one label set with the writer
-/// and returns true, or returns false to have the body's labels written.
-/// A reader that adds labels of its own thus writes each series once.
-pub type WriteLabels<'w> = &'w mut dyn FnMut(&LabelPairs<'_>, &mut SortedLabelsWriter<'_>) -> bool;
+/// A reader's own writing of a sample's series ([`parse_encoded`]): given
+/// its labels sorted by name and checked, `__name__` among them and labels
+/// given empty with their empty value, it writes the series where and how
+/// it likes and returns its own index for it, or returns `None` to have
+/// the body's labels encoded into [`Exposition::labels`]. A reader that
+/// adds labels of its own thus writes each series once, in its own form.
+pub type WriteLabels<'w> = &'w mut dyn FnMut(&LabelPairs<'_>) -> Option<u32>;
 
 /// A sample's labels as a text body gives them, unescaped.
 pub type LabelPairs<'a> = [(Cow<'a, str>, Cow<'a, str>)];

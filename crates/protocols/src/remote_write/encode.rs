@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use cairn_model::{EncodedLabels, HistogramSample, Labels, Sample};
+use cairn_model::{EncodedLabels, HistogramSample, Labels, Sample, WireLabels, put_wire_label};
 use prost::encoding::{encode_varint, encoded_len_varint};
 
 use super::histogram::to_proto;
@@ -179,10 +179,7 @@ pub fn encode_labels(labels: &Labels, dst: &mut Vec<u8>) {
 /// text, in order.
 pub fn encode_label_pairs<'a>(pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>, dst: &mut Vec<u8>) {
     for (name, value) in pairs {
-        dst.push(KEY_1_LEN);
-        put_varint(bytes_len(name) + bytes_len(value), dst);
-        put_bytes(KEY_1_LEN, name, dst);
-        put_bytes(KEY_2_LEN, value, dst);
+        put_wire_label(name, value, dst);
     }
 }
 
@@ -238,6 +235,14 @@ pub fn encode_float_series(labels: EncodedLabels<'_>, sample: &Sample, dst: &mut
         .sum();
     put_series_head(labels_len, sample, dst);
     encode_label_pairs(labels.raw_pairs(), dst);
+    put_sample(sample, dst);
+}
+
+/// [`encode_series`] of one float sample under labels already in remote
+/// write's form: the labels are copied as they are.
+pub fn encode_wire_series(labels: WireLabels<'_>, sample: &Sample, dst: &mut Vec<u8>) {
+    put_series_head(labels.as_bytes().len(), sample, dst);
+    dst.extend_from_slice(labels.as_bytes());
     put_sample(sample, dst);
 }
 
@@ -330,14 +335,6 @@ fn bytes_len(b: &[u8]) -> usize {
         0
     } else {
         1 + encoded_len_varint(b.len() as u64) + b.len()
-    }
-}
-
-fn put_bytes(key: u8, b: &[u8], dst: &mut Vec<u8>) {
-    if !b.is_empty() {
-        dst.push(key);
-        put_varint(b.len(), dst);
-        dst.extend_from_slice(b);
     }
 }
 

@@ -81,8 +81,8 @@ use std::fmt;
 
 pub use decode::decode_write_request;
 pub use encode::{
-    EncodeError, compress, encode_float_series, encode_label_pairs, encode_labels, encode_series, encode_write_request,
-    encode_write_request_v2, encode_write_request_with,
+    EncodeError, compress, encode_float_series, encode_label_pairs, encode_labels, encode_series, encode_wire_series,
+    encode_write_request, encode_write_request_v2, encode_write_request_with,
 };
 pub use histogram::to_proto as histogram_to_proto;
 pub use pieces::{SeriesField, SnappyBody, series_fields, snappy_block, unsnappy_block};
