@@ -40,6 +40,25 @@ pub(crate) struct Connection {
     stream: Stream,
 }
 
+/// One loop's exchanges with its target: the connection, and its request,
+/// sent again as it is while the URL and the credentials stay the same.
+#[derive(Default)]
+pub(crate) struct Session {
+    pub conn: Option<Connection>,
+    request: Option<Request>,
+}
+
+/// A GET as it is sent, with what it was built from.
+struct Request {
+    url: String,
+    credentials: Vec<(String, String)>,
+    /// Every header, the credentials last.
+    headers: Vec<(String, String)>,
+    at: url::Url,
+    to: Endpoint,
+    bytes: Vec<u8>,
+}
+
 #[derive(Clone, PartialEq, Eq)]
 struct Endpoint {
     tls: bool,
@@ -137,28 +156,56 @@ impl DirectClient {
         }
     }
 
-    /// GETs `url` over `conn` (opening or replacing it as needed) with
-    /// `headers`; the body is cut off at `limit` bytes unless gzipped.
-    /// Errors read as Go's client words them, after `Get "<url>": `.
+    /// GETs `url` over the session's connection (opening or replacing it
+    /// as needed) with `headers` and then `credentials`; the body is cut off
+    /// at `limit` bytes unless gzipped. The request is built again only when
+    /// `url` or `credentials` change. Errors read as Go's client words them,
+    /// after `Get "<url>": `.
     pub async fn get(
         &self,
-        conn: &mut Option<Connection>,
+        session: &mut Session,
         url: &str,
-        headers: &[(String, String)],
+        headers: impl FnOnce() -> Vec<(String, String)>,
+        credentials: Vec<(String, String)>,
         limit: u64,
     ) -> Result<Response, String> {
         let fail = |why: String| format!("Get {url:?}: {why}");
-        let mut at = url::Url::parse(url).map_err(|e| fail(e.to_string()))?;
+        let Session { conn, request: built } = session;
+        let first = match built.take() {
+            Some(r) if r.url == url && r.credentials == credentials => built.insert(r),
+            _ => {
+                let at = url::Url::parse(url).map_err(|e| fail(e.to_string()))?;
+                let to = endpoint(&at).map_err(fail)?;
+                let mut headers = headers();
+                headers.extend(credentials.iter().cloned());
+                built.insert(Request {
+                    url: url.to_string(),
+                    credentials,
+                    bytes: request(&at, &headers),
+                    headers,
+                    to,
+                    at,
+                })
+            }
+        };
+        let mut redirected: Option<(url::Url, Endpoint, Vec<u8>)> = None;
         for _ in 0..=MAX_REDIRECTS {
+            let (at, to, bytes) = match &redirected {
+                Some((at, to, bytes)) => (at, to, bytes),
+                None => (&first.at, &first.to, &first.bytes),
+            };
             let response = self
-                .get_once(conn, &at, headers, limit)
+                .get_once(conn, to, bytes, limit)
                 .await
                 .map_err(|why| if why == BODY_SIZE_LIMIT { why } else { fail(why) })?;
             match response.location {
                 Some(location) if self.follow_redirects && is_redirect(response.response.status) => {
-                    at = at
+                    let at = at
                         .join(&location)
                         .map_err(|e| fail(format!("bad Location header: {e}")))?;
+                    let to = endpoint(&at).map_err(fail)?;
+                    let bytes = request(&at, &first.headers);
+                    redirected = Some((at, to, bytes));
                 }
                 _ => return Ok(response.response),
             }
@@ -169,21 +216,19 @@ impl DirectClient {
     async fn get_once(
         &self,
         conn: &mut Option<Connection>,
-        url: &url::Url,
-        headers: &[(String, String)],
+        to: &Endpoint,
+        request: &[u8],
         limit: u64,
     ) -> Result<Read, String> {
-        let to = endpoint(url)?;
-        let reused = conn.as_ref().is_some_and(|c| c.to == to);
+        let reused = conn.as_ref().is_some_and(|c| c.to == *to);
         if !reused {
             *conn = None;
-            *conn = Some(self.connect(&to).await?);
+            *conn = Some(self.connect(to).await?);
         }
-        let request = request(url, headers);
-        let mut result = exchange(conn.as_mut().map(|c| &mut c.stream), &request, limit).await;
+        let mut result = exchange(conn.as_mut().map(|c| &mut c.stream), request, limit).await;
         if reused && matches!(result, Err(Failure::BeforeResponse(_))) {
-            *conn = Some(self.connect(&to).await?);
-            result = exchange(conn.as_mut().map(|c| &mut c.stream), &request, limit).await;
+            *conn = Some(self.connect(to).await?);
+            result = exchange(conn.as_mut().map(|c| &mut c.stream), request, limit).await;
         }
         match result {
             Ok(read) => {

@@ -18,7 +18,7 @@ use crate::append::{AppendCounts, append_empty, append_report, append_scraped, r
 use crate::cache::ScrapeCache;
 use crate::client::{ScrapeClient, credential_headers};
 use crate::exposition::{parse_body, parse_options};
-use crate::http1::{Connection, MAX_ANNOUNCED_BYTES, Response};
+use crate::http1::{MAX_ANNOUNCED_BYTES, Response, Session};
 use crate::metrics::{ScrapeMetrics, inc};
 use crate::settings::JobSettings;
 use crate::target::{Health, ScrapeStatus, Target};
@@ -168,7 +168,7 @@ async fn run(
     let mut last_scrape: Option<SystemTime> = None;
     let interval_length = ctx.metrics.interval_length(interval);
     let mut last_start: Option<Instant> = None;
-    let mut conn: Option<Connection> = None;
+    let mut session = Session::default();
     loop {
         if *signal.borrow() != Signal::Run {
             break;
@@ -191,7 +191,7 @@ async fn run(
             Some(e) => Err(e.clone()),
             None => tokio::select! {
                 // Boxed: the request's state exists only while it is made, not in every idle loop.
-                f = Box::pin(fetch(&target, &ctx, timeout, &mut conn)) => f,
+                f = Box::pin(fetch(&target, &ctx, timeout, &mut session)) => f,
                 _ = wait_for(&mut signal, Signal::Shutdown) => return None,
             },
         };
@@ -328,21 +328,24 @@ fn millis(t: SystemTime) -> i64 {
 /// A fetched body and its content type, or why the scrape failed.
 type Fetched = Result<(Vec<u8>, String), String>;
 
-async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration, conn: &mut Option<Connection>) -> Fetched {
+async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration, session: &mut Session) -> Fetched {
     let job = &ctx.job;
-    let mut headers = vec![
-        ("Accept".to_string(), job.accept.clone()),
-        (
-            "Accept-Encoding".to_string(),
-            if job.enable_compression { "gzip" } else { "identity" }.to_string(),
-        ),
-        ("User-Agent".to_string(), crate::USER_AGENT.to_string()),
-        (
-            "X-Prometheus-Scrape-Timeout-Seconds".to_string(),
-            crate::seconds_text(timeout),
-        ),
-    ];
-    headers.extend(credential_headers(&job.http)?);
+    let headers = || {
+        vec![
+            ("Accept".to_string(), job.accept.clone()),
+            (
+                "Accept-Encoding".to_string(),
+                if job.enable_compression { "gzip" } else { "identity" }.to_string(),
+            ),
+            ("User-Agent".to_string(), crate::USER_AGENT.to_string()),
+            (
+                "X-Prometheus-Scrape-Timeout-Seconds".to_string(),
+                crate::seconds_text(timeout),
+            ),
+        ]
+    };
+    // Read at every scrape: a credentials file may change.
+    let credentials = credential_headers(&job.http)?;
     let limit = if job.body_size_limit == 0 {
         u64::MAX
     } else {
@@ -350,16 +353,21 @@ async fn fetch(target: &Target, ctx: &LoopContext, timeout: Duration, conn: &mut
     };
     let response = match &ctx.client {
         ScrapeClient::Direct(client) => {
-            match tokio::time::timeout(timeout, client.get(conn, target.url(), &headers, limit)).await {
+            let get = client.get(session, target.url(), headers, credentials, limit);
+            match tokio::time::timeout(timeout, get).await {
                 Ok(response) => response?,
                 Err(_) => {
                     // A request cut off midway leaves the connection out of step.
-                    *conn = None;
+                    session.conn = None;
                     return Err(format!("Get {:?}: context deadline exceeded", target.url()));
                 }
             }
         }
-        ScrapeClient::Pooled(client) => fetch_pooled(client, target.url(), &headers, timeout, limit).await?,
+        ScrapeClient::Pooled(client) => {
+            let mut all = headers();
+            all.extend(credentials);
+            fetch_pooled(client, target.url(), &all, timeout, limit).await?
+        }
     };
     if response.status != 200 {
         let status = reqwest::StatusCode::from_u16(response.status).unwrap_or(reqwest::StatusCode::BAD_GATEWAY);

@@ -91,17 +91,29 @@ async fn a_kept_connection_serves_scrape_after_scrape_whatever_the_framing() {
     ])
     .await;
     let c = client(true);
-    let mut conn = None;
-    let first = c.get(&mut conn, &s.url, &headers(), u64::MAX).await.unwrap();
+    let mut session = Session::default();
+    let first = c
+        .get(&mut session, &s.url, headers, Vec::new(), u64::MAX)
+        .await
+        .unwrap();
     assert_eq!(
         (first.status, first.content_type.as_str(), &first.body[..]),
         (200, "text/plain", &b"m 1\n\n"[..])
     );
-    let second = c.get(&mut conn, &s.url, &headers(), u64::MAX).await.unwrap();
+    let second = c
+        .get(&mut session, &s.url, headers, Vec::new(), u64::MAX)
+        .await
+        .unwrap();
     assert_eq!(second.body, b"m 2\nn 3");
-    let third = c.get(&mut conn, &s.url, &headers(), u64::MAX).await.unwrap();
+    let third = c
+        .get(&mut session, &s.url, headers, Vec::new(), u64::MAX)
+        .await
+        .unwrap();
     assert_eq!((third.status, third.body.len()), (200, 0));
-    let fourth = c.get(&mut conn, &s.url, &headers(), u64::MAX).await.unwrap();
+    let fourth = c
+        .get(&mut session, &s.url, headers, Vec::new(), u64::MAX)
+        .await
+        .unwrap();
     assert_eq!(
         (fourth.status, fourth.body.len()),
         (204, 0),
@@ -114,6 +126,31 @@ async fn a_kept_connection_serves_scrape_after_scrape_whatever_the_framing() {
         "{request}"
     );
     assert!(request.contains("\r\nAccept: text/plain"), "{request}");
+}
+
+#[tokio::test]
+async fn a_request_is_built_again_only_when_its_url_or_credentials_change() {
+    let ok = || answer("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na", false);
+    let s = serve(vec![ok(), ok(), ok(), ok()]).await;
+    let c = client(true);
+    let mut session = Session::default();
+    let token = |t: &str| vec![("Authorization".to_string(), format!("Bearer {t}"))];
+    let mut built = 0;
+    for credentials in [token("a"), token("a"), token("b"), token("b")] {
+        let count = || {
+            built += 1;
+            headers()
+        };
+        c.get(&mut session, &s.url, count, credentials, u64::MAX).await.unwrap();
+    }
+    assert_eq!(built, 2);
+    let requests = s.requests.lock().clone();
+    let sent: Vec<bool> = requests
+        .iter()
+        .map(|r| r.ends_with("\r\nAuthorization: Bearer b"))
+        .collect();
+    assert_eq!(sent, [false, false, true, true]);
+    assert!(requests.iter().all(|r| r.contains("\r\nAccept: text/plain\r\n")));
 }
 
 #[tokio::test]
@@ -131,9 +168,12 @@ async fn a_connection_the_target_closed_is_opened_again() {
     ])
     .await;
     let c = client(true);
-    let mut conn = None;
+    let mut session = Session::default();
     for want in [&b"a"[..], b"b", b"until close", b"d", b"e"] {
-        let got = c.get(&mut conn, &s.url, &headers(), u64::MAX).await.unwrap();
+        let got = c
+            .get(&mut session, &s.url, headers, Vec::new(), u64::MAX)
+            .await
+            .unwrap();
         assert_eq!(got.body, want);
     }
     assert_eq!(s.accepted.load(Ordering::SeqCst), 4);
@@ -148,12 +188,15 @@ async fn redirects_are_followed_when_the_job_says_so() {
         answer(redirect, false),
     ])
     .await;
-    let mut conn = None;
-    let got = client(true).get(&mut conn, &s.url, &headers(), u64::MAX).await.unwrap();
+    let mut session = Session::default();
+    let got = client(true)
+        .get(&mut session, &s.url, headers, Vec::new(), u64::MAX)
+        .await
+        .unwrap();
     assert_eq!(got.body, b"ok");
     assert!(s.requests.lock()[1].starts_with("GET /other?x=1 HTTP/1.1"));
     let got = client(false)
-        .get(&mut conn, &s.url, &headers(), u64::MAX)
+        .get(&mut session, &s.url, headers, Vec::new(), u64::MAX)
         .await
         .unwrap();
     assert_eq!(got.status, 302);
@@ -169,30 +212,34 @@ async fn bodies_past_the_limit_and_bad_responses_fail_and_drop_the_connection() 
     ])
     .await;
     let c = client(true);
-    let mut conn = None;
-    let err = c.get(&mut conn, &s.url, &headers(), 4).await.err().unwrap();
+    let mut session = Session::default();
+    let err = c.get(&mut session, &s.url, headers, Vec::new(), 4).await.err().unwrap();
     assert_eq!(err, BODY_SIZE_LIMIT);
-    assert!(conn.is_none());
+    assert!(session.conn.is_none());
     for want in [
         "malformed chunked encoding",
         "unexpected EOF",
         "malformed HTTP response",
     ] {
-        let err = c.get(&mut conn, &s.url, &headers(), u64::MAX).await.err().unwrap();
+        let err = c
+            .get(&mut session, &s.url, headers, Vec::new(), u64::MAX)
+            .await
+            .err()
+            .unwrap();
         assert!(
             err.starts_with(&format!("Get {:?}: ", s.url)) && err.contains(want),
             "{err}"
         );
-        assert!(conn.is_none());
+        assert!(session.conn.is_none());
     }
 }
 
 #[tokio::test]
 async fn an_unreachable_target_fails_in_gos_words() {
-    let mut conn = None;
+    let mut session = Session::default();
     let url = "http://127.0.0.1:1/metrics";
     let err = client(true)
-        .get(&mut conn, url, &headers(), u64::MAX)
+        .get(&mut session, url, headers, Vec::new(), u64::MAX)
         .await
         .err()
         .unwrap();
