@@ -203,6 +203,15 @@ impl WireLabel {
         }
     }
 
+    /// The bytes it takes in a label set.
+    pub fn len(&self) -> usize {
+        self.field.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.field.is_empty()
+    }
+
     pub fn name(&self) -> LabelText<'_> {
         LabelText::from_bytes(self.field.get(self.name.clone()).unwrap_or_default())
     }
@@ -217,6 +226,14 @@ pub struct WireLabelsBuf {
 }
 
 impl WireLabelsBuf {
+    /// A buffer with room for `bytes` of label sets, `count` of them.
+    pub fn with_capacity(bytes: usize, count: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(bytes),
+            ends: Vec::with_capacity(count),
+        }
+    }
+
     /// Appends the label set `write` writes; returns its position. Nothing
     /// is kept of a label set `write` gives up on.
     pub fn push_with<E>(&mut self, write: impl FnOnce(&mut WireLabelsWriter<'_>) -> Result<(), E>) -> Result<usize, E> {

@@ -131,17 +131,25 @@ fn store(app: &mut dyn Appender, labels: WireLabels<'_>, t: i64, value: Stored) 
 
 /// The writer a lean cache reads text bodies with
 /// ([`cairn_protocols::exposition::parse_encoded`]): each sample's labels
-/// are merged with the target's as the body is read, into `merged` in
+/// are merged with the target's as the `body` is read, into `merged` in
 /// remote write's form, so that a series is written once. `None` when the
 /// job's samples do not merge directly.
 pub(crate) fn merging_writer<'t>(
     target: &Labels,
     job: &JobSettings,
+    body: &[u8],
     merged: &'t mut WireLabelsBuf,
 ) -> Option<impl FnMut(&LabelPairs<'_>) -> Option<u32> + 't> {
+    if !merges_directly(job) {
+        return None;
+    }
     let honor_labels = job.honor_labels;
     let target = wire_target(target);
-    merges_directly(job).then_some(move |pairs: &LabelPairs<'_>| {
+    // Room for every line's labels and the target's, allocated once.
+    let lines = body.iter().filter(|&&b| b == b'\n').count() + 1;
+    let target_bytes: usize = target.iter().map(WireLabel::len).sum();
+    *merged = WireLabelsBuf::with_capacity(body.len() + lines * target_bytes, lines);
+    Some(move |pairs: &LabelPairs<'_>| {
         let exposed = pairs.iter().map(|(name, value)| (text(name), text(value)));
         let at = merged.push_with(|w| merged_labels(exposed, &target, honor_labels, w).ok_or(()));
         at.ok().and_then(|at| u32::try_from(at).ok())

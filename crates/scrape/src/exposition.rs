@@ -50,7 +50,7 @@ pub(crate) fn parse_body<'a>(
     }
     let mut merged = WireLabelsBuf::default();
     let exposition = if cache.is_lean() {
-        match merging_writer(target, job, &mut merged) {
+        match merging_writer(target, job, body, &mut merged) {
             Some(mut write) => parse_encoded(format, body, options, Some(&mut write)),
             None => parse_encoded(format, body, options, None),
         }

@@ -244,11 +244,16 @@ pub(crate) struct Encoded {
 }
 
 impl<'a, 'w> LabelEncoder<'a, 'w> {
-    /// An encoder with room for the labels of `body`'s samples.
+    /// An encoder with room for the labels of `body`'s samples, unless a
+    /// reader's writer takes them.
     pub fn for_body(body: &[u8], write: Option<WriteLabels<'w>>) -> Self {
+        let buf = match write {
+            Some(_) => LabelsBuf::default(),
+            None => LabelsBuf::with_capacity(body.len(), samples_in(body)),
+        };
         Self {
             pairs: Vec::new(),
-            buf: LabelsBuf::with_capacity(body.len(), samples_in(body)),
+            buf,
             write,
         }
     }
