@@ -153,10 +153,36 @@ impl<'a> WireLabelsWriter<'a> {
             return Ok(());
         }
         self.check_order(label.name())?;
+        self.put_label(label);
+        Ok(())
+    }
+
+    /// [`Self::push_text`] for a caller whose names ascend strictly by
+    /// construction (a merge of two canonical label sets), which is not
+    /// checked again but in debug builds. Names must not be empty.
+    pub fn push_text_in_order(&mut self, name: LabelText<'_>, value: LabelText<'_>) {
+        if value.is_empty() {
+            return;
+        }
+        debug_assert!(!name.is_empty() && self.check_order(name).is_ok());
+        let name_start = put_wire_label(name.as_bytes(), value.as_bytes(), self.out);
+        self.last_name = Some(name_start..name_start + name.as_bytes().len());
+    }
+
+    /// [`Self::push_label`] for a caller whose names ascend strictly by
+    /// construction, as [`Self::push_text_in_order`].
+    pub fn push_label_in_order(&mut self, label: &WireLabel) {
+        if label.field.is_empty() {
+            return;
+        }
+        debug_assert!(self.check_order(label.name()).is_ok());
+        self.put_label(label);
+    }
+
+    fn put_label(&mut self, label: &WireLabel) {
         let name_start = self.out.len() + label.name.start;
         self.out.extend_from_slice(&label.field);
         self.last_name = Some(name_start..name_start + label.name.len());
-        Ok(())
     }
 
     /// Refuses a name not after the last one written.
@@ -203,15 +229,6 @@ impl WireLabel {
         }
     }
 
-    /// The bytes it takes in a label set.
-    pub fn len(&self) -> usize {
-        self.field.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.field.is_empty()
-    }
-
     pub fn name(&self) -> LabelText<'_> {
         LabelText::from_bytes(self.field.get(self.name.clone()).unwrap_or_default())
     }
@@ -226,14 +243,6 @@ pub struct WireLabelsBuf {
 }
 
 impl WireLabelsBuf {
-    /// A buffer with room for `bytes` of label sets, `count` of them.
-    pub fn with_capacity(bytes: usize, count: usize) -> Self {
-        Self {
-            bytes: Vec::with_capacity(bytes),
-            ends: Vec::with_capacity(count),
-        }
-    }
-
     /// Appends the label set `write` writes; returns its position. Nothing
     /// is kept of a label set `write` gives up on.
     pub fn push_with<E>(&mut self, write: impl FnOnce(&mut WireLabelsWriter<'_>) -> Result<(), E>) -> Result<usize, E> {
@@ -249,6 +258,17 @@ impl WireLabelsBuf {
                 Err(e)
             }
         }
+    }
+
+    /// Forgets every label set, keeping the room they took.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+    }
+
+    /// The bytes of room held.
+    pub fn capacity_bytes(&self) -> usize {
+        self.bytes.capacity() + self.ends.capacity() * std::mem::size_of::<usize>()
     }
 
     /// The label set at position `i`.
@@ -405,11 +425,13 @@ mod tests {
             [Labels::from_pairs([("a", "1")]), Labels::from_pairs([("c", "3")])]
         );
         assert_eq!(buf.len(), 2);
+        buf.clear();
+        assert!(buf.is_empty() && buf.get(0).is_none() && buf.capacity_bytes() > 0);
     }
 
     #[test]
     fn a_label_written_beforehand_is_written_as_pushed_and_refused_alike() {
-        let (mut pushed, mut prewritten) = (Vec::new(), Vec::new());
+        let (mut pushed, mut prewritten, mut in_order) = (Vec::new(), Vec::new(), Vec::new());
         let mut a = WireLabelsWriter::new(&mut pushed);
         let mut b = WireLabelsWriter::new(&mut prewritten);
         for (name, value) in [("a", "1"), ("b", ""), ("c", "3")] {
@@ -422,6 +444,11 @@ mod tests {
         );
         assert_eq!(b.push_label(&WireLabel::new("b", "4")), Err(LabelError::Malformed));
         assert_eq!(a.finish(), b.finish());
+        let mut c = WireLabelsWriter::new(&mut in_order);
+        c.push_label_in_order(&WireLabel::new("a", "1"));
+        c.push_text_in_order("b".into(), "".into());
+        c.push_text_in_order("c".into(), "3".into());
+        assert_eq!(c.finish().as_bytes(), &pushed[..]);
         assert_eq!(WireLabel::new("job", "x").name().as_bytes(), b"job");
     }
 

@@ -131,13 +131,12 @@ fn store(app: &mut dyn Appender, labels: WireLabels<'_>, t: i64, value: Stored) 
 
 /// The writer a lean cache reads text bodies with
 /// ([`cairn_protocols::exposition::parse_encoded`]): each sample's labels
-/// are merged with the target's as the `body` is read, into `merged` in
+/// are merged with the target's as the body is read, into `merged` in
 /// remote write's form, so that a series is written once. `None` when the
 /// job's samples do not merge directly.
 pub(crate) fn merging_writer<'t>(
     target: &Labels,
     job: &JobSettings,
-    body: &[u8],
     merged: &'t mut WireLabelsBuf,
 ) -> Option<impl FnMut(&LabelPairs<'_>) -> Option<u32> + 't> {
     if !merges_directly(job) {
@@ -145,10 +144,6 @@ pub(crate) fn merging_writer<'t>(
     }
     let honor_labels = job.honor_labels;
     let target = wire_target(target);
-    // Room for every line's labels and the target's, allocated once.
-    let lines = body.iter().filter(|&&b| b == b'\n').count() + 1;
-    let target_bytes: usize = target.iter().map(WireLabel::len).sum();
-    *merged = WireLabelsBuf::with_capacity(body.len() + lines * target_bytes, lines);
     Some(move |pairs: &LabelPairs<'_>| {
         let exposed = pairs.iter().map(|(name, value)| (text(name), text(value)));
         let at = merged.push_with(|w| merged_labels(exposed, &target, honor_labels, w).ok_or(()));
@@ -171,22 +166,25 @@ fn merges_directly(job: &JobSettings) -> bool {
 }
 
 /// Writes the labels [`crate::append::sample_labels`] gives a sample when
-/// metric relabelling is off, from its exposed labels sorted by name (those
-/// given empty among them). `None` when an exposed label has a target
-/// label's name without `honor_labels` (the exposed one is then renamed,
-/// which that function does); `w` may then hold part of an encoding.
+/// metric relabelling is off, from its exposed labels sorted by name with no
+/// name twice (those given empty among them). `None` when an exposed label
+/// has a target label's name without `honor_labels` (the exposed one is
+/// then renamed, which that function does); `w` may then hold part of an
+/// encoding.
 fn merged_labels<'x>(
     exposed: impl Iterator<Item = (LabelText<'x>, LabelText<'x>)>,
     target: &[WireLabel],
     honor_labels: bool,
     w: &mut WireLabelsWriter<'_>,
 ) -> Option<()> {
+    // Both sides are sorted and free of repeated names, so the merge is
+    // written in order without checking it again.
     let mut next_target = 0;
     for (name, value) in exposed {
         while let Some(t) = target.get(next_target)
             && t.name() < name
         {
-            w.push_label(t).ok()?;
+            w.push_label_in_order(t);
             next_target += 1;
         }
         match target.get(next_target) {
@@ -196,16 +194,16 @@ fn merged_labels<'x>(
                     // An exposed empty value keeps the target's label off
                     // with honor_labels, and is no label without.
                     (true, true) => {}
-                    (true, false) => w.push_label(t).ok()?,
-                    (false, true) => w.push_text(name, value).ok()?,
+                    (true, false) => w.push_label_in_order(t),
+                    (false, true) => w.push_text_in_order(name, value),
                     (false, false) => return None,
                 }
             }
-            _ => w.push_text(name, value).ok()?,
+            _ => w.push_text_in_order(name, value),
         }
     }
     for t in target.get(next_target..).unwrap_or_default() {
-        w.push_label(t).ok()?;
+        w.push_label_in_order(t);
     }
     Some(())
 }
@@ -276,7 +274,12 @@ mod tests {
             let mut out = Vec::new();
             let mut w = WireLabelsWriter::new(&mut out);
             match merged_labels(pairs.into_iter(), &wire_target(&target), honor_labels, &mut w) {
-                Some(()) => prop_assert_eq!(Some(w.finish().decode()), general),
+                Some(()) => {
+                    let merged = w.finish();
+                    // Written in order, as a checked reading confirms.
+                    prop_assert!(WireLabels::new(merged.as_bytes()).is_ok());
+                    prop_assert_eq!(Some(merged.decode()), general);
+                }
                 None => prop_assert!(!honor_labels && exposed.iter().any(|l| target.get(&l.name).is_some())),
             }
         }

@@ -4,6 +4,7 @@
 use cairn_protocols::exposition::{Exposition, ParseOptions, ScrapeFormat, parse_encoded, parse_with_known};
 
 use cairn_model::{Labels, WireLabelsBuf};
+use parking_lot::Mutex;
 
 use crate::append_lean::merging_writer;
 use crate::cache::ScrapeCache;
@@ -21,6 +22,13 @@ pub(crate) fn parse_options(target: &Target, job: &JobSettings) -> ParseOptions 
         skip_openmetrics_created_series: false,
     }
 }
+
+/// Merged-label buffers of finished scrapes, for the next ones: as many as
+/// were ever parsed at once, so that a scrape allocates none.
+static MERGED_BUFFERS: Mutex<Vec<WireLabelsBuf>> = Mutex::new(Vec::new());
+
+/// The most room a buffer in [`MERGED_BUFFERS`] keeps.
+const KEPT_MERGED_BYTES: usize = 1 << 20;
 
 /// A body and what was read from it: text samples name their series by
 /// spans of the body.
@@ -50,7 +58,8 @@ pub(crate) fn parse_body<'a>(
     }
     let mut merged = WireLabelsBuf::default();
     let exposition = if cache.is_lean() {
-        match merging_writer(target, job, body, &mut merged) {
+        merged = MERGED_BUFFERS.lock().pop().unwrap_or_default();
+        match merging_writer(target, job, &mut merged) {
             Some(mut write) => parse_encoded(format, body, options, Some(&mut write)),
             None => parse_encoded(format, body, options, None),
         }
@@ -63,4 +72,14 @@ pub(crate) fn parse_body<'a>(
         exposition,
         merged,
     })
+}
+
+impl Drop for ParsedBody<'_> {
+    fn drop(&mut self) {
+        let mut merged = std::mem::take(&mut self.merged);
+        if merged.capacity_bytes() > 0 && merged.capacity_bytes() <= KEPT_MERGED_BYTES {
+            merged.clear();
+            MERGED_BUFFERS.lock().push(merged);
+        }
+    }
 }
