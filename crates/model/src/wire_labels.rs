@@ -7,7 +7,7 @@
 //! [`WireLabels`] carries the proof that its bytes are canonical: it comes
 //! from a [`WireLabelsWriter`] or is checked by [`WireLabels::new`].
 
-use crate::{LabelError, LabelText, Labels};
+use crate::{EncodedLabels, LabelError, LabelText, Labels};
 
 /// The key of a length-delimited field 1 (a `TimeSeries`' `Label`, a
 /// `Label`'s name).
@@ -34,6 +34,28 @@ impl<'a> WireLabels<'a> {
             previous = Some(name);
         }
         Ok(Self(bytes))
+    }
+
+    /// `labels` written at the end of `out`.
+    pub fn of_labels(labels: &Labels, out: &'a mut Vec<u8>) -> Self {
+        let pairs = labels
+            .iter()
+            .map(|l| (LabelText::from(&*l.name), LabelText::from(&*l.value)));
+        Self::of_canonical(pairs, out)
+    }
+
+    /// The label set of a canonical encoding, written at the end of `out`.
+    pub fn of_encoded(labels: EncodedLabels<'_>, out: &'a mut Vec<u8>) -> Self {
+        Self::of_canonical(labels.text_pairs(), out)
+    }
+
+    /// Pairs in canonical order (a label set's), by where they come from.
+    fn of_canonical<'x>(pairs: impl Iterator<Item = (LabelText<'x>, LabelText<'x>)>, out: &'a mut Vec<u8>) -> Self {
+        let mut w = WireLabelsWriter::new(out);
+        for (name, value) in pairs {
+            w.push_text_in_order(name, value);
+        }
+        w.finish()
     }
 
     pub fn as_bytes(self) -> &'a [u8] {
@@ -372,6 +394,24 @@ mod tests {
             wire(&labels),
             b"\x0a\x0e\x0a\x08__name__\x12\x02up\x0a\x0b\x0a\x03job\x12\x04node".to_vec()
         );
+    }
+
+    #[test]
+    fn a_label_set_and_its_canonical_encoding_are_written_alike() {
+        let labels = Labels::from_pairs([("__name__", "up"), ("job", "node"), ("zone", "ü")]);
+        let shared = crate::SharedEncodedLabels::new(&labels);
+        let (mut a, mut b) = (vec![7], Vec::new());
+        let of_labels = WireLabels::of_labels(&labels, &mut a);
+        assert_eq!(
+            of_labels.as_bytes(),
+            &wire(&labels)[..],
+            "written after what `out` held"
+        );
+        assert_eq!(
+            WireLabels::of_encoded(shared.get(), &mut b).as_bytes(),
+            &wire(&labels)[..]
+        );
+        assert_eq!(a[0], 7);
     }
 
     #[test]

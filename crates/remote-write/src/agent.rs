@@ -339,11 +339,7 @@ mod tests {
         let labels = Labels::from_pairs([("__name__", "up"), ("job", "node")]);
         let up = cairn_model::SharedEncodedLabels::new(&labels);
         let mut wire = Vec::new();
-        let mut w = cairn_model::WireLabelsWriter::new(&mut wire);
-        for l in &labels {
-            w.push(&l.name, &l.value).unwrap();
-        }
-        let wire = w.finish();
+        let wire = WireLabels::of_labels(&labels, &mut wire);
         for external in [Labels::empty(), Labels::from_pairs([("cluster", "eu"), ("job", "ext")])] {
             appendable.set_external_labels(external);
             let mut app = appendable.appender();

@@ -82,11 +82,7 @@ pub(crate) fn append_samples(
                     continue;
                 };
                 built_buf.clear();
-                let mut w = WireLabelsWriter::new(&mut built_buf);
-                for l in &lset {
-                    w.push(&l.name, &l.value).map_err(|e| e.to_string())?;
-                }
-                w.finish()
+                WireLabels::of_labels(&lset, &mut built_buf)
             }
         };
         let Some(seen) = cache.lean_lookup(labels_hash(labels.as_bytes())) else {

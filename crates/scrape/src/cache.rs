@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::{Label, Labels, SharedEncodedLabels, WireLabels, WireLabelsWriter};
+use cairn_model::{Label, Labels, SharedEncodedLabels, WireLabels};
 use cairn_protocols::exposition::FamilyMetadata as ExposedMetadata;
 use foldhash::{HashMap, HashSet};
 use parking_lot::Mutex;
@@ -117,11 +117,7 @@ pub(crate) fn labels_hash(wire: &[u8]) -> u64 {
 /// A label set in a lean cache's form: remote write's.
 fn wire_bytes(lset: &SharedEncodedLabels) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut w = WireLabelsWriter::new(&mut out);
-    for (name, value) in lset.get().text_pairs() {
-        // Canonical already, so in order.
-        let _ = w.push_text(name, value);
-    }
+    WireLabels::of_encoded(lset.get(), &mut out);
     out
 }
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cairn_model::{EncodedLabels, Labels, MatchOp, Matcher, Sample, WireLabels, WireLabelsWriter, stale_nan};
+use cairn_model::{EncodedLabels, Labels, MatchOp, Matcher, Sample, WireLabels, stale_nan};
 
 use crate::{Admin, Appendable, CardinalityQuery, Queryable, SelectHints, ShardBy, collect_samples};
 
@@ -337,12 +337,9 @@ fn append_encoded_is_append(s: &impl Storage) {
 fn append_wire_is_append(s: &impl Storage) {
     let l = labels(&[("__name__", "wire"), ("job", "a")]);
     let mut bytes = Vec::new();
-    let mut w = WireLabelsWriter::new(&mut bytes);
-    for label in &l {
-        w.push(&label.name, &label.value).expect("canonical order");
-    }
     let mut app = s.appender();
-    app.append_wire(w.finish(), &samples(&[(1, 1.0)])).expect("append_wire");
+    app.append_wire(WireLabels::of_labels(&l, &mut bytes), &samples(&[(1, 1.0)]))
+        .expect("append_wire");
     app.append(&l, &samples(&[(2, 2.0)])).expect("append");
     app.commit().expect("commit");
     assert_eq!(
