@@ -54,6 +54,47 @@ async fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// dnsmasq serving the test's records on a free port of its own. A port
+/// found free may be taken before dnsmasq binds it, and dnsmasq then exits:
+/// it is started again on another.
+async fn start_dnsmasq(dir: &Path) -> (Killed, u16) {
+    for _ in 0..5 {
+        let port = free_udp_port();
+        let conf = dir.join("dnsmasq.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "port={port}\nlisten-address=127.0.0.1\nbind-interfaces\nno-resolv\nno-hosts\nno-poll\n\
+                 local=/cairn.test/\npid-file=\nuser=root\n\
+                 srv-host=_s._tcp.cairn.test,node1.cairn.test,9101,0,10\n\
+                 host-record=web.cairn.test,127.0.0.31\nhost-record=web.cairn.test,127.0.0.32\n"
+            ),
+        )
+        .unwrap();
+        let mut dnsmasq = Killed(
+            Command::new(DNSMASQ)
+                .arg("--keep-in-foreground")
+                .arg(format!("--conf-file={}", conf.display()))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if answers(port) {
+                return (dnsmasq, port);
+            }
+            if dnsmasq.0.try_wait().unwrap().is_some() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for dnsmasq");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    panic!("dnsmasq exited at start on five ports in a row");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dns_sd_keeps_targets_while_servers_fail() {
     if !Path::new(DNSMASQ).is_file() {
@@ -62,28 +103,7 @@ async fn dns_sd_keeps_targets_while_servers_fail() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let port = free_udp_port();
-    let conf = dir.path().join("dnsmasq.conf");
-    std::fs::write(
-        &conf,
-        format!(
-            "port={port}\nlisten-address=127.0.0.1\nbind-interfaces\nno-resolv\nno-hosts\nno-poll\n\
-             local=/cairn.test/\npid-file=\nuser=root\n\
-             srv-host=_s._tcp.cairn.test,node1.cairn.test,9101,0,10\n\
-             host-record=web.cairn.test,127.0.0.31\nhost-record=web.cairn.test,127.0.0.32\n"
-        ),
-    )
-    .unwrap();
-    let dnsmasq = Killed(
-        Command::new(DNSMASQ)
-            .arg("--keep-in-foreground")
-            .arg(format!("--conf-file={}", conf.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for("dnsmasq", || answers(port)).await;
+    let (dnsmasq, port) = start_dnsmasq(dir.path()).await;
     // A dead server first: it is skipped, as in Prometheus.
     let resolv_conf = dir.path().join("resolv.conf");
     std::fs::write(
