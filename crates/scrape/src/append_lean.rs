@@ -40,7 +40,8 @@ pub(crate) fn append_samples(
     } = scraped;
     cache.set_metadata(metadata);
     let merge = merges_directly(job);
-    let wired_target = wire_target(target);
+    // Written only for samples the reader did not merge (protobuf bodies).
+    let mut wired_target: Option<Vec<WireLabel>> = None;
     let mut admission = Admission::default();
     let (mut merged_buf, mut built_buf) = (Vec::new(), Vec::new());
     for s in samples {
@@ -71,7 +72,8 @@ pub(crate) fn append_samples(
                     .collect();
                 exposed.sort_unstable_by_key(|(name, _)| *name);
                 let mut w = WireLabelsWriter::new(&mut merged_buf);
-                merged_labels(exposed.into_iter(), &wired_target, job.honor_labels, &mut w).map(|()| w.finish())
+                let target = wired_target.get_or_insert_with(|| wire_target(target));
+                merged_labels(exposed.into_iter(), target, job.honor_labels, &mut w).map(|()| w.finish())
             }
             None => None,
         };
