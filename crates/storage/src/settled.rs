@@ -18,8 +18,20 @@ pub fn settled_before(now_ms: i64) -> i64 {
 /// A counter of changes to settled data: see
 /// [`Queryable::settled_changes`](crate::Queryable::settled_changes).
 /// A change is counted once it is visible to reads.
-#[derive(Debug, Default)]
+///
+/// It starts from an arbitrary point, another each time storage opens: a
+/// count kept by a reader elsewhere (a querying node of the cluster) from
+/// before storage restarted then never equals one read after it.
+#[derive(Debug)]
 pub struct SettledChanges(AtomicU64);
+
+impl Default for SettledChanges {
+    fn default() -> Self {
+        use std::hash::{BuildHasher, Hasher};
+        let start = std::collections::hash_map::RandomState::new().build_hasher().finish();
+        Self(AtomicU64::new(start))
+    }
+}
 
 impl SettledChanges {
     /// Counts a write now visible whose oldest sample is at `min_t`, if
@@ -53,14 +65,21 @@ mod tests {
     #[test]
     fn only_writes_of_settled_samples_and_other_changes_count() {
         let changes = SettledChanges::default();
+        let start = changes.get();
         let now = wall_clock_ms();
         changes.record_write(now);
         changes.record_write(now - SETTLED_AFTER_MS + 60_000);
-        assert_eq!(changes.get(), 0);
+        assert_eq!(changes.get(), start);
         changes.record_write(now - SETTLED_AFTER_MS - 1);
         changes.record_write(0);
-        assert_eq!(changes.get(), 2);
+        assert_eq!(changes.get(), start.wrapping_add(2));
         changes.record();
-        assert_eq!(changes.get(), 3);
+        assert_eq!(changes.get(), start.wrapping_add(3));
+    }
+
+    #[test]
+    fn each_counter_starts_somewhere_else() {
+        let starts: std::collections::HashSet<u64> = (0..16).map(|_| SettledChanges::default().get()).collect();
+        assert_eq!(starts.len(), 16);
     }
 }

@@ -317,10 +317,12 @@ impl Tsdb {
     pub fn retire_uploaded(&self, day: Day, objects: &[ObjectInfo]) -> Result<usize, StorageError> {
         self.inner.check_writable()?;
         let partition = self.inner.partitions.read().get(&day).cloned();
-        match partition {
-            Some(p) => p.retire(objects),
-            None => Ok(0),
-        }
+        let Some(p) = partition else { return Ok(0) };
+        let retired = p.retire(objects);
+        // The day is answered from the compactor's copy now, which may
+        // hold samples this replica missed: a change of settled data.
+        self.inner.settled.record();
+        retired
     }
 
     /// Merges all of every partition's disk parts into one (drops deleted data).

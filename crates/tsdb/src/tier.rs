@@ -81,6 +81,8 @@ impl Inner {
 
     /// A read-only instance's view brought up to the bucket's: new days
     /// opened, changed ones refreshed, days gone from it (retention) dropped.
+    /// Any of these is a change of settled data (the writer's days in the
+    /// bucket are settled), counted once visible.
     pub(crate) fn refresh_from_bucket(&self) -> Result<(), StorageError> {
         let Some(remote) = &self.remote else {
             return Ok(());
@@ -89,19 +91,27 @@ impl Inner {
         let listed = remote.list_days()?.split_off(&oldest);
         let open: BTreeMap<Day, Arc<Partition>> = self.partitions.read().clone();
         let mut added = Vec::new();
+        let mut changed = false;
         for (day, objects) in &listed {
-            match open.get(day) {
-                Some(p) => p.refresh(objects)?,
-                None => added.push(Arc::new(Partition::open(
+            let refreshed = match open.get(day) {
+                Some(p) => p.refresh(objects).map(|c| changed |= c),
+                None => Partition::open(
                     self.partition_dir(*day),
                     *day,
                     Some(remote.clone()),
                     objects,
                     self.quarantine.clone(),
-                )?)),
+                )
+                .map(|p| added.push(Arc::new(p))),
+            };
+            if let Err(e) = refreshed {
+                // What was refreshed before the failure is visible already.
+                self.settled.record();
+                return Err(e);
             }
         }
         let gone: Vec<Day> = open.keys().filter(|d| !listed.contains_key(d)).copied().collect();
+        changed |= !added.is_empty() || !gone.is_empty();
         let all: Vec<Arc<Partition>> = {
             let mut map = self.partitions.write();
             for p in added {
@@ -114,6 +124,9 @@ impl Inner {
             }
             map.values().cloned().collect()
         };
+        if changed {
+            self.settled.record();
+        }
         let mut earlier = None;
         for p in &all {
             p.seal_labels(earlier);

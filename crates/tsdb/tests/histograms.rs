@@ -8,7 +8,7 @@ use cairn_model::{Histogram, HistogramSample, Labels, Matcher, Sample};
 use cairn_storage::{Admin, Appendable, Queryable, RejectReason, SelectHints, collect_samples};
 use cairn_tsdb::{Config, Tsdb};
 
-use crate::common::{DAY, HOUR, config, now};
+use crate::common::{DAY, HOUR, config, now, settled_changes};
 
 fn series(i: usize) -> Labels {
     Labels::from_pairs([("__name__", "h"), ("i", &i.to_string())])
@@ -199,10 +199,16 @@ fn tsdb_histograms_of_settled_days_are_served_from_the_bucket() {
     ro.read_only = true;
     let reader = Tsdb::open(ro).unwrap();
     assert_eq!(all(&reader), day1);
-    // The writer uploads another day; the reader follows on refresh.
+    // A refresh that finds nothing new changes nothing.
+    let before = settled_changes(&reader);
+    reader.refresh().unwrap();
+    assert_eq!(settled_changes(&reader), before);
+    // The writer uploads another day; the reader follows on refresh, a
+    // change of settled data it counts.
     write(&writer, 3, 20, d2 + 1000, 0);
     settle(&writer);
     reader.refresh().unwrap();
+    assert_ne!(settled_changes(&reader), before);
     let both = all(&writer);
     assert_eq!(both[0].2.len(), 40);
     assert_eq!(all(&reader), both);
@@ -247,8 +253,10 @@ fn tsdb_a_day_changed_after_its_upload_reaches_the_bucket_and_its_readers() {
     let changed = all(&writer);
     assert_eq!(changed.len(), 2);
     assert_eq!(changed[0].2.len(), 30);
+    let before = settled_changes(&reader);
     reader.refresh().unwrap();
     assert_eq!(all(&reader), changed);
+    assert_ne!(settled_changes(&reader), before, "the day changed in the bucket");
     // A reader opened afresh downloads the same.
     let fresh = tempfile::tempdir().unwrap();
     let mut ro = bucket_config(fresh.path(), bucket.path());

@@ -356,10 +356,10 @@ impl Partition {
     /// Brings a read-only instance's view of the partition up to `objects`,
     /// the bucket's listing of it: loads new index segments and changed
     /// tombstones, opens new parts and drops those no longer listed (merged
-    /// away by the writer).
-    pub fn refresh(&self, objects: &[ObjectInfo]) -> Result<(), StorageError> {
+    /// away by the writer). Returns whether anything changed.
+    pub fn refresh(&self, objects: &[ObjectInfo]) -> Result<bool, StorageError> {
         let Some(remote) = self.remote.as_deref() else {
-            return Ok(());
+            return Ok(false);
         };
         let mut new_segments = Vec::new();
         let mut tombstones_changed = false;
@@ -418,7 +418,8 @@ impl Partition {
             p.object()
                 .is_some_and(|o| listed.get(o.key.as_str()).is_none_or(|l| l.version != o.version))
         };
-        if !added.is_empty() || current.disk.iter().any(gone) {
+        let parts_changed = !added.is_empty() || current.disk.iter().any(gone);
+        if parts_changed {
             self.edit_parts(|parts| {
                 parts.disk.retain(|p| !gone(p));
                 parts.disk.extend(added);
@@ -436,6 +437,6 @@ impl Partition {
             let ids = self.tombstones.read().iter().map(|t| t.id).collect();
             self.update_liveness(ids)?;
         }
-        Ok(())
+        Ok(parts_changed || tombstones_changed || histograms_changed || !new_segments.is_empty())
     }
 }

@@ -2,7 +2,8 @@
 
 #![allow(dead_code)]
 
-use cairn_tsdb::Config;
+use cairn_storage::Queryable;
+use cairn_tsdb::{Config, Tsdb};
 
 pub const HOUR: i64 = 3_600_000;
 pub const DAY: i64 = 24 * HOUR;
@@ -29,4 +30,17 @@ pub fn config(dir: &std::path::Path) -> Config {
     let mut c = Config::new(dir);
     c.background = false;
     c
+}
+
+/// `db`'s count of changes to settled data, without the blocks other tests
+/// of this binary find damaged meanwhile (that count is the same before and
+/// after reading this one).
+pub fn settled_changes(db: &Tsdb) -> u64 {
+    loop {
+        let damaged = cairn_tsdb::blocks_found_damaged();
+        let n = db.settled_changes().expect("a TSDB counts settled changes");
+        if cairn_tsdb::blocks_found_damaged() == damaged {
+            return n.wrapping_sub(damaged);
+        }
+    }
 }
