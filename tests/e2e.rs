@@ -38,6 +38,7 @@ mod cluster_conformance;
 mod cluster_damage;
 mod cluster_history;
 mod cluster_monitoring;
+mod cluster_results_cache;
 mod cluster_tls;
 mod crash;
 mod disk_faults;

@@ -79,6 +79,25 @@ impl ThreeNodes {
         self.wait_for_members(|m| m["monitoring"] == true);
     }
 
+    /// Waits until node `i`, started again, is alive in every running
+    /// node's ring and has caught up on what it missed.
+    pub fn wait_rejoined(&self, i: usize) {
+        self.wait_for_members(|m| m["alive"] == true && m["ingester"] == true);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let ring: Value = http_client(Duration::from_secs(5))
+                .get(format!("{}/internal/cluster/v1/ring", self.nodes[i].url()))
+                .send()
+                .and_then(|r| r.json())
+                .unwrap_or_default();
+            if ring["caught_up"] == true {
+                return;
+            }
+            assert!(Instant::now() < deadline, "node {i} did not catch up: {ring}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Waits until every running node's ring has as many members `counted`
     /// as there are nodes running.
     fn wait_for_members(&self, counted: impl Fn(&Value) -> bool) {

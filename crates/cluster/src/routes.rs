@@ -43,6 +43,7 @@ pub fn routes(cluster: Arc<Cluster>, max_body_bytes: usize, inline_write_max_bod
         .route(&path("label_values"), post(labels))
         .route(&path("delete"), post(delete))
         .route(&path("settle_writes"), post(settle_writes))
+        .route(&path("settled_changes"), post(settled_changes))
         .route(&path("ring"), axum::routing::get(ring))
         .route(&path("tenants"), post(tenants))
         .layer(DefaultBodyLimit::max(max_body_bytes))
@@ -360,6 +361,22 @@ async fn settle_writes(State(cluster): State<Arc<Cluster>>, headers: HeaderMap) 
     check_secret(&cluster, &headers)?;
     cluster.writes_in_flight.settle().await;
     Ok(StatusCode::NO_CONTENT.into_response())
+}
+
+async fn settled_changes(State(cluster): State<Arc<Cluster>>, headers: HeaderMap) -> Result<Response, Failure> {
+    let (local, tenant) = local_for(&cluster, &headers)?;
+    let count = blocking(move || Ok(settled_changes_here(local.as_ref(), &tenant)?)).await?;
+    Ok(axum::Json(count).into_response())
+}
+
+/// This node's count of changes to the tenant's settled data
+/// ([`cairn_storage::Queryable::settled_changes`]), 0 while it stores none
+/// of the tenant's series.
+pub(crate) fn settled_changes_here(local: &dyn Tenants, tenant: &TenantId) -> Result<Option<u64>, StorageError> {
+    Ok(match local.get(tenant)? {
+        Some(storage) => storage.settled_changes(),
+        None => Some(0),
+    })
 }
 
 /// Deletes in this node's engine.

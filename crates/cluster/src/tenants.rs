@@ -83,6 +83,47 @@ impl Queryable for ClusterStorage {
             options: self.options.clone(),
         }))
     }
+
+    /// A fingerprint of the counts of every ingester a read asks and of
+    /// every copy of compacted days this node reads: it moves when any of
+    /// them moves, when an ingester stops or starts answering, and when the
+    /// ring changes whom a read asks (each count starts from its own
+    /// arbitrary point). `None` when a complete read cannot be done now or
+    /// a copy cannot tell.
+    fn settled_changes(&self) -> Option<u64> {
+        use std::hash::{Hash, Hasher};
+        // The route reads no request; a read's is sent as to every route.
+        let request = SelectRequest::new(0, 0, &SelectHints::default(), &[]);
+        let answers = fan_out(
+            &self.cluster,
+            &self.tenant,
+            &ReadOptions::default(),
+            Needed::Quorum,
+            "settled_changes",
+            &request,
+            |local, t, _| {
+                let count = crate::routes::settled_changes_here(local, t)?;
+                serde_json::to_vec(&count)
+                    .map(bytes::Bytes::from)
+                    .map_err(|e| StorageError::Unavailable(e.to_string()))
+            },
+        )
+        .ok()?;
+        // In ring order, as the answers come.
+        let mut fingerprint = std::hash::DefaultHasher::new();
+        for body in answers {
+            let count: Option<u64> = serde_json::from_slice(&body).ok()?;
+            count?.hash(&mut fingerprint);
+        }
+        for tenants in self.cluster.compacted() {
+            let count = match tenants.get(&self.tenant).ok()? {
+                Some(storage) => storage.settled_changes()?,
+                None => 0,
+            };
+            count.hash(&mut fingerprint);
+        }
+        Some(fingerprint.finish())
+    }
 }
 
 impl Appendable for ClusterStorage {

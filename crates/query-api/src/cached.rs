@@ -12,13 +12,20 @@
 //! whose steps are not answered from the data around each alone (`@`,
 //! `start()`, `end()`, ...) are not cached, nor those with `limit` or
 //! `stats`, nor any request with `nocache=1`, as VictoriaMetrics.
+//!
+//! In a cluster the cache lives on the node a query reaches, and the count
+//! is the cluster's (the ingesters' and the compacted days').
 
+use std::sync::Arc;
+
+use axum::http::HeaderMap;
 use axum::response::Response;
+use cairn_http::peers::Peers;
 use cairn_http::{AppState, CacheKey, CachedSteps, Params, read_options, run_blocking};
 use cairn_promql::{Engine, QueryResult, RangeSeries, Value};
 use cairn_storage::TenantScope;
 
-use crate::split::{join, with_bounds};
+use crate::split::{self, join, with_bounds};
 use crate::{CancelOnDrop, Request, evaluate, parse_range};
 
 /// On a range query's answer: how many of its steps came from the cache.
@@ -26,11 +33,14 @@ pub const CACHED_STEPS_HEADER: &str = "x-cairn-cached-steps";
 
 /// The answer of a range query through the cache, or `None` when the
 /// query is not one the cache takes.
+/// The steps not kept are cut over `peers` as any range query is, where
+/// they are long enough ([`split::evaluate_split`]).
 pub(crate) async fn answer(
     state: &AppState,
     scope: &TenantScope,
     engine: &Engine,
     params: &Params,
+    peers: Option<(&HeaderMap, &Arc<dyn Peers>)>,
 ) -> Result<Option<Response>, cairn_http::ApiError> {
     let cache = state.results_cache();
     let asked_not_to = params.get("nocache").is_some_and(|v| v == "1" || v == "true");
@@ -46,8 +56,10 @@ pub(crate) async fn answer(
     let options = read_options(params)?;
     let storage = state.reader_with(scope, &options)?;
     // Read before anything is evaluated: a change landing meanwhile moves
-    // it past what the kept steps are stored under.
-    let Some(settled_changes) = storage.settled_changes() else {
+    // it past what the kept steps are stored under. Off the async workers:
+    // a cluster asks its ingesters.
+    let counted = storage.clone();
+    let Some(settled_changes) = run_blocking(move || Ok(counted.settled_changes())).await? else {
         return Ok(None);
     };
     let _guard = CancelOnDrop(request.cancel.clone());
@@ -69,12 +81,28 @@ pub(crate) async fn answer(
         });
         fresh_from = kept.end + step;
     }
+    let mut split_warnings = Vec::new();
+    let mut split_parts = None;
     if fresh_from <= end {
-        let (fresh, _) = parse_range(engine, &with_bounds(params, fresh_from, end), &request)?;
-        let slot = state.query_gate().admit().await?;
-        parts.push(evaluate(fresh, storage, slot, |r| r).await?);
+        let fresh_params = with_bounds(params, fresh_from, end);
+        let split = match peers {
+            Some((headers, peers)) => {
+                split::evaluate_split(state, scope, engine, &fresh_params, headers, peers).await?
+            }
+            None => None,
+        };
+        if let Some(split) = split {
+            split_parts = Some(split.results.len());
+            parts.extend(split.results);
+            split_warnings = split.warnings;
+        } else {
+            let (fresh, _) = parse_range(engine, &fresh_params, &request)?;
+            let slot = state.query_gate().admit().await?;
+            parts.push(evaluate(fresh, storage, slot, |r| r).await?);
+        }
     }
-    let read_warnings = options.warnings.take();
+    let mut read_warnings = options.warnings.take();
+    read_warnings.extend(split_warnings);
     let settled_end = last_step_before(
         start,
         step,
@@ -107,6 +135,9 @@ pub(crate) async fn answer(
     .await?;
     if let Ok(n) = axum::http::HeaderValue::from_str(&reused.to_string()) {
         response.headers_mut().insert(CACHED_STEPS_HEADER, n);
+    }
+    if let Some(n) = split_parts {
+        split::mark_parts(&mut response, n);
     }
     Ok(Some(response))
 }

@@ -214,7 +214,8 @@ async fn query_range(
         let shard = split::requested_shard(&params)?;
         return answer(state, &scope, &engine, &params, parse_range, shard).await;
     }
-    if let Some(cached) = cached::answer(&state, &scope, &engine, &params).await? {
+    let split_over = peers.as_ref().map(|Extension(peers)| (&headers, peers));
+    if let Some(cached) = cached::answer(&state, &scope, &engine, &params, split_over).await? {
         return Ok(cached);
     }
     if let Some(Extension(peers)) = peers

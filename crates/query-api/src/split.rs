@@ -47,9 +47,7 @@ const SHARD_LABEL_PARAM: &str = "cairn_shard_label";
 const MAX_SHARDS: usize = 1 << 16;
 
 /// The answer of a range query split over this node and its peers, or
-/// `None` when it is not split (too short or not cut by either rule, or a
-/// `limit`). A query is cut by time where the engine allows, else by
-/// series where it allows that.
+/// `None` when it is not split (see [`evaluate_split`]).
 pub(crate) async fn answer(
     state: &AppState,
     scope: &TenantScope,
@@ -59,6 +57,47 @@ pub(crate) async fn answer(
     peers: &Arc<dyn Peers>,
 ) -> Result<Option<Response>, ApiError> {
     let started = std::time::Instant::now();
+    let Some(split) = evaluate_split(state, scope, engine, params, headers, peers).await? else {
+        return Ok(None);
+    };
+    let took = crate::stats_requested(params).then(|| started.elapsed());
+    let parts = split.results.len();
+    let mut response = run_blocking(move || {
+        let mut joined = join(split.results);
+        joined.warnings.extend(split.warnings);
+        Ok(crate::render(joined, None, took))
+    })
+    .await?;
+    mark_parts(&mut response, parts);
+    Ok(Some(response))
+}
+
+/// The results of the parts a range query was cut into, to be joined,
+/// and the warnings of the reads done here.
+pub(crate) struct Split {
+    pub results: Vec<QueryResult>,
+    pub warnings: Vec<String>,
+}
+
+/// Says on `response` how many parts it was joined from.
+pub(crate) fn mark_parts(response: &mut Response, parts: usize) {
+    if let Ok(n) = HeaderValue::from_str(&parts.to_string()) {
+        response.headers_mut().insert(PARTS_HEADER, n);
+    }
+}
+
+/// A range query evaluated in parts over this node and its peers, or
+/// `None` when it is not split (too short or not cut by either rule, or a
+/// `limit`). A query is cut by time where the engine allows, else by
+/// series where it allows that.
+pub(crate) async fn evaluate_split(
+    state: &AppState,
+    scope: &TenantScope,
+    engine: &Engine,
+    params: &Params,
+    headers: &HeaderMap,
+    peers: &Arc<dyn Peers>,
+) -> Result<Option<Split>, ApiError> {
     let request = Request::new(state, scope);
     let (parsed, limit) = parse_range(engine, params, &request)?;
     let peer_count = peers.count(PeerKind::Query);
@@ -116,18 +155,10 @@ pub(crate) async fn answer(
         };
         results.push(result);
     }
-    let warnings = options.warnings.take();
-    let took = crate::stats_requested(params).then(|| started.elapsed());
-    let mut response = run_blocking(move || {
-        let mut joined = join(results);
-        joined.warnings.extend(warnings);
-        Ok(crate::render(joined, None, took))
-    })
-    .await?;
-    if let Ok(n) = HeaderValue::from_str(&cuts.len().to_string()) {
-        response.headers_mut().insert(PARTS_HEADER, n);
-    }
-    Ok(Some(response))
+    Ok(Some(Split {
+        results,
+        warnings: options.warnings.take(),
+    }))
 }
 
 /// Evaluates one part here.
