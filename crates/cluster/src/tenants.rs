@@ -92,7 +92,7 @@ impl Queryable for ClusterStorage {
     /// a copy cannot tell.
     fn settled_changes(&self) -> Option<u64> {
         use std::hash::{Hash, Hasher};
-        // The route reads no request; a read's is sent as to every route.
+        // `fan_out` sends every route a select request; this route ignores it.
         let request = SelectRequest::new(0, 0, &SelectHints::default(), &[]);
         let answers = fan_out(
             &self.cluster,

@@ -33,6 +33,7 @@ pub const CACHED_STEPS_HEADER: &str = "x-cairn-cached-steps";
 
 /// The answer of a range query through the cache, or `None` when the
 /// query is not one the cache takes.
+///
 /// The steps not kept are cut over `peers` as any range query is, where
 /// they are long enough ([`split::evaluate_split`]).
 pub(crate) async fn answer(
