@@ -4,7 +4,7 @@
 //! node, an ingester gone or back) and not in the compacted days.
 
 use crate::common::three_nodes::ThreeNodes;
-use crate::common::{Client, ms_to_param, now_ms, series};
+use crate::common::{Client, ms_to_param, now_ms, series, two_request_counters};
 
 const MIN: i64 = 60_000;
 
@@ -33,17 +33,7 @@ fn a_clusters_range_queries_reuse_settled_steps_until_settled_data_changes_on_an
     };
     let now = now_ms() / MIN * MIN;
     let t0 = now - 3 * 60 * MIN;
-    let samples = |slope: f64| -> Vec<(i64, f64)> {
-        (0..)
-            .map(|i| t0 + i * 15_000)
-            .take_while(|&t| t <= now)
-            .map(|t| (t, (t - t0) as f64 / 1000.0 * slope))
-            .collect()
-    };
-    cluster.nodes[0].client().write(&[
-        series(&[("__name__", "requests_total"), ("job", "a")], &samples(1.0)),
-        series(&[("__name__", "requests_total"), ("job", "b")], &samples(2.5)),
-    ]);
+    cluster.nodes[0].client().write(&two_request_counters(t0, now));
     // Queries reach node 1; data changes through the others.
     let asked = cluster.nodes[1].client();
     let hits = || asked.metric("cairn_results_cache_hits_total").unwrap_or(0.0);

@@ -497,17 +497,7 @@ fn range_queries_reuse_settled_steps_until_a_backfill_or_delete() {
     let c = srv.client();
     let now = now_ms() / MIN * MIN;
     let t0 = now - 3 * 60 * MIN;
-    let samples = |slope: f64| -> Vec<(i64, f64)> {
-        (0..)
-            .map(|i| t0 + i * 15_000)
-            .take_while(|&t| t <= now)
-            .map(|t| (t, (t - t0) as f64 / 1000.0 * slope))
-            .collect()
-    };
-    c.write(&[
-        series(&[("__name__", "requests_total"), ("job", "a")], &samples(1.0)),
-        series(&[("__name__", "requests_total"), ("job", "b")], &samples(2.5)),
-    ]);
+    c.write(&two_request_counters(t0, now));
     let range = |query: &str, start: i64, nocache: bool| {
         let (start, end) = (ms_to_param(start), ms_to_param(start + 2 * 60 * MIN));
         let mut params = vec![("query", query), ("start", &start), ("end", &end), ("step", "60")];

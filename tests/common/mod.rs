@@ -531,6 +531,23 @@ pub fn series(pairs: &[(&str, &str)], samples: &[(i64, f64)]) -> SeriesSamples {
     )
 }
 
+/// Two counters `requests_total{job="a"|"b"}` rising at 1 and 2.5 a
+/// second, sampled every 15 s from `t0` to `now`: a dashboard's data for
+/// the results cache's tests.
+pub fn two_request_counters(t0: i64, now: i64) -> Vec<SeriesSamples> {
+    let samples = |slope: f64| -> Vec<(i64, f64)> {
+        (0..)
+            .map(|i| t0 + i * 15_000)
+            .take_while(|&t| t <= now)
+            .map(|t| (t, (t - t0) as f64 / 1000.0 * slope))
+            .collect()
+    };
+    vec![
+        series(&[("__name__", "requests_total"), ("job", "a")], &samples(1.0)),
+        series(&[("__name__", "requests_total"), ("job", "b")], &samples(2.5)),
+    ]
+}
+
 /// A remote-write body for canonical series.
 pub fn encode(series: &[SeriesSamples], encoding: ContentEncoding) -> Vec<u8> {
     let mut out = Vec::new();
